@@ -29,7 +29,7 @@ test-all: setup
 	$(RUN_ENV) $(VENV)/bin/pytest -q
 
 bench: setup
-	$(RUN_ENV) $(PY) bench/encode.py
+	$(RUN_ENV) $(PY) -m bench.encode
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench

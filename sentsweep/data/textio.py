@@ -87,6 +87,10 @@ def label_index(names: Sequence[str]) -> dict[str, int]:
     return {name.casefold(): index for index, name in enumerate(names)}
 
 
+#: The labels of binary tasks written as digits (MRPC's Quality, SST's label).
+BINARY_LABELS: dict[str, int] = label_index(("0", "1"))
+
+
 def parse_label(text: str, labels: Mapping[str, int], path: Path, number: int, *, what: str = "label") -> int:
     """Look a label up case-insensitively in ``labels`` (keys case-folded, see :func:`label_index`)."""
     key = text.strip().casefold()

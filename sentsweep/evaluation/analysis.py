@@ -132,8 +132,12 @@ def summary(values: ArrayLike) -> dict[str, float]:
     if v.size == 0:
         raise ValueError("no values to summarise")
     q05, q25, q50, q75, q95 = np.quantile(v, [0.05, 0.25, 0.5, 0.75, 0.95])
-    counts, edges = np.histogram(v, bins=50)
-    peak = int(np.argmax(counts))
+    try:
+        counts, edges = np.histogram(v, bins=50)
+        peak = int(np.argmax(counts))
+        mode = float((edges[peak] + edges[peak + 1]) / 2)
+    except ValueError:  # (nearly) constant values: no 50 distinct bins
+        mode = float(q50)
     return {
         "n": float(v.size),
         "mean": float(v.mean()),
@@ -145,7 +149,7 @@ def summary(values: ArrayLike) -> dict[str, float]:
         "q75": float(q75),
         "q95": float(q95),
         "max": float(v.max()),
-        "mode": float((edges[peak] + edges[peak + 1]) / 2),
+        "mode": mode,
     }
 
 

@@ -92,7 +92,9 @@ def pool(
     if pooling == "mean":
         return _masked_mean(last_hidden, attention_mask)
     if pooling == "max":
-        blocked = last_hidden.masked_fill(~attention_mask.bool().unsqueeze(-1), torch.finfo(last_hidden.dtype).min)
+        blocked = last_hidden.masked_fill(
+            ~attention_mask.bool().unsqueeze(-1), torch.finfo(last_hidden.dtype).min
+        )
         return blocked.max(dim=1).values
     if pooling == "first_last":
         if hidden_states is None or len(hidden_states) < 2:
@@ -116,8 +118,9 @@ class EncoderSettings:
 
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
-            raise ConfigError(f"unknown pooling '{self.pooling}'; choose one of {', '.join(POOLINGS)}",
-                              field="pooling")
+            raise ConfigError(
+                f"unknown pooling '{self.pooling}'; choose one of {', '.join(POOLINGS)}", field="pooling"
+            )
         if self.max_length < 8:
             raise ConfigError(f"max_length must be >= 8, got {self.max_length}", field="max_length")
         if self.pooling == "prompt_mask":
@@ -228,8 +231,15 @@ class TransformerEncoder(nn.Module):
         """Token ids (and mask positions for prompts) for a batch, padded to its longest member."""
         if self.prompt is not None:
             return self.prompt(sentences)
-        return dict(self.tokenizer(list(sentences), padding=True, truncation=True,
-                                   max_length=self.settings.max_length, return_tensors="pt"))
+        return dict(
+            self.tokenizer(
+                list(sentences),
+                padding=True,
+                truncation=True,
+                max_length=self.settings.max_length,
+                return_tensors="pt",
+            )
+        )
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
         """Pooled embeddings ``(batch, dim)`` of a tokenized batch (on any device; moved here)."""
@@ -288,8 +298,9 @@ class TransformerEncoder(nn.Module):
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path, *, device: str | torch.device | None = None,
-             **overrides: Any) -> TransformerEncoder:
+    def load(
+        cls, directory: str | Path, *, device: str | torch.device | None = None, **overrides: Any
+    ) -> TransformerEncoder:
         """Rebuild an encoder written by :meth:`save` (settings may be overridden)."""
         directory = Path(directory)
         settings_file = directory / ENCODER_CONFIG_FILE

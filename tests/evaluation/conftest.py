@@ -64,8 +64,9 @@ def data_module() -> ModuleType:
     return data
 
 
-POSITIVE_WORDS = ["good", "great", "excellent", "superb", "wonderful", "lovely", "brilliant", "fine"]
-NEGATIVE_WORDS = ["bad", "awful", "terrible", "poor", "dreadful", "boring", "horrible", "weak"]
+# Chosen so that no two of these words share a hashing bucket at dim 64 (crc32 % 64).
+POSITIVE_WORDS = ["good", "excellent", "wonderful", "brilliant", "nice", "perfect", "amazing", "charming"]
+NEGATIVE_WORDS = ["bad", "poor", "boring", "horrible", "dull", "lame", "terrible", "ugly"]
 NEUTRAL_WORDS = ["the", "movie", "film", "plot", "actor", "scene", "story", "was", "is", "a", "it", "this"]
 
 

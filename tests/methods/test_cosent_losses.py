@@ -103,11 +103,14 @@ def test_cosent_all_tied_labels_is_log_one(n: int) -> None:
 
 
 def test_cosent_hand_computed_sts_batch() -> None:
-    cos = torch.tensor([0.9, 0.2, 0.5])
+    cos = torch.tensor([0.9, 0.2, 0.5], dtype=torch.float64)
     labels = torch.tensor([5.0, 1.0, 3.0])
     # pairs with y_i < y_j: (1, 0), (1, 2), (2, 0); terms exp(20 * (cos_i - cos_j))
-    expected = math.log(1 + math.exp(20 * (0.2 - 0.9)) + math.exp(20 * (0.2 - 0.5)) + math.exp(20 * (0.5 - 0.9)))
-    assert cosent_loss(cos, labels).item() == pytest.approx(expected, rel=1e-6)
+    terms = [math.exp(20 * (0.2 - 0.9)), math.exp(20 * (0.2 - 0.5)), math.exp(20 * (0.5 - 0.9))]
+    expected = math.log(1 + sum(terms))
+    assert cosent_loss(cos, labels).item() == pytest.approx(expected, rel=1e-12)
+    # float32 input: same value to float32 precision (20 * rounding error of 0.9 is ~1e-7 absolute)
+    assert cosent_loss(cos.float(), labels).item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_cosent_binary_labels_is_eq8_pos_neg_sum() -> None:
@@ -186,9 +189,9 @@ def test_cosent_invariances() -> None:
     perm = torch.randperm(20, generator=g)
     assert cosent_loss(cos[perm], labels[perm]).item() == pytest.approx(base.item(), rel=1e-12)
     # a perfectly ranked batch: the loss falls to 0 as lambda grows
-    ranked = labels + 0.01 * torch.arange(20)
-    ranked_cos = (ranked - ranked.mean()) / 10
-    losses = [cosent_loss(ranked_cos, ranked, scale=s).item() for s in (1.0, 5.0, 20.0, 200.0)]
+    ranked = torch.randperm(20, generator=g).double()  # 20 distinct labels
+    ranked_cos = ranked / 20 - 0.5  # same order, neighbours 0.05 apart
+    losses = [cosent_loss(ranked_cos, ranked, scale=s).item() for s in (1.0, 5.0, 20.0, 1000.0)]
     assert losses == sorted(losses, reverse=True) and losses[-1] < 1e-6
 
 
@@ -232,7 +235,8 @@ def test_mse_cosine_loss_hand_computed() -> None:
     assert mse_cosine_loss(cos, labels).item() == pytest.approx(expected, rel=1e-5)
     # SICK-R 1-5: (y - 1) / 4
     sick = torch.tensor([5.0, 1.8, 3.4])  # -> 1.0, 0.2, 0.6
-    assert mse_cosine_loss(cos, sick, label_max=5.0, label_min=1.0).item() == pytest.approx(expected, rel=1e-5)
+    got = mse_cosine_loss(cos, sick, label_max=5.0, label_min=1.0)
+    assert got.item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_mse_matches_sentence_transformers_cosine_similarity_loss() -> None:
@@ -257,7 +261,8 @@ def test_softmax_classifier_loss_hand_computed() -> None:
     expected = sum(ce) / 3
     assert softmax_classifier_loss(u, v, labels, classifier).item() == pytest.approx(expected, rel=1e-6)
     # integral float labels are accepted, graded ones are not
-    assert softmax_classifier_loss(u, v, labels.float(), classifier).item() == pytest.approx(expected, rel=1e-6)
+    got = softmax_classifier_loss(u, v, labels.float(), classifier)
+    assert got.item() == pytest.approx(expected, rel=1e-6)
     with pytest.raises(ValueError, match="integer class indices"):
         softmax_classifier_loss(u, v, torch.tensor([0.0, 2.5, 1.0]), classifier)
     with pytest.raises(ValueError, match=r"class indices in \[0, 2\]"):
@@ -325,7 +330,8 @@ def test_triplet_loss_hand_computed() -> None:
     p2 = torch.tensor([[1.0, 1.0]])  # 1 - 1/sqrt(2)
     n2 = torch.tensor([[0.0, 1.0]])  # 1 - 0
     expected2 = max((1 - 1 / math.sqrt(2)) - 1 + 0.5, 0.0)
-    assert triplet_loss(a2, p2, n2, margin=0.5, distance="cosine").item() == pytest.approx(expected2, rel=1e-6)
+    got = triplet_loss(a2, p2, n2, margin=0.5, distance="cosine")
+    assert got.item() == pytest.approx(expected2, rel=1e-6)
 
 
 def test_triplet_matches_sentence_transformers_triplet_loss() -> None:
@@ -333,6 +339,11 @@ def test_triplet_matches_sentence_transformers_triplet_loss() -> None:
     w = torch.randn(10, 8, generator=g, dtype=torch.float64)
     ref = st_losses.TripletLoss(model=nn.Identity()).compute_loss_from_embeddings([u, v, w], torch.zeros(10))
     assert triplet_loss(u, v, w).item() == pytest.approx(ref.item(), abs=1e-9)
+    cos_ref = st_losses.TripletLoss(
+        model=nn.Identity(), distance_metric=st_losses.TripletDistanceMetric.COSINE, triplet_margin=0.3
+    ).compute_loss_from_embeddings([u, v, w], torch.zeros(10))
+    got = triplet_loss(u, v, w, margin=0.3, distance="cosine")
+    assert got.item() == pytest.approx(cos_ref.item(), abs=1e-9)
 
 
 def test_triplet_pair_loss_mines_hardest_in_batch_negative() -> None:

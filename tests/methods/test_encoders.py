@@ -18,8 +18,12 @@ TEMPLATE = 'this sentence : " {sentence} " means {mask} .'
 def _states(encoder: TransformerEncoder, sentences: list[str]):
     batch = encoder.tokenize(sentences)
     with torch.no_grad():
-        out = encoder.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                            token_type_ids=batch.get("token_type_ids"), output_hidden_states=True)
+        out = encoder.model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            token_type_ids=batch.get("token_type_ids"),
+            output_hidden_states=True,
+        )
     return batch, out
 
 
@@ -77,7 +81,9 @@ def test_unknown_pooling_and_bad_template_name_the_field(tiny_bert_dir: Path) ->
 
 
 def test_save_and_load_round_trip(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    encoder = TransformerEncoder(str(tiny_bert_dir), EncoderSettings(pooling="cls", max_length=32), device="cpu")
+    encoder = TransformerEncoder(
+        str(tiny_bert_dir), EncoderSettings(pooling="cls", max_length=32), device="cpu"
+    )
     encoder.save(tmp_path / "saved")
     assert (tmp_path / "saved" / "model.safetensors").exists()
     again = TransformerEncoder.load(tmp_path / "saved", device="cpu")

@@ -139,8 +139,9 @@ def _ranking_logsumexp(scores: Tensor, labels: Tensor) -> Tensor:
 def cosent_loss(cos_sim: Tensor, labels: Tensor, scale: float = 20.0) -> Tensor:
     """CoSENT loss (CoSENT paper, Huang et al. / Su 2022, eq. 10).
 
-    ``L = log(1 + sum over (i, j) with y_i < y_j of exp(lambda * (cos_i - cos_j)))``: every pair whose
-    label ranks lower but whose cosine is not lower by a margin adds a term; one scalar per batch.
+    ``L = log(1 + sum over (i, j) with y_i < y_j of exp(lambda * (cos_i - cos_j)))``: each ordered couple of
+    pairs with different labels adds a term, large when the lower-labelled pair has the higher cosine;
+    one scalar per batch.
 
     Args:
         cos_sim: ``(batch,)`` cosine similarities ``cos(u_i, v_i)`` of the pairs (any float dtype;
@@ -330,11 +331,11 @@ def contrastive_loss(
 def _distance(a: Tensor, b: Tensor, distance: Distance) -> Tensor:
     """Row-wise distance between ``(n, dim)`` tensors: Euclidean ``||a - b||`` or ``1 - cos(a, b)``.
 
-    Euclidean is ``F.pairwise_distance`` with its default ``eps=1e-6`` (added to ``a - b``), exactly as
-    SBERT's TripletLoss computes it.
+    Euclidean is the plain ``||a - b||_2`` of sentence-transformers' TripletLoss (6.x; older SBERT added
+    ``eps=1e-6`` to ``a - b``); its gradient at ``a == b`` is 0, not NaN.
     """
     if distance == "euclidean":
-        return F.pairwise_distance(a, b, p=2)
+        return torch.linalg.vector_norm(a - b, dim=-1)
     if distance == "cosine":
         return 1.0 - F.cosine_similarity(a, b, dim=-1)
     raise ValueError(f"distance must be 'euclidean' or 'cosine', got {distance!r}")

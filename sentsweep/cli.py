@@ -1,0 +1,169 @@
+"""The ``sentsweep`` command line.
+
+Each sub-command is a small function; heavy imports (torch, Ray, MLflow) happen inside it so that
+``sentsweep --help`` is instant. Errors a user can cause (:class:`~sentsweep.errors.SentsweepError`)
+are printed as one line, without a traceback, and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from sentsweep.errors import SentsweepError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="evaluate an encoder on STS and SentEval tasks",
+        description="Embed, score and print a table of STS Spearman x100 / SentEval accuracy.",
+    )
+    p.add_argument(
+        "--model",
+        default="minilm",
+        help="'minilm' (offline package), a local folder, or a hub id such as bert-base-uncased",
+    )
+    p.add_argument(
+        "--tasks",
+        default="sts",
+        help="comma-separated: groups 'sts', 'senteval' or tasks such as stsb,sickr,mr (default: sts)",
+    )
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="SentEval-layout data root (default: $SENTSWEEP_DATA, else the bundled sample)",
+    )
+    p.add_argument(
+        "--pooling",
+        default=None,
+        help="cls, mean, max, first_last or prompt_mask (default: mean, or the pooling saved with the model)",
+    )
+    p.add_argument(
+        "--prompt-template",
+        default=None,
+        help="template with {sentence} and {mask}, for --pooling prompt_mask",
+    )
+    p.add_argument("--max-length", type=int, default=None, help="tokens per sentence (default 128)")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--kfold", type=int, default=10, help="SentEval cross-validation folds")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
+    p.add_argument("--out", default=None, help="write the metrics as flat JSON (.json) or the table (.csv)")
+    p.set_defaults(handler=cmd_evaluate)
+
+
+def build_encoder(
+    model: str,
+    *,
+    pooling: str | None = None,
+    prompt_template: str | None = None,
+    max_length: int | None = None,
+    device: str | None = None,
+):
+    """A :class:`TransformerEncoder` for ``model``, honouring settings saved with it unless overridden."""
+    from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
+
+    overrides = {
+        k: v
+        for k, v in {"pooling": pooling, "prompt_template": prompt_template, "max_length": max_length}.items()
+        if v is not None
+    }
+    if Path(model, ENCODER_CONFIG_FILE).is_file():
+        return TransformerEncoder.load(model, device=device, **overrides)
+    return TransformerEncoder(model, EncoderSettings(**overrides), device=device)
+
+
+class _Progress:
+    """A tqdm bar driven by the evaluators' ``progress(done, total)`` callback."""
+
+    def __init__(self, desc: str) -> None:
+        self.desc = desc
+        self.bar = None
+
+    def __call__(self, done: int, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        if self.bar is None or self.bar.total != total or done < self.bar.n:
+            self.close()
+            self.bar = tqdm(total=total, desc=self.desc, unit="sent", file=sys.stderr, leave=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from sentsweep.evaluation import evaluate
+
+    encoder = build_encoder(
+        args.model,
+        pooling=args.pooling,
+        prompt_template=args.prompt_template,
+        max_length=args.max_length,
+        device=args.device,
+    )
+    progress = _Progress("encoding")
+    try:
+        result = evaluate(
+            encoder,
+            args.tasks,
+            data_dir=args.data_dir,
+            progress=progress,
+            batch_size=args.batch_size,
+            kfold=args.kfold,
+        )
+    finally:
+        progress.close()
+    print(result)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix.lower() == ".csv":
+            result.to_csv(out)
+        else:
+            out.write_text(json.dumps(result.metrics, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {out}")
+    return 0
+
+
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_evaluate,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (also used to check that Kubernetes entrypoints parse)."""
+    parser = argparse.ArgumentParser(prog="sentsweep", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def _version() -> str:
+    from sentsweep import __version__
+
+    return f"sentsweep {__version__}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except SentsweepError as exc:
+        print(f"sentsweep {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"sentsweep {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""What every trainable shares: the typed trial config, the run of one trial, Ray and MLflow hooks.
+
+A trial is :func:`run_trial`: validate the config, build the method's :class:`TrainTask`, run the
+shared :class:`~sentsweep.trainables.loop.TrainingLoop` (restoring from a checkpoint when given one),
+then evaluate the best weights on the final test suite. Reporting and tracking are plug-ins:
+
+- ``report(metrics, checkpoint_dir)``: ``ray.tune.report`` under Tune (:func:`ray_reporter`), a printer
+  standalone;
+- a :class:`TrialLogger`: the MLflow child run of the trial (``sentsweep.trainables.mlflow_logger``,
+  used when the config carries a ``tracking`` section), or nothing.
+
+Ray is imported only inside :func:`ray_reporter` and the trainables' Ray entry points, so standalone
+training never starts Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sentsweep.errors import ConfigError
+from sentsweep.trainables.loop import LoopConfig, LoopResult, ReportFn, TrainingLoop, TrainTask
+
+Status = Literal["FINISHED", "FAILED", "KILLED"]
+
+
+class TrackingSettings(BaseModel):
+    """Where a trial logs its MLflow child run (filled in by the platform, not by users)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str | None = None
+    sweep_name: str | None = None
+    trial_id: str | None = None
+
+
+class TrialConfig(BaseModel):
+    """Settings every method shares; a method's config subclasses this and adds its own fields."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str = "minilm"
+    max_length: int = Field(64, ge=8)
+    batch_size: int = Field(16, ge=2)
+    seed: int = 42
+    optimizer: Literal["adamw", "adam"] = "adamw"
+    lr: float = Field(2e-5, gt=0)
+    weight_decay: float = Field(0.01, ge=0)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    max_grad_norm: float | None = 1.0
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int | None = Field(None, gt=0)
+    eval_every: int = Field(125, gt=0)
+    metric: str = "stsb_dev"
+    mode: Literal["max", "min"] = "max"
+    amp: bool = True
+    eval_at_start: bool = False
+    device: str | None = None
+    data_dir: str | None = None
+    max_dev_pairs: int | None = Field(None, gt=0)
+    test_tasks: str = "sts"
+    tracking: TrackingSettings | None = None
+
+    def loop_config(self) -> LoopConfig:
+        fields = LoopConfig.__dataclass_fields__
+        return LoopConfig(**{name: getattr(self, name) for name in fields if hasattr(self, name)})
+
+
+def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "trial config") -> TrialConfig:
+    """Validate ``raw`` into ``cls``; the first error names the field (and the file or source)."""
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"{err['msg']}{extra}", field=field, file=source) from None
+
+
+class TrialLogger(Protocol):
+    """Receives a trial's life: params, metrics, artifacts, final status."""
+
+    def start(self, params: dict[str, Any]) -> None: ...
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None: ...
+
+    def finish(
+        self, status: Status, reason: str | None = None, totals: dict[str, float] | None = None
+    ) -> None: ...
+
+
+class NullLogger:
+    """Logs nothing (standalone runs without tracking)."""
+
+    def start(self, params: dict[str, Any]) -> None:
+        return None
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        return None
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None:
+        return None
+
+    def finish(
+        self, status: Status, reason: str | None = None, totals: dict[str, float] | None = None
+    ) -> None:
+        return None
+
+
+def make_trial_logger(config: TrialConfig) -> TrialLogger:
+    """The MLflow child-run logger when the config has a ``tracking`` section, else :class:`NullLogger`."""
+    if config.tracking is None:
+        return NullLogger()
+    from sentsweep.trainables.mlflow_logger import MlflowTrialLogger
+
+    return MlflowTrialLogger(config.tracking)
+
+
+def ray_reporter() -> ReportFn:
+    """``report(metrics, checkpoint_dir)`` forwarding to ``ray.tune.report`` with a checkpoint."""
+    from ray import tune
+
+    def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
+        checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
+        tune.report(metrics, checkpoint=checkpoint)
+
+    return report
+
+
+def ray_checkpoint_dir() -> Path | None:
+    """The directory of the checkpoint Tune restores this trial from, if any."""
+    from ray import tune
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    return Path(checkpoint.to_directory())
+
+
+class FinalEvaluator(Protocol):
+    def __call__(self, task: TrainTask, config: TrialConfig) -> dict[str, float]: ...
+
+
+def public_params(config: TrialConfig) -> dict[str, Any]:
+    """The config as loggable params (the tracking section left out)."""
+    return config.model_dump(exclude={"tracking"})
+
+
+def run_trial(
+    config: TrialConfig,
+    build_task: Callable[[TrialConfig], TrainTask],
+    final_evaluation: FinalEvaluator,
+    *,
+    report: ReportFn,
+    logger: TrialLogger | None = None,
+    resume_from: Path | None = None,
+    output_dir: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> tuple[LoopResult, dict[str, float]]:
+    """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
+
+    Every report goes to ``report`` and to ``logger``; the final metrics are reported once more (with the
+    selection metric set to its best value, so schedulers and searchers see a consistent figure).
+    ``output_dir`` (when given) receives ``best/`` weights, ``history.jsonl`` and ``final_metrics.json``.
+    """
+    logger = logger or NullLogger()
+    started = time.perf_counter()
+    gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    logger.start(public_params(config))
+    loop: TrainingLoop | None = None
+    try:
+        task = build_task(config)
+
+        def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
+            logger.log_metrics(metrics, int(metrics.get("step", 0)))
+            report(metrics, checkpoint_dir)
+
+        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log)
+        result = loop.run(resume_from=resume_from)
+        final = final_evaluation(task, config)
+        final[config.metric] = (
+            result.state.best_value if result.state.best_value is not None else float("nan")
+        )
+        wall = time.perf_counter() - started
+        final.update(
+            {
+                "wall_seconds": wall,
+                "gpu_seconds": wall * gpu_count,
+                "final": 1.0,
+                "step": float(result.state.step),
+            }
+        )
+        if output_dir is not None:
+            _write_outputs(output_dir, task, result, final)
+            logger.log_artifacts(output_dir)
+        logger.log_metrics(final, result.state.step)
+        report(final, None)
+        logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
+        return result, final
+    except BaseException as exc:
+        wall = time.perf_counter() - started
+        status: Status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
+        logger.finish(
+            status,
+            reason=f"{type(exc).__name__}: {exc}",
+            totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count},
+        )
+        raise
+    finally:
+        if loop is not None:
+            loop.cleanup()
+
+
+def _write_outputs(output_dir: Path, task: TrainTask, result: LoopResult, final: dict[str, float]) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    task.save(output_dir / "best")
+    (output_dir / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result.state.history))
+    (output_dir / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True) + "\n")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method as the platform and the CLI see it: its config type, task builder and final evaluation."""
+
+    name: str
+    config_cls: type[TrialConfig]
+    build_task: Callable[[TrialConfig], TrainTask]
+    final_evaluation: FinalEvaluator
+
+    def parse(self, raw: dict[str, Any], source: str = "trial config") -> TrialConfig:
+        return parse_config(self.config_cls, raw, source)
+
+    def train_ray(self, raw: dict[str, Any]) -> None:
+        """The body of the method's Ray Tune function trainable."""
+        config = self.parse(raw)
+        run_trial(
+            config,
+            self.build_task,
+            self.final_evaluation,
+            report=ray_reporter(),
+            logger=make_trial_logger(config),
+            resume_from=ray_checkpoint_dir(),
+        )
+
+    def train_standalone(
+        self,
+        raw: dict[str, Any],
+        output_dir: Path | None = None,
+        source: str = "config",
+        log: Callable[[str], None] = print,
+    ) -> tuple[LoopResult, dict[str, float]]:
+        """One training without Ray (``sentsweep train``); checkpoints are written to ``output_dir``."""
+        config = self.parse(raw, source)
+        return run_trial(
+            config,
+            self.build_task,
+            self.final_evaluation,
+            report=lambda m, c: None,
+            logger=make_trial_logger(config),
+            output_dir=output_dir,
+            log=log,
+        )

@@ -1,0 +1,202 @@
+"""CoSENT as a trainable: config, :class:`CosentTask` for the shared loop, Ray and standalone entries.
+
+Training data (``train_data``): ``stsb`` (scores 0-5), ``sickr`` (1-5), ``snli`` (NLI labels,
+contradiction < neutral < entailment; offline only dev/test exist, so ``train_split`` defaults to
+``train`` and must be set to ``dev`` for offline runs), ``mrpc`` (binary). The loss is CoSENT (eq. 10)
+or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder (eq. 11).
+Dev selection: Spearman x100 on ``dev_data`` (STS-B dev by default) every ``eval_every`` steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import Field, model_validator
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from sentsweep import data as datasets
+from sentsweep.evaluation import evaluate
+from sentsweep.evaluation.sts import spearman
+from sentsweep.methods.cosent import cross_encoder_cosent_loss, make_pair_loss
+from sentsweep.methods.cosent.model import BiEncoder, CrossEncoder
+from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
+from sentsweep.trainables.base import Method, TrialConfig
+
+LOSS_HEAD_FILE = "loss_head.safetensors"
+
+#: Per training set: (loader kind, label_min, label_max, number of classes or None for graded scores).
+TRAIN_SETS: dict[str, tuple[str, float, float, int | None]] = {
+    "stsb": ("scored", 0.0, 5.0, None),
+    "sickr": ("scored", 1.0, 5.0, None),
+    "snli": ("labelled", 0.0, 2.0, 3),
+    "mrpc": ("labelled", 0.0, 1.0, 2),
+}
+#: Dev sets for model selection: name -> (loader name, split, metric key).
+DEV_SETS: dict[str, tuple[str, str, str]] = {
+    "stsb": ("stsb", "dev", "stsb_dev"),
+    "sickr": ("sickr", "trial", "sickr_trial"),
+}
+
+
+class CosentConfig(TrialConfig):
+    """A CoSENT trial. Defaults: the paper's (lambda 20, mean pooling, lr 2e-5, batch 16, warmup 10%)."""
+
+    architecture: Literal["bi", "cross"] = "bi"
+    pooling: Literal["cls", "mean", "max", "first_last"] = "mean"
+    loss: Literal["cosent", "mse", "softmax", "contrastive", "triplet"] = "cosent"
+    scale: float = Field(20.0, gt=0)
+    epsilon: float = 0.5
+    margin: float = Field(5.0, gt=0)
+    train_data: Literal["stsb", "sickr", "snli", "mrpc"] = "stsb"
+    train_split: str = "train"
+    max_train_pairs: int | None = Field(None, gt=0)
+    dev_data: Literal["stsb", "sickr"] = "stsb"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CosentConfig:
+        if self.architecture == "cross" and self.loss != "cosent":
+            raise ValueError("the cross-encoder is trained with loss 'cosent' only (eq. 11)")
+        if self.loss == "softmax" and TRAIN_SETS[self.train_data][3] is None:
+            raise ValueError(f"loss 'softmax' needs class labels; '{self.train_data}' has graded scores")
+        dev_metric = DEV_SETS[self.dev_data][2]
+        if self.metric == "stsb_dev" and dev_metric != "stsb_dev":
+            self.metric = dev_metric
+        return self
+
+
+@dataclass
+class PairData:
+    first: list[str]
+    second: list[str]
+    labels: Tensor
+
+
+def load_train_pairs(config: CosentConfig) -> PairData:
+    """The training pairs as parallel lists and a float label tensor (labels kept unnormalised)."""
+    kind = TRAIN_SETS[config.train_data][0]
+    if kind == "scored":
+        rows = datasets.scored_pairs(config.train_data, config.train_split, data_dir=config.data_dir)
+        labels = [p.score for p in rows]
+    else:
+        rows = datasets.labelled_pairs(config.train_data, config.train_split, data_dir=config.data_dir)
+        labels = [float(p.label) for p in rows]
+    if config.max_train_pairs is not None:
+        rows, labels = rows[: config.max_train_pairs], labels[: config.max_train_pairs]
+    return PairData([p.s1 for p in rows], [p.s2 for p in rows], torch.tensor(labels, dtype=torch.float32))
+
+
+def load_dev_pairs(config: CosentConfig) -> tuple[list[datasets.ScoredPair], str]:
+    name, split, key = DEV_SETS[config.dev_data]
+    pairs = datasets.scored_pairs(name, split, data_dir=config.data_dir)
+    return (pairs[: config.max_dev_pairs] if config.max_dev_pairs else pairs), key
+
+
+class CosentTask:
+    """CoSENT (or a baseline) on labelled pairs, for :class:`~sentsweep.trainables.loop.TrainingLoop`."""
+
+    def __init__(self, config: CosentConfig) -> None:
+        self.config = config
+        self.train = load_train_pairs(config)
+        self.dev, self.dev_key = load_dev_pairs(config)
+        _, label_min, label_max, num_labels = TRAIN_SETS[config.train_data]
+        if config.architecture == "bi":
+            encoder = TransformerEncoder(
+                config.model,
+                EncoderSettings(pooling=config.pooling, max_length=config.max_length),
+                device=config.device,
+                amp=config.amp,
+            )
+            self.net: BiEncoder | CrossEncoder = BiEncoder(encoder)
+            self.pair_loss = make_pair_loss(
+                config.loss,
+                scale=config.scale,
+                label_min=label_min,
+                label_max=label_max,
+                dim=encoder.dim,
+                num_labels=num_labels,
+                epsilon=config.epsilon,
+                margin=config.margin,
+            ).to(encoder.device)
+        else:
+            self.net = CrossEncoder(config.model, config.max_length, device=config.device)
+            self.pair_loss = make_pair_loss("cosent", scale=1.0)  # unused: eq. 11 scores raw logits
+        self.model = nn.ModuleDict({"net": self.net, "loss": self.pair_loss})
+
+    # -- TrainTask ---------------------------------------------------------------------------------
+    def batches(self, epoch: int, generator: torch.Generator) -> list[Tensor]:
+        """Shuffled index batches of ``batch_size`` pairs (the last, smaller one kept)."""
+        order = torch.randperm(len(self.train.first), generator=generator)
+        return list(order.split(self.config.batch_size))
+
+    def loss(self, batch: Tensor) -> tuple[Tensor, dict[str, float]]:
+        first = [self.train.first[i] for i in batch.tolist()]
+        second = [self.train.second[i] for i in batch.tolist()]
+        labels = self.train.labels[batch]
+        if isinstance(self.net, CrossEncoder):
+            scores = self.net(first, second)
+            return cross_encoder_cosent_loss(scores, labels.to(scores.device)), {}
+        u, v = self.net(first, second)
+        value = self.pair_loss(u, v, labels.to(u.device))
+        cos = nn.functional.cosine_similarity(u.detach().float(), v.detach().float(), dim=-1)
+        return value, {"cos_mean": float(cos.mean())}
+
+    def predict(self, pairs: list[Any]) -> np.ndarray:
+        """Similarity scores for pairs (cosine for the bi-encoder, raw scores for the cross-encoder)."""
+        if isinstance(self.net, CrossEncoder):
+            return self.net.predict([(p.s1, p.s2) for p in pairs])
+        encoder = self.net.encoder
+        sentences = list(dict.fromkeys(s for p in pairs for s in (p.s1, p.s2)))
+        vectors = dict(zip(sentences, encoder.encode(sentences, batch_size=128, normalize=True), strict=True))
+        return np.array([float(vectors[p.s1] @ vectors[p.s2]) for p in pairs])
+
+    def evaluate(self) -> dict[str, float]:
+        scores = self.predict(self.dev)
+        return {self.dev_key: spearman(scores, [p.score for p in self.dev])}
+
+    def save(self, directory: Path) -> None:
+        if isinstance(self.net, CrossEncoder):
+            self.net.save(directory)
+        else:
+            self.net.encoder.save(directory)
+        head = self.pair_loss.state_dict()
+        if head:
+            save_file({k: v.contiguous().cpu() for k, v in head.items()}, str(directory / LOSS_HEAD_FILE))
+
+    def load(self, directory: Path) -> None:
+        module = self.net.model if isinstance(self.net, CrossEncoder) else self.net.encoder.model
+        module.load_state_dict(load_file(str(directory / "model.safetensors"), device=str(module.device)))
+        if isinstance(self.net, CrossEncoder):
+            self.net.head.load_state_dict(load_file(str(directory / "score_head.safetensors")))
+        head_file = directory / LOSS_HEAD_FILE
+        if head_file.exists():
+            self.pair_loss.load_state_dict(load_file(str(head_file)))
+
+
+def final_evaluation(task: CosentTask, config: TrialConfig) -> dict[str, float]:
+    """The best weights on the test suite (``test_tasks``; the cross-encoder scores STS-B/SICK-R pairs)."""
+    if isinstance(task.net, CrossEncoder):
+        metrics = {}
+        for name, split in (("stsb", "test"), ("sickr", "test")):
+            pairs = datasets.scored_pairs(name, split, data_dir=config.data_dir)
+            metrics[f"{name}_{split}"] = spearman(task.predict(pairs), [p.score for p in pairs])
+        return metrics
+    return dict(evaluate(task.net.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+
+
+def build_task(config: TrialConfig) -> CosentTask:
+    if not isinstance(config, CosentConfig):
+        raise TypeError(f"CoSENT needs a CosentConfig, got {type(config).__name__}")
+    return CosentTask(config)
+
+
+COSENT = Method("cosent", CosentConfig, build_task, final_evaluation)
+
+
+def train_cosent(config: dict[str, Any]) -> None:
+    """Ray Tune function trainable: reports with checkpoints, restores from ``tune.get_checkpoint()``."""
+    COSENT.train_ray(config)

@@ -1,0 +1,149 @@
+"""The shared training loop: schedule, best-checkpoint keeping, exact resume, non-finite loss stop."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from sentsweep.errors import ConfigError
+from sentsweep.trainables.cosent import COSENT
+from sentsweep.trainables.loop import LoopConfig, NonFiniteLossError, TrainingLoop, linear_schedule
+
+
+class RegressionTask:
+    """y = x @ w_true with dropout in the model, so resume must restore RNG state to match exactly."""
+
+    def __init__(self, poison_at: int | None = None) -> None:
+        torch.manual_seed(0)
+        self.x = torch.randn(64, 8)
+        self.y = self.x @ torch.randn(8, 1)
+        self.model = nn.Sequential(nn.Dropout(0.2), nn.Linear(8, 1))
+        self.calls = 0
+        self.poison_at = poison_at
+        self.dev_scores = [1.0, 3.0, 2.0, 5.0, 4.0, 0.5]
+
+    def batches(self, epoch: int, generator: torch.Generator) -> list[torch.Tensor]:
+        return list(torch.randperm(64, generator=generator).split(16))
+
+    def loss(self, batch: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        self.calls += 1
+        value = nn.functional.mse_loss(self.model(self.x[batch]), self.y[batch])
+        if self.poison_at is not None and self.calls >= self.poison_at:
+            value = value * float("nan")
+        return value, {"calls": float(self.calls)}
+
+    def evaluate(self) -> dict[str, float]:
+        return {"score": self.dev_scores[min(len(self.dev_scores) - 1, self.calls // 2 - 1)]}
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        save_file(dict(self.model.state_dict()), str(directory / "w.safetensors"))
+
+    def load(self, directory: Path) -> None:
+        self.model.load_state_dict(load_file(str(directory / "w.safetensors")))
+
+
+def _config(**kw) -> LoopConfig:
+    base = dict(lr=0.05, max_steps=12, eval_every=2, metric="score", warmup_ratio=0.25, max_grad_norm=1.0)
+    return LoopConfig(**{**base, **kw})
+
+
+def test_linear_warmup_then_decay() -> None:
+    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = linear_schedule(opt, warmup=2, total=6)
+    lrs = []
+    for _ in range(6):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs == pytest.approx([0.5, 1.0, 1.0, 0.75, 0.5, 0.25])
+
+
+def test_reports_every_n_steps_and_keeps_the_best(tmp_path: Path) -> None:
+    reports: list[tuple[dict, bool]] = []
+    task = RegressionTask()
+    loop = TrainingLoop(task, _config(), report=lambda m, c: reports.append((m, c is not None and c.exists())))
+    result = loop.run()
+    assert [int(m["step"]) for m, _ in reports] == [2, 4, 6, 8, 10, 12]
+    assert all(has_checkpoint for _, has_checkpoint in reports)
+    assert result.state.best_value == 5.0 and result.state.best_step == 8
+    assert reports[-1][0]["best_score"] == 5.0
+    # The loop hands back the best weights, not the last ones.
+    best = load_file(str(result.best_dir / "w.safetensors"))
+    assert torch.equal(task.model[1].weight.detach(), best["1.weight"])
+    loop.cleanup()
+
+
+def test_resume_continues_at_the_saved_step_exactly(tmp_path: Path) -> None:
+    saved: dict[int, Path] = {}
+
+    def keep(metrics: dict, checkpoint: Path | None) -> None:
+        step = int(metrics["step"])
+        saved[step] = shutil.copytree(checkpoint, tmp_path / f"ckpt-{step}")
+
+    straight = RegressionTask()
+    TrainingLoop(straight, _config(), report=keep).run()
+
+    resumed = RegressionTask()
+    resumed.calls = 6  # what the first run had done by step 6 (drives the toy dev score)
+    seen: list[int] = []
+    loop = TrainingLoop(resumed, _config(), report=lambda m, c: seen.append(int(m["step"])))
+    result = loop.run(resume_from=saved[6])
+    assert seen == [8, 10, 12]
+    assert result.state.best_value == 5.0 and result.state.best_step == 8
+    # Same data order, same dropout masks: identical final weights to the uninterrupted run.
+    final_straight = load_file(str(saved[12] / "model" / "w.safetensors"))
+    assert torch.allclose(resumed.model[1].weight.detach(), load_file(str(result.best_dir / "w.safetensors"))[
+        "1.weight"])
+    last = {}
+    resumed_loop_ckpt = TrainingLoop(RegressionTask(), _config())
+    resumed_loop_ckpt.restore(saved[12])
+    last = resumed_loop_ckpt.task.model.state_dict()
+    assert torch.equal(last["1.weight"], final_straight["1.weight"])
+
+
+def test_resume_weights_match_uninterrupted_run(tmp_path: Path) -> None:
+    saved: dict[int, Path] = {}
+    straight = RegressionTask()
+    TrainingLoop(straight, _config(eval_every=4), report=lambda m, c: saved.__setitem__(
+        int(m["step"]), shutil.copytree(c, tmp_path / f"a{int(m['step'])}"))).run()
+    resumed = RegressionTask()
+    finals: dict[int, Path] = {}
+    TrainingLoop(resumed, _config(eval_every=4), report=lambda m, c: finals.__setitem__(
+        int(m["step"]), shutil.copytree(c, tmp_path / f"b{int(m['step'])}"))).run(resume_from=saved[4])
+    a = load_file(str(saved[12] / "model" / "w.safetensors"))
+    b = load_file(str(finals[12] / "model" / "w.safetensors"))
+    assert torch.equal(a["1.weight"], b["1.weight"]) and torch.equal(a["1.bias"], b["1.bias"])
+
+
+def test_non_finite_loss_stops_with_the_step() -> None:
+    loop = TrainingLoop(RegressionTask(poison_at=5), _config())
+    with pytest.raises(NonFiniteLossError, match="non-finite loss nan at step 5"):
+        loop.run()
+
+
+def test_bad_loop_settings_name_the_field() -> None:
+    with pytest.raises(ConfigError, match="warmup_ratio"):
+        LoopConfig(warmup_ratio=1.5)
+    with pytest.raises(ConfigError, match="lr"):
+        LoopConfig(lr=0)
+
+
+def test_cosent_trainable_standalone_on_tiny_bert(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    raw = {"model": str(tiny_bert_dir), "max_steps": 4, "eval_every": 2, "max_train_pairs": 48,
+           "max_dev_pairs": 40, "test_tasks": "stsb_test", "batch_size": 8, "lr": 1e-3, "seed": 3}
+    result, final = COSENT.train_standalone(raw, output_dir=tmp_path / "out", log=lambda s: None)
+    assert result.state.step == 4 and len(result.state.history) == 2
+    assert set(final) >= {"stsb_test", "stsb_dev", "wall_seconds", "final"}
+    assert -100 <= final["stsb_test"] <= 100
+    assert (tmp_path / "out" / "best" / "model.safetensors").exists()
+    assert (tmp_path / "out" / "history.jsonl").read_text().count("\n") == 2
+    with pytest.raises(ConfigError, match="pooling"):
+        COSENT.train_standalone({**raw, "pooling": "median"})
+    with pytest.raises(ConfigError, match="softmax"):
+        COSENT.train_standalone({**raw, "loss": "softmax"})
