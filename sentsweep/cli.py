@@ -100,8 +100,14 @@ class _Progress:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from sentsweep.errors import ConfigError
     from sentsweep.evaluation import evaluate
+    from sentsweep.evaluation.suite import split_tasks
 
+    try:
+        split_tasks(args.tasks)  # before loading a model: a typo should fail fast
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="--tasks") from None
     encoder = build_encoder(
         args.model,
         pooling=args.pooling,
@@ -133,7 +139,39 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_evaluate,)
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="run one training without Ray (prints the dev curve and test table)",
+                       description="Train one model from a run config (method: cosent|...; the trial "
+                       "settings at the top level), e.g. configs/cosent-stsb.yaml.")
+    p.add_argument("config", help="YAML run config")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting (repeatable), e.g. --set lr=3e-5 --set loss=mse")
+    p.add_argument("--output", default=None, help="folder for best weights, history and metrics "
+                   "(default: runs/<config name>)")
+    p.set_defaults(handler=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from sentsweep.trainables.registry import get_trainable
+    from sentsweep.yaml_io import apply_overrides, read_yaml
+
+    raw = apply_overrides(read_yaml(args.config), args.overrides)
+    method = get_trainable(str(raw.pop("method", "cosent"))).method
+    output = Path(args.output or Path("runs") / Path(args.config).stem)
+    result, final = method.train_standalone(raw, output_dir=output, source=args.config,
+                                            log=lambda line: print(line, flush=True))
+    print("\ndev curve:")
+    for row in result.state.history:
+        dev = "  ".join(f"{k} {v:.2f}" for k, v in row.items() if k.endswith(("_dev", "_trial")))
+        print(f"  step {int(row['step']):>6}  train_loss {row.get('train_loss', float('nan')):.4f}  {dev}")
+    print("\nfinal (best checkpoint):")
+    for key, value in sorted(final.items()):
+        print(f"  {key:<16} {value:.2f}")
+    print(f"\nwrote {output}/ (best/, history.jsonl, final_metrics.json)")
+    return 0
+
+
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_evaluate, _add_train)
 
 
 def build_parser() -> argparse.ArgumentParser:

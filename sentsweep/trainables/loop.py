@@ -360,6 +360,12 @@ class TrainingLoop:
             running.append(value)
             for key, v in diag.items():
                 diagnostics.setdefault(key, []).append(v)
+            if self.config.log_every and self.state.step % self.config.log_every == 0:
+                recent = running[-self.config.log_every :]
+                self.log(
+                    f"step {self.state.step}/{self.total_steps} loss {np.mean(recent):.4f} "
+                    f"lr {self.scheduler.get_last_lr()[0]:.3g}"
+                )
             last = self.state.step >= self.total_steps
             if self.state.step % self.config.eval_every == 0 or last:
                 train_metrics = {"train_loss": float(np.mean(running))}

@@ -1,0 +1,191 @@
+"""The sweep config: a typed, validated YAML file (see ``configs/demo.yaml``).
+
+>>> config = load_sweep_config("configs/demo.yaml")          # doctest: +SKIP
+>>> config.method, config.num_samples, config.scheduler.type  # doctest: +SKIP
+('cosent', 8, 'asha')
+
+Every error a user can make (bad YAML, an unknown or mistyped field, a value out of range) raises
+:class:`~sentsweep.errors.ConfigError` naming the field and the file (and the line, for YAML syntax).
+Relative paths (storage, data, the sqlite database, artifacts) are resolved against the current
+directory when the sweep starts (:meth:`SweepConfig.resolved`), because Ray runs each trial in its own
+working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sentsweep.errors import ConfigError
+
+DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
+DEFAULT_ARTIFACTS = "./mlartifacts"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class SchedulerConfig(_Section):
+    """Early stopping: ASHA on ``training_iteration`` (one per dev evaluation) or none (fifo)."""
+
+    type: Literal["asha", "fifo"] = "asha"
+    grace_period: int = Field(1, ge=1)
+    reduction_factor: float = Field(2.0, gt=1)
+    max_t: int = Field(10_000, ge=1, description="iterations after which ASHA stops any trial")
+    brackets: int = Field(1, ge=1)
+
+
+class ResourcesConfig(_Section):
+    """Per-trial resources; fractions share a device (``gpu: 0.25`` puts four trials on one GPU)."""
+
+    cpu: float = Field(1.0, gt=0)
+    gpu: float = Field(0.0, ge=0)
+
+
+class TrackingConfig(_Section):
+    """Where the sweep's MLflow runs go (an embedded sqlite store by default, or a server URL)."""
+
+    uri: str = DEFAULT_TRACKING_URI
+    artifact_location: str | None = DEFAULT_ARTIFACTS
+    experiment: str = "sentsweep"
+
+
+class CheckpointSettings(_Section):
+    num_to_keep: int = Field(2, ge=1)
+
+
+class SweepConfig(_Section):
+    """One sweep: which method and space, how many trials, how to stop them, where results go."""
+
+    name: str
+    method: str
+    search_space: str | None = Field(None, description="a SEARCH_SPACES key (default: the method's)")
+    fixed: dict[str, Any] = Field(default_factory=dict, description="trial settings set in every trial")
+    num_samples: int = Field(8, ge=1)
+    max_concurrent_trials: int | None = Field(None, ge=1)
+    time_budget_s: float | None = Field(None, gt=0)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    metric: str = "stsb_dev"
+    mode: Literal["max", "min"] = "max"
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    storage_path: str = "./ray_results"
+    storage_endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO) for s3://")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    seed: int = 0
+    startup_trials: int | None = Field(None, ge=1, description="random trials before TPE (Optuna: 10)")
+    data_dir: str | None = None
+    model: str | None = None
+    max_failures: int = Field(1, ge=-1, description="retries per trial after a crash; -1: unlimited")
+    checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    final_tasks: str = Field("sts", description="test suite for the best trial after the sweep")
+    export: bool = True
+    plots: bool = True
+    register_model: str | None = Field(None, description="model-registry name for the best model")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("use letters, digits, '.', '_' and '-' (it names a folder and a run)")
+        return value
+
+    @field_validator("storage_path")
+    @classmethod
+    def _check_storage(cls, value: str) -> str:
+        if "://" in value and not value.startswith(("s3://", "gs://", "file://")):
+            raise ValueError(f"'{value}': use a local folder or an s3:// (or gs://) URI")
+        return value
+
+    @model_validator(mode="after")
+    def _check_endpoint(self) -> SweepConfig:
+        if self.storage_endpoint_url and not self.storage_path.startswith("s3://"):
+            raise ValueError("storage_endpoint_url needs an s3:// storage_path")
+        return self
+
+    @property
+    def space_name(self) -> str:
+        return self.search_space or self.method
+
+    @property
+    def is_remote_storage(self) -> bool:
+        return "://" in self.storage_path and not self.storage_path.startswith("file://")
+
+    def resolved(self, base: Path | None = None) -> SweepConfig:
+        """A copy with relative local paths made absolute against ``base`` (default: the cwd)."""
+        base = (base or Path.cwd()).resolve()
+        update: dict[str, Any] = {}
+        if not self.is_remote_storage:
+            update["storage_path"] = str(_absolute(self.storage_path.removeprefix("file://"), base))
+        if self.data_dir and "://" not in self.data_dir:
+            update["data_dir"] = str(_absolute(self.data_dir, base))
+        if self.model and (base / self.model).exists():
+            update["model"] = str(_absolute(self.model, base))
+        tracking = self.tracking.model_copy(update={"uri": resolve_tracking_uri(self.tracking.uri, base)})
+        if tracking.artifact_location and "://" not in tracking.artifact_location:
+            tracking.artifact_location = _absolute(tracking.artifact_location, base).as_uri()
+        if is_server_uri(tracking.uri) and self.tracking.artifact_location == DEFAULT_ARTIFACTS:
+            tracking.artifact_location = None  # a server decides where artifacts go
+        update["tracking"] = tracking
+        return self.model_copy(update=update)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def _absolute(path: str, base: Path) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (base / p).resolve()
+
+
+def is_server_uri(uri: str) -> bool:
+    return uri.startswith(("http://", "https://", "databricks"))
+
+
+def resolve_tracking_uri(uri: str, base: Path | None = None) -> str:
+    """``sqlite:///rel.db`` and plain folders made absolute (Ray trials run in their own folders)."""
+    base = (base or Path.cwd()).resolve()
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str(_absolute(uri.removeprefix("sqlite:///"), base))
+    if "://" not in uri and not uri.startswith("databricks"):
+        return _absolute(uri, base).as_uri()
+    return uri
+
+
+def parse_sweep_config(raw: Any, source: str | Path = "sweep config") -> SweepConfig:
+    """Validate a mapping into a :class:`SweepConfig`; the error names the field and ``source``."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"expected a mapping of settings, got {type(raw).__name__}", file=source)
+    try:
+        return SweepConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        more = len(exc.errors()) - 1
+        raise ConfigError(message + (f" ({more} more error{'s' * (more > 1)})" if more else ""),
+                          field=field, file=source) from None
+
+
+def load_sweep_config(path: str | Path) -> SweepConfig:
+    """Read and validate a sweep YAML; errors name the file, the field or the YAML line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the sweep config: {exc.strerror}", file=path) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"invalid YAML: {problem}", file=where) from None
+    return parse_sweep_config(raw if raw is not None else {}, path)

@@ -1,0 +1,85 @@
+"""The searcher and the scheduler of a sweep: seeded multivariate TPE (Optuna) and ASHA.
+
+Ray's :class:`~ray.tune.search.optuna.OptunaSearch` tells Optuna that a trial stopped by the
+scheduler is COMPLETE with its last intermediate value, so TPE learns from truncated curves as if they
+were finished ones. :class:`PruningAwareOptunaSearch` tells Optuna the truth: a trial is COMPLETE only
+when its trainable made its final report (``final: 1.0``, see
+:func:`sentsweep.trainables.base.run_trial`); one stopped before that is PRUNED (its intermediate values
+stay in the study, where TPE uses them as it does for pruned trials), a crashed one is FAIL, and one
+whose final value is NaN is FAIL too (Ray's version leaves it RUNNING forever).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
+from ray.tune.search.optuna import OptunaSearch
+
+from sentsweep.platform.config import SweepConfig
+
+#: The key a trainable's last report carries once the trial has run to its end.
+FINAL_KEY = "final"
+
+
+def is_final(result: dict[str, Any] | None) -> bool:
+    """Whether a (flattened) Tune result is a trial's final report."""
+    return bool(result) and result.get(FINAL_KEY) == 1.0
+
+
+class PruningAwareOptunaSearch(OptunaSearch):
+    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL."""
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        if trial_id in self._completed_trials or trial_id not in self._ot_trials:
+            return super().on_trial_complete(trial_id, result, error)
+        value = result.get(self.metric) if result else None
+        if error or not result:
+            state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
+        elif not is_final(result):
+            state, value = TrialState.PRUNED, None
+        elif value is None or not math.isfinite(float(value)):
+            state, value = TrialState.FAIL, None
+        else:
+            state = TrialState.COMPLETE
+        self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
+        self._completed_trials.add(trial_id)
+
+    @property
+    def study(self) -> optuna.Study:
+        """The Optuna study (for plots and tests)."""
+        return self._ot_study
+
+
+def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
+                   first_point: dict[str, Any] | None) -> PruningAwareOptunaSearch:
+    """Seeded TPE (multivariate, constant liar) over a define-by-run space; the paper's point first."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler_args: dict[str, Any] = {"seed": config.seed, "multivariate": True, "constant_liar": True}
+        if config.startup_trials is not None:
+            sampler_args["n_startup_trials"] = config.startup_trials
+        sampler = optuna.samplers.TPESampler(**sampler_args)
+    return PruningAwareOptunaSearch(
+        define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
+        points_to_evaluate=[dict(first_point)] if first_point else None, study_name=config.name,
+    )
+
+
+def build_scheduler(config: SweepConfig) -> TrialScheduler:
+    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO (no early stopping)."""
+    s = config.scheduler
+    if s.type == "fifo":
+        return FIFOScheduler()
+    return ASHAScheduler(time_attr="training_iteration", max_t=s.max_t, grace_period=s.grace_period,
+                         reduction_factor=s.reduction_factor, brackets=s.brackets)
+
+
+def scheduler_label(config: SweepConfig) -> str:
+    """How the scheduler is named in a pruned trial's reason."""
+    return "ASHA" if config.scheduler.type == "asha" else "the sweep"

@@ -1,0 +1,65 @@
+"""The command line: argument parsing, user errors without a traceback, evaluate output files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sentsweep.cli import build_parser, main
+from sentsweep.yaml_io import apply_overrides, read_yaml
+
+
+def test_parser_knows_the_commands() -> None:
+    args = build_parser().parse_args(["evaluate", "--model", "m", "--tasks", "stsb"])
+    assert args.command == "evaluate" and args.tasks == "stsb"
+    args = build_parser().parse_args(["train", "c.yaml", "--set", "lr=1e-5", "--set", "loss=mse"])
+    assert args.overrides == ["lr=1e-5", "loss=mse"]
+
+
+def test_bad_yaml_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("method: cosent\nlr: [1, 2\nloss: mse\n")
+    assert main(["train", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml" in err and "line" in err and "Traceback" not in err
+
+
+def test_unknown_field_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("method: cosent\nlearning_rate: 0.1\n")
+    assert main(["train", str(cfg)]) == 2
+    assert "learning_rate" in capsys.readouterr().err
+
+
+def test_overrides_parse_yaml_scalars_and_nest() -> None:
+    out = apply_overrides({"a": 1, "b": {"c": 2}}, ["a=3e-5", "b.d=true", "e=mean"])
+    assert out == {"a": 3e-5, "b": {"c": 2, "d": True}, "e": "mean"}
+    with pytest.raises(Exception, match="key=value"):
+        apply_overrides({}, ["novalue"])
+
+
+def test_read_yaml_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="not found"):
+        read_yaml(tmp_path / "missing.yaml")
+
+
+def test_evaluate_writes_flat_json_and_csv(tiny_bert_dir: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test,sickr", "--out", str(out)]) == 0
+    metrics = json.loads(out.read_text())
+    assert set(metrics) >= {"stsb_test", "sickr_test"}
+    assert all(isinstance(v, float) for v in metrics.values())
+    printed = capsys.readouterr().out
+    assert "stsb" in printed and "sickr" in printed
+    csv = tmp_path / "r.csv"
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test", "--out", str(csv)]) == 0
+    assert csv.read_text().splitlines()[0].startswith("task")
+
+
+def test_evaluate_unknown_task_is_a_clean_error(tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsz"]) == 2
+    err = capsys.readouterr().err
+    assert "stsz" in err and "Traceback" not in err
