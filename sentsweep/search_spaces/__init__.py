@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 from sentsweep.errors import ConfigError
-from sentsweep.search_spaces.cosent import COSENT_LOSS_SPACE, COSENT_SPACE
+from sentsweep.search_spaces.cosent import COSENT_LOSS_SPACE, COSENT_POOLING_SPACE, COSENT_SPACE
 from sentsweep.search_spaces.spec import DefineByRun, SearchSpaceSpec
 
-SEARCH_SPACES: dict[str, SearchSpaceSpec] = {spec.name: spec for spec in (COSENT_SPACE, COSENT_LOSS_SPACE)}
+SEARCH_SPACES: dict[str, SearchSpaceSpec] = {
+    spec.name: spec for spec in (COSENT_SPACE, COSENT_LOSS_SPACE, COSENT_POOLING_SPACE)
+}
 
 
 def get_search_space(name: str) -> SearchSpaceSpec:

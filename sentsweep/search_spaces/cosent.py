@@ -60,3 +60,18 @@ COSENT_LOSS_SPACE = SearchSpaceSpec(
     {"loss": "cosent", **PAPER_DEFAULTS},
     "CoSENT against its baselines (MSE, contrastive, triplet)",
 )
+
+
+def cosent_pooling_space(trial: optuna.Trial) -> None:
+    """Pooling only (the paper's Table VIII); everything else at the paper's defaults."""
+    trial.suggest_categorical("pooling", POOLINGS)
+
+
+COSENT_POOLING_SPACE = SearchSpaceSpec(
+    "cosent-pooling",
+    "cosent",
+    cosent_pooling_space,
+    {"pooling": "mean"},
+    "CoSENT pooling ablation (Table VIII): each pooling evaluated once, in order",
+    extra_points=tuple({"pooling": p} for p in POOLINGS[1:]),
+)
