@@ -19,8 +19,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[offline,dev]'
 	touch $(STAMP)
 
+# A real CoSENT sweep (8 trials, Optuna TPE + ASHA, MLflow in sqlite:///mlruns.db), then the comparison
+# table; `mlflow ui --backend-store-uri sqlite:///mlruns.db` browses it.
 demo: setup
-	$(RUN_ENV) $(VENV)/bin/sentsweep evaluate --model minilm --tasks stsb,sickr --pooling mean
+	$(RUN_ENV) $(VENV)/bin/sentsweep sweep configs/demo.yaml
 
 test: setup
 	$(RUN_ENV) $(VENV)/bin/pytest -q -m "not slow"
@@ -30,6 +32,10 @@ test-all: setup
 
 bench: setup
 	$(RUN_ENV) $(PY) -m bench.encode
+	$(RUN_ENV) $(PY) -m bench.train_cosent
+	$(RUN_ENV) $(PY) -m bench.negation
+	$(RUN_ENV) $(PY) -m bench.tree_lstm
+	$(RUN_ENV) $(PY) -m bench.sweep_overhead --model tiny --trials 6
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sentsweep.errors import SentsweepError
+from sentsweep.platform.commands import PLATFORM_COMMANDS
+from sentsweep.preprocess_commands import PREPROCESS_COMMANDS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -65,8 +67,14 @@ def build_encoder(
     max_length: int | None = None,
     device: str | None = None,
 ):
-    """A :class:`TransformerEncoder` for ``model``, honouring settings saved with it unless overridden."""
+    """A :class:`TransformerEncoder` for ``model``, honouring settings saved with it unless overridden;
+    an SNCSE or multi-view model folder loads as that method's embedder (its own pooling)."""
     from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
+
+    if any(Path(model, marker).is_file() for marker in ("sncse.json", "multiview.json")):
+        from sentsweep.trainables.registry import load_trained_encoder
+
+        return load_trained_encoder(model, device=device)
 
     overrides = {
         k: v
@@ -171,7 +179,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_evaluate, _add_train)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    _add_evaluate, _add_train, *PREPROCESS_COMMANDS, *PLATFORM_COMMANDS,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,8 +12,10 @@ class SentsweepError(Exception):
     """Base class for errors caused by user input (config, data files, arguments)."""
 
 
-class ConfigError(SentsweepError):
-    """A configuration value is invalid; the message names the field (and the file when known)."""
+class ConfigError(SentsweepError, ValueError):
+    """A configuration value is invalid; the message names the field (and the file when known).
+
+    Also a ``ValueError``, so callers that validate values generically catch it."""
 
     def __init__(self, message: str, *, field: str | None = None, file: str | Path | None = None) -> None:
         self.field = field

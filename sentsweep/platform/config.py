@@ -37,7 +37,8 @@ class SchedulerConfig(_Section):
     type: Literal["asha", "fifo"] = "asha"
     grace_period: int = Field(1, ge=1)
     reduction_factor: float = Field(2.0, gt=1)
-    max_t: int = Field(10_000, ge=1, description="iterations after which ASHA stops any trial")
+    max_t: int = Field(10_000, ge=1, description="places the rungs (grace * factor^k below max_t); "
+                       "trials still end at their own step budget")
     brackets: int = Field(1, ge=1)
 
 
@@ -57,6 +58,8 @@ class TrackingConfig(_Section):
 
 
 class CheckpointSettings(_Section):
+    """Tune keeps a trial's most recent checkpoints; each holds the best weights so far as well."""
+
     num_to_keep: int = Field(2, ge=1)
 
 
@@ -176,16 +179,6 @@ def parse_sweep_config(raw: Any, source: str | Path = "sweep config") -> SweepCo
 
 def load_sweep_config(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML; errors name the file, the field or the YAML line."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the sweep config: {exc.strerror}", file=path) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"invalid YAML: {problem}", file=where) from None
-    return parse_sweep_config(raw if raw is not None else {}, path)
+    from sentsweep.yaml_io import read_yaml
+
+    return parse_sweep_config(read_yaml(path), path)

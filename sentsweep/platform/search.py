@@ -43,6 +43,7 @@ class PruningAwareOptunaSearch(OptunaSearch):
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
+            self._report_last(trial_id, result)
         elif value is None or not math.isfinite(float(value)):
             state, value = TrialState.FAIL, None
         else:
@@ -50,15 +51,41 @@ class PruningAwareOptunaSearch(OptunaSearch):
         self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
         self._completed_trials.add(trial_id)
 
+    def _report_last(self, trial_id: str, result: dict) -> None:
+        """Ray withholds the result that made the scheduler stop a trial; Optuna should see it."""
+        value, step = result.get(self.metric), result.get("training_iteration")
+        if value is None or step is None or not math.isfinite(float(value)):
+            return
+        with warnings.catch_warnings():  # Optuna ignores (and warns about) a step reported twice
+            warnings.simplefilter("ignore")
+            self._ot_trials[trial_id].report(float(value), int(step))
+
     @property
     def study(self) -> optuna.Study:
         """The Optuna study (for plots and tests)."""
         return self._ot_study
 
 
+class FinalAwareASHA(ASHAScheduler):
+    """ASHA whose ``max_t`` only places the rungs: a trial ends at its own step budget.
+
+    Ray's ASHA stops every trial at ``max_t``; ours would then miss their final report (test metrics,
+    ``final: 1.0``) and count as pruned. The final report itself is never a reason to stop either.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(stop_last_trials=False, **kwargs)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        if is_final(result):
+            return TrialScheduler.CONTINUE
+        return super().on_trial_result(tune_controller, trial, result)
+
+
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
-                   first_point: dict[str, Any] | None) -> PruningAwareOptunaSearch:
-    """Seeded TPE (multivariate, constant liar) over a define-by-run space; the paper's point first."""
+                   points: list[dict[str, Any]] | None) -> PruningAwareOptunaSearch:
+    """Seeded TPE (multivariate, constant liar) over a define-by-run space; ``points`` go first, in order
+    (the paper's setting, then any preset points of the space)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler_args: dict[str, Any] = {"seed": config.seed, "multivariate": True, "constant_liar": True}
@@ -67,7 +94,7 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
         sampler = optuna.samplers.TPESampler(**sampler_args)
     return PruningAwareOptunaSearch(
         define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-        points_to_evaluate=[dict(first_point)] if first_point else None, study_name=config.name,
+        points_to_evaluate=[dict(p) for p in points or [] if p] or None, study_name=config.name,
     )
 
 
@@ -76,8 +103,8 @@ def build_scheduler(config: SweepConfig) -> TrialScheduler:
     s = config.scheduler
     if s.type == "fifo":
         return FIFOScheduler()
-    return ASHAScheduler(time_attr="training_iteration", max_t=s.max_t, grace_period=s.grace_period,
-                         reduction_factor=s.reduction_factor, brackets=s.brackets)
+    return FinalAwareASHA(time_attr="training_iteration", max_t=s.max_t, grace_period=s.grace_period,
+                          reduction_factor=s.reduction_factor, brackets=s.brackets)
 
 
 def scheduler_label(config: SweepConfig) -> str:

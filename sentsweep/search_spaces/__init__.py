@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from sentsweep.errors import ConfigError
 from sentsweep.search_spaces.cosent import COSENT_LOSS_SPACE, COSENT_POOLING_SPACE, COSENT_SPACE
+from sentsweep.search_spaces.multiview import MULTIVIEW_DEMO_SPACE, MULTIVIEW_PAIRS_SPACE, MULTIVIEW_SPACE
+from sentsweep.search_spaces.sncse import SNCSE_ABLATION_SPACE, SNCSE_DEMO_SPACE, SNCSE_SPACE
 from sentsweep.search_spaces.spec import DefineByRun, SearchSpaceSpec
 
 SEARCH_SPACES: dict[str, SearchSpaceSpec] = {
-    spec.name: spec for spec in (COSENT_SPACE, COSENT_LOSS_SPACE, COSENT_POOLING_SPACE)
+    spec.name: spec
+    for spec in (
+        COSENT_SPACE, COSENT_LOSS_SPACE, COSENT_POOLING_SPACE,
+        SNCSE_SPACE, SNCSE_DEMO_SPACE, SNCSE_ABLATION_SPACE,
+        MULTIVIEW_SPACE, MULTIVIEW_DEMO_SPACE, MULTIVIEW_PAIRS_SPACE,
+    )
 }
 
 

@@ -56,6 +56,7 @@ class TrialConfig(BaseModel):
     lr: float = Field(2e-5, gt=0)
     weight_decay: float = Field(0.01, ge=0)
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    lr_schedule: Literal["linear", "constant"] = "linear"
     max_grad_norm: float | None = 1.0
     epochs: float = Field(1.0, gt=0)
     max_steps: int | None = Field(None, gt=0)
@@ -166,17 +167,21 @@ def run_trial(
     logger: TrialLogger | None = None,
     resume_from: Path | None = None,
     output_dir: Path | None = None,
+    save_weights: bool = True,
+    gpus: float | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[LoopResult, dict[str, float]]:
     """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
 
     Every report goes to ``report`` and to ``logger``; the final metrics are reported once more (with the
     selection metric set to its best value, so schedulers and searchers see a consistent figure).
-    ``output_dir`` (when given) receives ``best/`` weights, ``history.jsonl`` and ``final_metrics.json``.
+    ``output_dir`` (when given) receives ``history.jsonl``, ``final_metrics.json`` and, with
+    ``save_weights``, the ``best/`` weights. ``gpus``: the GPUs this trial holds (Ray's assignment, which
+    may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``.
     """
     logger = logger or NullLogger()
     started = time.perf_counter()
-    gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    gpu_count = gpus if gpus is not None else float(_uses_cuda(config))
     logger.start(public_params(config))
     loop: TrainingLoop | None = None
     try:
@@ -202,11 +207,12 @@ def run_trial(
             }
         )
         if output_dir is not None:
-            _write_outputs(output_dir, task, result, final)
+            _write_outputs(output_dir, task, result, final, save_weights)
             logger.log_artifacts(output_dir)
         logger.log_metrics(final, result.state.step)
-        report(final, None)
+        # Close the run before the last report: a scheduler may end the actor right after it.
         logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
+        report(final, None)
         return result, final
     except BaseException as exc:
         wall = time.perf_counter() - started
@@ -222,9 +228,17 @@ def run_trial(
             loop.cleanup()
 
 
-def _write_outputs(output_dir: Path, task: TrainTask, result: LoopResult, final: dict[str, float]) -> None:
+def _uses_cuda(config: TrialConfig) -> bool:
+    if config.device is not None:
+        return config.device.startswith("cuda")
+    return torch.cuda.is_available()
+
+
+def _write_outputs(output_dir: Path, task: TrainTask, result: LoopResult, final: dict[str, float],
+                   save_weights: bool = True) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
-    task.save(output_dir / "best")
+    if save_weights:
+        task.save(output_dir / "best")
     (output_dir / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result.state.history))
     (output_dir / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True) + "\n")
 
@@ -241,9 +255,22 @@ class Method:
     def parse(self, raw: dict[str, Any], source: str = "trial config") -> TrialConfig:
         return parse_config(self.config_cls, raw, source)
 
+    def with_output_dir(self, raw: dict[str, Any], output_dir: Path) -> dict[str, Any]:
+        """``raw`` told where the run's outputs go (a hook for methods that write extra files there)."""
+        return raw
+
     def train_ray(self, raw: dict[str, Any]) -> None:
-        """The body of the method's Ray Tune function trainable."""
-        config = self.parse(raw)
+        """The body of the method's Ray Tune function trainable.
+
+        ``<trial dir>/output`` gets the history, final metrics and method extras (logged to the trial's
+        MLflow run); the weights stay in the checkpoints, and only the sweep's best trial's are logged.
+        """
+        import ray
+        from ray import tune
+
+        output_dir = Path(tune.get_context().get_trial_dir()) / "output"
+        config = self.parse(self.with_output_dir(raw, output_dir))
+        gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
         run_trial(
             config,
             self.build_task,
@@ -251,6 +278,9 @@ class Method:
             report=ray_reporter(),
             logger=make_trial_logger(config),
             resume_from=ray_checkpoint_dir(),
+            output_dir=output_dir,
+            save_weights=False,
+            gpus=gpus,
         )
 
     def train_standalone(
@@ -261,7 +291,7 @@ class Method:
         log: Callable[[str], None] = print,
     ) -> tuple[LoopResult, dict[str, float]]:
         """One training without Ray (``sentsweep train``); checkpoints are written to ``output_dir``."""
-        config = self.parse(raw, source)
+        config = self.parse(self.with_output_dir(raw, output_dir) if output_dir else raw, source)
         return run_trial(
             config,
             self.build_task,

@@ -46,11 +46,16 @@ class NonFiniteLossError(SentsweepError):
     def __init__(self, step: int, value: float, diagnostics: dict[str, float] | None = None) -> None:
         self.step = step
         self.value = value
+        self.diagnostics = dict(diagnostics or {})
         extra = f" ({', '.join(f'{k}={v:.4g}' for k, v in diagnostics.items())})" if diagnostics else ""
         super().__init__(
             f"non-finite loss {value} at step {step}{extra}: lower the learning rate or the loss scale, "
             "or enable gradient clipping"
         )
+
+    def __reduce__(self) -> tuple[type, tuple[int, float, dict[str, float]]]:
+        # Ray pickles a trial's exception to the driver; the default reduce would call __init__(message).
+        return (type(self), (self.step, self.value, self.diagnostics))
 
 
 class TrainTask(Protocol):
@@ -88,6 +93,7 @@ class LoopConfig:
     lr: float = 2e-5
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
+    lr_schedule: Literal["linear", "constant"] = "linear"
     max_grad_norm: float | None = 1.0
     epochs: float = 1.0
     max_steps: int | None = None
@@ -108,6 +114,7 @@ class LoopConfig:
             ("max_steps", self.max_steps is None or self.max_steps > 0, "must be > 0 or null"),
             ("eval_every", self.eval_every > 0, "must be > 0"),
             ("optimizer", self.optimizer in ("adamw", "adam"), "must be adamw or adam"),
+            ("lr_schedule", self.lr_schedule in ("linear", "constant"), "must be linear or constant"),
             ("mode", self.mode in ("max", "min"), "must be max or min"),
         ]
         for name, ok, why in checks:
@@ -178,13 +185,15 @@ def build_optimizer(model: nn.Module, config: LoopConfig) -> torch.optim.Optimiz
 
 
 def linear_schedule(
-    optimizer: torch.optim.Optimizer, warmup: int, total: int
+    optimizer: torch.optim.Optimizer, warmup: int, total: int, decay: bool = True
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup over ``warmup`` steps, then linear decay to 0 at ``total``."""
+    """Linear warmup over ``warmup`` steps, then linear decay to 0 at ``total`` (``decay``) or constant."""
 
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / max(1, warmup)
+        if not decay:
+            return 1.0
         return max(0.0, (total - step) / max(1, total - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
@@ -222,7 +231,8 @@ class TrainingLoop:
             )
         self.total_steps = config.max_steps or max(1, math.ceil(config.epochs * self.steps_per_epoch))
         warmup = int(config.warmup_ratio * self.total_steps)
-        self.scheduler = linear_schedule(self.optimizer, warmup, self.total_steps)
+        self.scheduler = linear_schedule(self.optimizer, warmup, self.total_steps,
+                                         decay=config.lr_schedule == "linear")
         use_fp16 = self.device.type == "cuda" and config.amp and not torch.cuda.is_bf16_supported()
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_fp16)
         self._workdir = Path(tempfile.mkdtemp(prefix="sentsweep-loop-"))

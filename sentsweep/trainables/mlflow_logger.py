@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +66,10 @@ def ray_trial_id() -> str | None:
     try:
         from ray import tune
 
-        return tune.get_context().get_trial_id()
-    except Exception:  # no Ray, or not inside a Tune session
+        with warnings.catch_warnings():  # outside a trial Ray warns, then returns None
+            warnings.simplefilter("ignore")
+            return tune.get_context().get_trial_id()
+    except Exception:  # no Ray installed, or no Tune session
         return None
 
 
@@ -142,8 +145,9 @@ class MlflowTrialLogger:
             return
         if totals:
             now = int(time.time() * 1000)
-            self.client.log_batch(self.run_id, metrics=[
-                Metric(k, float(v), now, self.last_step) for k, v in totals.items() if math.isfinite(float(v))])
+            values = [Metric(k, float(v), now, self.last_step) for k, v in totals.items()
+                      if math.isfinite(float(v))]
+            self.client.log_batch(self.run_id, metrics=values)
         current = self.client.get_run(self.run_id).info.status
         if current in TERMINAL:
             return

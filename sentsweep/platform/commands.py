@@ -1,0 +1,133 @@
+"""The platform's sub-commands: ``sweep``, ``resume``, ``compare`` and ``export``.
+
+``sentsweep.cli`` adds :data:`PLATFORM_COMMANDS` to its parser. Each handler returns an exit status and
+lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints it on one line). Heavy imports
+(Ray, MLflow, torch) happen inside the handlers, so ``sentsweep --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from sentsweep.platform.config import DEFAULT_TRACKING_URI
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="run a hyperparameter sweep from a YAML config",
+                       description="Run a Ray Tune + Optuna sweep (e.g. configs/demo.yaml), log it to "
+                       "MLflow, then evaluate, export and register the best trial.")
+    p.add_argument("config", help="sweep YAML (see configs/demo.yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting (repeatable), e.g. --set num_samples=4 --set fixed.max_steps=20")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
+    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
+    p.add_argument("--no-finalize", dest="finalize", action="store_false",
+                   help="skip the best trial's evaluation, plots, export and registration")
+    p.set_defaults(handler=cmd_sweep)
+
+
+def _add_resume(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("resume", help="continue an interrupted sweep from its folder",
+                       description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
+    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
+    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
+    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
+    p.add_argument("--no-finalize", dest="finalize", action="store_false")
+    p.set_defaults(handler=cmd_resume)
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="sweeps and their trials side by side, from MLflow",
+                       description="Tables of sweeps and trials (markdown or CSV) and comparison plots.")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help="default: %(default)s")
+    p.add_argument("--experiment", action="append", default=[], help="MLflow experiment (repeatable; "
+                   "default: all)")
+    p.add_argument("--sweeps", nargs="+", default=None, metavar="SWEEP",
+                   help="sweep names, name prefixes or parent run ids (default: all)")
+    p.add_argument("--format", choices=("md", "csv"), default="md")
+    p.add_argument("--out", default=None, help="write the table to this file instead of printing it")
+    p.add_argument("--plots", default=None, metavar="DIR", help="also write comparison PNGs to DIR")
+    p.set_defaults(handler=cmd_compare)
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="export a run's model as a sentence-transformers folder",
+                       description="Write the best weights of a trial run (or a sweep's best model) as a "
+                       "folder that SentenceTransformer(DEST) loads.")
+    p.add_argument("run_id", help="an MLflow run id: a trial's child run or a sweep's parent run")
+    p.add_argument("dest", help="destination folder")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help="default: %(default)s")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from sentsweep.platform.config import parse_sweep_config
+    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.yaml_io import apply_overrides, read_yaml
+
+    raw = apply_overrides(read_yaml(args.config), args.overrides)
+    config = parse_sweep_config(raw, args.config)
+    outcome = run_sweep(config, source=args.config, address=args.address, finalize=args.finalize,
+                        log_to_driver=args.verbose)
+    _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
+    print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
+    return 0 if outcome.counts.get("finished", 0) else 1
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from sentsweep.platform.sweep import resume_sweep
+
+    outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, address=args.address,
+                           finalize=args.finalize, log_to_driver=args.verbose)
+    _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
+    return 0 if outcome.counts.get("finished", 0) else 1
+
+
+def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
+    from mlflow import MlflowClient
+
+    from sentsweep.platform.compare import compare, render
+
+    sweep_table, trial_table = compare(MlflowClient(tracking_uri=tracking_uri), sweeps=sweeps)
+    print("\n" + render(sweep_table, trial_table))
+    print(f"browse the runs: mlflow ui --backend-store-uri {tracking_uri}  (then open http://127.0.0.1:5000)")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render
+    from sentsweep.platform.config import resolve_tracking_uri
+    from sentsweep.platform.tracking import open_client
+
+    client = open_client(resolve_tracking_uri(args.tracking_uri))
+    sweep_table, trial_table = compare(client, args.experiment, args.sweeps)
+    text = render(sweep_table, trial_table, args.format)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out} ({len(sweep_table)} sweeps, {len(trial_table)} trials)")
+    else:
+        print(text)
+    if args.plots:
+        paths = compare_plots(client, find_sweeps(client, args.experiment, args.sweeps), args.plots)
+        print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from sentsweep.platform.config import resolve_tracking_uri
+    from sentsweep.platform.export import export_run
+    from sentsweep.platform.tracking import open_client
+
+    client = open_client(resolve_tracking_uri(args.tracking_uri))
+    dest = export_run(client, args.run_id, args.dest, overwrite=args.overwrite)
+    print(f"wrote {dest}: load it with SentenceTransformer({str(dest)!r})")
+    return 0
+
+
+PLATFORM_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    _add_sweep, _add_resume, _add_compare, _add_export,
+)

@@ -1,0 +1,213 @@
+"""Read sweeps back from MLflow: sweeps and their trials side by side, as tables and plots.
+
+A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run
+id in ``mlflow.parentRunId``. Everything here is a query: it works against the embedded sqlite store
+and against a tracking server alike, while sweeps run or after they end.
+
+>>> sweeps, trials = compare(MlflowClient("sqlite:///mlruns.db"))   # doctest: +SKIP
+>>> print(to_markdown(sweeps))                                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from sentsweep.errors import ConfigError
+from sentsweep.trainables.mlflow_logger import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+
+SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
+#: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
+SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_acc")
+STATUS_NAMES = {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}
+
+
+def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> list[str]:
+    """Ids of the named experiments (all active ones when ``names`` is empty)."""
+    if not names:
+        return [e.experiment_id for e in client.search_experiments()]
+    ids = []
+    for name in names:
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            known = ", ".join(e.name for e in client.search_experiments()) or "none"
+            raise ConfigError(f"no MLflow experiment '{name}' (known: {known})", field="--experiment")
+        ids.append(found.experiment_id)
+    return ids
+
+
+def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
+                sweeps: Sequence[str] | None = None) -> list[Run]:
+    """Parent runs of sweeps, newest first; ``sweeps`` selects by name, name prefix or run id."""
+    runs = client.search_runs(experiment_ids(client, experiments), filter_string=SWEEP_FILTER,
+                              order_by=["attributes.start_time DESC"], max_results=1000)
+    if not sweeps:
+        return runs
+    chosen = []
+    for wanted in sweeps:
+        hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(SWEEP_TAG, "") == wanted]
+        hits = hits or [r for r in runs if r.data.tags.get(SWEEP_TAG, "").startswith(wanted)]
+        if not hits:
+            raise ConfigError(f"no sweep named '{wanted}' (known: "
+                              f"{', '.join(r.data.tags.get(SWEEP_TAG, '?') for r in runs) or 'none'})",
+                              field="--sweeps")
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
+    """The child runs of a sweep, oldest first."""
+    query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}'"
+    return client.search_runs([sweep.info.experiment_id], filter_string=query,
+                              order_by=["attributes.start_time ASC"], max_results=10_000)
+
+
+def _metric(run: Run, key: str) -> float:
+    value = run.data.metrics.get(key)
+    return float(value) if value is not None else math.nan
+
+
+def _searched(trials: list[Run]) -> list[str]:
+    """Params whose value differs between the trials of a sweep."""
+    keys = dict.fromkeys(k for t in trials for k in t.data.params)
+    return [k for k in keys if len({t.data.params.get(k) for t in trials}) > 1]
+
+
+def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
+    """One sweep: outcome counts, best value, its test metrics, time."""
+    params, tags = sweep.data.params, sweep.data.tags
+    metric = params.get("metric", "stsb_dev")
+    statuses = [STATUS_NAMES.get(t.info.status, t.info.status.lower()) for t in trials]
+    row: dict[str, Any] = {
+        "sweep": tags.get(SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
+        "space": params.get("search_space") if params.get("search_space") not in (None, "None")
+        else params.get("method"), "status": sweep.info.status.lower(), "trials": len(trials),
+        **{s: statuses.count(s) for s in ("finished", "pruned", "failed", "running")},
+        "metric": metric, "best": _metric(sweep, f"best_{metric}"),
+        "best_trial": tags.get("sentsweep.best_trial_id", ""),
+    }
+    row.update({k: v for k, v in sorted(sweep.data.metrics.items())
+                if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
+    row.update(wall_s=_metric(sweep, "sweep_wall_seconds"), gpu_s=_metric(sweep, "gpu_seconds"),
+               run_id=sweep.info.run_id)
+    return row
+
+
+def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
+    """One row per trial: status and reason, its best dev value, test metrics, searched params."""
+    metric = sweep.data.params.get("metric", "stsb_dev")
+    searched = _searched(trials)
+    rows = []
+    for trial in trials:
+        m = trial.data.metrics
+        row: dict[str, Any] = {
+            "sweep": sweep.data.tags.get(SWEEP_TAG, ""), "trial": trial.data.tags.get(TRIAL_ID_TAG, ""),
+            "status": STATUS_NAMES.get(trial.info.status, trial.info.status.lower()),
+            metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": m.get("step", math.nan),
+        }
+        row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
+        row.update({k: _number(trial.data.params.get(k)) for k in searched})
+        row.update(wall_s=m.get("wall_seconds", math.nan), reason=trial.data.tags.get(REASON_TAG, ""),
+                   run_id=trial.info.run_id)
+        rows.append(row)
+    return rows
+
+
+def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
+            sweeps: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(sweeps table, trials table) for the selected sweeps."""
+    found = find_sweeps(client, experiments, sweeps)
+    sweep_table, trial_table = [], []
+    for sweep in found:
+        trials = trial_runs(client, sweep)
+        sweep_table.append(sweep_row(sweep, trials))
+        trial_table.extend(trial_rows(sweep, trials))
+    return pd.DataFrame(sweep_table), pd.DataFrame(trial_table)
+
+
+def _number(text: str | None) -> Any:
+    """A param as MLflow stores it (a string), read back as a number where it is one."""
+    if text is None:
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return "" if value is None else str(value).replace("|", "\\|")
+
+
+def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+    """A GitHub markdown table (no extra dependency)."""
+    if table.empty:
+        return "(none)"
+    cols = [c for c in (columns or table.columns) if c in table.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in table[cols].itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
+    """Both tables as markdown sections or as CSV (trials only, one header)."""
+    if fmt == "csv":
+        return trials.to_csv(index=False)
+    wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []
+    trial_cols = [c for c in trials.columns if c != "run_id"] if not trials.empty else []
+    return f"## Sweeps\n\n{to_markdown(sweeps, wanted)}\n\n## Trials\n\n{to_markdown(trials, trial_cols)}\n"
+
+
+def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) -> list[Path]:
+    """Best-so-far per sweep (by trial start) and every trial's dev curve, side by side, as PNGs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fig_best, ax_best = plt.subplots(figsize=(8, 5))
+    fig_curves, ax_curves = plt.subplots(figsize=(8, 5))
+    for index, sweep in enumerate(sweeps):
+        name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
+        metric = sweep.data.params.get("metric", "stsb_dev")
+        better = max if sweep.data.params.get("mode", "max") == "max" else min
+        trials = trial_runs(client, sweep)
+        values = [t.data.metrics.get(f"best_{metric}", t.data.metrics.get(metric)) for t in trials]
+        best_so_far, current = [], None
+        for v in values:
+            if v is not None and not math.isnan(v):
+                current = v if current is None else better(current, v)
+            best_so_far.append(math.nan if current is None else current)
+        ax_best.plot(range(1, len(trials) + 1), best_so_far, marker="o", label=name)
+        color = f"C{index % 10}"
+        for trial in trials:
+            history = client.get_metric_history(trial.info.run_id, metric)
+            steps = sorted({(h.step, h.value) for h in history})
+            style = "-" if trial.info.status == "FINISHED" else ":"
+            ax_curves.plot([s for s, _ in steps], [v for _, v in steps], style, color=color, alpha=0.7)
+        ax_curves.plot([], [], "-", color=color, label=name)
+        ax_best.set_ylabel(f"best {metric} so far")
+        ax_curves.set_ylabel(metric)
+    ax_best.set_xlabel("trial")
+    ax_curves.set_xlabel("step (dotted: pruned, failed or running)")
+    paths = []
+    for fig, ax, name in ((fig_best, ax_best, "best_so_far"), (fig_curves, ax_curves, "dev_curves")):
+        if sweeps:
+            ax.legend(fontsize=8)
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        paths.append(path)
+    return paths

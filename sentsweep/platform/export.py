@@ -1,0 +1,109 @@
+"""Export an encoder as a sentence-transformers folder: ``SentenceTransformer(path).encode`` gives our
+embeddings.
+
+The folder is built from sentence-transformers' own modules, so loading it needs neither sentsweep nor
+``trust_remote_code``:
+
+- ``cls``, ``mean``, ``max``: ``Transformer`` + ``Pooling`` (same masking as
+  :func:`sentsweep.methods.encoders.pool`);
+- ``first_last``: ``Transformer`` (with hidden states) + ``WeightedLayerPooling`` over layers 1..L with
+  weight 1 on the first and the last layer and 0 elsewhere, which is exactly
+  ``(hidden_states[1] + hidden_states[-1]) / 2``, + mean ``Pooling``;
+- ``prompt_mask`` has no sentence-transformers equivalent (its template wraps the sentence on both
+  sides) and is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from sentsweep.errors import ConfigError
+from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+#: Artifact folders: a trial's best weights (sentsweep format), a sweep's exported best model.
+BEST_WEIGHTS = "best"
+BEST_MODEL = "best_model"
+#: Our poolings that map onto sentence-transformers' Pooling modes.
+ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
+
+
+def encoder_settings(weights_dir: str | Path) -> EncoderSettings:
+    """The pooling and length saved next to the weights (defaults when the file is absent)."""
+    path = Path(weights_dir, ENCODER_CONFIG_FILE)
+    return EncoderSettings(**json.loads(path.read_text())) if path.is_file() else EncoderSettings()
+
+
+def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
+                                overwrite: bool = False) -> Path:
+    """Write ``weights_dir`` (a :meth:`TransformerEncoder.save` folder) as a sentence-transformers model."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
+
+    weights_dir, dest = Path(weights_dir), Path(dest)
+    if (weights_dir / "multiview.json").is_file():
+        raise ConfigError("a multi-view model (its own vocabulary, Tree-LSTMs and parser) has no "
+                          "sentence-transformers equivalent; use its best/ folder with sentsweep "
+                          "evaluate/neighbours", field="method", file=weights_dir)
+    settings = encoder_settings(weights_dir)
+    if settings.pooling not in ST_POOLING:
+        raise ConfigError(f"pooling '{settings.pooling}' has no sentence-transformers equivalent; "
+                          f"export supports {', '.join(ST_POOLING)}", field="pooling", file=weights_dir)
+    if dest.exists() and any(dest.iterdir()):
+        if not overwrite:
+            raise ConfigError("destination exists and is not empty (pass overwrite=True / --overwrite)",
+                              file=dest)
+        shutil.rmtree(dest)
+    first_last = settings.pooling == "first_last"
+    transformer = Transformer(str(weights_dir), max_seq_length=settings.max_length,
+                              config_kwargs={"output_hidden_states": True} if first_last else None)
+    dim = transformer.get_embedding_dimension()
+    modules: list[torch.nn.Module] = [transformer]
+    if first_last:
+        layers = int(transformer.model.config.num_hidden_layers)
+        weights = torch.zeros(layers)
+        weights[0] = weights[-1] = 1.0
+        modules.append(WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=1,
+                                            layer_weights=torch.nn.Parameter(weights)))
+    modules.append(Pooling(dim, pooling_mode=ST_POOLING[settings.pooling]))
+    model = SentenceTransformer(modules=modules, device="cpu")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    model.save(str(dest))
+    return dest
+
+
+def has_artifact(client: MlflowClient, run_id: str, path: str) -> bool:
+    """Whether run ``run_id`` logged an artifact folder or file named ``path``."""
+    parent, _, name = path.rpartition("/")
+    return any(Path(f.path).name == name for f in client.list_artifacts(run_id, parent or None))
+
+
+def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite: bool = False) -> Path:
+    """Export the weights a run logged: a trial's ``best/`` folder, or a sweep's ``best_model/``."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_run(run_id)
+    except MlflowException:
+        raise ConfigError(f"no run '{run_id}' in {client.tracking_uri}", field="RUN_ID") from None
+    dest = Path(dest)
+    with tempfile.TemporaryDirectory() as tmp:
+        if has_artifact(client, run_id, BEST_WEIGHTS):
+            local = client.download_artifacts(run_id, BEST_WEIGHTS, tmp)
+            return export_sentence_transformer(local, dest, overwrite=overwrite)
+        if has_artifact(client, run_id, BEST_MODEL):
+            if dest.exists() and any(dest.iterdir()) and not overwrite:
+                raise ConfigError("destination exists and is not empty (use --overwrite)", file=dest)
+            local = client.download_artifacts(run_id, BEST_MODEL, tmp)
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(local, dest)
+            return dest
+    raise ConfigError(f"run {run_id} has no '{BEST_WEIGHTS}/' or '{BEST_MODEL}/' artifact to export")

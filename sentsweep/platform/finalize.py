@@ -1,0 +1,208 @@
+"""After the trials: the best trial on the full test suite, plots, the exported model, the registry.
+
+Everything lands on the sweep's parent run: ``best_<metric>`` (the best dev value), ``final_<task>``
+(the test suite) metrics and ``best_eval/`` tables,
+``plots/*.png``, ``best_model/`` (a sentence-transformers folder, also written to the sweep folder when
+it is local) and, when ``register_model`` is set, a registered model version. The best trial's child run
+gets its weights as ``best/`` (if the trainable did not log them), so ``sentsweep export RUN_ID`` works
+on it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import posixpath
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.export import BEST_MODEL, BEST_WEIGHTS, export_sentence_transformer, has_artifact
+from sentsweep.platform.plots import study_plots
+from sentsweep.platform.search import is_final
+from sentsweep.trainables.loop import BEST_DIR, MODEL_DIR, STATE_FILE
+from sentsweep.trainables.mlflow_logger import find_trial_run
+
+if TYPE_CHECKING:
+    from ray.tune import Checkpoint, Result, ResultGrid
+
+    from sentsweep.platform.storage import SweepLocation
+    from sentsweep.platform.sweep import SweepOutcome
+    from sentsweep.platform.tracking import SweepRun
+
+BEST_TRIAL_TAG = "sentsweep.best_trial_id"
+#: The parent run's metrics from the best trial's final test suite (``final_sts_avg7``, ...).
+FINAL_PREFIX = "final_"
+BEST_RUN_TAG = "sentsweep.best_run_id"
+
+
+def select_best(results: ResultGrid, metric: str, mode: str) -> Result | None:
+    """The best trial among those that finished (else among all that reported the metric)."""
+    def value(result: Result) -> float | None:
+        v = (result.metrics or {}).get(metric)
+        return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
+
+    ok = [r for r in results if r.error is None and value(r) is not None]
+    pool = [r for r in ok if is_final(r.metrics)] or ok
+    if not pool:
+        return None
+    pick = max if mode == "max" else min
+    return pick(pool, key=lambda r: value(r))
+
+
+def latest_checkpoint(result: Result) -> Checkpoint | None:
+    """The newest checkpoint in the trial's folder on storage.
+
+    Not ``result.checkpoint``: after a driver crash Tune's snapshot may predate a trial's last
+    checkpoints (:mod:`sentsweep.platform.trial`), but the folder has them all.
+    """
+    from ray.tune import Checkpoint
+
+    selector = pyarrow.fs.FileSelector(result.path, allow_not_found=True)
+    names = sorted(i.base_name for i in result.filesystem.get_file_info(selector)
+                   if i.type == pyarrow.fs.FileType.Directory and i.base_name.startswith("checkpoint_"))
+    if not names:
+        return result.checkpoint
+    return Checkpoint(posixpath.join(result.path, names[-1]), filesystem=result.filesystem)
+
+
+@contextlib.contextmanager
+def best_weights(result: Result) -> Iterator[Path]:
+    """The trial's best weights: in its newest checkpoint, ``model/`` if the current weights were the
+    best when it was written, else ``best/`` (see :mod:`sentsweep.trainables.loop`)."""
+    import torch
+
+    checkpoint = latest_checkpoint(result)
+    if checkpoint is None:
+        raise FileNotFoundError(f"trial {result.metrics.get('trial_id')} kept no checkpoint")
+    with checkpoint.as_directory() as folder:
+        root = Path(folder)
+        state = torch.load(root / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+        best = root / BEST_DIR
+        yield root / MODEL_DIR if state["best_is_current"] or not best.is_dir() else best
+
+
+def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
+                   echo: Callable[[str], None] = print) -> None:
+    """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
+    if config.plots:
+        log_plots(location, sweep, echo)
+    best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
+    if best is None:
+        echo("no trial reported the metric: nothing to evaluate or export")
+        return
+    outcome.best_trial_id = str(best.metrics.get("trial_id"))
+    outcome.best_value = float(best.metrics[config.metric])
+    outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
+    run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, outcome.best_trial_id)
+    outcome.best_run_id = run.info.run_id if run else None
+    sweep.client.set_tag(sweep.run_id, BEST_TRIAL_TAG, outcome.best_trial_id)
+    if outcome.best_run_id:
+        sweep.client.set_tag(sweep.run_id, BEST_RUN_TAG, outcome.best_run_id)
+    sweep.log_metrics({f"best_{config.metric}": outcome.best_value})
+    echo(f"best trial {outcome.best_trial_id}: {config.metric} {outcome.best_value:.2f} with "
+         + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
+                      if k in outcome.best_config}))
+    with best_weights(best) as weights:
+        if outcome.best_run_id and not has_artifact(sweep.client, outcome.best_run_id, BEST_WEIGHTS):
+            sweep.client.log_artifacts(outcome.best_run_id, str(weights), BEST_WEIGHTS)
+        if config.final_tasks:
+            outcome.final_metrics = evaluate_best(weights, config, sweep)
+            echo("best trial on the test suite: " +
+                 ", ".join(f"{k} {v:.2f}" for k, v in outcome.final_metrics.items()))
+        if config.export or config.register_model:
+            try:
+                outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
+            except ConfigError as exc:  # e.g. prompt pooling: the weights stay logged under best/
+                echo(f"not exported: {exc}")
+                sweep.client.set_tag(sweep.run_id, "sentsweep.export_skipped", str(exc)[:500])
+            if outcome.export_dir:
+                echo(f"exported the best model to {outcome.export_dir}")
+            if outcome.model_version:
+                echo(f"registered as '{config.register_model}' version {outcome.model_version}")
+
+
+def varying_keys(results: ResultGrid) -> list[str]:
+    """The trial settings that differ between trials (what the search chose)."""
+    configs = [r.config or {} for r in results]
+    keys = dict.fromkeys(k for c in configs for k in c if k != "tracking")
+    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
+
+
+def _describe(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun) -> dict[str, float]:
+    """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run."""
+    from sentsweep.evaluation import evaluate
+    from sentsweep.trainables.registry import load_trained_encoder
+
+    encoder = load_trained_encoder(weights)
+    result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir)
+    metrics = {k: float(v) for k, v in result.metrics.items()}
+    sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
+    with tempfile.TemporaryDirectory() as tmp:
+        result.to_json(Path(tmp) / "final_eval.json")
+        result.to_csv(Path(tmp) / "final_eval.csv")
+        sweep.client.log_artifacts(sweep.run_id, tmp, "best_eval")
+    return metrics
+
+
+def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
+                sweep: SweepRun) -> tuple[str | None, str | None]:
+    """The sentence-transformers folder (sweep folder + parent run artifacts) and its registry version."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = export_sentence_transformer(weights, Path(tmp) / BEST_MODEL)
+        sweep.client.log_artifacts(sweep.run_id, str(folder), BEST_MODEL)
+        exported: str | None = f"{sweep.client.get_run(sweep.run_id).info.artifact_uri}/{BEST_MODEL}"
+        if location.filesystem is None and "://" not in location.uri:
+            local = Path(location.uri) / BEST_MODEL
+            shutil.rmtree(local, ignore_errors=True)
+            shutil.copytree(folder, local)
+            exported = str(local)
+        version = register_model(folder, config.register_model, sweep) if config.register_model else None
+    return exported, version
+
+
+def register_model(folder: Path, name: str, sweep: SweepRun) -> str:
+    """Log ``folder`` as an MLflow sentence-transformers model on the parent run and register it."""
+    import mlflow
+    from sentence_transformers import SentenceTransformer
+
+    from sentsweep.platform.tracking import package_versions
+
+    versions = package_versions(("sentence-transformers", "torch", "transformers"))
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(sweep.tracking_uri)
+    try:
+        model = SentenceTransformer(str(folder), device="cpu")
+        with mlflow.start_run(run_id=sweep.run_id):
+            info = mlflow.sentence_transformers.log_model(
+                model, name="registered_model", registered_model_name=name,
+                pip_requirements=[f"{k}=={v}" for k, v in versions.items()],
+            )
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return str(info.registered_model_version)
+
+
+def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print) -> None:
+    """Optuna's plots of the study (as last checkpointed in the sweep folder) to ``plots/``."""
+    study = location.load_study()
+    if study is None:
+        echo("no searcher state in the sweep folder: no plots")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        written, skipped = study_plots(study, tmp)
+        if skipped:
+            (Path(tmp) / "skipped.txt").write_text("".join(f"{k}: {v}\n" for k, v in skipped.items()))
+        sweep.client.log_artifacts(sweep.run_id, tmp, "plots")
+    echo(f"plots: {', '.join(p.stem for p in written) or 'none'}"
+         + (f" (skipped: {', '.join(skipped)})" if skipped else ""))

@@ -1,0 +1,134 @@
+"""Sweep folders: where Ray keeps a sweep (local or S3/MinIO) and the manifest that resumes it.
+
+A sweep folder is Ray Tune's experiment folder ``<storage_path>/<sweep name>`` plus
+``sentsweep_sweep.json``: the validated config, the MLflow parent run and experiment, and the tracking
+URI, so that ``sentsweep resume SWEEP_DIR`` needs nothing else. On S3 with a custom endpoint (MinIO),
+the folder is reached through a :class:`pyarrow.fs.S3FileSystem` (credentials from the usual
+``AWS_*`` variables or instance metadata, read by pyarrow) and Ray receives the prefix-stripped path
+with that filesystem, as its storage docs prescribe.
+"""
+
+from __future__ import annotations
+
+import pickle
+import posixpath
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow.fs
+from pydantic import BaseModel, ConfigDict
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig
+
+MANIFEST = "sentsweep_sweep.json"
+CONFIG_COPY = "sweep.yaml"
+
+
+class SweepManifest(BaseModel):
+    """What a sweep folder must hold for ``resume``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sweep_name: str
+    config: dict[str, Any]
+    parent_run_id: str
+    experiment_id: str
+    tracking_uri: str
+    created: float
+
+    def sweep_config(self) -> SweepConfig:
+        return SweepConfig.model_validate(self.config)
+
+
+@dataclass(frozen=True)
+class SweepLocation:
+    """A sweep folder as Ray wants it: ``storage_path`` + ``name`` on ``filesystem``."""
+
+    storage_path: str  # what RunConfig.storage_path gets (prefix-stripped when filesystem is custom)
+    name: str
+    filesystem: pyarrow.fs.FileSystem | None
+    uri: str  # how users name the folder (a local path or s3://bucket/...)
+
+    @property
+    def fs_path(self) -> str:
+        return posixpath.join(self.storage_path, self.name)
+
+    def _fs(self) -> tuple[pyarrow.fs.FileSystem, str]:
+        if self.filesystem is not None:
+            return self.filesystem, self.fs_path
+        fs, path = pyarrow.fs.FileSystem.from_uri(self.uri)
+        return fs, path
+
+    def write_text(self, filename: str, text: str) -> None:
+        fs, path = self._fs()
+        fs.create_dir(path, recursive=True)
+        with fs.open_output_stream(posixpath.join(path, filename)) as out:
+            out.write(text.encode("utf-8"))
+
+    def read_bytes(self, filename: str) -> bytes:
+        fs, path = self._fs()
+        with fs.open_input_stream(posixpath.join(path, filename)) as stream:
+            return stream.readall()
+
+    def list(self, suffix: str = "") -> list[str]:
+        fs, path = self._fs()
+        infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+        return sorted(i.base_name for i in infos if i.base_name.endswith(suffix))
+
+    def write_manifest(self, manifest: SweepManifest, config: SweepConfig) -> None:
+        self.write_text(MANIFEST, manifest.model_dump_json(indent=2))
+        self.write_text(CONFIG_COPY, config.to_yaml())
+
+    def read_manifest(self) -> SweepManifest:
+        try:
+            return SweepManifest.model_validate_json(self.read_bytes(MANIFEST))
+        except (FileNotFoundError, OSError) as exc:
+            raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST}): {exc}", file=self.uri) from None
+
+    def load_study(self) -> Any | None:
+        """The Optuna study as the searcher last checkpointed it (None before the first checkpoint)."""
+        states = self.list(".pkl")
+        states = [name for name in states if name.startswith("searcher-state-")]
+        if not states:
+            return None
+        state = pickle.loads(self.read_bytes(states[-1]))
+        return state.get("_ot_study") if isinstance(state, dict) else None
+
+
+def s3_filesystem(endpoint_url: str) -> pyarrow.fs.S3FileSystem:
+    """An S3 filesystem on a custom endpoint (MinIO): ``http://minio:9000``."""
+    parsed = urlparse(endpoint_url)
+    if not parsed.scheme or not parsed.netloc:
+        raise ConfigError(f"'{endpoint_url}' is not a URL like http://host:port",
+                          field="storage_endpoint_url")
+    return pyarrow.fs.S3FileSystem(endpoint_override=parsed.netloc, scheme=parsed.scheme,
+                                   allow_bucket_creation=True)
+
+
+def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
+    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``."""
+    uri = uri.rstrip("/")
+    if "://" not in uri:
+        path = Path(uri).expanduser().resolve()
+        return SweepLocation(str(path.parent), path.name, None, str(path))
+    parsed = urlparse(uri)
+    name = posixpath.basename(parsed.path)
+    if endpoint_url:
+        if parsed.scheme != "s3":
+            raise ConfigError("a storage endpoint needs an s3:// path", field="storage_endpoint_url")
+        parent = posixpath.dirname(f"{parsed.netloc}{parsed.path}")
+        return SweepLocation(parent, name, s3_filesystem(endpoint_url), uri)
+    return SweepLocation(uri.rsplit("/", 1)[0], name, None, uri)
+
+
+def new_sweep_location(config: SweepConfig, now: float | None = None,
+                       suffix: str | None = None) -> SweepLocation:
+    """A fresh folder for a sweep: ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>[-<suffix>]``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
+    root = config.storage_path.rstrip("/")
+    name = f"{config.name}-{stamp}" + (f"-{suffix}" if suffix else "")
+    return locate(f"{root}/{name}", config.storage_endpoint_url)

@@ -1,0 +1,336 @@
+"""MLflow on the driver: the sweep's parent run and the outcome of every trial's child run.
+
+Workers log their own child runs (:mod:`sentsweep.trainables.mlflow_logger`); the driver knows what a
+worker cannot always tell:
+
+- a trial stopped by ASHA ends inside ``tune.report`` (its thread is told to exit), so
+  :class:`TrackingCallback` marks its run KILLED with ``pruned by ASHA at iteration N``;
+- a worker may die (OOM, node loss, a kill) before it can mark its run FAILED: the callback does it,
+  with the error Tune recorded, and opens the run itself if the trial failed before opening it;
+- at the end every run still RUNNING is closed, and the sweep totals (trials by outcome, wall and GPU
+  seconds) go on the parent run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import inspect
+import json
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from ray.tune import Callback
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.search import is_final
+from sentsweep.trainables.mlflow_logger import (
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    SWEEP_TAG,
+    TERMINAL,
+    TRIAL_ID_TAG,
+    child_run_tags,
+    find_trial_run,
+    param_value,
+)
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+    from sentsweep.trainables.base import TrackingSettings
+
+SWEEP_DIR_TAG = "sentsweep.sweep_dir"
+METHOD_TAG = "sentsweep.method"
+SPACE_TAG = "sentsweep.search_space"
+GIT_TAG = "mlflow.source.git.commit"
+VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
+                      "mlflow", "numpy", "pydantic")
+
+
+def git_sha(start: Path | None = None) -> str | None:
+    """The commit of the checkout holding the ``sentsweep`` package (None outside a git checkout)."""
+    where = start or Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True,
+                             timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages that decide a result."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` as ``{"a.b": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def open_client(uri: str) -> MlflowClient:
+    """A client on an existing tracking store: a missing sqlite file is an error, not a new database."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
+                              field="--tracking-uri")
+    return MlflowClient(tracking_uri=uri)
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The id of experiment ``name``, created (with ``artifact_location``) when missing."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        if found.lifecycle_stage == "deleted":
+            client.restore_experiment(found.experiment_id)
+        return found.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=artifact_location)
+    except MlflowException:  # created meanwhile by another sweep
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+@dataclass
+class SweepRun:
+    """The parent run of a sweep, and the settings each trial's child run needs."""
+
+    client: MlflowClient
+    tracking_uri: str
+    experiment_id: str
+    run_id: str
+    sweep_name: str
+
+    @classmethod
+    def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
+             first_point: dict[str, Any] | None) -> SweepRun:
+        """Create the parent run: config as params, git SHA, versions, seed, the search space."""
+        client = MlflowClient(tracking_uri=config.tracking.uri)
+        experiment_id = ensure_experiment(client, config.tracking.experiment,
+                                          config.tracking.artifact_location)
+        tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
+                SPACE_TAG: config.space_name}
+        sha = git_sha()
+        if sha:
+            tags[GIT_TAG] = sha
+        run = client.create_run(experiment_id, tags=tags, run_name=sweep_name)
+        sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name)
+        params = {**flatten(config.model_dump(mode="json")),
+                  **{f"version.{k}": v for k, v in package_versions().items()}}
+        client.log_batch(sweep.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "sweep.yaml").write_text(config.to_yaml())
+            (folder / "first_point.json").write_text(json.dumps(first_point or {}, indent=2, default=str))
+            with contextlib.suppress(OSError, TypeError):  # no source for a lambda typed at a prompt
+                (folder / "search_space.py").write_text(inspect.getsource(define_by_run))
+            client.log_artifacts(sweep.run_id, tmp, "sweep")
+        return sweep
+
+    @classmethod
+    def reopen(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str) -> SweepRun:
+        """Mark an interrupted sweep's parent run RUNNING again (``sentsweep resume``)."""
+        client = MlflowClient(tracking_uri=tracking_uri)
+        client.update_run(run_id, status="RUNNING")
+        client.set_tag(run_id, REASON_TAG, "resumed")
+        return cls(client, tracking_uri, experiment_id, run_id, sweep_name)
+
+    def trial_settings(self) -> dict[str, Any]:
+        """The ``tracking`` section of every trial config (the trial id is filled in by the worker)."""
+        return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
+                "parent_run_id": self.run_id, "sweep_name": self.sweep_name, "trial_id": None}
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        now = int(time.time() * 1000)
+        values = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        self.client.log_batch(self.run_id, metrics=values)
+
+    def close(self, status: str, reason: str | None = None) -> None:
+        if reason:
+            self.client.set_tag(self.run_id, REASON_TAG, reason[:5000])
+        self.client.set_terminated(self.run_id, status=status)
+
+
+def trial_outcome(trial: Trial) -> str:
+    """``finished``, ``pruned``, ``failed``, ``running`` or ``pending`` from Tune's view of a trial."""
+    if trial.status == "ERROR":
+        return "failed"
+    if is_final(trial.last_result):
+        return "finished"
+    if trial.status == "TERMINATED":
+        return "pruned"
+    return "running" if trial.status == "RUNNING" else "pending"
+
+
+def last_error_line(trial: Trial) -> str:
+    """The last line of the error Tune recorded for a trial (the exception type and message)."""
+    path = trial.error_file
+    try:
+        text = Path(path).read_text(errors="replace") if path else ""
+    except OSError:
+        text = ""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Failure #")]
+    errors = [line for line in lines if ("Error" in line or "Exception" in line) and ":" in line]
+    return (errors or lines or ["the trial failed (no error recorded)"])[-1][:5000]
+
+
+class TrackingCallback(Callback):
+    """Driver-side: closes the child runs workers cannot close, and totals the sweep on the parent."""
+
+    def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float) -> None:
+        self.settings = settings
+        self.scheduler_label = scheduler_label
+        self.gpu_per_trial = gpu_per_trial
+        self._client: MlflowClient | None = None
+        self._runs: dict[str, str] = {}
+        self._started = time.time()
+
+    def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
+        state = self.__dict__.copy()
+        state["_client"] = None
+        return state
+
+    @property
+    def client(self) -> MlflowClient:
+        if self._client is None:
+            self._client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
+        return self._client
+
+    def _run_of(self, trial: Trial, create: bool = True) -> str | None:
+        run_id = self._runs.get(trial.trial_id)
+        if run_id is None:
+            found = find_trial_run(self.client, self.settings["experiment_id"],
+                                   self.settings["parent_run_id"], trial.trial_id)
+            if found is not None:
+                run_id = found.info.run_id
+            elif create:
+                run_id = self._create_run(trial)
+            if run_id is not None:
+                self._runs[trial.trial_id] = run_id
+        return run_id
+
+    def _create_run(self, trial: Trial) -> str:
+        """Open the child run of a trial that died before its worker could."""
+        from sentsweep.trainables.base import TrackingSettings
+
+        settings: TrackingSettings = TrackingSettings(**self.settings)
+        run = self.client.create_run(self.settings["experiment_id"], run_name=trial.trial_id,
+                                     tags=child_run_tags(settings, trial.trial_id))
+        params = {k: v for k, v in trial.config.items() if k != "tracking"}
+        self.client.log_batch(run.info.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
+        return run.info.run_id
+
+    def _close(self, run_id: str, status: str, reason: str | None, overwrite_reason: bool = True) -> None:
+        run = self.client.get_run(run_id)
+        tags = []
+        if reason and (overwrite_reason or REASON_TAG not in run.data.tags):
+            tags.append(RunTag(REASON_TAG, reason))
+        if tags:
+            self.client.log_batch(run_id, tags=tags)
+        if run.info.status != status:
+            self.client.set_terminated(run_id, status=status)
+
+    # -- Tune hooks ----------------------------------------------------------------------------
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        result = trial.last_result or {}
+        if is_final(result):
+            run_id = self._run_of(trial)
+            if run_id and self.client.get_run(run_id).info.status not in TERMINAL:
+                self._close(run_id, "FINISHED", None)
+            return
+        run_id = self._run_of(trial)
+        if run_id is None:
+            return
+        if result.get("training_iteration"):
+            reason = (f"pruned by {self.scheduler_label} at iteration {result['training_iteration']}"
+                      f" (step {int(result.get('step', 0))})")
+        else:
+            reason = "stopped before it started"
+        self._close(run_id, "KILLED", reason)
+
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        run_id = self._run_of(trial)
+        if run_id is not None:
+            self._close(run_id, "FAILED", last_error_line(trial), overwrite_reason=False)
+
+    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        self._remove_orphans({t.trial_id for t in trials})
+        for trial in trials:
+            run_id = self._run_of(trial, create=trial.status != "PENDING")
+            if run_id is None:
+                continue
+            run = self.client.get_run(run_id)
+            if run.info.status not in TERMINAL:
+                outcome = trial_outcome(trial)
+                if outcome == "finished":
+                    self._close(run_id, "FINISHED", None)
+                elif outcome == "failed":
+                    self._close(run_id, "FAILED", last_error_line(trial), overwrite_reason=False)
+                elif trial.status == "TERMINATED":
+                    self._close(run_id, "KILLED", "stopped by the sweep's time budget")
+                else:
+                    self._close(run_id, "KILLED", "interrupted with the sweep (resume continues it)")
+        totals = sweep_totals(trials, self.gpu_per_trial)
+        client = self.client
+        now = int(time.time() * 1000)
+        client.log_batch(self.settings["parent_run_id"],
+                         metrics=[Metric(k, float(v), now, 0) for k, v in totals.items()])
+
+
+    def _remove_orphans(self, trial_ids: set[str]) -> None:
+        """Delete child runs of trials the sweep no longer has.
+
+        A trial created after Tune's last experiment snapshot is lost when the driver dies; the restored
+        searcher proposes a new trial (new id) instead. Its run would be a duplicate left RUNNING, so it
+        is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run.
+        """
+        query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}'"
+        runs = self.client.search_runs([self.settings["experiment_id"]], filter_string=query,
+                                       max_results=10_000)
+        orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
+        for run in orphans:
+            self._close(run.info.run_id, "KILLED", "lost with the driver before Tune saved its trial; rerun "
+                        "as a new trial")
+            self.client.delete_run(run.info.run_id)
+        if orphans:
+            self.client.set_tag(self.settings["parent_run_id"], "sentsweep.deleted_orphan_runs",
+                                ",".join(r.info.run_id for r in orphans))
+
+
+def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
+    """Trials by outcome, and the wall and GPU seconds the trials used."""
+    counts = Counter(trial_outcome(t) for t in trials)
+    trial_seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
+    totals = {f"trials_{k}": float(counts.get(k, 0)) for k in ("finished", "pruned", "failed", "running",
+                                                                "pending")}
+    totals.update({"trials_total": float(len(trials)), "trial_seconds": trial_seconds,
+                   "gpu_seconds": trial_seconds * gpu_per_trial})
+    return totals

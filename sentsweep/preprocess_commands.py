@@ -1,0 +1,116 @@
+"""Sub-commands that prepare or inspect a method's inputs: ``negate``, ``parse`` and ``neighbours``.
+
+``negate`` and ``parse`` fill the same caches the trainables read (keyed by corpus content, model and
+rules version), so running them once before a sweep means no trial parses anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+def _add_negate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("negate", help="negate a corpus with the SNCSE spaCy rules (fills the cache)",
+                       description="Write sentence<TAB>negation pairs and the per-rule counts; trials "
+                       "of an SNCSE sweep on the same corpus then hit the cache.")
+    p.add_argument("corpus", help="a corpus name (e.g. enwiki, bookcorpus) or a text file, one sentence per line")
+    p.add_argument("--out", default=None, help="TSV of sentence<TAB>negation (default: print the first 10)")
+    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
+    p.add_argument("--max-sentences", type=int, default=None, help="only the first N sentences")
+    p.add_argument("--spacy-model", default=None, help="spaCy package or folder (default: the offline one)")
+    p.add_argument("--batch-size", type=int, default=256, help="sentences per nlp.pipe batch")
+    p.add_argument("--processes", type=int, default=1, help="nlp.pipe worker processes")
+    p.add_argument("--no-cache", dest="cache", action="store_false", help="neither read nor write the cache")
+    p.set_defaults(handler=cmd_negate)
+
+
+def cmd_negate(args: argparse.Namespace) -> int:
+    from sentsweep.methods.sncse.negation import negate_corpus, write_pairs
+    from sentsweep.trainables.sncse import corpus_sentences
+
+    sentences = corpus_sentences(args.corpus, args.data_dir, args.max_sentences)
+    negations, stats = negate_corpus(sentences, model=args.spacy_model, cache=args.cache,
+                                     batch_size=args.batch_size, n_process=args.processes)
+    print(stats.table())
+    if args.out:
+        print(f"wrote {write_pairs(args.out, sentences, negations)} ({len(sentences)} pairs)")
+    else:
+        for sentence, negation in list(zip(sentences, negations, strict=True))[:10]:
+            print(f"  {sentence}\n  -> {negation}")
+    return 0
+
+
+def _add_parse(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("parse", help="parse a corpus for the tree views (fills the cache) or score a treebank",
+                       description="Dependency + constituency parses of a corpus, cached for multi-view "
+                       "trials; with --treebank, bracket F1 of the constituency backend on gold PTB trees.")
+    p.add_argument("corpus", nargs="?", default=None, help="a corpus name (e.g. enwiki) or a text file")
+    p.add_argument("--treebank", default=None, help="PTB .mrg file or folder: score the backend instead")
+    p.add_argument("--limit", type=int, default=None, help="at most this many treebank trees")
+    p.add_argument("--constituency", default="derived", help="derived, benepar or stanza (default: derived)")
+    p.add_argument("--spacy-model", default=None, help="spaCy package or folder (default: the offline one)")
+    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
+    p.add_argument("--no-cache", dest="cache", action="store_false", help="neither read nor write the cache")
+    p.add_argument("--out", default=None, help="write the statistics / scores as JSON")
+    p.set_defaults(handler=cmd_parse)
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from sentsweep.data import datasets
+    from sentsweep.data.parsing import Parser, corpus_stats, evaluate_on_treebank, parse_corpus
+    from sentsweep.errors import ConfigError
+
+    if (args.corpus is None) == (args.treebank is None):
+        raise ConfigError("give a corpus or --treebank FILE (one of them)", field="corpus")
+    parser = Parser(args.constituency, args.spacy_model, cache=args.cache)
+    if args.treebank:
+        result = evaluate_on_treebank(args.treebank, parser, args.limit)
+    else:
+        corpus = parse_corpus(datasets.corpus(args.corpus, data_dir=args.data_dir), parser)
+        result = corpus_stats(corpus)
+        source = "cache" if corpus.from_cache else f"parsed in {corpus.seconds:.1f}s"
+        print(f"{corpus.backend_id}: {source}" + (f", {corpus.path}" if corpus.path else ""))
+    for key, value in result.items():
+        print(f"  {key:<22} {value:.2f}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _add_neighbours(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("neighbours", help="nearest sentences by cosine distance (the multi-view paper's Table 2)",
+                       description="Embed a pool of sentences with a trained model and print each query's "
+                       "nearest neighbours.")
+    p.add_argument("model", help="a trained model folder (any method's best/), 'minilm' or a hub id")
+    p.add_argument("queries", nargs="+", help="query sentences")
+    p.add_argument("--pool", default="enwiki", help="corpus name or text file to search (default: enwiki)")
+    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
+    p.add_argument("--max-sentences", type=int, default=20000, help="pool size limit (default 20000)")
+    p.add_argument("-k", type=int, default=2, help="neighbours per query (default 2)")
+    p.set_defaults(handler=cmd_neighbours)
+
+
+def cmd_neighbours(args: argparse.Namespace) -> int:
+    from sentsweep.methods.multiview.model import nearest_neighbours
+    from sentsweep.trainables.registry import load_trained_encoder
+    from sentsweep.trainables.sncse import corpus_sentences
+
+    pool = corpus_sentences(args.pool, args.data_dir, args.max_sentences)
+    encoder = load_trained_encoder(args.model)
+    for query, found in zip(args.queries, nearest_neighbours(encoder, args.queries, pool, args.k), strict=True):
+        print(f"query: {query}")
+        for sentence, distance in found:
+            print(f"  {distance:.3f}  {sentence}")
+    sys.stdout.flush()
+    return 0
+
+
+PREPROCESS_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    _add_negate, _add_parse, _add_neighbours,
+)

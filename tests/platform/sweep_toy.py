@@ -1,0 +1,132 @@
+"""A toy method for the platform tests: a tiny random BERT regressed onto a few STS-B pairs.
+
+It runs the real machinery (:class:`~sentsweep.trainables.base.Method`, ``run_trial``, the training loop,
+checkpoints, the MLflow trial logger) in milliseconds per step, and can be told to fail, to produce a
+NaN loss, or to sleep per step (so a test can kill a sweep mid-way). Ray workers import this module by
+name: the platform conftest puts this folder on ``PYTHONPATH`` before Ray starts.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import optuna
+import torch
+from pydantic import Field
+from safetensors.torch import load_file
+from torch import Tensor, nn
+
+from sentsweep import data as datasets
+from sentsweep.evaluation import evaluate
+from sentsweep.evaluation.sts import spearman
+from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
+from sentsweep.search_spaces.spec import SearchSpaceSpec
+from sentsweep.trainables.base import Method, TrialConfig
+from sentsweep.trainables.registry import TrainableSpec
+
+
+class ToyConfig(TrialConfig):
+    """Trial settings of the toy method (``model`` must be a local tiny BERT folder)."""
+
+    pooling: Literal["cls", "mean", "max", "first_last"] = "mean"
+    scale: float = Field(1.0, gt=0)
+    max_train_pairs: int = 64
+    fail_at_step: int | None = None
+    nan_at_step: int | None = None
+    sleep_s: float = 0.0
+    dev_penalty: float = 0.0
+
+
+class ToyTask:
+    """Cosine similarity * scale regressed onto score / 5 with MSE; dev metric: Spearman on STS-B dev."""
+
+    def __init__(self, config: ToyConfig) -> None:
+        self.config = config
+        settings = EncoderSettings(pooling=config.pooling, max_length=32)
+        self.encoder = TransformerEncoder(config.model, settings, device="cpu")
+        self.model = self.encoder
+        rows = datasets.scored_pairs("stsb", "train", data_dir=config.data_dir)[: config.max_train_pairs]
+        self.first, self.second = [p.s1 for p in rows], [p.s2 for p in rows]
+        self.labels = torch.tensor([p.score / 5.0 for p in rows])
+        dev = datasets.scored_pairs("stsb", "dev", data_dir=config.data_dir)
+        self.dev = dev[: config.max_dev_pairs or 40]
+        self.calls = 0
+
+    def batches(self, epoch: int, generator: torch.Generator) -> list[Tensor]:
+        return list(torch.randperm(len(self.first), generator=generator).split(self.config.batch_size))
+
+    def loss(self, batch: Tensor) -> tuple[Tensor, dict[str, float]]:
+        self.calls += 1
+        if self.config.fail_at_step == self.calls:
+            raise RuntimeError(f"toy failure at step {self.calls}")
+        if self.config.sleep_s:
+            time.sleep(self.config.sleep_s)
+        idx = batch.tolist()
+        u = self.encoder(self.encoder.tokenize([self.first[i] for i in idx]))
+        v = self.encoder(self.encoder.tokenize([self.second[i] for i in idx]))
+        cos = nn.functional.cosine_similarity(u, v) * self.config.scale
+        value = nn.functional.mse_loss(cos, self.labels[batch])
+        if self.config.nan_at_step == self.calls:
+            value = value * float("nan")
+        return value, {"cos_mean": float(cos.detach().mean())}
+
+    def evaluate(self) -> dict[str, float]:
+        a = self.encoder.encode([p.s1 for p in self.dev], normalize=True)
+        b = self.encoder.encode([p.s2 for p in self.dev], normalize=True)
+        score = spearman((a * b).sum(1), [p.score for p in self.dev]) - self.config.dev_penalty
+        return {"stsb_dev": score}
+
+    def save(self, directory: Path) -> None:
+        self.encoder.save(directory)
+
+    def load(self, directory: Path) -> None:
+        self.encoder.model.load_state_dict(load_file(str(directory / "model.safetensors")))
+
+
+def build_toy_task(config: TrialConfig) -> ToyTask:
+    assert isinstance(config, ToyConfig)
+    return ToyTask(config)
+
+
+def toy_final_evaluation(task: ToyTask, config: TrialConfig) -> dict[str, float]:
+    return dict(evaluate(task.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+
+
+TOY = Method("toy", ToyConfig, build_toy_task, toy_final_evaluation)
+
+
+def train_toy(config: dict[str, Any]) -> None:
+    """The toy Ray function trainable."""
+    TOY.train_ray(config)
+
+
+TOY_TRAINABLE = TrainableSpec("toy", train_toy, TOY, reuse_actors=True)
+
+
+def toy_space(trial: optuna.Trial) -> None:
+    """Learning rate and the cosine scale."""
+    trial.suggest_float("lr", 1e-4, 3e-3, log=True)
+    trial.suggest_float("scale", 0.5, 3.0)
+
+
+#: Per Optuna trial number: trial 1 raises at step 1, trial 2 has a NaN loss at step 2 (both before
+#: their first dev evaluation), trials 3 and 4 are 30 points worse than trial 0, so that, run one after
+#: the other, ASHA (grace 1, reduction 2) prunes both at their first evaluation.
+FAULTS: dict[int, dict[str, Any]] = {
+    1: {"fail_at_step": 1},
+    2: {"nan_at_step": 2},
+    3: {"dev_penalty": 30.0},
+    4: {"dev_penalty": 30.0},
+}
+
+
+def faulty_space(trial: optuna.Trial) -> dict[str, Any] | None:
+    """Like :func:`toy_space`, with the faults of :data:`FAULTS`; trial 0 is the clean first point."""
+    toy_space(trial)
+    return FAULTS.get(trial.number)
+
+
+TOY_SPACE = SearchSpaceSpec("toy", "toy", toy_space, {"lr": 1e-3, "scale": 1.0})
+FAULTY_SPACE = SearchSpaceSpec("toy-faulty", "toy", faulty_space, {"lr": 1e-3, "scale": 1.0})

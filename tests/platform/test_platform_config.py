@@ -1,0 +1,118 @@
+"""The sweep config: valid files load; every mistake names the field and the file (and the YAML line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig, load_sweep_config, parse_sweep_config
+from sentsweep.platform.sweep import resolve_specs, trial_param_space, validate_trials
+
+REPO = Path(__file__).resolve().parents[2]
+MINIMAL = "name: s\nmethod: cosent\n"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_demo_config_is_valid_for_the_cosent_trainable():
+    config = load_sweep_config(REPO / "configs" / "demo.yaml")
+    assert config.method == "cosent" and config.num_samples >= 6 and config.scheduler.type == "asha"
+    assert config.tracking.uri == "sqlite:///mlruns.db" and config.model == "minilm"
+    trainable, space = resolve_specs(config, "configs/demo.yaml")
+    validate_trials(config, trainable, space, "configs/demo.yaml")
+
+
+SWEEP_CONFIGS = sorted(p for p in (REPO / "configs").glob("*.yaml") if "search_space" in p.read_text())
+
+
+def test_the_shipped_sweep_configs_are_found():
+    names = {p.name for p in SWEEP_CONFIGS}
+    assert {"demo.yaml", "demo-sncse.yaml", "demo-multiview.yaml", "paper-cosent-stsb.yaml"} <= names
+
+
+@pytest.mark.parametrize("path", SWEEP_CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_sweep_config_validates_with_its_trainable_and_space(path):
+    """Each trial the space can propose, merged with ``fixed``, must parse as the method's config."""
+    config = load_sweep_config(path)
+    trainable, space = resolve_specs(config, str(path))
+    assert trainable.name == config.method
+    validate_trials(config, trainable, space, str(path))
+
+
+def test_defaults_and_nested_sections(tmp_path):
+    config = load_sweep_config(_write(tmp_path, MINIMAL + "resources: {cpu: 2, gpu: 0.25}\n"))
+    assert config.space_name == "cosent" and config.metric == "stsb_dev" and config.mode == "max"
+    assert config.resources.gpu == 0.25 and config.scheduler.reduction_factor == 2
+
+
+@pytest.mark.parametrize(("text", "field", "words"), [
+    (MINIMAL + "num_sample: 3\n", "num_sample", "unknown field"),
+    (MINIMAL + "num_samples: 0\n", "num_samples", "greater than or equal to 1"),
+    (MINIMAL + "scheduler: {type: hyperband}\n", "scheduler.type", "'asha' or 'fifo'"),
+    (MINIMAL + "scheduler: {reduction_factor: 1}\n", "scheduler.reduction_factor", "greater than 1"),
+    (MINIMAL + "resources: {gpu: -1}\n", "resources.gpu", "greater than or equal to 0"),
+    (MINIMAL + "tracking: {url: x}\n", "tracking.url", "unknown field"),
+    (MINIMAL + "storage_path: ftp://x/y\n", "storage_path", "s3://"),
+    ("name: bad name\nmethod: cosent\n", "name", "letters, digits"),
+    ("method: cosent\n", "name", "Field required"),
+])
+def test_errors_name_the_field_and_the_file(tmp_path, text, field, words):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_sweep_config(path)
+    assert err.value.field == field and err.value.file == str(path)
+    assert words in str(err.value) and str(path) in str(err.value)
+
+
+def test_bad_yaml_names_the_line(tmp_path):
+    path = _write(tmp_path, "name: s\nmethod: cosent\nfixed: {lr: 1\n")
+    with pytest.raises(ConfigError, match=r"line \d+"):
+        load_sweep_config(path)
+
+
+def test_endpoint_needs_an_s3_path():
+    with pytest.raises(ConfigError, match="s3://"):
+        parse_sweep_config({"name": "s", "method": "cosent", "storage_endpoint_url": "http://minio:9000"})
+
+
+def test_relative_paths_are_resolved_for_trial_workers(tmp_path):
+    config = parse_sweep_config({"name": "s", "method": "cosent", "data_dir": "data"}).resolved(tmp_path)
+    assert config.tracking.uri == f"sqlite:///{tmp_path}/mlruns.db"
+    assert config.storage_path == str(tmp_path / "ray_results") and config.data_dir == str(tmp_path / "data")
+    assert config.tracking.artifact_location == (tmp_path / "mlartifacts").as_uri()
+    server = parse_sweep_config({"name": "s", "method": "cosent",
+                                 "tracking": {"uri": "http://127.0.0.1:5000"}}).resolved(tmp_path)
+    assert server.tracking.uri == "http://127.0.0.1:5000" and server.tracking.artifact_location is None
+
+
+def test_trial_settings_are_checked_against_the_method_before_ray_starts():
+    config = SweepConfig(name="s", method="cosent", fixed={"max_step": 4})
+    trainable, space = resolve_specs(config, "sweep.yaml")
+    with pytest.raises(ConfigError) as err:
+        validate_trials(config, trainable, space, "sweep.yaml")
+    assert err.value.field == "fixed.max_step" and err.value.file == "sweep.yaml"
+    searched = SweepConfig(name="s", method="cosent", fixed={"lr": 1e-5})
+    with pytest.raises(ConfigError, match="searched by space 'cosent'"):
+        validate_trials(searched, trainable, space, "sweep.yaml")
+
+
+def test_unknown_method_or_space_names_the_field_and_file():
+    with pytest.raises(ConfigError) as err:
+        resolve_specs(SweepConfig(name="s", method="simcse"), "sweep.yaml")
+    assert err.value.field == "method" and err.value.file == "sweep.yaml" and "cosent" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        resolve_specs(SweepConfig(name="s", method="cosent", search_space="nope"), "sweep.yaml")
+    assert err.value.field == "search_space"
+
+
+def test_every_trial_gets_the_sweep_settings():
+    config = SweepConfig(name="s", method="cosent", model="minilm", seed=7, fixed={"max_steps": 3})
+    params = trial_param_space(config, {"tracking_uri": "sqlite:///x.db"})
+    assert params == {"max_steps": 3, "seed": 7, "model": "minilm", "metric": "stsb_dev", "mode": "max",
+                      "tracking": {"tracking_uri": "sqlite:///x.db"}}

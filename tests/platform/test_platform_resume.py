@@ -1,0 +1,99 @@
+"""Kill the driver with SIGKILL mid-sweep, resume from the sweep folder: every trial ends exactly once,
+one MLflow child run per trial, none left RUNNING, and a trial finished before the kill is not trained
+again."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.trainables.mlflow_logger import ATTEMPT_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
+
+HERE = Path(__file__).resolve().parent
+DRIVER = """
+import sys
+sys.path.insert(0, {here!r})
+from sweep_toy import TOY_SPACE, TOY_TRAINABLE
+import ray
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.sweep import run_sweep
+
+ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
+config = SweepConfig.model_validate_json(open(sys.argv[1]).read())
+run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False)
+"""
+
+
+def _trial_runs(client: MlflowClient) -> list:
+    experiment = client.get_experiment_by_name("toy")
+    if experiment is None:
+        return []
+    return client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+
+
+def _wait_for_a_finished_trial(client: MlflowClient, driver: subprocess.Popen, timeout: float = 240):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert driver.poll() is None, "the sweep ended before it could be killed"
+        done = [r for r in _trial_runs(client) if r.info.status == "FINISHED"]
+        if done:
+            return done[0]
+        time.sleep(0.5)
+    pytest.fail("no trial finished in time")
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
+    from conftest import toy_config
+    from sweep_toy import TOY_SPACE, TOY_TRAINABLE
+
+    from sentsweep.platform.storage import locate
+    from sentsweep.platform.sweep import resume_sweep
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, scheduler={"type": "fifo"},
+                        fixed={"max_steps": 8, "sleep_s": 0.4}, max_failures=1).resolved()
+    (tmp_path / "config.json").write_text(config.model_dump_json())
+    (tmp_path / "driver.py").write_text(DRIVER.format(here=str(HERE)))
+    log = (tmp_path / "driver.log").open("w")
+    driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "config.json")],
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    try:
+        finished = _wait_for_a_finished_trial(client, driver)
+        os.kill(driver.pid, signal.SIGKILL)  # the driver only; Ray's processes die with it
+        driver.wait(timeout=30)
+    finally:
+        time.sleep(2)
+        with contextlib.suppress(ProcessLookupError):  # what the killed driver left, by its group
+            os.killpg(driver.pid, signal.SIGKILL)
+        log.close()
+    before = {r.data.tags[TRIAL_ID_TAG]: r.info.status for r in _trial_runs(client)}
+    assert "RUNNING" in before.values()  # killed mid-sweep: some child run was left open
+    (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
+    assert locate(str(sweep_dir)).read_manifest().parent_run_id
+
+    outcome = resume_sweep(str(sweep_dir), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False,
+                           echo=lambda line: None)
+
+    assert outcome.counts == {"finished": 4, "pruned": 0, "failed": 0}
+    runs = _trial_runs(client)
+    assert len(runs) == 4 == len({r.data.tags[TRIAL_ID_TAG] for r in runs})
+    assert all(r.data.tags[PARENT_TAG] == outcome.parent_run_id for r in runs)
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4
+    for run in runs:  # every trial trained each step once (a restored one continues from its checkpoint)
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")]
+        assert sorted(set(steps)) == [2, 4, 6, 8]
+    again = client.get_run(finished.info.run_id)
+    steps = [m.step for m in client.get_metric_history(again.info.run_id, "train_loss")]
+    assert steps == [2, 4, 6, 8], "a trial finished before the kill was trained again"
+    print(f"trial finished before the kill: attempt {again.data.tags[ATTEMPT_TAG]}; before resume: {before}")
+    parent = client.get_run(outcome.parent_run_id)
+    assert parent.info.status == "FINISHED" and parent.data.metrics["trials_finished"] == 4

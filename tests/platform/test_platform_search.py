@@ -1,0 +1,73 @@
+"""The searcher tells Optuna the truth: scheduler-stopped trials are PRUNED, crashes and NaN are FAIL."""
+
+from __future__ import annotations
+
+import math
+
+from optuna.trial import TrialState
+from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.search import FINAL_KEY, build_scheduler, build_searcher
+
+
+def space(trial):
+    trial.suggest_float("x", 0.0, 1.0)
+    trial.suggest_categorical("pooling", ["mean", "cls"])
+    return {"constant": 3}
+
+
+def _searcher():
+    config = SweepConfig(name="s", method="toy", seed=5, metric="score", startup_trials=2)
+    return build_searcher(config, space, [{"x": 0.5, "pooling": "cls"}, {"x": 0.1, "pooling": "mean"}])
+
+
+def _report(searcher, trial_id, values):
+    for i, v in enumerate(values, start=1):
+        searcher.on_trial_result(trial_id, {"score": v, "training_iteration": i})
+
+
+def test_first_point_first_then_seeded_tpe():
+    a, b = _searcher(), _searcher()
+    first = a.suggest("t0")
+    assert first == {"x": 0.5, "pooling": "cls", "constant": 3}
+    assert a.suggest("t1") == {"x": 0.1, "pooling": "mean", "constant": 3}  # the presets, in order
+    assert b.suggest("t0") == first and b.suggest("t1") and a.suggest("t2") == b.suggest("t2")
+    sampler = a.study.sampler
+    assert sampler._multivariate and sampler._constant_liar
+
+
+def test_trial_states_reach_optuna_truthfully():
+    searcher = _searcher()
+    for tid in ("done", "pruned", "crashed", "nan"):
+        searcher.suggest(tid)
+    _report(searcher, "done", [1.0, 2.0])
+    searcher.on_trial_complete("done", {"score": 2.0, "training_iteration": 3, FINAL_KEY: 1.0})
+    searcher.on_trial_complete("pruned", {"score": 0.5, "training_iteration": 1})  # Ray withholds it
+    searcher.on_trial_complete("crashed", None, error=True)
+    searcher.on_trial_complete("nan", {"score": math.nan, FINAL_KEY: 1.0})
+    states = [t.state for t in searcher.study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.FAIL]
+    assert searcher.study.trials[0].value == 2.0
+    assert searcher.study.trials[1].intermediate_values == {1: 0.5}  # Optuna keeps the last as its value
+
+
+class _Trial:
+    trial_id = "t"
+
+
+def test_asha_places_rungs_below_max_t_but_never_stops_a_trial_for_reaching_it():
+    asha = build_scheduler(SweepConfig(name="s", method="toy", scheduler={"grace_period": 1, "max_t": 2}))
+    assert isinstance(asha, ASHAScheduler)
+    asha.set_search_properties("score", "max")
+    asha.on_trial_add(None, _Trial())
+    decisions = [asha.on_trial_result(None, _Trial(), {"training_iteration": i, "score": 1.0})
+                 for i in (1, 2, 3)]
+    decisions.append(asha.on_trial_result(None, _Trial(), {"training_iteration": 4, "score": 1.0,
+                                                            FINAL_KEY: 1.0}))
+    assert decisions == [TrialScheduler.CONTINUE] * 4
+
+
+def test_scheduler_choice():
+    fifo = build_scheduler(SweepConfig(name="s", method="toy", scheduler={"type": "fifo"}))
+    assert type(fifo).__name__ == "FIFOScheduler"

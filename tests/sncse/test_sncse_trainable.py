@@ -1,0 +1,154 @@
+"""The SNCSE trainable: typed config, a standalone run with artifacts, and a 2-trial Ray Tune run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sentsweep.errors import ConfigError
+from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask, build_task
+
+
+def _tiny(tiny_bert_dir: Path, **overrides: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "model": str(tiny_bert_dir),
+        "batch_size": 4,
+        "max_sentences": 24,
+        "max_steps": 2,
+        "eval_every": 1,
+        "max_dev_pairs": 20,
+        "test_tasks": "stsb_test",
+        "diagnostic_sentences": 16,
+        "diagnostic_tasks": "stsb_test",
+        "diagnostic_top_k": 3,
+        "device": "cpu",
+    }
+    raw.update(overrides)
+    return raw
+
+
+def test_defaults_are_the_papers() -> None:
+    c = SncseConfig()
+    assert (c.loss, c.alpha, c.beta, c.lambda_, c.temperature) == ("bml", 0.1, 0.3, None, 0.05)
+    assert (c.lr, c.batch_size, c.max_length, c.warmup_ratio, c.weight_decay) == (1e-5, 256, 32, 0.0, 0.0)
+    assert (c.seed, c.eval_every, c.metric, c.corpus) == (42, 125, "stsb_dev", "enwiki")
+    loop = c.loop_config()
+    assert loop.warmup_ratio == 0.0 and loop.lr == 1e-5
+
+
+def test_lambda_by_alias_or_name() -> None:
+    assert SNCSE.parse({"lambda": 5e-4}).lambda_ == 5e-4
+    assert SNCSE.parse({"lambda_": 2e-3}).lambda_ == 2e-3
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.3, 0.3), (0.5, 0.2)])
+def test_alpha_must_be_below_beta(alpha: float, beta: float) -> None:
+    with pytest.raises(ConfigError, match="alpha < beta") as info:
+        SNCSE.parse({"alpha": alpha, "beta": beta}, source="configs/x.yaml")
+    assert info.value.field == "beta" and info.value.file == "configs/x.yaml"
+
+
+def test_unknown_loss_and_field_are_named() -> None:
+    with pytest.raises(ConfigError) as info:
+        SNCSE.parse({"loss": "triplet"})
+    assert info.value.field == "loss"
+    with pytest.raises(ConfigError) as info:
+        SNCSE.parse({"lamda": 1e-3})
+    assert info.value.field == "lamda"
+
+
+def test_standalone_run_writes_weights_and_diagnostics(
+    tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result, final = SNCSE.train_standalone(_tiny(tiny_bert_dir), output_dir=tmp_path / "run", log=print)
+    assert result.state.step == 2 and len(result.state.history) == 2
+    row = result.state.history[0]
+    assert {"stsb_dev", "train_loss", "train_cos_pos", "train_cos_neg", "train_bml"} <= set(row)
+    assert final["final"] == 1.0 and final["lambda"] == 1e-3  # BERT family
+    assert 0.0 <= final["negation_fallback_share"] <= 1.0 and final["negation_total"] == 24
+    assert -1.0 <= final["diag_negation_cos_mean"] <= 1.0 and "diag_random_cos_mode" in final
+    out = tmp_path / "run"
+    diag = out / "diagnostics"
+    for name in (
+        "similarity_hist.png",
+        "similarity_summary.csv",
+        "similarity_summary.json",
+        "rank_errors.csv",
+        "rank_errors.md",
+        "negation_stats.json",
+        "negation_pairs.jsonl",
+    ):
+        assert (diag / name).is_file(), name
+    assert (diag / "similarity_hist.png").read_bytes()[:4] == b"\x89PNG"
+    summary = json.loads((diag / "similarity_summary.json").read_text())
+    assert set(summary) == {"negation", "random"} and summary["negation"]["n"] == 16
+    assert "rank_error" in (diag / "rank_errors.md").read_text()
+    assert (out / "best" / "sncse_mlp.safetensors").is_file()
+    assert "fallback" in capsys.readouterr().out  # the rule statistics are logged
+
+
+def test_infonce_needs_no_negations_and_lambda_can_be_set(tiny_bert_dir: Path) -> None:
+    config = SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", **{"lambda": 0.02}))
+    task = build_task(config)
+    assert isinstance(task, SncseTask) and task.negations is None and task.lam == 0.02
+    loss, diag = task.loss(task.batches(0, __import__("torch").Generator().manual_seed(0))[0])
+    assert loss.ndim == 0 and "cos_neg" not in diag
+
+
+def test_batches_drop_a_last_batch_of_one(tiny_bert_dir: Path) -> None:
+    import torch
+
+    task = build_task(SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", max_sentences=9, batch_size=4)))
+    sizes = [len(b) for b in task.batches(0, torch.Generator().manual_seed(1))]
+    assert sizes == [4, 4]
+
+
+@pytest.fixture()
+def ray_session():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow  # real Ray, two trials: 31 s at load 5, 47 s at load 10 on the shared 2-core box
+def test_two_trials_under_ray_tune(
+    ray_session, tiny_bert_dir: Path, tmp_path: Path, _private_cache: Path
+) -> None:
+    from ray import tune
+
+    from sentsweep.trainables.sncse import train_sncse
+
+    space = _tiny(
+        tiny_bert_dir,
+        loss=tune.grid_search(["bml", "infonce"]),
+        max_steps=2,
+        eval_every=1,
+        diagnostic_tasks="",
+        data_dir=None,
+    )
+    tuner = tune.Tuner(
+        train_sncse,
+        param_space=space,
+        tune_config=tune.TuneConfig(metric="stsb_dev", mode="max", num_samples=1),
+        run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="sncse-test", verbose=0),
+    )
+    results = tuner.fit()
+    assert len(results) == 2 and not results.errors
+    for result in results:
+        history = result.metrics_dataframe
+        assert list(history["step"]) == [1.0, 2.0, 2.0]  # two evaluations, then the final report
+        assert result.metrics["final"] == 1.0 and "stsb_test" in result.metrics
+        assert result.checkpoint is not None
+        with result.checkpoint.as_directory() as ckpt:
+            assert (Path(ckpt) / "state.pt").is_file() and (
+                Path(ckpt) / "model" / "sncse_mlp.safetensors"
+            ).is_file()
+        output = Path(result.path) / "output"
+        assert (output / "diagnostics" / "similarity_hist.png").is_file()
+        assert (output / "final_metrics.json").is_file()
+    losses = sorted(r.config["loss"] for r in results)
+    assert losses == ["bml", "infonce"]
