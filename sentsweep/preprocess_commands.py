@@ -60,7 +60,7 @@ def _add_parse(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    from sentsweep.data import datasets
+    from sentsweep import data as datasets
     from sentsweep.data.parsing import Parser, corpus_stats, evaluate_on_treebank, parse_corpus
     from sentsweep.errors import ConfigError
 
