@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.sentsweep-installed
 # The offline defaults: no hub traffic, local Ray without token auth.
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
 
-.PHONY: setup demo test test-all bench lint clean
+.PHONY: setup demo test test-all bench lint k8s-check clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,11 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench
+
+# Render and validate the Kubernetes manifests of both overlays (docs/cluster.md).
+k8s-check: setup
+	$(PY) -m sentsweep.platform.manifests k8s/overlays/local k8s/overlays/local/sweep
+	$(PY) -m sentsweep.platform.manifests k8s/overlays/gpu k8s/overlays/gpu/sweep
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

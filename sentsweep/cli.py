@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sentsweep.errors import SentsweepError
 from sentsweep.platform.commands import PLATFORM_COMMANDS
+from sentsweep.platform.submit_commands import SUBMIT_COMMANDS
 from sentsweep.preprocess_commands import PREPROCESS_COMMANDS
 
 Handler = Callable[[argparse.Namespace], int]
@@ -180,7 +181,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_evaluate, _add_train, *PREPROCESS_COMMANDS, *PLATFORM_COMMANDS,
+    _add_evaluate, _add_train, *PREPROCESS_COMMANDS, *PLATFORM_COMMANDS, *SUBMIT_COMMANDS,
 )
 
 

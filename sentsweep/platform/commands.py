@@ -25,6 +25,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verbose", action="store_true", help="show the trials' own output")
     p.add_argument("--no-finalize", dest="finalize", action="store_false",
                    help="skip the best trial's evaluation, plots, export and registration")
+    p.add_argument("--resume-interrupted", action="store_true",
+                   help="if this config's newest sweep (same name and storage_path) did not finish, continue "
+                   "it instead of starting a new one (what a retried Kubernetes RayJob runs)")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -71,6 +74,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     raw = apply_overrides(read_yaml(args.config), args.overrides)
     config = parse_sweep_config(raw, args.config)
+    if args.resume_interrupted:
+        from sentsweep.platform.autoresume import interrupted_sweep
+
+        folder = interrupted_sweep(config.resolved())
+        if folder is not None:
+            print(f"continuing the interrupted sweep {folder}")
+            args.sweep_dir, args.storage_endpoint_url = folder, config.storage_endpoint_url
+            return cmd_resume(args)
     outcome = run_sweep(config, source=args.config, address=args.address, finalize=args.finalize,
                         log_to_driver=args.verbose)
     _print_summary(outcome.tracking_uri, [outcome.parent_run_id])

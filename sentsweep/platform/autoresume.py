@@ -1,0 +1,87 @@
+"""Find a config's interrupted sweep, so that running the same command again continues it.
+
+``sentsweep sweep CONFIG --resume-interrupted`` is what a Kubernetes RayJob runs (k8s/sweep): when the
+head is lost, KubeRay retries the job (``backoffLimit``) on a fresh cluster with the same entrypoint,
+and the sweep must continue from its folder in shared storage rather than start over.
+
+A sweep's folder is ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (see
+:func:`~sentsweep.platform.storage.new_sweep_location`) holding its manifest. Only the newest folder
+of the config's name is considered: it is interrupted when its MLflow parent run did not end
+``FINISHED`` (a killed driver leaves it ``RUNNING``; a crash closes it ``FAILED``). An older
+unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pyarrow.fs
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.storage import SweepManifest, locate
+
+_STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
+
+
+@dataclass(frozen=True)
+class PreviousSweep:
+    """The newest sweep folder of a config, and how its MLflow parent run ended."""
+
+    uri: str
+    manifest: SweepManifest
+    status: str
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status != "FINISHED"
+
+
+def sweep_folders(config: SweepConfig) -> list[str]:
+    """The sweep folders of ``config`` (its name, under its storage_path), oldest first by their stamp."""
+    root = config.storage_path.rstrip("/")
+    probe = locate(f"{root}/probe", config.storage_endpoint_url)
+    if probe.filesystem is not None:
+        fs, path = probe.filesystem, probe.storage_path
+    else:
+        fs, path = pyarrow.fs.FileSystem.from_uri(probe.uri.rsplit("/", 1)[0])
+    pattern = re.compile("^" + re.escape(config.name) + _STAMP)
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+    names = sorted(i.base_name for i in infos if i.type == pyarrow.fs.FileType.Directory
+                   and pattern.match(i.base_name))
+    base = probe.uri.rsplit("/", 1)[0]
+    return [f"{base}/{name}" for name in names]
+
+
+def previous_sweep(config: SweepConfig) -> PreviousSweep | None:
+    """The newest sweep folder of ``config`` with a manifest, and its parent run's status."""
+    found: list[tuple[float, str, SweepManifest]] = []
+    for uri in sweep_folders(config):
+        try:
+            manifest = locate(uri, config.storage_endpoint_url).read_manifest()
+        except ConfigError:  # a folder without a manifest: not a sentsweep sweep (or not yet one)
+            continue
+        found.append((manifest.created, uri, manifest))
+    if not found:
+        return None
+    _, uri, manifest = max(found, key=lambda item: item[0])
+    return PreviousSweep(uri, manifest, _run_status(manifest))
+
+
+def interrupted_sweep(config: SweepConfig) -> str | None:
+    """The folder to resume for ``config``, or None when its newest sweep finished (or there is none)."""
+    previous = previous_sweep(config)
+    return previous.uri if previous is not None and previous.interrupted else None
+
+
+def _run_status(manifest: SweepManifest) -> str:
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id).info.status
+    except MlflowException as exc:
+        if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
+            return "FINISHED"  # the run was deleted: nothing to reattach to, start anew
+        raise

@@ -1,0 +1,491 @@
+"""``sentsweep submit`` and ``sentsweep jobs``: fast tests of staging, environment forwarding, masking and
+errors (no Ray), then the real thing against a local Ray head (``ray start --head`` with its dashboard):
+a tiny CoSENT sweep submitted with ``--follow``, read back from MLflow, and a long job stopped.
+
+Nothing is mocked: the head is Ray's own, started in its own process group and ended by that group; the job
+runs the staged copy of this checkout on the head's Python (the test's virtual environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sentsweep.cli import main
+from sentsweep.errors import ConfigError
+from sentsweep.platform import submit
+from sentsweep.platform.submit import (
+    CONFIG_ENV,
+    CONFIG_NAME_ENV,
+    ClusterError,
+    ClusterJobs,
+    JobOptions,
+    build_resume_job,
+    build_sweep_job,
+    forwarded_env,
+    job_main,
+    mask_uri,
+    masked,
+    prepare_config,
+    redact,
+    resolve_address,
+    split_credentials,
+    stage_working_dir,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "configs" / "demo.yaml"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run_cli(*argv: str) -> tuple[int, str, str]:
+    """``sentsweep ARGV`` in this process; its exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+# -- fast: no Ray ---------------------------------------------------------------------------------------------
+
+
+def test_staging_keeps_sources_and_data_and_drops_excludes(tmp_path: Path) -> None:
+    package = tmp_path / "proj" / "sentsweep"
+    for name in ("__init__.py", "cli.py", "platform/sweep.py", "data/sample/stsb/dev.tsv"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("x\n")
+    for junk in ("__pycache__/cli.cpython-311.pyc", "platform/__pycache__/sweep.cpython-311.pyc", "cache.db",
+                 "mlruns/0/meta.yaml", "ray_results/exp/state.json", ".pytest_cache/v", "mlruns.db",
+                 "old.pyc", "mlartifacts/a.bin"):
+        (package / junk).parent.mkdir(parents=True, exist_ok=True)
+        (package / junk).write_text("junk\n")
+    root = package.parent
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (root / "constraints.txt").write_text("torch==2.13.0\n")
+    for junk in (".venv/bin/python", "runs/a/best.bin", "sentsweep.egg-info/PKG-INFO", "tests/test_x.py"):
+        (root / junk).parent.mkdir(parents=True, exist_ok=True)
+        (root / junk).write_text("junk\n")
+    prepared = prepare_config(DEMO, ["num_samples=3"], storage=str(tmp_path / "shared"), check_trials=False)
+
+    staged = stage_working_dir(tmp_path / "job", config=prepared, package_dir=package, project_dir=root)
+
+    assert set(staged.files) == {
+        "sentsweep/__init__.py", "sentsweep/cli.py", "sentsweep/platform/sweep.py",
+        "sentsweep/data/sample/stsb/dev.tsv", "pyproject.toml", "constraints.txt", "configs/demo.yaml",
+    }
+    assert staged.config_path == "configs/demo.yaml"
+    shipped = yaml.safe_load((tmp_path / "job" / "configs" / "demo.yaml").read_text())
+    assert shipped["num_samples"] == 3 and shipped["storage_path"] == str(tmp_path / "shared")
+    assert staged.size == sum(p.stat().st_size for p in (tmp_path / "job").rglob("*") if p.is_file())
+
+
+def test_staging_the_checkout_is_small_and_importable(tmp_path: Path) -> None:
+    staged = stage_working_dir(tmp_path / "job")
+    assert staged.size < 20 * 2**20
+    assert {"sentsweep/cli.py", "sentsweep/platform/submit.py", "pyproject.toml"} <= set(staged.files)
+    assert any(f.startswith("sentsweep/data/sample/") for f in staged.files)
+    assert not any("__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f for f in staged.files)
+    assert not any(f.startswith(("tests/", ".venv/", "mlruns", "ray_results/")) for f in staged.files)
+    probe = subprocess.run([sys.executable, "-c", "import sentsweep.cli, sys; print(sentsweep.cli.__file__)"],
+                           cwd=staged.path, capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONPATH": str(staged.path)})
+    assert Path(probe.stdout.strip()).resolve().is_relative_to(staged.path.resolve())
+
+
+def test_forwarded_env_copies_known_credentials_and_extras_only() -> None:
+    environ = {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA", "AWS_REGION": "",
+               "HOME": "/root", "PATH": "/bin", "MY_TOKEN": "tok-5678", "OTHER": "x"}
+    assert forwarded_env(environ) == {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA"}
+    assert forwarded_env(environ, ["MY_TOKEN", "MODE=fast"]) == {
+        "MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA", "MY_TOKEN": "tok-5678", "MODE": "fast"}
+    assert forwarded_env(environ, ["MY_TOKEN"], forward_defaults=False) == {"MY_TOKEN": "tok-5678"}
+    with pytest.raises(ConfigError, match="UNSET is not set"):
+        forwarded_env(environ, ["UNSET"])
+    with pytest.raises(ConfigError, match="not a variable name"):
+        forwarded_env(environ, ["1BAD=x"])
+
+
+def test_masking_shows_names_never_values() -> None:
+    env = {"MLFLOW_TRACKING_PASSWORD": "hunter22", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI"}
+    shown = masked(env)
+    assert shown == "AWS_SECRET_ACCESS_KEY=***, MLFLOW_TRACKING_PASSWORD=***"
+    assert masked({}) == "(none)"
+    assert mask_uri("https://alice:hunter22@mlflow.example:5000/x") == "https://alice:***@mlflow.example:5000/x"
+    assert mask_uri("sqlite:////tmp/m.db") == "sqlite:////tmp/m.db"
+    assert split_credentials("http://alice:p%40ss@mlflow:5000") == (
+        "http://mlflow:5000", {"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": "p@ss"})
+    assert split_credentials("http://mlflow:5000") == ("http://mlflow:5000", {})
+    assert split_credentials("postgresql://u:p@db/mlflow") == ("postgresql://u:p@db/mlflow", {})
+    assert redact("user hunter22 key wJalrXUtnFEMI ok", env.values()) == "user *** key *** ok"
+
+
+def test_address_comes_from_flag_then_environment() -> None:
+    assert resolve_address("http://h:1", {"RAY_ADDRESS": "http://e:2"}) == "http://h:1"
+    assert resolve_address(None, {"RAY_ADDRESS": "http://e:2"}) == "http://e:2"
+    assert resolve_address(None, {"RAY_API_SERVER_ADDRESS": "http://a:3", "RAY_ADDRESS": "http://e:2"}) == \
+        "http://a:3"
+    assert resolve_address(None, {}) == "http://127.0.0.1:8265"
+
+
+def test_sweep_job_bakes_options_into_the_config_and_secrets_into_env_only(tmp_path: Path) -> None:
+    prepared = prepare_config(DEMO, ["num_samples=3"], storage="s3://sweeps/demo",
+                              storage_endpoint_url="http://minio:9000",
+                              tracking_uri="http://alice:hunter22@mlflow:5000", check_trials=False)
+    options = JobOptions(installer="pip", env={"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI"}, finalize=False)
+    spec = build_sweep_job(prepared, options, tmp_path / "job")
+
+    assert spec.entrypoint == "python -m sentsweep.cli sweep configs/demo.yaml --no-finalize"
+    env = spec.runtime_env
+    assert env["working_dir"] == str(tmp_path / "job")
+    assert env["env_vars"] == {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI", "MLFLOW_TRACKING_USERNAME": "alice",
+                               "MLFLOW_TRACKING_PASSWORD": "hunter22", "MLFLOW_TRACKING_URI": "http://mlflow:5000"}
+    assert "torch==2.13.0" in env["pip"]["packages"] and any(p.startswith("ray[") for p in env["pip"]["packages"])
+    shipped_text = (tmp_path / "job" / "configs" / "demo.yaml").read_text()
+    shipped = yaml.safe_load(shipped_text)
+    assert shipped["num_samples"] == 3 and shipped["storage_path"] == "s3://sweeps/demo"
+    assert shipped["storage_endpoint_url"] == "http://minio:9000"
+    assert shipped["tracking"] == {**yaml.safe_load(DEMO.read_text())["tracking"], "uri": "http://mlflow:5000"}
+    assert "hunter22" not in shipped_text
+    summary = "\n".join(spec.summary)
+    assert "hunter22" not in summary and "wJalrXUtnFEMI" not in summary and "hunter22" not in repr(spec)
+    assert "MLFLOW_TRACKING_PASSWORD=***" in summary and "AWS_SECRET_ACCESS_KEY=***" in summary
+    assert spec.metadata["sweep"] == "demo-cosent" and spec.metadata["config"] == "demo.yaml"
+    assert spec.warnings == []
+
+
+def test_installed_image_and_resume_jobs(tmp_path: Path) -> None:
+    prepared = prepare_config(DEMO, storage="/shared/sweeps", tracking_uri="http://mlflow:5000",
+                              check_trials=False)
+    installed = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "a")
+    assert installed.staged is not None and installed.staged.files == ("configs/demo.yaml",)
+    image = build_sweep_job(prepared, JobOptions(ship="image", image="ghcr.io/x/sentsweep:1"), tmp_path / "b")
+    assert image.runtime_env["image_uri"] == "ghcr.io/x/sentsweep:1" and "working_dir" not in image.runtime_env
+    assert yaml.safe_load(image.runtime_env["env_vars"][CONFIG_ENV])["storage_path"] == "/shared/sweeps"
+    assert image.entrypoint == "python -m sentsweep.platform.submit sweep" and not (tmp_path / "b").exists()
+    with pytest.raises(ConfigError, match="--pip cannot be combined with --image"):
+        JobOptions(ship="image", image="x", installer="pip")
+    resume = build_resume_job("s3://sweeps/demo/demo-cosent-1-ab12", JobOptions(ship="installed"), tmp_path / "c",
+                              storage_endpoint_url="http://minio:9000")
+    assert resume.entrypoint == ("python -m sentsweep.cli resume s3://sweeps/demo/demo-cosent-1-ab12 "
+                                 "--storage-endpoint-url http://minio:9000")
+    assert "working_dir" not in resume.runtime_env and resume.metadata["sweep"] == "demo-cosent-1-ab12"
+    with pytest.raises(ConfigError, match="--resume"):
+        build_resume_job("runs/x", JobOptions(), tmp_path / "d")
+
+
+def test_relative_storage_and_tracking_are_warned_about() -> None:
+    warnings = prepare_config(DEMO, check_trials=False).warnings
+    assert any("storage_path './ray_results' is relative" in w for w in warnings)
+    assert any("tracking uri 'sqlite:///mlruns.db' is relative" in w for w in warnings)
+    assert any("artifact_location './mlartifacts' is relative" in w for w in warnings)
+    server = prepare_config(DEMO, storage="s3://b/p", tracking_uri="http://mlflow:5000", check_trials=False)
+    assert server.warnings == []  # the server decides where the artifacts go
+
+
+def test_image_job_entry_writes_the_carried_config_and_runs_it(capsys: pytest.CaptureFixture[str]) -> None:
+    environ = {CONFIG_ENV: "name: x\nmethod: cosent\nnum_samples: many\n", CONFIG_NAME_ENV: "carried.yaml"}
+    assert job_main(["sweep"], environ) == 2
+    err = capsys.readouterr().err
+    assert "carried.yaml" in err and "num_samples" in err
+    assert job_main(["sweep"], {}) == 2 and CONFIG_ENV in capsys.readouterr().err
+
+
+def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "never-shown-4321")
+    status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "num_sample=3")
+    assert status == 2 and "field 'num_sample'" in err and "demo.yaml" in err
+    status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "fixed.max_step=3")
+    assert status == 2 and "fixed.max_step" in err and "Traceback" not in err
+    status, out, err = _run_cli("submit", "--dry-run")
+    assert status == 2 and "--resume" in err
+    status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "num_samples=3",
+                                "--storage", "s3://b/p", "--storage-endpoint-url", "http://minio:9000",
+                                "--tracking-uri", "http://mlflow:5000")
+    assert status == 0 and "3 trials of cosent" in out and "MLFLOW_TRACKING_PASSWORD=***" in out
+    assert "never-shown-4321" not in out + err and "dry run: nothing submitted" in out
+
+
+def test_an_unreachable_dashboard_is_one_line_naming_it() -> None:
+    address = f"http://127.0.0.1:{_free_port()}"
+    for argv in (("jobs", "list"), ("jobs", "status", "raysubmit_x"), ("jobs", "logs", "x", "--follow")):
+        status, out, err = _run_cli(*argv, "--address", address)
+        assert status == 2 and "Traceback" not in err
+        assert err.strip().count("\n") == 0 and f"cannot reach the Ray dashboard at {address}" in err
+    with pytest.raises(ClusterError, match=address):
+        ClusterJobs(address)
+
+
+# -- a real Ray head ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Head:
+    """A ``ray start --head --block`` process (its own process group) and its dashboard address."""
+
+    process: subprocess.Popen
+    address: str
+    temp_dir: Path
+    log: Path
+    _jobs: ClusterJobs | None = field(default=None, repr=False)
+
+    def jobs(self, timeout: float = 120.0) -> ClusterJobs:
+        """The cluster's jobs once the dashboard and its job agent accept a (trivial) job."""
+        if self._jobs is not None:
+            return self._jobs
+        deadline = time.monotonic() + timeout
+        while self._jobs is None:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the Ray head did not start: {self.log.read_text()[-3000:]}")
+            try:
+                jobs = ClusterJobs(self.address)
+                probe = jobs.client.submit_job(entrypoint="true")
+            except ClusterError:
+                time.sleep(0.5)
+                continue
+            except RuntimeError:  # "No available agent to submit job" while the agent starts
+                time.sleep(0.5)
+                continue
+            assert jobs.wait(probe, timeout=60, poll=0.2) == "SUCCEEDED"
+            self._jobs = jobs
+        return self._jobs
+
+
+def _dashboard_missing() -> str | None:
+    import ray._private.utils as ray_utils
+
+    return ray_utils.get_dashboard_dependency_error()
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[Head]:
+    """A local head with the dashboard on free loopback ports, 2 CPUs, started for this module and ended by
+    its process group (only processes this fixture started)."""
+    missing = _dashboard_missing()
+    if missing:
+        pytest.skip(f"the Ray dashboard needs ray[default] ({missing})")
+    temp_dir = Path(tempfile.mkdtemp(prefix="ssr-", dir="/tmp"))  # short: Ray's unix sockets live under it
+    names = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+             "runtime-env-agent-port", "metrics-export-port", "ray-client-server-port", "node-manager-port",
+             "object-manager-port")
+    ports = {name: _free_port() for name in names}
+    command = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
+               "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1", "--include-dashboard", "true",
+               "--num-cpus", "2", "--temp-dir", str(temp_dir), "--disable-usage-stats"]
+    for name, port in ports.items():
+        command += [f"--{name}", str(port)]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
+    env.update(RAY_AUTH_MODE="disabled", RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
+               # Single-machine mode: Ray keeps every address on 127.0.0.1 instead of this host's interface.
+               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+               # The job's `python` is this environment's, where sentsweep and its requirements are installed.
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
+    log = temp_dir / "head.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    head = Head(process, f"http://127.0.0.1:{ports['dashboard-port']}", temp_dir, log)
+    try:
+        yield head
+    finally:
+        if head._jobs is not None:
+            with contextlib.suppress(Exception):
+                for info in head._jobs.list():
+                    if info.submission_id and str(info.status.value) not in submit.TERMINAL:
+                        head._jobs.client.stop_job(info.submission_id)
+        _end_group(process)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _end_group(process: subprocess.Popen) -> None:
+    """SIGTERM to `ray start --block` (it stops the head's processes), then SIGKILL what is left of its group."""
+    group = process.pid  # start_new_session: the group this fixture created
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(group, signal.SIGKILL)
+            process.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.5)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def _sweep_yaml(path: Path, model: Path, name: str, **extra: Any) -> Path:
+    """A tiny CoSENT sweep: 8 trials unless overridden, 4 steps, the bundled sample data, no plots/export."""
+    config = {
+        "name": name, "method": "cosent", "search_space": "cosent", "model": str(model), "num_samples": 8,
+        "max_concurrent_trials": 2, "scheduler": {"type": "fifo"}, "seed": 0,
+        "fixed": {"max_steps": 4, "eval_every": 2, "max_length": 32, "max_train_pairs": 64,
+                  "max_dev_pairs": 40, "test_tasks": "stsb_test"},
+        "storage_path": "./ray_results", "max_failures": 0, "plots": False, "export": False,
+        "tracking": {"uri": "sqlite:///mlruns.db", "artifact_location": str(path.parent / "mlartifacts"),
+                     "experiment": "submitted"},
+        "final_tasks": "stsb_test",
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _create_tracking_store(uri: str) -> None:
+    from mlflow import MlflowClient
+
+    MlflowClient(tracking_uri=uri).search_experiments()  # creates the schema (~10 s)
+
+
+@dataclass
+class SubmittedSweep:
+    job_id: str
+    status: int
+    out: str
+    err: str
+    secrets: list[str]
+    tracking_uri: str
+    storage: Path
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def sweep_job(ray_head: Head, tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> SubmittedSweep:
+    """`sentsweep submit CONFIG --set num_samples=2 --storage ... --tracking-uri ... --no-finalize --follow`
+    with fake credentials in the environment; the module's tests read what it did."""
+    root = tmp_path_factory.mktemp("submitted")
+    config = _sweep_yaml(root / "tiny.yaml", tiny_bert_dir, "submit-tiny")
+    tracking_uri = f"sqlite:///{root / 'mlruns.db'}"
+    started = time.monotonic()
+    schema = threading.Thread(target=_create_tracking_store, args=(tracking_uri,))
+    schema.start()  # while the head starts
+    ray_head.jobs()
+    schema.join()
+    fake = [f"pw-{secrets.token_hex(8)}", f"aws-{secrets.token_hex(8)}"]
+    job_id = f"sentsweep-test-{secrets.token_hex(4)}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_PASSWORD", fake[0])
+        patch.setenv("AWS_SECRET_ACCESS_KEY", fake[1])
+        status, out, err = _run_cli(
+            "submit", str(config), "--address", ray_head.address, "--set", "num_samples=2",
+            "--storage", str(root / "shared"), "--tracking-uri", tracking_uri, "--job-id", job_id, "--no-finalize",
+            "--follow")
+    seconds = time.monotonic() - started
+    print(f"\nsubmitted sweep: {seconds:.1f}s from head start to job end")
+    return SubmittedSweep(job_id, status, out, err, fake, tracking_uri, root / "shared", seconds)
+
+
+def test_submitted_sweep_succeeds_and_logs_to_mlflow(sweep_job: SubmittedSweep, ray_head: Head) -> None:
+    from mlflow import MlflowClient
+
+    from sentsweep.platform.storage import MANIFEST
+    from sentsweep.trainables.mlflow_logger import PARENT_TAG, ROLE_TAG, SWEEP_TAG
+
+    assert sweep_job.status == 0, sweep_job.out[-3000:] + sweep_job.err[-3000:]
+    assert f"submitted job {sweep_job.job_id} to {ray_head.address}" in sweep_job.out
+    assert f"job {sweep_job.job_id} SUCCEEDED" in sweep_job.out
+    assert "sweep submit-tiny-" in sweep_job.out  # the job's own log, streamed
+    info = ray_head.jobs().info(sweep_job.job_id)
+    assert info.runtime_env["working_dir"].startswith("gcs://")  # the staged checkout, uploaded
+    assert info.entrypoint == "python -m sentsweep.cli sweep configs/tiny.yaml --no-finalize"
+    assert info.metadata["sweep"] == "submit-tiny"
+
+    client = MlflowClient(tracking_uri=sweep_job.tracking_uri)
+    experiment = client.get_experiment_by_name("submitted")
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get(ROLE_TAG) == "sweep"]
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["num_samples"] == "2"  # the --set override reached the cluster
+    assert parent.data.metrics["trials_finished"] == 2 and "final_stsb_test" not in parent.data.metrics
+    children = [r for r in runs if r.data.tags.get(PARENT_TAG) == parent.info.run_id]
+    assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
+    assert all({"stsb_dev", "train_loss"} <= set(r.data.metrics) for r in children)
+    assert all(r.data.tags[SWEEP_TAG] == parent.data.tags[SWEEP_TAG] for r in children)
+    assert all(client.list_artifacts(r.info.run_id) for r in children)  # the trials' best weights
+    assert all(r.info.artifact_uri.startswith((sweep_job.storage.parent / "mlartifacts").as_uri()) for r in children)
+    (folder,) = [p for p in sweep_job.storage.iterdir() if p.name.startswith("submit-tiny-")]
+    assert (folder / MANIFEST).is_file()  # Tune's state and the manifest on the shared storage
+
+
+def test_secrets_reach_the_job_but_are_never_shown(sweep_job: SubmittedSweep, ray_head: Head) -> None:
+    info = ray_head.jobs().info(sweep_job.job_id)
+    assert {"MLFLOW_TRACKING_PASSWORD", "AWS_SECRET_ACCESS_KEY"} <= set(info.runtime_env["env_vars"])
+    assert "MLFLOW_TRACKING_PASSWORD=***" in sweep_job.out and "AWS_SECRET_ACCESS_KEY=***" in sweep_job.out
+    raw_log = ray_head.jobs().client.get_job_logs(sweep_job.job_id)  # unredacted, straight from Ray
+    shown = [sweep_job.out, sweep_job.err, raw_log]
+    for argv in (("jobs", "status", sweep_job.job_id), ("jobs", "logs", sweep_job.job_id), ("jobs", "list")):
+        status, out, err = _run_cli(*argv, "--address", ray_head.address)
+        assert status == 0
+        shown += [out, err]
+    for secret in sweep_job.secrets:
+        assert all(secret not in text for text in shown)
+
+
+def test_jobs_status_logs_and_list(sweep_job: SubmittedSweep, ray_head: Head) -> None:
+    status, out, err = _run_cli("jobs", "status", sweep_job.job_id, "--address", ray_head.address)
+    assert status == 0 and out.startswith(f"job {sweep_job.job_id}: SUCCEEDED")
+    assert "sweep:      submit-tiny (sweep, config tiny.yaml, code project)" in out and "exit code:  0" in out
+    status, out, err = _run_cli("jobs", "logs", sweep_job.job_id, "--address", ray_head.address)
+    assert status == 0 and "sweep submit-tiny-" in out and "done in" in out
+    status, out, err = _run_cli("jobs", "logs", sweep_job.job_id, "--follow", "--address", ray_head.address)
+    assert status == 0 and "sweep submit-tiny-" in out and out.rstrip().endswith("SUCCEEDED")
+    status, out, err = _run_cli("jobs", "list", "--address", ray_head.address)
+    assert status == 0 and out.splitlines()[0].split() == ["JOB", "STATUS", "STARTED", "DURATION", "SWEEP",
+                                                           "ENTRYPOINT"]
+    (row,) = [line for line in out.splitlines() if line.startswith(sweep_job.job_id)]
+    assert row.split()[1] == "SUCCEEDED" and "submit-tiny" in row
+
+
+def test_unknown_job_id_is_named(ray_head: Head) -> None:
+    ray_head.jobs()
+    for action in ("status", "logs", "stop"):
+        status, out, err = _run_cli("jobs", action, "no-such-job", "--address", ray_head.address)
+        assert status == 2 and "Traceback" not in err
+        assert f"no job 'no-such-job' on the Ray cluster at {ray_head.address}" in err
+
+
+def test_stop_a_long_job(ray_head: Head, tiny_bert_dir: Path, tmp_path: Path) -> None:
+    config = _sweep_yaml(tmp_path / "long.yaml", tiny_bert_dir, "long", num_samples=1,
+                         fixed={"max_steps": 100_000, "eval_every": 1000, "max_length": 32})
+    jobs = ray_head.jobs()
+    job_id = f"sentsweep-long-{secrets.token_hex(4)}"
+    status, out, err = _run_cli("submit", str(config), "--address", ray_head.address, "--installed",
+                                "--storage", str(tmp_path / "shared"), "--job-id", job_id,
+                                "--tracking-uri", f"sqlite:///{tmp_path / 'long.db'}")
+    assert status == 0 and f"sentsweep jobs stop {job_id} --address {ray_head.address}" in out
+    assert jobs.wait(job_id, timeout=60, poll=0.2, until=frozenset({"RUNNING"}) | submit.TERMINAL) == "RUNNING"
+    assert jobs.info(job_id).runtime_env["working_dir"].startswith("gcs://")  # the config alone
+    status, out, err = _run_cli("jobs", "list", "--address", ray_head.address)
+    (row,) = [line for line in out.splitlines() if line.startswith(job_id)]
+    assert row.split()[1] == "RUNNING"
+
+    status, out, err = _run_cli("jobs", "stop", job_id, "--address", ray_head.address)
+    assert (status, out.strip()) == (0, f"job {job_id}: STOPPED")
+    status, out, err = _run_cli("jobs", "status", job_id, "--address", ray_head.address)
+    assert out.startswith(f"job {job_id}: STOPPED")
+    status, out, err = _run_cli("jobs", "logs", job_id, "--follow", "--address", ray_head.address)
+    assert status == 1 and out.rstrip().endswith("STOPPED")
