@@ -26,7 +26,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.loop import LoopConfig, LoopResult, ReportFn, TrainingLoop, TrainTask
+from sentsweep.trainables.loop import LoopConfig, LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 
 Status = Literal["FINISHED", "FAILED", "KILLED"]
 
@@ -185,6 +185,7 @@ def run_trial(
     logger.start(public_params(config))
     loop: TrainingLoop | None = None
     try:
+        seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
         task = build_task(config)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:

@@ -75,6 +75,7 @@ class MultiviewConfig(TrialConfig):
     weight_decay: float = Field(0.0, ge=0)
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     lr_schedule: Literal["linear", "constant"] = "constant"
+    amp: bool = False  # fp32 as in the paper: the unnormalised 2400-d tree states overflow bf16/fp16
     max_grad_norm: float | None = 5.0
     batch_size: int = Field(400, ge=2)
     metric: str = "sickr_trial"
