@@ -114,7 +114,7 @@ def ray_session():
     ray.shutdown()
 
 
-@pytest.mark.slow  # real Ray, two trials: 31 s at load 5, 47 s at load 10 on the shared 2-core box
+# Real Ray, two trials (about 30 s on 2 cores): in the default run, as the 2-trial Tune test of SNCSE.
 def test_two_trials_under_ray_tune(
     ray_session, tiny_bert_dir: Path, tmp_path: Path, _private_cache: Path
 ) -> None:

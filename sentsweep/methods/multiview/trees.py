@@ -111,6 +111,22 @@ def _plan(parent: np.ndarray, roots: np.ndarray) -> tuple[LevelPlan, np.ndarray,
 
 
 class _Batch:
+    """Shared by the tree batches: every one carries a :class:`LevelPlan` called ``plan``."""
+
+    plan: LevelPlan
+
+    @property
+    def num_levels(self) -> int:
+        return self.plan.num_levels
+
+    @property
+    def num_nodes(self) -> int:
+        return self.plan.num_nodes
+
+    @property
+    def roots(self) -> Tensor:
+        return self.plan.roots
+
     def to(self, device: torch.device | str):
         """A copy with every tensor on ``device`` (the plan's tensors included)."""
         values = {}
@@ -139,18 +155,6 @@ class DependencyBatch(_Batch):
     node_token: Tensor
     plan: LevelPlan
 
-    @property
-    def num_levels(self) -> int:
-        return self.plan.num_levels
-
-    @property
-    def num_nodes(self) -> int:
-        return self.plan.num_nodes
-
-    @property
-    def roots(self) -> Tensor:
-        return self.plan.roots
-
 
 def collate_dependency(heads: Sequence[np.ndarray]) -> DependencyBatch:
     """Batch dependency trees given as head arrays (``heads[b][i]``: head of token i, -1 for the root;
@@ -178,18 +182,6 @@ class BinaryBatch(_Batch):
     right_position: Tensor
     num_leaves: int
     plan: LevelPlan
-
-    @property
-    def num_levels(self) -> int:
-        return self.plan.num_levels
-
-    @property
-    def num_nodes(self) -> int:
-        return self.plan.num_nodes
-
-    @property
-    def roots(self) -> Tensor:
-        return self.plan.roots
 
 
 def collate_binary(trees: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> BinaryBatch:
