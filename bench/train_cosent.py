@@ -30,7 +30,7 @@ def _test_spearman(encode, pairs) -> float:
 
 
 def run_ours(args: argparse.Namespace, test) -> tuple[float, float]:
-    raw = {"model": "minilm", "loss": "cosent", "scale": 20.0, "batch_size": args.batch_size,
+    raw = {"model": "minilm", "loss": "cosent", "scale": 20.0, "batch_size": args.batch_size, "epochs": 1,
            "max_length": args.max_length, "lr": 2e-5, "warmup_ratio": 0.1, "seed": args.seed,
            "max_train_pairs": args.pairs, "eval_every": 10**9, "max_dev_pairs": 50, "test_tasks": "stsb_test",
            "data_dir": args.data_dir}

@@ -187,7 +187,11 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used to check that Kubernetes entrypoints parse)."""
-    parser = argparse.ArgumentParser(prog="sentsweep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="sentsweep",
+        description="Hyperparameter sweeps for sentence-embedding training (SNCSE, CoSENT, multi-view) on "
+        "Ray Tune + Optuna, tracked in MLflow.",
+    )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:

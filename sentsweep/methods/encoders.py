@@ -255,7 +255,17 @@ class TransformerEncoder(nn.Module):
             mask_positions=mask_positions,
         )
 
-    @torch.no_grad()
+    def length_order(self, sentences: Sequence[str]) -> np.ndarray:
+        """Indices of ``sentences`` longest first, by token count (one fast tokenizer pass; by characters
+        for prompts, whose template adds the same tokens to every sentence)."""
+        if self.prompt is not None:
+            lengths = [len(s) for s in sentences]
+        else:
+            ids = self.tokenizer(list(sentences), truncation=True, max_length=self.settings.max_length)["input_ids"]
+            lengths = [len(row) for row in ids]
+        return np.argsort([-n for n in lengths], kind="stable")
+
+    @torch.inference_mode()
     def encode(
         self,
         sentences: Sequence[str],
@@ -267,7 +277,7 @@ class TransformerEncoder(nn.Module):
         """Embed sentences without gradients, longest first so padding is minimal; float32 numpy."""
         was_training = self.training
         self.eval()
-        order = np.argsort([-len(s) for s in sentences], kind="stable")
+        order = self.length_order(sentences) if len(sentences) else np.zeros(0, dtype=np.int64)
         chunks: list[Tensor] = []
         try:
             for start in range(0, len(order), batch_size):
