@@ -48,7 +48,8 @@ def run_ours(args: argparse.Namespace, test) -> tuple[float, float]:
 
 
 def run_reference(args: argparse.Namespace, train, test) -> tuple[float, float]:
-    from sentence_transformers import InputExample, SentenceTransformer, losses
+    from sentence_transformers import InputExample, SentenceTransformer
+    from sentence_transformers.sentence_transformer import losses
     from torch.utils.data import DataLoader
 
     torch.manual_seed(args.seed)

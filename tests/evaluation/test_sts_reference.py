@@ -13,7 +13,7 @@ from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 
 def test_stsb_test_equals_sentence_transformers_evaluator(minilm_path: str) -> None:
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
+    from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
     data_dir = data_dir_from_env()
     pairs = scored_pairs("stsb", "test", data_dir=data_dir)
