@@ -24,7 +24,7 @@ from sentsweep.trainables.mlflow_logger import PARENT_TAG, REASON_TAG, ROLE_TAG,
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
-SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_acc")
+SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_avg", "_acc")
 STATUS_NAMES = {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}
 
 

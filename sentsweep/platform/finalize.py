@@ -113,7 +113,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
         if outcome.best_run_id and not has_artifact(sweep.client, outcome.best_run_id, BEST_WEIGHTS):
             sweep.client.log_artifacts(outcome.best_run_id, str(weights), BEST_WEIGHTS)
         if config.final_tasks:
-            outcome.final_metrics = evaluate_best(weights, config, sweep)
+            outcome.final_metrics = evaluate_best(weights, config, sweep, outcome.best_config)
             echo("best trial on the test suite: " +
                  ", ".join(f"{k} {v:.2f}" for k, v in outcome.final_metrics.items()))
         if config.export or config.register_model:
@@ -139,13 +139,21 @@ def _describe(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun) -> dict[str, float]:
-    """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run."""
+#: Trial settings that also shape the final SentEval protocol (the trial's own choice is kept).
+SENTEVAL_SETTINGS = {"senteval_kfold": "kfold", "senteval_inner_kfold": "inner_kfold"}
+
+
+def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
+                  trial_config: dict[str, Any] | None = None) -> dict[str, float]:
+    """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run.
+    SentEval uses the best trial's ``senteval_kfold`` / ``senteval_inner_kfold`` when it set them."""
     from sentsweep.evaluation import evaluate
     from sentsweep.trainables.registry import load_trained_encoder
 
     encoder = load_trained_encoder(weights)
-    result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir)
+    options = {name: (trial_config or {})[key] for key, name in SENTEVAL_SETTINGS.items()
+               if (trial_config or {}).get(key) is not None}
+    result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ from typing import Any
 
 import optuna
 
-from sentsweep.search_spaces.spec import DefineByRun, SearchSpaceSpec
+from sentsweep.search_spaces.spec import SearchSpaceSpec
 
 VIEW_ORDER: tuple[str, ...] = ("bow", "seq", "dep", "const")
 #: The six unordered pairs of distinct views, in the canonical order the trainable uses ("dep+const").
@@ -41,23 +41,32 @@ DEMO_POINT: dict[str, Any] = {
 }
 
 
-def make_space(
-    hidden_sizes: Sequence[int], batch_sizes: Sequence[int], lr_range: tuple[float, float] = (1e-4, 2e-3)
-) -> DefineByRun:
-    """A define-by-run space over the view pair, hidden size, lr (log), batch size and frozen vectors."""
-
-    def space(trial: optuna.Trial) -> None:
-        trial.suggest_categorical("views", list(ALL_PAIRS))
-        trial.suggest_categorical("hidden_size", list(hidden_sizes))
-        trial.suggest_float("lr", *lr_range, log=True)
-        trial.suggest_categorical("batch_size", list(batch_sizes))
-        trial.suggest_categorical("freeze_vectors", [True, False])
-
-    return space
+LR_RANGE = (1e-4, 2e-3)
+HIDDEN_SIZES = [600, 1200, 2400]
+BATCH_SIZES = [100, 200, 400]
+DEMO_HIDDEN_SIZES = [32, 64, 128]
+DEMO_BATCH_SIZES = [32, 64]
 
 
-multiview_space = make_space(hidden_sizes=[600, 1200, 2400], batch_sizes=[100, 200, 400])
-multiview_demo_space = make_space(hidden_sizes=[32, 64, 128], batch_sizes=[32, 64])
+def _suggest(trial: optuna.Trial, hidden_sizes: Sequence[int], batch_sizes: Sequence[int]) -> None:
+    """The view pair, hidden size, lr (log), batch size and frozen vs trainable vectors."""
+    trial.suggest_categorical("views", list(ALL_PAIRS))
+    trial.suggest_categorical("hidden_size", list(hidden_sizes))
+    trial.suggest_float("lr", *LR_RANGE, log=True)
+    trial.suggest_categorical("batch_size", list(batch_sizes))
+    trial.suggest_categorical("freeze_vectors", [True, False])
+
+
+# Module-level functions, not closures: Tune's OptunaSearch saves its state with plain pickle.
+def multiview_space(trial: optuna.Trial) -> None:
+    """The paper-scale space: hidden 600-2400, batches of 100-400."""
+    _suggest(trial, HIDDEN_SIZES, BATCH_SIZES)
+
+
+def multiview_demo_space(trial: optuna.Trial) -> None:
+    """The CPU-scale space: hidden 32-128, batches of 32-64."""
+    _suggest(trial, DEMO_HIDDEN_SIZES, DEMO_BATCH_SIZES)
+
 
 MULTIVIEW_SPACE = SearchSpaceSpec(
     "multiview",

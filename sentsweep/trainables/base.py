@@ -154,8 +154,9 @@ class FinalEvaluator(Protocol):
 
 
 def public_params(config: TrialConfig) -> dict[str, Any]:
-    """The config as loggable params (the tracking section left out)."""
-    return config.model_dump(exclude={"tracking"})
+    """The config as loggable params, by their YAML names (``lambda``, not ``lambda_``); where the run
+    is tracked and where its files go are left out (they differ per trial and are not settings)."""
+    return config.model_dump(exclude={"tracking", "output_dir"}, by_alias=True)
 
 
 def run_trial(
