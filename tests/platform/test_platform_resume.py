@@ -39,15 +39,19 @@ def _trial_runs(client: MlflowClient) -> list:
     return client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
 
 
-def _wait_for_a_finished_trial(client: MlflowClient, driver: subprocess.Popen, timeout: float = 240):
+def _wait_for_a_finished_and_a_running_trial(client: MlflowClient, driver: subprocess.Popen,
+                                             timeout: float = 240):
+    """The moment to kill: one trial has finished and another is training (has logged a loss)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert driver.poll() is None, "the sweep ended before it could be killed"
-        done = [r for r in _trial_runs(client) if r.info.status == "FINISHED"]
-        if done:
+        runs = _trial_runs(client)
+        done = [r for r in runs if r.info.status == "FINISHED"]
+        training = [r for r in runs if r.info.status == "RUNNING" and "train_loss" in r.data.metrics]
+        if done and training:
             return done[0]
-        time.sleep(0.5)
-    pytest.fail("no trial finished in time")
+        time.sleep(0.3)
+    pytest.fail("no moment with a finished and a training trial in time")
 
 
 # About 65 s on a quiet 2-core machine: in the default run, since surviving a crash is the platform's promise.
@@ -59,7 +63,7 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     from sentsweep.platform.sweep import resume_sweep
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, scheduler={"type": "fifo"},
-                        fixed={"max_steps": 8, "sleep_s": 0.4}, max_failures=1).resolved()
+                        fixed={"max_steps": 8, "sleep_s": 0.6}, max_failures=1).resolved()
     (tmp_path / "config.json").write_text(config.model_dump_json())
     (tmp_path / "driver.py").write_text(DRIVER.format(here=str(HERE)))
     log = (tmp_path / "driver.log").open("w")
@@ -67,7 +71,7 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     client = MlflowClient(tracking_uri=tracking_uri)
     try:
-        finished = _wait_for_a_finished_trial(client, driver)
+        finished = _wait_for_a_finished_and_a_running_trial(client, driver)
         os.kill(driver.pid, signal.SIGKILL)  # the driver only; Ray's processes die with it
         driver.wait(timeout=30)
     finally:
