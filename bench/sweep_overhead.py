@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench.common import print_table
 from sentsweep.platform.config import SweepConfig
-from sentsweep.trainables.mlflow_logger import PARENT_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG
 
 
 def tiny_model(root: Path) -> str:

@@ -111,7 +111,7 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.tracking import open_client
+    from sentsweep.platform.sweep_tracking import open_client
 
     client = open_client(resolve_tracking_uri(args.tracking_uri))
     sweep_table, trial_table = compare(client, args.experiment, args.sweeps)
@@ -131,7 +131,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from sentsweep.platform.config import resolve_tracking_uri
     from sentsweep.platform.export import export_run
-    from sentsweep.platform.tracking import open_client
+    from sentsweep.platform.sweep_tracking import open_client
 
     client = open_client(resolve_tracking_uri(args.tracking_uri))
     dest = export_run(client, args.run_id, args.dest, overwrite=args.overwrite)

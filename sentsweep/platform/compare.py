@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.mlflow_logger import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).

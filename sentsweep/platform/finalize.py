@@ -26,15 +26,15 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.export import BEST_MODEL, BEST_WEIGHTS, export_sentence_transformer, has_artifact
 from sentsweep.platform.plots import study_plots
 from sentsweep.platform.search import is_final
+from sentsweep.tracking.vocabulary import find_trial_run
 from sentsweep.trainables.loop import BEST_DIR, MODEL_DIR, STATE_FILE
-from sentsweep.trainables.mlflow_logger import find_trial_run
 
 if TYPE_CHECKING:
     from ray.tune import Checkpoint, Result, ResultGrid
 
     from sentsweep.platform.storage import SweepLocation
     from sentsweep.platform.sweep import SweepOutcome
-    from sentsweep.platform.tracking import SweepRun
+    from sentsweep.platform.sweep_tracking import SweepRun
 
 BEST_TRIAL_TAG = "sentsweep.best_trial_id"
 #: The parent run's metrics from the best trial's final test suite (``final_sts_avg7``, ...).
@@ -184,7 +184,7 @@ def register_model(folder: Path, name: str, sweep: SweepRun) -> str:
     import mlflow
     from sentence_transformers import SentenceTransformer
 
-    from sentsweep.platform.tracking import package_versions
+    from sentsweep.platform.sweep_tracking import package_versions
 
     versions = package_versions(("sentence-transformers", "torch", "transformers"))
     previous = mlflow.get_tracking_uri()

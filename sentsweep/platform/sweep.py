@@ -26,7 +26,7 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.progress import ProgressCallback
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
-from sentsweep.platform.tracking import SweepRun, TrackingCallback
+from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.trial import run_once
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ def finished_metrics(config: dict[str, Any], trial_id: str | None) -> dict[str, 
         return None
     from mlflow import MlflowClient
 
-    from sentsweep.trainables.mlflow_logger import find_trial_run
+    from sentsweep.tracking.vocabulary import find_trial_run
 
     client = MlflowClient(tracking_uri=tracking["tracking_uri"])
     run = find_trial_run(client, tracking["experiment_id"], tracking.get("parent_run_id"), trial_id)

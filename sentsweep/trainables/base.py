@@ -6,7 +6,7 @@ then evaluate the best weights on the final test suite. Reporting and tracking a
 
 - ``report(metrics, checkpoint_dir)``: ``ray.tune.report`` under Tune (:func:`ray_reporter`), a printer
   standalone;
-- a :class:`TrialLogger`: the MLflow child run of the trial (``sentsweep.trainables.mlflow_logger``,
+- a :class:`TrialLogger`: the MLflow child run of the trial (``sentsweep.tracking.trial_logger``,
   used when the config carries a ``tracking`` section), or nothing.
 
 Ray is imported only inside :func:`ray_reporter` and the trainables' Ray entry points, so standalone
@@ -26,21 +26,8 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sentsweep.errors import ConfigError
+from sentsweep.tracking import NullLogger, Status, TrackingSettings, TrialLogger, make_trial_logger
 from sentsweep.trainables.loop import LoopConfig, LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
-
-Status = Literal["FINISHED", "FAILED", "KILLED"]
-
-
-class TrackingSettings(BaseModel):
-    """Where a trial logs its MLflow child run (filled in by the platform, not by users)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tracking_uri: str
-    experiment_id: str
-    parent_run_id: str | None = None
-    sweep_name: str | None = None
-    trial_id: str | None = None
 
 
 class TrialConfig(BaseModel):
@@ -85,47 +72,6 @@ def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "tri
         field = ".".join(str(p) for p in err["loc"]) or None
         extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise ConfigError(f"{err['msg']}{extra}", field=field, file=source) from None
-
-
-class TrialLogger(Protocol):
-    """Receives a trial's life: params, metrics, artifacts, final status."""
-
-    def start(self, params: dict[str, Any]) -> None: ...
-
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
-
-    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None: ...
-
-    def finish(
-        self, status: Status, reason: str | None = None, totals: dict[str, float] | None = None
-    ) -> None: ...
-
-
-class NullLogger:
-    """Logs nothing (standalone runs without tracking)."""
-
-    def start(self, params: dict[str, Any]) -> None:
-        return None
-
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        return None
-
-    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None:
-        return None
-
-    def finish(
-        self, status: Status, reason: str | None = None, totals: dict[str, float] | None = None
-    ) -> None:
-        return None
-
-
-def make_trial_logger(config: TrialConfig) -> TrialLogger:
-    """The MLflow child-run logger when the config has a ``tracking`` section, else :class:`NullLogger`."""
-    if config.tracking is None:
-        return NullLogger()
-    from sentsweep.trainables.mlflow_logger import MlflowTrialLogger
-
-    return MlflowTrialLogger(config.tracking)
 
 
 def ray_reporter() -> ReportFn:
@@ -278,7 +224,7 @@ class Method:
             self.build_task,
             self.final_evaluation,
             report=ray_reporter(),
-            logger=make_trial_logger(config),
+            logger=make_trial_logger(config.tracking),
             resume_from=ray_checkpoint_dir(),
             output_dir=output_dir,
             save_weights=False,
@@ -299,7 +245,7 @@ class Method:
             self.build_task,
             self.final_evaluation,
             report=lambda m, c: None,
-            logger=make_trial_logger(config),
+            logger=make_trial_logger(config.tracking),
             output_dir=output_dir,
             log=log,
         )

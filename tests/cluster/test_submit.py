@@ -403,7 +403,7 @@ def test_submitted_sweep_succeeds_and_logs_to_mlflow(sweep_job: SubmittedSweep, 
     from mlflow import MlflowClient
 
     from sentsweep.platform.storage import MANIFEST
-    from sentsweep.trainables.mlflow_logger import PARENT_TAG, ROLE_TAG, SWEEP_TAG
+    from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG
 
     assert sweep_job.status == 0, sweep_job.out[-3000:] + sweep_job.err[-3000:]
     assert f"submitted job {sweep_job.job_id} to {ray_head.address}" in sweep_job.out

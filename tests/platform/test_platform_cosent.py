@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mlflow import MlflowClient
 
-from sentsweep.trainables.mlflow_logger import PARENT_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG
 
 
 def test_cosent_sweep_end_to_end(tmp_path, tiny_bert_dir, tracking_uri, ray_session):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.trainables.base import TrackingSettings
-from sentsweep.trainables.mlflow_logger import (
+from sentsweep.tracking import TrackingSettings
+from sentsweep.tracking.trial_logger import MlflowTrialLogger
+from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     PARENT_TAG,
     REASON_TAG,
     TRIAL_ID_TAG,
-    MlflowTrialLogger,
     find_trial_run,
 )
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.trainables.mlflow_logger import ATTEMPT_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
 
 HERE = Path(__file__).resolve().parent
 DRIVER = """

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.trainables.mlflow_logger import PARENT_TAG, REASON_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG
 
 
 def _free_port() -> int:

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from sentsweep.platform.search import FINAL_KEY
 from sentsweep.platform.storage import CONFIG_COPY, MANIFEST, locate
-from sentsweep.trainables.mlflow_logger import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 
 @pytest.fixture(scope="module")

@@ -7,82 +7,69 @@ run per trial and none is left RUNNING once its trial is over.
 
 Only :class:`mlflow.MlflowClient` is used (never the fluent ``mlflow.start_run`` stack), so trials that
 share a reused Ray actor cannot leak an active run into one another. The driver side (statuses of
-pruned and crashed trials, sweep totals) lives in :mod:`sentsweep.platform.tracking` and shares the tag
-names and :func:`find_trial_run` defined here.
+pruned and crashed trials, sweep totals) lives in :mod:`sentsweep.platform.sweep_tracking`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-if TYPE_CHECKING:
-    from mlflow.entities import Run
-
-    from sentsweep.trainables.base import Status, TrackingSettings
-
-PARENT_TAG = "mlflow.parentRunId"
-RUN_NAME_TAG = "mlflow.runName"
-TRIAL_ID_TAG = "sentsweep.trial_id"
-SWEEP_TAG = "sentsweep.sweep"
-ROLE_TAG = "sentsweep.role"
-REASON_TAG = "sentsweep.status_reason"
-ATTEMPT_TAG = "sentsweep.attempt"
-#: MLflow's limit on a param value (longer values are truncated, as MLflow itself would).
-MAX_PARAM_LENGTH = 6000
-TERMINAL = {"FINISHED", "FAILED", "KILLED"}
+from sentsweep.tracking.vocabulary import (
+    ATTEMPT_TAG,
+    MAX_PARAM_LENGTH,
+    REASON_TAG,
+    TERMINAL,
+    Status,
+    TrackingSettings,
+    child_run_tags,
+    find_trial_run,
+    numeric_metrics,
+    param_value,
+    ray_trial_id,
+)
 
 
-def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
-                   trial_id: str) -> Run | None:
-    """The child run of ``trial_id`` under ``parent_run_id`` (the oldest, should there be several)."""
-    query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
-    if parent_run_id:
-        query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
-    runs = client.search_runs([experiment_id], filter_string=query, order_by=["attributes.start_time ASC"],
-                              max_results=10)
-    return runs[0] if runs else None
+class TrialLogger(Protocol):
+    """Receives a trial's life: params, metrics, artifacts, final status."""
+
+    def start(self, params: dict[str, Any]) -> None: ...
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None: ...
+
+    def finish(
+        self, status: Status, reason: str | None = None, totals: dict[str, float] | None = None
+    ) -> None: ...
 
 
-def param_value(value: Any) -> str:
-    """A config value as MLflow stores it: ``str``, cut to MLflow's length limit."""
-    return str(value)[:MAX_PARAM_LENGTH]
+class NullLogger:
+    """Logs nothing (standalone runs without tracking)."""
 
+    def start(self, params: dict[str, Any]) -> None:
+        return None
 
-def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of a result (bools and strings dropped; NaN kept, MLflow stores it)."""
-    return {k: float(v) for k, v in metrics.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        return None
 
+    def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None:
+        return None
 
-def ray_trial_id() -> str | None:
-    """The current Ray Tune trial's id, or None outside a Tune trial."""
-    try:
-        from ray import tune
-
-        with warnings.catch_warnings():  # outside a trial Ray warns, then returns None
-            warnings.simplefilter("ignore")
-            return tune.get_context().get_trial_id()
-    except Exception:  # no Ray installed, or no Tune session
+    def finish(
+        self, status: Status, reason: str | None = None, totals: dict[str, float] | None = None
+    ) -> None:
         return None
 
 
-def child_run_tags(tracking: TrackingSettings, trial_id: str | None) -> dict[str, str]:
-    """The tags that make a run the child run of a trial."""
-    tags = {ROLE_TAG: "trial", ATTEMPT_TAG: "1"}
-    if tracking.parent_run_id:
-        tags[PARENT_TAG] = tracking.parent_run_id
-    if tracking.sweep_name:
-        tags[SWEEP_TAG] = tracking.sweep_name
-    if trial_id:
-        tags[TRIAL_ID_TAG] = trial_id
-    return tags
+def make_trial_logger(tracking: TrackingSettings | None) -> TrialLogger:
+    """The MLflow child-run logger when a trial is tracked, else :class:`NullLogger`."""
+    return NullLogger() if tracking is None else MlflowTrialLogger(tracking)
 
 
 class MlflowTrialLogger:

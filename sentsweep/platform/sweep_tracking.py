@@ -1,6 +1,6 @@
 """MLflow on the driver: the sweep's parent run and the outcome of every trial's child run.
 
-Workers log their own child runs (:mod:`sentsweep.trainables.mlflow_logger`); the driver knows what a
+Workers log their own child runs (:mod:`sentsweep.tracking.vocabulary`); the driver knows what a
 worker cannot always tell:
 
 - a trial stopped by ASHA ends inside ``tune.report`` (its thread is told to exit), so
@@ -34,10 +34,14 @@ from ray.tune import Callback
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.search import is_final
-from sentsweep.trainables.mlflow_logger import (
+from sentsweep.tracking.vocabulary import (
+    GIT_TAG,
+    METHOD_TAG,
     PARENT_TAG,
     REASON_TAG,
     ROLE_TAG,
+    SPACE_TAG,
+    SWEEP_DIR_TAG,
     SWEEP_TAG,
     TERMINAL,
     TRIAL_ID_TAG,
@@ -49,12 +53,8 @@ from sentsweep.trainables.mlflow_logger import (
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
-    from sentsweep.trainables.base import TrackingSettings
+    from sentsweep.tracking import TrackingSettings
 
-SWEEP_DIR_TAG = "sentsweep.sweep_dir"
-METHOD_TAG = "sentsweep.method"
-SPACE_TAG = "sentsweep.search_space"
-GIT_TAG = "mlflow.source.git.commit"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
 
@@ -239,7 +239,7 @@ class TrackingCallback(Callback):
 
     def _create_run(self, trial: Trial) -> str:
         """Open the child run of a trial that died before its worker could."""
-        from sentsweep.trainables.base import TrackingSettings
+        from sentsweep.tracking import TrackingSettings
 
         settings: TrackingSettings = TrackingSettings(**self.settings)
         run = self.client.create_run(self.settings["experiment_id"], run_name=trial.trial_id,

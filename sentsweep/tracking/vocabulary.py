@@ -1,0 +1,93 @@
+"""The MLflow vocabulary shared by a trial's worker and the sweep's driver.
+
+Tags, statuses and the trial's tracking settings live here, below both :mod:`sentsweep.trainables` (a
+trial logs its own child run) and :mod:`sentsweep.platform` (the driver owns the parent run and closes
+what a worker could not), so neither imports the other for them. A sweep is a parent run; each trial is
+one child run carrying :data:`TRIAL_ID_TAG`, reattached to after a restore.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Literal
+
+from mlflow import MlflowClient
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+Status = Literal["FINISHED", "FAILED", "KILLED"]
+TERMINAL = {"FINISHED", "FAILED", "KILLED"}
+
+PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+GIT_TAG = "mlflow.source.git.commit"
+TRIAL_ID_TAG = "sentsweep.trial_id"
+SWEEP_TAG = "sentsweep.sweep"
+ROLE_TAG = "sentsweep.role"
+REASON_TAG = "sentsweep.status_reason"
+ATTEMPT_TAG = "sentsweep.attempt"
+SWEEP_DIR_TAG = "sentsweep.sweep_dir"
+METHOD_TAG = "sentsweep.method"
+SPACE_TAG = "sentsweep.search_space"
+#: MLflow's limit on a param value (longer values are truncated, as MLflow itself would).
+MAX_PARAM_LENGTH = 6000
+
+
+class TrackingSettings(BaseModel):
+    """Where a trial logs its MLflow child run (filled in by the platform, not by users)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str | None = None
+    sweep_name: str | None = None
+    trial_id: str | None = None
+
+
+def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
+                   trial_id: str) -> Run | None:
+    """The child run of ``trial_id`` under ``parent_run_id`` (the oldest, should there be several)."""
+    query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
+    if parent_run_id:
+        query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
+    runs = client.search_runs([experiment_id], filter_string=query, order_by=["attributes.start_time ASC"],
+                              max_results=10)
+    return runs[0] if runs else None
+
+
+def param_value(value: Any) -> str:
+    """A config value as MLflow stores it: ``str``, cut to MLflow's length limit."""
+    return str(value)[:MAX_PARAM_LENGTH]
+
+
+def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    """The numeric entries of a result (bools and strings dropped; NaN kept, MLflow stores it)."""
+    return {k: float(v) for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def ray_trial_id() -> str | None:
+    """The current Ray Tune trial's id, or None outside a Tune trial."""
+    try:
+        from ray import tune
+
+        with warnings.catch_warnings():  # outside a trial Ray warns, then returns None
+            warnings.simplefilter("ignore")
+            return tune.get_context().get_trial_id()
+    except Exception:  # no Ray installed, or no Tune session
+        return None
+
+
+def child_run_tags(tracking: TrackingSettings, trial_id: str | None) -> dict[str, str]:
+    """The tags that make a run the child run of a trial."""
+    tags = {ROLE_TAG: "trial", ATTEMPT_TAG: "1"}
+    if tracking.parent_run_id:
+        tags[PARENT_TAG] = tracking.parent_run_id
+    if tracking.sweep_name:
+        tags[SWEEP_TAG] = tracking.sweep_name
+    if trial_id:
+        tags[TRIAL_ID_TAG] = trial_id
+    return tags
