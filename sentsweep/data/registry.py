@@ -1,6 +1,6 @@
 """Every named dataset the loaders know: its kind, splits and files relative to the data root.
 
-The registry is the single source of truth for paths: the loaders, :mod:`sentsweep.data.make_sample`
+The registry is the single source of truth for paths: the loaders, ``tools/make_sample.py``
 and ``list_datasets()`` all read it.
 """
 

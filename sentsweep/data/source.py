@@ -18,7 +18,7 @@ from pathlib import Path
 from sentsweep.config import DATA_ENV, data_dir_from_env
 from sentsweep.errors import DataError
 
-#: The small sample shipped inside the package (made by ``python -m sentsweep.data.make_sample``).
+#: The small sample shipped inside the package (made by ``python -m tools.make_sample``, beside the package).
 SAMPLE_DIR: Path = Path(__file__).resolve().parent / "sample"
 
 HOW_TO_GET_DATA = (

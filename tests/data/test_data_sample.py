@@ -24,7 +24,9 @@ from sentsweep.data import (
     scored_pairs,
     sts_subsets,
 )
-from sentsweep.data.make_sample import (
+from sentsweep.data.registry import KINDS, REGISTRY, split_files
+from sentsweep.errors import DataError
+from tools.make_sample import (
     BROWN_DOCUMENTS,
     ENWIKI_MIN_SENTENCES,
     PER_CLASS,
@@ -32,8 +34,6 @@ from sentsweep.data.make_sample import (
     ROWS,
     STS_PAIRS_PER_SUBSET,
 )
-from sentsweep.data.registry import KINDS, REGISTRY, split_files
-from sentsweep.errors import DataError
 
 
 @pytest.mark.parametrize("year", STS_YEARS)

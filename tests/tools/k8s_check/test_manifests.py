@@ -1,8 +1,7 @@
-"""The Kubernetes manifests (k8s/), rendered and validated offline; planted mistakes must be caught.
+"""The Kubernetes manifests (k8s/), rendered with kubectl and validated offline; planted mistakes must be caught.
 
-Rendering uses the Python renderer (always available); where kubectl is on PATH its render must be
-identical. Planted mistakes are made in a copy of k8s/ and go through the whole pipeline (render,
-schema, policy, entrypoint); each test checks that exactly the planted problem appears.
+Planted mistakes are made in a copy of k8s/ and go through the whole pipeline (render, schema, policy,
+entrypoint); each test checks that exactly the planted problem appears.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
-from sentsweep.platform import crd, kustomize, manifests
 from sentsweep.platform.config import parse_sweep_config
+from tools import k8s_check
+from tools.k8s_check.policy import project_ray_version
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-SHARED_CRDS = REPO.parent / "shared" / "schemas" / f"kuberay-{crd.KUBERAY_VERSION}"
 PLATFORM_COUNTS = {"ConfigMap": 1, "Deployment": 1, "Job": 1, "Namespace": 1, "NetworkPolicy": 3,
                    "RayCluster": 1, "Secret": 3, "Service": 3, "StatefulSet": 2}
 SWEEP_COUNTS = {"ConfigMap": 1, "RayJob": 1}
@@ -33,8 +32,8 @@ KUSTOMIZATIONS = ("overlays/local", "overlays/local/sweep", "overlays/gpu", "ove
 
 
 @pytest.fixture(scope="module")
-def rendered() -> dict[str, manifests.Rendered]:
-    return {path: manifests.render(K8S / path, engine="python") for path in KUSTOMIZATIONS}
+def rendered() -> dict[str, k8s_check.Rendered]:
+    return {path: k8s_check.render(K8S / path) for path in KUSTOMIZATIONS}
 
 
 def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -44,32 +43,17 @@ def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_object_of_the_overlay_validates(overlay: str, rendered: dict[str, manifests.Rendered]) -> None:
+def test_every_object_of_the_overlay_validates(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
     platform, sweep = rendered[f"overlays/{overlay}"], rendered[f"overlays/{overlay}/sweep"]
     print(f"\n{overlay}: {platform.counts}; sweep: {sweep.counts}")
     assert platform.counts == PLATFORM_COUNTS
     assert sweep.counts == SWEEP_COUNTS
-    problems = manifests.validate_objects(platform.objects + sweep.objects)
+    problems = k8s_check.validate_objects(platform.objects + sweep.objects)
     assert [str(p) for p in problems] == []
 
 
-@pytest.mark.parametrize("path", KUSTOMIZATIONS)
-def test_python_render_matches_kubectl(path: str, rendered: dict[str, manifests.Rendered]) -> None:
-    if not kustomize.kubectl_available():
-        pytest.skip("kubectl is not on PATH: the Python renderer is not compared with kubectl's")
-    theirs = manifests.render(K8S / path, engine="kubectl")
-
-    def by_id(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
-        return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects}
-
-    ours = by_id(rendered[path].objects)
-    assert sorted(ours) == sorted(by_id(theirs.objects))
-    for key, obj in by_id(theirs.objects).items():
-        assert ours[key] == obj, f"{key} renders differently"
-
-
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_the_rayjob_cluster_is_the_raycluster(overlay: str, rendered: dict[str, manifests.Rendered]) -> None:
+def test_the_rayjob_cluster_is_the_raycluster(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
     """k8s/sweep/rayjob.yaml repeats k8s/base/raycluster.yaml (and the overlays their patches): only the
     configs mount on the head may differ."""
     cluster = _one(rendered[f"overlays/{overlay}"].objects, "RayCluster")["spec"]
@@ -81,7 +65,7 @@ def test_the_rayjob_cluster_is_the_raycluster(overlay: str, rendered: dict[str, 
     assert job["spec"]["rayClusterSpec"] == cluster
 
 
-def test_overlay_shapes(rendered: dict[str, manifests.Rendered]) -> None:
+def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
     local = _one(rendered["overlays/local"].objects, "RayCluster")["spec"]
     gpu = _one(rendered["overlays/gpu"].objects, "RayCluster")["spec"]
     assert [g["groupName"] for g in local["workerGroupSpecs"]] == ["cpu"]
@@ -89,7 +73,7 @@ def test_overlay_shapes(rendered: dict[str, manifests.Rendered]) -> None:
     group = gpu["workerGroupSpecs"][0]
     assert (group["groupName"], group["minReplicas"], group["maxReplicas"]) == ("gpu", 0, 8)
     assert group["template"]["spec"]["tolerations"][0]["key"] == "nvidia.com/gpu"
-    assert gpu["enableInTreeAutoscaling"] is True and gpu["rayVersion"] == manifests.project_ray_version()
+    assert gpu["enableInTreeAutoscaling"] is True and gpu["rayVersion"] == project_ray_version()
     job = _one(rendered["overlays/gpu/sweep"].objects, "RayJob")["spec"]
     assert job["entrypoint"] == "sentsweep sweep /configs/paper-cosent-stsb.yaml --resume-interrupted"
     assert job["shutdownAfterJobFinishes"] is True and job["backoffLimit"] > 0
@@ -124,7 +108,7 @@ def _planted(tmp_path: Path, paths: tuple[str, ...], edits: dict[str, tuple[str,
 
 @functools.cache
 def _problems(root: Path, paths: tuple[str, ...]) -> frozenset[str]:
-    report = manifests.validate([root / p for p in paths], engine="python")
+    report = k8s_check.validate([root / p for p in paths])
     return frozenset(str(p) for p in report.problems)
 
 
@@ -217,7 +201,7 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
     shutil.copytree(K8S, copy)
     for example in (copy / "base" / "secrets").glob("*.env.example"):
         shutil.copyfile(example, example.with_suffix(""))
-    report = manifests.validate([copy / "overlays" / "local"], engine="python")
+    report = k8s_check.validate([copy / "overlays" / "local"])
     assert report.rendered[0].examples_used == []
     assert sorted(str(p) for p in report.problems) == [
         "Secret/minio-credentials: data.MINIO_ROOT_PASSWORD still holds the example's placeholder [policy]",
@@ -227,50 +211,7 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
     ]
 
 
-# -- the renderer, the schemas, the image, the secrets -------------------------------------------------
-
-def test_content_hash_matches_kustomize_test_vectors() -> None:
-    # from kustomize's api/hasher/hasher_test.go
-    assert kustomize.content_hash({"kind": "ConfigMap"}) == "6ct58987ht"
-    assert kustomize.content_hash({"kind": "ConfigMap", "data": {"one": ""}}) == "9g67k2htb6"
-    assert kustomize.content_hash({"kind": "ConfigMap", "data": {"one": ""}, "binaryData": {"two": ""}}) \
-        == "698h7c7t9m"
-    assert kustomize.content_hash({"kind": "Secret", "type": "my-type", "data": {"one": ""}}) == "74bd68bm66"
-
-
-def test_json_patch_operations() -> None:
-    doc = {"a": {"b": [1, 2]}, "c": "x"}
-    ops = [{"op": "test", "path": "/c", "value": "x"}, {"op": "add", "path": "/a/b/-", "value": 3},
-           {"op": "add", "path": "/a/b/0", "value": 0}, {"op": "remove", "path": "/a/b/1"},
-           {"op": "replace", "path": "/c", "value": {"d~/": 1}}, {"op": "copy", "from": "/c/d~0~1", "path": "/e"},
-           {"op": "move", "from": "/e", "path": "/f"}]
-    assert kustomize.apply_json_patch(doc, ops) == {"a": {"b": [0, 2, 3]}, "c": {"d~/": 1}, "f": 1}
-    assert doc == {"a": {"b": [1, 2]}, "c": "x"}
-    for bad in ({"op": "test", "path": "/c", "value": "y"}, {"op": "replace", "path": "/z", "value": 1},
-                {"op": "remove", "path": "/a/b/5"}):
-        with pytest.raises(kustomize.KustomizeError):
-            kustomize.apply_json_patch(doc, [bad])
-
-
-def test_env_files_and_unsupported_features_are_refused(tmp_path: Path) -> None:
-    assert kustomize.parse_env_file(b"\xef\xbb\xbf# c\n\n  A=1=2\nB=\n") == [("A", "1=2"), ("B", "")]
-    with pytest.raises(kustomize.KustomizeError, match="has no value"):
-        kustomize.parse_env_file(b"A\n")
-    (tmp_path / "kustomization.yaml").write_text("namePrefix: x-\nresources: []\n")
-    with pytest.raises(kustomize.KustomizeError, match="'namePrefix' is not supported"):
-        kustomize.build(tmp_path)
-    (tmp_path / "kustomization.yaml").write_text("configMapGenerator:\n- name: c\n  files: [../outside.txt]\n")
-    (tmp_path.parent / "outside.txt").write_text("x")
-    with pytest.raises(kustomize.KustomizeError, match="security"):
-        kustomize.build(tmp_path)
-
-
-def test_packaged_crd_schemas_are_kuberays() -> None:
-    if not SHARED_CRDS.is_dir():
-        pytest.skip(f"KubeRay CRDs not found at {SHARED_CRDS}")
-    files = [SHARED_CRDS / "rayclusters.yaml", SHARED_CRDS / "rayjobs.yaml"]
-    assert json.loads(crd.SCHEMA_FILE.read_text()) == crd.extract_schemas(files)
-
+# -- the credentials files and the image --------------------------------------------------------------
 
 def test_credentials_files_are_ignored_and_only_examples_committed() -> None:
     if shutil.which("git") is None or not (REPO / ".git").exists():
@@ -298,12 +239,3 @@ def test_dockerfile_invariants() -> None:
     users = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert lines[-1].startswith(("CMD", "ENTRYPOINT")) or users[-1] == lines[-1].split()[1]
-
-
-def test_the_module_entry_prints_counts(capsys: pytest.CaptureFixture[str]) -> None:
-    status = manifests.main(["--engine", "python", str(K8S / "overlays/local"), str(K8S / "overlays/local/sweep")])
-    out = capsys.readouterr().out
-    assert status == 0, out
-    assert "16 objects: ConfigMap 1, Deployment 1, Job 1, Namespace 1, NetworkPolicy 3, RayCluster 1, " \
-           "Secret 3, Service 3, StatefulSet 2" in out
-    assert "2 objects: ConfigMap 1, RayJob 1" in out and "ok: every object validates" in out

