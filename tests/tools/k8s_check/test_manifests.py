@@ -24,9 +24,6 @@ from tools.k8s_check.policy import project_ray_version
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-PLATFORM_COUNTS = {"ConfigMap": 1, "Deployment": 1, "Job": 1, "Namespace": 1, "NetworkPolicy": 3,
-                   "RayCluster": 1, "Secret": 3, "Service": 3, "StatefulSet": 2}
-SWEEP_COUNTS = {"ConfigMap": 1, "RayJob": 1}
 OVERLAYS = ("local", "gpu")
 KUSTOMIZATIONS = ("overlays/local", "overlays/local/sweep", "overlays/gpu", "overlays/gpu/sweep")
 
@@ -45,9 +42,7 @@ def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_object_of_the_overlay_validates(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
     platform, sweep = rendered[f"overlays/{overlay}"], rendered[f"overlays/{overlay}/sweep"]
-    print(f"\n{overlay}: {platform.counts}; sweep: {sweep.counts}")
-    assert platform.counts == PLATFORM_COUNTS
-    assert sweep.counts == SWEEP_COUNTS
+    assert platform.objects and sweep.objects  # the counts per kind: test_kubectl.py
     problems = k8s_check.validate_objects(platform.objects + sweep.objects)
     assert [str(p) for p in problems] == []
 
