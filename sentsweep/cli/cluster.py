@@ -1,6 +1,7 @@
-"""The cluster sub-commands: ``submit`` and ``jobs status | logs | stop | list`` (see :mod:`.submit`).
+"""The cluster sub-commands: ``submit`` and ``jobs status | logs | stop | list`` (see
+:mod:`sentsweep.platform.cluster`).
 
-``sentsweep.cli`` adds :data:`SUBMIT_COMMANDS` to its parser. Handlers return an exit status and let
+Handlers return an exit status and let
 :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints it on one line). This module is where
 the environment is read (the dashboard address, the credentials to forward); the library takes mappings.
 Ray is imported only when a command runs.
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from sentsweep.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sentsweep.platform.submit import ClusterJobs
+    from sentsweep.platform.cluster.client import ClusterJobs
 
 ADDRESS_HELP = "Ray dashboard address (default: $RAY_API_SERVER_ADDRESS, else $RAY_ADDRESS, else " \
                "http://127.0.0.1:8265)"
@@ -92,7 +93,7 @@ def _add_jobs(sub: argparse._SubParsersAction) -> None:
 
 def _secrets() -> list[str]:
     """Values of this environment's forwardable credentials, to redact from logs shown here."""
-    from sentsweep.platform.submit import FORWARDED_ENV
+    from sentsweep.platform.cluster.credentials import FORWARDED_ENV
 
     return [os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)]
 
@@ -104,7 +105,8 @@ def _write(text: str) -> None:
 
 def _follow(jobs: ClusterJobs, job_id: str) -> int:
     """Stream a job's log (credentials redacted) until it ends; its exit status (0: SUCCEEDED)."""
-    from sentsweep.platform.submit import exit_status, redact
+    from sentsweep.platform.cluster.client import exit_status
+    from sentsweep.platform.cluster.credentials import redact
 
     secrets = _secrets()
     try:
@@ -118,16 +120,11 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from sentsweep.platform.submit import (
-        ClusterJobs,
-        JobOptions,
-        build_resume_job,
-        build_sweep_job,
-        forwarded_env,
-        job_workdir,
-        prepare_config,
-        resolve_address,
-    )
+    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
+    from sentsweep.platform.cluster.credentials import forwarded_env
+    from sentsweep.platform.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
+    from sentsweep.platform.cluster.prepare import prepare_config
+    from sentsweep.platform.cluster.staging import job_workdir
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")
@@ -171,7 +168,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.platform.submit import ClusterJobs, describe_job, jobs_table, redact, resolve_address
+    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
+    from sentsweep.platform.cluster.credentials import redact
+    from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
 
     jobs = ClusterJobs(resolve_address(args.address, os.environ))
     if args.action == "list":
@@ -190,4 +189,4 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBMIT_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_submit, _add_jobs)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_submit, _add_jobs)

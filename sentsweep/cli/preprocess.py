@@ -1,4 +1,4 @@
-"""Sub-commands that prepare or inspect a method's inputs: ``negate``, ``parse`` and ``neighbours``.
+"""The sub-commands that prepare or inspect a method's inputs: ``negate``, ``parse`` and ``neighbours``.
 
 ``negate`` and ``parse`` fill the same caches the trainables read (keyed by corpus content, model and
 rules version), so running them once before a sweep means no trial parses anything.
@@ -111,6 +111,6 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     return 0
 
 
-PREPROCESS_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_negate, _add_parse, _add_neighbours,
 )

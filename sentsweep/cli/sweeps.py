@@ -1,13 +1,16 @@
-"""The platform's sub-commands: ``sweep``, ``resume``, ``compare`` and ``export``.
+"""The sweep sub-commands: ``sweep``, ``resume``, ``compare`` and ``export``.
 
-``sentsweep.cli`` adds :data:`PLATFORM_COMMANDS` to its parser. Each handler returns an exit status and
-lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints it on one line). Heavy imports
-(Ray, MLflow, torch) happen inside the handlers, so ``sentsweep --help`` stays instant.
+Each handler returns an exit status and lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI
+prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the handlers. ``sweep
+--resume-interrupted`` is what a Kubernetes RayJob runs (a retried job continues its sweep), and ``sweep NAME
+--config-env VAR`` what ``sentsweep submit --image`` runs (the config travels in the job's environment).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +31,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume-interrupted", action="store_true",
                    help="if this config's newest sweep (same name and storage_path) did not finish, continue "
                    "it instead of starting a new one (what a retried Kubernetes RayJob runs)")
+    p.add_argument("--config-env", default=None, metavar="VAR",
+                   help="read the config's YAML from this environment variable; CONFIG then only names it "
+                   "(what `sentsweep submit --image` runs)")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -68,6 +74,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.config_env:
+        return _sweep_carried_config(args)
     from sentsweep.platform.config import parse_sweep_config
     from sentsweep.platform.sweep import run_sweep
     from sentsweep.yaml_io import apply_overrides, read_yaml
@@ -87,6 +95,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
     print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
     return 0 if outcome.counts.get("finished", 0) else 1
+
+
+def _sweep_carried_config(args: argparse.Namespace) -> int:
+    """``sweep NAME --config-env VAR``: write the YAML carried in ``$VAR`` to a file ``NAME`` and sweep it."""
+    from sentsweep.errors import ConfigError
+
+    text = os.environ.get(args.config_env)
+    if not text:
+        raise ConfigError(f"${args.config_env} is not set (it carries the sweep config)", field="--config-env")
+    with tempfile.TemporaryDirectory(prefix="sentsweep-job-") as folder:
+        path = Path(folder) / (Path(args.config).name or "sweep.yaml")
+        path.write_text(text, encoding="utf-8")
+        args.config, args.config_env = str(path), None
+        return cmd_sweep(args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -139,6 +161,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-PLATFORM_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_sweep, _add_resume, _add_compare, _add_export,
 )
