@@ -1,5 +1,5 @@
-"""The one-way imports of DESIGN.md: the science (methods, data, evaluation) never loads Ray or MLflow, and
-only the CLI (``sentsweep/cli/``) knows argparse or is imported by nobody below it."""
+"""The one-way imports of DESIGN.md: the science (methods, data, evaluation) never loads Ray or MLflow; only
+the CLI (``sentsweep/cli/``) knows argparse, and nothing below it imports the CLI."""
 
 from __future__ import annotations
 

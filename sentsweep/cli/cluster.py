@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from sentsweep.cli.common import NO_FINALIZE_HELP, add_overrides
 from sentsweep.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", default=None, metavar="SWEEP_DIR",
                    help="continue the sweep in this folder (s3://... or a shared path) instead of a new one")
     p.add_argument("--address", default=None, help=ADDRESS_HELP)
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting (repeatable), e.g. --set num_samples=64")
+    add_overrides(p, "--set num_samples=64")
     p.add_argument("--storage", default=None, metavar="URI",
                    help="storage_path for Tune's state: s3://bucket/prefix or a path on a volume all nodes "
                    "mount (needed to resume after a head restart)")
@@ -63,8 +63,7 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--entrypoint-num-cpus", type=float, default=None, help="CPUs reserved for the driver")
     p.add_argument("--entrypoint-num-gpus", type=float, default=None,
                    help="GPUs reserved for the driver (the best trial's final evaluation runs there)")
-    p.add_argument("--no-finalize", dest="finalize", action="store_false",
-                   help="skip the best trial's evaluation, plots, export and registration")
+    p.add_argument("--no-finalize", dest="finalize", action="store_false", help=NO_FINALIZE_HELP)
     p.add_argument("--verbose", action="store_true", help="put the trials' own output in the job log")
     p.add_argument("--follow", action="store_true",
                    help="stream the job's log until it ends; exit 0 if it SUCCEEDED, else 1")

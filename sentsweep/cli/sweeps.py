@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from sentsweep.cli.common import add_driver, add_overrides
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
 
 
@@ -22,12 +23,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                        description="Run a Ray Tune + Optuna sweep (e.g. configs/demo.yaml), log it to "
                        "MLflow, then evaluate, export and register the best trial.")
     p.add_argument("config", help="sweep YAML (see configs/demo.yaml)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting (repeatable), e.g. --set num_samples=4 --set fixed.max_steps=20")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
-    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
-    p.add_argument("--no-finalize", dest="finalize", action="store_false",
-                   help="skip the best trial's evaluation, plots, export and registration")
+    add_overrides(p, "--set num_samples=4 --set fixed.max_steps=20")
+    add_driver(p)
     p.add_argument("--resume-interrupted", action="store_true",
                    help="if this config's newest sweep (same name and storage_path) did not finish, continue "
                    "it instead of starting a new one (what a retried Kubernetes RayJob runs)")
@@ -42,9 +39,7 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
     p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
     p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
-    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
-    p.add_argument("--no-finalize", dest="finalize", action="store_false")
+    add_driver(p)
     p.set_defaults(handler=cmd_resume)
 
 

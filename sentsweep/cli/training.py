@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from sentsweep.cli.common import add_overrides, write_json
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -127,12 +128,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(result)
     if args.out:
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".csv":
+            out.parent.mkdir(parents=True, exist_ok=True)
             result.to_csv(out)
+            print(f"wrote {out}")
         else:
-            out.write_text(json.dumps(result.metrics, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {out}")
+            write_json(out, result.metrics)
     return 0
 
 
@@ -141,8 +142,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                        description="Train one model from a run config (method: cosent|...; the trial "
                        "settings at the top level), e.g. configs/cosent-stsb.yaml.")
     p.add_argument("config", help="YAML run config")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting (repeatable), e.g. --set lr=3e-5 --set loss=mse")
+    add_overrides(p, "--set lr=3e-5 --set loss=mse")
     p.add_argument("--output", default=None, help="folder for best weights, history and metrics "
                    "(default: runs/<config name>)")
     p.set_defaults(handler=cmd_train)
