@@ -1,10 +1,9 @@
 """The cluster sub-commands: ``submit`` and ``jobs status | logs | stop | list`` (see
 :mod:`sentsweep.platform.cluster`).
 
-Handlers return an exit status and let
-:class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints it on one line). This module is where
-the environment is read (the dashboard address, the credentials to forward); the library takes mappings.
-Ray is imported only when a command runs.
+Handlers return an exit status and let :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints
+it on one line). This module is where the environment is read (the dashboard address, the credentials to
+forward); the library takes mappings. Ray is imported only when a command runs.
 """
 
 from __future__ import annotations
