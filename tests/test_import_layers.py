@@ -1,10 +1,13 @@
-"""The one-way imports of DESIGN.md: the science (methods, data, evaluation) never loads Ray or MLflow."""
+"""The one-way imports of DESIGN.md: the science (methods, data, evaluation) never loads Ray or MLflow; only
+the CLI (``sentsweep/cli/``) knows argparse, and nothing below it imports the CLI."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import sentsweep
 
@@ -26,3 +29,31 @@ def test_science_modules_import_without_ray_or_mlflow() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+LEAVING_THE_PACKAGE = {"sentsweep/platform/manifests.py", "sentsweep/data/make_sample.py"}
+"""Tools no user runs from the package (the manifest checks parse entrypoints with the CLI's parser, the
+sample builder has its own argparse); issue 11 item 1 moves them to ``tools/``."""
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_only_the_cli_knows_argparse_and_nothing_below_imports_it() -> None:
+    root = Path(sentsweep.__file__).resolve().parent
+    below = {name: p for p in root.rglob("*.py") if not p.is_relative_to(root / "cli")
+             and (name := p.relative_to(root.parent).as_posix()) not in LEAVING_THE_PACKAGE}
+    assert "sentsweep/platform/sweep.py" in below and "sentsweep/cli/__init__.py" not in below
+    argparse_users = sorted(name for name, path in below.items() if "argparse" in _imports(path))
+    cli_users = sorted(name for name, path in below.items()
+                       if any(m == "sentsweep.cli" or m.startswith("sentsweep.cli.") for m in _imports(path)))
+    assert argparse_users == [], argparse_users
+    assert cli_users == [], cli_users

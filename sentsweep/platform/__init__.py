@@ -4,10 +4,12 @@
 >>> outcome = run_sweep(load_sweep_config("configs/demo.yaml"))      # doctest: +SKIP
 
 Modules: ``config`` (the YAML), ``sweep`` (Tuner, resume), ``search`` (TPE, pruning-aware Optuna, ASHA),
-``tracking`` (parent run, driver-side statuses and totals), ``trial`` (worker-side guard),
-``finalize`` (best trial: evaluation, plots, export, registry), ``storage`` (sweep folders),
-``compare``, ``export``, ``plots``, ``progress`` and ``commands`` (the CLI). Names are imported lazily,
-so ``import sentsweep.platform`` does not start importing Ray or MLflow.
+``sweep_tracking`` (parent run, driver-side statuses and totals), ``trial`` (worker-side guard),
+``outcome`` (what a sweep produced), ``finalize`` (best trial: evaluation, plots, export, registry),
+``storage`` (sweep folders), ``autoresume`` (a config's interrupted sweep), ``compare``, ``export``,
+``plots``, ``progress``, and ``cluster/`` (remote Ray clusters: the Jobs API). The commands are in
+:mod:`sentsweep.cli`. Names are imported lazily, so ``import sentsweep.platform`` does not start importing
+Ray or MLflow.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ _EXPORTS = {
     "load_sweep_config": "config",
     "run_sweep": "sweep",
     "resume_sweep": "sweep",
-    "SweepOutcome": "sweep",
+    "SweepOutcome": "outcome",
     "compare": "compare",
     "export_sentence_transformer": "export",
-    "PLATFORM_COMMANDS": "commands",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -20,6 +20,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
+from sentsweep.tables import markdown_table
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
@@ -143,20 +144,12 @@ def _number(text: str | None) -> Any:
     return text
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.4g}"
-    return "" if value is None else str(value).replace("|", "\\|")
-
-
 def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    """A GitHub markdown table (no extra dependency)."""
+    """``table`` (those of ``columns`` it has) as a GitHub markdown table; ``(none)`` when it is empty."""
     if table.empty:
         return "(none)"
     cols = [c for c in (columns or table.columns) if c in table.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in table[cols].itertuples(index=False)]
-    return "\n".join(lines)
+    return markdown_table(table[cols].itertuples(index=False), cols)
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:

@@ -32,8 +32,8 @@ from sentsweep.trainables.loop import BEST_DIR, MODEL_DIR, STATE_FILE
 if TYPE_CHECKING:
     from ray.tune import Checkpoint, Result, ResultGrid
 
+    from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.platform.storage import SweepLocation
-    from sentsweep.platform.sweep import SweepOutcome
     from sentsweep.platform.sweep_tracking import SweepRun
 
 BEST_TRIAL_TAG = "sentsweep.best_trial_id"

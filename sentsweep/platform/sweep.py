@@ -18,11 +18,11 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.progress import ProgressCallback
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
@@ -59,28 +59,6 @@ class SearchSpaceLike(Protocol):
 def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
     """The points a space evaluates first, in order: its paper setting, then its presets."""
     return [space.first_point, *getattr(space, "extra_points", ())]
-
-
-@dataclass
-class SweepOutcome:
-    """What a sweep produced: where it lives, how its trials ended, its best trial and model."""
-
-    sweep_name: str
-    sweep_dir: str
-    parent_run_id: str
-    experiment_id: str
-    tracking_uri: str
-    counts: dict[str, int]
-    wall_seconds: float
-    best_trial_id: str | None = None
-    best_run_id: str | None = None
-    best_value: float | None = None
-    best_config: dict[str, Any] = field(default_factory=dict)
-    final_metrics: dict[str, float] = field(default_factory=dict)
-    export_dir: str | None = None
-    model_version: str | None = None
-    fit_started: float = 0.0  # epoch seconds when Tuner.fit began
-    results: ResultGrid | None = field(default=None, repr=False)
 
 
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,

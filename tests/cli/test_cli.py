@@ -63,3 +63,25 @@ def test_evaluate_unknown_task_is_a_clean_error(tiny_bert_dir: Path, capsys: pyt
     assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsz"]) == 2
     err = capsys.readouterr().err
     assert "stsz" in err and "Traceback" not in err
+
+
+def test_every_command_in_one_parser_in_help_order() -> None:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    assert list(sub.choices) == ["evaluate", "train", "negate", "parse", "neighbours", "sweep", "resume",
+                                 "compare", "export", "submit", "jobs"]
+    args = parser.parse_args(["sweep", "demo.yaml", "--resume-interrupted", "--config-env", "VAR"])
+    assert (args.config, args.resume_interrupted, args.config_env) == ("demo.yaml", True, "VAR")
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    import subprocess
+    import sys
+
+    from sentsweep import __version__
+
+    out = subprocess.run([sys.executable, "-m", "sentsweep.cli", "--version"], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == f"sentsweep {__version__}"
+    bad = subprocess.run([sys.executable, "-m", "sentsweep.cli", "sweep"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "the following arguments are required: config" in bad.stderr

@@ -1,9 +1,9 @@
-"""The cluster sub-commands: ``submit`` and ``jobs status | logs | stop | list`` (see :mod:`.submit`).
+"""The cluster sub-commands: ``submit`` and ``jobs status | logs | stop | list`` (see
+:mod:`sentsweep.platform.cluster`).
 
-``sentsweep.cli`` adds :data:`SUBMIT_COMMANDS` to its parser. Handlers return an exit status and let
-:class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints it on one line). This module is where
-the environment is read (the dashboard address, the credentials to forward); the library takes mappings.
-Ray is imported only when a command runs.
+Handlers return an exit status and let :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints
+it on one line). This module is where the environment is read (the dashboard address, the credentials to
+forward); the library takes mappings. Ray is imported only when a command runs.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from sentsweep.cli.common import NO_FINALIZE_HELP, add_overrides
 from sentsweep.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sentsweep.platform.submit import ClusterJobs
+    from sentsweep.platform.cluster.client import ClusterJobs
 
 ADDRESS_HELP = "Ray dashboard address (default: $RAY_API_SERVER_ADDRESS, else $RAY_ADDRESS, else " \
                "http://127.0.0.1:8265)"
@@ -33,8 +34,7 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", default=None, metavar="SWEEP_DIR",
                    help="continue the sweep in this folder (s3://... or a shared path) instead of a new one")
     p.add_argument("--address", default=None, help=ADDRESS_HELP)
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting (repeatable), e.g. --set num_samples=64")
+    add_overrides(p, "--set num_samples=64")
     p.add_argument("--storage", default=None, metavar="URI",
                    help="storage_path for Tune's state: s3://bucket/prefix or a path on a volume all nodes "
                    "mount (needed to resume after a head restart)")
@@ -62,8 +62,7 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--entrypoint-num-cpus", type=float, default=None, help="CPUs reserved for the driver")
     p.add_argument("--entrypoint-num-gpus", type=float, default=None,
                    help="GPUs reserved for the driver (the best trial's final evaluation runs there)")
-    p.add_argument("--no-finalize", dest="finalize", action="store_false",
-                   help="skip the best trial's evaluation, plots, export and registration")
+    p.add_argument("--no-finalize", dest="finalize", action="store_false", help=NO_FINALIZE_HELP)
     p.add_argument("--verbose", action="store_true", help="put the trials' own output in the job log")
     p.add_argument("--follow", action="store_true",
                    help="stream the job's log until it ends; exit 0 if it SUCCEEDED, else 1")
@@ -92,7 +91,7 @@ def _add_jobs(sub: argparse._SubParsersAction) -> None:
 
 def _secrets() -> list[str]:
     """Values of this environment's forwardable credentials, to redact from logs shown here."""
-    from sentsweep.platform.submit import FORWARDED_ENV
+    from sentsweep.platform.cluster.credentials import FORWARDED_ENV
 
     return [os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)]
 
@@ -104,7 +103,8 @@ def _write(text: str) -> None:
 
 def _follow(jobs: ClusterJobs, job_id: str) -> int:
     """Stream a job's log (credentials redacted) until it ends; its exit status (0: SUCCEEDED)."""
-    from sentsweep.platform.submit import exit_status, redact
+    from sentsweep.platform.cluster.client import exit_status
+    from sentsweep.platform.cluster.credentials import redact
 
     secrets = _secrets()
     try:
@@ -118,16 +118,11 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from sentsweep.platform.submit import (
-        ClusterJobs,
-        JobOptions,
-        build_resume_job,
-        build_sweep_job,
-        forwarded_env,
-        job_workdir,
-        prepare_config,
-        resolve_address,
-    )
+    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
+    from sentsweep.platform.cluster.credentials import forwarded_env
+    from sentsweep.platform.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
+    from sentsweep.platform.cluster.prepare import prepare_config
+    from sentsweep.platform.cluster.staging import job_workdir
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")
@@ -171,7 +166,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.platform.submit import ClusterJobs, describe_job, jobs_table, redact, resolve_address
+    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
+    from sentsweep.platform.cluster.credentials import redact
+    from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
 
     jobs = ClusterJobs(resolve_address(args.address, os.environ))
     if args.action == "list":
@@ -190,4 +187,4 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBMIT_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_submit, _add_jobs)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_submit, _add_jobs)

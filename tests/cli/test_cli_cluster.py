@@ -1,6 +1,6 @@
-"""``sentsweep submit`` and ``sentsweep jobs``: fast tests of staging, environment forwarding, masking and
-errors (no Ray), then the real thing against a local Ray head (``ray start --head`` with its dashboard):
-a tiny CoSENT sweep submitted with ``--follow``, read back from MLflow, and a long job stopped.
+"""``sentsweep submit`` and ``sentsweep jobs``: user errors fail here with one line (no Ray), then the real
+thing against a local Ray head (``ray start --head`` with its dashboard): a tiny CoSENT sweep submitted with
+``--follow``, read back from MLflow, and a long job stopped.
 
 Nothing is mocked: the head is Ray's own, started in its own process group and ended by that group; the job
 runs the staged copy of this checkout on the head's Python (the test's virtual environment).
@@ -29,26 +29,8 @@ import pytest
 import yaml
 
 from sentsweep.cli import main
-from sentsweep.errors import ConfigError
-from sentsweep.platform import submit
-from sentsweep.platform.submit import (
-    CONFIG_ENV,
-    CONFIG_NAME_ENV,
-    ClusterError,
-    ClusterJobs,
-    JobOptions,
-    build_resume_job,
-    build_sweep_job,
-    forwarded_env,
-    job_main,
-    mask_uri,
-    masked,
-    prepare_config,
-    redact,
-    resolve_address,
-    split_credentials,
-    stage_working_dir,
-)
+from sentsweep.platform.cluster.client import TERMINAL, ClusterError, ClusterJobs
+from sentsweep.platform.cluster.jobspec import CONFIG_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.yaml"
@@ -68,148 +50,16 @@ def _run_cli(*argv: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-# -- fast: no Ray ---------------------------------------------------------------------------------------------
 
-
-def test_staging_keeps_sources_and_data_and_drops_excludes(tmp_path: Path) -> None:
-    package = tmp_path / "proj" / "sentsweep"
-    for name in ("__init__.py", "cli.py", "platform/sweep.py", "data/sample/stsb/dev.tsv"):
-        (package / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / name).write_text("x\n")
-    for junk in ("__pycache__/cli.cpython-311.pyc", "platform/__pycache__/sweep.cpython-311.pyc", "cache.db",
-                 "mlruns/0/meta.yaml", "ray_results/exp/state.json", ".pytest_cache/v", "mlruns.db",
-                 "old.pyc", "mlartifacts/a.bin"):
-        (package / junk).parent.mkdir(parents=True, exist_ok=True)
-        (package / junk).write_text("junk\n")
-    root = package.parent
-    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    (root / "constraints.txt").write_text("torch==2.13.0\n")
-    for junk in (".venv/bin/python", "runs/a/best.bin", "sentsweep.egg-info/PKG-INFO", "tests/test_x.py"):
-        (root / junk).parent.mkdir(parents=True, exist_ok=True)
-        (root / junk).write_text("junk\n")
-    prepared = prepare_config(DEMO, ["num_samples=3"], storage=str(tmp_path / "shared"), check_trials=False)
-
-    staged = stage_working_dir(tmp_path / "job", config=prepared, package_dir=package, project_dir=root)
-
-    assert set(staged.files) == {
-        "sentsweep/__init__.py", "sentsweep/cli.py", "sentsweep/platform/sweep.py",
-        "sentsweep/data/sample/stsb/dev.tsv", "pyproject.toml", "constraints.txt", "configs/demo.yaml",
-    }
-    assert staged.config_path == "configs/demo.yaml"
-    shipped = yaml.safe_load((tmp_path / "job" / "configs" / "demo.yaml").read_text())
-    assert shipped["num_samples"] == 3 and shipped["storage_path"] == str(tmp_path / "shared")
-    assert staged.size == sum(p.stat().st_size for p in (tmp_path / "job").rglob("*") if p.is_file())
-
-
-def test_staging_the_checkout_is_small_and_importable(tmp_path: Path) -> None:
-    staged = stage_working_dir(tmp_path / "job")
-    assert staged.size < 20 * 2**20
-    assert {"sentsweep/cli.py", "sentsweep/platform/submit.py", "pyproject.toml"} <= set(staged.files)
-    assert any(f.startswith("sentsweep/data/sample/") for f in staged.files)
-    assert not any("__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f for f in staged.files)
-    assert not any(f.startswith(("tests/", ".venv/", "mlruns", "ray_results/")) for f in staged.files)
-    probe = subprocess.run([sys.executable, "-c", "import sentsweep.cli, sys; print(sentsweep.cli.__file__)"],
-                           cwd=staged.path, capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONPATH": str(staged.path)})
-    assert Path(probe.stdout.strip()).resolve().is_relative_to(staged.path.resolve())
-
-
-def test_forwarded_env_copies_known_credentials_and_extras_only() -> None:
-    environ = {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA", "AWS_REGION": "",
-               "HOME": "/root", "PATH": "/bin", "MY_TOKEN": "tok-5678", "OTHER": "x"}
-    assert forwarded_env(environ) == {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA"}
-    assert forwarded_env(environ, ["MY_TOKEN", "MODE=fast"]) == {
-        "MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA", "MY_TOKEN": "tok-5678", "MODE": "fast"}
-    assert forwarded_env(environ, ["MY_TOKEN"], forward_defaults=False) == {"MY_TOKEN": "tok-5678"}
-    with pytest.raises(ConfigError, match="UNSET is not set"):
-        forwarded_env(environ, ["UNSET"])
-    with pytest.raises(ConfigError, match="not a variable name"):
-        forwarded_env(environ, ["1BAD=x"])
-
-
-def test_masking_shows_names_never_values() -> None:
-    env = {"MLFLOW_TRACKING_PASSWORD": "hunter22", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI"}
-    shown = masked(env)
-    assert shown == "AWS_SECRET_ACCESS_KEY=***, MLFLOW_TRACKING_PASSWORD=***"
-    assert masked({}) == "(none)"
-    assert mask_uri("https://alice:hunter22@mlflow.example:5000/x") == "https://alice:***@mlflow.example:5000/x"
-    assert mask_uri("sqlite:////tmp/m.db") == "sqlite:////tmp/m.db"
-    assert split_credentials("http://alice:p%40ss@mlflow:5000") == (
-        "http://mlflow:5000", {"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": "p@ss"})
-    assert split_credentials("http://mlflow:5000") == ("http://mlflow:5000", {})
-    assert split_credentials("postgresql://u:p@db/mlflow") == ("postgresql://u:p@db/mlflow", {})
-    assert redact("user hunter22 key wJalrXUtnFEMI ok", env.values()) == "user *** key *** ok"
-
-
-def test_address_comes_from_flag_then_environment() -> None:
-    assert resolve_address("http://h:1", {"RAY_ADDRESS": "http://e:2"}) == "http://h:1"
-    assert resolve_address(None, {"RAY_ADDRESS": "http://e:2"}) == "http://e:2"
-    assert resolve_address(None, {"RAY_API_SERVER_ADDRESS": "http://a:3", "RAY_ADDRESS": "http://e:2"}) == \
-        "http://a:3"
-    assert resolve_address(None, {}) == "http://127.0.0.1:8265"
-
-
-def test_sweep_job_bakes_options_into_the_config_and_secrets_into_env_only(tmp_path: Path) -> None:
-    prepared = prepare_config(DEMO, ["num_samples=3"], storage="s3://sweeps/demo",
-                              storage_endpoint_url="http://minio:9000",
-                              tracking_uri="http://alice:hunter22@mlflow:5000", check_trials=False)
-    options = JobOptions(installer="pip", env={"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI"}, finalize=False)
-    spec = build_sweep_job(prepared, options, tmp_path / "job")
-
-    assert spec.entrypoint == "python -m sentsweep.cli sweep configs/demo.yaml --no-finalize"
-    env = spec.runtime_env
-    assert env["working_dir"] == str(tmp_path / "job")
-    assert env["env_vars"] == {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI", "MLFLOW_TRACKING_USERNAME": "alice",
-                               "MLFLOW_TRACKING_PASSWORD": "hunter22", "MLFLOW_TRACKING_URI": "http://mlflow:5000"}
-    assert "torch==2.13.0" in env["pip"]["packages"] and any(p.startswith("ray[") for p in env["pip"]["packages"])
-    shipped_text = (tmp_path / "job" / "configs" / "demo.yaml").read_text()
-    shipped = yaml.safe_load(shipped_text)
-    assert shipped["num_samples"] == 3 and shipped["storage_path"] == "s3://sweeps/demo"
-    assert shipped["storage_endpoint_url"] == "http://minio:9000"
-    assert shipped["tracking"] == {**yaml.safe_load(DEMO.read_text())["tracking"], "uri": "http://mlflow:5000"}
-    assert "hunter22" not in shipped_text
-    summary = "\n".join(spec.summary)
-    assert "hunter22" not in summary and "wJalrXUtnFEMI" not in summary and "hunter22" not in repr(spec)
-    assert "MLFLOW_TRACKING_PASSWORD=***" in summary and "AWS_SECRET_ACCESS_KEY=***" in summary
-    assert spec.metadata["sweep"] == "demo-cosent" and spec.metadata["config"] == "demo.yaml"
-    assert spec.warnings == []
-
-
-def test_installed_image_and_resume_jobs(tmp_path: Path) -> None:
-    prepared = prepare_config(DEMO, storage="/shared/sweeps", tracking_uri="http://mlflow:5000",
-                              check_trials=False)
-    installed = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "a")
-    assert installed.staged is not None and installed.staged.files == ("configs/demo.yaml",)
-    image = build_sweep_job(prepared, JobOptions(ship="image", image="ghcr.io/x/sentsweep:1"), tmp_path / "b")
-    assert image.runtime_env["image_uri"] == "ghcr.io/x/sentsweep:1" and "working_dir" not in image.runtime_env
-    assert yaml.safe_load(image.runtime_env["env_vars"][CONFIG_ENV])["storage_path"] == "/shared/sweeps"
-    assert image.entrypoint == "python -m sentsweep.platform.submit sweep" and not (tmp_path / "b").exists()
-    with pytest.raises(ConfigError, match="--pip cannot be combined with --image"):
-        JobOptions(ship="image", image="x", installer="pip")
-    resume = build_resume_job("s3://sweeps/demo/demo-cosent-1-ab12", JobOptions(ship="installed"), tmp_path / "c",
-                              storage_endpoint_url="http://minio:9000")
-    assert resume.entrypoint == ("python -m sentsweep.cli resume s3://sweeps/demo/demo-cosent-1-ab12 "
-                                 "--storage-endpoint-url http://minio:9000")
-    assert "working_dir" not in resume.runtime_env and resume.metadata["sweep"] == "demo-cosent-1-ab12"
-    with pytest.raises(ConfigError, match="--resume"):
-        build_resume_job("runs/x", JobOptions(), tmp_path / "d")
-
-
-def test_relative_storage_and_tracking_are_warned_about() -> None:
-    warnings = prepare_config(DEMO, check_trials=False).warnings
-    assert any("storage_path './ray_results' is relative" in w for w in warnings)
-    assert any("tracking uri 'sqlite:///mlruns.db' is relative" in w for w in warnings)
-    assert any("artifact_location './mlartifacts' is relative" in w for w in warnings)
-    server = prepare_config(DEMO, storage="s3://b/p", tracking_uri="http://mlflow:5000", check_trials=False)
-    assert server.warnings == []  # the server decides where the artifacts go
-
-
-def test_image_job_entry_writes_the_carried_config_and_runs_it(capsys: pytest.CaptureFixture[str]) -> None:
-    environ = {CONFIG_ENV: "name: x\nmethod: cosent\nnum_samples: many\n", CONFIG_NAME_ENV: "carried.yaml"}
-    assert job_main(["sweep"], environ) == 2
+def test_image_job_entrypoint_sweeps_the_config_carried_in_the_environment(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(CONFIG_ENV, "name: x\nmethod: cosent\nnum_samples: many\n")
+    assert main(["sweep", "carried.yaml", "--config-env", CONFIG_ENV]) == 2
     err = capsys.readouterr().err
-    assert "carried.yaml" in err and "num_samples" in err
-    assert job_main(["sweep"], {}) == 2 and CONFIG_ENV in capsys.readouterr().err
+    assert "carried.yaml" in err and "num_samples" in err and err.count("\n") == 1
+    monkeypatch.delenv(CONFIG_ENV)
+    assert main(["sweep", "carried.yaml", "--config-env", CONFIG_ENV]) == 2
+    assert f"${CONFIG_ENV} is not set" in capsys.readouterr().err
 
 
 def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,7 +161,7 @@ def ray_head() -> Iterator[Head]:
         if head._jobs is not None:
             with contextlib.suppress(Exception):
                 for info in head._jobs.list():
-                    if info.submission_id and str(info.status.value) not in submit.TERMINAL:
+                    if info.submission_id and str(info.status.value) not in TERMINAL:
                         head._jobs.client.stop_job(info.submission_id)
         _end_group(process)
         shutil.rmtree(temp_dir, ignore_errors=True)
@@ -477,7 +327,7 @@ def test_stop_a_long_job(ray_head: Head, tiny_bert_dir: Path, tmp_path: Path) ->
                                 "--storage", str(tmp_path / "shared"), "--job-id", job_id,
                                 "--tracking-uri", f"sqlite:///{tmp_path / 'long.db'}")
     assert status == 0 and f"sentsweep jobs stop {job_id} --address {ray_head.address}" in out
-    assert jobs.wait(job_id, timeout=60, poll=0.2, until=frozenset({"RUNNING"}) | submit.TERMINAL) == "RUNNING"
+    assert jobs.wait(job_id, timeout=60, poll=0.2, until=frozenset({"RUNNING"}) | TERMINAL) == "RUNNING"
     assert jobs.info(job_id).runtime_env["working_dir"].startswith("gcs://")  # the config alone
     status, out, err = _run_cli("jobs", "list", "--address", ray_head.address)
     (row,) = [line for line in out.splitlines() if line.startswith(job_id)]

@@ -1,24 +1,13 @@
-"""The ``sentsweep`` command line.
-
-Each sub-command is a small function; heavy imports (torch, Ray, MLflow) happen inside it so that
-``sentsweep --help`` is instant. Errors a user can cause (:class:`~sentsweep.errors.SentsweepError`)
-are printed as one line, without a traceback, and exit with status 2.
-"""
+"""``sentsweep evaluate`` (an encoder on STS and SentEval) and ``sentsweep train`` (one training, no Ray)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from sentsweep.errors import SentsweepError
-from sentsweep.platform.commands import PLATFORM_COMMANDS
-from sentsweep.platform.submit_commands import SUBMIT_COMMANDS
-from sentsweep.preprocess_commands import PREPROCESS_COMMANDS
-
-Handler = Callable[[argparse.Namespace], int]
+from sentsweep.cli.common import add_overrides, write_json
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -139,12 +128,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(result)
     if args.out:
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".csv":
+            out.parent.mkdir(parents=True, exist_ok=True)
             result.to_csv(out)
+            print(f"wrote {out}")
         else:
-            out.write_text(json.dumps(result.metrics, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {out}")
+            write_json(out, result.metrics)
     return 0
 
 
@@ -153,8 +142,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                        description="Train one model from a run config (method: cosent|...; the trial "
                        "settings at the top level), e.g. configs/cosent-stsb.yaml.")
     p.add_argument("config", help="YAML run config")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting (repeatable), e.g. --set lr=3e-5 --set loss=mse")
+    add_overrides(p, "--set lr=3e-5 --set loss=mse")
     p.add_argument("--output", default=None, help="folder for best weights, history and metrics "
                    "(default: runs/<config name>)")
     p.set_defaults(handler=cmd_train)
@@ -180,43 +168,4 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_evaluate, _add_train, *PREPROCESS_COMMANDS, *PLATFORM_COMMANDS, *SUBMIT_COMMANDS,
-)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (also used to check that Kubernetes entrypoints parse)."""
-    parser = argparse.ArgumentParser(
-        prog="sentsweep",
-        description="Hyperparameter sweeps for sentence-embedding training (SNCSE, CoSENT, multi-view) on "
-        "Ray Tune + Optuna, tracked in MLflow.",
-    )
-    parser.add_argument("--version", action="version", version=_version())
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in COMMANDS:
-        add(sub)
-    return parser
-
-
-def _version() -> str:
-    from sentsweep import __version__
-
-    return f"sentsweep {__version__}"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    handler: Handler = args.handler
-    try:
-        return handler(args)
-    except SentsweepError as exc:
-        print(f"sentsweep {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"sentsweep {args.command}: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_evaluate, _add_train)

@@ -1,4 +1,4 @@
-"""Sub-commands that prepare or inspect a method's inputs: ``negate``, ``parse`` and ``neighbours``.
+"""The sub-commands that prepare or inspect a method's inputs: ``negate``, ``parse`` and ``neighbours``.
 
 ``negate`` and ``parse`` fill the same caches the trainables read (keyed by corpus content, model and
 rules version), so running them once before a sweep means no trial parses anything.
@@ -7,10 +7,10 @@ rules version), so running them once before a sweep means no trial parses anythi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
+
+from sentsweep.cli.common import add_data_dir, add_parser_cache, write_json
 
 
 def _add_negate(sub: argparse._SubParsersAction) -> None:
@@ -19,12 +19,11 @@ def _add_negate(sub: argparse._SubParsersAction) -> None:
                        "of an SNCSE sweep on the same corpus then hit the cache.")
     p.add_argument("corpus", help="a corpus name (e.g. enwiki, bookcorpus) or a text file, one sentence per line")
     p.add_argument("--out", default=None, help="TSV of sentence<TAB>negation (default: print the first 10)")
-    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
+    add_data_dir(p)
     p.add_argument("--max-sentences", type=int, default=None, help="only the first N sentences")
-    p.add_argument("--spacy-model", default=None, help="spaCy package or folder (default: the offline one)")
     p.add_argument("--batch-size", type=int, default=256, help="sentences per nlp.pipe batch")
     p.add_argument("--processes", type=int, default=1, help="nlp.pipe worker processes")
-    p.add_argument("--no-cache", dest="cache", action="store_false", help="neither read nor write the cache")
+    add_parser_cache(p)
     p.set_defaults(handler=cmd_negate)
 
 
@@ -52,9 +51,8 @@ def _add_parse(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--treebank", default=None, help="PTB .mrg file or folder: score the backend instead")
     p.add_argument("--limit", type=int, default=None, help="at most this many treebank trees")
     p.add_argument("--constituency", default="derived", help="derived, benepar or stanza (default: derived)")
-    p.add_argument("--spacy-model", default=None, help="spaCy package or folder (default: the offline one)")
-    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
-    p.add_argument("--no-cache", dest="cache", action="store_false", help="neither read nor write the cache")
+    add_parser_cache(p)
+    add_data_dir(p)
     p.add_argument("--out", default=None, help="write the statistics / scores as JSON")
     p.set_defaults(handler=cmd_parse)
 
@@ -77,9 +75,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     for key, value in result.items():
         print(f"  {key:<22} {value:.2f}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {args.out}")
+        write_json(args.out, result)
     return 0
 
 
@@ -90,7 +86,7 @@ def _add_neighbours(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="a trained model folder (any method's best/), 'minilm' or a hub id")
     p.add_argument("queries", nargs="+", help="query sentences")
     p.add_argument("--pool", default="enwiki", help="corpus name or text file to search (default: enwiki)")
-    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
+    add_data_dir(p)
     p.add_argument("--max-sentences", type=int, default=20000, help="pool size limit (default 20000)")
     p.add_argument("-k", type=int, default=2, help="neighbours per query (default 2)")
     p.set_defaults(handler=cmd_neighbours)
@@ -111,6 +107,6 @@ def cmd_neighbours(args: argparse.Namespace) -> int:
     return 0
 
 
-PREPROCESS_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_negate, _add_parse, _add_neighbours,
 )

@@ -1,16 +1,20 @@
-"""The platform's sub-commands: ``sweep``, ``resume``, ``compare`` and ``export``.
+"""The sweep sub-commands: ``sweep``, ``resume``, ``compare`` and ``export``.
 
-``sentsweep.cli`` adds :data:`PLATFORM_COMMANDS` to its parser. Each handler returns an exit status and
-lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints it on one line). Heavy imports
-(Ray, MLflow, torch) happen inside the handlers, so ``sentsweep --help`` stays instant.
+Each handler returns an exit status and lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI
+prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the handlers. ``sweep
+--resume-interrupted`` is what a Kubernetes RayJob runs (a retried job continues its sweep), and ``sweep NAME
+--config-env VAR`` what ``sentsweep submit --image`` runs (the config travels in the job's environment).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from sentsweep.cli.common import add_driver, add_overrides
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
 
 
@@ -19,15 +23,14 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                        description="Run a Ray Tune + Optuna sweep (e.g. configs/demo.yaml), log it to "
                        "MLflow, then evaluate, export and register the best trial.")
     p.add_argument("config", help="sweep YAML (see configs/demo.yaml)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting (repeatable), e.g. --set num_samples=4 --set fixed.max_steps=20")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
-    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
-    p.add_argument("--no-finalize", dest="finalize", action="store_false",
-                   help="skip the best trial's evaluation, plots, export and registration")
+    add_overrides(p, "--set num_samples=4 --set fixed.max_steps=20")
+    add_driver(p)
     p.add_argument("--resume-interrupted", action="store_true",
                    help="if this config's newest sweep (same name and storage_path) did not finish, continue "
                    "it instead of starting a new one (what a retried Kubernetes RayJob runs)")
+    p.add_argument("--config-env", default=None, metavar="VAR",
+                   help="read the config's YAML from this environment variable; CONFIG then only names it "
+                   "(what `sentsweep submit --image` runs)")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -36,9 +39,7 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
     p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
     p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
-    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
-    p.add_argument("--no-finalize", dest="finalize", action="store_false")
+    add_driver(p)
     p.set_defaults(handler=cmd_resume)
 
 
@@ -68,6 +69,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.config_env:
+        return _sweep_carried_config(args)
     from sentsweep.platform.config import parse_sweep_config
     from sentsweep.platform.sweep import run_sweep
     from sentsweep.yaml_io import apply_overrides, read_yaml
@@ -87,6 +90,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
     print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
     return 0 if outcome.counts.get("finished", 0) else 1
+
+
+def _sweep_carried_config(args: argparse.Namespace) -> int:
+    """``sweep NAME --config-env VAR``: write the YAML carried in ``$VAR`` to a file ``NAME`` and sweep it."""
+    from sentsweep.errors import ConfigError
+
+    text = os.environ.get(args.config_env)
+    if not text:
+        raise ConfigError(f"${args.config_env} is not set (it carries the sweep config)", field="--config-env")
+    with tempfile.TemporaryDirectory(prefix="sentsweep-job-") as folder:
+        path = Path(folder) / (Path(args.config).name or "sweep.yaml")
+        path.write_text(text, encoding="utf-8")
+        args.config, args.config_env = str(path), None
+        return cmd_sweep(args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -139,6 +156,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-PLATFORM_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_sweep, _add_resume, _add_compare, _add_export,
 )

@@ -1,0 +1,42 @@
+"""What several sub-commands share, written once: options (name, default and help) and the JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+NO_FINALIZE_HELP = "skip the best trial's evaluation, plots, export and registration"
+
+
+def add_overrides(p: argparse.ArgumentParser, example: str) -> None:
+    """``--set KEY=VALUE`` (repeatable) into ``args.overrides``; ``example`` shows typical ones."""
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help=f"override a setting (repeatable), e.g. {example}")
+
+
+def add_data_dir(p: argparse.ArgumentParser) -> None:
+    """``--data-dir``: the data root of corpora and evaluation sets."""
+    p.add_argument("--data-dir", default=None, help="data root (default: $SENTSWEEP_DATA, else the sample)")
+
+
+def add_parser_cache(p: argparse.ArgumentParser) -> None:
+    """``--spacy-model`` and ``--no-cache`` (into ``args.cache``) of the commands that run spaCy."""
+    p.add_argument("--spacy-model", default=None, help="spaCy package or folder (default: the offline one)")
+    p.add_argument("--no-cache", dest="cache", action="store_false", help="neither read nor write the cache")
+
+
+def add_driver(p: argparse.ArgumentParser) -> None:
+    """``--address``, ``--verbose`` and ``--no-finalize`` of a command that drives a sweep here."""
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
+    p.add_argument("--verbose", action="store_true", help="show the trials' own output")
+    p.add_argument("--no-finalize", dest="finalize", action="store_false", help=NO_FINALIZE_HELP)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """``data`` as indented JSON with sorted keys in ``path`` (its folder created), then ``wrote PATH``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {path}")

@@ -1,0 +1,160 @@
+"""The Ray job that runs a sweep or resumes one: its entrypoint (an ordinary ``sentsweep`` command), runtime
+environment (working dir or image, requirements, variables), metadata, and a summary safe to print."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.cluster.credentials import mask_uri, masked
+from sentsweep.platform.cluster.prepare import PreparedConfig, is_relative_path
+from sentsweep.platform.cluster.staging import StagedDir, pinned_requirements, stage_working_dir
+from sentsweep.platform.config import is_server_uri
+
+CONFIG_ENV = "SENTSWEEP_SWEEP_CONFIG"
+"""With ``--image``: the job's variable that carries the config YAML (``sentsweep sweep NAME --config-env``)."""
+
+Ship = Literal["project", "installed", "image"]
+
+
+def cli_entrypoint(command: str, *args: str, python: str = "python", finalize: bool = True,
+                   verbose: bool = False) -> str:
+    """``python -m sentsweep.cli COMMAND ARGS [--no-finalize] [--verbose]``, shell-quoted (not the ``sentsweep``
+    console script, which a working-dir copy does not install)."""
+    argv = [python, "-m", "sentsweep.cli", command, *args]
+    if not finalize:
+        argv.append("--no-finalize")
+    if verbose:
+        argv.append("--verbose")
+    return shlex.join(argv)
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """How a job is packaged and run (the submit command's flags)."""
+
+    ship: Ship = "project"
+    image: str | None = None
+    installer: Literal["pip", "uv"] | None = None
+    python: str = "python"
+    finalize: bool = True
+    verbose: bool = False
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # values are secret
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.ship == "image" and not self.image:
+            raise ConfigError("an image is needed", field="--image")
+        if self.ship == "image" and self.installer:
+            raise ConfigError(f"--{self.installer} cannot be combined with --image (Ray's image_uri runtime "
+                              "environment admits only env_vars); build the requirements into the image",
+                              field=f"--{self.installer}")
+
+
+@dataclass
+class JobSpec:
+    """Everything ``submit_job`` gets; :attr:`summary` is safe to print, :attr:`runtime_env` is not."""
+
+    entrypoint: str
+    runtime_env: dict[str, Any] = field(repr=False)
+    metadata: dict[str, str]
+    summary: list[str]
+    warnings: list[str]
+    staged: StagedDir | None = None
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+
+
+def _runtime_env(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]) -> dict[str, Any]:
+    runtime_env: dict[str, Any] = {}
+    if options.ship == "image":
+        runtime_env["image_uri"] = options.image
+    elif staged is not None:
+        runtime_env["working_dir"] = str(staged.path)
+    if options.installer:
+        packages = pinned_requirements()
+        key = "pip_check" if options.installer == "pip" else "uv_check"
+        runtime_env[options.installer] = {"packages": packages, key: False}
+    if env_vars:
+        runtime_env["env_vars"] = env_vars
+    return runtime_env
+
+
+def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
+    if options.ship == "image":
+        code = f"image {options.image} (image_uri; config in ${CONFIG_ENV})"
+    elif options.ship == "installed":
+        code = "the cluster's installed sentsweep (working_dir: the config only)"
+    else:
+        assert staged is not None
+        code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
+    if options.installer:
+        code += f"; {options.installer} installs {len(pinned_requirements())} pinned requirements"
+    return code
+
+
+def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
+    """The job that runs ``prepared`` (staging its working dir, if any, in ``workdir``)."""
+    import sentsweep
+
+    config = prepared.config
+    env_vars = {**prepared.credentials, **options.env}
+    if is_server_uri(config.tracking.uri):
+        env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
+    staged = None
+    if options.ship == "image":
+        env_vars[CONFIG_ENV] = prepared.text  # image_uri admits no working_dir: `sweep --config-env` reads it
+        entrypoint = cli_entrypoint("sweep", prepared.filename, "--config-env", CONFIG_ENV, python=options.python,
+                                    finalize=options.finalize, verbose=options.verbose)
+    else:
+        staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
+        assert staged.config_path is not None
+        entrypoint = cli_entrypoint("sweep", staged.config_path, python=options.python,
+                                    finalize=options.finalize, verbose=options.verbose)
+    storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
+                                     if config.storage_endpoint_url else "")
+    shown_env = {k: v for k, v in env_vars.items() if k != CONFIG_ENV}
+    summary = [
+        f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
+        f"  code:        {_code_line(options, staged)}",
+        f"  entrypoint:  {entrypoint}",
+        f"  storage:     {storage}",
+        f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})",
+        f"  environment: {masked(shown_env)}",
+    ]
+    metadata = {"sentsweep": sentsweep.__version__, "kind": "sweep", "sweep": config.name,
+                "config": prepared.filename, "method": config.method, "ship": options.ship}
+    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary,
+                   list(prepared.warnings), staged, options.entrypoint_num_cpus, options.entrypoint_num_gpus)
+
+
+def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
+                     storage_endpoint_url: str | None = None) -> JobSpec:
+    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3)."""
+    import sentsweep
+
+    if is_relative_path(sweep_dir):
+        raise ConfigError("give the sweep folder as an s3:// URI or an absolute path on a shared volume",
+                          field="--resume")
+    args = [sweep_dir] + (["--storage-endpoint-url", storage_endpoint_url] if storage_endpoint_url else [])
+    env_vars = dict(options.env)
+    staged = None
+    if options.ship == "project":
+        staged = stage_working_dir(workdir, include_code=True)
+    entrypoint = cli_entrypoint("resume", *args, python=options.python, finalize=options.finalize,
+                                verbose=options.verbose)
+    summary = [
+        f"resume {sweep_dir}",
+        f"  code:        {_code_line(options, staged)}",
+        f"  entrypoint:  {entrypoint}",
+        f"  environment: {masked(env_vars)}",
+    ]
+    metadata = {"sentsweep": sentsweep.__version__, "kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1],
+                "ship": options.ship}
+    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, [], staged,
+                   options.entrypoint_num_cpus, options.entrypoint_num_gpus)
