@@ -31,10 +31,6 @@ def test_science_modules_import_without_ray_or_mlflow() -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
-LEAVING_THE_PACKAGE = {"sentsweep/platform/manifests.py", "sentsweep/data/make_sample.py"}
-"""Tools no user runs from the package (the manifest checks parse entrypoints with the CLI's parser, the
-sample builder has its own argparse); issue 11 item 1 moves them to ``tools/``."""
-
 
 def _imports(path: Path) -> set[str]:
     names: set[str] = set()
@@ -49,8 +45,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_only_the_cli_knows_argparse_and_nothing_below_imports_it() -> None:
     root = Path(sentsweep.__file__).resolve().parent
-    below = {name: p for p in root.rglob("*.py") if not p.is_relative_to(root / "cli")
-             and (name := p.relative_to(root.parent).as_posix()) not in LEAVING_THE_PACKAGE}
+    below = {p.relative_to(root.parent).as_posix(): p for p in root.rglob("*.py") if not p.is_relative_to(root / "cli")}
     assert "sentsweep/platform/sweep.py" in below and "sentsweep/cli/__init__.py" not in below
     argparse_users = sorted(name for name, path in below.items() if "argparse" in _imports(path))
     cli_users = sorted(name for name, path in below.items()
