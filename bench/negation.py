@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 from bench.common import best_of, print_table
 from sentsweep.data import corpus
-from sentsweep.methods.sncse.negation import Negator, load_spacy, negate_corpus
+from sentsweep.data.spacy_models import load_spacy
+from sentsweep.methods.sncse.negation import Negator, negate_corpus
 
 
 def main() -> None:
@@ -34,8 +35,8 @@ def main() -> None:
     args = parser.parse_args()
 
     sentences = [s for doc in corpus("enwiki", data_dir=args.data_dir) for s in doc.sentences][: args.limit]
-    full = load_spacy(args.model, full=True)  # the reference loads the whole pipeline
-    trimmed = load_spacy(args.model)
+    full = load_spacy(args.model, "full")  # the reference loads the whole pipeline
+    trimmed = load_spacy(args.model, "tagger-parser")
     reference_negator = Negator(nlp=full)
     ours = Negator(nlp=trimmed, batch_size=args.batch_size, n_process=args.processes)
     print(

@@ -2,7 +2,8 @@
 
 Reads Penn Treebank ``.mrg`` files (and any ``(LABEL child ...)`` string, such as a parser's output)
 without nltk. Used to measure how close the offline, dependency-derived constituency backend of
-:mod:`sentsweep.data.parsing` comes to gold trees, and to turn a real parser's output into spans.
+:mod:`sentsweep.data.parsing` comes to gold trees (:mod:`sentsweep.data.parsing.scoring`), and to turn
+a real parser's output into spans.
 
 Scoring follows evalb's conventions with labels ignored: empty elements (``-NONE-``) and the constituents
 left empty by their removal are deleted; punctuation leaves (evalb's deleted labels) are removed before
@@ -28,6 +29,20 @@ from sentsweep.errors import DataError
 PUNCT_TAGS = frozenset({",", ":", "``", "''", ".", "-LRB-", "-RRB-", "#", "$"})
 EMPTY_TAG = "-NONE-"
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
+#: Brackets as the PTB writes them (so that a bracket word cannot break a bracketed tree).
+_PTB_ESCAPE = {"(": "-LRB-", ")": "-RRB-", "{": "-LCB-", "}": "-RCB-", "[": "-LSB-", "]": "-RSB-"}
+#: PTB escapes and quotes -> the characters a tokenizer such as spaCy's produces.
+_PTB_UNESCAPE = {**{v: k for k, v in _PTB_ESCAPE.items()}, "``": '"', "''": '"'}
+
+
+def ptb_escape(word: str) -> str:
+    """A word as PTB-trained parsers expect it: brackets escaped (so their output stays readable)."""
+    return _PTB_ESCAPE.get(word, word).replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+def ptb_unescape(word: str) -> str:
+    """A gold PTB word as the tokenizer would write it (``-LRB-`` -> ``(``, PTB quotes -> ``"``)."""
+    return _PTB_UNESCAPE.get(word, word)
 
 
 @dataclass

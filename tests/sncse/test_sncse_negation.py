@@ -15,7 +15,6 @@ from sentsweep.methods.sncse.negation import (
     Negator,
     cache_file,
     negate_corpus,
-    resolve_spacy_model,
     write_pairs,
 )
 
@@ -241,15 +240,6 @@ def test_a_corrupt_cache_file_is_recomputed(negator: Negator, tmp_path: Path) ->
     path.write_text("not json\n")
     out, stats = negate_corpus(sentences, negator=negator, cache_root=tmp_path)
     assert out == ["He can not swim."] and not stats.cache_hit
-
-
-def test_model_resolution() -> None:
-    pytest.importorskip("spacy")
-    package, model_id = resolve_spacy_model()
-    assert package in neg_module.DEFAULT_SPACY_MODELS and model_id.startswith(package + "-")
-    with pytest.raises(ConfigError, match="spacy download en_core_web_sm") as info:
-        resolve_spacy_model("no_such_spacy_model_xyz")
-    assert info.value.field == "negation_model"
 
 
 def test_bad_settings_name_the_field() -> None:

@@ -15,14 +15,16 @@ padding. A word missing as written is looked up lower-cased; uncased vectors low
 from __future__ import annotations
 
 import functools
-import hashlib
+import zipfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
+from sentsweep.data.cache import content_hash, get_or_build
 from sentsweep.errors import ConfigError
 
 PAD, UNK = "<pad>", "<unk>"
@@ -67,41 +69,66 @@ def _glove_package(max_words: int | None) -> WordVectors:
 
 
 def _glove_text(path: Path, max_words: int | None) -> WordVectors:
-    """A GloVe text file (``word v1 ... vd`` per line), converted once to ``.npy`` in the cache."""
+    """A GloVe text file (``word v1 ... vd`` per line), converted once to an ``.npz`` in the cache.
+
+    The cache key is the file's path, size and modification time and ``max_words``; the conversion runs
+    under :func:`sentsweep.data.cache.get_or_build` (locked, written atomically), so concurrent trials
+    convert a file once and never read a half-written table.
+    """
     from sentsweep.config import cache_dir
 
     if not path.is_file():
         raise ConfigError(f"word-vector file not found: {path}", field="word_vectors")
     stat = path.stat()
-    key = hashlib.sha1(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{max_words}".encode()).hexdigest()
-    cached = cache_dir() / "vectors" / key[:20]
-    if (cached / "matrix.npy").is_file():
-        words = (cached / "words.txt").read_text(encoding="utf-8").split("\n")
-        matrix = np.load(cached / "matrix.npy")
-    else:
-        words, rows, dim = [], [], None
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                parts = line.rstrip("\n").split(" ")
-                if dim is None:
-                    dim = len(parts) - 1
-                if len(parts) != dim + 1:  # 840B has a few words containing spaces: skip them
-                    continue
-                try:
-                    rows.append(np.asarray(parts[1:], dtype=np.float32))
-                except ValueError:
-                    raise ConfigError(f"{path}:{number}: not a GloVe line", field="word_vectors") from None
-                words.append(parts[0])
-                if max_words is not None and len(words) >= max_words:
-                    break
-        if not words:
-            raise ConfigError(f"no vectors in {path}", field="word_vectors")
-        matrix = np.stack(rows)
-        cached.mkdir(parents=True, exist_ok=True)
-        np.save(cached / "matrix.npy", matrix)
-        (cached / "words.txt").write_text("\n".join(words), encoding="utf-8")
+    key = content_hash([f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{max_words}"], "sha1")
+    (words, matrix), _ = get_or_build(
+        cache_dir() / "vectors" / f"{key[:20]}.npz",
+        read=_read_table,
+        build=lambda: _parse_glove(path, max_words),
+        write=_write_table,
+    )
     uncased = all(w == w.lower() for w in words[:5000])
     return WordVectors(tuple(words), matrix, str(path), uncased)
+
+
+def _parse_glove(path: Path, max_words: int | None) -> tuple[list[str], np.ndarray]:
+    """The words and the float32 matrix of a GloVe text file (the first ``max_words`` lines)."""
+    words, rows, dim = [], [], None
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.rstrip("\n").split(" ")
+            if dim is None:
+                dim = len(parts) - 1
+            if len(parts) != dim + 1:  # 840B has a few words containing spaces: skip them
+                continue
+            try:
+                rows.append(np.asarray(parts[1:], dtype=np.float32))
+            except ValueError:
+                raise ConfigError(f"{path}:{number}: not a GloVe line", field="word_vectors") from None
+            words.append(parts[0])
+            if max_words is not None and len(words) >= max_words:
+                break
+    if not words:
+        raise ConfigError(f"no vectors in {path}", field="word_vectors")
+    return words, np.stack(rows)
+
+
+def _write_table(table: tuple[list[str], np.ndarray], handle: IO[bytes]) -> None:
+    """The matrix and the newline-joined words (as UTF-8 bytes) in one ``.npz``."""
+    words, matrix = table
+    encoded = np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
+    np.savez(handle, matrix=matrix, words=encoded)
+
+
+def _read_table(path: Path) -> tuple[list[str], np.ndarray] | None:
+    """What :func:`_write_table` wrote, or None when the file is unreadable or inconsistent."""
+    try:
+        with np.load(path) as table:
+            matrix = table["matrix"]
+            words = table["words"].tobytes().decode("utf-8").split("\n")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    return (words, matrix) if len(words) == matrix.shape[0] else None
 
 
 @functools.lru_cache(maxsize=2)

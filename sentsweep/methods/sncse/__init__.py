@@ -10,6 +10,7 @@ Pure PyTorch and spaCy: no Ray, no MLflow.
 
 from __future__ import annotations
 
+from sentsweep.data.spacy_models import resolve_spacy_model
 from sentsweep.methods.sncse.losses import (
     LOSS_VARIANTS,
     bml_loss,
@@ -37,7 +38,6 @@ from sentsweep.methods.sncse.negation import (
     Negator,
     negate_corpus,
     negate_doc,
-    resolve_spacy_model,
 )
 
 __all__ = [

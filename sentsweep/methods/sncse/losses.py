@@ -14,6 +14,9 @@ training MLP), each ``(batch, dim)``: row ``i`` of all three comes from sentence
 
 :func:`sncse_objective` selects one of the ablations ``infonce``, ``pl``, ``nl``, ``bml`` (Table 3) by
 name. Every loss is computed in float32 (autocast may hand over half-precision embeddings).
+
+Hyperparameters (``temperature`` tau, BML's ``alpha`` and ``beta``, its weight ``lam``) are required
+arguments everywhere: their defaults live once, in the SNCSE trainable's config.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def _check_temperature(temperature: float) -> None:
         raise ConfigError(f"must be > 0, got {temperature}", field="temperature")
 
 
-def infonce_loss(z1: Tensor, z2: Tensor, temperature: float = 0.05) -> Tensor:
+def infonce_loss(z1: Tensor, z2: Tensor, temperature: float) -> Tensor:
     """InfoNCE (SNCSE eq. 3): ``-mean_i log softmax_j(cos(z1_i, z2_j) / tau)[i]``.
 
     In-batch negatives only: the soft negatives are not part of this denominator.
@@ -70,7 +73,7 @@ def infonce_loss(z1: Tensor, z2: Tensor, temperature: float = 0.05) -> Tensor:
     return F.cross_entropy(logits, target)
 
 
-def bml_loss(cos_pos: Tensor, cos_neg: Tensor, alpha: float = 0.1, beta: float = 0.3) -> Tensor:
+def bml_loss(cos_pos: Tensor, cos_neg: Tensor, alpha: float, beta: float) -> Tensor:
     """Bidirectional margin loss (SNCSE eqs. 4-6) on plain cosines.
 
     ``d_i = cos_neg_i - cos_pos_i`` (eq. 4, with ``cos_neg_i = cos(z1_i, z3_i)`` and
@@ -90,10 +93,10 @@ def sncse_loss(
     z2: Tensor,
     z3: Tensor,
     *,
-    temperature: float = 0.05,
-    alpha: float = 0.1,
-    beta: float = 0.3,
-    lam: float = 1e-3,
+    temperature: float,
+    alpha: float,
+    beta: float,
+    lam: float,
 ) -> Tensor:
     """SNCSE's objective (eq. 7): ``L_InfoNCE(z1, z2) + lambda * L_BML(cos(z1, z2), cos(z1, z3))``."""
     return infonce_loss(z1, z2, temperature) + lam * bml_loss(
@@ -101,7 +104,7 @@ def sncse_loss(
     )
 
 
-def positive_loss(z1: Tensor, z2: Tensor, z3: Tensor, temperature: float = 0.05) -> Tensor:
+def positive_loss(z1: Tensor, z2: Tensor, z3: Tensor, temperature: float) -> Tensor:
     """PL (eq. 8): the negation as a pure positive, ``L_InfoNCE(z1, z2) + L_InfoNCE(z1, z3)``.
 
     The second term's denominator runs over the batch's negations ``z3_j`` (as the reference code).
@@ -109,7 +112,7 @@ def positive_loss(z1: Tensor, z2: Tensor, z3: Tensor, temperature: float = 0.05)
     return infonce_loss(z1, z2, temperature) + infonce_loss(z1, z3, temperature)
 
 
-def negative_loss(z1: Tensor, z2: Tensor, z3: Tensor, temperature: float = 0.05) -> Tensor:
+def negative_loss(z1: Tensor, z2: Tensor, z3: Tensor, temperature: float) -> Tensor:
     """NL (eq. 9): the negation as a hard negative of its own anchor.
 
     Cross-entropy over the logits ``[cos(z1_i, z2_j) / tau for j] + [cos(z1_i, z3_i) / tau]``,
@@ -133,10 +136,10 @@ def sncse_objective(
     z2: Tensor,
     z3: Tensor | None,
     *,
-    temperature: float = 0.05,
-    alpha: float = 0.1,
-    beta: float = 0.3,
-    lam: float = 1e-3,
+    temperature: float,
+    alpha: float,
+    beta: float,
+    lam: float,
 ) -> tuple[Tensor, dict[str, float]]:
     """The loss of ablation ``variant`` (``bml``, ``infonce``, ``pl``, ``nl``) and diagnostics.
 

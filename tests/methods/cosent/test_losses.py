@@ -1,4 +1,4 @@
-"""Tests for sentsweep.methods.cosent.losses: CoSENT (eqs. 10, 11) and the paper's baselines (eqs. 2, 4-6).
+"""Tests for sentsweep.methods.cosent.losses: CoSENT (eqs. 10, 11), the paper's baselines (eqs. 2, 4-6), the registry.
 
 CoSENT is checked against sentence-transformers' own ``CoSENTLoss`` (its real code computes the reference
 value, from embeddings, with no model call); every baseline against arithmetic written out in the test.
@@ -16,6 +16,7 @@ from torch import nn
 from sentsweep.methods.cosent import (
     LOSSES,
     CoSENTPairLoss,
+    CrossEncoderCoSENTLoss,
     PairLoss,
     PairLossModule,
     SoftmaxClassifierHead,
@@ -23,8 +24,11 @@ from sentsweep.methods.cosent import (
     TripletPairLoss,
     contrastive_loss,
     cosent_loss,
+    create_loss,
     cross_encoder_cosent_loss,
     get_loss,
+    label_midpoint,
+    loss_parameters,
     make_pair_loss,
     mse_cosine_loss,
     softmax_classifier_loss,
@@ -63,7 +67,7 @@ def _batch(seed: int, n: int, dim: int = 8, dtype: torch.dtype = torch.float64):
 def test_cosent_matches_sentence_transformers_sts_labels_with_ties(seed: int, n: int) -> None:
     u, v, g = _batch(seed, n)
     labels = torch.randint(0, 6, (n,), generator=g).double()  # STS 0-5, many ties
-    ours = cosent_loss(F.cosine_similarity(u, v, dim=-1), labels)
+    ours = cosent_loss(F.cosine_similarity(u, v, dim=-1), labels, scale=20.0)
     ref = _st_cosent(u, v, labels)
     assert ours.dtype == torch.float64
     assert ours.item() == pytest.approx(ref.item(), abs=1e-6)
@@ -85,18 +89,18 @@ def test_cosent_matches_sentence_transformers_float32_scores(seed: int, scale: f
 def test_cosent_matches_sentence_transformers_nli_and_binary_int_labels(labels: list[int]) -> None:
     u, v, _ = _batch(7, len(labels))
     y = torch.tensor(labels)
-    ours = cosent_loss(F.cosine_similarity(u, v, dim=-1), y)
+    ours = cosent_loss(F.cosine_similarity(u, v, dim=-1), y, scale=20.0)
     assert ours.item() == pytest.approx(_st_cosent(u, v, y).item(), abs=1e-6)
     # bool labels order False < True, as ST reads them
     if set(labels) <= {0, 1}:
-        assert cosent_loss(F.cosine_similarity(u, v, dim=-1), y.bool()).item() == pytest.approx(ours.item())
+        assert cosent_loss(F.cosine_similarity(u, v, dim=-1), y.bool(), scale=20.0).item() == pytest.approx(ours.item())
 
 
 @pytest.mark.parametrize("n", [1, 2, 9])
 def test_cosent_all_tied_labels_is_log_one(n: int) -> None:
     u, v, _ = _batch(3, n)
     labels = torch.full((n,), 3.0, dtype=torch.float64)
-    ours = cosent_loss(F.cosine_similarity(u, v, dim=-1), labels)
+    ours = cosent_loss(F.cosine_similarity(u, v, dim=-1), labels, scale=20.0)
     ref = _st_cosent(u, v, labels)
     assert ours.item() == 0.0
     assert ref.item() == 0.0
@@ -108,9 +112,9 @@ def test_cosent_hand_computed_sts_batch() -> None:
     # pairs with y_i < y_j: (1, 0), (1, 2), (2, 0); terms exp(20 * (cos_i - cos_j))
     terms = [math.exp(20 * (0.2 - 0.9)), math.exp(20 * (0.2 - 0.5)), math.exp(20 * (0.5 - 0.9))]
     expected = math.log(1 + sum(terms))
-    assert cosent_loss(cos, labels).item() == pytest.approx(expected, rel=1e-12)
+    assert cosent_loss(cos, labels, scale=20.0).item() == pytest.approx(expected, rel=1e-12)
     # float32 input: same value to float32 precision (20 * rounding error of 0.9 is ~1e-7 absolute)
-    assert cosent_loss(cos.float(), labels).item() == pytest.approx(expected, abs=1e-6)
+    assert cosent_loss(cos.float(), labels, scale=20.0).item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_cosent_binary_labels_is_eq8_pos_neg_sum() -> None:
@@ -149,7 +153,7 @@ def test_cosent_half_input_is_finite_and_equals_float32(half: torch.dtype) -> No
 def test_cosent_gradient_is_finite_and_orders_the_pairs() -> None:
     cos = torch.tensor([0.9, 0.2, 0.5, 0.5, 0.1], requires_grad=True)
     labels = torch.tensor([5.0, 1.0, 3.0, 3.0, 0.0])
-    cosent_loss(cos, labels).backward()
+    cosent_loss(cos, labels, scale=20.0).backward()
     grad = cos.grad
     assert grad is not None and torch.isfinite(grad).all()
     # descent raises the top-ranked pair's cosine and lowers the bottom-ranked one's
@@ -161,14 +165,14 @@ def test_cosent_gradient_through_embeddings_fp16_and_ties() -> None:
     u, v, g = _batch(5, 16, dtype=torch.float16)
     u.requires_grad_(True)
     labels = torch.randint(0, 2, (16,), generator=g)
-    loss = make_pair_loss("cosent")(u, v, labels)
+    loss = create_loss("cosent", scale=20.0)(u, v, labels)
     loss.backward()
     assert torch.isfinite(loss) and u.grad is not None and torch.isfinite(u.grad).all()
 
 
 def test_cosent_all_tied_gradient_is_zero_not_nan() -> None:
     cos = torch.tensor([0.3, -0.4, 0.9], requires_grad=True)
-    loss = cosent_loss(cos, torch.ones(3))
+    loss = cosent_loss(cos, torch.ones(3), scale=20.0)
     loss.backward()
     assert loss.item() == 0.0
     assert torch.equal(cos.grad, torch.zeros(3))
@@ -180,14 +184,14 @@ def test_cosent_invariances() -> None:
     labels = torch.randint(0, 6, (20,), generator=g).double()
     base = cosent_loss(cos, labels, scale=20.0)
     # only the label order matters (STS scores need no normalisation)
-    assert cosent_loss(cos, labels / 5.0).item() == pytest.approx(base.item(), rel=1e-12)
-    assert cosent_loss(cos, torch.exp(labels) - 7).item() == pytest.approx(base.item(), rel=1e-12)
+    assert cosent_loss(cos, labels / 5.0, scale=20.0).item() == pytest.approx(base.item(), rel=1e-12)
+    assert cosent_loss(cos, torch.exp(labels) - 7, scale=20.0).item() == pytest.approx(base.item(), rel=1e-12)
     # only cosine differences matter; scale and cosine trade off
-    assert cosent_loss(cos + 0.25, labels).item() == pytest.approx(base.item(), rel=1e-9)
+    assert cosent_loss(cos + 0.25, labels, scale=20.0).item() == pytest.approx(base.item(), rel=1e-9)
     assert cosent_loss(cos / 2, labels, scale=40.0).item() == pytest.approx(base.item(), rel=1e-12)
     # order of the batch does not matter
     perm = torch.randperm(20, generator=g)
-    assert cosent_loss(cos[perm], labels[perm]).item() == pytest.approx(base.item(), rel=1e-12)
+    assert cosent_loss(cos[perm], labels[perm], scale=20.0).item() == pytest.approx(base.item(), rel=1e-12)
     # a perfectly ranked batch: the loss falls to 0 as lambda grows
     ranked = torch.randperm(20, generator=g).double()  # 20 distinct labels
     ranked_cos = ranked / 20 - 0.5  # same order, neighbours 0.05 apart
@@ -200,22 +204,26 @@ def test_cross_encoder_form_equals_cosent_with_scale_one() -> None:
     scores = torch.randn(24, generator=g) * 3
     labels = torch.randint(0, 3, (24,), generator=g)
     expected = cosent_loss(scores, labels, scale=1.0)
-    assert cross_encoder_cosent_loss(scores, labels).item() == expected.item()
-    assert cross_encoder_cosent_loss(scores[:, None], labels).item() == expected.item()  # (batch, 1) head
-    assert cross_encoder_cosent_loss(scores, labels, scale=20.0).item() == cosent_loss(scores, labels).item()
+    assert cross_encoder_cosent_loss(scores, labels, scale=1.0).item() == expected.item()
+    assert cross_encoder_cosent_loss(scores[:, None], labels, scale=1.0).item() == expected.item()  # (batch, 1) head
+    got = cross_encoder_cosent_loss(scores, labels, scale=20.0)
+    assert got.item() == cosent_loss(scores, labels, scale=20.0).item()
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: cosent_loss(torch.zeros(3, 2), torch.zeros(3)), "cos_sim must be 1-D"),
-        (lambda: cosent_loss(torch.zeros(3), torch.zeros(3, 1)), "labels must be 1-D"),
-        (lambda: cosent_loss(torch.zeros(3), torch.zeros(4)), "labels must have one entry per pair"),
-        (lambda: cosent_loss(torch.zeros(0), torch.zeros(0)), "cos_sim is empty"),
-        (lambda: cosent_loss(torch.zeros(3, dtype=torch.long), torch.zeros(3)), "floating-point"),
-        (lambda: cross_encoder_cosent_loss(torch.zeros(3, 2), torch.zeros(3)), "scores must be 1-D"),
-        (lambda: mse_cosine_loss(torch.zeros(2), torch.zeros(2), label_max=0.0), "label_max"),
-        (lambda: triplet_loss(torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(3, 3)), "negative must"),
+        (lambda: cosent_loss(torch.zeros(3, 2), torch.zeros(3), scale=20.0), "cos_sim must be 1-D"),
+        (lambda: cosent_loss(torch.zeros(3), torch.zeros(3, 1), scale=20.0), "labels must be 1-D"),
+        (lambda: cosent_loss(torch.zeros(3), torch.zeros(4), scale=20.0), "labels must have one entry per pair"),
+        (lambda: cosent_loss(torch.zeros(0), torch.zeros(0), scale=20.0), "cos_sim is empty"),
+        (lambda: cosent_loss(torch.zeros(3, dtype=torch.long), torch.zeros(3), scale=20.0), "floating-point"),
+        (lambda: cross_encoder_cosent_loss(torch.zeros(3, 2), torch.zeros(3), scale=1.0), "scores must be 1-D"),
+        (lambda: mse_cosine_loss(torch.zeros(2), torch.zeros(2), label_max=0.0, label_min=0.0), "label_max"),
+        (
+            lambda: triplet_loss(torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(3, 3), 5.0, "euclidean"),
+            "negative must",
+        ),
     ],
 )
 def test_bad_shapes_raise_value_error_naming_the_argument(call, message: str) -> None:
@@ -232,7 +240,7 @@ def test_mse_cosine_loss_hand_computed() -> None:
     cos = torch.tensor([0.9, 0.2, 0.5])
     labels = torch.tensor([5.0, 1.0, 3.0])  # / 5 -> 1.0, 0.2, 0.6
     expected = ((0.9 - 1.0) ** 2 + (0.2 - 0.2) ** 2 + (0.5 - 0.6) ** 2) / 3
-    assert mse_cosine_loss(cos, labels).item() == pytest.approx(expected, rel=1e-5)
+    assert mse_cosine_loss(cos, labels, label_max=5.0, label_min=0.0).item() == pytest.approx(expected, rel=1e-5)
     # SICK-R 1-5: (y - 1) / 4
     sick = torch.tensor([5.0, 1.8, 3.4])  # -> 1.0, 0.2, 0.6
     got = mse_cosine_loss(cos, sick, label_max=5.0, label_min=1.0)
@@ -243,7 +251,7 @@ def test_mse_matches_sentence_transformers_cosine_similarity_loss() -> None:
     u, v, g = _batch(4, 16)
     labels = torch.rand(16, generator=g, dtype=torch.float64) * 5
     ref = st_losses.CosineSimilarityLoss(model=nn.Identity()).compute_loss_from_embeddings([u, v], labels / 5)
-    ours = mse_cosine_loss(F.cosine_similarity(u, v, dim=-1), labels, label_max=5.0)
+    ours = mse_cosine_loss(F.cosine_similarity(u, v, dim=-1), labels, label_max=5.0, label_min=0.0)
     assert ours.item() == pytest.approx(ref.item(), abs=1e-6)
 
 
@@ -278,7 +286,7 @@ def test_softmax_head_and_pair_loss_train_their_parameters() -> None:
     labels = torch.tensor([0, 1, 2, 0, 1, 2])
     assert head(u, v).shape == (6, 3)
     assert head.loss(u, v, labels).item() == softmax_classifier_loss(u, v, labels, head.classifier).item()
-    pair = make_pair_loss("softmax", dim=4, num_labels=3)
+    pair = create_loss("softmax", dim=4, num_labels=3)
     assert isinstance(pair, SoftmaxPairLoss)
     params = list(pair.parameters())
     assert sum(p.numel() for p in params) == 12 * 3 + 3
@@ -292,14 +300,16 @@ def test_contrastive_loss_hand_computed_binary_and_graded() -> None:
     # negative above epsilon 1/2 (0.7 - 0.5)^2
     expected = (0.5 * (1 - 0.9) ** 2 + 0.0 + 0.5 * (0.7 - 0.5) ** 2) / 3
     binary = torch.tensor([1, 0, 0])
-    assert contrastive_loss(cos, binary, epsilon=0.5).item() == pytest.approx(expected, rel=1e-5)
+    got = contrastive_loss(cos, binary, epsilon=0.5, positive_threshold=0.5)
+    assert got.item() == pytest.approx(expected, rel=1e-5)
     # STS 0-5 binarised at 2.5, strictly: 2.5 itself is a negative
     sts = torch.tensor([4.0, 1.0, 2.5])
     got = contrastive_loss(cos, sts, epsilon=0.5, positive_threshold=2.5)
     assert got.item() == pytest.approx(expected, rel=1e-5)
     # epsilon = 0 (the paper's Fig. 5 setting): every negative with positive cosine is pushed
     expected0 = (0.5 * (1 - 0.9) ** 2 + 0.5 * 0.2**2 + 0.5 * 0.7**2) / 3
-    assert contrastive_loss(cos, binary, epsilon=0.0).item() == pytest.approx(expected0, rel=1e-5)
+    got = contrastive_loss(cos, binary, epsilon=0.0, positive_threshold=0.5)
+    assert got.item() == pytest.approx(expected0, rel=1e-5)
 
 
 @pytest.mark.parametrize("epsilon", [-0.5, 0.0, 0.5, 0.9])
@@ -312,7 +322,7 @@ def test_contrastive_matches_sentence_transformers_cosine_distance(epsilon: floa
         margin=1.0 - epsilon,
     )
     ref = st.compute_loss_from_embeddings([u, v], labels)
-    ours = contrastive_loss(F.cosine_similarity(u, v, dim=-1), labels, epsilon=epsilon)
+    ours = contrastive_loss(F.cosine_similarity(u, v, dim=-1), labels, epsilon=epsilon, positive_threshold=0.5)
     assert ours.item() == pytest.approx(ref.item(), abs=1e-6)
 
 
@@ -322,7 +332,8 @@ def test_triplet_loss_hand_computed() -> None:
     negative = torch.tensor([[1.0, 0.0], [0.0, 10.0], [2.0, 1.0]])
     # Euclidean: (5 - 1 + 5)+, (1 - 10 + 5)+, (1 - 1 + 5)+ = 9, 0, 5
     expected = (9.0 + 0.0 + 5.0) / 3
-    assert triplet_loss(anchor, positive, negative, margin=5.0).item() == pytest.approx(expected, rel=1e-5)
+    got = triplet_loss(anchor, positive, negative, margin=5.0, distance="euclidean")
+    assert got.item() == pytest.approx(expected, rel=1e-5)
     # cosine distance 1 - cos: a=(1,1); p=(1,2): cos = 3/sqrt(10); n=(2,1): cos = 3/sqrt(10) -> (0 + 0.3)+
     a, p, n = anchor[2:], positive[2:], negative[2:]
     assert triplet_loss(a, p, n, margin=0.3, distance="cosine").item() == pytest.approx(0.3, abs=1e-6)
@@ -338,7 +349,7 @@ def test_triplet_matches_sentence_transformers_triplet_loss() -> None:
     u, v, g = _batch(8, 10)
     w = torch.randn(10, 8, generator=g, dtype=torch.float64)
     ref = st_losses.TripletLoss(model=nn.Identity()).compute_loss_from_embeddings([u, v, w], torch.zeros(10))
-    assert triplet_loss(u, v, w).item() == pytest.approx(ref.item(), abs=1e-9)
+    assert triplet_loss(u, v, w, margin=5.0, distance="euclidean").item() == pytest.approx(ref.item(), abs=1e-9)
     cos_ref = st_losses.TripletLoss(
         model=nn.Identity(), distance_metric=st_losses.TripletDistanceMetric.COSINE, triplet_margin=0.3
     ).compute_loss_from_embeddings([u, v, w], torch.zeros(10))
@@ -352,7 +363,7 @@ def test_triplet_pair_loss_mines_hardest_in_batch_negative() -> None:
     labels = torch.tensor([1, 1, 0])  # anchors: pairs 0 and 1
     # anchor 0: v1 at sqrt(101), v2 at 12 -> v1; anchor 1: v0 at 9, v2 at sqrt(244) -> v0; d(a, p) = 1
     expected = ((1 - math.sqrt(101) + 20) + (1 - 9 + 20)) / 2
-    loss = TripletPairLoss(margin=20.0, positive_threshold=0.5)
+    loss = TripletPairLoss(margin=20.0, distance="euclidean", positive_threshold=0.5, mining="hardest")
     assert loss(u, v, labels).item() == pytest.approx(expected, rel=1e-5)
     assert loss.negatives(u, v, torch.tensor([0, 1])).tolist() == [1, 0]
 
@@ -360,13 +371,13 @@ def test_triplet_pair_loss_mines_hardest_in_batch_negative() -> None:
 def test_triplet_pair_loss_random_mining_and_no_anchor_batches() -> None:
     u, v, _ = _batch(1, 8, dtype=torch.float32)
     u.requires_grad_(True)
-    random_loss = TripletPairLoss(mining="random")
+    random_loss = TripletPairLoss(margin=5.0, distance="euclidean", positive_threshold=0.5, mining="random")
     torch.manual_seed(0)
     idx = random_loss.negatives(u, v, torch.arange(8))
     assert (idx != torch.arange(8)).all()
     # no positive pair, or a single pair: no triplet, a zero that still backpropagates
     for uu, vv, labels in [(u, v, torch.zeros(8)), (u[:1], v[:1], torch.ones(1))]:
-        loss = TripletPairLoss()(uu, vv, labels)
+        loss = TripletPairLoss(5.0, "euclidean", 0.5, "hardest")(uu, vv, labels)
         assert loss.item() == 0.0
         loss.backward()
     assert torch.equal(u.grad, torch.zeros_like(u))
@@ -377,22 +388,49 @@ def test_triplet_pair_loss_random_mining_and_no_anchor_batches() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+#: One full set of arguments per loss (each loss takes exactly its own; NLI labels 0 < 1 < 2).
+ARGUMENTS: dict[str, dict[str, object]] = {
+    "cosent": {"scale": 20.0},
+    "cosent-cross": {"scale": 1.0},
+    "mse": {"label_max": 2.0, "label_min": 0.0},
+    "softmax": {"dim": 8, "num_labels": 3},
+    "contrastive": {"epsilon": 0.5, "positive_threshold": 1.0},
+    "triplet": {"margin": 5.0, "distance": "euclidean", "positive_threshold": 1.0, "mining": "hardest"},
+}
+PAIR_LOSSES = sorted(set(LOSSES) - {"cosent-cross"})
+
+
 def test_registry_names_and_unknown_name() -> None:
-    assert set(LOSSES) == {"cosent", "mse", "softmax", "contrastive", "triplet"}
-    assert get_loss("cosent") is CoSENTPairLoss
+    assert set(LOSSES) == set(ARGUMENTS)
+    assert get_loss("cosent") is CoSENTPairLoss and LOSSES["cosent-cross"] is CrossEncoderCoSENTLoss
     with pytest.raises(ValueError, match="unknown loss 'infonce'.*'cosent'.*'triplet'"):
         get_loss("infonce")
     with pytest.raises(ValueError, match="valid names"):
-        make_pair_loss("CoSENT")
-    with pytest.raises(ValueError, match="dim"):
-        make_pair_loss("softmax", num_labels=3)
-    with pytest.raises(ValueError, match="num_labels"):
-        make_pair_loss("softmax", dim=8)
+        create_loss("CoSENT", scale=20.0)
+
+
+def test_create_loss_takes_exactly_the_required_arguments() -> None:
+    assert loss_parameters("triplet") == ("margin", "distance", "positive_threshold", "mining")
+    with pytest.raises(ValueError, match=r"'softmax' takes \(dim, num_labels\): missing dim"):
+        create_loss("softmax", num_labels=3)
+    with pytest.raises(ValueError, match="missing scale; unexpected margin"):
+        create_loss("cosent", margin=1.0)
+    for name in LOSSES:  # no hyperparameter has a default here: the config owns them
+        with pytest.raises(ValueError, match="missing"):
+            create_loss(name)
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_loss_has_its_paper_and_its_config(name: str) -> None:
+    loss_fn = create_loss(name, **ARGUMENTS[name])
+    assert loss_fn.name == name and loss_fn.citation.startswith("@") and "title" in loss_fn.citation
+    assert loss_fn.get_config_dict() == {k: v for k, v in ARGUMENTS[name].items()}
+    assert name in repr(loss_fn) or type(loss_fn).__name__ in repr(loss_fn)
+
+
+@pytest.mark.parametrize("name", PAIR_LOSSES)
 def test_every_pair_loss_is_a_module_returning_a_differentiable_scalar(name: str) -> None:
-    loss_fn = make_pair_loss(name, dim=8, num_labels=3, label_max=2.0)  # NLI labels 0 < 1 < 2
+    loss_fn = create_loss(name, **ARGUMENTS[name])
     assert isinstance(loss_fn, PairLossModule) and isinstance(loss_fn, PairLoss)
     u, v, _ = _batch(9, 12, dtype=torch.float32)
     u.requires_grad_(True)
@@ -401,17 +439,29 @@ def test_every_pair_loss_is_a_module_returning_a_differentiable_scalar(name: str
     assert loss.dim() == 0 and torch.isfinite(loss)
     loss.backward()
     assert u.grad is not None and torch.isfinite(u.grad).all() and u.grad.abs().sum() > 0
-    assert isinstance(loss_fn.get_config_dict(), dict)
 
 
-def test_pair_losses_equal_their_functional_forms() -> None:
+def test_losses_equal_their_functional_forms() -> None:
     u, v, g = _batch(10, 16, dtype=torch.float32)
     labels = torch.randint(0, 6, (16,), generator=g).float()
     cos = F.cosine_similarity(u, v, dim=-1)
-    assert make_pair_loss("cosent", scale=30.0)(u, v, labels).item() == cosent_loss(cos, labels, 30.0).item()
-    assert make_pair_loss("mse")(u, v, labels).item() == mse_cosine_loss(cos, labels).item()
-    # positive_threshold defaults to the midpoint of [label_min, label_max]: 2.5 for STS 0-5
-    contrastive = make_pair_loss("contrastive", epsilon=0.3)
+    assert create_loss("cosent", scale=30.0)(u, v, labels).item() == cosent_loss(cos, labels, 30.0).item()
+    mse = create_loss("mse", label_max=5.0, label_min=0.0)
+    assert mse(u, v, labels).item() == mse_cosine_loss(cos, labels, 5.0, 0.0).item()
+    contrastive = create_loss("contrastive", epsilon=0.3, positive_threshold=label_midpoint(0.0, 5.0))
     assert contrastive.get_config_dict() == {"epsilon": 0.3, "positive_threshold": 2.5}
     assert contrastive(u, v, labels).item() == contrastive_loss(cos, labels, 0.3, 2.5).item()
-    assert make_pair_loss("triplet", label_max=1.0).get_config_dict()["positive_threshold"] == 0.5
+    scores = cos * 3
+    cross = create_loss("cosent-cross", scale=2.0)
+    assert cross(scores, labels).item() == cross_encoder_cosent_loss(scores, labels, 2.0).item()
+
+
+def test_transitional_make_pair_loss_keeps_the_old_call() -> None:
+    """The old factory's call (what trainables/cosent.py passes) builds the same losses as before."""
+    options = {"scale": 20.0, "label_min": 0.0, "label_max": 5.0, "dim": 8, "num_labels": None,
+               "epsilon": 0.5, "margin": 5.0}
+    assert make_pair_loss("cosent", **options).get_config_dict() == {"scale": 20.0}
+    assert make_pair_loss("contrastive", **options).get_config_dict()["positive_threshold"] == 2.5
+    assert make_pair_loss("triplet", **options).get_config_dict() == {
+        "margin": 5.0, "distance": "euclidean", "positive_threshold": 2.5, "mining": "hardest"
+    }

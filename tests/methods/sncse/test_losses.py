@@ -19,6 +19,8 @@ from sentsweep.methods.sncse.losses import (
 )
 
 E = math.e
+#: The paper's settings (tau 0.05, BML [0.1, 0.3], lambda 1e-3), passed explicitly: the losses have no defaults.
+PAPER = {"temperature": 0.05, "alpha": 0.1, "beta": 0.3, "lam": 1e-3}
 Z1 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
 Z2 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
 Z3 = torch.tensor([[1.0, 0.0], [1.0, 0.0]])  # row 0: same as its anchor; row 1: orthogonal
@@ -105,24 +107,36 @@ def test_objective_selects_each_variant_by_name() -> None:
 
 
 def test_infonce_ignores_the_soft_negatives() -> None:
-    a, _ = sncse_objective("infonce", Z1, Z2, None, temperature=0.05)
-    b, _ = sncse_objective("infonce", Z1, Z2, torch.randn(2, 2), temperature=0.05)
+    a, _ = sncse_objective("infonce", Z1, Z2, None, **PAPER)
+    b, _ = sncse_objective("infonce", Z1, Z2, torch.randn(2, 2), **PAPER)
     assert float(a) == float(b) == pytest.approx(float(infonce_loss(Z1, Z2, 0.05)))
+
+
+def test_hyperparameters_are_required() -> None:
+    """No loss carries a default: the config is the one place of tau, alpha, beta and lambda."""
+    import inspect
+
+    from sentsweep.methods.sncse import losses
+
+    for fn in (losses.infonce_loss, losses.bml_loss, losses.sncse_loss, losses.positive_loss,
+               losses.negative_loss, losses.sncse_objective):
+        defaults = [p.name for p in inspect.signature(fn).parameters.values() if p.default is not p.empty]
+        assert defaults == [], fn.__name__
 
 
 def test_objective_errors() -> None:
     with pytest.raises(ConfigError) as info:
-        sncse_objective("margin", Z1, Z2, Z3)
+        sncse_objective("margin", Z1, Z2, Z3, **PAPER)
     assert info.value.field == "loss"
     with pytest.raises(ValueError, match="z3"):
-        sncse_objective("bml", Z1, Z2, None)
+        sncse_objective("bml", Z1, Z2, None, **PAPER)
     with pytest.raises(ConfigError) as info:
         infonce_loss(Z1, Z2, 0.0)
     assert info.value.field == "temperature"
 
 
 def test_half_precision_inputs_give_float32_losses() -> None:
-    loss, _ = sncse_objective("bml", Z1.half(), Z2.half(), Z3.half(), temperature=1.0, lam=0.5)
+    loss, _ = sncse_objective("bml", Z1.half(), Z2.half(), Z3.half(), **{**PAPER, "temperature": 1.0, "lam": 0.5})
     assert loss.dtype == torch.float32
 
 
