@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from sentsweep.errors import ConfigError
-from sentsweep.methods.sncse import negation as neg_module
 from sentsweep.methods.sncse.negation import (
     FALLBACK_RULES,
     RULES,
@@ -17,6 +16,7 @@ from sentsweep.methods.sncse.negation import (
     negate_corpus,
     write_pairs,
 )
+from sentsweep.methods.sncse.negation import rules as rules_module
 
 # (sentence, expected negation, rule)
 CASES: list[tuple[str, str, str]] = [
@@ -214,7 +214,7 @@ def test_negate_corpus_stats_and_cache_hit(negator: Negator, tmp_path: Path) -> 
     path = Path(hit.cache_path or "")
     assert path.parent == tmp_path / "negations"
     header = json.loads(path.read_text().splitlines()[0])
-    assert header == {"n": 4, "model": negator.model_id, "rules_version": neg_module.RULES_VERSION}
+    assert header == {"n": 4, "model": negator.model_id, "rules_version": rules_module.RULES_VERSION}
 
 
 def test_cache_key_changes_with_content_model_and_rules(
@@ -224,7 +224,7 @@ def test_cache_key_changes_with_content_model_and_rules(
     assert cache_file(["a b", "c"], "en_core_web_sm-3.8.0", tmp_path) == a
     assert cache_file(["a", "b c"], "en_core_web_sm-3.8.0", tmp_path) != a  # same text, other sentences
     assert cache_file(["a b", "c"], "en_core_web_sm-3.7.1", tmp_path) != a
-    monkeypatch.setattr(neg_module, "RULES_VERSION", "999")
+    monkeypatch.setattr(rules_module, "RULES_VERSION", "999")  # the module the cache key reads
     assert cache_file(["a b", "c"], "en_core_web_sm-3.8.0", tmp_path) != a
 
 

@@ -1,4 +1,4 @@
-"""Soft negatives for SNCSE: explicit negation of a sentence with rules on spaCy's dependency parse.
+"""The negation rules of SNCSE's soft negatives (seed paper 002, section 3), on one spaCy-parsed sentence.
 
 SNCSE (seed paper 002, section 3, "soft negative samples") negates each training sentence with rules on
 spaCy's parse and uses ``neg(s)`` as a soft negative. The rules here follow METHODS.md and fix the
@@ -33,32 +33,15 @@ a tagger error (a verb tagged as a noun) sends a sentence to the fallback.
 
 Outputs keep the sentence's own spacing and capitalisation (they are built from spaCy's
 ``text_with_ws``, never by joining tokens with spaces).
-
-Speed: :class:`Negator` parses with ``nlp.pipe`` in batches (optionally with worker processes) and
-loads only the tokenizer, tagger and parser (the ``tagger-parser`` pipe set of
-:func:`sentsweep.data.spacy_models.load_spacy`: ``ner`` excluded; ``attribute_ruler`` and ``lemmatizer``
-disabled, the one lemma a rule needs is computed on demand). :func:`negate_corpus` caches a corpus's
-negations on disk (:func:`sentsweep.data.cache.get_or_build`: locked, written atomically), keyed by the
-corpus content hash, the spaCy model name and version and :data:`RULES_VERSION`, so a sweep negates a
-corpus once, not once per trial.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
-
-from sentsweep.data.cache import content_hash, get_or_build
-from sentsweep.data.spacy_models import load_spacy, resolve_spacy_model, spacy_model_id
-from sentsweep.errors import ConfigError
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from spacy.language import Language
     from spacy.tokens import Doc, Token
 
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
@@ -299,255 +282,15 @@ def _main_root(doc: Doc) -> Token:
     return roots[0]
 
 
-def _lemma(token: Token) -> str:
+def parsed_lemma(token: Token) -> str:
+    """The lemma spaCy set on the token (lower-cased), else its lower-cased text."""
     return (token.lemma_ or token.text).lower()
 
 
-def negate_doc(doc: Doc, lemmatize: Callable[[Token], str] = _lemma) -> Negation:
+def negate_doc(doc: Doc, lemmatize: Callable[[Token], str] = parsed_lemma) -> Negation:
     """The explicit negation of a parsed sentence (see the module docstring for the rules)."""
     if not doc.text.strip() or len(doc) == 0:
         return Negation(doc.text, "empty")
     root = _main_root(doc)
     result = _negate_clause(doc, root, lemmatize)
     return result if result is not None else _fallback(doc)
-
-
-# --------------------------------------------------------------------------------------------------
-# Batched negation
-
-
-class Negator:
-    """Negates sentences with one loaded spaCy pipeline, parsing in batches with ``nlp.pipe``.
-
-    >>> negator = Negator()                       # doctest: +SKIP
-    >>> negator("The cat sat on the mat.")        # doctest: +SKIP
-    'The cat did not sit on the mat.'
-    """
-
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        batch_size: int = 256,
-        n_process: int = 1,
-        nlp: Language | None = None,
-    ) -> None:
-        if batch_size < 1:
-            raise ConfigError(f"must be >= 1, got {batch_size}", field="negation_batch_size")
-        if n_process < 1:
-            raise ConfigError(f"must be >= 1, got {n_process}", field="negation_processes")
-        self.package: str | None
-        if nlp is not None:
-            self.package, self.model_id = None, spacy_model_id(nlp)
-        else:
-            self.package, self.model_id = resolve_spacy_model(model, field="negation_model")
-        self._nlp = nlp
-        self.batch_size = batch_size
-        self.n_process = n_process
-
-    @property
-    def nlp(self) -> Language:
-        """The spaCy pipeline, loaded on first use (a cache hit never loads it)."""
-        if self._nlp is None:
-            self._nlp = load_spacy(self.package, "tagger-parser", field="negation_model")
-        return self._nlp
-
-    def lemmatize(self, token: Token) -> str:
-        """The token's lemma: from the pipeline when its lemmatizer ran, else computed for this token."""
-        if token.tag_ in ("VB", "VBP"):  # already the base form ("address", not "addres")
-            return token.lower_
-        nlp = self.nlp
-        if "lemmatizer" in nlp.pipe_names or "lemmatizer" not in nlp.component_names:
-            return _lemma(token)
-        lemmatizer = nlp.get_pipe("lemmatizer")
-        if not hasattr(lemmatizer, "rule_lemmatize"):
-            return _lemma(token)
-        saved = token.pos_
-        token.pos_ = "AUX" if token.tag_ == "MD" else "VERB"
-        try:
-            lemmas = lemmatizer.rule_lemmatize(token)
-        finally:
-            token.pos_ = saved
-        return (lemmas[0] if lemmas else token.text).lower()
-
-    def negate_doc(self, doc: Doc) -> Negation:
-        return negate_doc(doc, self.lemmatize)
-
-    def __call__(self, sentence: str) -> str:
-        """The negation of one sentence (parses it alone: use :meth:`pipe` for many)."""
-        return self.negate_doc(self.nlp(sentence)).text
-
-    def pipe(self, sentences: Iterable[str]) -> Iterator[Negation]:
-        """Negations in input order, parsed in batches of ``batch_size`` (``n_process`` workers)."""
-        docs = self.nlp.pipe(sentences, batch_size=self.batch_size, n_process=self.n_process)
-        for doc in docs:
-            yield self.negate_doc(doc)
-
-    def negate(
-        self, sentences: Sequence[str], progress: Callable[[int], Any] | None = None
-    ) -> list[Negation]:
-        """All negations of ``sentences``; each distinct sentence is parsed once.
-
-        ``progress(n)`` is called with the number of sentences just done; the calls add up to
-        ``len(sentences)`` (for a progress bar).
-        """
-        distinct = list(dict.fromkeys(sentences))
-        done: dict[str, Negation] = {}
-        reported = 0
-        for i, (sentence, negation) in enumerate(zip(distinct, self.pipe(distinct), strict=True), 1):
-            done[sentence] = negation
-            if progress is not None and (i % self.batch_size == 0 or i == len(distinct)):
-                progress(i - reported)
-                reported = i
-        if progress is not None and len(sentences) > len(distinct):
-            progress(len(sentences) - len(distinct))  # duplicates: done with their first copy
-        return [done[s] for s in sentences]
-
-
-# --------------------------------------------------------------------------------------------------
-# Corpus-level negation with an on-disk cache
-
-
-@dataclass
-class NegationStats:
-    """What negating a corpus did: sentences per rule, the fallback share, time and cache use."""
-
-    total: int
-    counts: dict[str, int]
-    model: str
-    rules_version: str = RULES_VERSION
-    seconds: float = 0.0
-    cache_hit: bool = False
-    cache_path: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def fallback(self) -> int:
-        return sum(self.counts.get(rule, 0) for rule in FALLBACK_RULES)
-
-    @property
-    def fallback_share(self) -> float:
-        return self.fallback / self.total if self.total else 0.0
-
-    def as_metrics(self, prefix: str = "negation_") -> dict[str, float]:
-        """Flat numeric metrics (for MLflow): the count of every rule, the fallback share, seconds."""
-        metrics = {f"{prefix}{rule.replace('-', '_')}": float(self.counts.get(rule, 0)) for rule in RULES}
-        metrics.update(
-            {
-                f"{prefix}total": float(self.total),
-                f"{prefix}fallback_share": self.fallback_share,
-                f"{prefix}seconds": self.seconds,
-                f"{prefix}cache_hit": float(self.cache_hit),
-            }
-        )
-        return metrics
-
-    def table(self) -> str:
-        """The per-rule counts as a small text table."""
-        lines = [f"{'rule':<20} {'sentences':>10} {'share':>7}"]
-        for rule in RULES:
-            n = self.counts.get(rule, 0)
-            if n:
-                lines.append(f"{rule:<20} {n:>10} {n / max(1, self.total):>7.1%}")
-        lines.append(f"{'total':<20} {self.total:>10}   fallback {self.fallback_share:.1%}")
-        source = "cache hit" if self.cache_hit else f"parsed in {self.seconds:.1f}s"
-        lines.append(f"model {self.model}, rules v{self.rules_version}, {source}")
-        return "\n".join(lines)
-
-
-def cache_file(sentences: Sequence[str], model_id: str, cache_root: Path) -> Path:
-    """Where the negations of ``sentences`` by ``model_id`` under the current rules are cached.
-
-    The key is the SHA-256 of the sentences in order (one per line), the model id and :data:`RULES_VERSION`.
-    """
-    safe_model = "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
-    digest = content_hash(sentence + "\n" for sentence in sentences)
-    return cache_root / "negations" / f"{digest[:32]}-{safe_model}-rules{RULES_VERSION}.jsonl"
-
-
-def _read_cache(path: Path, n: int) -> list[Negation] | None:
-    """The cached negations, or None when the file is unreadable or made for other sentences or rules."""
-    try:
-        with path.open(encoding="utf-8") as handle:
-            header = json.loads(handle.readline())
-            if header.get("n") != n or header.get("rules_version") != RULES_VERSION:
-                return None
-            rows = [json.loads(line) for line in handle]
-    except (OSError, ValueError):
-        return None
-    if len(rows) != n:
-        return None
-    return [Negation(text, rule) for text, rule in rows]
-
-
-def _write_cache(negations: Sequence[Negation], model_id: str, handle: IO[bytes]) -> None:
-    """A JSON header line (count, model, rules version), then one ``[text, rule]`` line per sentence."""
-    header = {"n": len(negations), "model": model_id, "rules_version": RULES_VERSION}
-    lines = [json.dumps(header)] + [json.dumps([n.text, n.rule], ensure_ascii=False) for n in negations]
-    handle.write(("\n".join(lines) + "\n").encode("utf-8"))
-
-
-def negate_corpus(
-    sentences: Sequence[str],
-    *,
-    model: str | None = None,
-    negator: Negator | None = None,
-    cache: bool = True,
-    cache_root: str | Path | None = None,
-    batch_size: int = 256,
-    n_process: int = 1,
-    progress: Callable[[int], Any] | None = None,
-) -> tuple[list[str], NegationStats]:
-    """The negation of every sentence (in order) and the statistics of the rules used.
-
-    With ``cache`` the result is read from / written to ``cache_root`` (default
-    :func:`sentsweep.config.cache_dir`), keyed by the corpus content hash, the spaCy model name and
-    version and :data:`RULES_VERSION`; a hit parses nothing (``stats.cache_hit``).
-    """
-    started = time.perf_counter()
-    negator = negator or Negator(model, batch_size=batch_size, n_process=n_process)
-    if not cache:
-        result = negator.negate(sentences, progress)
-        return _finish(result, negator.model_id, started, False, None)
-    if cache_root is None:
-        from sentsweep.config import cache_dir
-
-        cache_root = cache_dir()
-    path = cache_file(sentences, negator.model_id, Path(cache_root))
-    result, hit = get_or_build(  # concurrent trials negate a corpus once, the others wait and read
-        path,
-        read=lambda p: _read_cache(p, len(sentences)),
-        build=lambda: negator.negate(sentences, progress),
-        write=lambda value, handle: _write_cache(value, negator.model_id, handle),
-    )
-    if hit and progress is not None:
-        progress(len(sentences))
-    return _finish(result, negator.model_id, started, hit, path)
-
-
-def _finish(
-    result: list[Negation], model_id: str, started: float, hit: bool, path: Path | None
-) -> tuple[list[str], NegationStats]:
-    stats = NegationStats(
-        total=len(result),
-        counts=dict(Counter(n.rule for n in result)),
-        model=model_id,
-        seconds=time.perf_counter() - started,
-        cache_hit=hit,
-        cache_path=str(path) if path is not None else None,
-    )
-    return [n.text for n in result], stats
-
-
-def write_pairs(path: str | Path, sentences: Sequence[str], negations: Sequence[str]) -> Path:
-    """A TSV of ``sentence<TAB>negation`` lines (tabs and newlines inside a sentence become spaces)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def clean(text: str) -> str:
-        return " ".join(text.replace("\t", " ").splitlines())
-
-    with path.open("w", encoding="utf-8") as handle:
-        for sentence, negation in zip(sentences, negations, strict=True):
-            handle.write(f"{clean(sentence)}\t{clean(negation)}\n")
-    return path
