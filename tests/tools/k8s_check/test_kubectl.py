@@ -20,7 +20,10 @@ PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "Namespace"
 CREDENTIALS = ("minio", "mlflow-sweeps", "mlflow", "postgres", "ray", "storage")
 SWEEP = {"ConfigMap": 1, "RayJob": 1}
 EXPECTED = {"base": PLATFORM, "overlays/local": PLATFORM, "overlays/gpu": PLATFORM,
-            "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP}
+            "overlays/gpu-spot": {**PLATFORM, "PriorityClass": 1},
+            "examples/team": {**PLATFORM, "LimitRange": 1, "ResourceQuota": 1},
+            "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP,
+            "overlays/gpu-spot/sweep": SWEEP, "examples/team/sweep": SWEEP}
 
 
 def test_the_kubectl_is_the_pinned_wheel() -> None:

@@ -26,8 +26,10 @@ from tools.k8s_check.policy import project_ray_version
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-OVERLAYS = ("local", "gpu")
-KUSTOMIZATIONS = ("overlays/local", "overlays/local/sweep", "overlays/gpu", "overlays/gpu/sweep")
+#: platform kustomization -> its sweep's
+PAIRS = {"overlays/local": "overlays/local/sweep", "overlays/gpu": "overlays/gpu/sweep",
+         "overlays/gpu-spot": "overlays/gpu-spot/sweep", "examples/team": "examples/team/sweep"}
+KUSTOMIZATIONS = tuple(p for pair in PAIRS.items() for p in pair)
 
 
 @pytest.fixture(scope="module")
@@ -41,20 +43,20 @@ def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return found[0]
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", sorted(PAIRS))
 def test_every_object_of_the_overlay_validates(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
-    platform, sweep = rendered[f"overlays/{overlay}"], rendered[f"overlays/{overlay}/sweep"]
+    platform, sweep = rendered[overlay], rendered[PAIRS[overlay]]
     assert platform.objects and sweep.objects  # the counts per kind: test_kubectl.py
     problems = k8s_check.validate_objects(platform.objects + sweep.objects)
     assert [str(p) for p in problems] == []
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("overlay", sorted(PAIRS))
 def test_the_rayjob_cluster_is_the_raycluster(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
     """k8s/sweep/rayjob.yaml repeats k8s/base/raycluster.yaml (and the overlays their patches): only the
     configs mount on the head may differ."""
-    cluster = _one(rendered[f"overlays/{overlay}"].objects, "RayCluster")["spec"]
-    job = json.loads(json.dumps(_one(rendered[f"overlays/{overlay}/sweep"].objects, "RayJob")))
+    cluster = _one(rendered[overlay].objects, "RayCluster")["spec"]
+    job = json.loads(json.dumps(_one(rendered[PAIRS[overlay]].objects, "RayJob")))
     head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
     assert [v["name"] for v in head["volumes"]][-1] == "configs"
     head["volumes"].pop()
@@ -70,10 +72,39 @@ def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
     group = gpu["workerGroupSpecs"][0]
     assert (group["groupName"], group["minReplicas"], group["maxReplicas"]) == ("gpu", 0, 8)
     assert group["template"]["spec"]["tolerations"][0]["key"] == "nvidia.com/gpu"
+    assert "nodeSelector" not in group["template"]["spec"]
+    assert local["authOptions"] == gpu["authOptions"] == {"mode": "token", "secretName": "ray-auth"}
+    spot = _one(rendered["overlays/gpu-spot"].objects, "RayCluster")["spec"]["workerGroupSpecs"]
+    assert [g["groupName"] for g in spot] == ["gpu", "cpu", "gpu-spot"]
+    assert spot[2]["template"]["spec"]["priorityClassName"] == "sentsweep-spot"
+    assert _one(rendered["overlays/gpu-spot"].objects, "PriorityClass")["preemptionPolicy"] == "Never"
+    team = rendered["examples/team"].objects + rendered["examples/team/sweep"].objects
+    assert {o["metadata"].get("namespace", o["metadata"]["name"]) for o in team} == {"team-a"}
+    assert {o["kind"] for o in team} >= {"ResourceQuota", "LimitRange", "Namespace"}
     assert gpu["enableInTreeAutoscaling"] is True and gpu["rayVersion"] == project_ray_version()
     job = _one(rendered["overlays/gpu/sweep"].objects, "RayJob")["spec"]
     assert job["entrypoint"] == "sentsweep sweep /configs/paper-cosent-stsb.yaml --resume-interrupted"
     assert job["shutdownAfterJobFinishes"] is True and job["backoffLimit"] > 0
+    assert (job["activeDeadlineSeconds"], job["preRunningDeadlineSeconds"]) == (172800, 1800)
+    assert (job["entrypointNumCpus"], json.loads(job["entrypointResources"])) == (1, {"sweep_driver": 1})
+
+
+def test_a_name_suffix_gives_each_sweep_its_own_objects(tmp_path: Path) -> None:
+    """docs/cluster.md: one kustomization per sweep with a nameSuffix; the RayJob and its ConfigMap are renamed
+    (the reference follows), the platform's Secrets are not."""
+    copy = tmp_path / "k8s"
+    shutil.copytree(K8S, copy, ignore=shutil.ignore_patterns("*.env"))
+    mine = copy / "sweeps" / "stsb-alice"
+    mine.mkdir(parents=True)
+    (mine / "kustomization.yaml").write_text("resources:\n- ../../overlays/local/sweep\nnameSuffix: -stsb-alice\n")
+    report = k8s_check.validate([copy / "overlays" / "local", mine])
+    assert [str(p) for p in report.problems] == []
+    job = _one(report.rendered[1].objects, "RayJob")
+    assert job["metadata"]["name"] == "sweep-stsb-alice"
+    volumes = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["volumes"]
+    assert volumes[-1]["configMap"]["name"] == _one(report.rendered[1].objects, "ConfigMap")["metadata"]["name"]
+    assert volumes[-1]["configMap"]["name"].startswith("sweep-configs-stsb-alice-")
+    assert job["spec"]["rayClusterSpec"]["authOptions"]["secretName"] == "ray-auth"
 
 
 def test_cluster_configs_differ_from_the_repo_configs_only_where_they_must() -> None:
