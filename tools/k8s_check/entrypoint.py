@@ -2,13 +2,16 @@
 ConfigMap mounted on the head, the config validates with :func:`~sentsweep.platform.config.parse_sweep_config`
 (``--set`` overrides applied), a trial's resources fit a worker group, and, when the job retries
 (``backoffLimit`` > 0), the retry continues the sweep (``--resume-interrupted``) whose state is in shared
-storage and runs on a tracking server.
+storage and runs on a tracking server; and the driver runs on a worker, not on the head: the RayJob's
+``entrypointResources`` ask for a custom resource that a worker group offers (``rayStartParams.resources``)
+and the head does not, with the CPUs of ``entrypointNumCpus``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shlex
 from collections.abc import Sequence
 from pathlib import PurePosixPath
@@ -64,7 +67,41 @@ def check_entrypoint(job: dict[str, Any], everything: list[dict[str, Any]]) -> l
     if not _fits(ray_cluster_spec(job) or {}, config.resources.cpu, config.resources.gpu):
         found.append(f"{where}: no worker group fits a trial's resources (cpu {config.resources.cpu}, "
                      f"gpu {config.resources.gpu})")
-    return [Problem(oid, "entrypoint", m) for m in found]
+    return [Problem(oid, "entrypoint", m) for m in found + driver_placement(job)]
+
+
+def custom_resources(ray_start_params: dict[str, Any]) -> dict[str, float]:
+    """The custom resources of ``rayStartParams.resources`` (KubeRay's ``'"{\\"name\\": 1}"'``)."""
+    text = str(ray_start_params.get("resources") or "").strip()
+    if text.startswith('"') and text.endswith('"'):
+        text = text[1:-1].replace('\\"', '"')
+    try:
+        loaded = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+def driver_placement(job: dict[str, Any]) -> list[str]:
+    """Where the RayJob's driver may run is wrong: it can land on the head, or on no group at all."""
+    spec = job.get("spec") or {}
+    cluster = spec.get("rayClusterSpec") or {}
+    try:
+        wanted = json.loads(spec.get("entrypointResources") or "{}")
+    except ValueError:
+        return [f"entrypointResources {spec.get('entrypointResources')!r} is not JSON"]
+    head = custom_resources(get_path(cluster, "headGroupSpec", "rayStartParams") or {})
+    if not wanted or any(name in head for name in wanted):
+        return ["the driver may run on the head: entrypointResources must ask for a custom resource that only "
+                "worker groups offer (rayStartParams.resources)"]
+    cpus = float(spec.get("entrypointNumCpus") or 0)
+    for group in cluster.get("workerGroupSpecs") or []:
+        offered = custom_resources(group.get("rayStartParams") or {})
+        if group.get("maxReplicas") and all(offered.get(k, 0) >= float(v) for k, v in wanted.items()) \
+                and _fits({"workerGroupSpecs": [group]}, cpus, 0):
+            return []
+    return [f"no worker group offers the driver's resources (entrypointResources {json.dumps(wanted)}, "
+            f"entrypointNumCpus {cpus:g})"]
 
 
 def parse_cli(argv: Sequence[str]) -> tuple[Any, str]:

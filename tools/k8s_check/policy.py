@@ -2,14 +2,19 @@
 
 - every container (the KubeRay autoscaler's options included) has CPU and memory requests and limits,
   runs as a non-root user without privilege escalation, drops all capabilities, has a read-only root
-  filesystem and a pinned image; no secret-looking environment variable (``*PASSWORD*``, ``*SECRET*``,
-  ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL carries a plaintext password;
-- Secrets no longer hold the examples' placeholders (unless the examples stood in for missing files);
-- references to Secrets, ConfigMaps and their keys resolve;
-- Services and NetworkPolicies select pods that exist, and every Deployment/StatefulSet is behind an
-  ingress policy;
-- Ray clusters run the project's Ray version, autoscale, and keep GPU groups at ``minReplicas: 0`` with a
-  ``maxReplicas``.
+  filesystem and an image pinned by digest (``name:tag@sha256:...``); no secret-looking environment
+  variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
+  carries a plaintext password;
+- pods get no service-account token (``automountServiceAccountToken: false``) unless they call the
+  Kubernetes API: only the head of an autoscaling Ray cluster (its autoscaler) does;
+- namespaces enforce Pod Security Admission's ``restricted`` profile;
+- Secrets no longer hold the examples' placeholders and images no longer carry the placeholder digest
+  (unless the examples stood in for missing credentials files);
+- references to Secrets, ConfigMaps and their keys resolve (the Ray token Secret's ``auth_token`` too);
+- Ray clusters run the project's Ray version, autoscale, require token auth (``authOptions.mode: token``),
+  keep GPU groups at ``minReplicas: 0`` with a ``maxReplicas``, the ``nvidia.com/gpu`` request and
+  toleration and no ``nvidia.com/gpu.present`` nodeSelector (set only by the GPU operator's feature
+  discovery); RayJobs have deadlines (``activeDeadlineSeconds``, ``preRunningDeadlineSeconds``).
 """
 
 from __future__ import annotations
@@ -28,12 +33,17 @@ from tools.k8s_check.objects import (
     object_id,
     pod_specs,
     ray_cluster_spec,
-    split_image,
 )
 
 SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
 URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:(?!\$\()[^@\s/]+@", re.IGNORECASE)
 PLACEHOLDER = "change-me"
+#: The digest the committed overlays carry until an image is pushed (docs/cluster.md, "Images by digest").
+PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+RAY_TOKEN_KEY = "auth_token"  # the key KubeRay reads from authOptions.secretName
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
@@ -78,8 +88,8 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
     if sc.get("readOnlyRootFilesystem") is not True:
         found.append("readOnlyRootFilesystem is not true")
     image = str(c.get("image", ""))
-    if not image.startswith("(") and (not any(split_image(image)[1:]) or image.endswith(":latest")):
-        found.append(f"image '{image}' is not pinned to a tag or digest")
+    if not image.startswith("(") and not DIGEST.search(image):
+        found.append(f"image '{image}' is not pinned by digest (name:tag@sha256:...)")
     for env in c.get("env") or []:
         name = str(env.get("name", ""))
         if "value" in env and SECRET_NAME.search(name):
@@ -91,13 +101,37 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
     return found
 
 
-def check_secrets(obj: dict[str, Any], placeholders_allowed: bool) -> list[Problem]:
-    """Secrets must not still hold the examples' placeholder values (unless examples stood in)."""
-    if obj.get("kind") != "Secret" or placeholders_allowed:
+def check_pods(obj: dict[str, Any]) -> list[Problem]:
+    """No service-account token where no API access is needed (all pods but an autoscaling Ray head)."""
+    cluster = ray_cluster_spec(obj)
+    autoscaling = bool(cluster and cluster.get("enableInTreeAutoscaling"))
+    return [Problem(object_id(obj), "policy", f"{pod.where}: automountServiceAccountToken is not false "
+                                              "(only an autoscaling Ray head calls the Kubernetes API)")
+            for pod in pod_specs(obj)
+            if pod.spec.get("automountServiceAccountToken") is not False
+            and not (autoscaling and pod.where.endswith("headGroupSpec.template.spec"))]
+
+
+def check_namespace(obj: dict[str, Any]) -> list[Problem]:
+    """Namespaces enforce Pod Security Admission's restricted profile."""
+    if obj.get("kind") != "Namespace" or get_path(obj, "metadata", "labels", PSA_ENFORCE) == "restricted":
         return []
-    return [Problem(object_id(obj), "policy", f"data.{key} still holds the example's placeholder")
-            for key, value in (obj.get("data") or {}).items()
-            if PLACEHOLDER in base64.b64decode(value).decode("utf-8", "replace")]
+    return [Problem(object_id(obj), "policy", f"label {PSA_ENFORCE} is not 'restricted'")]
+
+
+def check_placeholders(obj: dict[str, Any], placeholders_allowed: bool) -> list[Problem]:
+    """Secrets must not still hold the examples' placeholder values, nor images the placeholder digest
+    (unless the examples stood in for missing credentials files, i.e. nothing is being deployed)."""
+    if placeholders_allowed:
+        return []
+    oid = object_id(obj)
+    found = [Problem(oid, "policy", f"{where}: image '{c.get('image')}' carries the placeholder digest")
+             for pod in pod_specs(obj) for where, c in containers(pod) if PLACEHOLDER_DIGEST in str(c.get("image"))]
+    if obj.get("kind") == "Secret":
+        found += [Problem(oid, "policy", f"data.{key} still holds the example's placeholder")
+                  for key, value in (obj.get("data") or {}).items()
+                  if PLACEHOLDER in base64.b64decode(value).decode("utf-8", "replace")]
+    return found
 
 
 def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
@@ -111,6 +145,17 @@ def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
         found.append(f"rayVersion {cluster.get('rayVersion')!r} differs from the project's ray {ray_version}")
     if get_path(cluster, "headGroupSpec", "rayStartParams", "dashboard-host") != "0.0.0.0":
         found.append("the head's dashboard (Jobs API) does not listen on 0.0.0.0")
+    if get_path(cluster, "authOptions", "mode") != "token":
+        found.append("no token auth: set authOptions.mode: token (and secretName: the Secret with auth_token)")
+    for pod in pod_specs(obj):
+        for where, c in containers(pod):
+            mode = next((e.get("value") for e in c.get("env") or [] if e.get("name") == "RAY_AUTH_MODE"), "token")
+            if pod.group is not None and mode != "token":
+                found.append(f"{where}: env RAY_AUTH_MODE={mode} turns token auth off")
+    if obj.get("kind") == "RayJob":
+        for deadline in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
+            if not get_path(obj, "spec", deadline):
+                found.append(f"no spec.{deadline}: a sweep that never gets its resources holds the cluster forever")
     workers = cluster.get("workerGroupSpecs") or []
     for i, group in enumerate(workers):
         name = group.get("groupName", i)
@@ -129,6 +174,13 @@ def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
                           for c in get_path(group, "template", "spec", "containers") or []]
             if not any(gpu_limits):
                 found.append(f"GPU worker group {name}: {GPU_RESOURCE} must be in limits")
+            pod_spec = get_path(group, "template", "spec") or {}
+            if GPU_PRESENT_LABEL in (pod_spec.get("nodeSelector") or {}):
+                found.append(f"GPU worker group {name}: nodeSelector {GPU_PRESENT_LABEL} is set only by the GPU "
+                             f"operator's feature discovery; the {GPU_RESOURCE} request places the pods")
+            if not any(t.get("key") == GPU_RESOURCE and t.get("operator") == "Exists"
+                       for t in pod_spec.get("tolerations") or []):
+                found.append(f"GPU worker group {name}: no toleration of the {GPU_RESOURCE} taint (operator Exists)")
     if any(g.get("minReplicas") != g.get("maxReplicas") for g in workers) \
             and not cluster.get("enableInTreeAutoscaling"):
         found.append("worker groups range between min and max replicas but enableInTreeAutoscaling is off")
@@ -154,6 +206,9 @@ def check_references(obj: dict[str, Any], everything: list[dict[str, Any]]) -> l
         elif key is not None and key not in data[(kind, name)]:
             found.append(f"{where}: {kind} '{name}' has no key '{key}'")
 
+    token_secret = get_path(ray_cluster_spec(obj), "authOptions", "secretName")
+    if token_secret:
+        need("Secret", token_secret, RAY_TOKEN_KEY, "authOptions.secretName")
     for pod in pod_specs(obj):
         for volume in pod.spec.get("volumes") or []:
             if "configMap" in volume and not volume["configMap"].get("optional"):
@@ -171,37 +226,6 @@ def check_references(obj: dict[str, Any], everything: list[dict[str, Any]]) -> l
                     if source.get(ref) and not source[ref].get("optional"):
                         need(kind, source[ref].get("name"), None, f"{where}.envFrom")
     return [Problem(object_id(obj), "references", m) for m in found]
-
-
-def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
-
-
-def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
-    """Services and NetworkPolicy peers select pods that exist; stateful workloads are behind a policy."""
-    pods = [(obj, pod) for obj in everything for pod in pod_specs(obj)]
-    policies = [o for o in everything if o.get("kind") == "NetworkPolicy"]
-    found: list[Problem] = []
-    for obj in everything:
-        selector = get_path(obj, "spec", "selector") if obj.get("kind") == "Service" else None
-        if selector and not any(_selects(selector, pod.labels) for _, pod in pods):
-            found.append(Problem(object_id(obj), "network", "the selector matches no pod template"))
-        if obj.get("kind") in ("Deployment", "StatefulSet"):
-            labels = pod_specs(obj)[0].labels
-            if not any(_selects(get_path(p, "spec", "podSelector", "matchLabels") or {}, labels)
-                       and "Ingress" in (get_path(p, "spec", "policyTypes") or []) for p in policies):
-                found.append(Problem(object_id(obj), "network", "no NetworkPolicy restricts ingress to its pods"))
-    for policy in policies:
-        pod_selector = get_path(policy, "spec", "podSelector", "matchLabels") or {}
-        if not any(_selects(pod_selector, pod.labels) for _, pod in pods):
-            found.append(Problem(object_id(policy), "network", "the podSelector matches no pod template"))
-        for i, rule in enumerate(get_path(policy, "spec", "ingress") or []):
-            for peer in rule.get("from") or []:
-                selector = get_path(peer, "podSelector", "matchLabels") or {}
-                if selector and not any(_selects(selector, pod.labels) for _, pod in pods):
-                    found.append(Problem(object_id(policy), "network",
-                                         f"spec.ingress[{i}]: no pod template carries {selector}"))
-    return found
 
 
 def project_ray_version(pyproject: Path = PYPROJECT) -> str | None:

@@ -10,7 +10,9 @@ import pytest
 from tools.k8s_check import crd
 
 REPO = Path(__file__).resolve().parents[3]
-SHARED_CRDS = REPO.parent / "shared" / "schemas" / f"kuberay-{crd.KUBERAY_VERSION}"
+# The shared folder beside the checkout (a clone in /work/main) or beside its worktrees' folder.
+SHARED_CRDS = next((p / "shared" / "schemas" / f"kuberay-{crd.KUBERAY_VERSION}" for p in (REPO.parent, REPO.parents[1])
+                    if (p / "shared" / "schemas").is_dir()), REPO.parent / "shared" / "schemas")
 
 
 def test_stored_crd_schemas_are_kuberays() -> None:

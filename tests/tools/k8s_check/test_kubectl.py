@@ -14,11 +14,16 @@ from tools.k8s_check.kubectl import find_kubectl, kubectl_version
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-PLATFORM = {"ConfigMap": 1, "Deployment": 1, "Job": 1, "Namespace": 1, "NetworkPolicy": 3, "RayCluster": 1,
-            "Secret": 3, "Service": 3, "StatefulSet": 2}
+PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "Namespace": 1, "NetworkPolicy": 5,
+            "PersistentVolumeClaim": 1, "PodDisruptionBudget": 1, "RayCluster": 1, "Secret": 6, "Service": 3,
+            "StatefulSet": 2}
+CREDENTIALS = ("minio", "mlflow-sweeps", "mlflow", "postgres", "ray", "storage")
 SWEEP = {"ConfigMap": 1, "RayJob": 1}
 EXPECTED = {"base": PLATFORM, "overlays/local": PLATFORM, "overlays/gpu": PLATFORM,
-            "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP}
+            "overlays/gpu-spot": {**PLATFORM, "PriorityClass": 1},
+            "examples/team": {**PLATFORM, "LimitRange": 1, "ResourceQuota": 1},
+            "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP,
+            "overlays/gpu-spot/sweep": SWEEP, "examples/team/sweep": SWEEP}
 
 
 def test_the_kubectl_is_the_pinned_wheel() -> None:
@@ -32,7 +37,7 @@ def test_every_kustomization_renders(path: str) -> None:
     rendered = render(K8S / path)
     assert rendered.counts == EXPECTED[path]
     assert sorted(rendered.examples_used) == (
-        [] if path.endswith("sweep") else [f"base/secrets/{n}.env" for n in ("minio", "mlflow", "postgres")])
+        [] if path.endswith("sweep") else [f"base/secrets/{n}.env" for n in CREDENTIALS])
     generated = [o["metadata"]["name"] for o in rendered.objects if o["kind"] == "ConfigMap"]
     assert all(re.fullmatch(r"[a-z-]+-[a-z0-9]{10}", name) for name in generated), generated
 
@@ -47,8 +52,8 @@ def test_the_module_entry_prints_counts(capsys: pytest.CaptureFixture[str]) -> N
     status = main([str(K8S / "overlays/local"), str(K8S / "overlays/local/sweep")])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "16 objects: ConfigMap 1, Deployment 1, Job 1, Namespace 1, NetworkPolicy 3, RayCluster 1, " \
-           "Secret 3, Service 3, StatefulSet 2" in out
+    assert "26 objects: ConfigMap 3, CronJob 1, Deployment 1, Job 1, Namespace 1, NetworkPolicy 5, " \
+           "PersistentVolumeClaim 1, PodDisruptionBudget 1, RayCluster 1, Secret 6, Service 3, StatefulSet 2" in out
     assert "2 objects: ConfigMap 1, RayJob 1" in out and "ok: every object validates" in out
 
 
