@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask, build_task
+from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask
 
 
 def _tiny(tiny_bert_dir: Path, **overrides: Any) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def test_standalone_run_writes_weights_and_diagnostics(
 
 def test_infonce_needs_no_negations_and_lambda_can_be_set(tiny_bert_dir: Path) -> None:
     config = SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", **{"lambda": 0.02}))
-    task = build_task(config)
+    task = SNCSE.build_task(config)
     assert isinstance(task, SncseTask) and task.negations is None and task.lam == 0.02
     loss, diag = task.loss(task.batches(0, __import__("torch").Generator().manual_seed(0))[0])
     assert loss.ndim == 0 and "cos_neg" not in diag
@@ -101,7 +101,7 @@ def test_infonce_needs_no_negations_and_lambda_can_be_set(tiny_bert_dir: Path) -
 def test_batches_drop_a_last_batch_of_one(tiny_bert_dir: Path) -> None:
     import torch
 
-    task = build_task(SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", max_sentences=9, batch_size=4)))
+    task = SNCSE.build_task(SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", max_sentences=9, batch_size=4)))
     sizes = [len(b) for b in task.batches(0, torch.Generator().manual_seed(1))]
     assert sizes == [4, 4]
 
@@ -120,7 +120,7 @@ def test_two_trials_under_ray_tune(
 ) -> None:
     from ray import tune
 
-    from sentsweep.trainables.sncse import train_sncse
+    from sentsweep.trainables.registry import get_trainable
 
     space = _tiny(
         tiny_bert_dir,
@@ -131,7 +131,7 @@ def test_two_trials_under_ray_tune(
         data_dir=None,
     )
     tuner = tune.Tuner(
-        train_sncse,
+        get_trainable("sncse").function,
         param_space=space,
         tune_config=tune.TuneConfig(metric="stsb_dev", mode="max", num_samples=1),
         run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="sncse-test", verbose=0),

@@ -13,6 +13,7 @@ from torch import nn
 from sentsweep.errors import ConfigError
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.loop import LoopConfig, NonFiniteLossError, TrainingLoop, linear_schedule
+from sentsweep.trainables.trial_config import TrialConfig, parse_config
 
 
 class RegressionTask:
@@ -49,8 +50,10 @@ class RegressionTask:
 
 
 def _config(**kw) -> LoopConfig:
-    base = dict(lr=0.05, max_steps=12, eval_every=2, metric="score", warmup_ratio=0.25, max_grad_norm=1.0)
-    return LoopConfig(**{**base, **kw})
+    base = dict(lr=0.05, max_steps=12, eval_every=2, warmup_ratio=0.25, max_grad_norm=1.0)
+    loop = TrialConfig(**{**base, **kw}).loop_config()
+    loop.metric = "score"
+    return loop
 
 
 def test_linear_warmup_then_decay() -> None:
@@ -128,10 +131,13 @@ def test_non_finite_loss_stops_with_the_step() -> None:
 
 
 def test_bad_loop_settings_name_the_field() -> None:
+    """The loop takes its settings from a validated trial config: the config is where they are checked."""
     with pytest.raises(ConfigError, match="warmup_ratio"):
-        LoopConfig(warmup_ratio=1.5)
+        parse_config(TrialConfig, {"warmup_ratio": 1.5})
     with pytest.raises(ConfigError, match="lr"):
-        LoopConfig(lr=0)
+        parse_config(TrialConfig, {"lr": 0})
+    with pytest.raises(ConfigError, match="max_grad_norm"):
+        parse_config(TrialConfig, {"max_grad_norm": 0})
 
 
 def test_cosent_trainable_standalone_on_tiny_bert(tiny_bert_dir: Path, tmp_path: Path) -> None:
