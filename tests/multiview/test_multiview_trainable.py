@@ -1,4 +1,4 @@
-"""The multi-view trainable (config, standalone training, Ray Tune), its search spaces and configs."""
+"""The multi-view method (the method contract, config, training, Ray Tune), its search spaces and configs."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from sentsweep.search_spaces.multiview import (
 )
 from sentsweep.trainables.multiview import MULTIVIEW, MultiviewConfig
 from sentsweep.trainables.registry import load_encoder
+from tests.trainables.method_contract import MethodContract, TrainedRun
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -131,17 +132,23 @@ def test_sweep_configs_validate(name: str) -> None:
 
 
 # -- training ------------------------------------------------------------------------------------------
-def test_standalone_training_evaluates_and_saves(tmp_path: Path, cache: Path) -> None:
-    result, final = MULTIVIEW.train_standalone(tiny(), output_dir=tmp_path / "run", log=lambda line: None)
-    assert result.state.step == 3 and len(result.state.history) == 2
-    first = result.state.history[0]
-    assert np.isfinite(first["train_loss"]) and "train_neighbour_acc" in first and "sickr_trial" in first
-    assert {"mr_acc", "sickr_test", "senteval_avg", "sickr_trial"} <= set(final)
-    settings = json.loads((tmp_path / "run" / "best" / "multiview.json").read_text())
-    assert settings["views"] == ["dep", "const"] and "derived" in settings["parser_backend"]
-    encoder = load_encoder(tmp_path / "run")
-    assert encoder.encode(["A man plays a guitar."]).shape == (1, 16)
-    assert any(cache.glob("trees/*/corpus-*.json.gz"))  # the parsed corpus is cached
+class TestMultiviewMethod(MethodContract):
+    method_name = "multiview"
+
+    def tiny_settings(self, tiny_bert_dir: Path) -> dict:
+        return tiny()
+
+    def test_standalone_training_evaluates_and_saves(self, trained: TrainedRun) -> None:
+        result, final, out = trained.result, trained.final, trained.output_dir
+        assert result.state.step == 3 and len(result.state.history) == 2
+        first = result.state.history[0]
+        assert np.isfinite(first["train_loss"]) and "train_neighbour_acc" in first and "sickr_trial" in first
+        assert {"mr_acc", "sickr_test", "senteval_avg", "sickr_trial"} <= set(final)
+        settings = json.loads((out / "best" / "multiview.json").read_text())
+        assert settings["views"] == ["dep", "const"] and "derived" in settings["parser_backend"]
+        encoder = load_encoder(out)
+        assert encoder.encode(["A man plays a guitar."]).shape == (1, 16)
+        assert any(trained.cache.glob("trees/*/corpus-*.json.gz"))  # the parsed corpus is cached
 
 
 def test_batches_are_consecutive_runs_in_shuffled_order(cache: Path) -> None:
