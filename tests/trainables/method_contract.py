@@ -50,18 +50,20 @@ class MethodContract:
         raise NotImplementedError
 
     @pytest.fixture(scope="class")
-    def method(self) -> Method[Any, Any]:
-        return get_method(self.method_name)
+    @classmethod
+    def method(cls) -> Method[Any, Any]:
+        return get_method(cls.method_name)
 
     @pytest.fixture(scope="class")
-    def trained(self, tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iterator[TrainedRun]:
+    @classmethod
+    def trained(cls, tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iterator[TrainedRun]:
         """One standalone training of :meth:`tiny_settings`, with its own cache folder."""
-        root = tmp_path_factory.mktemp(f"contract-{self.method_name}")
+        root = tmp_path_factory.mktemp(f"contract-{cls.method_name}")
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("SENTSWEEP_CACHE", str(root / "cache"))
-            method = get_method(self.method_name)
+            method = get_method(cls.method_name)
             lines: list[str] = []
-            result, final = method.train_standalone(self.tiny_settings(tiny_bert_dir), output_dir=root / "run",
+            result, final = method.train_standalone(cls().tiny_settings(tiny_bert_dir), output_dir=root / "run",
                                                     log=lines.append)
             yield TrainedRun(result, final, root / "run", root / "cache", lines)
 
