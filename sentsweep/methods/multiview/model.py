@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
-from sentsweep.methods.multiview.views import TREE_VIEWS, ViewInputs, ViewPair, build_view
+from sentsweep.methods.multiview.views import TREE_VIEWS, ViewInputs, ViewPair, build_view, parse_view_pair
 from sentsweep.methods.multiview.vocab import (
     RANDOM_VECTORS,
     Vocabulary,
@@ -63,7 +63,8 @@ class MultiViewSettings:
 
     The one place of the model's invariants (the trainable's config validates through it): frozen
     vectors are not random, and the ``seq`` view has an even ``hidden_size`` (two GRU directions).
-    ``views`` is a :class:`ViewPair` (or a pair of view names, taken as given).
+    ``views`` is a :class:`ViewPair` (the trainable's config passes the one it parsed; names or
+    ``"dep+const"`` given directly are parsed here).
     """
 
     views: ViewPair = ViewPair("dep", "const")
@@ -79,7 +80,8 @@ class MultiViewSettings:
     parser_backend: str | None = None
 
     def __post_init__(self) -> None:
-        self.views = ViewPair(*self.views)
+        if not isinstance(self.views, ViewPair):  # direct use (not through the trainable's config)
+            self.views = parse_view_pair(self.views if isinstance(self.views, str) else "+".join(self.views))
         if self.freeze_vectors and self.word_vectors == RANDOM_VECTORS:
             raise ValueError("random word vectors cannot be frozen: set freeze_vectors false")
         if "seq" in self.views and self.hidden_size % 2:
