@@ -13,6 +13,8 @@ that run (``def test_x(self, trained): ...``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import pickle
@@ -63,9 +65,11 @@ class MethodContract:
             patch.setenv("SENTSWEEP_CACHE", str(root / "cache"))
             method = get_method(cls.method_name)
             lines: list[str] = []
-            result, final = method.train_standalone(cls().tiny_settings(tiny_bert_dir), output_dir=root / "run",
-                                                    log=lines.append)
-            yield TrainedRun(result, final, root / "run", root / "cache", lines)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                result, final = method.train_standalone(cls().tiny_settings(tiny_bert_dir),
+                                                        output_dir=root / "run", log=lines.append)
+            yield TrainedRun(result, final, root / "run", root / "cache", lines + printed.getvalue().splitlines())
 
     # -- config and spaces ------------------------------------------------------------------------
     def test_config_defaults_are_valid(self, method: Method[Any, Any]) -> None:
@@ -76,12 +80,13 @@ class MethodContract:
     def test_first_points_of_its_spaces_are_valid_configs(self, method: Method[Any, Any]) -> None:
         spaces = [s for s in SEARCH_SPACES.values() if s.method == method.name]
         assert spaces, f"method '{method.name}' has no search space"
-        defaults = method.config_cls().model_dump(by_alias=True)
         for space in spaces:
             for point in (space.first_point, *space.extra_points):
                 method.parse(point, source=space.name)
-            # the first point's settings the config has defaults for are those defaults (one place)
-            assert all(defaults[k] in (v, None) for k, v in space.first_point.items() if k in defaults), space.name
+        # the method's own space starts at the config's defaults (where a default is set: lambda is not)
+        defaults = method.config_cls().model_dump(by_alias=True)
+        first = SEARCH_SPACES[method.name].first_point
+        assert all(defaults[k] in (v, None) for k, v in first.items()), first
 
     # -- a few steps of training --------------------------------------------------------------------
     def test_training_reports_the_metric(self, method: Method[Any, Any], trained: TrainedRun,
