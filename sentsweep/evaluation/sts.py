@@ -17,7 +17,7 @@ Metric keys are ``<task>_<subset>`` for every table row: ``sts12_all``, ``sts12_
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,11 +43,15 @@ STS_TASK_SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "stsb_test": (("stsb", "test"),),
     "sickr": (("sickr", "test"),),
     "sickr_test": (("sickr", "test"),),
+    "sickr_trial": (("sickr", "trial"),),
 }
 #: The metric keys averaged into ``sts_avg7``; it is reported only when all seven are present.
 AVG7_KEYS: tuple[str, ...] = (*(f"{year}_all" for year in STS_YEARS), "stsb_test", "sickr_test")
-#: The metric a trainable selects checkpoints on.
-SELECTION_METRIC = "stsb_dev"
+#: The dev-set metrics training selects checkpoints on (the metric key is the task name).
+STSB_DEV = "stsb_dev"
+SICKR_TRIAL = "sickr_trial"
+#: The metric a trainable selects checkpoints on by default.
+SELECTION_METRIC = STSB_DEV
 
 
 # --------------------------------------------------------------------------------------------------
@@ -198,14 +202,23 @@ def score_sets(
     """Score already-loaded sets: every distinct sentence across all sets is encoded exactly once."""
     sentences = [s for st in sets for p in st.pairs for s in (p.s1, p.s2)]
     emb, row = encode_lookup(embedder, sentences, batch_size, progress)
+    return _score(sets, lambda pairs: rows_cosine(emb[[row[p.s1] for p in pairs]], emb[[row[p.s2] for p in pairs]]))
 
+
+#: Predicted similarities for a list of pairs (objects with ``s1``, ``s2``): a pair scorer such as a
+#: cross-encoder, where there is no sentence embedding to take the cosine of.
+PairScorer = Callable[[list[Any]], ArrayLike]
+
+
+def _score(sets: Sequence[StsSet], predict: PairScorer) -> EvalResult:
+    """Spearman of ``predict`` against gold on every subset of ``sets``, with the aggregates."""
     metrics: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
     for st in sets:
-        scored = {}
-        for name, pairs in st.subsets.items():
-            cos = rows_cosine(emb[[row[p.s1] for p in pairs]], emb[[row[p.s2] for p in pairs]])
-            scored[name] = (cos, np.array([p.score for p in pairs], dtype=np.float64))
+        scored = {
+            name: (np.asarray(predict(pairs), dtype=np.float64), np.array([p.score for p in pairs], dtype=np.float64))
+            for name, pairs in st.subsets.items()
+        }
         n_pairs = {name: len(pairs) for name, pairs in st.subsets.items()}
         if st.task in STS_YEARS:
             figures = subset_spearman(scored)
@@ -234,7 +247,9 @@ def _n(rows: list[dict[str, Any]], key: str) -> int:
 class StsEvaluator:
     """Loads the pairs of ``tasks`` once and scores any embedder on them (re-usable during training).
 
-    ``StsEvaluator(["stsb_dev"])(embedder).metrics["stsb_dev"]`` is the model-selection figure;
+    ``StsEvaluator([STSB_DEV])(embedder).metrics[STSB_DEV]`` is the model-selection figure (every
+    trainable scores its dev set this way); :meth:`score_pairs` scores a pair scorer (a cross-encoder)
+    on the same sets. ``max_pairs`` keeps the first pairs of each set (a quick dev evaluation);
     ``primary_metric`` names the headline key of the first requested set.
     """
 
@@ -243,18 +258,40 @@ class StsEvaluator:
         tasks: Sequence[str] | str = STS_TASKS,
         data_dir: str | Path | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        max_pairs: int | None = None,
     ) -> None:
-        self.sets = load_sts_sets(tasks, data_dir)
+        sets = load_sts_sets(tasks, data_dir)
+        if max_pairs is not None:
+            sets = [_first_pairs(st, max_pairs) for st in sets]
+        self.sets = sets
         self.batch_size = batch_size
         self.info = {**data_info(data_dir), "sts_protocol": "all (concatenated subsets), cosine, spearman"}
         keys = [st.key for st in self.sets]
         self.primary_metric = "sts_avg7" if all(k in keys for k in AVG7_KEYS) else keys[0]
 
     def __call__(self, embedder: Embedder, progress: ProgressFn | None = None) -> EvalResult:
-        """Score ``embedder`` on the loaded sets."""
+        """Score ``embedder`` on the loaded sets (cosine of the two embeddings)."""
         result = score_sets(embedder, self.sets, self.batch_size, progress)
         result.info.update(self.info)
         return result
+
+    def score_pairs(self, scorer: PairScorer) -> EvalResult:
+        """Score a model that rates a pair directly (``scorer(pairs) -> similarities``) on the loaded sets."""
+        result = _score(self.sets, scorer)
+        result.info.update({**self.info, "sts_protocol": "all (concatenated subsets), pair scores, spearman"})
+        return result
+
+
+def _first_pairs(st: StsSet, limit: int) -> StsSet:
+    """``st`` cut to its first ``limit`` pairs (in subset order)."""
+    kept: dict[str, list[Any]] = {}
+    left = limit
+    for name, pairs in st.subsets.items():
+        if left <= 0:
+            break
+        kept[name] = pairs[:left]
+        left -= len(kept[name])
+    return StsSet(st.task, st.split, kept)
 
 
 def evaluate_sts(

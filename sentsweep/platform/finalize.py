@@ -27,7 +27,7 @@ from sentsweep.platform.export import BEST_MODEL, BEST_WEIGHTS, export_sentence_
 from sentsweep.platform.plots import study_plots
 from sentsweep.platform.search import is_final
 from sentsweep.tracking.vocabulary import find_trial_run
-from sentsweep.trainables.loop import BEST_DIR, MODEL_DIR, STATE_FILE
+from sentsweep.trainables.loop import checkpoint_weights
 
 if TYPE_CHECKING:
     from ray.tune import Checkpoint, Result, ResultGrid
@@ -76,16 +76,11 @@ def latest_checkpoint(result: Result) -> Checkpoint | None:
 def best_weights(result: Result) -> Iterator[Path]:
     """The trial's best weights: in its newest checkpoint, ``model/`` if the current weights were the
     best when it was written, else ``best/`` (see :mod:`sentsweep.trainables.loop`)."""
-    import torch
-
     checkpoint = latest_checkpoint(result)
     if checkpoint is None:
         raise FileNotFoundError(f"trial {result.metrics.get('trial_id')} kept no checkpoint")
     with checkpoint.as_directory() as folder:
-        root = Path(folder)
-        state = torch.load(root / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
-        best = root / BEST_DIR
-        yield root / MODEL_DIR if state["best_is_current"] or not best.is_dir() else best
+        yield checkpoint_weights(Path(folder))
 
 
 def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
@@ -148,9 +143,9 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run.
     SentEval uses the best trial's ``senteval_kfold`` / ``senteval_inner_kfold`` when it set them."""
     from sentsweep.evaluation import evaluate
-    from sentsweep.trainables.registry import load_trained_encoder
+    from sentsweep.trainables.registry import load_encoder
 
-    encoder = load_trained_encoder(weights)
+    encoder = load_encoder(weights)
     options = {name: (trial_config or {})[key] for key, name in SENTEVAL_SETTINGS.items()
                if (trial_config or {}).get(key) is not None}
     result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)

@@ -32,7 +32,7 @@ from sentsweep.platform.trial import run_once
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
 
-    from sentsweep.trainables.base import TrialConfig
+    from sentsweep.trainables.trial_config import TrialConfig
 
 
 class TrainableLike(Protocol):

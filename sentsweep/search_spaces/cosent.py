@@ -1,7 +1,9 @@
 """CoSENT search spaces (define-by-run Optuna functions).
 
 ``cosent``: the scale lambda in [1, 40] (the paper finds it robust in 5..40), pooling, learning rate,
-batch size and warmup ratio around the paper's defaults (lambda 20, mean, 2e-5, 16, 0.1).
+batch size and warmup ratio around the paper's defaults, which are the first point (read from
+:class:`~sentsweep.trainables.cosent.CosentConfig`: lambda 20, mean, 2e-5, 16, 0.1). lambda scales the
+cosines of the bi-encoder (eq. 10) and the raw scores of the cross-encoder (eq. 11) alike.
 ``cosent-losses``: also searches the loss among CoSENT and the paper's baselines (eqs. 2, 4, 6, 10),
 with each loss's own parameter suggested only on its branch.
 """
@@ -12,17 +14,13 @@ from typing import Any
 
 import optuna
 
-from sentsweep.search_spaces.spec import SearchSpaceSpec
+from sentsweep.search_spaces.spec import SearchSpaceSpec, default_point
+from sentsweep.trainables.cosent import CosentConfig
 
 POOLINGS = ["mean", "cls", "max", "first_last"]
 BATCH_SIZES = [16, 32, 64]
-PAPER_DEFAULTS: dict[str, Any] = {
-    "scale": 20.0,
-    "pooling": "mean",
-    "lr": 2e-5,
-    "batch_size": 16,
-    "warmup_ratio": 0.1,
-}
+#: The paper's setting of the searched parameters: the config's defaults.
+PAPER_DEFAULTS: dict[str, Any] = default_point(CosentConfig, "scale", "pooling", "lr", "batch_size", "warmup_ratio")
 
 
 def _optimisation(trial: optuna.Trial) -> None:
@@ -57,7 +55,7 @@ COSENT_LOSS_SPACE = SearchSpaceSpec(
     "cosent-losses",
     "cosent",
     cosent_loss_space,
-    {"loss": "cosent", **PAPER_DEFAULTS},
+    default_point(CosentConfig, "loss") | PAPER_DEFAULTS,
     "CoSENT against its baselines (MSE, contrastive, triplet)",
 )
 
@@ -71,7 +69,7 @@ COSENT_POOLING_SPACE = SearchSpaceSpec(
     "cosent-pooling",
     "cosent",
     cosent_pooling_space,
-    {"pooling": "mean"},
+    default_point(CosentConfig, "pooling"),
     "CoSENT pooling ablation (Table VIII): each pooling evaluated once, in order",
-    extra_points=tuple({"pooling": p} for p in POOLINGS[1:]),
+    extra_points=tuple({"pooling": p} for p in POOLINGS if p != PAPER_DEFAULTS["pooling"]),
 )

@@ -3,7 +3,8 @@
 ``multiview``: the view pair, one categorical over the unordered pairs of {bow, seq, dep, const}
 (``"dep+const"``) and the same-view baselines (``"seq+seq"`` is Quick-Thoughts), the hidden size per
 view, the learning rate, the batch size and frozen vs trainable word vectors, around the paper's setting
-(dep+const, 2400, Adam 5e-4, batch 400, frozen GloVe), which is the first point.
+(dep+const, 2400, Adam 5e-4, batch 400, frozen GloVe), which is the first point (read from
+:class:`~sentsweep.trainables.multiview.MultiviewConfig`'s defaults).
 ``multiview-demo``: the same axes at CPU scale (hidden 32-128, batches of 32-64) for a sweep in minutes.
 ``multiview-pairs``: the view pair only, the paper's Table 1 rows as the first and extra points.
 """
@@ -16,29 +17,22 @@ from typing import Any
 
 import optuna
 
-from sentsweep.search_spaces.spec import SearchSpaceSpec
+from sentsweep.methods.multiview.views import VIEWS
+from sentsweep.search_spaces.spec import SearchSpaceSpec, default_point
+from sentsweep.trainables.multiview import MultiviewConfig
 
-VIEW_ORDER: tuple[str, ...] = ("bow", "seq", "dep", "const")
 #: The six unordered pairs of distinct views, in the canonical order the trainable uses ("dep+const").
-VIEW_PAIRS: tuple[str, ...] = tuple(f"{a}+{b}" for a, b in combinations(VIEW_ORDER, 2))
+VIEW_PAIRS: tuple[str, ...] = tuple(f"{a}+{b}" for a, b in combinations(VIEWS, 2))
 #: Same-view baselines: (seq, seq) is Quick-Thoughts (Logeswaran & Lee 2018).
-SAME_VIEW_PAIRS: tuple[str, ...] = tuple(f"{v}+{v}" for v in VIEW_ORDER)
+SAME_VIEW_PAIRS: tuple[str, ...] = tuple(f"{v}+{v}" for v in VIEWS)
 ALL_PAIRS: tuple[str, ...] = VIEW_PAIRS + SAME_VIEW_PAIRS
 
-PAPER_POINT: dict[str, Any] = {
-    "views": "dep+const",
-    "hidden_size": 2400,
-    "lr": 5e-4,
-    "batch_size": 400,
-    "freeze_vectors": True,
-}
-DEMO_POINT: dict[str, Any] = {
-    "views": "dep+const",
-    "hidden_size": 64,
-    "lr": 5e-4,
-    "batch_size": 64,
-    "freeze_vectors": True,
-}
+#: The paper's setting of the searched parameters: the config's defaults.
+PAPER_POINT: dict[str, Any] = default_point(
+    MultiviewConfig, "views", "hidden_size", "lr", "batch_size", "freeze_vectors"
+)
+#: The paper's setting at CPU scale.
+DEMO_POINT: dict[str, Any] = PAPER_POINT | {"hidden_size": 64, "batch_size": 64}
 
 
 LR_RANGE = (1e-4, 2e-3)
@@ -94,7 +88,7 @@ MULTIVIEW_PAIRS_SPACE = SearchSpaceSpec(
     "multiview-pairs",
     "multiview",
     multiview_pairs_space,
-    {"views": "dep+const"},
+    default_point(MultiviewConfig, "views"),
     "the view pair only: dep+const, then seq+dep, seq+const and seq+seq (Quick-Thoughts)",
     extra_points=({"views": "seq+dep"}, {"views": "seq+const"}, {"views": "seq+seq"}),
 )

@@ -6,8 +6,10 @@ with alpha + :data:`MIN_GAP` as its lower bound, so alpha < beta always holds; 2
 log-uniform so that most trials land where the paper's Figure 3 varies, beta 0.2-0.6, and few in the
 flat "no bound" tail, which uniform sampling would give 80% of the trials) and
 lambda log-uniform in [1e-5, 1e-1]; then the InfoNCE temperature, the learning rate and the batch size.
-The first point is the paper's BERT-base setting (alpha 0.1, beta 0.3, lambda 1e-3, tau 0.05, lr 1e-5,
-batch 256); for RoBERTa the paper's lambda is 5e-4.
+The first point is the paper's BERT-base setting, read from
+:class:`~sentsweep.trainables.sncse.SncseConfig`'s defaults (alpha 0.1, beta 0.3, tau 0.05, lr 1e-5,
+batch 256) and the BERT lambda of :func:`~sentsweep.methods.sncse.default_lambda` (1e-3; the config's
+default picks it by model family, and for RoBERTa the paper's lambda is 5e-4).
 
 ``sncse-demo``: the same with CPU-sized batches (16, 32) for the demo sweep.
 
@@ -22,7 +24,9 @@ from typing import Any
 
 import optuna
 
-from sentsweep.search_spaces.spec import SearchSpaceSpec
+from sentsweep.methods.sncse import default_lambda
+from sentsweep.search_spaces.spec import SearchSpaceSpec, default_point
+from sentsweep.trainables.sncse import SncseConfig
 
 LOSSES = ["bml", "infonce", "pl", "nl"]
 ALPHA_RANGE = (0.0, 0.3)
@@ -34,15 +38,9 @@ TEMPERATURE_RANGE = (0.02, 0.1)
 LR_RANGE = (3e-6, 5e-5)
 BATCH_SIZES = [64, 128, 256]
 DEMO_BATCH_SIZES = [16, 32]
-PAPER_DEFAULTS: dict[str, Any] = {
-    "loss": "bml",
-    "alpha": 0.1,
-    "beta": 0.3,
-    "lambda": 1e-3,
-    "temperature": 0.05,
-    "lr": 1e-5,
-    "batch_size": 256,
-}
+#: The paper's BERT-base setting of the searched parameters: the config's defaults, lambda for BERT.
+PAPER_DEFAULTS: dict[str, Any] = default_point(SncseConfig, "loss", "alpha", "beta", "lambda", "temperature", "lr",
+                                               "batch_size") | {"lambda": default_lambda("bert")}
 
 
 def suggest_margins(trial: optuna.Trial) -> tuple[float, float]:
@@ -96,9 +94,9 @@ SNCSE_ABLATION_SPACE = SearchSpaceSpec(
     "sncse-ablation",
     "sncse",
     sncse_ablation_space,
-    {"loss": "bml"},
+    default_point(SncseConfig, "loss"),
     "SNCSE's Table 3: BML against InfoNCE, PL and NL, other settings fixed",
-    extra_points=({"loss": "infonce"}, {"loss": "pl"}, {"loss": "nl"}),
+    extra_points=tuple({"loss": loss} for loss in LOSSES if loss != PAPER_DEFAULTS["loss"]),
 )
 
 __all__ = [

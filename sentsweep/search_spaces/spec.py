@@ -1,4 +1,4 @@
-"""The shape of a search space: an Optuna define-by-run function plus the paper's defaults."""
+"""The shape of a search space: an Optuna define-by-run function plus its first point, the config's defaults."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
+from pydantic import BaseModel
 
 DefineByRun = Callable[[optuna.Trial], dict[str, Any] | None]
 
@@ -32,3 +33,11 @@ class SearchSpaceSpec:
         """The full trial config this space gives on ``trial`` (suggestions plus returned constants)."""
         constants = self.define_by_run(trial) or {}
         return {**trial.params, **constants}
+
+
+def default_point(config_cls: type[BaseModel], *names: str, **values: Any) -> dict[str, Any]:
+    """The defaults of ``config_cls`` for ``names`` (by their YAML names, in the form a space suggests
+    them: a view pair as ``"dep+const"``), then ``values``: a space's first point, read from the one
+    place the defaults are written."""
+    defaults = config_cls().model_dump(by_alias=True)
+    return {**{name: defaults[name] for name in names}, **values}

@@ -1,17 +1,18 @@
-"""CoSENT as a trainable: config, :class:`CosentTask` for the shared loop, Ray and standalone entries.
+"""CoSENT as a method: :class:`CosentConfig`, :class:`CosentTask` for the shared loop, :class:`CosentMethod`.
 
 Training data (``train_data``): ``stsb`` (scores 0-5), ``sickr`` (1-5), ``snli`` (NLI labels,
 contradiction < neutral < entailment; offline only dev/test exist, so ``train_split`` defaults to
 ``train`` and must be set to ``dev`` for offline runs), ``mrpc`` (binary). The loss is CoSENT (eq. 10)
-or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder (eq. 11).
-Dev selection: Spearman x100 on ``dev_data`` (STS-B dev by default) every ``eval_every`` steps.
+or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder with eq. 11,
+``scale`` (lambda) multiplying its raw scores as the equation writes it. Dev selection: Spearman x100 on
+``dev_data`` (STS-B dev by default) every ``eval_every`` steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -20,12 +21,15 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sentsweep import data as datasets
+from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
-from sentsweep.evaluation.sts import spearman
+from sentsweep.evaluation.protocols import Embedder
+from sentsweep.evaluation.sts import StsEvaluator
 from sentsweep.methods.cosent import cross_encoder_cosent_loss, make_pair_loss
-from sentsweep.methods.cosent.model import BiEncoder, CrossEncoder
-from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
-from sentsweep.trainables.base import Method, TrialConfig
+from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
+from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
+from sentsweep.trainables.method import Method
+from sentsweep.trainables.trial_config import TrialConfig
 
 LOSS_HEAD_FILE = "loss_head.safetensors"
 
@@ -36,12 +40,10 @@ TRAIN_SETS: dict[str, tuple[str, float, float, int | None]] = {
     "snli": ("labelled", 0.0, 2.0, 3),
     "mrpc": ("labelled", 0.0, 1.0, 2),
 }
-#: Dev sets for model selection: name -> (loader name, split, metric key).
-DEV_SETS: dict[str, tuple[str, str, str]] = {
-    "stsb": ("stsb", "dev", "stsb_dev"),
-    "sickr": ("sickr", "trial", "sickr_trial"),
-}
-
+#: Sentences per encoder call when scoring the dev set.
+DEV_BATCH_SIZE = 128
+#: The cross-encoder's test sets (it scores pairs, so the embedding suites do not apply).
+CROSS_TEST_TASKS = "stsb_test,sickr_test"
 
 #: The paper's NLI training setting (section 4), applied to the fields a config leaves unset.
 NLI_DEFAULTS: dict[str, float | int] = {"batch_size": 64, "max_length": 128, "epochs": 1.0}
@@ -59,10 +61,13 @@ class CosentConfig(TrialConfig):
     scale: float = Field(20.0, gt=0)
     epsilon: float = 0.5
     margin: float = Field(5.0, gt=0)
+    distance: Literal["euclidean", "cosine"] = "euclidean"
+    mining: Literal["hardest", "random"] = "hardest"
+    positive_threshold: float | None = Field(None, description="contrastive/triplet: labels above it are "
+                                             "positives (default: the middle of the label range)")
     train_data: Literal["stsb", "sickr", "snli", "mrpc"] = "stsb"
     train_split: str = "train"
     max_train_pairs: int | None = Field(None, gt=0)
-    dev_data: Literal["stsb", "sickr"] = "stsb"
 
     @model_validator(mode="after")
     def _consistent(self) -> CosentConfig:
@@ -74,9 +79,6 @@ class CosentConfig(TrialConfig):
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:
                     setattr(self, name, value)
-        dev_metric = DEV_SETS[self.dev_data][2]
-        if self.metric == "stsb_dev" and dev_metric != "stsb_dev":
-            self.metric = dev_metric
         return self
 
 
@@ -101,19 +103,13 @@ def load_train_pairs(config: CosentConfig) -> PairData:
     return PairData([p.s1 for p in rows], [p.s2 for p in rows], torch.tensor(labels, dtype=torch.float32))
 
 
-def load_dev_pairs(config: CosentConfig) -> tuple[list[datasets.ScoredPair], str]:
-    name, split, key = DEV_SETS[config.dev_data]
-    pairs = datasets.scored_pairs(name, split, data_dir=config.data_dir)
-    return (pairs[: config.max_dev_pairs] if config.max_dev_pairs else pairs), key
-
-
 class CosentTask:
     """CoSENT (or a baseline) on labelled pairs, for :class:`~sentsweep.trainables.loop.TrainingLoop`."""
 
     def __init__(self, config: CosentConfig) -> None:
         self.config = config
         self.train = load_train_pairs(config)
-        self.dev, self.dev_key = load_dev_pairs(config)
+        self.dev = config.dev_evaluator(DEV_BATCH_SIZE)
         _, label_min, label_max, num_labels = TRAIN_SETS[config.train_data]
         if config.architecture == "bi":
             encoder = TransformerEncoder(
@@ -131,11 +127,14 @@ class CosentTask:
                 dim=encoder.dim,
                 num_labels=num_labels,
                 epsilon=config.epsilon,
+                positive_threshold=config.positive_threshold,
                 margin=config.margin,
+                distance=config.distance,
+                mining=config.mining,
             ).to(encoder.device)
         else:
             self.net = CrossEncoder(config.model, config.max_length, device=config.device)
-            self.pair_loss = make_pair_loss("cosent", scale=1.0)  # unused: eq. 11 scores raw logits
+            self.pair_loss = nn.Module()  # eq. 11 has no loss parameters: the scores come from the net
         self.model = nn.ModuleDict({"net": self.net, "loss": self.pair_loss})
 
     # -- TrainTask ---------------------------------------------------------------------------------
@@ -150,24 +149,26 @@ class CosentTask:
         labels = self.train.labels[batch]
         if isinstance(self.net, CrossEncoder):
             scores = self.net(first, second)
-            return cross_encoder_cosent_loss(scores, labels.to(scores.device)), {}
+            return cross_encoder_cosent_loss(scores, labels.to(scores.device), scale=self.config.scale), {}
         u, v = self.net(first, second)
         value = self.pair_loss(u, v, labels.to(u.device))
         cos = nn.functional.cosine_similarity(u.detach().float(), v.detach().float(), dim=-1)
         return value, {"cos_mean": float(cos.mean())}
 
-    def predict(self, pairs: list[Any]) -> np.ndarray:
-        """Similarity scores for pairs (cosine for the bi-encoder, raw scores for the cross-encoder)."""
+    def score_pairs(self, pairs: list[Any]) -> np.ndarray:
+        """The cross-encoder's raw score of each pair (the pair scorer of its dev and test sets)."""
+        assert isinstance(self.net, CrossEncoder)
+        return self.net.predict([(p.s1, p.s2) for p in pairs])
+
+    def score(self, evaluator: StsEvaluator) -> dict[str, float]:
+        """Spearman x100 on ``evaluator``'s sets: the cosine of the bi-encoder's embeddings, or the
+        cross-encoder's pair scores."""
         if isinstance(self.net, CrossEncoder):
-            return self.net.predict([(p.s1, p.s2) for p in pairs])
-        encoder = self.net.encoder
-        sentences = list(dict.fromkeys(s for p in pairs for s in (p.s1, p.s2)))
-        vectors = dict(zip(sentences, encoder.encode(sentences, batch_size=128, normalize=True), strict=True))
-        return np.array([float(vectors[p.s1] @ vectors[p.s2]) for p in pairs])
+            return dict(evaluator.score_pairs(self.score_pairs).metrics)
+        return dict(evaluator(self.net.encoder).metrics)
 
     def evaluate(self) -> dict[str, float]:
-        scores = self.predict(self.dev)
-        return {self.dev_key: spearman(scores, [p.score for p in self.dev])}
+        return self.score(self.dev)
 
     def save(self, directory: Path) -> None:
         if isinstance(self.net, CrossEncoder):
@@ -188,26 +189,31 @@ class CosentTask:
             self.pair_loss.load_state_dict(load_file(str(head_file)))
 
 
-def final_evaluation(task: CosentTask, config: TrialConfig) -> dict[str, float]:
-    """The best weights on the test suite (``test_tasks``; the cross-encoder scores STS-B/SICK-R pairs)."""
-    if isinstance(task.net, CrossEncoder):
-        metrics = {}
-        for name, split in (("stsb", "test"), ("sickr", "test")):
-            pairs = datasets.scored_pairs(name, split, data_dir=config.data_dir)
-            metrics[f"{name}_{split}"] = spearman(task.predict(pairs), [p.score for p in pairs])
-        return metrics
-    return dict(evaluate(task.net.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+class CosentMethod(Method[CosentConfig, CosentTask]):
+    """CoSENT: a bi-encoder (or cross-encoder) trained on labelled pairs with the ranking loss."""
+
+    name = "cosent"
+    config_cls = CosentConfig
+    saved_marker: ClassVar[str | None] = None  # a plain transformer encoder folder
+
+    def build_task(self, config: CosentConfig) -> CosentTask:
+        return CosentTask(config)
+
+    def final_evaluation(self, task: CosentTask, config: CosentConfig) -> dict[str, float]:
+        """The best weights on the test suite (``test_tasks``; the cross-encoder scores STS-B/SICK-R test)."""
+        if isinstance(task.net, CrossEncoder):
+            return task.score(StsEvaluator(CROSS_TEST_TASKS, data_dir=config.data_dir))
+        return dict(evaluate(task.net.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+
+    def load_encoder(self, folder: Path, device: str | None = None) -> Embedder:
+        """A saved bi-encoder (any transformer encoder folder, the ``minilm`` alias or a hub id); a saved
+        cross-encoder is refused: it scores pairs and has no sentence embedding."""
+        if (folder / HEAD_FILE).is_file():
+            raise ConfigError("a CoSENT cross-encoder scores sentence pairs and has no sentence embedding",
+                              file=str(folder))
+        if (folder / ENCODER_CONFIG_FILE).is_file():
+            return TransformerEncoder.load(folder, device=device)
+        return TransformerEncoder(str(folder), EncoderSettings(), device=device)
 
 
-def build_task(config: TrialConfig) -> CosentTask:
-    if not isinstance(config, CosentConfig):
-        raise TypeError(f"CoSENT needs a CosentConfig, got {type(config).__name__}")
-    return CosentTask(config)
-
-
-COSENT = Method("cosent", CosentConfig, build_task, final_evaluation)
-
-
-def train_cosent(config: dict[str, Any]) -> None:
-    """Ray Tune function trainable: reports with checkpoints, restores from ``tune.get_checkpoint()``."""
-    COSENT.train_ray(config)
+COSENT = CosentMethod()

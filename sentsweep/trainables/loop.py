@@ -86,40 +86,24 @@ class TrainTask(Protocol):
 
 @dataclass
 class LoopConfig:
-    """Optimisation settings shared by every method (defaults: the CoSENT paper's)."""
+    """Optimisation settings shared by every method, taken from a validated trial config
+    (:meth:`sentsweep.trainables.trial_config.TrialConfig.loop_config`: its defaults and checks)."""
 
-    seed: int = 42
-    optimizer: Literal["adamw", "adam"] = "adamw"
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    lr_schedule: Literal["linear", "constant"] = "linear"
-    max_grad_norm: float | None = 1.0
-    epochs: float = 1.0
-    max_steps: int | None = None
-    eval_every: int = 125
-    metric: str = "stsb_dev"
-    mode: Literal["max", "min"] = "max"
-    amp: bool = True
-    eval_at_start: bool = False
+    seed: int
+    optimizer: Literal["adamw", "adam"]
+    lr: float
+    weight_decay: float
+    warmup_ratio: float
+    lr_schedule: Literal["linear", "constant"]
+    max_grad_norm: float | None
+    epochs: float
+    max_steps: int | None
+    eval_every: int
+    metric: str
+    mode: Literal["max", "min"]
+    amp: bool
+    eval_at_start: bool
     log_every: int = 25
-
-    def __post_init__(self) -> None:
-        checks = [
-            ("lr", self.lr > 0, "must be > 0"),
-            ("weight_decay", self.weight_decay >= 0, "must be >= 0"),
-            ("warmup_ratio", 0 <= self.warmup_ratio < 1, "must be in [0, 1)"),
-            ("max_grad_norm", self.max_grad_norm is None or self.max_grad_norm > 0, "must be > 0 or null"),
-            ("epochs", self.epochs > 0, "must be > 0"),
-            ("max_steps", self.max_steps is None or self.max_steps > 0, "must be > 0 or null"),
-            ("eval_every", self.eval_every > 0, "must be > 0"),
-            ("optimizer", self.optimizer in ("adamw", "adam"), "must be adamw or adam"),
-            ("lr_schedule", self.lr_schedule in ("linear", "constant"), "must be linear or constant"),
-            ("mode", self.mode in ("max", "min"), "must be max or min"),
-        ]
-        for name, ok, why in checks:
-            if not ok:
-                raise ConfigError(f"{why}, got {getattr(self, name)!r}", field=name)
 
 
 @dataclass
@@ -394,3 +378,11 @@ class TrainingLoop:
 def write_history(history: list[dict[str, float]], path: Path) -> None:
     """The dev curve as JSON lines."""
     path.write_text("".join(json.dumps(row) + "\n" for row in history))
+
+
+def checkpoint_weights(checkpoint: Path) -> Path:
+    """The best weights a checkpoint written by :meth:`TrainingLoop.save_checkpoint` carries: ``model/``
+    when the current weights were the best when it was written (or no best was kept), else ``best/``."""
+    state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+    best = checkpoint / BEST_DIR
+    return checkpoint / MODEL_DIR if state["best_is_current"] or not best.is_dir() else best

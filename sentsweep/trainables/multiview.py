@@ -1,5 +1,5 @@
-"""Multi-view structured contrastive learning as a trainable: config, :class:`MultiviewTask`, Ray and
-standalone entries, and :func:`load_multiview_encoder` for saved models.
+"""Multi-view structured contrastive learning as a method: :class:`MultiviewConfig`,
+:class:`MultiviewTask` for the shared loop, :class:`MultiviewMethod` (with the loader of saved models).
 
 Training data (``corpus``): document-ordered corpora (``enwiki``, ``brown``, ``ptb-train``, or a file;
 several joined by commas), parsed once (spaCy + the ``constituency`` backend) and cached. Batches are
@@ -20,39 +20,39 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import torch
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, field_validator, model_validator
 
 from sentsweep import data as datasets
 from sentsweep.data.parsing import CONSTITUENCY_BACKENDS, Parser, parse_corpus
-from sentsweep.errors import ConfigError, DataError
+from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
-from sentsweep.evaluation.sts import spearman
 from sentsweep.methods.multiview.model import (
+    SETTINGS_FILE,
     MultiViewEncoder,
     MultiViewSettings,
     SentenceArrays,
     build_model,
 )
 from sentsweep.methods.multiview.objective import multiview_contrastive_loss, neighbour_accuracy
-from sentsweep.methods.multiview.views import parse_view_pair
+from sentsweep.methods.multiview.views import ViewPair, parse_view_pair
 from sentsweep.methods.multiview.vocab import GLOVE_PACKAGE_NAMES, RANDOM_VECTORS
-from sentsweep.trainables.base import Method, TrialConfig
+from sentsweep.trainables.method import Method
+from sentsweep.trainables.trial_config import TrialConfig
 
-#: Dev sets for model selection: name -> (loader name, split, metric key).
-DEV_SETS: dict[str, tuple[str, str, str]] = {
-    "sickr": ("sickr", "trial", "sickr_trial"),
-    "stsb": ("stsb", "dev", "stsb_dev"),
-}
+#: A view pair in a config: written ``"dep+const"`` (YAML, search spaces, logged params), parsed once
+#: into a :class:`ViewPair` that the model receives as is.
+ViewPairField = Annotated[ViewPair, BeforeValidator(parse_view_pair), PlainSerializer(str, return_type=str)]
 
 
 class MultiviewConfig(TrialConfig):
     """A multi-view trial. Defaults: the paper's setting (see the module docstring)."""
 
-    views: str = Field("dep+const", description="two of bow, seq, dep, const joined by '+' (unordered)")
+    views: ViewPairField = Field(ViewPair("dep", "const"),
+                                 description="two of bow, seq, dep, const joined by '+' (unordered)")
     hidden_size: int = Field(2400, ge=2, description="per view; the embedding is [f; g], twice this")
     word_vectors: str = Field("glove-6b-50d", description="glove-6b-50d (offline), a GloVe text file, random")
     freeze_vectors: bool = True
@@ -65,7 +65,7 @@ class MultiviewConfig(TrialConfig):
     constituency: str = "derived"
     spacy_model: str | None = None
     respect_documents: bool = True
-    dev_data: Literal["sickr", "stsb"] = "sickr"
+    dev_data: Literal["stsb", "sickr"] = "sickr"
     encode_batch_size: int = Field(256, ge=1)
     senteval_kfold: int = Field(10, ge=2)
     senteval_inner_kfold: int | None = Field(None, ge=2)
@@ -78,14 +78,8 @@ class MultiviewConfig(TrialConfig):
     amp: bool = False  # fp32 as in the paper: the unnormalised 2400-d tree states overflow bf16/fp16
     max_grad_norm: float | None = 5.0
     batch_size: int = Field(400, ge=2)
-    metric: str = "sickr_trial"
     eval_every: int = Field(500, gt=0)
     test_tasks: str = "senteval,sts"
-
-    @field_validator("views")
-    @classmethod
-    def _views(cls, value: str) -> str:
-        return "+".join(parse_view_pair(value))
 
     @field_validator("constituency")
     @classmethod
@@ -96,15 +90,8 @@ class MultiviewConfig(TrialConfig):
 
     @model_validator(mode="after")
     def _consistent(self) -> MultiviewConfig:
-        if self.freeze_vectors and self.word_vectors == "random":
-            raise ValueError("random word vectors cannot be frozen: set freeze_vectors false")
-        if "seq" in self.views.split("+") and self.hidden_size % 2:
-            raise ValueError(
-                f"the seq view needs an even hidden_size (two GRU directions), got {self.hidden_size}"
-            )
-        dev_metric = DEV_SETS[self.dev_data][2]
-        if self.metric in ("sickr_trial", "stsb_dev") and self.metric != dev_metric:
-            self.metric = dev_metric
+        """The model's invariants, checked where the model defines them (:class:`MultiViewSettings`)."""
+        self.settings(self.word_vectors)
         return self
 
     def vectors_source(self) -> str:
@@ -117,11 +104,12 @@ class MultiviewConfig(TrialConfig):
         under_data = datasets.resolve_data_dir(self.data_dir).path(value)
         return str(under_data) if under_data.is_file() else value
 
-    def settings(self) -> MultiViewSettings:
+    def settings(self, word_vectors: str | None = None) -> MultiViewSettings:
+        """The model's settings (``word_vectors``: the resolved :meth:`vectors_source` unless given)."""
         return MultiViewSettings(
-            views=parse_view_pair(self.views),
+            views=self.views,
             hidden_size=self.hidden_size,
-            word_vectors=self.vectors_source(),
+            word_vectors=word_vectors or self.vectors_source(),
             freeze_vectors=self.freeze_vectors,
             vocab_size=self.vocab_size,
             max_vectors=self.max_vectors,
@@ -178,9 +166,7 @@ class MultiviewTask:
         self.segments = torch.from_numpy(
             np.repeat(np.arange(len(parsed.documents)), [len(d) for d in parsed.documents])
         )
-        name, split, self.dev_key = DEV_SETS[config.dev_data]
-        dev = datasets.scored_pairs(name, split, data_dir=config.data_dir)
-        self.dev = dev[: config.max_dev_pairs] if config.max_dev_pairs else dev
+        self.dev = config.dev_evaluator(config.encode_batch_size)
 
     # -- TrainTask ---------------------------------------------------------------------------------
     def batches(self, epoch: int, generator: torch.Generator) -> list[tuple[int, int]]:
@@ -199,13 +185,8 @@ class MultiviewTask:
         return value, {"neighbour_acc": 100.0 * neighbour_accuracy(f.detach(), g.detach(), segments)}
 
     def evaluate(self) -> dict[str, float]:
-        sentences = list(dict.fromkeys(s for p in self.dev for s in (p.s1, p.s2)))
-        vectors = dict(zip(sentences, self.encoder.encode(sentences), strict=True))
-        cos = []
-        for p in self.dev:
-            a, b = vectors[p.s1], vectors[p.s2]
-            cos.append(float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)))
-        return {self.dev_key: spearman(cos, [p.score for p in self.dev])}
+        """Spearman x100 of the cosine of ``[f; g]`` on the dev set."""
+        return dict(self.dev(self.encoder).metrics)
 
     def save(self, directory: Path) -> None:
         self.encoder.save(directory)
@@ -214,42 +195,31 @@ class MultiviewTask:
         self.encoder.load_weights(directory)
 
 
-def final_evaluation(task: MultiviewTask, config: TrialConfig) -> dict[str, float]:
-    """The best weights on ``test_tasks`` (SentEval with ``senteval_kfold`` folds, and STS)."""
-    assert isinstance(config, MultiviewConfig)
-    result = evaluate(
-        task.encoder,
-        config.test_tasks,
-        data_dir=config.data_dir,
-        kfold=config.senteval_kfold,
-        inner_kfold=config.senteval_inner_kfold,
-        batch_size=config.encode_batch_size,
-    )
-    return dict(result.metrics)
+class MultiviewMethod(Method[MultiviewConfig, MultiviewTask]):
+    """Multi-view structured contrastive learning: two views of a sentence, Quick-Thoughts objective."""
+
+    name = "multiview"
+    config_cls = MultiviewConfig
+    saved_marker: ClassVar[str | None] = SETTINGS_FILE
+
+    def build_task(self, config: MultiviewConfig) -> MultiviewTask:
+        return MultiviewTask(config)
+
+    def final_evaluation(self, task: MultiviewTask, config: MultiviewConfig) -> dict[str, float]:
+        """The best weights on ``test_tasks`` (SentEval with ``senteval_kfold`` folds, and STS)."""
+        result = evaluate(
+            task.encoder,
+            config.test_tasks,
+            data_dir=config.data_dir,
+            kfold=config.senteval_kfold,
+            inner_kfold=config.senteval_inner_kfold,
+            batch_size=config.encode_batch_size,
+        )
+        return dict(result.metrics)
+
+    def load_encoder(self, folder: Path, device: str | None = None) -> MultiViewEncoder:
+        """A saved multi-view model, with the parser it was trained with."""
+        return MultiViewEncoder.load(folder, make_parser, device=device)
 
 
-def build_task(config: TrialConfig) -> MultiviewTask:
-    if not isinstance(config, MultiviewConfig):
-        raise TypeError(f"the multi-view method needs a MultiviewConfig, got {type(config).__name__}")
-    return MultiviewTask(config)
-
-
-MULTIVIEW = Method("multiview", MultiviewConfig, build_task, final_evaluation)
-
-
-def train_multiview(config: dict[str, Any]) -> None:
-    """Ray Tune function trainable: reports with checkpoints, restores from ``tune.get_checkpoint()``."""
-    MULTIVIEW.train_ray(config)
-
-
-def load_multiview_encoder(
-    directory: str | Path, device: str | None = None, batch_size: int = 256
-) -> MultiViewEncoder:
-    """A saved multi-view model (a run's ``best/`` folder or a checkpoint's ``model/``) as an Embedder."""
-    directory = Path(directory)
-    for candidate in (directory, directory / "best", directory / "model"):
-        if (candidate / "multiview.json").is_file():
-            return MultiViewEncoder.load(candidate, make_parser, device=device, batch_size=batch_size)
-    raise DataError(
-        "not a multi-view model folder (no multiview.json here, in best/ or model/)", file=directory
-    )
+MULTIVIEW = MultiviewMethod()

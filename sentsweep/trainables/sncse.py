@@ -1,11 +1,11 @@
-"""SNCSE as a trainable: config, :class:`SncseTask` for the shared loop, Ray and standalone entries.
+"""SNCSE as a method: :class:`SncseConfig`, :class:`SncseTask` for the shared loop, :class:`SncseMethod`.
 
 Training data: an ordered unlabelled corpus from the data registry (``corpus``: ``enwiki``, the
 Wikipedia sample, by default; a path such as SimCSE's ``wiki1m_for_simcse.txt`` for real runs). Each
 sentence is encoded three times in one forward pass (anchor, dropout positive, soft negative: its
 negation, generated once per corpus and cached on disk). The loss is SNCSE's (eq. 7) or one of the
-Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selection: STS-B dev Spearman x100
-every ``eval_every`` steps; the best weights go to the final test suite.
+Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selection: Spearman x100 on
+``dev_data`` (STS-B dev) every ``eval_every`` steps; the best weights go to the final test suite.
 
 Defaults are the paper's for BERT-base: alpha 0.1, beta 0.3, lambda 1e-3 for BERT and 5e-4 for RoBERTa
 (chosen from the model config's family when ``lambda`` is not set), tau 0.05, lr 1e-5, batch 256, max
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from sentsweep.evaluation.analysis import (
     similarity_distribution,
     worst_pairs,
 )
-from sentsweep.evaluation.sts import spearman
+from sentsweep.evaluation.protocols import Embedder
 from sentsweep.methods.sncse import (
     LOSS_VARIANTS,
     NegationStats,
@@ -48,12 +48,13 @@ from sentsweep.methods.sncse import (
     sncse_objective,
 )
 from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
-from sentsweep.trainables.base import (
-    Method,
-    TrialConfig,
-)
+from sentsweep.methods.sncse.model import SNCSE_FILE
+from sentsweep.trainables.method import Method
+from sentsweep.trainables.trial_config import TrialConfig
 
 DIAGNOSTICS_DIR = "diagnostics"
+#: Sentences per encoder call when scoring the dev set.
+DEV_BATCH_SIZE = 128
 
 
 class SncseConfig(TrialConfig):
@@ -104,6 +105,11 @@ class SncseConfig(TrialConfig):
         """Whether training uses soft negatives (every loss but plain InfoNCE)."""
         return self.loss != "infonce"
 
+    def with_output_dir(self, output_dir: Path) -> SncseConfig:
+        """Runs always have an output folder, so the diagnostics land next to the best weights and are
+        logged with them (under Tune: ``<trial dir>/output``)."""
+        return self if self.output_dir is not None else self.model_copy(update={"output_dir": str(output_dir)})
+
 
 def corpus_sentences(
     name_or_path: str, data_dir: str | Path | None = None, max_sentences: int | None = None
@@ -146,8 +152,7 @@ class SncseTask:
             config.model, max_length=config.max_length, device=config.device, amp=config.amp
         )
         self.lam = config.lambda_ if config.lambda_ is not None else default_lambda(self.model.family)
-        dev = datasets.scored_pairs("stsb", "dev", data_dir=config.data_dir)
-        self.dev = dev[: config.max_dev_pairs] if config.max_dev_pairs else dev
+        self.dev = config.dev_evaluator(DEV_BATCH_SIZE)
 
     # -- TrainTask ---------------------------------------------------------------------------------
     def batches(self, epoch: int, generator: torch.Generator) -> list[torch.Tensor]:
@@ -165,16 +170,9 @@ class SncseTask:
             c.loss, z1, z2, z3, temperature=c.temperature, alpha=c.alpha, beta=c.beta, lam=self.lam
         )
 
-    def predict(self, pairs: list[Any]) -> np.ndarray:
-        """Cosine of each pair's evaluation embeddings (anchor template, raw mask state)."""
-        sentences = list(dict.fromkeys(s for p in pairs for s in (p.s1, p.s2)))
-        vectors = dict(
-            zip(sentences, self.model.encode(sentences, batch_size=128, normalize=True), strict=True)
-        )
-        return np.array([float(vectors[p.s1] @ vectors[p.s2]) for p in pairs])
-
     def evaluate(self) -> dict[str, float]:
-        return {"stsb_dev": spearman(self.predict(self.dev), [p.score for p in self.dev])}
+        """Spearman x100 of the evaluation embeddings' cosine (anchor template, raw mask state) on dev."""
+        return dict(self.dev(self.model).metrics)
 
     def save(self, directory: Path) -> None:
         self.model.save(directory)
@@ -284,44 +282,34 @@ def _markdown(frame: Any) -> str:
 # -- the method ----------------------------------------------------------------------------------------
 
 
-def final_evaluation(task: SncseTask, config: TrialConfig) -> dict[str, float]:
-    """The best weights on the test suite, plus lambda, negation statistics and the diagnostics."""
-    assert isinstance(config, SncseConfig)
-    metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir).metrics)
-    metrics["lambda"] = task.lam
-    if task.negation_stats is not None:
-        metrics.update(task.negation_stats.as_metrics())
-    if config.diagnostics:
-        out_dir = Path(config.output_dir) / DIAGNOSTICS_DIR if config.output_dir else None
-        result = run_diagnostics(task.model, config, out_dir, task.negator, task.negation_stats)
-        metrics.update(result.metrics)
-    return metrics
+class SncseMethod(Method[SncseConfig, SncseTask]):
+    """SNCSE: unsupervised contrastive learning with soft negatives (negated sentences) and BML."""
+
+    name = "sncse"
+    config_cls = SncseConfig
+    saved_marker: ClassVar[str | None] = SNCSE_FILE
+
+    def build_task(self, config: SncseConfig) -> SncseTask:
+        return SncseTask(config)
+
+    def final_evaluation(self, task: SncseTask, config: SncseConfig) -> dict[str, float]:
+        """The best weights on the test suite, plus lambda, negation statistics and the diagnostics."""
+        metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir).metrics)
+        metrics["lambda"] = task.lam
+        if task.negation_stats is not None:
+            metrics.update(task.negation_stats.as_metrics())
+        if config.diagnostics:
+            out_dir = Path(config.output_dir) / DIAGNOSTICS_DIR if config.output_dir else None
+            result = run_diagnostics(task.model, config, out_dir, task.negator, task.negation_stats)
+            metrics.update(result.metrics)
+        return metrics
+
+    def load_encoder(self, folder: Path, device: str | None = None) -> Embedder:
+        """A saved SNCSE model: its prompt templates kept, embeddings from the anchor's mask state."""
+        return SncseModel.load(folder, device=device)
 
 
-def build_task(config: TrialConfig) -> SncseTask:
-    if not isinstance(config, SncseConfig):
-        raise TypeError(f"SNCSE needs an SncseConfig, got {type(config).__name__}")
-    return SncseTask(config)
-
-
-@dataclass(frozen=True)
-class SncseMethod(Method):
-    """:class:`Method` whose runs always have an output folder, so the diagnostics land next to the
-    best weights and are logged with them (under Tune: ``<trial dir>/output``)."""
-
-    def with_output_dir(self, raw: dict[str, Any], output_dir: Path) -> dict[str, Any]:
-        if raw.get("output_dir") is None:
-            return {**raw, "output_dir": str(output_dir)}
-        return raw
-
-
-SNCSE = SncseMethod("sncse", SncseConfig, build_task, final_evaluation)
-
-
-def train_sncse(config: dict[str, Any]) -> None:
-    """Ray Tune function trainable: reports with checkpoints, restores from ``tune.get_checkpoint()``."""
-    SNCSE.train_ray(config)
-
+SNCSE = SncseMethod()
 
 __all__ = [
     "LOSS_VARIANTS",
@@ -330,7 +318,5 @@ __all__ = [
     "SncseMethod",
     "SncseTask",
     "corpus_sentences",
-    "final_evaluation",
     "run_diagnostics",
-    "train_sncse",
 ]

@@ -1,4 +1,4 @@
-"""The multi-view trainable (config, standalone training, Ray Tune), its search spaces and configs."""
+"""The multi-view method (the method contract, config, training, Ray Tune), its search spaces and configs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from sentsweep.data import SAMPLE_DIR
 from sentsweep.errors import ConfigError
+from sentsweep.methods.multiview.views import ViewPair
 from sentsweep.search_spaces.multiview import (
     ALL_PAIRS,
     MULTIVIEW_DEMO_SPACE,
@@ -19,7 +20,9 @@ from sentsweep.search_spaces.multiview import (
     MULTIVIEW_SPACE,
     VIEW_PAIRS,
 )
-from sentsweep.trainables.multiview import MULTIVIEW, MultiviewConfig, load_multiview_encoder
+from sentsweep.trainables.multiview import MULTIVIEW, MultiviewConfig
+from sentsweep.trainables.registry import load_encoder
+from tests.trainables.method_contract import MethodContract, TrainedRun
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,13 +59,16 @@ def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPa
 # -- config --------------------------------------------------------------------------------------------
 def test_defaults_are_the_papers() -> None:
     config = MultiviewConfig()
-    assert config.views == "dep+const" and config.hidden_size == 2400
+    assert config.views == ViewPair("dep", "const") and config.hidden_size == 2400
     assert (config.optimizer, config.lr, config.batch_size, config.max_grad_norm) == ("adam", 5e-4, 400, 5.0)
     assert config.freeze_vectors and config.weight_decay == 0.0 and config.metric == "sickr_trial"
 
 
 def test_config_validation_names_the_field() -> None:
-    assert MULTIVIEW.parse({"views": "const,dep"}).views == "dep+const"
+    parsed = MULTIVIEW.parse({"views": "const,dep"})
+    assert parsed.views == ViewPair("dep", "const") and str(parsed.views) == "dep+const"
+    assert parsed.settings().views is parsed.views  # parsed once, passed to the model as is
+    assert parsed.model_dump()["views"] == "dep+const"  # logged and written back in the YAML form
     assert MULTIVIEW.parse({"dev_data": "stsb"}).metric == "stsb_dev"
     with pytest.raises(ConfigError, match="views"):
         MULTIVIEW.parse({"views": "dep+cky"})
@@ -92,7 +98,7 @@ def test_spaces_cover_the_pairs_and_give_valid_configs() -> None:
         for params in _sample(spec, 60):
             seen.add(params["views"])
             config = MULTIVIEW.parse(params)
-            assert config.views == params["views"]  # already canonical
+            assert str(config.views) == params["views"]  # already canonical
             assert 1e-4 <= config.lr <= 2e-3
     assert seen == set(ALL_PAIRS)
 
@@ -126,17 +132,23 @@ def test_sweep_configs_validate(name: str) -> None:
 
 
 # -- training ------------------------------------------------------------------------------------------
-def test_standalone_training_evaluates_and_saves(tmp_path: Path, cache: Path) -> None:
-    result, final = MULTIVIEW.train_standalone(tiny(), output_dir=tmp_path / "run", log=lambda line: None)
-    assert result.state.step == 3 and len(result.state.history) == 2
-    first = result.state.history[0]
-    assert np.isfinite(first["train_loss"]) and "train_neighbour_acc" in first and "sickr_trial" in first
-    assert {"mr_acc", "sickr_test", "senteval_avg", "sickr_trial"} <= set(final)
-    settings = json.loads((tmp_path / "run" / "best" / "multiview.json").read_text())
-    assert settings["views"] == ["dep", "const"] and "derived" in settings["parser_backend"]
-    encoder = load_multiview_encoder(tmp_path / "run")
-    assert encoder.encode(["A man plays a guitar."]).shape == (1, 16)
-    assert any(cache.glob("trees/*/corpus-*.json.gz"))  # the parsed corpus is cached
+class TestMultiviewMethod(MethodContract):
+    method_name = "multiview"
+
+    def tiny_settings(self, tiny_bert_dir: Path) -> dict:
+        return tiny()
+
+    def test_standalone_training_evaluates_and_saves(self, trained: TrainedRun) -> None:
+        result, final, out = trained.result, trained.final, trained.output_dir
+        assert result.state.step == 3 and len(result.state.history) == 2
+        first = result.state.history[0]
+        assert np.isfinite(first["train_loss"]) and "train_neighbour_acc" in first and "sickr_trial" in first
+        assert {"mr_acc", "sickr_test", "senteval_avg", "sickr_trial"} <= set(final)
+        settings = json.loads((out / "best" / "multiview.json").read_text())
+        assert settings["views"] == ["dep", "const"] and "derived" in settings["parser_backend"]
+        encoder = load_encoder(out)
+        assert encoder.encode(["A man plays a guitar."]).shape == (1, 16)
+        assert any(trained.cache.glob("trees/*/corpus-*.json.gz"))  # the parsed corpus is cached
 
 
 def test_batches_are_consecutive_runs_in_shuffled_order(cache: Path) -> None:
@@ -154,7 +166,7 @@ def test_two_trials_under_ray_tune(tmp_path: Path, cache: Path) -> None:
     ray = pytest.importorskip("ray")
     from ray import tune
 
-    from sentsweep.trainables.multiview import train_multiview
+    from sentsweep.trainables.registry import get_trainable
 
     os.environ["RAY_AUTH_MODE"] = "disabled"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -163,7 +175,7 @@ def test_two_trials_under_ray_tune(tmp_path: Path, cache: Path) -> None:
             views=tune.grid_search(["dep+const", "bow+seq"]), max_steps=2, eval_every=1, test_tasks="sickr"
         )
         tuner = tune.Tuner(
-            train_multiview,
+            get_trainable("multiview").function,
             param_space=space,
             tune_config=tune.TuneConfig(num_samples=1, metric="sickr_trial", mode="max"),
             run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="mv", verbose=0),

@@ -1,6 +1,6 @@
 """A toy method for the platform tests: a tiny random BERT regressed onto a few STS-B pairs.
 
-It runs the real machinery (:class:`~sentsweep.trainables.base.Method`, ``run_trial``, the training loop,
+It runs the real machinery (:class:`~sentsweep.trainables.method.Method`, ``run_trial``, the training loop,
 checkpoints, the MLflow trial logger) in milliseconds per step, and can be told to fail, to produce a
 NaN loss, or to sleep per step (so a test can kill a sweep mid-way). Ray workers import this module by
 name: the platform conftest puts this folder on ``PYTHONPATH`` before Ray starts.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import optuna
 import torch
@@ -20,11 +20,12 @@ from torch import Tensor, nn
 
 from sentsweep import data as datasets
 from sentsweep.evaluation import evaluate
-from sentsweep.evaluation.sts import spearman
+from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 from sentsweep.search_spaces.spec import SearchSpaceSpec
-from sentsweep.trainables.base import Method, TrialConfig
-from sentsweep.trainables.registry import TrainableSpec
+from sentsweep.trainables.method import Method
+from sentsweep.trainables.registry import trainable_spec
+from sentsweep.trainables.trial_config import TrialConfig
 
 
 class ToyConfig(TrialConfig):
@@ -33,6 +34,7 @@ class ToyConfig(TrialConfig):
     pooling: Literal["cls", "mean", "max", "first_last"] = "mean"
     scale: float = Field(1.0, gt=0)
     max_train_pairs: int = 64
+    max_dev_pairs: int | None = Field(40, gt=0)
     fail_at_step: int | None = None
     nan_at_step: int | None = None
     sleep_s: float = 0.0
@@ -50,8 +52,7 @@ class ToyTask:
         rows = datasets.scored_pairs("stsb", "train", data_dir=config.data_dir)[: config.max_train_pairs]
         self.first, self.second = [p.s1 for p in rows], [p.s2 for p in rows]
         self.labels = torch.tensor([p.score / 5.0 for p in rows])
-        dev = datasets.scored_pairs("stsb", "dev", data_dir=config.data_dir)
-        self.dev = dev[: config.max_dev_pairs or 40]
+        self.dev = config.dev_evaluator(batch_size=64)
         self.calls = 0
 
     def batches(self, epoch: int, generator: torch.Generator) -> list[Tensor]:
@@ -73,10 +74,9 @@ class ToyTask:
         return value, {"cos_mean": float(cos.detach().mean())}
 
     def evaluate(self) -> dict[str, float]:
-        a = self.encoder.encode([p.s1 for p in self.dev], normalize=True)
-        b = self.encoder.encode([p.s2 for p in self.dev], normalize=True)
-        score = spearman((a * b).sum(1), [p.score for p in self.dev]) - self.config.dev_penalty
-        return {"stsb_dev": score}
+        metrics = dict(self.dev(self.encoder).metrics)
+        metrics[STSB_DEV] -= self.config.dev_penalty
+        return metrics
 
     def save(self, directory: Path) -> None:
         self.encoder.save(directory)
@@ -85,24 +85,26 @@ class ToyTask:
         self.encoder.model.load_state_dict(load_file(str(directory / "model.safetensors")))
 
 
-def build_toy_task(config: TrialConfig) -> ToyTask:
-    assert isinstance(config, ToyConfig)
-    return ToyTask(config)
+class ToyMethod(Method[ToyConfig, ToyTask]):
+    """The toy as a method: the whole of what a method implements."""
+
+    name = "toy"
+    config_cls = ToyConfig
+    saved_marker: ClassVar[str | None] = None
+
+    def build_task(self, config: ToyConfig) -> ToyTask:
+        return ToyTask(config)
+
+    def final_evaluation(self, task: ToyTask, config: ToyConfig) -> dict[str, float]:
+        return dict(evaluate(task.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+
+    def load_encoder(self, folder: Path, device: str | None = None) -> TransformerEncoder:
+        return TransformerEncoder.load(folder, device=device)
 
 
-def toy_final_evaluation(task: ToyTask, config: TrialConfig) -> dict[str, float]:
-    return dict(evaluate(task.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
-
-
-TOY = Method("toy", ToyConfig, build_toy_task, toy_final_evaluation)
-
-
-def train_toy(config: dict[str, Any]) -> None:
-    """The toy Ray function trainable."""
-    TOY.train_ray(config)
-
-
-TOY_TRAINABLE = TrainableSpec("toy", train_toy, TOY, reuse_actors=True)
+TOY = ToyMethod()
+#: The toy's Tune trainable, generated as for the registered methods.
+TOY_TRAINABLE = trainable_spec(TOY)
 
 
 def toy_space(trial: optuna.Trial) -> None:

@@ -1,4 +1,4 @@
-"""The SNCSE trainable: typed config, a standalone run with artifacts, and a 2-trial Ray Tune run."""
+"""The SNCSE method: the method contract, typed config, the run's diagnostics, and a 2-trial Ray Tune run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask, build_task
+from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask
+from tests.trainables.method_contract import MethodContract, TrainedRun
 
 
 def _tiny(tiny_bert_dir: Path, **overrides: Any) -> dict[str, Any]:
@@ -60,39 +61,42 @@ def test_unknown_loss_and_field_are_named() -> None:
     assert info.value.field == "lamda"
 
 
-def test_standalone_run_writes_weights_and_diagnostics(
-    tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    result, final = SNCSE.train_standalone(_tiny(tiny_bert_dir), output_dir=tmp_path / "run", log=print)
-    assert result.state.step == 2 and len(result.state.history) == 2
-    row = result.state.history[0]
-    assert {"stsb_dev", "train_loss", "train_cos_pos", "train_cos_neg", "train_bml"} <= set(row)
-    assert final["final"] == 1.0 and final["lambda"] == 1e-3  # BERT family
-    assert 0.0 <= final["negation_fallback_share"] <= 1.0 and final["negation_total"] == 24
-    assert -1.0 <= final["diag_negation_cos_mean"] <= 1.0 and "diag_random_cos_mode" in final
-    out = tmp_path / "run"
-    diag = out / "diagnostics"
-    for name in (
-        "similarity_hist.png",
-        "similarity_summary.csv",
-        "similarity_summary.json",
-        "rank_errors.csv",
-        "rank_errors.md",
-        "negation_stats.json",
-        "negation_pairs.jsonl",
-    ):
-        assert (diag / name).is_file(), name
-    assert (diag / "similarity_hist.png").read_bytes()[:4] == b"\x89PNG"
-    summary = json.loads((diag / "similarity_summary.json").read_text())
-    assert set(summary) == {"negation", "random"} and summary["negation"]["n"] == 16
-    assert "rank_error" in (diag / "rank_errors.md").read_text()
-    assert (out / "best" / "sncse_mlp.safetensors").is_file()
-    assert "fallback" in capsys.readouterr().out  # the rule statistics are logged
+class TestSncseMethod(MethodContract):
+    method_name = "sncse"
+
+    def tiny_settings(self, tiny_bert_dir: Path) -> dict[str, Any]:
+        return _tiny(tiny_bert_dir)
+
+    def test_standalone_run_writes_weights_and_diagnostics(self, trained: TrainedRun) -> None:
+        result, final, out = trained.result, trained.final, trained.output_dir
+        assert result.state.step == 2 and len(result.state.history) == 2
+        row = result.state.history[0]
+        assert {"stsb_dev", "train_loss", "train_cos_pos", "train_cos_neg", "train_bml"} <= set(row)
+        assert final["final"] == 1.0 and final["lambda"] == 1e-3  # BERT family
+        assert 0.0 <= final["negation_fallback_share"] <= 1.0 and final["negation_total"] == 24
+        assert -1.0 <= final["diag_negation_cos_mean"] <= 1.0 and "diag_random_cos_mode" in final
+        diag = out / "diagnostics"
+        for name in (
+            "similarity_hist.png",
+            "similarity_summary.csv",
+            "similarity_summary.json",
+            "rank_errors.csv",
+            "rank_errors.md",
+            "negation_stats.json",
+            "negation_pairs.jsonl",
+        ):
+            assert (diag / name).is_file(), name
+        assert (diag / "similarity_hist.png").read_bytes()[:4] == b"\x89PNG"
+        summary = json.loads((diag / "similarity_summary.json").read_text())
+        assert set(summary) == {"negation", "random"} and summary["negation"]["n"] == 16
+        assert "rank_error" in (diag / "rank_errors.md").read_text()
+        assert (out / "best" / "sncse_mlp.safetensors").is_file()
+        assert any("fallback" in line for line in trained.log)  # the rule statistics are logged
 
 
 def test_infonce_needs_no_negations_and_lambda_can_be_set(tiny_bert_dir: Path) -> None:
     config = SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", **{"lambda": 0.02}))
-    task = build_task(config)
+    task = SNCSE.build_task(config)
     assert isinstance(task, SncseTask) and task.negations is None and task.lam == 0.02
     loss, diag = task.loss(task.batches(0, __import__("torch").Generator().manual_seed(0))[0])
     assert loss.ndim == 0 and "cos_neg" not in diag
@@ -101,7 +105,7 @@ def test_infonce_needs_no_negations_and_lambda_can_be_set(tiny_bert_dir: Path) -
 def test_batches_drop_a_last_batch_of_one(tiny_bert_dir: Path) -> None:
     import torch
 
-    task = build_task(SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", max_sentences=9, batch_size=4)))
+    task = SNCSE.build_task(SNCSE.parse(_tiny(tiny_bert_dir, loss="infonce", max_sentences=9, batch_size=4)))
     sizes = [len(b) for b in task.batches(0, torch.Generator().manual_seed(1))]
     assert sizes == [4, 4]
 
@@ -120,7 +124,7 @@ def test_two_trials_under_ray_tune(
 ) -> None:
     from ray import tune
 
-    from sentsweep.trainables.sncse import train_sncse
+    from sentsweep.trainables.registry import get_trainable
 
     space = _tiny(
         tiny_bert_dir,
@@ -131,7 +135,7 @@ def test_two_trials_under_ray_tune(
         data_dir=None,
     )
     tuner = tune.Tuner(
-        train_sncse,
+        get_trainable("sncse").function,
         param_space=space,
         tune_config=tune.TuneConfig(metric="stsb_dev", mode="max", num_samples=1),
         run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="sncse-test", verbose=0),

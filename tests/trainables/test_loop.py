@@ -11,8 +11,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.loop import LoopConfig, NonFiniteLossError, TrainingLoop, linear_schedule
+from sentsweep.trainables.trial_config import TrialConfig, parse_config
 
 
 class RegressionTask:
@@ -49,8 +49,10 @@ class RegressionTask:
 
 
 def _config(**kw) -> LoopConfig:
-    base = dict(lr=0.05, max_steps=12, eval_every=2, metric="score", warmup_ratio=0.25, max_grad_norm=1.0)
-    return LoopConfig(**{**base, **kw})
+    base = dict(lr=0.05, max_steps=12, eval_every=2, warmup_ratio=0.25, max_grad_norm=1.0)
+    loop = TrialConfig(**{**base, **kw}).loop_config()
+    loop.metric = "score"
+    return loop
 
 
 def test_linear_warmup_then_decay() -> None:
@@ -128,22 +130,10 @@ def test_non_finite_loss_stops_with_the_step() -> None:
 
 
 def test_bad_loop_settings_name_the_field() -> None:
+    """The loop takes its settings from a validated trial config: the config is where they are checked."""
     with pytest.raises(ConfigError, match="warmup_ratio"):
-        LoopConfig(warmup_ratio=1.5)
+        parse_config(TrialConfig, {"warmup_ratio": 1.5})
     with pytest.raises(ConfigError, match="lr"):
-        LoopConfig(lr=0)
-
-
-def test_cosent_trainable_standalone_on_tiny_bert(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    raw = {"model": str(tiny_bert_dir), "max_steps": 4, "eval_every": 2, "max_train_pairs": 48,
-           "max_dev_pairs": 40, "test_tasks": "stsb_test", "batch_size": 8, "lr": 1e-3, "seed": 3}
-    result, final = COSENT.train_standalone(raw, output_dir=tmp_path / "out", log=lambda s: None)
-    assert result.state.step == 4 and len(result.state.history) == 2
-    assert set(final) >= {"stsb_test", "stsb_dev", "wall_seconds", "final"}
-    assert -100 <= final["stsb_test"] <= 100
-    assert (tmp_path / "out" / "best" / "model.safetensors").exists()
-    assert (tmp_path / "out" / "history.jsonl").read_text().count("\n") == 2
-    with pytest.raises(ConfigError, match="pooling"):
-        COSENT.train_standalone({**raw, "pooling": "median"})
-    with pytest.raises(ConfigError, match="softmax"):
-        COSENT.train_standalone({**raw, "loss": "softmax"})
+        parse_config(TrialConfig, {"lr": 0})
+    with pytest.raises(ConfigError, match="max_grad_norm"):
+        parse_config(TrialConfig, {"max_grad_norm": 0})

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
-from sentsweep.methods.multiview.views import TREE_VIEWS, ViewInputs, build_view, parse_view_pair
+from sentsweep.methods.multiview.views import TREE_VIEWS, ViewInputs, ViewPair, build_view, parse_view_pair
 from sentsweep.methods.multiview.vocab import (
     RANDOM_VECTORS,
     Vocabulary,
@@ -59,9 +59,15 @@ class SentenceParser(Protocol):
 
 @dataclass
 class MultiViewSettings:
-    """Everything needed to rebuild an encoder (saved as ``multiview.json`` next to the weights)."""
+    """Everything needed to rebuild an encoder (saved as ``multiview.json`` next to the weights).
 
-    views: tuple[str, str] = ("dep", "const")
+    The one place of the model's invariants (the trainable's config validates through it): frozen
+    vectors are not random, and the ``seq`` view has an even ``hidden_size`` (two GRU directions).
+    ``views`` is a :class:`ViewPair` (the trainable's config passes the one it parsed; names or
+    ``"dep+const"`` given directly are parsed here).
+    """
+
+    views: ViewPair = ViewPair("dep", "const")
     hidden_size: int = 2400
     word_vectors: str = "glove-6b-50d"
     freeze_vectors: bool = True
@@ -74,7 +80,8 @@ class MultiViewSettings:
     parser_backend: str | None = None
 
     def __post_init__(self) -> None:
-        self.views = parse_view_pair(self.views if isinstance(self.views, str) else "+".join(self.views))
+        if not isinstance(self.views, ViewPair):  # direct use (not through the trainable's config)
+            self.views = parse_view_pair(self.views if isinstance(self.views, str) else "+".join(self.views))
         if self.freeze_vectors and self.word_vectors == RANDOM_VECTORS:
             raise ValueError("random word vectors cannot be frozen: set freeze_vectors false")
         if "seq" in self.views and self.hidden_size % 2:
@@ -94,7 +101,7 @@ class MultiViewSettings:
 
     @property
     def name(self) -> str:
-        return "+".join(self.views)
+        return str(self.views)
 
 
 @dataclass(frozen=True)
@@ -308,7 +315,6 @@ class MultiViewEncoder:
         """Rebuild an encoder saved by :meth:`save`; ``parser_factory`` makes its parser from the settings."""
         directory = Path(directory)
         raw = json.loads((directory / SETTINGS_FILE).read_text())
-        raw["views"] = tuple(raw["views"])
         settings = MultiViewSettings(**raw)
         if settings.freeze_vectors:
             model, vocab = build_model(settings)

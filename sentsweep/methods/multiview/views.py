@@ -16,6 +16,7 @@ A view takes the word vectors of the batch's flat tokens and a :class:`ViewInput
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -74,9 +75,7 @@ class SeqView(nn.Module):
     """Bidirectional GRU; the last forward and backward hidden states, concatenated."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
-        super().__init__()
-        if hidden_size % 2:
-            raise ValueError(f"the seq view needs an even hidden_size (two directions), got {hidden_size}")
+        super().__init__()  # hidden_size is even: MultiViewSettings checks it
         self.gru = nn.GRU(input_size, hidden_size // 2, batch_first=True, bidirectional=True)
 
     def forward(self, vectors: Tensor, inputs: ViewInputs) -> Tensor:
@@ -133,13 +132,26 @@ def build_view(name: str, input_size: int, hidden_size: int) -> nn.Module:
     return cls(input_size, hidden_size)
 
 
-def parse_view_pair(value: str) -> tuple[str, str]:
-    """``"dep+const"`` (or ``"dep,const"``, ``"const+dep"``) -> ``("dep", "const")``, in :data:`VIEWS`
-    order: the pair is unordered (the objective is symmetric in f and g)."""
+class ViewPair(NamedTuple):
+    """The two views ``f`` and ``g`` of a model, in :data:`VIEWS` order (the pair is unordered: the
+    objective is symmetric in f and g). Parsed once from the config's ``"dep+const"`` and kept in this
+    form down to the model; ``str()`` gives the config form back."""
+
+    f: str
+    g: str
+
+    def __str__(self) -> str:
+        return f"{self.f}+{self.g}"
+
+
+def parse_view_pair(value: str | ViewPair) -> ViewPair:
+    """``"dep+const"`` (or ``"dep,const"``, ``"const+dep"``) -> ``ViewPair("dep", "const")``."""
+    if isinstance(value, ViewPair):
+        return value
     parts = [p.strip().lower() for p in value.replace(",", "+").split("+") if p.strip()]
     if len(parts) != 2 or any(p not in VIEWS for p in parts):
         raise ValueError(
             f"views must be two of {', '.join(VIEWS)} joined by '+' (e.g. 'dep+const'), got {value!r}"
         )
     a, b = sorted(parts, key=VIEWS.index)
-    return a, b
+    return ViewPair(a, b)

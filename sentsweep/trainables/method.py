@@ -1,0 +1,240 @@
+"""The method abstraction: what a training method implements once, and the run of one trial.
+
+A method is a subclass of :class:`Method` naming its typed config class and implementing three things:
+
+- :meth:`Method.build_task`: the :class:`~sentsweep.trainables.loop.TrainTask` the shared loop trains
+  (its model, batches, loss, dev evaluation through the config's
+  :meth:`~sentsweep.trainables.trial_config.TrialConfig.dev_evaluator`, save and load);
+- :meth:`Method.final_evaluation`: the best weights on the test suite;
+- :meth:`Method.load_encoder`: a saved model of the method as an embedder (``saved_marker`` names the file
+  that identifies its folders; see :func:`sentsweep.trainables.registry.load_encoder`).
+
+Everything else comes from here: parsing (:meth:`Method.parse`), a standalone run
+(:meth:`Method.train_standalone`), the body of the Ray Tune function trainable (:meth:`Method.train_ray`)
+and the picklable Tune function itself (:class:`TuneFunction`). A trial is :func:`run_trial`: build the
+task, run the shared :class:`~sentsweep.trainables.loop.TrainingLoop` (restoring from a checkpoint when
+given one), then evaluate the best weights. Reporting and tracking are plug-ins: ``report(metrics,
+checkpoint_dir)`` (``ray.tune.report`` under Tune, nothing standalone) and a
+:class:`~sentsweep.tracking.TrialLogger` (the trial's MLflow run when the config has a ``tracking``
+section). Ray is imported only inside the Ray entry points, so standalone training never starts Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+import torch
+
+from sentsweep.evaluation.protocols import Embedder
+from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
+from sentsweep.trainables.loop import BEST_DIR, LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
+from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
+
+ConfigT = TypeVar("ConfigT", bound=TrialConfig)
+TaskT = TypeVar("TaskT", bound=TrainTask)
+
+
+class Method(ABC, Generic[ConfigT, TaskT]):
+    """A training method: its config type, its task, its final evaluation and its saved-model loader."""
+
+    #: The registry key and the ``method`` of configs and sweeps.
+    name: ClassVar[str]
+    #: The typed config of a trial (the one place of the method's defaults and checks).
+    config_cls: ClassVar[type[TrialConfig]]
+    #: The file that marks a folder saved by this method (None: a plain transformer encoder folder).
+    saved_marker: ClassVar[str | None] = None
+    #: Whether Tune may reuse a trial's actor for the next trial.
+    reuse_actors: ClassVar[bool] = True
+
+    @abstractmethod
+    def build_task(self, config: ConfigT) -> TaskT:
+        """The task the shared loop trains (data loaded, model built, dev set loaded)."""
+
+    @abstractmethod
+    def final_evaluation(self, task: TaskT, config: ConfigT) -> dict[str, float]:
+        """The best weights (loaded into ``task``) on the test suite and the method's extra figures."""
+
+    @abstractmethod
+    def load_encoder(self, folder: Path, device: str | None = None) -> Embedder:
+        """A model this method saved in ``folder`` (a ``best/`` or checkpoint ``model/`` folder)."""
+
+    # -- what every method shares -----------------------------------------------------------------
+    def parse(self, raw: ConfigT | Mapping[str, Any], source: str = "trial config") -> ConfigT:
+        """``raw`` validated into the method's config (a config of the right type is taken as is)."""
+        if isinstance(raw, self.config_cls):
+            return raw  # type: ignore[return-value]
+        if isinstance(raw, TrialConfig):
+            raise TypeError(f"method '{self.name}' needs a {self.config_cls.__name__}, got {type(raw).__name__}")
+        return parse_config(self.config_cls, dict(raw), source)  # type: ignore[return-value]
+
+    def train_standalone(
+        self,
+        config: ConfigT | Mapping[str, Any],
+        output_dir: str | Path | None = None,
+        source: str = "config",
+        log: Callable[[str], None] = print,
+    ) -> tuple[LoopResult, dict[str, float]]:
+        """One training without Ray (``sentsweep train``, :func:`sentsweep.train`); ``output_dir`` gets the
+        best weights (``best/``), ``history.jsonl`` and ``final_metrics.json``."""
+        output = Path(output_dir) if output_dir is not None else None
+        parsed = self.parse(config, source)
+        if output is not None:
+            parsed = parsed.with_output_dir(output)
+        return run_trial(self, parsed, report=lambda metrics, checkpoint: None,
+                         logger=make_trial_logger(parsed.tracking), output_dir=output, log=log)
+
+    def train_ray(self, raw: Mapping[str, Any]) -> None:
+        """The body of the method's Ray Tune function trainable.
+
+        ``<trial dir>/output`` gets the history, final metrics and method extras (logged to the trial's
+        MLflow run); the weights stay in the checkpoints, and only the sweep's best trial's are logged.
+        """
+        import ray
+        from ray import tune
+
+        output_dir = Path(tune.get_context().get_trial_dir()) / "output"
+        config = self.parse(raw).with_output_dir(output_dir)
+        gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
+        run_trial(self, config, report=ray_reporter(), logger=make_trial_logger(config.tracking),
+                  resume_from=ray_checkpoint_dir(), output_dir=output_dir, save_weights=False, gpus=gpus)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class TuneFunction:
+    """The Ray Tune function trainable of a method: ``TuneFunction(method)(config)`` trains one trial.
+
+    Tune pickles it to every worker; it pickles as its method (an instance of a module-level class), so a
+    worker that can import the method's module can run it. ``__name__`` (``train_<method>``) names the
+    trials' folders.
+    """
+
+    def __init__(self, method: Method[Any, Any]) -> None:
+        self.method = method
+        self.__name__ = f"train_{method.name}"
+        self.__qualname__ = self.__name__
+        self.__doc__ = f"Ray Tune function trainable of method '{method.name}'."
+
+    def __call__(self, config: dict[str, Any]) -> None:
+        self.method.train_ray(config)
+
+    def __reduce__(self) -> tuple[type[TuneFunction], tuple[Method[Any, Any]]]:
+        return (TuneFunction, (self.method,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TuneFunction) and type(other.method) is type(self.method)
+
+    def __hash__(self) -> int:
+        return hash((TuneFunction, type(self.method)))
+
+
+def ray_reporter() -> ReportFn:
+    """``report(metrics, checkpoint_dir)`` forwarding to ``ray.tune.report`` with a checkpoint."""
+    from ray import tune
+
+    def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
+        checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
+        tune.report(metrics, checkpoint=checkpoint)
+
+    return report
+
+
+def ray_checkpoint_dir() -> Path | None:
+    """The directory of the checkpoint Tune restores this trial from, if any."""
+    from ray import tune
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    return Path(checkpoint.to_directory())
+
+
+def run_trial(
+    method: Method[ConfigT, Any],
+    config: ConfigT,
+    *,
+    report: ReportFn,
+    logger: TrialLogger | None = None,
+    resume_from: Path | None = None,
+    output_dir: Path | None = None,
+    save_weights: bool = True,
+    gpus: float | None = None,
+    log: Callable[[str], None] = print,
+) -> tuple[LoopResult, dict[str, float]]:
+    """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
+
+    Every report goes to ``report`` and to ``logger``; the final metrics are reported once more (with the
+    selection metric set to its best value, so schedulers and searchers see a consistent figure).
+    ``output_dir`` (when given) receives ``history.jsonl``, ``final_metrics.json`` and, with
+    ``save_weights``, the ``best/`` weights. ``gpus``: the GPUs this trial holds (Ray's assignment, which
+    may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``.
+    """
+    logger = logger or NullLogger()
+    started = time.perf_counter()
+    gpu_count = gpus if gpus is not None else float(_uses_cuda(config))
+    logger.start(public_params(config))
+    loop: TrainingLoop | None = None
+    try:
+        seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
+        task = method.build_task(config)
+
+        def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
+            logger.log_metrics(metrics, int(metrics.get("step", 0)))
+            report(metrics, checkpoint_dir)
+
+        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log)
+        result = loop.run(resume_from=resume_from)
+        final = method.final_evaluation(task, config)
+        final[config.metric] = (
+            result.state.best_value if result.state.best_value is not None else float("nan")
+        )
+        wall = time.perf_counter() - started
+        final.update(
+            {
+                "wall_seconds": wall,
+                "gpu_seconds": wall * gpu_count,
+                "final": 1.0,
+                "step": float(result.state.step),
+            }
+        )
+        if output_dir is not None:
+            _write_outputs(output_dir, task, result, final, save_weights)
+            logger.log_artifacts(output_dir)
+        logger.log_metrics(final, result.state.step)
+        # Close the run before the last report: a scheduler may end the actor right after it.
+        logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
+        report(final, None)
+        return result, final
+    except BaseException as exc:
+        wall = time.perf_counter() - started
+        status: Status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
+        logger.finish(
+            status,
+            reason=f"{type(exc).__name__}: {exc}",
+            totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count},
+        )
+        raise
+    finally:
+        if loop is not None:
+            loop.cleanup()
+
+
+def _uses_cuda(config: TrialConfig) -> bool:
+    if config.device is not None:
+        return config.device.startswith("cuda")
+    return torch.cuda.is_available()
+
+
+def _write_outputs(output_dir: Path, task: TrainTask, result: LoopResult, final: dict[str, float],
+                   save_weights: bool = True) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if save_weights:
+        task.save(output_dir / BEST_DIR)
+    (output_dir / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result.state.history))
+    (output_dir / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,95 @@
+"""The typed trial config every method's config subclasses, and its parsing into one clear error.
+
+A method's defaults live in its config class and nowhere else: the loop settings, the loss arguments
+and the first point of the method's search spaces (:func:`sentsweep.search_spaces.spec.default_point`)
+are all read from it. Each invariant between fields is checked once, in a validator here or in the
+method's config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sentsweep.errors import ConfigError
+from sentsweep.evaluation.sts import SICKR_TRIAL, STSB_DEV, StsEvaluator
+from sentsweep.tracking import TrackingSettings
+from sentsweep.trainables.loop import LoopConfig
+
+#: Dev sets a trial can select on: ``dev_data`` -> the metric (and STS task) name.
+DEV_SETS: dict[str, str] = {"stsb": STSB_DEV, "sickr": SICKR_TRIAL}
+
+
+class TrialConfig(BaseModel):
+    """Settings every method shares; a method's config subclasses this and adds its own fields."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str = "minilm"
+    max_length: int = Field(64, ge=8)
+    batch_size: int = Field(16, ge=2)
+    seed: int = 42
+    optimizer: Literal["adamw", "adam"] = "adamw"
+    lr: float = Field(2e-5, gt=0)
+    weight_decay: float = Field(0.01, ge=0)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    lr_schedule: Literal["linear", "constant"] = "linear"
+    max_grad_norm: float | None = Field(1.0, gt=0)
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int | None = Field(None, gt=0)
+    eval_every: int = Field(125, gt=0)
+    dev_data: Literal["stsb", "sickr"] = Field("stsb", description="dev set of model selection (STS-B dev, "
+                                               "SICK-R trial)")
+    metric: str = STSB_DEV
+    mode: Literal["max", "min"] = "max"
+    amp: bool = True
+    eval_at_start: bool = False
+    device: str | None = None
+    data_dir: str | None = None
+    max_dev_pairs: int | None = Field(None, gt=0)
+    test_tasks: str = "sts"
+    tracking: TrackingSettings | None = None
+
+    @model_validator(mode="after")
+    def _metric_follows_the_dev_set(self) -> TrialConfig:
+        """A metric naming a dev set is the one of ``dev_data`` (``dev_data: sickr`` selects on sickr_trial)."""
+        if self.metric in DEV_SETS.values():
+            self.metric = self.dev_metric
+        return self
+
+    @property
+    def dev_metric(self) -> str:
+        """The metric (and STS task) name of the dev set."""
+        return DEV_SETS[self.dev_data]
+
+    def dev_evaluator(self, batch_size: int) -> StsEvaluator:
+        """The dev set loaded once (its first ``max_dev_pairs`` pairs), scored every ``eval_every`` steps."""
+        return StsEvaluator(self.dev_metric, data_dir=self.data_dir, batch_size=batch_size,
+                            max_pairs=self.max_dev_pairs)
+
+    def loop_config(self) -> LoopConfig:
+        fields = LoopConfig.__dataclass_fields__
+        return LoopConfig(**{name: getattr(self, name) for name in fields if hasattr(self, name)})
+
+    def with_output_dir(self, output_dir: Path) -> TrialConfig:
+        """This config told where the run's outputs go (a hook for configs that write extra files there)."""
+        return self
+
+
+def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "trial config") -> TrialConfig:
+    """Validate ``raw`` into ``cls``; the first error names the field (and the file or source)."""
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"{err['msg']}{extra}", field=field, file=source) from None
+
+
+def public_params(config: TrialConfig) -> dict[str, Any]:
+    """The config as loggable params, by their YAML names (``lambda``, not ``lambda_``); where the run
+    is tracked and where its files go are left out (they differ per trial and are not settings)."""
+    return config.model_dump(exclude={"tracking", "output_dir"}, by_alias=True)

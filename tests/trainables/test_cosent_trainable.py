@@ -1,0 +1,65 @@
+"""The CoSENT method: the method contract on a tiny BERT, config errors, and the cross-encoder's lambda."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from sentsweep.errors import ConfigError
+from sentsweep.methods.cosent import cross_encoder_cosent_loss
+from sentsweep.trainables.cosent import COSENT, CosentTask
+from sentsweep.trainables.registry import load_encoder
+from tests.trainables.method_contract import MethodContract, TrainedRun
+
+
+def _tiny(tiny_bert_dir: Path, **overrides: Any) -> dict[str, Any]:
+    return {"model": str(tiny_bert_dir), "max_steps": 4, "eval_every": 2, "max_train_pairs": 48,
+            "max_dev_pairs": 40, "test_tasks": "stsb_test", "batch_size": 8, "lr": 1e-3, "seed": 3, **overrides}
+
+
+class TestCosentMethod(MethodContract):
+    method_name = "cosent"
+
+    def tiny_settings(self, tiny_bert_dir: Path) -> dict[str, Any]:
+        return _tiny(tiny_bert_dir)
+
+    def test_standalone_run_writes_the_best_weights(self, trained: TrainedRun) -> None:
+        assert trained.result.state.step == 4 and len(trained.result.state.history) == 2
+        assert set(trained.final) >= {"stsb_test", "stsb_dev", "wall_seconds", "final"}
+        assert -100 <= trained.final["stsb_test"] <= 100
+        assert (trained.output_dir / "best" / "model.safetensors").exists()
+
+
+def test_bad_settings_name_the_field(tiny_bert_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="pooling"):
+        COSENT.train_standalone(_tiny(tiny_bert_dir, pooling="median"))
+    with pytest.raises(ConfigError, match="softmax"):
+        COSENT.train_standalone(_tiny(tiny_bert_dir, loss="softmax"))
+    with pytest.raises(ConfigError, match="cross-encoder"):
+        COSENT.parse({"architecture": "cross", "loss": "mse"})
+
+
+def test_the_cross_encoder_applies_lambda_as_eq_11_writes_it(tiny_bert_dir: Path) -> None:
+    """L = log(1 + sum exp(lambda (f(k,l) - f(i,j)))): ``scale`` multiplies the raw scores (it used to be
+    built with lambda = 1 whatever the config said, while the space searched it)."""
+    losses = {}
+    for scale in (1.0, 20.0):
+        task = CosentTask(COSENT.parse(_tiny(tiny_bert_dir, architecture="cross", scale=scale, device="cpu")))
+        task.model.eval()  # no dropout: the same scores in both forward passes
+        batch = torch.arange(8)
+        with torch.no_grad():
+            losses[scale], _ = task.loss(batch)
+            scores = task.net([task.train.first[i] for i in range(8)], [task.train.second[i] for i in range(8)])
+        expected = cross_encoder_cosent_loss(scores, task.train.labels[batch], scale=scale)
+        torch.testing.assert_close(losses[scale], expected)
+    assert not torch.isclose(losses[1.0], losses[20.0])
+
+
+def test_a_saved_cross_encoder_is_refused_as_an_embedder(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    task = CosentTask(COSENT.parse(_tiny(tiny_bert_dir, architecture="cross", device="cpu")))
+    task.save(tmp_path / "best")
+    with pytest.raises(ConfigError, match="no sentence embedding"):
+        load_encoder(tmp_path)
