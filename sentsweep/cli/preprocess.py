@@ -94,11 +94,11 @@ def _add_neighbours(sub: argparse._SubParsersAction) -> None:
 
 def cmd_neighbours(args: argparse.Namespace) -> int:
     from sentsweep.methods.multiview.model import nearest_neighbours
-    from sentsweep.trainables.registry import load_trained_encoder
+    from sentsweep.trainables.registry import load_encoder
     from sentsweep.trainables.sncse import corpus_sentences
 
     pool = corpus_sentences(args.pool, args.data_dir, args.max_sentences)
-    encoder = load_trained_encoder(args.model)
+    encoder = load_encoder(args.model)
     for query, found in zip(args.queries, nearest_neighbours(encoder, args.queries, pool, args.k), strict=True):
         print(f"query: {query}")
         for sentence, distance in found:

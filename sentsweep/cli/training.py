@@ -57,23 +57,13 @@ def build_encoder(
     max_length: int | None = None,
     device: str | None = None,
 ):
-    """A :class:`TransformerEncoder` for ``model``, honouring settings saved with it unless overridden;
-    an SNCSE or multi-view model folder loads as that method's embedder (its own pooling)."""
-    from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
+    """The embedder of ``--model`` through :func:`sentsweep.trainables.registry.load_encoder` (any run
+    folder of any method, a model folder, ``minilm`` or a hub id); the options given override a
+    transformer encoder's saved settings."""
+    from sentsweep.trainables.registry import load_encoder
 
-    if any(Path(model, marker).is_file() for marker in ("sncse.json", "multiview.json")):
-        from sentsweep.trainables.registry import load_trained_encoder
-
-        return load_trained_encoder(model, device=device)
-
-    overrides = {
-        k: v
-        for k, v in {"pooling": pooling, "prompt_template": prompt_template, "max_length": max_length}.items()
-        if v is not None
-    }
-    if Path(model, ENCODER_CONFIG_FILE).is_file():
-        return TransformerEncoder.load(model, device=device, **overrides)
-    return TransformerEncoder(model, EncoderSettings(**overrides), device=device)
+    given = {"pooling": pooling, "prompt_template": prompt_template, "max_length": max_length}
+    return load_encoder(model, device=device, **{k: v for k, v in given.items() if v is not None})
 
 
 class _Progress:

@@ -20,6 +20,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
+from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.tables import markdown_table
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
@@ -83,7 +84,7 @@ def _searched(trials: list[Run]) -> list[str]:
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     """One sweep: outcome counts, best value, its test metrics, time."""
     params, tags = sweep.data.params, sweep.data.tags
-    metric = params.get("metric", "stsb_dev")
+    metric = params.get("metric", STSB_DEV)
     statuses = [STATUS_NAMES.get(t.info.status, t.info.status.lower()) for t in trials]
     row: dict[str, Any] = {
         "sweep": tags.get(SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
@@ -102,7 +103,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
 
 def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     """One row per trial: status and reason, its best dev value, test metrics, searched params."""
-    metric = sweep.data.params.get("metric", "stsb_dev")
+    metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
     rows = []
     for trial in trials:
@@ -174,7 +175,7 @@ def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) 
     fig_curves, ax_curves = plt.subplots(figsize=(8, 5))
     for index, sweep in enumerate(sweeps):
         name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
-        metric = sweep.data.params.get("metric", "stsb_dev")
+        metric = sweep.data.params.get("metric", STSB_DEV)
         better = max if sweep.data.params.get("mode", "max") == "max" else min
         trials = trial_runs(client, sweep)
         values = [t.data.metrics.get(f"best_{metric}", t.data.metrics.get(metric)) for t in trials]

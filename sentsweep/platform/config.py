@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sentsweep.errors import ConfigError
+from sentsweep.evaluation.sts import STSB_DEV
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
@@ -74,7 +75,7 @@ class SweepConfig(_Section):
     max_concurrent_trials: int | None = Field(None, ge=1)
     time_budget_s: float | None = Field(None, gt=0)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
-    metric: str = "stsb_dev"
+    metric: str = STSB_DEV
     mode: Literal["max", "min"] = "max"
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     storage_path: str = "./ray_results"

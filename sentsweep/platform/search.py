@@ -4,7 +4,7 @@ Ray's :class:`~ray.tune.search.optuna.OptunaSearch` tells Optuna that a trial st
 scheduler is COMPLETE with its last intermediate value, so TPE learns from truncated curves as if they
 were finished ones. :class:`PruningAwareOptunaSearch` tells Optuna the truth: a trial is COMPLETE only
 when its trainable made its final report (``final: 1.0``, see
-:func:`sentsweep.trainables.base.run_trial`); one stopped before that is PRUNED (its intermediate values
+:func:`sentsweep.trainables.method.run_trial`); one stopped before that is PRUNED (its intermediate values
 stay in the study, where TPE uses them as it does for pruned trials), a crashed one is FAIL, and one
 whose final value is NaN is FAIL too (Ray's version leaves it RUNNING forever).
 """

@@ -25,7 +25,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.evaluation.sts import StsEvaluator
-from sentsweep.methods.cosent import cross_encoder_cosent_loss, make_pair_loss
+from sentsweep.methods.cosent import create_loss, cross_encoder_cosent_loss, label_midpoint, loss_parameters
 from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
 from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
 from sentsweep.trainables.method import Method
@@ -119,18 +119,15 @@ class CosentTask:
                 amp=config.amp,
             )
             self.net: BiEncoder | CrossEncoder = BiEncoder(encoder)
-            self.pair_loss = make_pair_loss(
-                config.loss,
-                scale=config.scale,
-                label_min=label_min,
-                label_max=label_max,
-                dim=encoder.dim,
-                num_labels=num_labels,
-                epsilon=config.epsilon,
-                positive_threshold=config.positive_threshold,
-                margin=config.margin,
-                distance=config.distance,
-                mining=config.mining,
+            threshold = config.positive_threshold
+            available: dict[str, Any] = {
+                "scale": config.scale, "label_min": label_min, "label_max": label_max, "dim": encoder.dim,
+                "num_labels": num_labels, "epsilon": config.epsilon, "margin": config.margin,
+                "distance": config.distance, "mining": config.mining,
+                "positive_threshold": label_midpoint(label_min, label_max) if threshold is None else threshold,
+            }
+            self.pair_loss = create_loss(
+                config.loss, **{name: available[name] for name in loss_parameters(config.loss)}
             ).to(encoder.device)
         else:
             self.net = CrossEncoder(config.model, config.max_length, device=config.device)
@@ -205,15 +202,15 @@ class CosentMethod(Method[CosentConfig, CosentTask]):
             return task.score(StsEvaluator(CROSS_TEST_TASKS, data_dir=config.data_dir))
         return dict(evaluate(task.net.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
 
-    def load_encoder(self, folder: Path, device: str | None = None) -> Embedder:
+    def load_encoder(self, folder: Path, device: str | None = None, **settings: Any) -> Embedder:
         """A saved bi-encoder (any transformer encoder folder, the ``minilm`` alias or a hub id); a saved
         cross-encoder is refused: it scores pairs and has no sentence embedding."""
         if (folder / HEAD_FILE).is_file():
             raise ConfigError("a CoSENT cross-encoder scores sentence pairs and has no sentence embedding",
                               file=str(folder))
         if (folder / ENCODER_CONFIG_FILE).is_file():
-            return TransformerEncoder.load(folder, device=device)
-        return TransformerEncoder(str(folder), EncoderSettings(), device=device)
+            return TransformerEncoder.load(folder, device=device, **settings)
+        return TransformerEncoder(str(folder), EncoderSettings(**settings), device=device)
 
 
 COSENT = CosentMethod()

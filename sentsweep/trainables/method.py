@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 
+from sentsweep.errors import ConfigError
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
 from sentsweep.trainables.loop import BEST_DIR, LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
@@ -60,8 +61,20 @@ class Method(ABC, Generic[ConfigT, TaskT]):
         """The best weights (loaded into ``task``) on the test suite and the method's extra figures."""
 
     @abstractmethod
-    def load_encoder(self, folder: Path, device: str | None = None) -> Embedder:
-        """A model this method saved in ``folder`` (a ``best/`` or checkpoint ``model/`` folder)."""
+    def load_encoder(self, folder: Path, device: str | None = None, **settings: Any) -> Embedder:
+        """A model this method saved in ``folder`` (a ``best/`` or checkpoint ``model/`` folder).
+
+        ``settings`` override the saved encoder settings (``pooling``, ``max_length``, ``prompt_template``)
+        where the method allows it; a method that keeps its own settings refuses them
+        (:meth:`refuse_settings`)."""
+
+    def refuse_settings(self, settings: Mapping[str, Any]) -> None:
+        """Raise :class:`ConfigError` naming the first setting when any is given: this method's saved
+        models keep the encoder settings they were trained with."""
+        if settings:
+            name = next(iter(settings))
+            raise ConfigError(f"a saved {self.name} model keeps its own encoder settings; '{name}' cannot "
+                              "override them", field=name)
 
     # -- what every method shares -----------------------------------------------------------------
     def parse(self, raw: ConfigT | Mapping[str, Any], source: str = "trial config") -> ConfigT:

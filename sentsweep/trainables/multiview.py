@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -217,8 +217,9 @@ class MultiviewMethod(Method[MultiviewConfig, MultiviewTask]):
         )
         return dict(result.metrics)
 
-    def load_encoder(self, folder: Path, device: str | None = None) -> MultiViewEncoder:
+    def load_encoder(self, folder: Path, device: str | None = None, **settings: Any) -> MultiViewEncoder:
         """A saved multi-view model, with the parser it was trained with."""
+        self.refuse_settings(settings)
         return MultiViewEncoder.load(folder, make_parser, device=device)
 
 

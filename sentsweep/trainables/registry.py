@@ -92,22 +92,21 @@ def saved_model_dir(path: str | Path) -> Path | None:
     raise DataError(f"no saved model here, in {BEST_DIR}/ or {MODEL_DIR}/ (nor a checkpoint)", file=folder)
 
 
-def load_encoder(path: str | Path, device: str | None = None) -> Embedder:
+def load_encoder(path: str | Path, device: str | None = None, **settings: Any) -> Embedder:
     """The embedder saved under ``path`` by any method, or a transformer by name.
 
     ``path``: a run's folder, its ``best/`` or ``model/``, a sweep trial's checkpoint or folder (see
     :func:`saved_model_dir`), a transformer folder, the ``minilm`` alias or a hub id. The method is the one
     whose ``saved_marker`` the folder holds (``sncse.json``, ``multiview.json``), else a plain transformer
     encoder (CoSENT's format; a CoSENT cross-encoder is refused, it has no sentence embedding).
+    ``settings`` (``pooling``, ``max_length``, ``prompt_template``) override a transformer encoder's saved
+    settings; SNCSE and multi-view models keep their own and refuse them.
     """
     folder = saved_model_dir(path)
     if folder is None:
         from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 
-        return TransformerEncoder(str(path), EncoderSettings(), device=device)
+        return TransformerEncoder(str(path), EncoderSettings(**settings), device=device)
     marked = [m for m in METHODS.values() if m.saved_marker and (folder / m.saved_marker).is_file()]
     plain = [m for m in METHODS.values() if m.saved_marker is None]
-    return (marked or plain)[0].load_encoder(folder, device=device)
-
-#: The name the CLI (``sentsweep evaluate``, ``neighbours``) still imports; the same function.
-load_trained_encoder = load_encoder
+    return (marked or plain)[0].load_encoder(folder, device=device, **settings)

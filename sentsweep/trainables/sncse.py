@@ -49,6 +49,7 @@ from sentsweep.methods.sncse import (
 )
 from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
 from sentsweep.methods.sncse.model import SNCSE_FILE
+from sentsweep.tables import markdown_table
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.trial_config import TrialConfig
 
@@ -253,7 +254,8 @@ def run_diagnostics(
         if tasks:
             worst = worst_pairs(model, tasks, data_dir=config.data_dir, k=config.diagnostic_top_k)
             worst.to_csv(out_dir / "rank_errors.csv", index=False)
-            (out_dir / "rank_errors.md").write_text(_markdown(worst) + "\n")
+            (out_dir / "rank_errors.md").write_text(
+                markdown_table(worst.itertuples(index=False), list(worst.columns), float_format=".3f") + "\n")
             files += [out_dir / "rank_errors.csv", out_dir / "rank_errors.md"]
         if negation_stats is not None:
             stats = {
@@ -267,16 +269,6 @@ def run_diagnostics(
             (out_dir / "negation_stats.json").write_text(json.dumps(stats, indent=2) + "\n")
             files.append(out_dir / "negation_stats.json")
     return Diagnostics(neg_cos, rand_cos, metrics, files)
-
-
-def _markdown(frame: Any) -> str:
-    """A markdown table without the optional ``tabulate`` dependency."""
-    columns = list(frame.columns)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    for row in frame.itertuples(index=False):
-        cells = [f"{v:.3f}" if isinstance(v, float) else str(v).replace("|", "\\|") for v in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 # -- the method ----------------------------------------------------------------------------------------
@@ -304,8 +296,9 @@ class SncseMethod(Method[SncseConfig, SncseTask]):
             metrics.update(result.metrics)
         return metrics
 
-    def load_encoder(self, folder: Path, device: str | None = None) -> Embedder:
+    def load_encoder(self, folder: Path, device: str | None = None, **settings: Any) -> Embedder:
         """A saved SNCSE model: its prompt templates kept, embeddings from the anchor's mask state."""
+        self.refuse_settings(settings)
         return SncseModel.load(folder, device=device)
 
 

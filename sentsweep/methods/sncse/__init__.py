@@ -14,7 +14,6 @@ from sentsweep.data.spacy_models import resolve_spacy_model
 from sentsweep.methods.sncse.losses import (
     LOSS_VARIANTS,
     bml_loss,
-    check_margins,
     infonce_loss,
     negative_loss,
     pair_cosine,
@@ -52,7 +51,6 @@ __all__ = [
     "Negator",
     "SncseModel",
     "bml_loss",
-    "check_margins",
     "default_lambda",
     "infonce_loss",
     "negate_corpus",

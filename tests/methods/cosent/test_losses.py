@@ -29,7 +29,6 @@ from sentsweep.methods.cosent import (
     get_loss,
     label_midpoint,
     loss_parameters,
-    make_pair_loss,
     mse_cosine_loss,
     softmax_classifier_loss,
     triplet_loss,
@@ -454,14 +453,3 @@ def test_losses_equal_their_functional_forms() -> None:
     scores = cos * 3
     cross = create_loss("cosent-cross", scale=2.0)
     assert cross(scores, labels).item() == cross_encoder_cosent_loss(scores, labels, 2.0).item()
-
-
-def test_transitional_make_pair_loss_keeps_the_old_call() -> None:
-    """The old factory's call (what trainables/cosent.py passes) builds the same losses as before."""
-    options = {"scale": 20.0, "label_min": 0.0, "label_max": 5.0, "dim": 8, "num_labels": None,
-               "epsilon": 0.5, "margin": 5.0}
-    assert make_pair_loss("cosent", **options).get_config_dict() == {"scale": 20.0}
-    assert make_pair_loss("contrastive", **options).get_config_dict()["positive_threshold"] == 2.5
-    assert make_pair_loss("triplet", **options).get_config_dict() == {
-        "margin": 5.0, "distance": "euclidean", "positive_threshold": 2.5, "mining": "hardest"
-    }

@@ -56,13 +56,6 @@ def test_bml_gradient_vanishes_inside_the_interval() -> None:
     assert neg.grad.tolist() == pytest.approx([0.0, 0.5])
 
 
-@pytest.mark.parametrize(("alpha", "beta"), [(0.3, 0.3), (0.5, 0.2)])
-def test_bml_needs_alpha_below_beta(alpha: float, beta: float) -> None:
-    with pytest.raises(ConfigError, match="alpha < beta") as info:
-        bml_loss(torch.zeros(2), torch.zeros(2), alpha, beta)
-    assert info.value.field == "beta"
-
-
 def test_infonce_hand_computed() -> None:
     # logits = cos / tau = [[1, 0], [0, 1]] / tau; each row: -log(e^(1/tau) / (e^(1/tau) + 1))
     assert float(infonce_loss(Z1, Z2, 1.0)) == pytest.approx(math.log(1 + 1 / E))

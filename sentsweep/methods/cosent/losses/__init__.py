@@ -34,7 +34,6 @@ from sentsweep.methods.cosent.losses.registry import (
     get_loss,
     label_midpoint,
     loss_parameters,
-    make_pair_loss,
 )
 from sentsweep.methods.cosent.losses.softmax import SoftmaxClassifierHead, SoftmaxPairLoss, softmax_classifier_loss
 from sentsweep.methods.cosent.losses.triplet import Distance, Mining, TripletPairLoss, triplet_loss
@@ -60,7 +59,6 @@ __all__ = [
     "get_loss",
     "label_midpoint",
     "loss_parameters",
-    "make_pair_loss",
     "mse_cosine_loss",
     "softmax_classifier_loss",
     "triplet_loss",

@@ -68,17 +68,3 @@ def label_midpoint(label_min: float, label_max: float) -> float:
     """The midpoint of a label range: the ``positive_threshold`` that binarises labels for the contrastive
     and triplet losses (binary 0/1 -> 0.5; NLI 0/1/2 -> 1, entailment only; STS 0-5 -> 2.5)."""
     return (label_min + label_max) / 2.0
-
-
-def make_pair_loss(name: str, **options: Any) -> Loss:
-    """Transitional: the old factory's call, until ``trainables/cosent.py`` calls :func:`create_loss`.
-
-    Passes each loss only the options it takes; ``positive_threshold`` is the :func:`label_midpoint` of
-    ``label_min``/``label_max``, and the triplet's ``distance`` and ``mining`` are the values the old
-    factory fixed (``euclidean``, ``hardest``). Delete it once no caller is left.
-    """
-    fixed = {"distance": "euclidean", "mining": "hardest"}
-    if "label_min" in options and "label_max" in options:
-        fixed["positive_threshold"] = label_midpoint(options["label_min"], options["label_max"])
-    pool = {**fixed, **options}
-    return create_loss(name, **{k: pool[k] for k in loss_parameters(name) if k in pool})
