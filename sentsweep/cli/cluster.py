@@ -146,10 +146,10 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
 
 def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
     """The job's options from the flags, and the names of the local credentials it does not get."""
-    from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
     from sentsweep.platform.cluster.credentials import forwarded_env, held_back
     from sentsweep.platform.cluster.jobspec import JobOptions
     from sentsweep.platform.cluster.placement import DRIVER_NUM_CPUS, parse_driver_resources
+    from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
 
     env = forwarded_env(os.environ, args.forward_env, args.env)
     env.setdefault(OWNER_ENV, sweep_owner(os.environ))  # who submitted: part of the sweep's identity
@@ -177,6 +177,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                           field="--resume")
     options, not_forwarded = _job_options(args)
     address = resolve_address(args.address, os.environ)
+    jobs = None if args.dry_run else _connect(args)  # a missing token fails before any staging
     with job_workdir() as workdir:
         if args.resume:
             spec = build_resume_job(args.resume, options, workdir, storage_endpoint_url=args.storage_endpoint_url)
@@ -190,10 +191,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print("\n".join(spec.summary))
         if not_forwarded:
             print(f"  not sent:    {', '.join(not_forwarded)} (set here; --forward-env NAME sends one)")
-        if args.dry_run:
+        if jobs is None:
             print(f"dry run: nothing submitted (address {address})")
             return 0
-        jobs = _connect(args)
         job_id = jobs.submit(spec, args.job_id)
     print(f"submitted job {job_id} to {address}")
     where = f"--address {address}" + (f" --token-file {args.token_file}" if args.token_file else "")
