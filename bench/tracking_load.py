@@ -38,23 +38,36 @@ class LoadShape:
 
 def _trial(uri: str, password: str, experiment_id: str, shape: LoadShape, index: int,
            start: mp.synchronize.Barrier, out: mp.Queue) -> None:
-    """One trial's logging; puts (first start, last end, [latency per request]) on ``out``."""
+    """One trial's logging; puts (first start, last end, [latency per request], failed requests) on ``out``."""
     os.environ.update(MLFLOW_TRACKING_USERNAME=SWEEPS_USER, MLFLOW_TRACKING_PASSWORD=password)
     from mlflow import MlflowClient
     from mlflow.entities import Metric, Param
+    from mlflow.exceptions import MlflowException
 
     client = MlflowClient(tracking_uri=uri)
     latencies: list[float] = []
+    failed = 0
 
     def timed(call, *args, **kwargs):
+        nonlocal failed
         begin = time.perf_counter()
-        result = call(*args, **kwargs)
+        try:
+            result = call(*args, **kwargs)
+        except MlflowException:  # e.g. the server's connection pool timing out: counted, not timed
+            failed += 1
+            return None
         latencies.append(time.perf_counter() - begin)
         return result
 
     start.wait()
     began = time.perf_counter()
-    run_id = timed(client.create_run, experiment_id, run_name=f"trial-{index}").info.run_id
+    run = None
+    while run is None and failed < 5:
+        run = timed(client.create_run, experiment_id, run_name=f"trial-{index}")
+    if run is None:
+        out.put((began, time.perf_counter(), latencies, failed))
+        return
+    run_id = run.info.run_id
     timed(client.log_batch, run_id, params=[Param(f"p{i}", str(i * 0.1)) for i in range(shape.params)])
     for step in range(shape.reports):
         now = int(time.time() * 1000)
@@ -63,7 +76,7 @@ def _trial(uri: str, password: str, experiment_id: str, shape: LoadShape, index:
         if shape.interval:
             time.sleep(shape.interval)
     timed(client.set_terminated, run_id, "FINISHED")
-    out.put((began, time.perf_counter(), latencies))
+    out.put((began, time.perf_counter(), latencies, failed))
 
 
 def _grant_sweeps_user(uri: str, admin_env: dict[str, str], experiment: str) -> tuple[str, str]:
@@ -76,31 +89,37 @@ def _grant_sweeps_user(uri: str, admin_env: dict[str, str], experiment: str) -> 
     password = secrets.token_hex(12)
     auth = get_app_client("basic-auth", tracking_uri=uri)
     auth.create_user(SWEEPS_USER, password)
-    auth.create_experiment_permission(experiment_id, SWEEPS_USER, "EDIT")
+    auth.grant_user_permission(SWEEPS_USER, "experiment", experiment_id, "EDIT")
     return experiment_id, password
 
 
-def measure(workers: int, shape: LoadShape) -> dict[str, float]:
-    """Start a server with ``workers``, run the loggers, stop it; requests/s and latency percentiles."""
+def measure(workers: int, shape: LoadShape, pool: tuple[int, int]) -> dict[str, float]:
+    """Start a server with ``workers`` and ``pool`` (size, overflow), run the loggers, stop it (and them);
+    requests/s, latency percentiles and failed requests."""
     from tools.harness.mlflow_server import mlflow_server
 
     started = time.perf_counter()
-    with mlflow_server(workers=workers) as server:
+    with mlflow_server(workers=workers, pool_size=pool[0], max_overflow=pool[1]) as server:
         ready = time.perf_counter() - started
         experiment_id, password = _grant_sweeps_user(server.uri, server.client_env(), f"load-w{workers}")
         context = mp.get_context("spawn")
         barrier, out = context.Barrier(shape.loggers), context.Queue()
         procs = [context.Process(target=_trial, args=(server.uri, password, experiment_id, shape, i, barrier, out))
                  for i in range(shape.loggers)]
-        for proc in procs:
-            proc.start()
-        results = [out.get(timeout=1800) for _ in procs]
-        for proc in procs:
-            proc.join(timeout=60)
+        try:
+            for proc in procs:
+                proc.start()
+            results = [out.get(timeout=1800) for _ in procs]
+        finally:
+            for proc in procs:
+                proc.join(timeout=30)
+                if proc.is_alive():
+                    proc.terminate()
     begin, end = min(r[0] for r in results), max(r[1] for r in results)
     latencies = sorted(x for r in results for x in r[2])
     quantiles = statistics.quantiles(latencies, n=100)
-    return {"workers": workers, "server_start_s": ready, "requests": len(latencies), "seconds": end - begin,
+    return {"workers": workers, "server_start_s": ready, "requests": len(latencies),
+            "failed": sum(r[3] for r in results), "seconds": end - begin,
             "rps": len(latencies) / (end - begin), "p50_ms": quantiles[49] * 1000, "p95_ms": quantiles[94] * 1000,
             "max_ms": latencies[-1] * 1000}
 
@@ -113,18 +132,22 @@ def main() -> None:
     parser.add_argument("--metrics", type=int, default=4, help="metrics per report")
     parser.add_argument("--interval", type=float, default=0.0, help="seconds between a trial's reports")
     parser.add_argument("--workers", default="1,4", help="server worker counts to measure, comma-separated")
+    parser.add_argument("--pool", default="3,2", help="MLFLOW_SQLALCHEMYSTORE_POOL_SIZE,MAX_OVERFLOW "
+                        "(default: the k8s overlays')")
     args = parser.parse_args()
     shape = LoadShape(args.loggers, args.reports, args.params, args.metrics, args.interval)
+    size, overflow = (int(x) for x in args.pool.split(","))
     rows = []
     for workers in (int(w) for w in args.workers.split(",")):
-        figures = measure(workers, shape)
+        figures = measure(workers, shape, (size, overflow))
         print(f"workers={workers}: {figures}", flush=True)
-        rows.append([workers, shape.loggers, figures["requests"], figures["seconds"], figures["rps"],
-                     figures["p50_ms"], figures["p95_ms"], figures["max_ms"]])
+        rows.append([workers, f"{size}+{overflow}", shape.loggers, figures["requests"], figures["failed"],
+                     figures["seconds"], figures["rps"], figures["p50_ms"], figures["p95_ms"], figures["max_ms"]])
     print_table(f"MLflow server on PostgreSQL, basic auth (cache on): {shape.loggers} trial loggers x "
                 f"{shape.reports} reports of {shape.metrics} metrics, interval {shape.interval:g} s, "
                 f"{os.cpu_count()} CPUs",
-                ["workers", "loggers", "requests", "seconds", "requests/s", "p50 ms", "p95 ms", "max ms"], rows)
+                ["workers", "pool", "loggers", "requests ok", "failed", "seconds", "requests/s", "p50 ms", "p95 ms",
+                 "max ms"], rows)
 
 
 if __name__ == "__main__":
