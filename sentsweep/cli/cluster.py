@@ -2,13 +2,14 @@
 :mod:`sentsweep.platform.cluster`).
 
 Handlers return an exit status and let :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints
-it on one line). This module is where the environment is read (the dashboard address, the credentials to
-forward); the library takes mappings. Ray is imported only when a command runs.
+it on one line). This module is where the environment is read (the dashboard address, the Ray token, the
+variables to forward, the owner); the library takes mappings. Ray is imported only when a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -16,24 +17,34 @@ from typing import TYPE_CHECKING
 
 from sentsweep.cli.common import NO_FINALIZE_HELP, add_overrides
 from sentsweep.errors import ConfigError
+from sentsweep.platform.cluster.placement import DRIVER_RESOURCES
 
 if TYPE_CHECKING:
     from sentsweep.platform.cluster.client import ClusterJobs
+    from sentsweep.platform.cluster.jobspec import JobOptions
 
 ADDRESS_HELP = "Ray dashboard address (default: $RAY_API_SERVER_ADDRESS, else $RAY_ADDRESS, else " \
                "http://127.0.0.1:8265)"
+TOKEN_HELP = "file holding the cluster's Ray token (default: $RAY_AUTH_TOKEN, else the file $RAY_AUTH_TOKEN_PATH, " \
+             "else ~/.ray/auth_token when RAY_AUTH_MODE=token); sent as a header, never shown"
+
+
+def _add_connection(p: argparse.ArgumentParser) -> None:
+    """``--address`` and ``--token-file`` of every command that talks to a cluster."""
+    p.add_argument("--address", default=None, help=ADDRESS_HELP)
+    p.add_argument("--token-file", default=None, metavar="PATH", help=TOKEN_HELP)
 
 
 def _add_submit(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="run a sweep on a remote Ray cluster (Ray Jobs API)",
                        description="Validate a sweep config here, then submit `sentsweep sweep` as a Ray job "
-                       "with the project (or only the config) as its working dir, the storage and tracking "
-                       "options baked into the config, and credentials forwarded as masked environment "
-                       "variables. --resume continues an interrupted sweep from its folder instead.")
+                       "with the project (or only the config) as its working dir and the storage and tracking "
+                       "options baked into the config. No local credential travels with the job unless "
+                       "--forward-env names it. --resume continues an interrupted sweep from its folder instead.")
     p.add_argument("config", nargs="?", default=None, help="sweep YAML (see configs/demo.yaml)")
     p.add_argument("--resume", default=None, metavar="SWEEP_DIR",
                    help="continue the sweep in this folder (s3://... or a shared path) instead of a new one")
-    p.add_argument("--address", default=None, help=ADDRESS_HELP)
+    _add_connection(p)
     add_overrides(p, "--set num_samples=64")
     p.add_argument("--storage", default=None, metavar="URI",
                    help="storage_path for Tune's state: s3://bucket/prefix or a path on a volume all nodes "
@@ -42,11 +53,8 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
                    help="S3-compatible endpoint for an s3:// storage (MinIO), e.g. http://minio:9000")
     p.add_argument("--tracking-uri", default=None, metavar="URI",
                    help="MLflow tracking URI for the job (default: the config's tracking.uri)")
-    code = p.add_mutually_exclusive_group()
-    code.add_argument("--installed", action="store_true",
-                      help="the cluster's image already has sentsweep: ship only the config")
-    code.add_argument("--image", default=None, metavar="IMAGE",
-                      help="run the job in this container image (Ray image_uri; needs podman on the nodes)")
+    p.add_argument("--installed", action="store_true",
+                   help="the cluster's image already has sentsweep (docker/Dockerfile): ship only the config")
     deps = p.add_mutually_exclusive_group()
     deps.add_argument("--pip", dest="installer", action="store_const", const="pip",
                       help="install the pinned requirements (pyproject.toml) into the job's environment")
@@ -54,11 +62,20 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
                       help="like --pip, with uv")
     p.add_argument("--python", default="python", help="the cluster's interpreter for the entrypoint "
                    "(default: %(default)s)")
-    p.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
-                   help="also forward this variable (repeatable); values are never printed")
-    p.add_argument("--no-forward-env", dest="forward_env", action="store_false",
-                   help="do not copy the MLflow/AWS/HF credentials from this environment")
+    p.add_argument("--forward-env", action="append", default=[], metavar="NAME",
+                   help="copy this variable of this environment into the job's (repeatable; e.g. "
+                   "AWS_SECRET_ACCESS_KEY). Nothing is copied otherwise: on Kubernetes the pods have their own "
+                   "credentials. Values are never printed, but anyone who can read the cluster's Jobs API can "
+                   "read them in the job's runtime_env. The Ray token is never forwarded")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set this variable in the job's environment (repeatable; not for secrets: the value "
+                   "is in your shell history)")
     p.add_argument("--job-id", default=None, help="the job's submission id (default: Ray picks one)")
+    p.add_argument("--driver-resources", nargs="?", const=json.dumps(DRIVER_RESOURCES), default=None,
+                   metavar="JSON", help="custom resources the driver (and the final evaluation) asks for, so it "
+                   f"runs on a worker that offers them, not on the head. Alone: '{json.dumps(DRIVER_RESOURCES)}', "
+                   "which the cpu group of k8s/base/raycluster.yaml offers: always give it there. A cluster that "
+                   "offers none never starts the job. Implies --entrypoint-num-cpus 1 unless given")
     p.add_argument("--entrypoint-num-cpus", type=float, default=None, help="CPUs reserved for the driver")
     p.add_argument("--entrypoint-num-gpus", type=float, default=None,
                    help="GPUs reserved for the driver (the best trial's final evaluation runs there)")
@@ -85,15 +102,25 @@ def _add_jobs(sub: argparse._SubParsersAction) -> None:
     stop.add_argument("--no-wait", dest="wait", action="store_false", help="return once the stop is asked")
     actions.add_parser("list", help="the cluster's jobs, newest first")
     for action in (status, logs, stop, actions.choices["list"]):
-        action.add_argument("--address", default=None, help=ADDRESS_HELP)
+        _add_connection(action)
     p.set_defaults(handler=cmd_jobs)
 
 
-def _secrets() -> list[str]:
-    """Values of this environment's forwardable credentials, to redact from logs shown here."""
-    from sentsweep.platform.cluster.credentials import FORWARDED_ENV
+def _connect(args: argparse.Namespace) -> ClusterJobs:
+    """The cluster's jobs at ``--address`` (or the environment's), with the token (:mod:`~.cluster.auth`)."""
+    from sentsweep.platform.cluster.auth import find_token
+    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
 
-    return [os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)]
+    token = find_token(args.token_file, os.environ)
+    return ClusterJobs(resolve_address(args.address, os.environ), token=token)
+
+
+def _secrets(jobs: ClusterJobs | None = None) -> list[str]:
+    """Values of this environment's credentials (and the token in use), to redact from what is shown here."""
+    from sentsweep.platform.cluster.credentials import local_secrets
+
+    token = [jobs.token.value] if jobs is not None and jobs.token is not None else []
+    return local_secrets(os.environ) + token
 
 
 def _write(text: str) -> None:
@@ -106,7 +133,7 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
     from sentsweep.platform.cluster.client import exit_status
     from sentsweep.platform.cluster.credentials import redact
 
-    secrets = _secrets()
+    secrets = _secrets(jobs)
     try:
         status = jobs.follow(job_id, lambda chunk: _write(redact(chunk, secrets)))
     except KeyboardInterrupt:
@@ -117,10 +144,29 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
     return exit_status(status)
 
 
+def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
+    """The job's options from the flags, and the names of the local credentials it does not get."""
+    from sentsweep.platform.cluster.credentials import forwarded_env, held_back
+    from sentsweep.platform.cluster.jobspec import JobOptions
+    from sentsweep.platform.cluster.placement import DRIVER_NUM_CPUS, parse_driver_resources
+    from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
+
+    env = forwarded_env(os.environ, args.forward_env, args.env)
+    env.setdefault(OWNER_ENV, sweep_owner(os.environ))  # who submitted: part of the sweep's identity
+    resources = parse_driver_resources(args.driver_resources) if args.driver_resources else None
+    num_cpus = args.entrypoint_num_cpus
+    if resources and num_cpus is None:
+        num_cpus = DRIVER_NUM_CPUS
+    options = JobOptions(ship="installed" if args.installed else "project", installer=args.installer,
+                         python=args.python, finalize=args.finalize, verbose=args.verbose, env=env,
+                         entrypoint_num_cpus=num_cpus, entrypoint_num_gpus=args.entrypoint_num_gpus,
+                         entrypoint_resources=resources)
+    return options, held_back(os.environ, env)
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
-    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
-    from sentsweep.platform.cluster.credentials import forwarded_env
-    from sentsweep.platform.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
+    from sentsweep.platform.cluster.client import resolve_address
+    from sentsweep.platform.cluster.jobspec import build_resume_job, build_sweep_job
     from sentsweep.platform.cluster.prepare import prepare_config
     from sentsweep.platform.cluster.staging import job_workdir
 
@@ -129,12 +175,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.resume and (args.overrides or args.storage or args.tracking_uri):
         raise ConfigError("a resumed sweep keeps its own config: drop --set, --storage and --tracking-uri",
                           field="--resume")
-    env = forwarded_env(os.environ, args.env, forward_defaults=args.forward_env)
-    ship = "image" if args.image else "installed" if args.installed else "project"
-    options = JobOptions(ship=ship, image=args.image, installer=args.installer, python=args.python,
-                         finalize=args.finalize, verbose=args.verbose, env=env,
-                         entrypoint_num_cpus=args.entrypoint_num_cpus, entrypoint_num_gpus=args.entrypoint_num_gpus)
+    options, not_forwarded = _job_options(args)
     address = resolve_address(args.address, os.environ)
+    jobs = None if args.dry_run else _connect(args)  # a missing token fails before any staging
     with job_workdir() as workdir:
         if args.resume:
             spec = build_resume_job(args.resume, options, workdir, storage_endpoint_url=args.storage_endpoint_url)
@@ -146,13 +189,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         for warning in spec.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         print("\n".join(spec.summary))
-        if args.dry_run:
+        if not_forwarded:
+            print(f"  not sent:    {', '.join(not_forwarded)} (set here; --forward-env NAME sends one)")
+        if jobs is None:
             print(f"dry run: nothing submitted (address {address})")
             return 0
-        jobs = ClusterJobs(address)
         job_id = jobs.submit(spec, args.job_id)
     print(f"submitted job {job_id} to {address}")
-    where = f"--address {address}"
+    where = f"--address {address}" + (f" --token-file {args.token_file}" if args.token_file else "")
     if not args.follow:
         print(f"  follow:  sentsweep jobs logs {job_id} --follow {where}")
         print(f"  status:  sentsweep jobs status {job_id} {where}")
@@ -166,16 +210,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
     from sentsweep.platform.cluster.credentials import redact
     from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
 
-    jobs = ClusterJobs(resolve_address(args.address, os.environ))
+    jobs = _connect(args)
     if args.action == "list":
         print(jobs_table(jobs.list()))
         return 0
     if args.action == "status":  # the message may quote the job's last log lines
-        print(redact(describe_job(jobs.info(args.job_id)), _secrets()))
+        print(redact(describe_job(jobs.info(args.job_id)), _secrets(jobs)))
         return 0
     if args.action == "stop":
         status = jobs.stop(args.job_id, wait=60.0 if args.wait else None)
@@ -183,7 +226,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         return 0
     if args.follow:
         return _follow(jobs, args.job_id)
-    _write(redact(jobs.logs(args.job_id), _secrets()))
+    _write(redact(jobs.logs(args.job_id), _secrets(jobs)))
     return 0
 
 

@@ -3,7 +3,7 @@
 Each handler returns an exit status and lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI
 prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the handlers. ``sweep
 --resume-interrupted`` is what a Kubernetes RayJob runs (a retried job continues its sweep), and ``sweep NAME
---config-env VAR`` what ``sentsweep submit --image`` runs (the config travels in the job's environment).
+--config-env VAR`` reads the config from the environment (a job whose config travels in a variable).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     add_overrides(p, "--set num_samples=4 --set fixed.max_steps=20")
     add_driver(p)
     p.add_argument("--resume-interrupted", action="store_true",
-                   help="if this config's newest sweep (same name and storage_path) did not finish, continue "
-                   "it instead of starting a new one (what a retried Kubernetes RayJob runs)")
+                   help="if the newest sweep of this identity (name, config hash and owner: $SENTSWEEP_OWNER, else "
+                   "the login name) did not finish, continue it instead of starting a new one (what a retried "
+                   "Kubernetes RayJob runs)")
     p.add_argument("--config-env", default=None, metavar="VAR",
                    help="read the config's YAML from this environment variable; CONFIG then only names it "
-                   "(what `sentsweep submit --image` runs)")
+                   "(a job whose config travels in a variable)")
     p.set_defaults(handler=cmd_sweep)
 
 

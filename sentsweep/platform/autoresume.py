@@ -5,10 +5,13 @@ head is lost, KubeRay retries the job (``backoffLimit``) on a fresh cluster with
 and the sweep must continue from its folder in shared storage rather than start over.
 
 A sweep's folder is ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (see
-:func:`~sentsweep.platform.storage.new_sweep_location`) holding its manifest. Only the newest folder
-of the config's name is considered: it is interrupted when its MLflow parent run did not end
-``FINISHED`` (a killed driver leaves it ``RUNNING``; a crash closes it ``FAILED``). An older
-unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.
+:func:`~sentsweep.platform.storage.new_sweep_location`) holding its manifest. Only folders of the same
+identity (:mod:`~sentsweep.platform.sweep_identity`) are considered: the config's name, the hash of the
+validated config (a changed ``--set``, search space or storage is another sweep) and the owner recorded in
+the manifest (another user's run of the same config is theirs; a manifest without an owner, from before
+owners were recorded, belongs to nobody). Of those, only the newest: it is interrupted when its MLflow
+parent run did not end ``FINISHED`` (a killed driver leaves it ``RUNNING``; a crash closes it ``FAILED``).
+An older unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ import pyarrow.fs
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.storage import SweepManifest, locate
+from sentsweep.platform.sweep_identity import config_hash, sweep_owner
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
 
 
 @dataclass(frozen=True)
 class PreviousSweep:
-    """The newest sweep folder of a config, and how its MLflow parent run ended."""
+    """The newest sweep folder of a config's identity, and how its MLflow parent run ended."""
 
     uri: str
     manifest: SweepManifest
@@ -54,24 +58,35 @@ def sweep_folders(config: SweepConfig) -> list[str]:
     return [f"{base}/{name}" for name in names]
 
 
-def previous_sweep(config: SweepConfig) -> PreviousSweep | None:
-    """The newest sweep folder of ``config`` with a manifest, and its parent run's status."""
+def same_sweep(manifest: SweepManifest, config: SweepConfig, owner: str) -> bool:
+    """Whether ``manifest`` is of the sweep ``config`` run by ``owner`` (name, config hash, owner)."""
+    ours = config.model_dump(mode="json")
+    return (manifest.owner == owner and manifest.config.get("name") == config.name
+            and config_hash(manifest.config) == config_hash(ours))
+
+
+def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
+    """The newest sweep folder of ``config``'s identity (``owner``: default :func:`sweep_owner`) with a
+    manifest, and its parent run's status."""
+    owner = owner or sweep_owner()
     found: list[tuple[float, str, SweepManifest]] = []
     for uri in sweep_folders(config):
         try:
             manifest = locate(uri, config.storage_endpoint_url).read_manifest()
         except ConfigError:  # a folder without a manifest: not a sentsweep sweep (or not yet one)
             continue
-        found.append((manifest.created, uri, manifest))
+        if same_sweep(manifest, config, owner):
+            found.append((manifest.created, uri, manifest))
     if not found:
         return None
     _, uri, manifest = max(found, key=lambda item: item[0])
     return PreviousSweep(uri, manifest, _run_status(manifest))
 
 
-def interrupted_sweep(config: SweepConfig) -> str | None:
-    """The folder to resume for ``config``, or None when its newest sweep finished (or there is none)."""
-    previous = previous_sweep(config)
+def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
+    """The folder to resume for ``config`` and ``owner``, or None when the newest sweep of that identity
+    finished (or there is none)."""
+    previous = previous_sweep(config, owner)
     return previous.uri if previous is not None and previous.interrupted else None
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.sweep_identity import sweep_owner
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
@@ -39,6 +40,7 @@ class SweepManifest(BaseModel):
     experiment_id: str
     tracking_uri: str
     created: float
+    owner: str | None = None  # who started it (sweep_identity.sweep_owner); stamped by write_manifest
 
     def sweep_config(self) -> SweepConfig:
         return SweepConfig.model_validate(self.config)
@@ -80,6 +82,8 @@ class SweepLocation:
         return sorted(i.base_name for i in infos if i.base_name.endswith(suffix))
 
     def write_manifest(self, manifest: SweepManifest, config: SweepConfig) -> None:
+        if manifest.owner is None:
+            manifest = manifest.model_copy(update={"owner": sweep_owner()})
         self.write_text(MANIFEST, manifest.model_dump_json(indent=2))
         self.write_text(CONFIG_COPY, config.to_yaml())
 

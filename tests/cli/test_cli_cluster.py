@@ -10,14 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -29,17 +22,15 @@ import pytest
 import yaml
 
 from sentsweep.cli import main
+from sentsweep.platform.cluster.auth import RayToken
 from sentsweep.platform.cluster.client import TERMINAL, ClusterError, ClusterJobs
-from sentsweep.platform.cluster.jobspec import CONFIG_ENV
+from tools.harness.processes import free_port
+from tools.harness.ray_head import RayHead
+from tools.harness.ray_head import ray_head as ray_head_process
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.yaml"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+CONFIG_ENV = "SENTSWEEP_SWEEP_CONFIG"
 
 
 def _run_cli(*argv: str) -> tuple[int, str, str]:
@@ -73,12 +64,31 @@ def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.Monk
     status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "num_samples=3",
                                 "--storage", "s3://b/p", "--storage-endpoint-url", "http://minio:9000",
                                 "--tracking-uri", "http://mlflow:5000")
-    assert status == 0 and "3 trials of cosent" in out and "MLFLOW_TRACKING_PASSWORD=***" in out
-    assert "never-shown-4321" not in out + err and "dry run: nothing submitted" in out
+    assert status == 0 and "3 trials of cosent" in out and "dry run: nothing submitted" in out
+    assert "not sent:    MLFLOW_TRACKING_PASSWORD (set here; --forward-env NAME sends one)" in out
+    assert "never-shown-4321" not in out + err
+
+
+def test_local_credentials_stay_here_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-never-shown-8765")
+    monkeypatch.setenv("SENTSWEEP_OWNER", "alice")
+    base = ("submit", str(DEMO), "--dry-run", "--installed", "--storage", "s3://b/p", "--tracking-uri",
+            "http://mlflow:5000")
+    status, out, err = _run_cli(*base)
+    assert status == 0 and "environment: MLFLOW_TRACKING_URI=***, SENTSWEEP_OWNER=***" in out
+    assert "not sent:    AWS_SECRET_ACCESS_KEY" in out and "driver:      nothing: any node, the head included" in out
+    status, out, err = _run_cli(*base, "--forward-env", "AWS_SECRET_ACCESS_KEY", "--driver-resources")
+    assert status == 0 and "AWS_SECRET_ACCESS_KEY=***" in out and "not sent" not in out
+    assert 'driver:      1 CPU + {"sweep_driver": 1.0}: a node that offers sweep_driver (not the head)' in out
+    assert "aws-never-shown-8765" not in out + err
+    status, out, err = _run_cli(*base, "--forward-env", "RAY_AUTH_TOKEN")
+    assert status == 2 and "never forwarded" in err
+    with pytest.raises(SystemExit):  # the option is gone: it needs podman, which the hardened pods lack
+        _run_cli(*base, "--image", "x")
 
 
 def test_an_unreachable_dashboard_is_one_line_naming_it() -> None:
-    address = f"http://127.0.0.1:{_free_port()}"
+    address = f"http://127.0.0.1:{free_port()}"
     for argv in (("jobs", "list"), ("jobs", "status", "raysubmit_x"), ("jobs", "logs", "x", "--follow")):
         status, out, err = _run_cli(*argv, "--address", address)
         assert status == 2 and "Traceback" not in err
@@ -92,34 +102,36 @@ def test_an_unreachable_dashboard_is_one_line_naming_it() -> None:
 
 @dataclass
 class Head:
-    """A ``ray start --head --block`` process (its own process group) and its dashboard address."""
+    """A head of :mod:`tools.harness.ray_head` and its jobs once the job agent accepts a (trivial) job."""
 
-    process: subprocess.Popen
-    address: str
-    temp_dir: Path
-    log: Path
+    head: RayHead
     _jobs: ClusterJobs | None = field(default=None, repr=False)
 
+    @property
+    def address(self) -> str:
+        return self.head.address
+
     def jobs(self, timeout: float = 120.0) -> ClusterJobs:
-        """The cluster's jobs once the dashboard and its job agent accept a (trivial) job."""
-        if self._jobs is not None:
-            return self._jobs
-        deadline = time.monotonic() + timeout
-        while self._jobs is None:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Ray head did not start: {self.log.read_text()[-3000:]}")
-            try:
-                jobs = ClusterJobs(self.address)
-                probe = jobs.client.submit_job(entrypoint="true")
-            except ClusterError:
-                time.sleep(0.5)
-                continue
-            except RuntimeError:  # "No available agent to submit job" while the agent starts
-                time.sleep(0.5)
-                continue
-            assert jobs.wait(probe, timeout=60, poll=0.2) == "SUCCEEDED"
-            self._jobs = jobs
+        if self._jobs is None:
+            self._jobs = _ready_jobs(self.head, timeout)
         return self._jobs
+
+
+def _ready_jobs(head: RayHead, timeout: float) -> ClusterJobs:
+    """The head's jobs (with its token, if any) once a trivial job runs to SUCCEEDED."""
+    token = RayToken(head.token, "test") if head.token else None
+    deadline = time.monotonic() + timeout
+    while True:
+        if head.process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"the Ray head did not start: {head.log.read_text()[-3000:]}")
+        try:
+            jobs = ClusterJobs(head.address, token=token)
+            probe = jobs.client.submit_job(entrypoint="true")
+        except (ClusterError, RuntimeError):  # "No available agent to submit job" while the agent starts
+            time.sleep(0.5)
+            continue
+        assert jobs.wait(probe, timeout=60, poll=0.2) == "SUCCEEDED"
+        return jobs
 
 
 def _dashboard_missing() -> str | None:
@@ -128,64 +140,86 @@ def _dashboard_missing() -> str | None:
     return ray_utils.get_dashboard_dependency_error()
 
 
+def _stop_jobs(head: Head) -> None:
+    if head._jobs is not None:
+        with contextlib.suppress(Exception):
+            for info in head._jobs.list():
+                if info.submission_id and str(info.status.value) not in TERMINAL:
+                    head._jobs.client.stop_job(info.submission_id)
+
+
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[Head]:
     """A local head with the dashboard on free loopback ports, 2 CPUs, started for this module and ended by
-    its process group (only processes this fixture started)."""
+    its process group (only processes this fixture started), also when a test fails."""
     missing = _dashboard_missing()
     if missing:
         pytest.skip(f"the Ray dashboard needs ray[default] ({missing})")
-    temp_dir = Path(tempfile.mkdtemp(prefix="ssr-", dir="/tmp"))  # short: Ray's unix sockets live under it
-    names = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-             "runtime-env-agent-port", "metrics-export-port", "ray-client-server-port", "node-manager-port",
-             "object-manager-port")
-    ports = {name: _free_port() for name in names}
-    command = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
-               "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1", "--include-dashboard", "true",
-               "--num-cpus", "2", "--temp-dir", str(temp_dir), "--disable-usage-stats"]
-    for name, port in ports.items():
-        command += [f"--{name}", str(port)]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
-    env.update(RAY_AUTH_MODE="disabled", RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
-               # Single-machine mode: Ray keeps every address on 127.0.0.1 instead of this host's interface.
-               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
-               # The job's `python` is this environment's, where sentsweep and its requirements are installed.
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
-    log = temp_dir / "head.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    head = Head(process, f"http://127.0.0.1:{ports['dashboard-port']}", temp_dir, log)
-    try:
-        yield head
-    finally:
-        if head._jobs is not None:
-            with contextlib.suppress(Exception):
-                for info in head._jobs.list():
-                    if info.submission_id and str(info.status.value) not in TERMINAL:
-                        head._jobs.client.stop_job(info.submission_id)
-        _end_group(process)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    with ray_head_process(num_cpus=2) as started:
+        head = Head(started)
+        try:
+            yield head
+        finally:
+            _stop_jobs(head)
 
 
-def _end_group(process: subprocess.Popen) -> None:
-    """SIGTERM to `ray start --block` (it stops the head's processes), then SIGKILL what is left of its group."""
-    group = process.pid  # start_new_session: the group this fixture created
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+@pytest.fixture(scope="module")
+def token_head() -> Iterator[Head]:
+    """A head started as Ray 2.60 documents token auth (RAY_AUTH_MODE=token, RAY_AUTH_TOKEN), 1 CPU."""
+    missing = _dashboard_missing()
+    if missing:
+        pytest.skip(f"the Ray dashboard needs ray[default] ({missing})")
+    with ray_head_process(num_cpus=1, token=f"test-{secrets.token_hex(24)}") as started:
+        head = Head(started)
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(group, signal.SIGKILL)
-            process.wait(timeout=10)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.5)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(group, signal.SIGKILL)
+            yield head
+        finally:
+            _stop_jobs(head)
+
+
+def test_token_auth_with_and_without_the_token(token_head: Head, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from sentsweep.platform.cluster.jobspec import JobSpec
+
+    token, address = token_head.head.token, token_head.address
+    assert token is not None
+    for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token
+    jobs = token_head.jobs()  # the project's client, with the token
+    job_id = jobs.submit(JobSpec("python -c 'print(1)'", {}, {"kind": "probe"}, [], []), f"tiny-{secrets.token_hex(3)}")
+    assert jobs.wait(job_id, timeout=60, poll=0.2) == "SUCCEEDED" and jobs.logs(job_id).splitlines()[-1] == "1"
+    assert "RAY_AUTH_TOKEN" not in (jobs.info(job_id).runtime_env or {}).get("env_vars", {})
+    shown: list[str] = []
+
+    token_file = tmp_path / "ray.token"
+    token_file.write_text(token + "\n")
+    status, out, err = _run_cli("jobs", "list", "--address", address, "--token-file", str(token_file))
+    assert status == 0 and job_id in out, err
+    shown += [out, err]
+    monkeypatch.setenv("RAY_AUTH_TOKEN", token)  # as Ray's SDK reads it
+    status, out, err = _run_cli("jobs", "status", job_id, "--address", address)
+    assert status == 0 and out.startswith(f"job {job_id}: SUCCEEDED"), err
+    shown += [out, err]
+    with contextlib.redirect_stdout(io.StringIO()) as help_text, pytest.raises(SystemExit):
+        main(["submit", "--help"])
+    shown.append(help_text.getvalue())
+    monkeypatch.delenv("RAY_AUTH_TOKEN")
+
+    submit = ("submit", str(DEMO), "--installed", "--storage", str(tmp_path / "shared"),
+              "--tracking-uri", "http://mlflow:5000")
+    for argv in (("jobs", "list"), ("jobs", "status", job_id), ("jobs", "logs", job_id, "--follow"), submit):
+        status, out, err = _run_cli(*argv, "--address", address)
+        assert status == 2 and "Traceback" not in err and err.count("\n") == 1, err
+        assert f"error: authentication required: the Ray cluster at {address} requires a token" in err
+    wrong = tmp_path / "wrong.token"
+    wrong.write_text("not-the-cluster-token-0000")
+    status, out, err = _run_cli("jobs", "list", "--address", address, "--token-file", str(wrong))
+    assert status == 2 and err.count("\n") == 1
+    assert f"authentication required: the Ray cluster at {address} refused the token from --token-file" in err
+    status, out, err = _run_cli("jobs", "list", "--address", address, "--token-file", str(tmp_path / "none"))
+    assert status == 2 and "authentication required: cannot read the Ray token file" in err
+    assert all(token not in text for text in shown + [out, err])
 
 
 def _sweep_yaml(path: Path, model: Path, name: str, **extra: Any) -> Path:
@@ -242,6 +276,7 @@ def sweep_job(ray_head: Head, tiny_bert_dir: Path, tmp_path_factory: pytest.Temp
         patch.setenv("AWS_SECRET_ACCESS_KEY", fake[1])
         status, out, err = _run_cli(
             "submit", str(config), "--address", ray_head.address, "--set", "num_samples=2",
+            "--forward-env", "MLFLOW_TRACKING_PASSWORD", "--forward-env", "AWS_SECRET_ACCESS_KEY",
             "--storage", str(root / "shared"), "--tracking-uri", tracking_uri, "--job-id", job_id, "--no-finalize",
             "--follow")
     seconds = time.monotonic() - started

@@ -1,15 +1,18 @@
-"""``sentsweep sweep --resume-interrupted`` finds the config's newest sweep folder and continues it only
-when its MLflow parent run did not finish (real sweep folders and manifests, a real MLflow store)."""
+"""``sentsweep sweep --resume-interrupted`` finds the newest sweep folder of the same identity (config name,
+config hash, owner) and continues it only when its MLflow parent run did not finish (real sweep folders and
+manifests, a real MLflow store)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.autoresume import interrupted_sweep, previous_sweep, sweep_folders
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.storage import SweepManifest, new_sweep_location
+from sentsweep.platform.storage import SweepManifest, locate, new_sweep_location
+from sentsweep.platform.sweep_identity import OWNER_ENV, config_hash, sweep_owner
 
 
 def _config(tmp_path: Path, tracking_uri: str, name: str = "demo") -> SweepConfig:
@@ -32,6 +35,11 @@ def _sweep(config: SweepConfig, created: float, status: str) -> str:
     return location.uri
 
 
+@pytest.fixture(autouse=True)
+def _owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(OWNER_ENV, "alice")
+
+
 def test_only_the_newest_unfinished_sweep_of_the_config_is_resumed(tmp_path: Path, tracking_uri: str) -> None:
     config = _config(tmp_path, tracking_uri)
     assert sweep_folders(config) == [] and interrupted_sweep(config) is None
@@ -52,3 +60,29 @@ def test_only_the_newest_unfinished_sweep_of_the_config_is_resumed(tmp_path: Pat
 
     _sweep(config, 1_700_000_400, "FINISHED")
     assert interrupted_sweep(config) is None, "an older unfinished sweep is not picked up"
+
+
+def test_another_owners_sweep_or_a_changed_config_is_not_resumed(tmp_path: Path, tracking_uri: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config(tmp_path, tracking_uri)
+    mine = _sweep(config, 1_700_000_000, "RUNNING")
+    assert locate(mine).read_manifest().owner == "alice"  # stamped when the folder was made
+    monkeypatch.setenv(OWNER_ENV, "bob")
+    bobs = _sweep(config, 1_700_000_100, "RUNNING")  # the same config, newer, another user's
+    assert locate(bobs).read_manifest().owner == "bob"
+    assert interrupted_sweep(config) == bobs
+    assert interrupted_sweep(config, owner="alice") == mine, "alice's own, not bob's newer one"
+    monkeypatch.setenv(OWNER_ENV, "carol")
+    assert interrupted_sweep(config) is None, "carol has no sweep of this config"
+
+    changed = config.model_copy(update={"num_samples": config.num_samples + 1})
+    assert config_hash(changed.model_dump(mode="json")) != config_hash(config.model_dump(mode="json"))
+    assert interrupted_sweep(changed, owner="alice") is None, "a changed config is another sweep"
+    assert len(sweep_folders(changed)) == 2  # same name: the folders are there, the identity differs
+
+
+def test_the_owner_comes_from_the_environment() -> None:
+    assert sweep_owner({OWNER_ENV: "team-a/alice", "USER": "ray"}) == "team-a/alice"
+    assert sweep_owner({"USER": "ray"}) == "ray"
+    assert sweep_owner({"LOGNAME": "bob"}) == "bob"
+    assert sweep_owner({})  # the login name of this process, or "unknown"

@@ -1,16 +1,19 @@
 """Run sweeps on a remote Ray cluster through the Ray Jobs API, then follow, list and stop them.
 
-Modules: ``credentials`` (forwarded variables, masking, redaction), ``prepare`` (the shipped config),
-``staging`` (the working dir, requirements), ``jobspec`` (entrypoint, runtime environment, summary),
-``client`` (:class:`~.client.ClusterJobs`, the Jobs API) and ``job_tables`` (what ``sentsweep jobs`` prints).
+Modules: ``auth`` (the Ray token), ``credentials`` (forwarded variables, masking, redaction), ``prepare`` (the
+shipped config), ``staging`` (the working dir, requirements), ``placement`` (where the driver runs),
+``jobspec`` (entrypoint, runtime environment, summary), ``client`` (:class:`~.client.ClusterJobs`, the Jobs
+API) and ``job_tables`` (what ``sentsweep jobs`` prints).
 The commands are in :mod:`sentsweep.cli.cluster`; nothing here reads ``os.environ`` or imports Ray at import time.
 
 Usage (the dashboard address defaults to ``$RAY_API_SERVER_ADDRESS``, else ``$RAY_ADDRESS``, else
-``http://127.0.0.1:8265``; on Kubernetes, ``kubectl port-forward svc/<cluster>-head-svc 8265:8265``)::
+``http://127.0.0.1:8265``; on Kubernetes, ``kubectl port-forward svc/<cluster>-head-svc 8265:8265``; the
+token of a cluster with token auth from ``--token-file``, ``$RAY_AUTH_TOKEN`` or ``$RAY_AUTH_TOKEN_PATH``,
+see :mod:`.auth`)::
 
-    sentsweep submit configs/demo.yaml --address http://HEAD:8265 \\
+    sentsweep submit configs/demo.yaml --address http://HEAD:8265 --token-file ~/.ray/team-a.token \\
         --storage s3://sweeps/demo --storage-endpoint-url http://minio:9000 \\
-        --tracking-uri http://mlflow:5000 --set num_samples=32 --follow
+        --tracking-uri http://mlflow:5000 --set num_samples=32 --driver-resources --follow
     sentsweep submit configs/demo.yaml --dry-run          # validate, stage and show the job; submit nothing
     sentsweep jobs list
     sentsweep jobs status JOB_ID
@@ -24,7 +27,7 @@ What travels with a job:
 * **The config**, with ``--set``, ``--storage``, ``--storage-endpoint-url`` and ``--tracking-uri`` baked in.
   It is validated here first (:func:`~.prepare.prepare_config`: the sweep config, then the trial
   settings against the method), so a typo fails on this machine with the field named, before any upload.
-* **The code**, one of three ways:
+* **The code**, one of two ways:
 
   - default: ``working_dir`` is a staged copy of this checkout: ``sentsweep/`` (sources and the bundled
     sample data), ``pyproject.toml``, ``constraints.txt``, ``README.md``, and the config as
@@ -36,19 +39,21 @@ What travels with a job:
     environment (slow; for clusters whose image lacks them).
   - ``--installed``: the cluster's image already has sentsweep (``docker/Dockerfile`` on the KubeRay
     cluster of ``k8s/``); ``working_dir`` holds only the config.
-  - ``--image IMAGE``: Ray's ``image_uri`` runtime environment (the job and its workers run in that
-    container; the nodes need podman). ``image_uri`` admits no ``working_dir``, so the config travels in the
-    job's environment (:data:`~.jobspec.CONFIG_ENV`) and the entrypoint is
-    ``python -m sentsweep.cli sweep demo.yaml --config-env SENTSWEEP_SWEEP_CONFIG``.
+
+  There is no container-image option: Ray's ``image_uri`` needs podman inside the Ray containers, which the
+  hardened pods of ``k8s/`` (no privileges, read-only root) cannot run; build the image instead.
 
 * **The entrypoint**: ``python -m sentsweep.cli sweep configs/<file>``, not the ``sentsweep`` console script,
   which a working-dir copy does not install (``--python`` names another interpreter).
-* **The environment**: credentials and endpoints copied from this machine's environment when set
-  (:data:`~.credentials.FORWARDED_ENV`: MLflow user, password and token, AWS keys, S3 endpoints, the Hugging
-  Face token),
-  ``MLFLOW_TRACKING_URI`` for a tracking server, and ``--env NAME[=VALUE]``. Values are never printed or
-  logged; summaries name the variables, masked. Anyone who can read the cluster's job API can read a job's
-  runtime environment, so on a shared cluster prefer Kubernetes secrets in the pods and ``--no-forward-env``.
+* **The environment**: nothing of this machine's unless named: ``--forward-env NAME`` copies a variable,
+  ``--env NAME=VALUE`` sets one; plus ``MLFLOW_TRACKING_URI`` for a tracking server, the user and password
+  of a ``--tracking-uri http://user:pass@host`` and ``SENTSWEEP_OWNER`` (the submitting user, part of the
+  sweep's identity). The credentials set here that stay here (:data:`~.credentials.CREDENTIAL_ENV`) are
+  named in the summary; the Ray token is never forwarded. Values are never printed or logged; summaries
+  name the variables, masked. Anyone who can read the cluster's Jobs API can read a job's runtime
+  environment, so on a shared cluster the pods' own credentials (Kubernetes Secrets) are the right ones.
+* **The driver's placement**: ``--driver-resources`` asks for the ``sweep_driver`` resource that only the
+  CPU workers of ``k8s/`` offer (:mod:`.placement`), so the driver and the final evaluation leave the head.
 * **The storage**: ``--storage`` (``s3://bucket/prefix`` with ``--storage-endpoint-url`` for MinIO, or a path
   on a volume every node mounts) replaces ``storage_path``, so Tune's experiment state outlives the head.
   The job's log names the sweep folder; ``sentsweep submit --resume FOLDER`` continues the sweep in a new job.

@@ -1,6 +1,8 @@
 """The jobs of one Ray cluster through its dashboard's Jobs API: submit, status, logs, follow, stop, list.
 
-Ray is imported only when a client connects; every failure is one :class:`ClusterError` line.
+Ray is imported only when a client connects; every failure is one :class:`ClusterError` line, and a missing
+or refused token one :class:`~.auth.AuthenticationRequired` line. The token (:mod:`.auth`) is sent as the
+``Authorization`` header of every request, whatever ``RAY_AUTH_MODE`` this process has.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from sentsweep.errors import SentsweepError
+from sentsweep.platform.cluster.auth import RayToken, auth_failure
 from sentsweep.platform.cluster.jobspec import JobSpec
 
 if TYPE_CHECKING:
@@ -42,7 +45,9 @@ def resolve_address(explicit: str | None, environ: Mapping[str, str]) -> str:
 
 
 def _client_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [OSError, RuntimeError, ValueError]
+    from ray.exceptions import AuthenticationError
+
+    errors: list[type[BaseException]] = [OSError, RuntimeError, ValueError, AuthenticationError]
     with contextlib.suppress(ImportError):
         import aiohttp
 
@@ -50,22 +55,37 @@ def _client_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _auth_status(exc: BaseException) -> int | None:
+    """401 or 403 when ``exc`` is the dashboard refusing a request for want of a (valid) token."""
+    from ray.exceptions import AuthenticationError
+
+    if isinstance(exc, AuthenticationError):  # Ray's SDK: "Authentication required" (401) or "... failed" (403)
+        return 403 if "Authentication failed" in str(exc.message) else 401
+    status = getattr(exc, "status", None)  # aiohttp, for the log stream's websocket
+    return status if status in (401, 403) else None
+
+
 class ClusterJobs:
     """The jobs of one Ray cluster, through its dashboard's Jobs API; failures are :class:`ClusterError`."""
 
-    def __init__(self, address: str, client: JobSubmissionClient | None = None) -> None:
+    def __init__(self, address: str, client: JobSubmissionClient | None = None, *,
+                 token: RayToken | None = None) -> None:
         self.address = address
+        self.token = token
         if client is None:
-            client = self._connect(address)
+            client = self._connect(address, token)
         self.client = client
 
     @staticmethod
-    def _connect(address: str) -> JobSubmissionClient:
+    def _connect(address: str, token: RayToken | None) -> JobSubmissionClient:
         from ray.job_submission import JobSubmissionClient
 
         try:
-            return JobSubmissionClient(address)
+            return JobSubmissionClient(address, headers=token.headers() if token else None)
         except _client_errors() as exc:
+            status = _auth_status(exc)
+            if status is not None:
+                raise auth_failure(status, address, token) from None
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(f"cannot reach the Ray dashboard at {address} ({reason}); is the head running "
                                "and its port 8265 reachable (e.g. kubectl port-forward)?") from None
@@ -75,6 +95,9 @@ class ClusterJobs:
         try:
             yield
         except _client_errors() as exc:
+            status = _auth_status(exc)
+            if status is not None:
+                raise auth_failure(status, self.address, self.token) from None
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if job_id is not None and ("404" in text or "does not exist" in text):
                 raise ClusterError(f"no job '{job_id}' on the Ray cluster at {self.address} "
@@ -89,7 +112,8 @@ class ClusterJobs:
             return self.client.submit_job(entrypoint=spec.entrypoint, runtime_env=spec.runtime_env,
                                           metadata=spec.metadata, submission_id=submission_id,
                                           entrypoint_num_cpus=spec.entrypoint_num_cpus,
-                                          entrypoint_num_gpus=spec.entrypoint_num_gpus)
+                                          entrypoint_num_gpus=spec.entrypoint_num_gpus,
+                                          entrypoint_resources=spec.entrypoint_resources)
 
     def info(self, job_id: str) -> JobDetails:
         with self._errors(job_id):

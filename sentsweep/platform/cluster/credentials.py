@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform.cluster.auth import RAY_AUTH_ENV
 
-FORWARDED_ENV: tuple[str, ...] = (
+CREDENTIAL_ENV: tuple[str, ...] = (
     "MLFLOW_TRACKING_USERNAME",
     "MLFLOW_TRACKING_PASSWORD",
     "MLFLOW_TRACKING_TOKEN",
@@ -23,30 +24,51 @@ FORWARDED_ENV: tuple[str, ...] = (
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_S3",
     "HF_TOKEN",
+    *RAY_AUTH_ENV,
 )
-"""Variables copied from the submitting environment into the job's when they are set (values never shown)."""
+"""Credentials and endpoints a submitting environment commonly holds. None is forwarded into a job unless
+``--forward-env NAME`` names it (the cluster's pods have their own, from Kubernetes Secrets); the Ray token
+never is. Their values are redacted from whatever ``sentsweep`` shows."""
 
 MASK = "***"
 
 
-def forwarded_env(environ: Mapping[str, str], extra: Sequence[str] = (), *,
-                  forward_defaults: bool = True) -> dict[str, str]:
-    """The variables a job gets from ``environ``: :data:`FORWARDED_ENV` that are set (and not empty), then
-    each ``--env`` entry, ``NAME`` (copied, an error when unset) or ``NAME=VALUE``."""
-    selected = {name: environ[name] for name in FORWARDED_ENV if forward_defaults and environ.get(name)}
-    for entry in extra:
+def _check_name(name: str, flag: str) -> str:
+    name = name.strip()
+    if not name or not name.replace("_", "").isalnum() or name[0].isdigit():
+        raise ConfigError(f"'{name}' is not a variable name", field=flag)
+    if name in RAY_AUTH_ENV:
+        raise ConfigError(f"{name} is never forwarded: the cluster's pods have their own Ray token", field=flag)
+    return name
+
+
+def forwarded_env(environ: Mapping[str, str], forward: Sequence[str] = (),
+                  values: Sequence[str] = ()) -> dict[str, str]:
+    """The variables a job gets: each ``--forward-env NAME`` copied from ``environ`` (an error when unset), then
+    each ``--env NAME=VALUE``. Nothing else: a credential set here stays here unless named."""
+    selected: dict[str, str] = {}
+    for entry in forward:
+        name = _check_name(entry, "--forward-env")
+        if not environ.get(name):
+            raise ConfigError(f"{name} is not set in this environment", field="--forward-env")
+        selected[name] = environ[name]
+    for entry in values:
         name, sep, value = entry.partition("=")
-        name = name.strip()
-        if not name or not name.replace("_", "").isalnum() or name[0].isdigit():
-            raise ConfigError(f"'{name or entry}' is not a variable name (use NAME or NAME=VALUE)", field="--env")
-        if sep:
-            selected[name] = value
-        elif environ.get(name):
-            selected[name] = environ[name]
-        else:
-            raise ConfigError(f"{name} is not set in this environment (use NAME=VALUE to give a value)",
+        if not sep:
+            raise ConfigError(f"'{entry}' has no value: use NAME=VALUE (--forward-env NAME copies a variable)",
                               field="--env")
+        selected[_check_name(name, "--env")] = value
     return selected
+
+
+def held_back(environ: Mapping[str, str], forwarded: Mapping[str, str]) -> list[str]:
+    """The :data:`CREDENTIAL_ENV` set in ``environ`` that the job does not get (names only)."""
+    return [name for name in CREDENTIAL_ENV if environ.get(name) and name not in forwarded]
+
+
+def local_secrets(environ: Mapping[str, str]) -> list[str]:
+    """Values of the :data:`CREDENTIAL_ENV` set in ``environ``: what :func:`redact` removes from shown text."""
+    return [environ[name] for name in CREDENTIAL_ENV if environ.get(name)]
 
 
 def masked(env: Mapping[str, str]) -> str:

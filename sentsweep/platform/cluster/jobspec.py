@@ -1,5 +1,6 @@
 """The Ray job that runs a sweep or resumes one: its entrypoint (an ordinary ``sentsweep`` command), runtime
-environment (working dir or image, requirements, variables), metadata, and a summary safe to print."""
+environment (working dir, requirements, variables), where its driver may run, metadata, and a summary safe
+to print."""
 
 from __future__ import annotations
 
@@ -11,15 +12,12 @@ from typing import Any, Literal
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.cluster.credentials import mask_uri, masked
+from sentsweep.platform.cluster.placement import describe_placement
 from sentsweep.platform.cluster.prepare import PreparedConfig, is_relative_path
 from sentsweep.platform.cluster.staging import StagedDir, pinned_requirements, stage_working_dir
 from sentsweep.platform.config import is_server_uri
 
-CONFIG_ENV = "SENTSWEEP_SWEEP_CONFIG"
-"""With ``--image``: the job's variable that carries the config YAML (``sentsweep sweep NAME --config-env``)."""
-
-Ship = Literal["project", "installed", "image"]
-
+Ship = Literal["project", "installed"]
 
 def cli_entrypoint(command: str, *args: str, python: str = "python", finalize: bool = True,
                    verbose: bool = False) -> str:
@@ -38,7 +36,6 @@ class JobOptions:
     """How a job is packaged and run (the submit command's flags)."""
 
     ship: Ship = "project"
-    image: str | None = None
     installer: Literal["pip", "uv"] | None = None
     python: str = "python"
     finalize: bool = True
@@ -46,14 +43,12 @@ class JobOptions:
     env: Mapping[str, str] = field(default_factory=dict, repr=False)  # values are secret
     entrypoint_num_cpus: float | None = None
     entrypoint_num_gpus: float | None = None
+    entrypoint_resources: Mapping[str, float] | None = None  # custom resources: which nodes may run the driver
 
-    def __post_init__(self) -> None:
-        if self.ship == "image" and not self.image:
-            raise ConfigError("an image is needed", field="--image")
-        if self.ship == "image" and self.installer:
-            raise ConfigError(f"--{self.installer} cannot be combined with --image (Ray's image_uri runtime "
-                              "environment admits only env_vars); build the requirements into the image",
-                              field=f"--{self.installer}")
+    @property
+    def driver_line(self) -> str:
+        """Where the driver may run, for the summary."""
+        return describe_placement(self.entrypoint_num_cpus, self.entrypoint_num_gpus, self.entrypoint_resources)
 
 
 @dataclass
@@ -68,13 +63,12 @@ class JobSpec:
     staged: StagedDir | None = None
     entrypoint_num_cpus: float | None = None
     entrypoint_num_gpus: float | None = None
+    entrypoint_resources: dict[str, float] | None = None
 
 
 def _runtime_env(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]) -> dict[str, Any]:
     runtime_env: dict[str, Any] = {}
-    if options.ship == "image":
-        runtime_env["image_uri"] = options.image
-    elif staged is not None:
+    if staged is not None:
         runtime_env["working_dir"] = str(staged.path)
     if options.installer:
         packages = pinned_requirements()
@@ -86,9 +80,7 @@ def _runtime_env(options: JobOptions, staged: StagedDir | None, env_vars: dict[s
 
 
 def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
-    if options.ship == "image":
-        code = f"image {options.image} (image_uri; config in ${CONFIG_ENV})"
-    elif options.ship == "installed":
+    if options.ship == "installed":
         code = "the cluster's installed sentsweep (working_dir: the config only)"
     else:
         assert staged is not None
@@ -106,31 +98,25 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
     env_vars = {**prepared.credentials, **options.env}
     if is_server_uri(config.tracking.uri):
         env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
-    staged = None
-    if options.ship == "image":
-        env_vars[CONFIG_ENV] = prepared.text  # image_uri admits no working_dir: `sweep --config-env` reads it
-        entrypoint = cli_entrypoint("sweep", prepared.filename, "--config-env", CONFIG_ENV, python=options.python,
-                                    finalize=options.finalize, verbose=options.verbose)
-    else:
-        staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
-        assert staged.config_path is not None
-        entrypoint = cli_entrypoint("sweep", staged.config_path, python=options.python,
-                                    finalize=options.finalize, verbose=options.verbose)
+    staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
+    assert staged.config_path is not None
+    entrypoint = cli_entrypoint("sweep", staged.config_path, python=options.python, finalize=options.finalize,
+                                verbose=options.verbose)
     storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
                                      if config.storage_endpoint_url else "")
-    shown_env = {k: v for k, v in env_vars.items() if k != CONFIG_ENV}
     summary = [
         f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
         f"  code:        {_code_line(options, staged)}",
         f"  entrypoint:  {entrypoint}",
         f"  storage:     {storage}",
         f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})",
-        f"  environment: {masked(shown_env)}",
+        f"  environment: {masked(env_vars)}",
+        f"  driver:      {options.driver_line}",
     ]
     metadata = {"sentsweep": sentsweep.__version__, "kind": "sweep", "sweep": config.name,
                 "config": prepared.filename, "method": config.method, "ship": options.ship}
     return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary,
-                   list(prepared.warnings), staged, options.entrypoint_num_cpus, options.entrypoint_num_gpus)
+                   list(prepared.warnings), staged, *_placement(options))
 
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
@@ -153,8 +139,15 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
         f"  code:        {_code_line(options, staged)}",
         f"  entrypoint:  {entrypoint}",
         f"  environment: {masked(env_vars)}",
+        f"  driver:      {options.driver_line}",
     ]
     metadata = {"sentsweep": sentsweep.__version__, "kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1],
                 "ship": options.ship}
     return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, [], staged,
-                   options.entrypoint_num_cpus, options.entrypoint_num_gpus)
+                   *_placement(options))
+
+
+def _placement(options: JobOptions) -> tuple[float | None, float | None, dict[str, float] | None]:
+    """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
+    resources = dict(options.entrypoint_resources) if options.entrypoint_resources else None
+    return options.entrypoint_num_cpus, options.entrypoint_num_gpus, resources

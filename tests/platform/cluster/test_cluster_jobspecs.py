@@ -1,8 +1,10 @@
-"""The cluster client's library parts, no Ray: staging, environment forwarding, masking, addresses, the job
-specs (entrypoints, runtime environments, summaries) and the portability warnings of a shipped config."""
+"""The cluster client's library parts, no Ray: staging, opt-in environment forwarding, masking, the Ray token's
+sources, addresses, the job specs (entrypoints, runtime environments, driver placement, summaries) and the
+portability warnings of a shipped config."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,9 +14,18 @@ import pytest
 import yaml
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform.cluster.auth import AuthenticationRequired, auth_failure, find_token
 from sentsweep.platform.cluster.client import resolve_address
-from sentsweep.platform.cluster.credentials import forwarded_env, mask_uri, masked, redact, split_credentials
-from sentsweep.platform.cluster.jobspec import CONFIG_ENV, JobOptions, build_resume_job, build_sweep_job
+from sentsweep.platform.cluster.credentials import (
+    forwarded_env,
+    held_back,
+    mask_uri,
+    masked,
+    redact,
+    split_credentials,
+)
+from sentsweep.platform.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
+from sentsweep.platform.cluster.placement import DRIVER_RESOURCES, parse_driver_resources
 from sentsweep.platform.cluster.prepare import prepare_config
 from sentsweep.platform.cluster.staging import stage_working_dir
 
@@ -65,17 +76,85 @@ def test_staging_the_checkout_is_small_and_importable(tmp_path: Path) -> None:
     assert Path(probe.stdout.strip()).resolve().is_relative_to(staged.path.resolve())
 
 
-def test_forwarded_env_copies_known_credentials_and_extras_only() -> None:
+def test_nothing_is_forwarded_unless_named() -> None:
     environ = {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA", "AWS_REGION": "",
-               "HOME": "/root", "PATH": "/bin", "MY_TOKEN": "tok-5678", "OTHER": "x"}
-    assert forwarded_env(environ) == {"MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA"}
-    assert forwarded_env(environ, ["MY_TOKEN", "MODE=fast"]) == {
-        "MLFLOW_TRACKING_PASSWORD": "pw-1234", "AWS_ACCESS_KEY_ID": "AKIA", "MY_TOKEN": "tok-5678", "MODE": "fast"}
-    assert forwarded_env(environ, ["MY_TOKEN"], forward_defaults=False) == {"MY_TOKEN": "tok-5678"}
+               "HOME": "/root", "PATH": "/bin", "MY_TOKEN": "tok-5678", "RAY_AUTH_TOKEN": "ray-tok-9"}
+    assert forwarded_env(environ) == {}
+    assert held_back(environ, {}) == ["MLFLOW_TRACKING_PASSWORD", "AWS_ACCESS_KEY_ID", "RAY_AUTH_TOKEN"]
+    chosen = forwarded_env(environ, ["AWS_ACCESS_KEY_ID", "MY_TOKEN"], ["MODE=fast"])
+    assert chosen == {"AWS_ACCESS_KEY_ID": "AKIA", "MY_TOKEN": "tok-5678", "MODE": "fast"}
+    assert held_back(environ, chosen) == ["MLFLOW_TRACKING_PASSWORD", "RAY_AUTH_TOKEN"]
     with pytest.raises(ConfigError, match="UNSET is not set"):
         forwarded_env(environ, ["UNSET"])
     with pytest.raises(ConfigError, match="not a variable name"):
-        forwarded_env(environ, ["1BAD=x"])
+        forwarded_env(environ, ["1BAD"])
+    with pytest.raises(ConfigError, match="has no value"):
+        forwarded_env(environ, values=["MY_TOKEN"])
+    for forward, values in ((["RAY_AUTH_TOKEN"], []), ([], ["RAY_AUTH_TOKEN_PATH=/x"])):
+        with pytest.raises(ConfigError, match="never forwarded"):
+            forwarded_env(environ, forward, values)
+
+
+def test_a_local_secret_reaches_the_job_spec_only_when_named(tmp_path: Path) -> None:
+    environ = {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-local"}
+    prepared = prepare_config(DEMO, storage="s3://b/p", tracking_uri="http://mlflow:5000", check_trials=False)
+    plain = build_sweep_job(prepared, JobOptions(ship="installed", env=forwarded_env(environ)), tmp_path / "a")
+    assert "AWS_SECRET_ACCESS_KEY" not in plain.runtime_env.get("env_vars", {})
+    assert "wJalrXUtnFEMI-local" not in repr(plain.runtime_env)
+    named = build_sweep_job(prepared, JobOptions(ship="installed", env=forwarded_env(
+        environ, ["AWS_SECRET_ACCESS_KEY"])), tmp_path / "b")
+    assert named.runtime_env["env_vars"]["AWS_SECRET_ACCESS_KEY"] == "wJalrXUtnFEMI-local"
+    assert "AWS_SECRET_ACCESS_KEY=***" in "\n".join(named.summary)
+    assert "wJalrXUtnFEMI-local" not in "\n".join(named.summary) + repr(named)
+
+
+def test_the_ray_token_is_found_where_ray_looks_and_never_shown(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "given").write_text("tok-from-file\n")
+    (tmp_path / "path").write_text("tok-from-path")
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("tok-default")
+    env = {"RAY_AUTH_TOKEN": "tok-from-env", "RAY_AUTH_TOKEN_PATH": str(tmp_path / "path")}
+    assert find_token(tmp_path / "given", env).value == "tok-from-file"  # --token-file first
+    assert find_token(None, env).value == "tok-from-env"
+    assert find_token(None, {"RAY_AUTH_TOKEN_PATH": str(tmp_path / "path")}).value == "tok-from-path"
+    assert find_token(None, {}) is None  # the default file only in token mode, as Ray
+    token = find_token(None, {"RAY_AUTH_MODE": "token"})
+    assert token is not None and token.value == "tok-default"
+    assert token.headers() == {"Authorization": "Bearer tok-default"} and "tok-default" not in repr(token)
+    for bad in ({"RAY_AUTH_TOKEN_PATH": str(tmp_path / "missing")}, {"RAY_AUTH_TOKEN_PATH": str(tmp_path / "empty")}):
+        (tmp_path / "empty").write_text("")
+        with pytest.raises(AuthenticationRequired, match="^authentication required: .*token file"):
+            find_token(None, bad)
+    refused = str(auth_failure(403, "http://h:8265", token))
+    assert refused.startswith("authentication required:") and "refused" in refused and "tok-default" not in refused
+    assert "requires a token" in str(auth_failure(401, "http://h:8265", None))
+
+
+def test_driver_placement_is_asked_for_only_when_given(tmp_path: Path) -> None:
+    prepared = prepare_config(DEMO, storage="s3://b/p", tracking_uri="http://mlflow:5000", check_trials=False)
+    anywhere = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "a")
+    assert (anywhere.entrypoint_num_cpus, anywhere.entrypoint_resources) == (None, None)
+    assert "any node, the head included" in "\n".join(anywhere.summary)
+    placed = build_sweep_job(prepared, JobOptions(ship="installed", entrypoint_num_cpus=1.0,
+                                                  entrypoint_resources=parse_driver_resources('{"sweep_driver": 1}')),
+                             tmp_path / "b")
+    assert (placed.entrypoint_num_cpus, placed.entrypoint_resources) == (1.0, {"sweep_driver": 1.0})
+    assert "a node that offers sweep_driver (not the head)" in "\n".join(placed.summary)
+    for bad, message in (("{", "not JSON"), ('{"sweep_driver": 0}', "positive"), ('{"CPU": 1}', "not a custom"),
+                         ("[]", "JSON object")):
+        with pytest.raises(ConfigError, match=message):
+            parse_driver_resources(bad)
+
+
+def test_the_default_driver_resource_is_offered_by_the_k8s_cpu_workers_only() -> None:
+    cluster = yaml.safe_load((REPO / "k8s" / "base" / "raycluster.yaml").read_text())
+    head = cluster["spec"]["headGroupSpec"]["rayStartParams"]
+    groups = {g["groupName"]: g["rayStartParams"] for g in cluster["spec"]["workerGroupSpecs"]}
+    offered = json.loads(yaml.safe_load(groups["cpu"]["resources"]))  # '"{\"sweep_driver\": 1}"'
+    assert set(DRIVER_RESOURCES) <= set(offered) and all(offered[k] >= v for k, v in DRIVER_RESOURCES.items())
+    assert "sweep_driver" not in str(head.get("resources", ""))
 
 
 def test_masking_shows_names_never_values() -> None:
@@ -126,18 +205,12 @@ def test_sweep_job_bakes_options_into_the_config_and_secrets_into_env_only(tmp_p
     assert spec.warnings == []
 
 
-def test_installed_image_and_resume_jobs(tmp_path: Path) -> None:
+def test_installed_and_resume_jobs(tmp_path: Path) -> None:
     prepared = prepare_config(DEMO, storage="/shared/sweeps", tracking_uri="http://mlflow:5000",
                               check_trials=False)
     installed = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "a")
     assert installed.staged is not None and installed.staged.files == ("configs/demo.yaml",)
-    image = build_sweep_job(prepared, JobOptions(ship="image", image="ghcr.io/x/sentsweep:1"), tmp_path / "b")
-    assert image.runtime_env["image_uri"] == "ghcr.io/x/sentsweep:1" and "working_dir" not in image.runtime_env
-    assert yaml.safe_load(image.runtime_env["env_vars"][CONFIG_ENV])["storage_path"] == "/shared/sweeps"
-    assert image.entrypoint == "python -m sentsweep.cli sweep demo.yaml --config-env SENTSWEEP_SWEEP_CONFIG"
-    assert not (tmp_path / "b").exists() and f"{CONFIG_ENV}=***" not in "\n".join(image.summary)
-    with pytest.raises(ConfigError, match="--pip cannot be combined with --image"):
-        JobOptions(ship="image", image="x", installer="pip")
+    assert "image_uri" not in installed.runtime_env
     resume = build_resume_job("s3://sweeps/demo/demo-cosent-1-ab12", JobOptions(ship="installed"), tmp_path / "c",
                               storage_endpoint_url="http://minio:9000")
     assert resume.entrypoint == ("python -m sentsweep.cli resume s3://sweeps/demo/demo-cosent-1-ab12 "

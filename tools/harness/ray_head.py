@@ -1,0 +1,81 @@
+"""A local Ray head (``ray start --head --block``) with its dashboard and Jobs API on free loopback ports, in a
+process group of its own; with ``token``, started as Ray 2.60 documents token auth (``RAY_AUTH_MODE=token``
+and the token in ``RAY_AUTH_TOKEN`` of the head's environment)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.harness.processes import LOOPBACK, end_group, free_port, wait_for_port
+
+PORT_OPTIONS = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                "runtime-env-agent-port", "metrics-export-port", "ray-client-server-port", "node-manager-port",
+                "object-manager-port")
+"""Every port ``ray start --head`` opens, each given a free one (no clash with other heads on this machine)."""
+
+
+@dataclass
+class RayHead:
+    """A running head: its ``ray start`` process (the group leader), dashboard address and temp dir."""
+
+    process: subprocess.Popen
+    address: str
+    temp_dir: Path
+    log: Path
+    token: str | None = field(default=None, repr=False)
+
+    def stop(self) -> None:
+        """End the head's process group (only processes this harness started) and remove its temp dir."""
+        end_group(self.process)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def head_command(temp_dir: Path, ports: dict[str, int], num_cpus: int) -> list[str]:
+    command = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
+               "--node-ip-address", LOOPBACK, "--dashboard-host", LOOPBACK, "--include-dashboard", "true",
+               "--num-cpus", str(num_cpus), "--temp-dir", str(temp_dir), "--disable-usage-stats"]
+    for name, port in ports.items():
+        command += [f"--{name}", str(port)]
+    return command
+
+
+def head_env(token: str | None) -> dict[str, str]:
+    """This environment without Ray's address and auth variables, then the head's own."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("RAY_ADDRESS", "RAY_AUTH_", "RAY_API_SERVER_ADDRESS"))}
+    env.update(RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
+               # Single-machine mode: Ray keeps every address on 127.0.0.1 instead of this host's interface.
+               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+               # A job's `python` is this environment's, where sentsweep and its requirements are installed.
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
+    if token is None:
+        env["RAY_AUTH_MODE"] = "disabled"
+    else:
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    return env
+
+
+@contextlib.contextmanager
+def ray_head(*, num_cpus: int = 2, token: str | None = None, timeout: float = 120.0) -> Iterator[RayHead]:
+    """A head listening on its dashboard port (its job agent may need a few seconds more), stopped on exit,
+    also when starting it fails."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="ssr-", dir="/tmp"))  # short: Ray's unix sockets live under it
+    ports = {name: free_port() for name in PORT_OPTIONS}
+    log = temp_dir / "head.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(head_command(temp_dir, ports, num_cpus), stdout=sink, stderr=subprocess.STDOUT,
+                                   env=head_env(token), start_new_session=True)
+    head = RayHead(process, f"http://{LOOPBACK}:{ports['dashboard-port']}", temp_dir, log, token)
+    try:
+        wait_for_port(ports["dashboard-port"], process, log, timeout=timeout, what="the Ray head")
+        yield head
+    finally:
+        head.stop()
