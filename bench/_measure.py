@@ -68,7 +68,7 @@ class Peak:
 
     @property
     def label(self) -> str:
-        """``"812 MiB RSS"``, ``"(process) "`` before it when the peak could not be reset, CUDA after it."""
+        """``"812 MiB RSS"`` (``"process ..."`` when the peak could not be reset), CUDA max allocated after it."""
         text = f"{'process ' if self.since_start else ''}{self.rss_mib:,.0f} MiB RSS"
         if self.cuda_mib is not None:
             text += f", {self.cuda_mib:,.0f} MiB CUDA"
