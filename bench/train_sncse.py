@@ -4,7 +4,8 @@ Same model (the offline all-MiniLM-L6-v2, alias ``minilm``), the same Wikipedia 
 negations (computed once, before timing), batch size, max length, loss (InfoNCE + lambda * BML, SNCSE
 eq. 7, lambda 1e-3 for a BERT-family model), AdamW at lr 1e-5 without weight decay, gradient clipping at
 1.0 and a linear decay, in the same run. Both sides are warmed up identically (``--warmup-steps`` steps
-each, untimed) before either is timed.
+each, untimed) before either is timed; then ``--rounds`` epochs of each alternate (ours, reference, ours,
+...), and the ratio is the median of the rounds' ratios (a shared machine's load drifts over minutes).
 
 - ours: :class:`~sentsweep.trainables.sncse.SncseTask` (three prompt views in one stacked batch, the
   training MLP, :func:`~sentsweep.methods.sncse.sncse_objective`) run by
@@ -17,12 +18,13 @@ each, untimed) before either is timed.
 Prints sentences/s (one training pair per sentence, plus its negation), the ratio ours / reference, the
 mean training loss of both (the same objective: similar values) and the peak RSS of each phase.
 
-    python -m bench.train_sncse [--sentences 1280] [--batch-size 64] [--max-length 32]
+    python -m bench.train_sncse [--sentences 640] [--batch-size 64] [--max-length 32] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import string
 import time
 from collections.abc import Sequence
@@ -146,10 +148,11 @@ class Reference:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sentences", type=int, default=1280)
+    parser.add_argument("--sentences", type=int, default=640)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=32)
     parser.add_argument("--warmup-steps", type=int, default=2, help="untimed steps of each side first")
+    parser.add_argument("--rounds", type=int, default=3, help="timed epochs of each side, alternating")
     parser.add_argument("--corpus", default="enwiki")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=None)
@@ -167,19 +170,27 @@ def main() -> None:
     run_ours(task, args.warmup_steps)
     reference.train(batches[: args.warmup_steps])
 
-    with Peak() as peak_ours:
-        t_ours, loss_ours = run_ours(task, None)
-    with Peak() as peak_ref:
-        t_ref, loss_ref = reference.train(batches)
+    rounds = []
+    for _ in range(args.rounds):
+        with Peak() as peak_ours:
+            t_ours, loss_ours = run_ours(task, None)
+        with Peak() as peak_ref:
+            t_ref, loss_ref = reference.train(batches)
+        rounds.append((t_ours, t_ref))
+    t_ours, t_ref = (statistics.median(t) for t in zip(*rounds, strict=True))
+    ratio = statistics.median(r / o for o, r in rounds)
     n = sum(len(b[0]) for b in batches)
     print_table(
         f"SNCSE training (InfoNCE + BML), {n} {args.corpus} sentences, batch {args.batch_size}, "
-        f"max length {args.max_length}, 1 epoch, torch threads {torch.get_num_threads()}",
-        ["trainer", "pairs/s", "seconds", "mean loss", "peak RSS"],
+        f"max length {args.max_length}, 1 epoch (median of {args.rounds}), torch threads {torch.get_num_threads()}",
+        ["trainer", "pairs/s", "seconds", "mean loss (last round)", "peak RSS"],
         [["sentsweep SncseTask + TrainingLoop", n / t_ours, t_ours, loss_ours, peak_ours.label],
          ["plain transformers loop", n / t_ref, t_ref, loss_ref, peak_ref.label]],
     )
-    print(f"\nratio ours/plain transformers = {t_ref / t_ours:.2f}x (above 1: ours faster)")
+    print(
+        f"\nratio ours/plain transformers = {ratio:.2f}x (median of {args.rounds} alternating rounds: "
+        + ", ".join(f"{r / o:.2f}x" for o, r in rounds) + "; above 1: ours faster)"
+    )
 
 
 if __name__ == "__main__":
