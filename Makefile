@@ -33,6 +33,7 @@ test-all: setup
 bench: setup
 	$(RUN_ENV) $(PY) -m bench.encode
 	$(RUN_ENV) $(PY) -m bench.train_cosent
+	$(RUN_ENV) $(PY) -m bench.train_sncse
 	$(RUN_ENV) $(PY) -m bench.negation
 	$(RUN_ENV) $(PY) -m bench.tree_lstm
 	$(RUN_ENV) $(PY) -m bench.sweep_overhead --model tiny --trials 6

@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks: timing with warm-up and a markdown result table."""
+"""Helpers shared by the benchmarks: timing with warm-up, paired timing and a markdown result table."""
 
 from __future__ import annotations
 
@@ -12,12 +12,29 @@ def best_of(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float:
     """Median wall seconds of ``repeats`` calls after ``warmup`` untimed calls."""
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+    return statistics.median(_seconds(fn) for _ in range(repeats))
+
+
+def paired(
+    fn: Callable[[], Any], other: Callable[[], Any], repeats: int = 3, warmup: int = 1
+) -> tuple[float, float, float]:
+    """Time ``fn`` and ``other`` alternately (``repeats`` pairs after ``warmup`` of each): the medians of both and
+    the median of the per-pair ratios ``other / fn``, which a shared machine's load disturbs less than the ratio
+    of two medians taken minutes apart."""
+    for _ in range(warmup):
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        other()
+    pairs = []
+    for _ in range(repeats):
+        pairs.append((_seconds(fn), _seconds(other)))
+    a, b = zip(*pairs, strict=True)
+    return statistics.median(a), statistics.median(b), statistics.median(y / x for x, y in pairs)
+
+
+def _seconds(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:

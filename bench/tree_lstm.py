@@ -1,4 +1,5 @@
-"""Batched Tree-LSTMs (one step per tree level for the whole batch) against per-node recursion.
+"""Batched Tree-LSTMs (one step per tree level for the whole batch) against per-node recursion and the
+arithmetic limit of the machine.
 
 A batch of parsed sentences (default 400 from the Wikipedia corpus, spaCy dependencies and the derived
 constituency backend) goes through the ``dep`` cell (attentive Child-Sum Tree-LSTM, eqs. 1-6) and the
@@ -7,29 +8,38 @@ constituency backend) goes through the ``dep`` cell (attentive Child-Sum Tree-LS
 - batched: :class:`~sentsweep.methods.multiview.cells.AttentiveChildSumTreeLSTM` /
   :class:`~sentsweep.methods.multiview.cells.BinaryTreeLSTM` over the level-sorted batch;
 - reference: the usual per-node recursion (one cell call per node, its children's states stacked, as in
-  Tai et al.'s reference implementation), sentence after sentence.
+  Tai et al.'s reference implementation), sentence after sentence;
+- limit: the multiply-adds the cell needs for the batch (:func:`dep_work`, :func:`const_work`: every
+  matrix product of the gates and the attention, plus the attention's dot products) run as dense matrix
+  products of the same shapes with all rows at once (forward: ``X W``; forward + backward: also ``dY W^T``
+  and ``X^T dY``, 3x the FLOPs), on the same threads. "% of limit" = achieved GFLOP/s / dense GFLOP/s;
+  batched pass and dense products are timed alternately and the ratio is the median of the pairs.
 
-Prints seconds for the forward pass and for forward + backward, the ratio reference / batched (goal
->= 20x), the number of batched steps (levels = max height + 1, leaves at height 0) and the largest
-difference between the two root states (they must agree).
+Prints, per cell, hidden size, pass and thread count: seconds, GFLOP/s, % of limit, the ratio recursive /
+batched (goal >= 20x), the peak RSS of the batched pass, the number of batched steps (levels = max height
++ 1) and the largest difference between the two root states (they must agree).
 
-    python -m bench.tree_lstm [--sentences 400] [--hidden 300] [--corpus enwiki] [--repeats 3]
+    python -m bench.tree_lstm [--sentences 400] [--hidden 150,300] [--threads 1,all] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from bench.common import best_of, print_table
+from bench._measure import Peak
+from bench.common import best_of, paired, print_table
 from sentsweep.data import corpus
 from sentsweep.data.parsing import Parser
 from sentsweep.methods.multiview.cells import AttentiveChildSumTreeLSTM, BinaryTreeLSTM
 from sentsweep.methods.multiview.model import xavier_init
-from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
+from sentsweep.methods.multiview.trees import BinaryBatch, DependencyBatch, collate_binary, collate_dependency
 
 
 def recursive_child_sum(cell: AttentiveChildSumTreeLSTM, x: Tensor, heads: np.ndarray) -> Tensor:
@@ -79,8 +89,53 @@ def recursive_binary(cell: BinaryTreeLSTM, x: Tensor, tree: tuple[int, np.ndarra
     return node(n + len(left) - 1 if len(left) else 0)[0]
 
 
-def run(parsed: list, hidden: int, input_size: int, repeats: int) -> list[list]:
-    """Rows of the table for one hidden size (the reference is timed once, after its own check run)."""
+@dataclass(frozen=True)
+class Work:
+    """Multiply-adds of one forward pass: ``shapes`` (rows, in, out) of its matrix products plus ``extra`` MACs
+    of vector work (the attention's dot products and weighted sums)."""
+
+    shapes: tuple[tuple[int, int, int], ...]
+    extra: int = 0
+
+    def flops(self, backward: bool) -> float:
+        """FLOPs of the forward pass (2 per multiply-add), 3x that with the backward pass."""
+        macs = sum(m * k * n for m, k, n in self.shapes) + self.extra
+        return 2.0 * macs * (3 if backward else 1)
+
+
+def dep_work(batch: DependencyBatch, input_size: int, hidden: int) -> Work:
+    """Attentive Child-Sum cell: ``W`` and ``W_q`` on every node's input (5H outputs), ``W_p`` and ``U_f`` on
+    every child (2H), ``U_iou`` on every node with children (3H); per child the cosine (q.p, |p|^2) and the
+    weighted sum alpha h, per parent |q|^2 (eqs. 2-6)."""
+    nodes, edges = batch.num_nodes, batch.plan.edge_offsets[-1]
+    parents = nodes - batch.plan.level_sizes[0]
+    shapes = ((nodes, input_size, 5 * hidden), (edges, hidden, 2 * hidden), (parents, hidden, 3 * hidden))
+    return Work(shapes, extra=3 * edges * hidden + parents * hidden)
+
+
+def const_work(batch: BinaryBatch, input_size: int, hidden: int) -> Work:
+    """Binary cell: ``W`` on every leaf (3H outputs), ``U`` on every internal node's ``[h_L; h_R]`` (5H)."""
+    internal = batch.num_nodes - batch.num_leaves
+    return Work(((batch.num_leaves, input_size, 3 * hidden), (internal, 2 * hidden, 5 * hidden)))
+
+
+def dense(work: Work, backward: bool) -> Callable[[], None]:
+    """The work's matrix products as dense products with all rows at once (the practical limit)."""
+    operands = [(torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)) for m, k, n in work.shapes]
+
+    def step() -> None:
+        for x, w, dy in operands:
+            x @ w
+            if backward:
+                dy @ w.T
+                x.T @ dy
+
+    return step
+
+
+def run(parsed: list, hidden: int, input_size: int, repeats: int, recursion: bool) -> list[list]:
+    """Rows of the table for one hidden size at the current thread count (the reference is timed once, after
+    its own check run)."""
     heads = [np.asarray(p.heads, dtype=np.int64) for p in parsed]
     trees = [
         (t.n, np.asarray(t.left, np.int64), np.asarray(t.right, np.int64))
@@ -88,7 +143,7 @@ def run(parsed: list, hidden: int, input_size: int, repeats: int) -> list[list]:
     ]
     lengths = [len(p.tokens) for p in parsed]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).tolist()
-    tokens = torch.randn(sum(lengths), input_size)
+    tokens = torch.randn(sum(lengths), input_size, requires_grad=True)  # word vectors are trained too
     dep_cell, const_cell = AttentiveChildSumTreeLSTM(input_size, hidden), BinaryTreeLSTM(input_size, hidden)
     xavier_init(dep_cell)
     xavier_init(const_cell)
@@ -118,7 +173,7 @@ def run(parsed: list, hidden: int, input_size: int, repeats: int) -> list[list]:
             ]
         )
 
-    def with_backward(fn):
+    def with_backward(fn: Callable[[], Tensor]) -> Callable[[], None]:
         def step() -> None:
             fn().sum().backward()
 
@@ -126,21 +181,37 @@ def run(parsed: list, hidden: int, input_size: int, repeats: int) -> list[list]:
 
     rows = []
     cases = [
-        ("dep (attentive Child-Sum)", dep_batched, dep_recursive, dep_batch),
-        ("const (binary N-ary)", const_batched, const_recursive, const_batch),
+        ("dep (attentive Child-Sum)", dep_batched, dep_recursive, dep_batch,
+         dep_work(dep_batch, input_size, hidden)),
+        ("const (binary N-ary)", const_batched, const_recursive, const_batch,
+         const_work(const_batch, input_size, hidden)),
     ]
-    for name, batched, recursive, batch in cases:
+    for name, batched, recursive, batch, work in cases:
         with torch.no_grad():
-            diff = float((batched() - recursive()).abs().max())
-            fwd_b = best_of(batched, repeats)
-            fwd_r = best_of(recursive, 1, warmup=0)
-        bwd_b = best_of(with_backward(batched), repeats)
-        bwd_r = best_of(with_backward(recursive), 1, warmup=0)
-        for label, b, r in (("forward", fwd_b, fwd_r), ("forward+backward", bwd_b, bwd_r)):
+            diff = f"{float((batched() - recursive()).abs().max()):.1e}" if recursion else "-"
+        for label, backward in (("forward", False), ("forward+backward", True)):
+            step = with_backward(batched) if backward else batched
+            with torch.set_grad_enabled(backward), Peak() as peak:
+                seconds, dense_seconds, dense_over_batched = paired(step, dense(work, backward), repeats)
+            ratio = "-"
+            if recursion:
+                with torch.set_grad_enabled(backward):
+                    reference = best_of(with_backward(recursive) if backward else recursive, 1, warmup=0)
+                ratio = f"{reference / seconds:.1f}x"
+            matmul_flops = Work(work.shapes).flops(backward)
+            limit = dense_over_batched * work.flops(backward) / matmul_flops
             rows.append(
-                [name, hidden, label, batch.num_nodes, batch.num_levels, b, r, f"{r / b:.1f}x", f"{diff:.1e}"]
+                [name, hidden, label, torch.get_num_threads(), batch.num_nodes, batch.num_levels, seconds,
+                 f"{work.flops(backward) / seconds / 1e9:.1f}", f"{matmul_flops / dense_seconds / 1e9:.1f}",
+                 f"{100 * limit:.0f}%", ratio, f"{peak.rss_mib:,.0f}", diff]
             )
     return rows
+
+
+def thread_counts(value: str) -> list[int]:
+    """``"1,all"`` -> ``[1, cpu count]`` (duplicates dropped)."""
+    counts = [os.cpu_count() or 1 if v.strip() == "all" else int(v) for v in value.split(",")]
+    return list(dict.fromkeys(counts))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -151,24 +222,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpus", default="enwiki")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of the batched cells (median)")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads, the same for both (default 1)")
+    ap.add_argument("--threads", default="1,all", help="torch CPU thread counts, comma-separated ('all': every core)")
+    ap.add_argument("--no-recursion", dest="recursion", action="store_false", help="skip the per-node reference")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     sentences = [s for doc in corpus(args.corpus, data_dir=args.data_dir) for s in doc.sentences]
     parsed = Parser("derived").parse(sentences[: args.sentences])
     lengths = [len(p.tokens) for p in parsed]
-    rows = [
-        row for hidden in args.hidden.split(",") for row in run(parsed, int(hidden), args.input, args.repeats)
-    ]
+    rows = []
+    for threads in thread_counts(args.threads):
+        torch.set_num_threads(threads)
+        for hidden in args.hidden.split(","):
+            rows += run(parsed, int(hidden), args.input, args.repeats, args.recursion)
     print(
         f"{len(parsed)} sentences of '{args.corpus}', {sum(lengths)} tokens (mean {np.mean(lengths):.1f}, "
-        f"max {max(lengths)}), word dim {args.input}, torch threads {torch.get_num_threads()}"
+        f"max {max(lengths)}), word dim {args.input}"
     )
     print_table(
-        "Tree-LSTM: batched by level vs per-node recursion (seconds; ratio = recursive / batched; "
+        "Tree-LSTM: batched by level vs the dense-matmul limit and per-node recursion (seconds of the batched "
+        "pass; % of limit = GFLOP/s / dense GFLOP/s of the same products; ratio = recursive / batched; "
         "steps = levels = max height + 1)",
-        ["cell", "hidden", "pass", "nodes", "steps", "batched s", "recursive s", "ratio", "max |diff| roots"],
+        ["cell", "hidden", "pass", "threads", "nodes", "steps", "batched s", "GFLOP/s", "dense GFLOP/s",
+         "% of limit", "vs recursion", "peak RSS MiB", "max |diff| roots"],
         rows,
     )
 

@@ -1,0 +1,38 @@
+"""The benchmark helpers: per-phase peak memory, paired timing, the tree cells' work count."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bench._measure import Peak, peak_rss_mib
+from bench.common import paired
+from bench.tree_lstm import Work, const_work, dep_work
+from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
+
+
+def test_peak_sees_an_allocation_inside_the_block_only() -> None:
+    with Peak() as big:
+        block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched
+        del block
+    with Peak() as small:
+        pass
+    assert big.rss_mib >= small.rss_mib + 48 or big.since_start
+    assert big.label.endswith("MiB RSS") and peak_rss_mib() > 0
+
+
+def test_paired_ratio_is_the_median_of_the_pairs() -> None:
+    fast, slow, ratio = paired(lambda: time.sleep(0.01), lambda: time.sleep(0.03), repeats=3)
+    assert fast < slow and 1.5 < ratio < 6
+
+
+def test_work_counts_the_products_of_each_cell() -> None:
+    dep = collate_dependency([np.array([1, -1, 1]), np.array([-1])])  # 4 nodes, 2 edges, 1 parent
+    work = dep_work(dep, input_size=3, hidden=2)
+    assert work.shapes == ((4, 3, 10), (2, 2, 4), (1, 2, 6))
+    assert work.flops(backward=False) == 2 * (120 + 16 + 12 + 3 * 2 * 2 + 1 * 2)
+    assert work.flops(backward=True) == 3 * work.flops(backward=False)
+    const = collate_binary([(3, np.array([0, 3]), np.array([1, 2]))])  # 3 leaves, 2 internal nodes
+    assert const_work(const, input_size=3, hidden=2).shapes == ((3, 3, 6), (2, 4, 10))
+    assert Work(((1, 1, 1),), extra=1).flops(backward=False) == 4.0
