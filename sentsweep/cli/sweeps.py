@@ -2,15 +2,12 @@
 
 Each handler returns an exit status and lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI
 prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the handlers. ``sweep
---resume-interrupted`` is what a Kubernetes RayJob runs (a retried job continues its sweep), and ``sweep NAME
---config-env VAR`` reads the config from the environment (a job whose config travels in a variable).
+--resume-interrupted`` is what a Kubernetes RayJob runs (a retried job continues its sweep).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,9 +26,6 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="if the newest sweep of this identity (name, config hash and owner: $SENTSWEEP_OWNER, else "
                    "the login name) did not finish, continue it instead of starting a new one (what a retried "
                    "Kubernetes RayJob runs)")
-    p.add_argument("--config-env", default=None, metavar="VAR",
-                   help="read the config's YAML from this environment variable; CONFIG then only names it "
-                   "(a job whose config travels in a variable)")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -70,8 +64,6 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    if args.config_env:
-        return _sweep_carried_config(args)
     from sentsweep.platform.config import parse_sweep_config
     from sentsweep.platform.sweep import run_sweep
     from sentsweep.yaml_io import apply_overrides, read_yaml
@@ -91,20 +83,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
     print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
     return 0 if outcome.counts.get("finished", 0) else 1
-
-
-def _sweep_carried_config(args: argparse.Namespace) -> int:
-    """``sweep NAME --config-env VAR``: write the YAML carried in ``$VAR`` to a file ``NAME`` and sweep it."""
-    from sentsweep.errors import ConfigError
-
-    text = os.environ.get(args.config_env)
-    if not text:
-        raise ConfigError(f"${args.config_env} is not set (it carries the sweep config)", field="--config-env")
-    with tempfile.TemporaryDirectory(prefix="sentsweep-job-") as folder:
-        path = Path(folder) / (Path(args.config).name or "sweep.yaml")
-        path.write_text(text, encoding="utf-8")
-        args.config, args.config_env = str(path), None
-        return cmd_sweep(args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -70,8 +70,8 @@ def test_every_command_in_one_parser_in_help_order() -> None:
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     assert list(sub.choices) == ["evaluate", "train", "negate", "parse", "neighbours", "sweep", "resume",
                                  "compare", "export", "submit", "jobs"]
-    args = parser.parse_args(["sweep", "demo.yaml", "--resume-interrupted", "--config-env", "VAR"])
-    assert (args.config, args.resume_interrupted, args.config_env) == ("demo.yaml", True, "VAR")
+    args = parser.parse_args(["sweep", "demo.yaml", "--resume-interrupted"])
+    assert (args.config, args.resume_interrupted) == ("demo.yaml", True)
 
 
 def test_python_dash_m_runs_the_same_command() -> None:

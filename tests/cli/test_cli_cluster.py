@@ -30,7 +30,6 @@ from tools.harness.ray_head import ray_head as ray_head_process
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.yaml"
-CONFIG_ENV = "SENTSWEEP_SWEEP_CONFIG"
 
 
 def _run_cli(*argv: str) -> tuple[int, str, str]:
@@ -40,17 +39,6 @@ def _run_cli(*argv: str) -> tuple[int, str, str]:
         status = main(list(argv))
     return status, out.getvalue(), err.getvalue()
 
-
-
-def test_image_job_entrypoint_sweeps_the_config_carried_in_the_environment(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv(CONFIG_ENV, "name: x\nmethod: cosent\nnum_samples: many\n")
-    assert main(["sweep", "carried.yaml", "--config-env", CONFIG_ENV]) == 2
-    err = capsys.readouterr().err
-    assert "carried.yaml" in err and "num_samples" in err and err.count("\n") == 1
-    monkeypatch.delenv(CONFIG_ENV)
-    assert main(["sweep", "carried.yaml", "--config-env", CONFIG_ENV]) == 2
-    assert f"${CONFIG_ENV} is not set" in capsys.readouterr().err
 
 
 def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.MonkeyPatch) -> None:
