@@ -21,7 +21,16 @@ from sentsweep.methods.multiview import (
 )
 from sentsweep.methods.multiview.vocab import Vocabulary, load_word_vectors
 
-from .conftest import SENTENCES
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "A black bird is sitting on a dead tree.",
+    "Rugby is being played by some men.",
+    "A crowd of people is near the water.",
+    "Some men are playing rugby.",
+    "It rains.",
+]
 
 
 @pytest.fixture(scope="module")
