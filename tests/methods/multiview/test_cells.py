@@ -15,8 +15,6 @@ from sentsweep.methods.multiview.cells import AttentiveChildSumTreeLSTM, BinaryT
 from sentsweep.methods.multiview.model import xavier_init
 from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
 TOL = 1e-5
 
 

@@ -21,8 +21,6 @@ from sentsweep.methods.multiview import (
 )
 from sentsweep.methods.multiview.vocab import Vocabulary, load_word_vectors
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
 SENTENCES = [
     "The cat sat on the mat.",
     "A black bird is sitting on a dead tree.",

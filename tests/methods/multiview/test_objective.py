@@ -14,8 +14,6 @@ from sentsweep.methods.multiview.objective import (
     neighbour_accuracy,
 )
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
 
 def test_targets_are_the_neighbours_one_at_the_edges() -> None:
     t = context_targets(4)
