@@ -1,16 +1,31 @@
-"""Fixtures shared by every test package: a tiny random BERT on disk, the shared data when present."""
+"""Fixtures used by more than one test package: a tiny random BERT on disk, the shared data when present, the
+offline MiniLM, the session's one in-process Ray, MLflow stores, the toy sweep, spaCy parsing, private caches.
+
+Tests that start Ray in this process use :func:`ray_session` (never ``ray.init`` themselves); a test of a
+separate Ray process (``ray start --head`` in tests/cli/test_cluster.py, the killed driver of
+tests/platform/test_resume.py) starts that process on its own ports and temp folder."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from sentsweep.config import data_dir_from_env
+from sentsweep.data import DataSource, resolve_data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+#: The repository root (pyproject's pytest ``pythonpath`` puts it on the driver's sys.path).
+REPO = Path(__file__).resolve().parents[1]
 
 TINY_WORDS = (
     "a the man woman child dog cat is are was were playing riding eating guitar horse food "
@@ -46,22 +61,27 @@ def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _shared_data_dir() -> Path | None:
-    env = os.environ.get("SENTSWEEP_DATA", "").strip()
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "data")
-    for candidate in candidates:
-        if (candidate / "senteval").is_dir():
-            return candidate
-    return None
+    """SENTSWEEP_DATA when set, else ../shared/data beside the repository root; None when neither holds data."""
+    candidate = data_dir_from_env() or REPO.parent / "shared" / "data"
+    return candidate if (candidate / "senteval").is_dir() else None
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data (or SENTSWEEP_DATA); tests using it skip with the reason when it is absent."""
+    """The full shared data's folder (SENTSWEEP_DATA, else ../shared/data beside the repository); the test is
+    skipped, with the reason, when it is absent or is the bundled sample."""
     found = _shared_data_dir()
     if found is None:
-        pytest.skip("shared data not found: set SENTSWEEP_DATA or place ../shared/data beside the repo")
+        pytest.skip("shared data not found: set SENTSWEEP_DATA or place ../shared/data beside the repository")
+    if resolve_data_dir(found).is_sample:
+        pytest.skip("SENTSWEEP_DATA points at the bundled sample, not the shared data")
     return found
+
+
+@pytest.fixture(scope="session")
+def shared_source(shared_data: Path) -> DataSource:
+    """:func:`shared_data` as the loaders' :class:`~sentsweep.data.DataSource`."""
+    return resolve_data_dir(shared_data)
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +93,113 @@ def minilm_path() -> str:
     from sentsweep.methods.encoders import resolve_model_path
 
     return resolve_model_path("minilm")
+
+
+# -- caches ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the session's Ray workers and the tests that share their artefacts (never the
+    user's ~/.cache/sentsweep)."""
+    path = tmp_path_factory.getbasetemp() / "sentsweep-cache"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of this test's own (SENTSWEEP_CACHE), never the user's ~/.cache/sentsweep."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SENTSWEEP_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """One intra-op thread for a module of many tiny ops, where a shared, loaded CPU makes thread
+    synchronisation cost more than the work (restored afterwards). Used as
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# -- Ray ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def ray_session(session_cache: Path) -> Iterator[None]:
+    """The one in-process Ray of the session: a new local instance (``address="local"``: never a running
+    cluster found through RAY_ADDRESS or /tmp/ray, so never another test's or user's ``ray start`` head; its
+    ports are picked free), two CPUs, no dashboard.
+
+    Its workers get the repository root on PYTHONPATH, so that what Tune pickles by reference (the toy method
+    of tests/platform/sweep_toy.py, the contract helpers) imports there as it does here, and the session's
+    cache folder as SENTSWEEP_CACHE."""
+    ray = pytest.importorskip("ray")
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env_vars = {"PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(session_cache)}
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level="WARNING", runtime_env={"env_vars": env_vars})
+    yield
+    ray.shutdown()
+
+
+# -- MLflow and the toy sweep --------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An MLflow sqlite database with its schema created (creating one takes ~10 s; copying, none)."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlruns.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def tracking_uri(tmp_path: Path, mlflow_template: Path) -> str:
+    """A fresh sqlite tracking store for one test."""
+    path = tmp_path / "mlruns.db"
+    shutil.copy(mlflow_template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
+def toy_sweep(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path, mlflow_template: Path,
+              ray_session: None) -> Any:
+    """One faulty toy sweep shared by the tests that read its results (see ``sweep_toy.FAULTS``).
+
+    Five trials, one at a time (so ASHA's decisions do not depend on timing): trial 0 finishes, 1 raises,
+    2 has a NaN loss, 3 and 4 are pruned; then the best trial is evaluated, plotted, exported and
+    registered as ``toy-best``.
+    """
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import FAULTY_SPACE, TOY_TRAINABLE, toy_config
+
+    root = tmp_path_factory.mktemp("toy-sweep")
+    shutil.copy(mlflow_template, root / "mlruns.db")
+    config = toy_config(root, tiny_bert_dir, f"sqlite:///{root / 'mlruns.db'}", num_samples=5,
+                        max_concurrent_trials=1, search_space="toy-faulty", register_model="toy-best")
+    lines: list[str] = []
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=FAULTY_SPACE, echo=lines.append)
+    outcome.log = lines
+    return outcome
+
+
+# -- spaCy parsing -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("parse-cache")
+
+
+@pytest.fixture(scope="session")
+def parser(parse_cache: Path) -> Any:
+    """spaCy (en_core_web_sm or the offline re-upload) + the derived constituency backend."""
+    from sentsweep.data.parsing import Parser
+
+    try:
+        found = Parser("derived", cache=parse_cache)
+        found.nlp  # noqa: B018 - load now, so a missing model skips instead of failing later
+    except Exception as exc:  # pragma: no cover - depends on the installed spaCy pipeline
+        pytest.skip(f"no English spaCy pipeline: {exc}")
+    return found

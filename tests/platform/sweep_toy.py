@@ -2,8 +2,10 @@
 
 It runs the real machinery (:class:`~sentsweep.trainables.method.Method`, ``run_trial``, the training loop,
 checkpoints, the MLflow trial logger) in milliseconds per step, and can be told to fail, to produce a
-NaN loss, or to sleep per step (so a test can kill a sweep mid-way). Ray workers import this module by
-name: the platform conftest puts this folder on ``PYTHONPATH`` before Ray starts.
+NaN loss, or to sleep per step (so a test can kill a sweep mid-way). :func:`toy_config` is a small sweep of it.
+
+Ray workers import this module as ``tests.platform.sweep_toy`` (what Tune pickles refers to it by name): the
+session's ``ray_session`` (tests/conftest.py) gives them the repository root on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sentsweep import data as datasets
 from sentsweep.evaluation import evaluate
 from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
+from sentsweep.platform.config import SweepConfig
 from sentsweep.search_spaces.spec import SearchSpaceSpec
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.registry import trainable_spec
@@ -132,3 +135,23 @@ def faulty_space(trial: optuna.Trial) -> dict[str, Any] | None:
 
 TOY_SPACE = SearchSpaceSpec("toy", "toy", toy_space, {"lr": 1e-3, "scale": 1.0})
 FAULTY_SPACE = SearchSpaceSpec("toy-faulty", "toy", faulty_space, {"lr": 1e-3, "scale": 1.0})
+
+
+def toy_config(tmp_path: Path, model: Path, tracking_uri: str, **overrides: Any) -> SweepConfig:
+    """A small toy sweep: 4 trials of 6 steps, dev evaluation every 2 steps, ASHA, 2 concurrent."""
+    raw: dict[str, Any] = {
+        "name": "toy", "method": "toy", "search_space": "toy", "num_samples": 4, "max_concurrent_trials": 2,
+        "scheduler": {"type": "asha", "grace_period": 1, "reduction_factor": 2},
+        "fixed": {"model": str(model), "max_steps": 6, "eval_every": 2, "batch_size": 16,
+                  "max_dev_pairs": 40, "test_tasks": "stsb_test", "warmup_ratio": 0.0},
+        "storage_path": str(tmp_path / "ray_results"), "seed": 3, "startup_trials": 2,
+        "tracking": {"uri": tracking_uri, "artifact_location": str(tmp_path / "mlartifacts"),
+                     "experiment": "toy"},
+        "final_tasks": "stsb_test", "max_failures": 0, "checkpoint": {"num_to_keep": 2},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(raw.get(key), dict):
+            raw[key] = {**raw[key], **value}
+        else:
+            raw[key] = value
+    return SweepConfig.model_validate(raw)

@@ -21,11 +21,9 @@ def negator():
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _private_cache(private_cache: Path) -> Path:
     """Every test gets its own negation cache (never the user's ~/.cache/sentsweep)."""
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("SENTSWEEP_CACHE", str(cache))
-    return cache
+    return private_cache
 
 
 def write_tiny_roberta(directory: Path) -> Path:

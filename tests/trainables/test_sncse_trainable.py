@@ -12,6 +12,8 @@ from sentsweep.errors import ConfigError
 from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask
 from tests.trainables.method_contract import MethodContract, TrainedRun
 
+pytestmark = pytest.mark.usefixtures("private_cache")  # never the user's ~/.cache/sentsweep
+
 
 def _tiny(tiny_bert_dir: Path, **overrides: Any) -> dict[str, Any]:
     raw: dict[str, Any] = {
@@ -110,17 +112,9 @@ def test_batches_drop_a_last_batch_of_one(tiny_bert_dir: Path) -> None:
     assert sizes == [4, 4]
 
 
-@pytest.fixture()
-def ray_session():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 # Real Ray, two trials (about 30 s on 2 cores): in the default run, as the 2-trial Tune test of SNCSE.
 def test_two_trials_under_ray_tune(
-    ray_session, tiny_bert_dir: Path, tmp_path: Path, _private_cache: Path
+    ray_session: None, tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
     from ray import tune
 

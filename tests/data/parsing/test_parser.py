@@ -1,6 +1,6 @@
-"""Parsing with spaCy (this folder's session ``parser``): the derived backend, the caches, bracket F1.
+"""Parsing with spaCy (the session ``parser`` of tests/conftest.py): the derived backend, the caches, bracket F1.
 
-The spaCy-free parts live beside the package: tests/data/parsing/test_spans.py, tests/data/test_treebank.py.
+The spaCy-free parts: tests/data/parsing/test_spans.py, tests/data/test_treebank.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from sentsweep.data.parsing import (
     parse_corpus,
 )
 from sentsweep.errors import ConfigError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- spaCy parsing -----------------------------------------------------------------------------------

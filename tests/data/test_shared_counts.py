@@ -29,15 +29,15 @@ def _lines(source: DataSource, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("year", sorted(STS_PAIRS))
-def test_sts_years(shared_data: DataSource, year: str) -> None:
-    subsets = sts_subsets(year, shared_data)
+def test_sts_years(shared_source: DataSource, year: str) -> None:
+    subsets = sts_subsets(year, shared_source)
     assert sum(map(len, subsets.values())) == STS_PAIRS[year]
     gold_files = REGISTRY[year].files["test"][1::2]
-    assert sum(len(shared_data.path(f).read_text().splitlines()) for f in gold_files) == STS_GOLD_LINES[year]
+    assert sum(len(shared_source.path(f).read_text().splitlines()) for f in gold_files) == STS_GOLD_LINES[year]
 
 
-def test_sts16_subsets(shared_data: DataSource) -> None:
-    counts = {name: len(pairs) for name, pairs in sts_subsets("sts16", shared_data).items()}
+def test_sts16_subsets(shared_source: DataSource) -> None:
+    counts = {name: len(pairs) for name, pairs in sts_subsets("sts16", shared_source).items()}
     assert counts == {
         "answer-answer": 254,
         "headlines": 249,
@@ -54,8 +54,8 @@ def test_sts16_subsets(shared_data: DataSource) -> None:
         ("sickr", {"train": 4500, "trial": 500, "test": 4927}),
     ],
 )
-def test_scored_pairs(shared_data: DataSource, name: str, counts: dict[str, int]) -> None:
-    assert {split: len(scored_pairs(name, split, shared_data)) for split in counts} == counts
+def test_scored_pairs(shared_source: DataSource, name: str, counts: dict[str, int]) -> None:
+    assert {split: len(scored_pairs(name, split, shared_source)) for split in counts} == counts
 
 
 @pytest.mark.parametrize(
@@ -66,12 +66,12 @@ def test_scored_pairs(shared_data: DataSource, name: str, counts: dict[str, int]
         ("sick-nli", {"train": 4500, "trial": 500, "test": 4927}),
     ],
 )
-def test_labelled_pairs(shared_data: DataSource, name: str, counts: dict[str, int]) -> None:
-    assert {split: len(labelled_pairs(name, split, shared_data)) for split in counts} == counts
+def test_labelled_pairs(shared_source: DataSource, name: str, counts: dict[str, int]) -> None:
+    assert {split: len(labelled_pairs(name, split, shared_source)) for split in counts} == counts
 
 
-def test_mrpc_paraphrase_share(shared_data: DataSource) -> None:
-    assert sum(p.label for p in labelled_pairs("mrpc", "train", shared_data)) == 2753
+def test_mrpc_paraphrase_share(shared_source: DataSource) -> None:
+    assert sum(p.label for p in labelled_pairs("mrpc", "train", shared_source)) == 2753
 
 
 @pytest.mark.parametrize(
@@ -86,34 +86,34 @@ def test_mrpc_paraphrase_share(shared_data: DataSource) -> None:
     ],
 )
 def test_binary_sentence_tasks(
-    shared_data: DataSource,
+    shared_source: DataSource,
     name: str,
     manifest: int,
     positives: int,
     blank_positive: int,
     blank_negative: int,
 ) -> None:
-    lines = _lines(shared_data, name)
+    lines = _lines(shared_source, name)
     assert len(lines) == manifest
     assert sum(not line.strip() for line in lines) == blank_positive + blank_negative
-    sentences = labelled_sentences(name, None, shared_data)
+    sentences = labelled_sentences(name, None, shared_source)
     assert len(sentences) == manifest - blank_positive - blank_negative
     assert all(s.text for s in sentences)
     assert sum(s.label for s in sentences) == positives - blank_positive
 
 
-def test_trec(shared_data: DataSource) -> None:
-    assert len(labelled_sentences("trec", "train", shared_data)) == 5452
-    assert len(labelled_sentences("trec", "test", shared_data)) == 500
+def test_trec(shared_source: DataSource) -> None:
+    assert len(labelled_sentences("trec", "train", shared_source)) == 5452
+    assert len(labelled_sentences("trec", "test", shared_source)) == 500
 
 
-def test_trec_latin1_line_decodes(shared_data: DataSource) -> None:
-    texts = [s.text for s in labelled_sentences("trec", "train", shared_data)]
+def test_trec_latin1_line_decodes(shared_source: DataSource) -> None:
+    texts = [s.text for s in labelled_sentences("trec", "train", shared_source)]
     assert any("sister\u00f0city" in t for t in texts)
 
 
-def test_enwiki(shared_data: DataSource) -> None:
-    documents = corpus("enwiki", shared_data)
+def test_enwiki(shared_source: DataSource) -> None:
+    documents = corpus("enwiki", shared_source)
     assert len(documents) == 96
     sentences = [s for d in documents for s in d.sentences]
     # MANIFEST's 19,217 leaves out 52 Wikipedia numbered-list items ("# item") inside articles; they
@@ -123,8 +123,8 @@ def test_enwiki(shared_data: DataSource) -> None:
     assert len(sentences) - list_items == 19_217
 
 
-def test_brown(shared_data: DataSource) -> None:
-    documents = corpus("brown", shared_data)
+def test_brown(shared_source: DataSource) -> None:
+    documents = corpus("brown", shared_source)
     assert len(documents) == 500
     assert sum(len(d.sentences) for d in documents) == 57_340
 
@@ -132,6 +132,6 @@ def test_brown(shared_data: DataSource) -> None:
 @pytest.mark.parametrize(
     ("name", "count"), [("ptb-train", 42_068), ("ptb-valid", 3_370), ("ptb-test", 3_761)]
 )
-def test_ptb(shared_data: DataSource, name: str, count: int) -> None:
-    (document,) = corpus(name, shared_data)
+def test_ptb(shared_source: DataSource, name: str, count: int) -> None:
+    (document,) = corpus(name, shared_source)
     assert len(document.sentences) == count

@@ -1,30 +1,21 @@
-"""The multi-view method (the method contract, config, training, Ray Tune), its search spaces and configs."""
+"""The multi-view method: the method contract, config, training, Ray Tune (its spaces: tests/search_spaces/)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
-import optuna
 import pytest
 
 from sentsweep.data import SAMPLE_DIR
 from sentsweep.errors import ConfigError
 from sentsweep.methods.multiview.views import ViewPair
-from sentsweep.search_spaces.multiview import (
-    ALL_PAIRS,
-    MULTIVIEW_DEMO_SPACE,
-    MULTIVIEW_PAIRS_SPACE,
-    MULTIVIEW_SPACE,
-    VIEW_PAIRS,
-)
 from sentsweep.trainables.multiview import MULTIVIEW, MultiviewConfig
 from sentsweep.trainables.registry import load_encoder
 from tests.trainables.method_contract import MethodContract, TrainedRun
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny(**overrides) -> dict:
@@ -50,10 +41,10 @@ def tiny(**overrides) -> dict:
 
 
 @pytest.fixture
-def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path_factory.getbasetemp() / "trainable-cache"
-    monkeypatch.setenv("SENTSWEEP_CACHE", str(path))
-    return path
+def cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The session's cache (the one Ray workers use too): GloVe vectors and parsed corpora are built once."""
+    monkeypatch.setenv("SENTSWEEP_CACHE", str(session_cache))
+    return session_cache
 
 
 # -- config --------------------------------------------------------------------------------------------
@@ -78,57 +69,6 @@ def test_config_validation_names_the_field() -> None:
         MULTIVIEW.parse({"word_vectors": "random"})
     with pytest.raises(ConfigError, match="constituency"):
         MULTIVIEW.parse({"constituency": "cky"})
-
-
-# -- search spaces and configs -----------------------------------------------------------------------
-def _sample(spec, n: int, seed: int = 0) -> list[dict]:
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    out = []
-    for _ in range(n):
-        trial = study.ask()
-        out.append(spec.sample(trial))
-        study.tell(trial, 0.0)
-    return out
-
-
-def test_spaces_cover_the_pairs_and_give_valid_configs() -> None:
-    assert len(VIEW_PAIRS) == 6 and "dep+const" in VIEW_PAIRS and "seq+seq" in ALL_PAIRS
-    seen = set()
-    for spec in (MULTIVIEW_SPACE, MULTIVIEW_DEMO_SPACE):
-        for params in _sample(spec, 60):
-            seen.add(params["views"])
-            config = MULTIVIEW.parse(params)
-            assert str(config.views) == params["views"]  # already canonical
-            assert 1e-4 <= config.lr <= 2e-3
-    assert seen == set(ALL_PAIRS)
-
-
-def test_first_points_are_the_papers_setting() -> None:
-    assert MULTIVIEW_SPACE.first_point == {
-        "views": "dep+const",
-        "hidden_size": 2400,
-        "lr": 5e-4,
-        "batch_size": 400,
-        "freeze_vectors": True,
-    }
-    for spec in (MULTIVIEW_SPACE, MULTIVIEW_DEMO_SPACE, MULTIVIEW_PAIRS_SPACE):
-        study = optuna.create_study()
-        study.enqueue_trial(spec.first_point)
-        assert spec.sample(study.ask()) == spec.first_point
-    assert [p["views"] for p in MULTIVIEW_PAIRS_SPACE.extra_points] == ["seq+dep", "seq+const", "seq+seq"]
-
-
-@pytest.mark.parametrize("name", ["demo-multiview.yaml", "paper-multiview.yaml"])
-def test_sweep_configs_validate(name: str) -> None:
-    from sentsweep.platform.config import load_sweep_config
-
-    config = load_sweep_config(REPO / "configs" / name)
-    assert config.method == "multiview" and config.metric == "sickr_trial"
-    space = {s.name: s for s in (MULTIVIEW_SPACE, MULTIVIEW_DEMO_SPACE, MULTIVIEW_PAIRS_SPACE)}[
-        config.space_name
-    ]
-    for point in (space.first_point, *space.extra_points):
-        MULTIVIEW.parse({**config.fixed, **point}, source=name)
 
 
 # -- training ------------------------------------------------------------------------------------------
@@ -162,27 +102,19 @@ def test_batches_are_consecutive_runs_in_shuffled_order(cache: Path) -> None:
     assert loss.ndim == 0 and 0 <= diag["neighbour_acc"] <= 100
 
 
-def test_two_trials_under_ray_tune(tmp_path: Path, cache: Path) -> None:
-    ray = pytest.importorskip("ray")
+def test_two_trials_under_ray_tune(tmp_path: Path, cache: Path, ray_session: None) -> None:
     from ray import tune
 
     from sentsweep.trainables.registry import get_trainable
 
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        space = tiny(
-            views=tune.grid_search(["dep+const", "bow+seq"]), max_steps=2, eval_every=1, test_tasks="sickr"
-        )
-        tuner = tune.Tuner(
-            get_trainable("multiview").function,
-            param_space=space,
-            tune_config=tune.TuneConfig(num_samples=1, metric="sickr_trial", mode="max"),
-            run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="mv", verbose=0),
-        )
-        results = tuner.fit()
-    finally:
-        ray.shutdown()
+    space = tiny(views=tune.grid_search(["dep+const", "bow+seq"]), max_steps=2, eval_every=1, test_tasks="sickr")
+    tuner = tune.Tuner(
+        get_trainable("multiview").function,
+        param_space=space,
+        tune_config=tune.TuneConfig(num_samples=1, metric="sickr_trial", mode="max"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="mv", verbose=0),
+    )
+    results = tuner.fit()
     assert len(results) == 2 and not results.errors
     for result in results:
         assert result.metrics["final"] == 1.0 and "sickr_test" in result.metrics

@@ -21,7 +21,14 @@ from sentsweep.methods.multiview import (
 )
 from sentsweep.methods.multiview.vocab import Vocabulary, load_word_vectors
 
-from .conftest import SENTENCES
+SENTENCES = [
+    "The cat sat on the mat.",
+    "A black bird is sitting on a dead tree.",
+    "Rugby is being played by some men.",
+    "A crowd of people is near the water.",
+    "Some men are playing rugby.",
+    "It rains.",
+]
 
 
 @pytest.fixture(scope="module")
