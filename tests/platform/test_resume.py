@@ -55,8 +55,7 @@ def _wait_for_a_finished_and_a_running_trial(client: MlflowClient, driver: subpr
     pytest.fail("no moment with a finished and a training trial in time")
 
 
-# About 110 s on 2 cores (65 s of it quiet): slow, so `make test` stays under 10 minutes; `make test-all` runs it.
-@pytest.mark.slow
+# About 65 s on a quiet 2-core machine: in the default run, since surviving a crash is the platform's promise.
 def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.storage import locate
     from sentsweep.platform.sweep import resume_sweep
@@ -74,15 +73,15 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     client = MlflowClient(tracking_uri=tracking_uri)
     try:
         finished = _wait_for_a_finished_and_a_running_trial(client, driver)
-        os.kill(driver.pid, signal.SIGKILL)  # the driver only; Ray's processes die with it
-        driver.wait(timeout=30)
     finally:
-        time.sleep(2)
-        with contextlib.suppress(ProcessLookupError):  # what the killed driver left, by its group
+        # The driver and the Ray processes it started, at once (its own session): a worker left alive a
+        # moment longer could finish its trial and close the run the test means to leave open.
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
         log.close()
     before = {r.data.tags[TRIAL_ID_TAG]: r.info.status for r in _trial_runs(client)}
-    assert "RUNNING" in before.values()  # killed mid-sweep: some child run was left open
+    assert list(before.values()).count("FINISHED") < 4  # killed mid-sweep: trials were left to run
     (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
     assert locate(str(sweep_dir)).read_manifest().parent_run_id
 
