@@ -138,7 +138,9 @@ def ray_session(session_cache: Path) -> Iterator[None]:
     cache folder as SENTSWEEP_CACHE."""
     ray = pytest.importorskip("ray")
     pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env_vars = {"PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(session_cache)}
+    from sentsweep.platform.sweep import WORKER_ENV
+
+    env_vars = {**WORKER_ENV, "PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(session_cache)}
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              logging_level="WARNING", runtime_env={"env_vars": env_vars})
     yield

@@ -115,6 +115,13 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
         raise ConfigError(err["msg"].removeprefix("Value error, "), field=where, file=source) from None
 
 
+#: Environment of every Ray worker of a sweep. ``TUNE_FUNCTION_THREAD_TIMEOUT_S``: how long a reused actor
+#: waits for the previous trial's thread to end (Ray's default, 2 s, is shorter than a stopped trial's
+#: teardown on a loaded node: closing its MLflow run, removing its work folder; a reset that times out fails
+#: the next trial with "Trainable runner reuse requires reset_config()").
+WORKER_ENV = {"TUNE_FUNCTION_THREAD_TIMEOUT_S": "120"}
+
+
 def trial_dirname(trial: Any) -> str:
     """Short trial folders (Ray's default spells out every parameter)."""
     return f"{trial.trainable_name}_{trial.trial_id}"
@@ -129,7 +136,7 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False) -> I
         yield
         return
     ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver,
-             configure_logging=True, logging_level="WARNING")
+             configure_logging=True, logging_level="WARNING", runtime_env={"env_vars": WORKER_ENV})
     try:
         yield
     finally:

@@ -67,7 +67,7 @@ class MultiViewSettings:
     ``"dep+const"`` given directly are parsed here).
     """
 
-    views: ViewPair = ViewPair("dep", "const")
+    views: ViewPair
     hidden_size: int = 2400
     word_vectors: str = "glove-6b-50d"
     freeze_vectors: bool = True

@@ -48,7 +48,7 @@ def test_view_pairs_are_unordered_and_validated() -> None:
     with pytest.raises(ValueError, match="even hidden_size"):
         MultiViewSettings(views=("seq", "bow"), hidden_size=7)
     with pytest.raises(ValueError, match="cannot be frozen"):
-        MultiViewSettings(word_vectors="random", freeze_vectors=True)
+        MultiViewSettings(views=("dep", "const"), word_vectors="random", freeze_vectors=True)
 
 
 @pytest.mark.parametrize("views", ["bow+seq", "dep+const", "seq+seq", "bow+const", "dep+dep"])

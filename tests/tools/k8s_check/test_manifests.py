@@ -177,8 +177,8 @@ def test_a_plaintext_password_in_a_deployment_is_caught(tmp_path: Path) -> None:
 def test_a_password_in_a_url_is_caught(tmp_path: Path) -> None:
     after = "        - name: MLFLOW_AUTH_CONFIG_PATH\n"
     new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (
-        "postgresql://$(PG_USER):$(PG_PASSWORD)@postgres:5432/mlflow_auth\n" + after,
-        "postgresql://mlflow:hunter2@postgres:5432/mlflow_auth\n" + after)})
+        "postgresql+psycopg2://$(PG_USER):$(PG_PASSWORD)@postgres:5432/mlflow_auth\n" + after,
+        "postgresql+psycopg2://mlflow:hunter2@postgres:5432/mlflow_auth\n" + after)})
     assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: a URL holds a plaintext password "
                    "(reference a Secret through $(VAR)) [policy]"]
 
