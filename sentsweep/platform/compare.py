@@ -76,9 +76,10 @@ def _metric(run: Run, key: str) -> float:
 
 
 def _searched(trials: list[Run]) -> list[str]:
-    """Params whose value differs between the trials of a sweep."""
+    """Params whose value differs between the trials of a sweep (a trial that logged none, having failed
+    before it started, does not make every param look searched)."""
     keys = dict.fromkeys(k for t in trials for k in t.data.params)
-    return [k for k in keys if len({t.data.params.get(k) for t in trials}) > 1]
+    return [k for k in keys if len({t.data.params[k] for t in trials if k in t.data.params}) > 1]
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
