@@ -134,9 +134,13 @@ def seed_everything(seed: int) -> None:
 
 
 def _rng_state() -> dict[str, Any]:
+    """Every generator's state in types ``torch.load(weights_only=True)`` accepts (numpy's key array as a
+    tensor), so a checkpoint never needs the unpickler that can run code."""
+    name, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
     state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)},
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():
@@ -146,7 +150,9 @@ def _rng_state() -> dict[str, Any]:
 
 def _set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    numpy = state["numpy"]
+    np.random.set_state((numpy["name"], numpy["keys"].numpy().astype(np.uint32), numpy["pos"],
+                         numpy["has_gauss"], numpy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -253,7 +259,7 @@ class TrainingLoop:
 
     def restore(self, checkpoint: Path) -> None:
         """Continue from a checkpoint written by :meth:`save_checkpoint` (same config)."""
-        blob = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False)
+        blob = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True)
         self.task.load(checkpoint / MODEL_DIR)
         self.optimizer.load_state_dict(blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])
@@ -383,6 +389,6 @@ def write_history(history: list[dict[str, float]], path: Path) -> None:
 def checkpoint_weights(checkpoint: Path) -> Path:
     """The best weights a checkpoint written by :meth:`TrainingLoop.save_checkpoint` carries: ``model/``
     when the current weights were the best when it was written (or no best was kept), else ``best/``."""
-    state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+    state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
     best = checkpoint / BEST_DIR
     return checkpoint / MODEL_DIR if state["best_is_current"] or not best.is_dir() else best
