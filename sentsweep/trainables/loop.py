@@ -204,7 +204,11 @@ class TrainingLoop:
         config: LoopConfig,
         report: ReportFn | None = None,
         log: Callable[[str], None] | None = None,
+        work_dir: Path | None = None,
     ) -> None:
+        """``work_dir``: where the checkpoints and the best weights are staged (a Tune trial passes a folder
+        in its own directory, so nothing is left in the temp dir after a kill; whatever an earlier attempt
+        left there is removed first); default: a new temporary folder."""
         self.task = task
         self.config = config
         self.report_fn = report or (lambda metrics, checkpoint: None)
@@ -225,7 +229,12 @@ class TrainingLoop:
                                          decay=config.lr_schedule == "linear")
         use_fp16 = self.device.type == "cuda" and config.amp and not torch.cuda.is_bf16_supported()
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_fp16)
-        self._workdir = Path(tempfile.mkdtemp(prefix="sentsweep-loop-"))
+        if work_dir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="sentsweep-loop-"))
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
+            work_dir.mkdir(parents=True)
+            self._workdir = work_dir
 
     def _generator(self, epoch: int) -> torch.Generator:
         return torch.Generator().manual_seed(self.config.seed * 1000 + epoch)

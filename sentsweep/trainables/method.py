@@ -106,15 +106,18 @@ class Method(ABC, Generic[ConfigT, TaskT]):
 
         ``<trial dir>/output`` gets the history, final metrics and method extras (logged to the trial's
         MLflow run); the weights stay in the checkpoints, and only the sweep's best trial's are logged.
+        The loop stages its checkpoints in ``<trial dir>/work`` (on the node, never synced to storage).
         """
         import ray
         from ray import tune
 
-        output_dir = Path(tune.get_context().get_trial_dir()) / "output"
+        trial_dir = Path(tune.get_context().get_trial_dir())
+        output_dir = trial_dir / "output"
         config = self.parse(raw).with_output_dir(output_dir)
         gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
         run_trial(self, config, report=ray_reporter(), logger=make_trial_logger(config.tracking),
-                  resume_from=ray_checkpoint_dir(), output_dir=output_dir, save_weights=False, gpus=gpus)
+                  resume_from=ray_checkpoint_dir(), output_dir=output_dir, save_weights=False, gpus=gpus,
+                  work_dir=trial_dir / "work")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -179,6 +182,7 @@ def run_trial(
     save_weights: bool = True,
     gpus: float | None = None,
     log: Callable[[str], None] = print,
+    work_dir: Path | None = None,
 ) -> tuple[LoopResult, dict[str, float]]:
     """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
 
@@ -186,7 +190,8 @@ def run_trial(
     selection metric set to its best value, so schedulers and searchers see a consistent figure).
     ``output_dir`` (when given) receives ``history.jsonl``, ``final_metrics.json`` and, with
     ``save_weights``, the ``best/`` weights. ``gpus``: the GPUs this trial holds (Ray's assignment, which
-    may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``.
+    may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``. ``work_dir``: the
+    loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends.
     """
     logger = logger or NullLogger()
     started = time.perf_counter()
@@ -201,7 +206,7 @@ def run_trial(
             logger.log_metrics(metrics, int(metrics.get("step", 0)))
             report(metrics, checkpoint_dir)
 
-        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log)
+        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir)
         result = loop.run(resume_from=resume_from)
         final = method.final_evaluation(task, config)
         final[config.metric] = (

@@ -81,6 +81,18 @@ def test_reports_every_n_steps_and_keeps_the_best(tmp_path: Path) -> None:
     loop.cleanup()
 
 
+def test_a_given_work_folder_is_cleared_first_and_removed_at_the_end(tmp_path: Path) -> None:
+    work = tmp_path / "trial" / "work"
+    (work / "checkpoint-0000002").mkdir(parents=True)  # what a killed earlier attempt left
+    staged: list[Path] = []
+    loop = TrainingLoop(RegressionTask(), _config(), report=lambda m, c: staged.append(c), work_dir=work)
+    assert work.is_dir() and list(work.iterdir()) == []
+    loop.run()
+    assert staged and all(c is not None and c.is_relative_to(work) for c in staged)
+    loop.cleanup()
+    assert not work.exists()
+
+
 def test_resume_continues_at_the_saved_step_exactly(tmp_path: Path) -> None:
     saved: dict[int, Path] = {}
 
