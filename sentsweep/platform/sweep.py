@@ -246,6 +246,9 @@ def _fit(tuner: Tuner, config: SweepConfig, location: SweepLocation, sweep: Swee
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results)
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: "
          + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
+        sweep.close("FAILED", "no trial finished: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        return outcome
     try:
         if finalize:
             from sentsweep.platform.finalize import finalize_sweep

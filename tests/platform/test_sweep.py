@@ -117,3 +117,17 @@ def test_exported_best_model_matches_our_encoder(toy_sweep, client, tmp_path):
 def test_best_model_is_registered(toy_sweep, client):
     version = client.get_model_version("toy-best", toy_sweep.model_version)
     assert version.run_id == toy_sweep.parent_run_id
+
+
+def test_a_sweep_without_a_finished_trial_closes_its_parent_failed(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                   ray_session) -> None:
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
+                        fixed={"fail_at_step": 1})
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+    assert outcome.counts == {"finished": 0, "pruned": 0, "failed": 2}
+    parent = MlflowClient(tracking_uri=tracking_uri).get_run(outcome.parent_run_id)
+    assert parent.info.status == "FAILED"
+    assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 2 failed"
