@@ -15,6 +15,17 @@ from sentsweep.search_spaces import SEARCH_SPACES, SearchSpaceSpec
 from sentsweep.trainables.registry import get_method
 
 
+def sample_params(spec: SearchSpaceSpec, n: int, seed: int = 0) -> list[dict]:
+    """``n`` trial configs the space gives under a seeded random sampler (each told 0.0)."""
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    out = []
+    for _ in range(n):
+        trial = study.ask()
+        out.append(spec.sample(trial))
+        study.tell(trial, 0.0)
+    return out
+
+
 class SpaceContract:
     """A space suggests, every sampled point is a valid trial config of its method, its first point
     names exactly what it suggests on that branch, and Tune's searcher holding it pickles."""

@@ -8,21 +8,11 @@ import pytest
 from sentsweep.errors import ConfigError
 from sentsweep.search_spaces import SEARCH_SPACES, get_search_space
 from sentsweep.trainables.cosent import CosentConfig
-
-
-def _sample(name: str, n: int, seed: int = 0) -> list[dict]:
-    spec = SEARCH_SPACES[name]
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    out = []
-    for _ in range(n):
-        trial = study.ask()
-        out.append(spec.sample(trial))
-        study.tell(trial, 0.0)
-    return out
+from tests.search_spaces.space_contract import sample_params
 
 
 def test_cosent_space_ranges_and_types() -> None:
-    for params in _sample("cosent", 40):
+    for params in sample_params(SEARCH_SPACES["cosent"], 40):
         assert 1.0 <= params["scale"] <= 40.0
         assert params["pooling"] in {"mean", "cls", "max", "first_last"}
         assert 5e-6 <= params["lr"] <= 1e-4
@@ -33,7 +23,7 @@ def test_cosent_space_ranges_and_types() -> None:
 
 def test_loss_space_suggests_each_losss_own_parameter_only_on_its_branch() -> None:
     seen = set()
-    for params in _sample("cosent-losses", 60, seed=1):
+    for params in sample_params(SEARCH_SPACES["cosent-losses"], 60, seed=1):
         seen.add(params["loss"])
         assert ("scale" in params) == (params["loss"] == "cosent")
         assert ("epsilon" in params) == (params["loss"] == "contrastive")

@@ -15,25 +15,17 @@ from sentsweep.search_spaces.multiview import (
     VIEW_PAIRS,
 )
 from sentsweep.trainables.multiview import MULTIVIEW
+from tests.search_spaces.space_contract import sample_params
 
 REPO = Path(__file__).resolve().parents[2]
 
-
-def _sample(spec, n: int, seed: int = 0) -> list[dict]:
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    out = []
-    for _ in range(n):
-        trial = study.ask()
-        out.append(spec.sample(trial))
-        study.tell(trial, 0.0)
-    return out
 
 
 def test_spaces_cover_the_pairs_and_give_valid_configs() -> None:
     assert len(VIEW_PAIRS) == 6 and "dep+const" in VIEW_PAIRS and "seq+seq" in ALL_PAIRS
     seen = set()
     for spec in (MULTIVIEW_SPACE, MULTIVIEW_DEMO_SPACE):
-        for params in _sample(spec, 60):
+        for params in sample_params(spec, 60):
             seen.add(params["views"])
             config = MULTIVIEW.parse(params)
             assert str(config.views) == params["views"]  # already canonical
