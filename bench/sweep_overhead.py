@@ -72,9 +72,9 @@ def main() -> None:
     from mlflow import MlflowClient
 
     from sentsweep.platform.sweep import run_sweep
-    from sentsweep.trainables.registry import get_trainable
+    from sentsweep.trainables.registry import get_method
 
-    method = get_trainable("cosent").method
+    method = get_method("cosent")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         config = sweep_config(root, args)

@@ -139,11 +139,11 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from sentsweep.trainables.registry import get_trainable
+    from sentsweep.trainables.registry import get_method
     from sentsweep.yaml_io import apply_overrides, read_yaml
 
     raw = apply_overrides(read_yaml(args.config), args.overrides)
-    method = get_trainable(str(raw.pop("method", "cosent"))).method
+    method = get_method(str(raw.pop("method", "cosent")))
     output = Path(args.output or Path("runs") / Path(args.config).stem)
     result, final = method.train_standalone(raw, output_dir=output, source=args.config,
                                             log=lambda line: print(line, flush=True))

@@ -9,11 +9,12 @@ manifest when the folder is created.
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from sentsweep.data.cache import content_hash
 
 OWNER_ENV = "SENTSWEEP_OWNER"
 
@@ -35,4 +36,4 @@ def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
 def config_hash(config: Mapping[str, Any]) -> str:
     """SHA-256 (16 hex digits) of a validated config's JSON form (``model_dump(mode="json")``), keys sorted."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return content_hash([text])[:16]

@@ -65,9 +65,6 @@ def get_trainable(name: str) -> TrainableSpec:
     return trainable_spec(get_method(name))
 
 
-#: The Tune trainable of every method (generated from :data:`METHODS`).
-TRAINABLES: dict[str, TrainableSpec] = {name: trainable_spec(method) for name, method in METHODS.items()}
-
 #: Files that mark a folder holding a saved model (a transformer, or a method's own format).
 _MODEL_FILES = ("model.safetensors", "config.json", *(m.saved_marker for m in METHODS.values() if m.saved_marker))
 

@@ -18,6 +18,7 @@ import io
 import json
 import math
 import pickle
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -41,15 +42,15 @@ class TrainedRun(NamedTuple):
     log: list[str]
 
 
-class MethodContract:
+class MethodContract(ABC):
     """The basic tests of a registered method: valid defaults and first points, a few-step run that
     reports its metric, a saved model that loads through ``load_encoder``, a Tune function that pickles."""
 
     method_name: ClassVar[str]
 
+    @abstractmethod
     def tiny_settings(self, tiny_bert_dir: Path) -> dict[str, Any]:
         """Trial settings that train in seconds on the bundled sample (a few steps, few dev pairs)."""
-        raise NotImplementedError
 
     @pytest.fixture(scope="class")
     @classmethod

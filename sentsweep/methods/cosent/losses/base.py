@@ -9,6 +9,7 @@ is found by ``model.parameters()`` / the optimiser and saved in checkpoints.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor, nn
@@ -35,8 +36,9 @@ class Loss(nn.Module):
         return ", ".join(f"{k}={v!r}" for k, v in self.get_config_dict().items())
 
 
-class PairLossModule(Loss):
+class PairLossModule(Loss, ABC):
     """Base of the pair losses: ``forward(u, v, labels) -> scalar``."""
 
-    def forward(self, u: Tensor, v: Tensor, labels: Tensor) -> Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def forward(self, u: Tensor, v: Tensor, labels: Tensor) -> Tensor:
+        """The mean loss of the batch of pairs ``(u_i, v_i)`` with labels ``y_i``."""
