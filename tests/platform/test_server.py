@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,19 +15,14 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tools.harness.processes import end_group, free_port
 
 
 @pytest.fixture
 def mlflow_server(tmp_path: Path, mlflow_template: Path) -> Iterator[str]:
     """``mlflow server`` with one worker in its own process group, ended (by that group) afterwards."""
     shutil.copy(mlflow_template, tmp_path / "server.db")
-    port = _free_port()
+    port = free_port()
     command = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port",
                str(port), "--workers", "1", "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
                "--artifacts-destination", str(tmp_path / "server-artifacts")]
@@ -51,12 +44,7 @@ def mlflow_server(tmp_path: Path, mlflow_template: Path) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
-        os.killpg(server.pid, signal.SIGTERM)  # the group this test started, by its id
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+        end_group(server, grace=20)  # the group this test started, by its id
         log.close()
 
 

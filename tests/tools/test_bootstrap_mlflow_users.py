@@ -5,7 +5,6 @@ and the user can log there but can neither delete those experiments, touch other
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,15 +19,11 @@ pytest.importorskip("boto3", reason="the `server` extra (flask-wtf, psycopg2-bin
 from mlflow import MlflowClient  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
+from tools.harness.processes import end_group, free_port  # noqa: E402
+
 SCRIPT = Path(__file__).resolve().parents[2] / "k8s" / "base" / "bootstrap" / "mlflow_users.py"
 ADMIN = ("admin", "admin-password-123")
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -38,18 +33,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config.write_text(f"[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///{root}/auth.db\n"
                       "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
                       "auth_cache_ttl_seconds = 60\n")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_AUTH_ADMIN_USERNAME": ADMIN[0],
            "MLFLOW_AUTH_ADMIN_PASSWORD": ADMIN[1], "MLFLOW_FLASK_SERVER_SECRET_KEY": "test-key", "MLFLOW_WORKERS": "1"}
     log = (root / "server.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth", "--host",
                              "127.0.0.1", "--port", str(port), "--backend-store-uri", f"sqlite:///{root}/mlflow.db"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        end_group(proc)
         log.close()
 
 
