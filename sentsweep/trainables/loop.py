@@ -2,22 +2,21 @@
 
 A method supplies a :class:`TrainTask` (its model, its batches, its loss, its dev evaluation); the loop
 supplies everything else: seeding, AdamW/Adam with weight decay, linear warmup then linear decay,
-gradient clipping, a step budget, evaluation every N steps, best-checkpoint keeping, resume (weights,
-optimizer, scheduler, step, data position, RNG states), AMP on GPU, and a stop with a clear reason on a
-non-finite loss. It reports through a plain callback ``report(metrics, checkpoint_dir)``, so the same
-code runs under ``ray.tune.report`` and from the ``sentsweep train`` command. No Ray import here.
+gradient clipping, a step budget, evaluation every N steps, a checkpoint every ``checkpoint_every``
+evaluations (and at the last one), best-weights keeping, resume (weights, optimizer, scheduler, step, data
+position, RNG states) with a fallback to an older checkpoint when the latest is corrupt, AMP on GPU, and a stop
+with a clear reason on a non-finite loss. It reports through a plain callback ``report(metrics,
+checkpoint_dir)``, so the same code runs under ``ray.tune.report`` and from the ``sentsweep train`` command.
+No Ray import here.
 
-Checkpoint layout (one directory per report)::
-
-    state.pt          optimizer, scheduler, step, epoch, batch position, RNG states, best, history
-    model/            the current weights (task.save)
-    best/             the best weights so far, unless the current ones are the best (best_is_current)
+The checkpoint layout and the one copy of the best weights are :mod:`sentsweep.trainables.checkpoints`'.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import random
 import shutil
@@ -33,11 +32,22 @@ import torch
 from torch import Tensor, nn
 
 from sentsweep.errors import ConfigError, SentsweepError
+from sentsweep.trainables.checkpoints import (
+    BEST_DIR,
+    MODEL_DIR,
+    STATE_FILE,
+    BestFolder,
+    StoredFolder,
+    check_checkpoint,
+    pick_best,
+    rng_state,
+    set_rng_state,
+    write_checkpoint_marker,
+)
 
-ReportFn = Callable[[dict[str, float], Path | None], None]
-STATE_FILE = "state.pt"
-MODEL_DIR = "model"
-BEST_DIR = "best"
+#: ``report(metrics, checkpoint_dir)``; returns where the checkpoint was persisted (Tune's storage), if anywhere.
+ReportFn = Callable[[dict[str, float], Path | None], StoredFolder | None]
+logger = logging.getLogger(__name__)
 
 
 class NonFiniteLossError(SentsweepError):
@@ -103,6 +113,7 @@ class LoopConfig:
     mode: Literal["max", "min"]
     amp: bool
     eval_at_start: bool
+    checkpoint_every: int  # a checkpoint every N evaluations (the last evaluation always writes one)
     log_every: int = 25
 
 
@@ -131,31 +142,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-
-
-def _rng_state() -> dict[str, Any]:
-    """Every generator's state in types ``torch.load(weights_only=True)`` accepts (numpy's key array as a
-    tensor), so a checkpoint never needs the unpickler that can run code."""
-    name, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)},
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    numpy = state["numpy"]
-    np.random.set_state((numpy["name"], numpy["keys"].numpy().astype(np.uint32), numpy["pos"],
-                         numpy["has_gauss"], numpy["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def build_optimizer(model: nn.Module, config: LoopConfig) -> torch.optim.Optimizer:
@@ -205,10 +191,12 @@ class TrainingLoop:
         report: ReportFn | None = None,
         log: Callable[[str], None] | None = None,
         work_dir: Path | None = None,
+        best: BestFolder | None = None,
     ) -> None:
-        """``work_dir``: where the checkpoints and the best weights are staged (a Tune trial passes a folder
-        in its own directory, so nothing is left in the temp dir after a kill; whatever an earlier attempt
-        left there is removed first); default: a new temporary folder."""
+        """``work_dir``: where checkpoints are staged before ``report`` (a Tune trial passes a folder in its own
+        directory, so nothing is left in the temp dir after a kill; whatever an earlier attempt left there is
+        removed first); default: a new temporary folder, removed by :meth:`cleanup`. ``best``: where the best
+        weights are kept (a Tune trial's ``<trial>/best``); default: ``<work_dir>/best``."""
         self.task = task
         self.config = config
         self.report_fn = report or (lambda metrics, checkpoint: None)
@@ -235,6 +223,7 @@ class TrainingLoop:
             shutil.rmtree(work_dir, ignore_errors=True)
             work_dir.mkdir(parents=True)
             self._workdir = work_dir
+        self.best = best or BestFolder(StoredFolder.local(self._workdir / BEST_DIR))
 
     def _generator(self, epoch: int) -> torch.Generator:
         return torch.Generator().manual_seed(self.config.seed * 1000 + epoch)
@@ -246,48 +235,86 @@ class TrainingLoop:
         return torch.autocast("cuda", dtype=dtype)
 
     # -- checkpoints -------------------------------------------------------------------------
-    def save_checkpoint(self, directory: Path, best_is_current: bool, previous_best: Path | None) -> Path:
-        """Write the resumable state to ``directory``; the best weights go along unless current."""
+    def save_checkpoint(self, directory: Path) -> Path:
+        """Write the resumable state to ``directory`` once: weights, optimizer, scheduler, RNG, position; the
+        marker (``checkpoint.json``) last."""
         directory.mkdir(parents=True, exist_ok=True)
         self.task.save(directory / MODEL_DIR)
-        if not best_is_current and previous_best is not None and previous_best.exists():
-            shutil.copytree(previous_best, directory / BEST_DIR, dirs_exist_ok=True)
         torch.save(
             {
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict(),
-                "rng": _rng_state(),
+                "rng": rng_state(),
                 "loop": asdict(self.state),
                 "config": asdict(self.config),
-                "best_is_current": best_is_current,
             },
             directory / STATE_FILE,
         )
+        write_checkpoint_marker(directory, self.state.step, self.state.best_step, self.state.best_value)
         return directory
 
-    def restore(self, checkpoint: Path) -> None:
-        """Continue from a checkpoint written by :meth:`save_checkpoint` (same config)."""
-        blob = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True)
-        self.task.load(checkpoint / MODEL_DIR)
+    def restore(self, checkpoint: Path | StoredFolder | Sequence[StoredFolder]) -> None:
+        """Continue from a checkpoint written by :meth:`save_checkpoint` (same config). Given several (newest
+        first), a corrupt or half-written one is skipped with a warning for the next; when none is usable the
+        run starts from the beginning, with a warning."""
+        if isinstance(checkpoint, Path):
+            candidates: Sequence[StoredFolder] = [StoredFolder.local(checkpoint)]
+        elif isinstance(checkpoint, StoredFolder):
+            candidates = [checkpoint]
+        else:
+            candidates = list(checkpoint)
+        for candidate in candidates:
+            scratch = self._workdir / f"restore-{candidate.name}"
+            try:
+                local = candidate.fetch(scratch)
+                self._load(local, candidate)
+                return
+            except Exception as exc:  # a corrupt file fails in many ways (safetensors, pickle, zip, sizes)
+                self._warn(f"checkpoint {candidate.name} is not usable ({type(exc).__name__}: {exc}); "
+                           + ("falling back to the previous one" if candidate is not candidates[-1]
+                              else "starting from the beginning"))
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def _warn(self, message: str) -> None:
+        logger.warning(message)
+        self.log(f"WARNING: {message}")
+
+    def _load(self, local: Path, stored: StoredFolder) -> None:
+        marker = check_checkpoint(local)
+        blob = torch.load(local / STATE_FILE, map_location="cpu", weights_only=True)
+        self.task.load(local / MODEL_DIR)
         self.optimizer.load_state_dict(blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])
         self.scaler.load_state_dict(blob["scaler"])
         self.state = LoopState(**blob["loop"])
-        _set_rng_state(blob["rng"])
-        source = checkpoint / (MODEL_DIR if blob["best_is_current"] else BEST_DIR)
-        if source.exists() and self.state.best_step is not None:
-            shutil.copytree(source, self._best_dir, dirs_exist_ok=True)
+        set_rng_state(blob["rng"])
         self.log(
             f"resumed at step {self.state.step} (epoch {self.state.epoch}, "
-            f"batch {self.state.batch_in_epoch}), best {self.state.best_value} at {self.state.best_step}"
+            f"batch {self.state.batch_in_epoch}) from {stored.name}, best {self.state.best_value} at "
+            f"{self.state.best_step}"
         )
-
-    @property
-    def _best_dir(self) -> Path:
-        return self._workdir / BEST_DIR
+        if self.state.best_step is None:
+            return
+        source = pick_best(stored, self.best, self.config.mode, checkpoint_marker=marker)
+        if source is None:
+            self._warn(f"the best weights of step {self.state.best_step} are gone (no intact {BEST_DIR}/ folder); "
+                       "the best is chosen again from the next evaluation")
+            self.state.best_value = self.state.best_step = None
+        elif source.in_checkpoint:
+            if (self.best.marker() or {}).get("step") != source.step:
+                self.best.keep(source.folder, source.step, source.value)
+        elif source.step != self.state.best_step:
+            self.log(f"the best weights kept in {BEST_DIR}/ (step {source.step}, {source.value:.4g}) are better "
+                     f"than this checkpoint's best (step {self.state.best_step}): kept as the best")
+            self.state.best_value, self.state.best_step = source.value, source.step
 
     # -- the loop ------------------------------------------------------------------------------
+    def _checkpoint_due(self) -> bool:
+        evaluations = self.state.step // self.config.eval_every
+        return self.state.step >= self.total_steps or evaluations % self.config.checkpoint_every == 0
+
     def _evaluate_and_report(self, train_metrics: dict[str, float]) -> None:
         was_training = self.task.model.training
         self.task.model.eval()
@@ -314,16 +341,23 @@ class TrainingLoop:
             }
         )
         self.state.history.append(metrics)
-        checkpoint = self._workdir / f"checkpoint-{self.state.step:07d}"
-        self.save_checkpoint(checkpoint, improved, self._best_dir)
-        if improved:
-            shutil.rmtree(self._best_dir, ignore_errors=True)
-            shutil.copytree(checkpoint / MODEL_DIR, self._best_dir)
         self.log(
             f"step {self.state.step}/{self.total_steps} "
             + " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if k not in ("step",))
         )
-        self.report_fn(metrics, checkpoint)
+        if not self._checkpoint_due():
+            self.report_fn(metrics, None)
+            if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer)
+                staged = self._workdir / "best-weights"
+                self.task.save(staged)
+                self.best.keep(StoredFolder.local(staged), self.state.step, value)
+                shutil.rmtree(staged, ignore_errors=True)
+            return
+        checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}")
+        persisted = self.report_fn(metrics, checkpoint)
+        if improved:  # a link to (or server-side copy of) the checkpoint's weights, after they were persisted
+            source = persisted or StoredFolder.local(checkpoint)
+            self.best.keep(source.child(MODEL_DIR), self.state.step, value)
         shutil.rmtree(checkpoint, ignore_errors=True)
 
     def _epochs(self) -> Iterator[tuple[int, int, Any]]:
@@ -334,11 +368,13 @@ class TrainingLoop:
                 yield epoch, index, batches[index]
             epoch, skip = epoch + 1, 0
 
-    def run(self, resume_from: Path | None = None) -> LoopResult:
-        """Train to the step budget; returns the best weights' folder and why the loop stopped."""
+    def run(self, resume_from: Path | StoredFolder | Sequence[StoredFolder] | None = None) -> LoopResult:
+        """Train to the step budget; returns the best weights' folder and why the loop stopped.
+
+        ``resume_from``: a checkpoint, or several, newest first (:meth:`restore`)."""
         start = time.perf_counter()
         if resume_from is not None:
-            self.restore(Path(resume_from))
+            self.restore(resume_from)
         model = self.task.model
         model.train()
         if self.config.eval_at_start and self.state.step == 0:
@@ -381,10 +417,18 @@ class TrainingLoop:
                 train_metrics.update({f"train_{k}": float(np.mean(v)) for k, v in diagnostics.items()})
                 running, diagnostics = [], {}
                 self._evaluate_and_report(train_metrics)
-        best = self._best_dir if self._best_dir.exists() else None
-        if best is not None:
-            self.task.load(best)
-        return LoopResult(self.state, best, "step budget reached", time.perf_counter() - start)
+        return LoopResult(self.state, self._load_best(), "step budget reached", time.perf_counter() - start)
+
+    def _load_best(self) -> Path | None:
+        """Put the best weights into the model (unless they are the current ones); their local folder."""
+        if self.state.best_step is None or self.state.best_step == self.state.step:
+            return None
+        best = self.best.fetch(self._workdir / "best-fetched")
+        if best is None:
+            self._warn(f"the best weights (step {self.state.best_step}) are gone: the final weights are used")
+            return None
+        self.task.load(best)
+        return best
 
     def cleanup(self) -> None:
         shutil.rmtree(self._workdir, ignore_errors=True)
@@ -393,11 +437,3 @@ class TrainingLoop:
 def write_history(history: list[dict[str, float]], path: Path) -> None:
     """The dev curve as JSON lines."""
     path.write_text("".join(json.dumps(row) + "\n" for row in history))
-
-
-def checkpoint_weights(checkpoint: Path) -> Path:
-    """The best weights a checkpoint written by :meth:`TrainingLoop.save_checkpoint` carries: ``model/``
-    when the current weights were the best when it was written (or no best was kept), else ``best/``."""
-    state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
-    best = checkpoint / BEST_DIR
-    return checkpoint / MODEL_DIR if state["best_is_current"] or not best.is_dir() else best

@@ -14,7 +14,8 @@ Everything else comes from here: parsing (:meth:`Method.parse`), a standalone ru
 and the picklable Tune function itself (:class:`TuneFunction`). A trial is :func:`run_trial`: build the
 task, run the shared :class:`~sentsweep.trainables.loop.TrainingLoop` (restoring from a checkpoint when
 given one), then evaluate the best weights. Reporting and tracking are plug-ins: ``report(metrics,
-checkpoint_dir)`` (``ray.tune.report`` under Tune, nothing standalone) and a
+checkpoint_dir)`` (``ray.tune.report`` under Tune, :mod:`sentsweep.trainables.tune_checkpoints`; nothing
+standalone) and a
 :class:`~sentsweep.tracking.TrialLogger` (the trial's MLflow run when the config has a ``tracking``
 section). Ray is imported only inside the Ray entry points, so standalone training never starts Ray.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -33,7 +34,8 @@ import torch
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
-from sentsweep.trainables.loop import BEST_DIR, LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
+from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
+from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)
@@ -105,19 +107,22 @@ class Method(ABC, Generic[ConfigT, TaskT]):
         """The body of the method's Ray Tune function trainable.
 
         ``<trial dir>/output`` gets the history, final metrics and method extras (logged to the trial's
-        MLflow run); the weights stay in the checkpoints, and only the sweep's best trial's are logged.
-        The loop stages its checkpoints in ``<trial dir>/work`` (on the node, never synced to storage).
+        MLflow run); the weights stay in the checkpoints and the trial's ``best/`` folder on the sweep's storage,
+        and only the sweep's best trial's are logged (:mod:`sentsweep.trainables.tune_checkpoints`).
         """
         import ray
         from ray import tune
+
+        from sentsweep.trainables import tune_checkpoints
 
         trial_dir = Path(tune.get_context().get_trial_dir())
         output_dir = trial_dir / "output"
         config = self.parse(raw).with_output_dir(output_dir)
         gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
-        run_trial(self, config, report=ray_reporter(), logger=make_trial_logger(config.tracking),
-                  resume_from=ray_checkpoint_dir(), output_dir=output_dir, save_weights=False, gpus=gpus,
-                  work_dir=trial_dir / "work")
+        storage = tune_checkpoints.trial_folder()
+        run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
+                  resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir, save_weights=False,
+                  gpus=gpus, work_dir=tune_checkpoints.work_dir(storage), best=tune_checkpoints.best_folder(storage))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -150,39 +155,19 @@ class TuneFunction:
         return hash((TuneFunction, type(self.method)))
 
 
-def ray_reporter() -> ReportFn:
-    """``report(metrics, checkpoint_dir)`` forwarding to ``ray.tune.report`` with a checkpoint."""
-    from ray import tune
-
-    def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
-        checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
-        tune.report(metrics, checkpoint=checkpoint)
-
-    return report
-
-
-def ray_checkpoint_dir() -> Path | None:
-    """The directory of the checkpoint Tune restores this trial from, if any."""
-    from ray import tune
-
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is None:
-        return None
-    return Path(checkpoint.to_directory())
-
-
 def run_trial(
     method: Method[ConfigT, Any],
     config: ConfigT,
     *,
     report: ReportFn,
     logger: TrialLogger | None = None,
-    resume_from: Path | None = None,
+    resume_from: Path | Sequence[StoredFolder] | None = None,
     output_dir: Path | None = None,
     save_weights: bool = True,
     gpus: float | None = None,
     log: Callable[[str], None] = print,
     work_dir: Path | None = None,
+    best: BestFolder | None = None,
 ) -> tuple[LoopResult, dict[str, float]]:
     """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
 
@@ -191,7 +176,8 @@ def run_trial(
     ``output_dir`` (when given) receives ``history.jsonl``, ``final_metrics.json`` and, with
     ``save_weights``, the ``best/`` weights. ``gpus``: the GPUs this trial holds (Ray's assignment, which
     may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``. ``work_dir``: the
-    loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends.
+    loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends; ``best``: where the loop
+    keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first.
     """
     logger = logger or NullLogger()
     started = time.perf_counter()
@@ -202,12 +188,12 @@ def run_trial(
         seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
         task = method.build_task(config)
 
-        def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
+        def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
             logger.log_metrics(metrics, int(metrics.get("step", 0)))
-            report(metrics, checkpoint_dir)
+            return report(metrics, checkpoint_dir)
 
-        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir)
-        result = loop.run(resume_from=resume_from)
+        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best)
+        result = loop.run(resume_from=resume_from or None)
         final = method.final_evaluation(task, config)
         final[config.metric] = (
             result.state.best_value if result.state.best_value is not None else float("nan")

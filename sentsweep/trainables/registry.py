@@ -14,8 +14,8 @@ from typing import Any
 
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.evaluation.protocols import Embedder
+from sentsweep.trainables.checkpoints import BEST_DIR, MODEL_DIR, STATE_FILE, checkpoint_weights
 from sentsweep.trainables.cosent import COSENT
-from sentsweep.trainables.loop import BEST_DIR, MODEL_DIR, STATE_FILE, checkpoint_weights
 from sentsweep.trainables.method import Method, TuneFunction
 from sentsweep.trainables.multiview import MULTIVIEW
 from sentsweep.trainables.sncse import SNCSE

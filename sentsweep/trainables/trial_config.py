@@ -40,6 +40,7 @@ class TrialConfig(BaseModel):
     epochs: float = Field(1.0, gt=0)
     max_steps: int | None = Field(None, gt=0)
     eval_every: int = Field(125, gt=0)
+    checkpoint_every: int = Field(1, ge=1, description="a checkpoint every N dev evaluations (and at the last)")
     dev_data: Literal["stsb", "sickr"] = Field("stsb", description="dev set of model selection (STS-B dev, "
                                                "SICK-R trial)")
     metric: str = STSB_DEV
