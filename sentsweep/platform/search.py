@@ -22,6 +22,7 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.study_json import write_study
 
 #: The key a trainable's last report carries once the trial has run to its end.
 FINAL_KEY = "final"
@@ -59,6 +60,11 @@ class PruningAwareOptunaSearch(OptunaSearch):
         with warnings.catch_warnings():  # Optuna ignores (and warns about) a step reported twice
             warnings.simplefilter("ignore")
             self._ot_trials[trial_id].report(float(value), int(step))
+
+    def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
+        """Tune's searcher state, and the study as JSON beside it for the plots (:mod:`.study_json`)."""
+        super().save_to_dir(checkpoint_dir, session_str)
+        write_study(self._ot_study, checkpoint_dir)
 
     @property
     def study(self) -> optuna.Study:

@@ -10,7 +10,6 @@ with that filesystem, as its storage docs prescribe.
 
 from __future__ import annotations
 
-import pickle
 import posixpath
 import time
 from dataclasses import dataclass
@@ -94,13 +93,14 @@ class SweepLocation:
             raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST}): {exc}", file=self.uri) from None
 
     def load_study(self) -> Any | None:
-        """The Optuna study as the searcher last checkpointed it (None before the first checkpoint)."""
-        states = self.list(".pkl")
-        states = [name for name in states if name.startswith("searcher-state-")]
-        if not states:
+        """The Optuna study as the searcher last saved it, rebuilt from its JSON (never unpickled:
+        :mod:`sentsweep.platform.study_json`); None before the first save."""
+        from sentsweep.platform.study_json import STUDY_FILE, study_from_json
+
+        try:
+            return study_from_json(self.read_bytes(STUDY_FILE))
+        except (FileNotFoundError, OSError):
             return None
-        state = pickle.loads(self.read_bytes(states[-1]))
-        return state.get("_ot_study") if isinstance(state, dict) else None
 
 
 def s3_filesystem(endpoint_url: str) -> pyarrow.fs.S3FileSystem:
