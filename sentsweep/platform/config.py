@@ -59,9 +59,15 @@ class TrackingConfig(_Section):
 
 
 class CheckpointSettings(_Section):
-    """Tune keeps a trial's most recent checkpoints; each holds the best weights so far as well."""
+    """Checkpoint retention (the layout: ``sentsweep.trainables.checkpoints``; the cadence is the trial setting
+    ``checkpoint_every``). While a trial runs, Tune keeps its ``num_to_keep`` most recent checkpoints (the
+    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; after the sweep, only the
+    ``keep_trials`` best trials keep weights (their ``best/``), the rest is pruned (``platform/retention.py``)."""
 
-    num_to_keep: int = Field(2, ge=1)
+    num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
+                             "fallback)")
+    keep_trials: int | None = Field(1, ge=0, description="trials whose best weights stay after the sweep "
+                                    "(null: keep every checkpoint)")
 
 
 class SweepConfig(_Section):

@@ -29,9 +29,13 @@ from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-#: Artifact folders: a trial's best weights (sentsweep format), a sweep's exported best model.
+#: Artifact folders: a trial's best weights (sentsweep format), a sweep's exported best model (an MLflow
+#: sentence-transformers model whose ``model.sentence_transformer/`` is the sentence-transformers folder).
 BEST_WEIGHTS = "best"
 BEST_MODEL = "best_model"
+ST_SUBDIR = "model.sentence_transformer"
+#: On the best trial's run: the URI (``runs:/<parent>/best_model``) of the one exported copy of its weights.
+EXPORTED_MODEL_TAG = "sentsweep.exported_model"
 #: Our poolings that map onto sentence-transformers' Pooling modes.
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
@@ -87,11 +91,12 @@ def has_artifact(client: MlflowClient, run_id: str, path: str) -> bool:
 
 
 def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite: bool = False) -> Path:
-    """Export the weights a run logged: a trial's ``best/`` folder, or a sweep's ``best_model/``."""
+    """Export the weights a run logged: a trial's ``best/`` folder, a sweep's ``best_model/``, or, for the best
+    trial of a sweep, the sweep's ``best_model/`` its tag names."""
     from mlflow.exceptions import MlflowException
 
     try:
-        client.get_run(run_id)
+        run = client.get_run(run_id)
     except MlflowException:
         raise ConfigError(f"no run '{run_id}' in {client.tracking_uri}", field="RUN_ID") from None
     dest = Path(dest)
@@ -102,8 +107,13 @@ def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite
         if has_artifact(client, run_id, BEST_MODEL):
             if dest.exists() and any(dest.iterdir()) and not overwrite:
                 raise ConfigError("destination exists and is not empty (use --overwrite)", file=dest)
-            local = client.download_artifacts(run_id, BEST_MODEL, tmp)
+            inner = f"{BEST_MODEL}/{ST_SUBDIR}"
+            local = client.download_artifacts(run_id, inner if has_artifact(client, run_id, inner) else BEST_MODEL,
+                                              tmp)
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(local, dest)
             return dest
+    pointer = run.data.tags.get(EXPORTED_MODEL_TAG, "")
+    if pointer.startswith("runs:/") and pointer.split("/")[1] != run_id:
+        return export_run(client, pointer.split("/")[1], dest, overwrite=overwrite)
     raise ConfigError(f"run {run_id} has no '{BEST_WEIGHTS}/' or '{BEST_MODEL}/' artifact to export")

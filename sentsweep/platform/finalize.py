@@ -1,36 +1,46 @@
 """After the trials: the best trial on the full test suite, plots, the exported model, the registry.
 
 Everything lands on the sweep's parent run: ``best_<metric>`` (the best dev value), ``final_<task>``
-(the test suite) metrics and ``best_eval/`` tables,
-``plots/*.png``, ``best_model/`` (a sentence-transformers folder, also written to the sweep folder when
-it is local) and, when ``register_model`` is set, a registered model version. The best trial's child run
-gets its weights as ``best/`` (if the trainable did not log them), so ``sentsweep export RUN_ID`` works
-on it too.
+(the test suite) metrics and ``best_eval/`` tables, ``plots/*.png``, and the best weights, uploaded once:
+``best_model/``, an MLflow sentence-transformers model (``MLmodel`` + ``model.sentence_transformer/``, the
+latter also written to the sweep folder when it is local), from which ``register_model`` registers a version
+(no second upload). The best trial's child run gets a tag pointing at it (``sentsweep export RUN_ID`` follows
+it); only when the weights cannot be exported (prompt pooling, multi-view) or ``export`` is off do they go to the
+child run as ``best/`` instead.
+
+The best weights are found from Tune's registered checkpoint of the best trial: its ``checkpoint.json`` says
+whether its ``model/`` or the trial's ``best/`` folder holds them (:func:`sentsweep.trainables.checkpoints.
+pick_best`); nothing else of the checkpoint is read. Then the sweep folder is pruned
+(:mod:`sentsweep.platform.retention`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import posixpath
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.fs
-
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.export import BEST_MODEL, BEST_WEIGHTS, export_sentence_transformer, has_artifact
+from sentsweep.platform.export import (
+    BEST_MODEL,
+    BEST_WEIGHTS,
+    EXPORTED_MODEL_TAG,
+    ST_SUBDIR,
+    export_sentence_transformer,
+    has_artifact,
+)
 from sentsweep.platform.plots import study_plots
-from sentsweep.platform.search import is_final
+from sentsweep.platform.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
 from sentsweep.tracking.vocabulary import find_trial_run
-from sentsweep.trainables.loop import checkpoint_weights
+from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
-    from ray.tune import Checkpoint, Result, ResultGrid
+    from ray.tune import Result, ResultGrid
 
     from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.platform.storage import SweepLocation
@@ -44,43 +54,19 @@ BEST_RUN_TAG = "sentsweep.best_run_id"
 
 def select_best(results: ResultGrid, metric: str, mode: str) -> Result | None:
     """The best trial among those that finished (else among all that reported the metric)."""
-    def value(result: Result) -> float | None:
-        v = (result.metrics or {}).get(metric)
-        return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
-
-    ok = [r for r in results if r.error is None and value(r) is not None]
-    pool = [r for r in ok if is_final(r.metrics)] or ok
-    if not pool:
-        return None
-    pick = max if mode == "max" else min
-    return pick(pool, key=lambda r: value(r))
-
-
-def latest_checkpoint(result: Result) -> Checkpoint | None:
-    """The newest checkpoint in the trial's folder on storage.
-
-    Not ``result.checkpoint``: after a driver crash Tune's snapshot may predate a trial's last
-    checkpoints (:mod:`sentsweep.platform.trial`), but the folder has them all.
-    """
-    from ray.tune import Checkpoint
-
-    selector = pyarrow.fs.FileSelector(result.path, allow_not_found=True)
-    names = sorted(i.base_name for i in result.filesystem.get_file_info(selector)
-                   if i.type == pyarrow.fs.FileType.Directory and i.base_name.startswith("checkpoint_"))
-    if not names:
-        return result.checkpoint
-    return Checkpoint(posixpath.join(result.path, names[-1]), filesystem=result.filesystem)
+    ranked = rank_results(results, metric, mode)
+    return ranked[0] if ranked else None
 
 
 @contextlib.contextmanager
-def best_weights(result: Result) -> Iterator[Path]:
-    """The trial's best weights: in its newest checkpoint, ``model/`` if the current weights were the
-    best when it was written, else ``best/`` (see :mod:`sentsweep.trainables.loop`)."""
-    checkpoint = latest_checkpoint(result)
-    if checkpoint is None:
-        raise FileNotFoundError(f"trial {result.metrics.get('trial_id')} kept no checkpoint")
-    with checkpoint.as_directory() as folder:
-        yield checkpoint_weights(Path(folder))
+def best_weights(result: Result, mode: str) -> Iterator[Path]:
+    """A local folder with the trial's best weights: its registered checkpoint's ``model/`` or its ``best/``
+    (:func:`~sentsweep.trainables.checkpoints.pick_best`), downloaded for the duration when remote."""
+    source = pick_best(checkpoint_folder(result), BestFolder(trial_folder(result).child(BEST_DIR)), mode)
+    if source is None:
+        raise FileNotFoundError(f"trial {(result.metrics or {}).get('trial_id')} kept no best weights")
+    with tempfile.TemporaryDirectory() as tmp:
+        yield source.folder.fetch(Path(tmp) / "weights")
 
 
 def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
@@ -104,9 +90,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     echo(f"best trial {outcome.best_trial_id}: {config.metric} {outcome.best_value:.2f} with "
          + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
                       if k in outcome.best_config}))
-    with best_weights(best) as weights:
-        if outcome.best_run_id and not has_artifact(sweep.client, outcome.best_run_id, BEST_WEIGHTS):
-            sweep.client.log_artifacts(outcome.best_run_id, str(weights), BEST_WEIGHTS)
+    with best_weights(best, config.mode) as weights:
         if config.final_tasks:
             outcome.final_metrics = evaluate_best(weights, config, sweep, outcome.best_config)
             echo("best trial on the test suite: " +
@@ -114,13 +98,24 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
         if config.export or config.register_model:
             try:
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
-            except ConfigError as exc:  # e.g. prompt pooling: the weights stay logged under best/
+            except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
                 echo(f"not exported: {exc}")
                 sweep.client.set_tag(sweep.run_id, "sentsweep.export_skipped", str(exc)[:500])
             if outcome.export_dir:
                 echo(f"exported the best model to {outcome.export_dir}")
             if outcome.model_version:
                 echo(f"registered as '{config.register_model}' version {outcome.model_version}")
+        if outcome.best_run_id:
+            _point_trial_at_weights(sweep, outcome.best_run_id, weights, exported=outcome.export_dir is not None)
+    prune_sweep(outcome.results, config.metric, config.mode, config.checkpoint.keep_trials, echo)
+
+
+def _point_trial_at_weights(sweep: SweepRun, run_id: str, weights: Path, exported: bool) -> None:
+    """The best trial's run names the parent's exported model (a tag), or gets the weights once as ``best/``."""
+    if exported:
+        sweep.client.set_tag(run_id, EXPORTED_MODEL_TAG, f"runs:/{sweep.run_id}/{BEST_MODEL}")
+    elif not has_artifact(sweep.client, run_id, BEST_WEIGHTS):
+        sweep.client.log_artifacts(run_id, str(weights), BEST_WEIGHTS)
 
 
 def varying_keys(results: ResultGrid) -> list[str]:
@@ -160,40 +155,44 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
 
 def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
                 sweep: SweepRun) -> tuple[str | None, str | None]:
-    """The sentence-transformers folder (sweep folder + parent run artifacts) and its registry version."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = export_sentence_transformer(weights, Path(tmp) / BEST_MODEL)
-        sweep.client.log_artifacts(sweep.run_id, str(folder), BEST_MODEL)
-        exported: str | None = f"{sweep.client.get_run(sweep.run_id).info.artifact_uri}/{BEST_MODEL}"
-        if location.filesystem is None and "://" not in location.uri:
-            local = Path(location.uri) / BEST_MODEL
-            shutil.rmtree(local, ignore_errors=True)
-            shutil.copytree(folder, local)
-            exported = str(local)
-        version = register_model(folder, config.register_model, sweep) if config.register_model else None
-    return exported, version
-
-
-def register_model(folder: Path, name: str, sweep: SweepRun) -> str:
-    """Log ``folder`` as an MLflow sentence-transformers model on the parent run and register it."""
+    """The best weights as an MLflow sentence-transformers model, logged once to the parent run's
+    ``best_model/`` (its ``model.sentence_transformer/`` also copied to a local sweep folder), and registered
+    from that logged copy when ``register_model`` is set. Returns where the sentence-transformers folder is
+    and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
 
     from sentsweep.platform.sweep_tracking import package_versions
 
     versions = package_versions(("sentence-transformers", "torch", "transformers"))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = export_sentence_transformer(weights, Path(tmp) / "st")
+        model_dir = Path(tmp) / BEST_MODEL
+        mlflow.sentence_transformers.save_model(SentenceTransformer(str(folder), device="cpu"), str(model_dir),
+                                                pip_requirements=[f"{k}=={v}" for k, v in versions.items()])
+        sweep.client.log_artifacts(sweep.run_id, str(model_dir), BEST_MODEL)
+        exported: str | None = f"{sweep.client.get_run(sweep.run_id).info.artifact_uri}/{BEST_MODEL}/{ST_SUBDIR}"
+        if location.filesystem is None and "://" not in location.uri:
+            local = Path(location.uri) / BEST_MODEL
+            shutil.rmtree(local, ignore_errors=True)
+            shutil.move(str(model_dir / ST_SUBDIR), local)
+            exported = str(local)
+    version = register_model(config.register_model, sweep) if config.register_model else None
+    return exported, version
+
+
+def register_model(name: str, sweep: SweepRun) -> str:
+    """Register the parent run's logged ``best_model/`` (an MLflow model) as a version of ``name``: the version
+    points at the logged copy (no second upload)."""
+    import mlflow
+
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(sweep.tracking_uri)
     try:
-        model = SentenceTransformer(str(folder), device="cpu")
-        with mlflow.start_run(run_id=sweep.run_id):
-            info = mlflow.sentence_transformers.log_model(
-                model, name="registered_model", registered_model_name=name,
-                pip_requirements=[f"{k}=={v}" for k, v in versions.items()],
-            )
+        version = mlflow.register_model(f"runs:/{sweep.run_id}/{BEST_MODEL}", name)
     finally:
         mlflow.set_tracking_uri(previous)
-    return str(info.registered_model_version)
+    return str(version.version)
 
 
 def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print) -> None:

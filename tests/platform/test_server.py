@@ -65,5 +65,5 @@ def test_sweep_logs_to_a_tracking_server(tmp_path, tiny_bert_dir, mlflow_server,
     assert all(REASON_TAG not in r.data.tags for r in children)
     assert all(len(client.get_metric_history(r.info.run_id, "train_loss")) == 3 for r in children)
     assert "best_model" in {f.path for f in client.list_artifacts(outcome.parent_run_id)}
-    best = {f.path for f in client.list_artifacts(outcome.best_run_id, "best")}
-    assert "best/model.safetensors" in best and (tmp_path / "server-artifacts").is_dir()
+    assert client.get_run(outcome.best_run_id).data.tags["sentsweep.exported_model"].endswith("/best_model")
+    assert (tmp_path / "server-artifacts").is_dir()

@@ -10,6 +10,7 @@ import pytest
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
+from sentsweep.platform.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.search import FINAL_KEY
 from sentsweep.platform.storage import CONFIG_COPY, MANIFEST, locate
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
@@ -82,7 +83,9 @@ def test_finished_trial_params_metrics_and_artifacts(toy_sweep, children, client
     assert [m.step for m in curve] == [2, 4, 6]
     metrics = done.data.metrics
     assert metrics[FINAL_KEY] == 1.0 and "stsb_test" in metrics and metrics["wall_seconds"] > 0
-    assert "best" in {f.path for f in client.list_artifacts(done.info.run_id)}
+    # the weights are uploaded once, as the sweep's exported model; the trial's run points at it
+    assert done.data.tags[EXPORTED_MODEL_TAG] == f"runs:/{toy_sweep.parent_run_id}/best_model"
+    assert "best" not in {f.path for f in client.list_artifacts(done.info.run_id)}
 
 
 def test_optuna_is_told_pruned_and_failed_not_complete(toy_sweep):
@@ -107,8 +110,10 @@ def test_exported_best_model_matches_our_encoder(toy_sweep, client, tmp_path):
 
     from sentsweep.methods.encoders import TransformerEncoder
 
-    weights = client.download_artifacts(toy_sweep.best_run_id, "best", str(tmp_path))
-    ours = TransformerEncoder.load(weights)
+    # after the sweep the best trial keeps its best weights in its folder (retention), the others none
+    kept = sorted(Path(toy_sweep.sweep_dir).glob("*/best"))
+    assert len(kept) == 1 and not list(Path(toy_sweep.sweep_dir).glob("*/checkpoint_*"))
+    ours = TransformerEncoder.load(kept[0])
     exported = SentenceTransformer(toy_sweep.export_dir, device="cpu")
     sentences = ["a man is playing a guitar .", "the cat sat on the mat", "a dog"]
     np.testing.assert_allclose(exported.encode(sentences), ours.encode(sentences), atol=1e-5)
@@ -117,6 +122,8 @@ def test_exported_best_model_matches_our_encoder(toy_sweep, client, tmp_path):
 def test_best_model_is_registered(toy_sweep, client):
     version = client.get_model_version("toy-best", toy_sweep.model_version)
     assert version.run_id == toy_sweep.parent_run_id
+    # registered from the logged copy, not uploaded again
+    assert version.source == f"{client.get_run(toy_sweep.parent_run_id).info.artifact_uri}/best_model"
 
 
 def test_a_sweep_without_a_finished_trial_closes_its_parent_failed(tmp_path, tiny_bert_dir, tracking_uri,

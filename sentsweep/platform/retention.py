@@ -1,0 +1,100 @@
+"""What a sweep folder keeps once the sweep is over: the best weights of its top trials, nothing else heavy.
+
+While a sweep runs, each trial holds its latest checkpoint (plus the previous one, the fallback when the latest is
+corrupt: ``checkpoint.num_to_keep``, default 2) and its ``best/`` folder (:mod:`sentsweep.trainables.checkpoints`).
+After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.finalize.finalize_sweep`):
+
+- the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen: finished trials
+  first, then by the metric) keep their best weights in ``<trial>/best/`` (made from the last checkpoint's
+  ``model/`` by a hard link or a server-side copy when that is where they were) and lose their checkpoints:
+  optimizer state has no use once the sweep is over;
+- every other trial loses its checkpoints and its ``best/`` folder;
+- a ``work/`` folder a killed attempt left in a trial folder is removed.
+
+Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sentsweep.platform.search import is_final
+from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder, pick_best
+from sentsweep.trainables.tune_checkpoints import WORK_DIR
+
+if TYPE_CHECKING:
+    from ray.tune import Result, ResultGrid
+
+#: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
+CHECKPOINT_PREFIX = "checkpoint_"
+
+
+def metric_value(result: Result, metric: str) -> float | None:
+    """The trial's last reported value of ``metric`` when finite."""
+    value = (result.metrics or {}).get(metric)
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
+    """Trials without an error that reported ``metric``, best first: those that made their final report, then
+    the others (pruned by the scheduler), each group by the metric."""
+    ok = [r for r in results if r.error is None and metric_value(r, metric) is not None]
+    sign = -1.0 if mode == "max" else 1.0
+    return sorted(ok, key=lambda r: (not is_final(r.metrics), sign * (metric_value(r, metric) or 0.0)))
+
+
+def trial_folder(result: Result) -> StoredFolder:
+    return StoredFolder(result.filesystem, result.path)
+
+
+def checkpoint_folder(result: Result) -> StoredFolder | None:
+    """Tune's registered (latest) checkpoint of a trial."""
+    checkpoint = result.checkpoint
+    return StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None
+
+
+@dataclass
+class PruneReport:
+    kept: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    removed_bytes: int = 0
+
+    def describe(self) -> str:
+        return (f"kept the best weights of {len(self.kept)} trial(s), removed the weights of {len(self.pruned)} "
+                f"and every checkpoint ({self.removed_bytes / 2**20:.1f} MiB listed)")
+
+
+def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
+                echo: Callable[[str], None] = print) -> PruneReport:
+    """Apply the after-sweep retention (see the module docstring); ``keep_trials`` None keeps everything."""
+    report = PruneReport()
+    if keep_trials is None:
+        return report
+    ranked = rank_results(results, metric, mode)
+    keep = {id(r) for r in ranked[:keep_trials]}
+    for result in results:
+        trial = trial_folder(result)
+        trial_id = str((result.metrics or {}).get("trial_id", trial.name))
+        best = BestFolder(trial.child(BEST_DIR))
+        if id(result) in keep:
+            source = pick_best(checkpoint_folder(result), best, mode)
+            if source is not None and source.in_checkpoint and (best.marker() or {}).get("step") != source.step:
+                best.keep(source.folder, source.step, source.value)
+            report.kept.append(trial_id)
+        else:
+            report.removed_bytes += _remove(best.folder)
+            report.pruned.append(trial_id)
+        for name in trial.subfolders():
+            if name.startswith(CHECKPOINT_PREFIX) or name == WORK_DIR:
+                report.removed_bytes += _remove(trial.child(name))
+    echo(report.describe())
+    return report
+
+
+def _remove(folder: StoredFolder) -> int:
+    size = sum(folder.files().values())
+    folder.remove()
+    return size
