@@ -42,6 +42,7 @@ class ToyConfig(TrialConfig):
     nan_at_step: int | None = None
     sleep_s: float = 0.0
     dev_penalty: float = 0.0
+    corrupt_at_step: int | None = None  # truncate the latest persisted checkpoint's state.pt, then raise
 
 
 class ToyTask:
@@ -65,6 +66,8 @@ class ToyTask:
         self.calls += 1
         if self.config.fail_at_step == self.calls:
             raise RuntimeError(f"toy failure at step {self.calls}")
+        if self.config.corrupt_at_step == self.calls:
+            _truncate_latest_checkpoint()
         if self.config.sleep_s:
             time.sleep(self.config.sleep_s)
         idx = batch.tolist()
@@ -86,6 +89,15 @@ class ToyTask:
 
     def load(self, directory: Path) -> None:
         self.encoder.model.load_state_dict(load_file(str(directory / "model.safetensors")))
+
+
+def _truncate_latest_checkpoint() -> None:
+    """What a crash while writing (or a bad disk) leaves: the latest checkpoint's state.pt cut short."""
+    from ray import tune
+
+    state = Path(tune.get_checkpoint().path) / "state.pt"
+    state.write_bytes(state.read_bytes()[:64])
+    raise RuntimeError("toy crash after corrupting the latest checkpoint")
 
 
 class ToyMethod(Method[ToyConfig, ToyTask]):

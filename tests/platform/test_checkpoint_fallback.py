@@ -1,0 +1,40 @@
+"""A real Tune trial whose latest checkpoint is corrupt continues from the previous one, with a warning; the
+trial's work folder is never in the temp dir and is gone when the trial ends."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from sentsweep.tracking.vocabulary import ROLE_TAG
+
+
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                ray_session) -> None:
+    import ray
+
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    before = set(Path(tempfile.gettempdir()).glob("sentsweep-loop-*"))
+    # checkpoints at steps 2 and 4; at step 5 the latest (step 4) is truncated and the trial crashes; Tune
+    # retries it from that checkpoint, which the loop finds corrupt: it goes on from step 2
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"corrupt_at_step": 5}, max_failures=1, plots=False,
+                        export=False, checkpoint={"num_to_keep": 2, "keep_trials": 1})
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+
+    assert outcome.counts == {"finished": 1, "pruned": 0, "failed": 0}
+    client = MlflowClient(tracking_uri=tracking_uri)
+    (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+    steps = [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")]
+    assert steps == [2, 4, 4, 6], "the retry resumed at step 2 (the previous checkpoint), not at 4"
+    session = Path(ray._private.worker.global_worker.node.get_session_dir_path())
+    logs = "".join(p.read_text(errors="replace") for p in (session / "logs").glob("worker-*.out"))
+    assert "WARNING: checkpoint checkpoint_000001 is not usable" in logs
+    assert "falling back to the previous one" in logs
+    (trial,) = [p for p in Path(outcome.sweep_dir).iterdir() if p.is_dir() and p.name.startswith("train_")]
+    assert not (trial / "work").exists()  # staged checkpoints lived in the trial folder, removed at the end
+    assert set(Path(tempfile.gettempdir()).glob("sentsweep-loop-*")) == before
