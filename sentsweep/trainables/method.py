@@ -195,6 +195,7 @@ def run_trial(
         loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best)
         result = loop.run(resume_from=resume_from or None)
         final = method.final_evaluation(task, config)
+        loop.cleanup()  # before the run is seen FINISHED: a kill after that point leaves no work folder
         final[config.metric] = (
             result.state.best_value if result.state.best_value is not None else float("nan")
         )

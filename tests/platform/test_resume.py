@@ -102,3 +102,4 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     print(f"trial finished before the kill: attempt {again.data.tags[ATTEMPT_TAG]}; before resume: {before}")
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FINISHED" and parent.data.metrics["trials_finished"] == 4
+    assert not list(sweep_dir.glob("*/work")), "a killed attempt's work folder outlived the resume"

@@ -188,3 +188,24 @@ def test_nothing_in_the_package_unpickles_storage_content() -> None:
                     for k in node.keywords):
                 unsafe.append(f"{path.name}:{node.lineno} torch.load")
     assert unsafe == []
+
+
+def test_the_best_folder_on_remote_storage_is_a_server_side_copy(tmp_path: Path) -> None:
+    """On a non-local filesystem (pyarrow's in-memory mock, as S3 would be) the best folder is made with the
+    storage's own copy (``copy_file``: S3 CopyObject), and fetched by a download."""
+    import datetime
+
+    import pyarrow.fs
+
+    storage = pyarrow.fs._MockFileSystem(datetime.datetime.now())
+    model = StoredFolder(storage, "bucket/sweep/trial/checkpoint_000003/model")
+    storage.create_dir(model.path)
+    with storage.open_output_stream(f"{model.path}/w.safetensors") as out:
+        out.write(b"weights")
+    best = BestFolder(StoredFolder(storage, "bucket/sweep/trial/best"))
+    best.keep(model, 6, 81.5)
+    assert best.marker()["step"] == 6 and best.folder.files()["w.safetensors"] == 7
+    local = best.fetch(tmp_path / "fetched")
+    assert (local / "w.safetensors").read_bytes() == b"weights"
+    storage.delete_dir(model.parent().path)  # Tune removes the checkpoint: the best weights stay
+    assert best.marker() is not None
