@@ -11,7 +11,6 @@ best-effort: a trial never fails because of it).
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +33,7 @@ def finished_metrics(config: dict[str, Any], trial_id: str | None) -> dict[str, 
     try:
         run = find_trial_run(client, tracking["experiment_id"], tracking.get("parent_run_id"), trial_id)
     except Exception as exc:  # unreachable: train (the trial's logger journals until MLflow answers)
-        logging.getLogger("sentsweep.tracking").warning("could not ask MLflow whether trial %s finished: %s",
-                                                        trial_id, str(exc).splitlines()[0][:300] if str(exc) else exc)
+        Reachability.of(tracking["tracking_uri"]).failed(exc)
         return None
     if run is None or run.info.status != "FINISHED" or run.data.metrics.get(FINAL_KEY) != 1.0:
         return None

@@ -233,12 +233,13 @@ class Reachability:
             return False
         return True
 
-    def failed(self, exc: BaseException, journal: Journal) -> None:
+    def failed(self, exc: BaseException, journal: Journal | None = None) -> None:
         self.last_try = time.monotonic()
         if self.down_since is None:
             self.down_since = time.time()
-            log.warning("MLflow tracking unreachable (%s): logging to %s until it answers again",
-                        str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__, journal)
+            log.warning("MLflow tracking unreachable (%s): journaling %suntil it answers again",
+                        str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
+                        f"in {journal} " if journal is not None else "")
 
     def succeeded(self) -> None:
         if self.down_since is not None:
