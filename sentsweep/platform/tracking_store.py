@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -61,3 +62,14 @@ def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
         where = f"a Ray cluster at {address}" if is_remote_address(address) else f"a Ray cluster of {nodes} nodes"
         raise ConfigError(f"a sqlite tracking store ({uri}) cannot be shared by the nodes of {where}; run "
                           "`mlflow server` and pass its http:// URI", field="tracking.uri")
+
+
+#: The MLflow client settings a sweep's workers get from the driver's environment (its retry budget: retries,
+#: backoff, timeout), so that a budget shortened or lengthened for the driver holds for the trials too.
+CLIENT_ENV_PREFIXES = ("MLFLOW_HTTP_REQUEST_",)
+
+
+def tracking_worker_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The driver's MLflow client settings, for ``runtime_env={"env_vars": ...}``."""
+    source = os.environ if environ is None else environ
+    return {key: value for key, value in source.items() if key.startswith(CLIENT_ENV_PREFIXES)}
