@@ -27,6 +27,7 @@ from sentsweep.platform.progress import ProgressCallback
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
+from sentsweep.platform.tracking_store import refuse_sqlite_on_cluster, tracking_worker_env
 from sentsweep.platform.trial import run_once
 
 if TYPE_CHECKING:
@@ -136,7 +137,8 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False) -> I
         yield
         return
     ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver,
-             configure_logging=True, logging_level="WARNING", runtime_env={"env_vars": WORKER_ENV})
+             configure_logging=True, logging_level="WARNING",
+             runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env()}})
     try:
         yield
     finally:
@@ -199,6 +201,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
          f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}")
     with ray_session(address, log_to_driver=log_to_driver):
+        refuse_sqlite_on_cluster(config.tracking.uri, address)
         tuner = build_tuner(config, trainable, space, location, sweep)
         return _fit(tuner, config, location, sweep, finalize=finalize, echo=echo)
 
@@ -214,9 +217,10 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, trainable: 
     config = manifest.sweep_config()
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     sweep = SweepRun.reopen(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
-                            manifest.sweep_name)
+                            manifest.sweep_name, sweep_dir=location.uri)
     echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
     with ray_session(address, log_to_driver=log_to_driver):
+        refuse_sqlite_on_cluster(manifest.tracking_uri, address)
         tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
                                    tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=location.filesystem,
@@ -272,5 +276,4 @@ def outcome_counts(results: ResultGrid) -> dict[str, int]:
 
 def _previous_wall(sweep: SweepRun) -> float:
     """Driver seconds logged by earlier sessions of this sweep (before a resume)."""
-    history = sweep.client.get_metric_history(sweep.run_id, "sweep_wall_seconds")
-    return max((m.value for m in history), default=0.0)
+    return sweep.previous_max("sweep_wall_seconds")

@@ -17,6 +17,7 @@ import contextlib
 import importlib.metadata
 import inspect
 import json
+import logging
 import subprocess
 import tempfile
 import time
@@ -27,13 +28,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Param
 from mlflow.exceptions import MlflowException
 from ray.tune import Callback
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.search import is_final
+from sentsweep.platform.tracking_journals import (
+    DriverJournals,
+    driver_journal_dir,
+    replay_sweep_journals,
+    trial_sweep_dir,
+    worker_journal,
+)
+from sentsweep.platform.tracking_store import prepare_store
+from sentsweep.tracking.journal import metric_points
+from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
     GIT_TAG,
     METHOD_TAG,
@@ -43,17 +54,15 @@ from sentsweep.tracking.vocabulary import (
     SPACE_TAG,
     SWEEP_DIR_TAG,
     SWEEP_TAG,
-    TERMINAL,
     TRIAL_ID_TAG,
-    child_run_tags,
-    find_trial_run,
     param_value,
 )
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
-    from sentsweep.tracking import TrackingSettings
+
+log = logging.getLogger("sentsweep.tracking")
 
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
@@ -121,18 +130,24 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
 
 @dataclass
 class SweepRun:
-    """The parent run of a sweep, and the settings each trial's child run needs."""
+    """The parent run of a sweep, and the settings each trial's child run needs.
+
+    Opening it needs MLflow; everything after (metrics, the final status) is journaled in the sweep folder
+    and delivered when MLflow answers (:mod:`sentsweep.platform.tracking_journals`).
+    """
 
     client: MlflowClient
     tracking_uri: str
     experiment_id: str
     run_id: str
     sweep_name: str
+    journal_dir: Path | None = None
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
              first_point: dict[str, Any] | None) -> SweepRun:
         """Create the parent run: config as params, git SHA, versions, seed, the search space."""
+        prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
@@ -142,7 +157,8 @@ class SweepRun:
         if sha:
             tags[GIT_TAG] = sha
         run = client.create_run(experiment_id, tags=tags, run_name=sweep_name)
-        sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name)
+        sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name,
+                    driver_journal_dir(sweep_dir, sweep_name))
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
         client.log_batch(sweep.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
@@ -156,12 +172,20 @@ class SweepRun:
         return sweep
 
     @classmethod
-    def reopen(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str) -> SweepRun:
-        """Mark an interrupted sweep's parent run RUNNING again (``sentsweep resume``)."""
-        client = MlflowClient(tracking_uri=tracking_uri)
-        client.update_run(run_id, status="RUNNING")
-        client.set_tag(run_id, REASON_TAG, "resumed")
-        return cls(client, tracking_uri, experiment_id, run_id, sweep_name)
+    def reopen(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str,
+               sweep_dir: str | None = None) -> SweepRun:
+        """Mark an interrupted sweep's parent run RUNNING again (``sentsweep resume``), after delivering what
+        the interrupted session could not."""
+        sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name,
+                    driver_journal_dir(sweep_dir, sweep_name))
+        if sweep_dir:
+            replay_sweep_journals(sweep_dir, tracking_uri, sweep_name)
+        sweep._outbox().put({"op": "running", "reason": "resumed"})
+        return sweep
+
+    def _outbox(self) -> Outbox:
+        folder = self.journal_dir or driver_journal_dir(None, self.sweep_name)
+        return DriverJournals(self.tracking_uri, folder).parent(self.run_id)
 
     def trial_settings(self) -> dict[str, Any]:
         """The ``tracking`` section of every trial config (the trial id is filled in by the worker)."""
@@ -169,14 +193,19 @@ class SweepRun:
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name, "trial_id": None}
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
-        now = int(time.time() * 1000)
-        values = [Metric(k, float(v), now, step) for k, v in metrics.items()]
-        self.client.log_batch(self.run_id, metrics=values)
+        self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})
 
-    def close(self, status: str, reason: str | None = None) -> None:
-        if reason:
-            self.client.set_tag(self.run_id, REASON_TAG, reason[:5000])
-        self.client.set_terminated(self.run_id, status=status)
+    def close(self, status: str, reason: str | None = None) -> bool:
+        """The parent's final status; whether MLflow has it (else it is journaled and delivered later)."""
+        return self._outbox().put({"op": "finish", "status": status, "reason": reason[:5000] if reason else None})
+
+    def previous_max(self, key: str) -> float:
+        """The largest value of metric ``key`` logged by earlier sessions of this sweep (0 when MLflow does
+        not answer)."""
+        try:
+            return max((m.value for m in self.client.get_metric_history(self.run_id, key)), default=0.0)
+        except Exception:  # best-effort: tracking may be down
+            return 0.0
 
 
 def trial_outcome(trial: Trial) -> str:
@@ -203,107 +232,82 @@ def last_error_line(trial: Trial) -> str:
 
 
 class TrackingCallback(Callback):
-    """Driver-side: closes the child runs workers cannot close, and totals the sweep on the parent."""
+    """Driver-side: closes the child runs workers cannot close, and totals the sweep on the parent.
+
+    Nothing here fails the sweep because MLflow is down: every action is journaled
+    (:class:`~sentsweep.platform.tracking_journals.DriverJournals`) after the history the trial's worker
+    journaled, and delivered when MLflow answers: at each trial's end, at the end of the sweep, and at the
+    first step of a resumed sweep.
+    """
 
     def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float) -> None:
         self.settings = settings
         self.scheduler_label = scheduler_label
         self.gpu_per_trial = gpu_per_trial
-        self._client: MlflowClient | None = None
-        self._runs: dict[str, str] = {}
+        self._journals: DriverJournals | None = None
         self._started = time.time()
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
         state = self.__dict__.copy()
-        state["_client"] = None
+        state["_journals"] = None
         return state
 
-    @property
-    def client(self) -> MlflowClient:
-        if self._client is None:
-            self._client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-        return self._client
+    def journals(self, trial: Trial) -> DriverJournals:
+        if self._journals is None:
+            folder = driver_journal_dir(trial_sweep_dir(trial), self.settings["sweep_name"] or "sweep")
+            self._journals = DriverJournals(self.settings["tracking_uri"], folder)
+        return self._journals
 
-    def _run_of(self, trial: Trial, create: bool = True) -> str | None:
-        run_id = self._runs.get(trial.trial_id)
-        if run_id is None:
-            found = find_trial_run(self.client, self.settings["experiment_id"],
-                                   self.settings["parent_run_id"], trial.trial_id)
-            if found is not None:
-                run_id = found.info.run_id
-            elif create:
-                run_id = self._create_run(trial)
-            if run_id is not None:
-                self._runs[trial.trial_id] = run_id
-        return run_id
-
-    def _create_run(self, trial: Trial) -> str:
-        """Open the child run of a trial that died before its worker could."""
-        from sentsweep.tracking import TrackingSettings
-
-        settings: TrackingSettings = TrackingSettings(**self.settings)
-        run = self.client.create_run(self.settings["experiment_id"], run_name=trial.trial_id,
-                                     tags=child_run_tags(settings, trial.trial_id))
-        params = {k: v for k, v in trial.config.items() if k != "tracking"}
-        self.client.log_batch(run.info.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
-        return run.info.run_id
-
-    def _close(self, run_id: str, status: str, reason: str | None, overwrite_reason: bool = True) -> None:
-        run = self.client.get_run(run_id)
-        tags = []
-        if reason and (overwrite_reason or REASON_TAG not in run.data.tags):
-            tags.append(RunTag(REASON_TAG, reason))
-        if tags:
-            self.client.log_batch(run_id, tags=tags)
-        if run.info.status != status:
-            self.client.set_terminated(run_id, status=status)
+    def _close(self, trial: Trial, status: str, reason: str | None, *, if_running: bool = False,
+               overwrite_reason: bool = True, create: bool = True) -> None:
+        entry = {"op": "finish", "status": status, "reason": reason, "if_running": if_running,
+                 "overwrite_reason": overwrite_reason}
+        self.journals(trial).record_trial(trial, self.settings, entry, create=create)
 
     # -- Tune hooks ----------------------------------------------------------------------------
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        """Once per driver session, at its first step with trials: deliver what earlier sessions left."""
+        if self._journals is None and trials:
+            self.journals(trials[0]).replay(worker_journal(t) for t in trials)
+
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         result = trial.last_result or {}
         if is_final(result):
-            run_id = self._run_of(trial)
-            if run_id and self.client.get_run(run_id).info.status not in TERMINAL:
-                self._close(run_id, "FINISHED", None)
-            return
-        run_id = self._run_of(trial)
-        if run_id is None:
-            return
-        if result.get("training_iteration"):
-            reason = (f"pruned by {self.scheduler_label} at iteration {result['training_iteration']}"
-                      f" (step {int(result.get('step', 0))})")
+            self._close(trial, "FINISHED", None, if_running=True)
+        elif result.get("training_iteration"):
+            self._close(trial, "KILLED", f"pruned by {self.scheduler_label} at iteration "
+                        f"{result['training_iteration']} (step {int(result.get('step', 0))})")
         else:
-            reason = "stopped before it started"
-        self._close(run_id, "KILLED", reason)
+            self._close(trial, "KILLED", "stopped before it started")
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        run_id = self._run_of(trial)
-        if run_id is not None:
-            self._close(run_id, "FAILED", last_error_line(trial), overwrite_reason=False)
+        self._close(trial, "FAILED", last_error_line(trial), overwrite_reason=False)
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
-        self._remove_orphans({t.trial_id for t in trials})
+        if not trials:
+            return
+        with contextlib.suppress(Exception):  # best-effort: tracking may be down
+            self._remove_orphans({t.trial_id for t in trials})
         for trial in trials:
-            run_id = self._run_of(trial, create=trial.status != "PENDING")
-            if run_id is None:
-                continue
-            run = self.client.get_run(run_id)
-            if run.info.status not in TERMINAL:
-                outcome = trial_outcome(trial)
-                if outcome == "finished":
-                    self._close(run_id, "FINISHED", None)
-                elif outcome == "failed":
-                    self._close(run_id, "FAILED", last_error_line(trial), overwrite_reason=False)
-                elif trial.status == "TERMINATED":
-                    self._close(run_id, "KILLED", "stopped by the sweep's time budget")
-                else:
-                    self._close(run_id, "KILLED", "interrupted with the sweep (resume continues it)")
+            outcome = trial_outcome(trial)
+            if outcome == "finished":
+                status, reason = "FINISHED", None
+            elif outcome == "failed":
+                status, reason = "FAILED", last_error_line(trial)
+            elif trial.status == "TERMINATED":
+                status, reason = "KILLED", "stopped by the sweep's time budget"
+            else:
+                status, reason = "KILLED", "interrupted with the sweep (resume continues it)"
+            self._close(trial, status, reason, if_running=True, overwrite_reason=outcome != "failed",
+                        create=trial.status != "PENDING")
         totals = sweep_totals(trials, self.gpu_per_trial)
-        client = self.client
-        now = int(time.time() * 1000)
-        client.log_batch(self.settings["parent_run_id"],
-                         metrics=[Metric(k, float(v), now, 0) for k, v in totals.items()])
-
+        journals = self.journals(trials[0])
+        journals.parent(self.settings["parent_run_id"]).put(
+            {"op": "metrics", "points": metric_points(totals, 0, now_ms())})
+        pending = journals.replay(worker_journal(t) for t in trials)
+        if pending:
+            log.warning("MLflow has not answered: %d tracking entries wait in %s (resume, or the next sweep "
+                        "command on this folder, delivers them)", pending, journals.folder)
 
     def _remove_orphans(self, trial_ids: set[str]) -> None:
         """Delete child runs of trials the sweep no longer has.
@@ -312,17 +316,19 @@ class TrackingCallback(Callback):
         searcher proposes a new trial (new id) instead. Its run would be a duplicate left RUNNING, so it
         is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run.
         """
+        client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
         query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}'"
-        runs = self.client.search_runs([self.settings["experiment_id"]], filter_string=query,
-                                       max_results=10_000)
+        runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
         orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:
-            self._close(run.info.run_id, "KILLED", "lost with the driver before Tune saved its trial; rerun "
-                        "as a new trial")
-            self.client.delete_run(run.info.run_id)
+            client.set_tag(run.info.run_id, REASON_TAG, "lost with the driver before Tune saved its trial; "
+                           "rerun as a new trial")
+            if run.info.status != "KILLED":
+                client.set_terminated(run.info.run_id, status="KILLED")
+            client.delete_run(run.info.run_id)
         if orphans:
-            self.client.set_tag(self.settings["parent_run_id"], "sentsweep.deleted_orphan_runs",
-                                ",".join(r.info.run_id for r in orphans))
+            client.set_tag(self.settings["parent_run_id"], "sentsweep.deleted_orphan_runs",
+                           ",".join(r.info.run_id for r in orphans))
 
 
 def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:

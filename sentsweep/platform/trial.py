@@ -4,7 +4,8 @@ Tune restores a sweep from its last experiment snapshot, taken every few seconds
 after that snapshot but before the driver died is restored as unfinished, from an earlier checkpoint,
 and would train its last steps again. Its MLflow child run knows better: when it is FINISHED with the
 final report (``final: 1.0``), :func:`run_once` reports those final metrics to Tune again and returns,
-without loading a model or a checkpoint.
+without loading a model or a checkpoint. When MLflow does not answer, the trial simply runs (tracking is
+best-effort: a trial never fails because of it).
 """
 
 from __future__ import annotations
@@ -23,10 +24,17 @@ def finished_metrics(config: dict[str, Any], trial_id: str | None) -> dict[str, 
         return None
     from mlflow import MlflowClient
 
+    from sentsweep.tracking.replay import Reachability
     from sentsweep.tracking.vocabulary import find_trial_run
 
+    if not Reachability.of(tracking["tracking_uri"]).worth_trying():
+        return None
     client = MlflowClient(tracking_uri=tracking["tracking_uri"])
-    run = find_trial_run(client, tracking["experiment_id"], tracking.get("parent_run_id"), trial_id)
+    try:
+        run = find_trial_run(client, tracking["experiment_id"], tracking.get("parent_run_id"), trial_id)
+    except Exception as exc:  # unreachable: train (the trial's logger journals until MLflow answers)
+        Reachability.of(tracking["tracking_uri"]).failed(exc)
+        return None
     if run is None or run.info.status != "FINISHED" or run.data.metrics.get(FINAL_KEY) != 1.0:
         return None
     return {**run.data.metrics, "restored_from_mlflow": 1.0}

@@ -5,6 +5,9 @@ A trial's run is a child of the sweep's parent run (tag ``mlflow.parentRunId``) 
 *reattaches* to the run found by that tag instead of opening another one, so a sweep has exactly one
 run per trial and none is left RUNNING once its trial is over.
 
+Tracking never fails a trial: calls are journaled and delivered when MLflow answers
+(:mod:`sentsweep.tracking.journal`, :mod:`sentsweep.tracking.replay`).
+
 Only :class:`mlflow.MlflowClient` is used (never the fluent ``mlflow.start_run`` stack), so trials that
 share a reused Ray actor cannot leak an active run into one another. The driver side (statuses of
 pruned and crashed trials, sweep totals) lives in :mod:`sentsweep.platform.sweep_tracking`.
@@ -13,22 +16,19 @@ pruned and crashed trials, sweep totals) lives in :mod:`sentsweep.platform.sweep
 from __future__ import annotations
 
 import math
-import time
+import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
 
+from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal, metric_points
+from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
-    ATTEMPT_TAG,
     MAX_PARAM_LENGTH,
-    REASON_TAG,
-    TERMINAL,
     Status,
     TrackingSettings,
     child_run_tags,
-    find_trial_run,
     numeric_metrics,
     param_value,
     ray_trial_id,
@@ -73,52 +73,56 @@ def make_trial_logger(tracking: TrackingSettings | None) -> TrialLogger:
 
 
 class MlflowTrialLogger:
-    """Opens (or reattaches to) a trial's child run; logs params, metrics, artifacts and the outcome."""
+    """Opens (or reattaches to) a trial's child run; logs params, metrics, artifacts and the outcome.
 
-    def __init__(self, tracking: TrackingSettings) -> None:
+    Tracking is best-effort: every call goes to the trial's journal first (``journal_path``, default
+    :func:`trial_journal_path`; in memory outside Tune) and is delivered from there, in order, when MLflow
+    answers (each later call flushes what is pending). A trial never fails because tracking is down; what
+    its worker could not deliver, the driver replays (:mod:`sentsweep.platform.sweep_tracking`).
+    """
+
+    def __init__(self, tracking: TrackingSettings, journal_path: Path | None = None) -> None:
         self.tracking = tracking
         self.client = MlflowClient(tracking_uri=tracking.tracking_uri)
         self.trial_id = tracking.trial_id or ray_trial_id()
-        self.run_id: str | None = None
-        self.reattached = False
+        self.journal = Journal(journal_path if journal_path is not None else trial_journal_path())
+        self.outbox = Outbox(self.journal, self.client, tracking.tracking_uri)
+        self.token = uuid.uuid4().hex
         self.last_step = 0
+
+    @property
+    def run_id(self) -> str | None:
+        """The child run, once the journal's ``open`` entry was delivered."""
+        return self.outbox.run_id
+
+    @property
+    def reattached(self) -> bool:
+        return self.run_id is not None and self.run_id in self.outbox.replayer.reattached
+
+    def pending(self) -> int:
+        """Journal entries not delivered yet."""
+        return self.journal.pending()
 
     # -- the TrialLogger protocol ------------------------------------------------------------
     def start(self, params: dict[str, Any]) -> None:
         """Open the child run, or reattach to this trial's existing one; log the params not yet there."""
-        existing = (find_trial_run(self.client, self.tracking.experiment_id, self.tracking.parent_run_id,
-                                   self.trial_id) if self.trial_id else None)
-        if existing is None:
-            run = self.client.create_run(self.tracking.experiment_id,
-                                         tags=child_run_tags(self.tracking, self.trial_id),
-                                         run_name=self.trial_id)
-            self.run_id, logged = run.info.run_id, {}
-        else:
-            self.run_id, logged, self.reattached = existing.info.run_id, existing.data.params, True
-            attempt = int(existing.data.tags.get(ATTEMPT_TAG, "1")) + 1
-            self.client.update_run(self.run_id, status="RUNNING")
-            self.client.set_tag(self.run_id, ATTEMPT_TAG, str(attempt))
-            if REASON_TAG in existing.data.tags:
-                self.client.delete_tag(self.run_id, REASON_TAG)
-        # MLflow params are immutable: a reattached attempt logs only the params the run lacks.
-        new = [Param(k, param_value(v)) for k, v in params.items() if k not in logged]
-        if new:
-            self.client.log_batch(self.run_id, params=new)
+        self.outbox.put(
+            {"op": "open", "experiment_id": self.tracking.experiment_id, "run_name": self.trial_id,
+             "parent_run_id": self.tracking.parent_run_id, "trial_id": self.trial_id, "token": self.token,
+             "tags": child_run_tags(self.tracking, self.trial_id)},
+            # MLflow params are immutable: a reattached attempt logs only the params the run lacks.
+            {"op": "params", "params": {k: param_value(v) for k, v in params.items()}})
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Every numeric entry of a report, at ``step``."""
-        if self.run_id is None:
-            return
-        now = int(time.time() * 1000)
         self.last_step = max(self.last_step, step)
-        values = [Metric(k, v, now, step) for k, v in numeric_metrics(metrics).items()]
-        if values:
-            self.client.log_batch(self.run_id, metrics=values)
+        points = metric_points(numeric_metrics(metrics), step, now_ms())
+        if points:
+            self.outbox.put({"op": "metrics", "points": points})
 
     def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None:
         """Upload a folder (best weights, history, evaluation tables) to the run's artifacts."""
-        if self.run_id is not None:
-            self.client.log_artifacts(self.run_id, str(local_dir), artifact_path)
+        self.outbox.put({"op": "artifacts", "dir": str(Path(local_dir).resolve()), "path": artifact_path})
 
     def finish(self, status: Status, reason: str | None = None,
                totals: dict[str, float] | None = None) -> None:
@@ -128,20 +132,41 @@ class MlflowTrialLogger:
         ``SystemExit`` raised inside ``tune.report``; by then the driver has marked the run KILLED with
         the real reason, which this keeps. Wall and GPU seconds are logged either way.
         """
-        if self.run_id is None:
-            return
-        if totals:
-            now = int(time.time() * 1000)
-            values = [Metric(k, float(v), now, self.last_step) for k, v in totals.items()
-                      if math.isfinite(float(v))]
-            self.client.log_batch(self.run_id, metrics=values)
-        current = self.client.get_run(self.run_id).info.status
-        if current in TERMINAL:
-            return
-        tags = [RunTag(REASON_TAG, _reason_text(status, reason))] if reason or status != "FINISHED" else []
-        if tags:
-            self.client.log_batch(self.run_id, tags=tags)
-        self.client.set_terminated(self.run_id, status=status)
+        finite = {k: float(v) for k, v in (totals or {}).items() if math.isfinite(float(v))}
+        entries: list[dict[str, Any]] = []
+        if finite:
+            entries.append({"op": "metrics", "points": metric_points(finite, self.last_step, now_ms())})
+        text = _reason_text(status, reason) if reason or status != "FINISHED" else None
+        entries.append({"op": "finish", "status": status, "reason": text, "if_running": True})
+        self.outbox.put(*entries)
+
+
+def trial_journal_path() -> Path | None:
+    """This Tune trial's journal (the first of :func:`journal_locations`); None outside a Tune trial."""
+    try:
+        from ray.train._internal.session import get_session
+
+        session = get_session()
+    except Exception:  # no Ray, or an API that moved: the journal stays in memory
+        return None
+    storage = getattr(session, "storage", None) if session is not None else None
+    return journal_locations(storage)[0] if storage is not None else None
+
+
+def journal_locations(storage: Any) -> list[Path]:
+    """Where a trial's journal is, for its worker and for the driver, from the trial's Ray storage context.
+
+    In the trial's folder of the sweep when the sweep is on a local (shared) file system: the driver
+    finds it there, also after a resume; else in the trial's working folder on its node (where the driver
+    finds it when the trial ran on the driver's node).
+    """
+    import pyarrow.fs
+
+    places = []
+    if isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
+        places.append(Path(storage.trial_fs_path) / TRIAL_JOURNAL)
+    places.append(Path(storage.trial_working_directory) / TRIAL_JOURNAL)
+    return places
 
 
 def _reason_text(status: str, reason: str | None) -> str:

@@ -28,6 +28,9 @@ SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
+#: The attempt (a random token) that last opened or reattached to a trial's run: a retried create of the same
+#: attempt finds its own run instead of reattaching to it.
+TOKEN_TAG = "sentsweep.attempt_token"
 SWEEP_DIR_TAG = "sentsweep.sweep_dir"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"

@@ -1,0 +1,75 @@
+"""Checks and set-up of the tracking store that a sweep needs before any trial starts.
+
+- :func:`prepare_store`: a new sqlite file gets MLflow's schema from the driver, under a file lock beside
+  it (:func:`sentsweep.data.cache.file_lock`), so that two sweeps started at once on a fresh file do not
+  both run MLflow's migrations (the second died with ``duplicate column name``).
+- :func:`refuse_sqlite_on_cluster`: a sqlite file is one machine's; trials on other nodes would each write
+  their own copy (or share one over a network file system, which sqlite's locking does not survive).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sentsweep.data.cache import file_lock
+from sentsweep.errors import ConfigError
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI, else None."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri.removeprefix("sqlite:///")).expanduser()
+
+
+def prepare_store(uri: str) -> None:
+    """Create the schema of a sqlite tracking file once, serialised across processes (nothing for a server)."""
+    path = sqlite_path(uri)
+    if path is None:
+        return
+    from mlflow import MlflowClient
+
+    with file_lock(path):
+        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # creates and migrates the schema
+
+
+def is_remote_address(address: str | None) -> bool:
+    """Whether ``--address`` names a Ray cluster on another machine (``ray://host:port`` or ``host:port``)."""
+    if not address or address in ("local", "auto"):
+        return False
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname
+    return host is not None and host not in LOOPBACK_HOSTS
+
+
+def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
+    """:class:`ConfigError` when ``uri`` is a sqlite file and Ray spans more than one node.
+
+    Call it once connected to Ray: a remote ``address``, or more than one alive node in ``ray.nodes()``,
+    is a cluster; a single-node local Ray is fine.
+    """
+    if sqlite_path(uri) is None:
+        return
+    nodes = 0
+    if not is_remote_address(address):
+        import ray
+
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive")) if ray.is_initialized() else 1
+    if is_remote_address(address) or nodes > 1:
+        where = f"a Ray cluster at {address}" if is_remote_address(address) else f"a Ray cluster of {nodes} nodes"
+        raise ConfigError(f"a sqlite tracking store ({uri}) cannot be shared by the nodes of {where}; run "
+                          "`mlflow server` and pass its http:// URI", field="tracking.uri")
+
+
+#: The MLflow client settings a sweep's workers get from the driver's environment (its retry budget: retries,
+#: backoff, timeout), so that a budget shortened or lengthened for the driver holds for the trials too.
+CLIENT_ENV_PREFIXES = ("MLFLOW_HTTP_REQUEST_",)
+
+
+def tracking_worker_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The driver's MLflow client settings, for ``runtime_env={"env_vars": ...}``."""
+    source = os.environ if environ is None else environ
+    return {key: value for key, value in source.items() if key.startswith(CLIENT_ENV_PREFIXES)}

@@ -1,0 +1,142 @@
+"""A journal of MLflow calls not yet delivered: what lets tracking lose nothing through an outage.
+
+Every call a trial (or the sweep's driver) makes to MLflow is first appended to a journal, one JSON entry per
+line, then delivered in order by :mod:`sentsweep.tracking.replay`. The journal's state file (``<name>.state``)
+holds how many entries were delivered (the *delivered offset*) and the run they went to, so that a later
+replay, by the same process or by the driver, starts after them: MLflow deduplicates nothing, so a metric
+sent twice would be stored twice. Entries are plain data:
+
+- ``open``: find this trial's run by its ``sentsweep.trial_id`` tag, else create it (with ``token``: a
+  worker's attempt, which reattaches to a run it did not create itself);
+- ``params``, ``metrics`` (``[key, value, timestamp_ms, step]`` points), ``tags``;
+- ``artifacts``: a local folder to upload;
+- ``finish``: a terminal status and its reason.
+
+A journal on disk is appended to by one process (its owner) and replayed under a file lock
+(:func:`sentsweep.data.cache.file_lock`) by whoever flushes it, the owner or the driver. A journal without
+a path lives in memory (a standalone run's). A last line cut short by a killed writer is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentsweep.data.cache import atomic_write, file_lock
+
+#: The file name of a trial's journal in its trial folder.
+TRIAL_JOURNAL = "tracking-journal.jsonl"
+#: The folder of the driver's journals in a sweep folder (one per trial it closes, one for the parent run).
+DRIVER_JOURNALS = "tracking-journals"
+PARENT_JOURNAL = "parent.jsonl"
+
+Entry = dict[str, Any]
+
+
+def trial_journal_name(trial_id: str) -> str:
+    """The driver's journal of what it does to ``trial_id``'s run."""
+    return f"trial-{trial_id}.jsonl"
+
+
+@dataclass
+class JournalState:
+    """What was delivered: the first ``delivered`` entries, to run ``run_id``; ``skipped`` of them refused."""
+
+    delivered: int = 0
+    run_id: str | None = None
+    skipped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Journal:
+    """An append-only list of :data:`Entry` with a delivered offset; on disk at ``path`` or in memory."""
+
+    def __init__(self, path: Path | None = None, run_id: str | None = None) -> None:
+        self.path = path
+        self._entries: list[Entry] = []
+        self._state = JournalState(run_id=run_id)
+        if path is not None and run_id is not None and not self.state_path.is_file():
+            self.save_state(self._state)
+
+    @property
+    def state_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(self.path.name + ".state")
+
+    def append(self, entry: Entry) -> None:
+        """Add ``entry`` at the end (one ``write`` of one line, flushed, on disk)."""
+        if self.path is None:
+            self._entries.append(entry)
+            return
+        line = json.dumps(entry, default=str, allow_nan=True) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+
+    def entries(self) -> list[Entry]:
+        """Every entry, in order (a half-written last line is not one)."""
+        if self.path is None:
+            return list(self._entries)
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        found = []
+        for line in lines:
+            try:
+                found.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # a writer killed mid-line: nothing after it was appended by that writer
+        return found
+
+    def state(self) -> JournalState:
+        if self.path is None:
+            return self._state
+        try:
+            raw = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return JournalState()
+        return JournalState(int(raw.get("delivered", 0)), raw.get("run_id"), int(raw.get("skipped", 0)),
+                            list(raw.get("notes", [])))
+
+    def save_state(self, state: JournalState) -> None:
+        if self.path is None:
+            self._state = state
+            return
+        with atomic_write(self.state_path) as handle:
+            handle.write(json.dumps(state.__dict__).encode("utf-8"))
+
+    def exists(self) -> bool:
+        return self.path is None or self.path.is_file()
+
+    def pending(self) -> int:
+        """How many entries are not delivered yet."""
+        return max(0, len(self.entries()) - self.state().delivered)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Held while replaying: the owner and the driver never deliver the same entry twice."""
+        if self.path is None:
+            yield
+            return
+        with file_lock(self.path):
+            yield
+
+    def __repr__(self) -> str:
+        return f"Journal({self.path or 'memory'})"
+
+
+def metric_points(metrics: dict[str, float], step: int, timestamp_ms: int) -> list[list[Any]]:
+    """``[key, value, timestamp_ms, step]`` for each metric (the journal's form of an MLflow metric)."""
+    return [[key, float(value), int(timestamp_ms), int(step)] for key, value in metrics.items()]
+
+
+def point_identity(key: str, value: float, timestamp_ms: int, step: int) -> tuple[str, str, int, int]:
+    """What makes two metric points the same point (NaN equal to NaN)."""
+    shown = repr(float(value)) if math.isfinite(value) else str(value)
+    return key, shown, int(timestamp_ms), int(step)

@@ -1,0 +1,284 @@
+"""Delivering a :class:`~sentsweep.tracking.journal.Journal` to MLflow, in order, exactly once.
+
+:class:`Replayer` sends the entries after the delivered offset and moves the offset past each one it
+delivered (or that MLflow refused for good: a run deleted meanwhile, a param changed, logged as a note).
+Every entry is idempotent on its own, so that a call that succeeded on the server but timed out on the
+client, or a journal replayed from a stale copy, adds nothing twice:
+
+- ``open`` searches the trial's run by tag before creating one, and tells a retry of its own create
+  (the run carries the attempt's ``token``) from a run of an earlier attempt (reattached: RUNNING again,
+  attempt count + 1);
+- ``params`` logs only the keys the run lacks; ``tags`` and ``artifacts`` overwrite with the same content;
+- ``metrics`` skips points the run already has (same key, value, timestamp and step), reading a key's
+  history once per run unless the run was created by this replayer;
+- ``finish`` leaves a run alone that is already over when asked to (``if_running``), and is void when a
+  later attempt of the trial opened the run again (``void_after``: a worker journal and its length when the
+  driver wrote the entry).
+
+:class:`Outbox` is what loggers use: append, then flush unless the server is known to be down
+(:class:`Reachability`: after a failure, an HTTP server is probed at ``/health`` with a short timeout
+before the next delivery, so an outage costs the client's retry budget once, not at every call).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+
+from sentsweep.tracking.journal import Entry, Journal, JournalState, point_identity
+from sentsweep.tracking.vocabulary import (
+    ATTEMPT_TAG,
+    REASON_TAG,
+    TERMINAL,
+    TOKEN_TAG,
+    find_trial_run,
+    param_value,
+)
+
+log = logging.getLogger("sentsweep.tracking")
+
+#: MLflow error codes that retrying cannot fix: the entry is set aside (a note in the journal's state).
+REFUSED_CODES = frozenset({"INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "RESOURCE_ALREADY_EXISTS",
+                           "BAD_REQUEST", "INVALID_STATE"})
+#: Seconds a ``/health`` probe of a server marked down may take.
+PROBE_TIMEOUT_S = 3.0
+#: Seconds between two delivery attempts to a non-HTTP store (sqlite) marked down.
+RETRY_AFTER_S = 5.0
+
+
+class Refused(Exception):
+    """An entry MLflow will never accept (or that has no run to go to): skipped, not retried."""
+
+
+def is_refusal(exc: BaseException) -> bool:
+    return isinstance(exc, Refused) or (isinstance(exc, MlflowException) and exc.error_code in REFUSED_CODES)
+
+
+class Replayer:
+    """Sends journal entries with one client; remembers the metric points it knows each run has."""
+
+    def __init__(self, client: MlflowClient) -> None:
+        self.client = client
+        self.created: set[str] = set()
+        self.reattached: set[str] = set()
+        self._known: dict[tuple[str, str], set[tuple[str, str, int, int]]] = {}
+
+    def flush(self, journal: Journal, upto: int | None = None) -> JournalState:
+        """Deliver the pending entries (the first ``upto`` at most); a transient error propagates, with the
+        entries before it delivered and counted."""
+        if not journal.exists():  # a worker's journal on another node, or from a Ray session gone
+            return journal.state()
+        with journal.locked():
+            state = journal.state()
+            entries = journal.entries()
+            end = len(entries) if upto is None else min(upto, len(entries))
+            for index in range(state.delivered, end):
+                try:
+                    self.deliver(entries[index], state)
+                except Exception as exc:
+                    if not is_refusal(exc):
+                        journal.save_state(state)
+                        raise
+                    state.skipped += 1
+                    state.notes = [*state.notes[-9:], f"entry {index} ({entries[index].get('op')}): {exc}"[:500]]
+                    log.warning("MLflow refused a journal entry of %s: %s", journal, exc)
+                state.delivered = index + 1
+                journal.save_state(state)
+            return state
+
+    # -- one entry ------------------------------------------------------------------------------------
+    def deliver(self, entry: Entry, state: JournalState) -> None:
+        op = entry["op"]
+        if op == "open":
+            self._open(entry, state)
+            return
+        if op == "follow":
+            self.flush(Journal(Path(entry["path"])), upto=int(entry["upto"]))
+            return
+        if state.run_id is None:  # no run was found to close (a trial that never started), or none opened
+            return
+        run_id = state.run_id
+        if op == "params":
+            logged = self.client.get_run(run_id).data.params
+            new = [Param(k, param_value(v)) for k, v in entry["params"].items() if k not in logged]
+            if new:
+                self.client.log_batch(run_id, params=new)
+        elif op == "metrics":
+            self._metrics(run_id, entry["points"])
+        elif op == "tags":
+            self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in entry["tags"].items()])
+        elif op == "artifacts":
+            if Path(entry["dir"]).is_dir():  # a worker's folder the driver cannot see is not an error
+                self.client.log_artifacts(run_id, entry["dir"], entry.get("path"))
+        elif op == "finish":
+            self._finish(run_id, entry)
+        elif op == "running":  # a resumed sweep's parent run
+            self.client.update_run(run_id, status="RUNNING")
+            if entry.get("reason"):
+                self.client.set_tag(run_id, REASON_TAG, entry["reason"])
+        else:
+            raise Refused(f"unknown journal entry '{op}'")
+
+    def _open(self, entry: Entry, state: JournalState) -> None:
+        trial_id = entry.get("trial_id")
+        found = (find_trial_run(self.client, entry["experiment_id"], entry.get("parent_run_id"), trial_id)
+                 if trial_id else None)
+        token = entry.get("token")
+        if found is None:
+            if not entry.get("create", True):
+                return
+            tags = dict(entry.get("tags", {}))
+            if token:
+                tags[TOKEN_TAG] = token
+            run = self.client.create_run(entry["experiment_id"], tags=tags, run_name=entry.get("run_name"),
+                                         start_time=entry.get("time_ms"))
+            state.run_id = run.info.run_id
+            self.created.add(state.run_id)
+            if entry.get("params"):  # a run the driver opens for a trial that died before its worker could
+                self.client.log_batch(state.run_id, params=[Param(k, v) for k, v in entry["params"].items()])
+            return
+        state.run_id = found.info.run_id
+        if token is None or found.data.tags.get(TOKEN_TAG) == token:
+            return  # the driver's lookup, or this attempt's own create answered late
+        attempt = int(found.data.tags.get(ATTEMPT_TAG, "1")) + 1
+        self.client.update_run(state.run_id, status="RUNNING")
+        self.client.log_batch(state.run_id, tags=[RunTag(ATTEMPT_TAG, str(attempt)), RunTag(TOKEN_TAG, token)])
+        if REASON_TAG in found.data.tags:
+            self.client.delete_tag(state.run_id, REASON_TAG)
+        self.reattached.add(state.run_id)
+
+    def _metrics(self, run_id: str, points: Iterable[list[Any]]) -> None:
+        fresh = run_id in self.created
+        batch: list[Metric] = []
+        for key, value, timestamp, step in points:
+            known = self._known.get((run_id, key))
+            if known is None:
+                history = [] if fresh else self.client.get_metric_history(run_id, key)
+                known = {point_identity(key, m.value, m.timestamp, m.step) for m in history}
+                self._known[(run_id, key)] = known
+            identity = point_identity(key, value, timestamp, step)
+            if identity not in known:
+                batch.append(Metric(key, float(value), int(timestamp), int(step)))
+                known.add(identity)
+        if not batch:
+            return
+        try:
+            self.client.log_batch(run_id, metrics=batch)
+        except Exception:
+            for metric in batch:  # it may have landed server-side: read the histories again next time
+                self._known.pop((run_id, metric.key), None)
+            self.created.discard(run_id)
+            raise
+
+    def _finish(self, run_id: str, entry: Entry) -> None:
+        void = entry.get("void_after")
+        if void and _opened_after(Path(void["path"]), int(void["upto"])):
+            return
+        run = self.client.get_run(run_id)
+        if entry.get("if_running") and run.info.status in TERMINAL:
+            return
+        reason = entry.get("reason")
+        if reason and (entry.get("overwrite_reason", True) or REASON_TAG not in run.data.tags):
+            self.client.set_tag(run_id, REASON_TAG, reason)
+        if run.info.status != entry["status"]:
+            self.client.set_terminated(run_id, status=entry["status"], end_time=entry.get("time_ms"))
+
+
+def _opened_after(path: Path, upto: int) -> bool:
+    """Whether the worker journal at ``path`` has an ``open`` entry after its first ``upto``."""
+    return any(e.get("op") == "open" for e in Journal(path).entries()[upto:])
+
+
+class Reachability:
+    """Whether this process's last delivery to a tracking URI failed; probes before trying again."""
+
+    _by_uri: ClassVar[dict[str, Reachability]] = {}
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.down_since: float | None = None
+        self.last_try = 0.0
+
+    @classmethod
+    def of(cls, uri: str) -> Reachability:
+        if uri not in cls._by_uri:
+            cls._by_uri[uri] = cls(uri)
+        return cls._by_uri[uri]
+
+    def worth_trying(self) -> bool:
+        if self.down_since is None:
+            return True
+        if urlsplit(self.uri).scheme in ("http", "https"):
+            return self.answers()
+        return time.monotonic() - self.last_try >= RETRY_AFTER_S
+
+    def answers(self) -> bool:
+        """Whether the server answers HTTP at all (any status) within :data:`PROBE_TIMEOUT_S`."""
+        import requests
+
+        parts = urlsplit(self.uri)
+        base = urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""),
+                           parts.path.rstrip("/"), "", "")) if parts.hostname else self.uri
+        try:
+            requests.get(f"{base}/health", timeout=PROBE_TIMEOUT_S)
+        except requests.RequestException:
+            return False
+        return True
+
+    def failed(self, exc: BaseException, journal: Journal | None = None) -> None:
+        self.last_try = time.monotonic()
+        if self.down_since is None:
+            self.down_since = time.time()
+            log.warning("MLflow tracking unreachable (%s): journaling %suntil it answers again",
+                        str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
+                        f"in {journal} " if journal is not None else "")
+
+    def succeeded(self) -> None:
+        if self.down_since is not None:
+            log.warning("MLflow tracking answers again after %.0f s: journal replayed", time.time() - self.down_since)
+        self.down_since = None
+
+
+class Outbox:
+    """A journal delivered by a client: :meth:`put` never raises because tracking is unreachable."""
+
+    def __init__(self, journal: Journal, client: MlflowClient, tracking_uri: str,
+                 replayer: Replayer | None = None) -> None:
+        self.journal = journal
+        self.tracking_uri = tracking_uri
+        self.replayer = replayer or Replayer(client)
+
+    def put(self, *entries: Entry) -> bool:
+        """Append ``entries`` and try to deliver everything pending; whether nothing is pending."""
+        for entry in entries:
+            self.journal.append({**entry, "time_ms": entry.get("time_ms") or now_ms()})
+        return self.flush()
+
+    def flush(self) -> bool:
+        """Deliver what is pending when the server may answer; whether nothing is left."""
+        reach = Reachability.of(self.tracking_uri)
+        if not reach.worth_trying():
+            return False
+        try:
+            self.replayer.flush(self.journal)
+        except Exception as exc:
+            reach.failed(exc, self.journal)
+            return False
+        reach.succeeded()
+        return True
+
+    @property
+    def run_id(self) -> str | None:
+        return self.journal.state().run_id
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,135 @@
+"""The tracking journal: a trial logs through an outage without failing, and replays deliver every call once.
+
+The outage is a tracking URI nothing listens on (the real MLflow client, no retries); the journal it leaves is
+then replayed into a real sqlite store, as the driver would once the server answers again."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.tracking import TrackingSettings
+from sentsweep.tracking.journal import Journal, JournalState
+from sentsweep.tracking.replay import Reachability, Replayer
+from sentsweep.tracking.trial_logger import MlflowTrialLogger
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, TRIAL_ID_TAG
+from tools.harness.processes import free_port
+
+
+@pytest.fixture
+def store(tracking_uri):
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment = client.create_experiment("e")
+    parent = client.create_run(experiment).info.run_id
+    return client, TrackingSettings(tracking_uri=tracking_uri, experiment_id=experiment, parent_run_id=parent,
+                                    sweep_name="s", trial_id="t1")
+
+
+@pytest.fixture
+def no_retries(monkeypatch):
+    """MLflow's client gives up at once (its default retry budget is ~4 minutes)."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")
+    yield
+    Reachability._by_uri.clear()
+
+
+def _trial_runs(client: MlflowClient, settings: TrackingSettings) -> list:
+    return client.search_runs([settings.experiment_id], f"tags.`{TRIAL_ID_TAG}` = '{settings.trial_id}'")
+
+
+def _points(client: MlflowClient, run_id: str, keys: list[str]) -> Counter:
+    return Counter((k, m.step, m.timestamp, m.value) for k in keys for m in client.get_metric_history(run_id, k))
+
+
+def _log_a_trial(logger: MlflowTrialLogger, out: Path) -> None:
+    logger.start({"lr": 1e-3, "pooling": "mean"})
+    for step in (2, 4, 6):
+        logger.log_metrics({"train_loss": 1.0 / step, "stsb_dev": 60.0 + step}, step)
+    out.mkdir(exist_ok=True)
+    (out / "history.jsonl").write_text("{}\n")
+    logger.log_artifacts(out)
+    logger.finish("FINISHED", totals={"wall_seconds": 5.0})
+
+
+def test_an_outage_is_journaled_then_replayed_once(store, tmp_path, no_retries):
+    client, settings = store
+    down = settings.model_copy(update={"tracking_uri": f"http://127.0.0.1:{free_port()}"})
+    journal_path = tmp_path / "trial" / "tracking-journal.jsonl"
+    logger = MlflowTrialLogger(down, journal_path=journal_path)
+    _log_a_trial(logger, tmp_path / "out")  # no exception: the trial goes on
+    assert logger.run_id is None and logger.pending() == 8
+    lines = [json.loads(line) for line in journal_path.read_text().splitlines()]
+    assert [e["op"] for e in lines] == ["open", "params", "metrics", "metrics", "metrics", "artifacts", "metrics",
+                                        "finish"]
+
+    journal = Journal(journal_path)
+    state = Replayer(client).flush(journal)  # the server answers again (here: the store it writes to)
+    assert state.delivered == 8 and journal.pending() == 0
+    [run] = _trial_runs(client, settings)
+    assert run.info.status == "FINISHED" and run.info.run_id == state.run_id
+    assert run.data.params == {"lr": "0.001", "pooling": "mean"} and run.data.metrics["wall_seconds"] == 5.0
+    history = client.get_metric_history(run.info.run_id, "stsb_dev")
+    assert [(m.step, m.value) for m in history] == [(2, 62.0), (4, 64.0), (6, 66.0)]
+    assert [f.path for f in client.list_artifacts(run.info.run_id)] == ["history.jsonl"]
+    before = _points(client, run.info.run_id, ["train_loss", "stsb_dev", "wall_seconds"])
+    assert max(before.values()) == 1
+
+    # Replays that start over (a lost state file, a stale copy, another process): nothing is added twice.
+    journal.save_state(JournalState())
+    Replayer(client).flush(journal)
+    journal.save_state(JournalState(delivered=3, run_id=run.info.run_id))
+    Replayer(client).flush(journal)
+    assert len(_trial_runs(client, settings)) == 1
+    assert _points(client, run.info.run_id, ["train_loss", "stsb_dev", "wall_seconds"]) == before
+    assert client.get_run(run.info.run_id).info.status == "FINISHED"
+
+
+def test_a_create_that_landed_but_timed_out_is_not_repeated(store, tmp_path):
+    client, settings = store
+    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")
+    logger.start({"lr": 1e-3})
+    logger.log_metrics({"stsb_dev": 70.0}, step=2)
+    # As if the client had timed out after the server created the run: nothing counted as delivered.
+    logger.journal.save_state(JournalState())
+    logger.log_metrics({"stsb_dev": 71.0}, step=4)
+    [run] = _trial_runs(client, settings)
+    assert run.data.tags[ATTEMPT_TAG] == "1" and logger.reattached is False
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "stsb_dev")] == [(2, 70.0),
+                                                                                                   (4, 71.0)]
+
+
+def test_a_later_attempt_reattaches_and_a_stale_driver_status_is_void(store, tmp_path):
+    client, settings = store
+    first = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")
+    first.start({"lr": 1e-3})
+    first.finish("FAILED", reason="RuntimeError: node lost")
+    driver = Journal(tmp_path / "driver.jsonl")  # the driver's close of attempt 1, not delivered in time
+    upto = len(first.journal.entries())
+    driver.append({"op": "open", "experiment_id": settings.experiment_id, "trial_id": "t1",
+                   "parent_run_id": settings.parent_run_id, "create": True})
+    driver.append({"op": "finish", "status": "FAILED", "reason": "worker died",
+                   "void_after": {"path": str(first.journal.path), "upto": upto}})
+    second = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")  # the retry, same trial folder
+    second.start({"lr": 1e-3})
+    assert second.reattached and second.run_id == first.run_id
+    second.finish("FINISHED")
+    Replayer(client).flush(driver)  # delivered only now: must not undo attempt 2
+    [run] = _trial_runs(client, settings)
+    assert run.info.status == "FINISHED" and run.data.tags[ATTEMPT_TAG] == "2"
+    assert REASON_TAG not in run.data.tags
+
+
+def test_a_refused_entry_is_set_aside(store, tmp_path):
+    client, settings = store
+    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")
+    logger.start({"lr": 1e-3})
+    client.delete_run(logger.run_id)  # e.g. a user deleted the run: logging to it is refused for good
+    logger.log_metrics({"stsb_dev": 70.0}, step=2)
+    logger.log_metrics({"stsb_dev": 71.0}, step=4)
+    state = logger.journal.state()
+    assert logger.pending() == 0 and state.skipped == 2 and "metrics" in state.notes[0]
