@@ -165,7 +165,7 @@ def refused_credentials(exc: BaseException, uri: str) -> ConfigError | None:
     status = status_of() if callable(status_of) else None
     if status == 401:
         return ConfigError(f"the tracking server {mask_uri(uri)} asks for a login (HTTP 401): set "
-                           f"{TRACKING_USERNAME} and {TRACKING_PASSWORD} (a sweep folder keeps no credentials)")
+                           f"{TRACKING_USERNAME} and {TRACKING_PASSWORD} in the environment")
     if status == 403:
         return ConfigError(f"the tracking server {mask_uri(uri)} refused the login in ${TRACKING_USERNAME} "
                            "(HTTP 403): it lacks permission on this sweep's experiment")
