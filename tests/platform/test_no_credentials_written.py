@@ -110,7 +110,8 @@ def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_serve
 
     host = auth_server.url.removeprefix("http://")
     config = toy_config(tmp_path, tiny_bert_dir, f"http://{USER}:{SECRET}@{host}", num_samples=2,
-                        max_concurrent_trials=2, scheduler={"type": "fifo"}, tracking={"artifact_location": None},
+                        max_concurrent_trials=2, scheduler={"type": "fifo"}, fixed={"max_steps": 4},
+                        tracking={"artifact_location": None},
                         plots=False, register_model="toy-best")
     config_file = tmp_path / "sweep.yaml"  # the user's own file: the only place the password is written
     config_file.write_text(yaml.safe_dump(config.model_dump(mode="json")))
@@ -119,6 +120,12 @@ def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_serve
     sweep_out = capfd.readouterr()
     printed = sweep_out.out + sweep_out.err
     assert status == 0, printed[-4000:]
+
+    needle = SECRET.encode()
+    assert _files_holding(tmp_path / "ray_results", needle) == []
+    assert _files_holding(auth_server.root, needle) == []
+    assert _files_holding(ray_tmp, needle) == []
+    assert SECRET not in printed
 
     # The trials logged (with the credentials the workers inherited), and the records name the clean URI.
     monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", USER)
@@ -137,11 +144,6 @@ def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_serve
     assert {"sentsweep_sweep.json", "sweep.yaml", "tuner.pkl", "params.json", "params.pkl", "result.json"} <= written
     assert any(name.startswith("experiment_state-") for name in written)
 
-    needle = SECRET.encode()
-    assert SECRET not in printed
-    assert _files_holding(tmp_path / "ray_results", needle) == []
-    assert _files_holding(auth_server.root, needle) == []
-    assert _files_holding(ray_tmp, needle) == []
     assert (auth_server.root / "mlflow.db").stat().st_size > 0 and any((auth_server.root / "artifacts").rglob("*"))
 
     # Resume reads the clean URI from the folder and the credentials from the environment only.
