@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from sentsweep.cli import cluster, preprocess, sweeps, training
+from sentsweep.credentials import masked_output
 from sentsweep.errors import SentsweepError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -50,11 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``sentsweep ARGV``; its exit status (2 for a user's error, printed on one line)."""
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
-    try:
-        return handler(args)
-    except SentsweepError as exc:
-        print(f"sentsweep {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"sentsweep {args.command}: interrupted", file=sys.stderr)
-        return 130
+    with masked_output():  # credentials never shown, whoever prints them (sentsweep.credentials)
+        try:
+            return handler(args)
+        except SentsweepError as exc:
+            print(f"sentsweep {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"sentsweep {args.command}: interrupted", file=sys.stderr)
+            return 130

@@ -71,9 +71,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     raw = apply_overrides(read_yaml(args.config), args.overrides)
     config = parse_sweep_config(raw, args.config)
     if args.resume_interrupted:
+        from sentsweep.credentials import explain_refused_credentials
         from sentsweep.platform.autoresume import interrupted_sweep
 
-        folder = interrupted_sweep(config.resolved())
+        with explain_refused_credentials(config.tracking.uri):
+            folder = interrupted_sweep(config.resolved())
         if folder is not None:
             print(f"continuing the interrupted sweep {folder}")
             args.sweep_dir, args.storage_endpoint_url = folder, config.storage_endpoint_url

@@ -8,17 +8,21 @@ Every error a user can make (bad YAML, an unknown or mistyped field, a value out
 :class:`~sentsweep.errors.ConfigError` naming the field and the file (and the line, for YAML syntax).
 Relative paths (storage, data, the sqlite database, artifacts) are resolved against the current
 directory when the sweep starts (:meth:`SweepConfig.resolved`), because Ray runs each trial in its own
-working directory.
+working directory. The same step takes credentials off the URIs (``http://user:pass@mlflow:5000``,
+``s3://KEY:SECRET@bucket/x``) into the standard environment variables (:mod:`sentsweep.credentials`), so a
+resolved config, and all that is made of it, holds none.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
@@ -97,6 +101,7 @@ class SweepConfig(_Section):
     export: bool = True
     plots: bool = True
     register_model: str | None = Field(None, description="model-registry name for the best model")
+    _credential_env: tuple[str, ...] = PrivateAttr(default=())  # names of the variables resolved() set
 
     @field_validator("name")
     @classmethod
@@ -109,7 +114,9 @@ class SweepConfig(_Section):
     @classmethod
     def _check_storage(cls, value: str) -> str:
         if "://" in value and not value.startswith(("s3://", "gs://", "file://")):
-            raise ValueError(f"'{value}': use a local folder or an s3:// (or gs://) URI")
+            from sentsweep.credentials import mask_uri
+
+            raise ValueError(f"'{mask_uri(value)}': use a local folder or an s3:// (or gs://) URI")
         return value
 
     @model_validator(mode="after")
@@ -126,23 +133,48 @@ class SweepConfig(_Section):
     def is_remote_storage(self) -> bool:
         return "://" in self.storage_path and not self.storage_path.startswith("file://")
 
-    def resolved(self, base: Path | None = None) -> SweepConfig:
-        """A copy with relative local paths made absolute against ``base`` (default: the cwd)."""
+    def resolved(self, base: Path | None = None, environ: MutableMapping[str, str] | None = None) -> SweepConfig:
+        """A copy with relative local paths made absolute against ``base`` (default: the cwd), and the
+        credentials of its URIs (tracking, artifacts, storage, endpoint) moved into ``environ`` (default: this
+        process's environment, which MLflow, pyarrow and a local Ray's workers read); a variable already set
+        there to another value is a :class:`ConfigError`. Resolving a resolved config changes nothing."""
+        from sentsweep.credentials import CredentialSplit
+
+        split = CredentialSplit()
+        tracking = self.tracking.model_copy(update={
+            "uri": split.take(self.tracking.uri, "tracking", "tracking.uri"),
+            "artifact_location": split.take(self.tracking.artifact_location, "storage", "tracking.artifact_location"),
+        })
+        update: dict[str, Any] = {
+            "storage_path": split.take(self.storage_path, "storage", "storage_path"),
+            "storage_endpoint_url": split.take(self.storage_endpoint_url, "storage", "storage_endpoint_url"),
+        }
+        split.export(os.environ if environ is None else environ)
         base = (base or Path.cwd()).resolve()
-        update: dict[str, Any] = {}
         if not self.is_remote_storage:
             update["storage_path"] = str(_absolute(self.storage_path.removeprefix("file://"), base))
         if self.data_dir and "://" not in self.data_dir:
             update["data_dir"] = str(_absolute(self.data_dir, base))
         if self.model and (base / self.model).exists():
             update["model"] = str(_absolute(self.model, base))
-        tracking = self.tracking.model_copy(update={"uri": resolve_tracking_uri(self.tracking.uri, base)})
+        tracking.uri = resolve_tracking_uri(tracking.uri, base)
         if tracking.artifact_location and "://" not in tracking.artifact_location:
             tracking.artifact_location = _absolute(tracking.artifact_location, base).as_uri()
         if is_server_uri(tracking.uri) and self.tracking.artifact_location == DEFAULT_ARTIFACTS:
             tracking.artifact_location = None  # a server decides where artifacts go
         update["tracking"] = tracking
-        return self.model_copy(update=update)
+        resolved = self.model_copy(update=update)
+        resolved._credential_env = tuple(sorted({*self._credential_env, *split.values}))
+        return resolved
+
+    def worker_credentials(self, ray_address: str | None) -> dict[str, str]:
+        """What the workers get in the ``runtime_env`` of ``ray.init(address=ray_address)`` when it joins a
+        running cluster (:func:`joins_ray_cluster`): the variables :meth:`resolved` took off this config's URIs.
+        A Ray started here inherits them from this process instead; credentials that were in the environment
+        already are not sent (a cluster's nodes have their own: Kubernetes Secrets)."""
+        if not joins_ray_cluster(ray_address):
+            return {}
+        return {name: os.environ[name] for name in self._credential_env if os.environ.get(name)}
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
@@ -151,6 +183,24 @@ class SweepConfig(_Section):
 def _absolute(path: str, base: Path) -> Path:
     p = Path(path).expanduser()
     return p if p.is_absolute() else (base / p).resolve()
+
+
+def resolve_sweep_folder(sweep_dir: str, endpoint_url: str | None = None,
+                         environ: MutableMapping[str, str] | None = None) -> tuple[str, str | None]:
+    """A sweep folder and its storage endpoint as ``resume`` is given them, their credentials moved into
+    ``environ`` as :meth:`SweepConfig.resolved` does."""
+    from sentsweep.credentials import CredentialSplit
+
+    split = CredentialSplit()
+    clean = split.take(sweep_dir, "storage", "SWEEP_DIR"), split.take(endpoint_url, "storage", "--storage-endpoint-url")
+    split.export(os.environ if environ is None else environ)
+    return clean[0] or sweep_dir, clean[1]
+
+
+def joins_ray_cluster(address: str | None) -> bool:
+    """Whether ``ray.init(address)`` joins a running cluster (an address, or ``RAY_ADDRESS`` as a Ray job's
+    driver has) rather than starting Ray here."""
+    return address not in (None, "", "local") or bool(os.environ.get("RAY_ADDRESS"))
 
 
 def is_server_uri(uri: str) -> bool:

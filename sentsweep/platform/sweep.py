@@ -17,11 +17,12 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError
-from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.progress import ProgressCallback
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
@@ -129,8 +130,11 @@ def trial_dirname(trial: Any) -> str:
 
 
 @contextlib.contextmanager
-def ray_session(address: str | None = None, *, log_to_driver: bool = False) -> Iterator[None]:
-    """Use the running Ray, else connect to ``address`` or start a local one (and shut it down after)."""
+def ray_session(address: str | None = None, *, log_to_driver: bool = False,
+                env: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Use the running Ray, else connect to ``address`` or start a local one (and shut it down after); the
+    workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers:
+    :meth:`SweepConfig.worker_credentials`)."""
     import ray
 
     if ray.is_initialized():
@@ -138,7 +142,7 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False) -> I
         return
     ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver,
              configure_logging=True, logging_level="WARNING",
-             runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env()}})
+             runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
     try:
         yield
     finally:
@@ -194,13 +198,14 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     validate_trials(config, trainable, space, source)
     location = new_sweep_location(config, suffix=secrets.token_hex(2))
     sweep_name = location.name
-    sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
+    with explain_refused_credentials(config.tracking.uri):
+        sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
     location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                           parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
                                           tracking_uri=sweep.tracking_uri, created=time.time()), config)
     echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
          f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}")
-    with ray_session(address, log_to_driver=log_to_driver):
+    with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)):
         refuse_sqlite_on_cluster(config.tracking.uri, address)
         tuner = build_tuner(config, trainable, space, location, sweep)
         return _fit(tuner, config, location, sweep, finalize=finalize, echo=echo)
@@ -212,12 +217,13 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, trainable: 
     """Continue an interrupted sweep from its folder: unfinished and errored trials run again."""
     from ray import tune
 
-    location = locate(sweep_dir, endpoint_url)
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     config = manifest.sweep_config()
     trainable, space = resolve_specs(config, location.uri, trainable, space)
-    sweep = SweepRun.reopen(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
-                            manifest.sweep_name, sweep_dir=location.uri)
+    with explain_refused_credentials(manifest.tracking_uri):  # credentials from the environment only
+        sweep = SweepRun.reopen(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
+                                manifest.sweep_name, sweep_dir=location.uri)
     echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
     with ray_session(address, log_to_driver=log_to_driver):
         refuse_sqlite_on_cluster(manifest.tracking_uri, address)

@@ -1,13 +1,17 @@
-"""What a job's environment gets from this one, and what is shown of it: forwarded variables, credentials
-split out of a tracking URI, masks and redaction (values are never printed or logged)."""
+"""What a job's environment gets from this one, and what is shown of it: forwarded variables and masks (values
+are never printed or logged). Splitting credentials off a URI, masking URIs and redacting text are
+:mod:`sentsweep.credentials`' (the sweep driver does the same), re-exported here for the job's side."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from urllib.parse import unquote, urlsplit, urlunsplit
+from collections.abc import Mapping, Sequence
 
+from sentsweep.credentials import MASK, mask_uri, redact, split_credentials
 from sentsweep.errors import ConfigError
 from sentsweep.platform.cluster.auth import RAY_AUTH_ENV
+
+__all__ = ["CREDENTIAL_ENV", "MASK", "forwarded_env", "held_back", "local_secrets", "mask_uri", "masked", "redact",
+           "split_credentials"]
 
 CREDENTIAL_ENV: tuple[str, ...] = (
     "MLFLOW_TRACKING_USERNAME",
@@ -29,8 +33,6 @@ CREDENTIAL_ENV: tuple[str, ...] = (
 """Credentials and endpoints a submitting environment commonly holds. None is forwarded into a job unless
 ``--forward-env NAME`` names it (the cluster's pods have their own, from Kubernetes Secrets); the Ray token
 never is. Their values are redacted from whatever ``sentsweep`` shows."""
-
-MASK = "***"
 
 
 def _check_name(name: str, flag: str) -> str:
@@ -74,41 +76,3 @@ def local_secrets(environ: Mapping[str, str]) -> list[str]:
 def masked(env: Mapping[str, str]) -> str:
     """``NAME=***`` for each variable, sorted: what a summary may show of a job's environment."""
     return ", ".join(f"{name}={MASK}" for name in sorted(env)) or "(none)"
-
-
-def mask_uri(uri: str) -> str:
-    """``uri`` with any password in its user-info part masked (``http://user:***@host``)."""
-    if "://" not in uri:
-        return uri
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:{MASK}@{host}"))
-
-
-def split_credentials(uri: str) -> tuple[str, dict[str, str]]:
-    """``http://user:pass@host`` as ``http://host`` plus ``MLFLOW_TRACKING_USERNAME``/``PASSWORD``, so a
-    password never lands in the shipped config or in what the sweep prints about its tracking URI (a
-    database URI such as ``postgresql://user:pass@db/mlflow`` keeps its credentials: they are its own)."""
-    if not uri.startswith(("http://", "https://")):
-        return uri, {}
-    parts = urlsplit(uri)
-    if parts.username is None and parts.password is None:
-        return uri, {}
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    credentials = {"MLFLOW_TRACKING_USERNAME": unquote(parts.username or "")}
-    if parts.password is not None:
-        credentials["MLFLOW_TRACKING_PASSWORD"] = unquote(parts.password)
-    return urlunsplit(parts._replace(netloc=host)), {k: v for k, v in credentials.items() if v}
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value (4+ characters) replaced by :data:`MASK`."""
-    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text

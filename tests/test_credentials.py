@@ -1,0 +1,161 @@
+"""sentsweep.credentials: user-info split off URIs into the standard variables, where the sweep config is
+resolved; masks on everything shown. The end-to-end grep is tests/platform/test_no_credentials_written.py."""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import PERMISSION_DENIED, RESOURCE_DOES_NOT_EXIST, UNAUTHENTICATED
+
+from sentsweep.cli import main
+from sentsweep.credentials import (
+    explain_refused_credentials,
+    mask_text,
+    mask_uri,
+    masked_output,
+    secret_values,
+    split_uri,
+)
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
+
+SECRET = "hunter2hunter2"
+
+
+@pytest.mark.parametrize(("uri", "kind", "clean", "found"), [
+    ("http://alice:p%40ss@mlflow:5000/x", "tracking", "http://mlflow:5000/x",
+     {"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": "p@ss"}),
+    ("https://bob@mlflow.example", "tracking", "https://mlflow.example", {"MLFLOW_TRACKING_USERNAME": "bob"}),
+    ("postgresql+psycopg2://u:p%2Fq@db:5432/mlflow", "tracking", "postgresql+psycopg2://u@db:5432/mlflow",
+     {"PGPASSWORD": "p/q"}),
+    ("s3://AKIA:wJal%2Fr@bucket/runs", "storage", "s3://bucket/runs",
+     {"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "wJal/r"}),
+    ("http://AKIA:wJalr@minio:9000", "storage", "http://minio:9000",
+     {"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "wJalr"}),
+    ("http://[::1]:5000", "tracking", "http://[::1]:5000", {}),
+    ("sqlite:////tmp/mlruns.db", "tracking", "sqlite:////tmp/mlruns.db", {}),
+    ("./ray_results", "storage", "./ray_results", {}),
+])
+def test_split_uri(uri: str, kind, clean: str, found: dict[str, str]) -> None:
+    assert split_uri(uri, kind) == (clean, found)
+
+
+def test_a_password_no_standard_variable_carries_is_refused_masked() -> None:
+    with pytest.raises(ConfigError, match=r"tracking\.uri.*mysql://u:\*\*\*@h/db") as caught:
+        split_uri(f"mysql://u:{SECRET}@h/db", "tracking", "tracking.uri")
+    assert SECRET not in str(caught.value)
+
+
+def test_resolving_moves_credentials_into_the_environment(tmp_path: Path) -> None:
+    config = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://alice:{SECRET}@mlflow:5000"},
+                         storage_path=f"s3://AKIA:{SECRET}x@bucket/runs",
+                         storage_endpoint_url=f"http://AKIA:{SECRET}x@minio:9000")
+    env: dict[str, str] = {"MLFLOW_TRACKING_USERNAME": "alice"}  # the same value: no clash
+    resolved = config.resolved(tmp_path, environ=env)
+    assert (resolved.tracking.uri, resolved.storage_path, resolved.storage_endpoint_url) == (
+        "http://mlflow:5000", "s3://bucket/runs", "http://minio:9000")
+    assert env == {"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": SECRET,
+                   "AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": f"{SECRET}x"}
+    assert SECRET not in resolved.to_yaml() + resolved.model_dump_json() + repr(resolved)
+    again = dict(env)
+    assert resolved.resolved(tmp_path, environ=again) == resolved and again == env
+    assert resolved.resolved(tmp_path, environ={})._credential_env == tuple(sorted(env))
+
+
+def test_credentials_given_twice_differently_are_one_clear_error(tmp_path: Path) -> None:
+    config = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://alice:{SECRET}@mlflow:5000"})
+    env = {"MLFLOW_TRACKING_PASSWORD": "another-password"}
+    with pytest.raises(ConfigError, match=r"field 'tracking\.uri': its user-info and \$MLFLOW_TRACKING_PASSWORD "
+                                          "differ") as caught:
+        config.resolved(tmp_path, environ=env)
+    assert env == {"MLFLOW_TRACKING_PASSWORD": "another-password"} and SECRET not in str(caught.value)
+    both = SweepConfig(name="s", method="cosent", storage_path="s3://K1:S@bucket/x",
+                       storage_endpoint_url="http://K2:S@minio:9000")
+    with pytest.raises(ConfigError, match=r"storage_endpoint_url.*differs from the one in 'storage_path'"):
+        both.resolved(tmp_path, environ={})
+
+
+def test_a_resumed_folder_and_endpoint_lose_their_credentials_too() -> None:
+    env: dict[str, str] = {}
+    assert resolve_sweep_folder("s3://K:S3CRET@bucket/runs/s-1", "http://K:S3CRET@minio:9000", env) == (
+        "s3://bucket/runs/s-1", "http://minio:9000")
+    assert env == {"AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S3CRET"}
+    assert resolve_sweep_folder("/data/runs/s-1", None, env) == ("/data/runs/s-1", None)
+
+
+def test_only_a_joined_cluster_gets_the_uri_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "")  # unset, and restored after the test
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
+    config = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://:{SECRET}@mlflow:5000"})
+    resolved = config.resolved(tmp_path)  # this process's environment
+    assert resolved.worker_credentials(None) == {} and resolved.worker_credentials("local") == {}
+    # the password came from the URI and travels; the user name was in the environment already and stays
+    assert resolved.worker_credentials("ray://head:10001") == {"MLFLOW_TRACKING_PASSWORD": SECRET}
+    monkeypatch.setenv("RAY_ADDRESS", "http://head:8265")  # a Ray job's driver
+    assert joins_ray_cluster(None) and resolved.worker_credentials(None) == {"MLFLOW_TRACKING_PASSWORD": SECRET}
+
+
+def test_masks() -> None:
+    assert mask_uri("https://alice:hunter22@mlflow.example:5000/x") == "https://alice:***@mlflow.example:5000/x"
+    assert mask_uri("http://a:b@c@host/x and http://host:5000/y") == "http://a:***@host/x and http://host:5000/y"
+    text = f"see postgresql://u:pw@db/m; key {SECRET}; ok"
+    assert mask_text(text, [SECRET, "abc"]) == "see postgresql://u:***@db/m; key ***; ok"
+    assert secret_values({"MLFLOW_TRACKING_PASSWORD": SECRET, "MLFLOW_TRACKING_USERNAME": "alice"}) == [SECRET]
+
+
+def test_masked_output_covers_prints_logs_and_restores() -> None:
+    before = (sys.stdout, sys.stderr, logging.getLogRecordFactory(), sys.excepthook)
+    sink = io.StringIO()
+    logger = logging.getLogger("test_credentials.early")  # a handler made before, on a stream of its own
+    handler = logging.StreamHandler(sink)
+    logger.addHandler(handler)
+    try:
+        out = io.StringIO()
+        sys.stdout = out
+        with masked_output({"AWS_SECRET_ACCESS_KEY": SECRET}):
+            print(f"uri http://u:{SECRET}@h:1 and {SECRET}")
+            logger.warning("key %s at %s", SECRET, "http://u:pw@h")
+        sys.stdout = before[0]
+        assert out.getvalue() == "uri http://u:***@h:1 and ***\n"
+        assert sink.getvalue() == "key *** at http://u:***@h\n"
+    finally:
+        sys.stdout = before[0]
+        logger.removeHandler(handler)
+    assert (sys.stdout, sys.stderr, logging.getLogRecordFactory(), sys.excepthook) == before
+
+
+def test_a_traceback_ending_the_process_is_masked(tmp_path: Path) -> None:
+    code = ("from sentsweep.credentials import masked_output\n"
+            "with masked_output({}):\n"
+            f"    raise RuntimeError('cannot reach http://u:{SECRET}@h:1')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False,
+                          env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 1 and "RuntimeError: cannot reach http://u:***@h:1" in done.stderr
+    assert SECRET not in done.stderr
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    (UNAUTHENTICATED, "asks for a login (HTTP 401): set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD"),
+    (PERMISSION_DENIED, "refused the login in $MLFLOW_TRACKING_USERNAME (HTTP 403)"),
+])
+def test_a_refused_login_is_one_line_naming_the_variables(code: int, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught, explain_refused_credentials("http://mlflow:5000"):
+        raise MlflowException("API request failed", error_code=code)
+    assert str(caught.value).startswith("the tracking server http://mlflow:5000 ") and expected in str(caught.value)
+    with pytest.raises(MlflowException), explain_refused_credentials("http://mlflow:5000"):
+        raise MlflowException("no such run", error_code=RESOURCE_DOES_NOT_EXIST)
+
+
+def test_the_cli_masks_its_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "sweep.yaml"
+    config.write_text(f"name: s\nmethod: cosent\nstorage_path: ftp://K:{SECRET}@host/x\n")
+    assert main(["sweep", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "'ftp://K:***@host/x': use a local folder" in err and SECRET not in err
