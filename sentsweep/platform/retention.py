@@ -75,7 +75,8 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
     (work folders go in any case)."""
     report = PruneReport()
     known = {trial_folder(r).path.rstrip("/") for r in results}
-    for folder in {trial_folder(r).parent() for r in results}:
+    sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
+    for folder in sweeps.values():
         for name in folder.subfolders():
             trial = folder.child(name)
             if trial.path.rstrip("/") in known:
