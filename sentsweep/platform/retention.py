@@ -9,7 +9,9 @@ After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.f
   ``model/`` by a hard link or a server-side copy when that is where they were) and lose their checkpoints:
   optimizer state has no use once the sweep is over;
 - every other trial loses its checkpoints and its ``best/`` folder;
-- a ``work/`` folder a killed attempt left in a trial folder is removed.
+- a ``work/`` folder a killed attempt left in a trial folder is removed, and so is every weight in a trial
+  folder Tune no longer knows (a trial started after the last experiment snapshot of a killed driver is not
+  restored: Tune starts a new trial instead, and the old folder would stay forever).
 
 Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`.
 """
@@ -69,9 +71,22 @@ class PruneReport:
 
 def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
                 echo: Callable[[str], None] = print) -> PruneReport:
-    """Apply the after-sweep retention (see the module docstring); ``keep_trials`` None keeps everything."""
+    """Apply the after-sweep retention (see the module docstring); ``keep_trials`` None keeps every weight
+    (work folders go in any case)."""
     report = PruneReport()
+    known = {trial_folder(r).path.rstrip("/") for r in results}
+    sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
+    for folder in sweeps.values():
+        for name in folder.subfolders():
+            trial = folder.child(name)
+            if trial.path.rstrip("/") in known:
+                continue
+            for sub in trial.subfolders():  # a trial folder Tune lost: its staging and its weights
+                if sub in (WORK_DIR, BEST_DIR) or sub.startswith(CHECKPOINT_PREFIX):
+                    report.removed_bytes += _remove(trial.child(sub))
     if keep_trials is None:
+        for result in results:
+            report.removed_bytes += _remove(trial_folder(result).child(WORK_DIR))
         return report
     ranked = rank_results(results, metric, mode)
     keep = {id(r) for r in ranked[:keep_trials]}

@@ -35,3 +35,23 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
     assert "falling back to the previous one" in logs
     (trial,) = [p for p in Path(outcome.sweep_dir).iterdir() if p.is_dir() and p.name.startswith("train_")]
     assert not (trial / "work").exists()  # staged checkpoints lived in the trial folder, removed at the end
+
+
+def test_retention_removes_what_a_lost_trial_left(tmp_path, tiny_bert_dir, tracking_uri, ray_session) -> None:
+    """A folder Tune does not know (a trial started after a killed driver's last snapshot) loses its work folder
+    and weights after the sweep; the sweep's own export stays."""
+    from sentsweep.platform.retention import prune_sweep
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},
+                        plots=False, fixed={"max_steps": 2})
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+    lost = Path(outcome.sweep_dir) / "train_toy_lost"
+    for name in ("work/checkpoint-0000002", "checkpoint_000000/model", "best"):
+        (lost / name).mkdir(parents=True)
+    (lost / "params.json").write_text("{}")
+    prune_sweep(outcome.results, config.metric, config.mode, 1, echo=lambda line: None)
+    assert sorted(p.name for p in lost.iterdir()) == ["params.json"]
+    assert (Path(outcome.sweep_dir) / "best_model").is_dir()
+    assert len(list(Path(outcome.sweep_dir).glob("train_toy_*/best"))) == 1
