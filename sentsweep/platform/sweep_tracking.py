@@ -33,7 +33,9 @@ from ray.tune import Callback
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.search import is_final
+from sentsweep.platform.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.tracking.vocabulary import (
     GIT_TAG,
     METHOD_TAG,
@@ -137,7 +139,7 @@ class SweepRun:
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: config.space_name}
+                SPACE_TAG: config.space_name, STATUS_TAG: "running"}
         sha = git_sha()
         if sha:
             tags[GIT_TAG] = sha
@@ -156,12 +158,14 @@ class SweepRun:
         return sweep
 
     @classmethod
-    def reopen(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str) -> SweepRun:
-        """Mark an interrupted sweep's parent run RUNNING again (``sentsweep resume``)."""
-        client = MlflowClient(tracking_uri=tracking_uri)
-        client.update_run(run_id, status="RUNNING")
-        client.set_tag(run_id, REASON_TAG, "resumed")
-        return cls(client, tracking_uri, experiment_id, run_id, sweep_name)
+    def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str) -> SweepRun:
+        """An existing sweep's parent run, unchanged (``sentsweep resume``; see :meth:`reopen`)."""
+        return cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name)
+
+    def reopen(self) -> None:
+        """Mark the parent run RUNNING again: called once ``Tuner.restore`` succeeded."""
+        self.client.update_run(self.run_id, status="RUNNING")
+        self.client.log_batch(self.run_id, tags=[RunTag(REASON_TAG, "resumed"), RunTag(STATUS_TAG, "running")])
 
     def trial_settings(self) -> dict[str, Any]:
         """The ``tracking`` section of every trial config (the trial id is filled in by the worker)."""
@@ -173,15 +177,17 @@ class SweepRun:
         values = [Metric(k, float(v), now, step) for k, v in metrics.items()]
         self.client.log_batch(self.run_id, metrics=values)
 
-    def close(self, status: str, reason: str | None = None) -> None:
+    def close(self, state: SweepState, reason: str | None = None) -> None:
+        """End the parent run in ``state`` (:mod:`~sentsweep.platform.sweep_state`: its tag and MLflow status)."""
+        tags = [RunTag(STATUS_TAG, state)]
         if reason:
-            self.client.set_tag(self.run_id, REASON_TAG, reason[:5000])
-        self.client.set_terminated(self.run_id, status=status)
-
+            tags.append(RunTag(REASON_TAG, reason[:5000]))
+        self.client.log_batch(self.run_id, tags=tags)
+        self.client.set_terminated(self.run_id, status=RUN_STATUS[state])
 
 def trial_outcome(trial: Trial) -> str:
     """``finished``, ``pruned``, ``failed``, ``running`` or ``pending`` from Tune's view of a trial."""
-    if trial.status == "ERROR":
+    if trial.status == "ERROR" or is_failed(trial.last_result):
         return "failed"
     if is_final(trial.last_result):
         return "finished"
@@ -268,6 +274,9 @@ class TrackingCallback(Callback):
             return
         run_id = self._run_of(trial)
         if run_id is None:
+            return
+        if is_failed(result):  # deterministic: the worker closed it FAILED; a run it never opened is closed here
+            self._close(run_id, "FAILED", failure_reason(result), overwrite_reason=False)
             return
         if result.get("training_iteration"):
             reason = (f"pruned by {self.scheduler_label} at iteration {result['training_iteration']}"

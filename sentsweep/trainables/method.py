@@ -30,13 +30,19 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
 from sentsweep.trainables.loop import BEST_DIR, LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)
+#: The keys of a trial's terminal report when it failed for a reason a retry cannot fix (a
+#: :class:`~sentsweep.errors.SentsweepError`: DataError, ConfigError, NonFiniteLossError). Tune retries a
+#: trial that raises (``max_failures``) and has no per-exception setting, so such a trial reports these
+#: (and ``done``) and returns instead: the platform counts it failed and tells Optuna FAIL.
+FAILED_KEY = "failed"
+FAILURE_REASON_KEY = "failure_reason"
 TaskT = TypeVar("TaskT", bound=TrainTask)
 
 
@@ -113,11 +119,14 @@ class Method(ABC, Generic[ConfigT, TaskT]):
 
         trial_dir = Path(tune.get_context().get_trial_dir())
         output_dir = trial_dir / "output"
-        config = self.parse(raw).with_output_dir(output_dir)
-        gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
-        run_trial(self, config, report=ray_reporter(), logger=make_trial_logger(config.tracking),
-                  resume_from=ray_checkpoint_dir(), output_dir=output_dir, save_weights=False, gpus=gpus,
-                  work_dir=trial_dir / "work")
+        try:
+            config = self.parse(raw).with_output_dir(output_dir)
+            gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
+            run_trial(self, config, report=ray_reporter(), logger=make_trial_logger(config.tracking),
+                      resume_from=ray_checkpoint_dir(), output_dir=output_dir, save_weights=False, gpus=gpus,
+                      work_dir=trial_dir / "work")
+        except SentsweepError as exc:  # deterministic: report it and end, so that Tune does not retry
+            tune.report(failure_report(str(raw.get("metric", "")), exc))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -158,6 +167,16 @@ def ray_reporter() -> ReportFn:
         checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
         tune.report(metrics, checkpoint=checkpoint)
 
+    return report
+
+
+def failure_report(metric: str, exc: BaseException) -> dict[str, Any]:
+    """The terminal report of a trial that failed deterministically (see :data:`FAILED_KEY`); ``metric``
+    (NaN) is there because Tune requires the sweep's metric in every report."""
+    report: dict[str, Any] = {FAILED_KEY: 1.0, FAILURE_REASON_KEY: f"{type(exc).__name__}: {exc}"[:2000],
+                              "done": True}
+    if metric:
+        report[metric] = float("nan")
     return report
 
 
