@@ -23,13 +23,6 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ray.tune import ResultGrid
-
-    from sentsweep.platform.storage import SweepLocation
-    from sentsweep.platform.sweep_tracking import SweepRun
 
 #: The exit status of a sweep stopped by SIGINT or SIGTERM after Tune saved its state: ``EX_TEMPFAIL``
 #: (sysexits.h, "try again later"); ``sentsweep resume DIR`` continues it.
@@ -53,7 +46,7 @@ class SweepInterrupted(KeyboardInterrupt):
 
 
 class StopSignals:
-    """Which stop signal arrived (None: none, or a SIGINT that Tune handled itself)."""
+    """Which stop signal arrived during a sweep (None: none)."""
 
     def __init__(self) -> None:
         self.received: str | None = None
@@ -64,12 +57,36 @@ class StopSignals:
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM: do what SIGINT does now (Tune's handler during ``fit``, else ``KeyboardInterrupt``)."""
-        self.received = signal.Signals(signum).name
+        self.received = self.received or signal.Signals(signum).name
         handler = signal.getsignal(signal.SIGINT)
         if callable(handler) and handler is not signal.default_int_handler:
             handler(signal.SIGINT, frame)
             return
         raise KeyboardInterrupt(self.received)
+
+    def watch_sigint(self) -> None:
+        """Record a SIGINT too, then hand it to the handler in force (called once Tune installed its own, at
+        the start of ``fit``: :class:`~sentsweep.platform.stopping.StopWatch`)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler) or handler is signal.default_int_handler:
+            return  # Tune's handler is off (TUNE_DISABLE_SIGINT_HANDLER): a SIGINT raises KeyboardInterrupt
+
+        def on_sigint(signum: int, frame: FrameType | None) -> None:
+            self.received = self.received or "SIGINT"
+            handler(signum, frame)
+
+        signal.signal(signal.SIGINT, on_sigint)
+
+
+#: The stop signals of the sweep this process drives (set inside :func:`graceful_stops`).
+_ACTIVE: list[StopSignals] = []
+
+
+def active_stops() -> StopSignals | None:
+    """The :class:`StopSignals` of the innermost :func:`graceful_stops` block, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 @contextlib.contextmanager
@@ -83,32 +100,10 @@ def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
         yield stops
         return
     previous = signal.signal(signal.SIGTERM, stops.handle)
+    _ACTIVE.append(stops)
     try:
         yield stops
     finally:
+        _ACTIVE.pop()
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
-
-def unfinished_trials(results: ResultGrid, location: SweepLocation) -> list[str]:
-    """The ids of the trials Tune's saved state holds as neither terminated nor errored (a stopped sweep)."""
-    if results.num_terminated + results.num_errors >= len(results):
-        return []
-    from ray.tune import ExperimentAnalysis
-
-    analysis = ExperimentAnalysis(location.uri if location.filesystem is None else location.fs_path,
-                                  storage_filesystem=location.filesystem)
-    return [t.trial_id for t in analysis.trials if t.status not in ("TERMINATED", "ERROR")]
-
-
-def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
-    """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run
-    that finished after Tune's last snapshot stays FINISHED: the resume reports it without training)."""
-    from sentsweep.tracking.vocabulary import REASON_TAG, find_trial_run
-
-    for trial_id in trial_ids:
-        run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
-        if run is None or run.info.status == "FINISHED":
-            continue
-        sweep.client.set_tag(run.info.run_id, REASON_TAG, INTERRUPTED_REASON)
-        if run.info.status != "KILLED":
-            sweep.client.set_terminated(run.info.run_id, status="KILLED")

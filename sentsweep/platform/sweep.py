@@ -28,19 +28,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import FailureLines, is_failed
-from sentsweep.platform.interrupt import (
-    StopSignals,
-    SweepInterrupted,
-    close_interrupted_trials,
-    graceful_stops,
-    unfinished_trials,
-)
+from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import SweepLease
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.preflight import check_sweep
 from sentsweep.platform.progress import ProgressCallback
 from sentsweep.platform.resume_config import resume_config
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
+from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
@@ -190,7 +185,8 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         # restore from after a driver crash.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
-                   ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines()],
+                   ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
+                   StopWatch()],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),
@@ -319,12 +315,12 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 sweep.reopen()
                 opened = True
             results = tuner.fit()
-            unfinished = unfinished_trials(results, location)
+            unfinished = unfinished_trials(location) if stops.received else None
     except BaseException as exc:
         if opened:
             sweep.close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
-    if unfinished:  # SIGINT/SIGTERM: Tune saved its state and returned
+    if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
         close_interrupted_trials(sweep, unfinished)
         interrupted = SweepInterrupted(location.uri, stops.name)
         sweep.close("interrupted", str(interrupted))
