@@ -3,7 +3,8 @@
 The tag ``sentsweep.lease`` holds who runs the sweep (owner, host, pid, a random token) and when it last
 said so. The driver that opens or resumes a sweep acquires the lease, and a daemon thread refreshes it every
 ``interval_s`` seconds; a lease whose heartbeat is older than ``3 * interval_s`` (the holder was killed, or
-its node lost) has expired and may be taken over. A second ``sentsweep resume`` of a sweep whose lease is
+its node lost), or whose holder was a process of this host that no longer exists, has expired and may be
+taken over. A second ``sentsweep resume`` of a sweep whose lease is
 live is refused with :class:`LeaseHeldError`, naming the holder.
 
 MLflow tags have no compare-and-set, so acquiring writes the tag, waits ``settle_s`` and reads it back:
@@ -61,10 +62,23 @@ class LeaseRecord:
         return json.dumps(asdict(self), sort_keys=True)
 
     def expired(self, now: float | None = None) -> bool:
-        return (now or time.time()) - self.heartbeat > EXPIRY_FACTOR * self.interval_s
+        """Without a heartbeat for :data:`EXPIRY_FACTOR` intervals, or held by a process of this host that
+        is gone (a driver killed here frees its sweep at once)."""
+        stale = (now or time.time()) - self.heartbeat > EXPIRY_FACTOR * self.interval_s
+        return stale or (self.host == socket.gethostname() and not _alive(self.pid))
 
     def holder(self) -> str:
         return f"{self.owner}@{self.host} (pid {self.pid})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 class SweepLease:

@@ -324,7 +324,6 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         close_interrupted_trials(sweep, unfinished)
         interrupted = SweepInterrupted(location.uri, stops.name)
         sweep.close("interrupted", str(interrupted))
-        echo(f"sweep {sweep.sweep_name} {interrupted}")
         raise interrupted
     wall = time.time() - started
     counts = outcome_counts(results)

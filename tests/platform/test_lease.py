@@ -4,6 +4,9 @@ refused; a heartbeat keeps it alive, a stale one expires, releasing removes it."
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -44,6 +47,9 @@ def test_a_stale_lease_expires(parent) -> None:
     lease.acquire()  # 91 s > 3 x 30 s: expired, taken over
     assert lease.current().token == lease.token
     lease.release()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    here = LeaseRecord("bob", socket.gethostname(), int(gone.stdout), "old", time.time(), 30.0)
+    assert here.expired(), "a fresh lease of a process of this host that is gone"
 
 
 def test_which_parent_runs_a_resume_continues() -> None:

@@ -44,3 +44,28 @@ def test_only_the_time_budget_may_change_when_allowed() -> None:
     assert err.value.field == "--allow-change"
     with pytest.raises(ConfigError, match="fixed.max_steps"):  # allowing one field lets no other through
         resume_config(_config(), _config(time_budget_s=600.0, fixed={"max_steps": 30}), allow=["time_budget_s"])
+
+
+def test_a_failed_restore_leaves_the_parent_as_it_was(tmp_path, tiny_bert_dir, tracking_uri, ray_session) -> None:
+    """``Tuner.restore`` of a damaged folder fails before the parent run is touched (it stays interrupted)."""
+    from mlflow import MlflowClient
+
+    from sentsweep.platform.storage import SweepManifest, new_sweep_location
+    from sentsweep.platform.sweep import resume_sweep
+    from sentsweep.platform.sweep_state import STATUS_TAG
+    from sentsweep.platform.sweep_tracking import SweepRun
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri).resolved()
+    location = new_sweep_location(config, suffix="dead")
+    sweep = SweepRun.open(config, location.name, location.uri, TOY_SPACE.define_by_run, TOY_SPACE.first_point)
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
+                                          parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
+                                          tracking_uri=sweep.tracking_uri, created=0.0), config)
+    location.write_text("tuner.pkl", "not a pickle")
+    sweep.close("interrupted", "stopped")
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever Ray raises for a damaged state file
+        resume_sweep(location.uri, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False,
+                     echo=lambda line: None)
+    parent = MlflowClient(tracking_uri=tracking_uri).get_run(sweep.run_id)
+    assert parent.info.status == "KILLED" and parent.data.tags[STATUS_TAG] == "interrupted"
