@@ -34,6 +34,30 @@ def add_driver(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-finalize", dest="finalize", action="store_false", help=NO_FINALIZE_HELP)
 
 
+def add_allow_change(p: argparse.ArgumentParser) -> None:
+    """``--allow-change FIELD,...`` (into ``args.allow_change``): config fields a resume may change."""
+    p.add_argument("--allow-change", default=[], type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+                   metavar="FIELD,...", help="let a resume change these fields of the sweep's stored config "
+                   "(only time_budget_s can; Ray Tune keeps num_samples and max_concurrent_trials)")
+
+
+def write_error_log(exc: BaseException, argv: list[str]) -> Path:
+    """The full (chained) traceback of an unexpected error in ``<cache>/logs/sentsweep-<time>-<pid>.log``."""
+    import os
+    import time
+    import traceback
+
+    from sentsweep.config import cache_dir
+    from sentsweep.credentials import mask_text, secret_values
+
+    folder = cache_dir() / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"sentsweep-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    text = "sentsweep " + " ".join(argv) + "\n\n" + "".join(traceback.format_exception(exc))
+    path.write_text(mask_text(text, secret_values(os.environ)))  # no credential on disk
+    return path
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """``data`` as indented JSON with sorted keys in ``path`` (its folder created), then ``wrote PATH``."""
     target = Path(path)

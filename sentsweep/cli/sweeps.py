@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sentsweep.cli.common import add_driver, add_overrides
+from sentsweep.cli.common import add_allow_change, add_driver, add_overrides
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
+
+if TYPE_CHECKING:
+    from sentsweep.platform.outcome import SweepOutcome
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +29,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume-interrupted", action="store_true",
                    help="if the newest sweep of this identity (name, config hash and owner: $SENTSWEEP_OWNER, else "
                    "the login name) did not finish, continue it instead of starting a new one (what a retried "
-                   "Kubernetes RayJob runs)")
+                   "Kubernetes RayJob runs); the config must be the sweep's own (see --allow-change)")
+    add_allow_change(p)
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -34,6 +39,8 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
     p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
     p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+    add_overrides(p, "--set time_budget_s=3600 (with --allow-change time_budget_s)")
+    add_allow_change(p)
     add_driver(p)
     p.set_defaults(handler=cmd_resume)
 
@@ -65,7 +72,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from sentsweep.platform.config import parse_sweep_config
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.sweep import resume_sweep, run_sweep
     from sentsweep.yaml_io import apply_overrides, read_yaml
 
     raw = apply_overrides(read_yaml(args.config), args.overrides)
@@ -78,21 +85,28 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             folder = interrupted_sweep(config.resolved())
         if folder is not None:
             print(f"continuing the interrupted sweep {folder}")
-            args.sweep_dir, args.storage_endpoint_url = folder, config.storage_endpoint_url
-            return cmd_resume(args)
+            outcome = resume_sweep(folder, endpoint_url=config.storage_endpoint_url, config=config,
+                                   allow_change=args.allow_change, address=args.address, finalize=args.finalize,
+                                   log_to_driver=args.verbose)
+            return _finish(outcome)
     outcome = run_sweep(config, source=args.config, address=args.address, finalize=args.finalize,
                         log_to_driver=args.verbose)
-    _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
-    print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
-    return 0 if outcome.counts.get("finished", 0) else 1
+    return _finish(outcome)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from sentsweep.platform.sweep import resume_sweep
 
-    outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, address=args.address,
-                           finalize=args.finalize, log_to_driver=args.verbose)
+    outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, overrides=args.overrides,
+                           allow_change=args.allow_change, address=args.address, finalize=args.finalize,
+                           log_to_driver=args.verbose)
+    return _finish(outcome)
+
+
+def _finish(outcome: SweepOutcome) -> int:
+    """The summary of a sweep that ran to its end; status 1 when no trial finished."""
     _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
+    print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
     return 0 if outcome.counts.get("finished", 0) else 1
 
 

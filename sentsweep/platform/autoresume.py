@@ -6,12 +6,16 @@ and the sweep must continue from its folder in shared storage rather than start 
 
 A sweep's folder is ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (see
 :func:`~sentsweep.platform.storage.new_sweep_location`) holding its manifest. Only folders of the same
-identity (:mod:`~sentsweep.platform.sweep_identity`) are considered: the config's name, the hash of the
-validated config (a changed ``--set``, search space or storage is another sweep) and the owner recorded in
-the manifest (another user's run of the same config is theirs; a manifest without an owner, from before
-owners were recorded, belongs to nobody). Of those, only the newest: it is interrupted when its MLflow
-parent run did not end ``FINISHED`` (a killed driver leaves it ``RUNNING``; a crash closes it ``FAILED``).
+identity (:mod:`~sentsweep.platform.sweep_identity`) are considered: the config's name and the owner recorded
+in the manifest (another user's run of the same config is theirs; a manifest without an owner, from before
+owners were recorded, belongs to nobody). Of those, only the newest, and only when its parent run is
+resumable (:func:`~sentsweep.platform.sweep_state.is_resumable`): interrupted by a signal, crashed, or left
+RUNNING by a killed driver (whose lease, :mod:`~sentsweep.platform.lease`, must have expired: while it is
+live the resume is refused). A sweep that finished, or failed for a reason a resume cannot fix (a user
+error, no trial finished), is not continued: the command starts a new sweep.
 An older unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.
+The config given to the command must be the sweep's own (:mod:`~sentsweep.platform.resume_config`): a
+changed config is refused with the fields that differ.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import pyarrow.fs
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.storage import SweepManifest, locate
-from sentsweep.platform.sweep_identity import config_hash, sweep_owner
+from sentsweep.platform.sweep_identity import sweep_owner
+from sentsweep.platform.sweep_state import is_resumable
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
 
@@ -36,10 +41,11 @@ class PreviousSweep:
     uri: str
     manifest: SweepManifest
     status: str
+    tags: dict[str, str]
 
     @property
     def interrupted(self) -> bool:
-        return self.status != "FINISHED"
+        return is_resumable(self.status, self.tags)
 
 
 def sweep_folders(config: SweepConfig) -> list[str]:
@@ -59,10 +65,9 @@ def sweep_folders(config: SweepConfig) -> list[str]:
 
 
 def same_sweep(manifest: SweepManifest, config: SweepConfig, owner: str) -> bool:
-    """Whether ``manifest`` is of the sweep ``config`` run by ``owner`` (name, config hash, owner)."""
-    ours = config.model_dump(mode="json")
-    return (manifest.owner == owner and manifest.config.get("name") == config.name
-            and config_hash(manifest.config) == config_hash(ours))
+    """Whether ``manifest`` is of the sweep ``config`` run by ``owner`` (its name and owner; whether its
+    config is the same is checked when resuming, :func:`~sentsweep.platform.resume_config.resume_config`)."""
+    return manifest.owner == owner and manifest.config.get("name") == config.name
 
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
@@ -80,7 +85,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     if not found:
         return None
     _, uri, manifest = max(found, key=lambda item: item[0])
-    return PreviousSweep(uri, manifest, _run_status(manifest))
+    return PreviousSweep(uri, manifest, *_run_state(manifest))
 
 
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
@@ -90,13 +95,14 @@ def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | No
     return previous.uri if previous is not None and previous.interrupted else None
 
 
-def _run_status(manifest: SweepManifest) -> str:
+def _run_state(manifest: SweepManifest) -> tuple[str, dict[str, str]]:
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
     try:
-        return MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id).info.status
+        run = MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id)
     except MlflowException as exc:
         if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
-            return "FINISHED"  # the run was deleted: nothing to reattach to, start anew
+            return "FINISHED", {}  # the run was deleted: nothing to reattach to, start anew
         raise
+    return run.info.status, dict(run.data.tags)

@@ -22,6 +22,7 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.study_json import write_study
 
 #: The key a trainable's last report carries once the trial has run to its end.
@@ -42,6 +43,9 @@ class PruningAwareOptunaSearch(OptunaSearch):
         value = result.get(self.metric) if result else None
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
+        elif is_failed(result):  # a deterministic failure (sentsweep.platform.failures)
+            state, value = TrialState.FAIL, None
+            self._ot_trials[trial_id].set_user_attr("fail_reason", failure_reason(result))
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
             self._report_last(trial_id, result)

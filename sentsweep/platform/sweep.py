@@ -9,6 +9,11 @@ driver-side callbacks close what workers cannot and print progress), then
 :func:`sentsweep.platform.finalize.finalize_sweep` evaluates, plots, exports and registers the best
 trial. :func:`resume_sweep` restores an interrupted sweep from its folder (``Tuner.restore`` with
 ``resume_errored``) and reattaches to the same parent run.
+
+Around that path: checks before Ray starts (:mod:`.preflight`), one driver per sweep (:mod:`.lease`), graceful
+stops on SIGINT and SIGTERM (:mod:`.interrupt`), the parent's end state (:mod:`.sweep_state`), a resume that
+keeps the sweep's config (:mod:`.resume_config`) and trials failing deterministically without retries
+(:mod:`.failures`).
 """
 
 from __future__ import annotations
@@ -17,16 +22,23 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.failures import FailureLines, is_failed
+from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
+from sentsweep.platform.lease import SweepLease
 from sentsweep.platform.outcome import SweepOutcome
+from sentsweep.platform.preflight import check_sweep
 from sentsweep.platform.progress import ProgressCallback
+from sentsweep.platform.resume_config import resume_config
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
+from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
+from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_store import refuse_sqlite_on_cluster, tracking_worker_env
 from sentsweep.platform.trial import run_once
@@ -98,8 +110,9 @@ def trial_param_space(config: SweepConfig, tracking: dict[str, Any] | None) -> d
 
 
 def validate_trials(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
-                    source: str | None = None) -> None:
-    """Fail before Ray starts: ``fixed`` must be valid trial settings, and not fight the space."""
+                    source: str | None = None) -> list[TrialConfig]:
+    """Fail before Ray starts: ``fixed`` must be valid trial settings, and not fight the space; returns the
+    trial configs of the space's first points."""
     from pydantic import ValidationError
 
     points = space_points(space)
@@ -108,8 +121,8 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
         raise ConfigError(f"'{searched[0]}' is searched by space '{space.name}'; remove it from fixed or "
                           "use a space without it", field=f"fixed.{searched[0]}", file=source)
     try:
-        for point in points:
-            trainable.config_cls.model_validate({**trial_param_space(config, None), **point})
+        return [trainable.config_cls.model_validate({**trial_param_space(config, None), **point})
+                for point in points]
     except ValidationError as exc:
         err = exc.errors()[0]
         name = ".".join(str(p) for p in err["loc"])
@@ -178,7 +191,8 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         # restore from after a driver crash.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
-                   ProgressCallback(config.metric, config.mode, config.num_samples)],
+                   ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
+                   StopWatch()],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),
@@ -187,69 +201,139 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
 
 def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableLike | None = None,
               space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
-              log_to_driver: bool = False, echo: Callable[[str], None] = print) -> SweepOutcome:
+              log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
+              ) -> SweepOutcome:
     """Run a sweep to its end; ``source`` (the YAML path) is named in config errors.
 
     ``trainable`` and ``space`` default to the registries' entries for ``config.method`` and
     ``config.search_space``; ``address`` names a Ray cluster (default: the running or a new local Ray).
+    ``preflight``: check storage, tracking, model, spaCy and data before Ray starts (:mod:`.preflight`).
+    SIGINT or SIGTERM stop it gracefully (:mod:`.interrupt`): :class:`SweepInterrupted` is raised once Tune
+    saved its state.
     """
     config = config.resolved()
     trainable, space = resolve_specs(config, source, trainable, space)
-    validate_trials(config, trainable, space, source)
+    trials = validate_trials(config, trainable, space, source)
+    if preflight:
+        check_sweep(config, trials, source)
     location = new_sweep_location(config, suffix=secrets.token_hex(2))
     sweep_name = location.name
-    with explain_refused_credentials(config.tracking.uri):
-        sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
-    location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
-                                          parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
-                                          tracking_uri=sweep.tracking_uri, created=time.time()), config)
-    echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
-         f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}")
-    with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)):
-        refuse_sqlite_on_cluster(config.tracking.uri, address)
-        tuner = build_tuner(config, trainable, space, location, sweep)
-        return _fit(tuner, config, location, sweep, finalize=finalize, echo=echo)
+    stops = StopSignals()
+    with graceful_stops(stops):
+        with explain_refused_credentials(config.tracking.uri):
+            sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
+        try:
+            lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0)  # a new run: nobody else knows it yet
+            lease.acquire()
+            location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
+                                                  parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
+                                                  tracking_uri=sweep.tracking_uri, created=time.time()), config)
+        except BaseException as exc:
+            sweep.close("crashed", f"{type(exc).__name__}: {exc}")
+            raise
+        echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
+             f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}")
+        try:
+            return _drive(lambda: build_tuner(config, trainable, space, location, sweep), config, location,
+                          sweep, stops, address=address, log_to_driver=log_to_driver, finalize=finalize,
+                          echo=echo)
+        finally:
+            lease.release()
 
 
-def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, trainable: TrainableLike | None = None,
-                 space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
-                 log_to_driver: bool = False, echo: Callable[[str], None] = print) -> SweepOutcome:
-    """Continue an interrupted sweep from its folder: unfinished and errored trials run again."""
+def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
+                 overrides: Sequence[str] = (), allow_change: Collection[str] = (),
+                 trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,
+                 address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
+                 echo: Callable[[str], None] = print, preflight: bool = True) -> SweepOutcome:
+    """Continue an interrupted sweep from its folder: unfinished and errored trials run again.
+
+    The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
+    ``--resume-interrupted``) or ``overrides`` (``KEY=VALUE`` on the stored config) that differ from it are
+    refused with the differing fields, except the ``allow_change`` ones a resume can take
+    (:mod:`.resume_config`). A live lease of another process on the sweep refuses the resume
+    (:class:`~sentsweep.platform.lease.LeaseHeldError`); the parent run is marked RUNNING only once
+    ``Tuner.restore`` succeeded.
+    """
     from ray import tune
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
-    config = manifest.sweep_config()
+    stored = manifest.sweep_config()
+    given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
+    config = resume_config(stored, given, allow_change, location.uri)
     trainable, space = resolve_specs(config, location.uri, trainable, space)
-    with explain_refused_credentials(manifest.tracking_uri):  # credentials from the environment only
-        sweep = SweepRun.reopen(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
-                                manifest.sweep_name, sweep_dir=location.uri)
-    echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
-    with ray_session(address, log_to_driver=log_to_driver):
-        refuse_sqlite_on_cluster(manifest.tracking_uri, address)
-        tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
-                                   tune_trainable(trainable, config), resume_errored=True,
-                                   storage_filesystem=location.filesystem,
-                                   param_space=trial_param_space(config, sweep.trial_settings()))
-        return _fit(tuner, config, location, sweep, finalize=finalize, echo=echo)
+    trials = validate_trials(config, trainable, space, location.uri)
+    stops = StopSignals()
+    with graceful_stops(stops):
+        with explain_refused_credentials(manifest.tracking_uri):  # credentials from the environment only
+            sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
+                                    manifest.sweep_name, sweep_dir=location.uri)
+        with SweepLease(sweep.client, sweep.run_id):
+            if preflight:
+                check_sweep(config, trials, location.uri)
+            echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
+
+            def restore() -> Tuner:
+                tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
+                                           tune_trainable(trainable, config), resume_errored=True,
+                                           storage_filesystem=location.filesystem,
+                                           param_space=trial_param_space(config, sweep.trial_settings()))
+                if config.time_budget_s != stored.time_budget_s:
+                    _set_time_budget(tuner, config.time_budget_s)
+                return tuner
+
+            return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
+                          finalize=finalize, echo=echo, reopen=True)
 
 
-def _fit(tuner: Tuner, config: SweepConfig, location: SweepLocation, sweep: SweepRun, *, finalize: bool,
-         echo: Callable[[str], None]) -> SweepOutcome:
+def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
+    if not overrides:
+        return None
+    from sentsweep.platform.config import parse_sweep_config
+    from sentsweep.yaml_io import apply_overrides
+
+    return parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), source)
+
+
+def _set_time_budget(tuner: Tuner, seconds: float | None) -> None:
+    """Give a restored Tuner a new time budget: Ray has no public setter, but reads the restored TuneConfig's
+    ``time_budget_s`` afresh on every ``fit`` (``TunerInternal._get_tune_run_arguments``)."""
+    tune_config = getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
+    if tune_config is None or not hasattr(tune_config, "time_budget_s"):
+        raise ConfigError("this Ray Tune version does not let a resume change the time budget",
+                          field="time_budget_s")
+    tune_config.time_budget_s = seconds
+
+
+def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
+           stops: StopSignals, *, address: str | None, log_to_driver: bool, finalize: bool,
+           echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
+    """Run the Tuner in a Ray session, then close the parent run the way the sweep ended."""
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
     started = time.time()
+    opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     try:
-        results = tuner.fit()
+        with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)), \
+                graceful_stops(stops):
+            refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner
+            tuner = make_tuner()
+            if reopen:
+                sweep.reopen()
+                opened = True
+            results = tuner.fit()
+            unfinished = unfinished_trials(location) if stops.received else None
     except BaseException as exc:
-        status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
-        sweep.close(status, f"{type(exc).__name__}: {exc}")
+        if opened:
+            sweep.close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
+    if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
+        close_interrupted_trials(sweep, unfinished)
+        interrupted = SweepInterrupted(location.uri, stops.name)
+        sweep.close("interrupted", str(interrupted))
+        raise interrupted
     wall = time.time() - started
-    if results.num_terminated + results.num_errors < len(results):  # Ctrl+C: Tune saved and returned
-        sweep.close("KILLED", f"interrupted; continue with: sentsweep resume {location.uri}")
-        echo(f"sweep {sweep.sweep_name} interrupted; continue with: sentsweep resume {location.uri}")
-        raise KeyboardInterrupt
     counts = outcome_counts(results)
     sweep.log_metrics({"sweep_wall_seconds": wall + _previous_wall(sweep)})
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
@@ -257,7 +341,7 @@ def _fit(tuner: Tuner, config: SweepConfig, location: SweepLocation, sweep: Swee
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: "
          + ", ".join(f"{v} {k}" for k, v in counts.items()))
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
-        sweep.close("FAILED", "no trial finished: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        sweep.close("failed", "no trial finished: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         return outcome
     try:
         if finalize:
@@ -265,17 +349,29 @@ def _fit(tuner: Tuner, config: SweepConfig, location: SweepLocation, sweep: Swee
 
             finalize_sweep(outcome, config, location, sweep, echo=echo)
     except BaseException as exc:
-        sweep.close("FAILED", f"after the trials: {type(exc).__name__}: {exc}")
+        sweep.close(_state_after(exc, location), f"after the trials: {type(exc).__name__}: {exc}")
         raise
-    sweep.close("FINISHED")
+    sweep.close("finished")
     return outcome
+
+
+def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:
+    """How a sweep that raised ``exc`` ends: a user's error cannot be resumed away; a signal that skipped
+    Tune's final save leaves the last periodic snapshot, if there is one, to resume from."""
+    if isinstance(exc, SentsweepError):
+        return "failed"
+    if isinstance(exc, KeyboardInterrupt):
+        saved = any(name.startswith("experiment_state") for name in location.list(".json"))
+        return "interrupted" if saved else "failed"
+    return "crashed"
 
 
 def outcome_counts(results: ResultGrid) -> dict[str, int]:
     """Trials by outcome: finished (made their final report), pruned (stopped before it), failed."""
     counts = {"finished": 0, "pruned": 0, "failed": 0}
     for result in results:
-        key = "failed" if result.error else "finished" if is_final(result.metrics) else "pruned"
+        failed = result.error or is_failed(result.metrics)
+        key = "failed" if failed else "finished" if is_final(result.metrics) else "pruned"
         counts[key] += 1
     return counts
 

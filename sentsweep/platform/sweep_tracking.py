@@ -34,7 +34,9 @@ from ray.tune import Callback
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.search import is_final
+from sentsweep.platform.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.platform.tracking_journals import (
     DriverJournals,
     driver_journal_dir,
@@ -152,7 +154,7 @@ class SweepRun:
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: config.space_name}
+                SPACE_TAG: config.space_name, STATUS_TAG: "running"}
         sha = git_sha()
         if sha:
             tags[GIT_TAG] = sha
@@ -172,16 +174,19 @@ class SweepRun:
         return sweep
 
     @classmethod
-    def reopen(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str,
+    def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str,
                sweep_dir: str | None = None) -> SweepRun:
-        """Mark an interrupted sweep's parent run RUNNING again (``sentsweep resume``), after delivering what
-        the interrupted session could not."""
+        """An existing sweep's parent run, its status unchanged (``sentsweep resume``; see :meth:`reopen`),
+        after delivering what the interrupted session could not."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name,
                     driver_journal_dir(sweep_dir, sweep_name))
         if sweep_dir:
             replay_sweep_journals(sweep_dir, tracking_uri, sweep_name)
-        sweep._outbox().put({"op": "running", "reason": "resumed"})
         return sweep
+
+    def reopen(self) -> None:
+        """Mark the parent run RUNNING again: called once ``Tuner.restore`` succeeded."""
+        self._outbox().put({"op": "running", "reason": "resumed"}, {"op": "tags", "tags": {STATUS_TAG: "running"}})
 
     def _outbox(self) -> Outbox:
         folder = self.journal_dir or driver_journal_dir(None, self.sweep_name)
@@ -195,9 +200,12 @@ class SweepRun:
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})
 
-    def close(self, status: str, reason: str | None = None) -> bool:
-        """The parent's final status; whether MLflow has it (else it is journaled and delivered later)."""
-        return self._outbox().put({"op": "finish", "status": status, "reason": reason[:5000] if reason else None})
+    def close(self, state: SweepState, reason: str | None = None) -> bool:
+        """End the parent run in ``state`` (:mod:`~sentsweep.platform.sweep_state`: its tag and MLflow status);
+        whether MLflow has it (else it is journaled and delivered later)."""
+        return self._outbox().put({"op": "tags", "tags": {STATUS_TAG: state}},
+                                  {"op": "finish", "status": RUN_STATUS[state],
+                                   "reason": reason[:5000] if reason else None})
 
     def previous_max(self, key: str) -> float:
         """The largest value of metric ``key`` logged by earlier sessions of this sweep (0 when MLflow does
@@ -210,7 +218,7 @@ class SweepRun:
 
 def trial_outcome(trial: Trial) -> str:
     """``finished``, ``pruned``, ``failed``, ``running`` or ``pending`` from Tune's view of a trial."""
-    if trial.status == "ERROR":
+    if trial.status == "ERROR" or is_failed(trial.last_result):
         return "failed"
     if is_final(trial.last_result):
         return "finished"
@@ -274,6 +282,8 @@ class TrackingCallback(Callback):
         result = trial.last_result or {}
         if is_final(result):
             self._close(trial, "FINISHED", None, if_running=True)
+        elif is_failed(result):  # deterministic: the worker closed it FAILED; a run it never opened is closed here
+            self._close(trial, "FAILED", failure_reason(result), overwrite_reason=False)
         elif result.get("training_iteration"):
             self._close(trial, "KILLED", f"pruned by {self.scheduler_label} at iteration "
                         f"{result['training_iteration']} (step {int(result.get('step', 0))})")
@@ -293,7 +303,8 @@ class TrackingCallback(Callback):
             if outcome == "finished":
                 status, reason = "FINISHED", None
             elif outcome == "failed":
-                status, reason = "FAILED", last_error_line(trial)
+                result = trial.last_result or {}
+                status, reason = "FAILED", failure_reason(result) if is_failed(result) else last_error_line(trial)
             elif trial.status == "TERMINATED":
                 status, reason = "KILLED", "stopped by the sweep's time budget"
             else:

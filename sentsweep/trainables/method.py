@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
@@ -39,6 +39,12 @@ from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainT
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)
+#: The keys of a trial's terminal report when it failed for a reason a retry cannot fix (a
+#: :class:`~sentsweep.errors.SentsweepError`: DataError, ConfigError, NonFiniteLossError). Tune retries a
+#: trial that raises (``max_failures``) and has no per-exception setting, so such a trial reports these
+#: (and ``done``) and returns instead: the platform counts it failed and tells Optuna FAIL.
+FAILED_KEY = "failed"
+FAILURE_REASON_KEY = "failure_reason"
 TaskT = TypeVar("TaskT", bound=TrainTask)
 
 
@@ -117,12 +123,16 @@ class Method(ABC, Generic[ConfigT, TaskT]):
 
         trial_dir = Path(tune.get_context().get_trial_dir())
         output_dir = trial_dir / "output"
-        config = self.parse(raw).with_output_dir(output_dir)
-        gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
-        storage = tune_checkpoints.trial_folder()
-        run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
-                  resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir, save_weights=False,
-                  gpus=gpus, work_dir=tune_checkpoints.work_dir(storage), best=tune_checkpoints.best_folder(storage))
+        try:
+            config = self.parse(raw).with_output_dir(output_dir)
+            gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
+            storage = tune_checkpoints.trial_folder()
+            run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
+                      resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
+                      save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
+                      best=tune_checkpoints.best_folder(storage))
+        except SentsweepError as exc:  # deterministic: report it and end, so that Tune does not retry
+            tune.report(failure_report(str(raw.get("metric", "")), exc))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -153,6 +163,16 @@ class TuneFunction:
 
     def __hash__(self) -> int:
         return hash((TuneFunction, type(self.method)))
+
+
+def failure_report(metric: str, exc: BaseException) -> dict[str, Any]:
+    """The terminal report of a trial that failed deterministically (see :data:`FAILED_KEY`); ``metric``
+    (NaN) is there because Tune requires the sweep's metric in every report."""
+    report: dict[str, Any] = {FAILED_KEY: 1.0, FAILURE_REASON_KEY: f"{type(exc).__name__}: {exc}"[:2000],
+                              "done": True}
+    if metric:
+        report[metric] = float("nan")
+    return report
 
 
 def run_trial(

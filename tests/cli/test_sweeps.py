@@ -77,3 +77,15 @@ def test_a_user_error_is_one_line_and_status_2(capsys):
     assert main(["compare", "--tracking-uri", "sqlite:////nonexistent/mlruns.db"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sentsweep compare: error: ") and err.count("\n") == 1
+
+
+def test_an_unexpected_error_is_one_line_naming_a_log_with_the_traceback(tmp_path, private_cache, capsys):
+    broken = tmp_path / "mlruns.db"
+    broken.write_text("this is not an sqlite database\n" * 100)
+    assert main(["compare", "--tracking-uri", f"sqlite:///{broken}"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sentsweep compare: unexpected error: ") and err.count("\n") == 1
+    log = Path(err.rsplit("full traceback in ", 1)[1].rstrip(")\n"))
+    assert log.parent == private_cache / "logs" and log.name.startswith("sentsweep-")
+    text = log.read_text()
+    assert text.startswith("sentsweep compare --tracking-uri") and "Traceback (most recent call last)" in text

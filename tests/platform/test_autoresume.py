@@ -1,6 +1,6 @@
 """``sentsweep sweep --resume-interrupted`` finds the newest sweep folder of the same identity (config name,
-config hash, owner) and continues it only when its MLflow parent run did not finish (real sweep folders and
-manifests, a real MLflow store)."""
+owner) and continues it only when its MLflow parent run is resumable: interrupted, crashed or left RUNNING,
+never finished or failed for a deterministic reason (real sweep folders and manifests, a real MLflow store)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from mlflow import MlflowClient
 from sentsweep.platform.autoresume import interrupted_sweep, previous_sweep, sweep_folders
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.storage import SweepManifest, locate, new_sweep_location
-from sentsweep.platform.sweep_identity import OWNER_ENV, config_hash, sweep_owner
+from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
+from sentsweep.platform.sweep_state import STATUS_TAG
 
 
 def _config(tmp_path: Path, tracking_uri: str, name: str = "demo") -> SweepConfig:
@@ -20,12 +21,13 @@ def _config(tmp_path: Path, tracking_uri: str, name: str = "demo") -> SweepConfi
                        tracking={"uri": tracking_uri, "experiment": "auto"})
 
 
-def _sweep(config: SweepConfig, created: float, status: str) -> str:
-    """A sweep folder with its manifest, and its parent run left ``status`` (RUNNING: a killed driver)."""
+def _sweep(config: SweepConfig, created: float, status: str, state: str | None = None) -> str:
+    """A sweep folder with its manifest, and its parent run left ``status`` (RUNNING: a killed driver) with
+    the ``sentsweep.status`` tag ``state``."""
     client = MlflowClient(tracking_uri=config.tracking.uri)
     found = client.get_experiment_by_name(config.tracking.experiment)
     experiment = found.experiment_id if found else client.create_experiment(config.tracking.experiment)
-    run = client.create_run(experiment)
+    run = client.create_run(experiment, tags={STATUS_TAG: state} if state else None)
     if status != "RUNNING":
         client.set_terminated(run.info.run_id, status)
     location = new_sweep_location(config, now=created, suffix=f"{int(created) % 65536:04x}")
@@ -54,15 +56,21 @@ def test_only_the_newest_unfinished_sweep_of_the_config_is_resumed(tmp_path: Pat
     assert interrupted_sweep(config) == killed
     assert len(sweep_folders(config)) == 3
 
-    crashed = _sweep(config, 1_700_000_300, "FAILED")
+    crashed = _sweep(config, 1_700_000_300, "FAILED", "crashed")
     previous = previous_sweep(config)
     assert previous is not None and (previous.uri, previous.status) == (crashed, "FAILED")
+    assert interrupted_sweep(config) == crashed
+
+    _sweep(config, 1_700_000_350, "FAILED", "failed")  # a user error or no trial finished: start anew
+    assert interrupted_sweep(config) is None
+    stopped = _sweep(config, 1_700_000_360, "KILLED", "interrupted")
+    assert interrupted_sweep(config) == stopped
 
     _sweep(config, 1_700_000_400, "FINISHED")
     assert interrupted_sweep(config) is None, "an older unfinished sweep is not picked up"
 
 
-def test_another_owners_sweep_or_a_changed_config_is_not_resumed(tmp_path: Path, tracking_uri: str,
+def test_another_owners_sweep_is_not_resumed_and_a_changed_config_is_found(tmp_path: Path, tracking_uri: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     config = _config(tmp_path, tracking_uri)
     mine = _sweep(config, 1_700_000_000, "RUNNING")
@@ -76,9 +84,8 @@ def test_another_owners_sweep_or_a_changed_config_is_not_resumed(tmp_path: Path,
     assert interrupted_sweep(config) is None, "carol has no sweep of this config"
 
     changed = config.model_copy(update={"num_samples": config.num_samples + 1})
-    assert config_hash(changed.model_dump(mode="json")) != config_hash(config.model_dump(mode="json"))
-    assert interrupted_sweep(changed, owner="alice") is None, "a changed config is another sweep"
-    assert len(sweep_folders(changed)) == 2  # same name: the folders are there, the identity differs
+    # Found by name and owner: the resume then refuses the change (tests/platform/test_resume_config.py).
+    assert interrupted_sweep(changed, owner="alice") == mine
 
 
 def test_the_owner_comes_from_the_environment() -> None:

@@ -1,0 +1,40 @@
+"""Trials that failed for a reason a retry cannot fix, as the driver sees them.
+
+A trial whose data is unreadable, whose config is invalid or whose loss became NaN fails the same way on
+every attempt, so it is not retried (``max_failures`` is for crashes: a lost worker, an OOM): its trainable
+reports :data:`~sentsweep.trainables.method.FAILED_KEY` with the reason and ends
+(:meth:`sentsweep.trainables.method.Method.train_ray`). Tune then sees a TERMINATED trial; the platform
+counts it failed, tells Optuna FAIL (with the reason as the trial's ``fail_reason`` user attribute), closes
+its MLflow run FAILED, and :class:`FailureLines` prints one line for it instead of Ray's tracebacks.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ray.tune import Callback
+
+from sentsweep.trainables.method import FAILED_KEY, FAILURE_REASON_KEY
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+
+def is_failed(result: dict[str, Any] | None) -> bool:
+    """Whether a Tune result is the terminal report of a deterministic failure."""
+    return bool(result) and result.get(FAILED_KEY) == 1.0
+
+
+def failure_reason(result: dict[str, Any] | None) -> str:
+    """The reason a deterministic failure reported (its exception type and message)."""
+    return str((result or {}).get(FAILURE_REASON_KEY) or "failed")
+
+
+class FailureLines(Callback):
+    """One line per deterministically failed trial: ``trial 3c1f2a0b failed (not retried): DataError: ...``."""
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        if is_failed(trial.last_result):
+            print(f"trial {trial.trial_id} failed (not retried): {failure_reason(trial.last_result)}",
+                  file=sys.stdout, flush=True)

@@ -1,0 +1,109 @@
+"""Graceful stops: SIGTERM is handled as Ctrl+C is, so Tune saves its state and the sweep can be resumed.
+
+Ray Tune (2.60, ``ray/tune/tune.py``) catches SIGINT (and SIGUSR1) while ``Tuner.fit`` runs: it starts no
+new trial, ends the running ones at their next report, writes the experiment state one last time and
+returns (a second SIGINT skips the save). SIGTERM gets none of this: ``ray.init`` installs a handler that
+exits with status 1 (a local node also kills its Ray processes first), so ``sentsweep jobs stop``, ``ray job
+stop`` or a pod eviction aborted a sweep without the save. :func:`graceful_stops` routes SIGTERM to the
+SIGINT handler in force (Tune's during ``fit``, Python's ``KeyboardInterrupt`` elsewhere), so both signals
+stop a sweep the same way. ``TUNE_DISABLE_SIGINT_HANDLER=1`` turns Tune's handler off, and with it the save.
+
+What a stopped sweep leaves (:func:`sentsweep.platform.sweep.run_sweep`): the trials' latest reported
+checkpoints (a trial loses at most the steps since its last report), the parent run KILLED with
+``sentsweep.status=interrupted`` (:mod:`~sentsweep.platform.sweep_state`), every unfinished trial's run KILLED
+with the reason ``interrupted``, and :class:`SweepInterrupted`, which the CLI turns into exit status
+:data:`INTERRUPTED_EXIT` and the resume command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+#: The exit status of a sweep stopped by SIGINT or SIGTERM after Tune saved its state: ``EX_TEMPFAIL``
+#: (sysexits.h, "try again later"); ``sentsweep resume DIR`` continues it.
+INTERRUPTED_EXIT = 75
+#: The reason tag of an unfinished trial's run when its sweep was stopped.
+INTERRUPTED_REASON = "interrupted"
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by a signal after Tune saved its state; :attr:`resume_command` continues it."""
+
+    def __init__(self, sweep_dir: str, signal_name: str = "SIGINT") -> None:
+        self.sweep_dir = sweep_dir
+        self.signal_name = signal_name
+        super().__init__(f"interrupted by {signal_name}; the sweep's state is saved; continue with: "
+                         f"{self.resume_command}")
+
+    @property
+    def resume_command(self) -> str:
+        return f"sentsweep resume {shlex.quote(self.sweep_dir)}"
+
+
+class StopSignals:
+    """Which stop signal arrived during a sweep (None: none)."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.received or "SIGINT"
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        """SIGTERM: do what SIGINT does now (Tune's handler during ``fit``, else ``KeyboardInterrupt``)."""
+        self.received = self.received or signal.Signals(signum).name
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler) and handler is not signal.default_int_handler:
+            handler(signal.SIGINT, frame)
+            return
+        raise KeyboardInterrupt(self.received)
+
+    def watch_sigint(self) -> None:
+        """Record a SIGINT too, then hand it to the handler in force (called once Tune installed its own, at
+        the start of ``fit``: :class:`~sentsweep.platform.stopping.StopWatch`)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler) or handler is signal.default_int_handler:
+            return  # Tune's handler is off (TUNE_DISABLE_SIGINT_HANDLER): a SIGINT raises KeyboardInterrupt
+
+        def on_sigint(signum: int, frame: FrameType | None) -> None:
+            self.received = self.received or "SIGINT"
+            handler(signum, frame)
+
+        signal.signal(signal.SIGINT, on_sigint)
+
+
+#: The stop signals of the sweep this process drives (set inside :func:`graceful_stops`).
+_ACTIVE: list[StopSignals] = []
+
+
+def active_stops() -> StopSignals | None:
+    """The :class:`StopSignals` of the innermost :func:`graceful_stops` block, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+@contextlib.contextmanager
+def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
+    """SIGTERM handled by ``stops`` inside the block (the previous handler back after it).
+
+    Enter it again after ``ray.init``, which installs its own SIGTERM handler. Outside the main thread
+    (where Python allows no handler) it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield stops
+        return
+    previous = signal.signal(signal.SIGTERM, stops.handle)
+    _ACTIVE.append(stops)
+    try:
+        yield stops
+    finally:
+        _ACTIVE.pop()
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+

@@ -1,0 +1,150 @@
+"""One driver per sweep: a lease held as a heartbeat tag on the sweep's parent run.
+
+The tag ``sentsweep.lease`` holds who runs the sweep (owner, host, pid, a random token) and when it last
+said so. The driver that opens or resumes a sweep acquires the lease, and a daemon thread refreshes it every
+``interval_s`` seconds; a lease whose heartbeat is older than ``3 * interval_s`` (the holder was killed, or
+its node lost), or whose holder was a process of this host that no longer exists, has expired and may be
+taken over. A second ``sentsweep resume`` of a sweep whose lease is
+live is refused with :class:`LeaseHeldError`, naming the holder.
+
+MLflow tags have no compare-and-set, so acquiring writes the tag, waits ``settle_s`` and reads it back:
+of two processes that write at the same moment, only the last writer reads its own token and proceeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from sentsweep.errors import SentsweepError
+from sentsweep.platform.sweep_identity import sweep_owner
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+LEASE_TAG = "sentsweep.lease"
+#: Seconds between heartbeats; a lease expires after :data:`EXPIRY_FACTOR` of them without one.
+HEARTBEAT_S = 30.0
+EXPIRY_FACTOR = 3.0
+
+
+class LeaseHeldError(SentsweepError):
+    """Another live process holds the sweep's lease."""
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """The content of the lease tag."""
+
+    owner: str
+    host: str
+    pid: int
+    token: str
+    heartbeat: float  # epoch seconds of the last refresh
+    interval_s: float
+
+    @classmethod
+    def parse(cls, text: str | None) -> LeaseRecord | None:
+        if not text:
+            return None
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, ValueError):
+            return None  # an unreadable lease holds nothing
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def expired(self, now: float | None = None) -> bool:
+        """Without a heartbeat for :data:`EXPIRY_FACTOR` intervals, or held by a process of this host that
+        is gone (a driver killed here frees its sweep at once)."""
+        stale = (now or time.time()) - self.heartbeat > EXPIRY_FACTOR * self.interval_s
+        return stale or (self.host == socket.gethostname() and not _alive(self.pid))
+
+    def holder(self) -> str:
+        return f"{self.owner}@{self.host} (pid {self.pid})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+class SweepLease:
+    """The lease of parent run ``run_id``: ``with SweepLease(client, run_id):`` holds it for the block."""
+
+    def __init__(self, client: MlflowClient, run_id: str, *, interval_s: float = HEARTBEAT_S,
+                 settle_s: float = 1.0) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.interval_s = interval_s
+        self.settle_s = settle_s
+        self.token = secrets.token_hex(8)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def current(self) -> LeaseRecord | None:
+        """The lease as the parent run holds it now."""
+        return LeaseRecord.parse(self.client.get_run(self.run_id).data.tags.get(LEASE_TAG))
+
+    def _record(self) -> LeaseRecord:
+        return LeaseRecord(sweep_owner(), socket.gethostname(), os.getpid(), self.token, time.time(),
+                           self.interval_s)
+
+    def _write(self) -> None:
+        self.client.set_tag(self.run_id, LEASE_TAG, self._record().to_json())
+
+    def _refuse_if_held(self, record: LeaseRecord | None) -> None:
+        if record is None or record.token == self.token or record.expired():
+            return
+        age = time.time() - record.heartbeat
+        left = EXPIRY_FACTOR * record.interval_s - age
+        raise LeaseHeldError(f"the sweep is being run by {record.holder()}, heartbeat {age:.0f}s ago; stop "
+                             f"that process, or retry after its lease expires (in {max(left, 0):.0f}s without "
+                             "a heartbeat)")
+
+    def acquire(self) -> None:
+        """Take the lease (refused while another live process holds it) and start the heartbeat."""
+        self._refuse_if_held(self.current())
+        self._write()
+        time.sleep(self.settle_s)
+        self._refuse_if_held(self.current())  # another process wrote after us: it has the lease
+        self._thread = threading.Thread(target=self._beat, name="sentsweep-lease", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self._write()
+            except Exception:  # noqa: BLE001 - a tracking outage must not end the sweep; the lease just ages
+                continue
+
+    def release(self) -> None:
+        """Stop the heartbeat and remove the lease if it is still ours."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            held = self.current()
+            if held is not None and held.token == self.token:
+                self.client.delete_tag(self.run_id, LEASE_TAG)
+        except Exception:  # noqa: BLE001 - unreachable tracking: the lease expires by itself
+            pass
+
+    def __enter__(self) -> SweepLease:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()

@@ -1,0 +1,206 @@
+"""Checks before Ray starts: what would make every trial fail is reported once, on one line, up front.
+
+:func:`check_sweep` runs in the driver after the config is validated and before the parent run, the sweep
+folder or Ray exist. Each failure is one :class:`~sentsweep.errors.ConfigError` or
+:class:`~sentsweep.errors.DataError` naming the field or file:
+
+- storage: ``storage_path`` is writable (a probe file written and deleted, locally or on S3 through pyarrow);
+- tracking: the MLflow store is reachable (an ``http(s)`` server answers, a sqlite or file store's folder is
+  writable);
+- per distinct trial setting (the space's first points on top of ``fixed``): the model resolves offline (a
+  local folder, an alias whose package is installed, or a hub id in the Hugging Face cache; a hub id that is
+  not cached passes only when the hub may be reached), the spaCy pipeline of SNCSE (``negation_model``) and
+  multi-view (``spacy_model``) is installed, and the data parse: the training pairs (``train_data``,
+  ``train_split``), the first rows of each corpus (``corpus``), the dev set and the STS test sets of
+  ``test_tasks`` and the sweep's ``final_tasks``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from sentsweep.errors import ConfigError, DataError
+from sentsweep.platform.config import SweepConfig, is_server_uri
+
+#: Lines of a corpus read to check that it parses (corpora run to millions of lines).
+CORPUS_HEAD_LINES = 200
+#: Seconds to wait for the MLflow server's answer.
+TRACKING_TIMEOUT_S = 10.0
+
+
+def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None = None) -> None:
+    """Every check of the module docstring on a resolved ``config`` and its validated trial configs."""
+    check_storage(config, source)
+    check_tracking(config.tracking.uri, source)
+    seen: set[str] = set()
+    for trial in trials:
+        key = trial.model_dump_json(exclude={"tracking"})
+        if key in seen:
+            continue
+        seen.add(key)
+        check_model(trial.model, _field(config, "model"), source)
+        check_spacy(trial, config, source)
+        check_data(trial)
+    _check_sts(config.final_tasks, config.data_dir)
+
+
+def _field(config: SweepConfig, name: str) -> str:
+    return f"fixed.{name}" if name in config.fixed else name
+
+
+def _masked(uri: str) -> str:
+    """``uri`` without its userinfo (never print a credential)."""
+    parsed = urlparse(uri)
+    if parsed.username or parsed.password:
+        host = parsed.hostname or ""
+        return parsed._replace(netloc=host + (f":{parsed.port}" if parsed.port else "")).geturl()
+    return uri
+
+
+def check_storage(config: SweepConfig, source: str | None = None) -> None:
+    """Write and delete a probe file under ``storage_path``."""
+    import pyarrow
+    import pyarrow.fs
+
+    from sentsweep.platform.storage import locate
+
+    root = config.storage_path.rstrip("/")
+    probe = locate(f"{root}/.sentsweep-probe-{secrets.token_hex(4)}", config.storage_endpoint_url)
+    try:
+        if probe.filesystem is not None:
+            fs, path = probe.filesystem, probe.fs_path
+        else:
+            fs, path = pyarrow.fs.FileSystem.from_uri(probe.uri)
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(path) as out:
+            out.write(b"sentsweep storage probe\n")
+        fs.delete_file(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        message = " ".join(str(exc).split())[:300]
+        raise ConfigError(f"cannot write to {_masked(root)}: {message}", field="storage_path", file=source) from None
+
+
+def check_tracking(uri: str, source: str | None = None) -> None:
+    """The MLflow store at ``uri`` answers (a server) or can be written (sqlite, a folder)."""
+    if is_server_uri(uri):
+        if uri.startswith("databricks"):
+            return
+        try:
+            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=TRACKING_TIMEOUT_S).close()  # noqa: S310
+        except urllib.error.HTTPError:
+            return  # it answered (an auth-protected health page still means reachable)
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({reason}); start it or fix the "
+                              "URI", field="tracking.uri", file=source) from None
+        return
+    folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
+        Path(urlparse(uri).path) if uri.startswith("file://") else None)
+    if folder is None:
+        return
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None or not os.access(existing, os.W_OK):
+        raise ConfigError(f"cannot write the MLflow store under {folder}", field="tracking.uri", file=source)
+
+
+def check_model(name: str, field: str = "model", source: str | None = None) -> None:
+    """``name`` resolves without downloading: a local folder, an installed alias, or a cached hub id."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    from sentsweep.methods.encoders import resolve_model_path
+
+    try:
+        path = resolve_model_path(name)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).split(": ", 1)[-1], field=field, file=source) from None
+    folder = Path(path).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"'{path}' is a folder without a config.json (not a transformers model)",
+                              field=field, file=source)
+        return
+    if "://" in path or path.startswith(("/", ".", "~")):
+        raise ConfigError(f"no model folder at '{path}'", field=field, file=source)
+    if isinstance(try_to_load_from_cache(path, "config.json"), str) or not constants.HF_HUB_OFFLINE:
+        return
+    raise ConfigError(f"model '{path}' is neither a local folder nor in the Hugging Face cache, and the hub is "
+                      "offline (HF_HUB_OFFLINE)", field=field, file=source)
+
+
+def check_spacy(trial: Any, config: SweepConfig, source: str | None = None) -> None:
+    """The spaCy pipeline of SNCSE's negation rules or multi-view's parses is installed."""
+    from sentsweep.data.spacy_models import resolve_spacy_model
+
+    for name in ("negation_model", "spacy_model"):
+        if hasattr(trial, name):
+            try:
+                resolve_spacy_model(getattr(trial, name), field=_field(config, name))
+            except ConfigError as exc:
+                raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
+
+
+def check_data(trial: Any) -> None:
+    """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets."""
+    from sentsweep import data as datasets
+    from sentsweep.data.registry import REGISTRY
+
+    train = getattr(trial, "train_data", None)
+    if train is not None:
+        kind = REGISTRY[train].kind if train in REGISTRY else "scored-pairs"
+        loader = datasets.labelled_pairs if kind == "labelled-pairs" else datasets.scored_pairs
+        if not loader(train, getattr(trial, "train_split", "train"), data_dir=trial.data_dir):
+            raise DataError(f"training set '{train}' has no rows")
+    corpora = getattr(trial, "corpus", None)
+    for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
+        _check_corpus_head(name, trial.data_dir)
+    _check_sts([trial.dev_metric], trial.data_dir)
+    _check_sts(trial.test_tasks, trial.data_dir)
+
+
+def _check_sts(tasks: str | list[str], data_dir: str | None) -> None:
+    from sentsweep.evaluation import split_tasks
+    from sentsweep.evaluation.sts import load_sts_sets
+
+    try:
+        sts, _, _ = split_tasks(tasks)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="test_tasks") from None
+    if sts:
+        load_sts_sets(sts, data_dir)
+
+
+def _check_corpus_head(name: str, data_dir: str | None) -> None:
+    """The corpus file exists and its first :data:`CORPUS_HEAD_LINES` lines decode and hold sentences."""
+    from sentsweep import data as datasets
+    from sentsweep.data.corpora import parse_documents
+    from sentsweep.data.registry import REGISTRY
+    from sentsweep.data.registry import locate as locate_dataset
+
+    if name in REGISTRY:
+        _, (path,) = locate_dataset(name, "corpus", None, data_dir)
+    else:
+        given = Path(name).expanduser()
+        under_root = datasets.resolve_data_dir(data_dir).path(given)
+        path = given if given.is_file() else under_root
+        if not path.is_file():
+            datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
+    lines: list[str] = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                lines.append(line)
+                if number >= CORPUS_HEAD_LINES:
+                    break
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text ({exc.reason}) in its first {CORPUS_HEAD_LINES} lines", file=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if not any(doc.sentences for doc in parse_documents(lines, default_title=name)):
+        raise DataError(f"no sentence in its first {len(lines)} lines", file=path)

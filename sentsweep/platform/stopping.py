@@ -1,0 +1,53 @@
+"""The Ray and MLflow side of a graceful stop (:mod:`~sentsweep.platform.interrupt` has the signals).
+
+Tune's ``fit`` returns normally after a SIGINT, its in-memory trials all TERMINATED by its cleanup, so a
+stopped sweep is told from a finished one by the signal itself: :class:`StopWatch` (a Tune callback) wraps
+Tune's SIGINT handler as ``fit`` starts so that a Ctrl+C is recorded as SIGTERM is. The unfinished trials
+are then read from the experiment state Tune saved before its cleanup.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ray.tune import Callback
+
+from sentsweep.platform.interrupt import INTERRUPTED_REASON, active_stops
+
+if TYPE_CHECKING:
+    from sentsweep.platform.storage import SweepLocation
+    from sentsweep.platform.sweep_tracking import SweepRun
+
+
+class StopWatch(Callback):
+    """Records a SIGINT during ``fit`` in the driver's :class:`~sentsweep.platform.interrupt.StopSignals`
+    (pickled into the sweep's ``tuner.pkl``, it finds the current driver's through
+    :func:`~sentsweep.platform.interrupt.active_stops`, also after a restore)."""
+
+    def setup(self, **info: Any) -> None:
+        stops = active_stops()
+        if stops is not None:
+            stops.watch_sigint()
+
+
+def unfinished_trials(location: SweepLocation) -> list[str]:
+    """The ids of the trials Tune's saved experiment state holds as neither terminated nor errored."""
+    from ray.tune import ExperimentAnalysis
+
+    analysis = ExperimentAnalysis(location.uri if location.filesystem is None else location.fs_path,
+                                  storage_filesystem=location.filesystem)
+    return [t.trial_id for t in analysis.trials if t.status not in ("TERMINATED", "ERROR")]
+
+
+def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
+    """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run
+    that finished after Tune's last snapshot stays FINISHED: the resume reports it without training)."""
+    from sentsweep.tracking.vocabulary import REASON_TAG, find_trial_run
+
+    for trial_id in trial_ids:
+        run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
+        if run is None or run.info.status == "FINISHED":
+            continue
+        sweep.client.set_tag(run.info.run_id, REASON_TAG, INTERRUPTED_REASON)
+        if run.info.status != "KILLED":
+            sweep.client.set_terminated(run.info.run_id, status="KILLED")

@@ -1,0 +1,75 @@
+"""Checks before Ray starts (real files, a real MLflow store, real sockets): each failure is one line naming the
+field or file, and a sweep that fails them leaves no sweep folder and no MLflow run behind."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.data.source import SAMPLE_DIR
+from sentsweep.errors import ConfigError, DataError
+from sentsweep.platform.preflight import check_model, check_storage, check_tracking
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_malformed_dev_file_stops_the_sweep_before_ray(tmp_path, tiny_bert_dir, tracking_uri) -> None:
+    from sentsweep.cli import main
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DIR, data)
+    dev = data / "senteval" / "STS" / "STSBenchmark" / "sts-dev.csv"
+    lines = dev.read_text(encoding="utf-8").splitlines()
+    lines[2] = "main-captions\tMSRvid\t2012test\t0001"  # too few columns
+    dev.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, data_dir=str(data))
+    with pytest.raises(DataError) as err:
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+    assert err.value.file == str(dev) and err.value.line == 3 and "\n" not in str(err.value)
+    assert not (tmp_path / "ray_results").exists() or not any((tmp_path / "ray_results").iterdir())
+    assert MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name("toy") is None
+    assert main(["sweep", str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"), "--set",
+                 f"data_dir={data}", "--set", f"storage_path={tmp_path / 'rr'}", "--set",
+                 f"tracking.uri={tracking_uri}"]) == 2
+
+
+def test_an_unreachable_tracking_server_and_unwritable_storage(tmp_path) -> None:
+    port = _free_port()
+    with pytest.raises(ConfigError, match=rf"MLflow server http://127.0.0.1:{port} is not reachable") as err:
+        check_tracking(f"http://user:SECRET@127.0.0.1:{port}")
+    assert err.value.field == "tracking.uri" and "SECRET" not in str(err.value)
+    check_tracking(f"sqlite:///{tmp_path / 'new' / 'mlruns.db'}")  # a folder that can be made
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    from sentsweep.platform.config import SweepConfig
+
+    config = SweepConfig(name="x", method="cosent", storage_path=str(blocker / "ray_results"))
+    with pytest.raises(ConfigError, match="cannot write to") as err:
+        check_storage(config, source="x.yaml")
+    assert err.value.field == "storage_path" and str(err.value).startswith("x.yaml: ")
+    check_storage(config.model_copy(update={"storage_path": str(tmp_path / "ok")}))
+    assert list((tmp_path / "ok").iterdir()) == [], "the probe is deleted"
+
+
+def test_a_model_that_cannot_be_resolved_offline(tmp_path, tiny_bert_dir) -> None:
+    check_model(str(tiny_bert_dir))
+    with pytest.raises(ConfigError, match="no model folder") as err:
+        check_model(str(tmp_path / "missing"), field="fixed.model")
+    assert err.value.field == "fixed.model"
+    with pytest.raises(ConfigError, match="without a config.json"):
+        check_model(str(tmp_path))
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        with pytest.raises(ConfigError, match="neither a local folder nor in the Hugging Face cache"):
+            check_model("no-such-org/no-such-model-xyz")
