@@ -32,6 +32,7 @@ def study_to_json(study: optuna.Study) -> str:
             "params": {k: trial.distributions[k].to_internal_repr(v) for k, v in trial.params.items()},
             "distributions": {k: distribution_to_json(d) for k, d in trial.distributions.items()},
             "intermediate_values": {str(step): value for step, value in trial.intermediate_values.items()},
+            "user_attrs": {k: v for k, v in trial.user_attrs.items() if _is_json_scalar(v)},
             "datetime_start": _stamp(trial.datetime_start), "datetime_complete": _stamp(trial.datetime_complete),
         })
     return json.dumps({"study_name": study.study_name, "directions": [d.name for d in study.directions],
@@ -50,6 +51,7 @@ def study_from_json(text: str | bytes) -> optuna.Study:
             params={k: distributions[k].to_external_repr(v) for k, v in row["params"].items()},
             distributions=distributions,
             intermediate_values={int(step): value for step, value in row["intermediate_values"].items()},
+            user_attrs={k: v for k, v in row.get("user_attrs", {}).items() if _is_json_scalar(v)},
         )
         trial.datetime_start = _parse(row.get("datetime_start")) or trial.datetime_start
         trial.datetime_complete = _parse(row.get("datetime_complete")) or trial.datetime_complete
@@ -63,6 +65,11 @@ def write_study(study: optuna.Study, folder: str | Path) -> None:
     partial = path.with_name(f".{STUDY_FILE}.partial")
     partial.write_text(study_to_json(study))
     os.replace(partial, path)
+
+
+def _is_json_scalar(value: Any) -> bool:
+    """User attributes kept in the study file: plain strings, numbers, booleans (nothing to unpickle)."""
+    return isinstance(value, str | int | float | bool)
 
 
 def _stamp(value: dt.datetime | None) -> str | None:
