@@ -219,9 +219,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     location = new_sweep_location(config, suffix=secrets.token_hex(2))
     sweep_name = location.name
     stops = StopSignals()
-    with graceful_stops(stops):
-        with explain_refused_credentials(config.tracking.uri):
-            sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
+    with graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
+        sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
         try:
             lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0)  # a new run: nobody else knows it yet
             lease.acquire()
@@ -265,10 +264,10 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
     stops = StopSignals()
-    with graceful_stops(stops):
-        with explain_refused_credentials(manifest.tracking_uri):  # credentials from the environment only
-            sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
-                                    manifest.sweep_name, sweep_dir=location.uri)
+    # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
+    with graceful_stops(stops), explain_refused_credentials(manifest.tracking_uri):
+        sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
+                                manifest.sweep_name, sweep_dir=location.uri)
         with SweepLease(sweep.client, sweep.run_id):
             if preflight:
                 check_sweep(config, trials, location.uri)

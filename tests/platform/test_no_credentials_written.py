@@ -31,7 +31,6 @@ pytest.importorskip("flask_wtf", reason="the `server` extra (flask-wtf) is not i
 REPO = Path(__file__).resolve().parents[2]
 USER = "sweeper"
 SECRET = "s3cr3t" + secrets.token_hex(9)  # MLflow wants 12+ characters; unique, so a hit is ours
-pytestmark = pytest.mark.slow
 
 # The real CLI, with the toy method and space registered the way the built-in ones are (Ray's workers import
 # the toy from the repository root on PYTHONPATH, as the driver does).
