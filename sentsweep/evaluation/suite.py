@@ -65,8 +65,9 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate ``embedder`` on ``tasks`` (groups ``"sts"``/``"senteval"`` or task names) and merge.
 
-    ``senteval_options`` go to :func:`~sentsweep.evaluation.senteval.evaluate_senteval` (``kfold``,
-    ``inner_kfold``, ``seed``, ``mrpc_features``, ...).
+    ``senteval_options`` go to :func:`~sentsweep.evaluation.senteval.evaluate_senteval`: the fields of
+    :class:`~sentsweep.evaluation.senteval.SentEvalOptions` (``setting``, ``kfold``, ``inner_kfold``,
+    ``seed``, ``mrpc_features``) and its other keywords.
     """
     sts, senteval, optional = split_tasks(tasks)
     result = EvalResult()
