@@ -21,7 +21,8 @@ the tests compare the two); the batched arithmetic rounds differently in the las
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +71,18 @@ class Fitted:
         """Class predictions of fit ``model`` for the rows of ``X``."""
         logits = X.to(self.weight.dtype) @ self.weight[model].T + self.bias[model]
         return logits.argmax(dim=1).numpy()
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """PyTorch on one intra-op thread inside the block (the toolkit-style loops run tiny operations, where
+    more threads only synchronise; measured 4x slower with two on a busy 2-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def initial_layer(dim: int, nclasses: int, seed: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:

@@ -20,6 +20,8 @@ import torch
 from scipy.stats import pearsonr, spearmanr
 from torch import Tensor, nn
 
+from sentsweep.evaluation.senteval.batched import one_thread
+
 #: The toolkit's constants: batch size, epochs between dev checks, the check budget and the epoch cap.
 BATCH_SIZE = 64
 EPOCHS_PER_CHECK = 50
@@ -62,6 +64,12 @@ def _expected_score(model: nn.Module, X: Tensor) -> np.ndarray:
 def relatedness_regression(X_train: Tensor, y_train: np.ndarray, X_dev: Tensor, y_dev: np.ndarray, X_test: Tensor,
                            y_test: np.ndarray, seed: int) -> Relatedness:
     """Train SentEval's relatedness regressor on ``X_train`` (gold scores ``y_train``), select on dev."""
+    with one_thread():
+        return _regression(X_train, y_train, X_dev, y_dev, X_test, y_test, seed)
+
+
+def _regression(X_train: Tensor, y_train: np.ndarray, X_dev: Tensor, y_dev: np.ndarray, X_test: Tensor,
+                y_test: np.ndarray, seed: int) -> Relatedness:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(X_train.shape[1], NCLASSES), nn.Softmax(dim=1)).to(X_train.dtype)

@@ -4,7 +4,8 @@ The reference :func:`~sentsweep.evaluation.senteval.batched.train_batched` is ch
 fits, same seed, same figures) and the baseline of ``bench/senteval.py``. It follows
 ``PyTorchClassifier.fit`` / ``trainepoch`` / ``score`` of ``senteval/tools/classifier.py`` line by line,
 with the autograd loss and PyTorch's own Adam and RMSprop; only the global seeding is replaced by a
-private ``RandomState`` and a forked torch RNG (the same numbers, no side effect on the caller).
+private ``RandomState`` and a forked torch RNG (the same numbers, no side effect on the caller). Its
+operations are tiny, so it runs on one thread (more only adds synchronisation).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentsweep.evaluation.senteval.batched import ADAM, RMSPROP, Fit, Fitted, initial_layer
+from sentsweep.evaluation.senteval.batched import ADAM, RMSPROP, Fit, Fitted, initial_layer, one_thread
 from sentsweep.evaluation.senteval.settings import ClassifierSetting
 
 
@@ -75,7 +76,8 @@ def train_sequential(X: Tensor, y: Tensor, fits: Sequence[Fit], nclasses: int, s
     """Every fit of ``fits``, one after the other, as the toolkit; the result as :func:`train_batched`'s."""
     weights, biases, correct, epochs = [], [], [], []
     for fit in fits:
-        model, best, nepoch = fit_one(X, y, fit, nclasses, setting, seed)
+        with one_thread():
+            model, best, nepoch = fit_one(X, y, fit, nclasses, setting, seed)
         weights.append(model.weight.detach())
         biases.append(model.bias.detach())
         correct.append(best)
