@@ -87,14 +87,14 @@ def test_settings_by_name_and_their_kfold(embedder, toy_data) -> None:
 
 
 def test_mrpc_features_option(embedder, toy_data) -> None:
-    full = evaluate_senteval(embedder, ["mrpc"], data_dir=toy_data, kfold=3, mrpc_features="full")
+    full = evaluate_senteval(embedder, ["mrpc"], data_dir=toy_data, kfold=3, mrpc_features="full", setting="fast")
     assert full.info["senteval_mrpc_features"] == "full"
     with pytest.raises(ValueError, match="mrpc_features must be one of diff_prod, full"):
         evaluate_senteval(embedder, ["mrpc"], data_dir=toy_data, mrpc_features="uv")
 
 
 def test_default_tasks_skip_absent_data_with_a_note(embedder, toy_data) -> None:
-    result = evaluate_senteval(embedder, data_dir=toy_data, kfold=2)
+    result = evaluate_senteval(embedder, data_dir=toy_data, kfold=2, setting="fast")
     assert {"mr_acc", "trec_acc", "mrpc_acc", "sick_entailment_acc"} <= set(result.metrics)
     assert "sst2_acc" not in result.metrics and "cr_acc" not in result.metrics
     notes = result.table.set_index("task")["note"]
@@ -105,7 +105,7 @@ def test_default_tasks_skip_absent_data_with_a_note(embedder, toy_data) -> None:
 def test_explicitly_requested_absent_task_raises(embedder, toy_data) -> None:
     with pytest.raises(DataError, match="sentiment-train"):
         evaluate_senteval(embedder, ["mr", "sst2"], data_dir=toy_data, kfold=2)
-    result = evaluate_senteval(embedder, ["mr", "sst2"], data_dir=toy_data, kfold=2, optional=["sst2"])
+    result = evaluate_senteval(embedder, ["mr", "sst2"], data_dir=toy_data, kfold=2, optional=["sst2"], setting="fast")
     assert "mr_acc" in result.metrics and "sst2_acc" not in result.metrics
 
 
@@ -115,7 +115,7 @@ def test_unknown_senteval_task(embedder) -> None:
 
 
 def test_a_task_figure_does_not_depend_on_the_other_tasks_run(embedder, toy_data) -> None:
-    alone = evaluate_senteval(embedder, ["mr"], data_dir=toy_data, kfold=3, inner_kfold=2)
-    together = evaluate_senteval(embedder, ["trec", "mr"], data_dir=toy_data, kfold=3, inner_kfold=2)
+    alone = evaluate_senteval(embedder, ["mr"], data_dir=toy_data, kfold=3, inner_kfold=2, setting="fast")
+    together = evaluate_senteval(embedder, ["trec", "mr"], data_dir=toy_data, kfold=3, inner_kfold=2, setting="fast")
     assert alone.metrics["mr_acc"] == together.metrics["mr_acc"]
     assert alone.table.set_index("task").loc["mr", "reg"] == together.table.set_index("task").loc["mr", "reg"]
