@@ -292,7 +292,8 @@ class SncseMethod(Method[SncseConfig, SncseTask]):
 
     def final_evaluation(self, task: SncseTask, config: SncseConfig) -> dict[str, float]:
         """The best weights on the test suite, plus lambda, negation statistics and the diagnostics."""
-        metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir).metrics)
+        metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir,
+                                **config.senteval_options()).metrics)
         metrics["lambda"] = task.lam
         if task.negation_stats is not None:
             metrics.update(task.negation_stats.as_metrics())
