@@ -141,35 +141,31 @@ def load_sst2(source: DataSource) -> TaskData:
     return TaskData("sst2", splits)
 
 
+def _read_pairs(path: Path, first: int, label: int, parse: Callable[[str], Any]) -> Split:
+    """A tab-separated pair file after its header line: sentences in columns ``first`` and ``first + 1``,
+    the label in column ``label`` (UTF-8, as SentEval reads MRPC and SICK)."""
+    a, b, labels = [], [], []
+    for number, line in enumerate(_lines(path, "utf-8")[1:], start=2):
+        parts = _fields(line, path, number, 5)
+        a.append(parts[first].split())
+        b.append(parts[first + 1].split())
+        try:
+            labels.append(parse(parts[label]))
+        except (ValueError, KeyError):
+            raise DataError(f"bad label {parts[label]!r}", file=path, line=number) from None
+    return _sorted_pairs(a, b, labels)
+
+
 def load_mrpc(source: DataSource) -> TaskData:
     """MRPC: the header line dropped; columns Quality, #1 ID, #2 ID, #1 String, #2 String (UTF-8)."""
-    splits = {}
-    for split in ("train", "test"):
-        _, (path,) = locate("mrpc", "labelled-pairs", split, source)
-        a, b, labels = [], [], []
-        for number, line in enumerate(_lines(path, "utf-8")[1:], start=2):
-            parts = _fields(line, path, number, 5)
-            a.append(parts[3].split())
-            b.append(parts[4].split())
-            labels.append(int(parts[0]))
-        splits[split] = _sorted_pairs(a, b, labels)
+    splits = {split: _read_pairs(locate("mrpc", "labelled-pairs", split, source)[1][0], 3, 0, int)
+              for split in ("train", "test")}
     return TaskData("mrpc", splits)
 
 
 def _load_sick(name: str, column: int, parse: Callable[[str], Any], source: DataSource) -> TaskData:
-    splits = {}
-    for split, key in (("train", "train"), ("trial", "dev"), ("test", "test")):
-        _, (path,) = locate("sickr", "scored-pairs", split, source)
-        a, b, labels = [], [], []
-        for number, line in enumerate(_lines(path, "utf-8")[1:], start=2):
-            parts = _fields(line, path, number, 5)
-            a.append(parts[1].split())
-            b.append(parts[2].split())
-            try:
-                labels.append(parse(parts[column]))
-            except (ValueError, KeyError):
-                raise DataError(f"bad SICK label {parts[column]!r}", file=path, line=number) from None
-        splits[key] = _sorted_pairs(a, b, labels)
+    splits = {key: _read_pairs(locate("sickr", "scored-pairs", split, source)[1][0], 1, column, parse)
+              for split, key in (("train", "train"), ("trial", "dev"), ("test", "test"))}
     return TaskData(name, splits)
 
 
