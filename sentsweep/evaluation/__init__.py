@@ -20,8 +20,11 @@ from sentsweep.evaluation.analysis import (
 from sentsweep.evaluation.protocols import Embedder, ProgressFn
 from sentsweep.evaluation.results import EvalResult
 from sentsweep.evaluation.senteval import (
+    CLASSIFIER_SETTINGS,
     REG_GRID,
+    SENTEVAL_OPTION_FIELDS,
     SENTEVAL_TASKS,
+    SentEvalOptions,
     evaluate_senteval,
     kfold_test_accuracy,
     nested_cv_accuracy,
@@ -49,11 +52,14 @@ from sentsweep.evaluation.suite import TASK_GROUPS, evaluate, split_tasks, valid
 
 __all__ = [
     "AVG7_KEYS",
+    "CLASSIFIER_SETTINGS",
     "REG_GRID",
     "SELECTION_METRIC",
+    "SENTEVAL_OPTION_FIELDS",
     "SENTEVAL_TASKS",
     "STS_TASKS",
     "STS_TASK_SPLITS",
+    "SentEvalOptions",
     "TASK_GROUPS",
     "Embedder",
     "EvalResult",

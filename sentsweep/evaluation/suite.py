@@ -1,6 +1,7 @@
 """One entry point for every benchmark: ``evaluate(embedder, ["sts", "mr"])``.
 
-Task names may be groups, ``"sts"`` (the seven STS tasks) and ``"senteval"`` (all transfer tasks),
+Task names may be groups, ``"sts"`` (the seven STS tasks) and ``"senteval"`` (the seven transfer tasks
+and the supervised SICK-R and SICK-E),
 or single tasks of either family (``"stsb"``, ``"sickr_test"``, ``"mrpc"``), in a list or as one
 comma-separated string. STS tasks are scored in one pass (so ``sts_avg7`` appears when all seven ran)
 and SentEval tasks in another; the results are merged.
@@ -65,8 +66,9 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate ``embedder`` on ``tasks`` (groups ``"sts"``/``"senteval"`` or task names) and merge.
 
-    ``senteval_options`` go to :func:`~sentsweep.evaluation.senteval.evaluate_senteval` (``kfold``,
-    ``inner_kfold``, ``seed``, ``mrpc_features``, ...).
+    ``senteval_options`` go to :func:`~sentsweep.evaluation.senteval.evaluate_senteval`: the fields of
+    :class:`~sentsweep.evaluation.senteval.SentEvalOptions` (``setting``, ``kfold``, ``inner_kfold``,
+    ``seed``, ``mrpc_features``) and its other keywords.
     """
     sts, senteval, optional = split_tasks(tasks)
     result = EvalResult()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.errors import ConfigError
+from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.export import (
     BEST_MODEL,
@@ -129,14 +130,15 @@ def _describe(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-#: Trial settings that also shape the final SentEval protocol (the trial's own choice is kept).
-SENTEVAL_SETTINGS = {"senteval_kfold": "kfold", "senteval_inner_kfold": "inner_kfold"}
+#: Trial settings that also shape the final SentEval protocol (the trial's own choice is kept): every
+#: ``senteval_*`` option of the trial configs, by its evaluate() name.
+SENTEVAL_SETTINGS = SENTEVAL_OPTION_FIELDS
 
 
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
                   trial_config: dict[str, Any] | None = None) -> dict[str, float]:
     """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run.
-    SentEval uses the best trial's ``senteval_kfold`` / ``senteval_inner_kfold`` when it set them."""
+    SentEval uses the best trial's ``senteval_*`` options (setting, kfold, ...) when it set them."""
     from sentsweep.evaluation import evaluate
     from sentsweep.trainables.registry import load_encoder
 

@@ -200,7 +200,8 @@ class CosentMethod(Method[CosentConfig, CosentTask]):
         """The best weights on the test suite (``test_tasks``; the cross-encoder scores STS-B/SICK-R test)."""
         if isinstance(task.net, CrossEncoder):
             return task.score(StsEvaluator(CROSS_TEST_TASKS, data_dir=config.data_dir))
-        return dict(evaluate(task.net.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+        return dict(evaluate(task.net.encoder, config.test_tasks, data_dir=config.data_dir,
+                             **config.senteval_options()).metrics)
 
     def load_encoder(self, folder: Path, device: str | None = None, **settings: Any) -> Embedder:
         """A saved bi-encoder (any transformer encoder folder, the ``minilm`` alias or a hub id); a saved

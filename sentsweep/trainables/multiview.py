@@ -67,8 +67,6 @@ class MultiviewConfig(TrialConfig):
     respect_documents: bool = True
     dev_data: Literal["stsb", "sickr"] = "sickr"
     encode_batch_size: int = Field(256, ge=1)
-    senteval_kfold: int = Field(10, ge=2)
-    senteval_inner_kfold: int | None = Field(None, ge=2)
     # the paper's optimisation instead of the shared defaults
     optimizer: Literal["adamw", "adam"] = "adam"
     lr: float = Field(5e-4, gt=0)
@@ -206,14 +204,13 @@ class MultiviewMethod(Method[MultiviewConfig, MultiviewTask]):
         return MultiviewTask(config)
 
     def final_evaluation(self, task: MultiviewTask, config: MultiviewConfig) -> dict[str, float]:
-        """The best weights on ``test_tasks`` (SentEval with ``senteval_kfold`` folds, and STS)."""
+        """The best weights on ``test_tasks`` (SentEval with the ``senteval_*`` options, and STS)."""
         result = evaluate(
             task.encoder,
             config.test_tasks,
             data_dir=config.data_dir,
-            kfold=config.senteval_kfold,
-            inner_kfold=config.senteval_inner_kfold,
             batch_size=config.encode_batch_size,
+            **config.senteval_options(),
         )
         return dict(result.metrics)
 

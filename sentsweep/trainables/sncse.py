@@ -9,7 +9,9 @@ Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selectio
 
 Defaults are the paper's for BERT-base: alpha 0.1, beta 0.3, lambda 1e-3 for BERT and 5e-4 for RoBERTa
 (chosen from the model config's family when ``lambda`` is not set), tau 0.05, lr 1e-5, batch 256, max
-length 32, AdamW without weight decay or warmup, seed 42, one epoch, evaluation every 125 steps.
+length 32 (training prompts only; evaluation, dev selection, diagnostics and the saved model use
+``eval_max_length``, by default the model's limit, as the reference), AdamW without weight decay or
+warmup, seed 42, one epoch, evaluation every 125 steps.
 
 Diagnostics (``diagnostics: true``): after training, the best model's cos(s, neg(s)) and
 cos(s, random) on ``diagnostic_sentences`` STS-B test sentences (the paper's Figure 4) as a PNG, a
@@ -66,7 +68,10 @@ class SncseConfig(TrialConfig):
     )
 
     # the shared fields, with SNCSE's defaults
-    max_length: int = Field(32, ge=8)
+    max_length: int = Field(32, ge=8, description="training prompt length (template included)")
+    eval_max_length: int | None = Field(
+        None, ge=8, description="evaluation prompt length (dev, test, diagnostics, saved model); "
+        "default the model's limit")
     batch_size: int = Field(256, ge=2)
     lr: float = Field(1e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)
@@ -150,7 +155,8 @@ class SncseTask:
             )
             log(f"negations of {len(self.sentences)} sentences:\n{self.negation_stats.table()}")
         self.model = SncseModel(
-            config.model, max_length=config.max_length, device=config.device, amp=config.amp
+            config.model, max_length=config.max_length, eval_max_length=config.eval_max_length,
+            device=config.device, amp=config.amp
         )
         self.lam = config.lambda_ if config.lambda_ is not None else default_lambda(self.model.family)
         self.dev = config.dev_evaluator(DEV_BATCH_SIZE)
@@ -286,7 +292,8 @@ class SncseMethod(Method[SncseConfig, SncseTask]):
 
     def final_evaluation(self, task: SncseTask, config: SncseConfig) -> dict[str, float]:
         """The best weights on the test suite, plus lambda, negation statistics and the diagnostics."""
-        metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir).metrics)
+        metrics = dict(evaluate(task.model, config.test_tasks, data_dir=config.data_dir,
+                                **config.senteval_options()).metrics)
         metrics["lambda"] = task.lam
         if task.negation_stats is not None:
             metrics.update(task.negation_stats.as_metrics())

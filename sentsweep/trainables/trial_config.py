@@ -11,13 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sentsweep.errors import ConfigError
+from sentsweep.evaluation.senteval import SENTEVAL_OPTION_FIELDS, SentEvalOptions
 from sentsweep.evaluation.sts import SICKR_TRIAL, STSB_DEV, StsEvaluator
 from sentsweep.tracking import TrackingSettings
 from sentsweep.trainables.loop import LoopConfig
 
+#: SentEval's defaults (the one place: :class:`SentEvalOptions`).
+_SENTEVAL = SentEvalOptions()
 #: Dev sets a trial can select on: ``dev_data`` -> the metric (and STS task) name.
 DEV_SETS: dict[str, str] = {"stsb": STSB_DEV, "sickr": SICKR_TRIAL}
 
@@ -51,7 +54,24 @@ class TrialConfig(BaseModel):
     data_dir: str | None = None
     max_dev_pairs: int | None = Field(None, gt=0)
     test_tasks: str = "sts"
+    # SentEval options of the test suite, one per SentEvalOptions field (SENTEVAL_OPTION_FIELDS)
+    senteval_setting: str = Field(_SENTEVAL.setting, description="SentEval classifier: test, fast or lbfgs")
+    senteval_kfold: int | None = Field(_SENTEVAL.kfold, ge=2, description="SentEval k-fold (default: the setting's)")
+    senteval_inner_kfold: int | None = Field(_SENTEVAL.inner_kfold, ge=2, description="inner k (default: kfold)")
+    senteval_seed: int = _SENTEVAL.seed
+    senteval_mrpc_features: str = Field(_SENTEVAL.mrpc_features, description="MRPC: diff_prod or full")
     tracking: TrackingSettings | None = None
+
+    @field_validator("senteval_setting", "senteval_mrpc_features")
+    @classmethod
+    def _a_senteval_option(cls, value: str, info: ValidationInfo) -> str:
+        """Checked by SentEvalOptions itself (one place for the valid names)."""
+        SentEvalOptions(**{SENTEVAL_OPTION_FIELDS[info.field_name]: value})
+        return value
+
+    def senteval_options(self) -> dict[str, Any]:
+        """The SentEval options for :func:`sentsweep.evaluation.evaluate` (``setting``, ``kfold``, ...)."""
+        return {option: getattr(self, name) for name, option in SENTEVAL_OPTION_FIELDS.items()}
 
     @model_validator(mode="after")
     def _metric_follows_the_dev_set(self) -> TrialConfig:

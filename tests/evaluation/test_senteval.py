@@ -1,4 +1,4 @@
-"""SentEval transfer tasks: the reg -> C mapping, features, the three protocols, skipping and errors."""
+"""evaluate_senteval on a synthetic data directory: every task, the settings by name, skipping and errors."""
 
 from __future__ import annotations
 
@@ -6,91 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
 
 from sentsweep.errors import DataError
-from sentsweep.evaluation import (
-    REG_GRID,
-    evaluate_senteval,
-    kfold_test_accuracy,
-    nested_cv_accuracy,
-    pair_features,
-    reg_to_c,
-    select_reg,
-    split_test_accuracy,
-)
-
-
-def test_reg_to_c_matches_weight_decay_on_the_mean_loss() -> None:
-    """At sklearn's optimum with C = 1/(reg n), the gradient of mean loss + reg/2 ||w||^2 vanishes."""
-    rng = np.random.default_rng(0)
-    n, d, reg = 300, 5, 1e-2
-    X = rng.normal(size=(n, d))
-    y = (X @ rng.normal(size=d) + rng.normal(size=n) > 0).astype(int)
-    model = LogisticRegression(C=reg_to_c(reg, n), tol=1e-12, max_iter=10_000).fit(X, y)
-    w, b = model.coef_[0], model.intercept_[0]
-    p = 1 / (1 + np.exp(-(X @ w + b)))
-    grad_w = X.T @ (p - y) / n + reg * w
-    grad_b = np.mean(p - y)  # the intercept is not penalised
-    assert np.abs(grad_w).max() < 1e-6 and abs(grad_b) < 1e-6
-    assert reg_to_c(1e-3, 500) == pytest.approx(2.0)
-    with pytest.raises(ValueError):
-        reg_to_c(0.0, 10)
-
-
-def test_pair_features_layout() -> None:
-    u = np.array([[1.0, -2.0], [0.5, 0.0]])
-    v = np.array([[3.0, 1.0], [0.5, 2.0]])
-    full = pair_features(u, v)
-    assert full.dtype == np.float32 and full.shape == (2, 8)
-    np.testing.assert_allclose(full[0], [1, -2, 3, 1, 2, 3, 3, -2])
-    np.testing.assert_allclose(full[1], [0.5, 0, 0.5, 2, 0, 2, 0.25, 0])
-    np.testing.assert_allclose(pair_features(u, v, include_uv=False), full[:, 4:])
-    with pytest.raises(ValueError):
-        pair_features(u, v[:1])
-
-
-def test_nested_cv_on_separable_toy_embeddings(embedder, polarity) -> None:
-    texts, y = polarity(120)
-    X = embedder.encode(texts).astype(np.float64)
-    res = nested_cv_accuracy(X, y, kfold=3, inner_kfold=2, seed=1)
-    assert res["acc"] > 95 and res["dev_acc"] > 90
-    assert len(res["regs"]) == 3 and set(res["regs"]) <= set(REG_GRID)
-    # deterministic given the seed
-    assert nested_cv_accuracy(X, y, kfold=3, inner_kfold=2, seed=1) == res
-
-
-def test_select_reg_ties_go_to_the_first_grid_entry() -> None:
-    rng = np.random.default_rng(0)
-    y = np.arange(60) % 2
-    X = np.c_[(2 * y - 1) * 5.0, rng.normal(size=(60, 3))]  # separable by a wide margin at every reg
-    reg, acc = select_reg(X, y, k=3, regs=(1e-4, 1e-5))
-    assert (reg, acc) == (1e-4, pytest.approx(100.0))
-
-
-def test_kfold_and_split_protocols_multiclass() -> None:
-    rng = np.random.default_rng(3)
-    centres = rng.normal(size=(3, 8)) * 3
-    y = np.repeat(np.arange(3), 40)
-    X = centres[y] + rng.normal(size=(120, 8))
-    tr, te = np.arange(120) % 4 != 0, np.arange(120) % 4 == 0
-    res = kfold_test_accuracy(X[tr], y[tr], X[te], y[te], kfold=3)
-    assert res["acc"] > 90 and res["y_pred"].shape == (30,)
-    dv = np.arange(120) % 4 == 1
-    tr2 = tr & ~dv
-    res = split_test_accuracy(X[tr2], y[tr2], X[dv], y[dv], X[te], y[te])
-    assert res["acc"] > 90 and len(res["regs"]) == 1
-
-
-def test_too_many_folds_for_a_class_is_a_data_error() -> None:
-    X = np.eye(6)
-    y = np.array([0, 0, 0, 0, 0, 1])
-    with pytest.raises(DataError, match="fewer than the 3 folds"):
-        select_reg(X, y, k=3)
-
-
-# ------------------------------------------------------------------------------------------------
-# A synthetic data directory in SentEval's layout, read through sentsweep.data
+from sentsweep.evaluation import SENTEVAL_TASKS, evaluate_senteval
 
 
 def _write(path: Path, lines: list[str]) -> None:
@@ -100,13 +18,13 @@ def _write(path: Path, lines: list[str]) -> None:
 
 @pytest.fixture
 def toy_data(tmp_path: Path, polarity, data_module) -> Path:
-    """MR, TREC and MRPC files with easily separable synthetic content (no SST2, CR, ...)."""
-    texts, y = polarity(80, seed=5)
+    """MR, TREC, MRPC and SICK files with easily learnable synthetic content (no SST2, CR, ...)."""
+    texts, y = polarity(400, seed=5)
     _write(tmp_path / "senteval/MR/rt-polarity.pos", [t for t, lab in zip(texts, y, strict=True) if lab])
     _write(tmp_path / "senteval/MR/rt-polarity.neg", [t for t, lab in zip(texts, y, strict=True) if not lab])
     trec_words = {"HUM": "who person name", "LOC": "where city country", "NUM": "how many number"}
     rng = np.random.default_rng(7)
-    for split, n in (("train_5500.label", 60), ("TREC_10.label", 30)):
+    for split, n in (("train_5500.label", 300), ("TREC_10.label", 60)):
         lines = []
         for i in range(n):
             label = list(trec_words)[i % 3]
@@ -114,45 +32,80 @@ def toy_data(tmp_path: Path, polarity, data_module) -> Path:
             lines.append(f"{label}:other {' '.join(words)} ?")
         _write(tmp_path / "senteval/TREC" / split, lines)
     header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
-    for split, n in (("train", 60), ("test", 20)):
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
+    for split, n in (("train", 300), ("test", 60)):
         rows = [header]
         for i in range(n):
-            s1 = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "omega", "sigma"], size=4)) + f" {i}"
+            s1 = " ".join(rng.choice(words, size=4)) + f" {i}"
             s2 = s1 if i % 2 else f"completely unrelated words here {i + 1000}"
             rows.append(f"{i % 2}\t{i}\t{i + 1}\t{s1}\t{s2}")
         _write(tmp_path / f"senteval/MRPC/msr_paraphrase_{split}.txt", rows)
+    labels = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")
+    for name, n in (("SICK_train.txt", 300), ("SICK_trial.txt", 60), ("SICK_test_annotated.txt", 90)):
+        rows = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+        for i in range(n):
+            kind = i % 3
+            s1 = " ".join(rng.choice(words, size=5))
+            s2 = {0: f"completely unrelated words here {i}", 1: s1.split()[0] + " other words here", 2: s1}[kind]
+            rows.append(f"{i}\t{s1}\t{s2}\t{1 + 2 * kind + rng.uniform(0, 0.9):.1f}\t{labels[kind]}")
+        _write(tmp_path / "senteval/SICK" / name, rows)
     return tmp_path
 
 
-def test_evaluate_senteval_on_a_toy_data_dir(embedder, toy_data) -> None:
-    result = evaluate_senteval(embedder, ["mr", "trec", "mrpc"], data_dir=toy_data, kfold=3, inner_kfold=2)
-    assert set(result.metrics) == {"mr_acc", "trec_acc", "mrpc_acc", "mrpc_f1", "senteval_avg"}
-    assert result.metrics["mr_acc"] > 95
+def test_every_task_on_a_toy_data_dir(embedder, toy_data) -> None:
+    tasks = ["mr", "trec", "mrpc", "sick_relatedness", "sick_entailment"]
+    result = evaluate_senteval(embedder, tasks, data_dir=toy_data, kfold=3, inner_kfold=2)
+    assert set(result.metrics) == {"mr_acc", "trec_acc", "mrpc_acc", "mrpc_f1", "sick_entailment_acc",
+                                   "sick_relatedness_pearson", "sick_relatedness_spearman",
+                                   "sick_relatedness_mse", "senteval_avg"}
+    assert result.metrics["mr_acc"] > 90
     assert result.metrics["trec_acc"] > 90
     assert result.metrics["mrpc_acc"] > 90 and result.metrics["mrpc_f1"] > 90
-    avg = np.mean([result.metrics[k] for k in ("mr_acc", "trec_acc", "mrpc_acc")])
+    assert result.metrics["sick_entailment_acc"] > 90
+    assert result.metrics["sick_relatedness_pearson"] > 80 and result.metrics["sick_relatedness_mse"] < 1.5
+    avg = np.mean([result.metrics[k] for k in ("mr_acc", "trec_acc", "mrpc_acc")])  # the transfer tasks only
     assert result.metrics["senteval_avg"] == pytest.approx(avg)
     table = result.table.set_index("task")
-    assert table.loc["trec", "n_train"] == 60 and table.loc["trec", "n_test"] == 30
-    assert table.loc["mrpc", "n_test"] == 20
-    assert result.info["senteval_kfold"] == 3 and result.info["data_is_sample"] is False
-    # each distinct sentence encoded once across the three tasks
+    assert table.loc["trec", "n_train"] == 300 and table.loc["trec", "n_test"] == 60
+    assert table.loc["mrpc", "n_test"] == 60 and table.loc["sick_entailment", "n_test"] == 90
+    assert set(table.setting) == {"test", "toolkit regressor"}
+    assert result.info["senteval_kfold"] == 3 and result.info["senteval_setting"] == "test"
+    assert result.info["senteval_mrpc_features"] == "diff_prod" and result.info["data_is_sample"] is False
+    # each distinct sentence encoded once across the tasks
     assert len(embedder.encoded) == len(set(embedder.encoded))
 
 
+def test_settings_by_name_and_their_kfold(embedder, toy_data) -> None:
+    fast = evaluate_senteval(embedder, ["mr", "trec"], data_dir=toy_data, setting="fast")
+    assert fast.info["senteval_kfold"] == 5 and "rmsprop" in fast.info["senteval_classifier"]
+    assert fast.table.set_index("task").loc["mr", "protocol"] == "5-fold cv, inner 5-fold selection"
+    exact = evaluate_senteval(embedder, ["mr", "trec"], data_dir=toy_data, setting="lbfgs", kfold=3)
+    assert exact.info["senteval_fits"] > 0 and "L-BFGS" in exact.info["senteval_classifier"]
+    assert exact.metrics["mr_acc"] > 90
+    with pytest.raises(ValueError, match="unknown SentEval setting 'slow'; valid names: test, fast, lbfgs"):
+        evaluate_senteval(embedder, ["mr"], data_dir=toy_data, setting="slow")
+
+
+def test_mrpc_features_option(embedder, toy_data) -> None:
+    full = evaluate_senteval(embedder, ["mrpc"], data_dir=toy_data, kfold=3, mrpc_features="full", setting="fast")
+    assert full.info["senteval_mrpc_features"] == "full"
+    with pytest.raises(ValueError, match="mrpc_features must be one of diff_prod, full"):
+        evaluate_senteval(embedder, ["mrpc"], data_dir=toy_data, mrpc_features="uv")
+
+
 def test_default_tasks_skip_absent_data_with_a_note(embedder, toy_data) -> None:
-    result = evaluate_senteval(embedder, data_dir=toy_data, kfold=2)
-    assert {"mr_acc", "trec_acc", "mrpc_acc"} <= set(result.metrics)
+    result = evaluate_senteval(embedder, data_dir=toy_data, kfold=2, setting="fast")
+    assert {"mr_acc", "trec_acc", "mrpc_acc", "sick_entailment_acc"} <= set(result.metrics)
     assert "sst2_acc" not in result.metrics and "cr_acc" not in result.metrics
     notes = result.table.set_index("task")["note"]
     assert notes["sst2"].startswith("skipped: data absent") and "SST" in notes["sst2"]
-    assert list(result.table.task) == ["mr", "cr", "subj", "mpqa", "trec", "mrpc", "sst2"]
+    assert list(result.table.task) == list(SENTEVAL_TASKS)
 
 
 def test_explicitly_requested_absent_task_raises(embedder, toy_data) -> None:
     with pytest.raises(DataError, match="sentiment-train"):
         evaluate_senteval(embedder, ["mr", "sst2"], data_dir=toy_data, kfold=2)
-    result = evaluate_senteval(embedder, ["mr", "sst2"], data_dir=toy_data, kfold=2, optional=["sst2"])
+    result = evaluate_senteval(embedder, ["mr", "sst2"], data_dir=toy_data, kfold=2, optional=["sst2"], setting="fast")
     assert "mr_acc" in result.metrics and "sst2_acc" not in result.metrics
 
 
@@ -162,7 +115,7 @@ def test_unknown_senteval_task(embedder) -> None:
 
 
 def test_a_task_figure_does_not_depend_on_the_other_tasks_run(embedder, toy_data) -> None:
-    alone = evaluate_senteval(embedder, ["mr"], data_dir=toy_data, kfold=3, inner_kfold=2)
-    together = evaluate_senteval(embedder, ["trec", "mr"], data_dir=toy_data, kfold=3, inner_kfold=2)
+    alone = evaluate_senteval(embedder, ["mr"], data_dir=toy_data, kfold=3, inner_kfold=2, setting="fast")
+    together = evaluate_senteval(embedder, ["trec", "mr"], data_dir=toy_data, kfold=3, inner_kfold=2, setting="fast")
     assert alone.metrics["mr_acc"] == together.metrics["mr_acc"]
     assert alone.table.set_index("task").loc["mr", "reg"] == together.table.set_index("task").loc["mr", "reg"]

@@ -9,8 +9,11 @@ SNCSE (seed paper 002, section 3) encodes each sentence ``s`` three times, with 
 The embedding is the last hidden state at the mask token (``[MASK]`` or ``<mask>``, taken from the
 tokenizer). " ." is appended to a sentence that does not end in punctuation (in training and in
 evaluation, as the reference does). The sentence, never the template, is truncated to fit
-``max_length``. During training an MLP (dense + tanh) sits on the mask state; evaluation uses the
-anchor template and the raw mask state.
+``max_length`` (32 in the paper), a *training* length only: evaluation (dev selection, the test suite,
+the diagnostics and the saved model's ``sentsweep_encoder.json``) uses ``eval_max_length``, by default
+the model's own limit, as the reference and SimCSE's SentEval batcher (no max length) do. Cut at 32,
+about one STS pair in five loses words (the template takes 10 BERT tokens). During training an MLP
+(dense + tanh) sits on the mask state; evaluation uses the anchor template and the raw mask state.
 
 Built from :mod:`sentsweep.methods.encoders`: the anchor view is a :class:`TransformerEncoder` with
 ``prompt_mask`` pooling (so the saved model is an ordinary prompt encoder), the positive view a second
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,25 @@ def with_final_punctuation(sentence: str) -> str:
     if stripped and stripped[-1] in _PUNCTUATION:
         return sentence
     return f"{sentence} ."
+
+
+def model_token_limit(encoder: TransformerEncoder) -> int:
+    """The longest input the model takes: the tokenizer's ``model_max_length`` when it states one, within
+    the position embeddings (less RoBERTa's padding offset)."""
+    positions = int(getattr(encoder.config, "max_position_embeddings", 512))
+    if encoder.family in ROBERTA_FAMILIES:
+        positions -= int(getattr(encoder.config, "pad_token_id", 1)) + 1
+    stated = int(min(encoder.tokenizer.model_max_length, 10**9))
+    return min(stated, positions)
+
+
+def with_eval_max_length(encoder: TransformerEncoder, max_length: int | None) -> TransformerEncoder:
+    """``encoder`` set to encode prompts of up to ``max_length`` tokens (None: the model's limit)."""
+    limit = max_length or model_token_limit(encoder)
+    if limit != encoder.settings.max_length:
+        encoder.settings = replace(encoder.settings, max_length=limit)
+        encoder.prompt = PromptTokenizer(encoder.tokenizer, encoder.settings.prompt_template or "", limit)
+    return encoder
 
 
 def default_lambda(family: str) -> float:
@@ -107,6 +130,9 @@ class MLPHead(nn.Module):
 class SncseModel(nn.Module):
     """The SNCSE encoder; ``forward`` gives training views (with MLP), ``encode`` evaluation embeddings.
 
+    ``max_length`` bounds the training prompts; ``eval_max_length`` (None: the model's limit) the
+    evaluation prompts of :meth:`encode` and the saved encoder.
+
     >>> model = SncseModel("minilm", max_length=32)          # doctest: +SKIP
     >>> z1, z2, z3 = model(["A cat."], ["A cat not ..."])    # doctest: +SKIP
     >>> model.encode(["A cat sits."]).shape                  # doctest: +SKIP
@@ -118,22 +144,25 @@ class SncseModel(nn.Module):
         model_name_or_path: str,
         *,
         max_length: int = 32,
+        eval_max_length: int | None = None,
         device: str | torch.device | None = None,
         amp: bool = True,
         encoder: TransformerEncoder | None = None,
     ) -> None:
         super().__init__()
-        self.encoder = encoder or TransformerEncoder(
-            model_name_or_path,
-            EncoderSettings(pooling="prompt_mask", max_length=max_length, prompt_template=ANCHOR_TEMPLATE),
-            device=device,
-            amp=amp,
+        self.encoder = encoder or with_eval_max_length(
+            TransformerEncoder(
+                model_name_or_path,
+                EncoderSettings(pooling="prompt_mask", max_length=max_length, prompt_template=ANCHOR_TEMPLATE),
+                device=device,
+                amp=amp,
+            ),
+            eval_max_length,
         )
         assert self.encoder.prompt is not None
-        self.anchor_prompt: PromptTokenizer = self.encoder.prompt
-        self.positive_prompt = PromptTokenizer(
-            self.encoder.tokenizer, POSITIVE_TEMPLATE, self.encoder.settings.max_length
-        )
+        self.max_length = max_length
+        self.anchor_prompt = PromptTokenizer(self.encoder.tokenizer, ANCHOR_TEMPLATE, max_length)
+        self.positive_prompt = PromptTokenizer(self.encoder.tokenizer, POSITIVE_TEMPLATE, max_length)
         self.mlp = MLPHead(self.encoder.dim).to(self.encoder.device)
 
     @property
@@ -149,10 +178,16 @@ class SncseModel(nn.Module):
     def dim(self) -> int:
         return self.encoder.dim
 
+    @property
+    def eval_max_length(self) -> int:
+        """The token limit of evaluation prompts (and of the saved encoder)."""
+        return self.encoder.settings.max_length
+
     def tokenize_views(
         self, sentences: Sequence[str], negations: Sequence[str] | None = None
     ) -> dict[str, Tensor]:
-        """One padded batch: anchors, then positives, then (when given) the soft negatives."""
+        """One padded training batch (prompts of at most ``max_length`` tokens): anchors, then positives,
+        then (when given) the soft negatives."""
         texts = [with_final_punctuation(s) for s in sentences]
         prompts = fill_prompts(self.anchor_prompt, texts) + fill_prompts(self.positive_prompt, texts)
         if negations is not None:
@@ -182,7 +217,8 @@ class SncseModel(nn.Module):
     def encode(
         self, sentences: Sequence[str], batch_size: int = 128, *, normalize: bool = False
     ) -> np.ndarray:
-        """Evaluation embeddings: the anchor template's raw mask state (no MLP), float32 numpy."""
+        """Evaluation embeddings: the anchor template's raw mask state (no MLP), float32 numpy; prompts of up
+        to ``eval_max_length`` tokens (whole STS sentences at the default)."""
         return self.encoder.encode(
             [with_final_punctuation(s) for s in sentences], batch_size=batch_size, normalize=normalize
         )
@@ -199,6 +235,8 @@ class SncseModel(nn.Module):
             "positive_template": POSITIVE_TEMPLATE,
             "append_period": True,
             "family": self.family,
+            "train_max_length": self.max_length,
+            "eval_max_length": self.eval_max_length,
         }
         (directory / SNCSE_FILE).write_text(json.dumps(meta, indent=2) + "\n")
         return directory
@@ -217,8 +255,17 @@ class SncseModel(nn.Module):
     def load(
         cls, directory: str | Path, *, device: str | torch.device | None = None, **kwargs: Any
     ) -> SncseModel:
-        """Rebuild a model written by :meth:`save` (weights, templates, max length, MLP)."""
+        """Rebuild a model written by :meth:`save` (weights, templates, max lengths, MLP).
+
+        A folder saved before evaluation and training lengths were separate (its ``sncse.json`` has no
+        ``eval_max_length``) stored the training length (32) as the encoder's: it is replaced by the
+        model's limit, so that loaded models, too, encode whole sentences."""
+        directory = Path(directory)
+        meta = json.loads((directory / SNCSE_FILE).read_text()) if (directory / SNCSE_FILE).exists() else {}
         encoder = TransformerEncoder.load(directory, device=device)
+        if "eval_max_length" not in meta:
+            encoder = with_eval_max_length(encoder, None)
+        kwargs.setdefault("max_length", int(meta.get("train_max_length", 32)))
         model = cls(str(directory), encoder=encoder, **kwargs)
         mlp_file = Path(directory) / MLP_FILE
         if mlp_file.exists():
