@@ -217,8 +217,12 @@ class TrainingLoop:
                                          decay=config.lr_schedule == "linear")
         use_fp16 = self.device.type == "cuda" and config.amp and not torch.cuda.is_bf16_supported()
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_fp16)
+        # A temporary folder of our own goes with the loop: cleanup(), else when the loop is collected or the
+        # process exits (TemporaryDirectory's finalizer), so a caller that never calls cleanup() leaks nothing.
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if work_dir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="sentsweep-loop-"))
+            self._tmp = tempfile.TemporaryDirectory(prefix="sentsweep-loop-", ignore_cleanup_errors=True)
+            self._workdir = Path(self._tmp.name)
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
             work_dir.mkdir(parents=True)
@@ -431,7 +435,10 @@ class TrainingLoop:
         return best
 
     def cleanup(self) -> None:
+        """Remove the work folder now."""
         shutil.rmtree(self._workdir, ignore_errors=True)
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
 
 def write_history(history: list[dict[str, float]], path: Path) -> None:

@@ -149,3 +149,15 @@ def test_bad_loop_settings_name_the_field() -> None:
         parse_config(TrialConfig, {"lr": 0})
     with pytest.raises(ConfigError, match="max_grad_norm"):
         parse_config(TrialConfig, {"max_grad_norm": 0})
+
+
+def test_a_loop_without_a_work_dir_leaves_no_temp_folder_even_without_cleanup() -> None:
+    import gc
+
+    loop = TrainingLoop(RegressionTask(), _config())
+    loop.run()
+    folder = loop._workdir
+    assert folder.is_dir() and folder.name.startswith("sentsweep-loop-")
+    del loop
+    gc.collect()
+    assert not folder.exists()
