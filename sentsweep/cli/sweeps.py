@@ -39,7 +39,7 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
     p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
     p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
-    add_overrides(p, "--set time_budget_s=3600 (with --allow-change time_budget_s)")
+    add_overrides(p, "--set num_samples=16 (with --allow-change num_samples)")
     add_allow_change(p)
     add_driver(p)
     p.set_defaults(handler=cmd_resume)

@@ -32,6 +32,7 @@ class ProgressCallback(Callback):
 
     def setup(self, **info: Any) -> None:
         self._start = time.monotonic()
+        self.num_samples = info.get("total_num_samples") or self.num_samples  # a resume may have changed it
 
     def line(self, trials: list[Trial], ending: Trial | None = None) -> str:
         """The progress line; ``ending`` is a trial Tune is completing (its status not yet updated)."""

@@ -5,25 +5,37 @@ it is given (``sweep CONFIG --resume-interrupted``: the YAML and its ``--set`` o
 --set ...``: the stored config with the overrides) field by field and refuses any difference, on one line
 naming each field with its stored and given values. ``--allow-change FIELD,...`` lets through the fields a
 restored Ray Tune experiment can take (:data:`CHANGEABLE`); the others are refused with the reason
-(:data:`FIXED_ON_RESUME`), whether or not they are named.
+(:data:`FIXED_ON_RESUME`), whether or not they are named. Once the restore succeeded, an allowed change is
+written to the manifest (:func:`record_resume_config`): it is the sweep's config from then on, which the next
+resume compares with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.sweep_tracking import flatten
 
+if TYPE_CHECKING:
+    from ray.tune import Tuner
+
+    from sentsweep.platform.storage import SweepLocation, SweepManifest
+    from sentsweep.platform.sweep_tracking import SweepRun
+
+#: The parent run's tag naming the changes the latest resume made to the config (JSON ``{field: [old, new]}``;
+#: the parent's params keep the values the sweep started with).
+RESUME_CHANGES_TAG = "sentsweep.resume_changes"
+
 #: Fields a resume may change when ``--allow-change`` names them: the time budget is given to ``tune.run``
-#: afresh on every ``fit`` (a TuneConfig field of the restored Tuner).
-CHANGEABLE: frozenset[str] = frozenset({"time_budget_s"})
+#: afresh on every ``fit`` (a TuneConfig field of the restored Tuner); the number of samples replaces the one
+#: restored with the searcher's state (:mod:`~sentsweep.platform.resume_samples`; not below the trials already
+#: started).
+CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples"})
 #: Fields users expect to change but Ray Tune 2.60 keeps from the saved experiment, with the reason.
 FIXED_ON_RESUME: dict[str, str] = {
-    "num_samples": "Ray Tune restores the number of samples from the searcher's saved state "
-                   "(SearchGenerator.total_samples), so a resume cannot change it",
     "max_concurrent_trials": "Ray Tune restores the concurrency limiter from the searcher's saved state",
 }
 
@@ -56,9 +68,43 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
     refused = {key: change for key, change in changes.items() if key not in allow}
     if refused:
         fixed = [key for key in refused if key in FIXED_ON_RESUME]
+        allowable = [key for key in refused if key in CHANGEABLE]
         hint = (f"; {fixed[0]}: {FIXED_ON_RESUME[fixed[0]]}" if fixed else
-                f"; only {', '.join(sorted(CHANGEABLE))} can change, with --allow-change" if
-                set(refused) <= CHANGEABLE else "")
+                f"; {', '.join(allowable)} can change with --allow-change {','.join(allowable)}" if allowable else "")
         raise ConfigError(f"the config differs from the one the sweep was started with: {_describe(refused)}; "
                           f"run it unchanged, or start a new sweep{hint}", file=source)
     return stored.model_copy(update={key: getattr(given, key) for key in changes})
+
+
+def record_resume_config(location: SweepLocation, manifest: SweepManifest, config: SweepConfig) -> dict[str, Any]:
+    """Write ``config`` (an allowed change of the stored one) to the sweep folder's manifest and ``sweep.yaml``;
+    the changes, ``{field: [stored, new]}`` (empty, and nothing written, when there are none)."""
+    changes = config_changes(manifest.config, config.model_dump(mode="json"))
+    if changes:
+        location.write_manifest(manifest.model_copy(update={"config": config.model_dump(mode="json")}), config)
+    return {key: list(change) for key, change in changes.items()}
+
+
+def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
+                        sweep: SweepRun) -> None:
+    """After ``Tuner.restore``: give ``tuner`` the time budget and the number of samples of ``config``, record an
+    allowed change in the manifest and on the parent run (:data:`RESUME_CHANGES_TAG`)."""
+    import json
+
+    from sentsweep.platform.resume_samples import resize_search
+
+    set_time_budget(tuner, config.time_budget_s)
+    resize_search(tuner, config.num_samples)
+    changes = record_resume_config(location, manifest, config)
+    if changes:
+        sweep.set_tags({RESUME_CHANGES_TAG: json.dumps(changes)})
+
+
+def set_time_budget(tuner: Tuner, seconds: float | None) -> None:
+    """Give a restored Tuner a new time budget: Ray has no public setter, but reads the restored TuneConfig's
+    ``time_budget_s`` afresh on every ``fit`` (``TunerInternal._get_tune_run_arguments``)."""
+    tune_config = getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
+    if tune_config is None or not hasattr(tune_config, "time_budget_s"):
+        raise ConfigError("this Ray Tune version does not let a resume change the time budget",
+                          field="time_budget_s")
+    tune_config.time_budget_s = seconds

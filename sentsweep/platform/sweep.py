@@ -34,7 +34,8 @@ from sentsweep.platform.lease import SweepLease
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.preflight import check_sweep
 from sentsweep.platform.progress import ProgressCallback
-from sentsweep.platform.resume_config import resume_config
+from sentsweep.platform.resume_config import apply_resume_config, resume_config
+from sentsweep.platform.resume_samples import refuse_fewer_samples
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
@@ -261,6 +262,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     stored = manifest.sweep_config()
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
     config = resume_config(stored, given, allow_change, location.uri)
+    refuse_fewer_samples(location, stored, config)
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
     stops = StopSignals()
@@ -278,8 +280,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                                            tune_trainable(trainable, config), resume_errored=True,
                                            storage_filesystem=location.filesystem,
                                            param_space=trial_param_space(config, sweep.trial_settings()))
-                if config.time_budget_s != stored.time_budget_s:
-                    _set_time_budget(tuner, config.time_budget_s)
+                apply_resume_config(tuner, location, manifest, config, sweep)
                 return tuner
 
             return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
@@ -293,16 +294,6 @@ def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) 
     from sentsweep.yaml_io import apply_overrides
 
     return parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), source)
-
-
-def _set_time_budget(tuner: Tuner, seconds: float | None) -> None:
-    """Give a restored Tuner a new time budget: Ray has no public setter, but reads the restored TuneConfig's
-    ``time_budget_s`` afresh on every ``fit`` (``TunerInternal._get_tune_run_arguments``)."""
-    tune_config = getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
-    if tune_config is None or not hasattr(tune_config, "time_budget_s"):
-        raise ConfigError("this Ray Tune version does not let a resume change the time budget",
-                          field="time_budget_s")
-    tune_config.time_budget_s = seconds
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,

@@ -197,6 +197,9 @@ class SweepRun:
         return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name, "trial_id": None}
 
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self._outbox().put({"op": "tags", "tags": tags})
+
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})
 

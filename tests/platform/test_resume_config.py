@@ -30,17 +30,18 @@ def test_a_changed_config_is_refused_with_every_differing_field() -> None:
         resume_config(_config(), given, source="ray_results/demo-1")
     message = str(err.value)
     assert "fixed.max_steps (20 -> 30)" in message and "num_samples (8 -> 10)" in message
-    assert "searcher's saved state" in message and "\n" not in message
+    assert "num_samples can change with --allow-change num_samples" in message and "\n" not in message
     assert message.startswith("ray_results/demo-1: ")
 
 
-def test_only_the_time_budget_may_change_when_allowed() -> None:
+def test_only_the_time_budget_and_the_samples_may_change_when_allowed() -> None:
     given = _config(time_budget_s=600.0)
     with pytest.raises(ConfigError, match=r"time_budget_s \(None -> 600.0\).*--allow-change"):
         resume_config(_config(), given)
     assert resume_config(_config(), given, allow=["time_budget_s"]).time_budget_s == 600.0
-    with pytest.raises(ConfigError, match="cannot change on resume: num_samples: Ray Tune restores") as err:
-        resume_config(_config(), _config(num_samples=10), allow=["num_samples"])
+    assert resume_config(_config(), _config(num_samples=10), allow=["num_samples"]).num_samples == 10
+    with pytest.raises(ConfigError, match="cannot change on resume: max_concurrent_trials: Ray Tune restores") as err:
+        resume_config(_config(), _config(max_concurrent_trials=2), allow=["max_concurrent_trials"])
     assert err.value.field == "--allow-change"
     with pytest.raises(ConfigError, match="fixed.max_steps"):  # allowing one field lets no other through
         resume_config(_config(), _config(time_budget_s=600.0, fixed={"max_steps": 30}), allow=["time_budget_s"])

@@ -1,0 +1,80 @@
+"""``--allow-change num_samples``: a stopped sweep resumed with more samples runs that many trials in total (real
+Ray Tune, the toy method); fewer than the trials it already started is refused before Ray starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.interrupt import SweepInterrupted
+from sentsweep.platform.resume_config import RESUME_CHANGES_TAG
+from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
+
+
+def _trial_runs(client: MlflowClient) -> list:
+    experiment = client.get_experiment_by_name("toy")
+    return client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'") if experiment else []
+
+
+def _interrupt_after_a_finished_trial(client: MlflowClient, done: threading.Event) -> None:
+    """SIGINT to this process (Tune's handler: a graceful stop) once two trials' runs are FINISHED."""
+    deadline = time.monotonic() + 120
+    while not done.is_set() and time.monotonic() < deadline:
+        if sum(r.info.status == "FINISHED" for r in _trial_runs(client)) >= 2:
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.2)
+
+
+def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
+    from sentsweep.platform.storage import locate
+    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.3})
+    client = MlflowClient(tracking_uri=tracking_uri)
+    done = threading.Event()
+    watcher = threading.Thread(target=_interrupt_after_a_finished_trial, args=(client, done), daemon=True)
+    watcher.start()
+    try:
+        with pytest.raises(SweepInterrupted):
+            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                      echo=lambda line: None)
+    finally:
+        done.set()
+        watcher.join()
+    (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
+    started = len(_trial_runs(client))
+    assert 2 <= started < 4, "the sweep was to be stopped with trials left to run"
+
+    # fewer than the trials already started (two of them finished): refused, naming them, before Ray is touched
+    with pytest.raises(ConfigError, match=f"cannot lower num_samples to 1: the sweep already started {started} "):
+        resume_sweep(str(sweep_dir), overrides=["num_samples=1"], allow_change=["num_samples"],
+                     trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=lambda line: None)
+    with pytest.raises(ConfigError, match=r"num_samples \(4 -> 5\).*--allow-change num_samples"):
+        resume_sweep(str(sweep_dir), overrides=["num_samples=5"], trainable=TOY_TRAINABLE, space=TOY_SPACE,
+                     preflight=False, echo=lambda line: None)
+
+    outcome = resume_sweep(str(sweep_dir), overrides=["num_samples=5"], allow_change=["num_samples"],
+                           trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                           echo=lambda line: None)
+
+    assert outcome.counts == {"finished": 5, "pruned": 0, "failed": 0}
+    runs = _trial_runs(client)
+    assert len(runs) == 5 == len({r.data.tags[TRIAL_ID_TAG] for r in runs})
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * 5
+    manifest = locate(str(sweep_dir)).read_manifest()
+    assert manifest.config["num_samples"] == 5  # the next resume compares with the changed config
+    assert "num_samples: 5" in Path(sweep_dir, "sweep.yaml").read_text()
+    parent = client.get_run(outcome.parent_run_id)
+    assert json.loads(parent.data.tags[RESUME_CHANGES_TAG]) == {"num_samples": [4, 5]}
+    assert parent.data.metrics["trials_finished"] == 5
