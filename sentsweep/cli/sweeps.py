@@ -1,4 +1,4 @@
-"""The sweep sub-commands: ``sweep``, ``resume``, ``compare`` and ``export``.
+"""The sweep sub-commands: ``sweep``, ``resume``, ``sync``, ``compare`` and ``export``.
 
 Each handler returns an exit status and lets :class:`~sentsweep.errors.SentsweepError` propagate (the CLI
 prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the handlers. ``sweep
@@ -43,6 +43,16 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
     add_allow_change(p)
     add_driver(p)
     p.set_defaults(handler=cmd_resume)
+
+
+def _add_sync(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sync", help="deliver to MLflow what a sweep journaled while it did not answer",
+                       description="Replay a sweep's tracking journals (its trials' and its driver's, finalize "
+                       "included: metrics, artifacts, the model registration, the parent's end) once MLflow "
+                       "answers again; exit status 1 while entries are still pending.")
+    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
+    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+    p.set_defaults(handler=cmd_sync)
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -103,9 +113,22 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _finish(outcome)
 
 
+def cmd_sync(args: argparse.Namespace) -> int:
+    from sentsweep.platform.tracking_journals import sync_sweep
+
+    pending, uri = sync_sweep(args.sweep_dir, args.storage_endpoint_url)
+    print(f"{pending} tracking entries still wait for {uri}; run this again once it answers" if pending else
+          f"MLflow ({uri}) has everything the sweep journaled")
+    return 1 if pending else 0
+
+
 def _finish(outcome: SweepOutcome) -> int:
     """The summary of a sweep that ran to its end; status 1 when no trial finished."""
-    _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
+    try:
+        _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
+    except Exception as exc:  # noqa: BLE001 - an outage: what waits is journaled, the sweep is done
+        print(f"\nno summary: MLflow did not answer ({type(exc).__name__}); once it does, "
+              f"`sentsweep sync {outcome.sweep_dir}` delivers what waits")
     print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
     return 0 if outcome.counts.get("finished", 0) else 1
 
@@ -152,5 +175,5 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    _add_sweep, _add_resume, _add_compare, _add_export,
+    _add_sweep, _add_resume, _add_sync, _add_compare, _add_export,
 )

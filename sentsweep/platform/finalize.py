@@ -82,11 +82,11 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     outcome.best_trial_id = str(best.metrics.get("trial_id"))
     outcome.best_value = float(best.metrics[config.metric])
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
-    run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, outcome.best_trial_id)
-    outcome.best_run_id = run.info.run_id if run else None
-    sweep.client.set_tag(sweep.run_id, BEST_TRIAL_TAG, outcome.best_trial_id)
+    outcome.best_run_id = _best_run_id(sweep, outcome.best_trial_id)
+    tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
     if outcome.best_run_id:
-        sweep.client.set_tag(sweep.run_id, BEST_RUN_TAG, outcome.best_run_id)
+        tags[BEST_RUN_TAG] = outcome.best_run_id
+    sweep.set_tags(tags)
     sweep.log_metrics({f"best_{config.metric}": outcome.best_value})
     echo(f"best trial {outcome.best_trial_id}: {config.metric} {outcome.best_value:.2f} with "
          + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
@@ -101,22 +101,40 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
             except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
                 echo(f"not exported: {exc}")
-                sweep.client.set_tag(sweep.run_id, "sentsweep.export_skipped", str(exc)[:500])
+                sweep.set_tags({"sentsweep.export_skipped": str(exc)[:500]})
             if outcome.export_dir:
                 echo(f"exported the best model to {outcome.export_dir}")
             if outcome.model_version:
                 echo(f"registered as '{config.register_model}' version {outcome.model_version}")
-        if outcome.best_run_id:
-            _point_trial_at_weights(sweep, outcome.best_run_id, weights, exported=outcome.export_dir is not None)
+            elif config.register_model and outcome.export_dir:
+                echo(f"'{config.register_model}' is registered once MLflow answers (sentsweep sync {location.uri})")
+        _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
+                                exported=outcome.export_dir is not None)
     prune_sweep(outcome.results, config.metric, config.mode, config.checkpoint.keep_trials, echo)
 
 
-def _point_trial_at_weights(sweep: SweepRun, run_id: str, weights: Path, exported: bool) -> None:
-    """The best trial's run names the parent's exported model (a tag), or gets the weights once as ``best/``."""
+def _best_run_id(sweep: SweepRun, trial_id: str) -> str | None:
+    """The best trial's child run (None when MLflow does not answer: the tags go through its journal)."""
+    try:
+        run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
+    except Exception:  # noqa: BLE001 - tracking is best-effort: an outage must not lose the sweep's end
+        return None
+    return run.info.run_id if run else None
+
+
+def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
+                            exported: bool) -> None:
+    """The best trial's run names the parent's exported model (a tag), or gets the weights once as ``best/``
+    (journaled: delivered when MLflow answers)."""
     if exported:
-        sweep.client.set_tag(run_id, EXPORTED_MODEL_TAG, f"runs:/{sweep.run_id}/{BEST_MODEL}")
-    elif not has_artifact(sweep.client, run_id, BEST_WEIGHTS):
-        sweep.client.log_artifacts(run_id, str(weights), BEST_WEIGHTS)
+        sweep.to_trial(trial_id, {"op": "tags", "tags": {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}})
+        return
+    try:
+        logged = run_id is not None and has_artifact(sweep.client, run_id, BEST_WEIGHTS)
+    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: upload (the same files)
+        logged = False
+    if not logged:
+        sweep.to_trial(trial_id, sweep.staged(weights, BEST_WEIGHTS))
 
 
 def varying_keys(results: ResultGrid) -> list[str]:
@@ -151,7 +169,7 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     with tempfile.TemporaryDirectory() as tmp:
         result.to_json(Path(tmp) / "final_eval.json")
         result.to_csv(Path(tmp) / "final_eval.csv")
-        sweep.client.log_artifacts(sweep.run_id, tmp, "best_eval")
+        sweep.log_artifacts(tmp, "best_eval")
     return metrics
 
 
@@ -172,29 +190,17 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
         model_dir = Path(tmp) / BEST_MODEL
         mlflow.sentence_transformers.save_model(SentenceTransformer(str(folder), device="cpu"), str(model_dir),
                                                 pip_requirements=[f"{k}=={v}" for k, v in versions.items()])
-        sweep.client.log_artifacts(sweep.run_id, str(model_dir), BEST_MODEL)
-        exported: str | None = f"{sweep.client.get_run(sweep.run_id).info.artifact_uri}/{BEST_MODEL}/{ST_SUBDIR}"
+        exported: str | None = f"runs:/{sweep.run_id}/{BEST_MODEL}/{ST_SUBDIR}"
         if location.filesystem is None and "://" not in location.uri:
             local = Path(location.uri) / BEST_MODEL
             shutil.rmtree(local, ignore_errors=True)
-            shutil.move(str(model_dir / ST_SUBDIR), local)
+            shutil.copytree(model_dir / ST_SUBDIR, local)
             exported = str(local)
-    version = register_model(config.register_model, sweep) if config.register_model else None
+        # moved into the journal folder: uploaded now, or by the next delivery once MLflow answers
+        sweep.log_artifacts(model_dir, BEST_MODEL, move=True)
+    # registered from the logged copy (no second upload), after it in the journal
+    version = sweep.register_model(config.register_model, BEST_MODEL) if config.register_model else None
     return exported, version
-
-
-def register_model(name: str, sweep: SweepRun) -> str:
-    """Register the parent run's logged ``best_model/`` (an MLflow model) as a version of ``name``: the version
-    points at the logged copy (no second upload)."""
-    import mlflow
-
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(sweep.tracking_uri)
-    try:
-        version = mlflow.register_model(f"runs:/{sweep.run_id}/{BEST_MODEL}", name)
-    finally:
-        mlflow.set_tracking_uri(previous)
-    return str(version.version)
 
 
 def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print) -> None:
@@ -207,6 +213,6 @@ def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], No
         written, skipped = study_plots(study, tmp)
         if skipped:
             (Path(tmp) / "skipped.txt").write_text("".join(f"{k}: {v}\n" for k, v in skipped.items()))
-        sweep.client.log_artifacts(sweep.run_id, tmp, "plots")
+        sweep.log_artifacts(tmp, "plots")
     echo(f"plots: {', '.join(p.stem for p in written) or 'none'}"
          + (f" (skipped: {', '.join(skipped)})" if skipped else ""))

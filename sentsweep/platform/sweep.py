@@ -269,7 +269,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
     with graceful_stops(stops), explain_refused_credentials(manifest.tracking_uri):
         sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
-                                manifest.sweep_name, sweep_dir=location.uri)
+                                manifest.sweep_name, sweep_dir=location.uri, filesystem=location.filesystem,
+                                fs_path=location.fs_path if location.filesystem is not None else None)
         with SweepLease(sweep.client, sweep.run_id):
             if preflight:
                 check_sweep(config, trials, location.uri)

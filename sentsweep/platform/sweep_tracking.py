@@ -18,6 +18,7 @@ import importlib.metadata
 import inspect
 import json
 import logging
+import shutil
 import subprocess
 import tempfile
 import time
@@ -42,10 +43,9 @@ from sentsweep.platform.tracking_journals import (
     driver_journal_dir,
     replay_sweep_journals,
     trial_sweep_dir,
-    worker_journal,
 )
 from sentsweep.platform.tracking_store import prepare_store
-from sentsweep.tracking.journal import metric_points
+from sentsweep.tracking.journal import Entry, metric_points, trial_journal_name
 from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
     GIT_TAG,
@@ -175,13 +175,14 @@ class SweepRun:
 
     @classmethod
     def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str,
-               sweep_dir: str | None = None) -> SweepRun:
+               sweep_dir: str | None = None, filesystem: Any = None, fs_path: str | None = None) -> SweepRun:
         """An existing sweep's parent run, its status unchanged (``sentsweep resume``; see :meth:`reopen`),
-        after delivering what the interrupted session could not."""
+        after delivering what the interrupted session could not (``filesystem`` and ``fs_path``: the pyarrow
+        file system and path of a remote sweep folder, :func:`replay_sweep_journals`)."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name,
                     driver_journal_dir(sweep_dir, sweep_name))
         if sweep_dir:
-            replay_sweep_journals(sweep_dir, tracking_uri, sweep_name)
+            replay_sweep_journals(sweep_dir, tracking_uri, sweep_name, filesystem, fs_path)
         return sweep
 
     def reopen(self) -> None:
@@ -189,16 +190,52 @@ class SweepRun:
         self._outbox().put({"op": "running", "reason": "resumed"}, {"op": "tags", "tags": {STATUS_TAG: "running"}})
 
     def _outbox(self) -> Outbox:
-        folder = self.journal_dir or driver_journal_dir(None, self.sweep_name)
-        return DriverJournals(self.tracking_uri, folder).parent(self.run_id)
+        return DriverJournals(self.tracking_uri, self._journal_folder()).parent(self.run_id)
 
     def trial_settings(self) -> dict[str, Any]:
         """The ``tracking`` section of every trial config (the trial id is filled in by the worker)."""
         return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name, "trial_id": None}
 
-    def set_tags(self, tags: dict[str, str]) -> None:
-        self._outbox().put({"op": "tags", "tags": tags})
+    def set_tags(self, tags: dict[str, str]) -> bool:
+        """Tags on the parent run (journaled); whether MLflow has them."""
+        return self._outbox().put({"op": "tags", "tags": tags})
+
+    def log_artifacts(self, local_dir: str | Path, artifact_path: str, *, move: bool = False) -> bool:
+        """Upload a folder to the parent run's ``artifact_path`` through its journal; whether MLflow has it.
+
+        The folder is staged in the journal folder first (moved when ``move``, else copied), so that an outage
+        delays the upload (to the next delivery: ``sentsweep sync``, a resume) instead of losing it; the staged
+        copy is removed once uploaded."""
+        return self._outbox().put(self.staged(local_dir, artifact_path, move))
+
+    def register_model(self, name: str, artifact_path: str) -> str | None:
+        """Register the parent run's logged model at ``artifact_path`` as a version of ``name`` (journaled
+        after its upload); the version, or None while MLflow does not answer."""
+        outbox = self._outbox()
+        done = outbox.put({"op": "register", "name": name, "path": artifact_path})
+        return outbox.replayer.registered.get(name) if done else None
+
+    def to_trial(self, trial_id: str, *entries: Entry) -> bool:
+        """Deliver ``entries`` (e.g. tags, :meth:`staged` artifacts) to ``trial_id``'s child run through the
+        driver's journal of that trial; whether MLflow has them."""
+        journals = DriverJournals(self.tracking_uri, self._journal_folder())
+        find = {"op": "open", "experiment_id": self.experiment_id, "trial_id": trial_id,
+                "parent_run_id": self.run_id, "create": False}
+        return journals.outbox(trial_journal_name(trial_id)).put(find, *entries)
+
+    def staged(self, local_dir: str | Path, artifact_path: str, move: bool = False) -> Entry:
+        """An ``artifacts`` entry for a copy of ``local_dir`` in the journal folder (removed once uploaded)."""
+        staged = self._journal_folder() / "staged" / f"{artifact_path.replace('/', '_')}-{now_ms()}"
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        if move:
+            shutil.move(str(local_dir), staged)
+        else:
+            shutil.copytree(local_dir, staged)
+        return {"op": "artifacts", "dir": str(staged), "path": artifact_path, "remove": True}
+
+    def _journal_folder(self) -> Path:
+        return self.journal_dir or driver_journal_dir(None, self.sweep_name)
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})
@@ -279,7 +316,8 @@ class TrackingCallback(Callback):
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         """Once per driver session, at its first step with trials: deliver what earlier sessions left."""
         if self._journals is None and trials:
-            self.journals(trials[0]).replay(worker_journal(t) for t in trials)
+            journals = self.journals(trials[0])
+            journals.replay(journals.worker(t) for t in trials)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         result = trial.last_result or {}
@@ -318,7 +356,7 @@ class TrackingCallback(Callback):
         journals = self.journals(trials[0])
         journals.parent(self.settings["parent_run_id"]).put(
             {"op": "metrics", "points": metric_points(totals, 0, now_ms())})
-        pending = journals.replay(worker_journal(t) for t in trials)
+        pending = journals.replay(journals.worker(t) for t in trials)
         if pending:
             log.warning("MLflow has not answered: %d tracking entries wait in %s (resume, or the next sweep "
                         "command on this folder, delivers them)", pending, journals.folder)

@@ -5,10 +5,12 @@ worker does (:mod:`sentsweep.tracking.journal`), in the sweep folder's ``trackin
 per trial it closes, ``parent.jsonl`` for the parent run; in the cache folder when the sweep folder is
 remote). A trial's driver journal first *follows* the trial's worker journal up to where it was when the
 driver wrote (so a worker's history is delivered before the driver closes the run), and a driver status is
-void once a later attempt of the trial reopened the run.
+void once a later attempt of the trial reopened the run. A worker journal the driver cannot see (remote
+storage, a worker on another machine) is read from its copy in the trial's storage folder
+(:mod:`sentsweep.tracking.journal_mirror`), pulled into this folder as ``worker-<trial folder name>.jsonl``.
 
 :func:`replay_sweep_journals` delivers everything pending: at the end of a sweep, at the start of a resume,
-or on demand once the server answers again.
+or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync SWEEP_DIR``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sentsweep.tracking.journal import (
     Journal,
     trial_journal_name,
 )
+from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Outbox, Reachability, Replayer
 from sentsweep.tracking.trial_logger import journal_locations
 
@@ -52,12 +55,21 @@ def trial_sweep_dir(trial: Trial) -> str | None:
     return storage.experiment_fs_path if local else None
 
 
-def worker_journal(trial: Trial) -> Journal | None:
-    """The journal the trial's worker wrote, where the driver can read it (None when it cannot)."""
+def worker_copy_name(trial_dir_name: str) -> str:
+    """The driver's local copy of a worker journal pulled from the trial's storage folder ``trial_dir_name``."""
+    return f"worker-{trial_dir_name}.jsonl"
+
+
+def worker_journal(trial: Trial, folder: Path | None = None) -> Journal | None:
+    """The journal the trial's worker wrote, where the driver can read it: on this machine, else its copy in
+    the trial's storage folder pulled into ``folder`` (None when there is neither)."""
     for path in journal_locations(trial.storage):
         if path.is_file():
             return Journal(path)
-    return None
+    mirror = storage_mirror(trial.storage)
+    if mirror is None or folder is None:
+        return None
+    return mirror.pull(folder / worker_copy_name(trial.storage.trial_dir_name))
 
 
 class DriverJournals:
@@ -80,7 +92,7 @@ class DriverJournals:
         from sentsweep.tracking.vocabulary import TrackingSettings, child_run_tags, param_value
 
         entries: list[Entry] = []
-        worker = worker_journal(trial)
+        worker = self.worker(trial)
         if worker is not None:
             upto = len(worker.entries())
             entries.append({"op": "follow", "path": str(worker.path), "upto": upto})
@@ -92,6 +104,10 @@ class DriverJournals:
                         "create": create, "params": params})
         entries.append(finish)
         self.outbox(trial_journal_name(trial.trial_id)).put(*entries)
+
+    def worker(self, trial: Trial) -> Journal | None:
+        """:func:`worker_journal` of ``trial``, a copy pulled from the storage going to this folder."""
+        return worker_journal(trial, self.folder)
 
     def replay(self, workers: Iterable[Journal | None] = ()) -> int:
         """Deliver the worker journals ``workers`` and every journal of this folder (the parent's last); the
@@ -111,9 +127,53 @@ class DriverJournals:
         return sum(j.pending() for j in journals if j.exists())
 
 
-def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str) -> int:
-    """Deliver what a sweep's trials (in a local sweep folder) and its driver could not log; the number of
-    entries still pending (``sentsweep resume`` does this first; so can a command once the server is back)."""
-    workers = sorted(Path(sweep_dir).glob(f"*/{TRIAL_JOURNAL}")) if "://" not in sweep_dir else []
+def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, filesystem: Any = None,
+                          fs_path: str | None = None) -> int:
+    """Deliver what a sweep's trials and its driver could not log; the number of entries still pending
+    (``sentsweep resume`` does this first; so can a command once the server is back).
+
+    The trials' journals are read in a local sweep folder, else (``filesystem``, a pyarrow file system, and the
+    folder's ``fs_path`` on it; default: resolved from the ``sweep_dir`` URI) from their copies in the trial
+    folders of the storage."""
     journals = DriverJournals(tracking_uri, driver_journal_dir(sweep_dir, sweep_name))
-    return journals.replay(Journal(path) for path in workers)
+    if "://" not in sweep_dir and filesystem is None:
+        workers = [Journal(path) for path in sorted(Path(sweep_dir).glob(f"*/{TRIAL_JOURNAL}"))]
+    else:
+        workers = pull_worker_copies(filesystem, fs_path, sweep_dir, journals.folder)
+    return journals.replay(workers)
+
+
+def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, folder: Path) -> list[Journal]:
+    """The copies of the worker journals in the trial folders of a remote sweep folder, pulled into ``folder``
+    (none when the storage cannot be listed: an outage of the storage delays them to the next replay)."""
+    import pyarrow.fs
+
+    if filesystem is None:
+        filesystem, fs_path = pyarrow.fs.FileSystem.from_uri(sweep_dir)
+    try:
+        infos = filesystem.get_file_info(pyarrow.fs.FileSelector(fs_path, allow_not_found=True))
+    except OSError:
+        return []
+    found = []
+    for info in sorted(infos, key=lambda i: i.base_name):
+        if info.type != pyarrow.fs.FileType.Directory:
+            continue
+        copy = JournalMirror(filesystem, info.path).pull(folder / worker_copy_name(info.base_name))
+        if copy is not None:
+            found.append(copy)
+    return found
+
+
+def sync_sweep(sweep_dir: str, endpoint_url: str | None = None) -> tuple[int, str]:
+    """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
+    an outage included: metrics, artifacts, the registration, the parent's end); the number of entries still
+    pending, and the tracking URI."""
+    from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.storage import locate
+
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
+    manifest = location.read_manifest()
+    remote = location.filesystem is not None
+    pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name, location.filesystem,
+                                    location.fs_path if remote else None)
+    return pending, manifest.tracking_uri

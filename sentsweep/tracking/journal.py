@@ -9,7 +9,8 @@ sent twice would be stored twice. Entries are plain data:
 - ``open``: find this trial's run by its ``sentsweep.trial_id`` tag, else create it (with ``token``: a
   worker's attempt, which reattaches to a run it did not create itself);
 - ``params``, ``metrics`` (``[key, value, timestamp_ms, step]`` points), ``tags``;
-- ``artifacts``: a local folder to upload;
+- ``artifacts``: a local folder to upload (``remove``: a staged copy, removed once uploaded);
+- ``register``: register the run's logged model at ``path`` as a version of ``name``;
 - ``finish``: a terminal status and its reason.
 
 A journal on disk is appended to by one process (its owner) and replayed under a file lock
@@ -51,6 +52,13 @@ class JournalState:
     run_id: str | None = None
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> JournalState:
+        """A state as :meth:`Journal.save_state` writes it (:class:`json.JSONDecodeError` when it is not one)."""
+        raw = json.loads(text)
+        return cls(int(raw.get("delivered", 0)), raw.get("run_id"), int(raw.get("skipped", 0)),
+                   list(raw.get("notes", [])))
 
 
 class Journal:
@@ -98,11 +106,9 @@ class Journal:
         if self.path is None:
             return self._state
         try:
-            raw = json.loads(self.state_path.read_text(encoding="utf-8"))
+            return JournalState.from_json(self.state_path.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError):
             return JournalState()
-        return JournalState(int(raw.get("delivered", 0)), raw.get("run_id"), int(raw.get("skipped", 0)),
-                            list(raw.get("notes", [])))
 
     def save_state(self, state: JournalState) -> None:
         if self.path is None:

@@ -11,6 +11,7 @@ client, or a journal replayed from a stale copy, adds nothing twice:
 - ``params`` logs only the keys the run lacks; ``tags`` and ``artifacts`` overwrite with the same content;
 - ``metrics`` skips points the run already has (same key, value, timestamp and step), reading a key's
   history once per run unless the run was created by this replayer;
+- ``register`` registers a logged model once per run and model name;
 - ``finish`` leaves a run alone that is already over when asked to (``if_running``), and is void when a
   later attempt of the trial opened the run again (``void_after``: a worker journal and its length when the
   driver wrote the entry).
@@ -23,6 +24,7 @@ before the next delivery, so an outage costs the client's retry budget once, not
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -69,7 +71,15 @@ class Replayer:
         self.client = client
         self.created: set[str] = set()
         self.reattached: set[str] = set()
+        self.registered: dict[str, str] = {}  # model name -> the version this replayer registered
         self._known: dict[tuple[str, str], set[tuple[str, str, int, int]]] = {}
+
+    def forget(self, run_id: str | None) -> None:
+        """Read ``run_id``'s metric histories again before the next points: someone else may have logged some
+        (a driver replaying a copy of this journal, :mod:`sentsweep.tracking.journal_mirror`)."""
+        self.created.discard(run_id or "")
+        for key in [k for k in self._known if k[0] == run_id]:
+            del self._known[key]
 
     def flush(self, journal: Journal, upto: int | None = None) -> JournalState:
         """Deliver the pending entries (the first ``upto`` at most); a transient error propagates, with the
@@ -118,6 +128,10 @@ class Replayer:
         elif op == "artifacts":
             if Path(entry["dir"]).is_dir():  # a worker's folder the driver cannot see is not an error
                 self.client.log_artifacts(run_id, entry["dir"], entry.get("path"))
+                if entry.get("remove"):  # a copy staged for this entry alone (the driver's finalize)
+                    shutil.rmtree(entry["dir"], ignore_errors=True)
+        elif op == "register":
+            self._register(run_id, entry["name"], entry["path"])
         elif op == "finish":
             self._finish(run_id, entry)
         elif op == "running":  # a resumed sweep's parent run
@@ -177,6 +191,21 @@ class Replayer:
                 self._known.pop((run_id, metric.key), None)
             self.created.discard(run_id)
             raise
+
+    def _register(self, run_id: str, name: str, path: str) -> None:
+        """Register the run's logged model at ``path`` as a version of ``name``, unless a version of ``name``
+        already comes from this run (a replay after a registration that landed)."""
+        import mlflow
+
+        if self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'"):
+            return
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(self.client.tracking_uri)
+        try:
+            version = mlflow.register_model(f"runs:/{run_id}/{path}", name)
+        finally:
+            mlflow.set_tracking_uri(previous)
+        self.registered[name] = str(version.version)
 
     def _finish(self, run_id: str, entry: Entry) -> None:
         void = entry.get("void_after")

@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from mlflow import MlflowClient
 
-from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal, metric_points
+from sentsweep.tracking.journal import TRIAL_JOURNAL, Entry, Journal, metric_points
+from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
     MAX_PARAM_LENGTH,
@@ -78,14 +79,20 @@ class MlflowTrialLogger:
     Tracking is best-effort: every call goes to the trial's journal first (``journal_path``, default
     :func:`trial_journal_path`; in memory outside Tune) and is delivered from there, in order, when MLflow
     answers (each later call flushes what is pending). A trial never fails because tracking is down; what
-    its worker could not deliver, the driver replays (:mod:`sentsweep.platform.sweep_tracking`).
+    its worker could not deliver, the driver replays (:mod:`sentsweep.platform.sweep_tracking`): from the
+    journal itself when the sweep folder is on a shared local file system, else from its copy in the trial's
+    storage folder (``mirror``, default :func:`trial_journal_mirror`; :mod:`sentsweep.tracking.journal_mirror`).
     """
 
-    def __init__(self, tracking: TrackingSettings, journal_path: Path | None = None) -> None:
+    def __init__(self, tracking: TrackingSettings, journal_path: Path | None = None,
+                 mirror: JournalMirror | None = None) -> None:
         self.tracking = tracking
         self.client = MlflowClient(tracking_uri=tracking.tracking_uri)
         self.trial_id = tracking.trial_id or ray_trial_id()
-        self.journal = Journal(journal_path if journal_path is not None else trial_journal_path())
+        if journal_path is None:
+            journal_path, mirror = trial_journal_path(), mirror or trial_journal_mirror()
+        self.journal = Journal(journal_path)
+        self.mirror = mirror
         self.outbox = Outbox(self.journal, self.client, tracking.tracking_uri)
         self.token = uuid.uuid4().hex
         self.last_step = 0
@@ -103,10 +110,18 @@ class MlflowTrialLogger:
         """Journal entries not delivered yet."""
         return self.journal.pending()
 
+    def _put(self, *entries: Entry) -> None:
+        """Journal and deliver ``entries``; copy the journal to the storage while entries are pending."""
+        if self.mirror is not None and self.mirror.dirty:  # the driver may have delivered from the copy
+            self.outbox.replayer.forget(self.run_id)
+        self.outbox.put(*entries)
+        if self.mirror is not None:
+            self.mirror.push(self.journal)
+
     # -- the TrialLogger protocol ------------------------------------------------------------
     def start(self, params: dict[str, Any]) -> None:
         """Open the child run, or reattach to this trial's existing one; log the params not yet there."""
-        self.outbox.put(
+        self._put(
             {"op": "open", "experiment_id": self.tracking.experiment_id, "run_name": self.trial_id,
              "parent_run_id": self.tracking.parent_run_id, "trial_id": self.trial_id, "token": self.token,
              "tags": child_run_tags(self.tracking, self.trial_id)},
@@ -118,11 +133,11 @@ class MlflowTrialLogger:
         self.last_step = max(self.last_step, step)
         points = metric_points(numeric_metrics(metrics), step, now_ms())
         if points:
-            self.outbox.put({"op": "metrics", "points": points})
+            self._put({"op": "metrics", "points": points})
 
     def log_artifacts(self, local_dir: Path, artifact_path: str | None = None) -> None:
         """Upload a folder (best weights, history, evaluation tables) to the run's artifacts."""
-        self.outbox.put({"op": "artifacts", "dir": str(Path(local_dir).resolve()), "path": artifact_path})
+        self._put({"op": "artifacts", "dir": str(Path(local_dir).resolve()), "path": artifact_path})
 
     def finish(self, status: Status, reason: str | None = None,
                totals: dict[str, float] | None = None) -> None:
@@ -138,18 +153,28 @@ class MlflowTrialLogger:
             entries.append({"op": "metrics", "points": metric_points(finite, self.last_step, now_ms())})
         text = _reason_text(status, reason) if reason or status != "FINISHED" else None
         entries.append({"op": "finish", "status": status, "reason": text, "if_running": True})
-        self.outbox.put(*entries)
+        self._put(*entries)
 
 
-def trial_journal_path() -> Path | None:
-    """This Tune trial's journal (the first of :func:`journal_locations`); None outside a Tune trial."""
+def _session_storage() -> Any:
+    """The Ray storage context of the current Tune trial; None outside a Tune trial."""
     try:
         from ray.train._internal.session import get_session
 
         session = get_session()
     except Exception:  # no Ray, or an API that moved: the journal stays in memory
         return None
-    storage = getattr(session, "storage", None) if session is not None else None
+    return getattr(session, "storage", None) if session is not None else None
+
+
+def trial_journal_mirror() -> JournalMirror | None:
+    """Where this Tune trial copies its journal for the driver: its storage folder when that is remote."""
+    return storage_mirror(_session_storage())
+
+
+def trial_journal_path() -> Path | None:
+    """This Tune trial's journal (the first of :func:`journal_locations`); None outside a Tune trial."""
+    storage = _session_storage()
     return journal_locations(storage)[0] if storage is not None else None
 
 
@@ -158,7 +183,8 @@ def journal_locations(storage: Any) -> list[Path]:
 
     In the trial's folder of the sweep when the sweep is on a local (shared) file system: the driver
     finds it there, also after a resume; else in the trial's working folder on its node (where the driver
-    finds it when the trial ran on the driver's node).
+    finds it when the trial ran on the driver's node; from another node it reads the copy in the trial's
+    storage folder, :func:`~sentsweep.tracking.journal_mirror.storage_mirror`).
     """
     import pyarrow.fs
 

@@ -24,14 +24,15 @@ def _trial_runs(client: MlflowClient) -> list:
     return client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'") if experiment else []
 
 
-def _interrupt_after_a_finished_trial(client: MlflowClient, done: threading.Event) -> None:
-    """SIGINT to this process (Tune's handler: a graceful stop) once two trials' runs are FINISHED."""
-    deadline = time.monotonic() + 120
+def _interrupt_at_the_third_trial(root: Path, done: threading.Event) -> None:
+    """SIGINT to this process (Tune's handler: a graceful stop) once the third trial started (one at a time:
+    two have ended), seen from its folder's ``params.json``."""
+    deadline = time.monotonic() + 240
     while not done.is_set() and time.monotonic() < deadline:
-        if sum(r.info.status == "FINISHED" for r in _trial_runs(client)) >= 2:
+        if len(list(root.glob("*/*/params.json"))) >= 3:
             os.kill(os.getpid(), signal.SIGINT)
             return
-        time.sleep(0.2)
+        time.sleep(0.05)
 
 
 def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
@@ -40,10 +41,11 @@ def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_di
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
-                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.3})
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5})
     client = MlflowClient(tracking_uri=tracking_uri)
     done = threading.Event()
-    watcher = threading.Thread(target=_interrupt_after_a_finished_trial, args=(client, done), daemon=True)
+    watcher = threading.Thread(target=_interrupt_at_the_third_trial, args=(tmp_path / "ray_results", done),
+                               daemon=True)
     watcher.start()
     try:
         with pytest.raises(SweepInterrupted):
@@ -54,9 +56,9 @@ def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_di
         watcher.join()
     (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
     started = len(_trial_runs(client))
-    assert 2 <= started < 4, "the sweep was to be stopped with trials left to run"
+    assert 3 <= started <= 4 and sum(r.info.status == "FINISHED" for r in _trial_runs(client)) < 4
 
-    # fewer than the trials already started (two of them finished): refused, naming them, before Ray is touched
+    # fewer than the trials already started (two of them ended): refused, naming them, before Ray is touched
     with pytest.raises(ConfigError, match=f"cannot lower num_samples to 1: the sweep already started {started} "):
         resume_sweep(str(sweep_dir), overrides=["num_samples=1"], allow_change=["num_samples"],
                      trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=lambda line: None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,10 +21,10 @@ from mlflow import MlflowClient
 from sentsweep.platform.tracking_journals import replay_sweep_journals
 from sentsweep.tracking.journal import TRIAL_JOURNAL
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
-from tools.harness.processes import end_group, free_port, wait_for_port
+from tests.tracking.restartable_mlflow import RETRY_ENV, Server
+from tools.harness.processes import end_group
 
 REPO = Path(__file__).resolve().parents[2]
-RETRY_ENV = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
 DRIVER = """
 import json, os, sys
 import ray
@@ -42,33 +41,6 @@ outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=F
 print("OUTCOME", json.dumps({"counts": outcome.counts, "parent": outcome.parent_run_id,
                              "experiment": outcome.experiment_id}))
 """
-
-
-class Server:
-    """``mlflow server`` on a fixed port and sqlite file, which the test stops and starts again."""
-
-    def __init__(self, root: Path, template: Path) -> None:
-        self.root = root
-        shutil.copy(template, root / "server.db")
-        self.port = free_port()
-        self.uri = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        log = self.root / "server.log"
-        command = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port",
-                   str(self.port), "--workers", "1", "--backend-store-uri", f"sqlite:///{self.root / 'server.db'}",
-                   "--artifacts-destination", str(self.root / "server-artifacts")]
-        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-        with log.open("a") as sink:
-            self.process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
-        wait_for_port(self.port, self.process, log, timeout=120, what="mlflow server")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            end_group(self.process, grace=10)  # the group this test started, by its id
-            self.process = None
 
 
 @pytest.fixture

@@ -1,0 +1,77 @@
+"""A tracking server that stops as the trials end: finalize (plots, the best trial's evaluation, the exported model,
+its registration, the parent's end) neither crashes nor loses anything; ``sentsweep sync`` delivers it all once
+the server is back (a real ``mlflow server``, stopped and restarted; real Ray Tune with the toy method)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.cli import main
+from sentsweep.platform.export import EXPORTED_MODEL_TAG
+from sentsweep.platform.finalize import BEST_TRIAL_TAG
+from sentsweep.platform.sweep_state import STATUS_TAG
+from sentsweep.tracking.journal import DRIVER_JOURNALS
+from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG
+from tests.tracking.restartable_mlflow import RETRY_ENV, Server
+
+
+@pytest.fixture
+def server(tmp_path, mlflow_template, monkeypatch):
+    for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+        monkeypatch.setenv(key, value)
+    found = Server(tmp_path, mlflow_template)
+    found.start()
+    yield found
+    found.stop()
+
+
+@pytest.mark.slow
+def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, server, ray_session, capsys):
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, server.uri, num_samples=2, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, tracking={"artifact_location": None},
+                        fixed={"max_steps": 2}, register_model="toy-outage")
+    lines: list[str] = []
+
+    def echo(line: str) -> None:  # the server goes down as the trials have ended, before finalize starts
+        lines.append(line)
+        if " done in " in line:
+            server.stop()
+
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=echo)
+
+    assert outcome.counts["finished"] == 2 and outcome.best_trial_id and outcome.final_metrics
+    assert outcome.model_version is None and any("is registered once MLflow answers" in line for line in lines)
+    staged = Path(outcome.sweep_dir) / DRIVER_JOURNALS / "staged"
+    assert {p.name.rsplit("-", 1)[0] for p in staged.iterdir()} >= {"plots", "best_eval", "best_model"}
+
+    server.start()
+    capsys.readouterr()
+    assert main(["sync", outcome.sweep_dir]) == 0
+    assert "has everything the sweep journaled" in capsys.readouterr().out
+    assert not list(staged.iterdir())  # every staged folder uploaded, then removed
+
+    client = MlflowClient(tracking_uri=server.uri)
+    parent = client.get_run(outcome.parent_run_id)
+    assert parent.info.status == "FINISHED" and parent.data.tags[STATUS_TAG] == "finished"
+    assert parent.data.tags[BEST_TRIAL_TAG] == outcome.best_trial_id
+    assert "final_stsb_test" in parent.data.metrics and "best_stsb_dev" in parent.data.metrics
+    assert {"plots", "best_eval", "best_model"} <= {f.path for f in client.list_artifacts(parent.info.run_id)}
+    (version,) = client.search_model_versions("name = 'toy-outage'")
+    assert version.run_id == parent.info.run_id
+    trials = client.search_runs([outcome.experiment_id], f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
+    assert sorted(r.info.status for r in trials) == ["FINISHED", "FINISHED"]
+    best = next(r for r in trials if r.data.tags[TRIAL_ID_TAG] == outcome.best_trial_id)
+    assert best.data.tags[EXPORTED_MODEL_TAG] == f"runs:/{parent.info.run_id}/best_model"
+    for run in [parent, *trials]:
+        for key in run.data.metrics:
+            history = client.get_metric_history(run.info.run_id, key)
+            assert max(Counter((m.step, m.timestamp, m.value) for m in history).values()) == 1
+    assert main(["sync", outcome.sweep_dir]) == 0  # again: nothing twice
+    assert len(client.search_model_versions("name = 'toy-outage'")) == 1
