@@ -2,7 +2,7 @@
 
 One module per group of sub-commands, each with its ``COMMANDS`` (functions that add their parsers):
 :mod:`.training` (``train``, ``evaluate``), :mod:`.preprocess` (``negate``, ``parse``, ``neighbours``),
-:mod:`.sweeps` (``sweep``, ``resume``, ``compare``, ``export``) and :mod:`.cluster` (``submit``, ``jobs``).
+:mod:`.sweeps` (``sweep``, ``resume``, ``sync``, ``compare``, ``export``) and :mod:`.cluster` (``submit``, ``jobs``).
 A handler takes the parsed arguments and returns an exit status; heavy imports (torch, Ray, MLflow) happen
 inside it so that ``sentsweep --help`` is instant. ``python -m sentsweep.cli`` is the same command (what Ray
 jobs run). Exit statuses:
