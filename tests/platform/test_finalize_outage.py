@@ -75,3 +75,30 @@ def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, ser
             assert max(Counter((m.step, m.timestamp, m.value) for m in history).values()) == 1
     assert main(["sync", outcome.sweep_dir]) == 0  # again: nothing twice
     assert len(client.search_model_versions("name = 'toy-outage'")) == 1
+
+
+def test_sync_reports_what_waits_and_refuses_a_folder_without_a_sweep(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                       capsys):
+    from sentsweep.platform.storage import SweepManifest, new_sweep_location
+    from sentsweep.platform.sweep_tracking import SweepRun
+    from tests.platform.sweep_toy import TOY_SPACE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri).resolved()
+    location = new_sweep_location(config, suffix="sync")
+    sweep = SweepRun.open(config, location.name, location.uri, TOY_SPACE.define_by_run, TOY_SPACE.first_point)
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
+                                          parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
+                                          tracking_uri=sweep.tracking_uri, created=0.0), config)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("kept")
+    assert sweep.log_artifacts(tmp_path / "notes", "notes")  # delivered at once, the staged copy removed
+    assert (tmp_path / "notes" / "a.txt").is_file()  # a copy was staged, not the folder itself
+    assert not list((Path(location.uri) / DRIVER_JOURNALS / "staged").iterdir())
+    assert [f.path for f in MlflowClient(tracking_uri=tracking_uri).list_artifacts(sweep.run_id, "notes")] == [
+        "notes/a.txt"]
+    capsys.readouterr()
+    assert main(["sync", location.uri]) == 0
+    assert "has everything the sweep journaled" in capsys.readouterr().out
+    assert main(["sync", str(tmp_path / "notes")]) == 2
+    err = capsys.readouterr().err
+    assert "not a sentsweep sweep folder" in err and err.count("\n") == 1

@@ -35,6 +35,7 @@ def _interrupt_at_the_third_trial(root: Path, done: threading.Event) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # about 3 Tune starts: over the fast suite's 40 s on 2 cores
 def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.storage import locate
     from sentsweep.platform.sweep import resume_sweep, run_sweep
