@@ -16,17 +16,13 @@ from sentsweep.platform.finalize import BEST_TRIAL_TAG
 from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.tracking.journal import DRIVER_JOURNALS
 from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG
-from tests.tracking.restartable_mlflow import RETRY_ENV, Server
+from tests.tracking.restartable_mlflow import outage_ready_server
 
 
 @pytest.fixture
-def server(tmp_path, mlflow_template, monkeypatch):
-    for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
-        monkeypatch.setenv(key, value)
-    found = Server(tmp_path, mlflow_template)
-    found.start()
-    yield found
-    found.stop()
+def server(tmp_path, mlflow_template):
+    with outage_ready_server(tmp_path, mlflow_template) as found:
+        yield found
 
 
 @pytest.mark.slow

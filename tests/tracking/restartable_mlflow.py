@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tools.harness.processes import end_group, free_port, wait_for_port
 
@@ -39,3 +43,18 @@ class Server:
         if self.process is not None:
             end_group(self.process, grace=10)  # the group this test started, by its id
             self.process = None
+
+
+@contextlib.contextmanager
+def outage_ready_server(root: Path, template: Path) -> Iterator[Server]:
+    """A started :class:`Server`, this process's MLflow client giving up at once (:data:`RETRY_ENV`; telemetry
+    off: its thread edits the environment while requests reads it) for the duration."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+            patch.setenv(key, value)
+        server = Server(root, template)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()

@@ -17,19 +17,14 @@ from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Replayer
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
 from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG, TrackingSettings
-from tests.tracking.restartable_mlflow import RETRY_ENV, Server
+from tests.tracking.restartable_mlflow import outage_ready_server
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, mlflow_template):
     """One server for the module's tests (each its own experiment), started again by a test that stops it."""
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
-            patch.setenv(key, value)
-        found = Server(tmp_path_factory.mktemp("mirror-server"), mlflow_template)
-        found.start()
+    with outage_ready_server(tmp_path_factory.mktemp("mirror-server"), mlflow_template) as found:
         yield found
-        found.stop()
 
 
 def test_a_journal_left_only_in_the_storage_is_replayed_by_the_driver(tmp_path, server):
