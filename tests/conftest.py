@@ -23,6 +23,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # its thread edits os.environ while requests reads it
 
 #: The repository root (pyproject's pytest ``pythonpath`` puts it on the driver's sys.path).
 REPO = Path(__file__).resolve().parents[1]
