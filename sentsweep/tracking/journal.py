@@ -9,7 +9,8 @@ sent twice would be stored twice. Entries are plain data:
 - ``open``: find this trial's run by its ``sentsweep.trial_id`` tag, else create it (with ``token``: a
   worker's attempt, which reattaches to a run it did not create itself);
 - ``params``, ``metrics`` (``[key, value, timestamp_ms, step]`` points), ``tags``;
-- ``artifacts``: a local folder to upload;
+- ``artifacts``: a local folder to upload; ``json_artifact``: data written as one JSON artifact file;
+- ``inputs``: dataset inputs (:mod:`sentsweep.tracking.datasets`);
 - ``finish``: a terminal status and its reason.
 
 A journal on disk is appended to by one process (its owner) and replayed under a file lock
