@@ -46,7 +46,21 @@ def record_trial_start(logger: TrialLogger, config: Any, method: str) -> None:
     _put(logger, entries)
 
 
-def record_trial_protocols(logger: TrialLogger, protocols: Mapping[str, MetricProtocol],
-                           logged: Collection[str]) -> None:
-    """The protocol of every metric in ``logged`` that has one: compact tags and ``protocols.json``."""
-    _put(logger, protocol_entries(protocols, keys=set(logged)))
+class ProtocolLog:
+    """Records metric protocols on a trial's run as soon as a logged metric has one (the dev metric at the
+    first evaluation, so that a pruned trial's figures carry theirs too), each key once; ``protocols.json``
+    is rewritten with all of them whenever keys are added."""
+
+    def __init__(self, logger: TrialLogger) -> None:
+        self.logger = logger
+        self.recorded: dict[str, MetricProtocol] = {}
+
+    def update(self, protocols: Mapping[str, MetricProtocol], logged: Collection[str]) -> None:
+        """Record the protocols of the metrics in ``logged`` not recorded yet."""
+        new = {k: p for k, p in protocols.items() if k in logged and k not in self.recorded}
+        if not new:
+            return
+        self.recorded.update(new)
+        entries = protocol_entries(new)
+        entries[-1] = protocol_entries(self.recorded)[-1]  # protocols.json: every protocol so far
+        _put(self.logger, entries)

@@ -35,7 +35,7 @@ from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.evaluation.metric_protocols import collect_protocols
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
-from sentsweep.tracking.trial_records import record_trial_protocols, record_trial_start
+from sentsweep.tracking.trial_records import ProtocolLog, record_trial_start
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
@@ -210,9 +210,11 @@ def run_trial(
     try:
         seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
         task = method.build_task(config)
+        protocols = ProtocolLog(logger)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
             logger.log_metrics(metrics, int(metrics.get("step", 0)))
+            protocols.update(dev_protocols, metrics)
             return report(metrics, checkpoint_dir)
 
         loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best)
@@ -238,7 +240,7 @@ def run_trial(
             logger.log_artifacts(output_dir)
         logger.log_metrics(final, result.state.step)
         # the selection metric is the loop's best dev value: the dev evaluator's protocol, not the test suite's
-        record_trial_protocols(logger, {**test_protocols, **dev_protocols}, final)
+        protocols.update({**test_protocols, **dev_protocols}, final)
         # Close the run before the last report: a scheduler may end the actor right after it.
         logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
         report(final, None)

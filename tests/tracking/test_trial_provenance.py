@@ -83,9 +83,9 @@ def test_a_tracked_trial_records_source_datasets_and_protocols(tiny_bert_dir: Pa
 
 def test_inputs_and_protocols_survive_an_outage_and_a_replay(tmp_path: Path, tracking_uri: str) -> None:
     """The new journal entries are delivered later, in order, and a second delivery adds nothing."""
+    from sentsweep.data import resolve_data_dir
     from sentsweep.tracking.datasets import inputs_entry, test_records
     from sentsweep.tracking.provenance import protocol_entries
-    from sentsweep.data import resolve_data_dir
 
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = client.create_experiment("outage")
