@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.platform.sweep_tracking import ensure_experiment
 from sentsweep.tracking import TrackingSettings
-from sentsweep.tracking.journal import Journal
+from sentsweep.tracking.journal import Journal, JournalState
 from sentsweep.tracking.provenance import (
     EXPERIMENT_KIND_TAG,
     PROTOCOL_TAG_PREFIX,
@@ -99,7 +99,7 @@ def test_inputs_and_protocols_survive_an_outage_and_a_replay(tmp_path: Path, tra
     Replayer(client).flush(journal)
     run_id = journal.state().run_id
     assert journal.pending() == 0 and run_id is not None
-    Journal(tmp_path / "j.jsonl", run_id=None).save_state(journal.state().__class__(delivered=1, run_id=run_id))
+    journal.save_state(JournalState(delivered=1, run_id=run_id))
     Replayer(client).flush(journal)  # a stale offset: the same entries delivered again
     run = client.get_run(run_id)
     assert sorted(i.dataset.name for i in run.inputs.dataset_inputs) == ["mr", "stsb/test"]
