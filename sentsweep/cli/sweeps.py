@@ -66,6 +66,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("md", "csv"), default="md")
     p.add_argument("--out", default=None, help="write the table to this file instead of printing it")
     p.add_argument("--plots", default=None, metavar="DIR", help="also write comparison PNGs to DIR")
+    p.add_argument("--mixed-protocols", action="store_true", help="show figures of one metric measured under "
+                   "different evaluation protocols side by side (refused otherwise)")
     p.set_defaults(handler=cmd_compare)
 
 
@@ -144,13 +146,18 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render
+    from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render, sweep_runs
+    from sentsweep.platform.compare_protocols import protocol_table, render_protocols
     from sentsweep.platform.config import resolve_tracking_uri
     from sentsweep.platform.sweep_tracking import open_client
 
     client = open_client(resolve_tracking_uri(args.tracking_uri))
-    sweep_table, trial_table = compare(client, args.experiment, args.sweeps)
+    found = sweep_runs(client, args.experiment, args.sweeps)
+    protocols = protocol_table(found, mixed_protocols=args.mixed_protocols)
+    sweep_table, trial_table = compare(client, found=found)
     text = render(sweep_table, trial_table, args.format)
+    if args.format == "md":
+        text += "\n" + render_protocols(protocols)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sentsweep.cli.common import add_overrides, write_json
+from sentsweep.cli.common import add_overrides
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -43,10 +43,41 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-length", type=int, default=None, help="tokens per sentence (default 128)")
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--kfold", type=int, default=10, help="SentEval cross-validation folds")
+    add_senteval_options(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-    p.add_argument("--out", default=None, help="write the metrics as flat JSON (.json) or the table (.csv)")
+    p.add_argument("--out", default=None, help="write the result as JSON (.json: metrics, each metric's protocol "
+                   "under info.protocols, the table) or the table (.csv)")
     p.set_defaults(handler=cmd_evaluate)
+
+
+def add_senteval_options(p: argparse.ArgumentParser) -> None:
+    """``--senteval-setting``, ``--senteval-kfold`` ...: one flag per trial-config ``senteval_*`` field
+    (:data:`~sentsweep.evaluation.senteval.SENTEVAL_OPTION_FIELDS`), typed and described as the trial config
+    declares it, defaulting to None (the option's own default); ``--kfold`` is kept as ``--senteval-kfold``."""
+    import typing
+
+    from sentsweep.evaluation.senteval import CLASSIFIER_SETTINGS, SENTEVAL_OPTION_FIELDS, SentEvalOptions
+    from sentsweep.evaluation.senteval.settings import MRPC_FEATURES
+    from sentsweep.trainables.trial_config import TrialConfig
+
+    hints = typing.get_type_hints(SentEvalOptions)
+    choices = {"setting": tuple(CLASSIFIER_SETTINGS), "mrpc_features": MRPC_FEATURES}
+    defaults = SentEvalOptions()
+    for field, option in SENTEVAL_OPTION_FIELDS.items():
+        kind = next((t for t in typing.get_args(hints[option]) if t is not type(None)), hints[option])
+        described = TrialConfig.model_fields[field].description or f"SentEval {option}"
+        flags = [f"--{field.replace('_', '-')}"] + (["--kfold"] if option == "kfold" else [])
+        shown = "" if "default" in described else f" (default: {getattr(defaults, option)})"
+        p.add_argument(*flags, dest=field, type=kind, default=None, choices=choices.get(option),
+                       help=described + shown)
+
+
+def senteval_arguments(args: argparse.Namespace) -> dict[str, object]:
+    """The SentEval options given on the command line, by their :func:`sentsweep.evaluation.evaluate` name."""
+    from sentsweep.evaluation.senteval import SENTEVAL_OPTION_FIELDS
+
+    return {option: getattr(args, field) for field, option in SENTEVAL_OPTION_FIELDS.items()
+            if getattr(args, field, None) is not None}
 
 
 def build_encoder(
@@ -89,13 +120,18 @@ class _Progress:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from sentsweep.errors import ConfigError
-    from sentsweep.evaluation import evaluate
+    from sentsweep.evaluation import SentEvalOptions, evaluate
     from sentsweep.evaluation.suite import split_tasks
 
     try:
         split_tasks(args.tasks)  # before loading a model: a typo should fail fast
     except ValueError as exc:
         raise ConfigError(str(exc), field="--tasks") from None
+    senteval = senteval_arguments(args)
+    try:
+        SentEvalOptions(**senteval)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="--senteval-*") from None
     encoder = build_encoder(
         args.model,
         pooling=args.pooling,
@@ -111,7 +147,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             progress=progress,
             batch_size=args.batch_size,
-            kfold=args.kfold,
+            **senteval,
         )
     finally:
         progress.close()
@@ -123,7 +159,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             result.to_csv(out)
             print(f"wrote {out}")
         else:
-            write_json(out, result.metrics)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            result.to_json(out)
+            print(f"wrote {out}")
     return 0
 
 

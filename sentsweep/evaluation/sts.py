@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import spearmanr
 
 from sentsweep.evaluation._encoding import DEFAULT_BATCH_SIZE, encode_lookup, rows_cosine
+from sentsweep.evaluation.metric_protocols import attach_protocols
 from sentsweep.evaluation.protocols import Embedder, ProgressFn
 from sentsweep.evaluation.results import EvalResult
 
@@ -266,6 +267,8 @@ class StsEvaluator:
         self.sets = sets
         self.batch_size = batch_size
         self.info = {**data_info(data_dir), "sts_protocol": "all (concatenated subsets), cosine, spearman"}
+        if max_pairs is not None:
+            self.info["sts_max_pairs"] = max_pairs
         keys = [st.key for st in self.sets]
         self.primary_metric = "sts_avg7" if all(k in keys for k in AVG7_KEYS) else keys[0]
 
@@ -273,13 +276,13 @@ class StsEvaluator:
         """Score ``embedder`` on the loaded sets (cosine of the two embeddings)."""
         result = score_sets(embedder, self.sets, self.batch_size, progress)
         result.info.update(self.info)
-        return result
+        return attach_protocols(result, embedder)
 
     def score_pairs(self, scorer: PairScorer) -> EvalResult:
         """Score a model that rates a pair directly (``scorer(pairs) -> similarities``) on the loaded sets."""
         result = _score(self.sets, scorer)
         result.info.update({**self.info, "sts_protocol": "all (concatenated subsets), pair scores, spearman"})
-        return result
+        return attach_protocols(result, None)
 
 
 def _first_pairs(st: StsSet, limit: int) -> StsSet:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sentsweep.evaluation.metric_protocols import attach_protocols
 from sentsweep.evaluation.protocols import Embedder, ProgressFn
 from sentsweep.evaluation.results import EvalResult
 from sentsweep.evaluation.senteval import SENTEVAL_TASKS, evaluate_senteval
@@ -68,7 +69,8 @@ def evaluate(
 
     ``senteval_options`` go to :func:`~sentsweep.evaluation.senteval.evaluate_senteval`: the fields of
     :class:`~sentsweep.evaluation.senteval.SentEvalOptions` (``setting``, ``kfold``, ``inner_kfold``,
-    ``seed``, ``mrpc_features``) and its other keywords.
+    ``seed``, ``mrpc_features``) and its other keywords. ``result.info["protocols"]`` holds each metric's
+    protocol (:mod:`~sentsweep.evaluation.metric_protocols`).
     """
     sts, senteval, optional = split_tasks(tasks)
     result = EvalResult()
@@ -80,4 +82,4 @@ def evaluate(
                 embedder, senteval, data_dir, optional=optional, progress=progress, **senteval_options
             )
         )
-    return result
+    return attach_protocols(result, embedder)

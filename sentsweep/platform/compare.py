@@ -122,13 +122,18 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     return rows
 
 
+def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
+               sweeps: Sequence[str] | None = None) -> list[tuple[Run, list[Run]]]:
+    """The selected sweeps' parent runs (newest first), each with its trial runs."""
+    return [(sweep, trial_runs(client, sweep)) for sweep in find_sweeps(client, experiments, sweeps)]
+
+
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
-            sweeps: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sweeps table, trials table) for the selected sweeps."""
-    found = find_sweeps(client, experiments, sweeps)
+            sweeps: Sequence[str] | None = None, *,
+            found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(sweeps table, trials table) for the selected sweeps (or for ``found``: :func:`sweep_runs`' answer)."""
     sweep_table, trial_table = [], []
-    for sweep in found:
-        trials = trial_runs(client, sweep)
+    for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
     return pd.DataFrame(sweep_table), pd.DataFrame(trial_table)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.errors import ConfigError
+from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.export import (
@@ -37,6 +38,7 @@ from sentsweep.platform.export import (
 )
 from sentsweep.platform.plots import study_plots
 from sentsweep.platform.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
+from sentsweep.tracking.provenance import protocol_entries
 from sentsweep.tracking.vocabulary import find_trial_run
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
@@ -166,6 +168,7 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
+    sweep.record(*protocol_entries(result_protocols(result), prefix=FINAL_PREFIX))
     with tempfile.TemporaryDirectory() as tmp:
         result.to_json(Path(tmp) / "final_eval.json")
         result.to_csv(Path(tmp) / "final_eval.csv")

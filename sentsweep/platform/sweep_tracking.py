@@ -19,7 +19,6 @@ import inspect
 import json
 import logging
 import shutil
-import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -33,6 +32,7 @@ from mlflow.entities import Param
 from mlflow.exceptions import MlflowException
 from ray.tune import Callback
 
+from sentsweep.code_version import git_commit
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, is_failed
@@ -46,9 +46,9 @@ from sentsweep.platform.tracking_journals import (
 )
 from sentsweep.platform.tracking_store import prepare_store
 from sentsweep.tracking.journal import Entry, metric_points, trial_journal_name
+from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
-    GIT_TAG,
     METHOD_TAG,
     PARENT_TAG,
     REASON_TAG,
@@ -66,19 +66,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sentsweep.tracking")
 
+#: ``mlflow.source.name`` of a sweep's parent run.
+SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
 
 
 def git_sha(start: Path | None = None) -> str | None:
     """The commit of the checkout holding the ``sentsweep`` package (None outside a git checkout)."""
-    where = start or Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True,
-                             timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return git_commit(start)
 
 
 def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str]:
@@ -120,9 +116,10 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
     if found is not None:
         if found.lifecycle_stage == "deleted":
             client.restore_experiment(found.experiment_id)
+        mark_training_experiment(client, found.experiment_id)
         return found.experiment_id
     try:
-        return client.create_experiment(name, artifact_location=artifact_location)
+        return client.create_experiment(name, artifact_location=artifact_location, tags=experiment_tags())
     except MlflowException:  # created meanwhile by another sweep
         found = client.get_experiment_by_name(name)
         if found is None:
@@ -154,10 +151,7 @@ class SweepRun:
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: config.space_name, STATUS_TAG: "running"}
-        sha = git_sha()
-        if sha:
-            tags[GIT_TAG] = sha
+                SPACE_TAG: config.space_name, STATUS_TAG: "running", **source_tags(SWEEP_SOURCE)}
         run = client.create_run(experiment_id, tags=tags, run_name=sweep_name)
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name,
                     driver_journal_dir(sweep_dir, sweep_name))
@@ -239,6 +233,10 @@ class SweepRun:
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})
+
+    def record(self, *entries: dict[str, Any]) -> bool:
+        """Journal entries of any kind for the parent run (delivered now or when MLflow answers)."""
+        return self._outbox().put(*entries)
 
     def close(self, state: SweepState, reason: str | None = None) -> bool:
         """End the parent run in ``state`` (:mod:`~sentsweep.platform.sweep_state`: its tag and MLflow status);

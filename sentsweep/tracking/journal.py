@@ -10,7 +10,9 @@ sent twice would be stored twice. Entries are plain data:
   worker's attempt, which reattaches to a run it did not create itself);
 - ``params``, ``metrics`` (``[key, value, timestamp_ms, step]`` points), ``tags``;
 - ``artifacts``: a local folder to upload (``remove``: a staged copy, removed once uploaded);
+  ``json_artifact``: data written as one JSON artifact file;
 - ``register``: register the run's logged model at ``path`` as a version of ``name``;
+- ``inputs``: dataset inputs (:mod:`sentsweep.tracking.datasets`);
 - ``finish``: a terminal status and its reason.
 
 A journal on disk is appended to by one process (its owner) and replayed under a file lock

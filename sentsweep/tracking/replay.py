@@ -8,7 +8,8 @@ client, or a journal replayed from a stale copy, adds nothing twice:
 - ``open`` searches the trial's run by tag before creating one, and tells a retry of its own create
   (the run carries the attempt's ``token``) from a run of an earlier attempt (reattached: RUNNING again,
   attempt count + 1);
-- ``params`` logs only the keys the run lacks; ``tags`` and ``artifacts`` overwrite with the same content;
+- ``params`` logs only the keys the run lacks; ``tags``, ``artifacts`` and ``json_artifact`` overwrite with the
+  same content; ``inputs`` (dataset inputs) are stored once per run by MLflow itself;
 - ``metrics`` skips points the run already has (same key, value, timestamp and step), reading a key's
   history once per run unless the run was created by this replayer;
 - ``register`` registers a logged model once per run and model name;
@@ -35,6 +36,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
+from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.journal import Entry, Journal, JournalState, point_identity
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
@@ -134,6 +136,10 @@ class Replayer:
             self._register(run_id, entry["name"], entry["path"])
         elif op == "finish":
             self._finish(run_id, entry)
+        elif op == "inputs":
+            log_dataset_inputs(self.client, run_id, entry["datasets"])
+        elif op == "json_artifact":
+            self.client.log_dict(run_id, entry["data"], entry["file"])
         elif op == "running":  # a resumed sweep's parent run
             self.client.update_run(run_id, status="RUNNING")
             if entry.get("reason"):

@@ -32,8 +32,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 import torch
 
 from sentsweep.errors import ConfigError, SentsweepError
+from sentsweep.evaluation.metric_protocols import collect_protocols
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
+from sentsweep.tracking.trial_records import ProtocolLog, record_trial_start
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
@@ -203,18 +205,23 @@ def run_trial(
     started = time.perf_counter()
     gpu_count = gpus if gpus is not None else float(_uses_cuda(config))
     logger.start(public_params(config))
+    record_trial_start(logger, config, method.name)
     loop: TrainingLoop | None = None
     try:
         seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
         task = method.build_task(config)
+        protocols = ProtocolLog(logger)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
             logger.log_metrics(metrics, int(metrics.get("step", 0)))
+            protocols.update(dev_protocols, metrics)
             return report(metrics, checkpoint_dir)
 
         loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best)
-        result = loop.run(resume_from=resume_from or None)
-        final = method.final_evaluation(task, config)
+        with collect_protocols() as dev_protocols:
+            result = loop.run(resume_from=resume_from or None)
+        with collect_protocols() as test_protocols:
+            final = method.final_evaluation(task, config)
         loop.cleanup()  # before the run is seen FINISHED: a kill after that point leaves no work folder
         final[config.metric] = (
             result.state.best_value if result.state.best_value is not None else float("nan")
@@ -232,6 +239,8 @@ def run_trial(
             _write_outputs(output_dir, task, result, final, save_weights)
             logger.log_artifacts(output_dir)
         logger.log_metrics(final, result.state.step)
+        # the selection metric is the loop's best dev value: the dev evaluator's protocol, not the test suite's
+        protocols.update({**test_protocols, **dev_protocols}, final)
         # Close the run before the last report: a scheduler may end the actor right after it.
         logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
         report(final, None)

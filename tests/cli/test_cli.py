@@ -45,18 +45,45 @@ def test_read_yaml_missing_file(tmp_path: Path) -> None:
         read_yaml(tmp_path / "missing.yaml")
 
 
-def test_evaluate_writes_flat_json_and_csv(tiny_bert_dir: Path, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_evaluate_writes_json_with_protocols_and_csv(tiny_bert_dir: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
-    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test,sickr", "--out", str(out)]) == 0
-    metrics = json.loads(out.read_text())
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test,sickr", "--max-length", "40",
+                 "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    metrics, protocols = written["metrics"], written["info"]["protocols"]
     assert set(metrics) >= {"stsb_test", "sickr_test"}
     assert all(isinstance(v, float) for v in metrics.values())
+    assert set(protocols) == set(metrics)  # every figure with its protocol
+    stsb = protocols["stsb_test"]
+    assert (stsb["task"], stsb["split"], stsb["max_length"], stsb["pooling"]) == ("stsb", "test", 40, "mean")
+    assert len(stsb["data_sha256"]) == 64 and stsb["code_version"].startswith("sentsweep")
+    assert protocols["sickr_test"]["data_sha256"] != stsb["data_sha256"]
     printed = capsys.readouterr().out
     assert "stsb" in printed and "sickr" in printed
     csv = tmp_path / "r.csv"
     assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test", "--out", str(csv)]) == 0
     assert csv.read_text().splitlines()[0].startswith("task")
+
+
+def test_evaluate_takes_every_senteval_option(tiny_bert_dir: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """One flag per trial-config ``senteval_*`` field; the setting and its folds reach the protocol."""
+    from sentsweep.evaluation.senteval import SENTEVAL_OPTION_FIELDS
+
+    args = build_parser().parse_args(["evaluate", "--senteval-setting", "fast", "--kfold", "3"])
+    assert (args.senteval_setting, args.senteval_kfold) == ("fast", 3)
+    assert all(hasattr(args, field) for field in SENTEVAL_OPTION_FIELDS)
+    out = tmp_path / "mr.json"
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "mr", "--senteval-setting", "lbfgs",
+                 "--senteval-kfold", "2", "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["info"]["senteval_setting"] == "lbfgs" and written["info"]["senteval_kfold"] == 2
+    classifier = written["info"]["protocols"]["mr_acc"]["classifier"]
+    assert classifier.startswith("lbfgs") and "kfold 2" in classifier
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "mr", "--senteval-kfold", "1"]) == 2
+    assert "kfold must be >= 2" in capsys.readouterr().err
 
 
 def test_evaluate_unknown_task_is_a_clean_error(tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,109 @@
+"""The protocols behind the figures ``sentsweep compare`` puts side by side, and the refusal to rank a mix.
+
+Each evaluation metric of a trial run (and each ``final_`` figure of a sweep's parent run) carries its
+protocol as a compact tag (:mod:`sentsweep.tracking.provenance`). :func:`protocol_table` lists, per
+metric, every protocol its figures were measured under and where; when one metric was measured under
+several (another max length, classifier setting, data file, evaluation code...), or recorded on some runs
+and not on others, the figures are not comparable and :class:`MixedProtocolsError` names them, unless the
+caller allows it (``--mixed-protocols``): then the table says which figure is which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+from mlflow.entities import Run
+
+from sentsweep.errors import ConfigError
+from sentsweep.evaluation.metric_protocols import compact_id
+from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX
+from sentsweep.tracking.vocabulary import SWEEP_TAG, TRIAL_ID_TAG
+
+#: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
+UNRECORDED = "unrecorded"
+#: The columns of :func:`protocol_table`, after ``metric``, ``protocol`` and ``runs``: the compact line's parts.
+PROTOCOL_PARTS = ("task/split", "aggregation", "classifier", "max length", "pooling", "data", "eval code", "code")
+
+
+class MixedProtocolsError(ConfigError):
+    """Figures of one metric measured under different protocols, put side by side without being allowed."""
+
+
+def run_protocols(run: Run) -> dict[str, str]:
+    """Metric key -> compact protocol line, from a run's tags."""
+    return {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
+            if k.startswith(PROTOCOL_TAG_PREFIX)}
+
+
+def _label(sweep: Run, run: Run) -> str:
+    name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
+    trial = run.data.tags.get(TRIAL_ID_TAG)
+    return f"{name}/{trial}" if trial and run is not sweep else name
+
+
+def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[str, list[str]]]]:
+    """metric -> protocol id (or :data:`UNRECORDED`) -> (its compact line, the runs with a figure under it)."""
+    runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
+    recorded = {id(run): run_protocols(run) for _, run in runs}
+    metrics = {m for lines in recorded.values() for m in lines}
+    seen: dict[str, dict[str, tuple[str, list[str]]]] = {}
+    for sweep, run in runs:
+        for metric in sorted(metrics & set(run.data.metrics)):
+            line = recorded[id(run)].get(metric, UNRECORDED)
+            entry = seen.setdefault(metric, {}).setdefault(compact_id(line), (line, []))
+            entry[1].append(_label(sweep, run))
+    return seen
+
+
+def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: bool = False) -> pd.DataFrame:
+    """One row per (metric, protocol) of the selected sweeps' runs: the protocol's parts and how many runs
+    have a figure under it. Raises :class:`MixedProtocolsError` when a metric has figures under more than
+    one protocol, unless ``mixed_protocols``."""
+    seen = _observations(found)
+    mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
+    if mixed and not mixed_protocols:
+        raise MixedProtocolsError(_refusal(mixed), field="--mixed-protocols")
+    rows: list[dict[str, Any]] = []
+    for metric, lines in sorted(seen.items()):
+        for line, where in lines.values():
+            parts = [p.strip() for p in line.split("|")] if line != UNRECORDED else [UNRECORDED]
+            row = {"metric": metric, "protocol": parts[0], "runs": len(where),
+                   **dict(zip(PROTOCOL_PARTS, parts[1:], strict=False))}
+            if metric in mixed:
+                row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS,
+                                       *(["mixed"] if mixed else [])])
+
+
+def _refusal(mixed: dict[str, dict[str, tuple[str, list[str]]]]) -> str:
+    """One line: the first mixed metric, its protocols and a run of each, and how to allow it."""
+    metric, lines = next(iter(sorted(mixed.items())))
+    first = next(iter(lines.values()))[0]
+    shown = "; ".join(f"{compact_id(line)} ({len(where)} run(s), e.g. {where[0]}"
+                      f"{': ' + _difference(line, first) if line != first else ''})"
+                      for line, where in lines.values())
+    more = f" (and {len(mixed) - 1} more metric(s): {', '.join(sorted(mixed)[1:4])})" if len(mixed) > 1 else ""
+    return (f"'{metric}' was measured under {len(lines)} protocols, not comparable: {shown}{more}; pass "
+            "--mixed-protocols to show them side by side anyway")
+
+
+def _difference(line: str, other: str) -> str:
+    """The parts in which two compact lines differ, as ``part: theirs vs this``."""
+    if UNRECORDED in (line, other):
+        return "no protocol recorded" if line == UNRECORDED else "recorded vs not recorded"
+    mine, theirs = line.split("|")[1:], other.split("|")[1:]
+    changed = [f"{name} {b.strip()} vs {a.strip()}" for name, a, b in zip(PROTOCOL_PARTS, mine, theirs, strict=False)
+               if a.strip() != b.strip()]
+    return ", ".join(changed[:3])
+
+
+def render_protocols(table: pd.DataFrame) -> str:
+    """The protocol table as a markdown section (after the sweeps and trials tables)."""
+    from sentsweep.platform.compare import to_markdown
+
+    note = ("\n\nSeveral protocols for one metric (--mixed-protocols): its figures are not comparable."
+            if "mixed" in table.columns else "")
+    return f"## Protocols\n\n{to_markdown(table)}{note}\n"

@@ -1,0 +1,163 @@
+"""A trial's training, dev and test data as MLflow dataset inputs (the UI's Dataset column).
+
+MLflow's convention: a run logs each dataset it used with ``log_inputs`` (``mlflow.log_input``), a dataset
+being a name, a digest and a source, tagged with its role (``mlflow.data.context``: ``training``,
+``validation``, ``test``). The data here are local files in the SentEval layout, so each dataset is a
+:class:`mlflow.data.meta_dataset.MetaDataset` whose source is the file (or folder) and whose digest is
+SHA-256 over the files' contents: two runs that trained on the same bytes show the same digest.
+
+:func:`trial_datasets` reads what a trial config names (``train_data``/``train_split`` or ``corpus``,
+``dev_data``, ``test_tasks``, and their row limits) through the data registry; :func:`inputs_entry` is
+the journal entry and :func:`log_dataset_inputs` its delivery (:mod:`sentsweep.tracking.replay`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from mlflow import MlflowClient
+
+from sentsweep.data.registry import REGISTRY
+from sentsweep.data.source import DataSource, resolve_data_dir
+from sentsweep.evaluation.metric_protocols import TASK_FILES, FileSpec, file_sha256
+from sentsweep.evaluation.sts import STS_TASK_SPLITS
+from sentsweep.evaluation.suite import split_tasks
+from sentsweep.tracking.journal import Entry
+
+#: MLflow's dataset contexts (the values of the input tag ``mlflow.data.context``).
+TRAINING, VALIDATION, TEST = "training", "validation", "test"
+#: A trial config's dev set -> its registry dataset and split.
+DEV_FILES: dict[str, FileSpec] = {"stsb": ("stsb", "dev"), "sickr": ("sickr", "trial")}
+#: Digest length (hex), as MLflow's own digests are short.
+DIGEST_CHARS = 16
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """One dataset input of a run: name, digest, source (a local path) and context, plus a small profile."""
+
+    name: str
+    digest: str
+    source: str
+    context: str
+    profile: str = ""
+
+
+def files_record(name: str, files: Sequence[Path], context: str, limit: int | None = None) -> DatasetRecord:
+    """The record of ``files`` read as one dataset (cut to its first ``limit`` rows when given)."""
+    digest = hashlib.sha256(f"{limit}".encode())
+    for path in files:
+        digest.update(path.name.encode("utf-8") + b"\0" + file_sha256(path).encode())
+    source = str(files[0]) if len(files) == 1 else os.path.commonpath([str(p) for p in files])
+    profile = {"files": [p.name for p in files], "bytes": sum(p.stat().st_size for p in files)}
+    if limit is not None:
+        profile["first_rows"] = limit
+    return DatasetRecord(name if limit is None else f"{name}[:{limit}]", digest.hexdigest()[:DIGEST_CHARS], source,
+                         context, json.dumps(profile, sort_keys=True))
+
+
+def _registry_files(specs: Sequence[FileSpec], source: DataSource) -> list[Path]:
+    files: list[Path] = []
+    for name, split in specs:
+        info = REGISTRY[name]
+        for wanted in [split] if split else list(info.files):
+            files.extend(source.path(f) for f in info.files.get(wanted, ()))
+    return files
+
+
+def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, context: str,
+                limit: int | None = None) -> DatasetRecord | None:
+    """The record of registry files, None when any is absent (a task skipped for lack of data)."""
+    files = _registry_files(specs, source)
+    if not files or not all(p.is_file() for p in files):
+        return None
+    return files_record(name, files, context, limit)
+
+
+def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
+    """The training data a config names: ``train_data`` + ``train_split`` (pairs) or ``corpus``."""
+    train_data = getattr(config, "train_data", None)
+    if train_data is not None and train_data in REGISTRY:
+        split = getattr(config, "train_split", None)
+        return _registered(f"{train_data}/{split}" if split else train_data, [(train_data, split)], source,
+                           TRAINING, getattr(config, "max_train_pairs", None))
+    corpus = getattr(config, "corpus", None)
+    if corpus is None:
+        return None
+    limit = getattr(config, "max_sentences", None)
+    if corpus in REGISTRY:
+        return _registered(corpus, [(corpus, None)], source, TRAINING, limit)
+    path = Path(corpus).expanduser()
+    path = path if path.is_file() else source.path(corpus)
+    return files_record(path.name, [path], TRAINING, limit) if path.is_file() else None
+
+
+def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
+    """The dev set of model selection (``dev_data``, its first ``max_dev_pairs`` pairs)."""
+    spec = DEV_FILES.get(str(getattr(config, "dev_data", "")))
+    if spec is None:
+        return None
+    return _registered("/".join(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None))
+
+
+def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:
+    """One record per test task that has its data (``sts`` and ``senteval`` groups expanded)."""
+    sts, senteval, _ = split_tasks(tasks)
+    records = []
+    for task in sts:
+        for name, split in STS_TASK_SPLITS[task]:
+            spec: FileSpec = (name, None if split == "all" else split)
+            records.append(_registered(name if split == "all" else f"{name}/{split}", [spec], source, TEST))
+    records += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
+    return list({r.name: r for r in records if r is not None}.values())
+
+
+def trial_datasets(config: Any) -> list[DatasetRecord]:
+    """A trial config's training, dev and test datasets (those whose files are there)."""
+    source = resolve_data_dir(getattr(config, "data_dir", None))
+    found = [training_record(config, source), dev_record(config, source)]
+    records = [r for r in found if r is not None]
+    tasks = getattr(config, "test_tasks", None)
+    return records + (test_records(tasks, source) if tasks else [])
+
+
+def inputs_entry(records: Sequence[DatasetRecord]) -> Entry:
+    """The journal entry logging ``records`` as the run's dataset inputs."""
+    return {"op": "inputs", "datasets": [asdict(r) for r in records]}
+
+
+def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
+    """Deliver an ``inputs`` entry: one MLflow dataset input per record, tagged with its context.
+
+    MLflow stores a dataset once per experiment (by name and digest) and an input once per run, so a
+    replayed entry adds nothing.
+    """
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    inputs = []
+    for record in datasets:
+        meta = MetaDataset(_dataset_source(record["source"]), name=record["name"], digest=record["digest"])
+        entity = meta._to_mlflow_entity()
+        entity = Dataset(entity.name, entity.digest, entity.source_type, entity.source, entity.schema,
+                         record.get("profile") or None)
+        inputs.append(DatasetInput(entity, [InputTag(MLFLOW_DATASET_CONTEXT, record["context"])]))
+    if inputs:
+        client.log_inputs(run_id, datasets=inputs)
+
+
+def _dataset_source(location: str) -> Any:
+    """MLflow's dataset source for a location (a local path: ``LocalArtifactDatasetSource``; ``s3://``...)."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+
+    with warnings.catch_warnings():  # MLflow registers the local source twice and warns that it is ambiguous
+        warnings.simplefilter("ignore")
+        return resolve_dataset_source(location)

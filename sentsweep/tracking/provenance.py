@@ -1,0 +1,86 @@
+"""MLflow's own provenance conventions, filled so that its UI shows them without clicks.
+
+- The experiment is a model-training experiment: MLflow 3.x reads the experiment tag
+  ``mlflow.experimentKind`` (``custom_model_development`` for training, ``genai_development`` for GenAI;
+  without it the UI infers a kind and opens an experiment of training runs on its empty GenAI
+  "Overview" page). :func:`mark_training_experiment` sets it on experiments that have no kind yet.
+- Runs carry ``mlflow.source.name``, ``mlflow.source.type`` and ``mlflow.source.git.commit`` (the UI's
+  Source column): :func:`source_tags`.
+- Each evaluation metric's protocol (:mod:`sentsweep.evaluation.metric_protocols`) goes on its run as a
+  compact tag ``sentsweep.protocol.<metric>`` and, in full, in the artifact ``protocols.json``:
+  :func:`protocol_entries` makes the journal entries (delivered by :mod:`sentsweep.tracking.replay`, so an
+  outage loses nothing).
+
+Dataset inputs (the UI's Dataset column) are :mod:`sentsweep.tracking.datasets`'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mlflow import MlflowClient
+
+from sentsweep.code_version import git_commit
+from sentsweep.evaluation.metric_protocols import MetricProtocol, compact_id
+from sentsweep.tracking.journal import Entry
+from sentsweep.tracking.vocabulary import GIT_TAG
+
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+#: MLflow's value for a traditional model-training experiment (its UI opens such experiments on Runs).
+TRAINING_KIND = "custom_model_development"
+SOURCE_NAME_TAG = "mlflow.source.name"
+SOURCE_TYPE_TAG = "mlflow.source.type"
+#: MLflow's source type of a run started from a local process (the others: NOTEBOOK, JOB, PROJECT, ...).
+LOCAL_SOURCE = "LOCAL"
+#: Tag prefix of a metric's compact protocol: ``sentsweep.protocol.stsb_test``.
+PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
+#: The run artifact holding every metric's full protocol: ``{metric: MetricProtocol.to_dict()}``.
+PROTOCOLS_ARTIFACT = "protocols.json"
+#: MLflow's limit on the tags of one ``log_batch``.
+MAX_TAGS_PER_BATCH = 100
+
+
+def experiment_tags() -> dict[str, str]:
+    """The tags an experiment is created with: a model-training experiment."""
+    return {EXPERIMENT_KIND_TAG: TRAINING_KIND}
+
+
+def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
+    """Tag an experiment that has no kind yet as a model-training one (a kind someone chose is kept)."""
+    experiment = client.get_experiment(experiment_id)
+    if EXPERIMENT_KIND_TAG not in experiment.tags:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
+
+
+def source_tags(name: str) -> dict[str, str]:
+    """``mlflow.source.name`` = ``name``, type LOCAL, and the git commit of the checkout when there is one."""
+    tags = {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE}
+    sha = git_commit()
+    if sha:
+        tags[GIT_TAG] = sha
+    return tags
+
+
+def protocol_entries(protocols: Mapping[str, MetricProtocol], prefix: str = "",
+                     keys: Any = None) -> list[Entry]:
+    """Journal entries recording ``protocols`` on a run: the compact tags, then ``protocols.json``.
+
+    ``prefix`` is put before each metric key (the sweep's ``final_`` figures); ``keys`` (when given) keeps
+    only the protocols of those metrics (the ones the run logged).
+    """
+    chosen = {f"{prefix}{k}": p for k, p in protocols.items() if keys is None or k in keys}
+    if not chosen:
+        return []
+    tags = [(f"{PROTOCOL_TAG_PREFIX}{k}", p.compact()) for k, p in sorted(chosen.items())]
+    entries: list[Entry] = [{"op": "tags", "tags": dict(tags[i:i + MAX_TAGS_PER_BATCH])}
+                            for i in range(0, len(tags), MAX_TAGS_PER_BATCH)]
+    entries.append({"op": "json_artifact", "file": PROTOCOLS_ARTIFACT,
+                    "data": {k: p.to_dict() for k, p in sorted(chosen.items())}})
+    return entries
+
+
+def protocol_ids(tags: Mapping[str, str]) -> dict[str, str]:
+    """Metric key -> protocol id, from a run's tags (:func:`protocol_entries`' compact lines)."""
+    return {k.removeprefix(PROTOCOL_TAG_PREFIX): compact_id(v) for k, v in tags.items()
+            if k.startswith(PROTOCOL_TAG_PREFIX)}

@@ -1,0 +1,81 @@
+"""``sentsweep compare`` shows each figure's protocol and refuses to rank figures made under different
+protocols unless ``--mixed-protocols`` (real MLflow sqlite; the runs carry what a trial's journal writes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.cli import main
+from sentsweep.evaluation.metric_protocols import MetricProtocol
+from sentsweep.platform.compare import sweep_runs
+from sentsweep.platform.compare_protocols import MixedProtocolsError, protocol_table
+from sentsweep.tracking.journal import Journal
+from sentsweep.tracking.provenance import protocol_entries
+from sentsweep.tracking.replay import Replayer
+from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+
+STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt_mask", max_length=None,
+                      data_sha256="d" * 64, eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")
+
+
+def _sweep(client: MlflowClient, tmp_path: Path, name: str, protocols: list[MetricProtocol | None]) -> None:
+    """A sweep parent run with one finished trial per protocol (None: a trial logged before protocols were)."""
+    experiment = client.get_experiment_by_name("e")
+    experiment_id = experiment.experiment_id if experiment else client.create_experiment("e")
+    parent = client.create_run(experiment_id, tags={ROLE_TAG: "sweep", SWEEP_TAG: name}, run_name=name)
+    for index, protocol in enumerate(protocols):
+        journal = Journal(tmp_path / f"{name}-{index}.jsonl")
+        journal.append({"op": "open", "experiment_id": experiment_id, "trial_id": f"{name}-t{index}",
+                        "parent_run_id": parent.info.run_id, "run_name": f"t{index}",
+                        "tags": {PARENT_TAG: parent.info.run_id, SWEEP_TAG: name, TRIAL_ID_TAG: f"t{index}"}})
+        journal.append({"op": "metrics", "points": [["stsb_test", 40.0 + index, 0, 1]]})
+        for entry in protocol_entries({"stsb_test": protocol} if protocol else {}):
+            journal.append(entry)
+        journal.append({"op": "finish", "status": "FINISHED"})
+        Replayer(client).flush(journal)
+
+
+def test_one_protocol_is_shown_and_ranked(tracking_uri: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    client = MlflowClient(tracking_uri=tracking_uri)
+    _sweep(client, tmp_path, "a", [STSB, STSB])
+    _sweep(client, tmp_path, "b", [STSB])
+    table = protocol_table(sweep_runs(client))
+    assert table[["metric", "protocol", "runs"]].values.tolist() == [["stsb_test", STSB.id, 3]]
+    assert table.loc[0, "max length"] == "model limit" and table.loc[0, "pooling"] == "pooling prompt_mask"
+    assert main(["compare", "--tracking-uri", tracking_uri]) == 0
+    out = capsys.readouterr().out
+    assert "## Protocols" in out and STSB.id in out and "Spearman x100 of cosine" in out
+
+
+def test_mixed_protocols_are_refused_unless_asked(tracking_uri: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The SNCSE case: the same model family evaluated whole vs cut at 32 tokens is not one benchmark."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    cut = MetricProtocol(**{**STSB.__dict__, "max_length": 32})
+    _sweep(client, tmp_path, "whole", [STSB])
+    _sweep(client, tmp_path, "cut", [cut])
+    with pytest.raises(MixedProtocolsError, match="max length max_length 32 vs model limit|measured under 2"):
+        protocol_table(sweep_runs(client))
+    assert main(["compare", "--tracking-uri", tracking_uri]) == 2
+    err = capsys.readouterr().err
+    assert "'stsb_test' was measured under 2 protocols" in err and "--mixed-protocols" in err
+    assert "max_length 32" in err and "Traceback" not in err
+    assert main(["compare", "--tracking-uri", tracking_uri, "--mixed-protocols"]) == 0
+    out = capsys.readouterr().out
+    assert STSB.id in out and cut.id in out and "not comparable" in out
+    mixed = protocol_table(sweep_runs(client), mixed_protocols=True)
+    assert sorted(mixed["mixed"]) == ["cut/t0", "whole/t0"]
+
+
+def test_a_figure_without_a_recorded_protocol_does_not_rank_with_recorded_ones(tracking_uri: str,
+                                                                              tmp_path: Path) -> None:
+    client = MlflowClient(tracking_uri=tracking_uri)
+    _sweep(client, tmp_path, "old", [None])
+    assert protocol_table(sweep_runs(client)).empty  # nothing recorded anywhere: nothing to check
+    _sweep(client, tmp_path, "new", [STSB])
+    with pytest.raises(MixedProtocolsError, match="no protocol recorded|recorded vs not recorded"):
+        protocol_table(sweep_runs(client))
