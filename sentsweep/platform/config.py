@@ -84,6 +84,9 @@ class SweepConfig(_Section):
     num_samples: int = Field(8, ge=1)
     max_concurrent_trials: int | None = Field(None, ge=1)
     time_budget_s: float | None = Field(None, gt=0)
+    stop_grace_s: float = Field(20.0, ge=0, description="on SIGINT/SIGTERM, how long running trials get to "
+                                "checkpoint where they are before Tune stops (0: not at all); below Kubernetes' "
+                                "default terminationGracePeriodSeconds (30)")
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     metric: str = STSB_DEV
     mode: Literal["max", "min"] = "max"

@@ -8,8 +8,13 @@ stop`` or a pod eviction aborted a sweep without the save. :func:`graceful_stops
 SIGINT handler in force (Tune's during ``fit``, Python's ``KeyboardInterrupt`` elsewhere), so both signals
 stop a sweep the same way. ``TUNE_DISABLE_SIGINT_HANDLER=1`` turns Tune's handler off, and with it the save.
 
+During ``fit`` the first signal does not reach Tune's handler at once: :class:`StopSignals` hands it to its
+:class:`~sentsweep.platform.drain.Drain`, which lets the running trials checkpoint where they are for up to
+``stop_grace_s`` seconds and then calls Tune's handler; a second signal calls it at once, a third (Tune's handler
+has put Python's back) skips Tune's save.
+
 What a stopped sweep leaves (:func:`sentsweep.platform.sweep.run_sweep`): the trials' latest reported
-checkpoints (a trial loses at most the steps since its last report), the parent run KILLED with
+checkpoints (at the step each reached, for the trials that drained within the grace period), the parent run KILLED with
 ``sentsweep.status=interrupted`` (:mod:`~sentsweep.platform.sweep_state`), every unfinished trial's run KILLED
 with the reason ``interrupted``, and :class:`SweepInterrupted`, which the CLI turns into exit status
 :data:`INTERRUPTED_EXIT` and the resume command.
@@ -23,6 +28,10 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sentsweep.platform.drain import Drain
 
 #: The exit status of a sweep stopped by SIGINT or SIGTERM after Tune saved its state: ``EX_TEMPFAIL``
 #: (sysexits.h, "try again later"); ``sentsweep resume DIR`` continues it.
@@ -46,10 +55,12 @@ class SweepInterrupted(KeyboardInterrupt):
 
 
 class StopSignals:
-    """Which stop signal arrived during a sweep (None: none)."""
+    """Which stop signal arrived during a sweep (None: none); ``drain``: how the running trials get to checkpoint
+    before Tune stops (set by the driver once it knows the sweep; None: Tune stops at the first signal)."""
 
     def __init__(self) -> None:
         self.received: str | None = None
+        self.drain: Drain | None = None
 
     @property
     def name(self) -> str:
@@ -64,9 +75,21 @@ class StopSignals:
             return
         raise KeyboardInterrupt(self.received)
 
+    @contextlib.contextmanager
+    def draining(self, drain: Drain) -> Iterator[Drain]:
+        """``drain`` handles the first signal inside the block (Ray is connected: its flag is removed before and
+        after, the store keeps keys until deleted)."""
+        drain.reset_flag()
+        self.drain = drain
+        try:
+            yield drain
+        finally:
+            self.drain = None
+            drain.reset_flag()
+
     def watch_sigint(self) -> None:
-        """Record a SIGINT too, then hand it to the handler in force (called once Tune installed its own, at
-        the start of ``fit``: :class:`~sentsweep.platform.stopping.StopWatch`)."""
+        """Record a SIGINT too, then hand it to :attr:`drain`, else to the handler in force (called once Tune
+        installed its own, at the start of ``fit``: :class:`~sentsweep.platform.stopping.StopWatch`)."""
         if threading.current_thread() is not threading.main_thread():
             return
         handler = signal.getsignal(signal.SIGINT)
@@ -75,6 +98,8 @@ class StopSignals:
 
         def on_sigint(signum: int, frame: FrameType | None) -> None:
             self.received = self.received or "SIGINT"
+            if self.drain is not None and self.drain.begin(lambda: handler(signum, frame)):
+                return  # the drain calls Tune's handler once the trials checkpointed (or a signal comes again)
             handler(signum, frame)
 
         signal.signal(signal.SIGINT, on_sigint)

@@ -22,6 +22,7 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.drain import evaluation_result, is_draining
 from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.study_json import write_study
 
@@ -35,7 +36,12 @@ def is_final(result: dict[str, Any] | None) -> bool:
 
 
 class PruningAwareOptunaSearch(OptunaSearch):
-    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL."""
+    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL, and steps by
+    evaluation (a stopping sweep's draining reports skipped: :mod:`sentsweep.platform.drain`)."""
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        if not is_draining(result):
+            super().on_trial_result(trial_id, evaluation_result(result))
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
@@ -58,7 +64,7 @@ class PruningAwareOptunaSearch(OptunaSearch):
 
     def _report_last(self, trial_id: str, result: dict) -> None:
         """Ray withholds the result that made the scheduler stop a trial; Optuna should see it."""
-        value, step = result.get(self.metric), result.get("training_iteration")
+        value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
         if value is None or step is None or not math.isfinite(float(value)):
             return
         with warnings.catch_warnings():  # Optuna ignores (and warns about) a step reported twice
@@ -80,16 +86,17 @@ class FinalAwareASHA(ASHAScheduler):
     """ASHA whose ``max_t`` only places the rungs: a trial ends at its own step budget.
 
     Ray's ASHA stops every trial at ``max_t``; ours would then miss their final report (test metrics,
-    ``final: 1.0``) and count as pruned. The final report itself is never a reason to stop either.
+    ``final: 1.0``) and count as pruned. The final report itself is never a reason to stop either, nor a draining
+    report (a stopping sweep's checkpoint, :mod:`sentsweep.platform.drain`); rungs count evaluations.
     """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
-        if is_final(result):
+        if is_final(result) or is_draining(result):
             return TrialScheduler.CONTINUE
-        return super().on_trial_result(tune_controller, trial, result)
+        return super().on_trial_result(tune_controller, trial, evaluation_result(result))
 
 
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],

@@ -15,19 +15,38 @@ from ray.tune import Callback
 from sentsweep.platform.interrupt import INTERRUPTED_REASON, active_stops
 
 if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.drain import Drain
     from sentsweep.platform.storage import SweepLocation
     from sentsweep.platform.sweep_tracking import SweepRun
 
 
 class StopWatch(Callback):
-    """Records a SIGINT during ``fit`` in the driver's :class:`~sentsweep.platform.interrupt.StopSignals`
-    (pickled into the sweep's ``tuner.pkl``, it finds the current driver's through
-    :func:`~sentsweep.platform.interrupt.active_stops`, also after a restore)."""
+    """Records a SIGINT during ``fit`` in the driver's :class:`~sentsweep.platform.interrupt.StopSignals` and
+    feeds its :class:`~sentsweep.platform.drain.Drain` with Tune's results and steps (pickled into the sweep's
+    ``tuner.pkl``, it finds the current driver's through :func:`~sentsweep.platform.interrupt.active_stops`,
+    also after a restore)."""
 
     def setup(self, **info: Any) -> None:
         stops = active_stops()
         if stops is not None:
             stops.watch_sigint()
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        drain = _drain()
+        if drain is not None:
+            drain.on_result(trial.trial_id, result)
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        drain = _drain()
+        if drain is not None:
+            drain.step(trials)
+
+
+def _drain() -> Drain | None:
+    stops = active_stops()
+    return stops.drain if stops is not None else None
 
 
 def unfinished_trials(location: SweepLocation) -> list[str]:

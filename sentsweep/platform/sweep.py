@@ -11,9 +11,9 @@ trial. :func:`resume_sweep` restores an interrupted sweep from its folder (``Tun
 ``resume_errored``) and reattaches to the same parent run.
 
 Around that path: checks before Ray starts (:mod:`.preflight`), one driver per sweep (:mod:`.lease`), graceful
-stops on SIGINT and SIGTERM (:mod:`.interrupt`), the parent's end state (:mod:`.sweep_state`), a resume that
-keeps the sweep's config (:mod:`.resume_config`) and trials failing deterministically without retries
-(:mod:`.failures`).
+stops on SIGINT and SIGTERM (:mod:`.interrupt`; running trials checkpoint first: :mod:`.drain`), the parent's end
+state (:mod:`.sweep_state`), a resume that keeps the sweep's config (:mod:`.resume_config`) and trials failing
+deterministically without retries (:mod:`.failures`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.drain import Drain
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import SweepLease
@@ -307,7 +308,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     try:
         with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)), \
-                graceful_stops(stops):
+                graceful_stops(stops), stops.draining(Drain(location.name, config.stop_grace_s)):
             refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner
             tuner = make_tuner()
             if reopen:

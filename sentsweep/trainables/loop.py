@@ -4,9 +4,11 @@ A method supplies a :class:`TrainTask` (its model, its batches, its loss, its de
 supplies everything else: seeding, AdamW/Adam with weight decay, linear warmup then linear decay,
 gradient clipping, a step budget, evaluation every N steps, a checkpoint every ``checkpoint_every``
 evaluations (and at the last one), best-weights keeping, resume (weights, optimizer, scheduler, step, data
-position, RNG states) with a fallback to an older checkpoint when the latest is corrupt, AMP on GPU, and a stop
-with a clear reason on a non-finite loss. It reports through a plain callback ``report(metrics,
-checkpoint_dir)``, so the same code runs under ``ray.tune.report`` and from the ``sentsweep train`` command.
+position, RNG states) with a fallback to an older checkpoint when the latest is corrupt, AMP on GPU, a stop
+with a clear reason on a non-finite loss, and a drain when its ``stop`` check says the sweep is stopping (a
+checkpoint at the step reached, reported, then a wait: :mod:`sentsweep.trainables.stop_flag`). It reports through
+a plain callback ``report(metrics, checkpoint_dir)``, so the same code runs under ``ray.tune.report`` and from the
+``sentsweep train`` command.
 No Ray import here.
 
 The checkpoint layout and the one copy of the best weights are :mod:`sentsweep.trainables.checkpoints`'.
@@ -25,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
 import numpy as np
 import torch
@@ -44,6 +46,7 @@ from sentsweep.trainables.checkpoints import (
     set_rng_state,
     write_checkpoint_marker,
 )
+from sentsweep.trainables.stop_flag import DRAINS_KEY, StopCheck, draining_report
 
 #: ``report(metrics, checkpoint_dir)``; returns where the checkpoint was persisted (Tune's storage), if anywhere.
 ReportFn = Callable[[dict[str, float], Path | None], StoredFolder | None]
@@ -127,6 +130,7 @@ class LoopState:
     best_value: float | None = None
     best_step: int | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    drains: int = 0  # draining reports made (each one a Tune iteration that is no evaluation)
 
 
 @dataclass
@@ -192,11 +196,13 @@ class TrainingLoop:
         log: Callable[[str], None] | None = None,
         work_dir: Path | None = None,
         best: BestFolder | None = None,
+        stop: StopCheck | None = None,
     ) -> None:
         """``work_dir``: where checkpoints are staged before ``report`` (a Tune trial passes a folder in its own
         directory, so nothing is left in the temp dir after a kill; whatever an earlier attempt left there is
         removed first); default: a new temporary folder, removed by :meth:`cleanup`. ``best``: where the best
-        weights are kept (a Tune trial's ``<trial>/best``); default: ``<work_dir>/best``."""
+        weights are kept (a Tune trial's ``<trial>/best``); default: ``<work_dir>/best``. ``stop``: asked before
+        every step; when it says so, the loop drains (:meth:`_drain`)."""
         self.task = task
         self.config = config
         self.report_fn = report or (lambda metrics, checkpoint: None)
@@ -228,6 +234,8 @@ class TrainingLoop:
             work_dir.mkdir(parents=True)
             self._workdir = work_dir
         self.best = best or BestFolder(StoredFolder.local(self._workdir / BEST_DIR))
+        self.stop = stop
+        self._persisted_step = 0  # the step of the last checkpoint reported or restored
 
     def _generator(self, epoch: int) -> torch.Generator:
         return torch.Generator().manual_seed(self.config.seed * 1000 + epoch)
@@ -349,6 +357,8 @@ class TrainingLoop:
             f"step {self.state.step}/{self.total_steps} "
             + " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if k not in ("step",))
         )
+        if self.state.drains:  # in the report, not the history
+            metrics = {**metrics, DRAINS_KEY: float(self.state.drains)}
         if not self._checkpoint_due():
             self.report_fn(metrics, None)
             if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer)
@@ -359,6 +369,7 @@ class TrainingLoop:
             return
         checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}")
         persisted = self.report_fn(metrics, checkpoint)
+        self._persisted_step = self.state.step
         if improved:  # a link to (or server-side copy of) the checkpoint's weights, after they were persisted
             source = persisted or StoredFolder.local(checkpoint)
             self.best.keep(source.child(MODEL_DIR), self.state.step, value)
@@ -385,9 +396,12 @@ class TrainingLoop:
             self._evaluate_and_report({})
         running: list[float] = []
         diagnostics: dict[str, list[float]] = {}
+        self._persisted_step = self.state.step
         for epoch, index, batch in self._epochs():
             if self.state.step >= self.total_steps:
                 break
+            if self.stop is not None and self.stop.requested():
+                self._drain(self.stop)
             with self._autocast():
                 loss, diag = self.task.loss(batch)
             value = float(loss.detach())
@@ -422,6 +436,17 @@ class TrainingLoop:
                 running, diagnostics = [], {}
                 self._evaluate_and_report(train_metrics)
         return LoopResult(self.state, self._load_best(), "step budget reached", time.perf_counter() - start)
+
+    def _drain(self, stop: StopCheck) -> NoReturn:
+        """The sweep is stopping: report a checkpoint at the step reached (none when nothing changed since the last
+        one) as a draining report (:func:`~sentsweep.trainables.stop_flag.draining_report`), then wait."""
+        self.state.drains += 1
+        metrics = draining_report(self.state.step, self.state.drains, self.config.metric, self.state.history)
+        fresh = self.state.step != self._persisted_step
+        checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}") if fresh else None
+        self.report_fn(metrics, checkpoint)
+        self.log(f"stopping: step {self.state.step}/{self.total_steps} {'checkpointed' if fresh else 'kept'}")
+        stop.wait()
 
     def _load_best(self) -> Path | None:
         """Put the best weights into the model (unless they are the current ones); their local folder."""

@@ -38,6 +38,7 @@ from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logge
 from sentsweep.tracking.trial_records import ProtocolLog, record_trial_start
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
+from sentsweep.trainables.stop_flag import DRAINING_KEY, StopCheck, StopFlag
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)
@@ -132,7 +133,7 @@ class Method(ABC, Generic[ConfigT, TaskT]):
             run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
                       resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
                       save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
-                      best=tune_checkpoints.best_folder(storage))
+                      best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial())
         except SentsweepError as exc:  # deterministic: report it and end, so that Tune does not retry
             tune.report(failure_report(str(raw.get("metric", "")), exc))
 
@@ -190,6 +191,7 @@ def run_trial(
     log: Callable[[str], None] = print,
     work_dir: Path | None = None,
     best: BestFolder | None = None,
+    stop: StopCheck | None = None,
 ) -> tuple[LoopResult, dict[str, float]]:
     """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
 
@@ -199,7 +201,8 @@ def run_trial(
     ``save_weights``, the ``best/`` weights. ``gpus``: the GPUs this trial holds (Ray's assignment, which
     may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``. ``work_dir``: the
     loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends; ``best``: where the loop
-    keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first.
+    keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first; ``stop``: the sweep's
+    stop flag (the loop drains when it is raised; a draining report is not logged as metrics).
     """
     logger = logger or NullLogger()
     started = time.perf_counter()
@@ -213,11 +216,13 @@ def run_trial(
         protocols = ProtocolLog(logger)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
-            logger.log_metrics(metrics, int(metrics.get("step", 0)))
-            protocols.update(dev_protocols, metrics)
+            if not metrics.get(DRAINING_KEY):
+                logger.log_metrics(metrics, int(metrics.get("step", 0)))
+                protocols.update(dev_protocols, metrics)
             return report(metrics, checkpoint_dir)
 
-        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best)
+        loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best,
+                            stop=stop)
         with collect_protocols() as dev_protocols:
             result = loop.run(resume_from=resume_from or None)
         with collect_protocols() as test_protocols:

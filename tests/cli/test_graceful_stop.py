@@ -10,6 +10,7 @@ refused, naming the holder; the first resume finishing with one run per trial, a
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -20,10 +21,14 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.platform.interrupt import INTERRUPTED_EXIT, INTERRUPTED_REASON
 from sentsweep.platform.lease import LEASE_TAG, LeaseRecord
 from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
+from sentsweep.trainables.stop_flag import DRAINING_KEY
+from tests.platform.sweep_toy import toy_config
 
 REPO = Path(__file__).resolve().parents[2]
 # ``sentsweep`` with the toy method and space in the registries (what a plug-in package would add).
@@ -128,3 +133,51 @@ def test_sigterm_interrupts_then_resume_finishes(tmp_path, tiny_bert_dir, tracki
     parent = client.get_run(parent.info.run_id)
     assert parent.info.status == "FINISHED" and parent.data.tags[STATUS_TAG] == "finished"
     assert LEASE_TAG not in parent.data.tags
+
+
+def _latest_checkpoint_step(sweep_dir: Path) -> int:
+    """The step of the newest checkpoint Tune kept for the sweep's one trial."""
+    (trial,) = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.startswith("train_toy")]
+    steps = [json.loads((c / CHECKPOINT_MARKER).read_text())["step"] for c in trial.glob("checkpoint_*")]
+    return max(steps, default=0)
+
+
+# About 2 minutes on a quiet 2-core machine (two Ray starts).
+@pytest.mark.slow
+def test_sigterm_drains_running_trial_then_resume_continues_from_step_reached(tmp_path, tiny_bert_dir,
+                                                                              tracking_uri) -> None:
+    """A SIGTERM between two cadence checkpoints: the running trial checkpoints at the step it reached, and the
+    resume trains only the remaining steps (the toy logs one line per training step, both sessions together)."""
+    steps_log = tmp_path / "steps.log"
+    max_steps = 30
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},
+                        max_failures=1, fixed={"max_steps": max_steps, "eval_every": 5, "checkpoint_every": 100,
+                                               "sleep_s": 0.3, "step_log": str(steps_log)})
+    (tmp_path / "toy.yaml").write_text(config.to_yaml())
+    (tmp_path / "cli.py").write_text(CLI)
+    client = MlflowClient(tracking_uri=tracking_uri)
+
+    def steps() -> int:
+        return len(steps_log.read_text().splitlines()) if steps_log.exists() else 0
+
+    sweep, log = _start(tmp_path, "sweep", "sweep", "toy.yaml", "--address", "local", "--no-finalize")
+    _until(lambda: steps() >= 8, "8 training steps", sweep, log)  # past the evaluation at step 5, no checkpoint
+    os.kill(sweep.pid, signal.SIGTERM)
+    assert _wait(sweep, log, 180) == INTERRUPTED_EXIT, log.read_text()[-3000:]
+    stopped_at = steps()
+    assert 8 <= stopped_at < max_steps
+    (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
+    # the cadence (every 100 evaluations) wrote none: this checkpoint is the drain's, at the step reached
+    assert _latest_checkpoint_step(sweep_dir) == stopped_at
+    (run,) = _runs(client, "trial")
+    assert run.info.status == "KILLED" and run.data.tags[REASON_TAG] == INTERRUPTED_REASON
+
+    resume, log = _start(tmp_path, "resume", "resume", str(sweep_dir), "--address", "local", "--no-finalize")
+    assert _wait(resume, log, 300) == 0, log.read_text()[-3000:]
+    assert steps() == max_steps, f"stopped at {stopped_at}, the resume trained {steps() - stopped_at} steps"
+    (run,) = _runs(client, "trial")
+    assert run.info.status == "FINISHED"
+    # the draining report is no evaluation: no metric of it, the dev metric only at evaluation steps
+    assert DRAINING_KEY not in run.data.metrics
+    history = client.get_metric_history(run.info.run_id, STSB_DEV)
+    assert sorted({m.step for m in history}) == list(range(5, max_steps + 1, 5))

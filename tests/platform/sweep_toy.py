@@ -43,6 +43,7 @@ class ToyConfig(TrialConfig):
     sleep_s: float = 0.0
     dev_penalty: float = 0.0
     corrupt_at_step: int | None = None  # truncate the latest persisted checkpoint's state.pt, then raise
+    step_log: str | None = None  # a file that gets one line per training step (to count the steps trained)
 
 
 class ToyTask:
@@ -70,6 +71,9 @@ class ToyTask:
             _truncate_latest_checkpoint()
         if self.config.sleep_s:
             time.sleep(self.config.sleep_s)
+        if self.config.step_log:
+            with open(self.config.step_log, "a") as log:
+                log.write("step\n")
         idx = batch.tolist()
         u = self.encoder(self.encoder.tokenize([self.first[i] for i in idx]))
         v = self.encoder(self.encoder.tokenize([self.second[i] for i in idx]))
