@@ -281,7 +281,8 @@ def hub_files(
                                       allow_patterns=list(patterns)))
     except Exception as exc:  # offline without a cached copy, auth, unknown repo: all user-fixable
         raise DataError(f"could not get {', '.join(patterns)} of {where} from the Hugging Face hub: "
-                        f"{type(exc).__name__}: {exc}. Offline? Give a local copy with --from PATH.") from exc
+                        f"{type(exc).__name__}: {str(exc).rstrip('.')}. Offline? Give a local copy with --from PATH."
+                        ) from exc
     found = sorted({path for pattern in patterns for path in root.glob(pattern) if path.is_file()})
     if not found:
         raise DataError(f"{where} has no file matching {', '.join(patterns)} (in {root})")
