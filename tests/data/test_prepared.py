@@ -192,3 +192,14 @@ def test_cli_prepare_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "staged, 2 rows" in out and "glove-840b" in out
     assert main(["data", "prepare", "umbc", "--to", str(tmp_path / "s")]) == 2
     assert "needs --from PATH, --kind and --format" in capsys.readouterr().err
+
+
+def test_the_sweep_preflight_opens_a_prepared_corpus(tmp_path: Path) -> None:
+    from sentsweep.platform.preflight import _check_corpus_head
+
+    source = tmp_path / "w.txt"
+    source.write_text("one\n")
+    prepare("wiki1m", to=str(tmp_path), from_path=source, log=lambda _: None)
+    _check_corpus_head(f"prepared:{tmp_path / 'wiki1m'}", None)
+    with pytest.raises(DataError, match="not prepared"):
+        _check_corpus_head(f"prepared:{tmp_path / 'missing'}", None)
