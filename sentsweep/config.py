@@ -7,12 +7,20 @@ from pathlib import Path
 
 DATA_ENV = "SENTSWEEP_DATA"
 CACHE_ENV = "SENTSWEEP_CACHE"
+PREPARED_ENV = "SENTSWEEP_PREPARED"
 
 
 def data_dir_from_env() -> Path | None:
     """The shared data directory named by ``SENTSWEEP_DATA``, or None when unset or empty."""
     value = os.environ.get(DATA_ENV, "").strip()
     return Path(value).expanduser() if value else None
+
+
+def prepared_root_from_env() -> str | None:
+    """Where ``sentsweep data prepare`` stages datasets, named by ``SENTSWEEP_PREPARED`` (a folder or an
+    ``s3://`` URI); None when unset or empty."""
+    value = os.environ.get(PREPARED_ENV, "").strip()
+    return value or None
 
 
 def cache_dir() -> Path:

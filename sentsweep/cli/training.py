@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sentsweep.cli.common import add_overrides
 
@@ -45,8 +46,15 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=128)
     add_senteval_options(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
+<<<<<<< HEAD
     p.add_argument("--out", default=None, help="write the result as JSON (.json: metrics, each metric's protocol "
                    "under info.protocols, the table) or the table (.csv)")
+=======
+    p.add_argument("--out", default=None, help="write the metrics as flat JSON (.json) or the table (.csv)")
+    p.add_argument("--backend", choices=("sentsweep", "mteb"), default="sentsweep",
+                   help="mteb: MTEB's STS evaluation (pip install 'sentsweep[mteb]') on the local STS files as "
+                   "custom tasks; other --tasks names are registered MTEB tasks (hub data)")
+>>>>>>> wt-data
     p.set_defaults(handler=cmd_evaluate)
 
 
@@ -123,10 +131,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from sentsweep.evaluation import SentEvalOptions, evaluate
     from sentsweep.evaluation.suite import split_tasks
 
-    try:
-        split_tasks(args.tasks)  # before loading a model: a typo should fail fast
-    except ValueError as exc:
-        raise ConfigError(str(exc), field="--tasks") from None
+    if args.backend != "mteb":
+        try:
+            split_tasks(args.tasks)  # before loading a model: a typo should fail fast
+        except ValueError as exc:
+            raise ConfigError(str(exc), field="--tasks") from None
     senteval = senteval_arguments(args)
     try:
         SentEvalOptions(**senteval)
@@ -139,6 +148,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         device=args.device,
     )
+    if args.backend == "mteb":
+        from sentsweep.evaluation.mteb_backend import evaluate_mteb
+
+        result = evaluate_mteb(encoder, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size)
+        return _show(result, args.out)
     progress = _Progress("encoding")
     try:
         result = evaluate(
@@ -151,9 +165,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
+    return _show(result, args.out)
+
+
+def _show(result: Any, out_path: str | None) -> int:
+    """Print ``result`` and write it to ``--out`` (flat JSON, or the table as .csv)."""
     print(result)
-    if args.out:
-        out = Path(args.out)
+    if out_path:
+        out = Path(out_path)
         if out.suffix.lower() == ".csv":
             out.parent.mkdir(parents=True, exist_ok=True)
             result.to_csv(out)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from sentsweep.data.prepared import is_prepared_ref, open_prepared
 from sentsweep.data.records import Document
 from sentsweep.data.registry import REGISTRY, locate
 from sentsweep.data.source import DataSource, resolve_data_dir
+from sentsweep.data.streams import DocumentStart, document_title, stream_documents, stream_one_document
 from sentsweep.data.textio import read_lines
 from sentsweep.errors import DataError
-
-_TITLE = "# "
 
 
 def parse_documents(lines: Sequence[str], default_title: str) -> list[Document]:
@@ -27,27 +27,13 @@ def parse_documents(lines: Sequence[str], default_title: str) -> list[Document]:
     ``default_title:N`` with N the document's 1-based position.
     """
     parts: list[tuple[str | None, list[str]]] = []
-    current: tuple[str | None, list[str]] | None = None
-    for line in lines:
-        text = line.strip()
-        if not text:
-            current = None
-            continue
-        if current is None:
-            title = text[len(_TITLE) :].strip() if line.startswith(_TITLE) else None
-            current = (title, [] if title is not None else [text])
-            parts.append(current)
+    for item in stream_documents(lines):
+        if isinstance(item, DocumentStart):
+            parts.append((item.title, []))
         else:
-            current[1].append(text)
+            parts[-1][1].append(item)
     return [
-        Document(
-            title=title
-            if title is not None
-            else default_title
-            if len(parts) == 1
-            else f"{default_title}:{n}",
-            sentences=tuple(sentences),
-        )
+        Document(title=document_title(title, default_title, n, len(parts)), sentences=tuple(sentences))
         for n, (title, sentences) in enumerate(parts, start=1)
     ]
 
@@ -59,7 +45,8 @@ def read_documents(path: Path) -> list[Document]:
 
 def read_one_document(path: Path, title: str) -> Document:
     """The whole file as one document, one sentence a line (blank lines skipped; no title lines)."""
-    return Document(title=title, sentences=tuple(text for line in read_lines(path) if (text := line.strip())))
+    sentences = (item for item in stream_one_document(read_lines(path)) if isinstance(item, str))
+    return Document(title=title, sentences=tuple(sentences))
 
 
 def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = None) -> list[Document]:
@@ -67,9 +54,12 @@ def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = 
 
     Registered names: ``enwiki`` (one document per article), ``brown`` (one per Brown file, titled
     ``fileid category``), ``ptb-train``/``ptb-valid``/``ptb-test`` (one document each). Anything else
-    is a path to a text file (e.g. SimCSE's ``wiki1m_for_simcse.txt``): absolute, relative to the
-    working directory, or relative to the data directory.
+    is a path to a text file: absolute, relative to the working directory, or relative to the data
+    directory. ``prepared:NAME`` (or ``prepared:URI``) is a corpus staged by ``sentsweep data prepare``
+    (e.g. ``prepared:wiki1m``): memory-mapped, its sentences read on demand (:mod:`sentsweep.data.prepared`).
     """
+    if isinstance(name_or_path, str) and is_prepared_ref(name_or_path):
+        return open_prepared(name_or_path, "corpus").documents()
     if isinstance(name_or_path, str) and name_or_path in REGISTRY:
         info, (path,) = locate(name_or_path, "corpus", None, data_dir)
         if info.format == "one-document":

@@ -1,4 +1,5 @@
-"""The Hugging Face hub, for users with internet: thin wrappers around ``datasets.load_dataset``.
+"""The Hugging Face hub, for users with internet: thin wrappers around ``datasets.load_dataset``, and
+:func:`hub_files` (``huggingface_hub``'s downloads) for the large files ``sentsweep data prepare`` stages.
 
 Each ``hub_*`` loader downloads one split and hands it to a pure conversion function
 (``*_from_dataset``) that turns a ``datasets.Dataset`` into the package's records; the conversion
@@ -12,6 +13,7 @@ defaults in each signature; explicit arguments always win.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.data.records import NLI_LABELS, Document, LabelledPair, ScoredPair
@@ -92,7 +94,7 @@ def _label_names(ds: datasets.Dataset, label: str) -> Sequence[str] | None:
     return getattr(feature, "names", None)
 
 
-def _nli_label_map(names: Sequence[str] | None) -> dict[int | str, int] | None:
+def nli_label_map(names: Sequence[str] | None) -> dict[int | str, int] | None:
     """Class id -> NLI_LABELS index when the ClassLabel names are exactly the three NLI classes."""
     if names is None or sorted(n.casefold() for n in names) != sorted(NLI_LABELS):
         return None
@@ -116,7 +118,7 @@ def labelled_pairs_from_dataset(
     hub's "no gold label", e.g. SNLI's -1) are dropped; a label the map lacks is an error.
     """
     _require_columns(ds, (s1, s2, label), name)
-    mapping = label_map if label_map is not None else _nli_label_map(_label_names(ds, label))
+    mapping = label_map if label_map is not None else nli_label_map(_label_names(ds, label))
     pairs: list[LabelledPair] = []
     for row, (a, b, value) in enumerate(zip(ds[s1], ds[s2], ds[label], strict=True)):
         if value is None or (isinstance(value, int) and value < 0):
@@ -253,3 +255,35 @@ def hub_corpus(
     args = _defaults(repo_id, {"text": text, "subset": subset}, {"text": "text", "subset": None})
     ds = _load(repo_id, split, args.pop("subset"), revision)
     return corpus_from_dataset(ds, text=args["text"], title=title, name=repo_id)
+
+
+def hub_files(
+    repo_id: str,
+    patterns: Sequence[str],
+    *,
+    repo_type: str = "dataset",
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> list[Path]:
+    """Local paths of a repository's files matching ``patterns`` (globs), downloaded into the Hugging Face
+    cache or found there: one named file through ``hf_hub_download``, globs through ``snapshot_download``
+    (``allow_patterns``). With ``HF_HUB_OFFLINE=1`` both resolve from the cache alone
+    (``<cache>/<type>s--<org>--<name>/snapshots/<commit>/...``, the commit read from ``refs/<revision>``).
+    """
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    where = f"{repo_id!r} ({repo_type}, revision {revision or 'main'})"
+    try:
+        if len(patterns) == 1 and not any(c in patterns[0] for c in "*?["):
+            return [Path(hf_hub_download(repo_id, patterns[0], repo_type=repo_type, revision=revision,
+                                         cache_dir=cache_dir))]
+        root = Path(snapshot_download(repo_id, repo_type=repo_type, revision=revision, cache_dir=cache_dir,
+                                      allow_patterns=list(patterns)))
+    except Exception as exc:  # offline without a cached copy, auth, unknown repo: all user-fixable
+        raise DataError(f"could not get {', '.join(patterns)} of {where} from the Hugging Face hub: "
+                        f"{type(exc).__name__}: {str(exc).rstrip('.')}. Offline? Give a local copy with --from PATH."
+                        ) from exc
+    found = sorted({path for pattern in patterns for path in root.glob(pattern) if path.is_file()})
+    if not found:
+        raise DataError(f"{where} has no file matching {', '.join(patterns)} (in {root})")
+    return found

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from sentsweep.data.prepared import open_prepared
 from sentsweep.data.records import NLI_LABELS, LabelledPair, ScoredPair
-from sentsweep.data.registry import locate
+from sentsweep.data.registry import locate, prepared_split
 from sentsweep.data.source import DataSource
 from sentsweep.data.textio import (
     BINARY_LABELS,
@@ -96,9 +97,16 @@ def scored_pairs(name: str, split: str, data_dir: str | Path | DataSource | None
 
 def labelled_pairs(
     name: str, split: str, data_dir: str | Path | DataSource | None = None
-) -> list[LabelledPair]:
+) -> Sequence[LabelledPair]:
     """Pairs with a class: ``mrpc`` (train/test; 1 = paraphrase), ``snli`` (dev/test) and ``sick-nli``
     (train/trial/test), the NLI ones as indices into NLI_LABELS (contradiction 0, neutral 1, entailment 2).
+
+    Splits staged by ``sentsweep data prepare`` (SNLI's ``train``: SNLI train, ``train+mnli``: SNLI then
+    MultiNLI train; or any ``prepared:NAME``) come back as a memory-mapped
+    :class:`~sentsweep.data.prepared.PreparedPairs`; the others as a list.
     """
+    staged = prepared_split(name, "labelled-pairs", split)
+    if staged is not None:
+        return open_prepared(staged, "labelled-pairs")
     info, paths = locate(name, "labelled-pairs", split, data_dir)
     return _LABELLED_READERS[info.format](*paths)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 #: NLI labels in the order CoSENT needs (contradiction < neutral < entailment).
@@ -36,7 +37,11 @@ class LabelledSentence:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """An ordered run of sentences (a Wikipedia article, a Brown file, a PTB split)."""
+    """An ordered run of sentences (a Wikipedia article, a Brown file, a PTB split).
+
+    ``sentences`` is a tuple for the loaders of small files and a memory-mapped
+    :class:`~sentsweep.data.columns.TextColumn` for prepared corpora (indexing, slicing, ``len`` alike).
+    """
 
     title: str
-    sentences: tuple[str, ...] = field(default_factory=tuple)
+    sentences: Sequence[str] = field(default_factory=tuple)

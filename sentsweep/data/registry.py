@@ -13,6 +13,9 @@ from pathlib import Path
 from sentsweep.data.source import DataSource, resolve_data_dir
 from sentsweep.errors import DataError
 
+#: How a config names a dataset staged by ``sentsweep data prepare`` (:mod:`sentsweep.data.prepared`).
+PREPARED_PREFIX = "prepared:"
+
 #: The split name of datasets that have no splits (MR, CR, SUBJ, MPQA, the corpora).
 ALL = "all"
 
@@ -37,6 +40,9 @@ class DatasetInfo:
     description: str
     licence: str
     how_to_get: str = field(default="", compare=False)
+    #: Splits staged by ``sentsweep data prepare`` rather than read from the data directory: split ->
+    #: prepared dataset name (:mod:`sentsweep.data.catalogue`).
+    prepared: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 _STS_SUBSETS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -120,8 +126,9 @@ _DATASETS: tuple[DatasetInfo, ...] = (
             for split in ("dev", "test")
         },
         format="snli",
-        description=f"SNLI dev and test (no train offline); {_NLI}",
+        description=f"SNLI dev and test; train (SNLI) and train+mnli (SNLI then MultiNLI) once prepared; {_NLI}",
         licence="CC BY-SA 4.0",
+        prepared={"train": "snli-train", "train+mnli": "nli-train"},
     ),
     DatasetInfo(
         name="sick-nli",
@@ -237,6 +244,19 @@ def dataset_info(name: str, kind: str) -> DatasetInfo:
     raise DataError(f"unknown {kind} dataset {name!r}{hint}; known: {known}")
 
 
+def prepared_split(name: str, kind: str, split: str | None) -> str | None:
+    """The ``prepared:`` reference a split reads, or None for a split in the data directory.
+
+    ``split`` may itself be a reference (``prepared:nli-train``) or a split the dataset stages
+    (:attr:`DatasetInfo.prepared`: SNLI's ``train`` and ``train+mnli``).
+    """
+    if split is not None and split.startswith(PREPARED_PREFIX):
+        dataset_info(name, kind)
+        return split
+    staged = dataset_info(name, kind).prepared.get(split or "")
+    return PREPARED_PREFIX + staged if staged else None
+
+
 def split_files(info: DatasetInfo, split: str | None) -> tuple[str, ...]:
     """The files of ``split`` (None means the only split, for datasets that have one)."""
     if split is None:
@@ -244,7 +264,8 @@ def split_files(info: DatasetInfo, split: str | None) -> tuple[str, ...]:
             raise DataError(f"{info.name} has splits {', '.join(info.splits)}: name one")
         split = info.splits[0]
     if split not in info.files:
-        raise DataError(f"{info.name} has no split {split!r}; splits: {', '.join(info.splits)}")
+        staged = f" (prepared: {', '.join(info.prepared)}, or prepared:NAME)" if info.prepared else ""
+        raise DataError(f"{info.name} has no split {split!r}; splits: {', '.join(info.splits)}{staged}")
     return info.files[split]
 
 

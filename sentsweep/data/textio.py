@@ -7,7 +7,7 @@ malformed row anywhere points the user at the exact place to look.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from sentsweep.data.source import missing_data_error
@@ -45,6 +45,24 @@ def read_lines(path: Path) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
+
+
+def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
+    """Binary lines (with or without their ``\\n``) as text, by the rules of :func:`read_lines`, one at a time."""
+    for number, raw in enumerate(raw_lines):
+        line = raw.removeprefix(_BOM) if number == 0 else raw
+        yield _decode(line.removesuffix(b"\n")).removesuffix("\r")
+
+
+def iter_file_lines(path: Path) -> Iterator[str]:
+    """The lines of a file of any size as :func:`read_lines` gives them, streamed (never the whole file)."""
+    try:
+        with path.open("rb") as handle:
+            yield from decode_lines(handle)
+    except FileNotFoundError:
+        raise missing_data_error(path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror}", file=path) from exc
 
 
 def numbered(lines: Sequence[str], *, start: int = 1, skip_blank: bool = False) -> Iterator[tuple[int, str]]:

@@ -180,9 +180,13 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
     """The corpus file exists and its first :data:`CORPUS_HEAD_LINES` lines decode and hold sentences."""
     from sentsweep import data as datasets
     from sentsweep.data.corpora import parse_documents
-    from sentsweep.data.registry import REGISTRY
+    from sentsweep.data.registry import PREPARED_PREFIX, REGISTRY
     from sentsweep.data.registry import locate as locate_dataset
 
+    if name.startswith(PREPARED_PREFIX):  # staged by `sentsweep data prepare`: its manifest and columns open
+        if not any(len(doc.sentences) for doc in datasets.corpus(name, data_dir=data_dir)):
+            raise DataError(f"prepared corpus {name!r} holds no sentence")
+        return
     if name in REGISTRY:
         _, (path,) = locate_dataset(name, "corpus", None, data_dir)
     else:

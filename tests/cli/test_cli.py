@@ -95,7 +95,8 @@ def test_evaluate_unknown_task_is_a_clean_error(tiny_bert_dir: Path, capsys: pyt
 def test_every_command_in_one_parser_in_help_order() -> None:
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.dest == "command"]
-    assert list(sub.choices) == ["evaluate", "train", "negate", "parse", "neighbours", "sweep", "resume", "sync",
+    assert list(sub.choices) == ["evaluate", "train", "negate", "parse", "neighbours", "data", "sweep", "resume",
+                                 "sync",
                                  "compare", "export", "submit", "jobs"]
     args = parser.parse_args(["sweep", "demo.yaml", "--resume-interrupted"])
     assert (args.config, args.resume_interrupted) == ("demo.yaml", True)

@@ -25,6 +25,7 @@ from typing import IO
 import numpy as np
 
 from sentsweep.data.cache import content_hash, get_or_build
+from sentsweep.data.prepared import is_prepared_ref, open_prepared
 from sentsweep.errors import ConfigError
 
 PAD, UNK = "<pad>", "<unk>"
@@ -133,12 +134,16 @@ def _read_table(path: Path) -> tuple[list[str], np.ndarray] | None:
 
 @functools.lru_cache(maxsize=2)
 def load_word_vectors(source: str, max_words: int | None = None) -> WordVectors:
-    """``glove-6b-50d`` (the offline package) or the path of a GloVe text file; the first ``max_words``
-    rows (GloVe files are sorted by frequency). Cached in memory per process."""
+    """``glove-6b-50d`` (the offline package), ``prepared:NAME`` (memory-mapped) or the path of a GloVe text
+    file; the first ``max_words`` rows (GloVe files are sorted by frequency). Cached in memory per process."""
     if source in GLOVE_PACKAGE_NAMES:
         return _glove_package(max_words)
     if source == RANDOM_VECTORS:
         raise ConfigError("'random' has no vectors to load", field="word_vectors")
+    if is_prepared_ref(source):  # staged by `sentsweep data prepare` (e.g. prepared:glove-840b): memory-mapped
+        staged = open_prepared(source, "vectors")
+        n = len(staged.words) if max_words is None else min(max_words, len(staged.words))
+        return WordVectors(tuple(staged.words[:n]), staged.matrix[:n], source, staged.uncased)
     return _glove_text(Path(source).expanduser(), max_words)
 
 

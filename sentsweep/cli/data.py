@@ -1,0 +1,66 @@
+"""``sentsweep data prepare`` (stage a paper-scale dataset once) and ``sentsweep data list`` (what can be, and is)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def _add_data(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "data",
+        help="stage training data once where every trial reads it (wiki1m, NLI, BookCorpus, GloVe 840B)",
+        description="Stage a dataset from the Hugging Face hub (or local files) into the sweep's storage, "
+        "memory-mapped; configs then name it prepared:NAME.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    prep = actions.add_parser(
+        "prepare",
+        help="stage dataset NAME (from the hub unless --from)",
+        description="Stage dataset NAME under ROOT/NAME. Known names: wiki1m, snli-train, mnli-train, nli-train, "
+        "bookcorpus, glove-840b (sentsweep data list). Other names need --from, --kind and --format.",
+    )
+    prep.add_argument("name", help="dataset name, e.g. wiki1m")
+    prep.add_argument("--to", default=None, metavar="ROOT",
+                      help="storage root: a folder or s3://bucket/prefix (default: $SENTSWEEP_PREPARED, else "
+                      "~/.cache/sentsweep/prepared)")
+    prep.add_argument("--from", dest="from_path", default=None, metavar="PATH",
+                      help="read local files: the file, or a folder laid out as the hub repository")
+    prep.add_argument("--kind", default=None, help="corpus, labelled-pairs or vectors (a dataset outside the "
+                      "catalogue)")
+    prep.add_argument("--format", dest="fmt", default=None,
+                      help="lines, documents, parquet-text, parquet-nli or glove (default: the catalogue's)")
+    prep.add_argument("--hub-cache", default=None, help="Hugging Face cache folder (default: the hub's own)")
+    prep.add_argument("--revision", default=None, help="hub revision (default: the catalogue's)")
+    prep.add_argument("--force", action="store_true", help="prepare again even when a complete copy exists")
+    prep.set_defaults(handler=cmd_prepare)
+    listing = actions.add_parser("list", help="the catalogue, and which datasets are staged under ROOT")
+    listing.add_argument("--to", default=None, metavar="ROOT", help="storage root (as for prepare)")
+    listing.set_defaults(handler=cmd_list)
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from sentsweep.data.prepare import prepare
+
+    result = prepare(args.name, to=args.to, from_path=args.from_path, kind=args.kind, fmt=args.fmt,
+                     hub_cache=args.hub_cache, revision=args.revision, force=args.force,
+                     log=lambda line: print(line, flush=True))
+    print(result.summary())
+    print(f"configs name it: prepared:{args.name}" + ("" if args.to is None else f"  (with SENTSWEEP_PREPARED="
+                                                        f"{args.to}, or prepared:{result.uri})"))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from sentsweep.data.catalogue import CATALOGUE
+    from sentsweep.data.prepare import staged
+
+    for name, entry in CATALOGUE.items():
+        store, manifest = staged(name, args.to)
+        state = f"staged, {manifest['rows']:,} rows" if manifest else "not staged"
+        sources = " + ".join(s.repo_id for s in entry.sources)
+        print(f"{name:<12} {entry.kind:<15} {state:<24} {sources}  ({store.uri})")
+    return 0
+
+
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_data,)
