@@ -27,10 +27,14 @@ WORKER_PORT_OPTIONS = ("node-manager-port", "object-manager-port", "dashboard-ag
                        "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")
 """Every port ``ray start --address`` opens that has a fixed default (two nodes on one machine would clash)."""
 
-#: GCS health checks of the head every second, a node dead after 3 missed (Ray's defaults: ~30 s), so a lost
-#: node's trials are rescheduled within seconds.
-FAST_FAILURE_DETECTION = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
-                          "RAY_health_check_failure_threshold": "3", "RAY_health_check_initial_delay_ms": "1000"}
+#: GCS health checks of the head every second, a node dead after 5 failed (Ray's defaults: ~30 s), so a lost
+#: node's trials are rescheduled within seconds: a dead raylet refuses the check at once, while a live one on a
+#: loaded machine has 10 s to answer.
+FAST_FAILURE_DETECTION = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "10000",
+                          "RAY_health_check_failure_threshold": "5"}
+#: Attempts at starting a worker node: ``ray start`` gives its raylet a fixed 30 s to register, which a loaded
+#: machine (a shared CI runner) can miss.
+NODE_START_ATTEMPTS = 3
 
 
 @dataclass
@@ -78,7 +82,21 @@ class LocalCluster:
         return self.head.gcs_address
 
     def add_worker(self, *, num_gpus: int = 2, num_cpus: int = 4, timeout: float = 120.0) -> RayNode:
-        """Start a worker node and wait until the head counts it alive."""
+        """Start a worker node and wait until the head counts it alive (tried again, under a new name, when
+        ``ray start`` gives up on a loaded machine)."""
+        for attempt in range(1, NODE_START_ATTEMPTS + 1):
+            node = self._start_worker(num_gpus, num_cpus)
+            try:
+                self.wait_for_nodes({node.name}, node, timeout)
+                return node
+            except ServiceError:
+                node.stop()
+                self.workers.remove(node)
+                if attempt == NODE_START_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_worker(self, num_gpus: int, num_cpus: int) -> RayNode:
         self._started += 1
         name = f"worker-{self._started}"
         log = self.head.temp_dir / f"{name}.log"
@@ -92,7 +110,6 @@ class LocalCluster:
                                        env=head_env(self.head.token, self.env))
         node = RayNode(name, process, log, num_gpus)
         self.workers.append(node)
-        self.wait_for_nodes({name}, node, timeout)
         return node
 
     def alive_nodes(self) -> dict[str, str]:
