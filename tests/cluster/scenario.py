@@ -23,7 +23,7 @@ from mlflow.entities import Run
 
 from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, ROLE_TAG, TRIAL_ID_TAG
-from tests.cluster.target import REPO, Target
+from tests.cluster.target import Target
 
 TOY_CLI = ("-m", "tests.cluster.toy_cli")
 
@@ -54,19 +54,28 @@ class Driver:
     process: subprocess.Popen
     log: Path
     started: float
+    ended: float | None = None
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    @property
+    def wall_s(self) -> float:
+        """Seconds from its start to its end (to now while it runs)."""
+        return (self.ended or time.monotonic()) - self.started
+
     def wait(self, timeout: float = 480) -> int:
         try:
-            return self.process.wait(timeout=timeout)
+            status = self.process.wait(timeout=timeout)
+            self.ended = time.monotonic()
+            return status
         except subprocess.TimeoutExpired:
             self.kill()
             pytest.fail(f"the driver did not end within {timeout:.0f} s:\n{self.output()[-4000:]}")
 
     def kill(self) -> None:
         """SIGKILL the driver's process group (only the driver: the trials are on the cluster's nodes)."""
+        self.ended = self.ended or time.monotonic()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=30)
@@ -90,7 +99,7 @@ def run_driver(target: Target, argv: list[str], cwd: Path, timeout: float = 480)
         status = driver.wait(timeout)
     finally:
         driver.kill()
-    return status, driver.output(), time.monotonic() - driver.started
+    return status, driver.output(), driver.wall_s
 
 
 def client(target: Target) -> MlflowClient:
@@ -185,5 +194,27 @@ def gpu_share(runs: list[Run]) -> int:
     return most
 
 
-__all__ = ["REPO", "Driver", "client", "experiment_of", "figures", "gpu_share", "run_driver", "start_driver",
-           "sweep_folder", "sweep_yaml", "trial_runs", "training_with_checkpoint", "wait_for"]
+
+
+def parent_runs(target: Target, experiment: str) -> list[Run]:
+    found = client(target).get_experiment_by_name(experiment)
+    return client(target).search_runs([found.experiment_id], f"tags.`{ROLE_TAG}` = 'sweep'") if found else []
+
+
+def steps_of(target: Target, run: Run, metric: str = "train_loss") -> list[int]:
+    """The steps ``metric`` was logged at, in logging order (duplicates kept)."""
+    return [m.step for m in client(target).get_metric_history(run.info.run_id, metric)]
+
+
+def assert_each_trial_once(target: Target, experiment: str, num_samples: int, max_steps: int) -> list[Run]:
+    """One FINISHED run per trial, none RUNNING, every dev step logged exactly once, the parent FINISHED."""
+    runs = trial_runs(target, experiment)
+    assert len(runs) == num_samples == len({r.data.tags[TRIAL_ID_TAG] for r in runs}), \
+        [(r.data.tags.get(TRIAL_ID_TAG), r.info.status) for r in runs]
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * num_samples
+    for run in runs:
+        steps = steps_of(target, run)
+        assert steps and max(steps) == max_steps and len(steps) == len(set(steps)), (run.data.tags, steps)
+    (parent,) = parent_runs(target, experiment)
+    assert parent.info.status == "FINISHED", parent.data.tags
+    return runs

@@ -113,12 +113,16 @@ class LocalCluster:
         return node
 
     def alive_nodes(self) -> dict[str, str]:
-        """Node name -> node id of every alive node, as the head's GCS sees them."""
+        """Node name -> node id of every alive node, as the head's GCS sees them ({} while it does not answer:
+        a loaded machine can keep the GCS busy past the client's 5 s connection timeout)."""
         from ray._raylet import GcsClient
 
-        client = GcsClient(address=self.address)
-        return {info.node_name: info.node_id.hex() for info in client.get_all_node_info(timeout=10).values()
-                if info.state == 0}  # GcsNodeInfo.ALIVE
+        try:
+            client = GcsClient(address=self.address)
+            infos = client.get_all_node_info(timeout=30).values()
+        except Exception:  # ray.exceptions.RpcError and its kin: not answering (yet)
+            return {}
+        return {info.node_name: info.node_id.hex() for info in infos if info.state == 0}  # GcsNodeInfo.ALIVE
 
     def wait_for_nodes(self, names: set[str], node: RayNode, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -130,9 +134,12 @@ class LocalCluster:
             time.sleep(0.5)
 
     def wait_until_gone(self, node: RayNode, timeout: float = 60.0) -> None:
-        """Until the head no longer counts ``node`` alive."""
+        """Until the head (answering) no longer counts ``node`` alive."""
         deadline = time.monotonic() + timeout
-        while node.name in self.alive_nodes():
+        while True:
+            alive = self.alive_nodes()
+            if alive and node.name not in alive:
+                return
             if time.monotonic() > deadline:
                 raise ServiceError(f"the head still counts {node.name} alive after {timeout:.0f} s")
             time.sleep(0.5)
