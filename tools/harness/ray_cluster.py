@@ -127,6 +127,9 @@ class LocalCluster:
     def wait_for_nodes(self, names: set[str], node: RayNode, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not names <= set(self.alive_nodes()):
+            if self.head.process.poll() is not None:
+                raise ServiceError(f"the Ray head exited with {self.head.process.returncode}:\n"
+                                   f"{log_tail(self.head.log)}")
             if node.process.poll() is not None:
                 raise ServiceError(f"ray node {node.name} exited with {node.process.returncode}:\n{log_tail(node.log)}")
             if time.monotonic() > deadline:
@@ -158,7 +161,7 @@ def start_cluster(*, workers: int = 2, gpus_per_worker: int = 2, cpus_per_worker
     # Ray's single-machine mode ("0", head_env's default) refuses worker nodes; every address stays on 127.0.0.1
     # anyway (--node-ip-address).
     node_env = {**FAST_FAILURE_DETECTION, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", **(env or {})}
-    cluster = LocalCluster(start_head(num_cpus=head_cpus, num_gpus=0, env=node_env, timeout=timeout), node_env)
+    cluster = _start_head(head_cpus, node_env, timeout)
     try:
         for _ in range(workers):
             cluster.add_worker(num_gpus=gpus_per_worker, num_cpus=cpus_per_worker, timeout=timeout)
@@ -166,6 +169,23 @@ def start_cluster(*, workers: int = 2, gpus_per_worker: int = 2, cpus_per_worker
         cluster.stop()
         raise
     return cluster
+
+
+def _start_head(num_cpus: int, env: dict[str, str], timeout: float) -> LocalCluster:
+    """A head whose own node the GCS counts alive (``ray start --head`` gives its raylet a fixed 30 s, which a
+    loaded machine can miss: the head then exits, and is started again)."""
+    for attempt in range(1, NODE_START_ATTEMPTS + 1):
+        cluster = LocalCluster(start_head(num_cpus=num_cpus, num_gpus=0, env=env, timeout=timeout), env)
+        deadline = time.monotonic() + timeout
+        while cluster.head.process.poll() is None and not cluster.alive_nodes() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if cluster.head.process.poll() is None and cluster.alive_nodes():
+            return cluster
+        failure = log_tail(cluster.head.log)
+        cluster.head.stop()
+        if attempt == NODE_START_ATTEMPTS:
+            raise ServiceError(f"the Ray head did not start ({attempt} attempts):\n{failure}")
+    raise AssertionError("unreachable")
 
 
 @contextlib.contextmanager
