@@ -92,7 +92,7 @@ class LocalCluster:
             except ServiceError:
                 node.stop()
                 self.workers.remove(node)
-                if attempt == NODE_START_ATTEMPTS:
+                if attempt == NODE_START_ATTEMPTS or self.head.process.poll() is not None:
                     raise
         raise AssertionError("unreachable")
 
