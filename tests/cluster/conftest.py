@@ -56,4 +56,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         target = Target(stack, f"{storage.rstrip('/')}/{session}" if storage else stack.s3.uri(session),
                         os.environ.get("SENTSWEEP_TEST_STORAGE_ENDPOINT") if storage else stack.s3.endpoint_url,
                         tracking or stack.mlflow.uri, env, ray_address)
-        yield target
+        with pytest.MonkeyPatch.context() as patch:  # this process reads MLflow as the drivers do (its login)
+            for name, value in stack.client_env().items():
+                if name.startswith("MLFLOW_TRACKING_"):
+                    patch.setenv(name, value)
+            yield target

@@ -121,15 +121,21 @@ def wait_for(target: Target, experiment: str, moment: Callable[[list[Run]], Any]
              what: str, timeout: float = 300) -> Any:
     """Poll the experiment's trial runs until ``moment(runs)`` is truthy; return it."""
     deadline = time.monotonic() + timeout
+    last_error = ""
     while time.monotonic() < deadline:
         if driver is not None and driver.process.poll() is not None:
-            pytest.fail(f"the driver ended before {what}:\n{driver.output()[-4000:]}")
-        with contextlib.suppress(Exception):  # the server may be restarting
+            pytest.fail(f"the driver ended before {what} (last MLflow error: {last_error or 'none'}):\n"
+                        f"{driver.output()[-4000:]}")
+        try:
             found = moment(trial_runs(target, experiment))
-            if found:
-                return found
+        except Exception as exc:  # the server may be restarting
+            last_error = f"{type(exc).__name__}: {exc}"[:300]
+            found = None
+        if found:
+            return found
         time.sleep(0.5)
-    pytest.fail(f"no moment when {what} within {timeout:.0f} s" + (f":\n{driver.output()[-4000:]}" if driver else ""))
+    pytest.fail(f"no moment when {what} within {timeout:.0f} s (last MLflow error: {last_error or 'none'})"
+                + (f":\n{driver.output()[-4000:]}" if driver else ""))
 
 
 def training_with_checkpoint(runs: list[Run], min_step: int = 2) -> list[Run]:

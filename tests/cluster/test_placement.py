@@ -46,7 +46,7 @@ def test_sqlite_tracking_is_refused_before_any_trial(cluster: Target, tiny_bert_
                         tracking={"uri": f"sqlite:///{database}", "experiment": "sqlite-refused"})
     status, out, wall = run_driver(cluster, ["sweep", str(config)], tmp_path)
     assert status == 2, out[-4000:]
-    errors = [line for line in out.splitlines() if "error:" in line]
+    errors = [line for line in out.splitlines() if line.startswith("sentsweep sweep: error:")]
     assert len(errors) == 1 and "mlflow server" in errors[0] and "sqlite" in errors[0], out[-4000:]
     assert "Traceback" not in out
     from mlflow import MlflowClient
