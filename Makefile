@@ -31,7 +31,7 @@ test: setup
 # nodes, S3 (moto), MLflow on PostgreSQL, shared by the scenarios. SENTSWEEP_TEST_STORAGE(_ENDPOINT),
 # SENTSWEEP_TEST_TRACKING_URI and SENTSWEEP_TEST_RAY_ADDRESS point them at your own services.
 test-cluster: setup
-	$(RUN_ENV) $(VENV)/bin/pytest -q -m cluster tests/cluster
+	$(RUN_ENV) $(VENV)/bin/pytest -q -m cluster
 
 test-all: setup
 	$(RUN_ENV) $(VENV)/bin/pytest -q
