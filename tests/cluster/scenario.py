@@ -138,10 +138,11 @@ def wait_for(target: Target, experiment: str, moment: Callable[[list[Run]], Any]
                 + (f":\n{driver.output()[-4000:]}" if driver else ""))
 
 
-def training_with_checkpoint(runs: list[Run], min_step: int = 2) -> list[Run]:
-    """Runs still RUNNING that logged a dev evaluation (so a checkpoint) at ``min_step`` or later."""
-    return [r for r in runs if r.info.status == "RUNNING" and r.data.metrics.get("step", 0) >= min_step
-            and NODE_ID_TAG in r.data.tags]
+def training_with_checkpoint(runs: list[Run], min_step: int = 2, max_step: int | None = None) -> list[Run]:
+    """Runs still RUNNING that logged a dev evaluation (so a checkpoint) at ``min_step`` or later, and none
+    after ``max_step`` (so that they still have steps to train when the test strikes)."""
+    return [r for r in runs if r.info.status == "RUNNING" and NODE_ID_TAG in r.data.tags
+            and min_step <= r.data.metrics.get("step", 0) <= (max_step or float("inf"))]
 
 
 def sweep_folder(target: Target, name: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow.entities import Run
 
-from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, TRIAL_ID_TAG
 from tests.cluster.scenario import (
     assert_each_trial_once,
     experiment_of,
@@ -26,13 +26,14 @@ from tests.cluster.scenario import (
 from tests.cluster.target import Target, record
 
 pytestmark = pytest.mark.cluster
-MAX_STEPS = 8
+MAX_STEPS = 12
 
 
 def _finished_and_training(runs: list[Run]) -> tuple[Run, Run] | None:
-    """One trial finished and another trained past its first checkpoint (step 4 logged: step 2's is in S3)."""
+    """One trial finished and another trained past its first checkpoint (step 4 logged: step 2's is in S3) with
+    at least three evaluations to go."""
     done = [r for r in runs if r.info.status == "FINISHED"]
-    training = training_with_checkpoint(runs, 4)
+    training = training_with_checkpoint(runs, 4, MAX_STEPS - 6)
     return (done[0], training[0]) if done and training else None
 
 
@@ -42,8 +43,8 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     experiment = experiment_of(config)
     driver = start_driver(cluster, ["sweep", str(config)], tmp_path / "first")
     try:
-        finished, _ = wait_for(cluster, experiment, _finished_and_training, driver,
-                               "a trial finished and another trained past a checkpoint")
+        finished, training = wait_for(cluster, experiment, _finished_and_training, driver,
+                                      "a trial finished and another trained past a checkpoint")
     finally:
         driver.kill()
     if lose_head:
@@ -56,6 +57,8 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     runs = assert_each_trial_once(cluster, experiment, 4, MAX_STEPS)
     again = next(r for r in runs if r.data.tags[TRIAL_ID_TAG] == finished.data.tags[TRIAL_ID_TAG])
     assert steps_of(cluster, again) == list(range(2, MAX_STEPS + 1, 2)), "a finished trial was trained again"
+    resumed = next(r for r in runs if r.data.tags[TRIAL_ID_TAG] == training.data.tags[TRIAL_ID_TAG])
+    assert int(resumed.data.tags[ATTEMPT_TAG]) >= 2, "the trial cut short was not continued by a second attempt"
     assert sorted(p.name for p in elsewhere.iterdir()) == ["driver.log"], "the resume wrote local files"
     scenario = "head loss" if lose_head else "driver loss"
     record(scenario, **figures(cluster, experiment, name, driver.wall_s + wall, 4), resume_wall_s=round(wall, 1))

@@ -22,7 +22,7 @@ from tests.cluster.scenario import (
 from tests.cluster.target import Target, record
 
 pytestmark = pytest.mark.cluster
-MAX_STEPS = 10
+MAX_STEPS = 12
 
 
 def test_a_lost_worker_nodes_trials_resume_on_the_other_node(cluster: Target, tiny_bert_dir: Path,
@@ -35,8 +35,8 @@ def test_a_lost_worker_nodes_trials_resume_on_the_other_node(cluster: Target, ti
     driver = start_driver(cluster, ["sweep", str(config), "--no-finalize"], tmp_path)
     try:
         # step 4 logged: the step-2 checkpoint is in S3 (a report's metrics are logged before its upload)
-        training = wait_for(cluster, experiment, lambda runs: training_with_checkpoint(runs, 4), driver,
-                            "a trial trained past its first checkpoint")
+        training = wait_for(cluster, experiment, lambda runs: training_with_checkpoint(runs, 4, MAX_STEPS - 6),
+                            driver, "a trial trained past its first checkpoint")
         names = cluster.stack.remember_nodes()
         victim_id = training[0].data.tags[NODE_ID_TAG]
         (node,) = [w for w in ray.workers if names.get(victim_id) == w.name]
