@@ -15,12 +15,14 @@ from tests.cluster.scenario import (
     assert_each_trial_once,
     experiment_of,
     figures,
+    retrained_steps,
     run_driver,
     start_driver,
     steps_of,
     sweep_folder,
     sweep_yaml,
     training_with_checkpoint,
+    trial_runs,
     wait_for,
 )
 from tests.cluster.target import Target, record
@@ -47,6 +49,7 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
                                       "a trial finished and another trained past a checkpoint")
     finally:
         driver.kill()
+    cut_short = [r for r in trial_runs(cluster, experiment) if r.info.status == "RUNNING"]
     if lose_head:
         cluster.stack.restart_ray()  # every node stopped, the head included; a fresh cluster started
     folder = sweep_folder(cluster, name)
@@ -54,14 +57,17 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     endpoint = ["--storage-endpoint-url", cluster.endpoint_url] if cluster.endpoint_url else []
     status, out, wall = run_driver(cluster, ["resume", folder, *endpoint], elsewhere)
     assert status == 0, out[-4000:]
-    runs = assert_each_trial_once(cluster, experiment, 4, MAX_STEPS)
+    runs = assert_each_trial_once(cluster, experiment, 4, MAX_STEPS,
+                                  cut_short=frozenset(r.data.tags[TRIAL_ID_TAG] for r in cut_short))
     again = next(r for r in runs if r.data.tags[TRIAL_ID_TAG] == finished.data.tags[TRIAL_ID_TAG])
     assert steps_of(cluster, again) == list(range(2, MAX_STEPS + 1, 2)), "a finished trial was trained again"
     resumed = next(r for r in runs if r.data.tags[TRIAL_ID_TAG] == training.data.tags[TRIAL_ID_TAG])
     assert int(resumed.data.tags[ATTEMPT_TAG]) >= 2, "the trial cut short was not continued by a second attempt"
+    assert steps_of(cluster, resumed).count(2) == 1, "a checkpointed trial started over instead of continuing"
     assert sorted(p.name for p in elsewhere.iterdir()) == ["driver.log"], "the resume wrote local files"
     scenario = "head loss" if lose_head else "driver loss"
-    record(scenario, **figures(cluster, experiment, name, driver.wall_s + wall, 4), resume_wall_s=round(wall, 1))
+    record(scenario, **figures(cluster, experiment, name, driver.wall_s + wall, 4), resume_wall_s=round(wall, 1),
+           cut_short_trials=len(cut_short), retrained_steps=retrained_steps(cluster, runs))
 
 
 def test_a_killed_driver_is_resumed_from_s3_elsewhere(cluster: Target, tiny_bert_dir: Path, tmp_path: Path) -> None:
