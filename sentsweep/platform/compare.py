@@ -22,6 +22,7 @@ from mlflow.entities import Run
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.tables import markdown_table
+from sentsweep.tracking.placement import placement_label
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
@@ -103,7 +104,8 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
 
 
 def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per trial: status and reason, its best dev value, test metrics, searched params."""
+    """One row per trial: status and reason, its best dev value, test metrics, searched params, and where its
+    last attempt ran (``placement``: node and Ray's GPU ids, :mod:`sentsweep.tracking.placement`)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
     rows = []
@@ -116,7 +118,8 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
         }
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: _number(trial.data.params.get(k)) for k in searched})
-        row.update(wall_s=m.get("wall_seconds", math.nan), reason=trial.data.tags.get(REASON_TAG, ""),
+        row.update(wall_s=m.get("wall_seconds", math.nan), placement=placement_label(trial.data.tags),
+                   reason=trial.data.tags.get(REASON_TAG, ""),
                    run_id=trial.info.run_id)
         rows.append(row)
     return rows

@@ -24,6 +24,7 @@ from mlflow import MlflowClient
 
 from sentsweep.tracking.journal import TRIAL_JOURNAL, Entry, Journal, metric_points
 from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
+from sentsweep.tracking.placement import placement_tags
 from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
     MAX_PARAM_LENGTH,
@@ -121,12 +122,14 @@ class MlflowTrialLogger:
     # -- the TrialLogger protocol ------------------------------------------------------------
     def start(self, params: dict[str, Any]) -> None:
         """Open the child run, or reattach to this trial's existing one; log the params not yet there."""
+        placement = placement_tags()  # where this attempt runs (node, Ray's GPU ids); {} outside Ray
         self._put(
             {"op": "open", "experiment_id": self.tracking.experiment_id, "run_name": self.trial_id,
              "parent_run_id": self.tracking.parent_run_id, "trial_id": self.trial_id, "token": self.token,
              "tags": child_run_tags(self.tracking, self.trial_id)},
             # MLflow params are immutable: a reattached attempt logs only the params the run lacks.
-            {"op": "params", "params": {k: param_value(v) for k, v in params.items()}})
+            {"op": "params", "params": {k: param_value(v) for k, v in params.items()}},
+            *([{"op": "tags", "tags": placement}] if placement else []))
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Every numeric entry of a report, at ``step``."""

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,8 @@ RUNS_DB, AUTH_DB = "mlflow", "mlflow_auth"
 
 @dataclass
 class MlflowServer:
-    """A running tracking server; :meth:`client_env` logs in as its admin (never print it)."""
+    """A running tracking server; :meth:`client_env` logs in as its admin (never print it). :meth:`restart` stops
+    it and starts it again on the same port with the same database (what a rolling update does to clients)."""
 
     uri: str
     workers: int
@@ -38,10 +39,35 @@ class MlflowServer:
     log: Path
     admin: tuple[str, str] = field(repr=False)
     postgres: Postgres = field(repr=False)
+    argv: list[str] = field(default_factory=list, repr=False)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    root: Path | None = None
 
     def client_env(self) -> dict[str, str]:
         return {"MLFLOW_TRACKING_URI": self.uri, "MLFLOW_TRACKING_USERNAME": self.admin[0],
                 "MLFLOW_TRACKING_PASSWORD": self.admin[1]}
+
+    @property
+    def port(self) -> int:
+        return int(self.uri.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        """End the server's process group (PostgreSQL keeps running)."""
+        end_group(self.process)
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Start the (stopped) server again on its port and wait until it answers ``/health``."""
+        with self.log.open("a") as sink:
+            self.process = subprocess.Popen(self.argv, stdout=sink, stderr=subprocess.STDOUT, env=self.env,
+                                            cwd=self.root, start_new_session=True)
+        wait_for_port(self.port, self.process, self.log, timeout=timeout, what="mlflow server")
+        _wait_ready(self.uri, self.process, self.log, timeout)
+
+    def restart(self, down_s: float = 0.0, timeout: float = 180.0) -> None:
+        """:meth:`stop`, ``down_s`` seconds of outage, :meth:`start`."""
+        self.stop()
+        time.sleep(down_s)
+        self.start(timeout)
 
 
 def _admin() -> tuple[str, str]:
@@ -81,9 +107,11 @@ def _wait_ready(uri: str, process: subprocess.Popen, log: Path, timeout: float) 
 
 @contextlib.contextmanager
 def mlflow_server(*, workers: int = 1, postgres: Postgres | None = None, auth_cache_ttl: int = 60,
-                  pool_size: int = 3, max_overflow: int = 2, timeout: float = 180.0) -> Iterator[MlflowServer]:
+                  pool_size: int = 3, max_overflow: int = 2, artifacts_destination: str | None = None,
+                  env: Mapping[str, str] | None = None, timeout: float = 180.0) -> Iterator[MlflowServer]:
     """A basic-auth tracking server on PostgreSQL (a new one unless ``postgres`` is given); stopped, and its
-    folder removed, on exit, also when starting it fails."""
+    folder removed, on exit, also when starting it fails. ``artifacts_destination``: where the proxied artifacts
+    go (default: a folder of the server's; ``s3://bucket/prefix`` with the S3 variables in ``env``)."""
     with contextlib.ExitStack() as stack:
         if postgres is None:
             postgres = stack.enter_context(postgres_server(databases=(RUNS_DB, AUTH_DB)))
@@ -96,24 +124,22 @@ def mlflow_server(*, workers: int = 1, postgres: Postgres | None = None, auth_ca
                           "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
                           f"auth_cache_ttl_seconds = {auth_cache_ttl}\n")
         config.chmod(0o600)
-        env = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_TRACKING_")}
-        env.update(MLFLOW_AUTH_CONFIG_PATH=str(config), MLFLOW_AUTH_ADMIN_USERNAME=admin[0],
-                   MLFLOW_AUTH_ADMIN_PASSWORD=admin[1], MLFLOW_FLASK_SERVER_SECRET_KEY=secrets.token_hex(16),
-                   MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
-                   MLFLOW_SQLALCHEMYSTORE_POOL_SIZE=str(pool_size),
-                   MLFLOW_SQLALCHEMYSTORE_MAX_OVERFLOW=str(max_overflow),
-                   MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE="1800", PYTHONUNBUFFERED="1")
-        _migrate(postgres, env, root)
+        server_env = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_TRACKING_")}
+        server_env.update(env or {})
+        server_env.update(MLFLOW_AUTH_CONFIG_PATH=str(config), MLFLOW_AUTH_ADMIN_USERNAME=admin[0],
+                          MLFLOW_AUTH_ADMIN_PASSWORD=admin[1], MLFLOW_FLASK_SERVER_SECRET_KEY=secrets.token_hex(16),
+                          MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
+                          MLFLOW_SQLALCHEMYSTORE_POOL_SIZE=str(pool_size),
+                          MLFLOW_SQLALCHEMYSTORE_MAX_OVERFLOW=str(max_overflow),
+                          MLFLOW_SQLALCHEMYSTORE_POOL_RECYCLE="1800", PYTHONUNBUFFERED="1")
+        _migrate(postgres, server_env, root)
         port = free_port()
-        log = root / "server.log"
-        with log.open("w") as sink:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth", "--host", LOOPBACK,
-                 "--port", str(port), "--workers", str(workers), "--backend-store-uri", postgres.uri(RUNS_DB),
-                 "--serve-artifacts", "--artifacts-destination", str(root / "artifacts")],
-                stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True)
-        stack.callback(end_group, process)
-        uri = f"http://{LOOPBACK}:{port}"
-        wait_for_port(port, process, log, timeout=timeout, what="mlflow server")
-        _wait_ready(uri, process, log, timeout)
-        yield MlflowServer(uri, workers, process, log, admin, postgres)
+        argv = [sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth", "--host", LOOPBACK,
+                "--port", str(port), "--workers", str(workers), "--backend-store-uri", postgres.uri(RUNS_DB),
+                "--serve-artifacts", "--artifacts-destination", artifacts_destination or str(root / "artifacts")]
+        server = MlflowServer(f"http://{LOOPBACK}:{port}", workers, None, root / "server.log",  # type: ignore[arg-type]
+                              admin, postgres, argv, server_env, root)
+        server.log.touch()
+        stack.callback(lambda: server.process is not None and end_group(server.process))
+        server.start(timeout)
+        yield server

@@ -1,6 +1,7 @@
 """A local Ray head (``ray start --head --block``) with its dashboard and Jobs API on free loopback ports, in a
 process group of its own; with ``token``, started as Ray 2.60 documents token auth (``RAY_AUTH_MODE=token``
-and the token in ``RAY_AUTH_TOKEN`` of the head's environment)."""
+and the token in ``RAY_AUTH_TOKEN`` of the head's environment). Worker nodes that join it:
+:mod:`tools.harness.ray_cluster`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,12 @@ class RayHead:
     temp_dir: Path
     log: Path
     token: str | None = field(default=None, repr=False)
+    gcs_port: int | None = None
+
+    @property
+    def gcs_address(self) -> str:
+        """What ``ray start --address`` and ``ray.init(address=...)`` take (``127.0.0.1:PORT``)."""
+        return f"{LOOPBACK}:{self.gcs_port}"
 
     def stop(self) -> None:
         """End the head's process group (only processes this harness started) and remove its temp dir."""
@@ -38,17 +45,20 @@ class RayHead:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def head_command(temp_dir: Path, ports: dict[str, int], num_cpus: int) -> list[str]:
+def head_command(temp_dir: Path, ports: dict[str, int], num_cpus: int, num_gpus: int | None = None) -> list[str]:
     command = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
                "--node-ip-address", LOOPBACK, "--dashboard-host", LOOPBACK, "--include-dashboard", "true",
                "--num-cpus", str(num_cpus), "--temp-dir", str(temp_dir), "--disable-usage-stats"]
+    if num_gpus is not None:
+        command += ["--num-gpus", str(num_gpus)]
     for name, port in ports.items():
         command += [f"--{name}", str(port)]
     return command
 
 
-def head_env(token: str | None) -> dict[str, str]:
-    """This environment without Ray's address and auth variables, then the head's own."""
+def head_env(token: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment without Ray's address and auth variables, then the head's own, then ``extra`` (what a
+    cluster's nodes hold in their environment: credentials, PYTHONPATH)."""
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("RAY_ADDRESS", "RAY_AUTH_", "RAY_API_SERVER_ADDRESS"))}
     env.update(RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
@@ -60,6 +70,7 @@ def head_env(token: str | None) -> dict[str, str]:
         env["RAY_AUTH_MODE"] = "disabled"
     else:
         env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    env.update(extra or {})
     return env
 
 
@@ -67,15 +78,27 @@ def head_env(token: str | None) -> dict[str, str]:
 def ray_head(*, num_cpus: int = 2, token: str | None = None, timeout: float = 120.0) -> Iterator[RayHead]:
     """A head listening on its dashboard port (its job agent may need a few seconds more), stopped on exit,
     also when starting it fails."""
+    head = start_head(num_cpus=num_cpus, token=token, timeout=timeout)
+    try:
+        yield head
+    finally:
+        head.stop()
+
+
+def start_head(*, num_cpus: int = 2, num_gpus: int | None = None, token: str | None = None,
+               env: Mapping[str, str] | None = None, timeout: float = 120.0) -> RayHead:
+    """A head listening on its dashboard port; the caller stops it (:meth:`RayHead.stop`). Stopped here when
+    it does not start."""
     temp_dir = Path(tempfile.mkdtemp(prefix="ssr-", dir="/tmp"))  # short: Ray's unix sockets live under it
     ports = {name: free_port() for name in PORT_OPTIONS}
     log = temp_dir / "head.log"
     with log.open("w") as sink:
-        process = subprocess.Popen(head_command(temp_dir, ports, num_cpus), stdout=sink, stderr=subprocess.STDOUT,
-                                   env=head_env(token), start_new_session=True)
-    head = RayHead(process, f"http://{LOOPBACK}:{ports['dashboard-port']}", temp_dir, log, token)
+        process = subprocess.Popen(head_command(temp_dir, ports, num_cpus, num_gpus), stdout=sink,
+                                   stderr=subprocess.STDOUT, env=head_env(token, env), start_new_session=True)
+    head = RayHead(process, f"http://{LOOPBACK}:{ports['dashboard-port']}", temp_dir, log, token, ports["port"])
     try:
         wait_for_port(ports["dashboard-port"], process, log, timeout=timeout, what="the Ray head")
-        yield head
-    finally:
+    except BaseException:
         head.stop()
+        raise
+    return head

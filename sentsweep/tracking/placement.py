@@ -1,0 +1,38 @@
+"""Where Ray placed a trial: the MLflow tags ``node_ip``, ``node_id`` and ``gpu_ids`` of its child run.
+
+Read inside the trial from Ray's runtime context (``ray.get_runtime_context()``, ``ray.get_gpu_ids()``) when
+its run is opened, and set again by every later attempt (a trial restored on another node shows where it ran
+last; ``sentsweep.attempt`` counts the attempts). ``gpu_ids`` are Ray's ids, which may be logical GPUs: a
+trial on a node without CUDA trains on the CPU whatever it was given (``gpu: 0.5`` on a test cluster).
+``sentsweep compare`` shows them (:mod:`sentsweep.platform.compare`).
+"""
+
+from __future__ import annotations
+
+NODE_IP_TAG = "node_ip"
+NODE_ID_TAG = "node_id"
+GPU_IDS_TAG = "gpu_ids"
+PLACEMENT_TAGS = (NODE_IP_TAG, NODE_ID_TAG, GPU_IDS_TAG)
+
+
+def placement_tags() -> dict[str, str]:
+    """The placement of the calling Ray worker (``gpu_ids`` comma-separated, empty without a GPU); ``{}``
+    outside Ray."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return {}
+        context = ray.get_runtime_context()
+        return {NODE_IP_TAG: ray.util.get_node_ip_address(), NODE_ID_TAG: context.get_node_id(),
+                GPU_IDS_TAG: ",".join(str(i) for i in ray.get_gpu_ids())}
+    except Exception:  # no Ray installed, or an API that moved: placement is informative only
+        return {}
+
+
+def placement_label(tags: dict[str, str]) -> str:
+    """``node <id8>@<ip> gpu <ids>`` for a table cell ("" when the run has no placement tags)."""
+    if NODE_ID_TAG not in tags:
+        return ""
+    gpus = tags.get(GPU_IDS_TAG, "")
+    return f"{tags[NODE_ID_TAG][:8]}@{tags.get(NODE_IP_TAG, '?')}" + (f" gpu {gpus}" if gpus else "")
