@@ -33,6 +33,7 @@ from mlflow.exceptions import MlflowException
 from ray.tune import Callback
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform.budget import SKIPPED_KEY, SKIPPED_REASON
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.search import is_final
@@ -200,6 +201,9 @@ class SweepRun:
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})
 
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self._outbox().put({"op": "tags", "tags": tags})
+
     def close(self, state: SweepState, reason: str | None = None) -> bool:
         """End the parent run in ``state`` (:mod:`~sentsweep.platform.sweep_state`: its tag and MLflow status);
         whether MLflow has it (else it is journaled and delivered later)."""
@@ -284,6 +288,8 @@ class TrackingCallback(Callback):
             self._close(trial, "FINISHED", None, if_running=True)
         elif is_failed(result):  # deterministic: the worker closed it FAILED; a run it never opened is closed here
             self._close(trial, "FAILED", failure_reason(result), overwrite_reason=False)
+        elif result.get(SKIPPED_KEY):
+            self._close(trial, "KILLED", SKIPPED_REASON)
         elif result.get("training_iteration"):
             self._close(trial, "KILLED", f"pruned by {self.scheduler_label} at iteration "
                         f"{result['training_iteration']} (step {int(result.get('step', 0))})")
@@ -328,7 +334,7 @@ class TrackingCallback(Callback):
         is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run.
         """
         client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-        query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}'"
+        query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}' and tags.`{ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
         orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:

@@ -45,6 +45,11 @@ ConfigT = TypeVar("ConfigT", bound=TrialConfig)
 #: (and ``done``) and returns instead: the platform counts it failed and tells Optuna FAIL.
 FAILED_KEY = "failed"
 FAILURE_REASON_KEY = "failure_reason"
+#: What every report of a trial carries for the sweep's compute budget (:mod:`sentsweep.platform.budget`): when
+#: this attempt began (epoch seconds: a new value marks a new attempt), the seconds it has run, the GPUs it holds.
+ATTEMPT_STARTED_KEY = "attempt_started"
+ATTEMPT_SECONDS_KEY = "attempt_seconds"
+GPUS_KEY = "gpus"
 TaskT = TypeVar("TaskT", bound=TrainTask)
 
 
@@ -201,16 +206,25 @@ def run_trial(
     """
     logger = logger or NullLogger()
     started = time.perf_counter()
+    attempt_started = time.time()
     gpu_count = gpus if gpus is not None else float(_uses_cuda(config))
     logger.start(public_params(config))
     loop: TrainingLoop | None = None
+
+    def compute() -> dict[str, float]:
+        """This attempt's compute so far (every report carries it: :data:`ATTEMPT_SECONDS_KEY`)."""
+        return {ATTEMPT_STARTED_KEY: attempt_started, ATTEMPT_SECONDS_KEY: time.perf_counter() - started,
+                GPUS_KEY: gpu_count}
+
     try:
         seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
         task = method.build_task(config)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
-            logger.log_metrics(metrics, int(metrics.get("step", 0)))
-            return report(metrics, checkpoint_dir)
+            reported = {**metrics, **compute()}
+            logger.log_metrics({k: v for k, v in reported.items() if k != ATTEMPT_STARTED_KEY},
+                               int(metrics.get("step", 0)))
+            return report(reported, checkpoint_dir)
 
         loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best)
         result = loop.run(resume_from=resume_from or None)
@@ -234,7 +248,7 @@ def run_trial(
         logger.log_metrics(final, result.state.step)
         # Close the run before the last report: a scheduler may end the actor right after it.
         logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
-        report(final, None)
+        report({**final, **compute()}, None)
         return result, final
     except BaseException as exc:
         wall = time.perf_counter() - started
