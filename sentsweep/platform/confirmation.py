@@ -193,9 +193,10 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
     from ray import tune
     from ray.tune.search import BasicVariantGenerator
 
+    generator = BasicVariantGenerator(points_to_evaluate=[dict(p) for p in points],
+                                      max_concurrent=config.max_concurrent_trials or 0)
     tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode, search_alg=BasicVariantGenerator(points_to_evaluate=points),
-        num_samples=len(points), max_concurrent_trials=config.max_concurrent_trials,
+        metric=config.metric, mode=config.mode, search_alg=generator, num_samples=len(points),
         reuse_actors=trials.reuse_actors, trial_dirname_creator=trials.dirname)
     run_config = tune.RunConfig(
         name=stage.name, storage_path=stage.storage_path, storage_filesystem=stage.filesystem,
@@ -205,7 +206,8 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
                    ProgressCallback(config.metric, config.mode, len(points)), FailureLines(), StopWatch(),
                    BudgetCallback()],
         verbose=0)
-    return tune.Tuner(trials.trainable, param_space={}, tune_config=tune_config, run_config=run_config)
+    # the points replace every value; Tune wants each of their keys in the space
+    return tune.Tuner(trials.trainable, param_space=dict(points[0]), tune_config=tune_config, run_config=run_config)
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,

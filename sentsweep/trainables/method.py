@@ -245,10 +245,11 @@ def run_trial(
         if output_dir is not None:
             _write_outputs(output_dir, task, result, final, save_weights)
             logger.log_artifacts(output_dir)
-        logger.log_metrics(final, result.state.step)
+        spent = compute()
+        logger.log_metrics({**final, ATTEMPT_SECONDS_KEY: spent[ATTEMPT_SECONDS_KEY]}, result.state.step)
         # Close the run before the last report: a scheduler may end the actor right after it.
         logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
-        report({**final, **compute()}, None)
+        report({**final, **spent}, None)
         return result, final
     except BaseException as exc:
         wall = time.perf_counter() - started
