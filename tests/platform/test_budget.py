@@ -117,7 +117,8 @@ def test_budget_survives_sigkill_and_resume(tmp_path, tiny_bert_dir, tracking_ur
         try:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:  # kill once a good part of the budget is counted
-                assert driver.poll() is None, "the sweep ended before it could be killed"
+                assert driver.poll() is None, "the sweep ended before it could be killed: " + \
+                    (tmp_path / "driver.log").read_text()[-2000:]
                 found = list((tmp_path / "ray_results").glob("*/" + BUDGET_FILE))
                 if found and _count(found[0].parent).get("compute_seconds", 0) >= 15:
                     break
