@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import logging
 import math
 import posixpath
 import tempfile
@@ -193,6 +194,8 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
     from ray import tune
     from ray.tune.search import BasicVariantGenerator
 
+    # each point replaces the space's values on purpose: Tune's warning about every differing value is noise
+    logging.getLogger("ray.tune.search.variant_generator").setLevel(logging.ERROR)
     generator = BasicVariantGenerator(points_to_evaluate=[dict(p) for p in points],
                                       max_concurrent=config.max_concurrent_trials or 0)
     tune_config = tune.TuneConfig(
