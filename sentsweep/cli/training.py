@@ -46,15 +46,11 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=128)
     add_senteval_options(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
-<<<<<<< HEAD
     p.add_argument("--out", default=None, help="write the result as JSON (.json: metrics, each metric's protocol "
                    "under info.protocols, the table) or the table (.csv)")
-=======
-    p.add_argument("--out", default=None, help="write the metrics as flat JSON (.json) or the table (.csv)")
     p.add_argument("--backend", choices=("sentsweep", "mteb"), default="sentsweep",
                    help="mteb: MTEB's STS evaluation (pip install 'sentsweep[mteb]') on the local STS files as "
                    "custom tasks; other --tasks names are registered MTEB tasks (hub data)")
->>>>>>> wt-data
     p.set_defaults(handler=cmd_evaluate)
 
 

@@ -1,8 +1,10 @@
 """Read sweeps back from MLflow: sweeps and their trials side by side, as tables and plots.
 
 A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run
-id in ``mlflow.parentRunId``. Everything here is a query: it works against the embedded sqlite store
-and against a tracking server alike, while sweeps run or after they end.
+id in ``mlflow.parentRunId``, and its confirmation stage (:mod:`.confirmation`) is the child run tagged
+``sentsweep.role=confirmation``, whose per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``,
+``_high``, ``_n``, ``_search``) make the confirmation table. Everything here is a query: it works against the
+embedded sqlite store and against a tracking server alike, while sweeps run or after they end.
 
 >>> sweeps, trials = compare(MlflowClient("sqlite:///mlruns.db"))   # doctest: +SKIP
 >>> print(to_markdown(sweeps))                                        # doctest: +SKIP
@@ -21,6 +23,8 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
+from sentsweep.platform.confirmation_stats import CHANGED_TAG
+from sentsweep.platform.confirmation_stats import ROLE as CONFIRMATION_ROLE
 from sentsweep.tables import markdown_table
 from sentsweep.tracking.placement import placement_label
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
@@ -65,10 +69,34 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
 
 
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
-    """The child runs of a sweep, oldest first."""
+    """The search's trials of a sweep (its child runs but the confirmation stage's), oldest first."""
     query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}'"
-    return client.search_runs([sweep.info.experiment_id], filter_string=query,
+    runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
                               order_by=["attributes.start_time ASC"], max_results=10_000)
+    return [r for r in runs if r.data.tags.get(ROLE_TAG) != CONFIRMATION_ROLE]
+
+
+def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
+    """The sweep's confirmation stage run, if it has one."""
+    query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+    found = client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1)
+    return found[0] if found else None
+
+
+def confirmation_rows(sweep: Run, stage: Run) -> list[dict[str, Any]]:
+    """One row per confirmed configuration: its single-seed rank and value, the seeds' mean, sd and 95% interval,
+    and which one the rule chose."""
+    m, tags = stage.data.metrics, stage.data.tags
+    ranks = sorted(int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith("_mean"))
+    winner = tags.get("sentsweep.confirm.winner_rank", "")
+    return [{"sweep": sweep.data.tags.get(SWEEP_TAG, ""), "rank": rank,
+             "trial": tags.get(f"sentsweep.confirm.r{rank}_trial", ""), "search": m.get(f"r{rank}_search", math.nan),
+             "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
+             "sd": m.get(f"r{rank}_std", math.nan), "low": m.get(f"r{rank}_low", math.nan),
+             "high": m.get(f"r{rank}_high", math.nan),
+             "winner": f"yes ({tags.get('sentsweep.confirm.rule', '')})" if str(rank) == winner else "",
+             "status": STATUS_NAMES.get(stage.info.status, stage.info.status.lower())}
+            for rank in ranks]
 
 
 def _metric(run: Run, key: str) -> float:
@@ -98,6 +126,11 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     }
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
+    metric_mean = f"confirmed_{metric}_mean"
+    if metric_mean in sweep.data.metrics:  # the confirmation stage: the winner's seeds
+        row.update(confirmed=_metric(sweep, metric_mean), confirmed_low=_metric(sweep, f"confirmed_{metric}_low"),
+                   confirmed_high=_metric(sweep, f"confirmed_{metric}_high"),
+                   winner_changed=tags.get(CHANGED_TAG, ""))
     row.update(wall_s=_metric(sweep, "sweep_wall_seconds"), gpu_s=_metric(sweep, "gpu_seconds"),
                run_id=sweep.info.run_id)
     return row
@@ -134,12 +167,18 @@ def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
             sweeps: Sequence[str] | None = None, *,
             found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sweeps table, trials table) for the selected sweeps (or for ``found``: :func:`sweep_runs`' answer)."""
-    sweep_table, trial_table = [], []
+    """(sweeps table, trials table) for the selected sweeps (or for ``found``: :func:`sweep_runs`' answer);
+    the confirmation table (:func:`confirmation_rows`) rides along as ``sweeps.attrs["confirmation"]``."""
+    sweep_table, trial_table, confirm_table = [], [], []
     for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
-    return pd.DataFrame(sweep_table), pd.DataFrame(trial_table)
+        stage = confirmation_run(client, sweep)
+        if stage is not None:
+            confirm_table.extend(confirmation_rows(sweep, stage))
+    table = pd.DataFrame(sweep_table)
+    table.attrs["confirmation"] = pd.DataFrame(confirm_table)
+    return table, pd.DataFrame(trial_table)
 
 
 def _number(text: str | None) -> Any:
@@ -168,7 +207,12 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
         return trials.to_csv(index=False)
     wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []
     trial_cols = [c for c in trials.columns if c != "run_id"] if not trials.empty else []
-    return f"## Sweeps\n\n{to_markdown(sweeps, wanted)}\n\n## Trials\n\n{to_markdown(trials, trial_cols)}\n"
+    text = f"## Sweeps\n\n{to_markdown(sweeps, wanted)}\n\n## Trials\n\n{to_markdown(trials, trial_cols)}\n"
+    confirmation = sweeps.attrs.get("confirmation")
+    if confirmation is not None and not confirmation.empty:
+        text += ("\n## Confirmation\n\nThe best configurations re-run with further seeds: mean, sd and 95% "
+                 f"interval over all their seeds (the search's included).\n\n{to_markdown(confirmation)}\n")
+    return text
 
 
 def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) -> list[Path]:

@@ -60,6 +60,9 @@ class TrackingConfig(_Section):
     uri: str = DEFAULT_TRACKING_URI
     artifact_location: str | None = DEFAULT_ARTIFACTS
     experiment: str = "sentsweep"
+    system_metrics: bool = Field(False, description="MLflow system metrics (CPU, memory; GPU with nvidia-ml-py) "
+                                 "on every trial run")
+    system_metrics_interval_s: float = Field(10.0, gt=0, description="seconds between system-metric samples")
 
 
 class CheckpointSettings(_Section):
@@ -72,6 +75,31 @@ class CheckpointSettings(_Section):
                              "fallback)")
     keep_trials: int | None = Field(1, ge=0, description="trials whose best weights stay after the sweep "
                                     "(null: keep every checkpoint)")
+
+
+class ConfirmConfig(_Section):
+    """The confirmation stage after the search (:mod:`sentsweep.platform.confirmation`): the ``top_k`` best
+    configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over all their seeds."""
+
+    top_k: int = Field(3, ge=0, description="configurations to confirm (0: no confirmation stage)")
+    seeds: int = Field(3, ge=1, description="further seeds per configuration (the search's own run is one more)")
+    rule: Literal["mean", "lower_bound"] = Field(
+        "lower_bound", description="the winner: best mean, or best pessimistic end of the 95% interval")
+
+
+class BudgetConfig(_Section):
+    """A sweep's compute budget (:mod:`sentsweep.platform.budget`), counted across resumes, never downtime.
+
+    ``gpu_hours``: the trials' compute, GPU-seconds (seconds x GPUs held) for trials holding a GPU and wall
+    seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
+    no new trial starts and the running ones finish."""
+
+    gpu_hours: float | None = Field(None, gt=0)
+    wall_hours: float | None = Field(None, gt=0)
+
+    @property
+    def limited(self) -> bool:
+        return self.gpu_hours is not None or self.wall_hours is not None
 
 
 class SweepConfig(_Section):
@@ -100,6 +128,8 @@ class SweepConfig(_Section):
     model: str | None = None
     max_failures: int = Field(1, ge=-1, description="retries per trial after a crash; -1: unlimited")
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    confirm: ConfirmConfig = Field(default_factory=ConfirmConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
     final_tasks: str = Field("sts", description="test suite for the best trial after the sweep")
     export: bool = True
     plots: bool = True

@@ -77,14 +77,17 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
     if config.plots:
         log_plots(location, sweep, echo)
-    best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
+    best = confirmed_choice(outcome)
+    if best is None:
+        best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
     if best is None:
         echo("no trial reported the metric: nothing to evaluate or export")
         return
     outcome.best_trial_id = str(best.metrics.get("trial_id"))
     outcome.best_value = float(best.metrics[config.metric])
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
-    outcome.best_run_id = _best_run_id(sweep, outcome.best_trial_id)
+    parent = outcome.confirmation.chosen_parent(sweep.run_id) if outcome.confirmation else sweep.run_id
+    outcome.best_run_id = _best_run_id(sweep, parent, outcome.best_trial_id)
     tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
     if outcome.best_run_id:
         tags[BEST_RUN_TAG] = outcome.best_run_id
@@ -113,12 +116,24 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
         _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
                                 exported=outcome.export_dir is not None)
     prune_sweep(outcome.results, config.metric, config.mode, config.checkpoint.keep_trials, echo)
+    if outcome.confirmation is not None and outcome.confirmation.results is not None:
+        prune_sweep(outcome.confirmation.results, config.metric, config.mode, config.checkpoint.keep_trials, echo)
 
 
-def _best_run_id(sweep: SweepRun, trial_id: str) -> str | None:
-    """The best trial's child run (None when MLflow does not answer: the tags go through its journal)."""
+def confirmed_choice(outcome: SweepOutcome) -> Result | None:
+    """The weights the confirmation stage chose (:mod:`sentsweep.platform.confirmation`): the confirmed winner's
+    seed closest to its mean; None when the stage did not run. Every seed's figures are on the sweep's run
+    already (``confirmed_*`` metrics, ``confirmation/seeds.csv``)."""
+    if outcome.confirmation is None:
+        return None
+    return outcome.confirmation.chosen_result(outcome.results)
+
+
+def _best_run_id(sweep: SweepRun, parent_run_id: str, trial_id: str) -> str | None:
+    """The best trial's child run under ``parent_run_id`` (the sweep's, or the confirmation stage's); None when
+    MLflow does not answer: the tags go through its journal."""
     try:
-        run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
+        run = find_trial_run(sweep.client, sweep.experiment_id, parent_run_id, trial_id)
     except Exception:  # noqa: BLE001 - tracking is best-effort: an outage must not lose the sweep's end
         return None
     return run.info.run_id if run else None

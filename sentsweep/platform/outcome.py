@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ray.tune import ResultGrid
 
+    from sentsweep.platform.confirmation import ConfirmationOutcome
+
 
 @dataclass
 class SweepOutcome:
@@ -29,3 +31,4 @@ class SweepOutcome:
     model_version: str | None = None
     fit_started: float = 0.0  # epoch seconds when Tuner.fit began
     results: ResultGrid | None = field(default=None, repr=False)
+    confirmation: ConfirmationOutcome | None = field(default=None, repr=False)  # the confirmation stage's decision

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError
+from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.confirmation import StageTrials, run_confirmation, search_results
 from sentsweep.platform.drain import Drain
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
@@ -108,6 +110,9 @@ def trial_param_space(config: SweepConfig, tracking: dict[str, Any] | None) -> d
     params.update(metric=config.metric, mode=config.mode)
     if tracking is not None:
         params["tracking"] = tracking
+        if config.tracking.system_metrics:
+            params["tracking"] = {**tracking, "system_metrics": True,
+                                  "system_metrics_interval_s": config.tracking.system_metrics_interval_s}
     return params
 
 
@@ -165,11 +170,12 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
 
 
 def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
-    """The trainable as Tune runs it: finished trials skipped (:func:`run_once`), resources attached."""
+    """The trainable as Tune runs it: finished trials skipped (:func:`run_once`), no new trial once the budget is
+    spent (:func:`~sentsweep.platform.budget.skip_when_spent`), resources attached."""
     from ray import tune
 
     resources = {"cpu": config.resources.cpu, "gpu": config.resources.gpu}
-    return tune.with_resources(run_once(trainable.function), resources)
+    return tune.with_resources(run_once(skip_when_spent(trainable.function)), resources)
 
 
 def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
@@ -179,8 +185,8 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
 
     tracking = sweep.trial_settings()
     tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode, search_alg=build_searcher(config, space.define_by_run,
-                                                                          space_points(space)),
+        metric=config.metric, mode=config.mode,
+        search_alg=BudgetGate(build_searcher(config, space.define_by_run, space_points(space))),
         scheduler=build_scheduler(config), num_samples=config.num_samples,
         max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
         reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
@@ -194,7 +200,7 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
-                   StopWatch()],
+                   StopWatch(), BudgetCallback()],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),
@@ -237,7 +243,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         try:
             return _drive(lambda: build_tuner(config, trainable, space, location, sweep), config, location,
                           sweep, stops, address=address, log_to_driver=log_to_driver, finalize=finalize,
-                          echo=echo)
+                          echo=echo, stage=_stage_trials(trainable, config))
         finally:
             lease.release()
 
@@ -286,7 +292,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                 return tuner
 
             return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
-                          finalize=finalize, echo=echo, reopen=True)
+                          finalize=finalize, echo=echo, reopen=True, stage=_stage_trials(trainable, config))
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
@@ -298,24 +304,36 @@ def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) 
     return parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), source)
 
 
+def _stage_trials(trainable: TrainableLike, config: SweepConfig) -> StageTrials:
+    """How the confirmation stage runs a trial: as the search does."""
+    return StageTrials(tune_trainable(trainable, config), trainable.reuse_actors, trial_dirname)
+
+
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
            stops: StopSignals, *, address: str | None, log_to_driver: bool, finalize: bool,
-           echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
-    """Run the Tuner in a Ray session, then close the parent run the way the sweep ended."""
+           echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None) -> SweepOutcome:
+    """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`.confirmation`), then
+    close the parent run the way the sweep ended."""
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
     started = time.time()
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
+    confirmation = None
     try:
         with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)), \
-                graceful_stops(stops), stops.draining(Drain(location.name, config.stop_grace_s)):
+                graceful_stops(stops), stops.draining(Drain(location.name, config.stop_grace_s)), \
+                metering(BudgetMeter.load(config.budget, location)) as meter:
             refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner
             tuner = make_tuner()
             if reopen:
                 sweep.reopen()
                 opened = True
-            results = tuner.fit()
+            results = search_results(tuner, location)
             unfinished = unfinished_trials(location) if stops.received else None
+            if unfinished is None:
+                record_budget(meter, sweep.log_metrics, sweep.set_tags, echo)
+            if unfinished is None and finalize and stage is not None:
+                confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo)
     except BaseException as exc:
         if opened:
             sweep.close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
@@ -329,7 +347,8 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     counts = outcome_counts(results)
     sweep.log_metrics({"sweep_wall_seconds": wall + _previous_wall(sweep)})
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
-                           sweep.tracking_uri, counts, wall, fit_started=started, results=results)
+                           sweep.tracking_uri, counts, wall, fit_started=started, results=results,
+                           confirmation=confirmation)
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: "
          + ", ".join(f"{v} {k}" for k, v in counts.items()))
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job

@@ -34,6 +34,7 @@ from ray.tune import Callback
 
 from sentsweep.code_version import git_commit
 from sentsweep.errors import ConfigError
+from sentsweep.platform.budget import SKIPPED_KEY, SKIPPED_REASON
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.search import is_final
@@ -323,6 +324,8 @@ class TrackingCallback(Callback):
             self._close(trial, "FINISHED", None, if_running=True)
         elif is_failed(result):  # deterministic: the worker closed it FAILED; a run it never opened is closed here
             self._close(trial, "FAILED", failure_reason(result), overwrite_reason=False)
+        elif result.get(SKIPPED_KEY):
+            self._close(trial, "KILLED", SKIPPED_REASON)
         elif result.get("training_iteration"):
             self._close(trial, "KILLED", f"pruned by {self.scheduler_label} at iteration "
                         f"{result['training_iteration']} (step {int(result.get('step', 0))})")
@@ -367,7 +370,7 @@ class TrackingCallback(Callback):
         is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run.
         """
         client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-        query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}'"
+        query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}' and tags.`{ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
         orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:

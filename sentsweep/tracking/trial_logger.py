@@ -26,6 +26,7 @@ from sentsweep.tracking.journal import TRIAL_JOURNAL, Entry, Journal, metric_poi
 from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
 from sentsweep.tracking.placement import placement_tags
 from sentsweep.tracking.replay import Outbox, now_ms
+from sentsweep.tracking.system_metrics import start_system_metrics, stop_system_metrics
 from sentsweep.tracking.vocabulary import (
     MAX_PARAM_LENGTH,
     Status,
@@ -97,6 +98,7 @@ class MlflowTrialLogger:
         self.outbox = Outbox(self.journal, self.client, tracking.tracking_uri)
         self.token = uuid.uuid4().hex
         self.last_step = 0
+        self._monitor: Any | None = None  # system metrics (tracking.system_metrics)
 
     @property
     def run_id(self) -> str | None:
@@ -130,6 +132,9 @@ class MlflowTrialLogger:
             # MLflow params are immutable: a reattached attempt logs only the params the run lacks.
             {"op": "params", "params": {k: param_value(v) for k, v in params.items()}},
             *([{"op": "tags", "tags": placement}] if placement else []))
+        if self.tracking.system_metrics and self.run_id and self._monitor is None:
+            self._monitor = start_system_metrics(self.run_id, self.tracking.tracking_uri,
+                                                 self.tracking.system_metrics_interval_s)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Every numeric entry of a report, at ``step``."""
@@ -150,6 +155,8 @@ class MlflowTrialLogger:
         ``SystemExit`` raised inside ``tune.report``; by then the driver has marked the run KILLED with
         the real reason, which this keeps. Wall and GPU seconds are logged either way.
         """
+        stop_system_metrics(self._monitor)
+        self._monitor = None
         finite = {k: float(v) for k, v in (totals or {}).items() if math.isfinite(float(v))}
         entries: list[dict[str, Any]] = []
         if finite:

@@ -48,6 +48,8 @@ class TrackingSettings(BaseModel):
     parent_run_id: str | None = None
     sweep_name: str | None = None
     trial_id: str | None = None
+    system_metrics: bool = False  # MLflow system metrics on the trial's run (:mod:`sentsweep.tracking.system_metrics`)
+    system_metrics_interval_s: float = 10.0
 
 
 def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,

@@ -164,6 +164,7 @@ def toy_config(tmp_path: Path, model: Path, tracking_uri: str, **overrides: Any)
         "tracking": {"uri": tracking_uri, "artifact_location": str(tmp_path / "mlartifacts"),
                      "experiment": "toy"},
         "final_tasks": "stsb_test", "max_failures": 0, "checkpoint": {"num_to_keep": 2},
+        "confirm": {"top_k": 0},  # no confirmation stage unless a test asks for one
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(raw.get(key), dict):

@@ -23,7 +23,7 @@ def test_cosent_sweep_end_to_end(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
         "storage_path": str(tmp_path / "ray_results"), "max_failures": 0, "plots": False,
         "tracking": {"uri": tracking_uri, "artifact_location": str(tmp_path / "mlartifacts"),
                      "experiment": "cosent"},
-        "final_tasks": "stsb_test,sickr_test",
+        "final_tasks": "stsb_test,sickr_test", "confirm": {"top_k": 0},
     })
     outcome = run_sweep(config, echo=lambda line: None)
     assert outcome.counts == {"finished": 2, "pruned": 0, "failed": 0}

@@ -1,0 +1,301 @@
+"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``), counted across resumes and never over downtime.
+
+Ray Tune's ``time_budget_s`` is wall time since ``fit`` began, and a resumed experiment counts the hours it lay
+dead. Here the count is the trials' own: every report of a trial carries when its attempt began and how long it
+has run (:data:`~sentsweep.trainables.method.ATTEMPT_SECONDS_KEY`, with the GPUs it holds), and the driver's
+:class:`BudgetCallback` adds what each report adds to the last one it counted of that attempt:
+
+- ``compute_seconds``, what ``gpu_hours`` limits: seconds x GPUs held for a trial holding GPUs (a quarter GPU
+  counts a quarter), wall seconds for a CPU-only trial (so the same budget works for a CPU sweep);
+- ``gpu_seconds`` (GPUs only) and ``trial_seconds`` (wall, every trial), reported beside it;
+- ``wall_seconds``, what ``wall_hours`` limits: the driver's time while the sweep ran, session by session.
+
+The count lives in the sweep folder (:data:`BUDGET_FILE`, written on each counted report), so a resumed sweep
+continues it: a killed attempt's time up to its last report is counted once (the attempt after a resume is a new
+attempt, counted from its own start), and what ran after that report is not counted at all. Reports a trial
+replays without training (:func:`sentsweep.platform.trial.run_once`) count nothing.
+
+Once a limit is spent no new trial starts: :class:`BudgetGate` (around the searcher) tells Tune the search is
+finished, a trial Tune had already queued ends at its start without training (:func:`skip_when_spent`), and the
+running trials finish. The parent run gets the counts (``budget_*`` metrics) and, when the budget stopped it,
+the tag ``sentsweep.stop_reason``. The confirmation stage (:mod:`.confirmation`) is counted too, and runs its
+fixed ``top_k x seeds`` trials whether or not the search spent the budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import os
+import posixpath
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ray.tune import Callback
+from ray.tune.search import Searcher
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import BudgetConfig
+from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.storage import SweepLocation
+
+#: The count's file in the sweep folder.
+BUDGET_FILE = "budget.json"
+#: The key of the report of a trial that ended at its start because the budget was spent.
+SKIPPED_KEY = "skipped_by_budget"
+#: The parent run's tag saying why the sweep stopped starting trials.
+STOP_REASON_TAG = "sentsweep.stop_reason"
+#: The reason of a trial run that never started.
+SKIPPED_REASON = "not started: the sweep's budget was spent"
+
+
+@dataclass
+class BudgetCount:
+    """The counts of :data:`BUDGET_FILE`, and the last report counted of each trial's current attempt."""
+
+    compute_seconds: float = 0.0
+    gpu_seconds: float = 0.0
+    trial_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    sessions: int = 0
+    spent: str | None = None  # why no trial starts any more (None: the budget is not spent)
+    attempts: dict[str, list[float]] = field(default_factory=dict)  # trial id -> [attempt started, seconds]
+
+
+class BudgetMeter:
+    """The budget of one sweep in the driver: counts reports and ticks, says whether it is spent, saves itself."""
+
+    def __init__(self, budget: BudgetConfig, location: SweepLocation | None = None,
+                 count: BudgetCount | None = None, tick_save_s: float = 10.0) -> None:
+        self.budget = budget
+        self.location = location
+        self.count = count or BudgetCount()
+        self.tick_save_s = tick_save_s
+        self._last_tick: float | None = None
+        self._last_save = 0.0
+
+    @classmethod
+    def load(cls, budget: BudgetConfig, location: SweepLocation) -> BudgetMeter:
+        """The sweep's meter, continuing the count its folder holds (a fresh one for a new sweep)."""
+        try:
+            raw = location.read_bytes(BUDGET_FILE)
+        except (FileNotFoundError, OSError):
+            return cls(budget, location)
+        try:
+            return cls(budget, location, BudgetCount(**json.loads(raw)))
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"unreadable budget count ({exc}); it holds the compute the sweep has used",
+                              file=f"{location.uri}/{BUDGET_FILE}") from None
+
+    # -- counting ------------------------------------------------------------------------------------
+    def add_report(self, trial_id: str, result: dict[str, Any]) -> float:
+        """Count what one report of a trial adds (its attempt's seconds since the last counted report); returns
+        the compute seconds added."""
+        started, seconds = result.get(ATTEMPT_STARTED_KEY), result.get(ATTEMPT_SECONDS_KEY)
+        if not _number(started) or not _number(seconds) or result.get("restored_from_mlflow"):
+            return 0.0
+        last = self.count.attempts.get(trial_id)
+        counted = last[1] if last and last[0] == started else 0.0
+        delta = max(0.0, float(seconds) - counted)
+        self.count.attempts[trial_id] = [float(started), max(float(seconds), counted)]
+        if delta <= 0.0:
+            return 0.0
+        gpus = float(result.get(GPUS_KEY) or 0.0)
+        compute = delta * gpus if gpus > 0 else delta
+        self.count.trial_seconds += delta
+        self.count.gpu_seconds += delta * gpus
+        self.count.compute_seconds += compute
+        self._check()
+        self.save()
+        return compute
+
+    def tick(self) -> None:
+        """Count the driver's time since the last tick of this session (the first tick only starts the clock)."""
+        now = time.monotonic()
+        if self._last_tick is not None:
+            self.count.wall_seconds += now - self._last_tick
+        self._last_tick = now
+        self._check()
+        if now - self._last_save >= self.tick_save_s:
+            self.save()
+
+    def start_session(self) -> None:
+        self.count.sessions += 1
+        self._last_tick = None
+        self.tick()
+
+    def _check(self) -> None:
+        if self.count.spent is not None:
+            return
+        limits = (("gpu_hours", self.budget.gpu_hours, self.count.compute_seconds),
+                  ("wall_hours", self.budget.wall_hours, self.count.wall_seconds))
+        for name, hours, used in limits:
+            if hours is not None and used >= hours * 3600:
+                self.count.spent = (f"budget: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
+                                    "started, the running ones finished")
+                self.save()
+                return
+
+    def spent(self) -> bool:
+        return self.count.spent is not None
+
+    def figures(self) -> dict[str, float]:
+        """The parent run's ``budget_*`` metrics."""
+        c = self.count
+        return {"budget_compute_seconds": c.compute_seconds, "budget_gpu_seconds": c.gpu_seconds,
+                "budget_trial_seconds": c.trial_seconds, "budget_wall_seconds": c.wall_seconds}
+
+    def save(self) -> None:
+        """Write the count to the sweep folder (atomically on a local folder)."""
+        self._last_save = time.monotonic()
+        if self.location is None:
+            return
+        text = json.dumps(asdict(self.count), indent=1)
+        if self.location.filesystem is None and "://" not in self.location.uri:
+            path = Path(self.location.uri) / BUDGET_FILE
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        else:
+            self.location.write_text(BUDGET_FILE, text)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: The meter of the sweep this process drives (set inside :func:`metering`).
+_ACTIVE: list[BudgetMeter] = []
+
+
+def active_meter() -> BudgetMeter | None:
+    """The meter of the innermost :func:`metering` block, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+@contextlib.contextmanager
+def metering(meter: BudgetMeter) -> Iterator[BudgetMeter]:
+    """Make ``meter`` the one :class:`BudgetCallback` and :class:`BudgetGate` use (pickled into a sweep's
+    ``tuner.pkl``, they find the current driver's meter here, also after a restore); saved at the end."""
+    _ACTIVE.append(meter)
+    meter.start_session()
+    try:
+        yield meter
+    finally:
+        meter.tick()
+        meter.save()
+        _ACTIVE.remove(meter)
+
+
+class BudgetCallback(Callback):
+    """Counts every trial report and the driver's time into the active meter (no meter: does nothing)."""
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        meter = active_meter()
+        if meter is not None:
+            meter.tick()
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        meter = active_meter()
+        if meter is not None:
+            meter.add_report(trial.trial_id, result)
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        meter = active_meter()
+        if meter is not None and trial.last_result:
+            meter.add_report(trial.trial_id, trial.last_result)
+
+
+class BudgetGate(Searcher):
+    """A searcher that says the search is finished once the active meter's budget is spent, and otherwise is
+    the searcher it wraps (Tune saves and restores the wrapped one: ``.searcher``)."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.searcher = searcher
+        super().__init__(metric=searcher.metric, mode=searcher.mode)
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
+        return self.searcher.set_search_properties(metric, mode, config, **spec)
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        return self.searcher.set_max_concurrency(max_concurrent)
+
+    def suggest(self, trial_id: str) -> dict | None:
+        meter = active_meter()
+        if meter is not None and meter.spent():
+            return Searcher.FINISHED
+        return self.searcher.suggest(trial_id)
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        self.searcher.on_trial_result(trial_id, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        self.searcher.on_trial_complete(trial_id, result=result, error=error)
+
+    def add_evaluated_point(self, *args: Any, **kwargs: Any) -> None:
+        self.searcher.add_evaluated_point(*args, **kwargs)
+
+    def on_pause(self, trial_id: str) -> None:
+        self.searcher.on_pause(trial_id)
+
+    def on_unpause(self, trial_id: str) -> None:
+        self.searcher.on_unpause(trial_id)
+
+    def get_state(self) -> dict:
+        return {}
+
+    def set_state(self, state: dict) -> None:
+        return None
+
+    def save(self, checkpoint_path: str) -> None:
+        self.searcher.save(checkpoint_path)
+
+    def restore(self, checkpoint_path: str) -> None:
+        self.searcher.restore(checkpoint_path)
+
+
+def spent_in_folder() -> bool:
+    """In a trial's worker: whether the count in its sweep folder says the budget is spent."""
+    from ray import tune
+
+    storage = tune.get_context().get_storage()
+    path = posixpath.join(storage.experiment_fs_path, BUDGET_FILE)
+    try:
+        with storage.storage_filesystem.open_input_stream(path) as stream:
+            return json.loads(stream.readall()).get("spent") is not None
+    except (FileNotFoundError, OSError, ValueError):
+        return False
+
+
+def skip_when_spent(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """``function`` as a Tune trainable that ends at once, reporting :data:`SKIPPED_KEY`, when it would start a
+    new trial after the budget was spent (a trial restored from a checkpoint continues: it was running)."""
+
+    @functools.wraps(function)
+    def trainable(config: dict[str, Any]) -> None:
+        from ray import tune
+
+        if tune.get_checkpoint() is None and spent_in_folder():
+            tune.report({SKIPPED_KEY: 1.0, str(config.get("metric", "")) or "skipped": math.nan, "done": True})
+            return
+        function(config)
+
+    return trainable
+
+
+def record_budget(meter: BudgetMeter, log_metrics: Callable[[dict[str, float]], None],
+                  set_tags: Callable[[dict[str, str]], None], echo: Callable[[str], None] = print) -> None:
+    """The counts on the parent run, and why the sweep stopped when its budget stopped it."""
+    log_metrics(meter.figures())
+    if meter.count.spent:
+        set_tags({STOP_REASON_TAG: meter.count.spent})
+        echo(meter.count.spent)
