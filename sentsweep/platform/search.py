@@ -7,6 +7,13 @@ when its trainable made its final report (``final: 1.0``, see
 :func:`sentsweep.trainables.method.run_trial`); one stopped before that is PRUNED (its intermediate values
 stay in the study, where TPE uses them as it does for pruned trials), a crashed one is FAIL, and one
 whose final value is NaN is FAIL too (Ray's version leaves it RUNNING forever).
+
+A trial whose settings are infeasible (it diverged or ran out of memory: :mod:`sentsweep.trainables.infeasible`)
+is not a FAIL, which TPE ignores and so keeps proposing the same divergent learning rates: it is told as COMPLETE
+with a constraint violation (Optuna's ``Trial.set_constraint``, key ``diverged`` or ``out_of_memory``, value 1).
+TPE puts infeasible trials in its "bad" group by their violation, whatever their value, and ``Study.best_trial``
+skips them; the value they carry (:func:`infeasible_value`: the worst value the study has seen) only keeps the
+optimisation-history plot on its scale.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.failures import failure_reason, is_failed
+from sentsweep.platform.failures import failure_reason, infeasibility, is_failed
 from sentsweep.platform.study_json import write_study
 
 #: The key a trainable's last report carries once the trial has run to its end.
@@ -44,8 +51,14 @@ class PruningAwareOptunaSearch(OptunaSearch):
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
         elif is_failed(result):  # a deterministic failure (sentsweep.platform.failures)
-            state, value = TrialState.FAIL, None
-            self._ot_trials[trial_id].set_user_attr("fail_reason", failure_reason(result))
+            ot_trial = self._ot_trials[trial_id]
+            ot_trial.set_user_attr("fail_reason", failure_reason(result))
+            kind = infeasibility(result)
+            if kind is None:
+                state, value = TrialState.FAIL, None
+            else:  # what the sampler must learn: these settings cannot work
+                ot_trial.set_constraint(kind, 1.0)
+                state, value = TrialState.COMPLETE, infeasible_value(self._ot_study)
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
             self._report_last(trial_id, result)
@@ -74,6 +87,17 @@ class PruningAwareOptunaSearch(OptunaSearch):
     def study(self) -> optuna.Study:
         """The Optuna study (for plots and tests)."""
         return self._ot_study
+
+
+def infeasible_value(study: optuna.Study) -> float:
+    """The value an infeasible trial is told with: the worst value the study has seen (a finished trial's or a
+    report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation."""
+    seen = [v for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+            if not t.constraints for v in (t.value, *t.intermediate_values.values())
+            if v is not None and math.isfinite(v)]
+    if not seen:
+        return 0.0
+    return min(seen) if study.direction == optuna.study.StudyDirection.MAXIMIZE else max(seen)
 
 
 class FinalAwareASHA(ASHAScheduler):
