@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, infeasibility, is_failed
+from sentsweep.platform.optuna_storage import StudyMirror
 from sentsweep.platform.study_json import write_study
+from sentsweep.platform.warm_start import unseen_points
 
 #: The key a trainable's last report carries once the trial has run to its end.
 FINAL_KEY = "final"
@@ -42,7 +44,11 @@ def is_final(result: dict[str, Any] | None) -> bool:
 
 
 class PruningAwareOptunaSearch(OptunaSearch):
-    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL."""
+    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL (infeasible ones as
+    constraint violations), and copies each finished trial to ``mirror`` (:mod:`.optuna_storage`), if any."""
+
+    #: Where finished trials are copied for optuna-dashboard (set by :func:`build_searcher`).
+    mirror: StudyMirror | None = None
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
@@ -66,8 +72,10 @@ class PruningAwareOptunaSearch(OptunaSearch):
             state, value = TrialState.FAIL, None
         else:
             state = TrialState.COMPLETE
-        self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
+        frozen = self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
         self._completed_trials.add(trial_id)
+        if self.mirror is not None:
+            self.mirror.add(frozen)
 
     def _report_last(self, trial_id: str, result: dict) -> None:
         """Ray withholds the result that made the scheduler stop a trial; Optuna should see it."""
@@ -117,19 +125,24 @@ class FinalAwareASHA(ASHAScheduler):
 
 
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
-                   points: list[dict[str, Any]] | None) -> PruningAwareOptunaSearch:
+                   points: list[dict[str, Any]] | None, *, history: Sequence[FrozenTrial] = (),
+                   mirror: StudyMirror | None = None) -> PruningAwareOptunaSearch:
     """Seeded TPE (multivariate, constant liar) over a define-by-run space; ``points`` go first, in order
-    (the paper's setting, then any preset points of the space)."""
+    (the paper's setting, then any preset points of the space), except those ``history`` (an earlier sweep's
+    trials: :mod:`.warm_start`) holds already; the study starts with ``history``; finished trials are copied
+    to ``mirror``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler_args: dict[str, Any] = {"seed": config.seed, "multivariate": True, "constant_liar": True}
         if config.startup_trials is not None:
             sampler_args["n_startup_trials"] = config.startup_trials
         sampler = optuna.samplers.TPESampler(**sampler_args)
-    return PruningAwareOptunaSearch(
-        define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-        points_to_evaluate=[dict(p) for p in points or [] if p] or None, study_name=config.name,
-    )
+    first = unseen_points([p for p in points or [] if p], history)
+    searcher = PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
+                                        points_to_evaluate=first or None, study_name=config.name)
+    searcher.study.add_trials(history)
+    searcher.mirror = mirror
+    return searcher
 
 
 def build_scheduler(config: SweepConfig) -> TrialScheduler:
