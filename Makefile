@@ -38,6 +38,7 @@ bench: setup
 	$(RUN_ENV) $(PY) -m bench.tree_lstm
 	$(RUN_ENV) $(PY) -m bench.sweep_overhead --model tiny --trials 6
 	$(RUN_ENV) $(PY) -m bench.checkpoint_bytes --models minilm,bert-base --reports 4
+	$(RUN_ENV) $(PY) -m bench.cached_loss --minibatches 32
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench tools
