@@ -51,8 +51,11 @@ def test_parent_run_holds_config_versions_and_totals(toy_sweep, client):
     artifacts = {f.path for f in client.list_artifacts(toy_sweep.parent_run_id)}
     assert {"sweep", "plots", "best_model", "best_eval"} <= artifacts
     plots = {Path(f.path).name for f in client.list_artifacts(toy_sweep.parent_run_id, "plots")}
-    assert {"optimization_history.png", "param_importances.png", "parallel_coordinate.png", "learning_curves.png",
-            "learning_curves.csv", "parallel_coordinate.csv", "param_importances.csv"} <= plots
+    assert {"optimization_history.png", "parallel_coordinate.png", "learning_curves.png", "learning_curves.csv",
+            "parallel_coordinate.csv"} <= plots
+    # one finished feasible trial (the NaN one is infeasible): an importance would rest on nothing, and says so
+    skipped = Path(client.download_artifacts(toy_sweep.parent_run_id, "plots/skipped.txt")).read_text()
+    assert "param_importances.png" not in plots and "param_importances: ValueError: 1 finished feasible" in skipped
     sweep_files = {Path(f.path).name for f in client.list_artifacts(toy_sweep.parent_run_id, "sweep")}
     assert {"sweep.yaml", "search_space.py", "first_point.json"} <= sweep_files
 
