@@ -26,8 +26,7 @@ def test_warm_started_sweep_starts_from_the_earlier_trials(toy_sweep, tmp_path, 
 
     shutil.copy(mlflow_template, tmp_path / "mlruns.db")
     config = toy_config(tmp_path, tiny_bert_dir, f"sqlite:///{tmp_path / 'mlruns.db'}", num_samples=2,
-                        max_concurrent_trials=1, warm_start=toy_sweep.sweep_dir, plots=False, export=False,
-                        final_tasks="")
+                        max_concurrent_trials=1, warm_start=toy_sweep.sweep_dir, plots=False, export=False)
     lines: list[str] = []
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lines.append)
     assert f"warm start: {len(taught)} trials of {toy_sweep.sweep_dir}" in lines[0]
