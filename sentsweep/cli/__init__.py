@@ -3,7 +3,7 @@
 One module per group of sub-commands, each with its ``COMMANDS`` (functions that add their parsers):
 :mod:`.training` (``train``, ``evaluate``), :mod:`.preprocess` (``negate``, ``parse``, ``neighbours``),
 :mod:`.data` (``data prepare``, ``data list``), :mod:`.sweeps` (``sweep``, ``resume``, ``sync``, ``compare``,
-``export``) and :mod:`.cluster` (``submit``, ``jobs``).
+``export``), :mod:`.studies` (``dashboard``) and :mod:`.cluster` (``submit``, ``jobs``).
 A handler takes the parsed arguments and returns an exit status; heavy imports (torch, Ray, MLflow) happen
 inside it so that ``sentsweep --help`` is instant. ``python -m sentsweep.cli`` is the same command (what Ray
 jobs run). Exit statuses:
@@ -24,7 +24,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from sentsweep.cli import cluster, data, preprocess, sweeps, training
+from sentsweep.cli import cluster, data, preprocess, studies, sweeps, training
 from sentsweep.cli.common import write_error_log
 from sentsweep.credentials import masked_output
 from sentsweep.errors import SentsweepError
@@ -33,7 +33,8 @@ from sentsweep.platform.interrupt import INTERRUPTED_EXIT, SweepInterrupted
 Handler = Callable[[argparse.Namespace], int]
 
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
-    *training.COMMANDS, *preprocess.COMMANDS, *data.COMMANDS, *sweeps.COMMANDS, *cluster.COMMANDS,
+    *training.COMMANDS, *preprocess.COMMANDS, *data.COMMANDS, *sweeps.COMMANDS, *studies.COMMANDS,
+    *cluster.COMMANDS,
 )
 """Every sub-command, in the order ``sentsweep --help`` lists them."""
 

@@ -31,6 +31,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                    "the login name) did not finish, continue it instead of starting a new one (what a retried "
                    "Kubernetes RayJob runs); the config must be the sweep's own (see --allow-change)")
     add_allow_change(p)
+    p.add_argument("--warm-start", default=None, metavar="SWEEP", help="start the search from an earlier sweep's "
+                   "finished trials (its folder; the same space or the overlapping parameters)")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -88,6 +90,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from sentsweep.yaml_io import apply_overrides, read_yaml
 
     raw = apply_overrides(read_yaml(args.config), args.overrides)
+    if args.warm_start:
+        raw["warm_start"] = args.warm_start
     config = parse_sweep_config(raw, args.config)
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials

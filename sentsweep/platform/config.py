@@ -134,6 +134,10 @@ class SweepConfig(_Section):
     export: bool = True
     plots: bool = True
     register_model: str | None = Field(None, description="model-registry name for the best model")
+    optuna_storage: str | None = Field(None, description="Optuna RDB URL the study is mirrored to as trials finish, "
+                                       "for `sentsweep dashboard` (default: sqlite optuna.db in a local sweep folder)")
+    warm_start: str | None = Field(None, description="an earlier sweep folder whose finished trials the searcher "
+                                   "starts from (platform/warm_start.py)")
     _credential_env: tuple[str, ...] = PrivateAttr(default=())  # names of the variables resolved() set
 
     @field_validator("name")
@@ -150,6 +154,13 @@ class SweepConfig(_Section):
             from sentsweep.credentials import mask_uri
 
             raise ValueError(f"'{mask_uri(value)}': use a local folder or an s3:// (or gs://) URI")
+        return value
+
+    @field_validator("optuna_storage")
+    @classmethod
+    def _check_optuna_storage(cls, value: str | None) -> str | None:
+        if value is not None and "://" not in value:
+            raise ValueError("use a database URL such as sqlite:///optuna.db or postgresql://user@host/optuna")
         return value
 
     @model_validator(mode="after")
@@ -181,6 +192,8 @@ class SweepConfig(_Section):
         update: dict[str, Any] = {
             "storage_path": split.take(self.storage_path, "storage", "storage_path"),
             "storage_endpoint_url": split.take(self.storage_endpoint_url, "storage", "storage_endpoint_url"),
+            "optuna_storage": split.take(self.optuna_storage, "tracking", "optuna_storage"),
+            "warm_start": split.take(self.warm_start, "storage", "warm_start"),
         }
         split.export(os.environ if environ is None else environ)
         base = (base or Path.cwd()).resolve()
@@ -191,6 +204,10 @@ class SweepConfig(_Section):
         if self.model and (base / self.model).exists():
             update["model"] = str(_absolute(self.model, base))
         tracking.uri = resolve_tracking_uri(tracking.uri, base)
+        if (update["optuna_storage"] or "").startswith("sqlite:///"):
+            update["optuna_storage"] = resolve_tracking_uri(update["optuna_storage"], base)
+        if update["warm_start"] and "://" not in update["warm_start"]:
+            update["warm_start"] = str(_absolute(update["warm_start"], base))
         if tracking.artifact_location and "://" not in tracking.artifact_location:
             tracking.artifact_location = _absolute(tracking.artifact_location, base).as_uri()
         if is_server_uri(tracking.uri) and self.tracking.artifact_location == DEFAULT_ARTIFACTS:

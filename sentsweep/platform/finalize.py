@@ -36,8 +36,9 @@ from sentsweep.platform.export import (
     export_sentence_transformer,
     has_artifact,
 )
-from sentsweep.platform.plots import study_plots
+from sentsweep.platform.plots import sweep_plots, trial_records
 from sentsweep.platform.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
+from sentsweep.platform.search import scheduler_label
 from sentsweep.tracking.provenance import protocol_entries
 from sentsweep.tracking.vocabulary import find_trial_run
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
@@ -76,7 +77,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                    echo: Callable[[str], None] = print) -> None:
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
     if config.plots:
-        log_plots(location, sweep, echo)
+        log_plots(location, sweep, echo, results=outcome.results, config=config)
     best = confirmed_choice(outcome)
     if best is None:
         best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
@@ -221,16 +222,21 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
     return exported, version
 
 
-def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print) -> None:
-    """Optuna's plots of the study (as last checkpointed in the sweep folder) to ``plots/``."""
+def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print,
+              results: ResultGrid | None = None, config: SweepConfig | None = None) -> None:
+    """The sweep's plots (:mod:`.plots`: the trials from ``results``, the study as last checkpointed in the sweep
+    folder) to ``plots/``, each PNG with its CSV."""
     study = location.load_study()
-    if study is None:
+    records = trial_records(results, config.metric, varying_keys(results)) if results and config else []
+    if study is None and not records:
         echo("no searcher state in the sweep folder: no plots")
         return
+    metric = config.metric if config else "metric"
+    stopped_by = scheduler_label(config) if config else "ASHA"
     with tempfile.TemporaryDirectory() as tmp:
-        written, skipped = study_plots(study, tmp)
+        written, skipped = sweep_plots(study, records, metric, tmp, stopped_by)
         if skipped:
             (Path(tmp) / "skipped.txt").write_text("".join(f"{k}: {v}\n" for k, v in skipped.items()))
         sweep.log_artifacts(tmp, "plots")
-    echo(f"plots: {', '.join(p.stem for p in written) or 'none'}"
+    echo(f"plots: {', '.join(p.stem for p in written if p.suffix == '.png') or 'none'}"
          + (f" (skipped: {', '.join(skipped)})" if skipped else ""))

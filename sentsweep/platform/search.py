@@ -7,24 +7,33 @@ when its trainable made its final report (``final: 1.0``, see
 :func:`sentsweep.trainables.method.run_trial`); one stopped before that is PRUNED (its intermediate values
 stay in the study, where TPE uses them as it does for pruned trials), a crashed one is FAIL, and one
 whose final value is NaN is FAIL too (Ray's version leaves it RUNNING forever).
+
+A trial whose settings are infeasible (it diverged or ran out of memory: :mod:`sentsweep.trainables.infeasible`)
+is not a FAIL, which TPE ignores and so keeps proposing the same divergent learning rates: it is told as COMPLETE
+with a constraint violation (Optuna's ``Trial.set_constraint``, key ``diverged`` or ``out_of_memory``, value 1).
+TPE puts infeasible trials in its "bad" group by their violation, whatever their value, and ``Study.best_trial``
+skips them; the value they carry (:func:`infeasible_value`: the worst value the study has seen) only keeps the
+optimisation-history plot on its scale.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.drain import evaluation_result, is_draining
-from sentsweep.platform.failures import failure_reason, is_failed
+from sentsweep.platform.failures import failure_reason, infeasibility, is_failed
+from sentsweep.platform.optuna_storage import StudyMirror
 from sentsweep.platform.study_json import write_study
+from sentsweep.platform.warm_start import unseen_points
 
 #: The key a trainable's last report carries once the trial has run to its end.
 FINAL_KEY = "final"
@@ -36,8 +45,12 @@ def is_final(result: dict[str, Any] | None) -> bool:
 
 
 class PruningAwareOptunaSearch(OptunaSearch):
-    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL, and steps by
-    evaluation (a stopping sweep's draining reports skipped: :mod:`sentsweep.platform.drain`)."""
+    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL (infeasible ones as
+    constraint violations), steps by evaluation (a stopping sweep's draining reports skipped:
+    :mod:`sentsweep.platform.drain`), and copies each finished trial to ``mirror`` (:mod:`.optuna_storage`), if any."""
+
+    #: Where finished trials are copied for optuna-dashboard (set by :func:`build_searcher`).
+    mirror: StudyMirror | None = None
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         if not is_draining(result):
@@ -50,8 +63,14 @@ class PruningAwareOptunaSearch(OptunaSearch):
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
         elif is_failed(result):  # a deterministic failure (sentsweep.platform.failures)
-            state, value = TrialState.FAIL, None
-            self._ot_trials[trial_id].set_user_attr("fail_reason", failure_reason(result))
+            ot_trial = self._ot_trials[trial_id]
+            ot_trial.set_user_attr("fail_reason", failure_reason(result))
+            kind = infeasibility(result)
+            if kind is None:
+                state, value = TrialState.FAIL, None
+            else:  # what the sampler must learn: these settings cannot work
+                ot_trial.set_constraint(kind, 1.0)
+                state, value = TrialState.COMPLETE, infeasible_value(self._ot_study)
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
             self._report_last(trial_id, result)
@@ -59,8 +78,10 @@ class PruningAwareOptunaSearch(OptunaSearch):
             state, value = TrialState.FAIL, None
         else:
             state = TrialState.COMPLETE
-        self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
+        frozen = self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
         self._completed_trials.add(trial_id)
+        if self.mirror is not None:
+            self.mirror.add(frozen)
 
     def _report_last(self, trial_id: str, result: dict) -> None:
         """Ray withholds the result that made the scheduler stop a trial; Optuna should see it."""
@@ -82,6 +103,17 @@ class PruningAwareOptunaSearch(OptunaSearch):
         return self._ot_study
 
 
+def infeasible_value(study: optuna.Study) -> float:
+    """The value an infeasible trial is told with: the worst value the study has seen (a finished trial's or a
+    report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation."""
+    seen = [v for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+            if not t.constraints for v in (t.value, *t.intermediate_values.values())
+            if v is not None and math.isfinite(v)]
+    if not seen:
+        return 0.0
+    return min(seen) if study.direction == optuna.study.StudyDirection.MAXIMIZE else max(seen)
+
+
 class FinalAwareASHA(ASHAScheduler):
     """ASHA whose ``max_t`` only places the rungs: a trial ends at its own step budget.
 
@@ -100,19 +132,24 @@ class FinalAwareASHA(ASHAScheduler):
 
 
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
-                   points: list[dict[str, Any]] | None) -> PruningAwareOptunaSearch:
+                   points: list[dict[str, Any]] | None, *, history: Sequence[FrozenTrial] = (),
+                   mirror: StudyMirror | None = None) -> PruningAwareOptunaSearch:
     """Seeded TPE (multivariate, constant liar) over a define-by-run space; ``points`` go first, in order
-    (the paper's setting, then any preset points of the space)."""
+    (the paper's setting, then any preset points of the space), except those ``history`` (an earlier sweep's
+    trials: :mod:`.warm_start`) holds already; the study starts with ``history``; finished trials are copied
+    to ``mirror``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler_args: dict[str, Any] = {"seed": config.seed, "multivariate": True, "constant_liar": True}
         if config.startup_trials is not None:
             sampler_args["n_startup_trials"] = config.startup_trials
         sampler = optuna.samplers.TPESampler(**sampler_args)
-    return PruningAwareOptunaSearch(
-        define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-        points_to_evaluate=[dict(p) for p in points or [] if p] or None, study_name=config.name,
-    )
+    first = unseen_points([p for p in points or [] if p], history)
+    searcher = PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
+                                        points_to_evaluate=first or None, study_name=config.name)
+    searcher.study.add_trials(history)
+    searcher.mirror = mirror
+    return searcher
 
 
 def build_scheduler(config: SweepConfig) -> TrialScheduler:

@@ -4,7 +4,8 @@
 searcher state each time Tune saves it (:func:`write_study`); :meth:`SweepLocation.load_study
 <sentsweep.platform.storage.SweepLocation.load_study>` rebuilds an in-memory study from it (:func:`study_from_json`)
 with Optuna's public API: each trial's state, value, parameters with their distributions (Optuna's own JSON form),
-intermediate values and timestamps. Whoever can write the bucket can make the plots wrong, not run code.
+intermediate values, constraints (an infeasible trial's: :mod:`.search`) and timestamps. Whoever can write the
+bucket can make the plots wrong, not run code.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def study_to_json(study: optuna.Study) -> str:
             "distributions": {k: distribution_to_json(d) for k, d in trial.distributions.items()},
             "intermediate_values": {str(step): value for step, value in trial.intermediate_values.items()},
             "user_attrs": {k: v for k, v in trial.user_attrs.items() if _is_json_scalar(v)},
+            "constraints": {k: float(v) for k, v in trial.constraints.items()},
             "datetime_start": _stamp(trial.datetime_start), "datetime_complete": _stamp(trial.datetime_complete),
         })
     return json.dumps({"study_name": study.study_name, "directions": [d.name for d in study.directions],
@@ -52,6 +54,7 @@ def study_from_json(text: str | bytes) -> optuna.Study:
             distributions=distributions,
             intermediate_values={int(step): value for step, value in row["intermediate_values"].items()},
             user_attrs={k: v for k, v in row.get("user_attrs", {}).items() if _is_json_scalar(v)},
+            constraints={str(k): float(v) for k, v in row.get("constraints", {}).items()} or None,
         )
         trial.datetime_start = _parse(row.get("datetime_start")) or trial.datetime_start
         trial.datetime_complete = _parse(row.get("datetime_complete")) or trial.datetime_complete

@@ -34,6 +34,7 @@ from sentsweep.platform.drain import Drain
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import SweepLease
+from sentsweep.platform.optuna_storage import study_mirror
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.preflight import check_sweep
 from sentsweep.platform.progress import ProgressCallback
@@ -46,8 +47,10 @@ from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_store import refuse_sqlite_on_cluster, tracking_worker_env
 from sentsweep.platform.trial import run_once
+from sentsweep.platform.warm_start import load_history
 
 if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
     from ray.tune import ResultGrid, Tuner
 
     from sentsweep.trainables.trial_config import TrialConfig
@@ -179,14 +182,16 @@ def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
 
 
 def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
-                location: SweepLocation, sweep: SweepRun) -> Tuner:
-    """The Tuner of a new sweep (everything Ray needs to restore it is pickled into its folder)."""
+                location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
+    """The Tuner of a new sweep (everything Ray needs to restore it is pickled into its folder); ``history``:
+    an earlier sweep's trials to start from (:mod:`.warm_start`)."""
     from ray import tune
 
     tracking = sweep.trial_settings()
+    searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
+                              mirror=study_mirror(config, location))
     tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode,
-        search_alg=BudgetGate(build_searcher(config, space.define_by_run, space_points(space))),
+        metric=config.metric, mode=config.mode, search_alg=BudgetGate(searcher),
         scheduler=build_scheduler(config), num_samples=config.num_samples,
         max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
         reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
@@ -224,6 +229,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     trials = validate_trials(config, trainable, space, source)
     if preflight:
         check_sweep(config, trials, source)
+    history = load_history(config.warm_start, space.define_by_run, config.storage_endpoint_url) \
+        if config.warm_start else []
     location = new_sweep_location(config, suffix=secrets.token_hex(2))
     sweep_name = location.name
     stops = StopSignals()
@@ -239,9 +246,10 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             sweep.close("crashed", f"{type(exc).__name__}: {exc}")
             raise
         echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
-             f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}")
+             f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}"
+             + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
-            return _drive(lambda: build_tuner(config, trainable, space, location, sweep), config, location,
+            return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
                           sweep, stops, address=address, log_to_driver=log_to_driver, finalize=finalize,
                           echo=echo, stage=_stage_trials(trainable, config))
         finally:

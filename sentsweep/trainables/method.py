@@ -37,6 +37,7 @@ from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
 from sentsweep.tracking.trial_records import ProtocolLog, record_trial_start
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
+from sentsweep.trainables.infeasible import INFEASIBLE_KEY, OUT_OF_MEMORY_ERRORS, infeasible_kind, release_memory
 from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 from sentsweep.trainables.stop_flag import DRAINING_KEY, StopCheck, StopFlag
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
@@ -92,6 +93,11 @@ class Method(ABC, Generic[ConfigT, TaskT]):
             raise ConfigError(f"a saved {self.name} model keeps its own encoder settings; '{name}' cannot "
                               "override them", field=name)
 
+    def memory_fallback(self, config: ConfigT) -> ConfigT | None:
+        """A config that trains the same objective in less memory, tried once when ``config`` ran out of memory
+        (:mod:`sentsweep.trainables.infeasible`); None (the default): nothing cheaper, the trial is infeasible."""
+        return None
+
     # -- what every method shares -----------------------------------------------------------------
     def parse(self, raw: ConfigT | Mapping[str, Any], source: str = "trial config") -> ConfigT:
         """``raw`` validated into the method's config (a config of the right type is taken as is)."""
@@ -135,11 +141,15 @@ class Method(ABC, Generic[ConfigT, TaskT]):
             config = self.parse(raw).with_output_dir(output_dir)
             gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
             storage = tune_checkpoints.trial_folder()
-            run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
-                      resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
-                      save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
-                      best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial())
-        except SentsweepError as exc:  # deterministic: report it and end, so that Tune does not retry
+
+            def attempt(config: ConfigT) -> None:
+                run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
+                          resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
+                          save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
+                          best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial())
+
+            retry_out_of_memory(self, config, attempt)
+        except (SentsweepError, *OUT_OF_MEMORY_ERRORS) as exc:  # deterministic: report it and end, no Tune retry
             tune.report(failure_report(str(raw.get("metric", "")), exc))
 
     def __repr__(self) -> str:
@@ -178,9 +188,30 @@ def failure_report(metric: str, exc: BaseException) -> dict[str, Any]:
     (NaN) is there because Tune requires the sweep's metric in every report."""
     report: dict[str, Any] = {FAILED_KEY: 1.0, FAILURE_REASON_KEY: f"{type(exc).__name__}: {exc}"[:2000],
                               "done": True}
+    kind = infeasible_kind(exc)
+    if kind is not None:  # the settings cannot work: the searcher learns it (sentsweep.trainables.infeasible)
+        report[INFEASIBLE_KEY] = kind
     if metric:
         report[metric] = float("nan")
     return report
+
+
+def retry_out_of_memory(method: Method[ConfigT, Any], config: ConfigT, attempt: Callable[[ConfigT], Any],
+                        log: Callable[[str], None] = print) -> Any:
+    """``attempt(config)``; when it runs out of memory, once more with the method's
+    :meth:`~Method.memory_fallback` (when it has one), else the error propagates."""
+    try:
+        return attempt(config)
+    except OUT_OF_MEMORY_ERRORS as exc:
+        fallback = method.memory_fallback(config)
+        if fallback is None:
+            raise
+        reason = type(exc).__name__
+    # outside the except block: the failed attempt's frames (and their tensors) are gone
+    release_memory()
+    changed = {k: v for k, v in fallback.model_dump().items() if v != getattr(config, k)}
+    log(f"out of memory ({reason}); trying once more with {changed}")
+    return attempt(fallback)
 
 
 def run_trial(

@@ -7,6 +7,10 @@ negation, generated once per corpus and cached on disk). The loss is SNCSE's (eq
 Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selection: Spearman x100 on
 ``dev_data`` (STS-B dev) every ``eval_every`` steps; the best weights go to the final test suite.
 
+``cache_minibatch`` turns on gradient caching (:mod:`sentsweep.methods.cached_loss`): the same batch and
+loss in the memory of a mini-batch; a trial that runs out of memory is tried once more with it
+(:meth:`SncseMethod.memory_fallback`) before it counts as infeasible.
+
 Defaults are the paper's for BERT-base: alpha 0.1, beta 0.3, lambda 1e-3 for BERT and 5e-4 for RoBERTa
 (chosen from the model config's family when ``lambda`` is not set), tau 0.05, lr 1e-5, batch 256, max
 length 32 (training prompts only; evaluation, dev selection, diagnostics and the saved model use
@@ -40,6 +44,7 @@ from sentsweep.evaluation.analysis import (
     worst_pairs,
 )
 from sentsweep.evaluation.protocols import Embedder
+from sentsweep.methods.cached_loss import cached_loss
 from sentsweep.methods.sncse import (
     LOSS_VARIANTS,
     NegationStats,
@@ -58,6 +63,8 @@ from sentsweep.trainables.trial_config import TrialConfig
 DIAGNOSTICS_DIR = "diagnostics"
 #: Sentences per encoder call when scoring the dev set.
 DEV_BATCH_SIZE = 128
+#: A trial out of memory is tried once more with mini-batches this many times smaller (gradient caching).
+OOM_MINIBATCH_DIVISOR = 4
 
 
 class SncseConfig(TrialConfig):
@@ -84,6 +91,9 @@ class SncseConfig(TrialConfig):
         None, alias="lambda", gt=0, description="BML weight (eq. 7); default by model family"
     )
     temperature: float = Field(0.05, gt=0, description="InfoNCE temperature tau (eq. 3)")
+    cache_minibatch: int | None = Field(
+        None, ge=1, description="gradient caching: encode the batch in mini-batches of this many sentences, the loss "
+        "on the whole batch (same objective and gradients, the memory of a mini-batch); null: one pass")
     corpus: str = Field("enwiki", description="a registered corpus name or a text file (wiki1m)")
     max_sentences: int | None = Field(None, gt=0)
     negation_model: str | None = Field(
@@ -171,11 +181,23 @@ class SncseTask:
         idx = batch.tolist()
         sentences = [self.sentences[i] for i in idx]
         negations = [self.negations[i] for i in idx] if self.negations is not None else None
-        z1, z2, z3 = self.model(sentences, negations)
         c = self.config
-        return sncse_objective(
-            c.loss, z1, z2, z3, temperature=c.temperature, alpha=c.alpha, beta=c.beta, lam=self.lam
-        )
+
+        def objective(z1: torch.Tensor, z2: torch.Tensor, z3: torch.Tensor | None) -> tuple[torch.Tensor, dict]:
+            return sncse_objective(c.loss, z1, z2, z3, temperature=c.temperature, alpha=c.alpha, beta=c.beta,
+                                   lam=self.lam)
+
+        if c.cache_minibatch is None or c.cache_minibatch >= len(idx):
+            return objective(*self.model(sentences, negations))
+        tokenized: dict[tuple[int, int], dict[str, torch.Tensor]] = {}  # once per mini-batch, for both passes
+
+        def embed(start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+            if (start, stop) not in tokenized:
+                tokenized[start, stop] = self.model.tokenize_views(
+                    sentences[start:stop], negations[start:stop] if negations is not None else None)
+            return self.model.embed_views(tokenized[start, stop], stop - start)
+
+        return cached_loss(embed, len(idx), c.cache_minibatch, objective)
 
     def evaluate(self) -> dict[str, float]:
         """Spearman x100 of the evaluation embeddings' cosine (anchor template, raw mask state) on dev."""
@@ -289,6 +311,13 @@ class SncseMethod(Method[SncseConfig, SncseTask]):
 
     def build_task(self, config: SncseConfig) -> SncseTask:
         return SncseTask(config)
+
+    def memory_fallback(self, config: SncseConfig) -> SncseConfig | None:
+        """Out of memory: the same objective with gradient caching over mini-batches of a quarter of the batch
+        (a quarter of the mini-batch when it was on already); None below one sentence."""
+        current = min(config.cache_minibatch or config.batch_size, config.batch_size)
+        smaller = current // OOM_MINIBATCH_DIVISOR
+        return config.model_copy(update={"cache_minibatch": smaller}) if smaller >= 1 else None
 
     def final_evaluation(self, task: SncseTask, config: SncseConfig) -> dict[str, float]:
         """The best weights on the test suite, plus lambda, negation statistics and the diagnostics."""

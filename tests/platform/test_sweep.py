@@ -51,7 +51,11 @@ def test_parent_run_holds_config_versions_and_totals(toy_sweep, client):
     artifacts = {f.path for f in client.list_artifacts(toy_sweep.parent_run_id)}
     assert {"sweep", "plots", "best_model", "best_eval"} <= artifacts
     plots = {Path(f.path).name for f in client.list_artifacts(toy_sweep.parent_run_id, "plots")}
-    assert {"optimization_history.png", "param_importances.png", "parallel_coordinate.png"} <= plots
+    assert {"optimization_history.png", "parallel_coordinate.png", "learning_curves.png", "learning_curves.csv",
+            "parallel_coordinate.csv"} <= plots
+    # one finished feasible trial (the NaN one is infeasible): an importance would rest on nothing, and says so
+    skipped = Path(client.download_artifacts(toy_sweep.parent_run_id, "plots/skipped.txt")).read_text()
+    assert "param_importances.png" not in plots and "param_importances: ValueError: 1 finished feasible" in skipped
     sweep_files = {Path(f.path).name for f in client.list_artifacts(toy_sweep.parent_run_id, "sweep")}
     assert {"sweep.yaml", "search_space.py", "first_point.json"} <= sweep_files
 
@@ -88,10 +92,12 @@ def test_finished_trial_params_metrics_and_artifacts(toy_sweep, children, client
     assert "best" not in {f.path for f in client.list_artifacts(done.info.run_id)}
 
 
-def test_optuna_is_told_pruned_and_failed_not_complete(toy_sweep):
+def test_optuna_is_told_pruned_failed_and_infeasible_not_complete(toy_sweep):
     study = locate(toy_sweep.sweep_dir).load_study()
     states = sorted(t.state.name for t in study.trials)
-    assert states == sorted(["COMPLETE", "FAIL", "FAIL", "PRUNED", "PRUNED"])
+    assert states == sorted(["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "PRUNED"])  # the NaN trial: infeasible
+    assert [t.number for t in study.trials if t.constraints] == [2]
+    assert study.best_trial.number == 0
     pruned = [t for t in study.trials if t.state == TrialState.PRUNED]
     assert all(t.intermediate_values for t in pruned)
     assert study.trials[0].params == {"lr": 1e-3, "scale": 1.0}  # the paper defaults go first

@@ -1,6 +1,7 @@
 """A trial that fails for a reason a retry cannot fix (here a NaN loss) is not retried even with
-``max_failures: 1``: counted failed, Optuna told FAIL with the reason, its run FAILED after one attempt, one
-line printed; a sweep in which no trial finished closes its parent FAILED (real Ray, Optuna, MLflow)."""
+``max_failures: 1``: counted failed, Optuna told an infeasible trial (a constraint violation, with the reason),
+its run FAILED after one attempt, one line printed;
+a sweep in which no trial finished closes its parent FAILED (real Ray, Optuna, MLflow)."""
 
 from __future__ import annotations
 
@@ -32,11 +33,12 @@ def test_a_nan_loss_is_not_retried_and_fails_the_sweep(tmp_path, tiny_bert_dir, 
         assert run.data.tags[REASON_TAG].startswith("NonFiniteLossError: ")
         assert "non-finite loss nan at step 2" in run.data.tags[REASON_TAG]
     study = locate(outcome.sweep_dir).load_study()
-    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.COMPLETE]
+    assert all(t.constraints == {"diverged": 1.0} for t in study.trials)  # TPE learns the region
     assert all("non-finite loss" in t.user_attrs["fail_reason"] for t in study.trials)
     assert not list(Path(outcome.sweep_dir).glob("*/error.txt")), "no Ray error (and traceback) recorded"
     lines = [line for line in capsys.readouterr().out.splitlines() if "failed (not retried)" in line]
-    assert len(lines) == 2 and all("NonFiniteLossError" in line for line in lines)
+    assert len(lines) == 2 and all("NonFiniteLossError" in line and "infeasible (diverged)" in line for line in lines)
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FAILED" and parent.data.tags[STATUS_TAG] == "failed"
     assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 2 failed"

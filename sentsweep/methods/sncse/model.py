@@ -207,10 +207,13 @@ class SncseModel(nn.Module):
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """``(z1, z2, z3)``: anchor, positive and soft-negative views after the MLP (``z3`` None
         without negations), from one forward pass of the stacked batch."""
-        n = len(sentences)
-        pooled = self.mlp(self.encoder(self.tokenize_views(sentences, negations)))
+        return self.embed_views(self.tokenize_views(sentences, negations), len(sentences))
+
+    def embed_views(self, batch: dict[str, Tensor], n: int) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``(z1, z2, z3)`` of a batch from :meth:`tokenize_views` of ``n`` sentences (one forward pass)."""
+        pooled = self.mlp(self.encoder(batch))
         z1, z2 = pooled[:n], pooled[n : 2 * n]
-        z3 = pooled[2 * n :] if negations is not None else None
+        z3 = pooled[2 * n :] if pooled.size(0) > 2 * n else None
         return z1, z2, z3
 
     @torch.no_grad()

@@ -1,0 +1,31 @@
+"""The study sub-command: ``dashboard`` (optuna-dashboard on a sweep's mirrored Optuna study)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def _add_dashboard(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("dashboard", help="optuna-dashboard on a sweep's Optuna study (live while it runs)",
+                       description="Serve the sweep's Optuna study (mirrored to its RDB storage as trials finish: "
+                       "optuna.db in the sweep folder, or the sweep's optuna_storage URL) with optuna-dashboard on "
+                       "127.0.0.1, until interrupted.")
+    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
+    p.add_argument("--port", type=int, default=8080, help="default: %(default)s")
+    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+    p.set_defaults(handler=cmd_dashboard)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from sentsweep.credentials import mask_uri
+    from sentsweep.platform.optuna_storage import serve_dashboard, sweep_storage_url
+
+    url, study = sweep_storage_url(args.sweep_dir, args.storage_endpoint_url)
+    print(f"optuna-dashboard on http://127.0.0.1:{args.port} (study {study} in {mask_uri(url)}); Ctrl-C stops it",
+          flush=True)
+    serve_dashboard(url, host="127.0.0.1", port=args.port)
+    return 0
+
+
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_dashboard,)

@@ -1,0 +1,147 @@
+"""The sweep's Optuna study, mirrored to an Optuna RDB storage as its trials finish: what optuna-dashboard reads.
+
+The searcher's own study lives in memory and is pickled into Tune's state (:mod:`.search`); nothing outside the
+driver can read it while the sweep runs. :class:`StudyMirror` copies each trial the searcher has told Optuna
+(COMPLETE, PRUNED, FAIL, with its parameters, distributions, intermediate values, user attributes and
+constraints) into a study of the same name in an RDB storage (:func:`study_storage_url`):
+
+- by default ``sqlite:///<sweep folder>/optuna.db``, beside the sweep (a local sweep folder);
+- ``optuna_storage`` in the sweep config, e.g. ``postgresql://optuna@db/optuna`` on a cluster (its password, if
+  the URL carries one, goes to ``PGPASSWORD``: :mod:`sentsweep.credentials`); a sweep folder on S3 has no default.
+
+``sentsweep dashboard SWEEP`` serves that storage with optuna-dashboard (:func:`serve_dashboard`). The mirror is
+best-effort: a storage that refuses a write is reported once and never fails the sweep. It is pickled with the
+searcher (without its connection), so a resumed sweep keeps mirroring; a trial already mirrored (a trial that ran
+again after a resume) is not copied twice. Trials a warm start brought in (:mod:`.warm_start`) are not copied:
+they belong to the earlier sweep's study.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from sentsweep.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.storage import SweepLocation
+
+#: The sqlite file in a local sweep folder.
+STUDY_DB = "optuna.db"
+#: The user attribute of a mirrored trial naming its number in the searcher's study.
+SOURCE_NUMBER = "sweep_trial_number"
+#: The user attribute of a trial that came from an earlier sweep (set by :mod:`.warm_start`).
+WARM_START_ATTR = "warm_start_from"
+_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+logger = logging.getLogger(__name__)
+
+
+def study_storage_url(config: SweepConfig, location: SweepLocation) -> str | None:
+    """Where a sweep's study is mirrored: ``optuna_storage``, else the sqlite file in a local sweep folder, else
+    None (a remote sweep folder and no URL)."""
+    if config.optuna_storage:
+        return config.optuna_storage
+    if location.filesystem is None and "://" not in location.uri:
+        return f"sqlite:///{Path(location.uri) / STUDY_DB}"
+    return None
+
+
+def study_mirror(config: SweepConfig, location: SweepLocation) -> StudyMirror | None:
+    """The mirror of a new sweep's study (named as the sweep's folder, so that sweeps sharing a database stay
+    apart), or None where :func:`study_storage_url` has no place for it."""
+    url = study_storage_url(config, location)
+    if url is None:
+        return None
+    return StudyMirror(url, location.name, ["maximize" if config.mode == "max" else "minimize"])
+
+
+def is_warm_start(trial: FrozenTrial) -> bool:
+    """Whether a trial of a study came from an earlier sweep."""
+    return WARM_START_ATTR in trial.user_attrs
+
+
+class StudyMirror:
+    """Copies finished trials of a study into the study ``study_name`` of an RDB storage at ``url``."""
+
+    def __init__(self, url: str, study_name: str, directions: list[str]) -> None:
+        self.url = url
+        self.study_name = study_name
+        self.directions = directions
+        self._study: optuna.Study | None = None
+        self._mirrored: set[int] = set()
+        self._broken = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url, "study_name": self.study_name, "directions": self.directions}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def open(self) -> optuna.Study:
+        """The mirror study (created when missing), and which trials it already holds."""
+        if self._study is None:
+            self._study = optuna.create_study(storage=self.url, study_name=self.study_name, load_if_exists=True,
+                                              directions=self.directions)
+            self._mirrored = {int(t.user_attrs[SOURCE_NUMBER]) for t in self._study.get_trials(deepcopy=False)
+                              if SOURCE_NUMBER in t.user_attrs}
+        return self._study
+
+    def add(self, trial: FrozenTrial) -> bool:
+        """Copy one finished trial (not one from a warm start, not one already there); False when skipped or
+        when the storage refused it (reported once: a dashboard is never worth a failed sweep)."""
+        if self._broken or trial.state not in _FINISHED or is_warm_start(trial):
+            return False
+        try:
+            study = self.open()
+            if trial.number in self._mirrored:
+                return False
+            study.add_trial(optuna.trial.create_trial(
+                state=trial.state, values=trial.values, params=trial.params, distributions=trial.distributions,
+                user_attrs={**trial.user_attrs, SOURCE_NUMBER: trial.number},
+                intermediate_values=trial.intermediate_values, constraints=trial.constraints or None,
+            ))
+        except Exception as exc:  # noqa: BLE001 - any storage error: the sweep goes on without its mirror
+            from sentsweep.credentials import mask_uri
+
+            logger.warning("the Optuna study is no longer mirrored to %s: %s: %s", mask_uri(self.url),
+                           type(exc).__name__, exc)
+            self._broken = True
+            return False
+        self._mirrored.add(trial.number)
+        return True
+
+    def add_all(self, study: optuna.Study) -> int:
+        """Copy every finished trial of ``study`` not mirrored yet; how many were copied."""
+        return sum(self.add(t) for t in study.get_trials(deepcopy=False, states=_FINISHED))
+
+
+def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None) -> tuple[str, str]:
+    """The RDB storage URL of an existing sweep folder and its study's name; a clear error when it has none."""
+    from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.storage import locate
+
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
+    manifest = location.read_manifest()
+    config = manifest.sweep_config()
+    url = study_storage_url(config, location)
+    if url is None:
+        raise ConfigError("the sweep folder is remote and the sweep set no optuna_storage URL: its study was not "
+                          "mirrored to a database", file=location.uri)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        raise ConfigError(f"no {STUDY_DB} in the sweep folder yet (no trial has finished, or the sweep predates "
+                          "the mirror)", file=location.uri)
+    return url, manifest.sweep_name
+
+
+def serve_dashboard(url: str, host: str = "127.0.0.1", port: int = 8080) -> None:
+    """optuna-dashboard on ``url`` at ``http://host:port`` until interrupted (blocks)."""
+    try:
+        from optuna_dashboard import run_server
+    except ImportError:
+        raise ConfigError("optuna-dashboard is not installed: pip install 'sentsweep[dashboard]'") from None
+    run_server(url, host=host, port=port)

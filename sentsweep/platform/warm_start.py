@@ -1,0 +1,118 @@
+"""Warm start: a new sweep's searcher begins with an earlier sweep's finished trials as its history.
+
+``sentsweep sweep CONFIG --warm-start SWEEP`` (or ``warm_start: SWEEP`` in the config) reads the earlier sweep's
+study from its folder (``optuna_study.json``, :mod:`.study_json`: never unpickled) and adds its COMPLETE and
+PRUNED trials, infeasible ones with their constraints, to the new searcher's study before the first suggestion
+(``Study.add_trial``: Ray's ``OptunaSearch`` takes ``evaluated_rewards`` only for a dict space, not for our
+define-by-run spaces). TPE then treats them as trials it has seen: its random start-up counts them, and its
+densities start from them.
+
+The spaces need not be the same: each earlier trial is placed in the new space by running the new space's
+define-by-run function on a probe that answers with the trial's parameters (so conditional parameters follow the
+earlier choices); a parameter the new space does not have, or whose value lies outside the new range or choices, is left
+out, and a trial with no parameter left is skipped. FAIL trials teach TPE nothing and are skipped too. The trials
+carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plots and the study's RDB mirror
+leave them out (:mod:`.optuna_storage`). Points to evaluate first that the history already holds are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.optuna_storage import WARM_START_ATTR, is_warm_start
+
+#: The states of earlier trials that carry something TPE uses.
+_TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
+                 endpoint_url: str | None = None) -> list[FrozenTrial]:
+    """The earlier sweep's finished trials as trials of the space ``define_by_run`` (see the module docstring)."""
+    from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.storage import locate
+
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
+    name = location.read_manifest().sweep_name
+    study = location.load_study()
+    if study is None:
+        raise ConfigError("the sweep has no saved study yet (optuna_study.json): nothing to start from",
+                          field="warm_start", file=location.uri)
+    return history_trials(study, define_by_run, name)
+
+
+def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any],
+                   source: str) -> list[FrozenTrial]:
+    """``study``'s COMPLETE and PRUNED trials placed in the space of ``define_by_run``, marked as from ``source``."""
+    placed = []
+    for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
+        if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
+            continue
+        distributions = _overlap(trial.params, _distributions_at(define_by_run, trial.params))
+        if not distributions:
+            continue
+        placed.append(optuna.trial.create_trial(
+            state=trial.state, values=trial.values,
+            params={name: trial.params[name] for name in distributions}, distributions=distributions,
+            intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: source},
+            constraints=trial.constraints or None,
+        ))
+    return placed
+
+
+class _EarlierValues(optuna.samplers.BaseSampler):
+    """Samples an earlier trial's value where the new space allows it, else the new distribution's first value
+    (only the distributions asked for matter: they are what :func:`_distributions_at` reads)."""
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.params = params
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return {}
+
+    def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        if _allows(param_distribution, self.params.get(param_name)):
+            return self.params[param_name]
+        if isinstance(param_distribution, optuna.distributions.CategoricalDistribution):
+            return param_distribution.choices[0]
+        return param_distribution.low  # type: ignore[attr-defined]
+
+
+def _allows(distribution: BaseDistribution, value: Any) -> bool:
+    if value is None:
+        return False
+    try:
+        return bool(distribution._contains(distribution.to_internal_repr(value)))
+    except (ValueError, TypeError):  # a choice the new space does not offer
+        return False
+
+
+def _distributions_at(define_by_run: Callable[[optuna.Trial], Any],
+                      params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
+    """The distributions the space asks for when its earlier parameters are ``params`` (conditional parameters
+    follow the earlier choices)."""
+    probe = optuna.create_study(sampler=_EarlierValues(params))
+    trial = probe.ask()
+    define_by_run(trial)
+    return dict(trial.distributions)
+
+
+def _overlap(params: Mapping[str, Any], distributions: Mapping[str, BaseDistribution]) -> dict[str, BaseDistribution]:
+    """The new space's distributions of the parameters ``params`` has, with a value the new space allows."""
+    return {name: d for name, d in distributions.items() if name in params and _allows(d, params[name])}
+
+
+def unseen_points(points: Sequence[Mapping[str, Any]], history: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
+    """The points to evaluate first that no history trial has already evaluated (same value for every key)."""
+    return [dict(p) for p in points
+            if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]

@@ -1,0 +1,114 @@
+"""The sweep's study mirrored to an Optuna RDB storage as trials finish (sqlite beside the sweep), across a
+pickled searcher (Tune's save and restore), and served by ``sentsweep dashboard`` over HTTP."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import optuna
+import pytest
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig, parse_sweep_config
+from sentsweep.platform.optuna_storage import STUDY_DB, study_mirror, study_storage_url, sweep_storage_url
+from sentsweep.platform.search import FINAL_KEY, PruningAwareOptunaSearch, build_searcher
+from sentsweep.platform.storage import SweepManifest, locate
+from sentsweep.trainables.loop import NonFiniteLossError
+from sentsweep.trainables.method import failure_report
+from tools.harness.processes import end_group, free_port, wait_for_port
+
+
+def lr_space(trial):
+    trial.suggest_float("lr", 1e-5, 1e-1, log=True)
+
+
+def _sweep_folder(tmp_path: Path, **config) -> tuple[SweepConfig, object]:
+    config = SweepConfig(name="s", method="toy", seed=0, metric="score", storage_path=str(tmp_path), **config)
+    location = locate(str(tmp_path / "s-20260101-000000"))
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
+                                          parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
+                                          created=0.0), config)
+    return config, location
+
+
+def _finish(searcher, tid: str, outcome: str) -> None:
+    searcher.suggest(tid)
+    if outcome == "complete":
+        searcher.on_trial_result(tid, {"score": 1.0, "training_iteration": 1})
+        searcher.on_trial_complete(tid, {"score": 2.0, FINAL_KEY: 1.0, "training_iteration": 2})
+    elif outcome == "pruned":
+        searcher.on_trial_complete(tid, {"score": 0.5, "training_iteration": 1})
+    else:
+        searcher.on_trial_complete(tid, failure_report("score", NonFiniteLossError(2, math.nan)))
+
+
+def test_trials_are_mirrored_as_they_finish_and_after_a_restore(tmp_path):
+    config, location = _sweep_folder(tmp_path)
+    url = study_storage_url(config, location)
+    assert url == f"sqlite:///{tmp_path / 's-20260101-000000' / STUDY_DB}"
+    searcher = build_searcher(config, lr_space, [], mirror=study_mirror(config, location))
+    for tid, outcome in (("a", "complete"), ("b", "pruned"), ("c", "infeasible")):
+        _finish(searcher, tid, outcome)
+    mirrored = optuna.load_study(study_name=location.name, storage=url).trials
+    assert [t.state.name for t in mirrored] == ["COMPLETE", "PRUNED", "COMPLETE"]
+    assert mirrored[0].value == 2.0 and mirrored[0].intermediate_values == {1: 1.0}
+    assert mirrored[2].constraints == {"diverged": 1.0} and "fail_reason" in mirrored[2].user_attrs
+
+    searcher.save(str(tmp_path / "searcher.pkl"))  # what Tune does; the connection is not pickled
+    restored = PruningAwareOptunaSearch(lr_space, metric="score", mode="max")
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    restored.mirror.add(restored.study.trials[0])  # a trial that ran again after a resume: not copied twice
+    _finish(restored, "d", "complete")
+    mirrored = optuna.load_study(study_name=location.name, storage=url).trials
+    assert [t.user_attrs["sweep_trial_number"] for t in mirrored] == [0, 1, 2, 3]
+
+
+def test_a_remote_sweep_needs_a_url_and_a_refused_write_never_fails_the_sweep(tmp_path):
+    config = SweepConfig(name="s", method="toy", metric="score", storage_path="s3://bucket/sweeps")
+    assert study_storage_url(config, locate("s3://bucket/sweeps/s-1")) is None
+    broken = SweepConfig(name="s", method="toy", metric="score", optuna_storage=f"sqlite:///{tmp_path}/no/such/x.db")
+    searcher = build_searcher(broken, lr_space, [], mirror=study_mirror(broken, locate(str(tmp_path / "s-1"))))
+    _finish(searcher, "a", "complete")  # logged once, the trial is told to the searcher all the same
+    assert searcher.study.trials[0].value == 2.0 and searcher.mirror._broken
+    with pytest.raises(ConfigError, match="database URL") as info:
+        parse_sweep_config({"name": "s", "method": "toy", "optuna_storage": "optuna.db"}, "sweep.yaml")
+    assert info.value.field == "optuna_storage"
+
+
+@pytest.mark.slow  # starts a server process (the CLI, optuna-dashboard): about a minute on 2 loaded cores
+def test_dashboard_serves_the_study_over_http(tmp_path):
+    config, location = _sweep_folder(tmp_path)
+    searcher = build_searcher(config, lr_space, [], mirror=study_mirror(config, location))
+    _finish(searcher, "a", "complete")
+    _finish(searcher, "b", "pruned")
+    assert sweep_storage_url(location.uri)[1] == location.name
+    port, log = free_port(), tmp_path / "dashboard.log"
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "sentsweep.cli", "dashboard", location.uri, "--port",
+                                    str(port)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_port(port, process, log, timeout=120, what="sentsweep dashboard")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=10) as response:
+                    studies = json.loads(response.read())["study_summaries"]
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        (study,) = studies
+        assert study["study_name"] == location.name
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study['study_id']}", timeout=10) as r:
+            trials = json.loads(r.read())["trials"]
+        assert [t["state"] for t in trials] == ["Complete", "Pruned"]
+    finally:
+        end_group(process, grace=10)
+    assert process.poll() is not None

@@ -1,0 +1,95 @@
+"""Warm start: a new sweep's searcher holds an earlier sweep's finished trials (same space, or the overlapping
+parameters) before its first suggestion, and TPE uses them."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.search import FINAL_KEY, build_searcher
+from sentsweep.platform.storage import SweepManifest, locate
+from sentsweep.platform.study_json import write_study
+from sentsweep.platform.warm_start import load_history
+from sentsweep.trainables.loop import NonFiniteLossError
+from sentsweep.trainables.method import failure_report
+
+
+def old_space(trial):
+    trial.suggest_float("lr", 1e-5, 1e-1, log=True)
+    trial.suggest_categorical("pooling", ["mean", "cls"])
+
+
+def new_space(trial):
+    """Overlaps the old one: ``lr`` narrower, ``pooling`` without ``cls``, a new ``scale``."""
+    trial.suggest_float("lr", 1e-5, 1e-2, log=True)
+    trial.suggest_categorical("pooling", ["mean", "max"])
+    trial.suggest_float("scale", 1.0, 30.0)
+
+
+def _config(**extra) -> SweepConfig:
+    return SweepConfig(name="s", method="toy", seed=1, metric="score", startup_trials=4, **extra)
+
+
+def _earlier_sweep(tmp_path, trials: int = 8) -> str:
+    """An earlier sweep's folder: manifest and study JSON, as a finished sweep leaves them."""
+    config = _config()
+    searcher = build_searcher(config, old_space, [])
+    for i in range(trials):
+        lr = searcher.suggest(f"t{i}")["lr"]
+        if i == 5:
+            searcher.on_trial_complete(f"t{i}", failure_report("score", NonFiniteLossError(1, math.nan)))
+        elif i == 6:
+            searcher.on_trial_complete(f"t{i}", failure_report("score", ValueError("bad data")))  # FAIL
+        else:
+            searcher.on_trial_complete(f"t{i}", {"score": -abs(math.log10(lr) + 3), FINAL_KEY: 1.0})
+    location = locate(str(tmp_path / "earlier-20260101-000000-abcd"))
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
+                                          parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
+                                          created=0.0), config)
+    write_study(searcher.study, location.uri)
+    return location.uri
+
+
+def test_warm_started_searcher_holds_the_earlier_trials(tmp_path):
+    earlier = _earlier_sweep(tmp_path)
+    history = load_history(earlier, old_space)
+    assert len(history) == 7  # 8 trials less the FAIL; the infeasible one keeps its constraint
+    assert sum(bool(t.constraints) for t in history) == 1
+    searcher = build_searcher(_config(), old_space, [{"lr": history[0].params["lr"], "pooling":
+                                                      history[0].params["pooling"]}], history=history)
+    prior = [t for t in searcher.study.trials if t.user_attrs.get("warm_start_from") == "earlier-20260101-000000-abcd"]
+    assert len(prior) == 7 and all(t.state in (TrialState.COMPLETE,) for t in prior)
+    suggestion = searcher.suggest("new")  # the first point was evaluated already: TPE suggests at once
+    assert suggestion["lr"] != history[0].params["lr"]
+
+
+def test_overlapping_parameters_only(tmp_path):
+    history = load_history(_earlier_sweep(tmp_path), new_space)
+    assert history and all(set(t.params) <= {"lr", "pooling"} for t in history)
+    assert all(t.params.get("pooling") != "cls" and t.params["lr"] <= 1e-2 for t in history if "lr" in t.params)
+    searcher = build_searcher(_config(), new_space, [], history=history)
+    assert len(searcher.study.trials) == len(history)
+    assert set(searcher.suggest("n")) == {"lr", "pooling", "scale"}
+
+
+def test_warm_start_folder_must_hold_a_study(tmp_path):
+    folder = locate(str(tmp_path / "empty-1"))
+    config = _config()
+    folder.write_manifest(SweepManifest(sweep_name="empty-1", config=config.model_dump(mode="json"),
+                                        parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
+                                        created=0.0), config)
+    with pytest.raises(ConfigError, match="no saved study"):
+        load_history(folder.uri, old_space)
+    with pytest.raises(ConfigError, match="not a sentsweep sweep folder"):
+        load_history(str(tmp_path / "nowhere"), old_space)
+
+
+def test_warm_start_is_a_resolved_config_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _config(warm_start="ray_results/x").resolved().warm_start == str(tmp_path / "ray_results" / "x")
+    assert optuna.__version__  # the study format of study_json is Optuna's own
