@@ -18,6 +18,7 @@ the peaks (the paper: 0.98 without BML, 0.90 with).
 
     python -m bench.bml_study train --loss infonce --out runs/bml-study/infonce [--steps 1000] [--batch-size 32]
     python -m bench.bml_study train --loss bml --out runs/bml-study/bml
+    python -m bench.bml_study untrained --out runs/bml-study           # optional: where both runs start
     python -m bench.bml_study compare runs/bml-study/infonce runs/bml-study/bml --out runs/bml-study
 """
 
@@ -35,7 +36,7 @@ import torch
 
 from bench.common import print_table
 from sentsweep.evaluation.analysis import summary
-from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
+from sentsweep.methods.sncse import SncseModel
 from sentsweep.trainables.loop import TrainingLoop, seed_everything
 from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask, run_diagnostics
 
@@ -111,7 +112,8 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     config = study_config(args, out)
     seed_everything(config.seed)  # before the task, as the trainable: the MLP is initialised there
-    task = RecordingTask(config, LAMBDAS[args.loss], out / "steps.csv",
+    lam = args.lam if args.lam is not None else LAMBDAS[args.loss]
+    task = RecordingTask(config, lam, out / "steps.csv",
                          Path(args.stop_file) if args.stop_file else None)
     if args.baseline:  # the untrained model's Figure 4 (both runs start from it)
         base = run_diagnostics(task.model, config, None, task.negator)
@@ -136,6 +138,20 @@ def train(args: argparse.Namespace) -> None:
     print(json.dumps({k: final[k] for k in ("loss", "steps", "train_seconds", "steps_per_second")}))
 
 
+def untrained(args: argparse.Namespace) -> None:
+    """The untrained model's Figure 4 (where both runs start), as ``cosines_untrained.csv``."""
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = study_config(args, out)
+    seed_everything(config.seed)
+    model = SncseModel(config.model, max_length=config.max_length, eval_max_length=config.eval_max_length,
+                       device="cpu", amp=False)
+    base = run_diagnostics(model, config)
+    write_cosines(out / "cosines_untrained.csv", base.negation_cos, base.random_cos)
+    print(json.dumps({"negation_cos": summary(base.negation_cos), "random_cos": summary(base.random_cos)}))
+
+
 def read_steps(path: Path) -> dict[str, np.ndarray]:
     with path.open() as f:
         rows = list(csv.DictReader(f))
@@ -147,20 +163,61 @@ def read_cosines(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data[:, 0], data[:, 1]
 
 
+def kde_peak(values: np.ndarray) -> float:
+    """The mode of a Gaussian kernel density estimate (Scott's bandwidth): a histogram peak that does not
+    depend on the binning."""
+    from scipy.stats import gaussian_kde
+
+    grid = np.linspace(float(values.min()), float(values.max()), 2001)
+    return float(grid[np.argmax(gaussian_kde(values)(grid))])
+
+
+def plot_runs(named: dict[str, np.ndarray], path: Path) -> Path:
+    """Two panels of outlined histograms (density): cos(s, neg s) per run with the paper's Figure-4 peaks
+    marked, and cos(s, random) per run."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4), dpi=120)
+    FigureCanvasAgg(fig)
+    panels = fig.subplots(1, 2)
+    for ax, kind in zip(panels, ("negation", "random"), strict=True):
+        chosen = {label: v for label, v in named.items() if label.startswith(kind)}
+        lo = min(float(v.min()) for v in chosen.values())
+        hi = 1.0 if kind == "negation" else max(float(v.max()) for v in chosen.values())
+        edges = np.linspace(lo, hi, HIST_BINS + 1)
+        for label, v in chosen.items():
+            ax.hist(v, bins=edges, density=True, histtype="step", linewidth=1.5,
+                    label=f"{label.split(', ', 1)[1]}: peak {kde_peak(v):.3f}, median {np.median(v):.3f}")
+        if kind == "negation":
+            for run, peak in PAPER_PEAKS.items():
+                ax.axvline(peak, color="grey", linestyle=":", linewidth=1)
+                ax.annotate(f"paper {run} {peak}", (peak, 0), xytext=(2, 40 if run == "bml" else 60),
+                            textcoords="offset points", fontsize=7, color="grey", rotation=90)
+        ax.set_xlabel(f"cos(s, {'neg s' if kind == 'negation' else 'random s'})")
+        ax.set_ylabel("density")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("SNCSE on MiniLM, same seed: InfoNCE only (lambda 0) vs BML (evaluation embeddings, "
+                 f"{len(next(iter(named.values())))} STS sentences)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
 def compare(args: argparse.Namespace) -> None:
     """One PNG with both runs' cos(s, neg s) (and cos(s, random)), the histogram CSV, trends and peaks."""
     runs = {"infonce": Path(args.infonce), "bml": Path(args.bml)}
+    runs.update(dict(extra.split("=", 1) for extra in args.extra))  # type: ignore[arg-type]
+    runs = {name: Path(folder) for name, folder in runs.items()}
     out = Path(args.out)
     cosines = {name: read_cosines(folder / "cosines.csv") for name, folder in runs.items()}
-    untrained = runs["infonce"] / "cosines_untrained.csv"
+    start = [f for f in (out / "cosines_untrained.csv", runs["infonce"] / "cosines_untrained.csv") if f.exists()]
     named: dict[str, np.ndarray] = {}
-    if untrained.exists():
-        named["negation, untrained"] = read_cosines(untrained)[0]
+    if start:
+        named["negation, untrained"] = read_cosines(start[0])[0]
     named.update({f"negation, {name}": neg for name, (neg, _) in cosines.items()})
     named.update({f"random, {name}": rnd for name, (_, rnd) in cosines.items()})
-    png = plot_similarity_histogram(
-        named, out / "bml_study_hist.png", bins=HIST_BINS,
-        title="SNCSE on MiniLM, same seed: cos(s, neg s) and cos(s, random), InfoNCE only vs BML")
+    png = plot_runs(named, out / "bml_study_hist.png")
     edges = np.linspace(min(float(v.min()) for v in named.values()), 1.0, 2 * HIST_BINS + 1)
     with (out / "bml_study_hist.csv").open("w", newline="") as f:
         writer = csv.writer(f)
@@ -179,11 +236,12 @@ def compare(args: argparse.Namespace) -> None:
     print_table(f"per-step diagnostics, mean per block of {block} steps",
                 ["steps"] + [f"{name} {key}" for name in runs for key in ("bml_active", "cos_gap", "loss")], rows)
     meta = {name: json.loads((folder / "run.json").read_text()) for name, folder in runs.items()}
-    peak_rows = [[label, summary(v)["mode"], summary(v)["mean"], summary(v)["median"],
+    peak_rows = [[label, kde_peak(v), summary(v)["mode"], summary(v)["mean"], summary(v)["median"],
                   PAPER_PEAKS.get(label.split(", ")[1], float("nan")) if label.startswith("negation") else ""]
                  for label, v in named.items()]
     print_table("cos(s, neg s) / cos(s, random) on the Figure-4 sentences",
-                ["distribution", "peak (mode, 50 bins)", "mean", "median", "paper peak"], peak_rows)
+                ["distribution", "peak (KDE mode)", "peak (fullest of 50 bins)", "mean", "median", "paper peak"],
+                peak_rows)
     print_table("runs", ["run", "lambda", "steps", "batch", "train s", "steps/s", "STS-B dev (final)"],
                 [[name, m["lambda"], m["steps"], m["batch_size"], m["train_seconds"], m["steps_per_second"],
                   m["dev"].get("stsb_dev", float("nan"))] for name, m in meta.items()])
@@ -196,6 +254,7 @@ def main() -> None:
     run = sub.add_parser("train", help="one run (InfoNCE only, or with BML)")
     run.add_argument("--loss", choices=sorted(LAMBDAS), required=True)
     run.add_argument("--out", required=True)
+    run.add_argument("--lam", type=float, default=None, help="BML weight instead of the run's (0 / family default)")
     run.add_argument("--steps", type=int, default=1000)
     run.add_argument("--batch-size", type=int, default=32)
     run.add_argument("--max-length", type=int, default=32)
@@ -211,13 +270,18 @@ def main() -> None:
     run.add_argument("--stop-file", default=None,
                      help="a file that may be written during the run with a step N: training ends after step N "
                           "(the schedule stays that of --steps); for a machine too slow for the whole budget")
+    base = sub.add_parser("untrained", help="the untrained model's Figure 4 only")
+    for action in run._actions:  # the same options as a run (model, data, sentences, threads)
+        if action.dest not in ("help", "loss", "baseline", "stop_file", "lam"):
+            base._add_action(action)
     both = sub.add_parser("compare", help="the two runs side by side")
     both.add_argument("infonce")
     both.add_argument("bml")
     both.add_argument("--out", required=True)
+    both.add_argument("--extra", action="append", default=[], metavar="NAME=DIR", help="more runs to show")
     both.add_argument("--block", type=int, default=100, help="steps per row of the trend table")
     args = parser.parse_args()
-    train(args) if args.command == "train" else compare(args)
+    {"train": train, "untrained": untrained, "compare": compare}[args.command](args)
 
 
 if __name__ == "__main__":
