@@ -181,13 +181,17 @@ def plot_runs(named: dict[str, np.ndarray], path: Path) -> Path:
     fig = Figure(figsize=(11, 4), dpi=120)
     FigureCanvasAgg(fig)
     panels = fig.subplots(1, 2)
+    runs = list(dict.fromkeys(label.split(", ", 1)[1] for label in named))
+    colours = {run: f"C{i}" for i, run in enumerate(runs)}  # one colour per run in both panels
     for ax, kind in zip(panels, ("negation", "random"), strict=True):
         chosen = {label: v for label, v in named.items() if label.startswith(kind)}
         lo = min(float(v.min()) for v in chosen.values())
         hi = 1.0 if kind == "negation" else max(float(v.max()) for v in chosen.values())
         edges = np.linspace(lo, hi, HIST_BINS + 1)
         for label, v in chosen.items():
-            ax.hist(v, bins=edges, density=True, histtype="step", linewidth=1.5,
+            run = label.split(", ", 1)[1]
+            ax.hist(v, bins=edges, density=True, histtype="step", linewidth=1.5, color=colours[run],
+                    linestyle="--" if run == "bml" else "-",
                     label=f"{label.split(', ', 1)[1]}: peak {kde_peak(v):.3f}, median {np.median(v):.3f}")
         if kind == "negation":
             for run, peak in PAPER_PEAKS.items():
@@ -213,10 +217,9 @@ def compare(args: argparse.Namespace) -> None:
     cosines = {name: read_cosines(folder / "cosines.csv") for name, folder in runs.items()}
     start = [f for f in (out / "cosines_untrained.csv", runs["infonce"] / "cosines_untrained.csv") if f.exists()]
     named: dict[str, np.ndarray] = {}
-    if start:
-        named["negation, untrained"] = read_cosines(start[0])[0]
-    named.update({f"negation, {name}": neg for name, (neg, _) in cosines.items()})
-    named.update({f"random, {name}": rnd for name, (_, rnd) in cosines.items()})
+    untrained = {"untrained": read_cosines(start[0])} if start else {}
+    named.update({f"negation, {name}": neg for name, (neg, _) in {**untrained, **cosines}.items()})
+    named.update({f"random, {name}": rnd for name, (_, rnd) in {**untrained, **cosines}.items()})
     png = plot_runs(named, out / "bml_study_hist.png")
     edges = np.linspace(min(float(v.min()) for v in named.values()), 1.0, 2 * HIST_BINS + 1)
     with (out / "bml_study_hist.csv").open("w", newline="") as f:
