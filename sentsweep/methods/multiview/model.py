@@ -2,7 +2,9 @@
 
 :class:`MultiViewModel` is the ``nn.Module`` (training: ``forward(inputs) -> (f, g)``);
 :class:`MultiViewEncoder` wraps it with a parser and a vocabulary as an ``Embedder``:
-``encode(sentences) -> [f(s); g(s)]`` (the paper's inference embedding), plus ``save``/``load``.
+``encode(sentences) -> [f(s); g(s)]`` (the paper's inference embedding, with a trainable vocabulary expanded
+by a linear map from the word vectors, :class:`~sentsweep.methods.multiview.vocab.VocabularyExpansion`), plus
+``save``/``load``.
 
 Parsing is injected (anything with ``parse(list[str]) -> parsed sentences``; see
 :class:`SentenceParser`), so this module needs neither spaCy nor the data package.
@@ -11,6 +13,7 @@ Parsing is injected (anything with ``parse(list[str]) -> parsed sentences``; see
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -27,11 +30,14 @@ from sentsweep.methods.multiview.views import TREE_VIEWS, ViewInputs, ViewPair, 
 from sentsweep.methods.multiview.vocab import (
     RANDOM_VECTORS,
     Vocabulary,
+    VocabularyExpansion,
+    cached_positions,
     embedding_matrix,
     frozen_vocabulary,
     load_word_vectors,
 )
 
+logger = logging.getLogger(__name__)
 SETTINGS_FILE = "multiview.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
@@ -57,6 +63,23 @@ class SentenceParser(Protocol):
     def parse(self, sentences: Sequence[str]) -> Sequence[ParsedLike]: ...
 
 
+class BackendLike(Protocol):
+    name: str
+
+
+class RecordingParser(Protocol):
+    """What :func:`record_parser` reads (``sentsweep.data.parsing.Parser``)."""
+
+    constituency: str
+    trees: bool
+
+    @property
+    def backend_id(self) -> str: ...
+
+    @property
+    def backend(self) -> BackendLike: ...
+
+
 @dataclass
 class MultiViewSettings:
     """Everything needed to rebuild an encoder (saved as ``multiview.json`` next to the weights).
@@ -77,7 +100,13 @@ class MultiViewSettings:
     lowercase: bool | None = None
     constituency: str = "derived"
     spacy_model: str | None = None
+    #: The parser that really ran (spaCy model, constituency backend, versions), set by :func:`record_parser`.
     parser_backend: str | None = None
+    #: True when ``constituency: auto`` found no constituency parser and used the dependency-derived tree.
+    constituency_fallback: bool = False
+    #: A trainable vocabulary's unknown words get ``W x + b`` of their frozen vector at inference
+    #: (:class:`~sentsweep.methods.multiview.vocab.VocabularyExpansion`, the paper's section 4.1).
+    expand_vocabulary: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.views, ViewPair):  # direct use (not through the trainable's config)
@@ -102,6 +131,11 @@ class MultiViewSettings:
     @property
     def name(self) -> str:
         return str(self.views)
+
+    @property
+    def expands_vocabulary(self) -> bool:
+        """Whether inference expands the vocabulary: a trainable vocabulary with vectors to map from."""
+        return self.expand_vocabulary and not self.freeze_vectors and self.word_vectors != RANDOM_VECTORS
 
 
 @dataclass(frozen=True)
@@ -139,6 +173,30 @@ def collate(items: Sequence[SentenceArrays], dep: bool, const: bool) -> ViewInpu
     )
 
 
+def record_parser(settings: MultiViewSettings, parser: RecordingParser) -> None:
+    """Record in ``settings`` (saved with the model) the parser that really ran, and whether
+    ``constituency: auto`` fell back to the tree derived from the dependency parse.
+
+    The fallback is logged as a warning by the backend itself when it happens
+    (:func:`sentsweep.data.parsing.make_backend`); here it is warned again, naming the model's views, so
+    that a run whose ``const`` view was trained on derived trees says so in its own log too.
+    """
+    settings.parser_backend = parser.backend_id
+    settings.constituency_fallback = bool(
+        parser.trees and parser.constituency == "auto" and parser.backend.name.startswith("derived")
+    )
+    if settings.constituency_fallback:
+        logger.warning(
+            "multi-view %s: constituency 'auto' used the dependency-derived tree (%s), not a constituency "
+            "parser; name a parser (constituency: benepar or stanza) to reproduce the paper", settings.name,
+            settings.parser_backend)
+
+
+def constituency_metrics(settings: MultiViewSettings) -> dict[str, float]:
+    """``constituency_fallback`` (1.0 when ``auto`` fell back to the derived tree, else 0.0), for a run's metrics."""
+    return {"constituency_fallback": float(settings.constituency_fallback)}
+
+
 def xavier_init(module: nn.Module) -> None:
     """The paper's initialisation: Xavier-uniform weight matrices, zero biases (vectors untouched)."""
     for name, param in module.named_parameters():
@@ -173,12 +231,17 @@ class MultiViewModel(nn.Module):
     def dim(self) -> int:
         return 2 * self.settings.hidden_size
 
-    def forward(self, inputs: ViewInputs) -> tuple[Tensor, Tensor]:
+    def forward(self, inputs: ViewInputs, extra: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        """``(f, g)``; ``extra``: rows for the ids past the trainable tables (vocabulary expansion), per view."""
         if self.frozen is not None:
             vf = vg = self.frozen(inputs.word_ids)
         else:
             assert self.embed_f is not None and self.embed_g is not None
-            vf, vg = self.embed_f(inputs.word_ids), self.embed_g(inputs.word_ids)
+            if extra is None:
+                vf, vg = self.embed_f(inputs.word_ids), self.embed_g(inputs.word_ids)
+            else:
+                vf = torch.cat([self.embed_f.weight, extra[0]])[inputs.word_ids]
+                vg = torch.cat([self.embed_g.weight, extra[1]])[inputs.word_ids]
         return self.f(vf, inputs), self.g(vg, inputs)
 
     def trainable_state(self) -> dict[str, Tensor]:
@@ -256,9 +319,20 @@ class MultiViewEncoder:
     def device(self) -> torch.device:
         return next(p for p in self.model.parameters()).device
 
-    def prepare(self, parsed: Sequence[ParsedLike]) -> list[SentenceArrays]:
+    def prepare(self, parsed: Sequence[ParsedLike], vocab: Vocabulary | None = None) -> list[SentenceArrays]:
         s = self.settings
-        return [prepare(p, self.vocab, s.needs_dep, s.needs_const) for p in parsed]
+        return [prepare(p, vocab or self.vocab, s.needs_dep, s.needs_const) for p in parsed]
+
+    def expansion(self) -> VocabularyExpansion | None:
+        """The vocabulary expansion of the current weights (None unless ``settings.expands_vocabulary``):
+        least-squares maps from the word vectors to both views' trained tables, fitted on their shared words."""
+        s = self.settings
+        if not s.expands_vocabulary:
+            return None
+        assert self.model.embed_f is not None and self.model.embed_g is not None
+        tables = [t.weight.detach().float().cpu().numpy() for t in (self.model.embed_f, self.model.embed_g)]
+        return VocabularyExpansion(self.vocab, load_word_vectors(s.word_vectors, s.max_vectors), tables,
+                                   cached_positions(s.word_vectors, s.max_vectors))
 
     def inputs(self, items: Sequence[SentenceArrays]) -> ViewInputs:
         s = self.settings
@@ -269,14 +343,20 @@ class MultiViewEncoder:
         if not sentences:
             return np.zeros((0, self.model.dim), dtype=np.float32)
         size = batch_size or self.batch_size
-        items = self.prepare(self.parser.parse(list(sentences)))
+        parsed = self.parser.parse(list(sentences))
+        vocab, extra = self.vocab, None
+        expansion = self.expansion()
+        if expansion is not None:  # unknown words that the vector table has: mapped, not <unk>
+            vocab, rows = expansion.extend(t for p in parsed for t in p.tokens)
+            extra = (torch.from_numpy(rows[0]).to(self.device), torch.from_numpy(rows[1]).to(self.device))
+        items = self.prepare(parsed, vocab)
         was_training = self.model.training
         self.model.eval()
         out = []
         try:
             with torch.no_grad():
                 for start in range(0, len(items), size):
-                    f, g = self.model(self.inputs(items[start : start + size]))
+                    f, g = self.model(self.inputs(items[start : start + size]), extra)
                     out.append(torch.cat([f, g], dim=-1).float().cpu().numpy())
         finally:
             self.model.train(was_training)

@@ -10,6 +10,13 @@ Two settings, as in the paper (section 4.1, after Logeswaran & Lee 2018):
 
 Unknown words map to ``<unk>`` (index 1; a zero vector when frozen, trained otherwise); index 0 is
 padding. A word missing as written is looked up lower-cased; uncased vectors lower-case everything.
+
+Vocabulary expansion (the paper, section 4.1: "for inference, the vocabulary is expanded ... using the
+linear projection proposed in Logeswaran & Lee (2018); Kiros et al. (2015)"): :class:`VocabularyExpansion`
+fits, per trained table, a least-squares linear map (with bias, as Quick-Thoughts' and skip-thoughts'
+``vocabulary_expansion`` scripts, scikit-learn's ``LinearRegression``) from the frozen vectors to the trained
+embeddings on the words both have, and gives a word outside the trained vocabulary but in the vector table
+the mapped vector ``W x + b`` instead of ``<unk>``.
 """
 
 from __future__ import annotations
@@ -189,6 +196,33 @@ class Vocabulary:
         return cls((w for w, _ in ranked[:size]), lowercase=lowercase)
 
 
+def vector_row(position: dict[str, int], word: str) -> int | None:
+    """The row of ``word`` in a vector table (``position``: word -> first row), as written, else lower-cased."""
+    row = position.get(word)
+    return row if row is not None else position.get(word.lower())
+
+
+def vector_positions(vectors: WordVectors) -> dict[str, int]:
+    """Word -> its row in ``vectors`` (the last, for a word listed twice)."""
+    return {w: i for i, w in enumerate(vectors.words)}
+
+
+@functools.lru_cache(maxsize=2)
+def cached_positions(source: str, max_words: int | None = None) -> dict[str, int]:
+    """:func:`vector_positions` of :func:`load_word_vectors` (cached in memory per process; do not modify)."""
+    return vector_positions(load_word_vectors(source, max_words))
+
+
+def shared_words(vocab: Vocabulary, position: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, rows)``: the ids of ``vocab``'s words (``<pad>``/``<unk>`` excluded) found in a vector table
+    (:func:`vector_row`) and their rows there."""
+    pairs = [(i, vector_row(position, w)) for i, w in enumerate(vocab.words[2:], start=2)]
+    found = [(i, r) for i, r in pairs if r is not None]
+    ids = np.fromiter((i for i, _ in found), dtype=np.int64, count=len(found))
+    rows = np.fromiter((r for _, r in found), dtype=np.int64, count=len(found))
+    return ids, rows
+
+
 def embedding_matrix(vocab: Vocabulary, vectors: WordVectors | None, rng: np.random.Generator) -> np.ndarray:
     """Rows for ``vocab``: the vector where ``vectors`` has the word (as written, else lower-cased), else
     Xavier-uniform; ``<pad>`` is zero. Used to initialise a trainable table."""
@@ -198,14 +232,71 @@ def embedding_matrix(vocab: Vocabulary, vectors: WordVectors | None, rng: np.ran
     bound = float(np.sqrt(6.0 / (len(vocab) + dim)))
     out = rng.uniform(-bound, bound, size=(len(vocab), dim)).astype(np.float32)
     out[0] = 0.0
-    position = {w: i for i, w in enumerate(vectors.words)}
-    for i, word in enumerate(vocab.words[2:], start=2):
-        row = position.get(word)
-        if row is None:
-            row = position.get(word.lower())
-        if row is not None:
-            out[i] = vectors.matrix[row]
+    ids, rows = shared_words(vocab, vector_positions(vectors))
+    out[ids] = vectors.matrix[rows]
     return out
+
+
+def fit_linear_map(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(W, b)`` minimising ``||source @ W + b - target||^2`` (ordinary least squares with an intercept).
+
+    ``source`` is ``(n, d_in)``, ``target`` ``(n, d_out)``; ``W`` is ``(d_in, d_out)``, ``b`` ``(d_out,)``.
+    Solved in float64 with :func:`numpy.linalg.lstsq` (minimum-norm where under-determined).
+    """
+    if source.ndim != 2 or target.ndim != 2 or source.shape[0] != target.shape[0]:
+        raise ValueError(f"need (n, d_in) and (n, d_out) arrays, got {source.shape} and {target.shape}")
+    if source.shape[0] == 0:
+        raise ValueError("no shared words to fit the vocabulary-expansion map on")
+    design = np.hstack([source.astype(np.float64), np.ones((source.shape[0], 1))])
+    solution = np.linalg.lstsq(design, target.astype(np.float64), rcond=None)[0]
+    return solution[:-1], solution[-1]
+
+
+class VocabularyExpansion:
+    """Maps from a frozen vector table into trained embedding tables, fitted on their shared words.
+
+    ``tables`` are the trained tables (``(len(vocab), dim)`` each, e.g. the two views' embeddings), in the
+    order :meth:`extend` returns their extra rows.
+
+    >>> expansion = VocabularyExpansion(vocab, vectors, [table_f, table_g])   # doctest: +SKIP
+    >>> wider, (extra_f, extra_g) = expansion.extend(["zymurgy"])          # doctest: +SKIP
+    >>> wider.id("zymurgy") == len(vocab)                                    # doctest: +SKIP
+    True
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        vectors: WordVectors,
+        tables: Sequence[np.ndarray],
+        position: dict[str, int] | None = None,
+    ) -> None:
+        """``position``: :func:`vector_positions` of ``vectors`` when the caller has it already."""
+        self.vocab = vocab
+        self.vectors = vectors
+        self.position = position if position is not None else vector_positions(vectors)
+        ids, rows = shared_words(vocab, self.position)
+        source = np.asarray(vectors.matrix[rows])
+        self.maps = [fit_linear_map(source, np.asarray(table)[ids]) for table in tables]
+        self.shared = int(len(ids))
+
+    def extend(self, tokens: Iterable[str]) -> tuple[Vocabulary, list[np.ndarray]]:
+        """The vocabulary widened by the ``tokens`` it maps to ``<unk>`` but the vector table has (ids from
+        ``len(vocab)`` on, in first-seen order), and per table their mapped rows ``W x + b`` (float32)."""
+        vocab = self.vocab
+        extra: dict[str, int] = {}
+        for token in tokens:
+            word = token.lower() if vocab.lowercase else token
+            if word in extra or vocab.id(word) != 1:
+                continue
+            row = vector_row(self.position, word)
+            if row is not None:
+                extra[word] = row
+        if not extra:
+            return vocab, [np.zeros((0, w.shape[1]), dtype=np.float32) for w, _ in self.maps]
+        wider = Vocabulary([*vocab.words[2:], *extra], lowercase=vocab.lowercase)
+        source = np.asarray(self.vectors.matrix[list(extra.values())], dtype=np.float64)
+        return wider, [(source @ w + b).astype(np.float32) for w, b in self.maps]
 
 
 @functools.lru_cache(maxsize=2)

@@ -14,6 +14,7 @@ from sentsweep.data.spacy_models import resolve_spacy_model
 from sentsweep.methods.sncse.losses import (
     LOSS_VARIANTS,
     bml_loss,
+    bml_terms,
     infonce_loss,
     negative_loss,
     pair_cosine,
@@ -51,6 +52,7 @@ __all__ = [
     "Negator",
     "SncseModel",
     "bml_loss",
+    "bml_terms",
     "default_lambda",
     "infonce_loss",
     "negate_corpus",

@@ -5,7 +5,8 @@ training MLP), each ``(batch, dim)``: row ``i`` of all three comes from sentence
 
 - :func:`infonce_loss` (eq. 3): cross-entropy over ``cos(z1_i, z2_j) / tau``, target ``j = i``; the
   soft negatives are not in its denominator.
-- :func:`bml_loss` (eqs. 4-6): the bidirectional margin loss on plain cosines (no temperature).
+- :func:`bml_loss` (eqs. 4-6): the bidirectional margin loss on plain cosines (no temperature);
+  :func:`bml_terms` its per-pair terms.
 - :func:`sncse_loss` (eq. 7): ``L_InfoNCE + lambda * L_BML``.
 - :func:`positive_loss` (eq. 8, "PL"): the negation as a pure positive, a second InfoNCE on
   ``(z1, z3)``.
@@ -67,10 +68,19 @@ def bml_loss(cos_pos: Tensor, cos_neg: Tensor, alpha: float, beta: float) -> Ten
     (eqs. 5-6). It is zero exactly when ``cos_pos - cos_neg`` lies in ``[alpha, beta]``. Requires
     ``alpha < beta`` (checked once, by the SNCSE trial config); ``beta = 2.0`` means no upper bound.
     """
+    return bml_terms(cos_pos, cos_neg, alpha, beta).mean()
+
+
+def bml_terms(cos_pos: Tensor, cos_neg: Tensor, alpha: float, beta: float) -> Tensor:
+    """Per-pair BML (SNCSE eqs. 4-6): ``ReLU(d_i + alpha) + ReLU(-d_i - beta)``, shape ``(n,)``, float32.
+
+    A pair's term is non-zero (BML is *active* on it) exactly when ``cos_pos_i - cos_neg_i`` lies
+    outside ``[alpha, beta]``.
+    """
     if cos_pos.shape != cos_neg.shape:
         raise ValueError(f"cos_pos has shape {tuple(cos_pos.shape)} but cos_neg {tuple(cos_neg.shape)}")
     d = cos_neg.float() - cos_pos.float()
-    return (F.relu(d + alpha) + F.relu(-d - beta)).mean()
+    return F.relu(d + alpha) + F.relu(-d - beta)
 
 
 def sncse_loss(
@@ -129,8 +139,9 @@ def sncse_objective(
     """The loss of ablation ``variant`` (``bml``, ``infonce``, ``pl``, ``nl``) and diagnostics.
 
     ``bml`` is eq. 7, ``infonce`` eq. 3 (``z3`` may be None), ``pl`` eq. 8, ``nl`` eq. 9. Diagnostics
-    (detached floats): ``cos_pos`` and, with ``z3``, ``cos_neg``, ``bml`` (the unweighted BML term) and
-    ``infonce``.
+    (detached floats): ``cos_pos``, ``infonce`` and, with ``z3``, ``cos_neg``, ``cos_gap`` (the mean of
+    ``cos_pos - cos_neg``), ``bml`` (the unweighted BML term, whatever the variant) and ``bml_active``
+    (the share of pairs on which BML is non-zero, :func:`bml_terms`).
     """
     if variant not in LOSS_VARIANTS:
         raise ConfigError(f"unknown loss '{variant}'; choose one of {', '.join(LOSS_VARIANTS)}", field="loss")
@@ -143,8 +154,11 @@ def sncse_objective(
     if z3 is not None:
         with torch.no_grad():
             cos_neg = pair_cosine(z1.detach(), z3.detach())
+            terms = bml_terms(cos_pos, cos_neg, alpha, beta)
             diagnostics["cos_neg"] = float(cos_neg.mean())
-            diagnostics["bml"] = float(bml_loss(cos_pos, cos_neg, alpha, beta))
+            diagnostics["cos_gap"] = float((cos_pos - cos_neg).mean())
+            diagnostics["bml"] = float(terms.mean())
+            diagnostics["bml_active"] = float((terms > 0).float().mean())
     if variant == "infonce":
         return base, diagnostics
     assert z3 is not None

@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
-from sentsweep.methods.encoders import EncoderSettings, PromptTokenizer, TransformerEncoder
+from sentsweep.methods.encoders import ROBERTA_FAMILIES, EncoderSettings, PromptTokenizer, TransformerEncoder
 
 ANCHOR_TEMPLATE = 'This sentence : " {sentence} " means {mask} .'
 POSITIVE_TEMPLATE = 'This sentence of " {sentence} " means {mask} .'
@@ -43,8 +43,9 @@ MLP_FILE = "sncse_mlp.safetensors"
 SNCSE_FILE = "sncse.json"
 #: lambda (eq. 7) by encoder family, from the model config (never from the path).
 DEFAULT_LAMBDA: dict[str, float] = {"bert": 1e-3, "roberta": 5e-4}
-ROBERTA_FAMILIES = frozenset({"roberta", "xlm-roberta", "camembert"})
 _PUNCTUATION = frozenset(string.punctuation)
+#: Std of the MLP's normal init when the model config states no ``initializer_range`` (BERT's value).
+MLP_INIT_STD = 0.02
 
 
 def with_final_punctuation(sentence: str) -> str:
@@ -116,12 +117,19 @@ def fill_prompts(prompt: PromptTokenizer, sentences: Sequence[str]) -> list[str]
 
 
 class MLPHead(nn.Module):
-    """Dense + tanh on the mask state (SimCSE's training-only MLP, as SNCSE uses it)."""
+    """Dense + tanh on the mask state (SimCSE's training-only MLP, as SNCSE uses it).
 
-    def __init__(self, dim: int) -> None:
+    Initialised as the reference: SimCSE's and SNCSE's ``cl_init`` build the MLP inside the
+    ``BertPreTrainedModel`` and run its ``init_weights``, i.e. weights ~ N(0, ``initializer_range``) (0.02
+    for BERT and RoBERTa) and zero bias, not PyTorch's default uniform Kaiming init of ``nn.Linear``.
+    """
+
+    def __init__(self, dim: int, init_std: float = MLP_INIT_STD) -> None:
         super().__init__()
         self.dense = nn.Linear(dim, dim)
         self.activation = nn.Tanh()
+        nn.init.normal_(self.dense.weight, mean=0.0, std=init_std)
+        nn.init.zeros_(self.dense.bias)
 
     def forward(self, features: Tensor) -> Tensor:
         return self.activation(self.dense(features))
@@ -163,7 +171,8 @@ class SncseModel(nn.Module):
         self.max_length = max_length
         self.anchor_prompt = PromptTokenizer(self.encoder.tokenizer, ANCHOR_TEMPLATE, max_length)
         self.positive_prompt = PromptTokenizer(self.encoder.tokenizer, POSITIVE_TEMPLATE, max_length)
-        self.mlp = MLPHead(self.encoder.dim).to(self.encoder.device)
+        init_std = float(getattr(self.encoder.config, "initializer_range", MLP_INIT_STD))
+        self.mlp = MLPHead(self.encoder.dim, init_std).to(self.encoder.device)
 
     @property
     def family(self) -> str:

@@ -11,6 +11,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.methods.sncse.losses import (
     LOSS_VARIANTS,
     bml_loss,
+    bml_terms,
     infonce_loss,
     negative_loss,
     positive_loss,
@@ -97,6 +98,24 @@ def test_objective_selects_each_variant_by_name() -> None:
         assert float(loss) == pytest.approx(value), name
         assert diag["cos_pos"] == pytest.approx(1.0) and diag["cos_neg"] == pytest.approx(0.5)
         assert diag["bml"] == pytest.approx(0.4)
+        assert diag["cos_gap"] == pytest.approx(0.5)
+        assert diag["bml_active"] == pytest.approx(1.0)  # gaps 0 and 1: both outside [0.1, 0.3]
+
+
+def test_bml_active_share_counts_pairs_outside_the_interval() -> None:
+    # gaps cos_pos - cos_neg = [0.05, 0.2, 0.4, 0.3]: the first below alpha, the third above beta
+    cos_pos = torch.tensor([0.9, 0.9, 0.9, 0.9], dtype=torch.float64)
+    cos_neg = cos_pos - torch.tensor([0.05, 0.2, 0.4, 0.3], dtype=torch.float64)
+    terms = bml_terms(cos_pos, cos_neg, 0.1, 0.3)
+    assert terms.tolist() == pytest.approx([0.05, 0.0, 0.1, 0.0], abs=1e-6)
+    assert float(bml_loss(cos_pos, cos_neg, 0.1, 0.3)) == pytest.approx(float(terms.mean()))
+    z1 = torch.tensor([[1.0, 0.0]] * 4)
+    z2 = z1.clone()
+    angles = torch.acos(torch.tensor([0.95, 0.8, 0.6, 0.7]))  # cos(z1, z3): gaps 0.05, 0.2, 0.4, 0.3
+    z3 = torch.stack([torch.cos(angles), torch.sin(angles)], dim=1)
+    _, diag = sncse_objective("infonce", z1, z2, z3, **PAPER)  # reported whatever the variant
+    assert diag["bml_active"] == pytest.approx(0.5)
+    assert diag["cos_gap"] == pytest.approx((0.05 + 0.2 + 0.4 + 0.3) / 4, abs=1e-6)
 
 
 def test_infonce_ignores_the_soft_negatives() -> None:

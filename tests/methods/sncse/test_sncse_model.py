@@ -14,6 +14,7 @@ from sentsweep.methods.sncse.model import (
     ANCHOR_TEMPLATE,
     MLP_FILE,
     POSITIVE_TEMPLATE,
+    MLPHead,
     SncseModel,
     default_lambda,
     with_final_punctuation,
@@ -159,3 +160,17 @@ def test_batched_prompt_filling_equals_fit(fixture: str, request: pytest.Fixture
     for template in (ANCHOR_TEMPLATE, POSITIVE_TEMPLATE):
         prompt = PromptTokenizer(tokenizer, template, 24)
         assert fill_prompts(prompt, sentences) == [prompt.render(prompt.fit(s)) for s in sentences]
+
+
+def test_mlp_is_initialised_as_the_reference(tiny_bert_dir: Path) -> None:
+    """SimCSE/SNCSE's cl_init: weights ~ N(0, initializer_range = 0.02), zero bias (not nn.Linear's uniform)."""
+    torch.manual_seed(0)
+    weights = MLPHead(512).dense.weight.detach()  # 262k weights: a tight estimate of the spread
+    assert float(weights.std()) == pytest.approx(0.02, rel=0.02)
+    assert abs(float(weights.mean())) < 1e-3
+    # nn.Linear's default is uniform in +-1/sqrt(512) = +-0.044 (std 0.0255): a normal exceeds that bound
+    assert float(weights.abs().max()) > 0.044
+    model = SncseModel(str(tiny_bert_dir), max_length=24, device="cpu")  # fresh: the module's model trains
+    assert model.encoder.config.initializer_range == 0.02
+    assert float(model.mlp.dense.bias.detach().abs().max()) == 0.0
+    assert float(model.mlp.dense.weight.detach().std()) == pytest.approx(0.02, rel=0.3)  # 32 x 32 weights

@@ -1,0 +1,38 @@
+"""CoSENT's pooling by setting and encoder family (the one place that picks it).
+
+The paper (section 4.1, "Implementation details"): "For unsupervised tasks [fine-tuning on NLI and
+evaluating on STS without STS training data], the default pooling method for BERT is the first-last pooling,
+whereas the CLS pooling method is utilized in the RoBERTa model. The mean pooling method is selected for
+other tasks." The family comes from the model config's ``model_type`` (never from the model's path or
+name); RoBERTa-like families (:data:`~sentsweep.methods.encoders.ROBERTA_FAMILIES`) take ``cls``, every
+other family BERT's ``first_last``.
+"""
+
+from __future__ import annotations
+
+from transformers import AutoConfig
+
+from sentsweep.errors import ConfigError
+from sentsweep.methods.encoders import ROBERTA_FAMILIES, resolve_model_path
+
+#: Pooling of the unsupervised NLI-transfer setting, by family.
+NLI_POOLING: dict[str, str] = {"bert": "first_last", "roberta": "cls"}
+
+
+def nli_pooling(model_type: str) -> str:
+    """The NLI setting's pooling for a model config's ``model_type``: ``cls`` for RoBERTa-like families,
+    else ``first_last`` (BERT's)."""
+    return NLI_POOLING["roberta"] if model_type in ROBERTA_FAMILIES else NLI_POOLING["bert"]
+
+
+def model_type(model_name_or_path: str) -> str:
+    """``model_type`` from the model's config (an alias such as ``minilm``, a folder or a cached hub id)."""
+    path = resolve_model_path(model_name_or_path)
+    try:
+        return str(AutoConfig.from_pretrained(path, trust_remote_code=False).model_type)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot read the config of model '{model_name_or_path}' to choose the NLI setting's pooling "
+            f"({type(exc).__name__}); set pooling explicitly",
+            field="model",
+        ) from None
