@@ -75,9 +75,8 @@ def recursive_binary(cell: BinaryTreeLSTM, x: Tensor, tree: tuple[int, np.ndarra
     n, left, right = tree
 
     def node(j: int) -> tuple[Tensor, Tensor]:
-        if j < n:
-            i, o, u = (cell.W(x[j]) + cell.b_iou).split(H)
-            c = torch.sigmoid(i) * torch.tanh(u)
+        if j < n:  # Tai et al.'s leaf: c = W_c x + b_c, h = o * tanh(c)
+            o, c = cell.W(x[j]).split(H)
             return torch.sigmoid(o) * torch.tanh(c), c
         (h_l, c_l), (h_r, c_r) = node(int(left[j - n])), node(int(right[j - n]))
         z = cell.U(torch.cat([h_l, h_r]))
@@ -114,9 +113,10 @@ def dep_work(batch: DependencyBatch, input_size: int, hidden: int) -> Work:
 
 
 def const_work(batch: BinaryBatch, input_size: int, hidden: int) -> Work:
-    """Binary cell: ``W`` on every leaf (3H outputs), ``U`` on every internal node's ``[h_L; h_R]`` (5H)."""
+    """Binary cell: ``W`` on every leaf (``[o; c]``, 2H outputs), ``U`` on every internal node's ``[h_L; h_R]``
+    (5H)."""
     internal = batch.num_nodes - batch.num_leaves
-    return Work(((batch.num_leaves, input_size, 3 * hidden), (internal, 2 * hidden, 5 * hidden)))
+    return Work(((batch.num_leaves, input_size, 2 * hidden), (internal, 2 * hidden, 5 * hidden)))
 
 
 def dense(work: Work, backward: bool) -> Callable[[], None]:
