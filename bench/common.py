@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -37,9 +38,19 @@ def _seconds(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+def load_note() -> str:
+    """The machine's load (1, 5 and 15-minute averages) against its cores: on a shared machine only the
+    ratios measured in the same run mean something, and the load says how much the seconds are worth."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "load average unknown"
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
+
+
 def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
-    """A markdown table, ready to paste into README.md."""
-    print(f"\n### {title}\n")
+    """A markdown table, ready to paste into README.md, with the machine's load when it was printed."""
+    print(f"\n### {title}\n\n{load_note()}\n")
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     for row in rows:

@@ -34,5 +34,5 @@ def test_work_counts_the_products_of_each_cell() -> None:
     assert work.flops(backward=False) == 2 * (120 + 16 + 12 + 3 * 2 * 2 + 1 * 2)
     assert work.flops(backward=True) == 3 * work.flops(backward=False)
     const = collate_binary([(3, np.array([0, 3]), np.array([1, 2]))])  # 3 leaves, 2 internal nodes
-    assert const_work(const, input_size=3, hidden=2).shapes == ((3, 3, 6), (2, 4, 10))
+    assert const_work(const, input_size=3, hidden=2).shapes == ((3, 3, 4), (2, 4, 10))
     assert Work(((1, 1, 1),), extra=1).flops(backward=False) == 4.0

@@ -5,12 +5,10 @@ A batch of B trees is flattened into one node array and renumbered so that the n
 about ``max height + 1`` steps for a batch of 400 sentences instead of thousands of per-node cell calls.
 Collation is vectorised NumPy (no Python loop over nodes; loops run over levels only).
 
-Within a level, nodes are further sorted by the level of their parent (roots last). Every node has one
-parent, so the nodes of level ``r`` whose parents sit at level ``s`` form one contiguous *group*: after a
-level is computed its states are split into groups once, and level ``s`` reads its children as the
-concatenation of the groups ``(r, s)``, ``r < s`` -- no gather from a global ``(nodes, hidden)`` buffer,
-whose backward would re-materialise that whole buffer at every level. The children are then summed
-per parent with one ``index_add`` (Child-Sum) or picked as left/right with one local gather (binary).
+Within a level, nodes are further sorted by the level of their parent (roots last). The children of
+the nodes of a level are listed once (``edge_child``, global node ids, increasing), so a Tree-LSTM pass
+reads them from its ``(nodes, hidden)`` state buffers with one index operation per level and sums them
+per parent with one ``index_add`` (Child-Sum) or reads them as ``[left; right]`` pairs (binary).
 
 - :class:`DependencyBatch`: dependency trees (every node is a token; any number of children).
 - :class:`BinaryBatch`: binarised constituency trees (leaves are the tokens; internal nodes have a
@@ -20,7 +18,7 @@ per parent with one ``index_add`` (Child-Sum) or picked as left/right with one l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -45,19 +43,16 @@ def _levels(n: int, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
 class LevelPlan:
     """How the nodes of a batch are processed level by level (shared by both batch kinds).
 
-    ``level_sizes[s]``: nodes at level s (contiguous, in order). ``groups[s]``: ``(parent level, size)``
-    of the consecutive groups that level s splits into (roots: parent level -1, last).
-    ``edge_parent``: for the children of each level ``s >= 1``, in the order of the concatenated groups
-    ``(0, s), (1, s), ...``, the position of their parent within level s; the children of level s are
-    ``edge_parent[edge_offsets[s]:edge_offsets[s + 1]]``. ``edge_position[i]``: the position of node i
-    in its parent level's children (-1 for roots). ``roots[b]``: the root node of tree b.
+    ``level_sizes[s]``: nodes at level s (contiguous, in order). The children of the nodes of level
+    ``s >= 1`` are the edges ``edge_offsets[s]:edge_offsets[s + 1]``, in increasing node id:
+    ``edge_child`` holds the child's node id, ``edge_parent`` the position of its parent within level s.
+    ``roots[b]``: the root node of tree b.
     """
 
     level_sizes: tuple[int, ...]
-    groups: tuple[tuple[tuple[int, int], ...], ...]
     edge_offsets: tuple[int, ...]
+    edge_child: Tensor
     edge_parent: Tensor
-    edge_position: np.ndarray
     roots: Tensor
 
     @property
@@ -67,6 +62,15 @@ class LevelPlan:
     @property
     def num_nodes(self) -> int:
         return int(sum(self.level_sizes))
+
+    def to(self, device: torch.device | str) -> LevelPlan:
+        """A copy with its tensors on ``device``."""
+        return replace(
+            self,
+            edge_child=self.edge_child.to(device),
+            edge_parent=self.edge_parent.to(device),
+            roots=self.roots.to(device),
+        )
 
 
 def _plan(parent: np.ndarray, roots: np.ndarray) -> tuple[LevelPlan, np.ndarray, np.ndarray]:
@@ -81,15 +85,9 @@ def _plan(parent: np.ndarray, roots: np.ndarray) -> tuple[LevelPlan, np.ndarray,
     order = np.lexsort((np.arange(n), parent_level, level))
     new_id = np.empty(n, dtype=np.int64)
     new_id[order] = np.arange(n)
-    counts = np.bincount(level * (num_levels + 1) + parent_level, minlength=num_levels * (num_levels + 1))
-    counts = counts.reshape(num_levels, num_levels + 1)
-    groups = tuple(
-        tuple((t if t < num_levels else -1, int(counts[s, t])) for t in np.nonzero(counts[s])[0].tolist())
-        for s in range(num_levels)
-    )
     level_sizes = np.bincount(level, minlength=num_levels)
     level_start = np.concatenate([[0], np.cumsum(level_sizes)])
-    # children of each parent level, in node order (= by child level, then group position)
+    # children of each parent level, in node order
     child_new = np.sort(new_id[child])
     child_old = order[child_new]
     p_level = parent_level[child_old]
@@ -97,14 +95,11 @@ def _plan(parent: np.ndarray, roots: np.ndarray) -> tuple[LevelPlan, np.ndarray,
     child_old, p_level = child_old[by_parent_level], p_level[by_parent_level]
     edge_offsets = np.searchsorted(p_level, np.arange(num_levels + 1), side="left")
     edge_parent = new_id[parent[child_old]] - level_start[p_level]
-    edge_position = np.full(n, -1, dtype=np.int64)
-    edge_position[new_id[child_old]] = np.arange(child_old.size) - edge_offsets[p_level]
     plan = LevelPlan(
         level_sizes=tuple(level_sizes.tolist()),
-        groups=groups,
         edge_offsets=tuple(edge_offsets.tolist()),
+        edge_child=torch.from_numpy(new_id[child_old]),
         edge_parent=torch.from_numpy(edge_parent),
-        edge_position=edge_position,
         roots=torch.from_numpy(new_id[roots]),
     )
     return plan, order, new_id
@@ -132,17 +127,8 @@ class _Batch:
         values = {}
         for f in fields(self):  # type: ignore[arg-type]
             v = getattr(self, f.name)
-            if isinstance(v, Tensor):
+            if isinstance(v, (Tensor, LevelPlan)):
                 v = v.to(device)
-            elif isinstance(v, LevelPlan):
-                v = LevelPlan(
-                    v.level_sizes,
-                    v.groups,
-                    v.edge_offsets,
-                    v.edge_parent.to(device),
-                    v.edge_position,
-                    v.roots.to(device),
-                )
             values[f.name] = v
         return type(self)(**values)
 
@@ -173,13 +159,11 @@ def collate_dependency(heads: Sequence[np.ndarray]) -> DependencyBatch:
 @dataclass(frozen=True)
 class BinaryBatch(_Batch):
     """Binary trees of a batch: the first ``num_leaves`` nodes are the leaves (level 0; ``leaf_token``
-    gives each one's flat token), then the internal nodes by level. For the internal nodes of level
-    ``s >= 1``, ``left_position``/``right_position`` (concatenated over levels, ``num_leaves`` removed
-    from the node ids) index their children within that level's concatenated groups."""
+    gives each one's flat token), then the internal nodes by level. ``children[k]``: the node ids of the
+    left and the right child of internal node ``num_leaves + k``, ``(internal nodes, 2)``."""
 
     leaf_token: Tensor
-    left_position: Tensor
-    right_position: Tensor
+    children: Tensor
     num_leaves: int
     plan: LevelPlan
 
@@ -213,8 +197,7 @@ def collate_binary(trees: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> Binar
     k = internal_new - total_leaves
     return BinaryBatch(
         leaf_token=torch.from_numpy(order[:total_leaves]),
-        left_position=torch.from_numpy(plan.edge_position[new_id[left[k]]]),
-        right_position=torch.from_numpy(plan.edge_position[new_id[right[k]]]),
+        children=torch.from_numpy(np.stack([new_id[left[k]], new_id[right[k]]], axis=1)),
         num_leaves=total_leaves,
         plan=plan,
     )

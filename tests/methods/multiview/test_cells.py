@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from sentsweep.methods.multiview.cells import AttentiveChildSumTreeLSTM, BinaryTreeLSTM, segment_softmax
 from sentsweep.methods.multiview.model import xavier_init
@@ -86,10 +87,9 @@ def ref_binary(cell: BinaryTreeLSTM, x: Tensor, tree: tuple[int, np.ndarray, np.
     U_l, U_r = cell.U.weight[:, :H], cell.U.weight[:, H:]
 
     def node(j: int) -> tuple[Tensor, Tensor]:
-        if j < n:  # leaf: input x, no children
-            z = cell.W.weight @ x[j] + cell.b_iou
-            i, o, u = torch.sigmoid(z[:H]), torch.sigmoid(z[H : 2 * H]), torch.tanh(z[2 * H :])
-            c = i * u
+        if j < n:  # leaf, as Tai et al.'s code: c = W_c x + b_c, h = o * tanh(c)
+            z = cell.W.weight @ x[j] + cell.W.bias
+            o, c = torch.sigmoid(z[:H]), z[H:]
             return o * torch.tanh(c), c
         (h_l, c_l), (h_r, c_r) = node(int(left[j - n])), node(int(right[j - n]))
         z = U_l @ h_l + U_r @ h_r
@@ -185,41 +185,97 @@ def test_binary_batched_equals_recursive_forward_and_gradients(seed: int) -> Non
         assert torch.allclose(a, b, atol=TOL, rtol=0), float((a - b).abs().max())
 
 
-def test_one_step_per_level_not_per_node() -> None:
-    """The cell runs its recurrent matrices once per level, however many nodes the batch holds."""
+class _CountProducts(TorchDispatchMode):
+    """Counts the matrix products (``mm``, ``addmm``, ``addmm_``) torch runs while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.products = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        if func.overloadpacket in (torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.addmm_):
+            self.products += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_products_per_level_not_per_node() -> None:
+    """Forward: the input terms of every node in one product, then per level one fused product for the
+    children (Child-Sum: [W_p; U_f]) and one for the gates; backward: one product per level for the
+    children's gradients (Child-Sum: two), and one per weight matrix over all levels."""
     rng = np.random.default_rng(5)
     heads = [random_heads(int(n), rng) for n in rng.integers(1, 30, size=64)]
     cell = AttentiveChildSumTreeLSTM(4, 4)
-    calls = []
-    cell.U_iou.register_forward_hook(lambda *args: calls.append(1))
     batch = collate_dependency(heads)
-    cell(torch.randn(batch.num_nodes, 4), batch)
-    assert len(calls) == batch.num_levels - 1 < batch.num_nodes / 10
+    x = torch.randn(batch.num_nodes, 4, requires_grad=True)
+    with _CountProducts() as forward:
+        h, _ = cell(x, batch)
+    with _CountProducts() as backward:
+        h.index_select(0, batch.roots).sum().backward()
+    levels = batch.num_levels
+    assert forward.products == 1 + 2 * (levels - 1) and levels < batch.num_nodes / 10
+    assert backward.products == 2 * (levels - 1) + 4  # dx, [dW; dW_q], [dW_p; dU_f], dU_iou
 
     trees = [random_binary(int(n), rng) for n in rng.integers(1, 30, size=64)]
     bcell = BinaryTreeLSTM(4, 4)
-    bcalls = []
-    bcell.U.register_forward_hook(lambda *args: bcalls.append(1))
     bbatch = collate_binary(trees)
-    bcell(torch.randn(bbatch.num_leaves, 4), bbatch)
-    assert len(bcalls) == bbatch.num_levels - 1
+    bx = torch.randn(bbatch.num_leaves, 4, requires_grad=True)
+    with _CountProducts() as forward:
+        h, _ = bcell(bx, bbatch)
+    with _CountProducts() as backward:
+        h.index_select(0, bbatch.roots).sum().backward()
+    assert forward.products == 1 + (bbatch.num_levels - 1)
+    assert backward.products == (bbatch.num_levels - 1) + 3  # dx, dW (leaves), dU
 
 
-def test_levels_are_heights_and_groups_by_parent_level() -> None:
-    """Level of a node = its height (leaves 0): max height + 1 steps; within a level, nodes are grouped
-    by their parent's level (roots last)."""
+def test_binary_leaf_is_tai_et_al_leaf() -> None:
+    """A one-word tree and a two-word tree against the leaf written by hand from Tai et al.'s code
+    (``c = W_c x + b_c``, ``h = sigmoid(W_o x + b_o) * tanh(c)``; no input gate), values and gradients."""
+    torch.manual_seed(3)
+    H, D = 3, 4
+    cell = BinaryTreeLSTM(D, H)
+    _randomise_biases(cell, 3)
+    W_o, W_c = cell.W.weight[:H], cell.W.weight[H:]
+    b_o, b_c = cell.W.bias[:H], cell.W.bias[H:]
+    x = torch.randn(3, D, requires_grad=True)
+    batch = collate_binary([(1, np.zeros(0, np.int64), np.zeros(0, np.int64)), (2, np.array([0]), np.array([1]))])
+    h, c = cell(x, batch)
+    c_leaf = x @ W_c.T + b_c
+    h_leaf = torch.sigmoid(x @ W_o.T + b_o) * torch.tanh(c_leaf)
+    leaves = batch.leaf_token
+    assert torch.allclose(c[: batch.num_leaves], c_leaf[leaves], atol=1e-6)
+    assert torch.allclose(h[: batch.num_leaves], h_leaf[leaves], atol=1e-6)
+    z = cell.U.weight @ torch.cat([h_leaf[1], h_leaf[2]])  # the two-word tree's root
+    i, o, u = torch.sigmoid(z[:H] + cell.b_iou[:H]), torch.sigmoid(z[H : 2 * H] + cell.b_iou[H : 2 * H]), torch.tanh(
+        z[2 * H : 3 * H] + cell.b_iou[2 * H :]
+    )
+    f_l, f_r = torch.sigmoid(z[3 * H : 4 * H] + cell.b_f), torch.sigmoid(z[4 * H :] + cell.b_f)
+    c_root = i * u + f_l * c_leaf[1] + f_r * c_leaf[2]
+    h_root = o * torch.tanh(c_root)
+    roots = h.index_select(0, batch.roots)
+    assert torch.allclose(roots[1], h_root, atol=1e-6) and torch.allclose(roots[0], h_leaf[0], atol=1e-6)
+    weights = torch.randn(2, H)
+    grads = torch.autograd.grad((roots * weights).sum(), [x, *cell.parameters()])
+    hand = torch.autograd.grad((torch.stack([h_leaf[0], h_root]) * weights).sum(), [x, *cell.parameters()],
+                               allow_unused=True)
+    for a, b in zip(grads, hand, strict=True):
+        assert torch.allclose(a, b if b is not None else torch.zeros_like(a), atol=1e-6)
+
+
+def test_levels_are_heights_and_edges_listed_per_parent_level() -> None:
+    """Level of a node = its height (leaves 0): max height + 1 steps; within a level, nodes are sorted by
+    their parent's level (roots last); the children of each level are listed once, by node id."""
     heads = [np.array([1, -1, 1, 2]), np.array([-1])]  # 0<-1->2->3 (heights 0,2,1,0); a one-word tree
     batch = collate_dependency(heads)
     assert batch.plan.level_sizes == (3, 1, 1) and batch.num_levels == 3
     assert batch.node_token.tolist() == [3, 0, 4, 2, 1]
-    assert batch.plan.groups[0] == ((1, 1), (2, 1), (-1, 1))
+    assert batch.plan.edge_offsets == (0, 0, 1, 3)  # level 1 (token 2) has one child, level 2 (token 1) two
+    assert batch.plan.edge_child.tolist() == [0, 1, 3] and batch.plan.edge_parent.tolist() == [0, 0, 0]
     assert batch.node_token[batch.roots].tolist() == [1, 4]
     tree = (3, np.array([0, 3]), np.array([1, 2]))  # ((0 1) 2)
     b = collate_binary([tree, (1, np.array([], np.int64), np.array([], np.int64))])
     assert b.num_leaves == 4 and b.plan.level_sizes == (4, 1, 1) and b.roots.tolist() == [5, 3]
     assert b.leaf_token.tolist() == [0, 1, 2, 3]
-    # level 2's children are [leaf 2 (group (0, 2)), node (0 1) (group (1, 2))]: left is the second
-    assert b.left_position.tolist() == [0, 1] and b.right_position.tolist() == [1, 0]
+    assert b.children.tolist() == [[0, 1], [4, 2]]  # (0 1) is node 4, the root (4 2)
 
 
 def test_segment_softmax_matches_per_segment_softmax() -> None:

@@ -183,6 +183,32 @@ def test_batched_pipe_equals_one_by_one(negator: Negator) -> None:
     assert [negator(s) for s in sentences[:10]] == [e for _, e, _ in CASES[:10]]
 
 
+def test_render_rebuilds_only_edited_tokens_as_a_walk_over_every_token(negator: Negator) -> None:
+    """The edit renderer splices the edited tokens into ``doc.text``; the result equals rebuilding the text
+    token by token (its former definition) for edits at the start, middle and end, drops and spacing."""
+    doc = negator.nlp("  Anarchism  is a philosophy, isn't it ?")
+
+    def walked(edit: rules_module._Edit) -> str:
+        parts = []
+        for tok in doc:
+            parts.append(edit.before.get(tok.i, ""))
+            if tok.i not in edit.dropped:
+                parts += [edit.text.get(tok.i, tok.text), edit.space.get(tok.i, tok.whitespace_)]
+        return "".join(parts)
+
+    last = len(doc) - 1
+    for text, space, before, dropped in [
+        ({}, {}, {}, set()),
+        ({0: "X"}, {}, {1: "not"}, set()),
+        ({2: "was not"}, {3: ""}, {}, {4}),
+        ({last: "!"}, {last - 1: "  "}, {last: "do "}, {0, 1}),
+        ({}, {}, {}, set(range(len(doc)))),
+    ]:
+        edit = rules_module._Edit(doc)
+        edit.text, edit.space, edit.before, edit.dropped = dict(text), dict(space), dict(before), set(dropped)
+        assert edit.render() == walked(edit)
+
+
 def test_duplicates_are_parsed_once_and_progress_counts_every_distinct_sentence(negator: Negator) -> None:
     seen: list[int] = []
     out = Negator(nlp=negator.nlp, batch_size=2).negate(

@@ -140,13 +140,17 @@ class _Edit:
         self.dropped: set[int] = set()
 
     def render(self) -> str:
-        parts = []
-        for tok in self.doc:
-            parts.append(self.before.get(tok.i, ""))
-            if tok.i in self.dropped:
-                continue
-            parts.append(self.text.get(tok.i, tok.text))
-            parts.append(self.space.get(tok.i, tok.whitespace_))
+        """The text with the edits: ``doc.text`` is every token's text and whitespace in order, so only the
+        edited tokens' spans are rebuilt (no walk over the whole sentence's tokens)."""
+        text, doc = self.doc.text, self.doc
+        parts, at = [], 0
+        for i in sorted(self.text.keys() | self.space.keys() | self.before.keys() | self.dropped):
+            tok = doc[i]
+            parts += (text[at : tok.idx], self.before.get(i, ""))
+            if i not in self.dropped:
+                parts += (self.text.get(i, tok.text), self.space.get(i, tok.whitespace_))
+            at = tok.idx + len(tok.text_with_ws)
+        parts.append(text[at:])
         return "".join(parts)
 
     def insert_after(self, tok: Token, word: str = "not") -> None:

@@ -1,0 +1,173 @@
+"""The batched pass of the attentive Child-Sum Tree-LSTM, forward and backward written out.
+
+The equations are in :mod:`~sentsweep.methods.multiview.cells` (multi-view paper eqs. 2-6, Tai et al.'s
+Child-Sum gates). Work per pass: one product for every node's input terms ``[W_i; W_o; W_u; W_f; W_q] x``
+(before the level loop); per level one gather of the children's ``h``, one product ``[W_p; U_f] h_k`` for
+all children of the level, the attention (cosine, softmax within each parent, weighted sum) over all of
+them at once, one product ``U_iou h~`` for the level's nodes and one ``index_add`` per sum over children.
+The backward pass mirrors it level by level; the weight gradients are one product each over all nodes or
+all children (see :mod:`.tree_steps`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from sentsweep.methods.multiview.tree_steps import (
+    grad_buffer,
+    level_rows,
+    output_backward,
+    sigmoid_backward,
+    tanh_backward,
+)
+
+EPS = 1e-8  # as torch.nn.functional.cosine_similarity: each norm is at least EPS
+
+
+def segment_softmax(scores: Tensor, segment: Tensor, num_segments: int) -> Tensor:
+    """Softmax of ``scores`` within each segment (``segment[e]`` in ``0..num_segments-1``)."""
+    peak = torch.full((num_segments,), float("-inf"), dtype=scores.dtype, device=scores.device)
+    peak = peak.scatter_reduce(0, segment, scores.detach(), reduce="amax", include_self=True)
+    exp = torch.exp(scores - peak.index_select(0, segment))
+    total = torch.zeros(num_segments, dtype=scores.dtype, device=scores.device).index_add(0, segment, exp)
+    return exp / total.index_select(0, segment)
+
+
+def _segment_sum(values: Tensor, segment: Tensor, num_segments: int) -> Tensor:
+    return values.new_zeros((num_segments, *values.shape[1:])).index_add_(0, segment, values)
+
+
+class ChildSumPass(torch.autograd.Function):
+    """``apply(x, W, b_W, W_q, b_q, W_p, b_p, U_f, U_iou, plan) -> (h, c)`` of every node.
+
+    ``x``: one input row per node in the plan's node order; ``W`` ``(4H, in)`` gives the i, o, u, f input
+    terms, ``W_q`` ``(H, in)`` eq. 3, ``W_p`` ``(H, H)`` eq. 4, ``U_f`` ``(H, H)``, ``U_iou`` ``(3H, H)``;
+    ``plan``: :class:`~sentsweep.methods.multiview.trees.LevelPlan`.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        x: Tensor,
+        W: Tensor,
+        b_W: Tensor,
+        W_q: Tensor,
+        b_q: Tensor,
+        W_p: Tensor,
+        b_p: Tensor,
+        U_f: Tensor,
+        U_iou: Tensor,
+        plan: Any,
+    ) -> tuple[Tensor, Tensor]:
+        H, L0, N = U_f.shape[0], plan.level_sizes[0], plan.num_nodes
+        E = plan.edge_offsets[-1]
+        W_in, W_pf = torch.cat([W, W_q]), torch.cat([W_p, U_f])
+        b_pf = torch.cat([b_p, torch.zeros_like(b_p)])
+        inputs = torch.addmm(torch.cat([b_W, b_q]), x, W_in.t())  # i, o, u, f, q terms of every node
+        q_norm = torch.linalg.vector_norm(inputs[:, 4 * H :], dim=1).clamp_min_(EPS)
+        gates = x.new_empty(N, 3 * H)  # activated i, o, u
+        h, c, tanh_c = (x.new_empty(N, H) for _ in range(3))
+        h_kids, pf = x.new_empty(E, H), x.new_empty(E, 2 * H)  # children's h; p (eq. 4) and activated f
+        score, alpha, p_norm = x.new_empty(E), x.new_empty(E), x.new_empty(E)
+        h_tilde = x.new_empty(N - L0, H)  # eq. 2, nodes with children
+
+        torch.sigmoid(inputs[:L0, : 2 * H], out=gates[:L0, : 2 * H])  # leaves: h~ = 0, no forget terms
+        torch.tanh(inputs[:L0, 2 * H : 3 * H], out=gates[:L0, 2 * H :])
+        torch.mul(gates[:L0, :H], gates[:L0, 2 * H :], out=c[:L0])
+        torch.mul(gates[:L0, H : 2 * H], torch.tanh(c[:L0], out=tanh_c[:L0]), out=h[:L0])
+        for s, rows in level_rows(plan.level_sizes):
+            e, n = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1]), rows.stop - rows.start
+            kid, parent = plan.edge_child[e], plan.edge_parent[e]
+            h_k = torch.index_select(h, 0, kid, out=h_kids[e])
+            torch.addmm(b_pf, h_k, W_pf.t(), out=pf[e])
+            p, f = pf[e, :H], pf[e, H:]
+            q = inputs[rows, 4 * H :].index_select(0, parent)
+            torch.linalg.vector_norm(p, dim=1, out=p_norm[e]).clamp_min_(EPS)
+            torch.div((q * p).sum(1), q_norm[rows].index_select(0, parent) * p_norm[e], out=score[e])  # eq. 5
+            a = alpha[e]
+            a.copy_(segment_softmax(score[e], parent, n))  # eq. 6
+            t = h_tilde[rows.start - L0 : rows.stop - L0]
+            t.zero_().index_add_(0, parent, a.unsqueeze(1) * h_k)  # eq. 2
+            g = torch.addmm(inputs[rows, : 3 * H], t, U_iou.t(), out=gates[rows])
+            g[:, : 2 * H].sigmoid_()
+            g[:, 2 * H :].tanh_()
+            f.add_(inputs[rows, 3 * H : 4 * H].index_select(0, parent)).sigmoid_()
+            c_n = torch.mul(g[:, :H], g[:, 2 * H :], out=c[rows])
+            c_n.index_add_(0, parent, f * c.index_select(0, kid))
+            torch.mul(g[:, H : 2 * H], torch.tanh(c_n, out=tanh_c[rows]), out=h[rows])
+        ctx.save_for_backward(x, W_in, W_pf, U_iou, inputs, q_norm, gates, c, tanh_c, h_kids, pf, score, alpha,
+                              p_norm, h_tilde)
+        ctx.plan = plan
+        return h, c
+
+    @staticmethod
+    def backward(ctx: Any, grad_h: Tensor | None, grad_c: Tensor | None) -> tuple[Tensor | None, ...]:
+        (x, W_in, W_pf, U_iou, inputs, q_norm, gates, c, tanh_c, h_kids, pf, score, alpha, p_norm,
+         h_tilde) = ctx.saved_tensors
+        plan = ctx.plan
+        H, L0 = U_iou.shape[1], plan.level_sizes[0]
+        dh, dc = grad_buffer(grad_h, tanh_c), grad_buffer(grad_c, tanh_c)
+        d_inputs = torch.empty_like(inputs)  # gradients of the i, o, u (= of U_iou h~ too), f and q terms
+        d_inputs[:L0, 3 * H :] = 0
+        d_pf = torch.empty_like(pf)  # gradients of p and of f's pre-activation, per child
+        for s, rows in [*level_rows(plan.level_sizes, first=0)][::-1]:
+            d_in, n = d_inputs[rows], rows.stop - rows.start
+            i, o, u = gates[rows].split(H, dim=1)
+            dc_n = output_backward(dh[rows], dc[rows], o, tanh_c[rows], d_in[:, H : 2 * H])
+            sigmoid_backward(dc_n * u, i, d_in[:, :H])
+            tanh_backward(dc_n * i, u, d_in[:, 2 * H : 3 * H])
+            if s == 0:
+                break
+            e = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1])
+            kid, parent = plan.edge_child[e], plan.edge_parent[e]
+            h_k, a, p, f = h_kids[e], alpha[e], pf[e, :H], pf[e, H:]
+            dp, df = d_pf[e, :H], d_pf[e, H:]
+            # forget gates: c += sum_k f_k * c_k
+            dc_e = dc_n.index_select(0, parent)
+            sigmoid_backward(dc_e * c.index_select(0, kid), f, df)
+            dc.index_add_(0, kid, dc_e * f)
+            d_in[:, 3 * H : 4 * H] = _segment_sum(df, parent, n)
+            # attention: h~ = sum_k alpha_k h_k (eq. 2), alpha = softmax(score) (eq. 6), score = cos(q, p) (eq. 5)
+            dt_e = (d_in[:, : 3 * H] @ U_iou).index_select(0, parent)
+            d_h_k = a.unsqueeze(1) * dt_e
+            d_alpha = (dt_e * h_k).sum(1)
+            d_score = a * (d_alpha - _segment_sum(a * d_alpha, parent, n).index_select(0, parent))
+            q = inputs[rows, 4 * H :].index_select(0, parent)
+            q_n = q_norm[rows].index_select(0, parent)
+            cos = score[e]
+            scale = (d_score / (q_n * p_norm[e])).unsqueeze(1)
+            dq = scale * p - (d_score * cos / (q_n * q_n)).unsqueeze(1) * q
+            torch.sub(scale * q, (d_score * cos / (p_norm[e] * p_norm[e])).unsqueeze(1) * p, out=dp)
+            d_in[:, 4 * H :] = _segment_sum(dq, parent, n)
+            d_h_k.addmm_(d_pf[e], W_pf)
+            dh.index_add_(0, kid, d_h_k)
+
+        need = ctx.needs_input_grad
+        dx = dW_in = db_in = dW_pf = db_p = dU_iou = None
+        if need[0]:
+            dx = d_inputs @ W_in
+        if need[1] or need[3]:
+            dW_in = d_inputs.t() @ x
+        if need[2] or need[4]:
+            db_in = d_inputs.sum(0)
+        if need[5] or need[7]:
+            dW_pf = d_pf.t() @ h_kids
+        if need[6]:
+            db_p = d_pf.sum(0)[:H]  # one contiguous sum: columns of a strided slice sum slowly
+        if need[8]:
+            dU_iou = d_inputs[L0:, : 3 * H].t() @ h_tilde
+        return (
+            dx,
+            None if dW_in is None else dW_in[: 4 * H],
+            None if db_in is None else db_in[: 4 * H],
+            None if dW_in is None else dW_in[4 * H :],
+            None if db_in is None else db_in[4 * H :],
+            None if dW_pf is None else dW_pf[:H],
+            db_p,
+            None if dW_pf is None else dW_pf[H:],
+            dU_iou,
+            None,
+        )
