@@ -16,14 +16,16 @@ PLACEMENT_TAGS = (NODE_IP_TAG, NODE_ID_TAG, GPU_IDS_TAG)
 
 
 def placement_tags() -> dict[str, str]:
-    """The placement of the calling Ray worker (``gpu_ids`` comma-separated, empty without a GPU); ``{}``
-    outside Ray."""
+    """The placement of the calling Ray task or actor (``gpu_ids`` comma-separated, empty without a GPU); ``{}``
+    outside Ray and in a Ray driver (a process that called ``ray.init`` places nothing: it has no task id)."""
     try:
         import ray
 
         if not ray.is_initialized():
             return {}
         context = ray.get_runtime_context()
+        if context.get_task_id() is None:
+            return {}
         return {NODE_IP_TAG: ray.util.get_node_ip_address(), NODE_ID_TAG: context.get_node_id(),
                 GPU_IDS_TAG: ",".join(str(i) for i in ray.get_gpu_ids())}
     except Exception:  # no Ray installed, or an API that moved: placement is informative only

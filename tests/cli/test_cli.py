@@ -96,8 +96,7 @@ def test_every_command_in_one_parser_in_help_order() -> None:
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     assert list(sub.choices) == ["evaluate", "train", "negate", "parse", "neighbours", "data", "sweep", "resume",
-                                 "sync",
-                                 "compare", "export", "submit", "jobs"]
+                                 "sync", "compare", "export", "dashboard", "submit", "jobs"]
     args = parser.parse_args(["sweep", "demo.yaml", "--resume-interrupted"])
     assert (args.config, args.resume_interrupted) == ("demo.yaml", True)
 
