@@ -20,6 +20,10 @@ finished, a trial Tune had already queued ends at its start without training (:f
 running trials finish. The parent run gets the counts (``budget_*`` metrics) and, when the budget stopped it,
 the tag ``sentsweep.stop_reason``. The confirmation stage (:mod:`.confirmation`) is counted too, and runs its
 fixed ``top_k x seeds`` trials whether or not the search spent the budget.
+
+A resume may change the budget (``--allow-change budget``: :mod:`.resume_config`): :meth:`BudgetMeter.load` continues
+the count against the new limits, and lifts a stored stop they no longer cover (:attr:`BudgetMeter.lifted`), so that
+the trials it had stopped start; ``on_spent`` is told once when the budget becomes spent (:mod:`.notify`).
 """
 
 from __future__ import annotations
