@@ -25,6 +25,7 @@ library's ``urllib`` sends it (no dependency).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import math
@@ -73,7 +74,7 @@ class SweepNotice:
 
     def text(self) -> str:
         """The one-line message a chat shows."""
-        what = {"end": f"finished: {self._best()}", "budget": "spent its budget, no new trial starts",
+        what = {"end": f"finished: {self._best()}", "budget": "spent its budget",
                 "interrupted": "was interrupted", "failure": f"{self.status}"}[self.event]
         parts = [f"sentsweep: sweep {self.sweep} {what}"]
         if self.reason:
@@ -167,17 +168,22 @@ class SweepNotifier:
     @property
     def url(self) -> str | None:
         name = self.settings.webhook_env
-        return self.environ.get(name) or None if name else None
+        return (self.environ.get(name) or None) if name else None
+
+    def wants(self, event: str) -> bool:
+        """Whether ``event`` would be sent (it is one of ``on`` and the variable holds a URL)."""
+        return event in self.settings.on and self.url is not None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
         """Notify a parent run's end in ``state`` (its event: :data:`STATE_EVENTS`); whether it was delivered."""
         event = STATE_EVENTS.get(state)
-        if event is None:
+        if event is None or not self.wants(event):
             return False
         best_trial, best_value, counts = None, None, {}
         if outcome is not None:
-            best_trial, best_value = _best_of(outcome, self.base["metric"], self.mode)
             counts = dict(outcome.counts)
+            with contextlib.suppress(Exception):  # the best trial is a courtesy: the notification goes without it
+                best_trial, best_value = _best_of(outcome, self.base["metric"], self.mode)
         return self.send(SweepNotice(event=event, status=state, reason=reason, best_trial=best_trial,
                                      best_value=best_value, counts=counts, **self.base))
 
@@ -188,7 +194,7 @@ class SweepNotifier:
     def send(self, notice: SweepNotice) -> bool:
         """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one warning line."""
         url = self.url
-        if url is None or notice.event not in self.settings.on:
+        if url is None or not self.wants(notice.event):
             return False
         secrets = [url, *secret_values(self.environ)]
         if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short

@@ -114,7 +114,7 @@ def test_only_the_chosen_events_are_sent_and_a_spent_budget_is_one(hook: Hook, t
     meter.add_report("a", {ATTEMPT_STARTED_KEY: 1.0, ATTEMPT_SECONDS_KEY: 12.0})  # spent already: no second one
     assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget"]
     assert hook.bodies[0]["sentsweep"]["reason"] == meter.count.spent
-    assert hook.bodies[0]["text"].startswith("sentsweep: sweep demo-1a2b spent its budget, no new trial starts; "
+    assert hook.bodies[0]["text"].startswith("sentsweep: sweep demo-1a2b spent its budget; "
                                              "budget: gpu_hours")
 
 
