@@ -38,7 +38,8 @@ def add_allow_change(p: argparse.ArgumentParser) -> None:
     """``--allow-change FIELD,...`` (into ``args.allow_change``): config fields a resume may change."""
     p.add_argument("--allow-change", default=[], type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
                    metavar="FIELD,...", help="let a resume change these fields of the sweep's stored config "
-                   "(time_budget_s and num_samples can; Ray Tune keeps max_concurrent_trials)")
+                   "(time_budget_s, num_samples, budget, stop_grace_s and notify can; Ray Tune keeps "
+                   "max_concurrent_trials)")
 
 
 def write_error_log(exc: BaseException, argv: list[str]) -> Path:

@@ -20,6 +20,10 @@ finished, a trial Tune had already queued ends at its start without training (:f
 running trials finish. The parent run gets the counts (``budget_*`` metrics) and, when the budget stopped it,
 the tag ``sentsweep.stop_reason``. The confirmation stage (:mod:`.confirmation`) is counted too, and runs its
 fixed ``top_k x seeds`` trials whether or not the search spent the budget.
+
+A resume may change the budget (``--allow-change budget``: :mod:`.resume_config`): :meth:`BudgetMeter.load` continues
+the count against the new limits, and lifts a stored stop they no longer cover (:attr:`BudgetMeter.lifted`), so that
+the trials it had stopped start; ``on_spent`` is told once when the budget becomes spent (:mod:`.notify`).
 """
 
 from __future__ import annotations
@@ -75,26 +79,39 @@ class BudgetMeter:
     """The budget of one sweep in the driver: counts reports and ticks, says whether it is spent, saves itself."""
 
     def __init__(self, budget: BudgetConfig, location: SweepLocation | None = None,
-                 count: BudgetCount | None = None, tick_save_s: float = 10.0) -> None:
+                 count: BudgetCount | None = None, tick_save_s: float = 10.0,
+                 on_spent: Callable[[str], None] | None = None) -> None:
         self.budget = budget
         self.location = location
         self.count = count or BudgetCount()
         self.tick_save_s = tick_save_s
+        self.on_spent = on_spent  # called once, with the reason, when the budget becomes spent
+        self.lifted: str | None = None  # the stop reason a budget changed on resume lifted (see load)
         self._last_tick: float | None = None
         self._last_save = 0.0
 
     @classmethod
-    def load(cls, budget: BudgetConfig, location: SweepLocation) -> BudgetMeter:
-        """The sweep's meter, continuing the count its folder holds (a fresh one for a new sweep)."""
+    def load(cls, budget: BudgetConfig, location: SweepLocation,
+             on_spent: Callable[[str], None] | None = None) -> BudgetMeter:
+        """The sweep's meter, continuing the count its folder holds (a fresh one for a new sweep).
+
+        ``budget`` is the sweep's budget now: a resume may change it (``--allow-change budget``). A count stored as
+        spent that the new limits no longer cover is lifted (:attr:`lifted`; saved at once, so that the trials
+        that read the folder, :func:`skip_when_spent`, start again); a lowered budget is spent at the first check.
+        """
         try:
             raw = location.read_bytes(BUDGET_FILE)
         except (FileNotFoundError, OSError):
-            return cls(budget, location)
+            return cls(budget, location, on_spent=on_spent)
         try:
-            return cls(budget, location, BudgetCount(**json.loads(raw)))
+            meter = cls(budget, location, BudgetCount(**json.loads(raw)), on_spent=on_spent)
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"unreadable budget count ({exc}); it holds the compute the sweep has used",
                               file=f"{location.uri}/{BUDGET_FILE}") from None
+        if meter.count.spent is not None and meter.exceeded() is None:
+            meter.lifted, meter.count.spent = meter.count.spent, None
+            meter.save()
+        return meter
 
     # -- counting ------------------------------------------------------------------------------------
     def add_report(self, trial_id: str, result: dict[str, Any]) -> float:
@@ -133,17 +150,25 @@ class BudgetMeter:
         self._last_tick = None
         self.tick()
 
-    def _check(self) -> None:
-        if self.count.spent is not None:
-            return
+    def exceeded(self) -> str | None:
+        """Why the budget is spent by the count (None while it is not): the first limit reached."""
         limits = (("gpu_hours", self.budget.gpu_hours, self.count.compute_seconds),
                   ("wall_hours", self.budget.wall_hours, self.count.wall_seconds))
         for name, hours, used in limits:
             if hours is not None and used >= hours * 3600:
-                self.count.spent = (f"budget: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
-                                    "started, the running ones finished")
-                self.save()
-                return
+                return (f"budget: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial started, the "
+                        "running ones finished")
+        return None
+
+    def _check(self) -> None:
+        if self.count.spent is not None:
+            return
+        reason = self.exceeded()
+        if reason is not None:
+            self.count.spent = reason
+            self.save()
+            if self.on_spent is not None:
+                self.on_spent(reason)
 
     def spent(self) -> bool:
         return self.count.spent is not None
@@ -299,3 +324,5 @@ def record_budget(meter: BudgetMeter, log_metrics: Callable[[dict[str, float]], 
     if meter.count.spent:
         set_tags({STOP_REASON_TAG: meter.count.spent})
         echo(meter.count.spent)
+    elif meter.lifted:  # an earlier session's reason no longer holds
+        set_tags({STOP_REASON_TAG: f"none: the budget changed on resume lifted the earlier stop ({meter.lifted})"})

@@ -30,6 +30,7 @@ from sentsweep.evaluation.sts import STSB_DEV
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Section(BaseModel):
@@ -102,6 +103,39 @@ class BudgetConfig(_Section):
         return self.gpu_hours is not None or self.wall_hours is not None
 
 
+NotifyEvent = Literal["end", "failure", "budget", "interrupted"]
+
+
+class NotifyConfig(_Section):
+    """Webhook notifications (:mod:`sentsweep.platform.notify`): a JSON POST, Slack-compatible, on each event of
+    ``on`` (``end``: the sweep finished; ``failure``: it failed or crashed; ``budget``: its budget was spent;
+    ``interrupted``: SIGINT/SIGTERM stopped it). The URL is a secret (a Slack webhook's path is its key), so the
+    config names the environment variable that holds it, read by the driver when it sends; the URL itself is
+    written nowhere."""
+
+    webhook_env: str | None = Field(None, description="the environment variable holding the webhook URL "
+                                    "(null: no notifications)")
+    on: list[NotifyEvent] = Field(default_factory=lambda: ["end", "failure", "budget"])
+    timeout_s: float = Field(5.0, gt=0, description="seconds per attempt")
+    retries: int = Field(2, ge=0, description="further attempts after a connection error, a timeout, HTTP 429 or 5xx")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_url(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "webhook" in data:
+            raise ValueError("a webhook URL is a secret and is not written in the config: put it in an environment "
+                             "variable and name that with notify.webhook_env")
+        return data
+
+    @field_validator("webhook_env")
+    @classmethod
+    def _check_env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):  # the message never repeats it: it may be the URL
+            raise ValueError("name an environment variable (letters, digits, '_'), e.g. SENTSWEEP_WEBHOOK_URL; "
+                             "the URL goes in that variable")
+        return value
+
+
 class SweepConfig(_Section):
     """One sweep: which method and space, how many trials, how to stop them, where results go."""
 
@@ -130,6 +164,7 @@ class SweepConfig(_Section):
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     confirm: ConfirmConfig = Field(default_factory=ConfirmConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
     final_tasks: str = Field("sts", description="test suite for the best trial after the sweep")
     export: bool = True
     plots: bool = True

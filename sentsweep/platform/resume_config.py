@@ -29,15 +29,23 @@ if TYPE_CHECKING:
 #: the parent's params keep the values the sweep started with).
 RESUME_CHANGES_TAG = "sentsweep.resume_changes"
 
-#: Fields a resume may change when ``--allow-change`` names them: the time budget is given to ``tune.run``
-#: afresh on every ``fit`` (a TuneConfig field of the restored Tuner); the number of samples replaces the one
-#: restored with the searcher's state (:mod:`~sentsweep.platform.resume_samples`; not below the trials already
-#: started).
-CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples"})
+#: Fields a resume may change when ``--allow-change`` names them (a section, ``budget``, stands for its fields,
+#: which may also be named alone: ``budget.gpu_hours``): the time budget is given to ``tune.run`` afresh on every
+#: ``fit`` (a TuneConfig field of the restored Tuner); the number of samples replaces the one restored with the
+#: searcher's state (:mod:`~sentsweep.platform.resume_samples`; not below the trials already started); the
+#: compute budget, the stop grace and the notifications are the driver's own, read from the config the sweep
+#: resumes with (:class:`~sentsweep.platform.budget.BudgetMeter` continues its count against the new limits, and a
+#: search the old ones ended starts trials again when the new ones are not spent).
+CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples", "budget", "stop_grace_s", "notify"})
 #: Fields users expect to change but Ray Tune 2.60 keeps from the saved experiment, with the reason.
 FIXED_ON_RESUME: dict[str, str] = {
     "max_concurrent_trials": "Ray Tune restores the concurrency limiter from the searcher's saved state",
 }
+
+
+def is_changeable(name: str, allowed: Collection[str] = CHANGEABLE) -> bool:
+    """Whether the dotted field ``name`` is one of ``allowed`` or lies in an ``allowed`` section."""
+    return name in allowed or name.split(".", 1)[0] in allowed
 
 
 def config_changes(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -57,7 +65,7 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
     Raises :class:`ConfigError` (one line, naming every differing field) when ``given`` differs elsewhere,
     or when ``allow`` names a field a resume cannot change.
     """
-    unknown = [name for name in allow if name not in CHANGEABLE]
+    unknown = [name for name in allow if not is_changeable(name)]
     if unknown:
         reasons = "; ".join(f"{name}: {FIXED_ON_RESUME.get(name, 'only ' + ', '.join(sorted(CHANGEABLE)) + ' can')}"
                             for name in unknown)
@@ -65,15 +73,16 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
     if given is None:
         return stored
     changes = config_changes(stored.model_dump(mode="json"), given.model_dump(mode="json"))
-    refused = {key: change for key, change in changes.items() if key not in allow}
+    refused = {key: change for key, change in changes.items() if not is_changeable(key, allow)}
     if refused:
         fixed = [key for key in refused if key in FIXED_ON_RESUME]
-        allowable = [key for key in refused if key in CHANGEABLE]
+        allowable = [key for key in refused if is_changeable(key)]
         hint = (f"; {fixed[0]}: {FIXED_ON_RESUME[fixed[0]]}" if fixed else
                 f"; {', '.join(allowable)} can change with --allow-change {','.join(allowable)}" if allowable else "")
         raise ConfigError(f"the config differs from the one the sweep was started with: {_describe(refused)}; "
                           f"run it unchanged, or start a new sweep{hint}", file=source)
-    return stored.model_copy(update={key: getattr(given, key) for key in changes})
+    fields = {key.split(".", 1)[0] for key in changes}  # every differing field of a section is allowed
+    return stored.model_copy(update={name: getattr(given, name) for name in fields})
 
 
 def record_resume_config(location: SweepLocation, manifest: SweepManifest, config: SweepConfig) -> dict[str, Any]:
@@ -87,14 +96,18 @@ def record_resume_config(location: SweepLocation, manifest: SweepManifest, confi
 
 def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
                         sweep: SweepRun) -> None:
-    """After ``Tuner.restore``: give ``tuner`` the time budget and the number of samples of ``config``, record an
-    allowed change in the manifest and on the parent run (:data:`RESUME_CHANGES_TAG`)."""
+    """After ``Tuner.restore``: give ``tuner`` the time budget and the number of samples of ``config`` (and a search
+    again when a changed budget lifted the stop: :attr:`BudgetMeter.lifted <sentsweep.platform.budget.BudgetMeter>`
+    of the active meter), record an allowed change in the manifest and on the parent run
+    (:data:`RESUME_CHANGES_TAG`)."""
     import json
 
+    from sentsweep.platform.budget import active_meter
     from sentsweep.platform.resume_samples import resize_search
 
+    meter = active_meter()
     set_time_budget(tuner, config.time_budget_s)
-    resize_search(tuner, config.num_samples)
+    resize_search(tuner, config.num_samples, reopen=meter is not None and meter.lifted is not None)
     changes = record_resume_config(location, manifest, config)
     if changes:
         sweep.set_tags({RESUME_CHANGES_TAG: json.dumps(changes)})

@@ -34,18 +34,20 @@ class ResizableSearchGenerator(SearchGenerator):
     """Tune's :class:`SearchGenerator` whose restored total number of samples is ``num_samples``.
 
     A larger total than the saved one also clears a saved "finished" flag (set when the searcher ran out or
-    a stopper ended the experiment), so that the new trials are created.
+    a stopper ended the experiment), so that the new trials are created; so does ``reopen`` (a changed budget
+    lifted the stop: :mod:`~sentsweep.platform.budget`).
     """
 
-    def __init__(self, searcher: Searcher, num_samples: int) -> None:
+    def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False) -> None:
         super().__init__(searcher)
         self.num_samples = num_samples
+        self.reopen = reopen
 
     def set_state(self, state: dict[str, Any]) -> None:
         saved = int(state["total_samples"])
         super().set_state(state)
         self._total_samples = self.num_samples
-        if self.num_samples > saved:
+        if self.num_samples > saved or self.reopen:
             self._finished = False
 
 
@@ -56,7 +58,7 @@ def base_searcher(search_alg: Any) -> Searcher:
     return search_alg
 
 
-def resize_search(tuner: Tuner, num_samples: int) -> None:
+def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False) -> None:
     """Let the restored ``tuner`` run ``num_samples`` trials in total (also after earlier resumes).
 
     The chain is built as ``tune.run`` would (a ``ConcurrencyLimiter`` when ``max_concurrent_trials`` is set),
@@ -69,7 +71,7 @@ def resize_search(tuner: Tuner, num_samples: int) -> None:
     searcher: Searcher = base_searcher(tune_config.search_alg)
     if tune_config.max_concurrent_trials:
         searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
-    tune_config.search_alg = ResizableSearchGenerator(searcher, num_samples)
+    tune_config.search_alg = ResizableSearchGenerator(searcher, num_samples, reopen)
     tune_config.max_concurrent_trials = None
 
 

@@ -34,6 +34,7 @@ from sentsweep.platform.drain import Drain
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import SweepLease
+from sentsweep.platform.notify import SweepNotifier
 from sentsweep.platform.optuna_storage import study_mirror
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.preflight import check_sweep
@@ -236,6 +237,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     stops = StopSignals()
     with graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
         sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
+        notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
         try:
             lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0)  # a new run: nobody else knows it yet
             lease.acquire()
@@ -244,6 +246,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
                                                   tracking_uri=sweep.tracking_uri, created=time.time()), config)
         except BaseException as exc:
             sweep.close("crashed", f"{type(exc).__name__}: {exc}")
+            notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
             raise
         echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}"
@@ -251,7 +254,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         try:
             return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
                           sweep, stops, address=address, log_to_driver=log_to_driver, finalize=finalize,
-                          echo=echo, stage=_stage_trials(trainable, config))
+                          echo=echo, stage=_stage_trials(trainable, config), notifier=notifier)
         finally:
             lease.release()
 
@@ -290,6 +293,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             if preflight:
                 check_sweep(config, trials, location.uri)
             echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
+            notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
             def restore() -> Tuner:
                 tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
@@ -300,7 +304,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                 return tuner
 
             return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
-                          finalize=finalize, echo=echo, reopen=True, stage=_stage_trials(trainable, config))
+                          finalize=finalize, echo=echo, reopen=True, stage=_stage_trials(trainable, config),
+                          notifier=notifier)
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
@@ -319,9 +324,16 @@ def _stage_trials(trainable: TrainableLike, config: SweepConfig) -> StageTrials:
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
            stops: StopSignals, *, address: str | None, log_to_driver: bool, finalize: bool,
-           echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None) -> SweepOutcome:
+           echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None,
+           notifier: SweepNotifier | None = None) -> SweepOutcome:
     """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`.confirmation`), then
-    close the parent run the way the sweep ended."""
+    close the parent run the way the sweep ended (and notify it: :mod:`.notify`)."""
+
+    def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
+        sweep.close(state, reason)
+        if notifier is not None:
+            notifier.sweep_ended(state, reason, outcome)
+
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
     started = time.time()
@@ -330,7 +342,8 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     try:
         with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)), \
                 graceful_stops(stops), stops.draining(Drain(location.name, config.stop_grace_s)), \
-                metering(BudgetMeter.load(config.budget, location)) as meter:
+                metering(BudgetMeter.load(config.budget, location,
+                                          notifier.budget_spent if notifier is not None else None)) as meter:
             refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner
             tuner = make_tuner()
             if reopen:
@@ -344,12 +357,12 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo)
     except BaseException as exc:
         if opened:
-            sweep.close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
+            close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
     if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
         close_interrupted_trials(sweep, unfinished)
         interrupted = SweepInterrupted(location.uri, stops.name)
-        sweep.close("interrupted", str(interrupted))
+        close("interrupted", str(interrupted))
         raise interrupted
     wall = time.time() - started
     counts = outcome_counts(results)
@@ -360,7 +373,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: "
          + ", ".join(f"{v} {k}" for k, v in counts.items()))
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
-        sweep.close("failed", "no trial finished: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        close("failed", "no trial finished: " + ", ".join(f"{v} {k}" for k, v in counts.items()), outcome)
         return outcome
     try:
         if finalize:
@@ -368,9 +381,9 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
             finalize_sweep(outcome, config, location, sweep, echo=echo)
     except BaseException as exc:
-        sweep.close(_state_after(exc, location), f"after the trials: {type(exc).__name__}: {exc}")
+        close(_state_after(exc, location), f"after the trials: {type(exc).__name__}: {exc}", outcome)
         raise
-    sweep.close("finished")
+    close("finished", outcome=outcome)
     return outcome
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sentsweep.platform.budget import BUDGET_FILE, BudgetMeter
+from sentsweep.platform.budget import BUDGET_FILE, STOP_REASON_TAG, BudgetMeter, record_budget
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.storage import locate
 from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
@@ -54,6 +54,35 @@ def test_spent_when_a_limit_is_reached(tmp_path):
     time.sleep(0.1)
     wall.tick()
     assert wall.spent() and "wall_hours" in wall.count.spent
+
+
+def test_a_budget_changed_on_resume_takes_effect(tmp_path):
+    """A resume with a raised budget (``--allow-change budget``) lifts the stored stop, in the folder the trials
+    read at once; an unchanged or lowered budget stays spent; the parent says what the change lifted."""
+    meter = BudgetMeter(BudgetConfig(gpu_hours=10 / 3600), locate(str(tmp_path)))
+    meter.add_report("a", _report(1.0, 12.0))
+    spent = meter.count.spent
+    assert spent and json.loads((tmp_path / BUDGET_FILE).read_text())["spent"] == spent
+
+    same = BudgetMeter.load(BudgetConfig(gpu_hours=10 / 3600), locate(str(tmp_path)))
+    assert same.spent() and same.lifted is None
+    assert BudgetMeter.load(BudgetConfig(gpu_hours=5 / 3600), locate(str(tmp_path))).spent()
+
+    reasons: list[str] = []
+    raised = BudgetMeter.load(BudgetConfig(gpu_hours=20 / 3600), locate(str(tmp_path)), on_spent=reasons.append)
+    assert not raised.spent() and raised.lifted == spent
+    assert json.loads((tmp_path / BUDGET_FILE).read_text())["spent"] is None  # workers start trials again
+    assert raised.count.compute_seconds == 12.0  # the count goes on
+    raised.add_report("b", _report(5.0, 7.0))
+    assert not raised.spent() and reasons == []
+    raised.add_report("b", _report(5.0, 9.0))  # 21 s of 20
+    assert raised.spent() and reasons == [raised.count.spent] and "gpu_hours 0.00555556 spent" in reasons[0]
+
+    lowered = BudgetMeter.load(BudgetConfig(wall_hours=1.0), locate(str(tmp_path)))  # gpu_hours removed: lifted
+    assert lowered.lifted and not lowered.spent()
+    tags: dict[str, str] = {}
+    record_budget(lowered, lambda metrics: None, tags.update, echo=lambda line: None)
+    assert tags[STOP_REASON_TAG].startswith("none: the budget changed on resume lifted the earlier stop (budget: ")
 
 
 def test_unreadable_count_is_an_error(tmp_path):
@@ -161,3 +190,33 @@ def test_budget_survives_sigkill_and_resume(tmp_path, tiny_bert_dir, tracking_ur
     assert len(outcome.results) < 16
     trained = [r for r in trials if r.data.tags.get(REASON_TAG) != SKIPPED_REASON]
     assert sorted({r.info.status for r in trained}) == ["FINISHED"]
+
+
+@pytest.mark.slow  # two Tune runs of the toy: about a minute on a loaded 2-core machine
+def test_a_budget_raised_on_resume_starts_the_trials_it_had_stopped(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                     ray_session):
+    from mlflow import MlflowClient
+
+    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 2, "eval_every": 2},
+                        budget={"gpu_hours": 1e-9})
+    first = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                      echo=lambda line: None)
+    sweep_dir = Path(first.sweep_dir)
+    assert first.counts["finished"] == 1 and len(first.results) < 3 and _count(sweep_dir)["spent"]
+
+    outcome = resume_sweep(str(sweep_dir), overrides=["budget.gpu_hours=1.0", "stop_grace_s=5"],
+                           allow_change=["budget", "stop_grace_s"], trainable=TOY_TRAINABLE, space=TOY_SPACE,
+                           finalize=False, preflight=False, echo=lambda line: None)
+    assert outcome.counts == {"finished": 3, "pruned": 0, "failed": 0}
+    after = _count(sweep_dir)
+    assert after["spent"] is None and after["sessions"] == 2
+    manifest = locate(str(sweep_dir)).read_manifest()
+    assert manifest.config["budget"]["gpu_hours"] == 1.0 and manifest.config["stop_grace_s"] == 5.0
+    parent = MlflowClient(tracking_uri=tracking_uri).get_run(outcome.parent_run_id)
+    from sentsweep.platform.budget import STOP_REASON_TAG
+
+    assert parent.data.tags[STOP_REASON_TAG].startswith("none: the budget changed on resume lifted")

@@ -47,6 +47,40 @@ def test_only_the_time_budget_and_the_samples_may_change_when_allowed() -> None:
         resume_config(_config(), _config(time_budget_s=600.0, fixed={"max_steps": 30}), allow=["time_budget_s"])
 
 
+def test_the_budget_the_stop_grace_and_the_notifications_may_change_when_allowed() -> None:
+    stored = _config(budget={"gpu_hours": 1.0})
+    given = _config(budget={"gpu_hours": 2.0, "wall_hours": 3.0}, stop_grace_s=60.0)
+    with pytest.raises(ConfigError) as err:
+        resume_config(stored, given)
+    assert ("budget.gpu_hours (1.0 -> 2.0), budget.wall_hours (None -> 3.0), stop_grace_s (20.0 -> 60.0)"
+            in str(err.value))
+    assert "can change with --allow-change budget.gpu_hours,budget.wall_hours,stop_grace_s" in str(err.value)
+    resumed = resume_config(stored, given, allow=["budget", "stop_grace_s"])  # a section stands for its fields
+    assert (resumed.budget.gpu_hours, resumed.budget.wall_hours, resumed.stop_grace_s) == (2.0, 3.0, 60.0)
+    assert resumed.num_samples == stored.num_samples
+    assert resume_config(stored, _config(budget={"gpu_hours": 2.0}), allow=["budget.gpu_hours"]).budget.gpu_hours == 2.0
+    with pytest.raises(ConfigError, match=r"budget.wall_hours \(None -> 3.0\)"):  # one field named: only that one
+        resume_config(stored, given, allow=["budget.gpu_hours", "stop_grace_s"])
+    notify = _config(notify={"webhook_env": "SWEEP_HOOK", "on": ["failure"]})
+    assert resume_config(_config(), notify, allow=["notify"]).notify.on == ["failure"]
+    with pytest.raises(ConfigError, match="cannot change on resume: budgets: only"):
+        resume_config(stored, given, allow=["budgets"])
+
+
+def test_a_lifted_budget_reopens_a_search_it_had_ended() -> None:
+    """The restored search generator's "finished" flag (set when the spent budget's gate said so) is cleared only
+    when the changed budget lifted the stop, or more samples were asked for."""
+    from ray.tune.search.optuna import OptunaSearch
+
+    from sentsweep.platform.resume_samples import ResizableSearchGenerator
+
+    saved = {"counter": 2, "total_samples": 8, "finished": True, "experiment": None}
+    for reopen, more, finished in ((False, 0, True), (True, 0, False), (False, 2, False)):
+        generator = ResizableSearchGenerator(OptunaSearch(), 8 + more, reopen=reopen)
+        generator.set_state(dict(saved))
+        assert generator.is_finished() is finished
+
+
 def test_a_failed_restore_leaves_the_parent_as_it_was(tmp_path, tiny_bert_dir, tracking_uri, ray_session) -> None:
     """``Tuner.restore`` of a damaged folder fails before the parent run is touched (it stays interrupted)."""
     from mlflow import MlflowClient
