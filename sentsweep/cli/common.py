@@ -65,3 +65,9 @@ def write_json(path: str | Path, data: Any) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     print(f"wrote {path}")
+
+
+def add_sweep_folder(p: argparse.ArgumentParser) -> None:
+    """The positional sweep folder and the S3 endpoint it may need (``resume``, ``sync``, ``dashboard``)."""
+    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
+    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")

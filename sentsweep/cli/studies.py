@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from sentsweep.cli.common import add_sweep_folder
+
 
 def _add_dashboard(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dashboard", help="optuna-dashboard on a sweep's Optuna study (live while it runs)",
                        description="Serve the sweep's Optuna study (mirrored to its RDB storage as trials finish: "
                        "optuna.db in the sweep folder, or the sweep's optuna_storage URL) with optuna-dashboard on "
                        "127.0.0.1, until interrupted.")
-    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
+    add_sweep_folder(p)
     p.add_argument("--port", type=int, default=8080, help="default: %(default)s")
-    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
     p.set_defaults(handler=cmd_dashboard)
 
 

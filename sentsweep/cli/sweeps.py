@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sentsweep.cli.common import add_allow_change, add_driver, add_overrides
+from sentsweep.cli.common import add_allow_change, add_driver, add_overrides, add_sweep_folder
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
 
 if TYPE_CHECKING:
@@ -39,8 +39,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 def _add_resume(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("resume", help="continue an interrupted sweep from its folder",
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
-    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
-    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+    add_sweep_folder(p)
     add_overrides(p, "--set num_samples=16 (with --allow-change num_samples)")
     add_allow_change(p)
     add_driver(p)
@@ -52,8 +51,7 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
                        description="Replay a sweep's tracking journals (its trials' and its driver's, finalize "
                        "included: metrics, artifacts, the model registration, the parent's end) once MLflow "
                        "answers again; exit status 1 while entries are still pending.")
-    p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
-    p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+    add_sweep_folder(p)
     p.set_defaults(handler=cmd_sync)
 
 
