@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[offline,dev,server]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[offline,dev,server,mteb]'
 	touch $(STAMP)
 
 # A real CoSENT sweep (8 trials, Optuna TPE + ASHA, MLflow in sqlite:///mlruns.db), then the comparison
