@@ -39,7 +39,9 @@ def sweep_yaml(target: Target, folder: Path, name: str, model: Path, **overrides
         "storage_path": f"{target.storage_root}/{name}", "storage_endpoint_url": target.endpoint_url,
         "tracking": {"uri": target.tracking_uri, "experiment": f"{name}-{int(time.time())}"},
         "seed": 3, "startup_trials": 2, "final_tasks": "stsb_test", "max_failures": 2, "plots": False,
-        "checkpoint": {"num_to_keep": 2, "keep_trials": 1}, **overrides,
+        "checkpoint": {"num_to_keep": 2, "keep_trials": 1},
+        "confirm": {"top_k": 0},  # the scenarios count the search's trials: no confirmation stage
+        **overrides,
     }
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
