@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
+from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirmation import StageTrials, run_confirmation, search_results
 from sentsweep.platform.drain import Drain
@@ -175,11 +176,12 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
 
 def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
     """The trainable as Tune runs it: finished trials skipped (:func:`run_once`), no new trial once the budget is
-    spent (:func:`~sentsweep.platform.budget.skip_when_spent`), resources attached."""
+    spent (:func:`~sentsweep.platform.budget.skip_when_spent`), a checkpoint deleted after Tune's last snapshot
+    replaced by the newest one left (:mod:`.checkpoint_restore`), resources attached."""
     from ray import tune
 
     resources = {"cpu": config.resources.cpu, "gpu": config.resources.gpu}
-    return tune.with_resources(run_once(skip_when_spent(trainable.function)), resources)
+    return tune.with_resources(with_checkpoint_fallback(run_once(skip_when_spent(trainable.function))), resources)
 
 
 def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
