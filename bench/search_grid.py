@@ -70,6 +70,13 @@ class GridTable:
         """The table's best value: the best dev value any configuration reached."""
         return max(c.best for c in self.curves.values())
 
+    def restricted(self, name: str, values: Sequence[Any]) -> GridTable:
+        """The sub-grid whose setting ``name`` takes one of ``values`` (compared as the table's types)."""
+        index = PARAMS.index(name)
+        kind = type(next(iter(self.curves))[index])
+        wanted = {kind(v) for v in values}
+        return GridTable({k: c for k, c in self.curves.items() if k[index] in wanted})
+
     def is_complete(self) -> bool:
         """Whether every combination of the grid's values was recorded."""
         return len(self.curves) == math.prod(len(self.values(p)) for p in PARAMS)
@@ -111,6 +118,12 @@ def table_from_rows(grouped: dict[Config, list[dict[str, Any]]]) -> GridTable:
 def recorded_configs(path: Path) -> set[Config]:
     """The configurations the table at ``path`` holds already (a trial's rows are written together at its end)."""
     return {config_of(row) for row in read_rows(path)}
+
+
+def write_provenance(path: Path, provenance: Sequence[str]) -> None:
+    """Replace the table's ``#`` lines with ``provenance`` (a resumed recording says how the whole table was made)."""
+    rows = [line for line in path.read_text().splitlines(keepends=True) if not line.startswith("#")]
+    path.write_text("".join(f"# {line}\n" for line in provenance) + "".join(rows))
 
 
 def append_rows(path: Path, rows: Iterable[dict[str, Any]], provenance: Sequence[str] = ()) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from bench.search_grid import PARAMS, Config, append_rows, recorded_configs
+from bench.search_grid import PARAMS, Config, append_rows, read_rows, recorded_configs, write_provenance
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.loop import TrainingLoop, seed_everything
 
@@ -47,6 +47,10 @@ class RecordSettings:
     @property
     def eval_every(self) -> int:
         return max(1, self.steps // self.reports)
+
+    def report_steps(self) -> list[int]:
+        """The steps of a trial's reports (every ``eval_every`` steps, and the last step)."""
+        return sorted({*range(self.eval_every, self.steps + 1, self.eval_every), self.steps})
 
 
 @dataclass(frozen=True)
@@ -103,13 +107,13 @@ def run_grid_point(config: Config, settings: RecordSettings) -> list[dict[str, A
     return rows
 
 
-def provenance(settings: RecordSettings, grid: Grid, command: str) -> list[str]:
-    """The table's ``#`` header: how it was made."""
+def provenance(settings: RecordSettings, grid: Grid, command: str, seconds: float) -> list[str]:
+    """The table's ``#`` header: how it was made (rewritten after every trial, so it names the last command)."""
     return [
         f"made by: {command}",
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores (shared), torch "
-        f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; started "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; last trial "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} trial-minutes in the table",
         f"trials: CoSENT, offline all-MiniLM-L6-v2, first {settings.train_pairs} STS-B train pairs, "
         f"{settings.steps} steps, dev (first {settings.dev_pairs} STS-B dev pairs, Spearman x100) every "
         f"{settings.eval_every} steps, max length {settings.max_length}, seed 42, warmup 0.1, weight decay 0.01",
@@ -121,15 +125,20 @@ def provenance(settings: RecordSettings, grid: Grid, command: str) -> list[str]:
 def record(path: Path, settings: RecordSettings, grid: Grid, command: str,
            log: Callable[[str], None] = print, limit: int | None = None) -> int:
     """Record every grid point ``path`` lacks (at most ``limit``); the number recorded."""
+    steps = sorted({int(r["step"]) for r in read_rows(path)})
+    if steps and steps != settings.report_steps():
+        raise ValueError(f"{path} holds reports at steps {steps}, these settings report at {settings.report_steps()}: "
+                         "resume with the table's settings (its # lines), or record into another --table")
     done = recorded_configs(path)
     todo: Sequence[Config] = [c for c in grid.configs() if c not in done]
     if limit is not None:
         todo = todo[:limit]
     log(f"{len(done)} grid points recorded already, {len(todo)} to record into {path}")
-    header = provenance(settings, grid, command)
     for index, config in enumerate(todo, 1):
         rows = run_grid_point(config, settings)
-        append_rows(path, rows, header)
+        append_rows(path, rows)
+        total = sum(float(r["seconds"]) for r in read_rows(path) if int(r["step"]) == settings.steps)
+        write_provenance(path, provenance(settings, grid, command, total))
         curve = " ".join(f"{r['stsb_dev']:.2f}" for r in rows)
         log(f"[{index}/{len(todo)}] {dict(zip(PARAMS, config, strict=True))}: {curve} in {rows[-1]['seconds']:.0f} s "
             f"({dt.datetime.now(dt.UTC):%H:%M:%S} UTC)")

@@ -77,6 +77,8 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--grace-period", type=int, default=d.grace_period)
     p.add_argument("--reduction-factor", type=float, default=d.reduction_factor)
     p.add_argument("--strategies", default=None, help="comma-separated names (default: all)")
+    p.add_argument("--only", action="append", default=[], metavar="SETTING=V1,V2",
+                   help="replay on the sub-grid where SETTING takes these values (repeatable), e.g. batch_size=16")
     p.set_defaults(handler=_cmd_replay)
 
 
@@ -90,6 +92,9 @@ def _cmd_replay(args: argparse.Namespace) -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     table = read_table(args.table)
+    for only in args.only:
+        name, _, values = only.partition("=")
+        table = table.restricted(name, values.split(","))
     if not table.is_complete():
         raise SystemExit(f"{args.table}: the grid is incomplete ({len(table.curves)} points): record the rest first")
     full = sum(c.seconds[-1] for c in table.curves.values())

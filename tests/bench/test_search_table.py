@@ -60,6 +60,9 @@ def test_the_table_round_trips_with_its_provenance(table_path: Path, table) -> N
     assert curve.steps == (10, 20, 30) and curve.seconds == (15.0, 25.0, 35.0)
     assert table.best == pytest.approx(_quality(20.0, 5e-5, "mean", 32) - 0.5)
     assert table.values("lr") == [5e-6, 2e-5, 5e-5, 1e-4] and table.values("pooling") == ["cls", "mean"]
+    sub = table.restricted("batch_size", ["16"])
+    assert len(sub.curves) == 16 and sub.values("batch_size") == [16] and sub.is_complete()
+    assert not table.restricted("lr", ["2e-5"]).curves.keys() - {k for k in table.curves if k[1] == 2e-5}
 
 
 def test_the_replay_space_is_the_sweeps_cut_to_the_table(table) -> None:
