@@ -43,6 +43,7 @@ class RecordSettings:
     dev_pairs: int = 500
     max_length: int = 64
     data_dir: str | None = None
+    model: str = "minilm"  # the offline all-MiniLM-L6-v2 package
 
     @property
     def eval_every(self) -> int:
@@ -72,7 +73,7 @@ def trial_config(config: Config, settings: RecordSettings) -> dict[str, Any]:
     """The raw CoSENT trial config of one grid point."""
     return {
         **dict(zip(PARAMS, config, strict=True)),
-        "model": "minilm",
+        "model": settings.model,
         "train_data": "stsb",
         "dev_data": "stsb",
         "max_train_pairs": settings.train_pairs,
@@ -114,7 +115,7 @@ def provenance(settings: RecordSettings, grid: Grid, command: str, seconds: floa
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores (shared), torch "
         f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; last trial "
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} trial-minutes in the table",
-        f"trials: CoSENT, offline all-MiniLM-L6-v2, first {settings.train_pairs} STS-B train pairs, "
+        f"trials: CoSENT, {'offline all-MiniLM-L6-v2' if settings.model == 'minilm' else settings.model}, first {settings.train_pairs} STS-B train pairs, "
         f"{settings.steps} steps, dev (first {settings.dev_pairs} STS-B dev pairs, Spearman x100) every "
         f"{settings.eval_every} steps, max length {settings.max_length}, seed 42, warmup 0.1, weight decay 0.01",
         f"grid: scale {list(grid.scale)} x lr {list(grid.lr)} x pooling {list(grid.pooling)} x batch "

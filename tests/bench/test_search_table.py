@@ -65,6 +65,24 @@ def test_the_table_round_trips_with_its_provenance(table_path: Path, table) -> N
     assert not table.restricted("lr", ["2e-5"]).curves.keys() - {k for k in table.curves if k[1] == 2e-5}
 
 
+def test_recording_appends_each_trial_and_resumes(tmp_path: Path, tiny_bert_dir: Path, one_torch_thread: None) -> None:
+    from bench.search_record import Grid, RecordSettings, record
+
+    path = tmp_path / "grid.csv"
+    settings = RecordSettings(steps=4, reports=2, train_pairs=24, dev_pairs=16, max_length=16, model=str(tiny_bert_dir))
+    grid = Grid(scale=(5.0, 20.0), lr=(1e-4,), pooling=("mean",), batch_size=(4,))
+    assert record(path, settings, grid, "a test", log=lambda m: None, limit=1) == 1
+    first = read_table(path)
+    assert list(first.curves) == [(5.0, 1e-4, "mean", 4)] and first.curves[(5.0, 1e-4, "mean", 4)].steps == (2, 4)
+    seconds = first.curves[(5.0, 1e-4, "mean", 4)].seconds
+    assert 0 < seconds[0] < seconds[1]
+    assert record(path, settings, grid, "a test", log=lambda m: None) == 1  # only the missing point
+    assert read_table(path).is_complete() and path.read_text().startswith("# made by: a test\n")
+    assert "scale [5.0, 20.0]" in path.read_text()
+    with pytest.raises(ValueError, match="reports at steps"):
+        record(path, RecordSettings(steps=6, reports=2, model=str(tiny_bert_dir)), grid, "x", log=lambda m: None)
+
+
 def test_the_replay_space_is_the_sweeps_cut_to_the_table(table) -> None:
     space = ReplaySpace(table)
     assert space.distributions["scale"].low == 1.0 and space.distributions["scale"].high == 40.0  # cosent space
