@@ -2,7 +2,8 @@
 
 One row per (configuration, report): the four searched settings (``scale``, ``lr``, ``pooling``, ``batch_size``),
 the training ``step`` of the report, the dev value (``stsb_dev``, Spearman x100) and the ``seconds`` the trial had
-run when it made the report (cumulative, from the start of the trial: model and data loading included). Lines that
+run when it made the report and its CPU seconds (``cpu_seconds``; both cumulative, from the start of the trial: model
+and data loading included). Lines that
 start with ``#`` are the table's provenance (command, machine, date). Written by :mod:`bench.search_record`,
 replayed by :mod:`bench.search_replay` (in the style of the HPOBench / NAS-Bench tables).
 """
@@ -18,7 +19,9 @@ from typing import Any
 
 #: The searched settings, in the table's column order.
 PARAMS: tuple[str, ...] = ("scale", "lr", "pooling", "batch_size")
-COLUMNS: tuple[str, ...] = (*PARAMS, "step", "stsb_dev", "seconds")
+COLUMNS: tuple[str, ...] = (*PARAMS, "step", "stsb_dev", "seconds", "cpu_seconds")
+#: The cost columns a replay may use.
+COSTS: tuple[str, ...] = ("cpu_seconds", "seconds")
 #: The table in the repository.
 DEFAULT_TABLE = Path(__file__).resolve().parent / "data" / "cosent_grid.csv"
 
@@ -95,23 +98,24 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(lines))
 
 
-def read_table(path: Path = DEFAULT_TABLE) -> GridTable:
-    """The table at ``path``, as curves by configuration (each curve sorted by step)."""
+def read_table(path: Path = DEFAULT_TABLE, cost: str = COSTS[0]) -> GridTable:
+    """The table at ``path``, as curves by configuration (each curve sorted by step; ``seconds`` from the ``cost``
+    column)."""
     rows = read_rows(path)
     if not rows:
         raise ValueError(f"{path}: no rows (record it first: python -m bench.search_table record)")
     grouped: dict[Config, list[dict[str, str]]] = {}
     for row in rows:
         grouped.setdefault(config_of(row), []).append(row)
-    return table_from_rows(grouped)
+    return table_from_rows(grouped, cost)
 
 
-def table_from_rows(grouped: dict[Config, list[dict[str, Any]]]) -> GridTable:
+def table_from_rows(grouped: dict[Config, list[dict[str, Any]]], cost: str = COSTS[0]) -> GridTable:
     curves = {}
     for config, rows in grouped.items():
         rows = sorted(rows, key=lambda r: int(float(r["step"])))
         curves[config] = Curve(config, tuple(int(float(r["step"])) for r in rows),
-                               tuple(float(r["stsb_dev"]) for r in rows), tuple(float(r["seconds"]) for r in rows))
+                               tuple(float(r["stsb_dev"]) for r in rows), tuple(float(r[cost]) for r in rows))
     return GridTable(curves)
 
 

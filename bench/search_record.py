@@ -8,7 +8,8 @@ pairs, the first ``dev_pairs`` STS-B dev pairs) and the shared :class:`~sentswee
 run to ``steps`` steps with a dev evaluation every ``steps / reports``, which is the body of
 :func:`~sentsweep.trainables.method.run_trial` without the test-suite evaluation that follows the last report (no
 searcher sees it). Each report's seconds are counted from the start of the trial (model and data loading
-included), so they are the cost a scheduler saves by stopping the trial there.
+included), so they are the cost a scheduler saves by stopping the trial there; the wall seconds and the process's
+CPU seconds are both kept (on a shared machine the wall seconds of the same work vary several-fold with the load).
 
 The recording is resumable: a trial's rows are appended together when it ends, and configurations the table holds
 already are skipped.
@@ -90,13 +91,14 @@ def trial_config(config: Config, settings: RecordSettings) -> dict[str, Any]:
 def run_grid_point(config: Config, settings: RecordSettings) -> list[dict[str, Any]]:
     """Train one grid point; the table rows of its reports (step, dev value, cumulative seconds)."""
     parsed = COSENT.parse(trial_config(config, settings), source=f"grid point {config}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     rows: list[dict[str, Any]] = []
 
     def report(metrics: dict[str, float], checkpoint: Path | None) -> None:
         rows.append({**dict(zip(PARAMS, config, strict=True)), "step": int(metrics["step"]),
                      "stsb_dev": round(float(metrics[parsed.metric]), 4),
-                     "seconds": round(time.perf_counter() - started, 2)})
+                     "seconds": round(time.perf_counter() - started, 2),
+                     "cpu_seconds": round(time.process_time() - cpu_started, 2)})
 
     seed_everything(parsed.seed)
     task = COSENT.build_task(parsed)
@@ -110,16 +112,18 @@ def run_grid_point(config: Config, settings: RecordSettings) -> list[dict[str, A
 
 def provenance(settings: RecordSettings, grid: Grid, command: str, seconds: float) -> list[str]:
     """The table's ``#`` header: how it was made (rewritten after every trial, so it names the last command)."""
+    model = "offline all-MiniLM-L6-v2" if settings.model == "minilm" else settings.model
     return [
         f"made by: {command}",
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores (shared), torch "
         f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; last trial "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} trial-minutes in the table",
-        f"trials: CoSENT, {'offline all-MiniLM-L6-v2' if settings.model == 'minilm' else settings.model}, first {settings.train_pairs} STS-B train pairs, "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} CPU-minutes in the table",
+        f"trials: CoSENT, {model}, first {settings.train_pairs} STS-B train pairs, "
         f"{settings.steps} steps, dev (first {settings.dev_pairs} STS-B dev pairs, Spearman x100) every "
         f"{settings.eval_every} steps, max length {settings.max_length}, seed 42, warmup 0.1, weight decay 0.01",
         f"grid: scale {list(grid.scale)} x lr {list(grid.lr)} x pooling {list(grid.pooling)} x batch "
-        f"{list(grid.batch_size)}; seconds: cumulative from the trial's start (model + data loading included)",
+        f"{list(grid.batch_size)}; seconds (wall) and cpu_seconds (the process's CPU time, which the machine's load "
+        "disturbs far less): cumulative from the trial's start, model and data loading included",
     ]
 
 
@@ -138,7 +142,7 @@ def record(path: Path, settings: RecordSettings, grid: Grid, command: str,
     for index, config in enumerate(todo, 1):
         rows = run_grid_point(config, settings)
         append_rows(path, rows)
-        total = sum(float(r["seconds"]) for r in read_rows(path) if int(r["step"]) == settings.steps)
+        total = sum(float(r["cpu_seconds"]) for r in read_rows(path) if int(r["step"]) == settings.steps)
         write_provenance(path, provenance(settings, grid, command, total))
         curve = " ".join(f"{r['stsb_dev']:.2f}" for r in rows)
         log(f"[{index}/{len(todo)}] {dict(zip(PARAMS, config, strict=True))}: {curve} in {rows[-1]['seconds']:.0f} s "

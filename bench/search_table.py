@@ -18,7 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from bench.search_grid import DEFAULT_TABLE
+from bench.search_grid import COSTS, DEFAULT_TABLE
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -66,6 +66,8 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     d = SearchSettings()
     p.add_argument("--table", type=Path, default=DEFAULT_TABLE)
     p.add_argument("--repeats", type=int, default=30, help="seeds per strategy")
+    p.add_argument("--cost", choices=COSTS, default=COSTS[0], help="the column a trial's cost is read from "
+                   "(default: CPU seconds, which the load of a shared machine disturbs far less than wall seconds)")
     p.add_argument("--concurrency", type=lambda t: [int(v) for v in t.split(",")], default=[1, 16])
     p.add_argument("--tolerance", type=float, default=0.2, help="the target: the table's best minus this")
     p.add_argument("--budget", type=float, default=0.25,
@@ -91,7 +93,7 @@ def _cmd_replay(args: argparse.Namespace) -> None:
     from bench.search_summary import HEADER, run_all, table_rows
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    table = read_table(args.table)
+    table = read_table(args.table, args.cost)
     for only in args.only:
         name, _, values = only.partition("=")
         table = table.restricted(name, values.split(","))
@@ -105,7 +107,7 @@ def _cmd_replay(args: argparse.Namespace) -> None:
     summaries = run_all(table, strategies, repeats=args.repeats, concurrencies=args.concurrency, cap_s=args.cap * full,
                         budget_s=args.budget * full, tolerance=args.tolerance, settings=settings,
                         log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(f"table {args.table}: {len(table.curves)} configurations x {table.reports} reports, best "
+    print(f"table {args.table} (cost: {args.cost}): {len(table.curves)} configurations x {table.reports} reports, best "
           f"{table.best:.2f}, target {table.best - args.tolerance:.2f}; full grid {full:.0f} trial-s; budget "
           f"{args.budget * full:.0f} trial-s; cap {args.cap * full:.0f} trial-s; {args.repeats} seeds; TPE startup "
           f"{settings.startup_trials or 'Optuna default (10)'}, ASHA grace {settings.grace_period}, reduction "

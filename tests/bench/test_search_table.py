@@ -33,7 +33,8 @@ def _rows() -> list[dict]:
         q, cost = _quality(scale, lr, pooling, batch), 10.0 * batch / 16
         for i in range(3):  # three reports, rising towards q; later reports cost more
             rows.append({"scale": scale, "lr": lr, "pooling": pooling, "batch_size": batch, "step": 10 * (i + 1),
-                         "stsb_dev": round(q - 1.5 / (i + 1), 4), "seconds": 5.0 + cost * (i + 1)})
+                         "stsb_dev": round(q - 1.5 / (i + 1), 4), "cpu_seconds": 5.0 + cost * (i + 1),
+                         "seconds": 2 * (5.0 + cost * (i + 1))})  # wall: a loaded machine
     return rows
 
 
@@ -53,11 +54,12 @@ def table(table_path: Path):
 
 def test_the_table_round_trips_with_its_provenance(table_path: Path, table) -> None:
     text = table_path.read_text()
-    assert text.startswith("# made by: a test\nscale,lr,pooling,batch_size,step,stsb_dev,seconds\n")
+    assert text.startswith("# made by: a test\nscale,lr,pooling,batch_size,step,stsb_dev,seconds,cpu_seconds\n")
     assert text.count("scale,lr") == 1  # the header once, even after an append
     assert len(recorded_configs(table_path)) == 32 and table.is_complete() and table.reports == 3
     curve = table.curves[DEFAULTS]
-    assert curve.steps == (10, 20, 30) and curve.seconds == (15.0, 25.0, 35.0)
+    assert curve.steps == (10, 20, 30) and curve.seconds == (15.0, 25.0, 35.0)  # the CPU seconds by default
+    assert read_table(table_path, cost="seconds").curves[DEFAULTS].seconds == (30.0, 50.0, 70.0)
     assert table.best == pytest.approx(_quality(20.0, 5e-5, "mean", 32) - 0.5)
     assert table.values("lr") == [5e-6, 2e-5, 5e-5, 1e-4] and table.values("pooling") == ["cls", "mean"]
     sub = table.restricted("batch_size", ["16"])
@@ -74,8 +76,9 @@ def test_recording_appends_each_trial_and_resumes(tmp_path: Path, tiny_bert_dir:
     assert record(path, settings, grid, "a test", log=lambda m: None, limit=1) == 1
     first = read_table(path)
     assert list(first.curves) == [(5.0, 1e-4, "mean", 4)] and first.curves[(5.0, 1e-4, "mean", 4)].steps == (2, 4)
-    seconds = first.curves[(5.0, 1e-4, "mean", 4)].seconds
-    assert 0 < seconds[0] < seconds[1]
+    for cost in ("cpu_seconds", "seconds"):
+        seconds = read_table(path, cost).curves[(5.0, 1e-4, "mean", 4)].seconds
+        assert 0 < seconds[0] < seconds[1]
     assert record(path, settings, grid, "a test", log=lambda m: None) == 1  # only the missing point
     assert read_table(path).is_complete() and path.read_text().startswith("# made by: a test\n")
     assert "scale [5.0, 20.0]" in path.read_text()
