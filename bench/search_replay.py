@@ -54,6 +54,7 @@ class Strategy:
 STRATEGIES: tuple[Strategy, ...] = (
     Strategy("TPE + ASHA (defaults first)", "tpe", True, True),
     Strategy("TPE (defaults first)", "tpe", False, True),
+    Strategy("TPE + ASHA (no defaults)", "tpe", True),  # what the search adds beyond the paper's defaults
     Strategy("random + ASHA", "random", True),
     Strategy("random", "random", False),
     Strategy("grid", "grid", False),

@@ -16,7 +16,8 @@ from bench.search_summary import Summary, quartiles, ratio_to_reference, run_all
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BY_NAME = {s.name: s for s in STRATEGIES}
-TPE_ASHA, TPE, RANDOM_ASHA, RANDOM, GRID = (BY_NAME[s.name] for s in STRATEGIES)
+TPE_ASHA, TPE, RANDOM_ASHA, RANDOM, GRID = (BY_NAME[name] for name in (
+    "TPE + ASHA (defaults first)", "TPE (defaults first)", "random + ASHA", "random", "grid"))
 DEFAULTS = (20.0, 2e-5, "mean", 16)
 
 
@@ -109,6 +110,11 @@ def test_tpe_with_asha_starts_from_the_defaults_and_asha_stops_the_weaker_trials
     assert trace.stopped_early == sum(reports < 3 for _, reports in trace.runs)
     # the searcher told Optuna the stopped trials were PRUNED, the others COMPLETE
     assert trace.states == {"COMPLETE": trace.trials - trace.stopped_early, "PRUNED": trace.stopped_early}
+
+
+def test_without_defaults_tpe_starts_at_random(table) -> None:
+    firsts = {replay(table, BY_NAME["TPE + ASHA (no defaults)"], seed=s, cap_s=1.0).runs[0][0] for s in range(4)}
+    assert len(firsts) > 1  # seeded random startup trials, not the paper's point every time
 
 
 def test_without_asha_every_trial_runs_to_its_end_and_costs_its_recorded_seconds(table) -> None:
