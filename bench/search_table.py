@@ -70,7 +70,7 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                    "(default: CPU seconds, which the load of a shared machine disturbs far less than wall seconds)")
     p.add_argument("--concurrency", type=lambda t: [int(v) for v in t.split(",")], default=[1, 16])
     p.add_argument("--tolerance", type=float, default=0.2, help="the target: the table's best minus this")
-    p.add_argument("--budget", type=float, default=0.25,
+    p.add_argument("--budget", type=float, default=0.1,
                    help="the regret's budget as a share of the full grid's trial-seconds")
     p.add_argument("--cap", type=float, default=2.0, help="each replay stops after this share of the full grid's "
                    "trial-seconds (grid search: once the grid is done)")
