@@ -36,17 +36,18 @@ class Summary:
     reached: float  # share of seeds that reached the target within the cap
     regret: tuple[float, float, float]  # after the budget: q1, median, q3
     trials: float  # mean trials started
+    cap_s: float = math.inf  # the trial-seconds each replay was stopped at
 
 
 def summarise(strategy: Strategy, concurrency: int, traces: Sequence[Trace], table: GridTable, tolerance: float,
-              budget_s: float) -> Summary:
+              budget_s: float, cap_s: float = math.inf) -> Summary:
     target = table.best - tolerance
     to_target = [t.seconds_to(target) for t in traces]
     regret = [table.best - t.best_within(budget_s) for t in traces]
     return Summary(strategy.name, concurrency, quartiles(to_target),
                    quartiles([t.seconds_to(target, wall=True) for t in traces])[1],
                    float(np.mean([math.isfinite(v) for v in to_target])), quartiles(regret),
-                   float(np.mean([t.trials for t in traces])))
+                   float(np.mean([t.trials for t in traces])), cap_s)
 
 
 def run_all(table: GridTable, strategies: Sequence[Strategy], *, repeats: int, concurrencies: Sequence[int],
@@ -59,7 +60,7 @@ def run_all(table: GridTable, strategies: Sequence[Strategy], *, repeats: int, c
         for strategy in strategies:
             traces = [replay(table, strategy, seed, cap_s=cap_s, concurrency=concurrency, settings=settings,
                              space=space) for seed in range(repeats)]
-            summaries.append(summarise(strategy, concurrency, traces, table, tolerance, budget_s))
+            summaries.append(summarise(strategy, concurrency, traces, table, tolerance, budget_s, cap_s))
             log(f"{strategy.name} at concurrency {concurrency}: done")
     return summaries
 
@@ -72,6 +73,19 @@ def ratio_to_reference(summary: Summary, summaries: Sequence[Summary]) -> float:
     return summary.to_target[1] / ref.to_target[1]
 
 
+def ratio_text(summary: Summary, summaries: Sequence[Summary]) -> str:
+    """The ratio to random search; where random's median never reached the target within the cap, the bound
+    ``< own median / cap`` (random's median is beyond the cap)."""
+    ratio = ratio_to_reference(summary, summaries)
+    if math.isfinite(ratio):
+        return f"{ratio:.2f}x"
+    ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
+    own = summary.to_target[1]
+    if ref is not None and math.isinf(ref.to_target[1]) and math.isfinite(own) and math.isfinite(summary.cap_s):
+        return f"< {own / summary.cap_s:.2f}x (random: > cap)"
+    return "n/a"
+
+
 def _fmt(values: tuple[float, float, float]) -> str:
     q1, median, q3 = (f"{v:.0f}" if math.isfinite(v) else "inf" for v in values)
     return f"{median} [{q1}, {q3}]"
@@ -81,12 +95,11 @@ def table_rows(summaries: Sequence[Summary]) -> list[list[str]]:
     """One markdown row per summary."""
     rows = []
     for s in summaries:
-        ratio = ratio_to_reference(s, summaries)
         wall = f"{s.wall_to_target:.0f}" if math.isfinite(s.wall_to_target) else "inf"
         q1, median, q3 = s.regret
         rows.append([s.strategy, str(s.concurrency), _fmt(s.to_target), wall, f"{s.reached:.0%}",
                      f"{median:.2f} [{q1:.2f}, {q3:.2f}]", f"{s.trials:.1f}",
-                     f"{ratio:.2f}x" if math.isfinite(ratio) else "n/a"])
+                     ratio_text(s, summaries)])
     return rows
 
 

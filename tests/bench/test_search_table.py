@@ -12,7 +12,7 @@ import pytest
 
 from bench.search_grid import PARAMS, append_rows, read_table, recorded_configs
 from bench.search_replay import STRATEGIES, ReplaySpace, SearchSettings, replay
-from bench.search_summary import Summary, quartiles, ratio_to_reference, run_all
+from bench.search_summary import Summary, quartiles, ratio_text, ratio_to_reference, run_all
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BY_NAME = {s.name: s for s in STRATEGIES}
@@ -174,3 +174,7 @@ def test_summary_quartiles_and_the_ratio_to_random(table) -> None:
     assert all(0.0 <= s.reached <= 1.0 and s.regret[1] >= 0.0 for s in summaries)
     lone = Summary("x", 4, (1.0, 2.0, 3.0), 1.0, 1.0, (0.0, 0.0, 0.0), 1.0)
     assert math.isnan(ratio_to_reference(lone, summaries))  # no random search at that concurrency
+    slow_random = Summary("random", 2, (5.0, math.inf, math.inf), math.inf, 0.4, (0.0, 0.0, 0.0), 1.0, 100.0)
+    fast = Summary("x", 2, (1.0, 20.0, 30.0), 20.0, 1.0, (0.0, 0.0, 0.0), 1.0, 100.0)
+    assert ratio_text(fast, [slow_random, fast]) == "< 0.20x (random: > cap)"  # a bound: random's median > cap
+    assert ratio_text(random, summaries) == "1.00x"
