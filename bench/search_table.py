@@ -7,8 +7,8 @@ ASHA rungs, TPE alone, random search with and without ASHA, and grid search agai
 (:mod:`bench.search_replay`), and prints the trial-seconds each needed to come within 0.2 of the table's best
 and its regret after a fixed budget, with the ratio to random search measured in the same run.
 
-    python -m bench.search_table record [--steps 200 --reports 4 --train-pairs 2000 --dev-pairs 500] [--limit N]
-    python -m bench.search_table replay [--table bench/data/cosent_grid.csv] [--repeats 30] [--trials 48]
+    python -m bench.search_table record [--limit N]   # resumes the table in the repository with its settings
+    python -m bench.search_table replay [--only pooling=mean] [--repeats 30] [--concurrency 1,16] [--grace-period 2]
 """
 
 from __future__ import annotations
