@@ -1,0 +1,266 @@
+"""Replay the platform's searcher and scheduler against a recorded table (:mod:`bench.search_grid`).
+
+No training and no Ray cluster: the table is the objective and each report's recorded seconds its cost. The
+searcher is the sweep's own :class:`~sentsweep.platform.search.PruningAwareOptunaSearch` (Ray's ``OptunaSearch``),
+for TPE built by :func:`~sentsweep.platform.search.build_searcher` itself (seeded multivariate TPE, constant liar, the
+sweep's ``startup_trials``, the paper's defaults first), for the baselines with Optuna's ``RandomSampler`` or
+``GridSampler``. The scheduler is the sweep's own (:func:`~sentsweep.platform.search.build_scheduler`: Ray's ASHA
+with the sweep's grace period and reduction factor, or FIFO), driven as Tune's controller drives it: each report
+goes to the scheduler, then (unless it said STOP) to the searcher; a stopped or finished trial is completed on
+both with its last result; a finished trial makes the final report ``run_trial`` makes (the best dev value,
+``final: 1.0``) after its last evaluation.
+
+Trials run ``concurrency`` at a time in event time: a trial started at ``t`` makes report ``i`` at
+``t + seconds[i]``; a free slot asks the searcher for the next trial at once, so with concurrency > 1 the searcher
+suggests while other trials are running (the constant liar). A continuous suggestion is snapped to the nearest
+grid value (on a log scale where the space is log-uniform); categorical choices are restricted to the table's.
+The incumbent is the best dev value any report has shown so far (the loop keeps each trial's best weights).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
+from ray.tune.schedulers import TrialScheduler
+
+from bench.search_grid import PARAMS, Config, Curve, GridTable, config_of
+from sentsweep.platform.config import SchedulerConfig, SweepConfig
+from sentsweep.platform.search import PruningAwareOptunaSearch, build_scheduler, build_searcher
+from sentsweep.search_spaces.cosent import COSENT_SPACE
+
+METRIC = "stsb_dev"
+ITERATION = "training_iteration"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A search strategy: the sampler, whether ASHA stops trials, whether the paper's defaults go first."""
+
+    name: str
+    sampler: str  # "tpe", "random" or "grid"
+    asha: bool
+    defaults_first: bool = False
+
+
+STRATEGIES: tuple[Strategy, ...] = (
+    Strategy("TPE + ASHA (defaults first)", "tpe", True, True),
+    Strategy("TPE (defaults first)", "tpe", False, True),
+    Strategy("TPE + ASHA (no defaults)", "tpe", True),  # what the search adds beyond the paper's defaults
+    Strategy("random + ASHA", "random", True),
+    Strategy("random", "random", False),
+    Strategy("grid", "grid", False),
+)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The sweep settings the replay uses (defaults: :class:`SweepConfig`'s, i.e. the platform's)."""
+
+    startup_trials: int | None = SweepConfig.model_fields["startup_trials"].default
+    grace_period: int = SchedulerConfig.model_fields["grace_period"].default
+    reduction_factor: float = SchedulerConfig.model_fields["reduction_factor"].default
+
+    def sweep_config(self, seed: int, asha: bool) -> SweepConfig:
+        scheduler = SchedulerConfig(type="asha" if asha else "fifo", grace_period=self.grace_period,
+                                    reduction_factor=self.reduction_factor)
+        return SweepConfig(name="replay", method="cosent", seed=seed, startup_trials=self.startup_trials,
+                           scheduler=scheduler)
+
+
+def space_distributions(define_by_run: Callable[[optuna.Trial], Any]) -> dict[str, BaseDistribution]:
+    """The distributions a define-by-run space suggests (read by running it once on a throwaway study)."""
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    trial = study.ask()
+    define_by_run(trial)
+    return dict(trial.distributions)
+
+
+@dataclass
+class ReplaySpace:
+    """The sweep's space (``cosent``) cut down to the table: its ranges for the continuous settings, its choices
+    that the table recorded for the categorical ones, the settings the table fixed (warmup) left out."""
+
+    table: GridTable
+    distributions: dict[str, BaseDistribution] = field(init=False)
+
+    def __post_init__(self) -> None:
+        real = space_distributions(COSENT_SPACE.define_by_run)
+        self.distributions = {}
+        for name in PARAMS:
+            dist, values = real[name], self.table.values(name)
+            if isinstance(dist, CategoricalDistribution):
+                self.distributions[name] = CategoricalDistribution([c for c in dist.choices if c in values])
+            elif isinstance(dist, FloatDistribution):
+                outside = [v for v in values if not dist.low <= v <= dist.high]
+                if outside:
+                    raise ValueError(f"grid values {outside} of '{name}' lie outside the space's range")
+                self.distributions[name] = dist
+            else:
+                raise ValueError(f"'{name}': the replay snaps floats and categoricals only, not {dist}")
+
+    def define_by_run(self, trial: optuna.Trial) -> None:
+        for name, dist in self.distributions.items():
+            if isinstance(dist, CategoricalDistribution):
+                trial.suggest_categorical(name, list(dist.choices))
+            else:
+                trial.suggest_float(name, dist.low, dist.high, log=dist.log)
+
+    def first_point(self) -> dict[str, Any]:
+        """The space's first point (the paper's setting) on the table's settings."""
+        return {name: COSENT_SPACE.first_point[name] for name in PARAMS}
+
+    def snap(self, params: dict[str, Any]) -> Config:
+        """The grid point nearest a suggestion (log distance where the space is log-uniform)."""
+        snapped = {}
+        for name in PARAMS:
+            value, dist = params[name], self.distributions[name]
+            if isinstance(dist, CategoricalDistribution):
+                snapped[name] = value
+                continue
+            scale: Callable[[float], float] = math.log if getattr(dist, "log", False) else float
+            snapped[name] = min(self.table.values(name), key=lambda v: abs(scale(v) - scale(float(value))))
+        return config_of(snapped)
+
+    def grid(self) -> dict[str, list[Any]]:
+        return {name: self.table.values(name) for name in PARAMS}
+
+
+def make_searcher(strategy: Strategy, space: ReplaySpace, config: SweepConfig) -> PruningAwareOptunaSearch:
+    """The sweep's searcher for ``strategy`` (TPE: :func:`build_searcher` itself)."""
+    if strategy.sampler == "tpe":
+        points = [space.first_point()] if strategy.defaults_first else []
+        return build_searcher(config, space.define_by_run, points)
+    if strategy.sampler == "random":
+        sampler: optuna.samplers.BaseSampler = optuna.samplers.RandomSampler(seed=config.seed)
+    else:
+        sampler = optuna.samplers.GridSampler(space.grid(), seed=config.seed)
+    return PruningAwareOptunaSearch(space.define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
+                                    study_name=config.name)
+
+
+@dataclass(frozen=True)
+class TrialHandle:
+    """What Ray's ASHA reads of a trial: its id."""
+
+    trial_id: str
+
+
+@dataclass
+class Trace:
+    """One replay: after each report, the trial-seconds spent, the wall seconds and the incumbent."""
+
+    spent: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    incumbent: list[float] = field(default_factory=list)
+    trials: int = 0
+    stopped_early: int = 0
+    #: Per trial, in launch order: its grid point and the reports it made before it finished or was stopped.
+    runs: list[tuple[Config, int]] = field(default_factory=list)
+    #: How the searcher told Optuna each trial ended (state name -> count).
+    states: dict[str, int] = field(default_factory=dict)
+
+    def seconds_to(self, target: float, wall: bool = False) -> float:
+        """Trial-seconds (or wall seconds) at the first report that reached ``target``; inf when none did."""
+        for spent, elapsed, best in zip(self.spent, self.wall, self.incumbent, strict=True):
+            if best >= target:
+                return elapsed if wall else spent
+        return math.inf
+
+    def best_within(self, budget: float) -> float:
+        """The incumbent once ``budget`` trial-seconds were spent (-inf before any report)."""
+        best = -math.inf
+        for spent, value in zip(self.spent, self.incumbent, strict=True):
+            if spent > budget:
+                break
+            best = value
+        return best
+
+
+@dataclass
+class _Running:
+    handle: TrialHandle
+    curve: Curve
+    start: float
+
+
+def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, concurrency: int = 1,
+           settings: SearchSettings = SearchSettings(), space: ReplaySpace | None = None) -> Trace:
+    """One replay of ``strategy`` (seed ``seed``) until ``cap_s`` trial-seconds are spent (grid: or the grid is
+    done), ``concurrency`` trials at a time."""
+    space = space or ReplaySpace(table)
+    config = settings.sweep_config(seed, strategy.asha)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        searcher = make_searcher(strategy, space, config)
+    scheduler = build_scheduler(config)
+    scheduler.set_search_properties(config.metric, config.mode)
+    max_trials = len(table.curves) if strategy.sampler == "grid" else None
+    np.random.seed(seed)  # Ray's ASHA picks a bracket with NumPy's global generator
+    trace, events, running = Trace(), [], {}
+    finished_seconds, now, counter = 0.0, 0.0, itertools.count()
+
+    def spent_at(t: float) -> float:
+        return finished_seconds + sum(t - r.start for r in running.values())
+
+    def launch() -> None:
+        trial_id = f"t{trace.trials:05d}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            params = searcher.suggest(trial_id)
+        curve = table.curves[space.snap(params)]
+        handle = TrialHandle(trial_id)
+        scheduler.on_trial_add(None, handle)
+        running[trial_id] = _Running(handle, curve, now)
+        trace.runs.append((curve.config, 0))
+        heapq.heappush(events, (now + curve.seconds[0], next(counter), trial_id, 0))
+        trace.trials += 1
+
+    def finish(trial_id: str, result: dict[str, Any], at: float) -> None:
+        nonlocal finished_seconds
+        run = running.pop(trial_id)
+        trace.runs[int(trial_id[1:])] = (run.curve.config, int(result[ITERATION]) - int("final" in result))
+        scheduler.on_trial_complete(None, run.handle, result)
+        try:
+            searcher.on_trial_complete(trial_id, result)
+        except RuntimeError:  # GridSampler calls Study.stop() once the grid is done, which only optimize() allows
+            if strategy.sampler != "grid":
+                raise
+        finished_seconds += at - run.start
+
+    while True:
+        while (len(running) < concurrency and spent_at(now) < cap_s
+               and (max_trials is None or trace.trials < max_trials)):
+            launch()
+        if not events:
+            for frozen in searcher.study.get_trials(deepcopy=False):
+                trace.states[frozen.state.name] = trace.states.get(frozen.state.name, 0) + 1
+            return trace
+        now, _, trial_id, index = heapq.heappop(events)
+        run = running[trial_id]
+        value = run.curve.values[index]
+        result = {METRIC: value, ITERATION: index + 1, "step": run.curve.steps[index]}
+        best = max(trace.incumbent[-1] if trace.incumbent else -math.inf, value)
+        trace.spent.append(spent_at(now))
+        trace.wall.append(now)
+        trace.incumbent.append(best)
+        if scheduler.on_trial_result(None, run.handle, result) == TrialScheduler.STOP:
+            trace.stopped_early += 1
+            finish(trial_id, result, now)
+            continue
+        searcher.on_trial_result(trial_id, result)
+        if index + 1 < len(run.curve.values):
+            heapq.heappush(events, (run.start + run.curve.seconds[index + 1], next(counter), trial_id, index + 1))
+            continue
+        final = {METRIC: run.curve.best, ITERATION: index + 2, "final": 1.0, "step": run.curve.steps[index]}
+        scheduler.on_trial_result(None, run.handle, final)  # FinalAwareASHA: always CONTINUE
+        searcher.on_trial_result(trial_id, final)
+        finish(trial_id, final, now)
