@@ -99,19 +99,20 @@ TRIVIAL_SPACE = SearchSpaceSpec("scale-trivial", TRIVIAL.name, COSENT_SPACE.defi
 
 class SuggestClock:
     """Times every suggestion of the sweep's searcher (``PruningAwareOptunaSearch.suggest``, wrapped in this
-    process only) and notes how many trials had finished (COMPLETE or PRUNED: what TPE's startup counts) and
-    whether TPE's multivariate model made it (Optuna keeps a model-made suggestion's parameters in the trial's
-    system attributes under ``tpe:relative_params``; a random one has none, an enqueued first point is fixed)."""
+    process while the block runs) and notes how many trials had finished (COMPLETE or PRUNED: what TPE's start-up
+    counts) and who made it: ``tpe`` (TPE's model: :func:`~sentsweep.platform.search.made_by_model`), ``random``
+    (its start-up) or ``fixed`` (an enqueued first point)."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
+        self._original: Any = None
 
-    def install(self) -> None:
+    def __enter__(self) -> SuggestClock:
         from optuna.trial import TrialState
 
         from sentsweep.platform.search import PruningAwareOptunaSearch, made_by_model
 
-        original = PruningAwareOptunaSearch.suggest
+        original = self._original = PruningAwareOptunaSearch.suggest
         calls = self.calls
 
         def suggest(searcher: PruningAwareOptunaSearch, trial_id: str) -> Any:
@@ -129,6 +130,12 @@ class SuggestClock:
             return config
 
         PruningAwareOptunaSearch.suggest = suggest  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from sentsweep.platform.search import PruningAwareOptunaSearch
+
+        PruningAwareOptunaSearch.suggest = self._original  # type: ignore[method-assign]
 
 
 def bare_trial_seconds(raw: dict[str, Any], repeats: int = 5) -> float:
@@ -153,10 +160,9 @@ def main() -> None:
     from sentsweep.platform.sweep import run_sweep
 
     config = SweepConfig.model_validate(yaml.safe_load(args.config.read_text()))
-    clock = SuggestClock()
-    clock.install()
-    outcome = run_sweep(config, trainable=TRIVIAL_TRAINABLE, space=TRIVIAL_SPACE, address=args.address,
-                        finalize=False, echo=lambda line: print(line, flush=True))
+    with SuggestClock() as clock:
+        outcome = run_sweep(config, trainable=TRIVIAL_TRAINABLE, space=TRIVIAL_SPACE, address=args.address,
+                            finalize=False, echo=lambda line: print(line, flush=True))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result = {
         "wall_s": outcome.wall_seconds, "fit_started": outcome.fit_started, "counts": outcome.counts,
@@ -165,7 +171,6 @@ def main() -> None:
         "cpu_s": usage.ru_utime + usage.ru_stime, "suggestions": clock.calls,
         "bare_trial_s": bare_trial_seconds({**config.fixed, "metric": config.metric, "mode": config.mode,
                                             **COSENT_SPACE.first_point}),
-        "ended": time.time(),
     }
     args.result.write_text(json.dumps(result))
 
