@@ -105,6 +105,7 @@ class SuggestClock:
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.at_first: dict[str, float] = {}  # the driver's CPU seconds and RSS at the first suggestion
         self._original: Any = None
 
     def __enter__(self) -> SuggestClock:
@@ -113,9 +114,11 @@ class SuggestClock:
         from sentsweep.platform.search import PruningAwareOptunaSearch, made_by_model
 
         original = self._original = PruningAwareOptunaSearch.suggest
-        calls = self.calls
+        calls, at_first = self.calls, self.at_first
 
         def suggest(searcher: PruningAwareOptunaSearch, trial_id: str) -> Any:
+            if not at_first:
+                at_first.update(cpu_s=cpu_seconds(), rss_mib=rss_mib())
             study = searcher.study
             finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
             begin = time.perf_counter()
@@ -136,6 +139,19 @@ class SuggestClock:
         from sentsweep.platform.search import PruningAwareOptunaSearch
 
         PruningAwareOptunaSearch.suggest = self._original  # type: ignore[method-assign]
+
+
+def cpu_seconds() -> float:
+    """This process's CPU seconds so far (user and system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def rss_mib() -> float:
+    """This process's resident set size now, in MiB."""
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
 
 
 def bare_trial_seconds(raw: dict[str, Any], repeats: int = 5) -> float:
@@ -163,12 +179,11 @@ def main() -> None:
     with SuggestClock() as clock:
         outcome = run_sweep(config, trainable=TRIVIAL_TRAINABLE, space=TRIVIAL_SPACE, address=args.address,
                             finalize=False, echo=lambda line: print(line, flush=True))
-    usage = resource.getrusage(resource.RUSAGE_SELF)
     result = {
         "wall_s": outcome.wall_seconds, "fit_started": outcome.fit_started, "counts": outcome.counts,
         "sweep_uri": outcome.sweep_dir, "experiment_id": outcome.experiment_id,
         "parent_run_id": outcome.parent_run_id, "peak_rss_mib": peak_rss_mib(),
-        "cpu_s": usage.ru_utime + usage.ru_stime, "suggestions": clock.calls,
+        "cpu_s": cpu_seconds(), "at_first_suggestion": clock.at_first, "suggestions": clock.calls,
         "bare_trial_s": bare_trial_seconds({**config.fixed, "metric": config.metric, "mode": config.mode,
                                             **COSENT_SPACE.first_point}),
     }

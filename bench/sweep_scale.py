@@ -22,6 +22,7 @@ timed at the server's front door. Printed, for both sweeps and as a ratio of thi
   made (:func:`sentsweep.platform.search.build_sampler` documents the choice).
 
     python -m bench.sweep_scale --trials 500 --concurrent 16                  # reference: 100 trials
+    python -m bench.sweep_scale --trials 500 --concurrent 16 --max-minutes 35 # else 250 trials, said so
     python -m bench.sweep_scale --trials 24 --concurrent 4 --reference 8     # a quick check
 """
 
@@ -163,7 +164,9 @@ def figures(trials: int, result: dict[str, Any], requests: list[Request], spans:
                        None)
     return {
         "trials": trials, "counts": result["counts"], "wall_s": result["wall_s"],
-        "rss_mib": result["peak_rss_mib"], "cpu_per_trial": result["cpu_s"] / trials,
+        "rss_mib": result["peak_rss_mib"], "rss_first_mib": result["at_first_suggestion"]["rss_mib"],
+        "cpu_per_trial": (result["cpu_s"] - result["at_first_suggestion"]["cpu_s"]) / trials,
+        "cpu_before_s": result["at_first_suggestion"]["cpu_s"],
         "experiment_state": experiment, "searcher_state": searcher, "folder": sizes["*"],
         "wall_per_trial": result["wall_s"] / trials,
         "steady_per_trial": (result["wall_s"] - (spans[0][0] - result["fit_started"])) / trials if spans else math.nan,
@@ -202,8 +205,13 @@ def run_sweeps(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"stack up: Ray {stack.ray.address} (head + {WORKERS} workers x {cpus} CPUs, {GPUS_PER_WORKER} "
                   f"logical GPUs), MLflow {stack.mlflow.uri} on PostgreSQL ({args.mlflow_workers} workers) through "
                   f"{proxy.uri}, storage {storage}", flush=True)
-            out = []
+            out: list[dict[str, Any]] = []
             for trials in (args.reference, args.trials):
+                if out and args.max_minutes and out[0]["wall_per_trial"] * trials > args.max_minutes * 60:
+                    print(f"{trials} trials would take ~{out[0]['wall_per_trial'] * trials / 60:.0f} min at the "
+                          f"reference's {out[0]['wall_per_trial']:.1f} s per trial, over --max-minutes "
+                          f"{args.max_minutes:g}: measuring {args.fallback} trials instead", flush=True)
+                    trials = args.fallback
                 config = sweep_yaml(root, stack, proxy, args, trials, storage)
                 started = time.time()
                 result = run_driver(config, stack, env, args.timeout)
@@ -224,7 +232,12 @@ def report(reference: dict[str, Any], this: dict[str, Any], args: argparse.Names
     n, r = this["trials"], reference["trials"]
     rows = [
         ["driver peak RSS (MiB)", reference["rss_mib"], this["rss_mib"]],
-        ["driver CPU seconds per trial", reference["cpu_per_trial"], this["cpu_per_trial"]],
+        ["  RSS at the first suggestion (MiB)", reference["rss_first_mib"], this["rss_first_mib"]],
+        ["  growth per trial after it (KiB)", (reference["rss_mib"] - reference["rss_first_mib"]) * 1024 / r,
+         (this["rss_mib"] - this["rss_first_mib"]) * 1024 / n],
+        ["driver CPU seconds per trial, from the first suggestion on", reference["cpu_per_trial"],
+         this["cpu_per_trial"]],
+        ["  before it (start-up: imports, MLflow parent run, Ray)", reference["cpu_before_s"], this["cpu_before_s"]],
         ["experiment_state-*.json (bytes)", reference["experiment_state"], this["experiment_state"]],
         ["  per trial", reference["experiment_state"] / r, this["experiment_state"] / n],
         ["searcher state: searcher-state-*.pkl + optuna_study.json (bytes)", reference["searcher_state"],
@@ -282,6 +295,9 @@ def main() -> None:
     parser.add_argument("--storage", choices=("s3", "local"), default="s3")
     parser.add_argument("--mlflow-workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per sweep")
+    parser.add_argument("--max-minutes", type=float, default=None, help="when --trials would take longer (at the "
+                        "reference's wall per trial), measure --fallback trials instead, and say so")
+    parser.add_argument("--fallback", type=int, default=250)
     args = parser.parse_args()
     args.reference = args.reference or max(1, args.trials // 5)
     reference, this = run_sweeps(args)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -71,6 +72,11 @@ class CountingProxy:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # sixteen trials and a driver connecting at once
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a trial's process ending with its keep-alive connection open) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler(proxy: CountingProxy) -> type[BaseHTTPRequestHandler]:
