@@ -207,9 +207,10 @@ def run_sweeps(args: argparse.Namespace) -> list[dict[str, Any]]:
                   f"{proxy.uri}, storage {storage}", flush=True)
             out: list[dict[str, Any]] = []
             for trials in (args.reference, args.trials):
-                if out and args.max_minutes and out[0]["wall_per_trial"] * trials > args.max_minutes * 60:
-                    print(f"{trials} trials would take ~{out[0]['wall_per_trial'] * trials / 60:.0f} min at the "
-                          f"reference's {out[0]['wall_per_trial']:.1f} s per trial, over --max-minutes "
+                projected = out[0]["startup_s"] + out[0]["steady_per_trial"] * trials if out else 0.0
+                if args.max_minutes and projected > args.max_minutes * 60:
+                    print(f"{trials} trials would take ~{projected / 60:.0f} min (the reference's start-up and "
+                          f"{out[0]['steady_per_trial']:.2f} s per trial after it), over --max-minutes "
                           f"{args.max_minutes:g}: measuring {args.fallback} trials instead", flush=True)
                     trials = args.fallback
                 config = sweep_yaml(root, stack, proxy, args, trials, storage)
