@@ -220,7 +220,8 @@ def run_sweeps(args: argparse.Namespace) -> list[dict[str, Any]]:
                 spans = trial_spans(stack, result["experiment_id"], result["parent_run_id"])
                 sizes = folder_bytes(result["sweep_uri"], stack.s3.endpoint_url if stack.s3 else None)
                 row = figures(trials, result, requests, spans, sizes)
-                print(f"{trials} trials done in {row['wall_s']:.0f} s: {row['counts']}; {load_note()}", flush=True)
+                print(f"{trials} trials done in {row['wall_s']:.0f} s: {row['counts']}; {load_note()}\n"
+                      f"{json.dumps(row, default=float)}", flush=True)  # kept should a later sweep not end
                 out.append(row)
             return out
 
