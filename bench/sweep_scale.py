@@ -23,7 +23,7 @@ timed at the server's front door. Printed, for both sweeps and as a ratio of thi
 
     python -m bench.sweep_scale --trials 500 --concurrent 16                  # reference: 100 trials
     python -m bench.sweep_scale --trials 500 --concurrent 16 --max-minutes 35 # else 250 trials, said so
-    python -m bench.sweep_scale --trials 24 --concurrent 4 --reference 8     # a quick check
+    python -m bench.sweep_scale --trials 40 --concurrent 4 --reference 10    # a quick check
 """
 
 from __future__ import annotations
