@@ -18,12 +18,14 @@ optimisation-history plot on its scale.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import optuna
+from optuna.samplers._tpe.sampler import _RELATIVE_PARAMS_KEY
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
@@ -131,19 +133,55 @@ class FinalAwareASHA(ASHAScheduler):
         return super().on_trial_result(tune_controller, trial, evaluation_result(result))
 
 
+#: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
+OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
+
+
+def build_sampler(config: SweepConfig) -> optuna.samplers.TPESampler:
+    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` (default
+    :data:`OPTUNA_STARTUP_TRIALS`) *finished* trials, whatever the concurrency.
+
+    The choice under concurrency: Optuna's start-up counts finished trials (COMPLETE or PRUNED), not suggestions,
+    and it stays so. A running trial is no observation: constant liar only keeps later suggestions away from it.
+    So with ``max_concurrent_trials`` c, the first c suggestions are all random (no trial has finished when they
+    are made), and TPE makes its first suggestion once ``startup_trials`` trials have finished: up to
+    ``startup_trials + c - 1`` searched suggestions are random (:func:`random_suggestions`), 25 of a 500-trial
+    sweep at the default and 16 concurrent. Counting suggestions instead (a start-up lowered by
+    c - 1) would have TPE split one or two observations into its good and bad groups among up to c - 1 lies, i.e.
+    exploit at random; a sweep that wants TPE sooner lowers ``startup_trials`` itself, knowing that."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+        return optuna.samplers.TPESampler(seed=config.seed, multivariate=True, constant_liar=True,
+                                          n_startup_trials=startup)
+
+
+def random_suggestions(config: SweepConfig) -> tuple[int, int]:
+    """The fewest and the most searched suggestions of a sweep that are random before TPE models the space
+    (:func:`build_sampler`), capped at ``num_samples``; the space's first points come on top, as given.
+
+    The first ``max_concurrent_trials`` suggestions are made together (Tune fills every free slot at the start),
+    so the fewest is the larger of the start-up and the concurrency, reached when the first trials end together;
+    the most, ``startup + concurrency - 1``, when they end one at a time, each freeing the slot of the next."""
+    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+    concurrency = config.max_concurrent_trials or config.num_samples
+    return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
+
+
+def made_by_model(trial: FrozenTrial) -> bool:
+    """Whether TPE's multivariate model made ``trial``'s parameters (not its random start-up, nor a fixed point):
+    Optuna keeps a model-made suggestion in the trial's system attributes, for constant liar."""
+    return any(key.startswith(_RELATIVE_PARAMS_KEY) for key in trial.system_attrs)
+
+
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
                    points: list[dict[str, Any]] | None, *, history: Sequence[FrozenTrial] = (),
                    mirror: StudyMirror | None = None) -> PruningAwareOptunaSearch:
-    """Seeded TPE (multivariate, constant liar) over a define-by-run space; ``points`` go first, in order
+    """Seeded TPE (:func:`build_sampler`) over a define-by-run space; ``points`` go first, in order
     (the paper's setting, then any preset points of the space), except those ``history`` (an earlier sweep's
     trials: :mod:`.warm_start`) holds already; the study starts with ``history``; finished trials are copied
     to ``mirror``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler_args: dict[str, Any] = {"seed": config.seed, "multivariate": True, "constant_liar": True}
-        if config.startup_trials is not None:
-            sampler_args["n_startup_trials"] = config.startup_trials
-        sampler = optuna.samplers.TPESampler(**sampler_args)
+    sampler = build_sampler(config)
     first = unseen_points([p for p in points or [] if p], history)
     searcher = PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
                                         points_to_evaluate=first or None, study_name=config.name)

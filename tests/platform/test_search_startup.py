@@ -1,0 +1,82 @@
+"""TPE's start-up under concurrency (sentsweep.platform.search.build_sampler): it counts finished trials, so the
+first ``max_concurrent_trials`` suggestions are random and TPE begins once ``startup_trials`` trials have finished,
+running ones (constant liar) or not. Real Optuna, no Ray."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.search import OPTUNA_STARTUP_TRIALS, build_sampler, made_by_model, random_suggestions
+
+
+def _space(trial: optuna.Trial) -> float:
+    x = trial.suggest_float("x", 0.0, 1.0)
+    pooling = trial.suggest_categorical("pooling", ["mean", "cls"])
+    return x + (0.5 if pooling == "mean" else 0.0)
+
+
+def _config(concurrent: int, startup: int | None = 3, samples: int = 40) -> SweepConfig:
+    return SweepConfig(name="s", method="toy", seed=7, metric="score", num_samples=samples,
+                       max_concurrent_trials=concurrent, startup_trials=startup)
+
+
+def _study(config: SweepConfig) -> optuna.Study:
+    return optuna.create_study(direction="maximize", sampler=build_sampler(config))
+
+
+def _ask(study: optuna.Study) -> tuple[optuna.Trial, float, bool]:
+    """A suggestion, its objective value, and whether TPE's model made it."""
+    trial = study.ask()
+    value = _space(trial)
+    return trial, value, made_by_model(study._storage.get_trial(trial._trial_id))
+
+
+def _random_before_model(config: SweepConfig, *, at_once: bool) -> int:
+    """Suggestions made before TPE's first model-made one: ``max_concurrent_trials`` asked at the start (as Tune
+    fills its free slots), then one each time the oldest running trial ends or, ``at_once``, every running one."""
+    study, running, made = _study(config), deque(), 0
+    asks = config.max_concurrent_trials
+    while True:
+        for _ in range(asks):
+            trial, value, by_model = _ask(study)
+            if by_model:
+                return made
+            made += 1
+            running.append((trial, value))
+        for _ in range(len(running) if at_once else 1):
+            study.tell(*running.popleft())
+        asks = 1
+
+
+def test_no_suggestion_is_the_model_s_before_startup_trials_have_finished_whatever_is_running() -> None:
+    config = _config(concurrent=4, startup=3)
+    study = _study(config)
+    asked = [_ask(study) for _ in range(4)]  # four running, none finished
+    assert [by_model for _, _, by_model in asked] == [False] * 4
+    study.tell(asked[0][0], asked[0][1])
+    study.tell(asked[1][0], state=TrialState.PRUNED)  # a pruned trial counts as finished too
+    assert not _ask(study)[2]  # two finished: still random
+    study.tell(asked[2][0], asked[2][1])
+    assert _ask(study)[2]  # three finished, three running (lies): TPE's model
+
+
+@pytest.mark.parametrize(("concurrent", "startup"), [(4, 3), (16, None), (2, 3), (1, 5)])
+def test_the_random_phase_under_concurrency_is_what_random_suggestions_says(concurrent: int,
+                                                                           startup: int | None) -> None:
+    config = _config(concurrent, startup)
+    fewest, most = random_suggestions(config)
+    assert _random_before_model(config, at_once=False) == most
+    assert _random_before_model(config, at_once=True) == fewest
+    assert most == (startup or OPTUNA_STARTUP_TRIALS) + concurrent - 1
+
+
+def test_the_default_start_up_is_optuna_s_and_the_phase_is_capped_by_the_sweep() -> None:
+    assert OPTUNA_STARTUP_TRIALS == optuna.samplers.TPESampler()._n_startup_trials == 10
+    assert random_suggestions(_config(16, None, samples=500)) == (16, 25)
+    assert random_suggestions(_config(16, None, samples=20)) == (16, 20)
+    assert random_suggestions(_config(2, 3, samples=8)) == (3, 4)
