@@ -100,7 +100,7 @@ def test_the_replay_space_is_the_sweeps_cut_to_the_table(table) -> None:
 
 
 def test_tpe_with_asha_starts_from_the_defaults_and_asha_stops_the_weaker_trials(table) -> None:
-    trace = replay(table, TPE_ASHA, seed=0, cap_s=400.0)
+    trace = replay(table, TPE_ASHA, seed=0, cap_s=400.0, settings=SearchSettings(grace_period=1))
     assert trace.runs[0] == (DEFAULTS, 3)  # the paper's defaults first, run to the end (the first at every rung)
     defaults_first_report = table.curves[DEFAULTS].values[0]
     # Ray's ASHA (grace 1, reduction 2): a trial below the first rung's median stops after its first report
