@@ -6,7 +6,9 @@
   pruned, infeasible, failed); trials without any value sit on a "no value" line below the metric's axis;
 - ``param_importances``: fANOVA importance of the searched parameters, titled with the number of finished,
   feasible trials it rests on;
-- ``optimization_history``: Optuna's own, from the study.
+- ``optimization_history``: Optuna's own, from the study;
+- ``pareto_front`` (multi-objective sweeps, :mod:`.pareto_front`): the finished trials on the first two objectives,
+  the Pareto front highlighted and connected.
 
 The trials come from Tune's results (:func:`trial_records`: the reports' steps and values, how each trial ended),
 the importance and the history from the study (as the searcher saved it, :mod:`.study_json`). Everything is drawn
@@ -30,6 +32,8 @@ from sentsweep.platform.search import is_final
 if TYPE_CHECKING:
     import optuna
     from ray.tune import ResultGrid
+
+    from sentsweep.platform.objectives import Objective
 
 Status = Literal["finished", "pruned", "infeasible", "failed"]
 #: Colour of each way a trial ends, the same in every plot.
@@ -311,3 +315,36 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
         written += more
         skipped.update(why)
     return written, skipped
+
+
+def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
+                name: str = "pareto_front") -> list[Path]:
+    """The finished trials (``rows``: :func:`~sentsweep.platform.pareto_front.front_rows`, with ``on_front``) on the
+    second objective (x) against the first (y); the front highlighted, labelled with its trial ids and, for two
+    objectives, connected in order of x. With three or more, the front is over all of them and the title says that
+    only the first two are drawn."""
+    plt = _pyplot()
+    first, second = objectives[0], objectives[1]
+    front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
+    rest = [r for r in rows if not r.get("on_front")]
+    figure, ax = plt.subplots(figsize=(8, 5.5))
+    ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
+               label=f"finished trial, dominated ({len(rest)})", zorder=2)
+    if len(objectives) == 2 and len(front) > 1:
+        ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
+                linestyle="--", alpha=0.8, zorder=3)
+    ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
+               edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)})", zorder=4)
+    for r in front:
+        ax.annotate(str(r["trial_id"]).rsplit("_", 1)[-1], (r[second.metric], r[first.metric]), xytext=(5, 4),
+                    textcoords="offset points", fontsize=7)
+    ax.set_xlabel(second.label)
+    ax.set_ylabel(first.label)
+    title = f"Pareto front of {len(rows)} finished trials"
+    if len(objectives) > 2:
+        title += (f"\n(front over all {len(objectives)} objectives: "
+                  f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, framealpha=0.9, loc="best", title="trial ids: last part", title_fontsize=7)
+    return save_plot(figure, rows, out_dir, name)
