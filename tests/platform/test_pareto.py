@@ -28,7 +28,7 @@ def test_front_of_a_quality_cost_trade_off():
     # 2 is beaten by 0; 3 by 1 (same quality, dearer); 0 and 5 tie: both on the front
     assert pareto_front(points, ["max", "min"]) == [0, 1, 4, 5]
     assert pareto_front(points, ["min", "max"]) == [2, 3, 4]  # 0 and 5 lose to 2, 1 to 3
-    assert pareto_front(points, ["max", "max"]) == [1, 3] and pareto_front([], ["max", "min"]) == []
+    assert pareto_front(points, ["max", "max"]) == [3] and pareto_front([], ["max", "min"]) == []
 
 
 def test_a_point_with_nan_is_neither_on_the_front_nor_dominating():
