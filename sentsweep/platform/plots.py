@@ -334,7 +334,8 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
         ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
                 linestyle="--", alpha=0.8, zorder=3)
     ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
-               edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)})", zorder=4)
+               edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial id's last part)",
+               zorder=4)
     for r in front:
         ax.annotate(str(r["trial_id"]).rsplit("_", 1)[-1], (r[second.metric], r[first.metric]), xytext=(5, 4),
                     textcoords="offset points", fontsize=7)
@@ -346,5 +347,5 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
                   f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, framealpha=0.9, loc="best", title="trial ids: last part", title_fontsize=7)
+    ax.legend(fontsize=8, framealpha=0.9, loc="best")
     return save_plot(figure, rows, out_dir, name)
