@@ -6,7 +6,8 @@
   pruned, infeasible, failed); trials without any value sit on a "no value" line below the metric's axis;
 - ``param_importances``: fANOVA importance of the searched parameters, titled with the number of finished,
   feasible trials it rests on;
-- ``optimization_history``: Optuna's own, from the study;
+- ``optimization_history``: Optuna's own, from the study (a multi-objective sweep's importance and history are of
+  its first objective);
 - ``pareto_front`` (multi-objective sweeps, :mod:`.pareto_front`): the finished trials on the first two objectives,
   the Pareto front highlighted and connected.
 
@@ -217,6 +218,14 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     return save_plot(figure, rows, out_dir, "parallel_coordinate")
 
 
+def _first_objective(study: optuna.Study) -> Callable[[optuna.trial.FrozenTrial], float] | None:
+    """The target of Optuna's importance and history for a multi-objective study: its first objective (the
+    sweep's metric, :mod:`.objectives`); None (the one value) for a single-objective study."""
+    if len(study.directions) < 2:
+        return None
+    return lambda trial: trial.values[0]
+
+
 def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     """The trials an importance can rest on: this sweep's own COMPLETE trials that were feasible."""
     from optuna.trial import TrialState
@@ -239,7 +248,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         importance = optuna.importance.get_param_importances(
-            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed))
+            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed), target=_first_objective(study))
     if not importance:
         raise ValueError("no parameter varies among the finished trials")
     names = list(importance)[::-1]
@@ -251,7 +260,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     ax.set_xlabel("fANOVA importance (share of the metric's variance)")
     ax.set_xlim(0, max(1.0, max(importance.values()) * 1.15))
     ax.set_title(f"Parameter importance, resting on {len(trials)} finished feasible trials "
-                 f"(of {len(study.trials)})")
+                 f"(of {len(study.trials)})" + ("; first objective" if len(study.directions) > 1 else ""))
     rows = [{"param": n, "importance": v, "n_trials": len(trials)} for n, v in importance.items()]
     return save_plot(figure, rows, out_dir, "param_importances")
 
@@ -273,7 +282,7 @@ def study_plots(study: Any, out_dir: str | Path, metric: str | None = None) -> t
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 warnings.simplefilter("ignore", UserWarning)
-                drawn = draw(study)
+                drawn = draw(study, target=_first_objective(study))
             axes = drawn.flat[0] if hasattr(drawn, "flat") else drawn
             if metric:
                 axes.set_ylabel(f"{metric} (dev; grey: infeasible)")
@@ -334,10 +343,10 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
         ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
                 linestyle="--", alpha=0.8, zorder=3)
     ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
-               edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial id's last part)",
+               edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
                zorder=4)
     for r in front:
-        ax.annotate(str(r["trial_id"]).rsplit("_", 1)[-1], (r[second.metric], r[first.metric]), xytext=(5, 4),
+        ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
                     textcoords="offset points", fontsize=7)
     ax.set_xlabel(second.label)
     ax.set_ylabel(first.label)
