@@ -336,25 +336,26 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
     first, second = objectives[0], objectives[1]
     front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
     rest = [r for r in rows if not r.get("on_front")]
-    figure, ax = plt.subplots(figsize=(8, 5.5))
-    ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
-               label=f"finished trial, dominated ({len(rest)})", zorder=2)
-    if len(objectives) == 2 and len(front) > 1:
-        ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
-                linestyle="--", alpha=0.8, zorder=3)
-    ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
-               edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
-               zorder=4)
-    for r in front:
-        ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
-                    textcoords="offset points", fontsize=7)
-    ax.set_xlabel(second.label)
-    ax.set_ylabel(first.label)
-    title = f"Pareto front of {len(rows)} finished trials"
-    if len(objectives) > 2:
-        title += (f"\n(front over all {len(objectives)} objectives: "
-                  f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, framealpha=0.9, loc="best")
-    return save_plot(figure, rows, out_dir, name)
+    with plt.style.context("default"):  # Optuna's plots switch the global style to ggplot
+        figure, ax = plt.subplots(figsize=(8, 5.5))
+        ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
+                   label=f"finished trial, dominated ({len(rest)})", zorder=2)
+        if len(objectives) == 2 and len(front) > 1:
+            ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
+                    linestyle="--", alpha=0.8, zorder=3)
+        ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
+                   edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
+                   zorder=4)
+        for r in front:
+            ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xlabel(second.label)
+        ax.set_ylabel(first.label)
+        title = f"Pareto front of {len(rows)} finished trials"
+        if len(objectives) > 2:
+            title += (f"\n(front over all {len(objectives)} objectives: "
+                      f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, framealpha=0.9, loc="best")
+        return save_plot(figure, rows, out_dir, name)
