@@ -96,3 +96,20 @@ def test_warm_start_from_a_single_metric_sweep_is_refused():
     same.on_trial_complete("a", _final(70.0, 5.0))
     warm = build_searcher(_config(), lr_space, [], history=same.study.trials)
     assert warm.study.trials[0].values == [70.0, 5.0]
+
+
+def test_a_restored_searcher_keeps_its_objectives(tmp_path):
+    """What a resumed sweep gets back from Tune's saved searcher state."""
+    from sentsweep.platform.search import PruningAwareOptunaSearch
+
+    searcher = build_searcher(_config(), lr_space, [])
+    searcher.suggest("a")
+    searcher.on_trial_complete("a", _final(70.0, 5.0))
+    searcher.suggest("b")
+    searcher.save(str(tmp_path / "searcher.pkl"))
+    restored = PruningAwareOptunaSearch()
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    assert (restored.metric, restored.mode, [o.metric for o in restored.objectives]) == (
+        "stsb_dev", "max", ["stsb_dev", "compute_seconds"])
+    restored.on_trial_complete("b", _final(72.0, 4.0))
+    assert [t.values for t in restored.study.trials] == [[70.0, 5.0], [72.0, 4.0]]
