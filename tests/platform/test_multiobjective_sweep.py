@@ -59,3 +59,24 @@ def test_two_objective_sweep_records_and_lists_its_pareto_front(tmp_path, tiny_b
     listed = sweeps.attrs["pareto"]
     assert list(listed["trial"]) == front and {"stsb_dev", "compute_seconds", "lr", "scale"} <= set(listed.columns)
     assert "## Pareto front" in render(sweeps, trials)
+
+
+def test_confirmation_stage_of_a_multi_objective_sweep_confirms_the_first_objective(tmp_path, tiny_bert_dir,
+                                                                                       tracking_uri, ray_session):
+    """The stage re-runs the best by the first objective and picks the winner by its rule; the front stays the
+    search's (single-seed) trials."""
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, scheduler={"type": "fifo"},
+                        fixed={"max_steps": 4}, confirm={"top_k": 2, "seeds": 1}, plots=False, export=False,
+                        objectives=["stsb_dev max", "compute_seconds min"])
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+    stage = outcome.confirmation
+    assert stage is not None and len(stage.candidates) == 2 and outcome.best_trial_id == stage.chosen.trial_id
+    searched = {c.runs[0].trial_id for c in stage.candidates}
+    tags = MlflowClient(tracking_uri).get_run(outcome.parent_run_id).data.tags
+    front = tags[PARETO_TAG].split(",")
+    assert front and not set(front) - {str(r.metrics["trial_id"]) for r in outcome.results}
+    best_first = max(outcome.results, key=lambda r: r.metrics["stsb_dev"]).metrics["trial_id"]
+    assert best_first in front and best_first in searched
