@@ -215,7 +215,7 @@ class SweepConfig(_Section):
         ``metric`` and ``mode``, which the config may repeat but not contradict."""
         if self.objectives is None:
             return self
-        from sentsweep.platform.objectives import check_objectives
+        from sentsweep.platform.objectives import check_objectives, extra_dev_sets
 
         try:
             objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
@@ -229,6 +229,10 @@ class SweepConfig(_Section):
                                   f"sweep's {name}): drop {name} or make it agree", field=name)
         self.objectives = [str(o) for o in objectives]  # one spelling: "METRIC mode"
         self.metric, self.mode = first.metric, first.mode
+        extra = extra_dev_sets(objectives)
+        if extra:  # the trials score these dev sets too (beside the selection's dev_data)
+            given = list(self.fixed.get("extra_dev_data") or [])
+            self.fixed = {**self.fixed, "extra_dev_data": list(dict.fromkeys([*given, *extra]))}
         return self
 
     @property

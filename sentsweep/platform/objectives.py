@@ -17,16 +17,23 @@ front of the finished trials (:mod:`.pareto`) is tagged on the sweep, plotted an
 
 An objective must be a figure every evaluation report carries:
 
-- the first objective: the trial's dev metric (:data:`~sentsweep.trainables.trial_config.DEV_SETS`: ``stsb_dev``,
-  or ``sickr_trial`` with ``fixed: {dev_data: sickr}``), since a trial evaluates one dev set;
-- the others: that dev metric or a cost of :data:`COST_METRICS`, derived here from each report:
-  ``compute_seconds``, the trial's seconds so far (Tune's ``time_total_s``, which a restored trial continues) x the
-  GPUs it holds, or its seconds alone for a CPU-only trial (what ``budget.gpu_hours`` counts, :mod:`.budget`), and
-  ``gpu_seconds``, seconds x GPUs (only for a sweep whose trials hold GPUs; it is 0 on CPU).
+- the first objective: the trial's dev metric, the one model selection uses
+  (:data:`~sentsweep.trainables.trial_config.DEV_SETS`: ``stsb_dev``, or ``sickr_trial`` with
+  ``fixed: {dev_data: sickr}``);
+- the others: another dev metric, whose set the config adds to the trials' ``extra_dev_data`` (scored at every
+  evaluation beside the selection's; :func:`extra_dev_sets`), or a cost of :data:`COST_METRICS`, derived here from
+  each report: ``compute_seconds``, the trial's seconds so far (Tune's ``time_total_s``, which a restored trial
+  continues) x the GPUs it holds, or its seconds alone for a CPU-only trial (what ``budget.gpu_hours`` counts,
+  :mod:`.budget`), and ``gpu_seconds``, seconds x GPUs (only for a sweep whose trials hold GPUs; it is 0 on CPU).
+
+A finished trial's value of a further dev metric is its value at the *selected* report (:func:`select_report`: the
+first where the first objective was at its best, i.e. the weights the trial keeps and exports), since its final
+report carries only the first objective's best value and the test metrics; its costs are its final report's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -82,6 +89,7 @@ def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float
         raise ValueError("objectives: list at least 2 ('METRIC max|min' each); a single one is metric and mode")
     objectives = tuple(parse_objective(e, f"objectives.{i}") for i, e in enumerate(entries))
     dev = DEV_SETS.get(dev_data, DEV_SETS["stsb"])
+    reported = (*dict.fromkeys([dev, *DEV_SETS.values()]), *COST_METRICS)
     seen: set[str] = set()
     for i, objective in enumerate(objectives):
         where = f"objectives.{i}"
@@ -91,20 +99,43 @@ def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float
         if i == 0 and objective.metric != dev:
             raise ValueError(f"{where}: the first objective is the one ASHA, Tune and the winner rank by; it must be "
                              f"the trial's dev metric '{dev}', not '{objective.metric}'")
-        if objective.metric not in (dev, *COST_METRICS):
-            raise ValueError(f"{where}: no trial reports '{objective.metric}' at its evaluations; an objective is the "
-                             f"dev metric '{dev}' or a cost ({', '.join(COST_METRICS)})")
+        if objective.metric not in reported:
+            raise ValueError(f"{where}: no trial reports '{objective.metric}' at its evaluations; an objective is one "
+                             f"of {', '.join(reported)}")
         if objective.metric == "gpu_seconds" and gpus <= 0:
             raise ValueError(f"{where}: the trials hold no GPU (resources.gpu: 0), so gpu_seconds is always 0; "
                              "use compute_seconds")
     return objectives
 
 
-def objective_value(result: Mapping[str, Any], objective: Objective) -> float | None:
-    """``objective``'s value in one (flattened) Tune result: the reported metric, or a cost derived from the
-    result's seconds and GPUs; None when the result does not carry it."""
+def extra_dev_sets(objectives: Sequence[Objective]) -> list[str]:
+    """The ``dev_data`` names of the dev metrics among the objectives after the first (the sets the trials must
+    score beside their selection set: ``extra_dev_data``)."""
+    by_metric = {metric: name for name, metric in DEV_SETS.items()}
+    return [by_metric[o.metric] for o in objectives[1:] if o.metric in by_metric]
+
+
+def select_report(current: Mapping[str, Any] | None, report: Mapping[str, Any],
+                  first: Objective) -> Mapping[str, Any] | None:
+    """The selected report after ``report``: ``report`` when its first objective is finite and strictly better than
+    ``current``'s (as the training loop keeps its best weights), else ``current``."""
+    value = report.get(first.metric)
+    if value is None or not math.isfinite(float(value)):
+        return current
+    if current is None or first.better(float(value), float(current[first.metric])):
+        return report
+    return current
+
+
+def objective_value(result: Mapping[str, Any], objective: Objective,
+                    selected: Mapping[str, Any] | None = None) -> float | None:
+    """``objective``'s value in one (flattened) Tune result: the reported metric (else its value in ``selected``,
+    the trial's selected report), or a cost derived from the result's seconds and GPUs; None when neither carries
+    it."""
     if objective.metric not in COST_METRICS:
         value = result.get(objective.metric)
+        if value is None and selected is not None:
+            value = selected.get(objective.metric)
         return None if value is None else float(value)
     seconds = result.get(TIME_TOTAL_KEY)
     if seconds is None:
@@ -115,6 +146,7 @@ def objective_value(result: Mapping[str, Any], objective: Objective) -> float | 
     return float(seconds) * gpus if gpus > 0 else float(seconds)
 
 
-def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective]) -> list[float | None]:
+def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],
+                     selected: Mapping[str, Any] | None = None) -> list[float | None]:
     """Every objective's value in ``result`` (:func:`objective_value`), in order."""
-    return [objective_value(result, o) for o in objectives]
+    return [objective_value(result, o, selected) for o in objectives]

@@ -1,9 +1,9 @@
 """The Pareto front of a multi-objective sweep (``objectives:``, :mod:`.objectives`), recorded on its parent run.
 
 After the search, every finished trial (made its final report, feasible: the trials the study was told COMPLETE with
-values) gets its objectives' values from its final result, the same figures the searcher was told
-(:func:`~sentsweep.platform.objectives.objective_values`); the trials no other one dominates (:mod:`.pareto`) are the
-front. The parent run gets:
+values) gets its objectives' values from its final result and its selected report, the same figures the searcher was
+told (:func:`~sentsweep.platform.objectives.objective_values`); the trials no other one dominates (:mod:`.pareto`)
+are the front. The parent run gets:
 
 - the tag :data:`PARETO_TAG`: the front's trial ids, best first objective first, and :data:`OBJECTIVES_TAG`, the
   objectives as configured;
@@ -41,16 +41,19 @@ PARETO_ARTIFACTS = "pareto"
 PARETO_NAME = "pareto_front"
 
 
-def front_rows(trials: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]],
-               objectives: Sequence[Objective]) -> list[dict[str, Any]]:
-    """One row per trial whose every objective is a finite number, given as ``(trial_id, final result, searched
-    params)``: ``trial_id``, each objective's value, ``on_front`` (1 or 0), the params; the front first, each part by
-    the first objective, best first."""
+#: A finished trial as :func:`front_rows` takes it: its id, its final result, its searched params and its selected
+#: report (:func:`~sentsweep.platform.objectives.select_report`; None: the final result has every objective).
+FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
+
+
+def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
+    """One row per trial whose every objective is a finite number: ``trial_id``, each objective's value,
+    ``on_front`` (1 or 0), the params; the front first, each part by the first objective, best first."""
     from sentsweep.platform.objectives import objective_values
 
     rows = []
-    for trial_id, result, params in trials:
-        values = objective_values(result, objectives)
+    for trial_id, result, params, selected in trials:
+        values = objective_values(result, objectives, selected)
         if all(v is not None and math.isfinite(v) for v in values):
             rows.append({"trial_id": trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
                          **params})
@@ -65,17 +68,27 @@ def front_rows(trials: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]
             for r in rows]
 
 
-def finished_trials(results: ResultGrid, searched: Sequence[str]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """The finished trials of Tune's results as :func:`front_rows` takes them."""
+def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
+    """The finished trials of Tune's results as :func:`front_rows` takes them, each with its selected report among
+    its evaluation reports (the final one, which repeats the best value, left out)."""
+    from sentsweep.platform.drain import is_draining
+    from sentsweep.platform.objectives import select_report
     from sentsweep.platform.plots import trial_status
+    from sentsweep.platform.search import is_final
 
-    finished = []
+    finished: list[FinishedTrial] = []
     for result in results:
         metrics = dict(result.metrics or {})
-        if trial_status(metrics, bool(result.error)) == "finished":
-            config = result.config or {}
-            finished.append((str(metrics.get("trial_id", "?")), metrics,
-                             {k: config[k] for k in searched if k in config}))
+        if trial_status(metrics, bool(result.error)) != "finished":
+            continue
+        selected = None
+        frame = result.metrics_dataframe
+        for report in frame.to_dict("records") if frame is not None else []:
+            if not is_final(report) and not is_draining(report):  # the reports the searcher selects from
+                selected = select_report(selected, report, first)
+        config = result.config or {}
+        finished.append((str(metrics.get("trial_id", "?")), metrics, {k: config[k] for k in searched if k in config},
+                         selected))
     return finished
 
 
@@ -88,7 +101,7 @@ def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRun, sear
         return []
     from sentsweep.platform.plots import pareto_plot
 
-    rows = front_rows(finished_trials(results, searched), objectives)
+    rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
     front = [r for r in rows if r["on_front"]]
     sweep.set_tags({PARETO_TAG: ",".join(r["trial_id"] for r in front),
                     OBJECTIVES_TAG: "; ".join(str(o) for o in objectives)})

@@ -20,7 +20,7 @@ objective of a finished trial (costs derived from its report); the same TPE samp
 multi-objective), with constant liar, constraints, warm start (from a sweep with the same directions) and the RDB
 mirror as for one metric. Tune, ASHA and Tune's concurrency limiter see the searcher as single-objective on the first
 objective (which every report carries); Optuna keeps no intermediate values for several objectives, so a pruned trial
-is PRUNED without them.
+is PRUNED without them. A further dev metric is told at the trial's selected report (:func:`.objectives.select_report`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.drain import evaluation_result, is_draining
 from sentsweep.platform.failures import failure_reason, infeasibility, is_failed
-from sentsweep.platform.objectives import Objective, objective_values
+from sentsweep.platform.objectives import Objective, objective_values, select_report
 from sentsweep.platform.optuna_storage import StudyMirror
 from sentsweep.platform.study_json import write_study
 from sentsweep.platform.warm_start import unseen_points
@@ -71,13 +71,18 @@ class PruningAwareOptunaSearch(OptunaSearch):
         if len(objectives) > 1:
             kwargs.update(metric=[o.metric for o in objectives], mode=[o.mode for o in objectives])
         super().__init__(*args, **kwargs)
+        self._selected: dict[str, Any] = {}  # trial id -> its selected report (multi-objective)
         if len(objectives) > 1:
             self.objectives = tuple(objectives)
             self._metric, self._mode = objectives[0].metric, objectives[0].mode
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        if not is_draining(result) and not self.objectives:  # no intermediate values for several objectives
+        if is_draining(result):
+            return
+        if not self.objectives:
             super().on_trial_result(trial_id, evaluation_result(result))
+        elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
+            self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
@@ -98,7 +103,8 @@ class PruningAwareOptunaSearch(OptunaSearch):
             state, value = TrialState.PRUNED, None
             self._report_last(trial_id, result)
         else:
-            values = objective_values(result, self.objectives) if self.objectives else [value]
+            values = objective_values(result, self.objectives, self._selected.pop(trial_id, None)) \
+                if self.objectives else [value]
             finite = all(v is not None and math.isfinite(float(v)) for v in values)
             state = TrialState.COMPLETE if finite else TrialState.FAIL
             value = (values if self.objectives else value) if finite else None

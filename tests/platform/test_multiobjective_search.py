@@ -113,3 +113,14 @@ def test_a_restored_searcher_keeps_its_objectives(tmp_path):
         "stsb_dev", "max", ["stsb_dev", "compute_seconds"])
     restored.on_trial_complete("b", _final(72.0, 4.0))
     assert [t.values for t in restored.study.trials] == [[70.0, 5.0], [72.0, 4.0]]
+
+
+def test_a_further_dev_metric_is_told_at_the_selected_report():
+    searcher = build_searcher(_config(objectives=["stsb_dev max", "sickr_trial max", "compute_seconds min"]),
+                              lr_space, [])
+    searcher.suggest("a")
+    for step, (dev, sickr) in enumerate([(60.0, 50.0), (70.0, 55.0), (65.0, 61.0)], start=1):
+        searcher.on_trial_result("a", {"stsb_dev": dev, "sickr_trial": sickr, "time_total_s": 2.0 * step,
+                                       "training_iteration": step})
+    searcher.on_trial_complete("a", _final(70.0, 8.0))  # the final report has no sickr_trial
+    assert searcher.study.trials[0].values == [70.0, 55.0, 8.0]

@@ -61,17 +61,25 @@ def test_two_objective_sweep_records_and_lists_its_pareto_front(tmp_path, tiny_b
     assert "## Pareto front" in render(sweeps, trials)
 
 
-def test_confirmation_stage_of_a_multi_objective_sweep_confirms_the_first_objective(tmp_path, tiny_bert_dir,
-                                                                                       tracking_uri, ray_session):
-    """The stage re-runs the best by the first objective and picks the winner by its rule; the front stays the
-    search's (single-seed) trials."""
+def test_three_objectives_a_further_dev_set_and_a_confirmation_stage(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                     ray_session):
+    """STS-B dev, SICK-R trial (scored at every evaluation, told at the selected report) and compute: the study gets
+    all three; the confirmation stage re-runs the best by the first objective and picks the winner by its rule; the
+    front stays the search's (single-seed) trials."""
     from sentsweep.platform.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, scheduler={"type": "fifo"},
                         fixed={"max_steps": 4}, confirm={"top_k": 2, "seeds": 1}, plots=False, export=False,
-                        objectives=["stsb_dev max", "compute_seconds min"])
+                        objectives=["stsb_dev max", "sickr_trial max", "compute_seconds min"])
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+    study = locate(outcome.sweep_dir).load_study()
+    assert len(study.directions) == 3
+    for trial, result in zip(study.get_trials(states=(TrialState.COMPLETE,)), outcome.results, strict=True):
+        frame = result.metrics_dataframe
+        reports = frame[frame["final"] != 1.0] if "final" in frame else frame
+        at_best = reports.loc[reports["stsb_dev"].idxmax()]  # the first report at the best dev value
+        assert trial.values[:2] == [at_best["stsb_dev"], at_best["sickr_trial"]]
     stage = outcome.confirmation
     assert stage is not None and len(stage.candidates) == 2 and outcome.best_trial_id == stage.chosen.trial_id
     searched = {c.runs[0].trial_id for c in stage.candidates}

@@ -10,14 +10,14 @@ from sentsweep.platform.pareto_front import front_rows
 from sentsweep.platform.plots import pareto_plot
 
 
-def _trials(n: int = 12) -> list[tuple[str, dict, dict]]:
+def _trials(n: int = 12) -> list[tuple[str, dict, dict, None]]:
     """A quality/cost trade-off: dearer trials are better, with some dominated ones."""
     trials = []
     for i in range(n):
         seconds = 20.0 + 7.0 * i
         dev = 70.0 + 8.0 * (1 - 0.93 ** i) - (3.0 if i % 3 == 1 else 0.0)
         trials.append((f"train_toy_3f0c_{i:05d}", {"stsb_dev": dev, "time_total_s": seconds, "gpus": 0.0,
-                                                   "sickr_trial": 60.0 + i % 4}, {"lr": 1e-4 * (i + 1)}))
+                                                   "sickr_trial": 60.0 + i % 4}, {"lr": 1e-4 * (i + 1)}, None))
     return trials
 
 
