@@ -3,8 +3,9 @@
 A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run
 id in ``mlflow.parentRunId``, and its confirmation stage (:mod:`.confirmation`) is the child run tagged
 ``sentsweep.role=confirmation``, whose per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``,
-``_high``, ``_n``, ``_search``) make the confirmation table. Everything here is a query: it works against the
-embedded sqlite store and against a tracking server alike, while sweeps run or after they end.
+``_high``, ``_n``, ``_search``) make the confirmation table. A multi-objective sweep's Pareto front (its tag and
+``pareto/pareto_front.csv``, :mod:`.pareto_front`) makes the Pareto table. Everything here is a query: it works
+against the embedded sqlite store and against a tracking server alike, while sweeps run or after they end.
 
 >>> sweeps, trials = compare(MlflowClient("sqlite:///mlruns.db"))   # doctest: +SKIP
 >>> print(to_markdown(sweeps))                                        # doctest: +SKIP
@@ -25,6 +26,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.platform.confirmation_stats import CHANGED_TAG
 from sentsweep.platform.confirmation_stats import ROLE as CONFIRMATION_ROLE
+from sentsweep.platform.pareto_front import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
 from sentsweep.tables import markdown_table
 from sentsweep.tracking.placement import placement_label
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
@@ -99,6 +101,28 @@ def confirmation_rows(sweep: Run, stage: Run) -> list[dict[str, Any]]:
             for rank in ranks]
 
 
+def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
+    """A multi-objective sweep's Pareto front, one row per trial on it (best first objective first): its objective
+    values and searched params from the parent's ``pareto_front.csv``, or only its id when that cannot be read;
+    none for a single-metric sweep or one whose front is not recorded yet."""
+    import tempfile
+
+    tags = sweep.data.tags
+    if OBJECTIVES_TAG not in tags or PARETO_TAG not in tags:
+        return []
+    base = {"sweep": tags.get(SWEEP_TAG, ""), "objectives": tags[OBJECTIVES_TAG]}
+    ids = [t for t in tags[PARETO_TAG].split(",") if t]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(sweep.info.run_id, f"{PARETO_ARTIFACTS}/{PARETO_NAME}.csv", tmp)
+            table = pd.read_csv(path, dtype={"trial_id": str})
+    except Exception:  # noqa: BLE001 - not uploaded yet (a journal waits) or unreadable: the ids alone
+        return [{**base, "trial": t} for t in ids]
+    front = table[table["on_front"] == 1].drop(columns="on_front").rename(columns={"trial_id": "trial"})
+    return [{**base, **{k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}}
+            for row in front.to_dict("records")]
+
+
 def _metric(run: Run, key: str) -> float:
     value = run.data.metrics.get(key)
     return float(value) if value is not None else math.nan
@@ -168,16 +192,19 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
             sweeps: Sequence[str] | None = None, *,
             found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sweeps table, trials table) for the selected sweeps (or for ``found``: :func:`sweep_runs`' answer);
-    the confirmation table (:func:`confirmation_rows`) rides along as ``sweeps.attrs["confirmation"]``."""
-    sweep_table, trial_table, confirm_table = [], [], []
+    the confirmation table (:func:`confirmation_rows`) rides along as ``sweeps.attrs["confirmation"]``, the Pareto
+    fronts of multi-objective sweeps (:func:`pareto_rows`) as ``sweeps.attrs["pareto"]``."""
+    sweep_table, trial_table, confirm_table, front_table = [], [], [], []
     for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
         stage = confirmation_run(client, sweep)
         if stage is not None:
             confirm_table.extend(confirmation_rows(sweep, stage))
+        front_table.extend(pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
     table.attrs["confirmation"] = pd.DataFrame(confirm_table)
+    table.attrs["pareto"] = pd.DataFrame(front_table)
     return table, pd.DataFrame(trial_table)
 
 
@@ -212,6 +239,10 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
     if confirmation is not None and not confirmation.empty:
         text += ("\n## Confirmation\n\nThe best configurations re-run with further seeds: mean, sd and 95% "
                  f"interval over all their seeds (the search's included).\n\n{to_markdown(confirmation)}\n")
+    front = sweeps.attrs.get("pareto")
+    if front is not None and not front.empty:
+        text += ("\n## Pareto front\n\nThe finished trials no other one beats on every objective (multi-objective "
+                 f"sweeps), best first objective first.\n\n{to_markdown(front)}\n")
     return text
 
 

@@ -19,13 +19,16 @@ import os
 import re
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
+
+if TYPE_CHECKING:
+    from sentsweep.platform.objectives import Objective
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
@@ -176,6 +179,8 @@ class SweepConfig(_Section):
                                        "for `sentsweep dashboard` (default: sqlite optuna.db in a local sweep folder)")
     warm_start: str | None = Field(None, description="an earlier sweep folder whose finished trials the searcher "
                                    "starts from (platform/warm_start.py)")
+    objectives: list[str] | None = Field(None, description="multi-objective: 'METRIC max|min' entries, the first "
+                                         "being metric and mode (platform/objectives.py); null: metric alone")
     _credential_env: tuple[str, ...] = PrivateAttr(default=())  # names of the variables resolved() set
 
     @field_validator("name")
@@ -206,6 +211,46 @@ class SweepConfig(_Section):
         if self.storage_endpoint_url and not self.storage_path.startswith("s3://"):
             raise ValueError("storage_endpoint_url needs an s3:// storage_path")
         return self
+
+    @model_validator(mode="after")
+    def _check_objectives(self) -> SweepConfig:
+        """``objectives`` checked (:func:`~sentsweep.platform.objectives.check_objectives`); the first one is
+        ``metric`` and ``mode``, which the config may repeat but not contradict."""
+        if self.objectives is None:
+            return self
+        from sentsweep.platform.objectives import check_objectives, extra_dev_sets
+
+        try:
+            objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise ConfigError(message, field=field) from None
+        first = objectives[0]
+        for name in ("metric", "mode"):
+            if name in self.model_fields_set and getattr(self, name) != getattr(first, name):
+                raise ConfigError(f"'{getattr(self, name)}' contradicts the first objective '{first}' (which is the "
+                                  f"sweep's {name}): drop {name} or make it agree", field=name)
+        self.objectives = [str(o) for o in objectives]  # one spelling: "METRIC mode"
+        self.metric, self.mode = first.metric, first.mode
+        extra = extra_dev_sets(objectives)
+        if extra:  # the trials score these dev sets too (beside the selection's dev_data)
+            given = list(self.fixed.get("extra_dev_data") or [])
+            self.fixed = {**self.fixed, "extra_dev_data": list(dict.fromkeys([*given, *extra]))}
+        return self
+
+    @property
+    def objective_list(self) -> tuple[Objective, ...]:
+        """The sweep's objectives (:mod:`.objectives`); empty for a single-metric sweep."""
+        if not self.objectives:
+            return ()
+        from sentsweep.platform.objectives import parse_objective
+
+        return tuple(parse_objective(e) for e in self.objectives)
+
+    @property
+    def modes(self) -> list[str]:
+        """The mode of each objective (``[mode]`` for a single-metric sweep), for an Optuna study's directions."""
+        return [o.mode for o in self.objective_list] or [self.mode]
 
     @property
     def space_name(self) -> str:

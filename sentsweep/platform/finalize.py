@@ -36,6 +36,7 @@ from sentsweep.platform.export import (
     export_sentence_transformer,
     has_artifact,
 )
+from sentsweep.platform.pareto_front import record_front
 from sentsweep.platform.plots import sweep_plots, trial_records
 from sentsweep.platform.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
 from sentsweep.platform.search import scheduler_label
@@ -78,6 +79,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
     if config.plots:
         log_plots(location, sweep, echo, results=outcome.results, config=config)
+    if config.objectives and outcome.results:  # multi-objective: the Pareto front, tagged, plotted, listed
+        record_front(outcome.results, config, sweep, varying_keys(outcome.results), echo)
     best = confirmed_choice(outcome)
     if best is None:
         best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None

@@ -57,7 +57,7 @@ def study_mirror(config: SweepConfig, location: SweepLocation) -> StudyMirror | 
     url = study_storage_url(config, location)
     if url is None:
         return None
-    return StudyMirror(url, location.name, ["maximize" if config.mode == "max" else "minimize"])
+    return StudyMirror(url, location.name, ["maximize" if mode == "max" else "minimize" for mode in config.modes])
 
 
 def is_warm_start(trial: FrozenTrial) -> bool:

@@ -6,7 +6,10 @@
   pruned, infeasible, failed); trials without any value sit on a "no value" line below the metric's axis;
 - ``param_importances``: fANOVA importance of the searched parameters, titled with the number of finished,
   feasible trials it rests on;
-- ``optimization_history``: Optuna's own, from the study.
+- ``optimization_history``: Optuna's own, from the study (a multi-objective sweep's importance and history are of
+  its first objective);
+- ``pareto_front`` (multi-objective sweeps, :mod:`.pareto_front`): the finished trials on the first two objectives,
+  the Pareto front highlighted and connected.
 
 The trials come from Tune's results (:func:`trial_records`: the reports' steps and values, how each trial ended),
 the importance and the history from the study (as the searcher saved it, :mod:`.study_json`). Everything is drawn
@@ -30,6 +33,8 @@ from sentsweep.platform.search import is_final
 if TYPE_CHECKING:
     import optuna
     from ray.tune import ResultGrid
+
+    from sentsweep.platform.objectives import Objective
 
 Status = Literal["finished", "pruned", "infeasible", "failed"]
 #: Colour of each way a trial ends, the same in every plot.
@@ -213,6 +218,14 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     return save_plot(figure, rows, out_dir, "parallel_coordinate")
 
 
+def _first_objective(study: optuna.Study) -> Callable[[optuna.trial.FrozenTrial], float] | None:
+    """The target of Optuna's importance and history for a multi-objective study: its first objective (the
+    sweep's metric, :mod:`.objectives`); None (the one value) for a single-objective study."""
+    if len(study.directions) < 2:
+        return None
+    return lambda trial: trial.values[0]
+
+
 def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     """The trials an importance can rest on: this sweep's own COMPLETE trials that were feasible."""
     from optuna.trial import TrialState
@@ -235,7 +248,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         importance = optuna.importance.get_param_importances(
-            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed))
+            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed), target=_first_objective(study))
     if not importance:
         raise ValueError("no parameter varies among the finished trials")
     names = list(importance)[::-1]
@@ -247,7 +260,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     ax.set_xlabel("fANOVA importance (share of the metric's variance)")
     ax.set_xlim(0, max(1.0, max(importance.values()) * 1.15))
     ax.set_title(f"Parameter importance, resting on {len(trials)} finished feasible trials "
-                 f"(of {len(study.trials)})")
+                 f"(of {len(study.trials)})" + ("; first objective" if len(study.directions) > 1 else ""))
     rows = [{"param": n, "importance": v, "n_trials": len(trials)} for n, v in importance.items()]
     return save_plot(figure, rows, out_dir, "param_importances")
 
@@ -269,7 +282,7 @@ def study_plots(study: Any, out_dir: str | Path, metric: str | None = None) -> t
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 warnings.simplefilter("ignore", UserWarning)
-                drawn = draw(study)
+                drawn = draw(study, target=_first_objective(study))
             axes = drawn.flat[0] if hasattr(drawn, "flat") else drawn
             if metric:
                 axes.set_ylabel(f"{metric} (dev; grey: infeasible)")
@@ -311,3 +324,38 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
         written += more
         skipped.update(why)
     return written, skipped
+
+
+def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
+                name: str = "pareto_front") -> list[Path]:
+    """The finished trials (``rows``: :func:`~sentsweep.platform.pareto_front.front_rows`, with ``on_front``) on the
+    second objective (x) against the first (y); the front highlighted, labelled with its trial ids and, for two
+    objectives, connected in order of x. With three or more, the front is over all of them and the title says that
+    only the first two are drawn."""
+    plt = _pyplot()
+    first, second = objectives[0], objectives[1]
+    front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
+    rest = [r for r in rows if not r.get("on_front")]
+    with plt.style.context("default"):  # Optuna's plots switch the global style to ggplot
+        figure, ax = plt.subplots(figsize=(8, 5.5))
+        ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
+                   label=f"finished trial, dominated ({len(rest)})", zorder=2)
+        if len(objectives) == 2 and len(front) > 1:
+            ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
+                    linestyle="--", alpha=0.8, zorder=3)
+        ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
+                   edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
+                   zorder=4)
+        for r in front:
+            ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xlabel(second.label)
+        ax.set_ylabel(first.label)
+        title = f"Pareto front of {len(rows)} finished trials"
+        if len(objectives) > 2:
+            title += (f"\n(front over all {len(objectives)} objectives: "
+                      f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, framealpha=0.9, loc="best")
+        return save_plot(figure, rows, out_dir, name)

@@ -14,6 +14,13 @@ with a constraint violation (Optuna's ``Trial.set_constraint``, key ``diverged``
 TPE puts infeasible trials in its "bad" group by their violation, whatever their value, and ``Study.best_trial``
 skips them; the value they carry (:func:`infeasible_value`: the worst value the study has seen) only keeps the
 optimisation-history plot on its scale.
+
+A multi-objective sweep (``objectives:``, :mod:`.objectives`) gets a study with one direction per objective, told every
+objective of a finished trial (costs derived from its report); the same TPE sampler handles it (Optuna's TPE is
+multi-objective), with constant liar, constraints, warm start (from a sweep with the same directions) and the RDB
+mirror as for one metric. Tune, ASHA and Tune's concurrency limiter see the searcher as single-objective on the first
+objective (which every report carries); Optuna keeps no intermediate values for several objectives, so a pruned trial
+is PRUNED without them. A further dev metric is told at the trial's selected report (:func:`.objectives.select_report`).
 """
 
 from __future__ import annotations
@@ -30,9 +37,11 @@ from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search.optuna import OptunaSearch
 
+from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.drain import evaluation_result, is_draining
 from sentsweep.platform.failures import failure_reason, infeasibility, is_failed
+from sentsweep.platform.objectives import Objective, objective_values, select_report
 from sentsweep.platform.optuna_storage import StudyMirror
 from sentsweep.platform.study_json import write_study
 from sentsweep.platform.warm_start import unseen_points
@@ -53,15 +62,32 @@ class PruningAwareOptunaSearch(OptunaSearch):
 
     #: Where finished trials are copied for optuna-dashboard (set by :func:`build_searcher`).
     mirror: StudyMirror | None = None
+    #: The objectives of a multi-objective sweep (:mod:`.objectives`); empty: the one ``metric``.
+    objectives: tuple[Objective, ...] = ()
+
+    def __init__(self, *args: Any, objectives: Sequence[Objective] = (), **kwargs: Any) -> None:
+        """As :class:`OptunaSearch`; with two or more ``objectives`` the study gets their directions (``metric`` and
+        ``mode`` are then the first objective's, which is all Tune sees of the searcher)."""
+        if len(objectives) > 1:
+            kwargs.update(metric=[o.metric for o in objectives], mode=[o.mode for o in objectives])
+        super().__init__(*args, **kwargs)
+        self._selected: dict[str, Any] = {}  # trial id -> its selected report (multi-objective)
+        if len(objectives) > 1:
+            self.objectives = tuple(objectives)
+            self._metric, self._mode = objectives[0].metric, objectives[0].mode
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        if not is_draining(result):
+        if is_draining(result):
+            return
+        if not self.objectives:
             super().on_trial_result(trial_id, evaluation_result(result))
+        elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
+            self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
             return super().on_trial_complete(trial_id, result, error)
-        value = result.get(self.metric) if result else None
+        value: Any = result.get(self.metric) if result else None
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
         elif is_failed(result):  # a deterministic failure (sentsweep.platform.failures)
@@ -76,17 +102,22 @@ class PruningAwareOptunaSearch(OptunaSearch):
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
             self._report_last(trial_id, result)
-        elif value is None or not math.isfinite(float(value)):
-            state, value = TrialState.FAIL, None
         else:
-            state = TrialState.COMPLETE
+            values = objective_values(result, self.objectives, self._selected.pop(trial_id, None)) \
+                if self.objectives else [value]
+            finite = all(v is not None and math.isfinite(float(v)) for v in values)
+            state = TrialState.COMPLETE if finite else TrialState.FAIL
+            value = (values if self.objectives else value) if finite else None
         frozen = self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
         self._completed_trials.add(trial_id)
         if self.mirror is not None:
             self.mirror.add(frozen)
 
     def _report_last(self, trial_id: str, result: dict) -> None:
-        """Ray withholds the result that made the scheduler stop a trial; Optuna should see it."""
+        """Ray withholds the result that made the scheduler stop a trial; Optuna should see it (one objective only:
+        Optuna keeps no intermediate values for several)."""
+        if self.objectives:
+            return
         value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
         if value is None or step is None or not math.isfinite(float(value)):
             return
@@ -105,15 +136,20 @@ class PruningAwareOptunaSearch(OptunaSearch):
         return self._ot_study
 
 
-def infeasible_value(study: optuna.Study) -> float:
+def infeasible_value(study: optuna.Study) -> float | list[float]:
     """The value an infeasible trial is told with: the worst value the study has seen (a finished trial's or a
-    report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation."""
-    seen = [v for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-            if not t.constraints for v in (t.value, *t.intermediate_values.values())
-            if v is not None and math.isfinite(v)]
-    if not seen:
-        return 0.0
-    return min(seen) if study.direction == optuna.study.StudyDirection.MAXIMIZE else max(seen)
+    report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation. A
+    multi-objective study gets the worst of each objective over its feasible finished trials."""
+    feasible = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+                if not t.constraints]
+    worst = []
+    for i, direction in enumerate(study.directions):
+        seen = [v for t in feasible
+                for v in ((t.values[i],) if t.values else ()) + tuple(t.intermediate_values.values())
+                if v is not None and math.isfinite(v)]
+        worst.append(0.0 if not seen else min(seen) if direction == optuna.study.StudyDirection.MAXIMIZE
+                     else max(seen))
+    return worst if len(worst) > 1 else worst[0]
 
 
 class FinalAwareASHA(ASHAScheduler):
@@ -184,7 +220,12 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
     sampler = build_sampler(config)
     first = unseen_points([p for p in points or [] if p], history)
     searcher = PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-                                        points_to_evaluate=first or None, study_name=config.name)
+                                        points_to_evaluate=first or None, study_name=config.name,
+                                        objectives=config.objective_list)
+    told = {len(t.values) for t in history if t.values is not None}
+    if told - {len(config.modes)}:
+        raise ConfigError(f"the earlier sweep's trials carry {max(told)} objective value(s), this sweep has "
+                          f"{len(config.modes)} objective(s): warm start needs the same objectives", field="warm_start")
     searcher.study.add_trials(history)
     searcher.mirror = mirror
     return searcher

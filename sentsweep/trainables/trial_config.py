@@ -46,6 +46,9 @@ class TrialConfig(BaseModel):
     checkpoint_every: int = Field(1, ge=1, description="a checkpoint every N dev evaluations (and at the last)")
     dev_data: Literal["stsb", "sickr"] = Field("stsb", description="dev set of model selection (STS-B dev, "
                                                "SICK-R trial)")
+    extra_dev_data: list[Literal["stsb", "sickr"]] = Field(
+        default_factory=list, description="further dev sets scored at every evaluation (a multi-objective sweep's "
+        "other objectives); model selection stays on dev_data")
     metric: str = STSB_DEV
     mode: Literal["max", "min"] = "max"
     amp: bool = True
@@ -86,8 +89,10 @@ class TrialConfig(BaseModel):
         return DEV_SETS[self.dev_data]
 
     def dev_evaluator(self, batch_size: int) -> StsEvaluator:
-        """The dev set loaded once (its first ``max_dev_pairs`` pairs), scored every ``eval_every`` steps."""
-        return StsEvaluator(self.dev_metric, data_dir=self.data_dir, batch_size=batch_size,
+        """The dev set, and the ``extra_dev_data`` sets, loaded once (their first ``max_dev_pairs`` pairs), scored
+        every ``eval_every`` steps."""
+        extra = [DEV_SETS[name] for name in self.extra_dev_data if DEV_SETS[name] != self.dev_metric]
+        return StsEvaluator([self.dev_metric, *dict.fromkeys(extra)], data_dir=self.data_dir, batch_size=batch_size,
                             max_pairs=self.max_dev_pairs)
 
     def loop_config(self) -> LoopConfig:
