@@ -33,6 +33,7 @@ import collections
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -90,9 +91,11 @@ def run_driver(config: Path, stack: LocalStack, env: dict[str, str], timeout: fl
         try:
             status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
             status = -9
+        finally:  # a timeout, Ctrl+C or SIGTERM: the driver's process group goes too
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
     if status != 0 or not result.exists():
         raise SystemExit(f"the driver of {config.name} ended with {status}:\n{log.read_text()[-4000:]}")
     return json.loads(result.read_text())
@@ -302,6 +305,8 @@ def main() -> None:
     parser.add_argument("--fallback", type=int, default=250)
     args = parser.parse_args()
     args.reference = args.reference or max(1, args.trials // 5)
+    # SIGTERM unwinds like Ctrl+C, so the stack (Ray nodes, servers) and the driver are stopped by their PIDs
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
     reference, this = run_sweeps(args)
     report(reference, this, args)
 
