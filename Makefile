@@ -46,7 +46,7 @@ bench: setup
 	$(RUN_ENV) $(PY) -m bench.checkpoint_bytes --models minilm,bert-base --reports 4
 	$(RUN_ENV) $(PY) -m bench.senteval --outer-folds 1 --sample 4 --max-seconds 240 --embeddings .senteval-minilm.npz
 	$(RUN_ENV) $(PY) -m bench.cached_loss --minibatches 32
-	$(RUN_ENV) $(PY) -m bench.search_table replay --only pooling=mean --grace-period 2
+	$(RUN_ENV) $(PY) -m bench.search_table replay
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench tools
