@@ -32,6 +32,7 @@ from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirmation import StageTrials, run_confirmation, search_results
 from sentsweep.platform.drain import Drain
+from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import SweepLease
@@ -208,7 +209,7 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
-                   StopWatch(), BudgetCallback()],
+                   StopWatch(), BudgetCallback(), ShedUploadedTrialFiles()],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),

@@ -1,0 +1,87 @@
+"""The driver sheds a finished trial's logger files once its storage holds them (``platform/driver_staging.py``):
+real Tune trials on a remote-type pyarrow file system (a sub-tree file system: not ``LocalFileSystem``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.fs
+import pytest
+
+from sentsweep.platform.driver_staging import ShedUploadedTrialFiles, shed_uploaded
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+LOGGER_FILES = {"result.json": b'{"step": 1}\n', "progress.csv": b"step\n1\n", "params.json": b"{}",
+                "params.pkl": b"\x80\x04}."}
+
+
+def staged_trial(tmp_path: Path, trial_id: str, *, filesystem: pyarrow.fs.FileSystem | None = None):
+    """A Tune trial whose driver staging folder holds its logger files and an error file."""
+    from ray.train._internal.storage import StorageContext
+    from ray.tune.experiment import Trial
+
+    bucket = tmp_path / "bucket"
+    bucket.mkdir(exist_ok=True)
+    filesystem = filesystem or pyarrow.fs.SubTreeFileSystem(str(bucket), pyarrow.fs.LocalFileSystem())
+    storage = StorageContext(storage_path="sweeps", experiment_dir_name=f"exp-{tmp_path.name}",
+                             storage_filesystem=filesystem)
+    trial = Trial("__fake", stub=True, storage=storage, trial_id=trial_id)
+    trial.init_local_path()
+    for name, data in {**LOGGER_FILES, "error.txt": b"ValueError: x"}.items():
+        (Path(trial.local_path) / name).write_bytes(data)
+    return trial
+
+
+def upload(trial, names: list[str], *, truncate: int = 0) -> None:
+    fs, folder = trial.storage.storage_filesystem, trial.storage.trial_fs_path
+    fs.create_dir(folder)
+    for name in names:
+        with fs.open_output_stream(f"{folder}/{name}") as out:
+            out.write((Path(trial.local_path) / name).read_bytes()[:-truncate or None])
+
+
+def local_names(trial) -> set[str]:
+    return {p.name for p in Path(trial.local_path).iterdir()}
+
+
+def test_uploaded_logger_files_are_shed_and_the_error_file_kept(tmp_path) -> None:
+    trial = staged_trial(tmp_path, "t1")
+    upload(trial, list(LOGGER_FILES))
+    assert shed_uploaded(trial) is True
+    assert local_names(trial) == {"error.txt"}
+    remote = trial.storage.storage_filesystem.get_file_info(pyarrow.fs.FileSelector(trial.storage.trial_fs_path))
+    assert {info.base_name for info in remote} == set(LOGGER_FILES)  # the storage keeps its copies
+
+
+def test_a_file_missing_or_shorter_in_the_storage_stays_until_a_later_check(tmp_path) -> None:
+    trial = staged_trial(tmp_path, "t2")
+    upload(trial, ["result.json"], truncate=1)  # an upload that predates the last line
+    upload(trial, ["params.json"])
+    assert shed_uploaded(trial) is False
+    assert local_names(trial) == {"result.json", "progress.csv", "params.pkl", "error.txt"}
+    upload(trial, ["result.json", "progress.csv", "params.pkl"])
+    assert shed_uploaded(trial) is True and local_names(trial) == {"error.txt"}
+
+
+def test_a_sweep_on_a_local_folder_is_left_alone(tmp_path) -> None:
+    trial = staged_trial(tmp_path, "t3", filesystem=pyarrow.fs.LocalFileSystem())
+    assert shed_uploaded(trial) is True
+    assert local_names(trial) == {*LOGGER_FILES, "error.txt"}
+
+
+def test_the_callback_sheds_finished_trials_only_and_keeps_errored_ones(tmp_path) -> None:
+    from ray.tune.experiment import Trial
+
+    finished, errored = staged_trial(tmp_path, "t4"), staged_trial(tmp_path, "t5")
+    for trial in (finished, errored):
+        upload(trial, list(LOGGER_FILES))
+    finished.set_status(Trial.TERMINATED)
+    errored.set_status(Trial.ERROR)
+    callback = ShedUploadedTrialFiles(check_every_s=0.0)
+    callback.on_trial_complete(0, [finished, errored], finished)
+    callback.on_trial_error(0, [finished, errored], errored)
+    callback.on_step_end(1, [finished, errored])
+    assert local_names(finished) == {"error.txt"}
+    assert local_names(errored) == {*LOGGER_FILES, "error.txt"}
+    assert callback.__getstate__()["_finished"] == {}  # nothing of the trials goes into tuner.pkl
