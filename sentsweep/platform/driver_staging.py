@@ -6,8 +6,9 @@ storage (``pyarrow.fs.copy_files``: unchanged files are uploaded again). With ``
 snapshot is forced whenever a trial has checkpointed ``num_to_keep`` times since the last one, so a busy sweep
 uploads back to back, each pass about four files per trial ever started: requests per snapshot grow with the trials,
 requests per sweep with their square. Measured with ``bench.sweep_scale`` (trivial trials, S3 on moto): the
-upload thread held 68% of the driver's CPU samples at 120 trials, the S3 server 56% of a core, and a trial's
-platform cost rose from 2.6 s to 14 s.
+upload thread held 68% of the driver's CPU samples at 120 trials, the S3 server 56% of a core, and the seconds per
+ended trial rose from 5.8 to 13.5 within 125 trials; with the shedding below, 100 trials cost 0.56x the platform
+wall per trial (docs/cluster.md, "At scale").
 
 :class:`ShedUploadedTrialFiles` deletes, from the driver's staging folder only, the logger files of trials that have
 finished (``TERMINATED``) once the storage holds a copy of the same size; later snapshots then upload the running
