@@ -165,6 +165,7 @@ def token_head() -> Iterator[Head]:
             _stop_jobs(head)
 
 
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_token_auth_with_and_without_the_token(token_head: Head, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from sentsweep.platform.cluster.jobspec import JobSpec
@@ -272,6 +273,7 @@ def sweep_job(ray_head: Head, tiny_bert_dir: Path, tmp_path_factory: pytest.Temp
     return SubmittedSweep(job_id, status, out, err, fake, tracking_uri, root / "shared", seconds)
 
 
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_submitted_sweep_succeeds_and_logs_to_mlflow(sweep_job: SubmittedSweep, ray_head: Head) -> None:
     from mlflow import MlflowClient
 
@@ -304,6 +306,7 @@ def test_submitted_sweep_succeeds_and_logs_to_mlflow(sweep_job: SubmittedSweep, 
     assert (folder / MANIFEST).is_file()  # Tune's state and the manifest on the shared storage
 
 
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_secrets_reach_the_job_but_are_never_shown(sweep_job: SubmittedSweep, ray_head: Head) -> None:
     info = ray_head.jobs().info(sweep_job.job_id)
     assert {"MLFLOW_TRACKING_PASSWORD", "AWS_SECRET_ACCESS_KEY"} <= set(info.runtime_env["env_vars"])
@@ -318,6 +321,7 @@ def test_secrets_reach_the_job_but_are_never_shown(sweep_job: SubmittedSweep, ra
         assert all(secret not in text for text in shown)
 
 
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_jobs_status_logs_and_list(sweep_job: SubmittedSweep, ray_head: Head) -> None:
     status, out, err = _run_cli("jobs", "status", sweep_job.job_id, "--address", ray_head.address)
     assert status == 0 and out.startswith(f"job {sweep_job.job_id}: SUCCEEDED")
@@ -333,6 +337,7 @@ def test_jobs_status_logs_and_list(sweep_job: SubmittedSweep, ray_head: Head) ->
     assert row.split()[1] == "SUCCEEDED" and "submit-tiny" in row
 
 
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_unknown_job_id_is_named(ray_head: Head) -> None:
     ray_head.jobs()
     for action in ("status", "logs", "stop"):
@@ -341,6 +346,7 @@ def test_unknown_job_id_is_named(ray_head: Head) -> None:
         assert f"no job 'no-such-job' on the Ray cluster at {ray_head.address}" in err
 
 
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_stop_a_long_job(ray_head: Head, tiny_bert_dir: Path, tmp_path: Path) -> None:
     config = _sweep_yaml(tmp_path / "long.yaml", tiny_bert_dir, "long", num_samples=1,
                          fixed={"max_steps": 100_000, "eval_every": 1000, "max_length": 32})
