@@ -48,7 +48,8 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
         check_model(trial.model, _field(config, "model"), source)
         check_spacy(trial, config, source)
         check_data(trial)
-    _check_sts(config.final_tasks, config.data_dir)
+    if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
+        _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
 
 
 def _field(config: SweepConfig, name: str) -> str:
@@ -160,18 +161,18 @@ def check_data(trial: Any) -> None:
     corpora = getattr(trial, "corpus", None)
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
         _check_corpus_head(name, trial.data_dir)
-    _check_sts([trial.dev_metric], trial.data_dir)
-    _check_sts(trial.test_tasks, trial.data_dir)
+    _check_sts([trial.dev_metric], trial.data_dir, field="dev_metric")
+    _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
 
 
-def _check_sts(tasks: str | list[str], data_dir: str | None) -> None:
+def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
     from sentsweep.evaluation import split_tasks
     from sentsweep.evaluation.sts import load_sts_sets
 
     try:
         sts, _, _ = split_tasks(tasks)
     except ValueError as exc:
-        raise ConfigError(str(exc), field="test_tasks") from None
+        raise ConfigError(str(exc), field=field) from None
     if sts:
         load_sts_sets(sts, data_dir)
 

@@ -73,3 +73,22 @@ def test_a_model_that_cannot_be_resolved_offline(tmp_path, tiny_bert_dir) -> Non
     if constants.HF_HUB_OFFLINE:
         with pytest.raises(ConfigError, match="neither a local folder nor in the Hugging Face cache"):
             check_model("no-such-org/no-such-model-xyz")
+
+
+def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_bert_dir, tracking_uri) -> None:
+    """``final_tasks: ""`` means no test evaluation after the sweep (as finalize reads it), not a config error;
+    a misspelt task is refused under its own field."""
+    from sentsweep.platform.preflight import check_sweep
+    from sentsweep.platform.sweep import resolve_specs, validate_trials
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    for final, error in (("", None), ("stsb_tset", "final_tasks")):
+        config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, final_tasks=final).resolved()
+        trainable, space = resolve_specs(config, None, TOY_TRAINABLE, TOY_SPACE)
+        trials = validate_trials(config, trainable, space, None)
+        if error is None:
+            check_sweep(config, trials)
+            continue
+        with pytest.raises(ConfigError) as err:
+            check_sweep(config, trials)
+        assert err.value.field == error and "stsb_tset" in str(err.value)
