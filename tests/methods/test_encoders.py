@@ -108,3 +108,44 @@ def test_hub_names_pass_through_and_minilm_matches_sentence_transformers(minilm_
     ours = TransformerEncoder("minilm", device="cpu").encode(SENTENCES, normalize=True)
     theirs = SentenceTransformer(minilm_path, device="cpu").encode(SENTENCES)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_length_buckets_give_the_same_embeddings_and_gradients(tiny_bert_dir: Path, monkeypatch) -> None:
+    """A training forward on CPU in sub-batches of similar length equals the one padded forward (dropout off by
+    zeroing its probabilities, so training mode still picks the buckets), values and gradients."""
+    from sentsweep.methods import encoders
+
+    sentences = [" ".join(["word"] * n) for n in (1, 30, 3, 12, 7, 25, 2, 9, 18, 4, 14, 5, 22, 6, 11, 8)]
+    results = []
+    for buckets in (1, encoders.CPU_LENGTH_BUCKETS):
+        monkeypatch.setattr(encoders, "CPU_LENGTH_BUCKETS", buckets)
+        torch.manual_seed(0)
+        encoder = TransformerEncoder(str(tiny_bert_dir), EncoderSettings(pooling="mean"), device="cpu")
+        for module in encoder.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        encoder.train()
+        batch = encoder.tokenize(sentences)
+        assert buckets == 1 or encoders.length_buckets(batch["attention_mask"], buckets) is not None
+        emb = encoder(batch)
+        (emb * torch.arange(emb.numel()).reshape(emb.shape)).sum().backward()
+        results.append((emb.detach(), {n: p.grad.clone() for n, p in encoder.named_parameters() if p.grad is not None}))
+    (one, one_grads), (split, split_grads) = results
+    assert torch.allclose(one, split, atol=1e-5)
+    assert one_grads.keys() == split_grads.keys()
+    # relative to each parameter's largest gradient (those mathematically zero, as key biases, at 1 absolute)
+    worst = max(float((one_grads[n] - split_grads[n]).abs().max() / one_grads[n].abs().max().clamp_min(1.0))
+                for n in one_grads)
+    assert worst < 1e-5
+
+
+def test_length_buckets_group_similar_lengths_and_skip_small_batches() -> None:
+    from sentsweep.methods.encoders import MIN_BUCKET_ROWS, length_buckets
+
+    lengths = torch.tensor([5, 40, 6, 38, 7, 39, 5, 41] * 2)
+    mask = (torch.arange(41)[None, :] < lengths[:, None]).long()
+    groups = length_buckets(mask, 2)
+    assert groups is not None and [sorted(lengths[g].tolist()) for g in groups] == [[38, 38, 39, 39, 40, 40, 41, 41],
+                                                                                    [5, 5, 5, 5, 6, 6, 7, 7]]
+    assert length_buckets(mask[: 2 * MIN_BUCKET_ROWS - 1], 4) is None  # too few rows for two groups
+    assert length_buckets(torch.ones(32, 10, dtype=torch.long), 4) is None  # equal lengths: nothing to save
