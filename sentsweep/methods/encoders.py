@@ -176,10 +176,11 @@ class PromptTokenizer:
                 return sentence
             enc = self.tokenizer(sentence, add_special_tokens=False, return_offsets_mapping=True)
             offsets = enc["offset_mapping"]
-            if len(offsets) <= budget:
-                budget -= 1
+            cut = offsets[budget - 1][1] if len(offsets) > budget else len(sentence)
+            if cut >= len(sentence):  # nothing to cut at this budget (the last tokens may share one character,
+                budget -= 1  # as the pieces of a Hangul syllable do): a token less
                 continue
-            sentence = sentence[: offsets[budget - 1][1]]
+            sentence = sentence[:cut]
         raise ConfigError("prompt does not fit max_length even with an empty sentence", field="max_length")
 
     def __call__(self, sentences: Sequence[str]) -> dict[str, Tensor]:

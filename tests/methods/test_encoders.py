@@ -149,3 +149,26 @@ def test_length_buckets_group_similar_lengths_and_skip_small_batches() -> None:
                                                                                     [5, 5, 5, 5, 6, 6, 7, 7]]
     assert length_buckets(mask[: 2 * MIN_BUCKET_ROWS - 1], 4) is None  # too few rows for two groups
     assert length_buckets(torch.ones(32, 10, dtype=torch.long), 4) is None  # equal lengths: nothing to save
+
+
+def test_prompt_fit_ends_on_characters_split_into_several_tokens(minilm_path: str) -> None:
+    """A Hangul syllable is several word pieces with one character's offsets: cutting at the last piece's end
+    does not shorten the sentence. Found on the shared Wikipedia sample, where ``fit`` looped for ever at
+    SNCSE's training length; it now gives up one token at a time and ends."""
+    import threading
+
+    from transformers import AutoTokenizer
+
+    from sentsweep.methods.encoders import PromptTokenizer
+    from sentsweep.methods.sncse.model import ANCHOR_TEMPLATE
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
+    prompt = PromptTokenizer(tokenizer, ANCHOR_TEMPLATE, max_length=32)
+    sentence = "Koreans do not call it jupan (주판), supan (수판) or anything else , as the dictionary says"
+    fitted: list[str] = []
+    worker = threading.Thread(target=lambda: fitted.append(prompt.fit(sentence)), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert fitted, "fit did not end within 30 s"
+    assert sentence.startswith(fitted[0]) and len(fitted[0]) < len(sentence)
+    assert len(tokenizer(prompt.render(fitted[0]))["input_ids"]) <= 32
