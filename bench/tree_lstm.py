@@ -121,6 +121,13 @@ def const_work(batch: BinaryBatch, input_size: int, hidden: int) -> Work:
     return Work(((batch.num_leaves, input_size, 2 * hidden), (internal, 2 * hidden, 5 * hidden)))
 
 
+def ceiling_ratio(recursive_seconds: float, batched_seconds: float, share_of_limit: float) -> float:
+    """The ratio recursive / batched that a pass at 100% of the limit would reach: such a pass takes
+    ``batched_seconds * share_of_limit`` (the batched pass runs at ``share_of_limit`` of the dense products'
+    GFLOP/s on the same FLOPs)."""
+    return recursive_seconds / (batched_seconds * share_of_limit)
+
+
 def dense(work: Work, backward: bool) -> Callable[[], None]:
     """The work's matrix products as dense products with all rows at once (the practical limit)."""
     operands = [(torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)) for m, k, n in work.shapes]
@@ -202,7 +209,7 @@ def run(parsed: list, hidden: int, input_size: int, repeats: int, recursion: boo
                 with torch.set_grad_enabled(backward):
                     reference = best_of(with_backward(recursive) if backward else recursive, 1, warmup=0)
                 ratio = f"{reference / seconds:.1f}x"
-                ceiling = f"{limit * reference / seconds:.1f}x"  # the ratio a pass at 100% of the limit would get
+                ceiling = f"{ceiling_ratio(reference, seconds, limit):.1f}x"
             rows.append(
                 [name, hidden, label, torch.get_num_threads(), batch.num_nodes, batch.num_levels, seconds,
                  f"{work.flops(backward) / seconds / 1e9:.1f}", f"{matmul_flops / dense_seconds / 1e9:.1f}",

@@ -8,7 +8,7 @@ import numpy as np
 
 from bench._measure import Peak, peak_rss_mib
 from bench.common import paired
-from bench.tree_lstm import Work, const_work, dep_work
+from bench.tree_lstm import Work, ceiling_ratio, const_work, dep_work
 from sentsweep.methods.multiview.trees import collate_binary, collate_dependency
 
 
@@ -36,3 +36,12 @@ def test_work_counts_the_products_of_each_cell() -> None:
     const = collate_binary([(3, np.array([0, 3]), np.array([1, 2]))])  # 3 leaves, 2 internal nodes
     assert const_work(const, input_size=3, hidden=2).shapes == ((3, 3, 4), (2, 4, 10))
     assert Work(((1, 1, 1),), extra=1).flops(backward=False) == 4.0
+
+
+def test_the_ceiling_is_above_the_measured_ratio_by_the_share_of_the_limit() -> None:
+    """A pass at half the limit would take half its seconds at the limit: the ceiling is twice its ratio (the
+    column once multiplied by the share instead, printing ceilings below the ratios measured)."""
+    recursive, batched = 10.0, 0.5  # measured ratio 20x
+    assert ceiling_ratio(recursive, batched, 0.5) == 40.0
+    assert ceiling_ratio(recursive, batched, 1.0) == 20.0
+    assert ceiling_ratio(recursive, batched, 0.8) > recursive / batched
