@@ -260,15 +260,9 @@ class TransformerEncoder(nn.Module):
         groups = length_buckets(batch["attention_mask"], buckets) if self.tokenizer.padding_side == "right" else None
         if groups is None:
             return self._pooled(batch)
-        parts = []
-        for rows in groups:
-            width = int(batch["attention_mask"][rows].sum(dim=1).max())
-            parts.append(self._pooled({k: v[rows, :width] if k != "mask_positions" else v[rows]
-                                       for k, v in batch.items()}))
-        order = torch.cat(groups)
-        restore = torch.empty_like(order)
-        restore[order] = torch.arange(len(order), device=order.device)
-        return torch.cat(parts)[restore]
+        parts = [self._pooled({k: v[rows, :width] if k != "mask_positions" else v[rows] for k, v in batch.items()})
+                 for rows, width in groups]
+        return torch.cat(parts)[torch.argsort(torch.cat([rows for rows, _ in groups]))]
 
     def _pooled(self, batch: dict[str, Tensor]) -> Tensor:
         mask_positions = batch.pop("mask_positions", None)
@@ -346,16 +340,17 @@ class TransformerEncoder(nn.Module):
         return cls(str(directory), EncoderSettings(**stored), device=device)
 
 
-def length_buckets(attention_mask: Tensor, buckets: int) -> list[Tensor] | None:
-    """Row indices of a right-padded batch in up to ``buckets`` groups of similar length (longest first, at least
-    :data:`MIN_BUCKET_ROWS` rows each), or None when one group would compute as few padded tokens."""
+def length_buckets(attention_mask: Tensor, buckets: int) -> list[tuple[Tensor, int]] | None:
+    """``(row indices, longest row)`` of a right-padded batch in up to ``buckets`` groups of similar length (longest
+    first, at least :data:`MIN_BUCKET_ROWS` rows each), or None when one group would compute as few padded tokens."""
     rows, width = attention_mask.shape
     count = min(buckets, rows // MIN_BUCKET_ROWS)
     if count < 2:
         return None
     lengths = attention_mask.sum(dim=1)
-    groups = list(torch.argsort(lengths, descending=True, stable=True).tensor_split(count))
-    if sum(len(g) * int(lengths[g].max()) for g in groups) >= rows * width:
+    order = torch.argsort(lengths, descending=True, stable=True)
+    groups = [(g, int(lengths[g].max())) for g in order.tensor_split(count)]
+    if sum(len(g) * longest for g, longest in groups) >= rows * width:
         return None
     return groups
 

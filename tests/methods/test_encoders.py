@@ -145,8 +145,9 @@ def test_length_buckets_group_similar_lengths_and_skip_small_batches() -> None:
     lengths = torch.tensor([5, 40, 6, 38, 7, 39, 5, 41] * 2)
     mask = (torch.arange(41)[None, :] < lengths[:, None]).long()
     groups = length_buckets(mask, 2)
-    assert groups is not None and [sorted(lengths[g].tolist()) for g in groups] == [[38, 38, 39, 39, 40, 40, 41, 41],
-                                                                                    [5, 5, 5, 5, 6, 6, 7, 7]]
+    assert groups is not None and [sorted(lengths[g].tolist()) for g, _ in groups] == [[38, 38, 39, 39, 40, 40, 41, 41],
+                                                                                       [5, 5, 5, 5, 6, 6, 7, 7]]
+    assert [longest for _, longest in groups] == [41, 7]
     assert length_buckets(mask[: 2 * MIN_BUCKET_ROWS - 1], 4) is None  # too few rows for two groups
     assert length_buckets(torch.ones(32, 10, dtype=torch.long), 4) is None  # equal lengths: nothing to save
 
