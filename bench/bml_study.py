@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.common import print_table
+from bench.common import exit_on_sigterm, print_table
 from sentsweep.evaluation.analysis import summary
 from sentsweep.methods.sncse import SncseModel
 from sentsweep.trainables.loop import TrainingLoop, seed_everything
@@ -284,6 +284,7 @@ def main() -> None:
     both.add_argument("--extra", action="append", default=[], metavar="NAME=DIR", help="more runs to show")
     both.add_argument("--block", type=int, default=100, help="steps per row of the trend table")
     args = parser.parse_args()
+    exit_on_sigterm()
     {"train": train, "untrained": untrained, "compare": compare}[args.command](args)
 
 

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl+C: ``finally`` blocks and exit-time finalizers run, so a stopped bench stops what it
+    started and leaves no temporary folder behind (a :class:`~sentsweep.trainables.loop.TrainingLoop`'s work folder;
+    the default SIGTERM ends the process without either)."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
 
 
 def best_of(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float:

@@ -18,6 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from bench.common import exit_on_sigterm
 from bench.search_grid import COSTS, DEFAULT_TABLE
 
 
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     _add_record(sub)
     _add_replay(sub)
     args = parser.parse_args(argv)
+    exit_on_sigterm()
     args.handler(args)
 
 

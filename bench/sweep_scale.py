@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import load_note, print_table
+from bench.common import exit_on_sigterm, load_note, print_table
 from tools.harness.counting_proxy import CountingProxy, Request, counting_proxy
 from tools.harness.local_stack import LocalStack, local_stack
 
@@ -305,8 +305,7 @@ def main() -> None:
     parser.add_argument("--fallback", type=int, default=250)
     args = parser.parse_args()
     args.reference = args.reference or max(1, args.trials // 5)
-    # SIGTERM unwinds like Ctrl+C, so the stack (Ray nodes, servers) and the driver are stopped by their PIDs
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
+    exit_on_sigterm()  # the stack (Ray nodes, servers) and the driver are then stopped by their PIDs
     reference, this = run_sweeps(args)
     report(reference, this, args)
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from bench._measure import Peak
-from bench.common import print_table
+from bench.common import exit_on_sigterm, print_table
 from sentsweep.data import scored_pairs
 from sentsweep.evaluation.sts import spearman
 from sentsweep.methods.encoders import resolve_model_path
@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
+    exit_on_sigterm()
     train = scored_pairs("stsb", "train", data_dir=args.data_dir)[: args.pairs]
     test = scored_pairs("stsb", "test", data_dir=args.data_dir)
     if args.warmup_pairs:

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bench._measure import Peak
-from bench.common import print_table
+from bench.common import exit_on_sigterm, print_table
 from sentsweep.methods.encoders import resolve_model_path
 from sentsweep.methods.sncse.model import ANCHOR_TEMPLATE, POSITIVE_TEMPLATE
 from sentsweep.trainables.loop import TrainingLoop
@@ -157,6 +157,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
+    exit_on_sigterm()
 
     task = ours_task(args)  # reads the corpus and negates it (cached), before any timing
     assert task.negations is not None

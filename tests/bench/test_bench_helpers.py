@@ -45,3 +45,34 @@ def test_the_ceiling_is_above_the_measured_ratio_by_the_share_of_the_limit() -> 
     assert ceiling_ratio(recursive, batched, 0.5) == 40.0
     assert ceiling_ratio(recursive, batched, 1.0) == 20.0
     assert ceiling_ratio(recursive, batched, 0.8) > recursive / batched
+
+
+def test_a_bench_stopped_by_sigterm_leaves_no_temporary_folder(tmp_path) -> None:
+    """The default SIGTERM ends a process without exit-time finalizers: two stopped BML study runs left their
+    TrainingLoop work folders in /tmp. With :func:`exit_on_sigterm` the TemporaryDirectory goes with the process."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import sys, tempfile, time\n"
+              "from bench.common import exit_on_sigterm\n"
+              "if sys.argv[1] == 'on':\n    exit_on_sigterm()\n"
+              f"folder = tempfile.TemporaryDirectory(prefix='sentsweep-loop-', dir={str(tmp_path)!r})\n"
+              "print(folder.name, flush=True)\ntime.sleep(120)\n")
+    root = Path(__file__).resolve().parents[2]
+    left = {}
+    for mode in ("off", "on"):
+        process = subprocess.Popen([sys.executable, "-c", script, mode], stdout=subprocess.PIPE, text=True,
+                                   cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+        try:
+            folder = Path(process.stdout.readline().strip())
+            assert folder.is_dir()
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+        finally:
+            process.kill()
+            process.stdout.close()
+        left[mode] = folder.exists()
+    assert left == {"off": True, "on": False}
