@@ -143,3 +143,32 @@ def append_rows(path: Path, rows: Iterable[dict[str, Any]], provenance: Sequence
         for row in rows:
             writer.writerow({k: row[k] for k in COLUMNS})
         handle.flush()
+
+
+def merge_tables(parts: Sequence[Path], out: Path, command: str) -> int:
+    """Write the rows of the tables ``parts`` (recorded side by side, e.g. one process per core) into ``out``, with
+    every part's ``#`` lines kept under its name; the number of configurations written.
+
+    Refuses parts whose reports fall at different steps, and a configuration recorded in two parts."""
+    rows: list[dict[str, str]] = []
+    owner: dict[Config, Path] = {}
+    steps: dict[Path, list[int]] = {}
+    provenance = [f"merged by: {command}"]
+    for part in parts:
+        part_rows = read_rows(part)
+        if not part_rows:
+            raise ValueError(f"{part}: no rows")
+        steps[part] = sorted({int(r["step"]) for r in part_rows})
+        for config in sorted({config_of(r) for r in part_rows}):
+            if config in owner:
+                raise ValueError(f"{part}: configuration {config} is recorded in {owner[config]} too")
+            owner[config] = part
+        rows += part_rows
+        provenance += [f"part {part.name}: {line[1:].strip()}" for line in part.read_text().splitlines()
+                       if line.startswith("#")]
+    if len({tuple(s) for s in steps.values()}) > 1:
+        raise ValueError("the parts report at different steps: " + "; ".join(f"{p}: {s}" for p, s in steps.items()))
+    if out.exists():
+        raise ValueError(f"{out} exists: merge into a new --table")
+    append_rows(out, rows, provenance)
+    return len(owner)

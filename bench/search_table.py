@@ -8,6 +8,7 @@ ASHA rungs, TPE alone, random search with and without ASHA, and grid search agai
 and its regret after a fixed budget, with the ratio to random search measured in the same run.
 
     python -m bench.search_table record [--limit N]   # resumes the table in the repository with its settings
+    python -m bench.search_table merge PART.csv PART.csv --table OUT.csv   # parts recorded side by side
     python -m bench.search_table replay [--only pooling=mean] [--repeats 30] [--concurrency 1,16] [--grace-period 2]
 """
 
@@ -20,6 +21,11 @@ from pathlib import Path
 
 from bench.common import exit_on_sigterm
 from bench.search_grid import COSTS, DEFAULT_TABLE
+
+
+def _this_command() -> str:
+    """The command line that made a table, for its provenance."""
+    return "python -m bench.search_table " + shlex.join(sys.argv[1:])
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -56,8 +62,24 @@ def _cmd_record(args: argparse.Namespace) -> None:
     settings = RecordSettings(steps=args.steps, reports=args.reports, train_pairs=args.train_pairs,
                               dev_pairs=args.dev_pairs, max_length=args.max_length, data_dir=args.data_dir)
     grid = Grid(scale=args.scale, lr=args.lr, pooling=args.pooling, batch_size=args.batch_size)
-    command = "python -m bench.search_table " + shlex.join(sys.argv[1:])
-    record(args.table, settings, grid, command, log=lambda m: print(m, flush=True), limit=args.limit)
+    record(args.table, settings, grid, _this_command(), log=lambda m: print(m, flush=True), limit=args.limit)
+
+
+def _add_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="join tables recorded side by side (one record process per core) into one")
+    p.add_argument("parts", type=Path, nargs="+", help="the recorded tables (disjoint grid points, same report steps)")
+    p.add_argument("--table", type=Path, required=True, help="the merged table (a new file)")
+    p.set_defaults(handler=_cmd_merge)
+
+
+def _cmd_merge(args: argparse.Namespace) -> None:
+    from bench.search_grid import merge_tables
+
+    try:
+        count = merge_tables(args.parts, args.table, _this_command())
+    except ValueError as error:
+        raise SystemExit(f"merge: {error}") from None
+    print(f"{count} configurations from {len(args.parts)} tables in {args.table}")
 
 
 def _add_replay(sub: argparse._SubParsersAction) -> None:
@@ -121,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_record(sub)
+    _add_merge(sub)
     _add_replay(sub)
     args = parser.parse_args(argv)
     exit_on_sigterm()

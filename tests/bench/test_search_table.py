@@ -10,7 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from bench.search_grid import PARAMS, append_rows, read_table, recorded_configs
+from bench.search_grid import PARAMS, append_rows, merge_tables, read_table, recorded_configs
 from bench.search_replay import STRATEGIES, ReplaySpace, SearchSettings, replay
 from bench.search_summary import Summary, quartiles, ratio_text, ratio_to_reference, run_all
 
@@ -85,6 +85,27 @@ def test_recording_appends_each_trial_and_resumes(tmp_path: Path, tiny_bert_dir:
     assert "scale [5.0, 20.0]" in path.read_text()
     with pytest.raises(ValueError, match="reports at steps"):
         record(path, RecordSettings(steps=6, reports=2, model=str(tiny_bert_dir)), grid, "x", log=lambda m: None)
+
+
+def test_tables_recorded_side_by_side_merge_into_one(tmp_path: Path, table) -> None:
+    rows = _rows()
+    mean, cls, out = tmp_path / "mean.csv", tmp_path / "cls.csv", tmp_path / "grid.csv"
+    append_rows(mean, [r for r in rows if r["pooling"] == "mean"], provenance=["made by: record --pooling mean"])
+    append_rows(cls, [r for r in rows if r["pooling"] == "cls"], provenance=["made by: record --pooling cls"])
+    assert merge_tables([mean, cls], out, "merge mean.csv cls.csv") == 32
+    merged = read_table(out)
+    assert merged.is_complete() and merged.curves == table.curves
+    assert out.read_text().startswith("# merged by: merge mean.csv cls.csv\n# part mean.csv: made by: record "
+                                      "--pooling mean\n# part cls.csv: made by: record --pooling cls\nscale,")
+    with pytest.raises(ValueError, match="exists"):
+        merge_tables([mean, cls], out, "again")
+    with pytest.raises(ValueError, match=r"configuration \(5.0, 5e-06, 'mean', 16\) is recorded in .*mean.csv too"):
+        merge_tables([mean, mean], tmp_path / "twice.csv", "twice")
+    longer = tmp_path / "longer.csv"
+    append_rows(longer, [{**r, "step": r["step"] * 2} for r in rows if r["pooling"] == "cls"])
+    with pytest.raises(ValueError, match="different steps"):
+        merge_tables([mean, longer], tmp_path / "mixed.csv", "mixed")
+    assert not (tmp_path / "twice.csv").exists() and not (tmp_path / "mixed.csv").exists()
 
 
 def test_the_replay_space_is_the_sweeps_cut_to_the_table(table) -> None:
