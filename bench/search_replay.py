@@ -98,6 +98,10 @@ class ReplaySpace:
         for name in PARAMS:
             dist, values = real[name], self.table.values(name)
             if isinstance(dist, CategoricalDistribution):
+                outside = [v for v in values if v not in dist.choices]
+                if outside:  # no suggestion could reach them: the replay would search a smaller table unseen
+                    raise ValueError(f"grid values {outside} of '{name}' are not among the space's choices "
+                                     f"{list(dist.choices)}: replay with --only {name}=<recorded choices>")
                 self.distributions[name] = CategoricalDistribution([c for c in dist.choices if c in values])
             elif isinstance(dist, FloatDistribution):
                 outside = [v for v in values if not dist.low <= v <= dist.high]

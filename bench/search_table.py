@@ -112,7 +112,7 @@ def _cmd_replay(args: argparse.Namespace) -> None:
 
     from bench.common import print_table
     from bench.search_grid import read_table
-    from bench.search_replay import STRATEGIES, SearchSettings
+    from bench.search_replay import STRATEGIES, ReplaySpace, SearchSettings
     from bench.search_summary import HEADER, run_all, table_rows
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -122,6 +122,10 @@ def _cmd_replay(args: argparse.Namespace) -> None:
         table = table.restricted(name, values.split(","))
     if not table.is_complete():
         raise SystemExit(f"{args.table}: the grid is incomplete ({len(table.curves)} points): record the rest first")
+    try:
+        ReplaySpace(table)
+    except ValueError as error:
+        raise SystemExit(f"{args.table}: {error}") from None
     full = sum(c.seconds[-1] for c in table.curves.values())
     settings = SearchSettings(startup_trials=args.startup_trials, grace_period=args.grace_period,
                               reduction_factor=args.reduction_factor)

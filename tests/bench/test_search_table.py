@@ -10,7 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from bench.search_grid import PARAMS, append_rows, merge_tables, read_table, recorded_configs
+from bench.search_grid import PARAMS, GridTable, append_rows, merge_tables, read_table, recorded_configs
 from bench.search_replay import STRATEGIES, ReplaySpace, SearchSettings, replay
 from bench.search_summary import Summary, quartiles, ratio_text, ratio_to_reference, run_all
 
@@ -118,6 +118,10 @@ def test_the_replay_space_is_the_sweeps_cut_to_the_table(table) -> None:
     # lr snaps on a log scale (3.3e-5 is nearer 5e-5 than 2e-5 there), scale linearly
     assert space.snap({"scale": 12.0, "lr": 3.3e-5, "pooling": "cls", "batch_size": 32}) == (5.0, 5e-5, "cls", 32)
     assert space.snap({"scale": 13.0, "lr": 3.0e-5, "pooling": "mean", "batch_size": 16}) == (20.0, 2e-5, "mean", 16)
+    batch_8 = GridTable({(c[0], c[1], c[2], 8 if c[3] == 32 else 16): curve for c, curve in table.curves.items()})
+    with pytest.raises(ValueError, match=r"grid values \[8\] of 'batch_size' are not among the space's choices"):
+        ReplaySpace(batch_8)  # 8 is not a choice of the sweep's space: the replay must not drop it unseen
+    assert list(ReplaySpace(batch_8.restricted("batch_size", ["16"])).distributions["batch_size"].choices) == [16]
 
 
 def test_tpe_with_asha_starts_from_the_defaults_and_asha_stops_the_weaker_trials(table) -> None:
