@@ -54,18 +54,19 @@ def sweep_config(root: Path, args: argparse.Namespace) -> SweepConfig:
                   "max_train_pairs": 256, "max_dev_pairs": 50, "test_tasks": "stsb_test"},
         "storage_path": str(root / "ray_results"), "max_failures": 0, "plots": False, "export": False,
         "final_tasks": "", "startup_trials": args.trials,
+        "confirm": {"top_k": 0},  # the search's trials only: a confirmation stage's re-runs are a sweep of their own
         "tracking": {"uri": f"sqlite:///{root / 'mlruns.db'}", "artifact_location": str(root / "mlartifacts"),
                      "experiment": "overhead"},
     })
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--model", default="minilm", help="'minilm', 'tiny' (random 2-layer) or a folder")
     parser.add_argument("--concurrency", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import ray
     import torch
@@ -79,7 +80,7 @@ def main() -> None:
         root = Path(tmp)
         config = sweep_config(root, args)
         MlflowClient(tracking_uri=config.tracking.uri).search_experiments()  # create the schema untimed
-        ray.init(num_cpus=max(2, args.concurrency), include_dashboard=False, log_to_driver=False,
+        ray.init(address="local", num_cpus=max(2, args.concurrency), include_dashboard=False, log_to_driver=False,
                  logging_level="WARNING")
         outcome = run_sweep(config, echo=lambda line: None)
         fit_started = outcome.fit_started

@@ -29,7 +29,7 @@ from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
 from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
-from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
 from sentsweep.platform.confirmation import StageTrials, run_confirmation, search_results
 from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
@@ -158,15 +158,20 @@ def trial_dirname(trial: Any) -> str:
 @contextlib.contextmanager
 def ray_session(address: str | None = None, *, log_to_driver: bool = False,
                 env: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Use the running Ray, else connect to ``address`` or start a local one (and shut it down after); the
-    workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers:
-    :meth:`SweepConfig.worker_credentials`)."""
+    """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a local one (and shut it down
+    after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers:
+    :meth:`SweepConfig.worker_credentials`).
+
+    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join the last
+    cluster anyone started on this machine with ``ray start`` (a colleague's, on a shared workstation), and run the
+    sweep there without the credentials and paths a cluster sweep gets."""
     import ray
 
     if ray.is_initialized():
         yield
         return
-    ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver,
+    ray.init(address=address if joins_ray_cluster(address) else "local", include_dashboard=False,
+             log_to_driver=log_to_driver,
              configure_logging=True, logging_level="WARNING",
              runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
     try:
