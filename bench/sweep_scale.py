@@ -48,6 +48,7 @@ import yaml
 from bench.common import exit_on_sigterm, load_note, print_table
 from tools.harness.counting_proxy import CountingProxy, Request, counting_proxy
 from tools.harness.local_stack import LocalStack, local_stack
+from tools.harness.processes import repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[1]
 WORKERS, GPUS_PER_WORKER = 2, 2
@@ -195,7 +196,7 @@ def run_sweeps(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The reference sweep, then this one, on one stack (started here, stopped by PID at the end)."""
     with tempfile.TemporaryDirectory(prefix="sweep-scale-") as tmp:
         root = Path(tmp)
-        pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        pythonpath = repo_pythonpath()
         node_env = {"PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(root / "node-cache"), "HF_HUB_OFFLINE": "1",
                     "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         cpus = resources(args.concurrent)[1]

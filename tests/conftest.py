@@ -17,6 +17,7 @@ import pytest
 
 from sentsweep.config import data_dir_from_env
 from sentsweep.data import DataSource, resolve_data_dir
+from tools.harness.processes import repo_pythonpath
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -138,7 +139,7 @@ def ray_session(session_cache: Path) -> Iterator[None]:
     of tests/platform/sweep_toy.py, the contract helpers) imports there as it does here, and the session's
     cache folder as SENTSWEEP_CACHE."""
     ray = pytest.importorskip("ray")
-    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    pythonpath = repo_pythonpath()
     from sentsweep.platform.sweep import WORKER_ENV
 
     env_vars = {**WORKER_ENV, "PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(session_cache)}

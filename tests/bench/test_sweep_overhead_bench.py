@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools.harness.processes import repo_pythonpath
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_overhead_bench_matches_every_run_to_a_trial_and_prints_its_figures() -> None:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled",
-           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+           "PYTHONPATH": repo_pythonpath()}
     env.pop("RAY_ADDRESS", None)
     done = subprocess.run([sys.executable, "-m", "bench.sweep_overhead", "--model", "tiny", "--trials", "2",
                            "--steps", "2"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

@@ -29,6 +29,7 @@ from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 from tests.platform.sweep_toy import toy_config
+from tools.harness.processes import repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[2]
 # ``sentsweep`` with the toy method and space in the registries (what a plug-in package would add).
@@ -47,7 +48,7 @@ sys.exit(main(sys.argv[1:]))
 
 def _start(tmp_path: Path, name: str, *argv: str) -> tuple[subprocess.Popen, Path]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = repo_pythonpath()
     log = tmp_path / f"{name}.log"
     with log.open("w") as out:
         process = subprocess.Popen([sys.executable, str(tmp_path / "cli.py"), *argv], stdout=out,

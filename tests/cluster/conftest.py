@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.target import FIGURES, REPO, Target
+from tests.cluster.target import FIGURES, Target
 from tools.harness.local_stack import local_stack
+from tools.harness.processes import repo_pythonpath
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -43,7 +44,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     storage = os.environ.get("SENTSWEEP_TEST_STORAGE")
     tracking = os.environ.get("SENTSWEEP_TEST_TRACKING_URI")
     ray_address = os.environ.get("SENTSWEEP_TEST_RAY_ADDRESS")
-    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    pythonpath = repo_pythonpath()
     node_env = {"PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(tmp_path_factory.mktemp("node-cache")),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     with local_stack(s3=storage is None, tracking=tracking is None, ray=ray_address is None,

@@ -18,6 +18,7 @@ from sentsweep.platform.budget import BUDGET_FILE, STOP_REASON_TAG, BudgetMeter,
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.storage import locate
 from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
+from tools.harness.processes import repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,7 +140,7 @@ def test_budget_survives_sigkill_and_resume(tmp_path, tiny_bert_dir, tracking_ur
     (tmp_path / "config.json").write_text(config.model_dump_json())
     (tmp_path / "driver.py").write_text(DRIVER)
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = repo_pythonpath()
     with (tmp_path / "driver.log").open("w") as log:
         driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "config.json")],
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)

@@ -24,7 +24,7 @@ import yaml
 from mlflow import MlflowClient
 
 from sentsweep.tracking.vocabulary import PARENT_TAG
-from tools.harness.processes import LOOPBACK, end_group, free_port, wait_for_port
+from tools.harness.processes import LOOPBACK, end_group, free_port, repo_pythonpath, wait_for_port
 
 pytest.importorskip("flask_wtf", reason="the `server` extra (flask-wtf) is not installed: no basic-auth app")
 
@@ -91,7 +91,7 @@ def ray_tmp() -> Iterator[Path]:
 def _run_cli(tmp_path: Path, ray_tmp: Path, *argv: str) -> int:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("MLFLOW_TRACKING_", "RAY_ADDRESS", "AWS_"))}
-    env.update(PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p),
+    env.update(PYTHONPATH=repo_pythonpath(),
                RAY_TMPDIR=str(ray_tmp), SENTSWEEP_CACHE=str(tmp_path / "cache"), PYTHONUNBUFFERED="1")
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)

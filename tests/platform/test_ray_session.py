@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tools.harness.processes import repo_pythonpath
 from tools.harness.ray_head import head_env, ray_head
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_a_sweep_without_an_address_never_joins_the_clusters_ray_start_left_on_t
         (Path(tmp) / "ray").mkdir()
         (Path(tmp) / "ray" / "ray_current_cluster").write_text(head.gcs_address)
         env = {**head_env(None), "RAY_TMPDIR": tmp,
-               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+               "PYTHONPATH": repo_pythonpath()}
         assert _probe("plain", env) == head.gcs_address  # the trap: plain ray.init() joins the other cluster
         assert _probe("sweep", env) != head.gcs_address  # the sweep starts a Ray of its own
         assert _probe("sweep", {**env, "RAY_ADDRESS": head.gcs_address}) == head.gcs_address  # a job's driver joins

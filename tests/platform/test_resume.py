@@ -16,6 +16,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
+from tools.harness.processes import repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[2]
 # The driver to kill is a process of its own with its own local Ray (not the session's ``ray_session``); it
@@ -67,7 +68,7 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     (tmp_path / "driver.py").write_text(DRIVER)
     log = (tmp_path / "driver.log").open("w")
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = repo_pythonpath()
     driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "config.json")],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     client = MlflowClient(tracking_uri=tracking_uri)

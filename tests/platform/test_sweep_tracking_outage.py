@@ -22,7 +22,7 @@ from sentsweep.platform.tracking_journals import replay_sweep_journals
 from sentsweep.tracking.journal import TRIAL_JOURNAL
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import RETRY_ENV, Server
-from tools.harness.processes import end_group
+from tools.harness.processes import end_group, repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = """
@@ -78,7 +78,7 @@ def test_an_outage_longer_than_the_retry_budget_loses_nothing(tmp_path, tiny_ber
     (tmp_path / "config.json").write_text(config.model_dump_json())
     (tmp_path / "driver.py").write_text(DRIVER)
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
-    env.update(RETRY_ENV, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
+    env.update(RETRY_ENV, PYTHONPATH=repo_pythonpath())
     log_path = tmp_path / "driver.log"
     with log_path.open("w") as log:
         driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "config.json"),

@@ -14,6 +14,7 @@ from mlflow import MlflowClient
 from sentsweep.errors import ConfigError
 from sentsweep.platform.tracking_store import is_remote_address, refuse_sqlite_on_cluster
 from sentsweep.tracking.vocabulary import ROLE_TAG
+from tools.harness.processes import repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[2]
 # Each sweep is a process of its own, with its own local Ray: what two users starting sweeps at once do.
@@ -38,7 +39,7 @@ def test_two_sweeps_started_together_on_a_fresh_sqlite_file(tmp_path, tiny_bert_
     uri = f"sqlite:///{database}"
     (tmp_path / "driver.py").write_text(DRIVER)
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = repo_pythonpath()
     drivers = []
     for name in ("one", "two"):
         folder = tmp_path / name

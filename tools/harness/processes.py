@@ -1,4 +1,5 @@
-"""Free loopback ports, waiting for a port, and ending a process group this harness started."""
+"""Free loopback ports, waiting for a port, ending a process group this harness started, and the PYTHONPATH a
+child process of the tests needs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ import time
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+#: The repository root (what a child process needs on PYTHONPATH to import sentsweep, bench, tools and tests).
+REPO = Path(__file__).resolve().parents[2]
+
+
+def repo_pythonpath() -> str:
+    """The repository root first, then this process's PYTHONPATH (for a child process a test or a bench starts)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 
 
 class ServiceError(RuntimeError):
