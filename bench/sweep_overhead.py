@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from mlflow import MlflowClient
 
+    from sentsweep.platform.local_ray import loopback_only
     from sentsweep.platform.sweep import run_sweep
     from sentsweep.trainables.registry import get_method
 
@@ -80,8 +81,9 @@ def main(argv: list[str] | None = None) -> None:
         root = Path(tmp)
         config = sweep_config(root, args)
         MlflowClient(tracking_uri=config.tracking.uri).search_experiments()  # create the schema untimed
-        ray.init(address="local", num_cpus=max(2, args.concurrency), include_dashboard=False, log_to_driver=False,
-                 logging_level="WARNING")
+        with loopback_only():
+            ray.init(address="local", num_cpus=max(2, args.concurrency), include_dashboard=False,
+                     log_to_driver=False, logging_level="WARNING")
         outcome = run_sweep(config, echo=lambda line: None)
         fit_started = outcome.fit_started
         client = MlflowClient(tracking_uri=config.tracking.uri)

@@ -36,6 +36,7 @@ from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import SweepLease
+from sentsweep.platform.local_ray import loopback_only
 from sentsweep.platform.notify import SweepNotifier
 from sentsweep.platform.optuna_storage import study_mirror
 from sentsweep.platform.outcome import SweepOutcome
@@ -164,20 +165,24 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
 
     Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join the last
     cluster anyone started on this machine with ``ray start`` (a colleague's, on a shared workstation), and run the
-    sweep there without the credentials and paths a cluster sweep gets."""
+    sweep there without the credentials and paths a cluster sweep gets. That local Ray listens on 127.0.0.1 only
+    (:func:`~sentsweep.platform.local_ray.loopback_only`)."""
     import ray
 
     if ray.is_initialized():
         yield
         return
-    ray.init(address=address if joins_ray_cluster(address) else "local", include_dashboard=False,
-             log_to_driver=log_to_driver,
-             configure_logging=True, logging_level="WARNING",
-             runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
-    try:
-        yield
-    finally:
-        ray.shutdown()
+    joins = joins_ray_cluster(address)
+    with contextlib.ExitStack() as local:
+        if not joins:
+            local.enter_context(loopback_only())
+        ray.init(address=address if joins else "local", include_dashboard=False, log_to_driver=log_to_driver,
+                 configure_logging=True, logging_level="WARNING",
+                 runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
+        try:
+            yield
+        finally:
+            ray.shutdown()
 
 
 def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:

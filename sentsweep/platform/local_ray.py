@@ -1,0 +1,41 @@
+"""A local Ray that listens on the loopback interface only.
+
+On Linux ``ray.init(address="local")`` announces the machine's routable address and its processes listen there
+(the GCS, the raylet, the runtime-env agent) and on every interface (the dashboard agent, the dashboard's
+process), without authentication when ``RAY_AUTH_MODE=disabled`` (``make demo``). On a shared login or GPU node
+anybody who can reach that address could run tasks as the sweep's owner, with the owner's environment (tracking and
+bucket credentials). ``_node_ip_address="127.0.0.1"`` does not change this: the bind addresses come from
+``ray_constants.ENABLE_RAY_CLUSTER`` (read from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray is imported), Ray's
+single-machine mode, which keeps every address on 127.0.0.1. The test ``tests/platform/test_local_ray.py`` lists
+the listening sockets of a local sweep's Ray and fails when this stops holding (a Ray upgrade that renames it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+#: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
+CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """Ray started inside keeps every address on 127.0.0.1; the driver's setting is restored after.
+
+    Both places matter: the environment for the processes Ray starts (they read it when they import Ray), and the
+    constant of the driver's already imported Ray (it chooses the node address it hands them)."""
+    from ray._private import ray_constants
+
+    before_env, before_constant = os.environ.get(CLUSTER_MODE_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[CLUSTER_MODE_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before_constant
+        if before_env is None:
+            os.environ.pop(CLUSTER_MODE_ENV, None)
+        else:
+            os.environ[CLUSTER_MODE_ENV] = before_env

@@ -1,0 +1,47 @@
+"""A local sweep's Ray listens on the loopback interface only (no unauthenticated port on the host's network)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import sys
+
+from tools.harness.processes import REPO, repo_pythonpath
+
+#: Starts the sweep's own local Ray (:func:`~sentsweep.platform.sweep.ray_session`, ray imported first, as in a
+#: notebook) and prints the address of every listening socket of the driver and of the processes Ray started.
+PROBE = """
+import os, psutil, ray, time
+from sentsweep.platform.local_ray import CLUSTER_MODE_ENV
+from sentsweep.platform.sweep import ray_session
+with ray_session():
+    time.sleep(2)  # the agents open their ports after init returns
+    ours = {p.pid for p in psutil.Process().children(recursive=True)} | {os.getpid()}
+    for c in psutil.net_connections("inet"):
+        if c.status == psutil.CONN_LISTEN and c.pid in ours:
+            print("listen", c.laddr.ip)
+    print("gcs", ray.get_runtime_context().gcs_address)
+print("after", os.environ.get(CLUSTER_MODE_ENV), ray._private.ray_constants.ENABLE_RAY_CLUSTER)
+"""
+
+
+def _is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def test_a_local_sweeps_ray_listens_on_loopback_only() -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
+    env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=repo_pythonpath())
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    listening = {line.split()[1] for line in lines if line.startswith("listen ")}
+    gcs = next(line.split()[1] for line in lines if line.startswith("gcs "))
+    assert len(listening) >= 1  # the GCS and the raylet at least
+    assert all(_is_loopback(ip) for ip in listening), listening  # never 0.0.0.0, :: or the host's address
+    assert gcs.startswith("127.0.0.1:"), gcs
+    assert lines[-1] == "after None True"  # the driver's own setting is back once the sweep's Ray is gone
