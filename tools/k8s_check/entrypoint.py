@@ -1,10 +1,12 @@
-"""The RayJob entrypoint check: it parses with ``sentsweep.cli.build_parser()``, names a config that is in the
-ConfigMap mounted on the head, the config validates with :func:`~sentsweep.platform.config.parse_sweep_config`
-(``--set`` overrides applied), a trial's resources fit a worker group, and, when the job retries
-(``backoffLimit`` > 0), the retry continues the sweep (``--resume-interrupted``) whose state is in shared
-storage and runs on a tracking server; and the driver runs on a worker, not on the head: the RayJob's
-``entrypointResources`` ask for a custom resource that a worker group offers (``rayStartParams.resources``)
-and the head does not, with the CPUs of ``entrypointNumCpus``.
+"""The RayJob entrypoint check: it parses with ``sentsweep.cli.build_parser()``, names a config that is in a
+mounted ConfigMap, and every group that can run the driver mounts it (:func:`driver_groups`: the worker groups
+whose ``rayStartParams.resources`` include every key of ``entrypointResources``, the head when it offers them
+too or when ``entrypointResources`` is empty), the config validates with
+:func:`~sentsweep.platform.config.parse_sweep_config` (``--set`` overrides applied), a trial's resources fit a
+worker group, and, when the job retries (``backoffLimit`` > 0), the retry continues the sweep
+(``--resume-interrupted``) whose state is in shared storage and runs on a tracking server; and the driver runs
+on a worker, not on the head: the RayJob's ``entrypointResources`` ask for a custom resource that a worker
+group offers (``rayStartParams.resources``) and the head does not, with the CPUs of ``entrypointNumCpus``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from sentsweep.cli import build_parser
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import parse_sweep_config
 from sentsweep.yaml_io import apply_overrides
-from tools.k8s_check.objects import GPU_RESOURCE, Problem, cpu_quantity, get_path, object_id, ray_cluster_spec
+from tools.k8s_check.objects import (
+    GPU_RESOURCE,
+    Problem,
+    cpu_quantity,
+    get_path,
+    object_id,
+    pod_specs,
+    ray_cluster_spec,
+)
 
 
 def check_entrypoint(job: dict[str, Any], everything: list[dict[str, Any]]) -> list[Problem]:
@@ -43,16 +53,28 @@ def check_entrypoint(job: dict[str, Any], everything: list[dict[str, Any]]) -> l
             Problem(oid, "entrypoint", f"resume of '{args.sweep_dir}': a new cluster sees only shared storage")]
     if args.command != "sweep":
         return [Problem(oid, "entrypoint", f"'{text}': a RayJob runs `sentsweep sweep` or `sentsweep resume`")]
-    raw, where = _mounted_file(job, everything, args.config)
+    groups = driver_groups(job)
+    # the file as a group that can run the driver sees it, else as any Ray group that mounts it does
+    pods = [pod for _, pod in groups] + [pod.spec for pod in pod_specs(job) if pod.group is not None]
+    readers = [(pod, mount) for pod in pods if (mount := _mount(pod, args.config)) is not None]
+    if not readers:
+        return [Problem(oid, "entrypoint", f"{args.config} is not on a volume mounted in the Ray cluster")]
+    pod, mount = readers[0]
+    resources = get_path(job, "spec", "entrypointResources") or "{}"
+    mounts = [Problem(oid, "entrypoint", f"{name} can run the driver (entrypointResources {resources}) but does "
+                                         f"not mount {mount.get('mountPath')}, where the entrypoint reads "
+                                         f"{args.config}")
+              for name, group_pod in groups if _mount(group_pod, args.config) is None]
+    raw, where = _mounted_file(pod, mount, job, everything, args.config)
     if raw is None:
-        return [Problem(oid, "entrypoint", where)]
+        return mounts + [Problem(oid, "entrypoint", where)]
     try:
         loaded = yaml.safe_load(raw)
         if isinstance(loaded, dict):
             loaded = apply_overrides(loaded, args.overrides)
         config = parse_sweep_config(loaded, where)
     except (ConfigError, yaml.YAMLError) as exc:
-        return [Problem(oid, "entrypoint", str(exc))]
+        return mounts + [Problem(oid, "entrypoint", str(exc))]
     found = []
     if (get_path(job, "spec", "backoffLimit") or 0) > 0:
         if not args.resume_interrupted:
@@ -67,7 +89,7 @@ def check_entrypoint(job: dict[str, Any], everything: list[dict[str, Any]]) -> l
     if not _fits(ray_cluster_spec(job) or {}, config.resources.cpu, config.resources.gpu):
         found.append(f"{where}: no worker group fits a trial's resources (cpu {config.resources.cpu}, "
                      f"gpu {config.resources.gpu})")
-    return [Problem(oid, "entrypoint", m) for m in found + driver_placement(job)]
+    return mounts + [Problem(oid, "entrypoint", m) for m in found + driver_placement(job)]
 
 
 def custom_resources(ray_start_params: dict[str, Any]) -> dict[str, float]:
@@ -82,14 +104,34 @@ def custom_resources(ray_start_params: dict[str, Any]) -> dict[str, float]:
     return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
 
 
+def _wanted_resources(job: dict[str, Any]) -> dict[str, Any] | None:
+    """The RayJob's ``entrypointResources`` (None when it is not a JSON object)."""
+    try:
+        wanted = json.loads(get_path(job, "spec", "entrypointResources") or "{}")
+    except ValueError:
+        return None
+    return wanted if isinstance(wanted, dict) else None
+
+
+def driver_groups(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, pod spec)`` of every group of the RayJob's cluster that can run its driver: the worker groups
+    whose ``rayStartParams.resources`` include every key of ``entrypointResources``, and the head when it does
+    too (so every group when ``entrypointResources`` is empty, or not JSON: driver_placement reports that)."""
+    cluster = get_path(job, "spec", "rayClusterSpec") or {}
+    wanted = _wanted_resources(job) or {}
+    groups = [("the head group", cluster.get("headGroupSpec") or {})] + [
+        (f"worker group {g.get('groupName')}", g) for g in cluster.get("workerGroupSpecs") or []]
+    return [(name, get_path(group, "template", "spec") or {}) for name, group in groups
+            if set(wanted) <= set(custom_resources(group.get("rayStartParams") or {}))]
+
+
 def driver_placement(job: dict[str, Any]) -> list[str]:
     """Where the RayJob's driver may run is wrong: it can land on the head, or on no group at all."""
     spec = job.get("spec") or {}
     cluster = spec.get("rayClusterSpec") or {}
-    try:
-        wanted = json.loads(spec.get("entrypointResources") or "{}")
-    except ValueError:
-        return [f"entrypointResources {spec.get('entrypointResources')!r} is not JSON"]
+    wanted = _wanted_resources(job)
+    if wanted is None:
+        return [f"entrypointResources {spec.get('entrypointResources')!r} is not a JSON object"]
     head = custom_resources(get_path(cluster, "headGroupSpec", "rayStartParams") or {})
     if not wanted or any(name in head for name in wanted):
         return ["the driver may run on the head: entrypointResources must ask for a custom resource that only "
@@ -115,31 +157,36 @@ def parse_cli(argv: Sequence[str]) -> tuple[Any, str]:
         return None, lines[-1] if lines else "invalid arguments"
 
 
-def _mounted_file(job: dict[str, Any], everything: list[dict[str, Any]], path: str) -> tuple[str | None, str]:
-    """The text of ``path`` as the head container sees it through a ConfigMap volume, or the error."""
-    head = get_path(job, "spec", "rayClusterSpec", "headGroupSpec", "template", "spec") or {}
-    volumes = {v.get("name"): v for v in head.get("volumes") or []}
+def _mount(pod: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The volumeMount of the pod's Ray container (its first) that ``path`` lies under (None when none)."""
     target = PurePosixPath(path)
-    for mount in get_path(head, "containers", 0, "volumeMounts") or []:
+    for mount in get_path(pod, "containers", 0, "volumeMounts") or []:
         root = PurePosixPath(mount.get("mountPath", "/"))
-        if not target.is_relative_to(root) or target == root:
-            continue
-        source = get_path(volumes.get(mount.get("name")), "configMap")
-        if source is None:
-            return None, f"{path} is on volume '{mount.get('name')}', which is not a ConfigMap"
-        name = source.get("name")
-        maps = [o for o in everything if o.get("kind") == "ConfigMap" and get_path(o, "metadata", "name") == name
-                and get_path(o, "metadata", "namespace") == get_path(job, "metadata", "namespace")]
-        if not maps:
-            return None, f"{path}: ConfigMap '{name}' does not exist"
-        relative = str(target.relative_to(root))
-        keys = {item["path"]: item["key"] for item in source.get("items") or []} or None
-        key = keys.get(relative) if keys is not None else relative
-        data = maps[0].get("data") or {}
-        if key not in data:
-            return None, f"{path} is not in ConfigMap '{name}' (it holds {', '.join(sorted(data)) or 'nothing'})"
-        return data[key], f"{path} (ConfigMap {name})"
-    return None, f"{path} is not on a ConfigMap mounted in the head container"
+        if target.is_relative_to(root) and target != root:
+            return mount
+    return None
+
+
+def _mounted_file(pod: dict[str, Any], mount: dict[str, Any], job: dict[str, Any],
+                  everything: list[dict[str, Any]], path: str) -> tuple[str | None, str]:
+    """The text of ``path`` as the Ray container of ``pod`` sees it through ``mount`` (a ConfigMap volume), or
+    the error."""
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    source = get_path(volumes.get(mount.get("name")), "configMap")
+    if source is None:
+        return None, f"{path} is on volume '{mount.get('name')}', which is not a ConfigMap"
+    name = source.get("name")
+    maps = [o for o in everything if o.get("kind") == "ConfigMap" and get_path(o, "metadata", "name") == name
+            and get_path(o, "metadata", "namespace") == get_path(job, "metadata", "namespace")]
+    if not maps:
+        return None, f"{path}: ConfigMap '{name}' does not exist"
+    relative = str(PurePosixPath(path).relative_to(mount.get("mountPath", "/")))
+    keys = {item["path"]: item["key"] for item in source.get("items") or []} or None
+    key = keys.get(relative) if keys is not None else relative
+    data = maps[0].get("data") or {}
+    if key not in data:
+        return None, f"{path} is not in ConfigMap '{name}' (it holds {', '.join(sorted(data)) or 'nothing'})"
+    return data[key], f"{path} (ConfigMap {name})"
 
 
 def _fits(cluster: dict[str, Any], cpu: float, gpu: float) -> bool:

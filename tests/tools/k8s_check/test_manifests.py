@@ -19,6 +19,7 @@ import yaml
 
 from sentsweep.platform.config import parse_sweep_config
 from tools import k8s_check
+from tools.k8s_check.entrypoint import driver_groups
 from tools.k8s_check.policy import project_ray_version
 
 REPO = Path(__file__).resolve().parents[3]
@@ -51,14 +52,49 @@ def test_every_object_of_the_overlay_validates(overlay: str, rendered: dict[str,
 @pytest.mark.parametrize("overlay", sorted(PAIRS))
 def test_the_rayjob_cluster_is_the_raycluster(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
     """k8s/sweep/rayjob.yaml repeats k8s/base/raycluster.yaml (and the overlays their patches): only the
-    configs mount on the head may differ."""
+    configs mount on the head and on the cpu group (where the driver runs) may differ."""
     cluster = _one(rendered[overlay].objects, "RayCluster")["spec"]
     job = json.loads(json.dumps(_one(rendered[PAIRS[overlay]].objects, "RayJob")))
-    head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
-    assert [v["name"] for v in head["volumes"]][-1] == "configs"
-    head["volumes"].pop()
-    assert head["containers"][0]["volumeMounts"].pop()["mountPath"] == "/configs"
-    assert job["spec"]["rayClusterSpec"] == cluster
+    spec = job["spec"]["rayClusterSpec"]
+    for group in [spec["headGroupSpec"]] + [g for g in spec["workerGroupSpecs"] if g["groupName"] == "cpu"]:
+        pod = group["template"]["spec"]
+        assert [v["name"] for v in pod["volumes"]][-1] == "configs"
+        pod["volumes"].pop()
+        assert pod["containers"][0]["volumeMounts"].pop()["mountPath"] == "/configs"
+    assert spec == cluster
+
+
+@pytest.mark.parametrize("overlay", sorted(PAIRS))
+def test_every_group_that_can_run_the_driver_mounts_the_configs(overlay: str,
+                                                                rendered: dict[str, k8s_check.Rendered]) -> None:
+    """The driver (`sentsweep sweep /configs/...`) runs on a worker of a group offering entrypointResources:
+    that group mounts the generated ConfigMap (kustomizeconfig.yaml rewrites its hashed name there too)."""
+    objects = rendered[PAIRS[overlay]].objects
+    job, config_map = _one(objects, "RayJob"), _one(objects, "ConfigMap")["metadata"]["name"]
+    groups = driver_groups(job)
+    assert [name for name, _ in groups] == ["worker group cpu"]
+    for _, pod in groups:
+        mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/configs")
+        assert mount["readOnly"] is True
+        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+        assert volume["configMap"]["name"] == config_map and config_map.startswith("sweep-configs-")
+
+
+def test_driver_groups_follow_entrypoint_resources() -> None:
+    def group(name: str, resources: str | None) -> dict[str, Any]:
+        return {"groupName": name, "rayStartParams": {"resources": resources} if resources else {}}
+
+    cluster = {"headGroupSpec": group("head", None),
+               "workerGroupSpecs": [group("gpu", None), group("cpu", '"{\\"sweep_driver\\": 1, \\"x\\": 2}"')]}
+    job = {"kind": "RayJob", "spec": {"rayClusterSpec": cluster, "entrypointResources": '{"sweep_driver": 1}'}}
+    assert [name for name, _ in driver_groups(job)] == ["worker group cpu"]
+    job["spec"]["entrypointResources"] = '{"sweep_driver": 1, "y": 1}'
+    assert driver_groups(job) == []
+    del job["spec"]["entrypointResources"]
+    assert [name for name, _ in driver_groups(job)] == ["the head group", "worker group gpu", "worker group cpu"]
+    cluster["headGroupSpec"] = group("head", '"{\\"sweep_driver\\": 1}"')
+    job["spec"]["entrypointResources"] = '{"sweep_driver": 1}'
+    assert [name for name, _ in driver_groups(job)] == ["the head group", "worker group cpu"]
 
 
 def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
@@ -101,6 +137,8 @@ def test_a_name_suffix_gives_each_sweep_its_own_objects(tmp_path: Path) -> None:
     volumes = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["volumes"]
     assert volumes[-1]["configMap"]["name"] == _one(report.rendered[1].objects, "ConfigMap")["metadata"]["name"]
     assert volumes[-1]["configMap"]["name"].startswith("sweep-configs-stsb-alice-")
+    cpu = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["volumes"]
+    assert cpu[-1]["configMap"]["name"] == volumes[-1]["configMap"]["name"]
     assert job["spec"]["rayClusterSpec"]["authOptions"]["secretName"] == "ray-auth"
 
 
@@ -303,6 +341,23 @@ def test_a_driver_that_may_run_on_the_head_or_nowhere_is_caught(tmp_path: Path) 
                                                                     "  entrypointNumCpus: 3\n")})
     assert new == ['RayJob/sweep: no worker group offers the driver\'s resources (entrypointResources '
                    '{"sweep_driver": 1}, entrypointNumCpus 3) [entrypoint]']
+
+
+#: The cpu group's configs mount in sweep/rayjob.yaml, and the start of its volumes (20Gi: the cpu group's /tmp).
+CPU_CONFIGS_MOUNT = "            - name: configs\n              mountPath: /configs\n              readOnly: true\n"
+CPU_VOLUMES = "          volumes:\n          - name: tmp\n            emptyDir:\n              sizeLimit: 20Gi\n"
+
+
+@pytest.mark.parametrize(("paths", "config"), [(LOCAL, "demo.yaml"),
+                                               (("overlays/gpu-spot", "overlays/gpu-spot/sweep"),
+                                                "paper-cosent-stsb.yaml")])
+def test_a_driver_group_without_the_configs_mount_is_caught(tmp_path: Path, paths: tuple[str, ...],
+                                                            config: str) -> None:
+    """The cpu group runs the driver (entrypointResources sweep_driver): without /configs the sweep cannot read
+    its config there, however the head mounts it."""
+    new = _planted(tmp_path, paths, {"sweep/rayjob.yaml": (CPU_CONFIGS_MOUNT + CPU_VOLUMES, CPU_VOLUMES)})
+    assert new == ['RayJob/sweep: worker group cpu can run the driver (entrypointResources {"sweep_driver": 1}) '
+                   f'but does not mount /configs, where the entrypoint reads /configs/{config} [entrypoint]']
 
 
 def test_an_image_by_tag_only_is_caught(tmp_path: Path) -> None:
