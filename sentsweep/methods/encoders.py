@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -235,8 +235,10 @@ class TransformerEncoder(nn.Module):
         """The model family from its config (``bert``, ``roberta``, ...), never from the path."""
         return str(self.config.model_type)
 
-    def tokenize(self, sentences: Sequence[str]) -> dict[str, Tensor]:
-        """Token ids (and mask positions for prompts) for a batch, padded to its longest member."""
+    def tokenize(self, sentences: Sequence[str], max_length: int | None = None) -> dict[str, Tensor]:
+        """Token ids (and mask positions for prompts) for a batch, padded to its longest member, each at most
+        ``max_length`` tokens (None: the settings', the length of evaluation and of the saved encoder; a
+        trainer passes its training length)."""
         if self.prompt is not None:
             return self.prompt(sentences)
         return dict(
@@ -244,7 +246,7 @@ class TransformerEncoder(nn.Module):
                 list(sentences),
                 padding=True,
                 truncation=True,
-                max_length=self.settings.max_length,
+                max_length=max_length or self.settings.max_length,
                 return_tensors="pt",
             )
         )
@@ -359,3 +361,29 @@ def batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     """Consecutive slices of ``items`` of at most ``size`` elements."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def token_limit(config: Any, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest input a model takes: the tokenizer's ``model_max_length`` when it states one, within the
+    position embeddings (less RoBERTa's padding offset)."""
+    positions = int(getattr(config, "max_position_embeddings", 512))
+    if str(getattr(config, "model_type", "")) in ROBERTA_FAMILIES:
+        positions -= int(getattr(config, "pad_token_id", 1)) + 1
+    stated = int(min(tokenizer.model_max_length, 10**9))
+    return min(stated, positions)
+
+
+def model_token_limit(encoder: TransformerEncoder) -> int:
+    """:func:`token_limit` of an encoder's model."""
+    return token_limit(encoder.config, encoder.tokenizer)
+
+
+def with_eval_max_length(encoder: TransformerEncoder, max_length: int | None) -> TransformerEncoder:
+    """``encoder`` set to encode (evaluate, save) inputs of up to ``max_length`` tokens (None: the model's limit,
+    as the references evaluate: whole sentences); a trainer's shorter training length is its own to pass."""
+    limit = max_length or model_token_limit(encoder)
+    if limit != encoder.settings.max_length:
+        encoder.settings = replace(encoder.settings, max_length=limit)
+        if encoder.prompt is not None:
+            encoder.prompt = PromptTokenizer(encoder.tokenizer, encoder.settings.prompt_template or "", limit)
+    return encoder

@@ -28,9 +28,9 @@ from sentsweep.evaluation.sts import StsEvaluator
 from sentsweep.methods.cosent import create_loss, cross_encoder_cosent_loss, label_midpoint, loss_parameters
 from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
 from sentsweep.methods.cosent.pooling import model_type, nli_pooling
-from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder
+from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder, with_eval_max_length
 from sentsweep.trainables.method import Method
-from sentsweep.trainables.trial_config import TrialConfig
+from sentsweep.trainables.trial_config import EvalMaxLength, TrialConfig
 
 LOSS_HEAD_FILE = "loss_head.safetensors"
 
@@ -58,6 +58,7 @@ class CosentConfig(TrialConfig):
 
     epochs: float = Field(4.0, gt=0)
     architecture: Literal["bi", "cross"] = "bi"
+    eval_max_length: EvalMaxLength = None
     pooling: Literal["cls", "mean", "max", "first_last"] = "mean"
     loss: Literal["cosent", "mse", "softmax", "contrastive", "triplet"] = "cosent"
     scale: float = Field(20.0, gt=0)
@@ -116,13 +117,13 @@ class CosentTask:
         self.dev = config.dev_evaluator(DEV_BATCH_SIZE)
         _, label_min, label_max, num_labels = TRAIN_SETS[config.train_data]
         if config.architecture == "bi":
-            encoder = TransformerEncoder(
+            encoder = with_eval_max_length(TransformerEncoder(
                 config.model,
                 EncoderSettings(pooling=config.pooling, max_length=config.max_length),
                 device=config.device,
                 amp=config.amp,
-            )
-            self.net: BiEncoder | CrossEncoder = BiEncoder(encoder)
+            ), config.eval_max_length)
+            self.net: BiEncoder | CrossEncoder = BiEncoder(encoder, max_length=config.max_length)
             threshold = config.positive_threshold
             available: dict[str, Any] = {
                 "scale": config.scale, "label_min": label_min, "label_max": label_max, "dim": encoder.dim,
@@ -134,7 +135,8 @@ class CosentTask:
                 config.loss, **{name: available[name] for name in loss_parameters(config.loss)}
             ).to(encoder.device)
         else:
-            self.net = CrossEncoder(config.model, config.max_length, device=config.device)
+            self.net = CrossEncoder(config.model, config.max_length, device=config.device,
+                                    eval_max_length=config.eval_max_length, amp=config.amp)
             self.pair_loss = nn.Module()  # eq. 11 has no loss parameters: the scores come from the net
         self.model = nn.ModuleDict({"net": self.net, "loss": self.pair_loss})
 

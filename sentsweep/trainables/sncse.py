@@ -60,7 +60,7 @@ from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
 from sentsweep.methods.sncse.model import SNCSE_FILE
 from sentsweep.tables import markdown_table
 from sentsweep.trainables.method import Method
-from sentsweep.trainables.trial_config import TrialConfig
+from sentsweep.trainables.trial_config import EvalMaxLength, TrialConfig
 
 DIAGNOSTICS_DIR = "diagnostics"
 #: Sentences per encoder call when scoring the dev set.
@@ -78,9 +78,7 @@ class SncseConfig(TrialConfig):
 
     # the shared fields, with SNCSE's defaults
     max_length: int = Field(32, ge=8, description="training prompt length (template included)")
-    eval_max_length: int | None = Field(
-        None, ge=8, description="evaluation prompt length (dev, test, diagnostics, saved model); "
-        "default the model's limit")
+    eval_max_length: EvalMaxLength = None
     batch_size: int = Field(256, ge=2)
     lr: float = Field(1e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)

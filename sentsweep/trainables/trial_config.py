@@ -9,7 +9,7 @@ method's config.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -21,6 +21,11 @@ from sentsweep.trainables.loop import LoopConfig
 
 #: SentEval's defaults (the one place: :class:`SentEvalOptions`).
 _SENTEVAL = SentEvalOptions()
+#: ``eval_max_length`` of the transformer methods: the token limit of every evaluation (dev selection, test suites,
+#: diagnostics) and of the saved model; None, the default, is the model's limit (whole sentences, as the references
+#: evaluate). ``max_length`` is the training length only.
+EvalMaxLength = Annotated[int | None, Field(ge=8, description="evaluation length (dev, test, saved model); "
+                                            "default the model's limit")]
 #: Dev sets a trial can select on: ``dev_data`` -> the metric (and STS task) name.
 DEV_SETS: dict[str, str] = {"stsb": STSB_DEV, "sickr": SICKR_TRIAL}
 

@@ -17,21 +17,31 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from sentsweep.methods.encoders import TransformerEncoder, autocast_context, pick_device, resolve_model_path
+from sentsweep.methods.encoders import (
+    TransformerEncoder,
+    autocast_context,
+    pick_device,
+    resolve_model_path,
+    token_limit,
+)
 
 HEAD_FILE = "score_head.safetensors"
 
 
 class BiEncoder(nn.Module):
-    """Shared-weight encoder for both sentences of a pair; one forward pass over ``a + b``."""
+    """Shared-weight encoder for both sentences of a pair; one forward pass over ``a + b``.
 
-    def __init__(self, encoder: TransformerEncoder) -> None:
+    ``max_length``: the training length of :meth:`forward` (None: the encoder's own); the encoder's settings keep
+    the evaluation length (``encode``, the saved model)."""
+
+    def __init__(self, encoder: TransformerEncoder, max_length: int | None = None) -> None:
         super().__init__()
         self.encoder = encoder
+        self.max_length = max_length
 
     def forward(self, first: Sequence[str], second: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Embeddings ``u`` of ``first`` and ``v`` of ``second``, each ``(batch, dim)``."""
-        both = self.encoder(self.encoder.tokenize([*first, *second]))
+        both = self.encoder(self.encoder.tokenize([*first, *second], max_length=self.max_length))
         return both[: len(first)], both[len(first) :]
 
     def similarity(self, first: Sequence[str], second: Sequence[str]) -> Tensor:
@@ -43,8 +53,17 @@ class CrossEncoder(nn.Module):
     """A transformer reading the pair jointly; the CLS state is mapped to one score (CoSENT eq. 11)."""
 
     def __init__(
-        self, model_name_or_path: str, max_length: int = 128, device: str | torch.device | None = None
+        self,
+        model_name_or_path: str,
+        max_length: int = 128,
+        device: str | torch.device | None = None,
+        *,
+        eval_max_length: int | None = None,
+        amp: bool = True,
     ) -> None:
+        """``max_length``: the training length of a pair (both sentences and the special tokens);
+        ``eval_max_length``: the length :meth:`predict` scores at (None: the model's limit); ``amp``: autocast in
+        :meth:`predict` on an accelerator."""
         super().__init__()
         path = resolve_model_path(model_name_or_path)
         config = AutoConfig.from_pretrained(path, trust_remote_code=False)
@@ -61,6 +80,8 @@ class CrossEncoder(nn.Module):
         if head_file.is_file():
             self.head.load_state_dict(load_file(str(head_file)))
         self.max_length = max_length
+        self.eval_max_length = eval_max_length or token_limit(config, self.tokenizer)
+        self.amp = amp
         self.to(pick_device(device))
         self.eval()
 
@@ -68,14 +89,15 @@ class CrossEncoder(nn.Module):
     def device(self) -> torch.device:
         return self.head.weight.device
 
-    def forward(self, first: Sequence[str], second: Sequence[str]) -> Tensor:
-        """One raw score per pair, shape ``(batch,)``."""
+    def forward(self, first: Sequence[str], second: Sequence[str], max_length: int | None = None) -> Tensor:
+        """One raw score per pair, shape ``(batch,)``, each pair at most ``max_length`` tokens (None: the
+        training length)."""
         batch = self.tokenizer(
             list(first),
             list(second),
             padding=True,
             truncation=True,
-            max_length=self.max_length,
+            max_length=max_length or self.max_length,
             return_tensors="pt",
         ).to(self.device)
         cls = self.model(**batch, return_dict=True).last_hidden_state[:, 0]
@@ -90,8 +112,9 @@ class CrossEncoder(nn.Module):
         try:
             for start in range(0, len(pairs), batch_size):
                 chunk = pairs[start : start + batch_size]
-                with autocast_context(self.device):
-                    scores.append(self([a for a, _ in chunk], [b for _, b in chunk]).float().cpu())
+                with autocast_context(self.device, self.amp):
+                    scores.append(self([a for a, _ in chunk], [b for _, b in chunk], self.eval_max_length)
+                                  .float().cpu())
         finally:
             self.train(was_training)
         return torch.cat(scores).numpy() if scores else np.zeros(0, dtype=np.float32)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,13 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
-from sentsweep.methods.encoders import ROBERTA_FAMILIES, EncoderSettings, PromptTokenizer, TransformerEncoder
+from sentsweep.methods.encoders import (
+    ROBERTA_FAMILIES,
+    EncoderSettings,
+    PromptTokenizer,
+    TransformerEncoder,
+    with_eval_max_length,
+)
 
 ANCHOR_TEMPLATE = 'This sentence : " {sentence} " means {mask} .'
 POSITIVE_TEMPLATE = 'This sentence of " {sentence} " means {mask} .'
@@ -54,25 +59,6 @@ def with_final_punctuation(sentence: str) -> str:
     if stripped and stripped[-1] in _PUNCTUATION:
         return sentence
     return f"{sentence} ."
-
-
-def model_token_limit(encoder: TransformerEncoder) -> int:
-    """The longest input the model takes: the tokenizer's ``model_max_length`` when it states one, within
-    the position embeddings (less RoBERTa's padding offset)."""
-    positions = int(getattr(encoder.config, "max_position_embeddings", 512))
-    if encoder.family in ROBERTA_FAMILIES:
-        positions -= int(getattr(encoder.config, "pad_token_id", 1)) + 1
-    stated = int(min(encoder.tokenizer.model_max_length, 10**9))
-    return min(stated, positions)
-
-
-def with_eval_max_length(encoder: TransformerEncoder, max_length: int | None) -> TransformerEncoder:
-    """``encoder`` set to encode prompts of up to ``max_length`` tokens (None: the model's limit)."""
-    limit = max_length or model_token_limit(encoder)
-    if limit != encoder.settings.max_length:
-        encoder.settings = replace(encoder.settings, max_length=limit)
-        encoder.prompt = PromptTokenizer(encoder.tokenizer, encoder.settings.prompt_template or "", limit)
-    return encoder
 
 
 def default_lambda(family: str) -> float:
