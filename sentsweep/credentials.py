@@ -43,8 +43,10 @@ ACCESS_KEY, SECRET_KEY = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"
 DATABASE_PASSWORD = "PGPASSWORD"
 
 SECRET_ENV: tuple[str, ...] = (TRACKING_PASSWORD, "MLFLOW_TRACKING_TOKEN", ACCESS_KEY, SECRET_KEY,
-                               "AWS_SESSION_TOKEN", DATABASE_PASSWORD)
-"""Variables whose values are never shown (:func:`secret_values`)."""
+                               "AWS_SESSION_TOKEN", DATABASE_PASSWORD, "RAY_AUTH_TOKEN", "HF_TOKEN")
+"""Variables whose values are never shown (:func:`secret_values`): the URIs' credentials above, the Ray
+cluster's token (``sentsweep submit`` and ``jobs`` send it; :mod:`sentsweep.platform.cluster.auth`) and the
+Hugging Face Hub's token."""
 
 UriKind = Literal["tracking", "storage"]
 
@@ -55,8 +57,12 @@ _VARIABLES: dict[UriKind, dict[str, tuple[str | None, str]]] = {
     "storage": {"s3": (ACCESS_KEY, SECRET_KEY), "http": (ACCESS_KEY, SECRET_KEY), "https": (ACCESS_KEY, SECRET_KEY)},
 }
 
-#: ``scheme://user:password@`` (the password ends at the last ``@`` before the path, as urllib reads it).
-_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):(?P<password>[^\s/]*)@")
+#: ``scheme://user:password@``: a user without ``/``, ``:``, ``@`` (or ``[``, ``]``: an IPv6 host), then the
+#: password up to the last ``@`` of its first ``/``-separated piece that holds one (as urllib reads it when the
+#: password has no ``/``). A password may hold an unencoded ``/`` (AWS secret keys often do), which urllib
+#: reads as the start of the path; ``host:PORT/path@x`` (digits, then ``/``) stays a port and a path.
+_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\[\]]*)"
+                       r":(?P<password>(?!\d*/)(?:[^\s/]*/)*?[^\s/]*)@")
 _MIN_SECRET = 4  # shorter values (a region, "true") would mask ordinary words
 
 
@@ -66,13 +72,23 @@ def split_uri(uri: str, kind: UriKind, field: str | None = None) -> tuple[str, d
     >>> split_uri("http://alice:p%40ss@mlflow:5000/x", "tracking")
     ('http://mlflow:5000/x', {'MLFLOW_TRACKING_USERNAME': 'alice', 'MLFLOW_TRACKING_PASSWORD': 'p@ss'})
 
-    A URI of another scheme with a password is refused (:class:`ConfigError` naming ``field``): no standard
-    variable would carry it, and the URI would be written into the sweep's records."""
+    Refused (:class:`ConfigError` naming ``field``; the password is never part of the message):
+
+    - a password in a URI of another scheme: no standard variable would carry it, and the URI would be written
+      into the sweep's records;
+    - a password holding an unencoded ``/`` (or ``?``, ``#``), as in ``s3://KEY:abc/def@bucket``: urllib ends
+      the host there and reads the rest as a path, so the password cannot be told from the URI safely. It has
+      to be percent-encoded (``/`` as ``%2F``), or given through the environment. (:func:`mask_uri` masks it
+      either way.)"""
     if "://" not in uri:
         return uri, {}
     parts = urlsplit(uri)
     userinfo, at, host = parts.netloc.rpartition("@")
     if not at:
+        if _USERINFO.match(uri):  # a user-info urllib does not see: its password holds a '/', '?' or '#'
+            raise ConfigError("its password holds a '/' (or '?', '#') that is not percent-encoded: "
+                              "percent-encode the password ('/' as %2F), or give it through the environment",
+                              field=field)
         return uri, {}
     user, colon, password = userinfo.partition(":")
     scheme = parts.scheme.split("+", 1)[0].lower()  # postgresql+psycopg2 -> postgresql

@@ -15,6 +15,8 @@ from mlflow.protos.databricks_pb2 import PERMISSION_DENIED, RESOURCE_DOES_NOT_EX
 
 from sentsweep.cli import main
 from sentsweep.credentials import (
+    MASK,
+    SECRET_ENV,
     explain_refused_credentials,
     mask_text,
     mask_uri,
@@ -50,6 +52,33 @@ def test_a_password_no_standard_variable_carries_is_refused_masked() -> None:
     with pytest.raises(ConfigError, match=r"tracking\.uri.*mysql://u:\*\*\*@h/db") as caught:
         split_uri(f"mysql://u:{SECRET}@h/db", "tracking", "tracking.uri")
     assert SECRET not in str(caught.value)
+
+
+SLASHED = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"  # an AWS secret key, its '/' not percent-encoded
+
+
+@pytest.mark.parametrize(("uri", "kind"), [
+    (f"s3://AKIAEXAMPLE:{SLASHED}@bucket/prefix", "storage"),
+    (f"http://AKIAEXAMPLE:{SLASHED}@minio:9000", "storage"),
+    ("http://alice:pa/ss@mlflow", "tracking"),
+    ("postgresql://u:pa/ss@db/mlflow", "tracking"),
+    ("http://alice:pa?ss@mlflow", "tracking"),
+])
+def test_a_password_with_an_unencoded_slash_is_refused_masked(uri: str, kind) -> None:
+    secret = uri.split("://", 1)[1].split(":", 1)[1].rsplit("@", 1)[0]
+    with pytest.raises(ConfigError, match=r"^field 'storage_path': .*percent-encode the password") as caught:
+        split_uri(uri, kind, "storage_path")
+    assert secret not in str(caught.value) and "\n" not in str(caught.value)
+    assert secret not in mask_uri(uri) and f"{MASK}@" in mask_uri(uri)
+
+
+@pytest.mark.parametrize("uri", [
+    "http://mlflow:5000/ajax-api/runs@v2", "https://github.com/org/repo@v1", "http://[::1]:5000/x@y",
+    "git+ssh://git@github.com/org/repo@v1", "s3://bucket/a@b/c", "http://mlflow:5000/x/y@z",
+])
+def test_an_at_in_a_path_is_no_password(uri: str) -> None:
+    assert mask_uri(uri) == uri
+    assert split_uri(uri, "storage") == (uri, {})
 
 
 def test_resolving_moves_credentials_into_the_environment(tmp_path: Path) -> None:
@@ -105,9 +134,23 @@ def test_only_a_joined_cluster_gets_the_uri_credentials(tmp_path: Path, monkeypa
 def test_masks() -> None:
     assert mask_uri("https://alice:hunter22@mlflow.example:5000/x") == "https://alice:***@mlflow.example:5000/x"
     assert mask_uri("http://a:b@c@host/x and http://host:5000/y") == "http://a:***@host/x and http://host:5000/y"
+    assert mask_uri(f"s3://K:{SLASHED}@bucket/x, http://u:pa/ss@mlflow:5000/runs/1@v2 and http://h:5000/p@q") == (
+        "s3://K:***@bucket/x, http://u:***@mlflow:5000/runs/1@v2 and http://h:5000/p@q")
     text = f"see postgresql://u:pw@db/m; key {SECRET}; ok"
     assert mask_text(text, [SECRET, "abc"]) == "see postgresql://u:***@db/m; key ***; ok"
     assert secret_values({"MLFLOW_TRACKING_PASSWORD": SECRET, "MLFLOW_TRACKING_USERNAME": "alice"}) == [SECRET]
+
+
+def test_the_ray_and_hub_tokens_are_masked_and_still_never_forwarded() -> None:
+    from sentsweep.platform.cluster.auth import TOKEN_ENV
+    from sentsweep.platform.cluster.credentials import CREDENTIAL_ENV, forwarded_env
+
+    assert {TOKEN_ENV, "HF_TOKEN"} <= set(SECRET_ENV) & set(CREDENTIAL_ENV)
+    env = {"RAY_AUTH_TOKEN": f"ray-{SECRET}", "HF_TOKEN": f"hf_{SECRET}"}
+    assert mask_text(f"token ray-{SECRET}, hub hf_{SECRET}", secret_values(env)) == "token ***, hub ***"
+    with pytest.raises(ConfigError, match="never forwarded"):
+        forwarded_env(env, ["RAY_AUTH_TOKEN"])
+    assert forwarded_env(env, ["HF_TOKEN"]) == {"HF_TOKEN": f"hf_{SECRET}"}  # named: it goes
 
 
 def test_masked_output_covers_prints_logs_and_restores() -> None:

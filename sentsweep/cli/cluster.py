@@ -40,7 +40,8 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
                        description="Validate a sweep config here, then submit `sentsweep sweep` as a Ray job "
                        "with the project (or only the config) as its working dir and the storage and tracking "
                        "options baked into the config. No local credential travels with the job unless "
-                       "--forward-env names it. --resume continues an interrupted sweep from its folder instead.")
+                       "--forward-env names it; a URI with a login in it (user:pass@) is refused. --resume "
+                       "continues an interrupted sweep from its folder instead.")
     p.add_argument("config", nargs="?", default=None, help="sweep YAML (see configs/demo.yaml)")
     p.add_argument("--resume", default=None, metavar="SWEEP_DIR",
                    help="continue the sweep in this folder (s3://... or a shared path) instead of a new one")

@@ -15,6 +15,7 @@ resolved config, and all that is made of it, holds none.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import MutableMapping
@@ -28,12 +29,21 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
 
 if TYPE_CHECKING:
+    from sentsweep.credentials import UriKind
     from sentsweep.platform.objectives import Objective
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
+    ("tracking.uri", "tracking"), ("tracking.artifact_location", "storage"), ("storage_path", "storage"),
+    ("storage_endpoint_url", "storage"), ("optuna_storage", "tracking"), ("warm_start", "storage"),
+)
+"""The URI fields that may carry credentials in their user-info, by dotted name, with the kind of each
+(:func:`sentsweep.credentials.split_uri`): :meth:`SweepConfig.resolved` takes them off, ``sentsweep submit``
+refuses them (:func:`sentsweep.platform.cluster.credentials.refuse_credentials`)."""
 
 
 class _Section(BaseModel):
@@ -268,16 +278,10 @@ class SweepConfig(_Section):
         from sentsweep.credentials import CredentialSplit
 
         split = CredentialSplit()
+        clean = {name: split.take(value, kind, name) for name, kind, value in self.credential_uris()}
         tracking = self.tracking.model_copy(update={
-            "uri": split.take(self.tracking.uri, "tracking", "tracking.uri"),
-            "artifact_location": split.take(self.tracking.artifact_location, "storage", "tracking.artifact_location"),
-        })
-        update: dict[str, Any] = {
-            "storage_path": split.take(self.storage_path, "storage", "storage_path"),
-            "storage_endpoint_url": split.take(self.storage_endpoint_url, "storage", "storage_endpoint_url"),
-            "optuna_storage": split.take(self.optuna_storage, "tracking", "optuna_storage"),
-            "warm_start": split.take(self.warm_start, "storage", "warm_start"),
-        }
+            "uri": clean["tracking.uri"], "artifact_location": clean["tracking.artifact_location"]})
+        update: dict[str, Any] = {name: value for name, value in clean.items() if not name.startswith("tracking.")}
         split.export(os.environ if environ is None else environ)
         base = (base or Path.cwd()).resolve()
         if not self.is_remote_storage:
@@ -299,6 +303,10 @@ class SweepConfig(_Section):
         resolved = self.model_copy(update=update)
         resolved._credential_env = tuple(sorted({*self._credential_env, *split.values}))
         return resolved
+
+    def credential_uris(self) -> list[tuple[str, UriKind, str | None]]:
+        """``(field, kind, value)`` of each of :data:`CREDENTIAL_FIELDS`."""
+        return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
 
     def worker_credentials(self, ray_address: str | None) -> dict[str, str]:
         """What the workers get in the ``runtime_env`` of ``ray.init(address=ray_address)`` when it joins a

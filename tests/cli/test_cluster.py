@@ -55,6 +55,9 @@ def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.Monk
     assert status == 0 and "3 trials of cosent" in out and "dry run: nothing submitted" in out
     assert "not sent:    MLFLOW_TRACKING_PASSWORD (set here; --forward-env NAME sends one)" in out
     assert "never-shown-4321" not in out + err
+    status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--storage", "s3://AK:a/b-never-shown@b/p")
+    assert status == 2 and "field '--storage': a submitted sweep carries no credential" in err
+    assert "never-shown" not in out + err and "Traceback" not in err
 
 
 def test_local_credentials_stay_here_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:

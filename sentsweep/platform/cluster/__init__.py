@@ -46,12 +46,14 @@ What travels with a job:
 * **The entrypoint**: ``python -m sentsweep.cli sweep configs/<file>``, not the ``sentsweep`` console script,
   which a working-dir copy does not install (``--python`` names another interpreter).
 * **The environment**: nothing of this machine's unless named: ``--forward-env NAME`` copies a variable,
-  ``--env NAME=VALUE`` sets one; plus ``MLFLOW_TRACKING_URI`` for a tracking server, the user and password
-  of a ``--tracking-uri http://user:pass@host`` and ``SENTSWEEP_OWNER`` (the submitting user, part of the
-  sweep's identity). The credentials set here that stay here (:data:`~.credentials.CREDENTIAL_ENV`) are
-  named in the summary; the Ray token is never forwarded. Values are never printed or logged; summaries
-  name the variables, masked. Anyone who can read the cluster's Jobs API can read a job's runtime
-  environment, so on a shared cluster the pods' own credentials (Kubernetes Secrets) are the right ones.
+  ``--env NAME=VALUE`` sets one; plus ``MLFLOW_TRACKING_URI`` for a tracking server and ``SENTSWEEP_OWNER``
+  (the submitting user, part of the sweep's identity). A login in a URI (the config's, ``--storage``,
+  ``--tracking-uri``, ``--resume``...) is refused (:func:`~.credentials.refuse_credentials`), never moved
+  into the job's environment or shipped in its config or entrypoint. The credentials set here that stay
+  here (:data:`~.credentials.CREDENTIAL_ENV`) are named in the summary; the Ray token is never forwarded.
+  Values are never printed or logged; summaries name the variables, masked. Anyone who can read the
+  cluster's Jobs API can read a job's runtime environment, so on a shared cluster the pods' own
+  credentials (Kubernetes Secrets) are the right ones.
 * **The driver's placement**: ``--driver-resources`` asks for the ``sweep_driver`` resource that only the
   CPU workers of ``k8s/`` offer (:mod:`.placement`), so the driver and the final evaluation leave the head.
 * **The storage**: ``--storage`` (``s3://bucket/prefix`` with ``--storage-endpoint-url`` for MinIO, or a path

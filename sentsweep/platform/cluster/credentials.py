@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sentsweep.credentials import MASK, mask_uri, redact, split_credentials
+from sentsweep.credentials import MASK, UriKind, mask_uri, redact, split_credentials, split_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.cluster.auth import RAY_AUTH_ENV
 
 __all__ = ["CREDENTIAL_ENV", "MASK", "forwarded_env", "held_back", "local_secrets", "mask_uri", "masked", "redact",
-           "split_credentials"]
+           "refuse_credentials", "split_credentials"]
 
 CREDENTIAL_ENV: tuple[str, ...] = (
     "MLFLOW_TRACKING_USERNAME",
@@ -33,6 +33,25 @@ CREDENTIAL_ENV: tuple[str, ...] = (
 """Credentials and endpoints a submitting environment commonly holds. None is forwarded into a job unless
 ``--forward-env NAME`` names it (the cluster's pods have their own, from Kubernetes Secrets); the Ray token
 never is. Their values are redacted from whatever ``sentsweep`` shows."""
+
+
+def refuse_credentials(uri: str | None, kind: UriKind, field: str, file: str | None = None) -> None:
+    """A :class:`ConfigError` naming ``field`` (never the value) when ``uri`` carries a credential in its
+    user-info: a password (masked by :func:`mask_uri`, an unencoded ``/`` in it included) or a login that
+    :func:`~sentsweep.credentials.split_uri` would move into a variable. A submitted job's config, entrypoint
+    and runtime environment are readable by everyone who can read the cluster's Jobs API, so a submitted sweep
+    takes its credentials from the pods (Kubernetes Secrets), or from a variable named by ``--forward-env``;
+    nothing is moved into the job's environment unasked. A database user name (``postgresql://user@db/x``) is
+    no credential and stays."""
+    if uri is None:
+        return
+    try:
+        found = mask_uri(uri) != uri or bool(split_uri(uri, kind, field)[1])
+    except ConfigError:  # a password split_uri refuses to read: a credential all the same
+        found = True
+    if found:
+        raise ConfigError("a submitted sweep carries no credential; the pods have their own (or name an env var "
+                          "with --forward-env)", field=field, file=file)
 
 
 def _check_name(name: str, flag: str) -> str:

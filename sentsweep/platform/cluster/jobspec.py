@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.cluster.credentials import mask_uri, masked
+from sentsweep.platform.cluster.credentials import mask_uri, masked, refuse_credentials
 from sentsweep.platform.cluster.placement import describe_placement
 from sentsweep.platform.cluster.prepare import PreparedConfig, is_relative_path
 from sentsweep.platform.cluster.staging import StagedDir, pinned_requirements, stage_working_dir
@@ -95,7 +95,7 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
     import sentsweep
 
     config = prepared.config
-    env_vars = {**prepared.credentials, **options.env}
+    env_vars = dict(options.env)  # what --forward-env and --env name; prepare_config refused URI credentials
     if is_server_uri(config.tracking.uri):
         env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
     staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
@@ -121,9 +121,12 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
                      storage_endpoint_url: str | None = None) -> JobSpec:
-    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3)."""
+    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3). Both go
+    into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`)."""
     import sentsweep
 
+    refuse_credentials(sweep_dir, "storage", "--resume")
+    refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
     if is_relative_path(sweep_dir):
         raise ConfigError("give the sweep folder as an s3:// URI or an absolute path on a shared volume",
                           field="--resume")

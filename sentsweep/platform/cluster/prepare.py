@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from sentsweep.platform.cluster.credentials import split_credentials
+from sentsweep.platform.cluster.credentials import refuse_credentials
 from sentsweep.platform.config import DEFAULT_ARTIFACTS, SweepConfig, is_server_uri, parse_sweep_config
 
 
@@ -22,36 +22,40 @@ class PreparedConfig:
     source: str  # the local file it came from
     filename: str  # its name in the job (configs/<filename>)
     warnings: list[str] = field(default_factory=list)
-    credentials: dict[str, str] = field(default_factory=dict, repr=False)  # taken out of the tracking URI
 
 
 def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: str | None = None,
                    storage_endpoint_url: str | None = None, tracking_uri: str | None = None,
                    check_trials: bool = True) -> PreparedConfig:
     """Read ``path``, apply ``--set`` overrides and the storage and tracking options, and validate it all
-    here (errors name the field and the file) before anything reaches the cluster."""
+    here (errors name the field and the file) before anything reaches the cluster.
+
+    A credential in any URI field (:data:`~sentsweep.platform.config.CREDENTIAL_FIELDS`) is refused, naming
+    the field or the option that gave it (:func:`~.credentials.refuse_credentials`): the YAML is uploaded to
+    the cluster, where every user of the Jobs API can read it."""
     from sentsweep.yaml_io import apply_overrides, read_yaml
 
     source = str(path)
     raw = apply_overrides(read_yaml(path), overrides)
+    options: dict[str, str] = {}  # the fields an option set, named by the option in an error
     if storage:
-        raw["storage_path"] = storage
+        raw["storage_path"], options["storage_path"] = storage, "--storage"
     if storage_endpoint_url is not None:
         raw["storage_endpoint_url"] = storage_endpoint_url or None
-    tracking = raw.get("tracking")
-    uri = tracking_uri or (tracking.get("uri") if isinstance(tracking, dict) else None)
-    credentials: dict[str, str] = {}
-    if isinstance(uri, str):
-        uri, credentials = split_credentials(uri)
-        if tracking_uri or credentials:
-            raw["tracking"] = {**(tracking if isinstance(tracking, dict) else {}), "uri": uri}
+        options["storage_endpoint_url"] = "--storage-endpoint-url"
+    if tracking_uri:
+        tracking = raw.get("tracking")
+        raw["tracking"] = {**(tracking if isinstance(tracking, dict) else {}), "uri": tracking_uri}
+        options["tracking.uri"] = "--tracking-uri"
     config = parse_sweep_config(raw, source)
+    for name, kind, value in config.credential_uris():
+        refuse_credentials(value, kind, options.get(name, name), file=None if name in options else source)
     warnings = _portability_warnings(config)
     if check_trials:
         warnings += _check_trials(config, source)
     header = f"# submitted by `sentsweep submit` from {Path(source).name}\n"
     return PreparedConfig(config, header + yaml.safe_dump(raw, sort_keys=False), source, Path(source).name,
-                          warnings, credentials)
+                          warnings)
 
 
 def _check_trials(config: SweepConfig, source: str) -> list[str]:

@@ -179,30 +179,76 @@ def test_address_comes_from_flag_then_environment() -> None:
     assert resolve_address(None, {}) == "http://127.0.0.1:8265"
 
 
-def test_sweep_job_bakes_options_into_the_config_and_secrets_into_env_only(tmp_path: Path) -> None:
+def test_sweep_job_bakes_options_into_the_config_and_forwards_only_what_is_named(tmp_path: Path) -> None:
     prepared = prepare_config(DEMO, ["num_samples=3"], storage="s3://sweeps/demo",
                               storage_endpoint_url="http://minio:9000",
-                              tracking_uri="http://alice:hunter22@mlflow:5000", check_trials=False)
+                              tracking_uri="http://mlflow:5000", check_trials=False)
     options = JobOptions(installer="pip", env={"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI"}, finalize=False)
     spec = build_sweep_job(prepared, options, tmp_path / "job")
 
     assert spec.entrypoint == "python -m sentsweep.cli sweep configs/demo.yaml --no-finalize"
     env = spec.runtime_env
     assert env["working_dir"] == str(tmp_path / "job")
-    assert env["env_vars"] == {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI", "MLFLOW_TRACKING_USERNAME": "alice",
-                               "MLFLOW_TRACKING_PASSWORD": "hunter22", "MLFLOW_TRACKING_URI": "http://mlflow:5000"}
+    assert env["env_vars"] == {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI", "MLFLOW_TRACKING_URI": "http://mlflow:5000"}
     assert "torch==2.13.0" in env["pip"]["packages"] and any(p.startswith("ray[") for p in env["pip"]["packages"])
-    shipped_text = (tmp_path / "job" / "configs" / "demo.yaml").read_text()
-    shipped = yaml.safe_load(shipped_text)
+    shipped = yaml.safe_load((tmp_path / "job" / "configs" / "demo.yaml").read_text())
     assert shipped["num_samples"] == 3 and shipped["storage_path"] == "s3://sweeps/demo"
     assert shipped["storage_endpoint_url"] == "http://minio:9000"
     assert shipped["tracking"] == {**yaml.safe_load(DEMO.read_text())["tracking"], "uri": "http://mlflow:5000"}
-    assert "hunter22" not in shipped_text
     summary = "\n".join(spec.summary)
-    assert "hunter22" not in summary and "wJalrXUtnFEMI" not in summary and "hunter22" not in repr(spec)
-    assert "MLFLOW_TRACKING_PASSWORD=***" in summary and "AWS_SECRET_ACCESS_KEY=***" in summary
+    assert "wJalrXUtnFEMI" not in summary and "wJalrXUtnFEMI" not in repr(spec)
+    assert "AWS_SECRET_ACCESS_KEY=***" in summary
     assert spec.metadata["sweep"] == "demo-cosent" and spec.metadata["config"] == "demo.yaml"
     assert spec.warnings == []
+
+
+SLASHED = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"  # an AWS secret key's '/' left unencoded
+
+
+@pytest.mark.parametrize(("options", "sets", "field", "secret"), [
+    ({"tracking_uri": "http://alice:hunter22@mlflow:5000"}, [], "field '--tracking-uri'", "hunter22"),
+    ({"tracking_uri": "postgresql://u:PGSECRET@db/mlflow"}, [], "field '--tracking-uri'", "PGSECRET"),
+    ({"tracking_uri": "https://alice-login@mlflow:5000"}, [], "field '--tracking-uri'", "alice-login"),
+    ({"storage": "s3://AKIAX:SECRETKEY@bucket/p"}, [], "field '--storage'", "SECRETKEY"),
+    ({"storage": f"s3://AKIAX:{SLASHED}@bucket/p"}, [], "field '--storage'", SLASHED),
+    ({"storage": "s3://b/p", "storage_endpoint_url": "http://AK:SK2222@minio:9000"}, [],
+     "field '--storage-endpoint-url'", "SK2222"),
+    ({}, ["tracking.uri=http://alice:hunter22@mlflow:5000"], "demo.yaml: field 'tracking.uri'", "hunter22"),
+    ({}, [f"tracking.artifact_location=s3://AK:{SLASHED}@bucket/a"], "field 'tracking.artifact_location'", SLASHED),
+    ({}, ["optuna_storage=postgresql://u:OPTSECRET@db/optuna"], "field 'optuna_storage'", "OPTSECRET"),
+    ({}, ["warm_start=s3://AK:WARMSECRET@bucket/old"], "field 'warm_start'", "WARMSECRET"),
+    ({}, ["storage_path=s3://AK:PATHSECRET@bucket/p"], "field 'storage_path'", "PATHSECRET"),
+])
+def test_a_credential_in_a_submitted_config_is_refused_without_echoing_it(
+        options: dict[str, str], sets: list[str], field: str, secret: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        prepare_config(DEMO, sets, check_trials=False, **options)
+    message = str(caught.value)
+    assert field in message and "a submitted sweep carries no credential" in message and "--forward-env" in message
+    assert secret not in message and "\n" not in message
+
+
+def test_the_reviewed_case_fails_on_its_first_credential_and_a_database_user_stays(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="carries no credential") as caught:
+        prepare_config(DEMO, storage="s3://AKIAX:SECRETKEY@bucket/p",
+                       storage_endpoint_url="http://AK:SK2222@minio:9000",
+                       tracking_uri="postgresql://u:PGSECRET@db/mlflow", check_trials=False)
+    assert all(s not in str(caught.value) for s in ("SECRETKEY", "SK2222", "PGSECRET"))
+    prepared = prepare_config(DEMO, storage="s3://b/p", tracking_uri="postgresql://u@db/mlflow", check_trials=False)
+    spec = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "job")
+    assert "postgresql://u@db/mlflow" in prepared.text and "env_vars" not in spec.runtime_env
+
+
+@pytest.mark.parametrize(("sweep_dir", "endpoint", "field", "secret"), [
+    ("s3://AK:RESUMESECRET@sweeps/demo/s-1", None, "--resume", "RESUMESECRET"),
+    (f"s3://AK:{SLASHED}@sweeps/demo/s-1", None, "--resume", SLASHED),
+    ("s3://sweeps/demo/s-1", "http://AK:ENDSECRET@minio:9000", "--storage-endpoint-url", "ENDSECRET"),
+])
+def test_a_resumed_job_refuses_a_credential_in_its_entrypoint(tmp_path: Path, sweep_dir: str, endpoint: str | None,
+                                                               field: str, secret: str) -> None:
+    with pytest.raises(ConfigError, match=f"field '{field}': a submitted sweep carries no credential") as caught:
+        build_resume_job(sweep_dir, JobOptions(ship="installed"), tmp_path / "r", storage_endpoint_url=endpoint)
+    assert secret not in str(caught.value) and not (tmp_path / "r").exists()  # refused before anything is staged
 
 
 def test_installed_and_resume_jobs(tmp_path: Path) -> None:
