@@ -11,7 +11,8 @@ child run as ``best/`` instead.
 The best weights are found from Tune's registered checkpoint of the best trial: its ``checkpoint.json`` says
 whether its ``model/`` or the trial's ``best/`` folder holds them (:func:`sentsweep.trainables.checkpoints.
 pick_best`); nothing else of the checkpoint is read. Then the sweep folder is pruned
-(:mod:`sentsweep.platform.retention`).
+(:mod:`sentsweep.platform.retention`; :func:`prune_stages`), the used weights kept, unless uploads still wait
+for MLflow: the folder then keeps every weight (``sentsweep sync`` delivers the uploads but does not prune).
 """
 
 from __future__ import annotations
@@ -119,9 +120,24 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                 echo(f"'{config.register_model}' is registered once MLflow answers (sentsweep sync {location.uri})")
         _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
                                 exported=outcome.export_dir is not None)
-    prune_sweep(outcome.results, config.metric, config.mode, config.checkpoint.keep_trials, echo)
-    if outcome.confirmation is not None and outcome.confirmation.results is not None:
-        prune_sweep(outcome.confirmation.results, config.metric, config.mode, config.checkpoint.keep_trials, echo)
+    prune_stages(outcome, config, location, sweep, echo)
+
+
+def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
+                 echo: Callable[[str], None] = print) -> None:
+    """The sweep folder's retention (:func:`~sentsweep.platform.retention.prune_sweep`) for the search and the
+    confirmation stage; the trial whose weights finalize used (``outcome.best_trial_id``) keeps them in either.
+    Nothing is pruned while the driver's journals hold uploads MLflow has not got (every weight stays)."""
+    waiting = sweep.pending_uploads()
+    if waiting:
+        echo(f"not pruned: {waiting} upload(s) wait for MLflow (`sentsweep sync {location.uri}` delivers them); "
+             "every trial keeps its weights")
+        return
+    keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
+    stages = [outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None]
+    for results in stages:
+        if results is not None:
+            prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
 def confirmed_choice(outcome: SweepOutcome) -> Result | None:

@@ -5,9 +5,10 @@ corrupt: ``checkpoint.num_to_keep``, default 2) and its ``best/`` folder (:mod:`
 After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.finalize.finalize_sweep`):
 
 - the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen: finished trials
-  first, then by the metric) keep their best weights in ``<trial>/best/`` (made from the last checkpoint's
-  ``model/`` by a hard link or a server-side copy when that is where they were) and lose their checkpoints:
-  optimizer state has no use once the sweep is over;
+  first, then by the metric), and the trial whose weights finalize evaluated and exported (``keep``: the
+  confirmation stage's chosen seed need not be the top trial of either stage), keep their best weights in
+  ``<trial>/best/`` (made from the last checkpoint's ``model/`` by a hard link or a server-side copy when that
+  is where they were) and lose their checkpoints: optimizer state has no use once the sweep is over;
 - every other trial loses its checkpoints and its ``best/`` folder;
 - a ``work/`` folder a killed attempt left in a trial folder is removed, and so is every weight in a trial
   folder Tune no longer knows (a trial started after the last experiment snapshot of a killed driver is not
@@ -19,7 +20,7 @@ Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`py
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,11 @@ def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
     return sorted(ok, key=lambda r: (not is_final(r.metrics), sign * (metric_value(r, metric) or 0.0)))
 
 
+def result_trial_id(result: Result) -> str:
+    """The trial id a result reported (its folder's name when it reported none)."""
+    return str((result.metrics or {}).get("trial_id", trial_folder(result).name))
+
+
 def trial_folder(result: Result) -> StoredFolder:
     return StoredFolder(result.filesystem, result.path)
 
@@ -70,9 +76,9 @@ class PruneReport:
 
 
 def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
-                echo: Callable[[str], None] = print) -> PruneReport:
+                echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> PruneReport:
     """Apply the after-sweep retention (see the module docstring); ``keep_trials`` None keeps every weight
-    (work folders go in any case)."""
+    (work folders go in any case); the trials whose ids are in ``keep`` keep theirs whatever their rank."""
     report = PruneReport()
     known = {trial_folder(r).path.rstrip("/") for r in results}
     sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
@@ -89,12 +95,12 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
             report.removed_bytes += _remove(trial_folder(result).child(WORK_DIR))
         return report
     ranked = rank_results(results, metric, mode)
-    keep = {id(r) for r in ranked[:keep_trials]}
+    kept = {id(r) for r in ranked[:keep_trials]} | {id(r) for r in results if result_trial_id(r) in keep}
     for result in results:
         trial = trial_folder(result)
-        trial_id = str((result.metrics or {}).get("trial_id", trial.name))
+        trial_id = result_trial_id(result)
         best = BestFolder(trial.child(BEST_DIR))
-        if id(result) in keep:
+        if id(result) in kept:
             source = pick_best(checkpoint_folder(result), best, mode)
             if source is not None and source.in_checkpoint and (best.marker() or {}).get("step") != source.step:
                 best.keep(source.folder, source.step, source.value)

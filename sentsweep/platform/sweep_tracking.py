@@ -42,6 +42,7 @@ from sentsweep.platform.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.platform.tracking_journals import (
     DriverJournals,
     driver_journal_dir,
+    pending_uploads,
     replay_sweep_journals,
     trial_sweep_dir,
 )
@@ -231,6 +232,10 @@ class SweepRun:
 
     def _journal_folder(self) -> Path:
         return self.journal_dir or driver_journal_dir(None, self.sweep_name)
+
+    def pending_uploads(self) -> int:
+        """Uploads of the driver's journals MLflow has not got yet (:func:`pending_uploads`)."""
+        return pending_uploads(self._journal_folder())
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         self._outbox().put({"op": "metrics", "points": metric_points(metrics, step, now_ms())})

@@ -72,6 +72,13 @@ def worker_journal(trial: Trial, folder: Path | None = None) -> Journal | None:
     return mirror.pull(folder / worker_copy_name(trial.storage.trial_dir_name))
 
 
+def pending_uploads(folder: Path) -> int:
+    """The ``artifacts`` entries of the driver's journals in ``folder`` that MLflow has not got yet (staged copies
+    of the sweep's plots, tables, exported model or best weights, waiting for ``sentsweep sync``)."""
+    return sum(entry.get("op") == "artifacts" for path in sorted(folder.glob("*.jsonl"))
+               for entry in Journal(path).undelivered())
+
+
 class DriverJournals:
     """The journals of one sweep's driver, delivered by one client (one replayer: one metric cache)."""
 

@@ -126,6 +126,10 @@ class Journal:
         """How many entries are not delivered yet."""
         return max(0, len(self.entries()) - self.state().delivered)
 
+    def undelivered(self) -> list[Entry]:
+        """The entries not delivered yet, in order."""
+        return self.entries()[self.state().delivered:]
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Held while replaying: the owner and the driver never deliver the same entry twice."""
