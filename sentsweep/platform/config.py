@@ -277,6 +277,7 @@ class SweepConfig(_Section):
         there to another value is a :class:`ConfigError`. Resolving a resolved config changes nothing."""
         from sentsweep.credentials import CredentialSplit
 
+        self.refuse_stray_credentials()
         split = CredentialSplit()
         clean = {name: split.take(value, kind, name) for name, kind, value in self.credential_uris()}
         tracking = self.tracking.model_copy(update={
@@ -304,6 +305,20 @@ class SweepConfig(_Section):
         resolved._credential_env = tuple(sorted({*self._credential_env, *split.values}))
         return resolved
 
+    def refuse_stray_credentials(self) -> None:
+        """A :class:`ConfigError` naming the field (never the value) when a string outside
+        :data:`CREDENTIAL_FIELDS` (``fixed.*``, ``data_dir``, ``model``, ...) carries a password in a URI's
+        user-info (``prepared:s3://KEY:SECRET@bucket/x``): nothing takes it off there, and those values go into
+        Tune's param space, every trial's ``params.json`` and ``result.json`` and MLflow's params."""
+        from sentsweep.credentials import mask_uri
+
+        split = {name for name, _ in CREDENTIAL_FIELDS}
+        for field, value in _strings(self.model_dump(mode="json")):
+            if field not in split and mask_uri(value) != value:
+                raise ConfigError("carries a password in a URI's user-info, which would be copied into every "
+                                  "trial's params and MLflow: give the credentials in the environment (e.g. "
+                                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and a URI without them", field=field)
+
     def credential_uris(self) -> list[tuple[str, UriKind, str | None]]:
         """``(field, kind, value)`` of each of :data:`CREDENTIAL_FIELDS`."""
         return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
@@ -319,6 +334,18 @@ class SweepConfig(_Section):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def _strings(value: Any, field: str = "") -> list[tuple[str, str]]:
+    """``(dotted field, string)`` of every string in a dumped config (``fixed.extra_dev_data[1]``)."""
+    if isinstance(value, str):
+        return [(field, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items()
+                for found in _strings(item, f"{field}.{key}" if field else str(key))]
+    if isinstance(value, list | tuple):
+        return [found for i, item in enumerate(value) for found in _strings(item, f"{field}[{i}]")]
+    return []
 
 
 def _absolute(path: str, base: Path) -> Path:

@@ -61,6 +61,15 @@ class StopSignals:
     def __init__(self) -> None:
         self.received: str | None = None
         self.drain: Drain | None = None
+        #: Set (from the lease's heartbeat thread) when another driver took over the sweep's lease: the line
+        #: :class:`~sentsweep.platform.lease.LeaseLost` carries. No drain then: the stop flag is the sweep's on
+        #: the whole Ray cluster, so raising it would stop the new holder's trials too.
+        self.superseded: str | None = None
+
+    def supersede(self, reason: str) -> None:
+        """Another driver holds the sweep now: stop at Tune's next step
+        (:class:`~sentsweep.platform.stopping.StopWatch`), touching nothing the new holder uses."""
+        self.superseded = self.superseded or reason
 
     @property
     def name(self) -> str:
@@ -85,7 +94,8 @@ class StopSignals:
             yield drain
         finally:
             self.drain = None
-            drain.reset_flag()
+            if self.superseded is None:  # else the flag (if any) is the new holder's
+                drain.reset_flag()
 
     def watch_sigint(self) -> None:
         """Record a SIGINT too, then hand it to :attr:`drain`, else to the handler in force (called once Tune

@@ -9,6 +9,12 @@ live is refused with :class:`LeaseHeldError`, naming the holder.
 
 MLflow tags have no compare-and-set, so acquiring writes the tag, waits ``settle_s`` and reads it back:
 of two processes that write at the same moment, only the last writer reads its own token and proceeds.
+
+Each heartbeat reads the tag before it writes: a holder cut off from MLflow for longer than the expiry (its
+trials go on; the tracking journals keep what they log) may find on its return that another driver took the
+sweep over (``sentsweep resume``). It then never writes the tag again: the heartbeat stops, :attr:`SweepLease.lost`
+says why, and ``on_lost`` is called with that line, so the driver stops the sweep (:class:`LeaseLost`, raised by
+:class:`~sentsweep.platform.stopping.StopWatch` at Tune's next step) and leaves the parent run to the new holder.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +43,10 @@ EXPIRY_FACTOR = 3.0
 
 class LeaseHeldError(SentsweepError):
     """Another live process holds the sweep's lease."""
+
+
+class LeaseLost(SentsweepError):
+    """Another driver took over the lease of the sweep this process drives: this one stops."""
 
 
 @dataclass(frozen=True)
@@ -84,13 +95,18 @@ def _alive(pid: int) -> bool:
 class SweepLease:
     """The lease of parent run ``run_id``: ``with SweepLease(client, run_id):`` holds it for the block."""
 
-    def __init__(self, client: MlflowClient, run_id: str, *, interval_s: float = HEARTBEAT_S,
-                 settle_s: float = 1.0) -> None:
+    def __init__(self, client: MlflowClient, run_id: str, *, interval_s: float | None = None,
+                 settle_s: float = 1.0, sweep_name: str | None = None,
+                 on_lost: Callable[[str], None] | None = None) -> None:
         self.client = client
         self.run_id = run_id
-        self.interval_s = interval_s
+        self.interval_s = HEARTBEAT_S if interval_s is None else interval_s
         self.settle_s = settle_s
+        self.sweep_name = sweep_name or f"of run {run_id}"
+        self.on_lost = on_lost
         self.token = secrets.token_hex(8)
+        #: Why the lease was lost (one line), once a heartbeat found another driver's token; None while held.
+        self.lost: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -126,12 +142,25 @@ class SweepLease:
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
+                held = self.current()
+                if held is None or held.token != self.token:  # taken over (or released) by another driver
+                    self._give_up(held)
+                    return
                 self._write()
             except Exception:  # noqa: BLE001 - a tracking outage must not end the sweep; the lease just ages
                 continue
 
+    def _give_up(self, held: LeaseRecord | None) -> None:
+        """Another driver holds (or held and released) the lease: never write it again, and say so once."""
+        self._stop.set()
+        by = f" ({held.holder()})" if held is not None else ""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        self.lost = f"another driver{by} took over sweep {self.sweep_name}'s lease by {when}; this one stops"
+        if self.on_lost is not None:
+            self.on_lost(self.lost)
+
     def release(self) -> None:
-        """Stop the heartbeat and remove the lease if it is still ours."""
+        """Stop the heartbeat and remove the lease if it is still ours (a lost lease is left to its holder)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)

@@ -3,7 +3,8 @@
 Tune's ``fit`` returns normally after a SIGINT, its in-memory trials all TERMINATED by its cleanup, so a
 stopped sweep is told from a finished one by the signal itself: :class:`StopWatch` (a Tune callback) wraps
 Tune's SIGINT handler as ``fit`` starts so that a Ctrl+C is recorded as SIGTERM is. The unfinished trials
-are then read from the experiment state Tune saved before its cleanup.
+are then read from the experiment state Tune saved before its cleanup. It also ends ``fit`` at once
+(:class:`~sentsweep.platform.lease.LeaseLost`) once another driver took over the sweep's lease.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback
 
 from sentsweep.platform.interrupt import INTERRUPTED_REASON, active_stops
+from sentsweep.platform.lease import LeaseLost
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -39,6 +41,10 @@ class StopWatch(Callback):
             drain.on_result(trial.trial_id, result)
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        stops = active_stops()
+        if stops is not None and stops.superseded is not None:
+            # another driver took the lease: Tune stops now, with no drain and no final save of its state
+            raise LeaseLost(stops.superseded)
         drain = _drain()
         if drain is not None:
             drain.step(trials)

@@ -35,7 +35,7 @@ from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
-from sentsweep.platform.lease import SweepLease
+from sentsweep.platform.lease import LeaseLost, SweepLease
 from sentsweep.platform.local_ray import loopback_only
 from sentsweep.platform.notify import SweepNotifier
 from sentsweep.platform.optuna_storage import study_mirror
@@ -252,7 +252,9 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
         notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
         try:
-            lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0)  # a new run: nobody else knows it yet
+            # a new run: nobody else knows it yet
+            lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0, sweep_name=sweep_name,
+                               on_lost=stops.supersede)
             lease.acquire()
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
@@ -302,7 +304,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
                                 manifest.sweep_name, sweep_dir=location.uri, filesystem=location.filesystem,
                                 fs_path=location.fs_path if location.filesystem is not None else None)
-        with SweepLease(sweep.client, sweep.run_id):
+        with SweepLease(sweep.client, sweep.run_id, sweep_name=manifest.sweep_name, on_lost=stops.supersede):
             if preflight:
                 check_sweep(config, trials, location.uri)
             echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
@@ -327,7 +329,9 @@ def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) 
     from sentsweep.platform.config import parse_sweep_config
     from sentsweep.yaml_io import apply_overrides
 
-    return parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), source)
+    given = parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), source)
+    given.refuse_stray_credentials()  # not resolved(): the stored config is; a changed value is checked here
+    return given
 
 
 def _stage_trials(trainable: TrainableLike, config: SweepConfig) -> StageTrials:
@@ -363,15 +367,19 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 sweep.reopen()
                 opened = True
             results = search_results(tuner, location)
+            _refuse_if_superseded(stops)
             unfinished = unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 record_budget(meter, sweep.log_metrics, sweep.set_tags, echo)
             if unfinished is None and finalize and stage is not None:
                 confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo)
+            _refuse_if_superseded(stops)
     except BaseException as exc:
+        _refuse_if_superseded(stops, exc)  # the parent run and its trials' runs belong to the new holder
         if opened:
             close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
+    _refuse_if_superseded(stops)
     if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
         close_interrupted_trials(sweep, unfinished)
         interrupted = SweepInterrupted(location.uri, stops.name)
@@ -393,11 +401,22 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             from sentsweep.platform.finalize import finalize_sweep
 
             finalize_sweep(outcome, config, location, sweep, echo=echo)
+        _refuse_if_superseded(stops)
     except BaseException as exc:
+        _refuse_if_superseded(stops, exc)
         close(_state_after(exc, location), f"after the trials: {type(exc).__name__}: {exc}", outcome)
         raise
     close("finished", outcome=outcome)
     return outcome
+
+
+def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) -> None:
+    """Stop here, leaving the parent run as it is, when another driver took over the sweep's lease (:mod:`.lease`);
+    ``exc``: what ended the driver's work (a :class:`LeaseLost` from Tune's step passes on as it is)."""
+    if isinstance(exc, LeaseLost):
+        raise exc
+    if stops.superseded is not None:
+        raise LeaseLost(stops.superseded) from exc
 
 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:

@@ -116,3 +116,28 @@ def test_every_trial_gets_the_sweep_settings():
     params = trial_param_space(config, {"tracking_uri": "sqlite:///x.db"})
     assert params == {"max_steps": 3, "seed": 7, "model": "minilm", "metric": "stsb_dev", "mode": "max",
                       "tracking": {"tracking_uri": "sqlite:///x.db"}}
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ({"fixed": {"train_data": "prepared:s3://AKIAEXAMPLE:s3cr3t-Value@bucket/x"}}, "fixed.train_data"),
+    ({"data_dir": "s3://AKIAEXAMPLE:s3cr3t-Value@bucket/data"}, "data_dir"),
+    ({"model": "https://bob:s3cr3t-Value@hub.example/bert"}, "model"),
+    ({"fixed": {"extra_dev_data": ["sick", "prepared:s3://K:s3cr3t-Value@bucket/dev"]}}, "fixed.extra_dev_data[1]"),
+])
+def test_a_credential_outside_the_uri_fields_is_refused_by_name_without_echoing_it(tmp_path, raw, field):
+    config = parse_sweep_config({"name": "s", "method": "cosent", **raw})
+    environ: dict[str, str] = {}
+    with pytest.raises(ConfigError) as caught:
+        config.resolved(tmp_path, environ)
+    message = str(caught.value)
+    assert caught.value.field == field and f"field '{field}'" in message and "user-info" in message
+    assert "s3cr3t" not in message and "AKIAEXAMPLE" not in message and not environ
+
+
+def test_the_uri_fields_still_split_and_plain_values_pass(tmp_path):
+    environ: dict[str, str] = {}
+    config = parse_sweep_config({"name": "s", "method": "cosent", "storage_path": "s3://AKIAEXAMPLE:s3cr3t@bucket/r",
+                                 "fixed": {"train_data": "prepared:s3://bucket/x", "note": "a:b@c"},
+                                 "model": "bert-base-uncased"}).resolved(tmp_path, environ)
+    assert config.storage_path == "s3://bucket/r" and environ["AWS_SECRET_ACCESS_KEY"] == "s3cr3t"
+    assert config.fixed["train_data"] == "prepared:s3://bucket/x" and "s3cr3t" not in config.model_dump_json()

@@ -7,13 +7,17 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import replace
 
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.lease import LEASE_TAG, LeaseHeldError, LeaseRecord, SweepLease
-from sentsweep.platform.sweep_state import RESUMABLE, RUN_STATUS, is_resumable
+from sentsweep.platform.interrupt import StopSignals, graceful_stops
+from sentsweep.platform.lease import LEASE_TAG, LeaseHeldError, LeaseLost, LeaseRecord, SweepLease
+from sentsweep.platform.stopping import StopWatch
+from sentsweep.platform.sweep_state import RESUMABLE, RUN_STATUS, STATUS_TAG, is_resumable
 
 
 @pytest.fixture
@@ -52,6 +56,48 @@ def test_a_stale_lease_expires(parent) -> None:
     assert here.expired(), "a fresh lease of a process of this host that is gone"
 
 
+def test_a_holder_back_from_an_outage_never_overwrites_the_new_holder_and_stops(parent) -> None:
+    """Driver A loses MLflow for longer than the expiry; B takes the sweep over; A's next heartbeat finds B's
+    token: it writes nothing, stops beating and tells its sweep to stop."""
+    client, run_id = parent
+    told: list[str] = []
+    a = SweepLease(client, run_id, interval_s=2.0, settle_s=0.0, sweep_name="toy-1a2b", on_lost=told.append)
+    a.acquire()
+    # A's outage: its last heartbeat is now older than 3 intervals (what A's tag reads after 6 s without one)
+    client.set_tag(run_id, LEASE_TAG, replace(a.current(), heartbeat=time.time() - 10).to_json())
+    b = SweepLease(client, run_id, interval_s=30.0, settle_s=0.0)
+    b.acquire()  # expired: B takes it over, as `sentsweep resume` does
+    try:
+        deadline = time.monotonic() + 10
+        while a.lost is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert a.lost is not None, "A's heartbeat noticed the takeover"
+        assert a._thread is not None and not a._thread.is_alive(), "A's heartbeat stopped"
+        time.sleep(0.5)
+        held = b.current()
+        assert held is not None and held.token == b.token, "A never rewrote B's lease"
+        assert told == [a.lost] and "took over sweep toy-1a2b's lease by " in a.lost and a.lost.endswith(
+            "; this one stops") and b.token not in a.lost
+        a.release()
+        assert b.current().token == b.token, "A's release leaves B's lease alone"
+    finally:
+        b.release()
+    assert LEASE_TAG not in client.get_run(run_id).data.tags
+
+
+def test_a_lost_lease_ends_tunes_loop_at_its_next_step() -> None:
+    stops = StopSignals()
+    watch = StopWatch()
+    with graceful_stops(stops):
+        watch.on_step_end(iteration=1, trials=[])  # held: nothing happens
+        threading.Thread(target=stops.supersede, args=("another driver took over sweep s's lease",)).start()
+        deadline = time.monotonic() + 5
+        while stops.superseded is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(LeaseLost, match="^another driver took over sweep s's lease$"):
+            watch.on_step_end(iteration=2, trials=[])
+
+
 def test_which_parent_runs_a_resume_continues() -> None:
     assert {"interrupted", "crashed"} == RESUMABLE and RUN_STATUS["interrupted"] == "KILLED"
     assert is_resumable("RUNNING", {})  # a killed driver; its lease decides whether now
@@ -59,3 +105,47 @@ def test_which_parent_runs_a_resume_continues() -> None:
     assert is_resumable("FAILED", {"sentsweep.status": "crashed"})
     assert not is_resumable("FAILED", {"sentsweep.status": "failed"}) and not is_resumable("FAILED", {})
     assert not is_resumable("FINISHED", {"sentsweep.status": "finished"})
+
+
+def test_a_sweep_whose_lease_was_taken_over_stops_and_leaves_the_parent_to_the_new_holder(
+        tmp_path, tiny_bert_dir, tracking_uri, ray_session, monkeypatch) -> None:
+    """A real toy sweep (in-process Ray, sqlite MLflow): once its trials run, another driver's token is written
+    into the lease as ``acquire`` writes it. The sweep ends with :class:`LeaseLost` within a few heartbeats, the new
+    holder's token stays, and the parent run is left RUNNING for the new holder (not closed as interrupted)."""
+    from sentsweep.platform import lease as lease_module
+    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.tracking.vocabulary import ROLE_TAG
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    monkeypatch.setattr(lease_module, "HEARTBEAT_S", 0.5)
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 40, "sleep_s": 0.5})
+    client = MlflowClient(tracking_uri=tracking_uri)
+    other = LeaseRecord("bob", "node-7", 4242, "b-token", time.time(), 30.0)
+    taken: list[str] = []
+
+    def take_over() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not taken:
+            experiment = client.get_experiment_by_name("toy")
+            if experiment is not None:
+                parents = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'sweep'")
+                trials = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+                if parents and LEASE_TAG in parents[0].data.tags and trials:
+                    client.set_tag(parents[0].info.run_id, LEASE_TAG,
+                                   replace(other, heartbeat=time.time()).to_json())
+                    taken.append(parents[0].info.run_id)
+                    return
+            time.sleep(0.3)
+
+    thief = threading.Thread(target=take_over, daemon=True)
+    thief.start()
+    with pytest.raises(LeaseLost, match=r"another driver \(bob@node-7 \(pid 4242\)\) took over sweep toy-[\w-]+'s "
+                                        r"lease by .*; this one stops"):
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                  echo=lambda line: None)
+    thief.join(timeout=5)
+    assert taken, "the trials ran and the lease was taken over"
+    parent = client.get_run(taken[0])
+    assert LeaseRecord.parse(parent.data.tags[LEASE_TAG]).token == "b-token", "the new holder's lease stays"
+    assert parent.info.status == "RUNNING" and parent.data.tags[STATUS_TAG] == "running", "left to the new holder"
