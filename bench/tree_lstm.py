@@ -42,6 +42,7 @@ from sentsweep.data.parsing import Parser
 from sentsweep.methods.multiview.cells import AttentiveChildSumTreeLSTM, BinaryTreeLSTM
 from sentsweep.methods.multiview.model import xavier_init
 from sentsweep.methods.multiview.trees import BinaryBatch, DependencyBatch, collate_binary, collate_dependency
+from sentsweep.trainables.allocator import keep_freed_memory
 
 
 def recursive_child_sum(cell: AttentiveChildSumTreeLSTM, x: Tensor, heads: np.ndarray) -> Tensor:
@@ -235,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", default="1,all", help="torch CPU thread counts, comma-separated ('all': every core)")
     ap.add_argument("--no-recursion", dest="recursion", action="store_false", help="skip the per-node reference")
     args = ap.parse_args(argv)
+    keep_freed_memory()  # as in a training process (every pass here: batched, recursion, dense products)
     torch.manual_seed(0)
     sentences = [s for doc in corpus(args.corpus, data_dir=args.data_dir) for s in doc.sentences]
     parsed = Parser("derived").parse(sentences[: args.sentences])

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from sentsweep.errors import ConfigError, SentsweepError
+from sentsweep.trainables.allocator import keep_freed_memory
 from sentsweep.trainables.checkpoints import (
     BEST_DIR,
     MODEL_DIR,
@@ -202,7 +203,9 @@ class TrainingLoop:
         directory, so nothing is left in the temp dir after a kill; whatever an earlier attempt left there is
         removed first); default: a new temporary folder, removed by :meth:`cleanup`. ``best``: where the best
         weights are kept (a Tune trial's ``<trial>/best``); default: ``<work_dir>/best``. ``stop``: asked before
-        every step; when it says so, the loop drains (:meth:`_drain`)."""
+        every step; when it says so, the loop drains (:meth:`_drain`). The process's allocator keeps freed memory
+        for the next step from here on (:mod:`sentsweep.trainables.allocator`)."""
+        keep_freed_memory()
         self.task = task
         self.config = config
         self.report_fn = report or (lambda metrics, checkpoint: None)

@@ -1,0 +1,24 @@
+"""`bench.train_cosent` runs each side in a process of its own and prints the three rows and the ratios."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tools.harness.processes import REPO, repo_pythonpath
+
+
+def test_the_cosent_bench_runs_every_side_in_its_own_process_and_prints_the_ratios() -> None:
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
+    done = subprocess.run([sys.executable, "-m", "bench.train_cosent", "--pairs", "32", "--warmup-pairs", "0",
+                           "--test-pairs", "40"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| sentsweep") or
+            line.startswith("| sentence-transformers")]
+    assert len(rows) == 3, done.stdout
+    ratio = re.search(r"ratio ours/sentence-transformers = ([0-9.]+)x", done.stdout)
+    assert ratio is not None and float(ratio.group(1)) > 0, done.stdout
+    assert "the reference with the allocator setting" in done.stdout
