@@ -80,6 +80,8 @@ class SearchSpaceLike(Protocol):
     first_point: dict[str, Any]
     extra_points: tuple[dict[str, Any], ...]
 
+    def for_settings(self, settings: Mapping[str, Any]) -> SearchSpaceLike: ...
+
 
 def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
     """The points a space evaluates first, in order: its paper setting, then its presets."""
@@ -88,7 +90,11 @@ def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
 
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
                   space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
-    """The method's trainable and the search space, from the registries unless given."""
+    """The method's trainable and the search space, from the registries unless given; the space is the one
+    this sweep runs (``space.for_settings`` of the settings its trials share: a first point that depends on
+    ``fixed`` or the model, such as CoSENT's NLI setting)."""
+    from pydantic import ValidationError
+
     try:
         if trainable is None:
             from sentsweep.trainables.registry import get_trainable
@@ -98,12 +104,28 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
             from sentsweep.search_spaces import get_search_space
 
             space = get_search_space(config.space_name)
+        if space.method != config.method:
+            raise ConfigError(f"search space '{space.name}' is for method '{space.method}', "
+                              f"not '{config.method}'", field="search_space")
+        space = space.for_settings(trial_param_space(config, None))
     except ConfigError as exc:
-        raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
-    if space.method != config.method:
-        raise ConfigError(f"search space '{space.name}' is for method '{space.method}', "
-                          f"not '{config.method}'", field="search_space", file=source)
+        raise ConfigError(str(exc).split(": ", 1)[-1], field=_settings_field(config, exc.field),
+                          file=source) from None
+    except ValidationError as exc:
+        raise _settings_error(exc, config, source) from None
     return trainable, space
+
+
+def _settings_field(config: SweepConfig, name: str | None) -> str | None:
+    """A trial setting's place in the sweep config: ``fixed.NAME`` when ``fixed`` sets it."""
+    return f"fixed.{name}" if name in config.fixed else name
+
+
+def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> ConfigError:
+    """A trial config's first validation error (pydantic) as one ConfigError naming its sweep-config field."""
+    err = exc.errors()[0]
+    name = ".".join(str(p) for p in err["loc"])
+    return ConfigError(err["msg"].removeprefix("Value error, "), field=_settings_field(config, name), file=source)
 
 
 def trial_param_space(config: SweepConfig, tracking: dict[str, Any] | None) -> dict[str, Any]:
@@ -138,10 +160,7 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
         return [trainable.config_cls.model_validate({**trial_param_space(config, None), **point})
                 for point in points]
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = ".".join(str(p) for p in err["loc"])
-        where = f"fixed.{name}" if name in config.fixed else name
-        raise ConfigError(err["msg"].removeprefix("Value error, "), field=where, file=source) from None
+        raise _settings_error(exc, config, source) from None
 
 
 #: Environment of every Ray worker of a sweep. ``TUNE_FUNCTION_THREAD_TIMEOUT_S``: how long a reused actor

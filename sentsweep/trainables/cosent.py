@@ -4,7 +4,8 @@ Training data (``train_data``): ``stsb`` (scores 0-5), ``sickr`` (1-5), ``snli``
 contradiction < neutral < entailment; offline only dev/test exist, so ``train_split`` defaults to
 ``train`` and must be set to ``dev`` for offline runs), ``mrpc`` (binary). The loss is CoSENT (eq. 10)
 or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder with eq. 11,
-``scale`` (lambda) multiplying its raw scores as the equation writes it. Dev selection: Spearman x100 on
+``scale`` (lambda) multiplying its raw scores as the equation writes it; it reads the [CLS] state, so
+``pooling`` is refused with it. Dev selection: Spearman x100 on
 ``dev_data`` (STS-B dev by default) every ``eval_every`` steps.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
@@ -48,18 +49,23 @@ CROSS_TEST_TASKS = "stsb_test,sickr_test"
 
 #: The paper's NLI training setting (section 4), applied to the fields a config leaves unset.
 NLI_DEFAULTS: dict[str, float | int] = {"batch_size": 64, "max_length": 128, "epochs": 1.0}
+#: The bi-encoder's pooling outside the NLI setting (section 4.1: "mean pooling ... for other tasks").
+DEFAULT_POOLING = "mean"
 
 
 class CosentConfig(TrialConfig):
     """A CoSENT trial. Defaults: the paper's (lambda 20, mean pooling, lr 2e-5, warmup 10%, and for STS-type
     data batch 16, max length 64, 4 epochs; with ``train_data: snli`` the unset ones become the paper's NLI
     setting: batch 64, max length 128, 1 epoch, and pooling by the model config's family: first_last for BERT,
-    cls for RoBERTa, :func:`~sentsweep.methods.cosent.pooling.nli_pooling`)."""
+    cls for RoBERTa, :func:`~sentsweep.methods.cosent.pooling.nli_pooling`). ``pooling`` is the bi-encoder's
+    (section 4.1); the cross-encoder (eq. 11) scores the [CLS] state, so it keeps ``pooling`` None and refuses
+    one that is set."""
 
     epochs: float = Field(4.0, gt=0)
     architecture: Literal["bi", "cross"] = "bi"
     eval_max_length: EvalMaxLength = None
-    pooling: Literal["cls", "mean", "max", "first_last"] = "mean"
+    pooling: Literal["cls", "mean", "max", "first_last"] | None = Field(
+        None, description="bi-encoder only; unset: mean, or the NLI setting's by model family")
     loss: Literal["cosent", "mse", "softmax", "contrastive", "triplet"] = "cosent"
     scale: float = Field(20.0, gt=0)
     epsilon: float = 0.5
@@ -72,6 +78,15 @@ class CosentConfig(TrialConfig):
     train_split: str = "train"
     max_train_pairs: int | None = Field(None, gt=0)
 
+    @field_validator("pooling")
+    @classmethod
+    def _bi_encoder_pooling(cls, pooling: str | None, info: ValidationInfo) -> str | None:
+        """The cross-encoder (eq. 11) scores the [CLS] state: a pooling set with it would do nothing."""
+        if pooling is not None and info.data.get("architecture") == "cross":
+            raise ValueError(f"'{pooling}' does nothing with architecture 'cross': the cross-encoder scores "
+                             "the [CLS] state (eq. 11); remove pooling")
+        return pooling
+
     @model_validator(mode="after")
     def _consistent(self) -> CosentConfig:
         if self.architecture == "cross" and self.loss != "cosent":
@@ -82,8 +97,9 @@ class CosentConfig(TrialConfig):
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:
                     setattr(self, name, value)
-            if "pooling" not in self.model_fields_set:  # the paper's per-family pooling (methods/cosent/pooling.py)
-                self.pooling = nli_pooling(model_type(self.model))  # type: ignore[assignment]
+        if self.architecture == "bi" and self.pooling is None:  # NLI: per family (methods/cosent/pooling.py)
+            nli = self.train_data == "snli"
+            self.pooling = nli_pooling(model_type(self.model)) if nli else DEFAULT_POOLING  # type: ignore[assignment]
         return self
 
 

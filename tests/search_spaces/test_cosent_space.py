@@ -1,12 +1,21 @@
-"""CoSENT search spaces: ranges, conditional branches, and the paper's defaults as the first point."""
+"""CoSENT search spaces: ranges, conditional branches, and the paper's defaults as the first point (for the
+sweep's own settings: the NLI setting by model family, the cross-encoder without pooling)."""
 
 from __future__ import annotations
 
+import pickle
+from pathlib import Path
+
 import optuna
 import pytest
+from transformers import RobertaConfig
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig, load_sweep_config
+from sentsweep.platform.search import build_searcher
+from sentsweep.platform.sweep import resolve_specs, space_points, trial_param_space, validate_trials
 from sentsweep.search_spaces import SEARCH_SPACES, get_search_space
+from sentsweep.search_spaces.cosent import POOLINGS
 from sentsweep.trainables.cosent import CosentConfig
 from tests.search_spaces.space_contract import sample_params
 
@@ -47,3 +56,60 @@ def test_first_point_is_the_paper_default_and_names_the_suggested_parameters(nam
 def test_unknown_space_names_the_field() -> None:
     with pytest.raises(ConfigError, match="search_space"):
         get_search_space("nope")
+
+
+# -- the space a sweep runs: its first point from the sweep's own settings (search_spaces/cosent.py) ----------
+REPO = Path(__file__).resolve().parents[2]
+SEARCHED = ("scale", "pooling", "lr", "batch_size", "warmup_ratio")
+
+
+@pytest.fixture(scope="module")
+def roberta_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A config-only RoBERTa folder (the NLI setting reads the family from the config alone)."""
+    folder = tmp_path_factory.mktemp("roberta") / "model"
+    RobertaConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2).save_pretrained(folder)
+    return folder
+
+
+def _searched(config: CosentConfig) -> dict[str, object]:
+    return {key: getattr(config, key) for key in SEARCHED}
+
+
+@pytest.mark.parametrize(("family", "pooling"), [("bert", "first_last"), ("roberta", "cls")])
+def test_the_nli_sweep_starts_at_the_papers_nli_setting(family: str, pooling: str, tiny_bert_dir: Path,
+                                                         roberta_config_dir: Path) -> None:
+    """CoSENT section 4.1: NLI training with batch 64, first_last pooling for BERT, cls for RoBERTa. The first
+    trial of configs/paper-cosent-nli.yaml used to be the STS defaults (mean, 16)."""
+    model = str(tiny_bert_dir if family == "bert" else roberta_config_dir)
+    source = REPO / "configs" / "paper-cosent-nli.yaml"
+    config = load_sweep_config(source).model_copy(update={"model": model})
+    trainable, space = resolve_specs(config, str(source))
+    paper = _searched(CosentConfig(train_data="snli", model=model))
+    assert paper["pooling"] == pooling and paper["batch_size"] == 64
+    first = validate_trials(config, trainable, space, str(source))[0]
+    assert _searched(first) == paper  # type: ignore[arg-type]
+    suggested = build_searcher(config, space.define_by_run, space_points(space)).suggest("t1")
+    assert suggested is not None and _searched(CosentConfig(**{**trial_param_space(config, None), **suggested})) \
+        == paper
+    pooling_space = get_search_space("cosent-pooling").for_settings(trial_param_space(config, None))
+    assert [p["pooling"] for p in space_points(pooling_space)] == [pooling, *(p for p in POOLINGS if p != pooling)]
+
+
+def test_a_cross_encoder_sweep_does_not_search_pooling() -> None:
+    """The cross-encoder scores the [CLS] state (eq. 11): its sweep searches lambda, lr, batch size and warmup."""
+    config = SweepConfig(name="s", method="cosent", fixed={"architecture": "cross"})
+    trainable, space = resolve_specs(config, "sweep.yaml")
+    assert space.first_point == {"scale": 20.0, "lr": 2e-5, "batch_size": 16, "warmup_ratio": 0.1}
+    (first,) = validate_trials(config, trainable, space, "sweep.yaml")
+    assert first.architecture == "cross" and first.pooling is None
+    for params in sample_params(space, 20):
+        assert set(params) == {"scale", "lr", "batch_size", "warmup_ratio"}
+        CosentConfig(architecture="cross", **params)
+    study = optuna.create_study()
+    study.enqueue_trial(space.first_point)
+    assert space.sample(study.ask()) == space.first_point
+    assert pickle.loads(pickle.dumps(space.define_by_run)) is space.define_by_run  # Tune pickles the searcher
+    for name in ("cosent-pooling", "cosent-losses"):
+        with pytest.raises(ConfigError, match=f"space '{name}' searches .* architecture 'cross'") as err:
+            resolve_specs(config.model_copy(update={"search_space": name}), "sweep.yaml")
+        assert err.value.field == "search_space" and err.value.file == "sweep.yaml"

@@ -42,18 +42,30 @@ def test_bad_settings_name_the_field(tiny_bert_dir: Path) -> None:
         COSENT.parse({"architecture": "cross", "loss": "mse"})
 
 
+def test_pooling_is_refused_with_the_cross_encoder() -> None:
+    """The cross-encoder scores the [CLS] state (eq. 11): a pooling set with it would do nothing."""
+    with pytest.raises(ConfigError, match="does nothing with architecture 'cross'") as err:
+        COSENT.parse({"architecture": "cross", "pooling": "mean"}, source="train.yaml")
+    assert err.value.field == "pooling" and err.value.file == "train.yaml"
+    cross = COSENT.parse({"architecture": "cross"})
+    assert cross.pooling is None and COSENT.parse(cross.model_dump(by_alias=True)) == cross  # dumps parse back
+    assert COSENT.parse({}).pooling == "mean"  # the bi-encoder's default is unchanged
+
+
 def test_the_cross_encoder_applies_lambda_as_eq_11_writes_it(tiny_bert_dir: Path) -> None:
     """L = log(1 + sum exp(lambda (f(k,l) - f(i,j)))): ``scale`` multiplies the raw scores (it used to be
-    built with lambda = 1 whatever the config said, while the space searched it)."""
+    built with lambda = 1 whatever the config said, while the space searched it); unset, lambda is the
+    config's 20, as for the bi-encoder (not 1, as the loss's docstring used to say)."""
     losses = {}
-    for scale in (1.0, 20.0):
-        task = CosentTask(COSENT.parse(_tiny(tiny_bert_dir, architecture="cross", scale=scale, device="cpu")))
+    for scale in (1.0, 20.0, None):
+        given = {} if scale is None else {"scale": scale}
+        task = CosentTask(COSENT.parse(_tiny(tiny_bert_dir, architecture="cross", device="cpu", **given)))
         task.model.eval()  # no dropout: the same scores in both forward passes
         batch = torch.arange(8)
         with torch.no_grad():
             losses[scale], _ = task.loss(batch)
             scores = task.net([task.train.first[i] for i in range(8)], [task.train.second[i] for i in range(8)])
-        expected = cross_encoder_cosent_loss(scores, task.train.labels[batch], scale=scale)
+        expected = cross_encoder_cosent_loss(scores, task.train.labels[batch], scale=20.0 if scale is None else scale)
         torch.testing.assert_close(losses[scale], expected)
     assert not torch.isclose(losses[1.0], losses[20.0])
 

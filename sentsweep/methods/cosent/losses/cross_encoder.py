@@ -20,13 +20,15 @@ def cross_encoder_cosent_loss(scores: Tensor, labels: Tensor, scale: float) -> T
     """CoSENT for an interaction (cross-encoder) model (CoSENT paper, Huang et al. / Su 2022, eq. 11).
 
     The same ranking loss as eq. 10 on the model's raw pair scores ``f(i, j)`` (CLS -> linear -> 1)
-    instead of scaled cosines. The paper prints a lambda in eq. 11; for an unbounded linear score it
-    only rescales the head, so the default is 1 (raw scores, as METHODS.md specifies).
+    instead of scaled cosines, with lambda as eq. 11 writes it. There is no default here: the trainable
+    passes the config's ``scale`` (:class:`~sentsweep.trainables.cosent.CosentConfig`, 20 as for the
+    bi-encoder, searched by the ``cosent`` space). For an unbounded linear score lambda rescales the head
+    (and so its effective learning rate); 1.0 is the raw-score form of the reference code.
 
     Args:
         scores: ``(batch,)`` or ``(batch, 1)`` raw scores of the concatenated pairs.
         labels: ``(batch,)`` ordered labels, as for :func:`cosent_loss`.
-        scale: multiplier on the scores; 1.0 = the raw-score form.
+        scale: lambda, the multiplier on the scores (the trainable's ``scale``); 1.0 = the raw-score form.
 
     Returns:
         A scalar tensor.
@@ -41,7 +43,7 @@ class CrossEncoderCoSENTLoss(Loss):
     """Eq. 11: ``log(1 + sum_{y_i < y_j} exp(lambda (f(i) - f(j))))`` on a cross-encoder's pair scores.
 
     Unlike the pair losses it is called on scores: ``loss(scores, labels)``; see
-    :func:`cross_encoder_cosent_loss` (``scale`` is lambda; 1 keeps the raw scores).
+    :func:`cross_encoder_cosent_loss` (``scale`` is lambda, the config's ``scale``; 1 keeps the raw scores).
     """
 
     name = "cosent-cross"
