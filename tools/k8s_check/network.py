@@ -1,11 +1,15 @@
 """Network checks of rendered objects.
 
-- Services and NetworkPolicy peers select pods that exist;
+- Services and NetworkPolicy peers (ingress ``from``, egress ``to``) select pods that exist;
 - every pod that listens (a container declares a port, or it is a Ray head or worker: Ray opens GCS,
   raylet, object-store and worker ports whether declared or not) is selected by an ingress NetworkPolicy
   of its namespace that names it (a non-empty ``podSelector``): the policy that says who may reach it;
 - a namespace with listening pods has a default-deny ingress policy (``podSelector: {}``, no rules), so a
-  pod added later without a policy of its own is closed, not open.
+  pod added later without a policy of its own is closed, not open;
+- a namespace with pods has a default-deny egress policy (trials run arbitrary code holding credentials:
+  nothing leaves unless a policy lets it), and a policy that lets all its pods reach DNS (port 53);
+- no ``ipBlock`` lets traffic reach the cloud metadata endpoint 169.254.169.254 (the node's credentials):
+  a block that contains it lists it in ``except``.
 
 Selectors are compared on ``matchLabels`` against the labels of the pod templates (KubeRay adds its own
 ``ray.io/*`` labels to the pods it creates; the manifests' policies use the templates' labels).
@@ -13,6 +17,7 @@ Selectors are compared on ``matchLabels`` against the labels of the pod template
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from tools.k8s_check.objects import PodSpec, Problem, containers, get_path, object_id, pod_specs
@@ -31,20 +36,66 @@ def listens(pod: PodSpec) -> bool:
     return pod.group is not None or any(c.get("ports") for _, c in containers(pod))
 
 
-def is_ingress_policy(policy: dict[str, Any]) -> bool:
+#: The cloud metadata endpoint (AWS, GCP, Azure, ...): it hands out the node's credentials.
+METADATA_ADDRESS = ipaddress.ip_address("169.254.169.254")
+DNS_PORT = 53
+
+
+def has_type(policy: dict[str, Any], direction: str) -> bool:
+    """Whether ``policy`` restricts ``direction`` (``Ingress`` or ``Egress``)."""
     types = get_path(policy, "spec", "policyTypes")
-    return "Ingress" in types if types else True  # no policyTypes: Ingress is implied
+    if types:
+        return direction in types
+    # no policyTypes: Ingress is implied, Egress only where the policy has egress rules
+    return direction == "Ingress" or bool(get_path(policy, "spec", "egress"))
 
 
-def is_default_deny(policy: dict[str, Any]) -> bool:
-    """An ingress policy that selects every pod of its namespace and lets nothing in."""
+def is_ingress_policy(policy: dict[str, Any]) -> bool:
+    return has_type(policy, "Ingress")
+
+
+def _selects_all(policy: dict[str, Any]) -> bool:
     selector = get_path(policy, "spec", "podSelector") or {}
-    return is_ingress_policy(policy) and not selector.get("matchLabels") and not selector.get(
-        "matchExpressions") and not get_path(policy, "spec", "ingress")
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def is_default_deny(policy: dict[str, Any], direction: str = "Ingress") -> bool:
+    """A policy of ``direction`` that selects every pod of its namespace and lets nothing through."""
+    return has_type(policy, direction) and _selects_all(policy) and not get_path(policy, "spec", direction.lower())
+
+
+def allows_dns(policy: dict[str, Any]) -> bool:
+    """An egress policy that lets every pod of its namespace out on UDP port 53 (to any peer it names)."""
+    if not (has_type(policy, "Egress") and _selects_all(policy)):
+        return False
+    return any(not rule.get("ports") or any(port.get("port") == DNS_PORT and port.get("protocol", "TCP") == "UDP"
+                                            for port in rule["ports"])
+               for rule in get_path(policy, "spec", "egress") or [])
+
+
+def _contains_metadata(cidr: Any) -> bool:
+    try:
+        return METADATA_ADDRESS in ipaddress.ip_network(str(cidr), strict=False)
+    except ValueError:  # not a CIDR (the schema check reports it), or IPv6
+        return False
+
+
+def _metadata_problems(policy: dict[str, Any]) -> list[str]:
+    found = []
+    for direction, peers in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(get_path(policy, "spec", direction) or []):
+            for peer in rule.get(peers) or []:
+                block = peer.get("ipBlock")
+                if block and _contains_metadata(block.get("cidr")) and not any(
+                        _contains_metadata(e) for e in block.get("except") or []):
+                    found.append(f"spec.{direction}[{i}]: ipBlock {block['cidr']} includes the cloud metadata "
+                                 f"endpoint {METADATA_ADDRESS}: list {METADATA_ADDRESS}/32 in its except")
+    return found
 
 
 def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
-    """Selectors that match, listening pods behind a policy of their own, default deny per namespace."""
+    """Selectors that match, listening pods behind a policy of their own, default deny (ingress and
+    egress) and DNS per namespace, no ipBlock open to the metadata endpoint."""
     pods = [(obj, pod) for obj in everything for pod in pod_specs(obj)]
     policies = [o for o in everything if o.get("kind") == "NetworkPolicy"]
     found: list[Problem] = []
@@ -66,15 +117,25 @@ def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
         if not any(_namespace(p) == namespace and is_default_deny(p) for p in policies):
             found.append(Problem(f"Namespace/{namespace}", "network",
                                  "no default-deny ingress NetworkPolicy (podSelector: {}, no ingress rules)"))
+    for namespace in sorted({_namespace(obj) for obj, _ in pods}, key=str):
+        ours = [p for p in policies if _namespace(p) == namespace]
+        if not any(is_default_deny(p, "Egress") for p in ours):
+            found.append(Problem(f"Namespace/{namespace}", "network", "no default-deny egress NetworkPolicy "
+                                 "(podSelector: {}, policyTypes: [Egress], no egress rules)"))
+        elif not any(allows_dns(p) for p in ours):
+            found.append(Problem(f"Namespace/{namespace}", "network", "egress is denied but no NetworkPolicy "
+                                 "lets every pod reach DNS (podSelector: {}, egress on UDP port 53)"))
     for policy in policies:
         pod_selector = get_path(policy, "spec", "podSelector", "matchLabels") or {}
         if pod_selector and not any(_selects(pod_selector, pod.labels) for _, pod in pods):
             found.append(Problem(object_id(policy), "network", "the podSelector matches no pod template"))
-        for i, rule in enumerate(get_path(policy, "spec", "ingress") or []):
-            for peer in rule.get("from") or []:
-                selector = get_path(peer, "podSelector", "matchLabels") or {}
-                if selector and "namespaceSelector" not in peer \
-                        and not any(_selects(selector, pod.labels) for _, pod in pods):
-                    found.append(Problem(object_id(policy), "network",
-                                         f"spec.ingress[{i}]: no pod template carries {selector}"))
+        for direction, peers in (("ingress", "from"), ("egress", "to")):
+            for i, rule in enumerate(get_path(policy, "spec", direction) or []):
+                for peer in rule.get(peers) or []:
+                    selector = get_path(peer, "podSelector", "matchLabels") or {}
+                    if selector and "namespaceSelector" not in peer \
+                            and not any(_selects(selector, pod.labels) for _, pod in pods):
+                        found.append(Problem(object_id(policy), "network",
+                                             f"spec.{direction}[{i}]: no pod template carries {selector}"))
+        found += [Problem(object_id(policy), "network", m) for m in _metadata_problems(policy)]
     return found

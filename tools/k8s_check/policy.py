@@ -5,8 +5,11 @@
   filesystem and an image pinned by digest (``name:tag@sha256:...``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
   carries a plaintext password;
-- pods get no service-account token (``automountServiceAccountToken: false``) unless they call the
-  Kubernetes API: only the head of an autoscaling Ray cluster (its autoscaler) does;
+- no pod has ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
+  projected ``serviceAccountToken`` volume, or anything at the token's directory): only the autoscaler of
+  an autoscaling Ray cluster calls the Kubernetes API, and it alone mounts a projected token volume of the
+  head (``autoscalerOptions.volumeMounts``), so the head's Ray container (and the code of a job that runs
+  there) has none;
 - namespaces enforce Pod Security Admission's ``restricted`` profile;
 - Secrets no longer hold the examples' placeholders and images no longer carry the placeholder digest
   (unless the examples stood in for missing credentials files);
@@ -43,6 +46,8 @@ PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+#: Where client libraries (the Ray autoscaler's included) read the pod's service-account token.
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 RAY_TOKEN_KEY = "auth_token"  # the key KubeRay reads from authOptions.secretName
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -102,14 +107,44 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
 
 
 def check_pods(obj: dict[str, Any]) -> list[Problem]:
-    """No service-account token where no API access is needed (all pods but an autoscaling Ray head)."""
+    """Service-account tokens: none automounted, none mounted into a container, the autoscaler's own."""
+    oid = object_id(obj)
+    found = []
+    for pod in pod_specs(obj):
+        if pod.spec.get("automountServiceAccountToken") is not False:
+            found.append(Problem(oid, "policy", f"{pod.where}: automountServiceAccountToken is not false (only "
+                                                "the Ray autoscaler calls the Kubernetes API, with its own mount)"))
+        for where, c in containers(pod):
+            mount = _token_mount(c, pod.spec)
+            if mount:
+                found.append(Problem(oid, "policy", f"{where}: mounts a service-account token ({mount}); only the "
+                                                    "Ray autoscaler (autoscalerOptions.volumeMounts) may"))
     cluster = ray_cluster_spec(obj)
-    autoscaling = bool(cluster and cluster.get("enableInTreeAutoscaling"))
-    return [Problem(object_id(obj), "policy", f"{pod.where}: automountServiceAccountToken is not false "
-                                              "(only an autoscaling Ray head calls the Kubernetes API)")
-            for pod in pod_specs(obj)
-            if pod.spec.get("automountServiceAccountToken") is not False
-            and not (autoscaling and pod.where.endswith("headGroupSpec.template.spec"))]
+    if cluster and cluster.get("enableInTreeAutoscaling"):
+        head = get_path(cluster, "headGroupSpec", "template", "spec") or {}
+        if _token_mount(cluster.get("autoscalerOptions") or {}, head) != SERVICE_ACCOUNT_DIR:
+            prefix = "spec.rayClusterSpec" if obj["kind"] == "RayJob" else "spec"
+            found.append(Problem(oid, "policy", f"{prefix}.autoscalerOptions: the autoscaler gets no service-account "
+                                                "token: mount a projected serviceAccountToken volume of the head "
+                                                f"at {SERVICE_ACCOUNT_DIR}"))
+    return found
+
+
+def _token_mount(container: dict[str, Any], pod_spec: dict[str, Any]) -> str | None:
+    """Where ``container`` mounts a service-account token: the token's directory when a mount names a
+    volume projecting one there, else the mount path or volume that carries one (None: no token)."""
+    token_volumes = {v.get("name") for v in pod_spec.get("volumes") or []
+                     if any("serviceAccountToken" in s for s in get_path(v, "projected", "sources") or [])}
+    found = None
+    for mount in container.get("volumeMounts") or []:
+        path = str(mount.get("mountPath", "")).rstrip("/")
+        if mount.get("name") in token_volumes and path == SERVICE_ACCOUNT_DIR:
+            return path
+        if mount.get("name") in token_volumes:
+            found = found or f"volume {mount.get('name')} at {path}"
+        elif path == SERVICE_ACCOUNT_DIR or path.startswith(SERVICE_ACCOUNT_DIR + "/"):
+            found = found or path
+    return found
 
 
 def check_namespace(obj: dict[str, Any]) -> list[Problem]:

@@ -12,6 +12,8 @@ must stay within PostgreSQL's ``max_connections`` (its container's ``-c max_conn
 unset) less :data:`RESERVED_CONNECTIONS` (superuser slots, the migration init container, the backup,
 an operator's psql). ``AUTH_CACHE_TTL_SECONDS`` (written into the basic-auth config as
 ``auth_cache_ttl_seconds``) must be positive: without the cache every request re-hashes the password.
+``MLFLOW_SERVER_ENABLE_JOB_EXECUTION`` must be ``false`` (MLflow's default is on): the job runner's huey
+consumers and job subprocesses open database connections outside that budget.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def check_tracking_server(everything: list[dict[str, Any]]) -> list[Problem]:
         if cache_ttl <= 0:
             found.append(Problem(oid, "sizing", "AUTH_CACHE_TTL_SECONDS is not positive: the basic-auth cache is "
                                                 "off and every request re-hashes the password"))
+        if str(settings.get("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "true")).lower() != "false":
+            found.append(Problem(oid, "sizing", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION is not false: the job runner's "
+                                                "processes and connections are outside the connection budget"))
         replicas = int(get_path(obj, "spec", "replicas") or 1)
         pods = replicas + _surge(obj, replicas)
         worst = pods * workers * ENGINES_PER_WORKER * per_engine

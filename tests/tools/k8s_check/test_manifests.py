@@ -378,8 +378,96 @@ def test_a_needless_service_account_token_and_a_lax_namespace_are_caught(tmp_pat
                                 "    pod-security.kubernetes.io/enforce: baseline\n")})
     assert new == [
         "CronJob/postgres-backup: spec.jobTemplate.spec.template.spec: automountServiceAccountToken is not false "
-        "(only an autoscaling Ray head calls the Kubernetes API) [policy]",
+        "(only the Ray autoscaler calls the Kubernetes API, with its own mount) [policy]",
         "Namespace/sentsweep: label pod-security.kubernetes.io/enforce is not 'restricted' [policy]"]
+
+
+#: The head's labels and the start of its pod spec in base/raycluster.yaml.
+HEAD_SPEC = "          sentsweep/kube-api-client: \"true\"\n      spec:\n        automountServiceAccountToken: false\n"
+#: The autoscaler's mount of the head's projected token volume in base/raycluster.yaml.
+AUTOSCALER_TOKEN = ("    - name: kube-api-access\n      mountPath: /var/run/secrets/kubernetes.io/serviceaccount\n"
+                    "      readOnly: true\n  headGroupSpec:\n")
+
+
+def test_only_the_autoscaler_holds_a_service_account_token(rendered: dict[str, k8s_check.Rendered]) -> None:
+    cluster = _one(rendered["overlays/gpu"].objects, "RayCluster")["spec"]
+    head = cluster["headGroupSpec"]["template"]["spec"]
+    assert head["automountServiceAccountToken"] is False
+    volume = next(v for v in head["volumes"] if v["name"] == "kube-api-access")
+    assert [next(iter(s)) for s in volume["projected"]["sources"]] == ["serviceAccountToken", "configMap",
+                                                                       "downwardAPI"]
+    assert {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "readOnly": True} in cluster["autoscalerOptions"]["volumeMounts"]
+    assert all(m["name"] != "kube-api-access" for c in head["containers"] for m in c["volumeMounts"])
+
+
+def test_a_head_with_a_token_in_its_ray_container_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, ("overlays/local",), {"base/raycluster.yaml": (
+        HEAD_SPEC, HEAD_SPEC.replace("        automountServiceAccountToken: false\n", ""))})
+    assert new == ["RayCluster/sentsweep: spec.headGroupSpec.template.spec: automountServiceAccountToken is not false "
+                   "(only the Ray autoscaler calls the Kubernetes API, with its own mount) [policy]"]
+    new = _planted(tmp_path / "mount", ("overlays/local",), {"base/raycluster.yaml": (
+        "            mountPath: /home/sentsweep\n        volumes:\n        - name: tmp\n          emptyDir:\n"
+        "            sizeLimit: 10Gi\n",
+        "            mountPath: /home/sentsweep\n          - name: kube-api-access\n            mountPath: /sa\n"
+        "        volumes:\n        - name: tmp\n          emptyDir:\n            sizeLimit: 10Gi\n")})
+    assert new == ["RayCluster/sentsweep: spec.headGroupSpec.template.spec.containers[ray-head]: mounts a "
+                   "service-account token (volume kube-api-access at /sa); only the Ray autoscaler "
+                   "(autoscalerOptions.volumeMounts) may [policy]"]
+
+
+def test_an_autoscaler_without_its_token_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, ("overlays/local",), {"base/raycluster.yaml": (AUTOSCALER_TOKEN, "  headGroupSpec:\n")})
+    assert new == ["RayCluster/sentsweep: spec.autoscalerOptions: the autoscaler gets no service-account token: "
+                   "mount a projected serviceAccountToken volume of the head at "
+                   "/var/run/secrets/kubernetes.io/serviceaccount [policy]"]
+
+
+def test_egress_without_default_deny_or_dns_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (_policy_block("default-deny-egress"), "")})
+    assert new == ["Namespace/sentsweep: no default-deny egress NetworkPolicy (podSelector: {}, policyTypes: "
+                   "[Egress], no egress rules) [network]"]
+    new = _planted(tmp_path / "dns", LOCAL, {"base/network-policies.yaml": (_policy_block("dns-egress"), "")})
+    assert new == ["Namespace/sentsweep: egress is denied but no NetworkPolicy lets every pod reach DNS "
+                   "(podSelector: {}, egress on UDP port 53) [network]"]
+
+
+def test_an_egress_peer_that_matches_no_pod_is_caught(tmp_path: Path) -> None:
+    text = "          app.kubernetes.io/name: minio\n    ports:\n    - protocol: TCP\n      port: 9000\n"
+    new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (text, text.replace("minio", "mini0"))})
+    assert new == ["NetworkPolicy/storage-client-egress: spec.egress[0]: no pod template carries "
+                   "{'app.kubernetes.io/name': 'mini0'} [network]"]
+
+
+def test_an_ip_block_open_to_the_metadata_endpoint_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (
+        "        except:\n        - 169.254.169.254/32\n", "")})
+    assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 includes the cloud metadata "
+                   "endpoint 169.254.169.254: list 169.254.169.254/32 in its except [network]"]
+
+
+def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path: Path) -> None:
+    """docs/cluster.md: a team that downloads from the Hugging Face hub adds k8s/components/hf-hub-egress."""
+    copy = tmp_path / "k8s"
+    shutil.copytree(K8S, copy, ignore=shutil.ignore_patterns("*.env"))
+    team = copy / "hf"
+    team.mkdir()
+    (team / "kustomization.yaml").write_text("resources:\n- ../overlays/local\n"
+                                             "components:\n- ../components/hf-hub-egress\n")
+    report = k8s_check.validate([team, copy / "overlays" / "local" / "sweep"])
+    assert [str(p) for p in report.problems] == []
+    policy = next(o for o in report.rendered[0].objects if o["metadata"]["name"] == "ray-hf-hub-egress")
+    assert policy["metadata"]["namespace"] == "sentsweep"
+    assert policy["spec"]["egress"] == [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}],
+                                         "ports": [{"protocol": "TCP", "port": 443}]}]
+    assert "ray-hf-hub-egress" not in {o["metadata"]["name"] for o in k8s_check.render(K8S / "overlays/gpu").objects}
+
+
+def test_a_tracking_server_with_the_job_runner_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, ("overlays/local",), {"base/kustomization.yaml": (
+        "  - MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false\n", "")})
+    assert new == ["Deployment/mlflow: MLFLOW_SERVER_ENABLE_JOB_EXECUTION is not false: the job runner's processes "
+                   "and connections are outside the connection budget [sizing]"]
 
 
 def test_a_tracking_server_beyond_postgres_or_without_auth_cache_is_caught(tmp_path: Path) -> None:
