@@ -18,13 +18,20 @@ sent twice would be stored twice. Entries are plain data:
 A journal on disk is appended to by one process (its owner) and replayed under a file lock
 (:func:`sentsweep.data.cache.file_lock`) by whoever flushes it, the owner or the driver. A journal without
 a path lives in memory (a standalone run's). A last line cut short by a killed writer is ignored.
+
+Crash safety: each append is fsynced, like the state file, so a delivered offset never counts an entry the disk
+may lose. A state whose offset still exceeds the entries on disk (a journal written before appends were
+fsynced, or a file system that lost them anyway) is clamped to them, with a warning, before the next append
+and on each flush: otherwise the entries appended next would count as delivered and never be sent.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +44,8 @@ TRIAL_JOURNAL = "tracking-journal.jsonl"
 #: The folder of the driver's journals in a sweep folder (one per trial it closes, one for the parent run).
 DRIVER_JOURNALS = "tracking-journals"
 PARENT_JOURNAL = "parent.jsonl"
+
+log = logging.getLogger("sentsweep.tracking")
 
 Entry = dict[str, Any]
 
@@ -69,6 +78,7 @@ class Journal:
     def __init__(self, path: Path | None = None, run_id: str | None = None) -> None:
         self.path = path
         self._entries: list[Entry] = []
+        self._checked = False  # the delivered offset was checked against the entries on disk (before appending)
         self._state = JournalState(run_id=run_id)
         if path is not None and run_id is not None and not self.state_path.is_file():
             self.save_state(self._state)
@@ -79,14 +89,47 @@ class Journal:
         return self.path.with_name(self.path.name + ".state")
 
     def append(self, entry: Entry) -> None:
-        """Add ``entry`` at the end (one ``write`` of one line, flushed, on disk)."""
+        """Add ``entry`` at the end: one ``write`` of one line, fsynced (and the folder too when this creates the
+        file), so that a host crash cannot lose an entry a later state counts as delivered. The fsync costs about
+        2-3 ms per append (ext4 on a virtual disk, 2 cores under load; 0.13 ms without); a trial appends a few
+        entries per report. The first append of this object checks the delivered offset first
+        (:meth:`clamp_delivered`)."""
         if self.path is None:
             self._entries.append(entry)
             return
+        if not self._checked:
+            self.clamp_delivered()
         line = json.dumps(entry, default=str, allow_nan=True) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if created:
+            _fsync_folder(self.path.parent)
+
+    def clamp_delivered(self) -> JournalState:
+        """The state, its delivered offset lowered (and saved, with a warning) where it exceeds the entries on
+        disk: what a host crash leaves when appends it counted were not on disk yet."""
+        self._checked = True
+        if self.path is None:
+            return self._state
+        state = self.state()  # the state first: entries only grow, so a consistent pair never needs the lock
+        if state.delivered <= len(self.entries()):
+            return state
+        with self.locked():
+            state = self.state()
+            return self.clamp(state, len(self.entries()))
+
+    def clamp(self, state: JournalState, count: int) -> JournalState:
+        """``state`` with at most ``count`` delivered (saved when lowered); the caller holds the lock."""
+        if state.delivered > count:
+            log.warning("%s: the state counts %d entries as delivered but only %d are on disk (lost in a crash?);"
+                        " counting %d", self, state.delivered, count, count)
+            state.delivered = count
+            self.save_state(state)
+        return state
 
     def entries(self) -> list[Entry]:
         """Every entry, in order (a half-written last line is not one)."""
@@ -141,6 +184,16 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"Journal({self.path or 'memory'})"
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a new file's name in ``folder`` durable (best effort: not every file system allows it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def metric_points(metrics: dict[str, float], step: int, timestamp_ms: int) -> list[list[Any]]:

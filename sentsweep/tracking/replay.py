@@ -89,8 +89,9 @@ class Replayer:
         if not journal.exists():  # a worker's journal on another node, or from a Ray session gone
             return journal.state()
         with journal.locked():
-            state = journal.state()
+            state = journal.state()  # before the entries: the owner appends without the lock
             entries = journal.entries()
+            state = journal.clamp(state, len(entries))  # an offset past the entries a crash left
             end = len(entries) if upto is None else min(upto, len(entries))
             for index in range(state.delivered, end):
                 try:

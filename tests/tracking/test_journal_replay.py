@@ -133,3 +133,48 @@ def test_a_refused_entry_is_set_aside(store, tmp_path):
     logger.log_metrics({"stsb_dev": 71.0}, step=4)
     state = logger.journal.state()
     assert logger.pending() == 0 and state.skipped == 2 and "metrics" in state.notes[0]
+
+
+def _crash_keeps_lines(path: Path, kept: int) -> None:
+    """What a host crash leaves of a journal whose last appends were not on disk yet: its first ``kept`` lines."""
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:kept]))
+
+
+def test_an_offset_past_the_lines_a_crash_left_does_not_swallow_the_next_entries(tmp_path, caplog):
+    path = tmp_path / "j.jsonl"
+    before = Journal(path)
+    for step in range(5):
+        before.append({"op": "metrics", "points": [["loss", 1.0, 1000 + step, step]]})
+    before.save_state(JournalState(delivered=5, run_id="r1"))
+    _crash_keeps_lines(path, 3)
+    after = Journal(path)  # the process that resumes the trial
+    with caplog.at_level("WARNING", logger="sentsweep.tracking"):
+        after.append({"op": "metrics", "points": [["loss", 0.5, 2000, 5]]})
+        after.append({"op": "metrics", "points": [["loss", 0.4, 2001, 6]]})
+    assert after.pending() == 2
+    assert [entry["points"][0][3] for entry in after.undelivered()] == [5, 6]
+    assert after.state().delivered == 3 and after.state().run_id == "r1"
+    assert "5 entries as delivered but only 3" in caplog.text
+
+
+def test_a_replay_counts_no_more_delivered_than_the_entries_on_disk(store, tmp_path, caplog):
+    client, settings = store
+    path = tmp_path / "j.jsonl"
+    journal = Journal(path)
+    journal.append({"op": "open", "experiment_id": settings.experiment_id, "trial_id": "t1",
+                    "parent_run_id": settings.parent_run_id, "create": True})
+    for step in (1, 2, 3, 4):
+        journal.append({"op": "metrics", "points": [["loss", 1.0 / step, 1000 + step, step]]})
+    replayer = Replayer(client)
+    assert replayer.flush(journal).delivered == 5
+    _crash_keeps_lines(path, 3)  # delivered, then lost from disk (the run has them)
+    with caplog.at_level("WARNING", logger="sentsweep.tracking"):
+        state = replayer.flush(Journal(path))
+    assert state.delivered == 3 and Journal(path).state().delivered == 3 and "only 3" in caplog.text
+    resumed = Journal(path)
+    resumed.append({"op": "metrics", "points": [["loss", 0.1, 2000, 5]]})
+    resumed.append({"op": "metrics", "points": [["loss", 0.05, 2001, 6]]})
+    assert resumed.pending() == 2
+    state = replayer.flush(resumed)
+    assert state.delivered == 5 and resumed.pending() == 0
+    assert [m.step for m in client.get_metric_history(state.run_id, "loss")] == [1, 2, 3, 4, 5, 6]

@@ -4,8 +4,10 @@ database ``mlflow``, basic-auth users in ``mlflow_auth``), ``--app-name basic-au
 ``db upgrade``), job execution off, in a process group of its own on a free loopback port.
 
 The admin's name and password come from ``MLFLOW_AUTH_ADMIN_USERNAME`` / ``MLFLOW_AUTH_ADMIN_PASSWORD`` when
-set, else are generated for this run; they are written only into the server's temporary folder and its
-environment, never into the repository.
+set, else are generated for this run; they are written only into the server's environment, never into the
+repository. PostgreSQL's superuser password is in no command line and no file either (any local user can read
+``/proc/<pid>/cmdline``): the database URLs of ``mlflow db upgrade``, ``--backend-store-uri`` and the auth
+config carry no password, and libpq takes it from ``PGPASSWORD`` in the processes' environment.
 """
 
 from __future__ import annotations
@@ -78,8 +80,8 @@ def _admin() -> tuple[str, str]:
 
 def _migrate(postgres: Postgres, env: dict[str, str], root: Path) -> None:
     """The tracking schema, then the auth app's (before any worker starts: workers would race on them)."""
-    for argv in (["-m", "mlflow", "db", "upgrade", postgres.uri(RUNS_DB)],
-                 ["-m", "mlflow.server.auth", "db", "upgrade", "--url", postgres.uri(AUTH_DB)]):
+    for argv in (["-m", "mlflow", "db", "upgrade", postgres.uri(RUNS_DB, password=False)],
+                 ["-m", "mlflow.server.auth", "db", "upgrade", "--url", postgres.uri(AUTH_DB, password=False)]):
         done = subprocess.run([sys.executable, *argv], env=env, capture_output=True, text=True, timeout=300,
                               cwd=root)
         if done.returncode != 0:
@@ -120,12 +122,13 @@ def mlflow_server(*, workers: int = 1, postgres: Postgres | None = None, auth_ca
         admin = _admin()
         config = root / "basic_auth.ini"
         config.write_text("[mlflow]\ndefault_permission = READ\n"
-                          f"database_uri = {postgres.uri(AUTH_DB)}\n"
+                          f"database_uri = {postgres.uri(AUTH_DB, password=False)}\n"
                           "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
                           f"auth_cache_ttl_seconds = {auth_cache_ttl}\n")
         config.chmod(0o600)
         server_env = {key: value for key, value in os.environ.items() if not key.startswith("MLFLOW_TRACKING_")}
         server_env.update(env or {})
+        server_env.update(postgres.env())
         server_env.update(MLFLOW_AUTH_CONFIG_PATH=str(config), MLFLOW_AUTH_ADMIN_USERNAME=admin[0],
                           MLFLOW_AUTH_ADMIN_PASSWORD=admin[1], MLFLOW_FLASK_SERVER_SECRET_KEY=secrets.token_hex(16),
                           MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
@@ -135,7 +138,8 @@ def mlflow_server(*, workers: int = 1, postgres: Postgres | None = None, auth_ca
         _migrate(postgres, server_env, root)
         port = free_port()
         argv = [sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth", "--host", LOOPBACK,
-                "--port", str(port), "--workers", str(workers), "--backend-store-uri", postgres.uri(RUNS_DB),
+                "--port", str(port), "--workers", str(workers), "--backend-store-uri",
+                postgres.uri(RUNS_DB, password=False),
                 "--serve-artifacts", "--artifacts-destination", artifacts_destination or str(root / "artifacts")]
         server = MlflowServer(f"http://{LOOPBACK}:{port}", workers, None, root / "server.log",  # type: ignore[arg-type]
                               admin, postgres, argv, server_env, root)

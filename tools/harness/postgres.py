@@ -56,9 +56,16 @@ class Postgres:
     root: Path
     password: str = field(repr=False)
 
-    def uri(self, database: str = "postgres", *, driver: str = "postgresql+psycopg2") -> str:
-        """A SQLAlchemy URL; the driver is explicit: SQLAlchemy 2.1 maps a bare ``postgresql://`` to psycopg 3."""
-        return f"{driver}://{SUPERUSER}:{self.password}@{LOOPBACK}:{self.port}/{database}"
+    def uri(self, database: str = "postgres", *, driver: str = "postgresql+psycopg2", password: bool = True) -> str:
+        """A SQLAlchemy URL; the driver is explicit: SQLAlchemy 2.1 maps a bare ``postgresql://`` to psycopg 3.
+        ``password=False``: without the password, for command lines and files; the process that connects gets
+        it from :meth:`env` (libpq reads ``PGPASSWORD``)."""
+        secret = f":{self.password}" if password else ""
+        return f"{driver}://{SUPERUSER}{secret}@{LOOPBACK}:{self.port}/{database}"
+
+    def env(self) -> dict[str, str]:
+        """The environment a child needs to log in with a :meth:`uri` made with ``password=False``."""
+        return {"PGPASSWORD": self.password}
 
     def create_databases(self, names: Sequence[str]) -> None:
         import psycopg2
