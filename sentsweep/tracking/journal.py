@@ -17,7 +17,8 @@ sent twice would be stored twice. Entries are plain data:
 
 A journal on disk is appended to by one process (its owner) and replayed under a file lock
 (:func:`sentsweep.data.cache.file_lock`) by whoever flushes it, the owner or the driver. A journal without
-a path lives in memory (a standalone run's). A last line cut short by a killed writer is ignored.
+a path lives in memory (a standalone run's). A last line cut short by a killed writer is ignored, and removed
+before the next writer appends.
 
 Crash safety: each append is fsynced, like the state file, so a delivered offset never counts an entry the disk
 may lose. A state whose offset still exceeds the entries on disk (a journal written before appends were
@@ -99,6 +100,7 @@ class Journal:
             return
         if not self._checked:
             self.clamp_delivered()
+            self._cut_torn_tail()
         line = json.dumps(entry, default=str, allow_nan=True) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
@@ -121,6 +123,28 @@ class Journal:
         with self.locked():
             state = self.state()
             return self.clamp(state, len(self.entries()))
+
+    def _cut_torn_tail(self) -> None:
+        """Remove a last line a killed writer left half-written (the file does not end in a newline), so that this
+        writer's entries start on a line of their own: appended to the torn line they would be unreadable, and so
+        would everything after them (:meth:`entries` stops at the first line that is not JSON)."""
+        assert self.path is not None
+        try:
+            with open(self.path, "rb+") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                if size == 0:
+                    return
+                handle.seek(size - 1)
+                if handle.read(1) == b"\n":
+                    return
+                handle.seek(0)
+                keep = handle.read().rfind(b"\n") + 1
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except FileNotFoundError:
+            return
+        log.warning("%s: removed a half-written last entry (%d bytes) a killed writer left", self, size - keep)
 
     def clamp(self, state: JournalState, count: int) -> JournalState:
         """``state`` with at most ``count`` delivered (saved when lowered); the caller holds the lock."""

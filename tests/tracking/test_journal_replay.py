@@ -178,3 +178,21 @@ def test_a_replay_counts_no_more_delivered_than_the_entries_on_disk(store, tmp_p
     state = replayer.flush(resumed)
     assert state.delivered == 5 and resumed.pending() == 0
     assert [m.step for m in client.get_metric_history(state.run_id, "loss")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_line_a_killed_writer_left_half_written_does_not_hide_the_next_writers_entries(tmp_path, caplog):
+    path = tmp_path / "tracking-journal.jsonl"
+    first = Journal(path)
+    first.append({"kind": "metrics", "points": [["loss", 1.0, 0, 1]]})
+    first.append({"kind": "metrics", "points": [["loss", 0.9, 0, 2]]})
+    with open(path, "a", encoding="utf-8") as handle:  # the killed writer's last write, cut short
+        handle.write('{"kind": "metrics", "points": [["loss", 0.')
+    assert len(Journal(path).entries()) == 2
+    resumed = Journal(path)  # the resumed attempt appends to the same journal
+    with caplog.at_level("WARNING", logger="sentsweep.tracking"):
+        resumed.append({"kind": "metrics", "points": [["loss", 0.8, 0, 3]]})
+        resumed.append({"kind": "finish", "status": "FINISHED"})
+    steps = [e["points"][0][3] for e in Journal(path).entries() if e["kind"] == "metrics"]
+    assert steps == [1, 2, 3]
+    assert Journal(path).entries()[-1] == {"kind": "finish", "status": "FINISHED"}
+    assert "half-written" in caplog.text
