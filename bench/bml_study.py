@@ -146,7 +146,7 @@ def untrained(args: argparse.Namespace) -> None:
     config = study_config(args, out)
     seed_everything(config.seed)
     model = SncseModel(config.model, max_length=config.max_length, eval_max_length=config.eval_max_length,
-                       device="cpu", amp=False)
+                       device="cpu", eval_amp=False)
     base = run_diagnostics(model, config)
     write_cosines(out / "cosines_untrained.csv", base.negation_cos, base.random_cos)
     print(json.dumps({"negation_cos": summary(base.negation_cos), "random_cos": summary(base.random_cos)}))

@@ -68,7 +68,7 @@ def one_step(model_dir: str, batch: int, minibatch: int | None, device: str) -> 
 
     torch.set_num_threads(2)
     torch.manual_seed(0)  # the training MLP is initialised here: the same in every phase
-    model = SncseModel(model_dir, max_length=32, device=device, amp=False).eval()
+    model = SncseModel(model_dir, max_length=32, device=device, eval_amp=False).eval()
     sentences = training_sentences(batch)
     negations = [f"it is not true that {s}" for s in sentences]
 

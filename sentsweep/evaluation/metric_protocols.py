@@ -3,7 +3,8 @@
 A figure such as ``stsb_test 82.03`` means little without its protocol: the task and split, how the score
 was aggregated (STS12-16 "all" or the mean of subsets; SentEval's nested k-fold), the classifier setting
 (SentEval ``test``, ``fast`` or the exact ``lbfgs``), the encoder's max length at evaluation (the SNCSE
-32-token cut moved STS-B test by 8 points) and pooling, a hash of the data files, and the code that
+32-token cut moved STS-B test by 8 points), pooling and precision (float32, or bf16/fp16 when evaluation
+autocasts on a GPU, ``eval_amp``), a hash of the data files, and the code that
 computed it. :class:`MetricProtocol` holds these; :func:`attach_protocols` derives them for every metric
 of an :class:`~sentsweep.evaluation.results.EvalResult` (``result.info["protocols"]``) from its keys,
 its ``info`` and the embedder, and hands them to the active :func:`collect_protocols` block, so that a
@@ -54,7 +55,9 @@ _SENTEVAL_SCORES = {"acc": "accuracy x100", "f1": "F1 x100 of the positive class
 @dataclass(frozen=True)
 class MetricProtocol:
     """Everything a figure was measured under (see the module docstring); ``max_length`` None: whole
-    sentences up to the model's limit, or an embedder without a token limit."""
+    sentences up to the model's limit, or an embedder without a token limit; ``precision``: what the
+    embeddings (or pair scores) were computed in, ``unknown`` for an embedder that does not say and for
+    protocols recorded before the field existed."""
 
     task: str
     split: str
@@ -62,6 +65,7 @@ class MetricProtocol:
     classifier: str = "none (cosine)"
     max_length: int | None = None
     pooling: str = "unknown"
+    precision: str = "unknown"
     data_sha256: str = ""
     eval_code: str = ""
     code_version: str = ""
@@ -86,8 +90,8 @@ class MetricProtocol:
         """One line for an MLflow tag or a table: ``<id> | task/split | aggregation | classifier | ...``."""
         length = "model limit" if self.max_length is None else f"max_length {self.max_length}"
         return (f"{self.id} | {self.task}/{self.split} | {self.aggregation} | {self.classifier} | {length} | "
-                f"pooling {self.pooling} | data {self.data_sha256[:12]} | eval code {self.eval_code} | "
-                f"{self.code_version}")
+                f"pooling {self.pooling} | {self.precision} | data {self.data_sha256[:12]} | "
+                f"eval code {self.eval_code} | {self.code_version}")
 
     def differences(self, other: MetricProtocol) -> dict[str, tuple[Any, Any]]:
         """The fields (of the id) in which ``other`` differs: ``{field: (mine, other's)}``."""
@@ -115,6 +119,17 @@ def embedder_settings(embedder: Any) -> tuple[str, int | None]:
         if views is not None:
             return f"views {views}", None
     return ("pair scorer" if embedder is None else "unknown"), None
+
+
+def embedder_precision(embedder: Any, info: Mapping[str, Any]) -> str:
+    """What an embedder's evaluation computes in: its (or its ``encoder``'s) ``eval_precision`` (``float32``,
+    or ``bfloat16``/``float16`` under ``eval_amp`` on a GPU), else ``info["eval_precision"]`` (a pair scorer's,
+    :meth:`~sentsweep.evaluation.sts.StsEvaluator.score_pairs`), else ``unknown``."""
+    for holder in (embedder, getattr(embedder, "encoder", None)):
+        precision = getattr(holder, "eval_precision", None)
+        if isinstance(precision, str):
+            return precision
+    return str(info.get("eval_precision", "unknown"))
 
 
 #: What a figure read: (registry dataset, split or None for every split's files).
@@ -209,7 +224,8 @@ def protocols_of(result: EvalResult, embedder: Any) -> dict[str, MetricProtocol]
     rows: dict[str, Any] = {}
     if not result.table.empty and "task" in result.table and "protocol" in result.table:
         rows = {str(r["task"]): r for r in result.table.to_dict(orient="records")}
-    common = {"max_length": max_length, "pooling": pooling, "eval_code": eval_code_digest(),
+    common = {"max_length": max_length, "pooling": pooling, "precision": embedder_precision(embedder, info),
+              "eval_code": eval_code_digest(),
               "code_version": code_version()}
     found: dict[str, MetricProtocol] = {}
     for key in result.metrics:

@@ -278,10 +278,13 @@ class StsEvaluator:
         result.info.update(self.info)
         return attach_protocols(result, embedder)
 
-    def score_pairs(self, scorer: PairScorer) -> EvalResult:
-        """Score a model that rates a pair directly (``scorer(pairs) -> similarities``) on the loaded sets."""
+    def score_pairs(self, scorer: PairScorer, precision: str | None = None) -> EvalResult:
+        """Score a model that rates a pair directly (``scorer(pairs) -> similarities``) on the loaded sets;
+        ``precision``: what the scorer computes in (the metric protocol's, ``unknown`` when not given)."""
         result = _score(self.sets, scorer)
         result.info.update({**self.info, "sts_protocol": "all (concatenated subsets), pair scores, spearman"})
+        if precision is not None:
+            result.info["eval_precision"] = precision
         return attach_protocols(result, None)
 
 

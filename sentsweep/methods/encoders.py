@@ -14,6 +14,10 @@ Poolings (METHODS.md, "Shared ground"):
   the *sentence* is truncated and the template always survives.
 
 The encoder never passes ``trust_remote_code`` and loads weights from safetensors only.
+
+Evaluation (:meth:`TransformerEncoder.encode`) runs in float32 unless ``eval_amp`` is set (default
+:data:`EVAL_AMP`, off), as the references evaluate (SimCSE/SNCSE ``evaluation.py``, the sentence-transformers
+evaluators); training autocast is the loop's ``amp`` and does not reach ``encode``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ ENCODER_CONFIG_FILE = "sentsweep_encoder.json"
 #: A training forward on CPU runs its rows in up to this many sub-batches of similar length, each cut to its
 #: longest row: padding costs arithmetic on a CPU (an accelerator prefers one launch per batch). 1 turns it off.
 CPU_LENGTH_BUCKETS = 4
+#: Whether evaluation (``encode``, the cross-encoder's ``predict``) autocasts to bf16/fp16 on a GPU: off, float32 as
+#: the references evaluate (the one place of this default; ``TrialConfig.eval_amp`` reads it).
+EVAL_AMP = False
 #: Fewest rows per sub-batch (smaller ones cost more in per-call overhead than their padding saves).
 MIN_BUCKET_ROWS = 8
 
@@ -72,11 +79,39 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def autocast_context(device: torch.device, enabled: bool = True) -> contextlib.AbstractContextManager:
-    """bf16 autocast on GPUs that support it, fp16 on older GPUs, nothing on the CPU."""
+def model_type(model_name_or_path: str, needed_for: str) -> str:
+    """``model_type`` from the model's config (an alias such as ``minilm``, a folder or a cached hub id);
+    unreadable: a ConfigError naming ``model`` and what the family was ``needed_for``."""
+    path = resolve_model_path(model_name_or_path)
+    try:
+        return str(AutoConfig.from_pretrained(path, trust_remote_code=False).model_type)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot read the config of model '{model_name_or_path}' {needed_for} ({type(exc).__name__})",
+            field="model",
+        ) from None
+
+
+def autocast_dtype(device: torch.device, enabled: bool) -> torch.dtype | None:
+    """The dtype :func:`autocast_context` computes in: None (no autocast, float32) unless ``enabled`` on a
+    CUDA device; then bf16 where the GPU supports it, else fp16."""
     if not enabled or device.type != "cuda":
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def precision_name(device: torch.device, enabled: bool) -> str:
+    """What an evaluation under ``autocast_context(device, enabled)`` computes in: ``float32``, ``bfloat16``
+    or ``float16`` (the metric protocol's ``precision``)."""
+    dtype = autocast_dtype(device, enabled)
+    return "float32" if dtype is None else str(dtype).removeprefix("torch.")
+
+
+def autocast_context(device: torch.device, enabled: bool = True) -> contextlib.AbstractContextManager:
+    """bf16 autocast on GPUs that support it, fp16 on older GPUs, nothing on the CPU (:func:`autocast_dtype`)."""
+    dtype = autocast_dtype(device, enabled)
+    if dtype is None:
         return contextlib.nullcontext()
-    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.autocast(device_type="cuda", dtype=dtype)
 
 
@@ -194,7 +229,10 @@ class PromptTokenizer:
 
 
 class TransformerEncoder(nn.Module):
-    """A Hugging Face encoder with pooling; ``forward`` keeps gradients, ``encode`` does not."""
+    """A Hugging Face encoder with pooling; ``forward`` keeps gradients, ``encode`` does not.
+
+    ``eval_amp``: :meth:`encode` autocasts to bf16/fp16 on a GPU (default :data:`EVAL_AMP`, off: float32, as
+    the references evaluate). Training autocast is the training loop's (``amp``), around ``forward``."""
 
     def __init__(
         self,
@@ -202,7 +240,7 @@ class TransformerEncoder(nn.Module):
         settings: EncoderSettings | None = None,
         *,
         device: str | torch.device | None = None,
-        amp: bool = True,
+        eval_amp: bool = EVAL_AMP,
     ) -> None:
         super().__init__()
         self.settings = settings or EncoderSettings()
@@ -213,7 +251,7 @@ class TransformerEncoder(nn.Module):
         self.model = AutoModel.from_pretrained(
             path, config=self.config, trust_remote_code=False, use_safetensors=True
         )
-        self.amp = amp
+        self.eval_amp = eval_amp
         self.prompt = (
             PromptTokenizer(self.tokenizer, self.settings.prompt_template or "", self.settings.max_length)
             if self.settings.pooling == "prompt_mask"
@@ -229,6 +267,11 @@ class TransformerEncoder(nn.Module):
     @property
     def dim(self) -> int:
         return int(self.config.hidden_size)
+
+    @property
+    def eval_precision(self) -> str:
+        """What :meth:`encode` computes in here: ``float32`` unless ``eval_amp`` on a GPU."""
+        return precision_name(self.device, self.eval_amp)
 
     @property
     def family(self) -> str:
@@ -297,7 +340,8 @@ class TransformerEncoder(nn.Module):
         normalize: bool = False,
         progress: Callable[[int], Any] | None = None,
     ) -> np.ndarray:
-        """Embed sentences without gradients, longest first so padding is minimal; float32 numpy."""
+        """Embed sentences without gradients, longest first so padding is minimal; float32 numpy, computed in
+        float32 unless ``eval_amp`` (:attr:`eval_precision`)."""
         was_training = self.training
         self.eval()
         order = self.length_order(sentences) if len(sentences) else np.zeros(0, dtype=np.int64)
@@ -305,7 +349,7 @@ class TransformerEncoder(nn.Module):
         try:
             for start in range(0, len(order), batch_size):
                 idx = order[start : start + batch_size]
-                with autocast_context(self.device, self.amp):
+                with autocast_context(self.device, self.eval_amp):
                     emb = self(self.tokenize([sentences[i] for i in idx]))
                 if normalize:
                     emb = nn.functional.normalize(emb.float(), dim=-1)

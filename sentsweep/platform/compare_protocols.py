@@ -24,7 +24,8 @@ from sentsweep.tracking.vocabulary import SWEEP_TAG, TRIAL_ID_TAG
 #: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
 UNRECORDED = "unrecorded"
 #: The columns of :func:`protocol_table`, after ``metric``, ``protocol`` and ``runs``: the compact line's parts.
-PROTOCOL_PARTS = ("task/split", "aggregation", "classifier", "max length", "pooling", "data", "eval code", "code")
+PROTOCOL_PARTS = ("task/split", "aggregation", "classifier", "max length", "pooling", "precision", "data", "eval code",
+                  "code")
 
 
 class MixedProtocolsError(ConfigError):

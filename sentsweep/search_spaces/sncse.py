@@ -6,10 +6,11 @@ with alpha + :data:`MIN_GAP` as its lower bound, so alpha < beta always holds; 2
 log-uniform so that most trials land where the paper's Figure 3 varies, beta 0.2-0.6, and few in the
 flat "no bound" tail, which uniform sampling would give 80% of the trials) and
 lambda log-uniform in [1e-5, 1e-1]; then the InfoNCE temperature, the learning rate and the batch size.
-The first point is the paper's BERT-base setting, read from
+The first point is the paper's base setting, read from
 :class:`~sentsweep.trainables.sncse.SncseConfig`'s defaults (alpha 0.1, beta 0.3, tau 0.05, lr 1e-5,
-batch 256) and the BERT lambda of :func:`~sentsweep.methods.sncse.default_lambda` (1e-3; the config's
-default picks it by model family, and for RoBERTa the paper's lambda is 5e-4).
+batch 256), with the lambda of :func:`~sentsweep.methods.sncse.default_lambda` for the family of the sweep's
+model, read from its config when the sweep starts (:func:`for_sncse_sweep`: 1e-3 for BERT, 5e-4 for RoBERTa,
+SNCSE section 3.2); registered, before a sweep's model is known, it holds BERT's.
 
 ``sncse-demo``: the same with CPU-sized batches (16, 32) for the demo sweep.
 
@@ -19,11 +20,13 @@ paper's values; the four variants are the first point and the extra points.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import optuna
 
+from sentsweep.methods.encoders import model_type
 from sentsweep.methods.sncse import default_lambda
 from sentsweep.search_spaces.spec import SearchSpaceSpec, default_point
 from sentsweep.trainables.sncse import SncseConfig
@@ -38,9 +41,21 @@ TEMPERATURE_RANGE = (0.02, 0.1)
 LR_RANGE = (3e-6, 5e-5)
 BATCH_SIZES = [64, 128, 256]
 DEMO_BATCH_SIZES = [16, 32]
-#: The paper's BERT-base setting of the searched parameters: the config's defaults, lambda for BERT.
+#: The paper's BERT-base setting of the searched parameters: the config's defaults, lambda for BERT (a sweep's
+#: first point takes its model's family's lambda: :func:`for_sncse_sweep`).
 PAPER_DEFAULTS: dict[str, Any] = default_point(SncseConfig, "loss", "alpha", "beta", "lambda", "temperature", "lr",
                                                "batch_size") | {"lambda": default_lambda("bert")}
+
+
+def for_sncse_sweep(spec: SearchSpaceSpec, settings: Mapping[str, Any]) -> SearchSpaceSpec:
+    """``spec`` as a sweep with ``settings`` runs it: a first point searching lambda takes
+    ``default_lambda`` of the family of the sweep's ``model`` (from its config; the config's default model
+    when unset), as the trial config's unset lambda does (:class:`~sentsweep.trainables.sncse.SncseTask`)."""
+    if "lambda" not in spec.first_point:
+        return spec
+    model = settings.get("model", SncseConfig.model_fields["model"].default)
+    family = model_type(str(model), "to choose the first point's lambda (SNCSE: 1e-3 BERT, 5e-4 RoBERTa)")
+    return replace(spec, first_point={**spec.first_point, "lambda": default_lambda(family)})
 
 
 def suggest_margins(trial: optuna.Trial) -> tuple[float, float]:
@@ -82,6 +97,7 @@ SNCSE_SPACE = SearchSpaceSpec(
     sncse_space,
     dict(PAPER_DEFAULTS),
     "SNCSE loss variant, BML alpha < beta and lambda, temperature, lr, batch size",
+    for_sweep=for_sncse_sweep,
 )
 SNCSE_DEMO_SPACE = SearchSpaceSpec(
     "sncse-demo",
@@ -89,6 +105,7 @@ SNCSE_DEMO_SPACE = SearchSpaceSpec(
     sncse_demo_space,
     {**PAPER_DEFAULTS, "batch_size": 32},
     "SNCSE space with CPU-sized batches (16, 32) for the demo",
+    for_sweep=for_sncse_sweep,
 )
 SNCSE_ABLATION_SPACE = SearchSpaceSpec(
     "sncse-ablation",
@@ -104,6 +121,7 @@ __all__ = [
     "SNCSE_ABLATION_SPACE",
     "SNCSE_DEMO_SPACE",
     "SNCSE_SPACE",
+    "for_sncse_sweep",
     "sncse_ablation_space",
     "sncse_demo_space",
     "sncse_space",

@@ -137,7 +137,7 @@ class CosentTask:
                 config.model,
                 EncoderSettings(pooling=config.pooling, max_length=config.max_length),
                 device=config.device,
-                amp=config.amp,
+                eval_amp=config.eval_amp,
             ), config.eval_max_length)
             self.net: BiEncoder | CrossEncoder = BiEncoder(encoder, max_length=config.max_length)
             threshold = config.positive_threshold
@@ -152,7 +152,7 @@ class CosentTask:
             ).to(encoder.device)
         else:
             self.net = CrossEncoder(config.model, config.max_length, device=config.device,
-                                    eval_max_length=config.eval_max_length, amp=config.amp)
+                                    eval_max_length=config.eval_max_length, eval_amp=config.eval_amp)
             self.pair_loss = nn.Module()  # eq. 11 has no loss parameters: the scores come from the net
         self.model = nn.ModuleDict({"net": self.net, "loss": self.pair_loss})
 
@@ -183,7 +183,7 @@ class CosentTask:
         """Spearman x100 on ``evaluator``'s sets: the cosine of the bi-encoder's embeddings, or the
         cross-encoder's pair scores."""
         if isinstance(self.net, CrossEncoder):
-            return dict(evaluator.score_pairs(self.score_pairs).metrics)
+            return dict(evaluator.score_pairs(self.score_pairs, self.net.eval_precision).metrics)
         return dict(evaluator(self.net.encoder).metrics)
 
     def evaluate(self) -> dict[str, float]:

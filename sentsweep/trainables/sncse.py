@@ -57,7 +57,7 @@ from sentsweep.methods.sncse import (
     sncse_objective,
 )
 from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
-from sentsweep.methods.sncse.model import SNCSE_FILE
+from sentsweep.methods.sncse.model import SNCSE_FILE, identical_soft_negatives
 from sentsweep.tables import markdown_table
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.trial_config import EvalMaxLength, TrialConfig
@@ -166,7 +166,7 @@ class SncseTask:
             log(f"negations of {len(self.sentences)} sentences:\n{self.negation_stats.table()}")
         self.model = SncseModel(
             config.model, max_length=config.max_length, eval_max_length=config.eval_max_length,
-            device=config.device, amp=config.amp
+            device=config.device, eval_amp=config.eval_amp
         )
         self.lam = config.lambda_ if config.lambda_ is not None else default_lambda(self.model.family)
         self.dev = config.dev_evaluator(DEV_BATCH_SIZE)
@@ -178,6 +178,10 @@ class SncseTask:
         return [b for b in order.split(self.config.batch_size) if len(b) >= 2]
 
     def loss(self, batch: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        """The objective of ``c.loss`` on a batch, with its diagnostics and, with soft negatives,
+        ``negation_truncated_share``: the share of rows whose soft-negative prompt ids equal the positive's
+        (the negation cut off by ``max_length``, :func:`~sentsweep.methods.sncse.model.identical_soft_negatives`),
+        logged as ``train_negation_truncated_share``, the mean over the steps between reports."""
         idx = batch.tolist()
         sentences = [self.sentences[i] for i in idx]
         negations = [self.negations[i] for i in idx] if self.negations is not None else None
@@ -187,8 +191,6 @@ class SncseTask:
             return sncse_objective(c.loss, z1, z2, z3, temperature=c.temperature, alpha=c.alpha, beta=c.beta,
                                    lam=self.lam)
 
-        if c.cache_minibatch is None or c.cache_minibatch >= len(idx):
-            return objective(*self.model(sentences, negations))
         tokenized: dict[tuple[int, int], dict[str, torch.Tensor]] = {}  # once per mini-batch, for both passes
 
         def embed(start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -197,7 +199,15 @@ class SncseTask:
                     sentences[start:stop], negations[start:stop] if negations is not None else None)
             return self.model.embed_views(tokenized[start, stop], stop - start)
 
-        return cached_loss(embed, len(idx), c.cache_minibatch, objective)
+        if c.cache_minibatch is None or c.cache_minibatch >= len(idx):
+            value, diagnostics = objective(*embed(0, len(idx)))
+        else:
+            value, diagnostics = cached_loss(embed, len(idx), c.cache_minibatch, objective)
+        if negations is not None:
+            identical = torch.cat([identical_soft_negatives(views, stop - start)
+                                   for (start, stop), views in tokenized.items()])
+            diagnostics = {**diagnostics, "negation_truncated_share": float(identical.float().mean())}
+        return value, diagnostics
 
     def evaluate(self) -> dict[str, float]:
         """Spearman x100 of the evaluation embeddings' cosine (anchor template, raw mask state) on dev."""

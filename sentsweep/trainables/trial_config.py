@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.senteval import SENTEVAL_OPTION_FIELDS, SentEvalOptions
 from sentsweep.evaluation.sts import SICKR_TRIAL, STSB_DEV, StsEvaluator
+from sentsweep.methods.encoders import EVAL_AMP
 from sentsweep.tracking import TrackingSettings
 from sentsweep.trainables.loop import LoopConfig
 
@@ -56,7 +57,9 @@ class TrialConfig(BaseModel):
         "other objectives); model selection stays on dev_data")
     metric: str = STSB_DEV
     mode: Literal["max", "min"] = "max"
-    amp: bool = True
+    amp: bool = Field(True, description="bf16/fp16 autocast of training steps on a GPU")
+    eval_amp: bool = Field(EVAL_AMP, description="autocast of evaluation (dev selection, test suites, diagnostics) "
+                           "on a GPU; off: float32, as the references evaluate")
     eval_at_start: bool = False
     device: str | None = None
     data_dir: str | None = None

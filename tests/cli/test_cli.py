@@ -57,6 +57,7 @@ def test_evaluate_writes_json_with_protocols_and_csv(tiny_bert_dir: Path, tmp_pa
     assert set(protocols) == set(metrics)  # every figure with its protocol
     stsb = protocols["stsb_test"]
     assert (stsb["task"], stsb["split"], stsb["max_length"], stsb["pooling"]) == ("stsb", "test", 40, "mean")
+    assert stsb["precision"] == "float32"  # evaluation never autocasts unless eval_amp (on a GPU)
     assert len(stsb["data_sha256"]) == 64 and stsb["code_version"].startswith("sentsweep")
     assert protocols["sickr_test"]["data_sha256"] != stsb["data_sha256"]
     printed = capsys.readouterr().out

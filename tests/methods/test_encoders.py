@@ -173,3 +173,54 @@ def test_prompt_fit_ends_on_characters_split_into_several_tokens(minilm_path: st
     assert fitted, "fit did not end within 30 s"
     assert sentence.startswith(fitted[0]) and len(fitted[0]) < len(sentence)
     assert len(tokenizer(prompt.render(fitted[0]))["input_ids"]) <= 32
+
+
+# -- evaluation precision (review 10, finding 5) ---------------------------------------------------------------
+class _FakeCuda:
+    """Stands for a CUDA device where there is none: the decision reads ``device.type`` only."""
+
+    type = "cuda"
+
+
+def test_the_autocast_decision_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU here: the decision function itself, on a fake CUDA device (the behaviour on a real GPU is
+    ``torch.autocast`` with this dtype, :func:`autocast_context`)."""
+    import sentsweep.methods.encoders as encoders
+
+    for bf16, dtype in ((True, torch.bfloat16), (False, torch.float16)):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda bf16=bf16: bf16)
+        assert encoders.autocast_dtype(_FakeCuda(), True) is dtype  # type: ignore[arg-type]
+        assert encoders.precision_name(_FakeCuda(), True) == str(dtype).removeprefix("torch.")  # type: ignore
+        assert encoders.autocast_dtype(_FakeCuda(), False) is None  # type: ignore[arg-type]
+        assert encoders.precision_name(_FakeCuda(), False) == "float32"  # type: ignore[arg-type]
+    assert encoders.autocast_dtype(torch.device("cpu"), True) is None
+
+
+def test_encode_evaluates_in_float32_unless_eval_amp(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``encode`` asks for autocast with ``eval_amp`` (default off, as the references evaluate: SimCSE/SNCSE
+    ``evaluation.py``), not with the training ``amp``; the states it sees are float32, and the trial config, the
+    models and the metric protocol agree."""
+    import sentsweep.methods.encoders as encoders
+    from sentsweep.evaluation.metric_protocols import embedder_precision
+    from sentsweep.methods.cosent.model import CrossEncoder
+    from sentsweep.methods.sncse.model import SncseModel
+    from sentsweep.trainables.trial_config import TrialConfig
+
+    asked: list[bool] = []
+    decide = encoders.autocast_context
+    monkeypatch.setattr(encoders, "autocast_context", lambda device, enabled=True: asked.append(enabled)
+                        or decide(device, enabled))
+    encoder = TransformerEncoder(str(tiny_bert_dir), device="cpu")
+    seen: list[torch.dtype] = []
+    encoder.model.register_forward_hook(lambda _m, _i, out: seen.append(out.last_hidden_state.dtype))
+    encoder.encode(["the man is playing", "a dog"])
+    assert asked == [False] and seen == [torch.float32]
+    assert TrialConfig().eval_amp is False and TrialConfig().amp is True  # training keeps its autocast
+    assert embedder_precision(encoder, {}) == "float32"
+    assert embedder_precision(None, {"eval_precision": "bfloat16"}) == "bfloat16"  # a pair scorer's, as told
+    assert embedder_precision(object(), {}) == "unknown"
+    assert embedder_precision(SncseModel(str(tiny_bert_dir), device="cpu"), {}) == "float32"
+    assert CrossEncoder(str(tiny_bert_dir), device="cpu").eval_amp is False
+    on = TransformerEncoder(str(tiny_bert_dir), device="cpu", eval_amp=True)
+    on.encode(["a dog"])
+    assert asked[-1] is True and on.eval_precision == "float32"  # asked, but a CPU does not autocast

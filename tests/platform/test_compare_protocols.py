@@ -18,7 +18,7 @@ from sentsweep.tracking.replay import Replayer
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt_mask", max_length=None,
-                      data_sha256="d" * 64, eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")
+                      precision="float32", data_sha256="d" * 64, eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")
 
 
 def _sweep(client: MlflowClient, tmp_path: Path, name: str, protocols: list[MetricProtocol | None]) -> None:
@@ -46,6 +46,7 @@ def test_one_protocol_is_shown_and_ranked(tracking_uri: str, tmp_path: Path,
     table = protocol_table(sweep_runs(client))
     assert table[["metric", "protocol", "runs"]].values.tolist() == [["stsb_test", STSB.id, 3]]
     assert table.loc[0, "max length"] == "model limit" and table.loc[0, "pooling"] == "pooling prompt_mask"
+    assert table.loc[0, "precision"] == "float32" and table.loc[0, "data"] == "data " + "d" * 12
     assert main(["compare", "--tracking-uri", tracking_uri]) == 0
     out = capsys.readouterr().out
     assert "## Protocols" in out and STSB.id in out and "Spearman x100 of cosine" in out

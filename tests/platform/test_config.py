@@ -39,16 +39,16 @@ def test_the_shipped_sweep_configs_are_found():
 @pytest.fixture
 def hub_configs_offline(monkeypatch, tmp_path):
     """A hub model that is neither a folder nor cached reads its config from a BERT stand-in (the shipped configs
-    name bert-base-uncased): an NLI sweep's first point needs the model's family (search_spaces/cosent.py), and
-    these tests run offline. Preflight, not this test, checks that the model itself is there."""
+    name bert-base-uncased): an NLI sweep's first point needs the model's family (search_spaces/cosent.py, and
+    sncse.py's lambda), and these tests run offline. Preflight, not this test, checks that the model itself is there."""
     from huggingface_hub import try_to_load_from_cache
     from transformers import BertConfig
 
-    import sentsweep.methods.cosent.pooling as pooling
+    import sentsweep.methods.encoders as encoders
 
     stand_in = tmp_path / "bert-config"
     BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2).save_pretrained(stand_in)
-    resolve = pooling.resolve_model_path
+    resolve = encoders.resolve_model_path
 
     def resolve_or_stand_in(name: str) -> str:
         path = resolve(name)
@@ -56,7 +56,7 @@ def hub_configs_offline(monkeypatch, tmp_path):
             return path
         return str(stand_in)
 
-    monkeypatch.setattr(pooling, "resolve_model_path", resolve_or_stand_in)
+    monkeypatch.setattr(encoders, "resolve_model_path", resolve_or_stand_in)
 
 
 @pytest.mark.parametrize("path", SWEEP_CONFIGS, ids=lambda p: p.name)

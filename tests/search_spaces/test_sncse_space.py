@@ -7,6 +7,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from sentsweep.search_spaces import get_search_space
 from sentsweep.search_spaces.sncse import (
     PAPER_DEFAULTS,
     SNCSE_ABLATION_SPACE,
@@ -96,3 +97,41 @@ def test_spaces_pickle(spec) -> None:
     import pickle
 
     assert pickle.loads(pickle.dumps(spec.define_by_run)) is spec.define_by_run  # Tune saves its searcher
+
+
+# -- a sweep's first point takes its model family's lambda (review 10, finding 6) ------------------------------
+@pytest.mark.parametrize("space", ["sncse", "sncse-demo"])
+@pytest.mark.parametrize(("family", "lam"), [("bert", 1e-3), ("roberta", 5e-4)])
+def test_the_sweep_starts_at_its_model_familys_lambda(space: str, family: str, lam: float, tiny_bert_dir: Path,
+                                                      tmp_path: Path) -> None:
+    """SNCSE section 3.2: lambda 1e-3 for BERT, 5e-4 for RoBERTa. The first point used to pin BERT's for every
+    model; it is now computed from the sweep's model when the sweep starts (resolve_specs)."""
+    from transformers import RobertaConfig
+
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.search import build_searcher
+    from sentsweep.platform.sweep import resolve_specs, space_points, validate_trials
+
+    if family == "bert":
+        model = str(tiny_bert_dir)
+    else:
+        model = str(tmp_path / "roberta")  # config only: the family is read from the config alone
+        RobertaConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2).save_pretrained(model)
+    config = SweepConfig(name="s", method="sncse", search_space=space, model=model)
+    trainable, spec = resolve_specs(config, "sweep.yaml")
+    assert spec.first_point["lambda"] == lam
+    assert {k: v for k, v in spec.first_point.items() if k != "lambda"} == \
+        {k: v for k, v in get_search_space(space).first_point.items() if k != "lambda"}
+    assert validate_trials(config, trainable, spec, "sweep.yaml")[0].lambda_ == lam
+    suggested = build_searcher(config, spec.define_by_run, space_points(spec)).suggest("t1")
+    assert suggested is not None and suggested["lambda"] == lam
+
+
+def test_a_space_without_lambda_in_its_first_point_reads_no_model(tmp_path: Path) -> None:
+    """The ablation space fixes lambda by the trial config (default_lambda at training): no config is read."""
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.sweep import resolve_specs
+
+    config = SweepConfig(name="s", method="sncse", search_space="sncse-ablation", model=str(tmp_path / "absent"))
+    _, spec = resolve_specs(config, "sweep.yaml")
+    assert spec.first_point == SNCSE_ABLATION_SPACE.first_point

@@ -73,7 +73,8 @@ class TestSncseMethod(MethodContract):
         result, final, out = trained.result, trained.final, trained.output_dir
         assert result.state.step == 2 and len(result.state.history) == 2
         row = result.state.history[0]
-        assert {"stsb_dev", "train_loss", "train_cos_pos", "train_cos_neg", "train_bml"} <= set(row)
+        assert {"stsb_dev", "train_loss", "train_cos_pos", "train_cos_neg", "train_bml",
+                "train_negation_truncated_share"} <= set(row)
         assert final["final"] == 1.0 and final["lambda"] == 1e-3  # BERT family
         assert 0.0 <= final["negation_fallback_share"] <= 1.0 and final["negation_total"] == 24
         assert -1.0 <= final["diag_negation_cos_mean"] <= 1.0 and "diag_random_cos_mode" in final

@@ -18,9 +18,11 @@ from torch import Tensor, nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from sentsweep.methods.encoders import (
+    EVAL_AMP,
     TransformerEncoder,
     autocast_context,
     pick_device,
+    precision_name,
     resolve_model_path,
     token_limit,
 )
@@ -38,6 +40,11 @@ class BiEncoder(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.max_length = max_length
+
+    @property
+    def eval_precision(self) -> str:
+        """What :meth:`predict` computes in here: ``float32`` unless ``eval_amp`` on a GPU."""
+        return precision_name(self.device, self.eval_amp)
 
     def forward(self, first: Sequence[str], second: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Embeddings ``u`` of ``first`` and ``v`` of ``second``, each ``(batch, dim)``."""
@@ -59,11 +66,11 @@ class CrossEncoder(nn.Module):
         device: str | torch.device | None = None,
         *,
         eval_max_length: int | None = None,
-        amp: bool = True,
+        eval_amp: bool = EVAL_AMP,
     ) -> None:
         """``max_length``: the training length of a pair (both sentences and the special tokens);
-        ``eval_max_length``: the length :meth:`predict` scores at (None: the model's limit); ``amp``: autocast in
-        :meth:`predict` on an accelerator."""
+        ``eval_max_length``: the length :meth:`predict` scores at (None: the model's limit); ``eval_amp``: autocast in
+        :meth:`predict` on a GPU (default off: float32, as the references evaluate)."""
         super().__init__()
         path = resolve_model_path(model_name_or_path)
         config = AutoConfig.from_pretrained(path, trust_remote_code=False)
@@ -81,7 +88,7 @@ class CrossEncoder(nn.Module):
             self.head.load_state_dict(load_file(str(head_file)))
         self.max_length = max_length
         self.eval_max_length = eval_max_length or token_limit(config, self.tokenizer)
-        self.amp = amp
+        self.eval_amp = eval_amp
         self.to(pick_device(device))
         self.eval()
 
@@ -112,7 +119,7 @@ class CrossEncoder(nn.Module):
         try:
             for start in range(0, len(pairs), batch_size):
                 chunk = pairs[start : start + batch_size]
-                with autocast_context(self.device, self.amp):
+                with autocast_context(self.device, self.eval_amp):
                     scores.append(self([a for a, _ in chunk], [b for _, b in chunk], self.eval_max_length)
                                   .float().cpu())
         finally:

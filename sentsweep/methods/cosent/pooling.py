@@ -10,10 +10,8 @@ other family BERT's ``first_last``.
 
 from __future__ import annotations
 
-from transformers import AutoConfig
-
-from sentsweep.errors import ConfigError
-from sentsweep.methods.encoders import ROBERTA_FAMILIES, resolve_model_path
+from sentsweep.methods.encoders import ROBERTA_FAMILIES
+from sentsweep.methods.encoders import model_type as read_model_type
 
 #: Pooling of the unsupervised NLI-transfer setting, by family.
 NLI_POOLING: dict[str, str] = {"bert": "first_last", "roberta": "cls"}
@@ -27,12 +25,4 @@ def nli_pooling(model_type: str) -> str:
 
 def model_type(model_name_or_path: str) -> str:
     """``model_type`` from the model's config (an alias such as ``minilm``, a folder or a cached hub id)."""
-    path = resolve_model_path(model_name_or_path)
-    try:
-        return str(AutoConfig.from_pretrained(path, trust_remote_code=False).model_type)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot read the config of model '{model_name_or_path}' to choose the NLI setting's pooling "
-            f"({type(exc).__name__}); set pooling explicitly",
-            field="model",
-        ) from None
+    return read_model_type(model_name_or_path, "to choose the NLI setting's pooling; set pooling explicitly")

@@ -299,6 +299,9 @@ def _build_model(
 class MultiViewEncoder:
     """A trained (or fresh) :class:`MultiViewModel` as an ``Embedder``: ``encode(sentences) -> [f; g]``."""
 
+    #: ``encode`` never autocasts (the tree cells turn it off): the metric protocol's precision.
+    eval_precision = "float32"
+
     def __init__(
         self,
         model: MultiViewModel,

@@ -28,6 +28,7 @@ from sentsweep.methods.sncse.model import (
     MLPHead,
     SncseModel,
     default_lambda,
+    identical_soft_negatives,
     with_final_punctuation,
 )
 from sentsweep.methods.sncse.negation import (
@@ -54,6 +55,7 @@ __all__ = [
     "bml_loss",
     "bml_terms",
     "default_lambda",
+    "identical_soft_negatives",
     "infonce_loss",
     "negate_corpus",
     "negate_doc",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sentsweep.methods.encoders import (
+    EVAL_AMP,
     ROBERTA_FAMILIES,
     EncoderSettings,
     PromptTokenizer,
@@ -102,6 +103,20 @@ def fill_prompts(prompt: PromptTokenizer, sentences: Sequence[str]) -> list[str]
     return filled
 
 
+def identical_soft_negatives(batch: Mapping[str, Tensor], n: int) -> Tensor:
+    """Which of the ``n`` rows of a :meth:`SncseModel.tokenize_views` batch have a soft-negative input (z3) whose
+    token ids equal the positive's (z2): bool ``(n,)``.
+
+    Training cuts ``s`` and ``neg(s)`` to the sentence budget separately, as the reference's ``train_SNCSE.py``
+    does; when the negation edit lies past the cut, both prompts are the same text and z3 differs from z2 by
+    dropout only, so BML (eq. 5) asks ``cos(z1, z2) - cos(z1, z3) >= alpha`` of two copies of one input. Kept
+    as the reference has it, counted (``negation_truncated_share``). No soft negatives: all False."""
+    ids = batch["input_ids"]
+    if ids.size(0) < 3 * n:
+        return torch.zeros(n, dtype=torch.bool)
+    return (ids[n : 2 * n] == ids[2 * n : 3 * n]).all(dim=1).cpu()
+
+
 class MLPHead(nn.Module):
     """Dense + tanh on the mask state (SimCSE's training-only MLP, as SNCSE uses it).
 
@@ -140,7 +155,7 @@ class SncseModel(nn.Module):
         max_length: int = 32,
         eval_max_length: int | None = None,
         device: str | torch.device | None = None,
-        amp: bool = True,
+        eval_amp: bool = EVAL_AMP,
         encoder: TransformerEncoder | None = None,
     ) -> None:
         super().__init__()
@@ -149,7 +164,7 @@ class SncseModel(nn.Module):
                 model_name_or_path,
                 EncoderSettings(pooling="prompt_mask", max_length=max_length, prompt_template=ANCHOR_TEMPLATE),
                 device=device,
-                amp=amp,
+                eval_amp=eval_amp,
             ),
             eval_max_length,
         )

@@ -17,6 +17,7 @@ from sentsweep.methods.sncse.model import (
     MLPHead,
     SncseModel,
     default_lambda,
+    identical_soft_negatives,
     with_final_punctuation,
 )
 
@@ -174,3 +175,32 @@ def test_mlp_is_initialised_as_the_reference(tiny_bert_dir: Path) -> None:
     assert model.encoder.config.initializer_range == 0.02
     assert float(model.mlp.dense.bias.detach().abs().max()) == 0.0
     assert float(model.mlp.dense.weight.detach().std()) == pytest.approx(0.02, rel=0.3)  # 32 x 32 weights
+
+
+# -- soft negatives that truncation makes identical to the positive (review 10, finding 4) -------------------
+#: The negation edit ("not") lies past the 14-token sentence budget of max_length 24 in the long pair only.
+LONG = "the man is playing the guitar and the dog is riding the horse and the cat is eating food"
+LONG_NEG = "the man is playing the guitar and the dog is riding the horse and the cat is not eating food"
+SHORT, SHORT_NEG = "the man is playing", "the man is not playing"
+
+
+def test_a_negation_cut_off_by_max_length_is_counted_as_identical(model: SncseModel) -> None:
+    """z3's prompt equals z2's when the edit lies past the cut (the reference truncates the same way)."""
+    batch = model.tokenize_views([LONG, SHORT], [LONG_NEG, SHORT_NEG])
+    assert identical_soft_negatives(batch, 2).tolist() == [True, False]
+    assert not identical_soft_negatives(model.tokenize_views([LONG, SHORT]), 2).any()  # no soft negatives
+
+
+@pytest.mark.parametrize("cache_minibatch", [None, 1])
+def test_the_training_step_reports_the_truncated_share(model: SncseModel, cache_minibatch: int | None) -> None:
+    """SncseTask.loss logs ``negation_truncated_share`` (the loop averages it as ``train_...``), cached or not."""
+    from sentsweep.trainables.sncse import SncseConfig, SncseTask
+
+    task = SncseTask.__new__(SncseTask)  # the step alone: no corpus, negator or dev set
+    task.config = SncseConfig(model=str(model.encoder.name_or_path), max_length=24, batch_size=2,
+                              cache_minibatch=cache_minibatch)
+    task.model, task.lam = model, 1e-3
+    task.sentences, task.negations = [LONG, SHORT, SHORT], [LONG_NEG, SHORT_NEG, SHORT_NEG]
+    for rows, share in (([0], 1.0), ([1], 0.0), ([0, 1], 0.5), ([0, 1, 2], 1 / 3)):
+        _, diagnostics = task.loss(torch.tensor(rows))
+        assert diagnostics["negation_truncated_share"] == pytest.approx(share)
