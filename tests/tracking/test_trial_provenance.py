@@ -76,7 +76,8 @@ def test_a_tracked_trial_records_source_datasets_and_protocols(tiny_bert_dir: Pa
     dev, test = protocols["stsb_dev"], protocols["stsb_test"]
     assert (dev.task, dev.split, test.split) == ("stsb", "dev", "test")
     assert "first 40 pairs" in dev.aggregation and "first" not in test.aggregation  # max_dev_pairs is the dev's
-    assert test.pooling == "mean" and test.max_length == 64 and len(test.data_sha256) == 64
+    # the evaluation length (eval_max_length: the tiny model's limit), not the training max_length
+    assert test.pooling == "mean" and test.max_length == 128 and len(test.data_sha256) == 64
     assert test.code_version.startswith("sentsweep ") and len(test.eval_code) == 12
     assert tags[f"{PROTOCOL_TAG_PREFIX}stsb_test"].startswith(test.id)
 
