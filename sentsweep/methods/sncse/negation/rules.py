@@ -2,7 +2,9 @@
 
 SNCSE (seed paper 002, section 3, "soft negative samples") negates each training sentence with rules on
 spaCy's parse and uses ``neg(s)`` as a soft negative. The rules here follow METHODS.md and fix the
-reference implementation's known bugs:
+reference implementation's known bugs, with two departures from METHODS.md's rule 1 (which removes the first
+``not``/``n't`` with dependency ``neg`` anywhere): ``never`` also counts as an existing negation, and only the main
+clause's negation is removed (a negated subordinate clause leaves the main clause to rule 2, which negates it):
 
 1. **Existing negation** (``remove-negation``): when the main clause carries ``not``, ``n't`` or
    ``never`` (dependency ``neg``), the first one is removed and contractions are repaired
