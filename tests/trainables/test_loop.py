@@ -161,3 +161,32 @@ def test_a_loop_without_a_work_dir_leaves_no_temp_folder_even_without_cleanup() 
     del loop
     gc.collect()
     assert not folder.exists()
+
+
+@pytest.mark.parametrize("kind", ["adamw", "adam"])
+def test_the_fused_optimizer_takes_the_steps_of_the_default_one(kind: str) -> None:
+    """The loop's optimizer is PyTorch's fused kernel on the CPU, and its 20 steps equal the default (foreach)
+    implementation's to float precision, weight decay groups included."""
+    from sentsweep.trainables.loop import build_optimizer
+
+    config = _config(optimizer=kind, weight_decay=0.01)
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.Linear(32, 1))
+    twin = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.Linear(32, 1))
+    twin.load_state_dict(net.state_dict())
+    fused = build_optimizer(net, config)
+    assert all(group["fused"] for group in fused.param_groups)
+    plain_kind = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+    plain = plain_kind([{**g, "params": [dict(twin.named_parameters())[n] for n, p in net.named_parameters()
+                                         if any(p is q for q in g["params"])], "fused": None, "foreach": True}
+                        for g in fused.param_groups])
+    start = net[0].weight.detach().clone()
+    x, y = torch.randn(64, 16), torch.randn(64, 1)
+    for _ in range(20):
+        for model, opt in ((net, fused), (twin, plain)):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+    for (name, a), b in zip(net.named_parameters(), twin.parameters(), strict=True):
+        assert (a - b).abs().max().item() < 1e-6, name
+    assert (net[0].weight - start).abs().max().item() > 1e-3  # the steps moved the weights
