@@ -18,6 +18,7 @@ class ConfigError(SentsweepError, ValueError):
     Also a ``ValueError``, so callers that validate values generically catch it."""
 
     def __init__(self, message: str, *, field: str | None = None, file: str | Path | None = None) -> None:
+        self.message = message
         self.field = field
         self.file = str(file) if file is not None else None
         where = []

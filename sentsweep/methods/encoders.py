@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
 
 from sentsweep.errors import ConfigError
 
@@ -79,17 +79,22 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def model_type(model_name_or_path: str, needed_for: str) -> str:
-    """``model_type`` from the model's config (an alias such as ``minilm``, a folder or a cached hub id);
-    unreadable: a ConfigError naming ``model`` and what the family was ``needed_for``."""
+def read_model_config(model_name_or_path: str, needed_for: str) -> PretrainedConfig:
+    """The model's config (an alias such as ``minilm``, a folder or a cached hub id); unreadable: a ConfigError naming
+    ``model`` and what the config was ``needed_for``."""
     path = resolve_model_path(model_name_or_path)
     try:
-        return str(AutoConfig.from_pretrained(path, trust_remote_code=False).model_type)
+        return AutoConfig.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"cannot read the config of model '{model_name_or_path}' {needed_for} ({type(exc).__name__})",
             field="model",
         ) from None
+
+
+def model_type(model_name_or_path: str, needed_for: str) -> str:
+    """``model_type`` from the model's config (:func:`read_model_config`)."""
+    return str(read_model_config(model_name_or_path, needed_for).model_type)
 
 
 def autocast_dtype(device: torch.device, enabled: bool) -> torch.dtype | None:

@@ -9,8 +9,9 @@ lambda log-uniform in [1e-5, 1e-1]; then the InfoNCE temperature, the learning r
 The first point is the paper's base setting, read from
 :class:`~sentsweep.trainables.sncse.SncseConfig`'s defaults (alpha 0.1, beta 0.3, tau 0.05, lr 1e-5,
 batch 256), with the lambda of :func:`~sentsweep.methods.sncse.default_lambda` for the family of the sweep's
-model, read from its config when the sweep starts (:func:`for_sncse_sweep`: 1e-3 for BERT, 5e-4 for RoBERTa,
-SNCSE section 3.2); registered, before a sweep's model is known, it holds BERT's.
+model and the lr and batch size of its size, read from its config when the sweep starts (:func:`for_sncse_sweep`:
+lambda 1e-3 for BERT, 5e-4 for RoBERTa; lr 5e-6 and batch 128 for large models); registered, before a sweep's
+model is known, it holds BERT-base's.
 
 ``sncse-demo``: the same with CPU-sized batches (16, 32) for the demo sweep.
 
@@ -27,7 +28,7 @@ from typing import Any
 import optuna
 
 from sentsweep.methods.encoders import model_type
-from sentsweep.methods.sncse import default_lambda
+from sentsweep.methods.sncse import SIZE_SETTINGS, default_lambda, size_setting
 from sentsweep.search_spaces.spec import SearchSpaceSpec, default_point
 from sentsweep.trainables.sncse import SncseConfig
 
@@ -48,14 +49,21 @@ PAPER_DEFAULTS: dict[str, Any] = default_point(SncseConfig, "loss", "alpha", "be
 
 
 def for_sncse_sweep(spec: SearchSpaceSpec, settings: Mapping[str, Any]) -> SearchSpaceSpec:
-    """``spec`` as a sweep with ``settings`` runs it: a first point searching lambda takes
-    ``default_lambda`` of the family of the sweep's ``model`` (from its config; the config's default model
-    when unset), as the trial config's unset lambda does (:class:`~sentsweep.trainables.sncse.SncseTask`)."""
-    if "lambda" not in spec.first_point:
-        return spec
-    model = settings.get("model", SncseConfig.model_fields["model"].default)
-    family = model_type(str(model), "to choose the first point's lambda (SNCSE: 1e-3 BERT, 5e-4 RoBERTa)")
-    return replace(spec, first_point={**spec.first_point, "lambda": default_lambda(family)})
+    """``spec`` as a sweep with ``settings`` runs it, the paper's setting for the sweep's ``model`` (from its config;
+    the config's default model when unset), as an unset trial config gets it: a first point searching lambda takes
+    ``default_lambda`` of the model's family (:class:`~sentsweep.trainables.sncse.SncseTask`), and one holding the
+    base models' lr or batch size takes those of the model's size (``size_setting``: 5e-6 and 128 for large
+    models); a space's own first value (the demo's batch 32) is kept."""
+    point = dict(spec.first_point)
+    model = str(settings.get("model", SncseConfig.model_fields["model"].default))
+    if "lambda" in point:
+        family = model_type(model, "to choose the first point's lambda (SNCSE: 1e-3 BERT, 5e-4 RoBERTa)")
+        point["lambda"] = default_lambda(family)
+    by_size = [name for name, value in SIZE_SETTINGS["base"].items() if point.get(name) == value]
+    if by_size:
+        setting = size_setting(model)
+        point.update({name: setting[name] for name in by_size})
+    return spec if point == spec.first_point else replace(spec, first_point=point)
 
 
 def suggest_margins(trial: optuna.Trial) -> tuple[float, float]:

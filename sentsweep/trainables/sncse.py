@@ -11,8 +11,9 @@ Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selectio
 loss in the memory of a mini-batch; a trial that runs out of memory is tried once more with it
 (:meth:`SncseMethod.memory_fallback`) before it counts as infeasible.
 
-Defaults are the paper's for BERT-base: alpha 0.1, beta 0.3, lambda 1e-3 for BERT and 5e-4 for RoBERTa
-(chosen from the model config's family when ``lambda`` is not set), tau 0.05, lr 1e-5, batch 256, max
+Defaults are the paper's: alpha 0.1, beta 0.3, lambda 1e-3 for BERT and 5e-4 for RoBERTa (chosen from the
+model config's family when ``lambda`` is not set), tau 0.05, lr 1e-5 and batch 256 for base models, 5e-6 and 128
+for large ones (24 layers or more, from the model config, when ``lr`` / ``batch_size`` are not set), max
 length 32 (training prompts only; evaluation, dev selection, diagnostics and the saved model use
 ``eval_max_length``, by default the model's limit, as the reference), AdamW without weight decay or
 warmup, seed 42, one epoch, evaluation every 125 steps.
@@ -33,7 +34,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from sentsweep import data as datasets
 from sentsweep.evaluation import evaluate
@@ -49,11 +50,13 @@ from sentsweep.evaluation.protocols import Embedder
 from sentsweep.methods.cached_loss import cached_loss
 from sentsweep.methods.sncse import (
     LOSS_VARIANTS,
+    SIZE_SETTINGS,
     NegationStats,
     Negator,
     SncseModel,
     default_lambda,
     negate_corpus,
+    size_setting,
     sncse_objective,
 )
 from sentsweep.methods.sncse.diagnostics import plot_similarity_histogram
@@ -70,7 +73,7 @@ OOM_MINIBATCH_DIVISOR = 4
 
 
 class SncseConfig(TrialConfig):
-    """An SNCSE trial (defaults: the paper's BERT-base setting)."""
+    """An SNCSE trial (defaults: the paper's; lambda by model family, lr and batch size by model size)."""
 
     model_config = ConfigDict(
         extra="forbid", protected_namespaces=(), validate_by_name=True, validate_by_alias=True
@@ -79,8 +82,8 @@ class SncseConfig(TrialConfig):
     # the shared fields, with SNCSE's defaults
     max_length: int = Field(32, ge=8, description="training prompt length (template included)")
     eval_max_length: EvalMaxLength = None
-    batch_size: int = Field(256, ge=2)
-    lr: float = Field(1e-5, gt=0)
+    batch_size: int = Field(SIZE_SETTINGS["base"]["batch_size"], ge=2, description="default by model size")
+    lr: float = Field(SIZE_SETTINGS["base"]["lr"], gt=0, description="default by model size")
     weight_decay: float = Field(0.0, ge=0)
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
 
@@ -115,6 +118,17 @@ class SncseConfig(TrialConfig):
         if alpha is not None and not alpha < beta:
             raise ValueError(f"BML needs alpha < beta, got alpha={alpha} >= beta={beta}")
         return beta
+
+    @model_validator(mode="after")
+    def _size_setting(self) -> SncseConfig:
+        """lr and batch size left unset take the paper's for the model's size (base: 1e-5 and 256, large: 5e-6
+        and 128; :func:`~sentsweep.methods.sncse.size_setting`, read from the model's config)."""
+        unset = [name for name in ("lr", "batch_size") if name not in self.model_fields_set]
+        if unset:
+            setting = size_setting(self.model)
+            for name in unset:
+                setattr(self, name, setting[name])
+        return self
 
     @property
     def needs_negations(self) -> bool:

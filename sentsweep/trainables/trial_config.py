@@ -118,8 +118,11 @@ def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "tri
         return cls.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
         extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):  # a check that read something (a model's config) named its own field
+            raise ConfigError(f"{cause.message}{extra}", field=cause.field, file=source) from None
+        field = ".".join(str(p) for p in err["loc"]) or None
         raise ConfigError(f"{err['msg']}{extra}", field=field, file=source) from None
 
 

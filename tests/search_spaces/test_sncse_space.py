@@ -135,3 +135,19 @@ def test_a_space_without_lambda_in_its_first_point_reads_no_model(tmp_path: Path
     config = SweepConfig(name="s", method="sncse", search_space="sncse-ablation", model=str(tmp_path / "absent"))
     _, spec = resolve_specs(config, "sweep.yaml")
     assert spec.first_point == SNCSE_ABLATION_SPACE.first_point
+
+
+@pytest.mark.parametrize(("space", "lr", "batch"), [("sncse", 5e-6, 128), ("sncse-demo", 5e-6, 32)])
+def test_a_large_models_sweep_starts_at_the_large_setting(space: str, lr: float, batch: int, tmp_path: Path) -> None:
+    """A 24-layer model's sweep starts at the paper's large setting (lr 5e-6, batch 128); the demo space keeps its
+    CPU-sized first batch (32)."""
+    from transformers import BertConfig
+
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.sweep import resolve_specs
+
+    model = str(tmp_path / "large")
+    BertConfig(hidden_size=32, num_hidden_layers=24, num_attention_heads=2).save_pretrained(model)
+    _, spec = resolve_specs(SweepConfig(name="s", method="sncse", search_space=space, model=model), "sweep.yaml")
+    assert (spec.first_point["lr"], spec.first_point["batch_size"]) == (lr, batch)
+    assert spec.first_point["lambda"] == 1e-3

@@ -42,6 +42,35 @@ def test_defaults_are_the_papers() -> None:
     assert loop.warmup_ratio == 0.0 and loop.lr == 1e-5
 
 
+def _config_only_model(folder: Path, layers: int) -> str:
+    """A model folder holding only a BERT config of ``layers`` layers (the size is read from the config alone)."""
+    from transformers import BertConfig
+
+    BertConfig(hidden_size=32, num_hidden_layers=layers, num_attention_heads=2).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.parametrize(("layers", "lr", "batch"), [(12, 1e-5, 256), (24, 5e-6, 128)])
+def test_lr_and_batch_size_follow_the_model_size(tmp_path: Path, layers: int, lr: float, batch: int) -> None:
+    """The paper's setup: "For base models, we adopt batch size of 256 and initial learning rate of 1e-5, while for
+    large models, we adopt batch size of 128 and learning rate of 5e-6"; set values are kept."""
+    model = _config_only_model(tmp_path / "m", layers)
+    config = SNCSE.parse({"model": model})
+    assert (config.lr, config.batch_size) == (lr, batch)
+    assert config.loop_config().lr == lr
+    kept = SNCSE.parse({"model": model, "lr": 3e-5})
+    assert (kept.lr, kept.batch_size) == (3e-5, batch)
+    assert SNCSE.parse({"model": model, "lr": 3e-5, "batch_size": 64}).batch_size == 64
+
+
+def test_an_unreadable_model_with_lr_unset_names_the_model(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="model size") as caught:
+        SNCSE.parse({"model": str(tmp_path / "absent")})
+    assert caught.value.field == "model"
+    set_both = SNCSE.parse({"model": str(tmp_path / "absent"), "lr": 1e-5, "batch_size": 256})
+    assert set_both.lr == 1e-5  # nothing to choose: the config is not read
+
+
 def test_lambda_by_alias_or_name() -> None:
     assert SNCSE.parse({"lambda": 5e-4}).lambda_ == 5e-4
     assert SNCSE.parse({"lambda_": 2e-3}).lambda_ == 2e-3

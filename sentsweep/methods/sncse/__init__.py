@@ -25,10 +25,12 @@ from sentsweep.methods.sncse.losses import (
 from sentsweep.methods.sncse.model import (
     ANCHOR_TEMPLATE,
     POSITIVE_TEMPLATE,
+    SIZE_SETTINGS,
     MLPHead,
     SncseModel,
     default_lambda,
     identical_soft_negatives,
+    size_setting,
     with_final_punctuation,
 )
 from sentsweep.methods.sncse.negation import (
@@ -47,6 +49,7 @@ __all__ = [
     "POSITIVE_TEMPLATE",
     "RULES",
     "RULES_VERSION",
+    "SIZE_SETTINGS",
     "MLPHead",
     "Negation",
     "NegationStats",
@@ -58,6 +61,7 @@ __all__ = [
     "identical_soft_negatives",
     "infonce_loss",
     "negate_corpus",
+    "size_setting",
     "negate_doc",
     "negative_loss",
     "pair_cosine",

@@ -40,6 +40,7 @@ from sentsweep.methods.encoders import (
     EncoderSettings,
     PromptTokenizer,
     TransformerEncoder,
+    read_model_config,
     with_eval_max_length,
 )
 
@@ -49,6 +50,12 @@ MLP_FILE = "sncse_mlp.safetensors"
 SNCSE_FILE = "sncse.json"
 #: lambda (eq. 7) by encoder family, from the model config (never from the path).
 DEFAULT_LAMBDA: dict[str, float] = {"bert": 1e-3, "roberta": 5e-4}
+#: lr and batch size by model size (SNCSE's experiment setup: "For base models, we adopt batch size of 256 and initial
+#: learning rate of 1e-5, while for large models, we adopt batch size of 128 and learning rate of 5e-6").
+SIZE_SETTINGS: dict[str, dict[str, float | int]] = {"base": {"lr": 1e-5, "batch_size": 256},
+                                                    "large": {"lr": 5e-6, "batch_size": 128}}
+#: The fewest encoder layers that make a model "large" (BERT-large and RoBERTa-large have 24; base models 12).
+LARGE_MIN_LAYERS = 24
 _PUNCTUATION = frozenset(string.punctuation)
 #: Std of the MLP's normal init when the model config states no ``initializer_range`` (BERT's value).
 MLP_INIT_STD = 0.02
@@ -65,6 +72,21 @@ def with_final_punctuation(sentence: str) -> str:
 def default_lambda(family: str) -> float:
     """The paper's BML weight for an encoder family: 5e-4 for RoBERTa-like models, else 1e-3 (BERT)."""
     return DEFAULT_LAMBDA["roberta"] if family in ROBERTA_FAMILIES else DEFAULT_LAMBDA["bert"]
+
+
+def model_size(config: Any) -> str:
+    """``large`` for a model config with at least :data:`LARGE_MIN_LAYERS` layers (BERT-large, RoBERTa-large: 24),
+    else ``base``."""
+    layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+    return "large" if layers >= LARGE_MIN_LAYERS else "base"
+
+
+def size_setting(model_name_or_path: str) -> dict[str, float | int]:
+    """The paper's lr and batch size for the size of ``model_name_or_path`` (:data:`SIZE_SETTINGS`), read from its
+    config."""
+    config = read_model_config(model_name_or_path, "to choose SNCSE's lr and batch size by model size (base: 1e-5 "
+                               "and 256, large: 5e-6 and 128); set lr and batch_size explicitly")
+    return dict(SIZE_SETTINGS[model_size(config)])
 
 
 def fill_prompts(prompt: PromptTokenizer, sentences: Sequence[str]) -> list[str]:
