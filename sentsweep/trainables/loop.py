@@ -182,7 +182,11 @@ def build_optimizer(model: nn.Module, config: LoopConfig) -> torch.optim.Optimiz
 def linear_schedule(
     optimizer: torch.optim.Optimizer, warmup: int, total: int, decay: bool = True
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup over ``warmup`` steps, then linear decay to 0 at ``total`` (``decay``) or constant."""
+    """Linear warmup over ``warmup`` steps, then linear decay to 0 at ``total`` (``decay``) or constant.
+
+    The warmup's first step runs at ``1 / warmup`` of the peak and its last at the peak; transformers'
+    ``get_linear_schedule_with_warmup`` (sentence-transformers' ``fit``) runs its first step at 0 (a step that changes
+    nothing but Adam's moments) and reaches the peak one step later. The decay is the same from the peak on."""
 
     def factor(step: int) -> float:
         if step < warmup:
