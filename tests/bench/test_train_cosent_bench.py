@@ -22,3 +22,12 @@ def test_the_cosent_bench_runs_every_side_in_its_own_process_and_prints_the_rati
     ratio = re.search(r"ratio ours/sentence-transformers = ([0-9.]+)x", done.stdout)
     assert ratio is not None and float(ratio.group(1)) > 0, done.stdout
     assert "the reference with the allocator setting" in done.stdout
+
+
+def test_the_quality_verdict_says_when_the_trainers_differ() -> None:
+    from bench.train_cosent import quality_verdict
+
+    assert quality_verdict(0.29) == "equal quality: within 0.5"
+    assert quality_verdict(-0.5) == "equal quality: within 0.5"
+    assert quality_verdict(0.98).startswith("NOT equal quality: beyond 0.5")
+    assert quality_verdict(-0.51).startswith("NOT equal quality")
