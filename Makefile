@@ -37,6 +37,7 @@ test-all: setup
 	$(RUN_ENV) $(VENV)/bin/pytest -q
 
 bench: setup
+	@echo "bench data: $${SENTSWEEP_DATA:-the bundled sample; README's figures use SENTSWEEP_DATA=../shared/data}"
 	$(RUN_ENV) $(PY) -m bench.encode
 	$(RUN_ENV) $(PY) -m bench.train_cosent
 	$(RUN_ENV) $(PY) -m bench.train_sncse
