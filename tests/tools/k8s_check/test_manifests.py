@@ -485,7 +485,12 @@ def test_a_reference_to_a_missing_secret_key_is_caught(tmp_path: Path) -> None:
     new = _planted(tmp_path, ("overlays/local",), {"base/secrets/storage.env.example": (
         "AWS_ACCESS_KEY_ID=", "AWS_ACCESS_KEY=")})
     assert new and all("Secret 'storage-credentials' has no key 'AWS_ACCESS_KEY_ID' [references]" in p for p in new)
-    assert {p.split(":")[0] for p in new} == {"Deployment/mlflow", "Job/bootstrap", "RayCluster/sentsweep"}
+    assert {p.split(":")[0] for p in new} == {"Job/bootstrap", "RayCluster/sentsweep"}
+    new = _planted(tmp_path / "mlflow", ("overlays/local",), {"base/secrets/mlflow-storage.env.example": (
+        "AWS_ACCESS_KEY_ID=", "AWS_ACCESS_KEY=")})
+    assert new and all("Secret 'mlflow-storage-credentials' has no key 'AWS_ACCESS_KEY_ID' [references]" in p
+                       for p in new)
+    assert {p.split(":")[0] for p in new} == {"Deployment/mlflow", "Job/bootstrap"}
 
 
 def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) -> None:
@@ -503,6 +508,8 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
         "Secret/minio-root: data.MINIO_ROOT_PASSWORD still holds the example's placeholder [policy]",
         "Secret/mlflow-admin: data.MLFLOW_AUTH_ADMIN_PASSWORD still holds the example's placeholder [policy]",
         "Secret/mlflow-admin: data.MLFLOW_FLASK_SERVER_SECRET_KEY still holds the example's placeholder [policy]",
+        "Secret/mlflow-storage-credentials: data.AWS_SECRET_ACCESS_KEY still holds the example's placeholder "
+        "[policy]",
         "Secret/mlflow-sweeps: data.MLFLOW_TRACKING_PASSWORD still holds the example's placeholder [policy]",
         "Secret/postgres-credentials: data.POSTGRES_PASSWORD still holds the example's placeholder [policy]",
         "Secret/ray-auth: data.auth_token still holds the example's placeholder [policy]",
@@ -513,12 +520,84 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
         "StatefulSet/minio", "StatefulSet/postgres"}
 
 
+#: The tracking server's S3 keys in base/mlflow.yaml.
+MLFLOW_S3_KEYS = "".join(f"        - name: {key}\n          valueFrom:\n            secretKeyRef:\n"
+                         f"              name: mlflow-storage-credentials\n              key: {key}\n"
+                         for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"))
+
+
+def test_a_tracking_server_without_its_own_minio_user_is_caught(tmp_path: Path) -> None:
+    """Security review M6: the MLflow server's keys are mlflow-storage-credentials, not the Ray pods'."""
+    new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (
+        MLFLOW_S3_KEYS, MLFLOW_S3_KEYS.replace("mlflow-storage-credentials", "storage-credentials"))})
+    where = "Deployment/mlflow: spec.template.spec.containers[mlflow]: the tracking server"
+    assert new == [f"{where} holds Secret 'storage-credentials' (the Ray pods' MinIO user, denied MLflow's "
+                   "artifacts); it needs only 'mlflow-storage-credentials' [storage]",
+                   f"{where}'s AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY do not come from Secret "
+                   "'mlflow-storage-credentials' (its own MinIO user, the only one allowed MLflow's artifacts) "
+                   "[storage]"]
+
+
+def _holding_the_mlflow_keys(indent: str) -> str:
+    return (f"{indent}- name: AWS_SECRET_ACCESS_KEY_2\n{indent}  valueFrom:\n{indent}    secretKeyRef:\n"
+            f"{indent}      name: mlflow-storage-credentials\n{indent}      key: AWS_SECRET_ACCESS_KEY\n")
+
+
+#: file, an env var of one of its containers (the line after it unique), the container, and that env's indent.
+MLFLOW_KEYS_ELSEWHERE = [
+    ("base/raycluster.yaml", "          - name: TOKENIZERS_PARALLELISM\n            value: \"false\"\n"
+     "          resources:\n            requests:\n              cpu: \"2\"\n",
+     "RayCluster/sentsweep: spec.headGroupSpec.template.spec.containers[ray-head]", "          "),
+    ("sweep/rayjob.yaml", "            - name: TOKENIZERS_PARALLELISM\n              value: \"false\"\n"
+     "            resources:\n              requests:\n                cpu: \"4\"\n",
+     "RayJob/sweep: spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[ray-worker]",
+     "            "),
+    ("base/postgres-backup.yaml", "            - name: KEEP_DAYS\n",
+     "CronJob/postgres-backup: spec.jobTemplate.spec.template.spec.containers[pg-dump]", "            "),
+]
+
+
+@pytest.mark.parametrize(("rel", "anchor", "where", "indent"), MLFLOW_KEYS_ELSEWHERE)
+def test_the_mlflow_minio_user_outside_the_tracking_server_is_caught(tmp_path: Path, rel: str, anchor: str,
+                                                                     where: str, indent: str) -> None:
+    """Security review M6: a Ray pod (trial code), a RayJob or the backup holding MLflow's MinIO user could
+    overwrite or delete every artifact and registered model in S3."""
+    new = _planted(tmp_path, LOCAL, {rel: (anchor, _holding_the_mlflow_keys(indent) + anchor)})
+    assert new == [f"{where}: holds Secret 'mlflow-storage-credentials' (the MinIO user of MLflow's artifacts): "
+                   "only the tracking server and the bootstrap step (minio-users.sh) may; a trial could overwrite "
+                   "or delete every artifact and registered model with it [storage]"]
+
+
+#: The Deny of the Ray pods' policy in base/bootstrap/minio-users.sh.
+RAY_DENY = ('  "{\\"Effect\\": \\"Deny\\", \\"Action\\": [\\"s3:*\\"], \\"Resource\\": '
+            '[\\"arn:aws:s3:::$BUCKET/mlflow-artifacts\\", \\"arn:aws:s3:::$BUCKET/mlflow-artifacts/*\\"]}" \\\n')
+
+
+def test_a_ray_policy_without_the_deny_on_mlflow_artifacts_is_caught(tmp_path: Path) -> None:
+    """Security review M6: the Ray pods' MinIO user is denied MLflow's artifacts prefix (a Deny wins)."""
+    message = ("Job/bootstrap: spec.template.spec.initContainers[minio-users]: the Ray pods' MinIO policy "
+               "(minio-users.sh: put_policy \"$POLICY\") {}: it needs a Deny of s3:* on "
+               "arn:aws:s3:::sentsweep/mlflow-artifacts and arn:aws:s3:::sentsweep/mlflow-artifacts/* (MLflow's "
+               "--artifacts-destination), or trial code can overwrite and delete MLflow's artifacts [storage]")
+    new = _planted(tmp_path, ("overlays/local",), {"base/bootstrap/minio-users.sh": (RAY_DENY, "")})
+    assert new == [message.format("has no such Deny")]
+    new = _planted(tmp_path / "allow", ("overlays/local",), {"base/bootstrap/minio-users.sh": (
+        RAY_DENY, RAY_DENY.replace("Deny", "Allow"))})
+    assert new == [message.format("has no such Deny")]
+    new = _planted(tmp_path / "bucket", ("overlays/local",), {"base/bootstrap.yaml": (
+        "        - name: BUCKET\n          value: sentsweep\n", "        - name: BUCKET\n          value: other\n")})
+    assert new == [message.format("has no such Deny")]
+    new = _planted(tmp_path / "call", ("overlays/local",), {"base/bootstrap/minio-users.sh": (
+        'put_policy "$POLICY" \\\n', 'put_policy "$RAY_POLICY" \\\n')})
+    assert new == [message.format("is not created by a put_policy \"$POLICY\" call")]
+
+
 # -- the credentials files and the bootstrap --------------------------------------------------------------
 
 def test_credentials_files_are_ignored_and_only_examples_committed() -> None:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    secrets = [f"k8s/base/secrets/{name}.env" for name in ("postgres", "minio", "mlflow")]
+    secrets = [f"k8s/base/secrets/{name}.env" for name in ("postgres", "minio", "mlflow", "mlflow-storage")]
     ignored = subprocess.run(["git", "check-ignore", *secrets], cwd=REPO, capture_output=True, text=True)
     assert ignored.stdout.split() == secrets
     examples = subprocess.run(["git", "check-ignore", *(s + ".example" for s in secrets)], cwd=REPO,
