@@ -26,7 +26,7 @@ import logging
 import posixpath
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -419,16 +419,20 @@ def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, fol
     return found
 
 
-def sync_sweep(sweep_dir: str, endpoint_url: str | None = None) -> tuple[int, str]:
+def sync_sweep(sweep_dir: str, endpoint_url: str | None = None,
+               echo: Callable[[str], None] = print) -> tuple[int, str]:
     """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
-    an outage included: metrics, artifacts, the registration, the parent's end); the number of entries still
-    pending, and the tracking URI."""
+    an outage included: metrics, artifacts, the registration, the parent's end), then, once nothing is pending,
+    the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
+    the number of entries still pending, and the tracking URI."""
     from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.storage import locate
+    from sentsweep.platform.retention import prune_owed
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     remote = location.filesystem is not None
     pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name, location.filesystem,
                                     location.fs_path if remote else None)
+    if pending == 0:
+        prune_owed(location, echo)
     return pending, manifest.tracking_uri
