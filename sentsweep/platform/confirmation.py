@@ -58,7 +58,7 @@ from sentsweep.platform.search import is_final
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
-from sentsweep.platform.tracking_journals import driver_journal_dir
+from sentsweep.platform.tracking_journals import driver_journal_dir, stored_journals
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, find_trial_run
 
 if TYPE_CHECKING:
@@ -238,7 +238,10 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         write_state(location, state)
     stage = stage_location(location)
     run = SweepRun(sweep.client, sweep.tracking_uri, sweep.experiment_id, state["run_id"], sweep.sweep_name,
-                   driver_journal_dir(stage.uri, sweep.sweep_name))
+                   driver_journal_dir(stage.uri, sweep.sweep_name),
+                   stored_journals(stage.uri, stage.filesystem, stage.fs_path))
+    if resumed:
+        run.pull()  # the stage's driver journals a driver gone with its disk copied into the stage's folder
     tracking = {**next(iter(r.config.get("tracking", {}) for r in results if r.config), {}), **run.trial_settings()}
     points = stage_points(state, tracking)
     echo(f"confirmation: the {len(candidates)} best configurations x {config.confirm.seeds} further seeds "

@@ -12,7 +12,9 @@ The best weights are found from Tune's registered checkpoint of the best trial: 
 whether its ``model/`` or the trial's ``best/`` folder holds them (:func:`sentsweep.trainables.checkpoints.
 pick_best`); nothing else of the checkpoint is read. Then the sweep folder is pruned
 (:mod:`sentsweep.platform.retention`; :func:`prune_stages`), the used weights kept, unless uploads still wait
-for MLflow: the folder then keeps every weight (``sentsweep sync`` delivers the uploads but does not prune).
+for MLflow: the folder then keeps every weight until ``sentsweep sync`` has delivered them, which then prunes
+as finalize would have (what to keep is recorded in the sweep folder, :func:`~sentsweep.platform.retention.
+owe_pruning`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.confirmation_stats import STAGE_DIR
 from sentsweep.platform.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -39,7 +42,14 @@ from sentsweep.platform.export import (
 )
 from sentsweep.platform.pareto_front import record_front
 from sentsweep.platform.plots import sweep_plots, trial_records
-from sentsweep.platform.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
+from sentsweep.platform.retention import (
+    checkpoint_folder,
+    forget_owed_pruning,
+    owe_pruning,
+    prune_sweep,
+    rank_results,
+    trial_folder,
+)
 from sentsweep.platform.search import scheduler_label
 from sentsweep.tracking.provenance import protocol_entries
 from sentsweep.tracking.vocabulary import find_trial_run
@@ -127,15 +137,20 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
                  echo: Callable[[str], None] = print) -> None:
     """The sweep folder's retention (:func:`~sentsweep.platform.retention.prune_sweep`) for the search and the
     confirmation stage; the trial whose weights finalize used (``outcome.best_trial_id``) keeps them in either.
-    Nothing is pruned while the driver's journals hold uploads MLflow has not got (every weight stays)."""
+    Nothing is pruned while the driver's journals hold uploads MLflow has not got (every weight stays): the pruning
+    is recorded as owed instead, for ``sentsweep sync`` to do once it has delivered them."""
+    keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
+    stages = [("", outcome.results),
+              (STAGE_DIR, outcome.confirmation.results if outcome.confirmation is not None else None)]
     waiting = sweep.pending_uploads()
     if waiting:
-        echo(f"not pruned: {waiting} upload(s) wait for MLflow (`sentsweep sync {location.uri}` delivers them); "
-             "every trial keeps its weights")
+        owe_pruning(location, [name for name, results in stages if results is not None], config.metric,
+                    config.mode, config.checkpoint.keep_trials, keep)
+        echo(f"not pruned: {waiting} upload(s) wait for MLflow (`sentsweep sync {location.uri}` delivers them, "
+             "then prunes); every trial keeps its weights")
         return
-    keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
-    stages = [outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None]
-    for results in stages:
+    forget_owed_pruning(location)  # an earlier finalize's, superseded by this one
+    for _, results in stages:
         if results is not None:
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 

@@ -58,25 +58,26 @@ class SweepLocation:
     def fs_path(self) -> str:
         return posixpath.join(self.storage_path, self.name)
 
-    def _fs(self) -> tuple[pyarrow.fs.FileSystem, str]:
+    def resolve(self) -> tuple[pyarrow.fs.FileSystem, str]:
+        """The folder's file system and its path there (resolved from the URI when no custom one was given)."""
         if self.filesystem is not None:
             return self.filesystem, self.fs_path
         fs, path = pyarrow.fs.FileSystem.from_uri(self.uri)
         return fs, path
 
     def write_text(self, filename: str, text: str) -> None:
-        fs, path = self._fs()
+        fs, path = self.resolve()
         fs.create_dir(path, recursive=True)
         with fs.open_output_stream(posixpath.join(path, filename)) as out:
             out.write(text.encode("utf-8"))
 
     def read_bytes(self, filename: str) -> bytes:
-        fs, path = self._fs()
+        fs, path = self.resolve()
         with fs.open_input_stream(posixpath.join(path, filename)) as stream:
             return stream.readall()
 
     def list(self, suffix: str = "") -> list[str]:
-        fs, path = self._fs()
+        fs, path = self.resolve()
         infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
         return sorted(i.base_name for i in infos if i.base_name.endswith(suffix))
 

@@ -41,13 +41,14 @@ from sentsweep.platform.search import is_final
 from sentsweep.platform.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.platform.tracking_journals import (
     DriverJournals,
+    StoredJournals,
     driver_journal_dir,
     pending_uploads,
     replay_sweep_journals,
-    trial_sweep_dir,
+    stored_journals,
 )
 from sentsweep.platform.tracking_store import prepare_store
-from sentsweep.tracking.journal import Entry, metric_points, trial_journal_name
+from sentsweep.tracking.journal import STAGED, Entry, metric_points, trial_journal_name
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.replay import Outbox, now_ms
 from sentsweep.tracking.vocabulary import (
@@ -134,7 +135,8 @@ class SweepRun:
     """The parent run of a sweep, and the settings each trial's child run needs.
 
     Opening it needs MLflow; everything after (metrics, the final status) is journaled in the sweep folder
-    and delivered when MLflow answers (:mod:`sentsweep.platform.tracking_journals`).
+    and delivered when MLflow answers (:mod:`sentsweep.platform.tracking_journals`); the journals of a remote
+    sweep folder are in the cache, copied into the sweep folder (``stored``).
     """
 
     client: MlflowClient
@@ -143,6 +145,7 @@ class SweepRun:
     run_id: str
     sweep_name: str
     journal_dir: Path | None = None
+    stored: StoredJournals | None = None
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
@@ -156,7 +159,8 @@ class SweepRun:
                 SPACE_TAG: config.space_name, STATUS_TAG: "running", **source_tags(SWEEP_SOURCE)}
         run = client.create_run(experiment_id, tags=tags, run_name=sweep_name)
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name,
-                    driver_journal_dir(sweep_dir, sweep_name))
+                    driver_journal_dir(sweep_dir, sweep_name),
+                    stored_journals(sweep_dir, endpoint_url=config.storage_endpoint_url))
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
         client.log_batch(sweep.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
@@ -176,8 +180,8 @@ class SweepRun:
         after delivering what the interrupted session could not (``filesystem`` and ``fs_path``: the pyarrow
         file system and path of a remote sweep folder, :func:`replay_sweep_journals`)."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name,
-                    driver_journal_dir(sweep_dir, sweep_name))
-        if sweep_dir:
+                    driver_journal_dir(sweep_dir, sweep_name), stored_journals(sweep_dir, filesystem, fs_path))
+        if sweep_dir:  # the journals' copies in a remote folder are pulled first
             replay_sweep_journals(sweep_dir, tracking_uri, sweep_name, filesystem, fs_path)
         return sweep
 
@@ -185,8 +189,15 @@ class SweepRun:
         """Mark the parent run RUNNING again: called once ``Tuner.restore`` succeeded."""
         self._outbox().put({"op": "running", "reason": "resumed"}, {"op": "tags", "tags": {STATUS_TAG: "running"}})
 
+    def _journals(self) -> DriverJournals:
+        return DriverJournals(self.tracking_uri, self._journal_folder(), self.stored)
+
+    def pull(self) -> None:
+        """Pull the copies of this run's driver journals from a remote sweep folder (before appending to them)."""
+        self._journals().pull()
+
     def _outbox(self) -> Outbox:
-        return DriverJournals(self.tracking_uri, self._journal_folder()).parent(self.run_id)
+        return self._journals().parent(self.run_id)
 
     def trial_settings(self) -> dict[str, Any]:
         """The ``tracking`` section of every trial config (the trial id is filled in by the worker)."""
@@ -215,14 +226,14 @@ class SweepRun:
     def to_trial(self, trial_id: str, *entries: Entry) -> bool:
         """Deliver ``entries`` (e.g. tags, :meth:`staged` artifacts) to ``trial_id``'s child run through the
         driver's journal of that trial; whether MLflow has them."""
-        journals = DriverJournals(self.tracking_uri, self._journal_folder())
+        journals = self._journals()
         find = {"op": "open", "experiment_id": self.experiment_id, "trial_id": trial_id,
                 "parent_run_id": self.run_id, "create": False}
         return journals.outbox(trial_journal_name(trial_id)).put(find, *entries)
 
     def staged(self, local_dir: str | Path, artifact_path: str, move: bool = False) -> Entry:
         """An ``artifacts`` entry for a copy of ``local_dir`` in the journal folder (removed once uploaded)."""
-        staged = self._journal_folder() / "staged" / f"{artifact_path.replace('/', '_')}-{now_ms()}"
+        staged = self._journal_folder() / STAGED / f"{artifact_path.replace('/', '_')}-{now_ms()}"
         staged.parent.mkdir(parents=True, exist_ok=True)
         if move:
             shutil.move(str(local_dir), staged)
@@ -306,8 +317,8 @@ class TrackingCallback(Callback):
 
     def journals(self, trial: Trial) -> DriverJournals:
         if self._journals is None:
-            folder = driver_journal_dir(trial_sweep_dir(trial), self.settings["sweep_name"] or "sweep")
-            self._journals = DriverJournals(self.settings["tracking_uri"], folder)
+            self._journals = DriverJournals.of_trial(trial, self.settings["tracking_uri"],
+                                                     self.settings["sweep_name"] or "sweep")
         return self._journals
 
     def _close(self, trial: Trial, status: str, reason: str | None, *, if_running: bool = False,

@@ -3,11 +3,18 @@
 The driver journals what it does to MLflow (closing child runs, the parent's metrics and status) like a
 worker does (:mod:`sentsweep.tracking.journal`), in the sweep folder's ``tracking-journals/`` (one journal
 per trial it closes, ``parent.jsonl`` for the parent run; in the cache folder when the sweep folder is
-remote). A trial's driver journal first *follows* the trial's worker journal up to where it was when the
-driver wrote (so a worker's history is delivered before the driver closes the run), and a driver status is
-void once a later attempt of the trial reopened the run. A worker journal the driver cannot see (remote
-storage, a worker on another machine) is read from its copy in the trial's storage folder
+remote, one folder per sweep and stage). A trial's driver journal first *follows* the trial's worker journal
+up to where it was when the driver wrote (so a worker's history is delivered before the driver closes the run),
+and a driver status is void once a later attempt of the trial reopened the run. A worker journal the driver
+cannot see (remote storage, a worker on another machine) is read from its copy in the trial's storage folder
 (:mod:`sentsweep.tracking.journal_mirror`), pulled into this folder as ``worker-<trial folder name>.jsonl``.
+
+A remote sweep's driver journals live on the driver's disk, which may not outlive the driver (a Kubernetes pod's
+emptyDir): so they are also copied into the sweep's storage, ``<sweep folder>/tracking-journals/``
+(:class:`StoredJournals`, the worker's :class:`~sentsweep.tracking.journal_mirror.JournalMirror` per journal,
+with the staged folders their pending uploads name), after each append while entries are pending, once more
+after they were delivered, and at every replay. A resume and ``sentsweep sync`` pull these copies first, so
+that another machine delivers what the driver could not.
 
 :func:`replay_sweep_journals` delivers everything pending: at the end of a sweep, at the start of a resume,
 or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync SWEEP_DIR``).
@@ -15,35 +22,231 @@ or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import posixpath
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlflow import MlflowClient
 
+from sentsweep.platform.storage import locate
 from sentsweep.tracking.journal import (
     DRIVER_JOURNALS,
     PARENT_JOURNAL,
+    STAGED,
     TRIAL_JOURNAL,
     Entry,
     Journal,
     trial_journal_name,
 )
 from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
-from sentsweep.tracking.replay import Outbox, Reachability, Replayer
+from sentsweep.tracking.replay import Outbox, Reachability, Replayer, upload_source
 from sentsweep.tracking.trial_logger import journal_locations
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
+log = logging.getLogger("sentsweep.tracking")
+
+#: Beside a driver journal in its local folder: the journal's copy in the storage was pushed (or pulled) with
+#: entries pending, so it is pushed again once they are delivered.
+PUSHED_SUFFIX = ".pushed"
+#: Beside a staged folder's copy in the storage: the copy is complete.
+DONE_SUFFIX = ".done"
+WORKER_PREFIX = "worker-"
+
+
+def is_remote(sweep_dir: str | None) -> bool:
+    return bool(sweep_dir) and "://" in str(sweep_dir)
+
 
 def driver_journal_dir(sweep_dir: str | None, sweep_name: str) -> Path:
-    """``<sweep folder>/tracking-journals`` for a local sweep folder, else a folder of the cache per sweep."""
-    if sweep_dir and "://" not in sweep_dir:
+    """``<sweep folder>/tracking-journals`` for a local sweep folder, else a folder of the cache per sweep
+    (:func:`cached_journal_dir`)."""
+    if sweep_dir and not is_remote(sweep_dir):
         return Path(sweep_dir) / DRIVER_JOURNALS
+    return cached_journal_dir(sweep_name, posixpath.basename(sweep_dir.rstrip("/")) if sweep_dir else sweep_name)
+
+
+def cached_journal_dir(sweep_name: str, folder_name: str) -> Path:
+    """The cache's folder of the driver journals of a remote folder ``folder_name`` of sweep ``sweep_name``: the
+    sweep's own (``<sweep name>``), or a stage's in it (``<sweep name>/confirmation``), whose parent run differs."""
     from sentsweep.config import cache_dir
 
-    return cache_dir() / DRIVER_JOURNALS / sweep_name
+    base = cache_dir() / DRIVER_JOURNALS / sweep_name
+    return base if folder_name in (sweep_name, "") else base / folder_name
+
+
+def is_driver_journal(path: Path) -> bool:
+    """A journal the driver writes (not a worker's copy it pulled: that one has its own copy in the storage)."""
+    return path.suffix == ".jsonl" and not path.name.startswith(WORKER_PREFIX)
+
+
+class StoredJournals:
+    """The copy of a remote sweep's driver journals in its storage: ``folder`` (``<sweep folder>/tracking-journals``)
+    on ``filesystem`` (a :class:`pyarrow.fs.FileSystem`).
+
+    Each journal and its state is copied by a :class:`~sentsweep.tracking.journal_mirror.JournalMirror` (pushed
+    while entries are pending and once more after they were delivered; whether that is still owed is kept
+    beside the local journal, :data:`PUSHED_SUFFIX`, so that every driver object and process of the sweep
+    agrees). An ``artifacts`` entry's staged folder is copied to ``staged/<name>/`` (complete once
+    ``staged/<name>.done`` exists) before the journal naming it, and removed once a journal shows it delivered.
+    Nothing here raises for a storage outage: the copy waits for the next push."""
+
+    def __init__(self, filesystem: Any, folder: str) -> None:
+        self.filesystem = filesystem
+        self.folder = folder
+
+    def __repr__(self) -> str:
+        return f"StoredJournals({type(self.filesystem).__name__}:{self.folder})"
+
+    def mirror(self, local: Path) -> JournalMirror:
+        """The mirror of the local journal ``local``."""
+        marker = local.with_name(local.name + PUSHED_SUFFIX)
+        return JournalMirror(self.filesystem, self.folder, local.name, marker=marker)
+
+    def _staged(self, name: str) -> str:
+        return posixpath.join(self.folder, STAGED, name)
+
+    def _is_file(self, path: str) -> bool:
+        import pyarrow.fs
+
+        return self.filesystem.get_file_info(path).type == pyarrow.fs.FileType.File
+
+    # -- pushing ----------------------------------------------------------------------------------------
+    def push(self, journal: Journal) -> bool:
+        """Copy ``journal`` here when entries are pending (or were at the last push), the staged folders of its
+        pending uploads first; whether it copied. The copy that shows everything delivered removes the staged
+        folders of the journal from here."""
+        if journal.path is None or not journal.path.is_file():
+            return False
+        mirror = self.mirror(journal.path)
+        owed = mirror.dirty
+        if not journal.pending() and not owed:
+            return False
+        try:
+            for entry in journal.undelivered():
+                source = upload_source(entry, journal.path.parent) if _is_staged(entry) else None
+                if source is not None:
+                    self._upload(source)
+        except Exception as exc:  # noqa: BLE001 - best-effort: a storage outage delays the copy
+            log.warning("could not copy the staged uploads of %s to %s: %s", journal, self, exc)
+            return False
+        if not mirror.push(journal):
+            return False
+        if owed and not mirror.dirty:
+            self._remove_staged({Path(e["dir"]).name for e in journal.entries() if _is_staged(e)})
+        return True
+
+    def _upload(self, source: Path) -> None:
+        import pyarrow.fs
+
+        done = self._staged(source.name) + DONE_SUFFIX
+        if self._is_file(done):
+            return
+        pyarrow.fs.copy_files(str(source), self._staged(source.name), source_filesystem=pyarrow.fs.LocalFileSystem(),
+                              destination_filesystem=self.filesystem)
+        with self.filesystem.open_output_stream(done) as out:
+            out.write(b"")
+
+    def push_all(self, local: Path) -> None:
+        """:meth:`push` every driver journal of the local folder ``local``."""
+        for path in sorted(local.glob("*.jsonl")):
+            if is_driver_journal(path):
+                self.push(Journal(path))
+
+    def _remove_staged(self, names: set[str]) -> None:
+        import pyarrow.fs
+
+        if not names:
+            return
+        try:
+            infos = self.filesystem.get_file_info(pyarrow.fs.FileSelector(posixpath.join(self.folder, STAGED),
+                                                                          allow_not_found=True))
+            for info in infos:
+                if info.base_name.removesuffix(DONE_SUFFIX) not in names:
+                    continue
+                if info.type == pyarrow.fs.FileType.Directory:
+                    self.filesystem.delete_dir(info.path)
+                else:
+                    self.filesystem.delete_file(info.path)
+        except OSError as exc:
+            log.warning("could not remove the delivered staged uploads of %s: %s", self, exc)
+
+    # -- pulling ----------------------------------------------------------------------------------------
+    def pull(self, local: Path) -> list[Journal]:
+        """The copies here pulled into the local folder ``local`` (:meth:`JournalMirror.pull`: a copy replaces a
+        missing or shorter local journal; the delivered offset is the larger of the two), each with the staged
+        folders of its pending uploads; a copy with entries pending is pushed again once they are delivered. A
+        copy whose staged folders cannot be fetched is left for a later pull (never replayed without them)."""
+        import pyarrow.fs
+
+        try:
+            infos = self.filesystem.get_file_info(pyarrow.fs.FileSelector(self.folder, allow_not_found=True))
+        except OSError as exc:
+            log.warning("could not list the driver journals in %s: %s", self, exc)
+            return []
+        pulled = []
+        for info in sorted(infos, key=lambda i: i.base_name):
+            dest = local / info.base_name
+            if info.type != pyarrow.fs.FileType.File or not is_driver_journal(dest):
+                continue
+            mirror = self.mirror(dest)
+            try:
+                self._fetch_staged(mirror, dest)
+            except Exception as exc:  # noqa: BLE001 - a storage outage: the next pull tries again
+                log.warning("could not fetch the staged uploads of %s from %s: %s", dest.name, self, exc)
+                continue
+            journal = mirror.pull(dest)
+            if journal is not None:
+                if journal.pending():
+                    mirror.dirty = True
+                pulled.append(journal)
+        return pulled
+
+    def _fetch_staged(self, mirror: JournalMirror, dest: Path) -> None:
+        """Fetch the staged folders the copy's pending uploads name into ``dest``'s folder (those not there yet)."""
+        import pyarrow.fs
+
+        with tempfile.TemporaryDirectory() as tmp:
+            theirs = mirror.pull(Path(tmp) / dest.name)
+            if theirs is None:
+                return
+            start = max(theirs.state().delivered, Journal(dest).state().delivered)
+            for entry in theirs.entries()[start:]:
+                if not _is_staged(entry) or upload_source(entry, dest.parent) is not None:
+                    continue
+                name = Path(entry["dir"]).name
+                if not self._is_file(self._staged(name) + DONE_SUFFIX):
+                    raise FileNotFoundError(f"no complete copy of the staged upload {name}")
+                target = dest.parent / STAGED / name
+                part = target.with_name(name + ".part")
+                shutil.rmtree(part, ignore_errors=True)
+                part.mkdir(parents=True)
+                pyarrow.fs.copy_files(self._staged(name), str(part), source_filesystem=self.filesystem,
+                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
+                part.rename(target)
+
+
+def _is_staged(entry: Entry) -> bool:
+    """An ``artifacts`` entry of a copy staged for it alone (in the journal folder's ``staged/``)."""
+    return entry.get("op") == "artifacts" and bool(entry.get("remove"))
+
+
+def stored_journals(sweep_dir: str | None, filesystem: Any = None, fs_path: str | None = None,
+                    endpoint_url: str | None = None) -> StoredJournals | None:
+    """The copy of the driver journals of the remote sweep folder ``sweep_dir`` (``filesystem`` and ``fs_path``: its
+    pyarrow file system and path when it has a custom one, else resolved by
+    :func:`~sentsweep.platform.storage.locate` with the S3 ``endpoint_url``); None for a local sweep folder (the
+    journals are in it)."""
+    if not is_remote(sweep_dir):
+        return None
+    if filesystem is None:
+        filesystem, fs_path = locate(str(sweep_dir), endpoint_url).resolve()
+    return StoredJournals(filesystem, posixpath.join(str(fs_path), DRIVER_JOURNALS))
 
 
 def trial_sweep_dir(trial: Trial) -> str | None:
@@ -57,7 +260,7 @@ def trial_sweep_dir(trial: Trial) -> str | None:
 
 def worker_copy_name(trial_dir_name: str) -> str:
     """The driver's local copy of a worker journal pulled from the trial's storage folder ``trial_dir_name``."""
-    return f"worker-{trial_dir_name}.jsonl"
+    return f"{WORKER_PREFIX}{trial_dir_name}.jsonl"
 
 
 def worker_journal(trial: Trial, folder: Path | None = None) -> Journal | None:
@@ -79,17 +282,57 @@ def pending_uploads(folder: Path) -> int:
                for entry in Journal(path).undelivered())
 
 
-class DriverJournals:
-    """The journals of one sweep's driver, delivered by one client (one replayer: one metric cache)."""
+class MirroredOutbox(Outbox):
+    """An :class:`Outbox` whose journal is copied to the storage after each :meth:`put` (:class:`StoredJournals`)."""
 
-    def __init__(self, tracking_uri: str, folder: Path) -> None:
+    def __init__(self, journal: Journal, client: MlflowClient, tracking_uri: str, replayer: Replayer,
+                 stored: StoredJournals) -> None:
+        super().__init__(journal, client, tracking_uri, replayer)
+        self.stored = stored
+
+    def put(self, *entries: Entry) -> bool:
+        assert self.journal.path is not None
+        if self.stored.mirror(self.journal.path).dirty:  # another machine may have delivered from the copy
+            self.replayer.forget(self.run_id)
+        done = super().put(*entries)
+        self.stored.push(self.journal)
+        return done
+
+
+class DriverJournals:
+    """The journals of one sweep's driver, delivered by one client (one replayer: one metric cache); copied to
+    ``stored`` when the sweep folder is remote."""
+
+    def __init__(self, tracking_uri: str, folder: Path, stored: StoredJournals | None = None) -> None:
         self.tracking_uri = tracking_uri
         self.folder = folder
+        self.stored = stored
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.replayer = Replayer(self.client)
 
+    @classmethod
+    def of_trial(cls, trial: Trial, tracking_uri: str, sweep_name: str) -> DriverJournals:
+        """The driver journals of the sweep (or stage) folder ``trial`` belongs to."""
+        local = trial_sweep_dir(trial)
+        if local is not None:
+            return cls(tracking_uri, driver_journal_dir(local, sweep_name))
+        storage = trial.storage
+        return cls(tracking_uri, cached_journal_dir(sweep_name, storage.experiment_dir_name),
+                   StoredJournals(storage.storage_filesystem, posixpath.join(storage.experiment_fs_path,
+                                                                             DRIVER_JOURNALS)))
+
     def outbox(self, name: str, run_id: str | None = None) -> Outbox:
-        return Outbox(Journal(self.folder / name, run_id=run_id), self.client, self.tracking_uri, self.replayer)
+        journal = Journal(self.folder / name, run_id=run_id)
+        if self.stored is not None:
+            return MirroredOutbox(journal, self.client, self.tracking_uri, self.replayer, self.stored)
+        return Outbox(journal, self.client, self.tracking_uri, self.replayer)
+
+    def pull(self) -> None:
+        """Pull the copies of the journals from the storage (a driver on another machine, a pod gone): before
+        anything is appended here."""
+        if self.stored is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.stored.pull(self.folder)
 
     def parent(self, run_id: str) -> Outbox:
         return self.outbox(PARENT_JOURNAL, run_id)
@@ -131,6 +374,8 @@ class DriverJournals:
                 reach.failed(exc, journal)
             else:
                 reach.succeeded()
+        if self.stored is not None:
+            self.stored.push_all(self.folder)
         return sum(j.pending() for j in journals if j.exists())
 
 
@@ -141,8 +386,11 @@ def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, fi
 
     The trials' journals are read in a local sweep folder, else (``filesystem``, a pyarrow file system, and the
     folder's ``fs_path`` on it; default: resolved from the ``sweep_dir`` URI) from their copies in the trial
-    folders of the storage."""
-    journals = DriverJournals(tracking_uri, driver_journal_dir(sweep_dir, sweep_name))
+    folders of the storage. The driver journals of a remote sweep folder are pulled from their copies there first
+    (:class:`StoredJournals`: the driver that wrote them may be gone, its disk with it)."""
+    journals = DriverJournals(tracking_uri, driver_journal_dir(sweep_dir, sweep_name),
+                              stored_journals(sweep_dir, filesystem, fs_path))
+    journals.pull()
     if "://" not in sweep_dir and filesystem is None:
         workers = [Journal(path) for path in sorted(Path(sweep_dir).glob(f"*/{TRIAL_JOURNAL}"))]
     else:
@@ -163,7 +411,7 @@ def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, fol
         return []
     found = []
     for info in sorted(infos, key=lambda i: i.base_name):
-        if info.type != pyarrow.fs.FileType.Directory:
+        if info.type != pyarrow.fs.FileType.Directory or info.base_name == DRIVER_JOURNALS:
             continue
         copy = JournalMirror(filesystem, info.path).pull(folder / worker_copy_name(info.base_name))
         if copy is not None:
@@ -171,16 +419,20 @@ def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, fol
     return found
 
 
-def sync_sweep(sweep_dir: str, endpoint_url: str | None = None) -> tuple[int, str]:
+def sync_sweep(sweep_dir: str, endpoint_url: str | None = None,
+               echo: Callable[[str], None] = print) -> tuple[int, str]:
     """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
-    an outage included: metrics, artifacts, the registration, the parent's end); the number of entries still
-    pending, and the tracking URI."""
+    an outage included: metrics, artifacts, the registration, the parent's end), then, once nothing is pending,
+    the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
+    the number of entries still pending, and the tracking URI."""
     from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.storage import locate
+    from sentsweep.platform.retention import prune_owed
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     remote = location.filesystem is not None
     pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name, location.filesystem,
                                     location.fs_path if remote else None)
+    if pending == 0:
+        prune_owed(location, echo)
     return pending, manifest.tracking_uri

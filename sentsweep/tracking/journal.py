@@ -45,6 +45,9 @@ TRIAL_JOURNAL = "tracking-journal.jsonl"
 #: The folder of the driver's journals in a sweep folder (one per trial it closes, one for the parent run).
 DRIVER_JOURNALS = "tracking-journals"
 PARENT_JOURNAL = "parent.jsonl"
+#: The folder beside a driver's journals holding the copies its ``artifacts`` entries upload (``remove``: each copy
+#: removed once uploaded).
+STAGED = "staged"
 
 log = logging.getLogger("sentsweep.tracking")
 

@@ -14,6 +14,10 @@ keeps the larger of the worker's and the driver's offsets. Every entry is idempo
 worker whose copy was pushed with pending entries forgets what it assumed about its run's metric histories
 (:meth:`~sentsweep.tracking.replay.Replayer.forget`), so that neither side stores a point twice when both
 deliver.
+
+A remote sweep's driver copies its own journals the same way, into the sweep's storage folder
+(:class:`~sentsweep.platform.tracking_journals.StoredJournals`); its ``dirty`` mark is kept in a local file
+(``marker``), so that every object and process of that driver agrees on it.
 """
 
 from __future__ import annotations
@@ -36,11 +40,27 @@ def _state_name(name: str) -> str:
 class JournalMirror:
     """The copy of a trial's journal at ``folder`` (a path on ``filesystem``, a :class:`pyarrow.fs.FileSystem`)."""
 
-    def __init__(self, filesystem: Any, folder: str, name: str = TRIAL_JOURNAL) -> None:
+    def __init__(self, filesystem: Any, folder: str, name: str = TRIAL_JOURNAL, marker: Path | None = None) -> None:
         self.filesystem = filesystem
         self.folder = folder
         self.name = name
-        self.dirty = False  # the copy was pushed with pending entries: push again once they are delivered
+        self.marker = marker  # a local file that keeps :attr:`dirty` beyond this object (a driver's journals)
+        self._dirty = False
+
+    @property
+    def dirty(self) -> bool:
+        """The copy was pushed with pending entries (or pulled with some): push again once they are delivered."""
+        return self.marker.is_file() if self.marker is not None else self._dirty
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        if self.marker is None:
+            self._dirty = value
+        elif value:
+            self.marker.parent.mkdir(parents=True, exist_ok=True)
+            self.marker.touch()
+        else:
+            self.marker.unlink(missing_ok=True)
 
     @property
     def path(self) -> str:

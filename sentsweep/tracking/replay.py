@@ -37,7 +37,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from sentsweep.tracking.datasets import log_dataset_inputs
-from sentsweep.tracking.journal import Entry, Journal, JournalState, point_identity
+from sentsweep.tracking.journal import STAGED, Entry, Journal, JournalState, point_identity
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     REASON_TAG,
@@ -95,7 +95,7 @@ class Replayer:
             end = len(entries) if upto is None else min(upto, len(entries))
             for index in range(state.delivered, end):
                 try:
-                    self.deliver(entries[index], state)
+                    self.deliver(entries[index], state, journal.path.parent if journal.path else None)
                 except Exception as exc:
                     if not is_refusal(exc):
                         journal.save_state(state)
@@ -108,7 +108,8 @@ class Replayer:
             return state
 
     # -- one entry ------------------------------------------------------------------------------------
-    def deliver(self, entry: Entry, state: JournalState) -> None:
+    def deliver(self, entry: Entry, state: JournalState, folder: Path | None = None) -> None:
+        """Send ``entry`` (``folder``: the journal's folder, where a staged copy may have been pulled to)."""
         op = entry["op"]
         if op == "open":
             self._open(entry, state)
@@ -129,10 +130,11 @@ class Replayer:
         elif op == "tags":
             self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in entry["tags"].items()])
         elif op == "artifacts":
-            if Path(entry["dir"]).is_dir():  # a worker's folder the driver cannot see is not an error
-                self.client.log_artifacts(run_id, entry["dir"], entry.get("path"))
+            source = upload_source(entry, folder)
+            if source is not None:  # a worker's folder the driver cannot see is not an error
+                self.client.log_artifacts(run_id, str(source), entry.get("path"))
                 if entry.get("remove"):  # a copy staged for this entry alone (the driver's finalize)
-                    shutil.rmtree(entry["dir"], ignore_errors=True)
+                    shutil.rmtree(source, ignore_errors=True)
         elif op == "register":
             self._register(run_id, entry["name"], entry["path"])
         elif op == "finish":
@@ -226,6 +228,18 @@ class Replayer:
             self.client.set_tag(run_id, REASON_TAG, reason)
         if run.info.status != entry["status"]:
             self.client.set_terminated(run_id, status=entry["status"], end_time=entry.get("time_ms"))
+
+
+def upload_source(entry: Entry, folder: Path | None = None) -> Path | None:
+    """The folder an ``artifacts`` entry uploads: the one it names, else, for a staged copy (``remove``), the copy of
+    that name in :data:`~sentsweep.tracking.journal.STAGED` beside the journal (``folder``): a driver journal and
+    its staged copies pulled onto another machine (:mod:`sentsweep.platform.tracking_journals`); None when neither
+    is there."""
+    named = Path(entry["dir"])
+    if named.is_dir():
+        return named
+    moved = folder / STAGED / named.name if folder is not None and entry.get("remove") else None
+    return moved if moved is not None and moved.is_dir() else None
 
 
 def _opened_after(path: Path, upto: int) -> bool:

@@ -1,6 +1,7 @@
 """Finalize's pruning keeps the weights it used: the confirmation stage's chosen seed, even when it is the top
 trial of neither stage; and it prunes nothing while uploads wait for MLflow in the driver's journals (real
-trial folders, real Tune results and checkpoints, real journals; no Ray session needed)."""
+trial folders, real Tune results and checkpoints, real journals; no Ray session needed), leaving the pruning to
+``sentsweep sync`` once it has delivered them (a real toy sweep in the session's Ray)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from sentsweep.platform.confirmation import ConfirmationOutcome
 from sentsweep.platform.confirmation_stats import Candidate, SeedRun
 from sentsweep.platform.finalize import prune_stages
 from sentsweep.platform.outcome import SweepOutcome
+from sentsweep.platform.retention import PRUNE_OWED, rank_results
 from sentsweep.platform.search import FINAL_KEY
 from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun
 from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL, Journal, JournalState
+from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import BEST_DIR, CHECKPOINT_MARKER, BestFolder, StoredFolder
 from tests.platform.sweep_toy import toy_config
 
@@ -95,11 +98,63 @@ def test_nothing_is_pruned_while_uploads_wait_for_mlflow(finished):
 
     prune_stages(outcome, config, location, sweep, echo=lines.append)
 
-    assert lines == [f"not pruned: 1 upload(s) wait for MLflow (`sentsweep sync {root}` delivers them); "
-                     "every trial keeps its weights"]
+    assert lines == [f"not pruned: 1 upload(s) wait for MLflow (`sentsweep sync {root}` delivers them, then "
+                     "prunes); every trial keeps its weights"]
     assert with_best(root) == set(SEARCH) | set(STAGE)
     assert len(list(root.glob("**/checkpoint_*"))) == len(SEARCH) + len(STAGE)
+
+    assert json.loads((root / PRUNE_OWED).read_text()) == {  # what sync prunes once it has delivered them
+        "stages": ["", "confirmation"], "metric": config.metric, "mode": config.mode, "keep_trials": 1,
+        "keep": [CHOSEN]}
 
     journal.save_state(JournalState(delivered=2, run_id="parent"))  # delivered: the next pruning goes ahead
     prune_stages(outcome, config, location, sweep, echo=lines.append)
     assert with_best(root) == {"s1", "c1", CHOSEN}
+    assert not (root / PRUNE_OWED).exists()  # this finalize pruned: nothing is owed any more
+
+
+def test_sync_prunes_what_finalize_left_for_it(tmp_path, tiny_bert_dir, tracking_uri, ray_session, private_cache):
+    """A real sweep of three trials whose finalize found an upload waiting for MLflow (a trial's ``best/``, its
+    tracking URI on a closed port): ``sentsweep sync`` delivers it, then prunes as finalize would have, the trial
+    finalize used (not the top one) keeping its weights."""
+    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.tracking_journals import sync_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
+    from tests.tracking.restartable_mlflow import RETRY_ENV
+    from tools.harness.processes import LOOPBACK, free_port
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, plots=False, export=False, fixed={"max_steps": 4},
+                        checkpoint={"num_to_keep": 2, "keep_trials": 1})
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, echo=lambda line: None)
+    root = Path(outcome.sweep_dir)
+    ranked = [str(r.metrics["trial_id"]) for r in rank_results(outcome.results, config.metric, config.mode)]
+    outcome.best_trial_id = ranked[1]  # e.g. a confirmation stage's choice: not the top trial
+    folders = {str(r.metrics["trial_id"]): Path(r.path).name.removeprefix("train_") for r in outcome.results}
+    assert with_best(root) == set(folders.values()) and len(list(root.glob("*/checkpoint_*"))) >= 3
+
+    down = f"http://{LOOPBACK}:{free_port()}"  # MLflow does not answer the driver
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in RETRY_ENV.items():
+            patch.setenv(key, value)
+        driver = SweepRun(MlflowClient(tracking_uri=down), down, outcome.experiment_id, outcome.parent_run_id,
+                          outcome.sweep_name, root / DRIVER_JOURNALS)
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "a.txt").write_text("an upload")
+        assert not driver.to_trial(ranked[1], driver.staged(tmp_path / "notes", "notes"))
+        location = SweepLocation(str(root.parent), root.name, None, str(root))
+        lines: list[str] = []
+        prune_stages(outcome, config, location, driver, echo=lines.append)
+    assert lines[0].startswith("not pruned: 1 upload(s) wait") and (root / PRUNE_OWED).is_file()
+
+    lines.clear()
+    assert sync_sweep(str(root), echo=lines.append) == (0, tracking_uri)
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    (run,) = client.search_runs([outcome.experiment_id], f"tags.`{TRIAL_ID_TAG}` = '{ranked[1]}'")
+    assert [f.path for f in client.list_artifacts(run.info.run_id, "notes")] == ["notes/a.txt"]
+    assert with_best(root) == {folders[ranked[0]], folders[ranked[1]]}  # keep_trials=1, plus the one finalize used
+    assert not list(root.glob("*/checkpoint_*"))
+    assert len(lines) == 1 and "removed the weights of 1" in lines[0]
+    assert not (root / PRUNE_OWED).exists()
+    assert sync_sweep(str(root), echo=lines.append) == (0, tracking_uri) and len(lines) == 1  # owed once
