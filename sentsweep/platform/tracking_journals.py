@@ -42,7 +42,7 @@ from sentsweep.tracking.journal import (
     Journal,
     trial_journal_name,
 )
-from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
+from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Outbox, Reachability, Replayer, upload_source
 from sentsweep.tracking.trial_logger import journal_locations
 
@@ -399,8 +399,9 @@ def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, fi
 
 
 def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, folder: Path) -> list[Journal]:
-    """The copies of the worker journals in the trial folders of a remote sweep folder, pulled into ``folder``
-    (none when the storage cannot be listed: an outage of the storage delays them to the next replay)."""
+    """The copies of the worker journals in the trial folders of a remote sweep folder, and those a later attempt
+    set aside (:data:`~sentsweep.tracking.journal_mirror.SET_ASIDE`), pulled into ``folder`` (none when the storage
+    cannot be listed: an outage of the storage delays them to the next replay)."""
     import pyarrow.fs
 
     if filesystem is None:
@@ -411,12 +412,26 @@ def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, fol
         return []
     found = []
     for info in sorted(infos, key=lambda i: i.base_name):
-        if info.type != pyarrow.fs.FileType.Directory or info.base_name == DRIVER_JOURNALS:
+        if info.type != pyarrow.fs.FileType.Directory or info.base_name in (DRIVER_JOURNALS, SET_ASIDE):
             continue
         copy = JournalMirror(filesystem, info.path).pull(folder / worker_copy_name(info.base_name))
         if copy is not None:
             found.append(copy)
-    return found
+    return found + _pull_set_aside(filesystem, posixpath.join(fs_path, SET_ASIDE), folder)
+
+
+def _pull_set_aside(filesystem: Any, set_aside: str, folder: Path) -> list[Journal]:
+    """The worker journal copies set aside in the storage folder ``set_aside``, pulled into ``folder``."""
+    import pyarrow.fs
+
+    try:
+        infos = filesystem.get_file_info(pyarrow.fs.FileSelector(set_aside, allow_not_found=True))
+    except OSError:
+        return []
+    names = sorted(i.base_name for i in infos if i.type == pyarrow.fs.FileType.File and i.base_name.endswith(".jsonl"))
+    copies = (JournalMirror(filesystem, set_aside, name).pull(folder / f"{WORKER_PREFIX}set-aside-{name}")
+              for name in names)
+    return [copy for copy in copies if copy is not None]
 
 
 def sync_sweep(sweep_dir: str, endpoint_url: str | None = None,

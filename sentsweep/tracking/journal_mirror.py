@@ -15,6 +15,13 @@ worker whose copy was pushed with pending entries forgets what it assumed about 
 (:meth:`~sentsweep.tracking.replay.Replayer.forget`), so that neither side stores a point twice when both
 deliver.
 
+A worker lost with its node (its journal with it) leaves the copy as the only record of what it could not
+deliver; Tune runs the trial's next attempt elsewhere, whose journal starts empty and would overwrite that copy.
+So the first push of each attempt checks the copy: one that is not the start of this attempt's own journal and
+still has entries pending is first *set aside* into the sweep folder's :data:`SET_ASIDE` folder, which the
+driver replays with the other copies. Likewise, a driver's pull never mixes two attempts: a copy that neither
+extends nor is the start of the driver's earlier pull replaces it with its own delivered offset.
+
 A remote sweep's driver copies its own journals the same way, into the sweep's storage folder
 (:class:`~sentsweep.platform.tracking_journals.StoredJournals`); its ``dirty`` mark is kept in a local file
 (``marker``), so that every object and process of that driver agrees on it.
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +39,10 @@ from sentsweep.data.cache import atomic_write
 from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal, JournalState
 
 log = logging.getLogger("sentsweep.tracking")
+
+#: The folder of a sweep's storage folder holding the copies of worker journals that a later attempt of their trial,
+#: on another node, would have overwritten with entries still pending (``<trial folder name>-<random>.jsonl``).
+SET_ASIDE = "tracking-journals-set-aside"
 
 
 def _state_name(name: str) -> str:
@@ -40,11 +52,14 @@ def _state_name(name: str) -> str:
 class JournalMirror:
     """The copy of a trial's journal at ``folder`` (a path on ``filesystem``, a :class:`pyarrow.fs.FileSystem`)."""
 
-    def __init__(self, filesystem: Any, folder: str, name: str = TRIAL_JOURNAL, marker: Path | None = None) -> None:
+    def __init__(self, filesystem: Any, folder: str, name: str = TRIAL_JOURNAL, marker: Path | None = None,
+                 set_aside: str | None = None) -> None:
         self.filesystem = filesystem
         self.folder = folder
         self.name = name
         self.marker = marker  # a local file that keeps :attr:`dirty` beyond this object (a driver's journals)
+        self.set_aside = set_aside  # where another attempt's copy with entries pending goes before the first push
+        self._checked = set_aside is None
         self._dirty = False
 
     @property
@@ -80,6 +95,9 @@ class JournalMirror:
             return False
         try:
             self.filesystem.create_dir(self.folder, recursive=True)
+            if not self._checked:
+                self._keep_another_attempts_copy(journal)
+                self._checked = True
             self._write(self.path, journal.path.read_bytes())
             if journal.state_path.is_file():
                 self._write(_state_name(self.path), journal.state_path.read_bytes())
@@ -88,6 +106,32 @@ class JournalMirror:
             return False
         self.dirty = pending > 0
         return True
+
+    def _keep_another_attempts_copy(self, journal: Journal) -> None:
+        """Before this attempt's first push: set the copy here aside (:data:`SET_ASIDE`) when another attempt wrote
+        it (it is not the start of ``journal``: that attempt ran on another node) and entries of it are pending.
+        A storage error propagates: nothing is overwritten unchecked."""
+        assert journal.path is not None and self.set_aside is not None
+        try:
+            theirs = self._read(self.path)
+        except FileNotFoundError:
+            return
+        if journal.path.read_bytes().startswith(theirs):  # this attempt's own journal, or an earlier one's on its node
+            return
+        try:
+            state = self._read(_state_name(self.path))
+        except FileNotFoundError:
+            state = b""
+        delivered = JournalState.from_json(state).delivered if state else 0
+        if delivered >= theirs.count(b"\n"):
+            return  # delivered: nothing of it is lost when it is overwritten
+        name = f"{posixpath.basename(self.folder.rstrip('/'))}-{uuid.uuid4().hex[:12]}.jsonl"
+        self.filesystem.create_dir(self.set_aside, recursive=True)
+        if state:
+            self._write(_state_name(posixpath.join(self.set_aside, name)), state)
+        self._write(posixpath.join(self.set_aside, name), theirs)
+        log.warning("the tracking journal copy at %s came from another attempt with %d entries pending: set aside "
+                    "as %s for the driver to replay", self, theirs.count(b"\n") - delivered, name)
 
     def _write(self, path: str, data: bytes) -> None:
         with self.filesystem.open_output_stream(path) as out:
@@ -109,7 +153,13 @@ class JournalMirror:
             except (FileNotFoundError, OSError, ValueError):
                 theirs = JournalState()
             dest.parent.mkdir(parents=True, exist_ok=True)
-            if len(data) >= (dest.stat().st_size if dest.is_file() else 0):  # never a shorter (older) copy
+            ours = dest.read_bytes() if dest.is_file() else b""
+            if not data.startswith(ours) and not ours.startswith(data):  # another attempt's journal (another node)
+                with atomic_write(dest) as handle:
+                    handle.write(data)
+                journal.save_state(theirs)
+                return journal
+            if len(data) >= len(ours):  # never a shorter (older) copy
                 with atomic_write(dest) as handle:
                     handle.write(data)
             if theirs.delivered > local.delivered or (local.run_id is None and theirs.run_id):
@@ -130,4 +180,5 @@ def storage_mirror(storage: Any) -> JournalMirror | None:
 
     if storage is None or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
         return None
-    return JournalMirror(storage.storage_filesystem, storage.trial_fs_path)
+    return JournalMirror(storage.storage_filesystem, storage.trial_fs_path,
+                         set_aside=posixpath.join(storage.experiment_fs_path, SET_ASIDE))

@@ -12,8 +12,8 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.tracking_journals import replay_sweep_journals
-from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal
-from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
+from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal, JournalState
+from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Replayer
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
 from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG, TrackingSettings
@@ -99,3 +99,99 @@ def test_a_copy_only_for_remote_storage(tmp_path) -> None:
     remote = StorageContext("bucket", "sweep", trial_dir_name="toy_c3_00000", storage_filesystem=bucket)
     mirror = storage_mirror(remote)
     assert mirror is not None and mirror.path == f"bucket/sweep/toy_c3_00000/{TRIAL_JOURNAL}"
+    assert mirror.set_aside == f"bucket/sweep/{SET_ASIDE}"  # one folder per sweep: the driver lists it once
+
+
+def _attempt(settings: TrackingSettings, storage, node) -> MlflowTrialLogger:
+    """A trial attempt's logger whose journal is on ``node`` (a folder standing for that machine's disk)."""
+    return MlflowTrialLogger(settings, journal_path=node / TRIAL_JOURNAL,
+                             mirror=JournalMirror(storage, "sweep/toy_d4_00000", set_aside=f"sweep/{SET_ASIDE}"))
+
+
+def _set_aside(storage) -> list[str]:
+    infos = storage.get_file_info(pyarrow.fs.FileSelector(f"sweep/{SET_ASIDE}", allow_not_found=True))
+    return sorted(i.base_name for i in infos)
+
+
+def test_an_attempt_on_another_node_sets_the_lost_attempts_copy_aside(tmp_path, server):
+    """A worker lost with its node while MLflow is down: the trial's next attempt runs on another node with a new
+    journal; its first push sets the lost attempt's copy aside instead of overwriting it, and the driver's replay
+    delivers the entries of both attempts (without it, steps 1 and 2 were lost)."""
+    client = MlflowClient(tracking_uri=server.uri)
+    experiment_id = client.create_experiment("attempts")
+    parent = client.create_run(experiment_id, run_name="sweep").info.run_id
+    storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    settings = TrackingSettings(tracking_uri=server.uri, experiment_id=experiment_id, parent_run_id=parent,
+                                sweep_name="sweep", trial_id="d4_00000")
+    first = _attempt(settings, storage, tmp_path / "node-1")
+    first.start({"lr": 0.003})
+    server.stop()
+    try:
+        for step in (1, 2):
+            first.log_metrics({"train_loss": 1.0 / step}, step=step)
+        assert first.pending() == 2 and _set_aside(storage) == []
+        shutil.rmtree(tmp_path / "node-1")  # the node is lost; Tune restores the trial on another one
+
+        second = _attempt(settings, storage, tmp_path / "node-2")
+        second.start({"lr": 0.003})
+        second.log_metrics({"train_loss": 0.25}, step=3)
+        second.finish("FINISHED")
+    finally:
+        server.start()
+    (aside, state) = _set_aside(storage)
+    assert aside.startswith("toy_d4_00000-") and aside.endswith(".jsonl") and state == aside + ".state"
+
+    driver = tmp_path / "driver"
+    for _ in range(2):  # a second replay adds nothing
+        assert replay_sweep_journals(str(driver), server.uri, "sweep", storage, "sweep") == 0
+    (run,) = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent}'")
+    assert run.info.status == "FINISHED" and run.data.tags[TRIAL_ID_TAG] == "d4_00000"
+    history = client.get_metric_history(run.info.run_id, "train_loss")
+    assert sorted((m.step, m.value) for m in history) == [(1, 1.0), (2, 0.5), (3, 0.25)]
+
+
+def test_an_attempt_on_the_same_node_or_after_delivery_sets_nothing_aside(tmp_path, server):
+    """The next attempt on the same node appends to the same journal (the copy is its start), and a copy whose
+    entries were all delivered is overwritten: nothing is set aside in either case."""
+    client = MlflowClient(tracking_uri=server.uri)
+    experiment_id = client.create_experiment("same-node")
+    storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    settings = TrackingSettings(tracking_uri=server.uri, experiment_id=experiment_id, trial_id="d4_00000")
+    first = _attempt(settings, storage, tmp_path / "node-1")
+    first.start({"lr": 0.003})
+    server.stop()
+    try:
+        first.log_metrics({"train_loss": 1.0}, step=1)
+        again = _attempt(settings, storage, tmp_path / "node-1")
+        again.log_metrics({"train_loss": 0.5}, step=2)
+    finally:
+        server.start()
+    assert _set_aside(storage) == [] and again.pending() == 2
+    again.log_metrics({"train_loss": 0.25}, step=3)
+    assert again.pending() == 0  # the copy now says: all delivered
+
+    server.stop()
+    try:
+        elsewhere = _attempt(settings, storage, tmp_path / "node-2")
+        elsewhere.start({"lr": 0.003})
+        assert elsewhere.pending() > 0  # pushed: the copy it overwrote had nothing pending
+    finally:
+        server.start()
+    assert _set_aside(storage) == []
+
+
+def test_the_driver_takes_a_copy_of_another_attempt_whole(tmp_path) -> None:
+    """The driver pulled attempt 1's copy (3 entries, 2 delivered); the copy now is attempt 2's (1 entry): the
+    driver's copy becomes attempt 2's with its own offset, neither kept as the longer one nor given attempt 1's."""
+    storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    dest = tmp_path / "driver" / "worker-toy.jsonl"
+    for node, entries, delivered in (("node-1", 3, 2), ("node-2", 1, 0)):
+        journal = Journal(tmp_path / node / TRIAL_JOURNAL)
+        for i in range(entries):
+            journal.append({"op": "tags", "tags": {"attempt": node, "i": i}})
+        journal.save_state(JournalState(delivered=delivered))
+        JournalMirror(storage, "toy").push(journal)
+        pulled = JournalMirror(storage, "toy").pull(dest)
+        assert pulled is not None
+        assert [e["tags"]["attempt"] for e in pulled.entries()] == [node] * entries
+        assert pulled.state().delivered == delivered
