@@ -256,6 +256,7 @@ class Reachability:
         self.uri = uri
         self.down_since: float | None = None
         self.last_try = 0.0
+        self.probed = False  # an HTTP server is probed before this process's first call (:meth:`worth_trying`)
 
     @classmethod
     def of(cls, uri: str) -> Reachability:
@@ -264,9 +265,20 @@ class Reachability:
         return cls._by_uri[uri]
 
     def worth_trying(self) -> bool:
+        """Whether a call may reach the server now. An HTTP server is probed (:meth:`answers`) before this process's
+        first call, so a new trial process in an outage journals at once instead of spending MLflow's whole retry
+        budget (7 retries with backoff 2 by default, about 4 minutes, counted as the trial's compute) on its first
+        call; and again, instead of a call, while it is down."""
+        http = urlsplit(self.uri).scheme in ("http", "https")
         if self.down_since is None:
-            return True
-        if urlsplit(self.uri).scheme in ("http", "https"):
+            if not http or self.probed:
+                return True
+            self.probed = True
+            if self.answers():
+                return True
+            self.failed(ConnectionError(f"no answer from {self.uri} (its /health, probed before the first call)"))
+            return False
+        if http:
             return self.answers()
         return time.monotonic() - self.last_try >= RETRY_AFTER_S
 
