@@ -10,7 +10,9 @@ constraints) into a study of the same name in an RDB storage (:func:`study_stora
   the URL carries one, goes to ``PGPASSWORD``: :mod:`sentsweep.credentials`); a sweep folder on S3 has no default.
 
 ``sentsweep dashboard SWEEP`` serves that storage with optuna-dashboard (:func:`serve_dashboard`). The mirror is
-best-effort: a storage that refuses a write is reported once and never fails the sweep. It is pickled with the
+best-effort: a storage that refuses a write is reported once and never fails the sweep; it is tried again
+:data:`RETRY_AFTER_S` later, and the trials that finished meanwhile are copied then (the searcher hands it the
+whole study, :meth:`StudyMirror.add_all`). It is pickled with the
 searcher (without its connection), so a resumed sweep keeps mirroring; a trial already mirrored (a trial that ran
 again after a resume) is not copied twice. Trials a warm start brought in (:mod:`.warm_start`) are not copied:
 they belong to the earlier sweep's study.
@@ -19,6 +21,7 @@ they belong to the earlier sweep's study.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +68,10 @@ def is_warm_start(trial: FrozenTrial) -> bool:
     return WARM_START_ATTR in trial.user_attrs
 
 
+#: Seconds after a refused write before the mirror tries its storage again.
+RETRY_AFTER_S = 60.0
+
+
 class StudyMirror:
     """Copies finished trials of a study into the study ``study_name`` of an RDB storage at ``url``."""
 
@@ -74,7 +81,7 @@ class StudyMirror:
         self.directions = directions
         self._study: optuna.Study | None = None
         self._mirrored: set[int] = set()
-        self._broken = False
+        self._down_until: float | None = None  # after a refused write: when to try again (time.monotonic)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"url": self.url, "study_name": self.study_name, "directions": self.directions}
@@ -91,10 +98,16 @@ class StudyMirror:
                               if SOURCE_NUMBER in t.user_attrs}
         return self._study
 
+    @property
+    def down(self) -> bool:
+        """Whether the storage refused a write less than :data:`RETRY_AFTER_S` ago (nothing is tried meanwhile)."""
+        return self._down_until is not None and time.monotonic() < self._down_until
+
     def add(self, trial: FrozenTrial) -> bool:
-        """Copy one finished trial (not one from a warm start, not one already there); False when skipped or
-        when the storage refused it (reported once: a dashboard is never worth a failed sweep)."""
-        if self._broken or trial.state not in _FINISHED or is_warm_start(trial):
+        """Copy one finished trial (not one from a warm start, not one already there); False when skipped, while
+        the storage is :attr:`down`, or when it refused the trial (reported once per outage: a dashboard is never
+        worth a failed sweep)."""
+        if self.down or trial.state not in _FINISHED or is_warm_start(trial):
             return False
         try:
             study = self.open()
@@ -108,16 +121,26 @@ class StudyMirror:
         except Exception as exc:  # noqa: BLE001 - any storage error: the sweep goes on without its mirror
             from sentsweep.credentials import mask_uri
 
-            logger.warning("the Optuna study is no longer mirrored to %s: %s: %s", mask_uri(self.url),
-                           type(exc).__name__, exc)
-            self._broken = True
+            if self._down_until is None:
+                logger.warning("the Optuna study is not mirrored to %s for now (tried again every %.0f s): %s: %s",
+                               mask_uri(self.url), RETRY_AFTER_S, type(exc).__name__, exc)
+            self._down_until = time.monotonic() + RETRY_AFTER_S
+            self._study = None  # a new connection next time
             return False
+        if self._down_until is not None:
+            logger.warning("the Optuna study is mirrored again")
+            self._down_until = None
         self._mirrored.add(trial.number)
         return True
 
     def add_all(self, study: optuna.Study) -> int:
         """Copy every finished trial of ``study`` not mirrored yet; how many were copied."""
-        return sum(self.add(t) for t in study.get_trials(deepcopy=False, states=_FINISHED))
+        copied = 0
+        for trial in study.get_trials(deepcopy=False, states=_FINISHED):
+            if self.down:
+                break
+            copied += self.add(trial)
+        return copied
 
 
 def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None) -> tuple[str, str]:

@@ -108,10 +108,10 @@ class PruningAwareOptunaSearch(OptunaSearch):
             finite = all(v is not None and math.isfinite(float(v)) for v in values)
             state = TrialState.COMPLETE if finite else TrialState.FAIL
             value = (values if self.objectives else value) if finite else None
-        frozen = self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
+        self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
         self._completed_trials.add(trial_id)
-        if self.mirror is not None:
-            self.mirror.add(frozen)
+        if self.mirror is not None:  # the whole study: what finished while the mirror's storage was down too
+            self.mirror.add_all(self._ot_study)
 
     def _report_last(self, trial_id: str, result: dict) -> None:
         """Ray withholds the result that made the scheduler stop a trial; Optuna should see it (one objective only:

@@ -75,10 +75,32 @@ def test_a_remote_sweep_needs_a_url_and_a_refused_write_never_fails_the_sweep(tm
     broken = SweepConfig(name="s", method="toy", metric="score", optuna_storage=f"sqlite:///{tmp_path}/no/such/x.db")
     searcher = build_searcher(broken, lr_space, [], mirror=study_mirror(broken, locate(str(tmp_path / "s-1"))))
     _finish(searcher, "a", "complete")  # logged once, the trial is told to the searcher all the same
-    assert searcher.study.trials[0].value == 2.0 and searcher.mirror._broken
+    assert searcher.study.trials[0].value == 2.0 and searcher.mirror.down
     with pytest.raises(ConfigError, match="database URL") as info:
         parse_sweep_config({"name": "s", "method": "toy", "optuna_storage": "optuna.db"}, "sweep.yaml")
     assert info.value.field == "optuna_storage"
+
+
+def test_the_mirror_catches_up_once_its_storage_answers_again(tmp_path, monkeypatch):
+    """A storage that refused a write (its folder missing: standing for a database that is down) is tried again
+    after RETRY_AFTER_S; the trials that finished meanwhile are mirrored then, each once."""
+    from sentsweep.platform import optuna_storage
+
+    folder = tmp_path / "db"
+    config = SweepConfig(name="s", method="toy", metric="score", optuna_storage=f"sqlite:///{folder}/x.db")
+    mirror = study_mirror(config, locate(str(tmp_path / "s-1")))
+    searcher = build_searcher(config, lr_space, [], mirror=mirror)
+    _finish(searcher, "a", "complete")
+    _finish(searcher, "b", "pruned")
+    assert mirror.down and not folder.exists()
+    folder.mkdir()  # the storage is back
+    _finish(searcher, "c", "complete")  # within RETRY_AFTER_S: not tried yet
+    assert mirror.down and not (folder / "x.db").exists()
+    monkeypatch.setattr(optuna_storage, "RETRY_AFTER_S", 0.0)
+    mirror._down_until = 0.0  # the retry time has come
+    _finish(searcher, "d", "pruned")
+    mirrored = optuna.load_study(study_name="s-1", storage=config.optuna_storage).trials
+    assert [t.user_attrs["sweep_trial_number"] for t in mirrored] == [0, 1, 2, 3] and not mirror.down
 
 
 @pytest.mark.slow  # starts a server process (the CLI, optuna-dashboard): about a minute on 2 loaded cores
