@@ -37,7 +37,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from sentsweep.tracking.datasets import log_dataset_inputs
-from sentsweep.tracking.journal import STAGED, Entry, Journal, JournalState, point_identity
+from sentsweep.tracking.journal import DRIVER_JOURNALS, STAGED, Entry, Journal, JournalState, point_identity
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     REASON_TAG,
@@ -95,7 +95,8 @@ class Replayer:
             end = len(entries) if upto is None else min(upto, len(entries))
             for index in range(state.delivered, end):
                 try:
-                    self.deliver(entries[index], state, journal.path.parent if journal.path else None)
+                    self.deliver(entries[index], state, journal.path.parent if journal.path else None,
+                                 staged_only=in_driver_folder(journal.path))
                 except Exception as exc:
                     if not is_refusal(exc):
                         journal.save_state(state)
@@ -108,8 +109,10 @@ class Replayer:
             return state
 
     # -- one entry ------------------------------------------------------------------------------------
-    def deliver(self, entry: Entry, state: JournalState, folder: Path | None = None) -> None:
-        """Send ``entry`` (``folder``: the journal's folder, where a staged copy may have been pulled to)."""
+    def deliver(self, entry: Entry, state: JournalState, folder: Path | None = None, *,
+                staged_only: bool = False) -> None:
+        """Send ``entry`` (``folder``: the journal's folder, where a staged copy may have been pulled to;
+        ``staged_only``: upload staged copies only, :func:`upload_source`)."""
         op = entry["op"]
         if op == "open":
             self._open(entry, state)
@@ -130,7 +133,7 @@ class Replayer:
         elif op == "tags":
             self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in entry["tags"].items()])
         elif op == "artifacts":
-            source = upload_source(entry, folder)
+            source = upload_source(entry, folder, staged_only=staged_only)
             if source is not None:  # a worker's folder the driver cannot see is not an error
                 self.client.log_artifacts(run_id, str(source), entry.get("path"))
                 if entry.get("remove"):  # a copy staged for this entry alone (the driver's finalize)
@@ -230,16 +233,37 @@ class Replayer:
             self.client.set_terminated(run_id, status=entry["status"], end_time=entry.get("time_ms"))
 
 
-def upload_source(entry: Entry, folder: Path | None = None) -> Path | None:
-    """The folder an ``artifacts`` entry uploads: the one it names, else, for a staged copy (``remove``), the copy of
-    that name in :data:`~sentsweep.tracking.journal.STAGED` beside the journal (``folder``): a driver journal and
-    its staged copies pulled onto another machine (:mod:`sentsweep.platform.tracking_journals`); None when neither
-    is there."""
+def upload_source(entry: Entry, folder: Path | None = None, *, staged_only: bool = False) -> Path | None:
+    """The folder an ``artifacts`` entry uploads (None when it is not there).
+
+    A staged copy (``remove``: uploaded, then deleted) is only ever the copy of its name in
+    :data:`~sentsweep.tracking.journal.STAGED` beside the journal (``folder``), wherever the entry says it was: a
+    driver journal and its staged copies may have been pulled from the sweep's storage onto another machine
+    (:mod:`sentsweep.platform.tracking_journals`), and a journal in the storage is as trustworthy as whoever can
+    write there (on a shared cluster, every job with the bucket's keys): a path it names must never make this
+    machine upload, then delete, a folder of its own. For the same reason ``staged_only`` (the journals of a
+    driver's folder, :func:`in_driver_folder`: its own, which stage every upload, and the worker journals it pulled
+    from the storage, whose folders are on other machines) refuses every other folder; a worker's journal on its
+    own machine uploads the folder it names."""
     named = Path(entry["dir"])
-    if named.is_dir():
-        return named
-    moved = folder / STAGED / named.name if folder is not None and entry.get("remove") else None
-    return moved if moved is not None and moved.is_dir() else None
+    if entry.get("remove") and folder is not None:
+        if named.name in ("", ".", ".."):
+            return None
+        staged = folder / STAGED / named.name
+        return staged if staged.is_dir() and not staged.is_symlink() else None
+    if staged_only:
+        if named.is_dir():
+            log.warning("not uploaded: %s, named by a journal copied through the storage (only staged copies are)",
+                        named)
+        return None
+    return named if named.is_dir() else None
+
+
+def in_driver_folder(path: Path | None) -> bool:
+    """Whether the journal at ``path`` is in a driver's journal folder (a :data:`~sentsweep.tracking.journal.
+    DRIVER_JOURNALS` folder of a sweep folder or of the cache): the driver's own journals and the copies of worker
+    journals it pulled from the storage."""
+    return path is not None and DRIVER_JOURNALS in path.parent.parts
 
 
 def _opened_after(path: Path, upto: int) -> bool:
