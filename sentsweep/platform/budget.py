@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import math
 import os
 import posixpath
@@ -45,12 +46,15 @@ from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import BudgetConfig
+from sentsweep.platform.interrupt import superseded
 from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
     from sentsweep.platform.storage import SweepLocation
+
+log = logging.getLogger(__name__)
 
 #: The count's file in the sweep folder.
 BUDGET_FILE = "budget.json"
@@ -210,34 +214,50 @@ def active_meter() -> BudgetMeter | None:
 @contextlib.contextmanager
 def metering(meter: BudgetMeter) -> Iterator[BudgetMeter]:
     """Make ``meter`` the one :class:`BudgetCallback` and :class:`BudgetGate` use (pickled into a sweep's
-    ``tuner.pkl``, they find the current driver's meter here, also after a restore); saved at the end."""
+    ``tuner.pkl``, they find the current driver's meter here, also after a restore); saved at the end, unless the
+    driver lost its lease (:func:`~sentsweep.platform.interrupt.superseded`): the count in the folder is the new
+    holder's then, and this one's is stale."""
     _ACTIVE.append(meter)
     meter.start_session()
     try:
         yield meter
     finally:
-        meter.tick()
-        meter.save()
         _ACTIVE.remove(meter)
+        _final_save(meter)
+
+
+def _final_save(meter: BudgetMeter) -> None:
+    lost = superseded()
+    if lost is not None:
+        log.warning("the budget count is not saved (%s holds the new holder's): %s", BUDGET_FILE, lost)
+        return
+    meter.tick()
+    meter.save()
 
 
 class BudgetCallback(Callback):
-    """Counts every trial report and the driver's time into the active meter (no meter: does nothing)."""
+    """Counts every trial report and the driver's time into the active meter (no meter, or a lost lease: does
+    nothing; each count is saved, and the folder's count is the new holder's then)."""
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        meter = active_meter()
+        meter = _counting_meter()
         if meter is not None:
             meter.tick()
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
-        meter = active_meter()
+        meter = _counting_meter()
         if meter is not None:
             meter.add_report(trial.trial_id, result)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        meter = active_meter()
+        meter = _counting_meter()
         if meter is not None and trial.last_result:
             meter.add_report(trial.trial_id, trial.last_result)
+
+
+def _counting_meter() -> BudgetMeter | None:
+    """The active meter, unless the driver lost its lease."""
+    return active_meter() if superseded() is None else None
 
 
 class BudgetGate(Searcher):

@@ -61,13 +61,15 @@ class StopSignals:
     def __init__(self) -> None:
         self.received: str | None = None
         self.drain: Drain | None = None
-        #: Set (from the lease's heartbeat thread) when another driver took over the sweep's lease: the line
-        #: :class:`~sentsweep.platform.lease.LeaseLost` carries. No drain then: the stop flag is the sweep's on
-        #: the whole Ray cluster, so raising it would stop the new holder's trials too.
+        #: Set (from the lease's heartbeat or watchdog thread) when another driver took over the sweep's lease, or this
+        #: one could not renew it (it fenced itself): the line :class:`~sentsweep.platform.lease.LeaseLost` carries.
+        #: No drain then: the stop flag is the sweep's on the whole Ray cluster, so raising it would stop the new
+        #: holder's trials too; and nothing the driver keeps for the sweep (its trials' runs, the budget count) is
+        #: written any more (:func:`superseded`).
         self.superseded: str | None = None
 
     def supersede(self, reason: str) -> None:
-        """Another driver holds the sweep now: stop at Tune's next step
+        """Another driver holds (or may take) the sweep now: stop at Tune's next step
         (:class:`~sentsweep.platform.stopping.StopWatch`), touching nothing the new holder uses."""
         self.superseded = self.superseded or reason
 
@@ -122,6 +124,14 @@ _ACTIVE: list[StopSignals] = []
 def active_stops() -> StopSignals | None:
     """The :class:`StopSignals` of the innermost :func:`graceful_stops` block, if any."""
     return _ACTIVE[-1] if _ACTIVE else None
+
+
+def superseded() -> str | None:
+    """Why this driver no longer holds its sweep (:attr:`StopSignals.superseded` of :func:`active_stops`); None while it
+    does (or outside a sweep). Driver-side code that would write the sweep's shared state (its trials' runs, the budget
+    count) does nothing then: that state is the new holder's."""
+    stops = active_stops()
+    return stops.superseded if stops is not None else None
 
 
 @contextlib.contextmanager

@@ -1,32 +1,40 @@
 """One driver per sweep: a lease held as a heartbeat tag on the sweep's parent run.
 
-The tag ``sentsweep.lease`` holds who runs the sweep (owner, host, pid, a random token) and when it last
-said so. The driver that opens or resumes a sweep acquires the lease, and a daemon thread refreshes it every
+The tag ``sentsweep.lease`` holds who runs the sweep (owner, host, pid and PID namespace, a random token) and when
+it last said so. The driver that opens or resumes a sweep acquires the lease, and a daemon thread refreshes it every
 ``interval_s`` seconds; a lease whose heartbeat is older than ``3 * interval_s`` (the holder was killed, or
-its node lost), or whose holder was a process of this host that no longer exists, has expired and may be
-taken over. A second ``sentsweep resume`` of a sweep whose lease is
-live is refused with :class:`LeaseHeldError`, naming the holder.
+its node lost), or whose holder was a process of this host and PID namespace that no longer exists, has expired and
+may be taken over (a record without a namespace, written by an older version, expires by its age only: containers
+sharing the host's network share its hostname, not its process ids). A second ``sentsweep resume`` of a sweep whose
+lease is live is refused with :class:`LeaseHeldError`, naming the holder.
 
 MLflow tags have no compare-and-set, so acquiring writes the tag, waits ``settle_s`` and reads it back:
 of two processes that write at the same moment, only the last writer reads its own token and proceeds.
 
-Each heartbeat reads the tag before it writes: a holder cut off from MLflow for longer than the expiry (its
-trials go on; the tracking journals keep what they log) may find on its return that another driver took the
-sweep over (``sentsweep resume``). It then never writes the tag again: the heartbeat stops, :attr:`SweepLease.lost`
-says why, and ``on_lost`` is called with that line, so the driver stops the sweep (:class:`LeaseLost`, raised by
-:class:`~sentsweep.platform.stopping.StopWatch` at Tune's next step) and leaves the parent run to the new holder.
+Each heartbeat reads the tag before it writes: a holder whose process was paused for longer than the expiry may
+find on its return that another driver took the sweep over (``sentsweep resume``). It then never writes the tag
+again: the heartbeat stops, :attr:`SweepLease.lost` says why, and ``on_lost`` is called with that line, so the driver
+stops the sweep (:class:`LeaseLost`, raised by :class:`~sentsweep.platform.stopping.StopWatch` at Tune's next step)
+and leaves the parent run, its trials' runs and the budget count to the new holder.
+
+A holder cut off from MLflow fences itself: once its lease has not been renewed for :data:`FENCE_FACTOR` intervals
+(2 of the 3 after which another driver may take it over), a watchdog thread gives it up the same way, whether the
+heartbeats failed or one hangs, so that two drivers never run the sweep at once. A short outage costs nothing (the
+tracking journals keep what the trials log); one longer than ``2 * interval_s`` (60 s by default) stops the sweep,
+its parent left ``RUNNING`` for a resume once the lease expired.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.errors import SentsweepError
@@ -35,10 +43,14 @@ from sentsweep.platform.sweep_identity import sweep_owner
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
+log = logging.getLogger(__name__)
+
 LEASE_TAG = "sentsweep.lease"
 #: Seconds between heartbeats; a lease expires after :data:`EXPIRY_FACTOR` of them without one.
 HEARTBEAT_S = 30.0
 EXPIRY_FACTOR = 3.0
+#: Its holder gives the lease up after this many intervals without renewing it (before it can expire).
+FENCE_FACTOR = 2.0
 
 
 class LeaseHeldError(SentsweepError):
@@ -59,27 +71,42 @@ class LeaseRecord:
     token: str
     heartbeat: float  # epoch seconds of the last refresh
     interval_s: float
+    pid_ns: str | None = None  # the holder's PID namespace (:func:`pid_namespace`); None in older records
 
     @classmethod
     def parse(cls, text: str | None) -> LeaseRecord | None:
         if not text:
             return None
         try:
-            return cls(**json.loads(text))
-        except (TypeError, ValueError):
+            data = json.loads(text)
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in known})  # a newer version's extra fields: ignored
+        except (AttributeError, TypeError, ValueError):
             return None  # an unreadable lease holds nothing
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     def expired(self, now: float | None = None) -> bool:
-        """Without a heartbeat for :data:`EXPIRY_FACTOR` intervals, or held by a process of this host that
-        is gone (a driver killed here frees its sweep at once)."""
+        """Without a heartbeat for :data:`EXPIRY_FACTOR` intervals, or held by a process of this host and PID
+        namespace that is gone (a driver killed here frees its sweep at once)."""
         stale = (now or time.time()) - self.heartbeat > EXPIRY_FACTOR * self.interval_s
-        return stale or (self.host == socket.gethostname() and not _alive(self.pid))
+        return stale or (self.local() and not _alive(self.pid))
+
+    def local(self) -> bool:
+        """Whether :attr:`pid` names a process this one can see: same host and same (known) PID namespace."""
+        return self.host == socket.gethostname() and self.pid_ns is not None and self.pid_ns == pid_namespace()
 
     def holder(self) -> str:
         return f"{self.owner}@{self.host} (pid {self.pid})"
+
+
+def pid_namespace() -> str | None:
+    """This process's PID namespace (``pid:[4026531836]``), None where ``/proc`` does not say (not Linux)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
 def _alive(pid: int) -> bool:
@@ -105,10 +132,14 @@ class SweepLease:
         self.sweep_name = sweep_name or f"of run {run_id}"
         self.on_lost = on_lost
         self.token = secrets.token_hex(8)
-        #: Why the lease was lost (one line), once a heartbeat found another driver's token; None while held.
+        #: Why the lease was lost (one line), once a heartbeat found another driver's token or it went unrenewed for
+        #: :data:`FENCE_FACTOR` intervals; None while held.
         self.lost: str | None = None
         self._stop = threading.Event()
+        self._lost_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
+        self._renewed = time.monotonic()  # when the heartbeat now in the tag was taken (once written)
 
     def current(self) -> LeaseRecord | None:
         """The lease as the parent run holds it now."""
@@ -116,10 +147,12 @@ class SweepLease:
 
     def _record(self) -> LeaseRecord:
         return LeaseRecord(sweep_owner(), socket.gethostname(), os.getpid(), self.token, time.time(),
-                           self.interval_s)
+                           self.interval_s, pid_namespace())
 
     def _write(self) -> None:
+        taken = time.monotonic()  # before the record's heartbeat: never later than what the others age it by
         self.client.set_tag(self.run_id, LEASE_TAG, self._record().to_json())
+        self._renewed = taken
 
     def _refuse_if_held(self, record: LeaseRecord | None) -> None:
         if record is None or record.token == self.token or record.expired():
@@ -138,6 +171,8 @@ class SweepLease:
         self._refuse_if_held(self.current())  # another process wrote after us: it has the lease
         self._thread = threading.Thread(target=self._beat, name="sentsweep-lease", daemon=True)
         self._thread.start()
+        self._watchdog = threading.Thread(target=self._watch, name="sentsweep-lease-fence", daemon=True)
+        self._watchdog.start()
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -146,24 +181,47 @@ class SweepLease:
                 if held is None or held.token != self.token:  # taken over (or released) by another driver
                     self._give_up(held)
                     return
+                if self._stop.is_set():  # fenced while reading: the lease may be another driver's soon
+                    return
                 self._write()
-            except Exception:  # noqa: BLE001 - a tracking outage must not end the sweep; the lease just ages
+            except Exception:  # noqa: BLE001 - a short tracking outage must not end the sweep: the watchdog fences
                 continue
+
+    def _watch(self) -> None:
+        """Fence: give the lease up once it went :data:`FENCE_FACTOR` intervals unrenewed (also while a heartbeat's
+        request hangs), before another driver may take the sweep over."""
+        limit = FENCE_FACTOR * self.interval_s
+        while not self._stop.wait(max(0.0, self._renewed + limit - time.monotonic()) + 0.05):
+            unrenewed = time.monotonic() - self._renewed
+            if unrenewed >= limit:
+                self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s "
+                           f"(MLflow unreachable?); another driver may take it over after "
+                           f"{EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
+                return
 
     def _give_up(self, held: LeaseRecord | None) -> None:
         """Another driver holds (or held and released) the lease: never write it again, and say so once."""
-        self._stop.set()
         by = f" ({held.holder()})" if held is not None else ""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-        self.lost = f"another driver{by} took over sweep {self.sweep_name}'s lease by {when}; this one stops"
+        self._lose(f"another driver{by} took over sweep {self.sweep_name}'s lease by {when}; this one stops")
+
+    def _lose(self, why: str) -> None:
+        """Stop the heartbeat for good, record ``why`` and tell ``on_lost`` (once: the first reason counts)."""
+        with self._lost_lock:
+            self._stop.set()
+            if self.lost is not None:
+                return
+            self.lost = why
+        log.warning("%s", why)
         if self.on_lost is not None:
-            self.on_lost(self.lost)
+            self.on_lost(why)
 
     def release(self) -> None:
         """Stop the heartbeat and remove the lease if it is still ours (a lost lease is left to its holder)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        for thread in (self._thread, self._watchdog):
+            if thread is not None:
+                thread.join(timeout=5)
         try:
             held = self.current()
             if held is not None and held.token == self.token:

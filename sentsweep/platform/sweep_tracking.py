@@ -9,6 +9,10 @@ worker cannot always tell:
   with the error Tune recorded, and opens the run itself if the trial failed before opening it;
 - at the end every run still RUNNING is closed, and the sweep totals (trials by outcome, wall and GPU
   seconds) go on the parent run.
+
+A driver whose lease was lost (:mod:`~sentsweep.platform.lease`: another driver took the sweep over, or it could
+not renew the lease) closes, deletes and totals nothing, not even in Tune's cleanup after
+:class:`~sentsweep.platform.lease.LeaseLost`: the trials' runs and the parent are the new holder's.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.platform.budget import SKIPPED_KEY, SKIPPED_REASON
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, is_failed
+from sentsweep.platform.interrupt import superseded
 from sentsweep.platform.search import is_final
 from sentsweep.platform.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.platform.tracking_journals import (
@@ -323,6 +328,8 @@ class TrackingCallback(Callback):
 
     def _close(self, trial: Trial, status: str, reason: str | None, *, if_running: bool = False,
                overwrite_reason: bool = True, create: bool = True) -> None:
+        if superseded() is not None:  # the run is the new holder's (it may be running the trial again)
+            return
         entry = {"op": "finish", "status": status, "reason": reason, "if_running": if_running,
                  "overwrite_reason": overwrite_reason}
         self.journals(trial).record_trial(trial, self.settings, entry, create=create)
@@ -352,6 +359,11 @@ class TrackingCallback(Callback):
         self._close(trial, "FAILED", last_error_line(trial), overwrite_reason=False)
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        lost = superseded()
+        if lost is not None:  # Tune's cleanup after LeaseLost: this driver's view of the trials is stale
+            log.warning("the sweep's runs are left as they are (no orphan removal, no trial closed, no totals): %s",
+                        lost)
+            return
         if not trials:
             return
         with contextlib.suppress(Exception):  # best-effort: tracking may be down
@@ -383,8 +395,11 @@ class TrackingCallback(Callback):
 
         A trial created after Tune's last experiment snapshot is lost when the driver dies; the restored
         searcher proposes a new trial (new id) instead. Its run would be a duplicate left RUNNING, so it
-        is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run.
+        is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run. Never once the
+        lease is lost: the new holder's trials are unknown to this driver.
         """
+        if superseded() is not None:
+            return
         client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
         query = f"tags.`{PARENT_TAG}` = '{self.settings['parent_run_id']}' and tags.`{ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)

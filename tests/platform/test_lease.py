@@ -3,6 +3,7 @@ refused; a heartbeat keeps it alive, a stale one expires, releasing removes it."
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -15,7 +16,16 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.interrupt import StopSignals, graceful_stops
-from sentsweep.platform.lease import LEASE_TAG, LeaseHeldError, LeaseLost, LeaseRecord, SweepLease
+from sentsweep.platform.lease import (
+    EXPIRY_FACTOR,
+    FENCE_FACTOR,
+    LEASE_TAG,
+    LeaseHeldError,
+    LeaseLost,
+    LeaseRecord,
+    SweepLease,
+    pid_namespace,
+)
 from sentsweep.platform.stopping import StopWatch
 from sentsweep.platform.sweep_state import RESUMABLE, RUN_STATUS, STATUS_TAG, is_resumable
 
@@ -28,11 +38,12 @@ def parent(tracking_uri: str) -> tuple[MlflowClient, str]:
 
 def test_a_live_lease_refuses_a_second_holder_by_name(parent) -> None:
     client, run_id = parent
-    with SweepLease(client, run_id, interval_s=0.2, settle_s=0.0) as first:
+    with SweepLease(client, run_id, interval_s=0.5, settle_s=0.0) as first:
         record = first.current()
         assert record is not None and record.pid == os.getpid() and record.token == first.token
+        assert record.pid_ns == pid_namespace()
         beat = record.heartbeat
-        time.sleep(0.7)
+        time.sleep(1.2)
         assert first.current().heartbeat > beat, "the heartbeat thread refreshes the lease"
         second = SweepLease(client, run_id, settle_s=0.0)
         with pytest.raises(LeaseHeldError, match=rf"being run by .*@.* \(pid {os.getpid()}\), heartbeat"):
@@ -51,9 +62,59 @@ def test_a_stale_lease_expires(parent) -> None:
     lease.acquire()  # 91 s > 3 x 30 s: expired, taken over
     assert lease.current().token == lease.token
     lease.release()
+
+
+def test_a_gone_holder_frees_the_lease_at_once_only_in_this_pid_namespace() -> None:
+    """Containers with host networking share the hostname, not the process ids: a pid this process cannot see is
+    no proof that the holder is gone unless the record names this PID namespace."""
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    here = LeaseRecord("bob", socket.gethostname(), int(gone.stdout), "old", time.time(), 30.0)
-    assert here.expired(), "a fresh lease of a process of this host that is gone"
+    here = LeaseRecord("bob", socket.gethostname(), int(gone.stdout), "old", time.time(), 30.0, pid_namespace())
+    if here.pid_ns is None:
+        pytest.skip("no /proc/self/ns/pid here")
+    assert here.expired(), "a fresh lease of a process of this host and PID namespace that is gone"
+    assert not replace(here, pid_ns="pid:[4026500001]").expired(), "another container's live driver"
+    old = LeaseRecord.parse(json.dumps({k: v for k, v in json.loads(here.to_json()).items() if k != "pid_ns"}))
+    assert old is not None and old.pid_ns is None
+    assert not old.expired(), "an older record (no namespace) expires by its age only"
+    assert old.expired(now=time.time() + 91)
+    newer = LeaseRecord.parse(json.dumps({**json.loads(here.to_json()), "from_a_newer_version": 1}))
+    assert newer == here, "a field this version does not know is ignored, not read as no lease"
+
+
+def test_a_holder_cut_off_from_mlflow_fences_itself_before_its_lease_can_expire(parent, monkeypatch) -> None:
+    """The tracking server goes away (a closed loopback port, no retries): the heartbeats fail, and after
+    FENCE_FACTOR intervals without a renewal the holder stops as a superseded one does, while another driver
+    cannot take the sweep over yet (EXPIRY_FACTOR intervals)."""
+    from tests.tracking.restartable_mlflow import RETRY_ENV
+    from tools.harness.processes import free_port
+
+    for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+        monkeypatch.setenv(key, value)
+    client, run_id = parent
+    stops = StopSignals()
+    lease = SweepLease(client, run_id, interval_s=1.0, settle_s=0.0, sweep_name="toy-1a2b", on_lost=stops.supersede)
+    with graceful_stops(stops):
+        started = time.monotonic()
+        lease.acquire()
+        renewed = time.monotonic()
+        lease.client = MlflowClient(tracking_uri=f"http://127.0.0.1:{free_port()}")  # the server is gone
+        deadline = renewed + 10
+        while lease.lost is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lost_at = time.monotonic()
+        assert lease.lost is not None, "the holder never gave the lease up"
+        assert lost_at - started >= FENCE_FACTOR and lost_at - renewed < EXPIRY_FACTOR, \
+            f"fenced {lost_at - renewed:.1f}s after the last renewal"
+        assert stops.superseded == lease.lost
+        assert lease.lost.startswith("the lease of sweep toy-1a2b could not be renewed for ")
+        assert lease.lost.endswith("this one stops")
+        with pytest.raises(LeaseLost, match="could not be renewed"):
+            StopWatch().on_step_end(iteration=1, trials=[])
+    lease.client = client  # the server is back: nothing was written while it was gone, and the release frees it
+    assert LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).token == lease.token
+    lease.release()
+    assert not lease._thread.is_alive() and not lease._watchdog.is_alive()
+    assert LEASE_TAG not in client.get_run(run_id).data.tags
 
 
 def test_a_holder_back_from_an_outage_never_overwrites_the_new_holder_and_stops(parent) -> None:
@@ -114,10 +175,10 @@ def test_a_sweep_whose_lease_was_taken_over_stops_and_leaves_the_parent_to_the_n
     holder's token stays, and the parent run is left RUNNING for the new holder (not closed as interrupted)."""
     from sentsweep.platform import lease as lease_module
     from sentsweep.platform.sweep import run_sweep
-    from sentsweep.tracking.vocabulary import ROLE_TAG
+    from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
-    monkeypatch.setattr(lease_module, "HEARTBEAT_S", 0.5)
+    monkeypatch.setattr(lease_module, "HEARTBEAT_S", 2.0)  # fenced after 4 s unrenewed: a slow write is no outage
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, fixed={"max_steps": 40, "sleep_s": 0.5})
     client = MlflowClient(tracking_uri=tracking_uri)
@@ -149,3 +210,6 @@ def test_a_sweep_whose_lease_was_taken_over_stops_and_leaves_the_parent_to_the_n
     parent = client.get_run(taken[0])
     assert LeaseRecord.parse(parent.data.tags[LEASE_TAG]).token == "b-token", "the new holder's lease stays"
     assert parent.info.status == "RUNNING" and parent.data.tags[STATUS_TAG] == "running", "left to the new holder"
+    assert not [key for key in parent.data.metrics if key.startswith("trials_")], "no totals of a sweep not held"
+    runs = client.search_runs([parent.info.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+    assert runs and not [r for r in runs if r.data.tags.get(REASON_TAG, "").startswith("interrupted with the sweep")]
