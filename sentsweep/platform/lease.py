@@ -17,11 +17,16 @@ again: the heartbeat stops, :attr:`SweepLease.lost` says why, and ``on_lost`` is
 stops the sweep (:class:`LeaseLost`, raised by :class:`~sentsweep.platform.stopping.StopWatch` at Tune's next step)
 and leaves the parent run, its trials' runs and the budget count to the new holder.
 
-A holder cut off from MLflow fences itself: once its lease has not been renewed for :data:`FENCE_FACTOR` intervals
-(2 of the 3 after which another driver may take it over), a watchdog thread gives it up the same way, whether the
-heartbeats failed or one hangs, so that two drivers never run the sweep at once. A short outage costs nothing (the
-tracking journals keep what the trials log); one longer than ``2 * interval_s`` (60 s by default) stops the sweep,
-its parent left ``RUNNING`` for a resume once the lease expired.
+A holder that cannot renew its lease while the tracking server answers fences itself: once the lease has not been
+renewed for :data:`FENCE_FACTOR` intervals (2 of the 3 after which another driver may take it over) and the
+server's ``/health`` answers (:func:`server_answers`: the server is up, but refuses this driver's writes, e.g. its
+credentials were rotated, or its requests hang), a watchdog thread gives the lease up the same way, so that two
+drivers do not run the sweep at once; its parent is left ``RUNNING`` for a resume. A tracking *outage* does not
+stop the sweep, however long: while the server answers nobody, nobody can take the lease over either, and the
+tracking journals keep what the trials log (the promise of :mod:`sentsweep.tracking.journal`). What this cannot
+tell apart is a partition that cuts this driver, and only it, off the server: another driver could take the sweep
+over then, and this one learns of it at its first heartbeat after the partition (above). A tracking URI that is
+not HTTP (a database the driver writes directly) is fenced on the unrenewed time alone.
 """
 
 from __future__ import annotations
@@ -49,8 +54,11 @@ LEASE_TAG = "sentsweep.lease"
 #: Seconds between heartbeats; a lease expires after :data:`EXPIRY_FACTOR` of them without one.
 HEARTBEAT_S = 30.0
 EXPIRY_FACTOR = 3.0
-#: Its holder gives the lease up after this many intervals without renewing it (before it can expire).
+#: Its holder gives the lease up after this many intervals without renewing it (before it can expire), while the
+#: tracking server answers.
 FENCE_FACTOR = 2.0
+#: Seconds between the holder's probes of a tracking server that answered nobody (:class:`SweepLease`'s watchdog).
+OUTAGE_PROBE_S = 5.0
 
 
 class LeaseHeldError(SentsweepError):
@@ -99,6 +107,17 @@ class LeaseRecord:
 
     def holder(self) -> str:
         return f"{self.owner}@{self.host} (pid {self.pid})"
+
+
+def server_answers(client: MlflowClient) -> bool:
+    """Whether the tracking server of ``client`` answers HTTP (its ``/health``, any status); True for a tracking URI
+    that is not HTTP (nothing to probe: the unrenewed time decides alone)."""
+    from urllib.parse import urlsplit
+
+    from sentsweep.tracking.replay import Reachability
+
+    uri = str(client.tracking_uri)
+    return urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
 
 
 def pid_namespace() -> str | None:
@@ -189,15 +208,20 @@ class SweepLease:
 
     def _watch(self) -> None:
         """Fence: give the lease up once it went :data:`FENCE_FACTOR` intervals unrenewed (also while a heartbeat's
-        request hangs), before another driver may take the sweep over."""
+        request hangs) while the tracking server answers (:func:`server_answers`), before another driver may take
+        the sweep over; during an outage, check again every interval."""
         limit = FENCE_FACTOR * self.interval_s
         while not self._stop.wait(max(0.0, self._renewed + limit - time.monotonic()) + 0.05):
             unrenewed = time.monotonic() - self._renewed
-            if unrenewed >= limit:
-                self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s "
-                           f"(MLflow unreachable?); another driver may take it over after "
-                           f"{EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
-                return
+            if unrenewed < limit:
+                continue
+            if not server_answers(self.client):  # an outage: nobody can take the lease over while it lasts
+                self._stop.wait(min(self.interval_s, OUTAGE_PROBE_S))
+                continue
+            self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s while "
+                       "the tracking server answers (refused credentials? a hung request?); another driver may "
+                       f"take it over after {EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
+            return
 
     def _give_up(self, held: LeaseRecord | None) -> None:
         """Another driver holds (or held and released) the lease: never write it again, and say so once."""

@@ -81,39 +81,67 @@ def test_a_gone_holder_frees_the_lease_at_once_only_in_this_pid_namespace() -> N
     assert newer == here, "a field this version does not know is ignored, not read as no lease"
 
 
-def test_a_holder_cut_off_from_mlflow_fences_itself_before_its_lease_can_expire(parent, monkeypatch) -> None:
-    """The tracking server goes away (a closed loopback port, no retries): the heartbeats fail, and after
-    FENCE_FACTOR intervals without a renewal the holder stops as a superseded one does, while another driver
-    cannot take the sweep over yet (EXPIRY_FACTOR intervals)."""
-    from tests.tracking.restartable_mlflow import RETRY_ENV
-    from tools.harness.processes import free_port
+def test_a_holder_refused_by_an_answering_server_fences_itself_before_its_lease_can_expire(
+        parent, tmp_path, mlflow_template) -> None:
+    """The tracking server answers but refuses the holder's heartbeats (a real ``mlflow server`` that does not know
+    the run: standing for rotated credentials): after FENCE_FACTOR intervals without a renewal the holder stops as a
+    superseded one does, while another driver cannot take the sweep over yet (EXPIRY_FACTOR intervals)."""
+    from tests.tracking.restartable_mlflow import outage_ready_server
 
-    for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
-        monkeypatch.setenv(key, value)
     client, run_id = parent
     stops = StopSignals()
-    lease = SweepLease(client, run_id, interval_s=1.0, settle_s=0.0, sweep_name="toy-1a2b", on_lost=stops.supersede)
-    with graceful_stops(stops):
+    interval = 2.0  # the fence probes the server's /health (up to 3 s for a server that does not answer)
+    lease = SweepLease(client, run_id, interval_s=interval, settle_s=0.0, sweep_name="toy-1a2b",
+                       on_lost=stops.supersede)
+    (tmp_path / "other").mkdir()
+    with outage_ready_server(tmp_path / "other", mlflow_template) as server, graceful_stops(stops):
+        MlflowClient(tracking_uri=server.uri).search_experiments()  # the server's first request is slow
         started = time.monotonic()
         lease.acquire()
         renewed = time.monotonic()
-        lease.client = MlflowClient(tracking_uri=f"http://127.0.0.1:{free_port()}")  # the server is gone
-        deadline = renewed + 10
+        lease.client = MlflowClient(tracking_uri=server.uri)  # answers, refuses: no such run there
+        deadline = renewed + 20
         while lease.lost is None and time.monotonic() < deadline:
             time.sleep(0.05)
         lost_at = time.monotonic()
         assert lease.lost is not None, "the holder never gave the lease up"
-        assert lost_at - started >= FENCE_FACTOR and lost_at - renewed < EXPIRY_FACTOR, \
+        assert lost_at - started >= FENCE_FACTOR * interval and lost_at - renewed < EXPIRY_FACTOR * interval, \
             f"fenced {lost_at - renewed:.1f}s after the last renewal"
         assert stops.superseded == lease.lost
         assert lease.lost.startswith("the lease of sweep toy-1a2b could not be renewed for ")
         assert lease.lost.endswith("this one stops")
         with pytest.raises(LeaseLost, match="could not be renewed"):
             StopWatch().on_step_end(iteration=1, trials=[])
-    lease.client = client  # the server is back: nothing was written while it was gone, and the release frees it
+    lease.client = client  # its own server again: nothing was written meanwhile, and the release frees it
     assert LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).token == lease.token
     lease.release()
     assert not lease._thread.is_alive() and not lease._watchdog.is_alive()
+    assert LEASE_TAG not in client.get_run(run_id).data.tags
+
+
+def test_a_tracking_outage_does_not_stop_the_holder(parent, monkeypatch) -> None:
+    """The tracking server goes away (a closed loopback port, no retries) for longer than the expiry: nobody can take
+    the lease over while it answers nobody, so the holder keeps the sweep running (the journals keep what it logs),
+    and renews its lease once the server is back."""
+    from tests.tracking.restartable_mlflow import RETRY_ENV
+    from tools.harness.processes import free_port
+
+    for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+        monkeypatch.setenv(key, value)
+    client, run_id = parent
+    lease = SweepLease(client, run_id, interval_s=1.0, settle_s=0.0, sweep_name="toy-1a2b")
+    lease.acquire()
+    first = LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).heartbeat
+    lease.client = MlflowClient(tracking_uri=f"http://127.0.0.1:{free_port()}")  # the server is gone
+    time.sleep(EXPIRY_FACTOR + 1.5)
+    assert lease.lost is None and lease._watchdog.is_alive()
+    lease.client = client  # back
+    deadline = time.monotonic() + 5
+    while LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).heartbeat == first:
+        assert time.monotonic() < deadline, "the lease was not renewed after the outage"
+        time.sleep(0.1)
+    assert lease.lost is None
+    lease.release()
     assert LEASE_TAG not in client.get_run(run_id).data.tags
 
 
