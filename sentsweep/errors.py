@@ -40,3 +40,14 @@ class DataError(SentsweepError):
         if line is not None:
             where = f"{where}:{line}" if where else f"line {line}"
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class StorageError(SentsweepError):
+    """The storage of a sweep folder did not answer (an S3 outage or 5xx, a full or failing disk) after a few
+    tries: the message names the file. Not the user's fault, and passing: a sweep that ends on it is ``crashed``
+    (resumable), and nothing was written in place of what could not be read."""
+
+    def __init__(self, message: str, *, file: str | Path) -> None:
+        self.message = message
+        self.file = str(file)
+        super().__init__(f"{self.file}: {message}")

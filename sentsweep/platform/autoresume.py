@@ -16,6 +16,10 @@ error, no trial finished), is not continued: the command starts a new sweep.
 An older unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.
 The config given to the command must be the sweep's own (:mod:`~sentsweep.platform.resume_config`): a
 changed config is refused with the fields that differ.
+A folder without a manifest, or with one that is not a sweep's, is not a sweep and is passed over; a manifest the
+storage does not serve (an S3 outage, after a few tries) stops the command with a
+:class:`~sentsweep.errors.StorageError` naming it: that folder may be the sweep to continue, so neither a new
+sweep nor an older one is started in its place.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.storage import SweepManifest, locate
 from sentsweep.platform.sweep_identity import sweep_owner
@@ -72,14 +76,17 @@ def same_sweep(manifest: SweepManifest, config: SweepConfig, owner: str) -> bool
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
     """The newest sweep folder of ``config``'s identity (``owner``: default :func:`sweep_owner`) with a
-    manifest, and its parent run's status."""
+    manifest, and its parent run's status; a :class:`StorageError` when a manifest cannot be read."""
     owner = owner or sweep_owner()
     found: list[tuple[float, str, SweepManifest]] = []
     for uri in sweep_folders(config):
         try:
             manifest = locate(uri, config.storage_endpoint_url).read_manifest()
-        except ConfigError:  # a folder without a manifest: not a sentsweep sweep (or not yet one)
+        except ConfigError:  # no manifest, or not a sweep's: not a sentsweep sweep (or not yet one)
             continue
+        except StorageError as exc:
+            raise StorageError(f"{exc.message}; --resume-interrupted cannot tell whether this folder is the sweep to "
+                               "continue, so it starts none", file=exc.file) from exc
         if same_sweep(manifest, config, owner):
             found.append((manifest.created, uri, manifest))
     if not found:

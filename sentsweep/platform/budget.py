@@ -24,6 +24,17 @@ fixed ``top_k x seeds`` trials whether or not the search spent the budget.
 A resume may change the budget (``--allow-change budget``: :mod:`.resume_config`): :meth:`BudgetMeter.load` continues
 the count against the new limits, and lifts a stored stop they no longer cover (:attr:`BudgetMeter.lifted`), so that
 the trials it had stopped start; ``on_spent`` is told once when the budget becomes spent (:mod:`.notify`).
+
+The storage may fail (an S3 outage, a full disk). Reading the count, only a missing :data:`BUDGET_FILE` is a new
+sweep's zero count: another error is tried again and then stops the sweep with a
+:class:`~sentsweep.errors.StorageError` naming the file (:meth:`SweepLocation.read_optional
+<sentsweep.platform.storage.SweepLocation.read_optional>`), so a spent budget is never written over with zeros.
+Saving it from Tune's callbacks, an ``OSError`` is logged once and the count stays in memory, saved again at the
+next tick (:class:`BudgetCallback`): the sweep goes on rather than lose Tune's final snapshot. A trial's worker
+reading whether the budget is spent (:func:`spent_in_folder`) tries again too, then counts the budget as not
+spent: the driver's :class:`BudgetGate` stays the authority (it starts no new trial once spent), so what a
+persistent outage can add is the trials Tune had already queued, and a worker that cannot read the sweep folder
+cannot save its checkpoints there either.
 """
 
 from __future__ import annotations
@@ -33,20 +44,19 @@ import functools
 import json
 import logging
 import math
-import os
 import posixpath
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 from ray.tune.search import Searcher
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.interrupt import superseded
+from sentsweep.platform.storage import read_or_none
 from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
 
 if TYPE_CHECKING:
@@ -84,15 +94,17 @@ class BudgetMeter:
 
     def __init__(self, budget: BudgetConfig, location: SweepLocation | None = None,
                  count: BudgetCount | None = None, tick_save_s: float = 10.0,
-                 on_spent: Callable[[str], None] | None = None) -> None:
+                 on_spent: Callable[[str], None] | None = None, retry_save_s: float = 1.0) -> None:
         self.budget = budget
         self.location = location
         self.count = count or BudgetCount()
-        self.tick_save_s = tick_save_s
+        self.tick_save_s = tick_save_s  # a tick saves the count this often
+        self.retry_save_s = retry_save_s  # and this often while the last save failed (:attr:`unsaved`)
         self.on_spent = on_spent  # called once, with the reason, when the budget becomes spent
         self.lifted: str | None = None  # the stop reason a budget changed on resume lifted (see load)
         self._last_tick: float | None = None
         self._last_save = 0.0
+        self.unsaved: OSError | None = None  # why the last save failed (None: the folder holds the count)
 
     @classmethod
     def load(cls, budget: BudgetConfig, location: SweepLocation,
@@ -103,9 +115,8 @@ class BudgetMeter:
         spent that the new limits no longer cover is lifted (:attr:`lifted`; saved at once, so that the trials
         that read the folder, :func:`skip_when_spent`, start again); a lowered budget is spent at the first check.
         """
-        try:
-            raw = location.read_bytes(BUDGET_FILE)
-        except (FileNotFoundError, OSError):
+        raw = location.read_optional(BUDGET_FILE)  # a storage error: StorageError, never a fresh count
+        if raw is None:
             return cls(budget, location, on_spent=on_spent)
         try:
             meter = cls(budget, location, BudgetCount(**json.loads(raw)), on_spent=on_spent)
@@ -146,7 +157,8 @@ class BudgetMeter:
             self.count.wall_seconds += now - self._last_tick
         self._last_tick = now
         self._check()
-        if now - self._last_save >= self.tick_save_s:
+        every = self.tick_save_s if self.unsaved is None else self.retry_save_s
+        if now - self._last_save >= every:
             self.save()
 
     def start_session(self) -> None:
@@ -170,9 +182,11 @@ class BudgetMeter:
         reason = self.exceeded()
         if reason is not None:
             self.count.spent = reason
-            self.save()
-            if self.on_spent is not None:
-                self.on_spent(reason)
+            try:
+                self.save()
+            finally:  # told even when the storage failed: the count in memory is spent
+                if self.on_spent is not None:
+                    self.on_spent(reason)
 
     def spent(self) -> bool:
         return self.count.spent is not None
@@ -184,18 +198,32 @@ class BudgetMeter:
                 "budget_trial_seconds": c.trial_seconds, "budget_wall_seconds": c.wall_seconds}
 
     def save(self) -> None:
-        """Write the count to the sweep folder (atomically on a local folder)."""
+        """Write the count to the sweep folder (whole or not at all: :meth:`SweepLocation.write_text
+        <sentsweep.platform.storage.SweepLocation.write_text>`); an ``OSError`` is raised, and remembered in
+        :attr:`unsaved` so that the next tick saves again."""
         self._last_save = time.monotonic()
         if self.location is None:
             return
-        text = json.dumps(asdict(self.count), indent=1)
-        if self.location.filesystem is None and "://" not in self.location.uri:
-            path = Path(self.location.uri) / BUDGET_FILE
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        else:
-            self.location.write_text(BUDGET_FILE, text)
+        try:
+            self.location.write_text(BUDGET_FILE, json.dumps(asdict(self.count), indent=1))
+        except OSError as exc:
+            self.unsaved = exc
+            raise
+        if self.unsaved is not None:
+            log.warning("the budget count is saved to %s again", self.location.file_uri(BUDGET_FILE))
+        self.unsaved = None
+
+    def save_later(self, action: Callable[[], Any]) -> None:
+        """``action()`` (a count that saves); an ``OSError`` of its save is logged (once until a save succeeds) and
+        the count, kept in memory, is saved at the next tick: a storage outage does not stop the sweep."""
+        failing = self.unsaved is not None
+        try:
+            action()
+        except OSError as exc:
+            self.unsaved = exc
+            if not failing and self.location is not None:
+                log.warning("could not save the budget count to %s (%s); counting on, saving again at the next "
+                            "tick", self.location.file_uri(BUDGET_FILE), exc)
 
 
 def _number(value: Any) -> bool:
@@ -222,37 +250,44 @@ def metering(meter: BudgetMeter) -> Iterator[BudgetMeter]:
     try:
         yield meter
     finally:
-        _ACTIVE.remove(meter)
-        _final_save(meter)
+        try:
+            _final_save(meter)
+        finally:
+            _ACTIVE.remove(meter)
 
 
 def _final_save(meter: BudgetMeter) -> None:
+    """The session's last count, unless the lease was lost (the folder's count is the new holder's then); a storage
+    error here is the sweep's (the tail would be lost)."""
     lost = superseded()
     if lost is not None:
         log.warning("the budget count is not saved (%s holds the new holder's): %s", BUDGET_FILE, lost)
         return
-    meter.tick()
+    meter.save_later(meter.tick)
     meter.save()
 
 
 class BudgetCallback(Callback):
     """Counts every trial report and the driver's time into the active meter (no meter, or a lost lease: does
-    nothing; each count is saved, and the folder's count is the new holder's then)."""
+    nothing; each count is saved, and the folder's count is the new holder's then).
+
+    A save that fails (``OSError``: the storage is down, the disk full) does not leave Tune's step (which would end
+    the sweep without Tune's final snapshot): :meth:`BudgetMeter.save_later`."""
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         meter = _counting_meter()
         if meter is not None:
-            meter.tick()
+            meter.save_later(meter.tick)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
         meter = _counting_meter()
         if meter is not None:
-            meter.add_report(trial.trial_id, result)
+            meter.save_later(lambda: meter.add_report(trial.trial_id, result))
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         meter = _counting_meter()
         if meter is not None and trial.last_result:
-            meter.add_report(trial.trial_id, trial.last_result)
+            meter.save_later(lambda: meter.add_report(trial.trial_id, trial.last_result))
 
 
 def _counting_meter() -> BudgetMeter | None:
@@ -313,11 +348,23 @@ def spent_in_folder() -> bool:
     from ray import tune
 
     storage = tune.get_context().get_storage()
-    path = posixpath.join(storage.experiment_fs_path, BUDGET_FILE)
+    return spent_at(storage.storage_filesystem, posixpath.join(storage.experiment_fs_path, BUDGET_FILE))
+
+
+def spent_at(filesystem: Any, path: str) -> bool:
+    """Whether the count at ``path`` on ``filesystem`` says the budget is spent; no count: not spent. A storage
+    that fails is tried again; when it keeps failing (or the count is unreadable), not spent, with a warning: the
+    driver's :class:`BudgetGate` decides which trials start (see the module docstring)."""
+
+    def read() -> bytes:
+        with filesystem.open_input_stream(path) as stream:
+            return stream.readall()
+
     try:
-        with storage.storage_filesystem.open_input_stream(path) as stream:
-            return json.loads(stream.readall()).get("spent") is not None
-    except (FileNotFoundError, OSError, ValueError):
+        raw = read_or_none(read, path)
+        return raw is not None and json.loads(raw).get("spent") is not None
+    except (StorageError, ValueError, AttributeError) as exc:
+        log.warning("could not read the budget count %s (%s); this trial starts", path, exc)
         return False
 
 

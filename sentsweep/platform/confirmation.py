@@ -15,7 +15,8 @@ default) and the sweep's final evaluation, export and registration use the winne
 run, and the sweep folder's :data:`STATE_FILE`.
 
 The stage survives a resume: :data:`STATE_FILE` in the sweep folder says the search is over (a resumed sweep
-reads the search's results back instead of fitting it again, :func:`search_results`) and holds the candidates;
+reads the search's results back instead of fitting it again, :func:`~sentsweep.platform.search_state.search_results`)
+and holds the candidates;
 the confirmation experiment is restored from its own folder, its unfinished trials continuing.
 """
 
@@ -33,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentsweep.errors import ConfigError
 from sentsweep.platform.budget import BudgetCallback
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirmation_stats import (
@@ -97,21 +99,24 @@ def stage_location(location: SweepLocation) -> SweepLocation:
 
 
 def read_state(location: SweepLocation) -> dict[str, Any] | None:
-    """The stage's saved state (None before the stage began)."""
-    try:
-        return json.loads(location.read_bytes(STATE_FILE))
-    except (FileNotFoundError, OSError):
+    """The stage's saved state (None before the stage began: the file is missing). A storage that does not answer
+    is a :class:`~sentsweep.errors.StorageError` (never "not begun", which would fit the search again), an
+    unreadable file a :class:`ConfigError` naming it."""
+    raw = location.read_optional(STATE_FILE)
+    if raw is None:
         return None
+    try:
+        state = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"unreadable confirmation state ({exc}); it holds the stage's candidates and seeds",
+                          file=location.file_uri(STATE_FILE)) from None
+    if not isinstance(state, dict):
+        raise ConfigError("unreadable confirmation state (not a JSON object)", file=location.file_uri(STATE_FILE))
+    return state
 
 
 def write_state(location: SweepLocation, state: dict[str, Any]) -> None:
     location.write_text(STATE_FILE, json.dumps(state, indent=1, default=str))
-
-
-def search_results(tuner: Tuner, location: SweepLocation) -> ResultGrid:
-    """The search's results: the Tuner fitted, or, once the confirmation stage began, read back without fitting
-    (a sweep resumed during the stage continues the stage, not the search)."""
-    return tuner.get_results() if read_state(location) is not None else tuner.fit()
 
 
 def _trial_id(result: Result) -> str:

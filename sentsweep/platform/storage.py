@@ -6,26 +6,71 @@ URI, so that ``sentsweep resume SWEEP_DIR`` needs nothing else. On S3 with a cus
 the folder is reached through a :class:`pyarrow.fs.S3FileSystem` (credentials from the usual
 ``AWS_*`` variables or instance metadata, read by pyarrow) and Ray receives the prefix-stripped path
 with that filesystem, as its storage docs prescribe.
+
+The state a sweep keeps in its folder (the manifest, ``budget.json``, ``confirmation.json``, ``search.json``) is
+written whole or not at all: on a local folder through a temporary file renamed over the old one
+(:func:`~sentsweep.data.cache.atomic_write`), on S3 by one PUT. It is read with :meth:`SweepLocation.read_optional`:
+only a missing file (``FileNotFoundError``) reads as absent; any other ``OSError`` (an S3 network error or 5xx,
+a failing disk) is tried again a few times and then is a :class:`~sentsweep.errors.StorageError` naming the file,
+never "absent" (which would start a count, a search or a sweep afresh over the one stored).
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow.fs
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sentsweep.errors import ConfigError
+from sentsweep.data.cache import atomic_write
+from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.sweep_identity import sweep_owner
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
+#: How many times a sweep-folder read is tried when the storage fails (not when the file is missing), and the
+#: pause before the second try (doubled before each further one).
+READ_ATTEMPTS = 3
+READ_BACKOFF_S = 0.5
+
+log = logging.getLogger(__name__)
+
+
+def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTEMPTS,
+                 backoff_s: float = READ_BACKOFF_S) -> bytes | None:
+    """What ``read()`` returns; None when it raises ``FileNotFoundError`` (the file is absent). Another ``OSError``
+    (the storage did not answer) is tried again ``attempts`` times in all, then raised as a :class:`StorageError`
+    naming ``file``."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if attempt == attempts:
+                raise StorageError(f"the storage did not answer after {attempts} tries ({type(exc).__name__}: "
+                                   f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
+                                   "answers", file=file) from exc
+            log.warning("reading %s failed (%s); trying again", file, exc)
+            time.sleep(backoff_s * 2 ** (attempt - 1))
+    return None  # not reached: attempts >= 1
+
+
+def validation_summary(exc: ValidationError) -> str:
+    """A pydantic error on one line: the first problem and how many there are."""
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+    where = ".".join(str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg']}{more}"
 
 
 class SweepManifest(BaseModel):
@@ -65,8 +110,18 @@ class SweepLocation:
         fs, path = pyarrow.fs.FileSystem.from_uri(self.uri)
         return fs, path
 
+    def file_uri(self, filename: str) -> str:
+        """How users name the file ``filename`` of the folder (in messages)."""
+        return posixpath.join(self.uri, filename)
+
     def write_text(self, filename: str, text: str) -> None:
+        """Write ``filename`` whole or not at all: on a local folder a temporary file beside it, flushed to disk and
+        renamed over it (a kill or a full disk mid-write leaves the old file); elsewhere (S3) one PUT."""
         fs, path = self.resolve()
+        if isinstance(fs, pyarrow.fs.LocalFileSystem):
+            with atomic_write(Path(path) / filename) as out:
+                out.write(text.encode("utf-8"))
+            return
         fs.create_dir(path, recursive=True)
         with fs.open_output_stream(posixpath.join(path, filename)) as out:
             out.write(text.encode("utf-8"))
@@ -75,6 +130,11 @@ class SweepLocation:
         fs, path = self.resolve()
         with fs.open_input_stream(posixpath.join(path, filename)) as stream:
             return stream.readall()
+
+    def read_optional(self, filename: str) -> bytes | None:
+        """``filename``'s bytes, None when it does not exist; a storage that fails is tried again, then a
+        :class:`StorageError` (:func:`read_or_none`)."""
+        return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
 
     def list(self, suffix: str = "") -> list[str]:
         fs, path = self.resolve()
@@ -88,10 +148,16 @@ class SweepLocation:
         self.write_text(CONFIG_COPY, config.to_yaml())
 
     def read_manifest(self) -> SweepManifest:
+        """The folder's manifest; a :class:`ConfigError` when it has none or an unreadable one, a
+        :class:`StorageError` when the storage does not answer."""
+        raw = self.read_optional(MANIFEST)
+        if raw is None:
+            raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST})", file=self.uri)
         try:
-            return SweepManifest.model_validate_json(self.read_bytes(MANIFEST))
-        except (FileNotFoundError, OSError) as exc:
-            raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST}): {exc}", file=self.uri) from None
+            return SweepManifest.model_validate_json(raw)
+        except ValidationError as exc:
+            raise ConfigError(f"unreadable sweep manifest ({validation_summary(exc)})",
+                              file=self.file_uri(MANIFEST)) from None
 
     def load_study(self) -> Any | None:
         """The Optuna study as the searcher last saved it, rebuilt from its JSON (never unpickled:

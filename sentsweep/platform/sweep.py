@@ -26,11 +26,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.errors import ConfigError, SentsweepError
+from sentsweep.errors import ConfigError, SentsweepError, StorageError
 from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
 from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
-from sentsweep.platform.confirmation import StageTrials, run_confirmation, search_results
+from sentsweep.platform.confirmation import StageTrials, run_confirmation
 from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.failures import FailureLines, is_failed
@@ -45,6 +45,7 @@ from sentsweep.platform.progress import ProgressCallback
 from sentsweep.platform.resume_config import apply_resume_config, resume_config
 from sentsweep.platform.resume_samples import refuse_fewer_samples
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
+from sentsweep.platform.search_state import mark_search_over, search_results
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_state import SweepState
@@ -385,10 +386,11 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             if reopen:
                 sweep.reopen()
                 opened = True
-            results = search_results(tuner, location)
+            results = search_results(tuner, location, config)
             _refuse_if_superseded(stops)
             unfinished = unfinished_trials(location) if stops.received else None
             if unfinished is None:
+                mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(meter, sweep.log_metrics, sweep.set_tags, echo)
             if unfinished is None and finalize and stage is not None:
                 confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo)
@@ -439,8 +441,11 @@ def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) 
 
 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:
-    """How a sweep that raised ``exc`` ends: a user's error cannot be resumed away; a signal that skipped
-    Tune's final save leaves the last periodic snapshot, if there is one, to resume from."""
+    """How a sweep that raised ``exc`` ends: a user's error cannot be resumed away (a storage that did not answer,
+    :class:`StorageError`, is no user's error); a signal that skipped Tune's final save leaves the last periodic
+    snapshot, if there is one, to resume from."""
+    if isinstance(exc, StorageError):  # the storage did not answer: passing, not the user's error
+        return "crashed"
     if isinstance(exc, SentsweepError):
         return "failed"
     if isinstance(exc, KeyboardInterrupt):

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from sentsweep.errors import StorageError
 from sentsweep.platform.autoresume import interrupted_sweep, previous_sweep, sweep_folders
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.storage import SweepManifest, locate, new_sweep_location
+from sentsweep.platform.storage import MANIFEST, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
 from sentsweep.platform.sweep_state import STATUS_TAG
 
@@ -93,3 +94,19 @@ def test_the_owner_comes_from_the_environment() -> None:
     assert sweep_owner({"USER": "ray"}) == "ray"
     assert sweep_owner({"LOGNAME": "bob"}) == "bob"
     assert sweep_owner({})  # the login name of this process, or "unknown"
+
+
+def test_a_manifest_that_cannot_be_read_stops_the_search(tmp_path: Path, tracking_uri: str) -> None:
+    """A manifest the storage does not serve (an S3 outage; here a local read that fails with another error than
+    "no such file") may be the sweep to continue: neither an older sweep nor a new one is started in its place."""
+    config = _config(tmp_path, tracking_uri)
+    older = _sweep(config, 1_700_000_000, "RUNNING")
+    newest = Path(_sweep(config, 1_700_000_100, "FAILED", "crashed"))
+    (newest / MANIFEST).unlink()
+    (newest / MANIFEST).mkdir()  # reading it raises OSError ("is a directory"), not FileNotFoundError
+    with pytest.raises(StorageError, match=rf"^{newest}/{MANIFEST}: the storage did not answer after 3 tries "
+                                           r".*--resume-interrupted cannot tell whether this folder is the sweep"):
+        interrupted_sweep(config)
+    (newest / MANIFEST).rmdir()
+    (newest / MANIFEST).write_text('{"sweep_name": "demo-')  # cut short: not a sweep's manifest, passed over
+    assert interrupted_sweep(config) == older
