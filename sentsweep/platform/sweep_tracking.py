@@ -45,6 +45,7 @@ from sentsweep.platform.interrupt import superseded
 from sentsweep.platform.search import is_final
 from sentsweep.platform.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.platform.tracking_journals import (
+    PART_SUFFIX,
     DriverJournals,
     StoredJournals,
     driver_journal_dir,
@@ -237,13 +238,23 @@ class SweepRun:
         return journals.outbox(trial_journal_name(trial_id)).put(find, *entries)
 
     def staged(self, local_dir: str | Path, artifact_path: str, move: bool = False) -> Entry:
-        """An ``artifacts`` entry for a copy of ``local_dir`` in the journal folder (removed once uploaded)."""
+        """An ``artifacts`` entry for a copy of ``local_dir`` in the journal folder (removed once uploaded).
+
+        The copy is made under a ``.part`` name and renamed once complete, so that a staged folder is never
+        half-written; one that a failed copy left, or whose entry never reached a journal (a kill), is removed
+        at the next replay of the sweep's journals (:func:`remove_orphan_staged`)."""
         staged = self._journal_folder() / STAGED / f"{artifact_path.replace('/', '_')}-{now_ms()}"
+        part = staged.with_name(staged.name + PART_SUFFIX)
         staged.parent.mkdir(parents=True, exist_ok=True)
-        if move:
-            shutil.move(str(local_dir), staged)
-        else:
-            shutil.copytree(local_dir, staged)
+        try:
+            if move:
+                shutil.move(str(local_dir), part)
+            else:
+                shutil.copytree(local_dir, part)
+        except BaseException:
+            shutil.rmtree(part, ignore_errors=True)  # a move that failed left its source in place
+            raise
+        part.rename(staged)
         return {"op": "artifacts", "dir": str(staged), "path": artifact_path, "remove": True}
 
     def _journal_folder(self) -> Path:

@@ -17,7 +17,9 @@ after they were delivered, and at every replay. A resume and ``sentsweep sync`` 
 that another machine delivers what the driver could not.
 
 :func:`replay_sweep_journals` delivers everything pending: at the end of a sweep, at the start of a resume,
-or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync SWEEP_DIR``).
+or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync SWEEP_DIR``). Every replay
+(the driver's first step and its end included) first removes the staged folders no journal names
+(:func:`remove_orphan_staged`: a copy a kill cut short, or whose entry never reached a journal).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from sentsweep.tracking.journal import (
     trial_journal_name,
 )
 from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
-from sentsweep.tracking.replay import Outbox, Reachability, Replayer, upload_source
+from sentsweep.tracking.replay import Outbox, Reachability, Replayer, Unwritten, upload_source
 from sentsweep.tracking.trial_logger import journal_locations
 
 if TYPE_CHECKING:
@@ -56,6 +58,8 @@ log = logging.getLogger("sentsweep.tracking")
 PUSHED_SUFFIX = ".pushed"
 #: Beside a staged folder's copy in the storage: the copy is complete.
 DONE_SUFFIX = ".done"
+#: A staged folder being copied (locally): renamed without the suffix once complete.
+PART_SUFFIX = ".part"
 WORKER_PREFIX = "worker-"
 
 
@@ -223,7 +227,7 @@ class StoredJournals:
                 if not self._is_file(self._staged(name) + DONE_SUFFIX):
                     raise FileNotFoundError(f"no complete copy of the staged upload {name}")
                 target = dest.parent / STAGED / name
-                part = target.with_name(name + ".part")
+                part = target.with_name(name + PART_SUFFIX)
                 shutil.rmtree(part, ignore_errors=True)
                 part.mkdir(parents=True)
                 pyarrow.fs.copy_files(self._staged(name), str(part), source_filesystem=self.filesystem,
@@ -360,8 +364,11 @@ class DriverJournals:
         return worker_journal(trial, self.folder)
 
     def replay(self, workers: Iterable[Journal | None] = ()) -> int:
-        """Deliver the worker journals ``workers`` and every journal of this folder (the parent's last); the
-        number of entries still pending (0: MLflow has everything)."""
+        """Deliver the worker journals ``workers`` and every journal of this folder (the parent's last), after
+        appending what a full disk refused before and removing the staged folders no journal names
+        (:func:`remove_orphan_staged`); the number of entries still pending (0: MLflow has everything)."""
+        Unwritten.write_all(self.folder)  # what a full disk refused before, in this process
+        remove_orphan_staged(self.folder)
         names = sorted(p.name for p in self.folder.glob("*.jsonl") if p.name != PARENT_JOURNAL)
         journals = [j for j in workers if j is not None]
         journals += [Journal(self.folder / name) for name in [*names, PARENT_JOURNAL]]
@@ -396,6 +403,63 @@ def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, fi
     else:
         workers = pull_worker_copies(filesystem, fs_path, sweep_dir, journals.folder)
     return journals.replay(workers)
+
+
+def remove_orphan_staged(folder: Path) -> list[str]:
+    """Remove the staged folders of the driver journal folder ``folder`` that no entry names (in its driver journals
+    or held in memory, :class:`~sentsweep.tracking.replay.Unwritten`) and that were staged before the journals' last
+    entry: a copy a full disk or a kill cut short (``.part``), or one whose entry never reached a journal; up to a
+    model's size each. One staged after the last entry may still be getting its entry, and is left. The names
+    removed (a folder that cannot be removed is left for the next time, with a warning)."""
+    staged = folder / STAGED
+    if not staged.is_dir():
+        return []
+    named: set[str] = set()
+    last_ms = 0
+    for path in sorted(folder.glob("*.jsonl")):
+        if not is_driver_journal(path):
+            continue
+        for entry in Journal(path).entries():
+            last_ms = max(last_ms, _entry_ms(entry))
+            if _is_staged(entry):
+                named.add(Path(entry["dir"]).name)
+    named |= {Path(e["dir"]).name for held in Unwritten.held(folder).values() for e in held if _is_staged(e)}
+    removed = []
+    for child in sorted(staged.iterdir()):
+        name = child.name.removesuffix(PART_SUFFIX)
+        if name in named or _staged_ms(child) >= last_ms:
+            continue
+        try:
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        except OSError as exc:
+            log.warning("could not remove the staged folder %s no journal names: %s", child, exc)
+            continue
+        removed.append(child.name)
+    if removed:
+        log.warning("removed %d staged folder(s) no tracking journal names: %s", len(removed), ", ".join(removed))
+    return removed
+
+
+def _entry_ms(entry: Entry) -> int:
+    try:
+        return int(entry.get("time_ms") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _staged_ms(path: Path) -> int:
+    """When a staged folder was staged: the time in its name (``<artifact>-<ms>``, :meth:`SweepRun.staged`), else
+    its modification time."""
+    stamp = path.name.removesuffix(PART_SUFFIX).rsplit("-", 1)[-1]
+    if stamp.isdigit():
+        return int(stamp)
+    try:
+        return int(path.stat().st_mtime * 1000)
+    except OSError:
+        return 0
 
 
 def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, folder: Path) -> list[Journal]:

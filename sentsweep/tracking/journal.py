@@ -18,7 +18,9 @@ sent twice would be stored twice. Entries are plain data:
 A journal on disk is appended to by one process (its owner) and replayed under a file lock
 (:func:`sentsweep.data.cache.file_lock`) by whoever flushes it, the owner or the driver. A journal without
 a path lives in memory (a standalone run's). A last line cut short by a killed writer is ignored, and removed
-before the next writer appends.
+before the next writer appends; an append that fails (a full disk: ``ENOSPC``) cuts the file back to where it
+began, so a fragment of it never precedes the next entry, and raises (:class:`~sentsweep.tracking.replay.Outbox`
+keeps such entries in memory and appends them again later).
 
 Crash safety: each append is fsynced, like the state file, so a delivered offset never counts an entry the disk
 may lose. A state whose offset still exceeds the entries on disk (a journal written before appends were
@@ -33,10 +35,10 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sentsweep.data.cache import atomic_write, file_lock
 
@@ -52,6 +54,13 @@ STAGED = "staged"
 log = logging.getLogger("sentsweep.tracking")
 
 Entry = dict[str, Any]
+#: Opens a journal file for appending bytes (unbuffered: every ``write`` is one system call).
+Opener = Callable[[Path], BinaryIO]
+
+
+def open_for_append(path: Path) -> BinaryIO:
+    """The default :data:`Opener`: ``path`` opened for appending, unbuffered."""
+    return open(path, "ab", buffering=0)
 
 
 def trial_journal_name(trial_id: str) -> str:
@@ -79,13 +88,26 @@ class JournalState:
 class Journal:
     """An append-only list of :data:`Entry` with a delivered offset; on disk at ``path`` or in memory."""
 
-    def __init__(self, path: Path | None = None, run_id: str | None = None) -> None:
+    def __init__(self, path: Path | None = None, run_id: str | None = None, opener: Opener = open_for_append) -> None:
+        """``run_id``: the run of a new journal (its state is created with it: now, else, when the disk refuses it,
+        before the first append); ``opener``: how the file is opened for appending (a test passes a file whose
+        writes fail)."""
         self.path = path
+        self.run_id = run_id
+        self._opener = opener
         self._entries: list[Entry] = []
         self._checked = False  # the delivered offset was checked against the entries on disk (before appending)
         self._state = JournalState(run_id=run_id)
-        if path is not None and run_id is not None and not self.state_path.is_file():
+        self._state_owed = path is not None and run_id is not None and not self.state_path.is_file()
+        if self._state_owed:
+            with contextlib.suppress(OSError):  # a full disk: saved before the first append, which raises if it fails
+                self._save_new_state()
+
+    def _save_new_state(self) -> None:
+        """Create the state of a new journal with its run (unless one exists meanwhile)."""
+        if not self.state_path.is_file():
             self.save_state(self._state)
+        self._state_owed = False
 
     @property
     def state_path(self) -> Path:
@@ -97,22 +119,40 @@ class Journal:
         file), so that a host crash cannot lose an entry a later state counts as delivered. The fsync costs about
         2-3 ms per append (ext4 on a virtual disk, 2 cores under load; 0.13 ms without); a trial appends a few
         entries per report. The first append of this object checks the delivered offset first
-        (:meth:`clamp_delivered`)."""
+        (:meth:`clamp_delivered`). When the write fails (``OSError``: a full disk), the file is cut back to its size
+        before it, so that no fragment of this entry glues the next one onto an unreadable line, and the error
+        propagates."""
         if self.path is None:
             self._entries.append(entry)
             return
+        if self._state_owed:
+            self._save_new_state()
         if not self._checked:
             self.clamp_delivered()
             self._cut_torn_tail()
-        line = json.dumps(entry, default=str, allow_nan=True) + "\n"
+        data = (json.dumps(entry, default=str, allow_nan=True) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if created:
+        with self._opener(self.path) as handle:
+            size = handle.seek(0, os.SEEK_END)
+            try:
+                _write_all(handle, data)
+                os.fsync(handle.fileno())
+            except BaseException:
+                self._cut_back(size)
+                raise
+        if created or size == 0:  # a new file (or one a failed first append created): its name made durable
             _fsync_folder(self.path.parent)
+
+    def _cut_back(self, size: int) -> None:
+        """Truncate the file to ``size`` bytes (what it held before a failed append); when even that fails, the next
+        append of this object looks for a torn last line again (:meth:`_cut_torn_tail`)."""
+        assert self.path is not None
+        try:
+            os.truncate(self.path, size)
+        except OSError as exc:
+            self._checked = False
+            log.warning("%s: could not remove the part of a failed append (%s)", self, exc)
 
     def clamp_delivered(self) -> JournalState:
         """The state, its delivered offset lowered (and saved, with a warning) where it exceeds the entries on
@@ -211,6 +251,14 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"Journal({self.path or 'memory'})"
+
+
+def _write_all(handle: BinaryIO, data: bytes) -> None:
+    """Write every byte of ``data`` (an unbuffered write may write part of it)."""
+    view = memoryview(data)
+    while view:
+        written = handle.write(view)
+        view = view[written if written is not None else len(view):]
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -19,13 +19,17 @@ client, or a journal replayed from a stale copy, adds nothing twice:
 
 :class:`Outbox` is what loggers use: append, then flush unless the server is known to be down
 (:class:`Reachability`: after a failure, an HTTP server is probed at ``/health`` with a short timeout
-before the next delivery, so an outage costs the client's retry budget once, not at every call).
+before the next delivery, so an outage costs the client's retry budget once, not at every call). Neither an
+unreachable server nor a journal the disk cannot take (``ENOSPC``) makes :meth:`Outbox.put` raise: entries the
+journal refused are kept in memory (:class:`Unwritten`, at most :data:`MAX_UNWRITTEN` per journal, one warning per
+episode) and appended, in order, before anything newer at the next put or replay in this process.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -333,8 +337,95 @@ class Reachability:
         self.down_since = None
 
 
+#: Entries kept in memory for one journal file the disk would not take; beyond, the oldest metrics go first.
+MAX_UNWRITTEN = 1000
+
+
+class Unwritten:
+    """Entries a journal file could not take (``OSError``: a full disk), kept in this process's memory per file and
+    appended, in order, before anything newer (:meth:`write`), so that tracking never fails a trial or a sweep
+    because the disk is full (they are lost only if the process ends before the disk takes them). At most
+    :data:`MAX_UNWRITTEN` per file: beyond that the oldest ``metrics`` entry is dropped (else the oldest entry)."""
+
+    _by_path: ClassVar[dict[Path, list[Entry]]] = {}
+    _run_ids: ClassVar[dict[Path, str]] = {}  # the run a new journal's state is to be created with
+    _lock: ClassVar[threading.RLock] = threading.RLock()
+    _warned: ClassVar[bool] = False
+    _dropped: ClassVar[int] = 0
+
+    @classmethod
+    def put(cls, journal: Journal, entries: Iterable[Entry]) -> bool:
+        """Append ``entries`` to ``journal`` after those it holds already; whether none is left in memory."""
+        if journal.path is None:  # a journal in memory takes everything
+            for entry in entries:
+                journal.append(entry)
+            return True
+        with cls._lock:
+            held = cls._by_path.setdefault(journal.path, [])
+            held.extend(entries)
+            if journal.run_id is not None:
+                cls._run_ids.setdefault(journal.path, journal.run_id)
+            cls._bound(held)
+            return cls.write(journal)
+
+    @classmethod
+    def write(cls, journal: Journal) -> bool:
+        """Append what is held for ``journal``, in order, until the disk refuses one; whether none is left."""
+        if journal.path is None:
+            return True
+        with cls._lock:
+            held = cls._by_path.get(journal.path, [])
+            while held:
+                try:
+                    journal.append(held[0])
+                except OSError as exc:
+                    cls._warn(journal, exc)
+                    return False
+                held.pop(0)
+            cls._by_path.pop(journal.path, None)
+            cls._run_ids.pop(journal.path, None)
+            cls._recovered()
+            return True
+
+    @classmethod
+    def write_all(cls, folder: Path) -> bool:
+        """:meth:`write` what is held for every journal of ``folder``; whether none is left."""
+        with cls._lock:
+            paths = [path for path in cls._by_path if path.parent == folder]
+            return all([cls.write(Journal(path, run_id=cls._run_ids.get(path))) for path in paths])
+
+    @classmethod
+    def held(cls, folder: Path) -> dict[Path, list[Entry]]:
+        """The entries held for the journals of ``folder``, by journal file."""
+        with cls._lock:
+            return {path: list(entries) for path, entries in cls._by_path.items() if path.parent == folder and entries}
+
+    @classmethod
+    def _bound(cls, held: list[Entry]) -> None:
+        while len(held) > MAX_UNWRITTEN:
+            index = next((i for i, e in enumerate(held) if e.get("op") == "metrics"), 0)
+            del held[index]
+            cls._dropped += 1
+
+    @classmethod
+    def _warn(cls, journal: Journal, exc: OSError) -> None:
+        if not cls._warned:
+            cls._warned = True
+            log.warning("could not append to %s (%s): keeping its entries in memory (at most %d per journal) until "
+                        "the disk takes them", journal, exc, MAX_UNWRITTEN)
+
+    @classmethod
+    def _recovered(cls) -> None:
+        if cls._warned and not cls._by_path:
+            cls._warned = False
+            dropped = f" ({cls._dropped} entries over the limit were dropped, oldest metrics first)"
+            log.warning("the tracking journals take entries again%s", dropped if cls._dropped else "")
+            cls._dropped = 0
+
+
 class Outbox:
-    """A journal delivered by a client: :meth:`put` never raises because tracking is unreachable."""
+    """A journal delivered by a client: :meth:`put` never raises because tracking is unreachable, nor because the
+    disk is full (:class:`Unwritten`)."""
 
     def __init__(self, journal: Journal, client: MlflowClient, tracking_uri: str,
                  replayer: Replayer | None = None) -> None:
@@ -343,13 +434,18 @@ class Outbox:
         self.replayer = replayer or Replayer(client)
 
     def put(self, *entries: Entry) -> bool:
-        """Append ``entries`` and try to deliver everything pending; whether nothing is pending."""
-        for entry in entries:
-            self.journal.append({**entry, "time_ms": entry.get("time_ms") or now_ms()})
-        return self.flush()
+        """Append ``entries`` (after any the disk refused before) and try to deliver everything pending; whether
+        nothing is pending."""
+        written = Unwritten.put(self.journal, [{**e, "time_ms": e.get("time_ms") or now_ms()} for e in entries])
+        return self._deliver() and written
 
     def flush(self) -> bool:
-        """Deliver what is pending when the server may answer; whether nothing is left."""
+        """Append what the disk refused before, deliver what is pending when the server may answer; whether nothing
+        is left."""
+        written = Unwritten.write(self.journal)
+        return self._deliver() and written
+
+    def _deliver(self) -> bool:
         reach = Reachability.of(self.tracking_uri)
         if not reach.worth_trying():
             return False
