@@ -12,20 +12,13 @@ A checkpoint (one folder per checkpointed report) holds what an exact resume nee
 The best weights of a trial are kept once, in a best folder beside its checkpoints (``<trial>/best/`` on a Tune
 trial's storage, ``<work>/best/`` standalone)::
 
-    v<step>-<id>/     the weight files: hard links to a persisted checkpoint's ``model/`` files on local storage,
-                      server-side copies on S3 (nothing uploaded again); uploaded from the worker only when the
-                      report that improved wrote no checkpoint (``checkpoint_every`` > 1)
-    best.json         step, value, file sizes, and ``version``: the name of the complete ``v...`` folder
-
-New best weights go to a new ``v...`` folder beside the current one; ``best.json`` is replaced (atomically: a rename
-on a local disk, one PUT on S3) once that folder is complete, and only then are the older folders removed. So a
-failed copy (a storage blip, a worker lost mid-copy) leaves the previous best weights in place, and a half-copied
-folder is never read: ``best.json`` names the last complete one. A best folder of the first layout (the weight files
-beside a ``best.json`` without ``version``) is read as it is, and replaced at the next :meth:`BestFolder.keep`.
+    <weight files>    hard links to a persisted checkpoint's ``model/`` files on local storage, server-side copies
+                      on S3 (nothing uploaded again); uploaded from the worker only when the report that improved
+                      wrote no checkpoint (``checkpoint_every`` > 1)
+    best.json         written last (removed first when the folder is replaced): step, value, file sizes
 
 Which folder holds a trial's best weights (:func:`pick_best`): the checkpoint's ``model/`` when its marker says the
-weights are the best, else the best folder's version when its marker is intact; when both are intact, the better
-value.
+weights are the best, else the best folder when its marker is intact; when both are intact, the better value.
 """
 
 from __future__ import annotations
@@ -37,7 +30,6 @@ import os
 import posixpath
 import random
 import shutil
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,75 +183,33 @@ class BestFolder:
         self.folder = folder
 
     def marker(self) -> dict[str, Any] | None:
-        """``best.json`` when the version it names is complete (every file present with its size), else None."""
+        """``best.json`` when the folder is complete (every file present with its size), else None."""
         marker = self.folder.read_json(BEST_MARKER)
         if marker is None:
             return None
-        weights = self.weights_of(marker)
-        if weights is None:
-            return None
-        files = weights.files()
+        files = self.folder.files()
         if any(files.get(name) != size for name, size in marker.get("files", {}).items()):
             return None
         return marker
 
-    def weights(self) -> StoredFolder | None:
-        """The folder of the complete best weights (None when there are none)."""
-        marker = self.marker()
-        return self.weights_of(marker) if marker is not None else None
-
-    def weights_of(self, marker: dict[str, Any]) -> StoredFolder | None:
-        """The folder ``marker`` names: its ``version`` subfolder, the best folder itself for the first layout."""
-        version = marker.get("version")
-        if version is None:
-            return self.folder
-        if not isinstance(version, str) or not version or "/" in version or version.startswith("."):
-            return None
-        return self.folder.child(version)
-
     def keep(self, source: StoredFolder, step: int, value: float) -> None:
         """Make the folder hold the weights of ``source``: hard links when both are local, a server-side copy when
-        both are on the same remote storage, an upload otherwise; into a new version folder, then the marker, then
-        the older versions removed (until the marker is replaced, the previous best weights stay the best)."""
-        version = f"v{step:07d}-{uuid.uuid4().hex[:8]}"
-        target = self.folder.child(version)
-        target.fs.create_dir(target.path, recursive=True)
+        both are on the same remote storage, an upload otherwise; the marker goes last."""
+        self.folder.fs.create_dir(self.folder.path, recursive=True)
+        marker = posixpath.join(self.folder.path, BEST_MARKER)
+        if self.folder.fs.get_file_info(marker).type == pyarrow.fs.FileType.File:
+            self.folder.fs.delete_file(marker)
+        self.folder.fs.delete_dir_contents(self.folder.path, missing_dir_ok=True)
         files = source.files()
         for name in files:
-            _copy_one(source, target, name)
-        self._write_marker({"step": step, "value": value, "files": files, "version": version})
-        self._remove_all_but(version)
-
-    def _write_marker(self, marker: dict[str, Any]) -> None:
-        """Replace ``best.json`` in one step: a rename of a complete temporary file on a local disk (a crash never
-        leaves it half-written), a single PUT elsewhere (S3 replaces an object atomically)."""
-        if not self.folder.is_local:
-            self.folder.write_json(BEST_MARKER, marker)
-            return
-        partial = f".{BEST_MARKER}.{uuid.uuid4().hex[:8]}"
-        self.folder.write_json(partial, marker)
-        os.replace(posixpath.join(self.folder.path, partial), posixpath.join(self.folder.path, BEST_MARKER))
-
-    def _remove_all_but(self, version: str) -> None:
-        """Remove everything but ``best.json`` and ``version``: older versions, files of the first layout, what a
-        failed keep left; what cannot be removed now (a storage blip) goes at the next keep."""
-        selector = pyarrow.fs.FileSelector(self.folder.path, allow_not_found=True)
-        try:
-            for info in self.folder.fs.get_file_info(selector):
-                if info.base_name in (BEST_MARKER, version):
-                    continue
-                if info.type == pyarrow.fs.FileType.Directory:
-                    self.folder.fs.delete_dir(info.path)
-                else:
-                    self.folder.fs.delete_file(info.path)
-        except OSError as exc:
-            logger.warning("could not remove the previous best weights in %s (removed at the next keep): %s",
-                           self.folder.path, exc)
+            _copy_one(source, self.folder, name)
+        self.folder.write_json(BEST_MARKER, {"step": step, "value": value, "files": files})
 
     def fetch(self, scratch: Path) -> Path | None:
         """A local folder with the best weights (None when the folder is incomplete or absent)."""
-        weights = self.weights()
-        return weights.fetch(scratch) if weights is not None else None
+        if self.marker() is None:
+            return None
+        return self.folder.fetch(scratch)
 
     def remove(self) -> None:
         self.folder.remove()
@@ -314,9 +264,8 @@ def pick_best(checkpoint: StoredFolder | None, best: BestFolder | None, mode: st
     if checkpoint is not None and marker and marker.get("weights_are_best") and _finite(marker.get("best_value")):
         found.append(BestSource(checkpoint.child(MODEL_DIR), int(marker["step"]), float(marker["best_value"]), True))
     kept = best.marker() if best is not None else None
-    weights = best.weights_of(kept) if best is not None and kept else None
-    if weights is not None and kept and _finite(kept.get("value")):
-        found.append(BestSource(weights, int(kept["step"]), float(kept["value"]), False))
+    if best is not None and kept and _finite(kept.get("value")):
+        found.append(BestSource(best.folder, int(kept["step"]), float(kept["value"]), False))
     if not found:
         return None
     choice = found[0]

@@ -381,20 +381,17 @@ class TrainingLoop:
         if self.state.drains:  # in the report, not the history
             metrics = {**metrics, DRAINS_KEY: float(self.state.drains)}
         if not self._checkpoint_due():
-            if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer),
-                # before the report, so that nothing (Tune, Optuna, MLflow) holds a value whose weights may be lost
+            self.report_fn(metrics, None)
+            if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer)
                 staged = self._workdir / "best-weights"
                 self.task.save(staged)
                 self.best.keep(StoredFolder.local(staged), self.state.step, value)
                 shutil.rmtree(staged, ignore_errors=True)
-            self.report_fn(metrics, None)
             return
         checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}")
         persisted = self.report_fn(metrics, checkpoint)
         self._persisted_step = self.state.step
-        # a link to (or server-side copy of) the checkpoint's weights, after they were persisted: until then (or when
-        # the keep fails) the reported checkpoint itself holds them, its marker saying they are the best (pick_best)
-        if improved:
+        if improved:  # a link to (or server-side copy of) the checkpoint's weights, after they were persisted
             source = persisted or StoredFolder.local(checkpoint)
             self.best.keep(source.child(MODEL_DIR), self.state.step, value)
         shutil.rmtree(checkpoint, ignore_errors=True)

@@ -14,15 +14,7 @@ from typing import Any
 
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.evaluation.protocols import Embedder
-from sentsweep.trainables.checkpoints import (
-    BEST_DIR,
-    BEST_MARKER,
-    MODEL_DIR,
-    STATE_FILE,
-    BestFolder,
-    StoredFolder,
-    checkpoint_weights,
-)
+from sentsweep.trainables.checkpoints import BEST_DIR, MODEL_DIR, STATE_FILE, checkpoint_weights
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.method import Method, TuneFunction
 from sentsweep.trainables.multiview import MULTIVIEW
@@ -92,10 +84,6 @@ def saved_model_dir(path: str | Path) -> Path | None:
     if checkpoints:
         return checkpoint_weights(checkpoints[-1])
     for candidate in (folder, folder / BEST_DIR, folder / MODEL_DIR):
-        if (candidate / BEST_MARKER).is_file():  # a trial's best folder: the version its marker names
-            kept = BestFolder(StoredFolder.local(candidate)).weights()
-            if kept is not None:
-                return Path(kept.path)
         if any((candidate / name).is_file() for name in _MODEL_FILES):
             return candidate
     raise DataError(f"no saved model here, in {BEST_DIR}/ or {MODEL_DIR}/ (nor a checkpoint)", file=folder)

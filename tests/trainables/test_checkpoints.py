@@ -78,14 +78,12 @@ def test_the_best_weights_are_kept_once_as_links_to_the_persisted_checkpoint(tmp
     result = TrainingLoop(RegressionTask(), _config(), report=report, best=best, work_dir=tmp_path / "work").run()
     assert result.state.best_step == 8
     assert best.marker()["step"] == 8
-    weights = Path(best.weights().path)
-    assert weights.parent == trial / "best"  # the version best.json names
-    kept, source = weights / "w.safetensors", persisted[8] / MODEL_DIR / "w.safetensors"
+    kept, source = trial / "best" / "w.safetensors", persisted[8] / MODEL_DIR / "w.safetensors"
     assert kept.stat().st_ino == source.stat().st_ino  # a hard link: no second copy of the bytes
     # checkpoints written after the best one point at it instead of carrying a copy
     assert not (persisted[12] / "best").exists()
-    assert checkpoint_weights(persisted[12]) == weights
-    assert checkpoint_weights(persisted[8]) in (weights, persisted[8] / MODEL_DIR)
+    assert checkpoint_weights(persisted[12]) == trial / "best"
+    assert checkpoint_weights(persisted[8]) in (trial / "best", persisted[8] / MODEL_DIR)
 
 
 def test_checkpoint_cadence_and_best_weights_between_checkpoints(tmp_path: Path) -> None:
@@ -105,8 +103,7 @@ def test_checkpoint_cadence_and_best_weights_between_checkpoints(tmp_path: Path)
     assert sorted(persisted) == [8, 12]
     # the best (step 8 here) is recoverable: the best folder holds it, the last checkpoint points there
     assert best.marker()["step"] == result.state.best_step == 8
-    kept = Path(best.weights().path) / "w.safetensors"
-    assert torch.equal(load_file(str(kept))["1.weight"], task.model[1].weight.detach())
+    assert torch.equal(load_file(str(trial / "best" / "w.safetensors"))["1.weight"], task.model[1].weight.detach())
 
 
 def test_an_improvement_without_a_checkpoint_goes_to_the_best_folder_alone(tmp_path: Path) -> None:
@@ -116,9 +113,7 @@ def test_an_improvement_without_a_checkpoint_goes_to_the_best_folder_alone(tmp_p
     TrainingLoop(task, _config(checkpoint_every=6), report=lambda m, c: None, best=best,
                  work_dir=tmp_path / "w").run()
     assert best.marker()["step"] == 4
-    version = best.marker()["version"]  # one version of the weights; the earlier ones are gone
-    assert sorted(p.name for p in (tmp_path / "best").iterdir()) == [BEST_MARKER, version]
-    assert [p.name for p in (tmp_path / "best" / version).iterdir()] == ["w.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "best").iterdir()) == [BEST_MARKER, "w.safetensors"]
 
 
 @pytest.mark.parametrize("damage", ["truncate_state", "truncate_weights", "no_marker"])
@@ -171,7 +166,7 @@ def test_pick_best_prefers_the_better_of_checkpoint_and_best_folder(tmp_path: Pa
     best.keep(folder.child(MODEL_DIR), 6, 5.0)
     assert pick_best(folder, best, "max").step == 6
     assert pick_best(folder, best, "min").step == 4
-    (Path(best.weights().path) / "w").write_bytes(b"")  # truncated: the folder no longer counts
+    (tmp_path / "trial" / "best" / "w").write_bytes(b"")  # truncated: the folder no longer counts
     assert pick_best(folder, best, "max").step == 4
 
 
@@ -209,7 +204,7 @@ def test_the_best_folder_on_remote_storage_is_a_server_side_copy(tmp_path: Path)
         out.write(b"weights")
     best = BestFolder(StoredFolder(storage, "bucket/sweep/trial/best"))
     best.keep(model, 6, 81.5)
-    assert best.marker()["step"] == 6 and best.weights().files()["w.safetensors"] == 7
+    assert best.marker()["step"] == 6 and best.folder.files()["w.safetensors"] == 7
     local = best.fetch(tmp_path / "fetched")
     assert (local / "w.safetensors").read_bytes() == b"weights"
     storage.delete_dir(model.parent().path)  # Tune removes the checkpoint: the best weights stay
