@@ -34,7 +34,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.errors import ConfigError
 from sentsweep.platform.budget import BudgetCallback
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirmation_stats import (
@@ -102,17 +101,7 @@ def read_state(location: SweepLocation) -> dict[str, Any] | None:
     """The stage's saved state (None before the stage began: the file is missing). A storage that does not answer
     is a :class:`~sentsweep.errors.StorageError` (never "not begun", which would fit the search again), an
     unreadable file a :class:`ConfigError` naming it."""
-    raw = location.read_optional(STATE_FILE)
-    if raw is None:
-        return None
-    try:
-        state = json.loads(raw)
-    except ValueError as exc:
-        raise ConfigError(f"unreadable confirmation state ({exc}); it holds the stage's candidates and seeds",
-                          file=location.file_uri(STATE_FILE)) from None
-    if not isinstance(state, dict):
-        raise ConfigError("unreadable confirmation state (not a JSON object)", file=location.file_uri(STATE_FILE))
-    return state
+    return location.read_json_object(STATE_FILE, "the confirmation stage's candidates and seeds")
 
 
 def write_state(location: SweepLocation, state: dict[str, Any]) -> None:

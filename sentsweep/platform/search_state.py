@@ -20,7 +20,6 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirmation import read_state
 from sentsweep.platform.storage import SweepLocation
@@ -46,17 +45,7 @@ def mark_search_over(location: SweepLocation, config: SweepConfig) -> None:
 
 def read_mark(location: SweepLocation) -> dict[str, Any] | None:
     """The sweep folder's mark (None when the search has not ended); an unreadable one is a :class:`ConfigError`."""
-    raw = location.read_optional(SEARCH_FILE)
-    if raw is None:
-        return None
-    try:
-        mark = json.loads(raw)
-    except ValueError as exc:
-        raise ConfigError(f"unreadable search state ({exc}); it says whether the search is over",
-                          file=location.file_uri(SEARCH_FILE)) from None
-    if not isinstance(mark, dict):
-        raise ConfigError("unreadable search state (not a JSON object)", file=location.file_uri(SEARCH_FILE))
-    return mark
+    return location.read_json_object(SEARCH_FILE, "whether the search is over")
 
 
 def search_over(location: SweepLocation, config: SweepConfig) -> bool:

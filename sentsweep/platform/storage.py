@@ -17,6 +17,7 @@ never "absent" (which would start a count, a search or a sweep afresh over the o
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 import time
@@ -135,6 +136,21 @@ class SweepLocation:
         """``filename``'s bytes, None when it does not exist; a storage that fails is tried again, then a
         :class:`StorageError` (:func:`read_or_none`)."""
         return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
+
+    def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
+        """``filename`` as a JSON object, None when it does not exist (:meth:`read_optional`); one that does not parse
+        is a :class:`ConfigError` naming the file and ``what`` it holds."""
+        raw = self.read_optional(filename)
+        if raw is None:
+            return None
+        try:
+            found = json.loads(raw)
+        except ValueError as exc:
+            raise ConfigError(f"unreadable {filename} ({exc}); it holds {what}", file=self.file_uri(filename)) from None
+        if not isinstance(found, dict):
+            raise ConfigError(f"unreadable {filename} (not a JSON object); it holds {what}",
+                              file=self.file_uri(filename))
+        return found
 
     def list(self, suffix: str = "") -> list[str]:
         fs, path = self.resolve()

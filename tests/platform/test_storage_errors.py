@@ -65,7 +65,7 @@ def test_a_storage_blip_reading_the_confirmation_state_is_not_a_stage_not_begun(
 
 def test_a_cut_short_confirmation_state_is_one_line_naming_it(tmp_path: Path) -> None:
     (tmp_path / STATE_FILE).write_text('{"status": "runn')
-    with pytest.raises(ConfigError, match=rf"^{tmp_path}/confirmation.json: unreadable confirmation state"):
+    with pytest.raises(ConfigError, match=rf"^{tmp_path}/confirmation.json: unreadable confirmation.json"):
         read_state(locate(str(tmp_path)))
 
 
