@@ -242,19 +242,26 @@ class SweepRun:
 
         The copy is made under a ``.part`` name and renamed once complete, so that a staged folder is never
         half-written; one that a failed copy left, or whose entry never reached a journal (a kill), is removed
-        at the next replay of the sweep's journals (:func:`remove_orphan_staged`)."""
+        at the next replay of the sweep's journals (:func:`remove_orphan_staged`). ``move``: one rename on the same
+        file system; across file systems a copy, the source removed only once the copy is complete (a move that
+        fails midway never leaves both halves incomplete)."""
         staged = self._journal_folder() / STAGED / f"{artifact_path.replace('/', '_')}-{now_ms()}"
         part = staged.with_name(staged.name + PART_SUFFIX)
         staged.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            if move:
-                shutil.move(str(local_dir), part)
-            else:
+        renamed = False
+        if move:
+            with contextlib.suppress(OSError):  # another file system (EXDEV): copied below
+                Path(local_dir).rename(part)
+                renamed = True
+        if not renamed:
+            try:
                 shutil.copytree(local_dir, part)
-        except BaseException:
-            shutil.rmtree(part, ignore_errors=True)  # a move that failed left its source in place
-            raise
+            except BaseException:
+                shutil.rmtree(part, ignore_errors=True)  # the source is untouched
+                raise
         part.rename(staged)
+        if move and not renamed:
+            shutil.rmtree(local_dir, ignore_errors=True)
         return {"op": "artifacts", "dir": str(staged), "path": artifact_path, "remove": True}
 
     def _journal_folder(self) -> Path:

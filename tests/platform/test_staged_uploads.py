@@ -84,3 +84,32 @@ def test_a_resume_or_sync_removes_the_staged_folders_a_killed_finalize_left(tmp_
     assert not orphan.exists() and not cut.exists()
     state = json.loads((folder / (PARENT_JOURNAL + ".state")).read_text())
     assert state["delivered"] == 1
+
+
+def test_a_move_is_one_rename_on_the_same_file_system(tmp_path: Path, tracking_uri: str) -> None:
+    journals = tmp_path / "sweep" / DRIVER_JOURNALS
+    source = _folder(tmp_path / "best_model")
+    entry = _sweep_run(tracking_uri, journals).staged(source, "best_model", move=True)
+    assert not source.exists() and (Path(entry["dir"]) / "a.bin").stat().st_size == 1000
+
+
+def test_a_move_across_file_systems_that_fails_keeps_its_source_whole(tmp_path: Path, tracking_uri: str) -> None:
+    """Across file systems a move is a copy; one that fails midway leaves the source as it was and no copy (a
+    move that deleted the source as it went would leave both halves incomplete)."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("no second file system (/dev/shm) beside the temporary folder")
+    journals = tmp_path / "sweep" / DRIVER_JOURNALS
+    sweep = _sweep_run(tracking_uri, journals)
+    source = shm / f"sentsweep-test-{time.time_ns()}"
+    try:
+        _folder(source)
+        (source / "z.png").symlink_to(tmp_path / "missing.png")  # copied after a.bin, and failing
+        with pytest.raises(shutil.Error):
+            sweep.staged(source, "best_model", move=True)
+        assert (source / "a.bin").stat().st_size == 1000 and list((journals / STAGED).iterdir()) == []
+        (source / "z.png").unlink()
+        entry = sweep.staged(source, "best_model", move=True)
+        assert not source.exists() and (Path(entry["dir"]) / "a.bin").stat().st_size == 1000
+    finally:
+        shutil.rmtree(source, ignore_errors=True)
