@@ -19,8 +19,10 @@ and leaves the parent run, its trials' runs and the budget count to the new hold
 
 A holder that cannot renew its lease while the tracking server answers fences itself: once the lease has not been
 renewed for :data:`FENCE_FACTOR` intervals (2 of the 3 after which another driver may take it over) and the
-server's ``/health`` answers (:func:`server_answers`: the server is up, but refuses this driver's writes, e.g. its
-credentials were rotated, or its requests hang), a watchdog thread gives the lease up the same way, so that two
+server's ``/health`` answers (:func:`server_answers`: the server is up) and a renewal the watchdog tries itself fails
+or hangs for :data:`RENEW_DEADLINE_S` (the server refuses this driver's writes, e.g. its credentials were rotated, or
+its requests hang; the heartbeat's own request may only be waiting in MLflow's retry backoff after a restart of the
+server), a watchdog thread gives the lease up the same way, so that two
 drivers do not run the sweep at once; its parent is left ``RUNNING`` for a resume. A tracking *outage* does not
 stop the sweep, however long: while the server answers nobody, nobody can take the lease over either, and the
 tracking journals keep what the trials log (the promise of :mod:`sentsweep.tracking.journal`). What this cannot
@@ -41,9 +43,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sentsweep.errors import SentsweepError
 from sentsweep.platform.sweep_identity import sweep_owner
+from sentsweep.tracking.replay import Reachability  # loaded with the lease, not in the watchdog's first probe
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -59,6 +63,8 @@ EXPIRY_FACTOR = 3.0
 FENCE_FACTOR = 2.0
 #: Seconds between the holder's probes of a tracking server that answered nobody (:class:`SweepLease`'s watchdog).
 OUTAGE_PROBE_S = 5.0
+#: Seconds the watchdog waits at most for its own renewal, tried once the server answers, before it fences.
+RENEW_DEADLINE_S = 10.0
 
 
 class LeaseHeldError(SentsweepError):
@@ -112,10 +118,6 @@ class LeaseRecord:
 def server_answers(client: MlflowClient) -> bool:
     """Whether the tracking server of ``client`` answers HTTP (its ``/health``, any status); True for a tracking URI
     that is not HTTP (nothing to probe: the unrenewed time decides alone)."""
-    from urllib.parse import urlsplit
-
-    from sentsweep.tracking.replay import Reachability
-
     uri = str(client.tracking_uri)
     return urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
 
@@ -196,15 +198,42 @@ class SweepLease:
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                held = self.current()
-                if held is None or held.token != self.token:  # taken over (or released) by another driver
-                    self._give_up(held)
-                    return
-                if self._stop.is_set():  # fenced while reading: the lease may be another driver's soon
-                    return
-                self._write()
+                self._renew()
             except Exception:  # noqa: BLE001 - a short tracking outage must not end the sweep: the watchdog fences
                 continue
+
+    def _renew(self) -> None:
+        """Read the lease and, while it is still this holder's, write a new heartbeat (give it up otherwise)."""
+        held = self.current()
+        if held is None or held.token != self.token:  # taken over (or released) by another driver
+            self._give_up(held)
+            return
+        if self._stop.is_set():  # fenced while reading: the lease may be another driver's soon
+            return
+        self._write()
+
+    def _renews_now(self) -> bool:
+        """Whether one renewal, tried now, ends within :data:`RENEW_DEADLINE_S` (or finds the lease taken over).
+
+        The heartbeat's own request may still sit in MLflow's retry backoff (7 retries, backoff 2 by default: its
+        next try can be a minute away) when the server is back from an outage; a fresh request goes out at once, so
+        only a server that refuses or hangs this driver's writes fails it."""
+        finished = threading.Event()
+        renewed: list[bool] = []
+
+        def attempt() -> None:
+            try:
+                self._renew()
+                renewed.append(True)
+            except Exception:  # noqa: BLE001 - refused: the fence decides
+                log.debug("lease renewal refused", exc_info=True)
+            finally:
+                finished.set()
+
+        threading.Thread(target=attempt, name="sentsweep-lease-renew", daemon=True).start()
+        # at most half the time left before the lease can expire: the fence must come first
+        finished.wait(min(RENEW_DEADLINE_S, (EXPIRY_FACTOR - FENCE_FACTOR) * self.interval_s / 2))
+        return bool(renewed)
 
     def _watch(self) -> None:
         """Fence: give the lease up once it went :data:`FENCE_FACTOR` intervals unrenewed (also while a heartbeat's
@@ -218,6 +247,9 @@ class SweepLease:
             if not server_answers(self.client):  # an outage: nobody can take the lease over while it lasts
                 self._stop.wait(min(self.interval_s, OUTAGE_PROBE_S))
                 continue
+            if self._renews_now() or self.lost is not None:  # back from an outage (or found taken over)
+                continue
+            unrenewed = time.monotonic() - self._renewed
             self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s while "
                        "the tracking server answers (refused credentials? a hung request?); another driver may "
                        f"take it over after {EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")

@@ -145,6 +145,41 @@ def test_a_tracking_outage_does_not_stop_the_holder(parent, monkeypatch) -> None
     assert LEASE_TAG not in client.get_run(run_id).data.tags
 
 
+def test_a_tracking_server_restart_while_the_heartbeat_waits_in_mlflows_backoff_does_not_fence(
+        tmp_path, mlflow_template, monkeypatch) -> None:
+    """A real ``mlflow server`` stops and starts again while the heartbeat's request sits in MLflow's retry backoff
+    (the client's usual retries, not the tests' none): once the server answers, the lease has gone unrenewed for more
+    than FENCE_FACTOR intervals, but the server does not refuse this holder; the watchdog's own renewal goes through
+    and the holder keeps the sweep (CI, stop 27: a sweep stopped at a tracking server's restart)."""
+    from tests.tracking.restartable_mlflow import Server
+
+    for key, value in {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "7", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "2",
+                       "MLFLOW_HTTP_REQUEST_TIMEOUT": "5", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+        monkeypatch.setenv(key, value)
+    server = Server(tmp_path, mlflow_template)
+    server.start()
+    try:
+        client = MlflowClient(tracking_uri=server.uri)
+        run_id = client.create_run(client.create_experiment("lease")).info.run_id
+        interval = 2.0
+        lease = SweepLease(client, run_id, interval_s=interval, settle_s=0.0, sweep_name="toy-1a2b")
+        lease.acquire()
+        server.stop()
+        time.sleep(2 * interval)  # a heartbeat fails and waits in the backoff (4 s, then 8 s)
+        server.start()
+        back = time.time()
+        deadline = time.monotonic() + 3 * interval
+        while time.monotonic() < deadline and lease.lost is None:
+            time.sleep(0.1)
+        assert lease.lost is None, lease.lost
+        assert LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).heartbeat >= back - 0.5, \
+            "the lease was not renewed once the server was back"
+        lease.release()
+        assert LEASE_TAG not in client.get_run(run_id).data.tags
+    finally:
+        server.stop()
+
+
 def test_a_holder_back_from_an_outage_never_overwrites_the_new_holder_and_stops(parent) -> None:
     """Driver A loses MLflow for longer than the expiry; B takes the sweep over; A's next heartbeat finds B's
     token: it writes nothing, stops beating and tells its sweep to stop."""
