@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sentsweep.platform.search import is_final
-from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder, pick_best
+from sentsweep.trainables.checkpoints import BEST_DIR, NEXT_SUFFIX, BestFolder, StoredFolder, pick_best
 from sentsweep.trainables.tune_checkpoints import WORK_DIR
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
             if trial.path.rstrip("/") in known:
                 continue
             for sub in trial.subfolders():  # a trial folder Tune lost: its staging and its weights
-                if sub in (WORK_DIR, BEST_DIR) or sub.startswith(CHECKPOINT_PREFIX):
+                if sub in (WORK_DIR, BEST_DIR, BEST_DIR + NEXT_SUFFIX) or sub.startswith(CHECKPOINT_PREFIX):
                     report.removed_bytes += _remove(trial.child(sub))
     if keep_trials is None:
         for result in results:
@@ -113,12 +113,13 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
         trial_id = result_trial_id(result)
         best = BestFolder(trial.child(BEST_DIR))
         if id(result) in kept:
+            best.settle()  # a replacement cut short: <trial>/best must hold the weights the user loads
             source = pick_best(checkpoint_folder(result), best, mode)
             if source is not None and source.in_checkpoint and (best.marker() or {}).get("step") != source.step:
                 best.keep(source.folder, source.step, source.value)
             report.kept.append(trial_id)
         else:
-            report.removed_bytes += _remove(best.folder)
+            report.removed_bytes += best.remove()
             report.pruned.append(trial_id)
         for name in trial.subfolders():
             if name.startswith(CHECKPOINT_PREFIX) or name == WORK_DIR:

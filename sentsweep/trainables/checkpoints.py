@@ -17,6 +17,11 @@ trial's storage, ``<work>/best/`` standalone)::
                       wrote no checkpoint (``checkpoint_every`` > 1)
     best.json         written last (removed first when the folder is replaced): step, value, file sizes
 
+A new best is written whole into ``best.next/`` beside it first (its ``best.json`` last), and ``best/`` is then
+replaced from there (hard links locally, server-side copies on S3) and ``best.next/`` removed, so a failed upload or
+a lost node in the middle never leaves the trial without complete best weights; a replacement cut short is finished
+at the trial's next restore (:meth:`BestFolder.settle`), and readers take a complete ``best.next/`` meanwhile.
+
 Which folder holds a trial's best weights (:func:`pick_best`): the checkpoint's ``model/`` when its marker says the
 weights are the best, else the best folder when its marker is intact; when both are intact, the better value.
 """
@@ -44,6 +49,8 @@ from sentsweep.errors import SentsweepError
 STATE_FILE = "state.pt"
 MODEL_DIR = "model"
 BEST_DIR = "best"
+#: ``best.next/``: where a new best is written whole before ``best/`` is replaced from it.
+NEXT_SUFFIX = ".next"
 CHECKPOINT_MARKER = "checkpoint.json"
 BEST_MARKER = "best.json"
 #: Version of the layout above (checkpoint.json's ``format``).
@@ -177,42 +184,84 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 # -- the best weights ----------------------------------------------------------------------------------------------
 class BestFolder:
-    """The one copy of a trial's best weights (see the module docstring)."""
+    """The one copy of a trial's best weights (see the module docstring), replaced through ``best.next/``."""
 
     def __init__(self, folder: StoredFolder) -> None:
         self.folder = folder
+        #: Where a replacement is written whole before ``folder`` is replaced from it (``best.next/``).
+        self.spare = folder.parent().child(f"{folder.name}{NEXT_SUFFIX}")
+
+    def intact(self) -> tuple[StoredFolder, dict[str, Any]] | None:
+        """The folder holding complete best weights and its marker: ``best.next/`` when a replacement was cut short
+        after it was complete (the newer weights: a replacement only ever installs better ones), else ``best/``
+        when complete; None when neither is."""
+        for folder in (self.spare, self.folder):
+            marker = _complete_marker(folder)
+            if marker is not None:
+                return folder, marker
+        return None
 
     def marker(self) -> dict[str, Any] | None:
-        """``best.json`` when the folder is complete (every file present with its size), else None."""
-        marker = self.folder.read_json(BEST_MARKER)
-        if marker is None:
-            return None
-        files = self.folder.files()
-        if any(files.get(name) != size for name, size in marker.get("files", {}).items()):
-            return None
-        return marker
+        """``best.json`` of the complete best weights (:meth:`intact`), else None."""
+        found = self.intact()
+        return found[1] if found is not None else None
 
     def keep(self, source: StoredFolder, step: int, value: float) -> None:
         """Make the folder hold the weights of ``source``: hard links when both are local, a server-side copy when
-        both are on the same remote storage, an upload otherwise; the marker goes last."""
-        self.folder.fs.create_dir(self.folder.path, recursive=True)
-        marker = posixpath.join(self.folder.path, BEST_MARKER)
-        if self.folder.fs.get_file_info(marker).type == pyarrow.fs.FileType.File:
-            self.folder.fs.delete_file(marker)
-        self.folder.fs.delete_dir_contents(self.folder.path, missing_dir_ok=True)
+        both are on the same remote storage, an upload otherwise. They are written whole into ``best.next/`` first
+        (marker last), then ``best/`` is replaced from there (:meth:`settle`): at every moment one of the two holds
+        complete weights, so a failed upload or a lost node never loses the best weights already kept."""
+        self.settle()  # a replacement cut short before: finished first (its best.next/ may be the only copy)
         files = source.files()
-        for name in files:
-            _copy_one(source, self.folder, name)
-        self.folder.write_json(BEST_MARKER, {"step": step, "value": value, "files": files})
+        _fill(self.spare, source, files, {"step": step, "value": value, "files": files})
+        self.settle()
+
+    def settle(self) -> None:
+        """Finish a replacement cut short: a complete ``best.next/`` replaces ``best/`` (marker removed first,
+        written last) and is removed; an incomplete one is removed (``best/`` still holds the weights kept before).
+        """
+        marker = _complete_marker(self.spare)
+        if marker is not None:
+            self.folder.fs.create_dir(self.folder.path, recursive=True)
+            old = posixpath.join(self.folder.path, BEST_MARKER)
+            if self.folder.fs.get_file_info(old).type == pyarrow.fs.FileType.File:
+                self.folder.fs.delete_file(old)
+            self.folder.fs.delete_dir_contents(self.folder.path, missing_dir_ok=True)
+            _fill(self.folder, self.spare, marker.get("files", {}), marker)
+        self.spare.remove()
 
     def fetch(self, scratch: Path) -> Path | None:
-        """A local folder with the best weights (None when the folder is incomplete or absent)."""
-        if self.marker() is None:
-            return None
-        return self.folder.fetch(scratch)
+        """A local folder with the best weights (None when neither folder is complete)."""
+        found = self.intact()
+        return found[0].fetch(scratch) if found is not None else None
 
-    def remove(self) -> None:
-        self.folder.remove()
+    def remove(self) -> int:
+        """Remove the best weights (and a replacement's spare); the bytes removed."""
+        size = 0
+        for folder in (self.folder, self.spare):
+            size += sum(folder.files().values())
+            folder.remove()
+        return size
+
+
+def _complete_marker(folder: StoredFolder) -> dict[str, Any] | None:
+    """``best.json`` of ``folder`` when every file it names is there with its size, else None."""
+    marker = folder.read_json(BEST_MARKER)
+    if marker is None:
+        return None
+    files = folder.files()
+    if any(files.get(name) != size for name, size in marker.get("files", {}).items()):
+        return None
+    return marker
+
+
+def _fill(dest: StoredFolder, source: StoredFolder, files: dict[str, int], marker: dict[str, Any]) -> None:
+    """Copy ``files`` of ``source`` into ``dest`` (:func:`_copy_one`), then its ``best.json`` (last)."""
+    dest.fs.create_dir(dest.path, recursive=True)
+    for name in files:
+        if name != BEST_MARKER:
+            _copy_one(source, dest, name)
+    dest.write_json(BEST_MARKER, marker)
 
 
 def _same_storage(a: StoredFolder, b: StoredFolder) -> bool:
@@ -263,9 +312,9 @@ def pick_best(checkpoint: StoredFolder | None, best: BestFolder | None, mode: st
         marker = checkpoint.read_json(CHECKPOINT_MARKER)
     if checkpoint is not None and marker and marker.get("weights_are_best") and _finite(marker.get("best_value")):
         found.append(BestSource(checkpoint.child(MODEL_DIR), int(marker["step"]), float(marker["best_value"]), True))
-    kept = best.marker() if best is not None else None
-    if best is not None and kept and _finite(kept.get("value")):
-        found.append(BestSource(best.folder, int(kept["step"]), float(kept["value"]), False))
+    kept = best.intact() if best is not None else None
+    if kept is not None and _finite(kept[1].get("value")):
+        found.append(BestSource(kept[0], int(kept[1]["step"]), float(kept[1]["value"]), False))
     if not found:
         return None
     choice = found[0]

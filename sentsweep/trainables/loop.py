@@ -330,6 +330,7 @@ class TrainingLoop:
         )
         if self.state.best_step is None:
             return
+        self.best.settle()  # a replacement of the best weights cut short by the failure: finished now
         source = pick_best(stored, self.best, self.config.mode, checkpoint_marker=marker)
         if source is None:
             self._warn(f"the best weights of step {self.state.best_step} are gone (no intact {BEST_DIR}/ folder); "
@@ -381,12 +382,12 @@ class TrainingLoop:
         if self.state.drains:  # in the report, not the history
             metrics = {**metrics, DRAINS_KEY: float(self.state.drains)}
         if not self._checkpoint_due():
-            self.report_fn(metrics, None)
-            if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer)
-                staged = self._workdir / "best-weights"
+            if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer),
+                staged = self._workdir / "best-weights"  # before the report: no score is heard without its weights
                 self.task.save(staged)
                 self.best.keep(StoredFolder.local(staged), self.state.step, value)
                 shutil.rmtree(staged, ignore_errors=True)
+            self.report_fn(metrics, None)
             return
         checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}")
         persisted = self.report_fn(metrics, checkpoint)

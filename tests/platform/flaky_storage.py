@@ -75,6 +75,7 @@ class FlakyHandler(pyarrow.fs.FileSystemHandler):
         self.inner.move(src, dest)
 
     def copy_file(self, src: str, dest: str) -> None:
+        self._blip("copy_file", dest)
         self.inner.copy_file(src, dest)
 
     def open_input_stream(self, path: str) -> pyarrow.NativeFile:
