@@ -155,9 +155,8 @@ def prune_owed(location: SweepLocation, echo: Callable[[str], None] = print) -> 
     back from Tune's saved experiment state), then forgotten; whether one was owed."""
     from ray.tune import ExperimentAnalysis, ResultGrid
 
-    try:
-        owed = json.loads(location.read_bytes(PRUNE_OWED))
-    except (FileNotFoundError, OSError):
+    owed = location.read_json_object(PRUNE_OWED, "the pruning the sweep's finalize owes")
+    if owed is None:  # absent: nothing owed (a storage that fails is a StorageError, never "nothing owed")
         return False
     for stage in owed["stages"]:
         path = location.uri if location.filesystem is None else location.fs_path
