@@ -5,7 +5,12 @@ The CLI prints these without a traceback; anything else is a bug and keeps its t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class SentsweepError(Exception):
@@ -51,3 +56,27 @@ class StorageError(SentsweepError):
         self.message = message
         self.file = str(file)
         super().__init__(f"{self.file}: {message}")
+
+
+def validation_message(exc: ValidationError) -> tuple[str, str | None]:
+    """A pydantic error in one line, and the dotted field it names (None for the whole object): the first problem,
+    the count of the others; a check that raised a :class:`ConfigError` keeps its own message and field."""
+    errors = exc.errors()
+    if not errors:
+        return str(exc), None
+    first = errors[0]
+    more = len(errors) - 1
+    extra = f" ({more} more error{'s' * (more > 1)})" if more else ""
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, ConfigError):
+        return cause.message + extra, cause.field
+    message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+    return message + extra, ".".join(str(part) for part in first["loc"]) or None
+
+
+def config_error(exc: ValidationError, file: str | Path | None = None,
+                 field_of: Callable[[str | None], str | None] = lambda name: name) -> ConfigError:
+    """:func:`validation_message` as a :class:`ConfigError` naming ``file`` and the field (``field_of`` maps a
+    model's field to where the user wrote it)."""
+    message, field = validation_message(exc)
+    return ConfigError(message, field=field_of(field), file=file)

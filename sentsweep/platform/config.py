@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.sts import STSB_DEV
 
 if TYPE_CHECKING:
@@ -392,14 +392,7 @@ def parse_sweep_config(raw: Any, source: str | Path = "sweep config") -> SweepCo
     try:
         return SweepConfig.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = "unknown field"
-        more = len(exc.errors()) - 1
-        raise ConfigError(message + (f" ({more} more error{'s' * (more > 1)})" if more else ""),
-                          field=field, file=source) from None
+        raise config_error(exc, source) from None
 
 
 def load_sweep_config(path: str | Path) -> SweepConfig:

@@ -31,7 +31,7 @@ import pyarrow.fs
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sentsweep.data.cache import atomic_write
-from sentsweep.errors import ConfigError, StorageError
+from sentsweep.errors import ConfigError, StorageError, validation_message
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.sweep_identity import sweep_owner
 
@@ -63,15 +63,6 @@ def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTE
             log.warning("reading %s failed (%s); trying again", file, exc)
             time.sleep(backoff_s * 2 ** (attempt - 1))
     return None  # not reached: attempts >= 1
-
-
-def validation_summary(exc: ValidationError) -> str:
-    """A pydantic error on one line: the first problem and how many there are."""
-    errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": str(exc)}
-    where = ".".join(str(part) for part in first["loc"])
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where + ': ' if where else ''}{first['msg']}{more}"
 
 
 class SweepManifest(BaseModel):
@@ -172,7 +163,8 @@ class SweepLocation:
         try:
             return SweepManifest.model_validate_json(raw)
         except ValidationError as exc:
-            raise ConfigError(f"unreadable sweep manifest ({validation_summary(exc)})",
+            message, field = validation_message(exc)
+            raise ConfigError(f"unreadable sweep manifest ({field + ': ' if field else ''}{message})",
                               file=self.file_uri(MANIFEST)) from None
 
     def load_study(self) -> Any | None:

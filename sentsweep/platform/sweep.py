@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.errors import ConfigError, SentsweepError, StorageError
+from sentsweep.errors import ConfigError, SentsweepError, StorageError, config_error
 from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
 from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
@@ -124,9 +124,7 @@ def _settings_field(config: SweepConfig, name: str | None) -> str | None:
 
 def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> ConfigError:
     """A trial config's first validation error (pydantic) as one ConfigError naming its sweep-config field."""
-    err = exc.errors()[0]
-    name = ".".join(str(p) for p in err["loc"])
-    return ConfigError(err["msg"].removeprefix("Value error, "), field=_settings_field(config, name), file=source)
+    return config_error(exc, source, lambda name: _settings_field(config, name))
 
 
 def trial_param_space(config: SweepConfig, tracking: dict[str, Any] | None) -> dict[str, Any]:

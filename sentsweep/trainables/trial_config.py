@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import config_error
 from sentsweep.evaluation.senteval import SENTEVAL_OPTION_FIELDS, SentEvalOptions
 from sentsweep.evaluation.sts import SICKR_TRIAL, STSB_DEV, StsEvaluator
 from sentsweep.methods.encoders import EVAL_AMP
@@ -116,14 +116,8 @@ def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "tri
     """Validate ``raw`` into ``cls``; the first error names the field (and the file or source)."""
     try:
         return cls.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        cause = err.get("ctx", {}).get("error")
-        if isinstance(cause, ConfigError):  # a check that read something (a model's config) named its own field
-            raise ConfigError(f"{cause.message}{extra}", field=cause.field, file=source) from None
-        field = ".".join(str(p) for p in err["loc"]) or None
-        raise ConfigError(f"{err['msg']}{extra}", field=field, file=source) from None
+    except ValidationError as exc:  # a check that read something (a model's config) names its own field
+        raise config_error(exc, source) from None
 
 
 def public_params(config: TrialConfig) -> dict[str, Any]:

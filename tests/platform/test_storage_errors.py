@@ -75,7 +75,7 @@ def test_a_cut_short_manifest_is_one_line_naming_it(tmp_path: Path) -> None:
         locate(str(tmp_path)).read_manifest()
     assert "\n" not in str(raised.value)
     (tmp_path / MANIFEST).write_text('{"sweep_name": "demo"}')
-    with pytest.raises(ConfigError, match=r"unreadable sweep manifest \(config: Field required \(and 4 more\)\)"):
+    with pytest.raises(ConfigError, match=r"unreadable sweep manifest \(config: Field required \(4 more errors\)\)"):
         locate(str(tmp_path)).read_manifest()
 
 
