@@ -33,6 +33,7 @@ not HTTP (a database the driver writes directly) is fenced on the unrenewed time
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -40,7 +41,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -52,9 +53,15 @@ from sentsweep.tracking.replay import Reachability  # loaded with the lease, not
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
+    from sentsweep.platform.storage import SweepLocation
+
 log = logging.getLogger(__name__)
 
 LEASE_TAG = "sentsweep.lease"
+#: In the sweep folder: the tokens of leases whose holders ended while the tracking server answered nobody (their
+#: tag could not be removed), so that a resume or ``sentsweep sync`` need not wait for them to expire.
+RELEASED_FILE = "lease-released.json"
+RELEASED_KEPT = 10
 #: Seconds between heartbeats; a lease expires after :data:`EXPIRY_FACTOR` of them without one.
 HEARTBEAT_S = 30.0
 EXPIRY_FACTOR = 3.0
@@ -145,8 +152,11 @@ class SweepLease:
 
     def __init__(self, client: MlflowClient, run_id: str, *, interval_s: float | None = None,
                  settle_s: float = 1.0, sweep_name: str | None = None,
-                 on_lost: Callable[[str], None] | None = None) -> None:
+                 on_lost: Callable[[str], None] | None = None, location: SweepLocation | None = None) -> None:
         self.client = client
+        #: The sweep folder, where a holder that ends in a tracking outage notes its lease released
+        #: (:data:`RELEASED_FILE`); None: such a lease expires by its age.
+        self.location = location
         self.run_id = run_id
         self.interval_s = HEARTBEAT_S if interval_s is None else interval_s
         self.settle_s = settle_s
@@ -176,7 +186,7 @@ class SweepLease:
         self._renewed = taken
 
     def _refuse_if_held(self, record: LeaseRecord | None) -> None:
-        if record is None or record.token == self.token or record.expired():
+        if record is None or record.token == self.token or record.expired() or self._released(record):
             return
         age = time.time() - record.heartbeat
         left = EXPIRY_FACTOR * record.interval_s - age
@@ -273,17 +283,42 @@ class SweepLease:
             self.on_lost(why)
 
     def release(self) -> None:
-        """Stop the heartbeat and remove the lease if it is still ours (a lost lease is left to its holder)."""
+        """Stop the heartbeat and remove the lease if it is still ours (a lost lease is left to its holder). While the
+        tracking server answers nobody, the release is noted in the sweep folder instead (:data:`RELEASED_FILE`)."""
         self._stop.set()
         for thread in (self._thread, self._watchdog):
             if thread is not None:
                 thread.join(timeout=5)
         try:
-            held = self.current()
-            if held is not None and held.token == self.token:
-                self.client.delete_tag(self.run_id, LEASE_TAG)
-        except Exception:  # noqa: BLE001 - unreachable tracking: the lease expires by itself
-            pass
+            if server_answers(self.client):  # not MLflow's retries (minutes) at the end of a sweep in an outage
+                held = self.current()
+                if held is not None and held.token == self.token:
+                    self.client.delete_tag(self.run_id, LEASE_TAG)
+                return
+        except Exception:  # noqa: BLE001 - unreachable tracking: noted below, else the lease expires by itself
+            log.debug("the lease tag could not be removed", exc_info=True)
+        self._note_released()
+
+    def _note_released(self) -> None:
+        """Add this lease's token to the sweep folder's :data:`RELEASED_FILE` (the last :data:`RELEASED_KEPT`)."""
+        if self.location is None:
+            return
+        try:
+            tokens = [*self._released_tokens()[-(RELEASED_KEPT - 1):], self.token]
+            self.location.write_text(RELEASED_FILE, json.dumps({"tokens": tokens}))
+        except Exception as exc:  # noqa: BLE001 - the lease then expires by its age
+            log.warning("the release of sweep %s's lease could not be noted in its folder (%s): it expires in %.0fs",
+                        self.sweep_name, exc, EXPIRY_FACTOR * self.interval_s)
+
+    def _released_tokens(self) -> list[str]:
+        if self.location is None:
+            return []
+        notes = self.location.read_json_object(RELEASED_FILE, "the leases released in a tracking outage")
+        return [str(token) for token in (notes or {}).get("tokens", [])]
+
+    def _released(self, record: LeaseRecord) -> bool:
+        """Whether the holder of ``record`` ended in a tracking outage and noted its lease released."""
+        return record.token in self._released_tokens()
 
     def __enter__(self) -> SweepLease:
         self.acquire()
@@ -291,3 +326,29 @@ class SweepLease:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def lease_if_answering(client: MlflowClient, run_id: str, sweep_name: str,
+                       location: SweepLocation | None = None) -> Iterator[SweepLease | None]:
+    """The sweep's lease for a block that delivers its journals without running it (``sentsweep sync``): refused
+    with :class:`LeaseHeldError` while another live driver holds it (that driver delivers them itself: twice would
+    log every entry twice); none while the tracking server answers nobody (nothing can be delivered, nor can anyone
+    take the sweep over), nor when the parent run cannot be read (the block reports what stays pending)."""
+    from mlflow.exceptions import MlflowException
+
+    if not server_answers(client):
+        yield None
+        return
+    lease = SweepLease(client, run_id, sweep_name=sweep_name, location=location)
+    try:
+        lease.acquire()
+    except MlflowException as exc:
+        log.warning("the lease of sweep %s could not be taken (%s): delivering without it", sweep_name,
+                    str(exc).splitlines()[0][:300])
+        yield None
+        return
+    try:
+        yield lease
+    finally:
+        lease.release()

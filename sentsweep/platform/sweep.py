@@ -49,7 +49,7 @@ from sentsweep.platform.search_state import mark_search_over, search_results
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_state import SweepState
-from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
+from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback, open_client
 from sentsweep.platform.tracking_store import refuse_sqlite_on_cluster, tracking_worker_env
 from sentsweep.platform.trial import run_once
 from sentsweep.platform.warm_start import load_history
@@ -272,7 +272,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         try:
             # a new run: nobody else knows it yet
             lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0, sweep_name=sweep_name,
-                               on_lost=stops.supersede)
+                               on_lost=stops.supersede, location=location)
             lease.acquire()
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
@@ -318,27 +318,29 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     trials = validate_trials(config, trainable, space, location.uri)
     stops = StopSignals()
     # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
-    with graceful_stops(stops), explain_refused_credentials(manifest.tracking_uri):
+    # the lease before the journals are delivered: a driver still running the sweep delivers them itself
+    lease = SweepLease(open_client(manifest.tracking_uri), manifest.parent_run_id, sweep_name=manifest.sweep_name,
+                       on_lost=stops.supersede, location=location)
+    with graceful_stops(stops), explain_refused_credentials(manifest.tracking_uri), lease:
         sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
                                 manifest.sweep_name, sweep_dir=location.uri, filesystem=location.filesystem,
                                 fs_path=location.fs_path if location.filesystem is not None else None)
-        with SweepLease(sweep.client, sweep.run_id, sweep_name=manifest.sweep_name, on_lost=stops.supersede):
-            if preflight:
-                check_sweep(config, trials, location.uri)
-            echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
-            notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
+        if preflight:
+            check_sweep(config, trials, location.uri)
+        echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
+        notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
-            def restore() -> Tuner:
-                tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
-                                           tune_trainable(trainable, config), resume_errored=True,
-                                           storage_filesystem=location.filesystem,
-                                           param_space=trial_param_space(config, sweep.trial_settings()))
-                apply_resume_config(tuner, location, manifest, config, sweep)
-                return tuner
+        def restore() -> Tuner:
+            tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
+                                       tune_trainable(trainable, config), resume_errored=True,
+                                       storage_filesystem=location.filesystem,
+                                       param_space=trial_param_space(config, sweep.trial_settings()))
+            apply_resume_config(tuner, location, manifest, config, sweep)
+            return tuner
 
-            return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
-                          finalize=finalize, echo=echo, reopen=True, stage=_stage_trials(trainable, config),
-                          notifier=notifier)
+        return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
+                      finalize=finalize, echo=echo, reopen=True, stage=_stage_trials(trainable, config),
+                      notifier=notifier)
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:

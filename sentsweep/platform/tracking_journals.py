@@ -503,15 +503,19 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None,
     """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
     an outage included: metrics, artifacts, the registration, the parent's end), then, once nothing is pending,
     the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
-    the number of entries still pending, and the tracking URI."""
+    the number of entries still pending, and the tracking URI. Refused while a driver runs the sweep (its lease:
+    :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself."""
     from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.lease import lease_if_answering
     from sentsweep.platform.retention import prune_owed
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     remote = location.filesystem is not None
-    pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name, location.filesystem,
-                                    location.fs_path if remote else None)
+    client = MlflowClient(tracking_uri=manifest.tracking_uri)
+    with lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location):  # a live driver's: refused
+        pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name,
+                                        location.filesystem, location.fs_path if remote else None)
     if pending == 0:
         prune_owed(location, echo)
     return pending, manifest.tracking_uri
