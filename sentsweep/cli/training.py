@@ -60,16 +60,20 @@ def add_senteval_options(p: argparse.ArgumentParser) -> None:
     declares it, defaulting to None (the option's own default); ``--kfold`` is kept as ``--senteval-kfold``."""
     import typing
 
-    from sentsweep.evaluation.senteval import CLASSIFIER_SETTINGS, SENTEVAL_OPTION_FIELDS, SentEvalOptions
-    from sentsweep.evaluation.senteval.settings import MRPC_FEATURES
-    from sentsweep.trainables.trial_config import TrialConfig
+    from sentsweep.evaluation.senteval.settings import (
+        CLASSIFIER_SETTINGS,
+        MRPC_FEATURES,
+        SENTEVAL_OPTION_FIELDS,
+        SENTEVAL_OPTION_HELP,
+        SentEvalOptions,
+    )
 
     hints = typing.get_type_hints(SentEvalOptions)
     choices = {"setting": tuple(CLASSIFIER_SETTINGS), "mrpc_features": MRPC_FEATURES}
     defaults = SentEvalOptions()
     for field, option in SENTEVAL_OPTION_FIELDS.items():
         kind = next((t for t in typing.get_args(hints[option]) if t is not type(None)), hints[option])
-        described = TrialConfig.model_fields[field].description or f"SentEval {option}"
+        described = SENTEVAL_OPTION_HELP[option]
         flags = [f"--{field.replace('_', '-')}"] + (["--kfold"] if option == "kfold" else [])
         shown = "" if "default" in described else f" (default: {getattr(defaults, option)})"
         p.add_argument(*flags, dest=field, type=kind, default=None, choices=choices.get(option),

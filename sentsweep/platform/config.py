@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from sentsweep.errors import ConfigError, config_error
-from sentsweep.evaluation.sts import STSB_DEV
+from sentsweep.evaluation.metric_names import STSB_DEV
 
 if TYPE_CHECKING:
     from sentsweep.credentials import UriKind

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sentsweep.errors import config_error
-from sentsweep.evaluation.senteval import SENTEVAL_OPTION_FIELDS, SentEvalOptions
+from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS, SENTEVAL_OPTION_HELP, SentEvalOptions
 from sentsweep.evaluation.sts import SICKR_TRIAL, STSB_DEV, StsEvaluator
 from sentsweep.methods.encoders import EVAL_AMP
 from sentsweep.tracking import TrackingSettings
@@ -66,11 +66,12 @@ class TrialConfig(BaseModel):
     max_dev_pairs: int | None = Field(None, gt=0)
     test_tasks: str = "sts"
     # SentEval options of the test suite, one per SentEvalOptions field (SENTEVAL_OPTION_FIELDS)
-    senteval_setting: str = Field(_SENTEVAL.setting, description="SentEval classifier: test, fast or lbfgs")
-    senteval_kfold: int | None = Field(_SENTEVAL.kfold, ge=2, description="SentEval k-fold (default: the setting's)")
-    senteval_inner_kfold: int | None = Field(_SENTEVAL.inner_kfold, ge=2, description="inner k (default: kfold)")
-    senteval_seed: int = _SENTEVAL.seed
-    senteval_mrpc_features: str = Field(_SENTEVAL.mrpc_features, description="MRPC: diff_prod or full")
+    senteval_setting: str = Field(_SENTEVAL.setting, description=SENTEVAL_OPTION_HELP["setting"])
+    senteval_kfold: int | None = Field(_SENTEVAL.kfold, ge=2, description=SENTEVAL_OPTION_HELP["kfold"])
+    senteval_inner_kfold: int | None = Field(_SENTEVAL.inner_kfold, ge=2,
+                                             description=SENTEVAL_OPTION_HELP["inner_kfold"])
+    senteval_seed: int = Field(_SENTEVAL.seed, description=SENTEVAL_OPTION_HELP["seed"])
+    senteval_mrpc_features: str = Field(_SENTEVAL.mrpc_features, description=SENTEVAL_OPTION_HELP["mrpc_features"])
     tracking: TrackingSettings | None = None
 
     @field_validator("senteval_setting", "senteval_mrpc_features")

@@ -119,3 +119,11 @@ class SentEvalOptions:
 
 #: Trial-config field -> option name: ``senteval_setting`` -> ``setting``, one per SentEvalOptions field.
 SENTEVAL_OPTION_FIELDS: dict[str, str] = {f"senteval_{f.name}": f.name for f in fields(SentEvalOptions)}
+#: What each option means, as the trial config's fields and the CLI's flags describe it.
+SENTEVAL_OPTION_HELP: dict[str, str] = {
+    "setting": "SentEval classifier: test, fast or lbfgs",
+    "kfold": "SentEval k-fold (default: the setting's)",
+    "inner_kfold": "inner k (default: kfold)",
+    "seed": "SentEval seed of the folds and the classifier",
+    "mrpc_features": "MRPC: diff_prod or full",
+}
