@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: A sweep's name (and a sweep folder's): one folder name, never a path.
+SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
@@ -196,7 +197,7 @@ class SweepConfig(_Section):
     @field_validator("name")
     @classmethod
     def _check_name(cls, value: str) -> str:
-        if not _NAME.match(value):
+        if not SWEEP_NAME.fullmatch(value):
             raise ValueError("use letters, digits, '.', '_' and '-' (it names a folder and a run)")
         return value
 

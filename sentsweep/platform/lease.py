@@ -34,6 +34,7 @@ not HTTP (a database the driver writes directly) is fenced on the unrenewed time
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -58,8 +59,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEASE_TAG = "sentsweep.lease"
-#: In the sweep folder: the tokens of leases whose holders ended while the tracking server answered nobody (their
-#: tag could not be removed), so that a resume or ``sentsweep sync`` need not wait for them to expire.
+#: In the sweep folder: the release secrets of leases whose holders ended while the tracking server answered nobody
+#: (their tag could not be removed), so that a resume or ``sentsweep sync`` need not wait for them to expire.
 RELEASED_FILE = "lease-released.json"
 RELEASED_KEPT = 10
 #: Seconds between heartbeats; a lease expires after :data:`EXPIRY_FACTOR` of them without one.
@@ -93,6 +94,10 @@ class LeaseRecord:
     heartbeat: float  # epoch seconds of the last refresh
     interval_s: float
     pid_ns: str | None = None  # the holder's PID namespace (:func:`pid_namespace`); None in older records
+    #: sha256 of a secret only the holder knows, which it writes to the sweep folder when it ends in a tracking
+    #: outage (:data:`RELEASED_FILE`): the token is public (anyone who can read the run reads the tag), the secret
+    #: is not, so a note planted in a shared bucket cannot free a live lease.
+    release_hash: str | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> LeaseRecord | None:
@@ -129,6 +134,10 @@ def server_answers(client: MlflowClient) -> bool:
     return urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
 
 
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
 def pid_namespace() -> str | None:
     """This process's PID namespace (``pid:[4026531836]``), None where ``/proc`` does not say (not Linux)."""
     try:
@@ -163,6 +172,7 @@ class SweepLease:
         self.sweep_name = sweep_name or f"of run {run_id}"
         self.on_lost = on_lost
         self.token = secrets.token_hex(8)
+        self._release_secret = secrets.token_hex(16)  # its hash goes in the record (LeaseRecord.release_hash)
         #: Why the lease was lost (one line), once a heartbeat found another driver's token or it went unrenewed for
         #: :data:`FENCE_FACTOR` intervals; None while held.
         self.lost: str | None = None
@@ -178,7 +188,7 @@ class SweepLease:
 
     def _record(self) -> LeaseRecord:
         return LeaseRecord(sweep_owner(), socket.gethostname(), os.getpid(), self.token, time.time(),
-                           self.interval_s, pid_namespace())
+                           self.interval_s, pid_namespace(), _digest(self._release_secret))
 
     def _write(self) -> None:
         taken = time.monotonic()  # before the record's heartbeat: never later than what the others age it by
@@ -300,25 +310,28 @@ class SweepLease:
         self._note_released()
 
     def _note_released(self) -> None:
-        """Add this lease's token to the sweep folder's :data:`RELEASED_FILE` (the last :data:`RELEASED_KEPT`)."""
+        """Add this lease's release secret to the sweep folder's :data:`RELEASED_FILE` (the last
+        :data:`RELEASED_KEPT`)."""
         if self.location is None:
             return
         try:
-            tokens = [*self._released_tokens()[-(RELEASED_KEPT - 1):], self.token]
-            self.location.write_text(RELEASED_FILE, json.dumps({"tokens": tokens}))
+            released = [*self._released_secrets()[-(RELEASED_KEPT - 1):], self._release_secret]
+            self.location.write_text(RELEASED_FILE, json.dumps({"released": released}))
         except Exception as exc:  # noqa: BLE001 - the lease then expires by its age
             log.warning("the release of sweep %s's lease could not be noted in its folder (%s): it expires in %.0fs",
                         self.sweep_name, exc, EXPIRY_FACTOR * self.interval_s)
 
-    def _released_tokens(self) -> list[str]:
+    def _released_secrets(self) -> list[str]:
         if self.location is None:
             return []
         notes = self.location.read_json_object(RELEASED_FILE, "the leases released in a tracking outage")
-        return [str(token) for token in (notes or {}).get("tokens", [])]
+        return [str(secret) for secret in (notes or {}).get("released", [])]
 
     def _released(self, record: LeaseRecord) -> bool:
-        """Whether the holder of ``record`` ended in a tracking outage and noted its lease released."""
-        return record.token in self._released_tokens()
+        """Whether the holder of ``record`` ended in a tracking outage and noted its lease released (the secret
+        whose hash the record holds)."""
+        return record.release_hash is not None and any(
+            secrets.compare_digest(_digest(secret), record.release_hash) for secret in self._released_secrets())
 
     def __enter__(self) -> SweepLease:
         self.acquire()

@@ -28,11 +28,11 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow.fs
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError, validation_message
-from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.config import SWEEP_NAME, SweepConfig
 from sentsweep.platform.sweep_identity import sweep_owner
 
 MANIFEST = "sentsweep_sweep.json"
@@ -77,6 +77,16 @@ class SweepManifest(BaseModel):
     tracking_uri: str
     created: float
     owner: str | None = None  # who started it (sweep_identity.sweep_owner); stamped by write_manifest
+
+    @field_validator("sweep_name")
+    @classmethod
+    def _a_folder_name(cls, value: str) -> str:
+        """A name, never a path: it names folders of the cache (the driver journals of a remote sweep), and a
+        manifest planted in a shared bucket must not point them (and what they upload) elsewhere."""
+        if not SWEEP_NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not a sweep name (letters, digits, '.', '_', '-'; a letter or digit "
+                             "first)")
+        return value
 
     def sweep_config(self) -> SweepConfig:
         return SweepConfig.model_validate(self.config)

@@ -41,7 +41,15 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from sentsweep.tracking.datasets import log_dataset_inputs
-from sentsweep.tracking.journal import DRIVER_JOURNALS, STAGED, Entry, Journal, JournalState, point_identity
+from sentsweep.tracking.journal import (
+    DRIVER_JOURNALS,
+    STAGED,
+    TRIAL_JOURNAL,
+    Entry,
+    Journal,
+    JournalState,
+    point_identity,
+)
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     REASON_TAG,
@@ -122,7 +130,11 @@ class Replayer:
             self._open(entry, state)
             return
         if op == "follow":
-            self.flush(Journal(Path(entry["path"])), upto=int(entry["upto"]))
+            followed = Path(entry["path"])
+            if not followable(followed, folder):
+                log.warning("not followed: %s, outside the journals of %s", followed, folder)
+                return
+            self.flush(Journal(followed), upto=int(entry["upto"]))
             return
         if state.run_id is None:  # no run was found to close (a trial that never started), or none opened
             return
@@ -261,6 +273,19 @@ def upload_source(entry: Entry, folder: Path | None = None, *, staged_only: bool
                         named)
         return None
     return named if named.is_dir() else None
+
+
+def followable(path: Path, folder: Path | None) -> bool:
+    """Whether a ``follow`` entry of a journal in ``folder`` may name ``path``: a journal beside it (a worker journal's
+    copy the driver pulled), or a trial's own journal in the sweep folder that holds the driver's journal folder (a
+    local sweep). A journal copied through the storage names nothing else: not a file to lock, parse and deliver
+    elsewhere on the machine that replays it."""
+    if folder is None or path.suffix != ".jsonl":
+        return False
+    target, home = path.resolve(), folder.resolve()
+    if target.parent == home:
+        return True
+    return home.name == DRIVER_JOURNALS and target.name == TRIAL_JOURNAL and target.parent.parent == home.parent
 
 
 def in_driver_folder(path: Path | None) -> bool:

@@ -66,3 +66,26 @@ def test_a_driver_ending_in_a_tracking_outage_notes_its_lease_released_in_the_sw
     successor.acquire()
     successor.release()
     assert LEASE_TAG not in client.get_run(run_id).data.tags
+
+
+def test_a_release_note_planted_with_the_public_token_frees_no_live_lease(tmp_path: Path, tracking_uri: str) -> None:
+    """The lease's token is in a tag every MLflow reader sees; a note in the shared bucket naming it (or any secret
+    but the holder's) leaves the lease held (review 13, finding 7)."""
+    import json
+
+    from sentsweep.platform.lease import RELEASED_FILE, LeaseRecord
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    location = locate(str(tmp_path))
+    driver = SweepLease(client, run_id, settle_s=0.0, sweep_name="s", location=location)
+    driver.acquire()
+    try:
+        record = LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG])
+        assert record.release_hash and driver.token not in record.release_hash
+        (tmp_path / RELEASED_FILE).write_text(json.dumps({"released": [record.token, record.release_hash],
+                                                          "tokens": [record.token]}))
+        with pytest.raises(LeaseHeldError):
+            SweepLease(client, run_id, settle_s=0.0, location=location).acquire()
+    finally:
+        driver.release()

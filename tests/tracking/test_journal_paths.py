@@ -60,3 +60,45 @@ def test_a_workers_own_journal_uploads_the_folder_it_names(tmp_path, tracking_ur
     journal.append({"op": "artifacts", "dir": str(best), "path": "best"})
     Replayer(client).flush(journal)
     assert _artifacts(client, run_id) == ["best"] and (best / "model.safetensors").exists()
+
+
+def test_a_follow_entry_names_only_journals_beside_it_or_the_trials_own(tmp_path, tracking_uri):
+    """A ``follow`` entry copied through the storage cannot make the replaying machine lock, parse and deliver a
+    file of its own (review 13, r9): only a journal beside it, or a trial's journal in the sweep folder, is followed."""
+    client, run_id = _run(tracking_uri, tmp_path)
+    elsewhere = tmp_path / "home" / "notes.jsonl"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text('{"op": "tags", "tags": {"leaked": "1"}}\n')
+    sweep = tmp_path / "sweep"
+    trial = Journal(sweep / "trial_0" / TRIAL_JOURNAL, run_id=run_id)
+    trial.append({"op": "tags", "tags": {"from_the_trial": "1"}})
+    journal = Journal(sweep / DRIVER_JOURNALS / "trial-x.jsonl", run_id=run_id)
+    journal.append({"op": "follow", "path": str(elsewhere), "upto": 1})
+    journal.append({"op": "follow", "path": str(sweep / DRIVER_JOURNALS / ".." / "trial_0" / TRIAL_JOURNAL),
+                    "upto": 1})
+    Replayer(client).flush(journal)
+    tags = client.get_run(run_id).data.tags
+    assert "leaked" not in tags and tags["from_the_trial"] == "1"
+    assert sorted(p.name for p in elsewhere.parent.iterdir()) == ["notes.jsonl"], "no lock or state beside it"
+
+
+def test_a_manifest_naming_a_path_as_its_sweep_is_refused(tmp_path):
+    """A manifest's sweep name names folders of the cache: a planted ``/abs/path`` or ``../x`` would move the driver
+    journals (and the guard that uploads staged copies only) out of it (review 13, r2)."""
+    import json
+
+    import pytest
+
+    from sentsweep.errors import ConfigError
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.storage import MANIFEST, SweepManifest, locate
+
+    config = SweepConfig(name="s", method="cosent", storage_path=str(tmp_path))
+    good = SweepManifest(sweep_name="s-20261124-101010-ab12", config=config.model_dump(mode="json"),
+                         parent_run_id="p", experiment_id="1", tracking_uri="sqlite:///x.db", created=0)
+    for name in ("/home/victim", "../../x", "a/b", ".hidden", "s\n"):
+        (tmp_path / MANIFEST).write_text(json.dumps({**good.model_dump(), "sweep_name": name}))
+        with pytest.raises(ConfigError, match="sweep_name: .* is not a sweep name"):
+            locate(str(tmp_path)).read_manifest()
+    (tmp_path / MANIFEST).write_text(good.model_dump_json())
+    assert locate(str(tmp_path)).read_manifest().sweep_name == good.sweep_name
