@@ -24,6 +24,7 @@ sweep nor an older one is started in its place.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ from sentsweep.platform.sweep_identity import sweep_owner
 from sentsweep.platform.sweep_state import is_resumable
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,9 @@ def same_sweep(manifest: SweepManifest, config: SweepConfig, owner: str) -> bool
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
     """The newest sweep folder of ``config``'s identity (``owner``: default :func:`sweep_owner`) with a
-    manifest, and its parent run's status; a :class:`StorageError` when a manifest cannot be read."""
+    manifest, and its parent run's status; a :class:`StorageError` when a manifest cannot be read. ``config`` is a
+    resolved one: a folder whose manifest names another tracking server than ``config.tracking.uri`` is skipped
+    before that server is contacted (the credentials of this process would go to it)."""
     owner = owner or sweep_owner()
     found: list[tuple[float, str, SweepManifest]] = []
     for uri in sweep_folders(config):
@@ -87,8 +92,13 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
         except StorageError as exc:
             raise StorageError(f"{exc.message}; --resume-interrupted cannot tell whether this folder is the sweep to "
                                "continue, so it starts none", file=exc.file) from exc
-        if same_sweep(manifest, config, owner):
-            found.append((manifest.created, uri, manifest))
+        if not same_sweep(manifest, config, owner):
+            continue
+        if manifest.tracking_uri != config.tracking.uri:  # never contacted: a planted manifest would get the login
+            log.warning("%s is not resumed: its manifest names the tracking server %s, not this config's %s",
+                        uri, manifest.tracking_uri, config.tracking.uri)
+            continue
+        found.append((manifest.created, uri, manifest))
     if not found:
         return None
     _, uri, manifest = max(found, key=lambda item: item[0])

@@ -110,3 +110,39 @@ def test_a_manifest_that_cannot_be_read_stops_the_search(tmp_path: Path, trackin
     (newest / MANIFEST).rmdir()
     (newest / MANIFEST).write_text('{"sweep_name": "demo-')  # cut short: not a sweep's manifest, passed over
     assert interrupted_sweep(config) == older
+
+
+def test_a_folder_naming_another_tracking_server_is_skipped_without_contacting_it(
+        tmp_path: Path, tracking_uri: str) -> None:
+    """A manifest planted in the shared storage, newest, of the same name and owner, naming a server that records
+    what it is sent (the login MLflow's client sends with every request): it is skipped, and nothing reaches it
+    (review 13, finding 3)."""
+    import http.server
+    import json
+    import threading
+
+    heard: list[str] = []
+
+    class Capture(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the handler's name in http.server
+            heard.append(self.path)
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = _config(tmp_path, tracking_uri)
+        killed = _sweep(config, 1_700_000_100, "RUNNING")
+        planted = tmp_path / "results" / "demo-20991231-235959-ffff"
+        planted.mkdir()
+        manifest = json.loads((Path(killed) / MANIFEST).read_text())
+        manifest.update(tracking_uri=f"http://127.0.0.1:{server.server_port}", created=4e9)
+        (planted / MANIFEST).write_text(json.dumps(manifest))
+        assert interrupted_sweep(config) == killed
+        assert heard == []
+    finally:
+        server.shutdown()
