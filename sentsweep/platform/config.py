@@ -176,6 +176,8 @@ class SweepConfig(_Section):
     seed: int = 0
     startup_trials: int | None = Field(None, ge=1, description="random trials before TPE (Optuna: 10)")
     data_dir: str | None = None
+    full_data: bool = Field(False, description="refuse the bundled data sample (what data_dir null resolves to "
+                            "without $SENTSWEEP_DATA): the paper configs' figures need the full sets")
     model: str | None = None
     max_failures: int = Field(1, ge=-1, description="retries per trial after a crash; -1: unlimited")
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)

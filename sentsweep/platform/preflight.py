@@ -37,6 +37,7 @@ TRACKING_TIMEOUT_S = 10.0
 
 def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None = None) -> None:
     """Every check of the module docstring on a resolved ``config`` and its validated trial configs."""
+    check_data_source(config, source)
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
     seen: set[str] = set()
@@ -50,6 +51,26 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
         check_data(trial)
     if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
+
+
+def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
+    """Whether the sweep's data resolve to the bundled sample (a few hundred pairs a set: figures not comparable to
+    any paper's), said in a warning; refused when the config asks for the full data (``full_data``, the paper
+    configs): a paper's sweep on the sample used to train on 9% of STS-B and report sample test figures, silently."""
+    import logging
+
+    from sentsweep.data.source import DATA_ENV, resolve_data_dir
+
+    if not resolve_data_dir(config.data_dir).is_sample:
+        return False
+    if config.full_data:
+        raise ConfigError(f"resolves to the bundled data sample, and this config needs the full data (full_data: "
+                          f"true): set data_dir, or {DATA_ENV}, to a directory in the SentEval layout (see "
+                          "../shared/data/MANIFEST.md)", field="data_dir", file=source)
+    logging.getLogger(__name__).warning(
+        "data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, figures not comparable to the "
+        "papers'")
+    return True
 
 
 def _field(config: SweepConfig, name: str) -> str:

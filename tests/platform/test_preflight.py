@@ -92,3 +92,30 @@ def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_
         with pytest.raises(ConfigError) as err:
             check_sweep(config, trials)
         assert err.value.field == error and "stsb_tset" in str(err.value)
+
+
+def test_a_paper_config_on_the_bundled_sample_is_refused_and_a_demo_warned(tmp_path, monkeypatch, caplog) -> None:
+    """Without data_dir or $SENTSWEEP_DATA the data resolve to the bundled sample (500 STS-B train pairs, 300 test):
+    every paper config asks for the full data and is refused, naming data_dir; a demo config runs with a warning
+    (review 13: the CoSENT paper configs, and the GPU RayJob that runs one, trained and reported on the sample)."""
+    import logging
+
+    from sentsweep.platform.config import load_sweep_config
+    from sentsweep.platform.preflight import check_data_source
+
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.delenv("SENTSWEEP_DATA", raising=False)
+    papers = sorted((repo / "configs").glob("paper-*.yaml")) + sorted((repo / "k8s").rglob("configs/paper-*.yaml"))
+    assert len(papers) >= 9
+    for path in papers:
+        config = load_sweep_config(path).model_copy(update={"data_dir": None})
+        assert config.full_data, f"{path.name} does not ask for the full data"
+        with pytest.raises(ConfigError, match=r"field 'data_dir': resolves to the bundled data sample"):
+            check_data_source(config, str(path))
+    demo = load_sweep_config(repo / "configs" / "demo.yaml")
+    with caplog.at_level(logging.WARNING):
+        assert check_data_source(demo) is True
+    assert "data: the bundled sample" in caplog.text
+    full = tmp_path / "data"
+    full.mkdir()
+    assert check_data_source(demo.model_copy(update={"data_dir": str(full), "full_data": True})) is False
