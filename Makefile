@@ -3,8 +3,10 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.sentsweep-installed
-# The offline defaults: no hub traffic, local Ray without token auth.
-RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
+# The offline defaults: no hub traffic. A sweep's local Ray takes a token of its session (platform/local_ray.py);
+# the tests that do not test authentication run their Ray without one.
+RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled
 
 .PHONY: setup demo test test-cluster test-all bench lint k8s-check clean
 
@@ -25,16 +27,16 @@ demo: setup
 	$(RUN_ENV) $(VENV)/bin/sentsweep sweep configs/demo.yaml
 
 test: setup
-	$(RUN_ENV) $(VENV)/bin/pytest -q -m "not slow and not cluster"
+	$(TEST_ENV) $(VENV)/bin/pytest -q -m "not slow and not cluster"
 
 # The cluster scenarios (docs/cluster.md, "Before your first cluster sweep"): a local Ray head and two worker
 # nodes, S3 (moto), MLflow on PostgreSQL, shared by the scenarios. SENTSWEEP_TEST_STORAGE(_ENDPOINT),
 # SENTSWEEP_TEST_TRACKING_URI and SENTSWEEP_TEST_RAY_ADDRESS point them at your own services.
 test-cluster: setup
-	$(RUN_ENV) $(VENV)/bin/pytest -q -m cluster
+	$(TEST_ENV) $(VENV)/bin/pytest -q -m cluster
 
 test-all: setup
-	$(RUN_ENV) $(VENV)/bin/pytest -q
+	$(TEST_ENV) $(VENV)/bin/pytest -q
 
 bench: setup
 	@echo "bench data: $${SENTSWEEP_DATA:-the bundled sample; README's figures use SENTSWEEP_DATA=../shared/data}"

@@ -20,6 +20,7 @@ start and end times:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import time
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from mlflow import MlflowClient
 
-    from sentsweep.platform.local_ray import loopback_only
+    from sentsweep.platform.local_ray import loopback_only, session_token
     from sentsweep.platform.sweep import run_sweep
     from sentsweep.trainables.registry import get_method
 
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         root = Path(tmp)
         config = sweep_config(root, args)
         MlflowClient(tracking_uri=config.tracking.uri).search_experiments()  # create the schema untimed
+        session = contextlib.ExitStack()  # the token of the session's Ray, for as long as it runs
+        session.enter_context(session_token())
         with loopback_only():
             ray.init(address="local", num_cpus=max(2, args.concurrency), include_dashboard=False,
                      log_to_driver=False, logging_level="WARNING")
@@ -90,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         query = f"tags.`{PARENT_TAG}` = '{outcome.parent_run_id}'"
         runs = sorted(client.search_runs([outcome.experiment_id], query), key=lambda r: r.info.start_time)
         ray.shutdown()
+        session.close()
 
         torch.set_num_threads(int(config.resources.cpu))  # what Ray gives each trial (OMP_NUM_THREADS)
         bare: list[float] = []

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from collections.abc import Iterator
 
 #: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
 CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: Ray's token authentication: its mode, the token itself and a file holding it.
+AUTH_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
 
 
 @contextlib.contextmanager
@@ -39,3 +42,32 @@ def loopback_only() -> Iterator[None]:
             os.environ.pop(CLUSTER_MODE_ENV, None)
         else:
             os.environ[CLUSTER_MODE_ENV] = before_env
+
+
+@contextlib.contextmanager
+def session_token() -> Iterator[None]:
+    """Token authentication for a new local Ray, with a token of this session only.
+
+    Ray 2.60 turns token authentication on for a new local cluster, and writes the token to ``~/.ray/auth_token``
+    under the usual umask: readable by the other users of a shared host, who can reach the loopback ports. Here the
+    token is drawn for the session and lives in this process's environment (``RAY_AUTH_TOKEN``), which Ray's
+    processes inherit and which only this user can read; nothing is written. ``RAY_AUTH_MODE=disabled`` (the
+    tests) and a token the user set themselves are left as they are."""
+    if os.environ.get(AUTH_MODE_ENV, "").lower() == "disabled" or os.environ.get(TOKEN_ENV) \
+            or os.environ.get(TOKEN_PATH_ENV):
+        yield
+        return
+    from ray._raylet import Config
+
+    saved = {name: os.environ.get(name) for name in (AUTH_MODE_ENV, TOKEN_ENV)}
+    os.environ[AUTH_MODE_ENV], os.environ[TOKEN_ENV] = "token", secrets.token_hex(32)
+    Config.initialize("")  # the driver's Ray read the mode when imported: read again (as Ray's own switch does)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        Config.initialize("")

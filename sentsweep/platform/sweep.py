@@ -36,7 +36,7 @@ from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import LeaseLost, SweepLease
-from sentsweep.platform.local_ray import loopback_only
+from sentsweep.platform.local_ray import loopback_only, session_token
 from sentsweep.platform.notify import SweepNotifier
 from sentsweep.platform.optuna_storage import study_mirror
 from sentsweep.platform.outcome import SweepOutcome
@@ -194,6 +194,7 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
     with contextlib.ExitStack() as local:
         if not joins:
             local.enter_context(loopback_only())
+            local.enter_context(session_token())
         ray.init(address=address if joins else "local", include_dashboard=False, log_to_driver=log_to_driver,
                  configure_logging=True, logging_level="WARNING",
                  runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})

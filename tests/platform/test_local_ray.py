@@ -45,3 +45,39 @@ def test_a_local_sweeps_ray_listens_on_loopback_only() -> None:
     assert all(_is_loopback(ip) for ip in listening), listening  # never 0.0.0.0, :: or the host's address
     assert gcs.startswith("127.0.0.1:"), gcs
     assert lines[-1] == "after None True"  # the driver's own setting is back once the sweep's Ray is gone
+
+
+#: Starts the sweep's own local Ray with Ray's default authentication (RAY_AUTH_MODE unset, as `make demo` runs),
+#: runs a task, and tries to join it from two other processes: with the session's token, and without any.
+TOKEN_PROBE = """
+import os, subprocess, sys
+import ray
+from sentsweep.platform.sweep import ray_session
+JOIN = "import ray; ray.init(address=sys.argv[1]); print('joined')"
+with ray_session():
+    @ray.remote
+    def mode():
+        return os.environ.get("RAY_AUTH_MODE")
+    print("task", ray.get(mode.remote()))
+    gcs = ray.get_runtime_context().gcs_address
+    for label, env in (("with", dict(os.environ)), ("without", {k: v for k, v in os.environ.items()
+                                                              if k != "RAY_AUTH_TOKEN"})):
+        done = subprocess.run([sys.executable, "-c", "import sys; " + JOIN, gcs], env=env, capture_output=True,
+                              text=True, timeout=120)
+        print(label, "joined" in done.stdout)
+print("after", os.environ.get("RAY_AUTH_MODE"), os.environ.get("RAY_AUTH_TOKEN"))
+"""
+
+
+def test_a_local_sweeps_ray_takes_a_token_of_its_session_and_writes_none(tmp_path) -> None:
+    """Ray 2.60 turns token authentication on for a new local cluster and writes the token to ~/.ray/auth_token
+    under the usual umask, readable by the host's other users (review 13, finding 5): the sweep's Ray takes a
+    token drawn for the session, held in the environment only; a process without it cannot join."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("RAY_ADDRESS", "RAY_AUTH"))}
+    env.update(PYTHONPATH=repo_pythonpath(), HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", TOKEN_PROBE], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-4:] == ["task token", "with True", "without False", "after None None"]
+    assert not (tmp_path / ".ray" / "auth_token").exists()
