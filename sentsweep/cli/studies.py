@@ -23,9 +23,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from sentsweep.platform.optuna_storage import serve_dashboard, sweep_storage_url
 
     url, study = sweep_storage_url(args.sweep_dir, args.storage_endpoint_url)
-    print(f"optuna-dashboard on http://127.0.0.1:{args.port} (study {study} in {mask_uri(url)}); Ctrl-C stops it",
-          flush=True)
-    serve_dashboard(url, host="127.0.0.1", port=args.port)
+
+    def ready(address: str) -> None:
+        print(f"optuna-dashboard of study {study} in {mask_uri(url)}: open {address} (its token is this session's; "
+              "requests without it are refused); Ctrl-C stops it", flush=True)
+
+    serve_dashboard(url, host="127.0.0.1", port=args.port, on_ready=ready)
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,10 +162,73 @@ def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None) -> tuple[
     return url, manifest.sweep_name
 
 
-def serve_dashboard(url: str, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """optuna-dashboard on ``url`` at ``http://host:port`` until interrupted (blocks)."""
+#: The cookie a browser gets once it opened the dashboard's URL with its token (:func:`guarded`).
+DASHBOARD_COOKIE = "sentsweep-dashboard"
+
+
+def guarded(app: Any, port: int, token: str) -> Any:
+    """``app`` (a WSGI application) answering only requests that name ``127.0.0.1:port`` or ``localhost:port`` as
+    their Host (a page elsewhere cannot reach it through DNS rebinding) and carry ``token``: in the query
+    (``?token=``, which then sets an HttpOnly, SameSite=Strict cookie) or in that cookie. optuna-dashboard's API
+    deletes studies and tells trials, without authentication of its own: without this, any user of the host (the
+    loopback port is theirs too) could, with the database login of whoever serves it."""
+    import hmac
+    import http.cookies
+    from urllib.parse import parse_qs
+
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+
+    def refuse(start_response: Any, why: str) -> list[bytes]:
+        start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"{why}\n".encode()]
+
+    def answer(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("HTTP_HOST", "") not in hosts:
+            return refuse(start_response, "this dashboard answers requests for 127.0.0.1 or localhost only")
+        jar = http.cookies.SimpleCookie(environ.get("HTTP_COOKIE", ""))
+        if DASHBOARD_COOKIE in jar and hmac.compare_digest(jar[DASHBOARD_COOKIE].value, token):
+            return app(environ, start_response)
+        given = parse_qs(environ.get("QUERY_STRING", "")).get("token", [""])[0]
+        if not hmac.compare_digest(given, token):
+            return refuse(start_response, "open the URL sentsweep dashboard printed (it carries the token)")
+
+        def with_cookie(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            cookie = f"{DASHBOARD_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+            return start_response(status, [*headers, ("Set-Cookie", cookie)], *rest)
+
+        return app(environ, with_cookie)
+
+    return answer
+
+
+def dashboard_server(url: str, host: str = "127.0.0.1", port: int = 8080) -> tuple[Any, str]:
+    """optuna-dashboard on ``url`` behind :func:`guarded`, listening on ``host:port`` (not yet serving), and the
+    URL to open, with a token drawn for the session."""
+    import secrets
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
     try:
-        from optuna_dashboard import run_server
+        from optuna_dashboard import wsgi
     except ImportError:
         raise ConfigError("optuna-dashboard is not installed: pip install 'sentsweep[dashboard]'") from None
-    run_server(url, host=host, port=port)
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: Any) -> None:  # the request lines carry the token
+            pass
+
+    token = secrets.token_urlsafe(24)
+    server = make_server(host, port, guarded(wsgi(url), port, token), server_class=Server, handler_class=Quiet)
+    return server, f"http://{host}:{port}/dashboard?token={token}"
+
+
+def serve_dashboard(url: str, host: str = "127.0.0.1", port: int = 8080,
+                    on_ready: Callable[[str], None] = print) -> None:
+    """:func:`dashboard_server` until interrupted (blocks); ``on_ready`` gets the URL to open once it listens."""
+    server, address = dashboard_server(url, host, port)
+    with server:
+        on_ready(address)
+        server.serve_forever()

@@ -117,9 +117,14 @@ def test_dashboard_serves_the_study_over_http(tmp_path):
     try:
         wait_for_port(port, process, log, timeout=120, what="sentsweep dashboard")
         deadline = time.monotonic() + 60
+        while "token=" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        token = log.read_text().split("token=", 1)[1].split()[0]
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=10) as response:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies?token={token}",
+                                            timeout=10) as response:
                     studies = json.loads(response.read())["study_summaries"]
                 break
             except OSError:
@@ -128,9 +133,50 @@ def test_dashboard_serves_the_study_over_http(tmp_path):
                 time.sleep(0.5)
         (study,) = studies
         assert study["study_name"] == location.name
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study['study_id']}", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study['study_id']}?token={token}",
+                                    timeout=10) as r:
             trials = json.loads(r.read())["trials"]
         assert [t["state"] for t in trials] == ["Complete", "Pruned"]
     finally:
         end_group(process, grace=10)
     assert process.poll() is not None
+
+
+def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
+    """optuna-dashboard's API deletes studies without authentication of its own: behind sentsweep's guard a request
+    without the session's token, or naming another host (DNS rebinding), is refused, and the study stays (review
+    13, finding 6); the URL's token sets a cookie the browser's later requests carry."""
+    import http.client
+    import threading
+
+    from sentsweep.platform.optuna_storage import DASHBOARD_COOKIE, dashboard_server
+
+    config, location = _sweep_folder(tmp_path)
+    searcher = build_searcher(config, lr_space, [], mirror=study_mirror(config, location))
+    _finish(searcher, "a", "complete")
+    url, _ = sweep_storage_url(location.uri)
+    port = free_port()
+    server, address = dashboard_server(url, port=port)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = address.split("token=", 1)[1]
+
+    def call(method: str, path: str, host: str = f"127.0.0.1:{port}", cookie: str | None = None):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"Host": host, **({"Cookie": cookie} if cookie else {})}
+        connection.request(method, path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.getheader("Set-Cookie"), response.read()
+
+    try:
+        study_id = optuna.load_study(study_name=location.name, storage=url)._study_id
+        assert call("DELETE", f"/api/studies/{study_id}")[0] == 403
+        assert call("DELETE", f"/api/studies/{study_id}?token=wrong")[0] == 403
+        assert call("GET", f"/api/studies?token={token}", host=f"evil.example:{port}")[0] == 403
+        status, cookie, body = call("GET", f"/api/studies?token={token}")
+        assert status == 200 and json.loads(body)["study_summaries"][0]["study_name"] == location.name
+        assert cookie.startswith(f"{DASHBOARD_COOKIE}=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert call("GET", "/api/studies", host=f"localhost:{port}", cookie=cookie.split(";")[0])[0] == 200
+        assert [s.study_name for s in optuna.get_all_study_summaries(url)] == [location.name]
+    finally:
+        server.shutdown()
+        server.server_close()
