@@ -9,7 +9,10 @@
 - a namespace with pods has a default-deny egress policy (trials run arbitrary code holding credentials:
   nothing leaves unless a policy lets it), and a policy that lets all its pods reach DNS (port 53);
 - no ``ipBlock`` lets traffic reach the cloud metadata endpoint 169.254.169.254 (the node's credentials):
-  a block that contains it lists it in ``except``.
+  a block that contains it lists it in ``except``;
+- no egress ``ipBlock`` reaches a public address (beyond the private ranges) unless its policy carries the label
+  ``sentsweep/internet-egress: opt-in`` (k8s/components/hf-hub-egress): every Ray pod holds the tracking and
+  bucket keys, and a policy applies to every container of the pods it selects.
 
 Selectors are compared on ``matchLabels`` against the labels of the pod templates (KubeRay adds its own
 ``ray.io/*`` labels to the pods it creates; the manifests' policies use the templates' labels).
@@ -93,6 +96,28 @@ def _metadata_problems(policy: dict[str, Any]) -> list[str]:
     return found
 
 
+#: The label by which a NetworkPolicy opts in to egress to public addresses.
+INTERNET_OPT_IN = ("sentsweep/internet-egress", "opt-in")
+
+
+def _public_egress_problems(policy: dict[str, Any]) -> list[str]:
+    if get_path(policy, "metadata", "labels", INTERNET_OPT_IN[0]) == INTERNET_OPT_IN[1]:
+        return []
+    found = []
+    for i, rule in enumerate(get_path(policy, "spec", "egress") or []):
+        for peer in rule.get("to") or []:
+            cidr = (peer.get("ipBlock") or {}).get("cidr")
+            try:
+                public = cidr is not None and not ipaddress.ip_network(str(cidr), strict=False).is_private
+            except ValueError:  # not a CIDR: the schema check reports it
+                continue
+            if public:
+                found.append(f"spec.egress[{i}]: ipBlock {cidr} reaches public addresses (the internet): narrow it "
+                             f"to private ranges or the hosts needed, or label the policy "
+                             f"{INTERNET_OPT_IN[0]}: {INTERNET_OPT_IN[1]}")
+    return found
+
+
 def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
     """Selectors that match, listening pods behind a policy of their own, default deny (ingress and
     egress) and DNS per namespace, no ipBlock open to the metadata endpoint."""
@@ -137,5 +162,6 @@ def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
                             and not any(_selects(selector, pod.labels) for _, pod in pods):
                         found.append(Problem(object_id(policy), "network",
                                              f"spec.{direction}[{i}]: no pod template carries {selector}"))
-        found += [Problem(object_id(policy), "network", m) for m in _metadata_problems(policy)]
+        found += [Problem(object_id(policy), "network", m)
+                  for m in _metadata_problems(policy) + _public_egress_problems(policy)]
     return found

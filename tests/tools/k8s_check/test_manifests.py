@@ -441,9 +441,19 @@ def test_an_egress_peer_that_matches_no_pod_is_caught(tmp_path: Path) -> None:
 
 def test_an_ip_block_open_to_the_metadata_endpoint_is_caught(tmp_path: Path) -> None:
     new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (
-        "        except:\n        - 169.254.169.254/32\n", "")})
-    assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 includes the cloud metadata "
-                   "endpoint 169.254.169.254: list 169.254.169.254/32 in its except [network]"]
+        "        cidr: 10.0.0.0/8\n", "        cidr: 169.254.0.0/16\n")})
+    assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 169.254.0.0/16 includes the cloud "
+                   "metadata endpoint 169.254.169.254: list 169.254.169.254/32 in its except [network]"]
+
+
+def test_egress_to_public_addresses_without_the_opt_in_is_caught(tmp_path: Path) -> None:
+    """The API server egress of the Ray head pods was 0.0.0.0/0 on 443: the ray-head container (tracking and
+    bucket keys, submitted jobs) could send anything out (review 13, finding 4)."""
+    new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (
+        "        cidr: 10.0.0.0/8\n", "        cidr: 0.0.0.0/0\n        except:\n        - 169.254.169.254/32\n")})
+    assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 reaches public addresses (the "
+                   "internet): narrow it to private ranges or the hosts needed, or label the policy "
+                   "sentsweep/internet-egress: opt-in [network]"]
 
 
 def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path: Path) -> None:
