@@ -208,15 +208,17 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                     stops: StopSignals, trials: StageTrials,
-                     echo: Callable[[str], None] = print) -> ConfirmationOutcome | None:
+                     stops: StopSignals, trials: StageTrials, echo: Callable[[str], None] = print, *,
+                     fresh: bool = False) -> ConfirmationOutcome | None:
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal during it raises
-    :class:`SweepInterrupted` once Tune saved the stage's state (``resume`` continues the stage)."""
+    :class:`SweepInterrupted` once Tune saved the stage's state (``resume`` continues the stage). A ``fresh`` sweep
+    (a new folder, not a resume) begins the stage anew whatever its folder holds: a stage state or a Tune state
+    (``tuner.pkl``, unpickled by a restore) found there was planted by someone who can write the storage."""
     from ray import tune
 
     if config.confirm.top_k == 0:
         return None
-    state = read_state(location)
+    state = None if fresh else read_state(location)
     resumed = state is not None
     if state is None:
         candidates, configs = select_candidates(results, config)
@@ -241,7 +243,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     echo(f"confirmation: the {len(candidates)} best configurations x {config.confirm.seeds} further seeds "
          f"({len(points)} trials); the winner by its {config.confirm.rule.replace('_', ' ')}")
     path = stage.uri if stage.filesystem is None else stage.fs_path
-    if tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
+    if resumed and tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
         tuner = tune.Tuner.restore(path, trials.trainable, resume_errored=True, storage_filesystem=stage.filesystem)
     else:
         tuner = build_stage_tuner(points, config, stage, run, trials)

@@ -54,9 +54,10 @@ def search_over(location: SweepLocation, config: SweepConfig) -> bool:
     return mark is not None and mark.get("bounds") == search_bounds(config)
 
 
-def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig) -> ResultGrid:
+def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False) -> ResultGrid:
     """The search's results: read back without fitting when the search is over (:func:`search_over`) or the
-    confirmation stage began; otherwise the Tuner fitted."""
-    if read_state(location) is not None or search_over(location, config):
+    confirmation stage began; otherwise the Tuner fitted. A ``fresh`` sweep (a new folder, not a resume) always
+    fits: a state file found in its folder was planted there, never written by it."""
+    if not fresh and (read_state(location) is not None or search_over(location, config)):
         return tuner.get_results()
     return tuner.fit()

@@ -387,14 +387,15 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             if reopen:
                 sweep.reopen()
                 opened = True
-            results = search_results(tuner, location, config)
+            results = search_results(tuner, location, config, fresh=not reopen)
             _refuse_if_superseded(stops)
             unfinished = unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(meter, sweep.log_metrics, sweep.set_tags, echo)
             if unfinished is None and finalize and stage is not None:
-                confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo)
+                confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo,
+                                                fresh=not reopen)
             _refuse_if_superseded(stops)
     except BaseException as exc:
         _refuse_if_superseded(stops, exc)  # the parent run and its trials' runs belong to the new holder

@@ -4,6 +4,8 @@ used, and one small real sweep with confirmation on the toy (2 configurations x 
 from __future__ import annotations
 
 import math
+import pickle
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
@@ -77,6 +79,16 @@ def test_further_seeds():
 
 # About 60-90 s on a loaded 2-core machine: the search (3 trials) and the stage (4 trials).
 @pytest.mark.slow
+class _Planted:
+    """Unpickled, it creates the file ``path`` (what a planted ``tuner.pkl`` could do: run any code)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple:
+        return (open, (self.path, "w"))
+
+
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.compare import compare, render
     from sentsweep.platform.confirmation import read_state
@@ -88,7 +100,17 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, scheduler={"type": "fifo"},
                         fixed={"max_steps": 4}, confirm={"top_k": 2, "seeds": 2}, plots=False, export=False)
     lines: list[str] = []
-    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lines.append)
+    marker = tmp_path / "code-ran"
+
+    def echo(line: str) -> None:  # once the folder exists, someone with the storage's keys plants a Tune state
+        lines.append(line)
+        if len(lines) == 1:
+            folder = Path(line.split("; folder ", 1)[1].split(";", 1)[0])
+            (folder / "confirmation").mkdir(parents=True)
+            (folder / "confirmation" / "tuner.pkl").write_bytes(pickle.dumps(_Planted(str(marker))))
+
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=echo)
+    assert not marker.exists(), "a fresh sweep restored (unpickled) a Tune state planted in its folder"
     stage = outcome.confirmation
     assert stage is not None and [c.rank for c in stage.candidates] == [1, 2]
     for candidate in stage.candidates:
