@@ -35,13 +35,18 @@ from sentsweep.trainables.trial_config import EvalMaxLength, TrialConfig
 
 LOSS_HEAD_FILE = "loss_head.safetensors"
 
-#: Per training set: (loader kind, label_min, label_max, number of classes or None for graded scores).
+#: Per training set: (loader kind, label_min, label_max, number of classes or None for graded scores). The label
+#: range is what the MSE baseline maps onto cosine [0, 1], as the CoSENT reference does (``utils.py``: STS-B and
+#: SICK scores / 5, so SICK's 1..5 become 0.2..1.0; NLI / 2).
 TRAIN_SETS: dict[str, tuple[str, float, float, int | None]] = {
     "stsb": ("scored", 0.0, 5.0, None),
-    "sickr": ("scored", 1.0, 5.0, None),
+    "sickr": ("scored", 0.0, 5.0, None),
     "snli": ("labelled", 0.0, 2.0, 3),
     "mrpc": ("labelled", 0.0, 1.0, 2),
 }
+#: The label above which a pair counts as positive for the contrastive baselines, where it is not the middle of the
+#: label range: SICK's 1..5 scale, split at 3.0 as the reference does (``relatedness_score > 3.0``).
+POSITIVE_THRESHOLDS: dict[str, float] = {"sickr": 3.0}
 #: Sentences per encoder call when scoring the dev set.
 DEV_BATCH_SIZE = 128
 #: The cross-encoder's test sets (it scores pairs, so the embedding suites do not apply).
@@ -73,7 +78,7 @@ class CosentConfig(TrialConfig):
     distance: Literal["euclidean", "cosine"] = "euclidean"
     mining: Literal["hardest", "random"] = "hardest"
     positive_threshold: float | None = Field(None, description="contrastive/triplet: labels above it are "
-                                             "positives (default: the middle of the label range)")
+                                             "positives (default: the middle of the label range; SICK: 3.0)")
     train_data: Literal["stsb", "sickr", "snli", "mrpc"] = "stsb"
     train_split: str = "train"
     max_train_pairs: int | None = Field(None, gt=0)
@@ -145,7 +150,8 @@ class CosentTask:
                 "scale": config.scale, "label_min": label_min, "label_max": label_max, "dim": encoder.dim,
                 "num_labels": num_labels, "epsilon": config.epsilon, "margin": config.margin,
                 "distance": config.distance, "mining": config.mining,
-                "positive_threshold": label_midpoint(label_min, label_max) if threshold is None else threshold,
+                "positive_threshold": POSITIVE_THRESHOLDS.get(config.train_data, label_midpoint(label_min, label_max))
+                if threshold is None else threshold,
             }
             self.pair_loss = create_loss(
                 config.loss, **{name: available[name] for name in loss_parameters(config.loss)}

@@ -75,3 +75,16 @@ def test_a_saved_cross_encoder_is_refused_as_an_embedder(tiny_bert_dir: Path, tm
     task.save(tmp_path / "best")
     with pytest.raises(ConfigError, match="no sentence embedding"):
         load_encoder(tmp_path)
+
+
+def test_the_baselines_map_sick_scores_as_the_cosent_reference_does(tiny_bert_dir: Path) -> None:
+    """The MSE baseline's targets on SICK are score / 5 (1..5 -> 0.2..1.0, the reference's ``utils.get_sick``), and
+    the contrastive baselines split SICK at 3.0 (``relatedness_score > 3.0``); STS-B stays / 5 and 2.5 (referee
+    review 13, finding 4: SICK had been mapped onto 0..1)."""
+    sick = torch.tensor([1.0, 3.0, 5.0])
+    same = torch.ones(3, 4)  # cosine 1 for every pair: the loss is the mean of (1 - target)^2
+    for data, threshold in (("sickr", 3.0), ("stsb", 2.5)):
+        mse = CosentTask(COSENT.parse(_tiny(tiny_bert_dir, loss="mse", train_data=data, device="cpu"))).pair_loss
+        assert mse(same, same, sick).item() == pytest.approx(((1 - sick / 5) ** 2).mean().item(), rel=1e-6)
+        contrastive = COSENT.parse(_tiny(tiny_bert_dir, loss="contrastive", train_data=data, device="cpu"))
+        assert CosentTask(contrastive).pair_loss.get_config_dict()["positive_threshold"] == threshold

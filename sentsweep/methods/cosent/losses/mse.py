@@ -26,8 +26,8 @@ def mse_cosine_loss(cos_sim: Tensor, labels: Tensor, label_max: float, label_min
     ``L = mean_i (cos(u_i, v_i) - y_i')^2`` with ``y_i' = (y_i - label_min) / (label_max - label_min)``
     in [0, 1]: the paper writes ``||cos - y_true||^2`` without saying how a 0-5 score meets a cosine,
     and its "SBERT (MSE)" rows are SBERT's CosineSimilarityLoss, which regresses the cosine onto
-    score / 5 with a batch-mean MSE. Use ``label_max=5`` for STS-B, ``label_min=1, label_max=5`` for
-    SICK-R, ``label_max=1`` for binary labels, ``label_max=2`` for NLI 0/1/2.
+    score / 5 with a batch-mean MSE. Use ``label_max=5`` for STS-B and for SICK-R (the CoSENT reference divides
+    SICK's 1..5 by 5 too: targets 0.2..1.0), ``label_max=1`` for binary labels, ``label_max=2`` for NLI 0/1/2.
 
     Args:
         cos_sim: ``(batch,)`` cosine similarities.
