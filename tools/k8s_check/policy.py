@@ -2,10 +2,12 @@
 
 - every container (the KubeRay autoscaler's options included) has CPU and memory requests and limits,
   runs as a non-root user without privilege escalation, drops all capabilities, has a read-only root
-  filesystem and an image pinned by digest (``name:tag@sha256:...``); no secret-looking environment
+  filesystem, a RuntimeDefault (or Localhost) seccomp profile, no hostPort, and an image pinned by digest
+  (``name:tag@sha256:...``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
   carries a plaintext password;
-- no pod has ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
+- no pod shares the node's network, PID or IPC namespace or mounts a hostPath; no pod has
+  ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
   projected ``serviceAccountToken`` volume, or anything at the token's directory): only the autoscaler of
   an autoscaling Ray cluster calls the Kubernetes API, and it alone mounts a projected token volume of the
   head (``autoscalerOptions.volumeMounts``), so the head's Ray container (and the code of a job that runs
@@ -52,6 +54,10 @@ RAY_TOKEN_KEY = "auth_token"  # the key KubeRay reads from authOptions.secretNam
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
+#: Pod fields that share a namespace of the node (Pod Security's baseline forbids them).
+HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
+
+
 def check_containers(obj: dict[str, Any]) -> list[Problem]:
     """Resources, non-root, privileges, read-only root, pinned images, no plaintext secrets."""
     oid = object_id(obj)
@@ -92,6 +98,11 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
         found.append("capabilities do not drop ALL")
     if sc.get("readOnlyRootFilesystem") is not True:
         found.append("readOnlyRootFilesystem is not true")
+    seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        found.append("seccompProfile is not RuntimeDefault (or Localhost)")
+    if c.get("ports") and any(p.get("hostPort") for p in c["ports"]):
+        found.append("a port is bound on the node (hostPort)")
     image = str(c.get("image", ""))
     if not image.startswith("(") and not DIGEST.search(image):
         found.append(f"image '{image}' is not pinned by digest (name:tag@sha256:...)")
@@ -107,10 +118,16 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
 
 
 def check_pods(obj: dict[str, Any]) -> list[Problem]:
-    """Service-account tokens: none automounted, none mounted into a container, the autoscaler's own."""
+    """The node's namespaces and folders out of reach; service-account tokens: none automounted, none mounted into a
+    container, the autoscaler's own."""
     oid = object_id(obj)
     found = []
     for pod in pod_specs(obj):
+        shared = [name for name in HOST_NAMESPACES if pod.spec.get(name)]
+        if shared:
+            found.append(Problem(oid, "policy", f"{pod.where}: shares the node's namespaces ({', '.join(shared)})"))
+        found += [Problem(oid, "policy", f"{pod.where}: volume {v.get('name')} is a hostPath (the node's files)")
+                  for v in pod.spec.get("volumes") or [] if "hostPath" in v]
         if pod.spec.get("automountServiceAccountToken") is not False:
             found.append(Problem(oid, "policy", f"{pod.where}: automountServiceAccountToken is not false (only "
                                                 "the Ray autoscaler calls the Kubernetes API, with its own mount)"))

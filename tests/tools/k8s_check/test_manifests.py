@@ -623,3 +623,15 @@ def test_the_bootstrap_grants_every_sweep_experiment() -> None:
     granted = set(env["SWEEP_EXPERIMENTS"].split(","))
     for path in sorted((K8S / "sweep" / "configs").glob("*.yaml")):
         assert yaml.safe_load(path.read_text())["tracking"]["experiment"] in granted, path.name
+
+
+def test_no_seccomp_profile_and_the_nodes_namespaces_are_caught(tmp_path: Path) -> None:
+    """Pod Security's restricted profile asks for them at admission; the offline check did not (security review
+    13): a pod without a seccomp profile, on the node's network."""
+    new = _planted(tmp_path, ("overlays/local",), {"base/minio.yaml": (
+        "        seccompProfile:\n          type: RuntimeDefault\n      containers:\n",
+        "      hostNetwork: true\n      containers:\n")})
+    assert sorted(new) == [
+        "StatefulSet/minio: spec.template.spec.containers[minio]: seccompProfile is not RuntimeDefault (or "
+        "Localhost) [policy]",
+        "StatefulSet/minio: spec.template.spec: shares the node's namespaces (hostNetwork) [policy]"]
