@@ -43,6 +43,10 @@ log = logging.getLogger("sentsweep.tracking")
 #: The folder of a sweep's storage folder holding the copies of worker journals that a later attempt of their trial,
 #: on another node, would have overwritten with entries still pending (``<trial folder name>-<random>.jsonl``).
 SET_ASIDE = "tracking-journals-set-aside"
+#: The largest journal copy (or its state) the driver reads from the storage: a trial's journal is metrics and tags,
+#: kilobytes to a few megabytes; an object beyond this was put there by someone else, to fill the memory or the disk
+#: of whoever replays it.
+MAX_COPY_BYTES = 256 * 2**20
 
 
 def _state_name(name: str) -> str:
@@ -168,8 +172,14 @@ class JournalMirror:
         return journal
 
     def _read(self, path: str) -> bytes:
+        """The object at ``path``, at most :data:`MAX_COPY_BYTES` (a larger one is refused, unread, with a warning:
+        an ``OSError``, which :meth:`pull` reads as no copy)."""
         with self.filesystem.open_input_stream(path) as stream:
-            return stream.readall()
+            data = stream.read(MAX_COPY_BYTES + 1)
+        if len(data) > MAX_COPY_BYTES:
+            log.warning("not pulled: %s holds more than %d MiB, no journal is that large", path, MAX_COPY_BYTES >> 20)
+            raise OSError(f"{path}: larger than {MAX_COPY_BYTES} bytes")
+        return data
 
 
 

@@ -195,3 +195,22 @@ def test_the_driver_takes_a_copy_of_another_attempt_whole(tmp_path) -> None:
         assert pulled is not None
         assert [e["tags"]["attempt"] for e in pulled.entries()] == [node] * entries
         assert pulled.state().delivered == delivered
+
+
+def test_a_copy_larger_than_any_journal_is_not_pulled(tmp_path, monkeypatch) -> None:
+    """An object planted in the storage under a journal's name, larger than a journal can be, is refused unread
+    past the limit, not loaded into the memory (and written to the disk) of the machine that replays it (security
+    review 13)."""
+    from sentsweep.tracking import journal_mirror
+
+    monkeypatch.setattr(journal_mirror, "MAX_COPY_BYTES", 1000)
+    storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    journal = Journal(tmp_path / "node" / TRIAL_JOURNAL)
+    journal.append({"op": "tags", "tags": {"small": "1"}})
+    JournalMirror(storage, "toy").push(journal)
+    assert JournalMirror(storage, "toy").pull(tmp_path / "driver" / "worker-toy.jsonl") is not None
+    big = tmp_path / "bucket" / JournalMirror(storage, "big").path
+    big.parent.mkdir(parents=True)
+    big.write_bytes(b'{"op": "tags", "tags": {}}\n' * 100)
+    assert JournalMirror(storage, "big").pull(tmp_path / "driver" / "worker-big.jsonl") is None
+    assert not (tmp_path / "driver" / "worker-big.jsonl").exists()
