@@ -9,11 +9,9 @@ Everything takes an :class:`Embedder` (anything with ``encode(list[str]) -> np.n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sentsweep.lazy_exports import lazy_exports
 
-#: Where each public name lives, imported on first use (:mod:`sentsweep.lazy_exports`).
+#: Every public name and the module it lives in, imported on first use (:mod:`sentsweep.lazy_exports`).
 _WHERE: dict[str, str] = {
     "AVG7_KEYS": "sentsweep.evaluation.sts",
     "CLASSIFIER_SETTINGS": "sentsweep.evaluation.senteval",
@@ -56,85 +54,4 @@ _WHERE: dict[str, str] = {
 }
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
-if TYPE_CHECKING:
-    from sentsweep.evaluation.analysis import (
-        compare_distributions,
-        random_partners,
-        rank_errors,
-        similarity_distribution,
-        summary,
-        worst_pairs,
-    )
-    from sentsweep.evaluation.protocols import Embedder, ProgressFn
-    from sentsweep.evaluation.results import EvalResult
-    from sentsweep.evaluation.senteval import (
-        CLASSIFIER_SETTINGS,
-        REG_GRID,
-        SENTEVAL_OPTION_FIELDS,
-        SENTEVAL_TASKS,
-        SentEvalOptions,
-        evaluate_senteval,
-        kfold_test_accuracy,
-        nested_cv_accuracy,
-        pair_features,
-        reg_to_c,
-        select_reg,
-        split_test_accuracy,
-    )
-    from sentsweep.evaluation.sts import (
-        AVG7_KEYS,
-        SELECTION_METRIC,
-        STS_TASK_SPLITS,
-        STS_TASKS,
-        StsEvaluator,
-        StsSet,
-        evaluate_pairs,
-        evaluate_sts,
-        load_sts_sets,
-        spearman,
-        spearman_cosine,
-        sts_avg7,
-        subset_spearman,
-    )
-    from sentsweep.evaluation.suite import TASK_GROUPS, evaluate, split_tasks, valid_task_names
-
-__all__ = [
-    "AVG7_KEYS",
-    "CLASSIFIER_SETTINGS",
-    "REG_GRID",
-    "SELECTION_METRIC",
-    "SENTEVAL_OPTION_FIELDS",
-    "SENTEVAL_TASKS",
-    "STS_TASKS",
-    "STS_TASK_SPLITS",
-    "SentEvalOptions",
-    "TASK_GROUPS",
-    "Embedder",
-    "EvalResult",
-    "ProgressFn",
-    "StsEvaluator",
-    "StsSet",
-    "compare_distributions",
-    "evaluate",
-    "evaluate_pairs",
-    "evaluate_senteval",
-    "evaluate_sts",
-    "kfold_test_accuracy",
-    "load_sts_sets",
-    "nested_cv_accuracy",
-    "pair_features",
-    "random_partners",
-    "rank_errors",
-    "reg_to_c",
-    "select_reg",
-    "similarity_distribution",
-    "spearman",
-    "spearman_cosine",
-    "split_tasks",
-    "split_test_accuracy",
-    "sts_avg7",
-    "subset_spearman",
-    "summary",
-    "valid_task_names",
-    "worst_pairs",
-]
+__all__ = sorted(_WHERE)

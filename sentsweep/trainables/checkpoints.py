@@ -213,21 +213,28 @@ class BestFolder:
         complete weights, so a failed upload or a lost node never loses the best weights already kept."""
         self.settle()  # a replacement cut short before: finished first (its best.next/ may be the only copy)
         files = source.files()
-        _fill(self.spare, source, files, {"step": step, "value": value, "files": files})
-        self.settle()
+        marker = {"step": step, "value": value, "files": files}
+        _fill(self.spare, source, files, marker)
+        self._install(marker)
 
     def settle(self) -> None:
-        """Finish a replacement cut short: a complete ``best.next/`` replaces ``best/`` (marker removed first,
-        written last) and is removed; an incomplete one is removed (``best/`` still holds the weights kept before).
-        """
+        """Finish a replacement cut short: a complete ``best.next/`` replaces ``best/`` (:meth:`_install`); an
+        incomplete one is removed (``best/`` still holds the weights kept before)."""
         marker = _complete_marker(self.spare)
-        if marker is not None:
-            self.folder.fs.create_dir(self.folder.path, recursive=True)
-            old = posixpath.join(self.folder.path, BEST_MARKER)
-            if self.folder.fs.get_file_info(old).type == pyarrow.fs.FileType.File:
-                self.folder.fs.delete_file(old)
-            self.folder.fs.delete_dir_contents(self.folder.path, missing_dir_ok=True)
-            _fill(self.folder, self.spare, marker.get("files", {}), marker)
+        if marker is None:
+            self.spare.remove()
+        else:
+            self._install(marker)
+
+    def _install(self, marker: dict[str, Any]) -> None:
+        """Replace ``best/`` from the complete ``best.next/`` whose ``best.json`` is ``marker`` (the old marker
+        removed first, the new one written last), then remove ``best.next/``."""
+        self.folder.fs.create_dir(self.folder.path, recursive=True)
+        old = posixpath.join(self.folder.path, BEST_MARKER)
+        if self.folder.fs.get_file_info(old).type == pyarrow.fs.FileType.File:
+            self.folder.fs.delete_file(old)
+        self.folder.fs.delete_dir_contents(self.folder.path, missing_dir_ok=True)
+        _fill(self.folder, self.spare, marker.get("files", {}), marker)
         self.spare.remove()
 
     def fetch(self, scratch: Path) -> Path | None:

@@ -12,11 +12,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sentsweep.lazy_exports import lazy_exports
 
-#: Where each public name lives, imported on first use (:mod:`sentsweep.lazy_exports`).
+#: Every public name and the module it lives in, imported on first use (:mod:`sentsweep.lazy_exports`).
 _WHERE: dict[str, str] = {
     "CLASSIFIER_SETTINGS": "sentsweep.evaluation.senteval.settings",
     "CV_TASKS": "sentsweep.evaluation.senteval.runner",
@@ -41,53 +39,4 @@ _WHERE: dict[str, str] = {
 }
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
-if TYPE_CHECKING:
-    from sentsweep.evaluation.senteval.lbfgs import (
-        kfold_test_accuracy,
-        nested_cv_accuracy,
-        reg_to_c,
-        select_reg,
-        split_test_accuracy,
-    )
-    from sentsweep.evaluation.senteval.runner import (
-        CV_TASKS,
-        SENTEVAL_TASKS,
-        SICK_TASKS,
-        TRANSFER_TASKS,
-        evaluate_senteval,
-        pair_features,
-        resolve_senteval_tasks,
-    )
-    from sentsweep.evaluation.senteval.settings import (
-        CLASSIFIER_SETTINGS,
-        DEFAULT_SEED,
-        DEFAULT_SETTING,
-        REG_GRID,
-        SENTEVAL_OPTION_FIELDS,
-        ClassifierSetting,
-        SentEvalOptions,
-        classifier_setting,
-    )
-
-__all__ = [
-    "CLASSIFIER_SETTINGS",
-    "CV_TASKS",
-    "DEFAULT_SEED",
-    "DEFAULT_SETTING",
-    "REG_GRID",
-    "SENTEVAL_OPTION_FIELDS",
-    "SENTEVAL_TASKS",
-    "SICK_TASKS",
-    "TRANSFER_TASKS",
-    "ClassifierSetting",
-    "SentEvalOptions",
-    "classifier_setting",
-    "evaluate_senteval",
-    "kfold_test_accuracy",
-    "nested_cv_accuracy",
-    "pair_features",
-    "reg_to_c",
-    "resolve_senteval_tasks",
-    "select_reg",
-    "split_test_accuracy",
-]
+__all__ = sorted(_WHERE)
