@@ -157,6 +157,30 @@ def sweep_folder(target: Target, name: str) -> str:
     return f"s3://{bucket}/{keys[0].rsplit('/', 1)[0]}"
 
 
+def snapshot_checkpoint_steps(target: Target, folder: str) -> dict[str, int]:
+    """By trial id, the step of the checkpoint each trial has in the newest Tune experiment snapshot in the sweep's
+    ``folder`` (s3://...): what a resume restores it from. Trials without one (Tune starts them afresh) and
+    trials the snapshot does not hold (rerun as new trials) are absent. Tune writes the snapshot every so often and
+    whenever a trial has checkpointed ``num_to_keep`` times since the last one, so it trails the checkpoints."""
+    import json
+
+    from ray.tune.trainable.metadata import _TrainingRunMetadata
+
+    bucket, _, prefix = folder.removeprefix("s3://").partition("/")
+    s3 = target.s3_client()
+    names = [item["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=f"{prefix}/experiment_state-", Delimiter="/") for item in page.get("Contents", [])]
+    if not names:
+        return {}
+    snapshot = json.loads(s3.get_object(Bucket=bucket, Key=max(names))["Body"].read())
+    steps = {}
+    for trial_json, metadata_json in snapshot["trial_data"]:
+        latest = _TrainingRunMetadata.from_json_state(metadata_json).checkpoint_manager.latest_checkpoint_result
+        if latest is not None:
+            steps[json.loads(trial_json)["trial_id"]] = int(latest.metrics["step"])
+    return steps
+
+
 def s3_bytes(target: Target, bucket: str, prefix: str) -> tuple[int, int]:
     from tools.harness.s3_server import bucket_bytes
 

@@ -5,6 +5,8 @@ trial finished before the loss is not trained again."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from tests.cluster.scenario import (
     parent_runs,
     retrained_steps,
     run_driver,
+    snapshot_checkpoint_steps,
     start_driver,
     steps_of,
     sweep_folder,
@@ -33,14 +36,26 @@ ORPHANS_TAG = "sentsweep.deleted_orphan_runs"  # the runs of trials lost with th
 MAX_STEPS = 12
 
 
-def _finished_and_training(runs: list[Run]) -> tuple[Run, Run] | None:
-    """One trial finished and another trained past its third checkpoint with three evaluations to go: Tune forces
-    an experiment snapshot once a trial has checkpointed ``num_to_keep`` (2) times since the last one, so by then
-    the trial is in the snapshot in S3 (one created after the last snapshot is lost with the driver: rerun as a new
-    trial, its run deleted, ``platform/sweep_tracking.py``)."""
-    done = [r for r in runs if r.info.status == "FINISHED"]
-    training = training_with_checkpoint(runs, 6, MAX_STEPS - 4)
-    return (done[0], training[0]) if done and training else None
+def _finished_and_snapshotted(cluster: Target, name: str) -> Callable[[list[Run]], tuple[Run, Run] | None]:
+    """The moment one trial has finished and another, with steps left to train, has a checkpoint in Tune's
+    experiment snapshot in S3 (:func:`snapshot_checkpoint_steps`: the snapshot trails the checkpoints; a trial
+    whose checkpoint is not in it yet is started afresh by the resume, as Tune does)."""
+
+    def moment(runs: list[Run]) -> tuple[Run, Run] | None:
+        done = [r for r in runs if r.info.status == "FINISHED"]
+        candidates = training_with_checkpoint(runs, 4, MAX_STEPS - 2)
+        if not done or not candidates:
+            return None
+        snapshotted = snapshot_checkpoint_steps(cluster, sweep_folder(cluster, name))
+        training = [r for r in candidates if r.data.tags[TRIAL_ID_TAG] in snapshotted]
+        return (done[0], training[0]) if training else None
+
+    return moment
+
+
+def _resumed_from(steps: list[int]) -> int | None:
+    """The first step logged again after a restore (the first one not after its predecessor), None if none was."""
+    return next((step for before, step in itertools.pairwise(steps) if step <= before), None)
 
 
 def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name: str, lose_head: bool) -> None:
@@ -49,10 +64,11 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     experiment = experiment_of(config)
     driver = start_driver(cluster, ["sweep", str(config)], tmp_path / "first")
     try:
-        finished, training = wait_for(cluster, experiment, _finished_and_training, driver,
-                                      "a trial finished and another trained past a checkpoint")
+        finished, training = wait_for(cluster, experiment, _finished_and_snapshotted(cluster, name), driver,
+                                      "a trial finished and another's checkpoint was in Tune's snapshot")
     finally:
         driver.kill()
+    snapshotted = snapshot_checkpoint_steps(cluster, sweep_folder(cluster, name))  # what the resume restores
     cut_short = [r for r in trial_runs(cluster, experiment) if r.info.status == "RUNNING"]
     if lose_head:
         cluster.stack.restart_ray()  # every node stopped, the head included; a fresh cluster started
@@ -67,10 +83,15 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     assert steps_of(cluster, again) == list(range(2, MAX_STEPS + 1, 2)), "a finished trial was trained again"
     (parent,) = parent_runs(cluster, experiment)
     lost = [r for r in cut_short if r.info.run_id in parent.data.tags.get(ORPHANS_TAG, "")]
-    for run in runs:  # a trial cut short continued from its S3 checkpoint (unless Tune lost it: rerun anew)
-        if run.data.tags[TRIAL_ID_TAG] in {r.data.tags[TRIAL_ID_TAG] for r in cut_short if r not in lost}:
+    assert training.data.tags[TRIAL_ID_TAG] in snapshotted
+    for run in runs:  # a trial cut short with a checkpoint in the snapshot continued from it, not from scratch
+        trial_id = run.data.tags[TRIAL_ID_TAG]
+        if trial_id in snapshotted and trial_id in {r.data.tags[TRIAL_ID_TAG] for r in cut_short}:
             assert int(run.data.tags[ATTEMPT_TAG]) >= 2, run.data.tags
-            assert steps_of(cluster, run).count(2) == 1, "a checkpointed trial started over instead of continuing"
+            steps = steps_of(cluster, run)
+            assert steps.count(2) == 1, f"a checkpointed trial started over instead of continuing: {steps}"
+            resumed = _resumed_from(steps)
+            assert resumed is None or resumed > snapshotted[trial_id], (steps, snapshotted[trial_id])
     assert training.info.run_id not in parent.data.tags.get(ORPHANS_TAG, ""), "a trial of Tune's snapshot was lost"
     assert sorted(p.name for p in elsewhere.iterdir()) == ["driver.log"], "the resume wrote local files"
     scenario = "head loss" if lose_head else "driver loss"
