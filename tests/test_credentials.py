@@ -94,7 +94,9 @@ def test_resolving_moves_credentials_into_the_environment(tmp_path: Path) -> Non
     assert SECRET not in resolved.to_yaml() + resolved.model_dump_json() + repr(resolved)
     again = dict(env)
     assert resolved.resolved(tmp_path, environ=again) == resolved and again == env
-    assert resolved.resolved(tmp_path, environ={})._credential_env == tuple(sorted(env))
+    assert resolved.resolved(tmp_path, environ={})._credential_env == {
+        "MLFLOW_TRACKING_USERNAME": "tracking.uri", "MLFLOW_TRACKING_PASSWORD": "tracking.uri",
+        "AWS_ACCESS_KEY_ID": "storage_path", "AWS_SECRET_ACCESS_KEY": "storage_path"}
 
 
 def test_credentials_given_twice_differently_are_one_clear_error(tmp_path: Path) -> None:
@@ -118,17 +120,29 @@ def test_a_resumed_folder_and_endpoint_lose_their_credentials_too() -> None:
     assert resolve_sweep_folder("/data/runs/s-1", None, env) == ("/data/runs/s-1", None)
 
 
-def test_only_a_joined_cluster_gets_the_uri_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_a_joined_cluster_gets_the_uri_credentials_and_only_when_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "")  # unset, and restored after the test
     monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
     config = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://:{SECRET}@mlflow:5000"})
     resolved = config.resolved(tmp_path)  # this process's environment
     assert resolved.worker_credentials(None) == {} and resolved.worker_credentials("local") == {}
-    # the password came from the URI and travels; the user name was in the environment already and stays
-    assert resolved.worker_credentials("ray://head:10001") == {"MLFLOW_TRACKING_PASSWORD": SECRET}
+    # the password came from the URI and would travel (readable through Ray's Jobs API): refused unless asked
+    with pytest.raises(ConfigError) as refused:
+        resolved.worker_credentials("ray://head:10001")
+    assert str(refused.value).startswith("field 'tracking.uri': the credentials taken off the config's URIs "
+                                         "(MLFLOW_TRACKING_PASSWORD) would reach")
+    assert "--forward-credentials" in str(refused.value) and SECRET not in str(refused.value)
+    # the user name was in the environment already and stays
+    assert resolved.worker_credentials("ray://head:10001", forward=True) == {"MLFLOW_TRACKING_PASSWORD": SECRET}
     monkeypatch.setenv("RAY_ADDRESS", "http://head:8265")  # a Ray job's driver
-    assert joins_ray_cluster(None) and resolved.worker_credentials(None) == {"MLFLOW_TRACKING_PASSWORD": SECRET}
+    assert joins_ray_cluster(None) and resolved.worker_credentials(None, forward=True) == {
+        "MLFLOW_TRACKING_PASSWORD": SECRET}
+    with pytest.raises(ConfigError):
+        resolved.worker_credentials(None)
+    in_env = SweepConfig(name="s", method="cosent", tracking={"uri": "http://mlflow:5000"}).resolved(tmp_path)
+    assert in_env.worker_credentials("ray://head:10001") == {}  # nothing taken off a URI: nothing to refuse
 
 
 def test_masks() -> None:
@@ -202,3 +216,21 @@ def test_the_cli_masks_its_error_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["sweep", str(config)]) == 2
     err = capsys.readouterr().err
     assert "'ftp://K:***@host/x': use a local folder" in err and SECRET not in err
+
+
+def test_a_sweep_joining_a_cluster_refuses_uri_credentials_before_anything_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.setenv(name, "")  # unset, and restored after the test
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "sweep.yaml"
+    config.write_text(f"name: s\nmethod: cosent\nstorage_path: {tmp_path / 'runs'}\n"
+                      f"tracking: {{uri: 'http://alice:{SECRET}@127.0.0.1:9'}}\n")
+    # the address is a closed port: reaching it (or the tracking server) would be another error
+    assert main(["sweep", str(config), "--address", "ray://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sentsweep sweep: error: field 'tracking.uri': the credentials taken off the config's "
+                          "URIs (MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_USERNAME) would reach the cluster's "
+                          "workers"), err
+    assert len(err.splitlines()) == 1 and SECRET not in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()

@@ -32,6 +32,10 @@ def add_driver(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default=None, help="Ray cluster address (default: start Ray locally)")
     p.add_argument("--verbose", action="store_true", help="show the trials' own output")
     p.add_argument("--no-finalize", dest="finalize", action="store_false", help=NO_FINALIZE_HELP)
+    p.add_argument("--forward-credentials", action="store_true",
+                   help="with --address (or $RAY_ADDRESS): send the credentials taken off the config's URIs to the "
+                   "cluster's workers in the job's runtime_env, which anyone who can reach the cluster's dashboard "
+                   "can read (default: refused; give the nodes their own)")
 
 
 def add_allow_change(p: argparse.ArgumentParser) -> None:

@@ -101,10 +101,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"continuing the interrupted sweep {folder}")
             outcome = resume_sweep(folder, endpoint_url=config.storage_endpoint_url, config=config,
                                    allow_change=args.allow_change, address=args.address, finalize=args.finalize,
-                                   log_to_driver=args.verbose)
+                                   log_to_driver=args.verbose, forward_credentials=args.forward_credentials)
             return _finish(outcome)
     outcome = run_sweep(config, source=args.config, address=args.address, finalize=args.finalize,
-                        log_to_driver=args.verbose)
+                        log_to_driver=args.verbose, forward_credentials=args.forward_credentials)
     return _finish(outcome)
 
 
@@ -113,7 +113,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, overrides=args.overrides,
                            allow_change=args.allow_change, address=args.address, finalize=args.finalize,
-                           log_to_driver=args.verbose)
+                           log_to_driver=args.verbose, forward_credentials=args.forward_credentials)
     return _finish(outcome)
 
 

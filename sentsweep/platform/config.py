@@ -194,7 +194,8 @@ class SweepConfig(_Section):
                                    "starts from (platform/warm_start.py)")
     objectives: list[str] | None = Field(None, description="multi-objective: 'METRIC max|min' entries, the first "
                                          "being metric and mode (platform/objectives.py); null: metric alone")
-    _credential_env: tuple[str, ...] = PrivateAttr(default=())  # names of the variables resolved() set
+    #: the variables resolved() set, each with the field whose URI carried it
+    _credential_env: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -305,7 +306,7 @@ class SweepConfig(_Section):
             tracking.artifact_location = None  # a server decides where artifacts go
         update["tracking"] = tracking
         resolved = self.model_copy(update=update)
-        resolved._credential_env = tuple(sorted({*self._credential_env, *split.values}))
+        resolved._credential_env = {**self._credential_env, **{name: str(split.fields[name]) for name in split.values}}
         return resolved
 
     def refuse_stray_credentials(self) -> None:
@@ -326,14 +327,27 @@ class SweepConfig(_Section):
         """``(field, kind, value)`` of each of :data:`CREDENTIAL_FIELDS`."""
         return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
 
-    def worker_credentials(self, ray_address: str | None) -> dict[str, str]:
+    def worker_credentials(self, ray_address: str | None, forward: bool = False) -> dict[str, str]:
         """What the workers get in the ``runtime_env`` of ``ray.init(address=ray_address)`` when it joins a
         running cluster (:func:`joins_ray_cluster`): the variables :meth:`resolved` took off this config's URIs.
         A Ray started here inherits them from this process instead; credentials that were in the environment
-        already are not sent (a cluster's nodes have their own: Kubernetes Secrets)."""
+        already are not sent (a cluster's nodes have their own: Kubernetes Secrets).
+
+        Only with ``forward`` (``--forward-credentials``): Ray keeps a driver's ``runtime_env`` in its job table,
+        and the dashboard's Jobs API (``ray list jobs``, the Jobs page) returns it, ``env_vars`` included, to
+        anyone who can reach the cluster's dashboard. Without it, credentials that would be sent are a
+        :class:`ConfigError` naming the variables (never a value), before anything starts."""
         if not joins_ray_cluster(ray_address):
             return {}
-        return {name: os.environ[name] for name in self._credential_env if os.environ.get(name)}
+        sent = {name: os.environ[name] for name in self._credential_env if os.environ.get(name)}
+        if sent and not forward:
+            raise ConfigError(
+                f"the credentials taken off the config's URIs ({', '.join(sorted(sent))}) would reach the "
+                "cluster's workers in the job's runtime_env, which Ray's Jobs API shows to anyone who can reach "
+                "the cluster's dashboard: give the cluster's nodes their own (a Kubernetes Secret, or the "
+                "environment of `ray start`) and drop them from the URIs, or pass --forward-credentials",
+                field=", ".join(sorted({self._credential_env[name] for name in sent})))
+        return sent
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)

@@ -248,16 +248,18 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
 def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableLike | None = None,
               space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
-              ) -> SweepOutcome:
+              forward_credentials: bool = False) -> SweepOutcome:
     """Run a sweep to its end; ``source`` (the YAML path) is named in config errors.
 
     ``trainable`` and ``space`` default to the registries' entries for ``config.method`` and
     ``config.search_space``; ``address`` names a Ray cluster (default: the running or a new local Ray).
     ``preflight``: check storage, tracking, model, spaCy and data before Ray starts (:mod:`.preflight`).
     SIGINT or SIGTERM stop it gracefully (:mod:`.interrupt`): :class:`SweepInterrupted` is raised once Tune
-    saved its state.
+    saved its state. ``forward_credentials``: send the credentials taken off the config's URIs to a joined
+    cluster's workers (:meth:`~sentsweep.platform.config.SweepConfig.worker_credentials`).
     """
     config = config.resolved()
+    worker_env = config.worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, source, trainable, space)
     trials = validate_trials(config, trainable, space, source)
     if preflight:
@@ -287,8 +289,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
              + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
             return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
-                          sweep, stops, address=address, log_to_driver=log_to_driver, finalize=finalize,
-                          echo=echo, stage=_stage_trials(trainable, config), notifier=notifier)
+                          sweep, stops, address=address, worker_env=worker_env, log_to_driver=log_to_driver,
+                          finalize=finalize, echo=echo, stage=_stage_trials(trainable, config), notifier=notifier)
         finally:
             lease.release()
 
@@ -297,7 +299,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                  overrides: Sequence[str] = (), allow_change: Collection[str] = (),
                  trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
-                 echo: Callable[[str], None] = print, preflight: bool = True) -> SweepOutcome:
+                 echo: Callable[[str], None] = print, preflight: bool = True,
+                 forward_credentials: bool = False) -> SweepOutcome:
     """Continue an interrupted sweep from its folder: unfinished and errored trials run again.
 
     The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
@@ -315,6 +318,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
     config = resume_config(stored, given, allow_change, location.uri)
     refuse_fewer_samples(location, stored, config)
+    worker_env = config.worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
     stops = StopSignals()
@@ -339,9 +343,9 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             apply_resume_config(tuner, location, manifest, config, sweep)
             return tuner
 
-        return _drive(restore, config, location, sweep, stops, address=address, log_to_driver=log_to_driver,
-                      finalize=finalize, echo=echo, reopen=True, stage=_stage_trials(trainable, config),
-                      notifier=notifier)
+        return _drive(restore, config, location, sweep, stops, address=address, worker_env=worker_env,
+                      log_to_driver=log_to_driver, finalize=finalize, echo=echo, reopen=True,
+                      stage=_stage_trials(trainable, config), notifier=notifier)
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
@@ -361,8 +365,8 @@ def _stage_trials(trainable: TrainableLike, config: SweepConfig) -> StageTrials:
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-           stops: StopSignals, *, address: str | None, log_to_driver: bool, finalize: bool,
-           echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None,
+           stops: StopSignals, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
+           finalize: bool, echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None,
            notifier: SweepNotifier | None = None) -> SweepOutcome:
     """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`.confirmation`), then
     close the parent run the way the sweep ended (and notify it: :mod:`.notify`)."""
@@ -378,7 +382,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     confirmation = None
     try:
-        with ray_session(address, log_to_driver=log_to_driver, env=config.worker_credentials(address)), \
+        with ray_session(address, log_to_driver=log_to_driver, env=worker_env), \
                 graceful_stops(stops), stops.draining(Drain(location.name, config.stop_grace_s)), \
                 metering(BudgetMeter.load(config.budget, location,
                                           notifier.budget_spent if notifier is not None else None)) as meter:
