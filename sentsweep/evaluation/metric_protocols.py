@@ -10,11 +10,13 @@ of an :class:`~sentsweep.evaluation.results.EvalResult` (``result.info["protocol
 its ``info`` and the embedder, and hands them to the active :func:`collect_protocols` block, so that a
 caller that only sees the metrics (a trial's final evaluation) can still log each one's protocol.
 
-Two figures are comparable when their protocols' :attr:`MetricProtocol.id` agree: every field but
-``code_version`` (the commit, kept for the record), whose part in the id is taken by ``eval_code`` (a
-digest of the evaluation and data-loading code: figures from two commits with the same evaluation code
-compare). ``pooling`` is part of the id: a figure is the embedder's, and an embedding made another way
-is another measurement; searching pooling is ranking *models*, which ``--mixed-protocols`` allows.
+Two figures are comparable when their protocols' :attr:`MetricProtocol.id` agree: every field but those of
+:data:`RECORD_ONLY`, kept for the record. ``code_version`` (the commit) is left out because ``eval_code`` (a
+digest of the evaluation and data-loading code) takes its part: figures from two commits with the same
+evaluation code compare. ``pooling`` is left out because it is the model's, not the measurement's: how the
+embedder turns token states into one vector is what a sweep searching pooling ranks (the CoSENT paper's
+pooling study, Tables VIII and IX, compares exactly such figures), whereas a token cut, a classifier setting or other
+data change the measurement of one and the same embedder.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ _SENTEVAL_SCORES = {"acc": "accuracy x100", "f1": "F1 x100 of the positive class
                     "spearman": "Spearman rho x100", "mse": "MSE (raw)"}
 
 
+#: The fields of a :class:`MetricProtocol` kept for the record but not in its id (module docstring).
+RECORD_ONLY = ("code_version", "pooling")
+
+
 @dataclass(frozen=True)
 class MetricProtocol:
     """Everything a figure was measured under (see the module docstring); ``max_length`` None: whole
@@ -72,8 +78,8 @@ class MetricProtocol:
 
     @property
     def id(self) -> str:
-        """10 hex identifying the protocol: equal ids, comparable figures (``code_version`` left out)."""
-        data = {k: v for k, v in asdict(self).items() if k != "code_version"}
+        """10 hex identifying the protocol: equal ids, comparable figures (:data:`RECORD_ONLY` left out)."""
+        data = {k: v for k, v in asdict(self).items() if k not in RECORD_ONLY}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:10]
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,7 +102,7 @@ class MetricProtocol:
     def differences(self, other: MetricProtocol) -> dict[str, tuple[Any, Any]]:
         """The fields (of the id) in which ``other`` differs: ``{field: (mine, other's)}``."""
         return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
-                if f.name != "code_version" and getattr(self, f.name) != getattr(other, f.name)}
+                if f.name not in RECORD_ONLY and getattr(self, f.name) != getattr(other, f.name)}
 
 
 def compact_id(text: str) -> str:

@@ -26,6 +26,8 @@ UNRECORDED = "unrecorded"
 #: The columns of :func:`protocol_table`, after ``metric``, ``protocol`` and ``runs``: the compact line's parts.
 PROTOCOL_PARTS = ("task/split", "aggregation", "classifier", "max length", "pooling", "precision", "data", "eval code",
                   "code")
+#: The parts of :data:`PROTOCOL_PARTS` kept for the record, outside the protocol's id (``RECORD_ONLY``).
+RECORD_ONLY_PARTS = ("pooling", "code")
 
 
 class MixedProtocolsError(ConfigError):
@@ -44,34 +46,41 @@ def _label(sweep: Run, run: Run) -> str:
     return f"{name}/{trial}" if trial and run is not sweep else name
 
 
-def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[str, list[str]]]]:
-    """metric -> protocol id (or :data:`UNRECORDED`) -> (its compact line, the runs with a figure under it)."""
+def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+    """metric -> protocol id (or :data:`UNRECORDED`) -> (its compact lines, the runs with a figure under it). One
+    id has several lines when they differ only in fields kept for the record (pooling, the commit)."""
     runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
     recorded = {id(run): run_protocols(run) for _, run in runs}
     metrics = {m for lines in recorded.values() for m in lines}
-    seen: dict[str, dict[str, tuple[str, list[str]]]] = {}
+    seen: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
     for sweep, run in runs:
         for metric in sorted(metrics & set(run.data.metrics)):
             line = recorded[id(run)].get(metric, UNRECORDED)
-            entry = seen.setdefault(metric, {}).setdefault(compact_id(line), (line, []))
-            entry[1].append(_label(sweep, run))
+            lines, where = seen.setdefault(metric, {}).setdefault(compact_id(line), ([], []))
+            if line not in lines:
+                lines.append(line)
+            where.append(_label(sweep, run))
     return seen
 
 
 def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: bool = False) -> pd.DataFrame:
-    """One row per (metric, protocol) of the selected sweeps' runs: the protocol's parts and how many runs
-    have a figure under it. Raises :class:`MixedProtocolsError` when a metric has figures under more than
-    one protocol, unless ``mixed_protocols``."""
+    """One row per (metric, protocol) of the selected sweeps' runs: the protocol's parts (every value seen, for a
+    part kept for the record only) and how many runs have a figure under it. Raises :class:`MixedProtocolsError`
+    when a metric has figures under more than one protocol, unless ``mixed_protocols``."""
     seen = _observations(found)
     mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
     if mixed and not mixed_protocols:
         raise MixedProtocolsError(_refusal(mixed), field="--mixed-protocols")
     rows: list[dict[str, Any]] = []
-    for metric, lines in sorted(seen.items()):
-        for line, where in lines.values():
-            parts = [p.strip() for p in line.split("|")] if line != UNRECORDED else [UNRECORDED]
-            row = {"metric": metric, "protocol": parts[0], "runs": len(where),
-                   **dict(zip(PROTOCOL_PARTS, parts[1:], strict=False))}
+    for metric, protocols in sorted(seen.items()):
+        for lines, where in protocols.values():
+            if lines == [UNRECORDED]:
+                row = {"metric": metric, "protocol": UNRECORDED, "runs": len(where)}
+            else:
+                split = [[p.strip() for p in line.split("|")] for line in lines]
+                parts = [", ".join(dict.fromkeys(values)) for values in zip(*split, strict=False)]
+                row = {"metric": metric, "protocol": parts[0], "runs": len(where),
+                       **dict(zip(PROTOCOL_PARTS, parts[1:], strict=False))}
             if metric in mixed:
                 row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
             rows.append(row)
@@ -79,25 +88,27 @@ def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: 
                                        *(["mixed"] if mixed else [])])
 
 
-def _refusal(mixed: dict[str, dict[str, tuple[str, list[str]]]]) -> str:
+def _refusal(mixed: dict[str, dict[str, tuple[list[str], list[str]]]]) -> str:
     """One line: the first mixed metric, its protocols and a run of each, and how to allow it."""
-    metric, lines = next(iter(sorted(mixed.items())))
-    first = next(iter(lines.values()))[0]
-    shown = "; ".join(f"{compact_id(line)} ({len(where)} run(s), e.g. {where[0]}"
-                      f"{': ' + _difference(line, first) if line != first else ''})"
-                      for line, where in lines.values())
+    metric, protocols = next(iter(sorted(mixed.items())))
+    first = next(iter(protocols.values()))[0][0]
+    shown = "; ".join(f"{compact_id(lines[0])} ({len(where)} run(s), e.g. {where[0]}"
+                      f"{': ' + _difference(lines[0], first) if lines[0] != first else ''})"
+                      for lines, where in protocols.values())
     more = f" (and {len(mixed) - 1} more metric(s): {', '.join(sorted(mixed)[1:4])})" if len(mixed) > 1 else ""
-    return (f"'{metric}' was measured under {len(lines)} protocols, not comparable: {shown}{more}; pass "
+    return (f"'{metric}' was measured under {len(protocols)} protocols, not comparable: {shown}{more}; pass "
             "--mixed-protocols to show them side by side anyway")
 
 
 def _difference(line: str, other: str) -> str:
-    """The parts in which two compact lines differ, as ``part: theirs vs this``."""
+    """The parts of the id in which two compact lines differ, as ``part theirs vs this`` (a value that names its
+    part, such as ``max_length 32``, is not named twice)."""
     if UNRECORDED in (line, other):
         return "no protocol recorded" if line == UNRECORDED else "recorded vs not recorded"
-    mine, theirs = line.split("|")[1:], other.split("|")[1:]
-    changed = [f"{name} {b.strip()} vs {a.strip()}" for name, a, b in zip(PROTOCOL_PARTS, mine, theirs, strict=False)
-               if a.strip() != b.strip()]
+    mine, theirs = ([p.strip() for p in text.split("|")[1:]] for text in (line, other))
+    changed = [f"{b} vs {a}" if b.replace("_", " ").startswith(name) else f"{name} {b} vs {a}"
+               for name, a, b in zip(PROTOCOL_PARTS, mine, theirs, strict=False)
+               if a != b and name not in RECORD_ONLY_PARTS]
     return ", ".join(changed[:3])
 
 

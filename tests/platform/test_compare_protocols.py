@@ -59,7 +59,7 @@ def test_mixed_protocols_are_refused_unless_asked(tracking_uri: str, tmp_path: P
     cut = MetricProtocol(**{**STSB.__dict__, "max_length": 32})
     _sweep(client, tmp_path, "whole", [STSB])
     _sweep(client, tmp_path, "cut", [cut])
-    with pytest.raises(MixedProtocolsError, match="max length max_length 32 vs model limit|measured under 2"):
+    with pytest.raises(MixedProtocolsError, match="measured under 2 .*: max_length 32 vs model limit\\)"):
         protocol_table(sweep_runs(client))
     assert main(["compare", "--tracking-uri", tracking_uri]) == 2
     err = capsys.readouterr().err
@@ -70,6 +70,22 @@ def test_mixed_protocols_are_refused_unless_asked(tracking_uri: str, tmp_path: P
     assert STSB.id in out and cut.id in out and "not comparable" in out
     mixed = protocol_table(sweep_runs(client), mixed_protocols=True)
     assert sorted(mixed["mixed"]) == ["cut/t0", "whole/t0"]
+
+
+def test_a_search_over_pooling_ranks_models_under_one_protocol(tracking_uri: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Pooling is the model's (the CoSENT paper's Tables VIII and IX rank poolings on one benchmark): trials that
+    differ in it compare without --mixed-protocols, and the table lists every pooling its figures were made with."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    mean = MetricProtocol(**{**STSB.__dict__, "pooling": "mean", "code_version": "sentsweep 0.1.0@def"})
+    assert mean.id == STSB.id and not STSB.differences(mean)
+    _sweep(client, tmp_path, "pooling", [STSB, mean, STSB])
+    table = protocol_table(sweep_runs(client))
+    assert table[["metric", "protocol", "runs"]].values.tolist() == [["stsb_test", STSB.id, 3]]
+    assert table.loc[0, "pooling"] == "pooling prompt_mask, pooling mean"
+    assert table.loc[0, "code"] == "sentsweep 0.1.0@abc, sentsweep 0.1.0@def"
+    assert main(["compare", "--tracking-uri", tracking_uri]) == 0
+    assert "pooling prompt_mask, pooling mean" in capsys.readouterr().out
 
 
 def test_a_figure_without_a_recorded_protocol_does_not_rank_with_recorded_ones(tracking_uri: str,

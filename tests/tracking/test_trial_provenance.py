@@ -107,11 +107,12 @@ def test_inputs_and_protocols_survive_an_outage_and_a_replay(tmp_path: Path, tra
     assert protocol_ids(run.data.tags) == {"stsb_test": protocol.id}
 
 
-@pytest.mark.parametrize("field", ["max_length", "pooling", "classifier", "data_sha256", "eval_code"])
-def test_a_protocol_id_changes_with_every_field_but_the_commit(field: str) -> None:
+@pytest.mark.parametrize("field", ["max_length", "classifier", "precision", "data_sha256", "eval_code"])
+def test_a_protocol_id_changes_with_every_field_but_the_commit_and_the_pooling(field: str) -> None:
     base = MetricProtocol("stsb", "test", "Spearman", max_length=128, pooling="mean", data_sha256="a" * 64,
                           eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")
     changed = MetricProtocol(**{**base.__dict__, field: 32 if field == "max_length" else "other"})
     assert changed.id != base.id and set(base.differences(changed)) == {field}
     assert MetricProtocol(**{**base.__dict__, "code_version": "sentsweep 0.2.0"}).id == base.id
+    assert MetricProtocol(**{**base.__dict__, "pooling": "cls"}).id == base.id  # the model's, not the measurement's
     assert MetricProtocol.from_dict(base.to_dict()) == base
