@@ -182,7 +182,8 @@ def _sts_protocol(key: str, info: Mapping[str, Any]) -> tuple[str, list[FileSpec
     """(task, files read, split, aggregation) of an STS metric key; None when ``key`` is not one."""
     scoring = str(info.get("sts_protocol", "cosine, spearman"))
     similarity = "pair scores" if "pair scores" in scoring else "cosine"
-    limit = f", first {info['sts_max_pairs']} pairs" if info.get("sts_max_pairs") else ""
+    limit = (f", {info['sts_max_pairs']} pairs sampled (seed {info.get('sts_sample_seed')})"
+             if info.get("sts_max_pairs") else "")
     if key == "sts_avg7":
         files = [*((year, None) for year in STS_YEARS), ("stsb", "test"), ("sickr", "test")]
         return "sts", files, "test", f"mean of the seven (STS12-16 all, STS-B test, SICK-R test), {similarity}"

@@ -236,7 +236,8 @@ class StsEvaluator:
 
     ``StsEvaluator([STSB_DEV])(embedder).metrics[STSB_DEV]`` is the model-selection figure (every
     trainable scores its dev set this way); :meth:`score_pairs` scores a pair scorer (a cross-encoder)
-    on the same sets. ``max_pairs`` keeps the first pairs of each set (a quick dev evaluation);
+    on the same sets. ``max_pairs`` keeps that many pairs of each set, a seeded sample (:func:`sampled_pairs`: a
+    quick dev evaluation);
     ``primary_metric`` names the headline key of the first requested set.
     """
 
@@ -249,12 +250,12 @@ class StsEvaluator:
     ) -> None:
         sets = load_sts_sets(tasks, data_dir)
         if max_pairs is not None:
-            sets = [_first_pairs(st, max_pairs) for st in sets]
+            sets = [sampled_pairs(st, max_pairs) for st in sets]
         self.sets = sets
         self.batch_size = batch_size
         self.info = {**data_info(data_dir), "sts_protocol": "all (concatenated subsets), cosine, spearman"}
         if max_pairs is not None:
-            self.info["sts_max_pairs"] = max_pairs
+            self.info.update({"sts_max_pairs": max_pairs, "sts_sample_seed": SAMPLE_SEED})
         keys = [st.key for st in self.sets]
         self.primary_metric = "sts_avg7" if all(k in keys for k in AVG7_KEYS) else keys[0]
 
@@ -274,15 +275,26 @@ class StsEvaluator:
         return attach_protocols(result, None)
 
 
-def _first_pairs(st: StsSet, limit: int) -> StsSet:
-    """``st`` cut to its first ``limit`` pairs (in subset order)."""
+#: The seed of the pairs a ``max_pairs`` evaluator keeps: every trial of every sweep scores the same pairs.
+SAMPLE_SEED = 0
+
+
+def sampled_pairs(st: StsSet, limit: int) -> StsSet:
+    """``st`` cut to ``limit`` pairs drawn without replacement with :data:`SAMPLE_SEED`, in file order. Not the
+    first pairs: STS-B's files are sorted by genre (its dev set opens with 625 video and image captions, then
+    forums and news), so a cut at the top would select models on captions alone."""
+    sizes = [len(pairs) for pairs in st.subsets.values()]
+    total = sum(sizes)
+    if limit >= total:
+        return st
+    chosen = np.sort(np.random.default_rng(SAMPLE_SEED).choice(total, size=limit, replace=False))
     kept: dict[str, list[Any]] = {}
-    left = limit
-    for name, pairs in st.subsets.items():
-        if left <= 0:
-            break
-        kept[name] = pairs[:left]
-        left -= len(kept[name])
+    offset = 0
+    for (name, pairs), size in zip(st.subsets.items(), sizes, strict=True):
+        inside = chosen[(chosen >= offset) & (chosen < offset + size)] - offset
+        if len(inside):
+            kept[name] = [pairs[i] for i in inside]
+        offset += size
     return StsSet(st.task, st.split, kept)
 
 

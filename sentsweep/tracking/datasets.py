@@ -27,7 +27,7 @@ from mlflow import MlflowClient
 from sentsweep.data.registry import REGISTRY
 from sentsweep.data.source import DataSource, resolve_data_dir
 from sentsweep.evaluation.metric_protocols import TASK_FILES, FileSpec, file_sha256
-from sentsweep.evaluation.sts import STS_TASK_SPLITS
+from sentsweep.evaluation.sts import SAMPLE_SEED, STS_TASK_SPLITS
 from sentsweep.evaluation.suite import split_tasks
 from sentsweep.tracking.journal import Entry
 
@@ -50,17 +50,23 @@ class DatasetRecord:
     profile: str = ""
 
 
-def files_record(name: str, files: Sequence[Path], context: str, limit: int | None = None) -> DatasetRecord:
-    """The record of ``files`` read as one dataset (cut to its first ``limit`` rows when given)."""
-    digest = hashlib.sha256(f"{limit}".encode())
+def files_record(name: str, files: Sequence[Path], context: str, limit: int | None = None,
+                 sample_seed: int | None = None) -> DatasetRecord:
+    """The record of ``files`` read as one dataset: cut to its first ``limit`` rows when given, or to ``limit`` rows
+    drawn with ``sample_seed`` when that is given too (a dev set: :func:`sentsweep.evaluation.sts.sampled_pairs`)."""
+    sampled = limit is not None and sample_seed is not None
+    digest = hashlib.sha256((f"{limit} seed {sample_seed}" if sampled else f"{limit}").encode())
     for path in files:
         digest.update(path.name.encode("utf-8") + b"\0" + file_sha256(path).encode())
     source = str(files[0]) if len(files) == 1 else os.path.commonpath([str(p) for p in files])
-    profile = {"files": [p.name for p in files], "bytes": sum(p.stat().st_size for p in files)}
-    if limit is not None:
+    profile: dict[str, Any] = {"files": [p.name for p in files], "bytes": sum(p.stat().st_size for p in files)}
+    if sampled:
+        profile.update(sampled_rows=limit, sample_seed=sample_seed)
+        name = f"{name}[{limit} sampled]"
+    elif limit is not None:
         profile["first_rows"] = limit
-    return DatasetRecord(name if limit is None else f"{name}[:{limit}]", digest.hexdigest()[:DIGEST_CHARS], source,
-                         context, json.dumps(profile, sort_keys=True))
+        name = f"{name}[:{limit}]"
+    return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], source, context, json.dumps(profile, sort_keys=True))
 
 
 def _registry_files(specs: Sequence[FileSpec], source: DataSource) -> list[Path]:
@@ -73,12 +79,12 @@ def _registry_files(specs: Sequence[FileSpec], source: DataSource) -> list[Path]
 
 
 def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, context: str,
-                limit: int | None = None) -> DatasetRecord | None:
+                limit: int | None = None, sample_seed: int | None = None) -> DatasetRecord | None:
     """The record of registry files, None when any is absent (a task skipped for lack of data)."""
     files = _registry_files(specs, source)
     if not files or not all(p.is_file() for p in files):
         return None
-    return files_record(name, files, context, limit)
+    return files_record(name, files, context, limit, sample_seed)
 
 
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
@@ -100,11 +106,12 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
 
 
 def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The dev set of model selection (``dev_data``, its first ``max_dev_pairs`` pairs)."""
+    """The dev set of model selection (``dev_data``; ``max_dev_pairs`` of its pairs, a seeded sample)."""
     spec = DEV_FILES.get(str(getattr(config, "dev_data", "")))
     if spec is None:
         return None
-    return _registered("/".join(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None))
+    return _registered("/".join(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None),
+                       SAMPLE_SEED)
 
 
 def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:

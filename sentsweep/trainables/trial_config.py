@@ -63,7 +63,8 @@ class TrialConfig(BaseModel):
     eval_at_start: bool = False
     device: str | None = None
     data_dir: str | None = None
-    max_dev_pairs: int | None = Field(None, gt=0)
+    max_dev_pairs: int | None = Field(None, gt=0, description="score this many pairs of each dev set, a seeded "
+                                      "sample across the file (sentsweep.evaluation.sts.sampled_pairs); null: all")
     test_tasks: str = "sts"
     # SentEval options of the test suite, one per SentEvalOptions field (SENTEVAL_OPTION_FIELDS)
     senteval_setting: str = Field(_SENTEVAL.setting, description=SENTEVAL_OPTION_HELP["setting"])
@@ -98,8 +99,8 @@ class TrialConfig(BaseModel):
         return DEV_SETS[self.dev_data]
 
     def dev_evaluator(self, batch_size: int) -> StsEvaluator:
-        """The dev set, and the ``extra_dev_data`` sets, loaded once (their first ``max_dev_pairs`` pairs), scored
-        every ``eval_every`` steps."""
+        """The dev set, and the ``extra_dev_data`` sets, loaded once (``max_dev_pairs`` pairs of each, a seeded
+        sample), scored every ``eval_every`` steps."""
         extra = [DEV_SETS[name] for name in self.extra_dev_data if DEV_SETS[name] != self.dev_metric]
         return StsEvaluator([self.dev_metric, *dict.fromkeys(extra)], data_dir=self.data_dir, batch_size=batch_size,
                             max_pairs=self.max_dev_pairs)

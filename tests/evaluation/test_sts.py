@@ -193,3 +193,22 @@ def test_evaluate_sts_all_seven_on_the_sample(embedder, data_module) -> None:
         pytest.skip(f"the bundled sample lacks an STS task: {err}")
     assert "sts_avg7" in result.metrics
     assert result.table.iloc[-1].task == "sts"
+
+
+def test_a_dev_set_cut_to_max_pairs_is_a_seeded_sample_across_the_file(shared_data) -> None:
+    """STS-B dev is sorted by genre (625 caption pairs first): 100 pairs are drawn from the whole file, the same
+    ones every time, in file order; the protocol says so."""
+    from sentsweep.evaluation.sts import StsEvaluator, load_sts_sets
+
+    (whole,) = load_sts_sets(["stsb_dev"], shared_data)
+    pairs = whole.subsets["dev"]
+    evaluator = StsEvaluator(["stsb_dev"], shared_data, max_pairs=100)
+    (cut,) = evaluator.sets
+    kept = cut.subsets["dev"]
+    positions = [pairs.index(pair) for pair in kept]
+    assert len(kept) == 100 and positions == sorted(positions) and len(set(positions)) == 100
+    assert sum(p >= 625 for p in positions) > 40  # forums and news too, not captions alone
+    assert [p.s1 for p in StsEvaluator(["stsb_dev"], shared_data, max_pairs=100).sets[0].subsets["dev"]] == [
+        p.s1 for p in kept]
+    assert StsEvaluator(["stsb_dev"], shared_data, max_pairs=5000).sets[0].subsets["dev"] == pairs
+    assert evaluator.info["sts_max_pairs"] == 100 and evaluator.info["sts_sample_seed"] == 0

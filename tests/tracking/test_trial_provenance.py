@@ -62,7 +62,7 @@ def test_a_tracked_trial_records_source_datasets_and_protocols(tiny_bert_dir: Pa
     by_context = {i.tags[0].value: i.dataset for i in inputs}
     assert {i.tags[0].key for i in inputs} == {"mlflow.data.context"}
     assert set(by_context) == {"training", "validation", "test"}
-    assert by_context["training"].name == "stsb/train[:32]" and by_context["validation"].name == "stsb/dev[:40]"
+    assert by_context["training"].name == "stsb/train[:32]" and by_context["validation"].name == "stsb/dev[40 sampled]"
     assert by_context["test"].name == "stsb/test" and by_context["test"].source_type == "local"
     assert json.loads(by_context["test"].source)["uri"].endswith("sts-test.csv")
     assert len(by_context["test"].digest) == 16 and json.loads(by_context["test"].profile)["bytes"] > 0
@@ -75,7 +75,7 @@ def test_a_tracked_trial_records_source_datasets_and_protocols(tiny_bert_dir: Pa
     assert {k: p.id for k, p in protocols.items()} == ids
     dev, test = protocols["stsb_dev"], protocols["stsb_test"]
     assert (dev.task, dev.split, test.split) == ("stsb", "dev", "test")
-    assert "first 40 pairs" in dev.aggregation and "first" not in test.aggregation  # max_dev_pairs is the dev's
+    assert "40 pairs sampled (seed 0)" in dev.aggregation and "sampled" not in test.aggregation  # the dev's only
     # the evaluation length (eval_max_length: the tiny model's limit), not the training max_length
     assert test.pooling == "mean" and test.max_length == 128 and len(test.data_sha256) == 64
     assert test.code_version.startswith("sentsweep ") and len(test.eval_code) == 12
