@@ -10,7 +10,8 @@ resume). ``TuneConfig.num_samples`` is not read at all.
 :func:`resize_search` therefore hands the restored Tuner a :class:`ResizableSearchGenerator` (the same chain
 Tune would build, the generator being ours) whose :meth:`~ResizableSearchGenerator.set_state` keeps the
 saved state but puts the sweep's current ``num_samples`` in place of the saved total. Every resume goes
-through it (with an unchanged config the total is the saved one). :func:`refuse_fewer_samples` refuses, before
+through it (with an unchanged config the total is the saved one), and so does the repair of a snapshot whose files
+come from different saves (:mod:`.torn_snapshot`). :func:`refuse_fewer_samples` refuses, before
 Ray starts, a number below the trials the sweep already started: Tune resumes every started trial, so the
 sweep could not end with fewer.
 """
@@ -49,6 +50,16 @@ class ResizableSearchGenerator(SearchGenerator):
         self._total_samples = self.num_samples
         if self.num_samples > saved or self.reopen:
             self._finished = False
+
+    def restore_from_dir(self, dirpath: str) -> None:
+        """Tune's restore, then the search made to agree with the restored trials when the sweep's files come from
+        different saves (:mod:`.torn_snapshot`; Tune has downloaded the experiment state into ``dirpath``)."""
+        from sentsweep.platform.torn_snapshot import reconcile, snapshot_trials
+
+        super().restore_from_dir(dirpath)
+        trials = snapshot_trials(dirpath)
+        if trials is not None:
+            reconcile(self, trials)
 
 
 def base_searcher(search_alg: Any) -> Searcher:

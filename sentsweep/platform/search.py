@@ -77,7 +77,7 @@ class PruningAwareOptunaSearch(OptunaSearch):
             self._metric, self._mode = objectives[0].metric, objectives[0].mode
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        if is_draining(result):
+        if is_draining(result) or trial_id not in self._ot_trials:  # unknown: a trial not adopted (.torn_snapshot)
             return
         if not self.objectives:
             super().on_trial_result(trial_id, evaluation_result(result))
@@ -85,7 +85,10 @@ class PruningAwareOptunaSearch(OptunaSearch):
             self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
-        if trial_id in self._completed_trials or trial_id not in self._ot_trials:
+        if trial_id not in self._ot_trials:  # not adopted from a torn snapshot (.torn_snapshot): nothing to tell
+            self._completed_trials.add(trial_id)
+            return None
+        if trial_id in self._completed_trials:
             return super().on_trial_complete(trial_id, result, error)
         value: Any = result.get(self.metric) if result else None
         if error or not result:

@@ -10,6 +10,9 @@ session's ``ray_session`` (tests/conftest.py) gives them the repository root on 
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -172,3 +175,14 @@ def toy_config(tmp_path: Path, model: Path, tracking_uri: str, **overrides: Any)
         else:
             raw[key] = value
     return SweepConfig.model_validate(raw)
+
+
+def interrupt_once_started(root: Path, trials: int, done: threading.Event) -> None:
+    """SIGINT to this process (Tune's handler: a graceful stop) once ``trials`` trials have started under ``root``,
+    seen from their folders' ``params.json`` (run in a thread beside the sweep; ``done`` ends it)."""
+    deadline = time.monotonic() + 240
+    while not done.is_set() and time.monotonic() < deadline:
+        if len(list(root.glob("*/*/params.json"))) >= trials:
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.05)

@@ -4,10 +4,7 @@ Ray Tune, the toy method); fewer than the trials it already started is refused b
 from __future__ import annotations
 
 import json
-import os
-import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,28 +21,17 @@ def _trial_runs(client: MlflowClient) -> list:
     return client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'") if experiment else []
 
 
-def _interrupt_at_the_third_trial(root: Path, done: threading.Event) -> None:
-    """SIGINT to this process (Tune's handler: a graceful stop) once the third trial started (one at a time:
-    two have ended), seen from its folder's ``params.json``."""
-    deadline = time.monotonic() + 240
-    while not done.is_set() and time.monotonic() < deadline:
-        if len(list(root.glob("*/*/params.json"))) >= 3:
-            os.kill(os.getpid(), signal.SIGINT)
-            return
-        time.sleep(0.05)
-
-
 @pytest.mark.slow  # about 3 Tune starts: over the fast suite's 40 s on 2 cores
 def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.storage import locate
     from sentsweep.platform.sweep import resume_sweep, run_sweep
-    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupt_once_started, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5})
     client = MlflowClient(tracking_uri=tracking_uri)
     done = threading.Event()
-    watcher = threading.Thread(target=_interrupt_at_the_third_trial, args=(tmp_path / "ray_results", done),
+    watcher = threading.Thread(target=interrupt_once_started, args=(tmp_path / "ray_results", 3, done),
                                daemon=True)
     watcher.start()
     try:
