@@ -33,7 +33,8 @@ def test_half_gpu_trials_spread_over_both_worker_nodes(cluster: Target, tiny_ber
     assert all(len(r.data.tags[GPU_IDS_TAG].split(",")) == 1 for r in runs), "half a GPU is one GPU id"
     nodes = {r.data.tags[NODE_ID_TAG] for r in runs}
     if cluster.stack.ray is not None:
-        workers = {node_id for name, node_id in cluster.stack.ray.alive_nodes().items() if name.startswith("worker")}
+        alive = cluster.stack.ray.alive_nodes(retry_s=60)
+        workers = {node_id for name, node_id in alive.items() if name.startswith("worker")}
         assert nodes == workers, "both worker nodes (and only they: the head has no GPU) ran trials"
     assert gpu_share(runs) <= 2, "more trials on one GPU than gpu: 0.5 allows"
     assert "placement" in out and runs[0].data.tags[NODE_ID_TAG][:8] in out, "compare shows where trials ran"

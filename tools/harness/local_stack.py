@@ -41,7 +41,7 @@ class LocalStack:
     def remember_nodes(self) -> dict[str, str]:
         """Node id -> node name of every node seen alive so far (a lost node keeps its name here)."""
         if self.ray is not None:
-            self.node_names.update({node_id: name for name, node_id in self.ray.alive_nodes().items()})
+            self.node_names.update({node_id: name for name, node_id in self.ray.alive_nodes(retry_s=60).items()})
         return self.node_names
 
     def restart_ray(self) -> None:

@@ -112,17 +112,22 @@ class LocalCluster:
         self.workers.append(node)
         return node
 
-    def alive_nodes(self) -> dict[str, str]:
+    def alive_nodes(self, retry_s: float = 0.0) -> dict[str, str]:
         """Node name -> node id of every alive node, as the head's GCS sees them ({} while it does not answer:
-        a loaded machine can keep the GCS busy past the client's 5 s connection timeout)."""
+        a loaded machine can keep the GCS busy past the client's 5 s connection timeout); asked again for up to
+        ``retry_s`` seconds while the answer is {} (a cluster that has nodes)."""
         from ray._raylet import GcsClient
 
-        try:
-            client = GcsClient(address=self.address)
-            infos = client.get_all_node_info(timeout=30).values()
-        except Exception:  # ray.exceptions.RpcError and its kin: not answering (yet)
-            return {}
-        return {info.node_name: info.node_id.hex() for info in infos if info.state == 0}  # GcsNodeInfo.ALIVE
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                infos = GcsClient(address=self.address).get_all_node_info(timeout=30).values()
+                alive = {info.node_name: info.node_id.hex() for info in infos if info.state == 0}  # ALIVE
+            except Exception:  # ray.exceptions.RpcError and its kin: not answering (yet)
+                alive = {}
+            if alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(1.0)
 
     def wait_for_nodes(self, names: set[str], node: RayNode, timeout: float) -> None:
         deadline = time.monotonic() + timeout
