@@ -240,8 +240,11 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         run.pull()  # the stage's driver journals a driver gone with its disk copied into the stage's folder
     tracking = {**next(iter(r.config.get("tracking", {}) for r in results if r.config), {}), **run.trial_settings()}
     points = stage_points(state, tracking)
-    echo(f"confirmation: the {len(candidates)} best configurations x {config.confirm.seeds} further seeds "
-         f"({len(points)} trials); the winner by its {config.confirm.rule.replace('_', ' ')}")
+    best = "the best configuration" if len(candidates) == 1 else f"the {len(candidates)} best configurations"
+    fewer = f", of {config.confirm.top_k} asked: only trials that ran to their end compete" \
+        if len(candidates) < config.confirm.top_k else ""
+    echo(f"confirmation: {best} x {config.confirm.seeds} further seeds ({len(points)} trials{fewer}); the winner by "
+         f"its {config.confirm.rule.replace('_', ' ')}")
     path = stage.uri if stage.filesystem is None else stage.fs_path
     if resumed and tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
         tuner = tune.Tuner.restore(path, trials.trainable, resume_errored=True, storage_filesystem=stage.filesystem)
