@@ -25,11 +25,17 @@ from mlflow.entities import Run
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.platform.confirmation_stats import CHANGED_TAG
-from sentsweep.platform.confirmation_stats import ROLE as CONFIRMATION_ROLE
 from sentsweep.platform.pareto_front import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
 from sentsweep.tables import markdown_table
 from sentsweep.tracking.placement import placement_label
-from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import (
+    CONFIRMATION_ROLE,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    SWEEP_TAG,
+    TRIAL_ID_TAG,
+)
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).

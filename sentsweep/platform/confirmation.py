@@ -41,7 +41,6 @@ from sentsweep.platform.confirmation_stats import (
     CONFIRM_RANK_TAG,
     CONFIRMS_TAG,
     FIGURE_SUFFIXES,
-    ROLE,
     SEARCH_BEST_TAG,
     STAGE_DIR,
     STATE_FILE,
@@ -60,7 +59,7 @@ from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unf
 from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_journals import driver_journal_dir, stored_journals
-from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, find_trial_run
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG, find_trial_run
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid, Tuner
@@ -160,11 +159,11 @@ def _candidate_from(raw: dict[str, Any]) -> Candidate:
 
 def open_stage_run(sweep: SweepRun, config: SweepConfig, candidates: list[Candidate]) -> str:
     """The sweep's ``confirmation`` run (found again if an interrupted stage created it)."""
-    query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{ROLE}'"
+    query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
     found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
     if found:
         return found[0].info.run_id
-    tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: ROLE, SWEEP_TAG: sweep.sweep_name}
+    tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
     run = sweep.client.create_run(sweep.experiment_id, tags=tags, run_name=f"{sweep.sweep_name}-confirmation")
     params = {"top_k": config.confirm.top_k, "seeds": config.confirm.seeds, "rule": config.confirm.rule,
               "candidates": ",".join(c.trial_id for c in candidates)}

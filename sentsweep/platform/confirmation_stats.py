@@ -29,8 +29,6 @@ Rule = Literal["mean", "lower_bound"]
 STATE_FILE = "confirmation.json"
 #: The stage's Tune experiment, inside the sweep folder.
 STAGE_DIR = "confirmation"
-#: The role tag of the stage's run.
-ROLE = "confirmation"
 #: On each confirmation trial's run: the search trial it confirms, and that trial's rank in the search.
 CONFIRMS_TAG = "sentsweep.confirms_trial"
 CONFIRM_RANK_TAG = "sentsweep.confirm_rank"

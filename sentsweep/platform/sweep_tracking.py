@@ -27,7 +27,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ from sentsweep.platform.tracking_store import prepare_store
 from sentsweep.tracking.journal import STAGED, Entry, metric_points, trial_journal_name
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.replay import Outbox, now_ms
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
     PARENT_TAG,
@@ -152,6 +153,7 @@ class SweepRun:
     sweep_name: str
     journal_dir: Path | None = None
     stored: StoredJournals | None = None
+    _scope: SweepScope | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
@@ -188,15 +190,22 @@ class SweepRun:
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name,
                     driver_journal_dir(sweep_dir, sweep_name), stored_journals(sweep_dir, filesystem, fs_path))
         if sweep_dir:  # the journals' copies in a remote folder are pulled first
-            replay_sweep_journals(sweep_dir, tracking_uri, sweep_name, filesystem, fs_path)
+            replay_sweep_journals(sweep_dir, tracking_uri, sweep_name, sweep.scope(), filesystem, fs_path)
         return sweep
 
     def reopen(self) -> None:
         """Mark the parent run RUNNING again: called once ``Tuner.restore`` succeeded."""
         self._outbox().put({"op": "running", "reason": "resumed"}, {"op": "tags", "tags": {STATUS_TAG: "running"}})
 
+    def scope(self) -> SweepScope:
+        """The runs this run's journals may act on: this run and its hierarchy (:class:`SweepScope`; one per object,
+        so that each run is looked up once)."""
+        if self._scope is None:
+            self._scope = SweepScope(self.experiment_id, self.run_id)
+        return self._scope
+
     def _journals(self) -> DriverJournals:
-        return DriverJournals(self.tracking_uri, self._journal_folder(), self.stored)
+        return DriverJournals(self.tracking_uri, self._journal_folder(), self.scope(), self.stored)
 
     def pull(self) -> None:
         """Pull the copies of this run's driver journals from a remote sweep folder (before appending to them)."""
@@ -340,8 +349,7 @@ class TrackingCallback(Callback):
 
     def journals(self, trial: Trial) -> DriverJournals:
         if self._journals is None:
-            self._journals = DriverJournals.of_trial(trial, self.settings["tracking_uri"],
-                                                     self.settings["sweep_name"] or "sweep")
+            self._journals = DriverJournals.of_trial(trial, self.settings)
         return self._journals
 
     def _close(self, trial: Trial, status: str, reason: str | None, *, if_running: bool = False,

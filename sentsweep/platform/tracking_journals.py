@@ -46,6 +46,7 @@ from sentsweep.tracking.journal import (
 )
 from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Outbox, Reachability, Replayer, Unwritten, upload_source
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import journal_locations
 
 if TYPE_CHECKING:
@@ -289,9 +290,8 @@ def pending_uploads(folder: Path) -> int:
 class MirroredOutbox(Outbox):
     """An :class:`Outbox` whose journal is copied to the storage after each :meth:`put` (:class:`StoredJournals`)."""
 
-    def __init__(self, journal: Journal, client: MlflowClient, tracking_uri: str, replayer: Replayer,
-                 stored: StoredJournals) -> None:
-        super().__init__(journal, client, tracking_uri, replayer)
+    def __init__(self, journal: Journal, replayer: Replayer, tracking_uri: str, stored: StoredJournals) -> None:
+        super().__init__(journal, replayer, tracking_uri)
         self.stored = stored
 
     def put(self, *entries: Entry) -> bool:
@@ -304,32 +304,38 @@ class MirroredOutbox(Outbox):
 
 
 class DriverJournals:
-    """The journals of one sweep's driver, delivered by one client (one replayer: one metric cache); copied to
+    """The journals of one sweep's driver, delivered by one client (one replayer: one metric cache) to the runs of
+    ``scope`` only (the sweep's, or its confirmation stage's; never a run outside it that a journal names); copied to
     ``stored`` when the sweep folder is remote."""
 
-    def __init__(self, tracking_uri: str, folder: Path, stored: StoredJournals | None = None) -> None:
+    def __init__(self, tracking_uri: str, folder: Path, scope: SweepScope,
+                 stored: StoredJournals | None = None) -> None:
         self.tracking_uri = tracking_uri
         self.folder = folder
         self.stored = stored
         self.client = MlflowClient(tracking_uri=tracking_uri)
-        self.replayer = Replayer(self.client)
+        self.replayer = Replayer(self.client, scope)
 
     @classmethod
-    def of_trial(cls, trial: Trial, tracking_uri: str, sweep_name: str) -> DriverJournals:
-        """The driver journals of the sweep (or stage) folder ``trial`` belongs to."""
+    def of_trial(cls, trial: Trial, settings: dict[str, Any]) -> DriverJournals:
+        """The driver journals of the sweep (or stage) folder ``trial`` belongs to; ``settings``: the trials' tracking
+        settings (:meth:`~sentsweep.platform.sweep_tracking.SweepRun.trial_settings`), whose experiment and parent run
+        are the scope of their replay."""
+        tracking_uri, sweep_name = settings["tracking_uri"], settings["sweep_name"] or "sweep"
+        scope = SweepScope(settings["experiment_id"], settings["parent_run_id"])
         local = trial_sweep_dir(trial)
         if local is not None:
-            return cls(tracking_uri, driver_journal_dir(local, sweep_name))
+            return cls(tracking_uri, driver_journal_dir(local, sweep_name), scope)
         storage = trial.storage
-        return cls(tracking_uri, cached_journal_dir(sweep_name, storage.experiment_dir_name),
+        return cls(tracking_uri, cached_journal_dir(sweep_name, storage.experiment_dir_name), scope,
                    StoredJournals(storage.storage_filesystem, posixpath.join(storage.experiment_fs_path,
                                                                              DRIVER_JOURNALS)))
 
     def outbox(self, name: str, run_id: str | None = None) -> Outbox:
         journal = Journal(self.folder / name, run_id=run_id)
         if self.stored is not None:
-            return MirroredOutbox(journal, self.client, self.tracking_uri, self.replayer, self.stored)
-        return Outbox(journal, self.client, self.tracking_uri, self.replayer)
+            return MirroredOutbox(journal, self.replayer, self.tracking_uri, self.stored)
+        return Outbox(journal, self.replayer, self.tracking_uri)
 
     def pull(self) -> None:
         """Pull the copies of the journals from the storage (a driver on another machine, a pod gone): before
@@ -386,16 +392,17 @@ class DriverJournals:
         return sum(j.pending() for j in journals if j.exists())
 
 
-def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, filesystem: Any = None,
-                          fs_path: str | None = None) -> int:
-    """Deliver what a sweep's trials and its driver could not log; the number of entries still pending
-    (``sentsweep resume`` does this first; so can a command once the server is back).
+def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, scope: SweepScope,
+                          filesystem: Any = None, fs_path: str | None = None) -> int:
+    """Deliver what a sweep's trials and its driver could not log, to the sweep's runs only (``scope``: its
+    experiment and parent run, from the manifest); the number of entries still pending (``sentsweep resume`` does
+    this first; so can a command once the server is back).
 
     The trials' journals are read in a local sweep folder, else (``filesystem``, a pyarrow file system, and the
     folder's ``fs_path`` on it; default: resolved from the ``sweep_dir`` URI) from their copies in the trial
     folders of the storage. The driver journals of a remote sweep folder are pulled from their copies there first
     (:class:`StoredJournals`: the driver that wrote them may be gone, its disk with it)."""
-    journals = DriverJournals(tracking_uri, driver_journal_dir(sweep_dir, sweep_name),
+    journals = DriverJournals(tracking_uri, driver_journal_dir(sweep_dir, sweep_name), scope,
                               stored_journals(sweep_dir, filesystem, fs_path))
     journals.pull()
     if "://" not in sweep_dir and filesystem is None:
@@ -515,6 +522,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None,
     client = MlflowClient(tracking_uri=manifest.tracking_uri)
     with lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location):  # a live driver's: refused
         pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name,
+                                        SweepScope(manifest.experiment_id, manifest.parent_run_id),
                                         location.filesystem, location.fs_path if remote else None)
     if pending == 0:
         prune_owed(location, echo)

@@ -17,6 +17,15 @@ client, or a journal replayed from a stale copy, adds nothing twice:
   later attempt of the trial opened the run again (``void_after``: a worker journal and its length when the
   driver wrote the entry).
 
+A replayer acts only on the runs of the sweep it replays for (:class:`~sentsweep.tracking.run_scope.SweepScope`: the
+sweep's experiment, its parent run, the children of that run and those of its confirmation run), whatever a journal
+or its state file names: a journal copied through the sweep's storage may have been planted by anyone who can write
+there, and is replayed with the MLflow identity of whoever runs ``sentsweep sync`` or ``resume``. An ``open`` finds or
+creates its run only in that experiment, under a parent of the sweep's (the run it creates gets that parent whatever
+its tags say); an entry naming any other run or place is refused for good, like an entry MLflow refuses (one warning
+naming the journal and the entry's kind; the entries after a refused ``open`` have no run). Each run id is looked up
+once per replayer.
+
 :class:`Outbox` is what loggers use: append, then flush unless the server is known to be down
 (:class:`Reachability`: after a failure, an HTTP server is probed at ``/health`` with a short timeout
 before the next delivery, so an outage costs the client's retry budget once, not at every call). Neither an
@@ -50,8 +59,10 @@ from sentsweep.tracking.journal import (
     JournalState,
     point_identity,
 )
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
+    PARENT_TAG,
     REASON_TAG,
     TERMINAL,
     TOKEN_TAG,
@@ -79,10 +90,12 @@ def is_refusal(exc: BaseException) -> bool:
 
 
 class Replayer:
-    """Sends journal entries with one client; remembers the metric points it knows each run has."""
+    """Sends journal entries with one client to the runs of one sweep (``scope``); remembers the metric points it
+    knows each run has."""
 
-    def __init__(self, client: MlflowClient) -> None:
+    def __init__(self, client: MlflowClient, scope: SweepScope) -> None:
         self.client = client
+        self.scope = scope
         self.created: set[str] = set()
         self.reattached: set[str] = set()
         self.registered: dict[str, str] = {}  # model name -> the version this replayer registered
@@ -113,9 +126,10 @@ class Replayer:
                     if not is_refusal(exc):
                         journal.save_state(state)
                         raise
+                    op = entries[index].get("op")
                     state.skipped += 1
-                    state.notes = [*state.notes[-9:], f"entry {index} ({entries[index].get('op')}): {exc}"[:500]]
-                    log.warning("MLflow refused a journal entry of %s: %s", journal, exc)
+                    state.notes = [*state.notes[-9:], f"entry {index} ({op}): {exc}"[:500]]
+                    log.warning("skipped entry %d (%s) of %s, refused for good: %s", index, op, journal, exc)
                 state.delivered = index + 1
                 journal.save_state(state)
             return state
@@ -139,6 +153,7 @@ class Replayer:
         if state.run_id is None:  # no run was found to close (a trial that never started), or none opened
             return
         run_id = state.run_id
+        self._confine(self.scope.refusal(self.client, run_id))
         if op == "params":
             logged = self.client.get_run(run_id).data.params
             new = [Param(k, param_value(v)) for k, v in entry["params"].items() if k not in logged]
@@ -169,24 +184,44 @@ class Replayer:
         else:
             raise Refused(f"unknown journal entry '{op}'")
 
+    @staticmethod
+    def _confine(refusal: str | None) -> None:
+        """Raise :class:`Refused` when ``refusal`` says why a run is not one of the sweep's (:class:`SweepScope`)."""
+        if refusal is not None:
+            raise Refused(f"not a run of this sweep: {refusal}")
+
+    def _open_confined(self, refusal: str | None, state: JournalState) -> None:
+        """:meth:`_confine` for an ``open`` entry: a refused one leaves the entries after it without a run."""
+        if refusal is not None:
+            state.run_id = None
+        self._confine(refusal)
+
     def _open(self, entry: Entry, state: JournalState) -> None:
+        """Find the trial's run (or create it) in the sweep's experiment, under a parent of the sweep's: an entry
+        naming any other place is refused (the entries after it then have no run), and the run it creates has that
+        parent whatever its tags say."""
+        parent = entry.get("parent_run_id")
+        self._open_confined(self.scope.open_refusal(self.client, entry.get("experiment_id"), parent), state)
         trial_id = entry.get("trial_id")
-        found = (find_trial_run(self.client, entry["experiment_id"], entry.get("parent_run_id"), trial_id)
-                 if trial_id else None)
+        found = find_trial_run(self.client, self.scope.experiment_id, parent, trial_id) if trial_id else None
         token = entry.get("token")
         if found is None:
             if not entry.get("create", True):
                 return
-            tags = dict(entry.get("tags", {}))
+            tags = {k: v for k, v in dict(entry.get("tags", {})).items() if k != PARENT_TAG}
+            if parent:
+                tags[PARENT_TAG] = parent
             if token:
                 tags[TOKEN_TAG] = token
-            run = self.client.create_run(entry["experiment_id"], tags=tags, run_name=entry.get("run_name"),
+            run = self.client.create_run(self.scope.experiment_id, tags=tags, run_name=entry.get("run_name"),
                                          start_time=entry.get("time_ms"))
+            self._open_confined(self.scope.refusal_of(self.client, run), state)  # under the parent it was given
             state.run_id = run.info.run_id
             self.created.add(state.run_id)
             if entry.get("params"):  # a run the driver opens for a trial that died before its worker could
                 self.client.log_batch(state.run_id, params=[Param(k, v) for k, v in entry["params"].items()])
             return
+        self._open_confined(self.scope.refusal_of(self.client, found), state)  # the trial id in the filter is data
         state.run_id = found.info.run_id
         if token is None or found.data.tags.get(TOKEN_TAG) == token:
             return  # the driver's lookup, or this attempt's own create answered late
@@ -449,14 +484,13 @@ class Unwritten:
 
 
 class Outbox:
-    """A journal delivered by a client: :meth:`put` never raises because tracking is unreachable, nor because the
-    disk is full (:class:`Unwritten`)."""
+    """A journal delivered by a :class:`Replayer` to the server at ``tracking_uri``: :meth:`put` never raises because
+    tracking is unreachable, nor because the disk is full (:class:`Unwritten`)."""
 
-    def __init__(self, journal: Journal, client: MlflowClient, tracking_uri: str,
-                 replayer: Replayer | None = None) -> None:
+    def __init__(self, journal: Journal, replayer: Replayer, tracking_uri: str) -> None:
         self.journal = journal
         self.tracking_uri = tracking_uri
-        self.replayer = replayer or Replayer(client)
+        self.replayer = replayer
 
     def put(self, *entries: Entry) -> bool:
         """Append ``entries`` (after any the disk refused before) and try to deliver everything pending; whether

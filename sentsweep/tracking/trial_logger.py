@@ -25,7 +25,8 @@ from mlflow import MlflowClient
 from sentsweep.tracking.journal import TRIAL_JOURNAL, Entry, Journal, metric_points
 from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
 from sentsweep.tracking.placement import placement_tags
-from sentsweep.tracking.replay import Outbox, now_ms
+from sentsweep.tracking.replay import Outbox, Replayer, now_ms
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.system_metrics import start_system_metrics, stop_system_metrics
 from sentsweep.tracking.vocabulary import (
     MAX_PARAM_LENGTH,
@@ -95,7 +96,8 @@ class MlflowTrialLogger:
             journal_path, mirror = trial_journal_path(), mirror or trial_journal_mirror()
         self.journal = Journal(journal_path)
         self.mirror = mirror
-        self.outbox = Outbox(self.journal, self.client, tracking.tracking_uri)
+        scope = SweepScope(tracking.experiment_id, tracking.parent_run_id)  # the runs its journal may name
+        self.outbox = Outbox(self.journal, Replayer(self.client, scope), tracking.tracking_uri)
         self.token = uuid.uuid4().hex
         self.last_step = 0
         self._monitor: Any | None = None  # system metrics (tracking.system_metrics)

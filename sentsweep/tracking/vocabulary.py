@@ -3,7 +3,8 @@
 Tags, statuses and the trial's tracking settings live here, below both :mod:`sentsweep.trainables` (a
 trial logs its own child run) and :mod:`sentsweep.platform` (the driver owns the parent run and closes
 what a worker could not), so neither imports the other for them. A sweep is a parent run; each trial is
-one child run carrying :data:`TRIAL_ID_TAG`, reattached to after a restore.
+one child run carrying :data:`TRIAL_ID_TAG`, reattached to after a restore; a confirmation stage is one more child
+run (:data:`CONFIRMATION_ROLE`) whose children are its trials' runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ GIT_TAG = "mlflow.source.git.commit"
 TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
+#: The :data:`ROLE_TAG` of a sweep's confirmation run (a child of the sweep's run; the confirmation trials' runs are
+#: its children: :mod:`sentsweep.platform.confirmation`).
+CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
 #: The attempt (a random token) that last opened or reattached to a trial's run: a retried create of the same

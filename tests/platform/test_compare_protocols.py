@@ -15,6 +15,7 @@ from sentsweep.platform.compare_protocols import MixedProtocolsError, protocol_t
 from sentsweep.tracking.journal import Journal
 from sentsweep.tracking.provenance import protocol_entries
 from sentsweep.tracking.replay import Replayer
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt_mask", max_length=None,
@@ -35,7 +36,7 @@ def _sweep(client: MlflowClient, tmp_path: Path, name: str, protocols: list[Metr
         for entry in protocol_entries({"stsb_test": protocol} if protocol else {}):
             journal.append(entry)
         journal.append({"op": "finish", "status": "FINISHED"})
-        Replayer(client).flush(journal)
+        Replayer(client, SweepScope(experiment_id, parent.info.run_id)).flush(journal)
 
 
 def test_one_protocol_is_shown_and_ranked(tracking_uri: str, tmp_path: Path,

@@ -19,7 +19,7 @@ from sentsweep.platform.confirmation_stats import (
     ranked_by_rule,
     t_quantile,
 )
-from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG
 
 
 def _candidate(rank: int, values: list[float]) -> Candidate:
@@ -92,7 +92,7 @@ class _Planted:
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.compare import compare, render
     from sentsweep.platform.confirmation import read_state
-    from sentsweep.platform.confirmation_stats import CHANGED_TAG, ROLE, STATE_FILE
+    from sentsweep.platform.confirmation_stats import CHANGED_TAG, STATE_FILE
     from sentsweep.platform.storage import locate
     from sentsweep.platform.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
@@ -121,7 +121,7 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     state = read_state(locate(outcome.sweep_dir))
     assert state["status"] == "done" and state["chosen"] == stage.chosen.trial_id
     client = MlflowClient(tracking_uri=tracking_uri)
-    (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = '{ROLE}'")
+    (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'")
     assert run.data.tags[PARENT_TAG] == outcome.parent_run_id and run.info.status == "FINISHED"
     children = client.search_runs([outcome.experiment_id], f"tags.`{PARENT_TAG}` = '{run.info.run_id}'")
     assert len(children) == 4 and all(c.info.status == "FINISHED" for c in children)

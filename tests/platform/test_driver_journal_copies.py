@@ -5,6 +5,7 @@ outage)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 import shutil
@@ -137,11 +138,12 @@ def test_a_stage_of_a_remote_sweep_journals_apart_from_the_sweep(tmp_path, priva
 
     bucket = pyarrow.fs.SubTreeFileSystem(str(tmp_path), pyarrow.fs.LocalFileSystem())
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    settings = {"tracking_uri": uri, "experiment_id": "1", "parent_run_id": "p", "sweep_name": "toy-1"}
     found = {}
     for folder in ("toy-1", "toy-1/confirmation"):  # the stage: a Tune experiment inside the sweep's folder
         storage_path, name = posixpath.split(f"bucket/ray_results/{folder}")
         storage = StorageContext(storage_path, name, trial_dir_name="toy_a1_00000", storage_filesystem=bucket)
-        journals = DriverJournals.of_trial(Trial("__fake", stub=True, storage=storage), uri, "toy-1")
+        journals = DriverJournals.of_trial(Trial("__fake", stub=True, storage=storage), settings)
         assert journals.folder == driver_journal_dir(f"s3://bucket/ray_results/{folder}", "toy-1")
         assert journals.stored is not None
         assert journals.stored.folder == f"bucket/ray_results/{folder}/{DRIVER_JOURNALS}"
@@ -149,6 +151,39 @@ def test_a_stage_of_a_remote_sweep_journals_apart_from_the_sweep(tmp_path, priva
     assert found == {"toy-1": private_cache / DRIVER_JOURNALS / "toy-1",
                      "toy-1/confirmation": private_cache / DRIVER_JOURNALS / "toy-1" / "confirmation"}
     local = StorageContext(str(tmp_path), "toy-1", trial_dir_name="toy_a1_00000")
-    journals = DriverJournals.of_trial(Trial("__fake", stub=True, storage=local), uri, "toy-1")
+    journals = DriverJournals.of_trial(Trial("__fake", stub=True, storage=local), settings)
     assert journals.folder == tmp_path / "toy-1" / DRIVER_JOURNALS and journals.stored is None  # in the sweep folder
     assert stored_journals(str(tmp_path / "toy-1")) is None
+
+
+def test_sync_of_a_journal_copy_planted_in_the_bucket_leaves_another_teams_run_alone(
+        tracking_uri, private_cache, remote_sweep, s3_endpoint, caplog):
+    """Whoever can write the bucket but not MLflow plants a driver journal copy whose state names another
+    experiment's run: ``sentsweep sync`` with the victim's MLflow identity neither tags, logs into nor ends it, and
+    still delivers the sweep's own journals."""
+    location, parent, experiment_id = remote_sweep
+    client = MlflowClient(tracking_uri=tracking_uri)
+    other = client.create_run(client.create_experiment(f"team-b-{uuid.uuid4().hex[:6]}"), tags={"team": "b"})
+    victim = other.info.run_id
+    fs, root = location.resolve()
+    planted = [{"op": "tags", "tags": {"team": "hacked"}}, {"op": "metrics", "points": [["loss", 9.0, 1, 1]]},
+               {"op": "finish", "status": "KILLED", "reason": "planted"}]
+    with fs.open_output_stream(f"{root}/{DRIVER_JOURNALS}/{trial_journal_name('t0')}") as out:
+        out.write("".join(json.dumps(e) + "\n" for e in planted).encode())
+    with fs.open_output_stream(f"{root}/{DRIVER_JOURNALS}/{trial_journal_name('t0')}.state") as out:
+        out.write(json.dumps({"delivered": 0, "run_id": victim}).encode())
+    down = f"http://{LOOPBACK}:{free_port()}"  # the sweep's own driver journaled during an outage
+    driver = SweepRun(MlflowClient(tracking_uri=down), down, experiment_id, parent, location.name,
+                      driver_journal_dir(location.uri, location.name),
+                      stored_journals(location.uri, location.filesystem, location.fs_path))
+    assert not driver.close("finished")
+    shutil.rmtree(private_cache)
+
+    with caplog.at_level("WARNING", logger="sentsweep.tracking"):
+        assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)
+
+    run = client.get_run(victim)
+    assert run.info.status == "RUNNING" and run.info.end_time is None
+    assert run.data.tags["team"] == "b" and not client.get_metric_history(victim, "loss")
+    assert client.get_run(parent).info.status == "FINISHED"
+    assert caplog.text.count("not a run of this sweep") == len(planted)

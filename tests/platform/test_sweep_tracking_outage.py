@@ -20,6 +20,7 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.tracking_journals import replay_sweep_journals
 from sentsweep.tracking.journal import TRIAL_JOURNAL
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import RETRY_ENV, Server
 from tools.harness.processes import end_group, repo_pythonpath
@@ -111,7 +112,8 @@ def test_an_outage_longer_than_the_retry_budget_loses_nothing(tmp_path, tiny_ber
     assert outcome["counts"] == {"finished": 2, "pruned": 0, "failed": 0}
     # Back before the end: the trials and the driver delivered everything; else the recovery command does.
     sweep_dir = next(p for p in sweep_root.iterdir() if p.is_dir())
-    pending = replay_sweep_journals(str(sweep_dir), server.uri, sweep_dir.name)
+    pending = replay_sweep_journals(str(sweep_dir), server.uri, sweep_dir.name,
+                                    SweepScope(outcome["experiment"], outcome["parent"]))
     assert pending == 0 and (back_before_the_end or "tracking entries wait in" in output)
 
     runs = client.search_runs([outcome["experiment"]], f"tags.`{ROLE_TAG}` = 'trial'")

@@ -16,7 +16,8 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.tracking_journals import DriverJournals
 from sentsweep.tracking.journal import PARENT_JOURNAL, Journal, metric_points
-from sentsweep.tracking.replay import MAX_UNWRITTEN, Outbox, Reachability, Unwritten
+from sentsweep.tracking.replay import MAX_UNWRITTEN, Outbox, Reachability, Replayer, Unwritten
+from sentsweep.tracking.run_scope import SweepScope
 
 
 class FullDisk:
@@ -92,7 +93,7 @@ def test_a_full_disk_fails_no_put_and_what_it_refused_is_written_later(tracking_
     experiment = client.create_experiment("e")
     path = tmp_path / "trial" / "tracking-journal.jsonl"
     disk = FullDisk(room=0)
-    outbox = Outbox(Journal(path, opener=disk), client, tracking_uri)
+    outbox = Outbox(Journal(path, opener=disk), Replayer(client, SweepScope(experiment)), tracking_uri)
     with caplog.at_level("WARNING", logger="sentsweep.tracking"):
         assert outbox.put({"op": "open", "experiment_id": experiment, "run_name": "t1"}, _metrics(1)) is False
         assert outbox.put(_metrics(2)) is False  # a trial goes on
@@ -112,16 +113,19 @@ def test_the_driver_writes_what_a_full_disk_refused_at_its_next_replay(tracking_
     run_id = client.create_run(client.create_experiment("e")).info.run_id
     folder = tmp_path / "tracking-journals"
     folder.mkdir()
-    full = Outbox(Journal(folder / PARENT_JOURNAL, run_id=run_id, opener=FullDisk(room=0)), client, tracking_uri)
+    scope = SweepScope(client.get_run(run_id).info.experiment_id, run_id)
+    full = Outbox(Journal(folder / PARENT_JOURNAL, run_id=run_id, opener=FullDisk(room=0)), Replayer(client, scope),
+                  tracking_uri)
     assert full.put({"op": "tags", "tags": {"sentsweep.status": "finished"}}) is False
-    assert DriverJournals(tracking_uri, folder).replay() == 0
+    assert DriverJournals(tracking_uri, folder, scope).replay() == 0
     assert client.get_run(run_id).data.tags["sentsweep.status"] == "finished"
     assert [e["op"] for e in Journal(folder / PARENT_JOURNAL).entries()] == ["tags"]
 
 
 def test_what_a_full_disk_refuses_is_bounded_the_oldest_metrics_going_first(tracking_uri: str, tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=tracking_uri)
-    outbox = Outbox(Journal(tmp_path / "journal.jsonl", opener=FullDisk(room=0)), client, tracking_uri)
+    outbox = Outbox(Journal(tmp_path / "journal.jsonl", opener=FullDisk(room=0)), Replayer(client, SweepScope("0")),
+                    tracking_uri)
     outbox.put({"op": "open", "experiment_id": "0", "run_name": "t1"},
                *[_metrics(step) for step in range(1, MAX_UNWRITTEN + 6)])
     [held] = Unwritten.held(tmp_path).values()
@@ -137,9 +141,10 @@ def test_a_new_driver_journal_whose_state_the_disk_refuses_keeps_its_run(trackin
     folder = tmp_path / "tracking-journals"
     state = folder / (PARENT_JOURNAL + ".state")
     state.mkdir(parents=True)  # nothing can be written there (an OSError, as on a full disk)
-    outbox = Outbox(Journal(folder / PARENT_JOURNAL, run_id=run_id), client, tracking_uri)
+    scope = SweepScope(client.get_run(run_id).info.experiment_id, run_id)
+    outbox = Outbox(Journal(folder / PARENT_JOURNAL, run_id=run_id), Replayer(client, scope), tracking_uri)
     assert outbox.put({"op": "tags", "tags": {"sentsweep.status": "finished"}}) is False
     state.rmdir()  # room again
     Reachability._by_uri.clear()  # reading a state that is a folder failed too (a full disk does not do that)
-    assert DriverJournals(tracking_uri, folder).replay() == 0
+    assert DriverJournals(tracking_uri, folder, scope).replay() == 0
     assert client.get_run(run_id).data.tags["sentsweep.status"] == "finished"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from pathlib import Path
 
 import pyarrow.fs
 import pytest
@@ -15,6 +16,7 @@ from sentsweep.platform.tracking_journals import replay_sweep_journals
 from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal, JournalState
 from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Replayer
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
 from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG, TrackingSettings
 from tests.tracking.restartable_mlflow import outage_ready_server
@@ -25,6 +27,12 @@ def server(tmp_path_factory, mlflow_template):
     """One server for the module's tests (each its own experiment), started again by a test that stops it."""
     with outage_ready_server(tmp_path_factory.mktemp("mirror-server"), mlflow_template) as found:
         yield found
+
+
+def _replay(driver: Path, uri: str, scope: SweepScope, storage: pyarrow.fs.FileSystem) -> int:
+    """:func:`replay_sweep_journals` of the sweep folder ``sweep`` of ``storage`` by a driver whose folder is
+    ``driver``; the entries still pending."""
+    return replay_sweep_journals(str(driver), uri, "sweep", scope, storage, "sweep")
 
 
 def test_a_journal_left_only_in_the_storage_is_replayed_by_the_driver(tmp_path, server):
@@ -53,10 +61,10 @@ def test_a_journal_left_only_in_the_storage_is_replayed_by_the_driver(tmp_path, 
     shutil.rmtree(tmp_path / "worker-node")  # the worker's machine is gone
 
     driver = tmp_path / "driver"
-    assert replay_sweep_journals(str(driver), server.uri, "sweep", storage, "sweep") > 0  # the server is still down
+    assert _replay(driver, server.uri, SweepScope(experiment_id, parent), storage) > 0  # the server is still down
     server.start()
     for _ in range(2):  # a second replay (a resume, the recovery command) adds nothing
-        assert replay_sweep_journals(str(driver), server.uri, "sweep", storage, "sweep") == 0
+        assert _replay(driver, server.uri, SweepScope(experiment_id, parent), storage) == 0
 
     runs = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent}'")
     assert [r.data.tags[TRIAL_ID_TAG] for r in runs] == ["a1_00000"]
@@ -82,7 +90,7 @@ def test_the_worker_forgets_its_histories_after_a_copy_with_pending_entries(tmp_
     server.start()
     copy = JournalMirror(storage, "trial_b").pull(tmp_path / "driver" / "worker-trial_b.jsonl")
     assert copy is not None and copy.pending() == 1
-    Replayer(client).flush(copy)  # the driver delivers the point first
+    Replayer(client, SweepScope(experiment_id)).flush(copy)  # the driver delivers the point first
     logger.log_metrics({"train_loss": 0.25}, step=2)
     assert logger.pending() == 0
     history = client.get_metric_history(logger.run_id, "train_loss")
@@ -143,7 +151,7 @@ def test_an_attempt_on_another_node_sets_the_lost_attempts_copy_aside(tmp_path, 
 
     driver = tmp_path / "driver"
     for _ in range(2):  # a second replay adds nothing
-        assert replay_sweep_journals(str(driver), server.uri, "sweep", storage, "sweep") == 0
+        assert _replay(driver, server.uri, SweepScope(experiment_id, parent), storage) == 0
     (run,) = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent}'")
     assert run.info.status == "FINISHED" and run.data.tags[TRIAL_ID_TAG] == "d4_00000"
     history = client.get_metric_history(run.info.run_id, "train_loss")

@@ -10,12 +10,18 @@ from mlflow import MlflowClient
 
 from sentsweep.tracking.journal import DRIVER_JOURNALS, STAGED, TRIAL_JOURNAL, Journal, JournalState
 from sentsweep.tracking.replay import Replayer
+from sentsweep.tracking.run_scope import SweepScope
 
 
 def _run(tracking_uri: str, tmp_path: Path) -> tuple[MlflowClient, str]:
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = client.create_experiment("paths", artifact_location=(tmp_path / "artifacts").as_uri())
     return client, client.create_run(experiment).info.run_id
+
+
+def _replayer(client: MlflowClient, run_id: str) -> Replayer:
+    """A replayer for the sweep whose parent run is ``run_id``."""
+    return Replayer(client, SweepScope(client.get_run(run_id).info.experiment_id, run_id))
 
 
 def _victim(tmp_path: Path) -> Path:
@@ -42,7 +48,7 @@ def test_a_journal_in_a_driver_folder_uploads_and_deletes_only_its_staged_copies
     journal.append({"op": "artifacts", "dir": str(tmp_path / "elsewhere" / "plots-1"), "path": "plots", "remove": True})
     journal.append({"op": "artifacts", "dir": str(victim / ".."), "path": "up", "remove": True})  # its name: '..'
 
-    state = Replayer(client).flush(journal)
+    state = _replayer(client, run_id).flush(journal)
 
     assert state.delivered == 4 and state.skipped == 0
     assert (victim / "id_ed25519").read_text() == "a private key"  # neither uploaded nor deleted (nor its parent)
@@ -58,7 +64,7 @@ def test_a_workers_own_journal_uploads_the_folder_it_names(tmp_path, tracking_ur
     (best / "model.safetensors").write_bytes(b"weights")
     journal = Journal(tmp_path / "node" / "trial_a" / TRIAL_JOURNAL, run_id=run_id)
     journal.append({"op": "artifacts", "dir": str(best), "path": "best"})
-    Replayer(client).flush(journal)
+    _replayer(client, run_id).flush(journal)
     assert _artifacts(client, run_id) == ["best"] and (best / "model.safetensors").exists()
 
 
@@ -76,7 +82,7 @@ def test_a_follow_entry_names_only_journals_beside_it_or_the_trials_own(tmp_path
     journal.append({"op": "follow", "path": str(elsewhere), "upto": 1})
     journal.append({"op": "follow", "path": str(sweep / DRIVER_JOURNALS / ".." / "trial_0" / TRIAL_JOURNAL),
                     "upto": 1})
-    Replayer(client).flush(journal)
+    _replayer(client, run_id).flush(journal)
     tags = client.get_run(run_id).data.tags
     assert "leaked" not in tags and tags["from_the_trial"] == "1"
     assert sorted(p.name for p in elsewhere.parent.iterdir()) == ["notes.jsonl"], "no lock or state beside it"

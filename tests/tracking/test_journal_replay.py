@@ -15,6 +15,7 @@ from mlflow import MlflowClient
 from sentsweep.tracking import TrackingSettings
 from sentsweep.tracking.journal import Journal, JournalState
 from sentsweep.tracking.replay import Reachability, Replayer
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, TRIAL_ID_TAG
 from tools.harness.processes import free_port
@@ -36,6 +37,11 @@ def no_retries(monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")
     yield
     Reachability._by_uri.clear()
+
+
+def _replayer(client: MlflowClient, settings: TrackingSettings) -> Replayer:
+    """A replayer for the sweep of ``settings`` (its experiment and parent run)."""
+    return Replayer(client, SweepScope(settings.experiment_id, settings.parent_run_id))
 
 
 def _trial_runs(client: MlflowClient, settings: TrackingSettings) -> list:
@@ -68,7 +74,7 @@ def test_an_outage_is_journaled_then_replayed_once(store, tmp_path, no_retries):
                                         "finish"]
 
     journal = Journal(journal_path)
-    state = Replayer(client).flush(journal)  # the server answers again (here: the store it writes to)
+    state = _replayer(client, settings).flush(journal)  # the server answers again (here: the store it writes to)
     assert state.delivered == 8 and journal.pending() == 0
     [run] = _trial_runs(client, settings)
     assert run.info.status == "FINISHED" and run.info.run_id == state.run_id
@@ -81,9 +87,9 @@ def test_an_outage_is_journaled_then_replayed_once(store, tmp_path, no_retries):
 
     # Replays that start over (a lost state file, a stale copy, another process): nothing is added twice.
     journal.save_state(JournalState())
-    Replayer(client).flush(journal)
+    _replayer(client, settings).flush(journal)
     journal.save_state(JournalState(delivered=3, run_id=run.info.run_id))
-    Replayer(client).flush(journal)
+    _replayer(client, settings).flush(journal)
     assert len(_trial_runs(client, settings)) == 1
     assert _points(client, run.info.run_id, ["train_loss", "stsb_dev", "wall_seconds"]) == before
     assert client.get_run(run.info.run_id).info.status == "FINISHED"
@@ -118,7 +124,7 @@ def test_a_later_attempt_reattaches_and_a_stale_driver_status_is_void(store, tmp
     second.start({"lr": 1e-3})
     assert second.reattached and second.run_id == first.run_id
     second.finish("FINISHED")
-    Replayer(client).flush(driver)  # delivered only now: must not undo attempt 2
+    _replayer(client, settings).flush(driver)  # delivered only now: must not undo attempt 2
     [run] = _trial_runs(client, settings)
     assert run.info.status == "FINISHED" and run.data.tags[ATTEMPT_TAG] == "2"
     assert REASON_TAG not in run.data.tags
@@ -165,7 +171,7 @@ def test_a_replay_counts_no_more_delivered_than_the_entries_on_disk(store, tmp_p
                     "parent_run_id": settings.parent_run_id, "create": True})
     for step in (1, 2, 3, 4):
         journal.append({"op": "metrics", "points": [["loss", 1.0 / step, 1000 + step, step]]})
-    replayer = Replayer(client)
+    replayer = _replayer(client, settings)
     assert replayer.flush(journal).delivered == 5
     _crash_keeps_lines(path, 3)  # delivered, then lost from disk (the run has them)
     with caplog.at_level("WARNING", logger="sentsweep.tracking"):

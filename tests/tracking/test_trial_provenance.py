@@ -25,6 +25,7 @@ from sentsweep.tracking.provenance import (
     protocol_ids,
 )
 from sentsweep.tracking.replay import Replayer
+from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import GIT_TAG
 from sentsweep.trainables.cosent import COSENT
 
@@ -97,11 +98,11 @@ def test_inputs_and_protocols_survive_an_outage_and_a_replay(tmp_path: Path, tra
     for entry in protocol_entries({"stsb_test": protocol}):
         journal.append(entry)
     assert journal.pending() == 4  # nothing reached MLflow yet (as during an outage)
-    Replayer(client).flush(journal)
+    Replayer(client, SweepScope(experiment)).flush(journal)
     run_id = journal.state().run_id
     assert journal.pending() == 0 and run_id is not None
     journal.save_state(JournalState(delivered=1, run_id=run_id))
-    Replayer(client).flush(journal)  # a stale offset: the same entries delivered again
+    Replayer(client, SweepScope(experiment)).flush(journal)  # a stale offset: the same entries delivered again
     run = client.get_run(run_id)
     assert sorted(i.dataset.name for i in run.inputs.dataset_inputs) == ["mr", "stsb/test"]
     assert protocol_ids(run.data.tags) == {"stsb_test": protocol.id}
