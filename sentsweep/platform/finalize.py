@@ -129,7 +129,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
             elif config.register_model and outcome.export_dir:
                 echo(f"'{config.register_model}' is registered once MLflow answers (sentsweep sync {location.uri})")
         _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
-                                exported=outcome.export_dir is not None)
+                                exported=outcome.export_dir is not None, parent_run_id=parent)
     prune_stages(outcome, config, location, sweep, echo)
 
 
@@ -175,18 +175,20 @@ def _best_run_id(sweep: SweepRun, parent_run_id: str, trial_id: str) -> str | No
 
 
 def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
-                            exported: bool) -> None:
-    """The best trial's run names the parent's exported model (a tag), or gets the weights once as ``best/``
-    (journaled: delivered when MLflow answers)."""
+                            exported: bool, parent_run_id: str) -> None:
+    """The best trial's run (under ``parent_run_id``: the sweep's run, or the confirmation stage's for a confirmed
+    winner's seed) names the parent's exported model (a tag), or gets the weights once as ``best/`` (journaled:
+    delivered when MLflow answers)."""
     if exported:
-        sweep.to_trial(trial_id, {"op": "tags", "tags": {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}})
+        sweep.to_trial(trial_id, {"op": "tags", "tags": {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}},
+                       parent_run_id=parent_run_id)
         return
     try:
         logged = run_id is not None and has_artifact(sweep.client, run_id, BEST_WEIGHTS)
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: upload (the same files)
         logged = False
     if not logged:
-        sweep.to_trial(trial_id, sweep.staged(weights, BEST_WEIGHTS))
+        sweep.to_trial(trial_id, sweep.staged(weights, BEST_WEIGHTS), parent_run_id=parent_run_id)
 
 
 def varying_keys(results: ResultGrid) -> list[str]:

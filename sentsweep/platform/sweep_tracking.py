@@ -238,12 +238,13 @@ class SweepRun:
         done = outbox.put({"op": "register", "name": name, "path": artifact_path})
         return outbox.replayer.registered.get(name) if done else None
 
-    def to_trial(self, trial_id: str, *entries: Entry) -> bool:
-        """Deliver ``entries`` (e.g. tags, :meth:`staged` artifacts) to ``trial_id``'s child run through the
-        driver's journal of that trial; whether MLflow has them."""
+    def to_trial(self, trial_id: str, *entries: Entry, parent_run_id: str | None = None) -> bool:
+        """Deliver ``entries`` (e.g. tags, :meth:`staged` artifacts) to ``trial_id``'s run under ``parent_run_id``
+        (default: the sweep's run; the confirmation stage's run for one of its trials) through the driver's journal
+        of that trial; whether MLflow has them."""
         journals = self._journals()
         find = {"op": "open", "experiment_id": self.experiment_id, "trial_id": trial_id,
-                "parent_run_id": self.run_id, "create": False}
+                "parent_run_id": parent_run_id or self.run_id, "create": False}
         return journals.outbox(trial_journal_name(trial_id)).put(find, *entries)
 
     def staged(self, local_dir: str | Path, artifact_path: str, move: bool = False) -> Entry:

@@ -93,6 +93,7 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     from sentsweep.platform.compare import compare, render
     from sentsweep.platform.confirmation import read_state
     from sentsweep.platform.confirmation_stats import CHANGED_TAG, STATE_FILE
+    from sentsweep.platform.export import BEST_WEIGHTS, has_artifact
     from sentsweep.platform.storage import locate
     from sentsweep.platform.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
@@ -130,6 +131,8 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     assert parent.data.metrics["confirmed_stsb_dev_mean"] == pytest.approx(stage.winner.interval.mean)
     assert parent.data.tags[CHANGED_TAG] == str(stage.changed).lower()
     assert "confirmation/seeds.csv" in {f.path for f in client.list_artifacts(outcome.parent_run_id, "confirmation")}
+    # export is off: the chosen seed's own run gets the weights (a seed of the stage's: under the stage's run)
+    assert outcome.best_run_id is not None and has_artifact(client, outcome.best_run_id, BEST_WEIGHTS)
     assert any(line.startswith("confirmed winner") for line in lines)
     sweeps, trials = compare(client)
     assert len(trials) == 3  # the search's trials only
