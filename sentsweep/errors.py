@@ -39,6 +39,7 @@ class DataError(SentsweepError):
     """A data file is missing or malformed; the message names the file and, when known, the line."""
 
     def __init__(self, message: str, *, file: str | Path | None = None, line: int | None = None) -> None:
+        self.message = message
         self.file = str(file) if file is not None else None
         self.line = line
         where = self.file or ""

@@ -34,6 +34,7 @@ from typing import Any
 from sentsweep.code_version import code_version, eval_code_digest
 from sentsweep.data.registry import REGISTRY
 from sentsweep.data.source import resolve_data_dir
+from sentsweep.evaluation.metric_names import LABELLED_TASKS
 from sentsweep.evaluation.results import EvalResult
 from sentsweep.evaluation.senteval.runner import CV_TASKS, SENTEVAL_TASKS, TRANSFER_TASKS
 
@@ -193,6 +194,9 @@ def _sts_protocol(key: str, info: Mapping[str, Any]) -> tuple[str, list[FileSpec
         return task, [(task, None)], "test", f"{aggregation} x100 of {similarity}{limit}"
     if task in ("stsb", "sickr") and subset in ("train", "dev", "test", "trial"):
         return task, [(task, subset)], subset, f"Spearman x100 of {similarity}{limit}"
+    if task in LABELLED_TASKS and subset in REGISTRY[LABELLED_TASKS[task]].files:
+        against = "against the label (contradiction 0, neutral 1, entailment 2)"
+        return task, [(LABELLED_TASKS[task], subset)], subset, f"Spearman x100 of {similarity} {against}{limit}"
     return None
 
 

@@ -12,6 +12,12 @@ concatenation, and the two can differ by several points.
 Metric keys are ``<task>_<subset>`` for every table row: ``sts12_all``, ``sts12_mean``,
 ``sts12_wmean``, ``sts12_MSRpar`` (subset names as the data files spell them), ``stsb_dev``,
 ``stsb_test``, ``sickr_test``, and ``sts_avg7``.
+
+``nli_dev`` is the dev set of CoSENT's NLI transfer, scored as the CoSENT reference (``main.py``) scores its NLI
+dev set with sentence-transformers' ``EmbeddingSimilarityEvaluator``: Spearman x100 of the cosine against the
+label, contradiction 0 < neutral 1 < entailment 2. Its pairs are SNLI dev (9,842 pairs in the shared data, in
+SentEval's layout and tokenization); the reference's AllNLI dev set also holds MultiNLI's dev pairs, which the
+shared data lacks.
 """
 
 from __future__ import annotations
@@ -27,9 +33,12 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.stats import spearmanr
 
+from sentsweep.data.records import LabelledPair, ScoredPair
 from sentsweep.evaluation._encoding import DEFAULT_BATCH_SIZE, encode_lookup, rows_cosine
 from sentsweep.evaluation.metric_names import (  # noqa: F401 - the names are this module's API too
     AVG7_KEYS,
+    LABELLED_TASKS,
+    NLI_DEV,
     SELECTION_METRIC,
     SICKR_TRIAL,
     STS_TASK_SPLITS,
@@ -140,7 +149,8 @@ def resolve_sts_tasks(tasks: Sequence[str] | str) -> list[tuple[str, str]]:
 
 
 def load_sts_sets(tasks: Sequence[str] | str = STS_TASKS, data_dir: str | Path | None = None) -> list[StsSet]:
-    """Load the pairs of ``tasks`` from ``sentsweep.data`` (pairs with a NaN gold score dropped)."""
+    """Load the pairs of ``tasks`` from ``sentsweep.data`` (pairs with a NaN gold score dropped); a task of
+    :data:`LABELLED_TASKS` (``nli``) reads its labelled pairs with the class as the gold score."""
     from sentsweep import data
 
     wanted = resolve_sts_tasks(tasks)
@@ -149,11 +159,20 @@ def load_sts_sets(tasks: Sequence[str] | str = STS_TASKS, data_dir: str | Path |
     for task, split in wanted:
         if task in STS_YEARS:
             subsets = data.sts_subsets(task, data_dir=source)
+        elif task in LABELLED_TASKS:
+            subsets = {split: labels_as_scores(data.labelled_pairs(LABELLED_TASKS[task], split, data_dir=source))}
         else:
             subsets = {split: data.scored_pairs(task, split, data_dir=source)}
         clean = {name: [p for p in pairs if not math.isnan(p.score)] for name, pairs in subsets.items()}
         sets.append(StsSet(task, split, {k: v for k, v in clean.items() if v}))
     return sets
+
+
+def labels_as_scores(pairs: Sequence[LabelledPair]) -> list[ScoredPair]:
+    """Labelled pairs with their class index as the gold score, so the STS scorer ranks them: for NLI contradiction
+    0 < neutral 1 < entailment 2, the scores the CoSENT reference's ``EmbeddingSimilarityEvaluator`` correlates the
+    cosine with (``InputExample(label=0/1/2)``)."""
+    return [ScoredPair(p.s1, p.s2, float(p.label)) for p in pairs]
 
 
 def data_info(data_dir: str | Path | None) -> dict[str, Any]:
@@ -308,8 +327,9 @@ def evaluate_sts(
     """Evaluate ``embedder`` on STS tasks; names are those of :data:`STS_TASK_SPLITS`.
 
     ``"sts12"``..``"sts16"`` (all protocol, plus per-subset, mean and wmean), ``"stsb"`` (dev and test),
-    ``"stsb_dev"``, ``"stsb_test"``, ``"sickr"``/``"sickr_test"``. Every distinct sentence of all
-    requested tasks is encoded once. ``sts_avg7`` is added only when all seven headline sets ran.
+    ``"stsb_dev"``, ``"stsb_test"``, ``"sickr"``/``"sickr_test"``, ``"sickr_trial"``, ``"nli_dev"`` (SNLI dev
+    against its labels). Every distinct sentence of all requested tasks is encoded once. ``sts_avg7`` is added
+    only when all seven headline sets ran.
     Unknown names raise ValueError; missing data files raise ``sentsweep.errors.DataError``.
     """
     return StsEvaluator(tasks, data_dir, batch_size)(embedder, progress)

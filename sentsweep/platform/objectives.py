@@ -19,7 +19,7 @@ An objective must be a figure every evaluation report carries:
 
 - the first objective: the trial's dev metric, the one model selection uses
   (:data:`~sentsweep.trainables.trial_config.DEV_SETS`: ``stsb_dev``, or ``sickr_trial`` with
-  ``fixed: {dev_data: sickr}``);
+  ``fixed: {dev_data: sickr}``, ``nli_dev`` with ``fixed: {dev_data: nli}``);
 - the others: another dev metric, whose set the config adds to the trials' ``extra_dev_data`` (scored at every
   evaluation beside the selection's; :func:`extra_dev_sets`), or a cost of :data:`COST_METRICS`, derived here from
   each report: ``compute_seconds``, the trial's seconds so far (Tune's ``time_total_s``, which a restored trial

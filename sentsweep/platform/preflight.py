@@ -11,8 +11,9 @@ folder or Ray exist. Each failure is one :class:`~sentsweep.errors.ConfigError` 
   local folder, an alias whose package is installed, or a hub id in the Hugging Face cache; a hub id that is
   not cached passes only when the hub may be reached), the spaCy pipeline of SNCSE (``negation_model``) and
   multi-view (``spacy_model``) is installed, and the data parse: the training pairs (``train_data``,
-  ``train_split``), the first rows of each corpus (``corpus``), the dev set and the STS test sets of
-  ``test_tasks`` and the sweep's ``final_tasks``.
+  ``train_split``), the first rows of each corpus (``corpus``), the dev sets (``dev_data``, ``extra_dev_data``:
+  a missing or malformed file is named with the field that asked for it) and the STS test sets of ``test_tasks``
+  and the sweep's ``final_tasks``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -48,7 +49,7 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
         seen.add(key)
         check_model(trial.model, _field(config, "model"), source)
         check_spacy(trial, config, source)
-        check_data(trial)
+        check_data(trial, lambda name: _field(config, name))
     if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
 
@@ -168,8 +169,9 @@ def check_spacy(trial: Any, config: SweepConfig, source: str | None = None) -> N
                 raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
 
 
-def check_data(trial: Any) -> None:
-    """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets."""
+def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
+    """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets;
+    ``field_of`` spells a trial field where the user set it (``fixed.dev_data`` in a sweep config)."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
 
@@ -182,8 +184,23 @@ def check_data(trial: Any) -> None:
     corpora = getattr(trial, "corpus", None)
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
         _check_corpus_head(name, trial.data_dir)
-    _check_sts([trial.dev_metric], trial.data_dir, field="dev_metric")
+    check_dev_sets(trial, field_of)
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
+
+
+def check_dev_sets(trial: Any, field_of: Callable[[str], str] = str) -> None:
+    """The dev set of ``dev_data`` and those of ``extra_dev_data`` load; a missing or malformed file is one
+    DataError naming the file (and line) and the field."""
+    from sentsweep.evaluation.sts import load_sts_sets
+    from sentsweep.trainables.trial_config import DEV_SETS
+
+    wanted = [("dev_data", trial.dev_data), *(("extra_dev_data", name) for name in trial.extra_dev_data)]
+    for field, name in wanted:
+        try:
+            load_sts_sets([DEV_SETS[name]], trial.data_dir)
+        except DataError as exc:
+            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
+                            line=exc.line) from None
 
 
 def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:

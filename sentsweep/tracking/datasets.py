@@ -26,15 +26,14 @@ from mlflow import MlflowClient
 
 from sentsweep.data.registry import REGISTRY
 from sentsweep.data.source import DataSource, resolve_data_dir
+from sentsweep.evaluation.metric_names import STS_TASK_SPLITS, task_data_splits
 from sentsweep.evaluation.metric_protocols import TASK_FILES, FileSpec, file_sha256
-from sentsweep.evaluation.sts import SAMPLE_SEED, STS_TASK_SPLITS
+from sentsweep.evaluation.sts import SAMPLE_SEED
 from sentsweep.evaluation.suite import split_tasks
 from sentsweep.tracking.journal import Entry
 
 #: MLflow's dataset contexts (the values of the input tag ``mlflow.data.context``).
 TRAINING, VALIDATION, TEST = "training", "validation", "test"
-#: A trial config's dev set -> its registry dataset and split.
-DEV_FILES: dict[str, FileSpec] = {"stsb": ("stsb", "dev"), "sickr": ("sickr", "trial")}
 #: Digest length (hex), as MLflow's own digests are short.
 DIGEST_CHARS = 16
 
@@ -105,23 +104,32 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
     return files_record(path.name, [path], TRAINING, limit) if path.is_file() else None
 
 
+def _task_specs(task: str) -> list[FileSpec]:
+    """The registry files an STS task reads (a year's every subset: split None)."""
+    return [(name, None if split == "all" else split) for name, split in task_data_splits(task)]
+
+
+def _spec_name(spec: FileSpec) -> str:
+    """A dataset input's name: ``stsb/dev``, or ``sts12`` for every split."""
+    name, split = spec
+    return name if split is None else f"{name}/{split}"
+
+
 def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The dev set of model selection (``dev_data``; ``max_dev_pairs`` of its pairs, a seeded sample)."""
-    spec = DEV_FILES.get(str(getattr(config, "dev_data", "")))
-    if spec is None:
+    """The dev set of model selection (that of ``dev_data``: the config's ``dev_metric``, such as ``snli/dev`` for
+    ``nli_dev``; ``max_dev_pairs`` of its pairs, a seeded sample)."""
+    task = str(getattr(config, "dev_metric", ""))
+    if task not in STS_TASK_SPLITS:
         return None
-    return _registered("/".join(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None),
+    (spec,) = _task_specs(task)
+    return _registered(_spec_name(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None),
                        SAMPLE_SEED)
 
 
 def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:
     """One record per test task that has its data (``sts`` and ``senteval`` groups expanded)."""
     sts, senteval, _ = split_tasks(tasks)
-    records = []
-    for task in sts:
-        for name, split in STS_TASK_SPLITS[task]:
-            spec: FileSpec = (name, None if split == "all" else split)
-            records.append(_registered(name if split == "all" else f"{name}/{split}", [spec], source, TEST))
+    records = [_registered(_spec_name(spec), [spec], source, TEST) for task in sts for spec in _task_specs(task)]
     records += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
     return list({r.name: r for r in records if r is not None}.values())
 

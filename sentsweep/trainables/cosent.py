@@ -6,7 +6,8 @@ contradiction < neutral < entailment; offline only dev/test exist, so ``train_sp
 or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder with eq. 11,
 ``scale`` (lambda) multiplying its raw scores as the equation writes it; it reads the [CLS] state, so
 ``pooling`` is refused with it. Dev selection: Spearman x100 on
-``dev_data`` (STS-B dev by default) every ``eval_every`` steps.
+``dev_data`` (STS-B dev by default; ``nli``: SNLI dev against its labels, as the reference selects its NLI transfer)
+every ``eval_every`` steps; a dev set that is the training split is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch import Tensor, nn
 from sentsweep import data as datasets
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
+from sentsweep.evaluation.metric_names import task_data_splits
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.evaluation.sts import StsEvaluator
 from sentsweep.methods.cosent import create_loss, cross_encoder_cosent_loss, label_midpoint, loss_parameters
@@ -98,6 +100,10 @@ class CosentConfig(TrialConfig):
             raise ValueError("the cross-encoder is trained with loss 'cosent' only (eq. 11)")
         if self.loss == "softmax" and TRAIN_SETS[self.train_data][3] is None:
             raise ValueError(f"loss 'softmax' needs class labels; '{self.train_data}' has graded scores")
+        if (self.train_data, self.train_split) in task_data_splits(self.dev_metric):
+            raise ConfigError(f"'{self.dev_data}' selects on {self.train_data} {self.train_split}, the split this "
+                              "trial trains on (train_data, train_split): choose another dev_data or train_split",
+                              field="dev_data")
         if self.train_data == "snli":
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:

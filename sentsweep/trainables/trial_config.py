@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from sentsweep.errors import config_error
+from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS, SENTEVAL_OPTION_HELP, SentEvalOptions
-from sentsweep.evaluation.sts import SICKR_TRIAL, STSB_DEV, StsEvaluator
+from sentsweep.evaluation.sts import NLI_DEV, SICKR_TRIAL, STSB_DEV, StsEvaluator
 from sentsweep.methods.encoders import EVAL_AMP
 from sentsweep.tracking import TrackingSettings
 from sentsweep.trainables.loop import LoopConfig
@@ -27,8 +27,12 @@ _SENTEVAL = SentEvalOptions()
 #: evaluate). ``max_length`` is the training length only.
 EvalMaxLength = Annotated[int | None, Field(ge=8, description="evaluation length (dev, test, saved model); "
                                             "default the model's limit")]
-#: Dev sets a trial can select on: ``dev_data`` -> the metric (and STS task) name.
-DEV_SETS: dict[str, str] = {"stsb": STSB_DEV, "sickr": SICKR_TRIAL}
+#: The names of the dev sets (``dev_data``, ``extra_dev_data``): the keys of :data:`DEV_SETS`.
+DevSet = Literal["stsb", "sickr", "nli"]
+#: Dev sets a trial can select on: ``dev_data`` -> the metric (and STS task) name. ``nli``: SNLI dev, Spearman x100 of
+#: the cosine against contradiction 0 < neutral 1 < entailment 2, the CoSENT reference's selection set for its NLI
+#: transfer (its AllNLI dev set also holds MultiNLI's dev pairs, which the shared data lacks).
+DEV_SETS: dict[str, str] = {"stsb": STSB_DEV, "sickr": SICKR_TRIAL, "nli": NLI_DEV}
 
 
 class TrialConfig(BaseModel):
@@ -50,9 +54,9 @@ class TrialConfig(BaseModel):
     max_steps: int | None = Field(None, gt=0)
     eval_every: int = Field(125, gt=0)
     checkpoint_every: int = Field(1, ge=1, description="a checkpoint every N dev evaluations (and at the last)")
-    dev_data: Literal["stsb", "sickr"] = Field("stsb", description="dev set of model selection (STS-B dev, "
-                                               "SICK-R trial)")
-    extra_dev_data: list[Literal["stsb", "sickr"]] = Field(
+    dev_data: DevSet = Field("stsb", description="dev set of model selection (STS-B dev, SICK-R trial, SNLI dev "
+                             "against its labels)")
+    extra_dev_data: list[DevSet] = Field(
         default_factory=list, description="further dev sets scored at every evaluation (a multi-objective sweep's "
         "other objectives); model selection stays on dev_data")
     metric: str = STSB_DEV
@@ -88,9 +92,16 @@ class TrialConfig(BaseModel):
 
     @model_validator(mode="after")
     def _metric_follows_the_dev_set(self) -> TrialConfig:
-        """A metric naming a dev set is the one of ``dev_data`` (``dev_data: sickr`` selects on sickr_trial)."""
-        if self.metric in DEV_SETS.values():
-            self.metric = self.dev_metric
+        """A metric naming a dev set is the one of ``dev_data``: the default follows it (``dev_data: sickr`` selects
+        on sickr_trial, ``dev_data: nli`` on nli_dev); a metric set to another dev set's is refused, since the loop
+        selects on the set it scores, and a sweep ranking by that metric would not find it in any report."""
+        if self.metric not in DEV_SETS.values() or self.metric == self.dev_metric:
+            return self
+        if "metric" in self.model_fields_set:
+            raise ConfigError(f"'{self.metric}' is not the metric of dev_data '{self.dev_data}', which selects on "
+                              f"'{self.dev_metric}': set metric: {self.dev_metric} (or the dev_data of "
+                              f"'{self.metric}')", field="metric")
+        self.metric = self.dev_metric
         return self
 
     @property

@@ -1,6 +1,7 @@
 """Our STS-B figure against sentence-transformers' own ``EmbeddingSimilarityEvaluator``: same model, same
 file, equal to 0.01: on the bundled sample, and (marked slow: about 6 minutes on a loaded 2-core machine) on the
-shared STS-B test set, where the figure is also pinned."""
+shared STS-B test set, where the figure is also pinned. Our ``nli_dev`` (SNLI dev against its NLI labels) against
+the same evaluator built as the CoSENT reference builds it, equal to 1e-4."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from sentsweep.data import SAMPLE_DIR, scored_pairs
 from sentsweep.evaluation import evaluate
+from sentsweep.evaluation.sts import NLI_DEV, StsEvaluator
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 
 
@@ -36,3 +38,55 @@ def test_stsb_test_equals_sentence_transformers_evaluator(minilm_path: str, data
     assert ours == pytest.approx(reference, abs=0.01)
     if len(pairs) == 1379:  # the full test set: the MiniLM figure of issue 2
         assert ours == pytest.approx(82.03, abs=0.05)
+
+
+#: The CoSENT reference's labels (``utils.get_nli``): contradiction 0, neutral 1, entailment 2.
+REFERENCE_NLI_LABELS = {"contradiction": 0, "neutral": 1, "entailment": 2}
+
+
+@pytest.fixture(params=["sample", "shared", pytest.param("shared-all", marks=pytest.mark.slow)])
+def snli_dev(request: pytest.FixtureRequest) -> tuple[Path, int | None]:
+    """(data folder, pairs compared): the bundled sample's 150 SNLI dev pairs, the first 200 of the shared data's
+    (``shared_data``: skipped when absent), or (slow: minutes on a loaded CPU) all 9,842 of them."""
+    if request.param == "sample":
+        return SAMPLE_DIR, None
+    return request.getfixturevalue("shared_data"), 200 if request.param == "shared" else None
+
+
+def _snli_dev_examples(data_dir: Path, limit: int | None) -> list:
+    """The first ``limit`` SNLI dev rows (all with None) as the reference builds its dev samples:
+    ``InputExample(texts=[s1, s2], label=0/1/2)``, read straight from SentEval's ``s1.dev``, ``s2.dev``,
+    ``labels.dev``."""
+    from sentence_transformers import InputExample
+
+    folder = data_dir / "senteval" / "SNLI"
+    columns = [(folder / name).read_text(encoding="utf-8").splitlines()[:limit]
+               for name in ("s1.dev", "s2.dev", "labels.dev")]
+    return [InputExample(texts=[s1.strip(), s2.strip()], label=REFERENCE_NLI_LABELS[label.strip()])
+            for s1, s2, label in zip(*columns, strict=True)]
+
+
+def test_nli_dev_equals_sentence_transformers_evaluator(minilm_path: str, snli_dev: tuple[Path, int | None]) -> None:
+    """Review 13: ``nli_dev`` (``dev_data: nli``) is the CoSENT reference's selection figure: its
+    ``EmbeddingSimilarityEvaluator.from_input_examples`` on the NLI dev rows (main similarity cosine, Spearman),
+    x100, equal to 1e-4 on the same pairs (the first ``max_dev_pairs`` when the set is cut)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+
+    data_dir, limit = snli_dev
+    examples = _snli_dev_examples(data_dir, limit)
+    assert len(examples) >= 150 and {e.label for e in examples} == {0, 1, 2}
+    encoder = TransformerEncoder(minilm_path, EncoderSettings(pooling="mean", max_length=128), device="cpu")
+    evaluated = StsEvaluator([NLI_DEV], data_dir=data_dir, max_pairs=limit)
+    assert len(evaluated.sets[0].pairs) == len(examples)
+    result = evaluated(encoder)
+    ours = result.metrics[NLI_DEV]
+    protocol = result.info["protocols"][NLI_DEV]  # the figure's protocol names the labels it correlates with
+    assert (protocol["task"], protocol["split"]) == ("nli", "dev") and "contradiction 0" in protocol["aggregation"]
+
+    model = SentenceTransformer(minilm_path, device="cpu")
+    model.max_seq_length = 128
+    evaluator = EmbeddingSimilarityEvaluator.from_input_examples(examples, name="nli-dev")
+    reference = 100.0 * evaluator(model)["nli-dev_spearman_cosine"]
+    print(f"nli_dev on {len(examples)} SNLI dev pairs: ours {ours:.6f}, sentence-transformers {reference:.6f}")
+    assert ours == pytest.approx(reference, abs=1e-4)

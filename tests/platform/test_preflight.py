@@ -119,3 +119,38 @@ def test_a_paper_config_on_the_bundled_sample_is_refused_and_a_demo_warned(tmp_p
     full = tmp_path / "data"
     full.mkdir()
     assert check_data_source(demo.model_copy(update={"data_dir": str(full), "full_data": True})) is False
+
+
+@pytest.mark.parametrize("fixed", [{"dev_data": "nli"}, {"extra_dev_data": ["nli"]}])
+def test_a_missing_nli_dev_set_is_one_line_naming_the_field_and_the_file(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                         fixed) -> None:
+    """SNLI dev (``nli``, CoSENT's NLI selection set) read from a data folder that lacks it: one DataError before
+    Ray starts, naming the file and the field that asked for it (selection or further dev set)."""
+    from sentsweep.platform.preflight import check_sweep
+    from sentsweep.platform.sweep import resolve_specs, validate_trials
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DIR, data)
+    missing = data / "senteval" / "SNLI" / "s1.dev"
+    missing.unlink()
+    metric = {"metric": "nli_dev"} if fixed.get("dev_data") == "nli" else {}
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, data_dir=str(data), fixed=fixed, **metric).resolved()
+    trainable, space = resolve_specs(config, None, TOY_TRAINABLE, TOY_SPACE)
+    with pytest.raises(DataError, match=rf"field 'fixed\.{next(iter(fixed))}' \(nli\): missing data file") as err:
+        check_sweep(config, validate_trials(config, trainable, space, "toy.yaml"))
+    assert err.value.file == str(missing) and "\n" not in str(err.value)
+
+
+def test_a_sweep_ranking_by_another_dev_sets_metric_is_refused_before_ray(tmp_path, tiny_bert_dir,
+                                                                          tracking_uri) -> None:
+    """``metric: stsb_dev`` with ``fixed.dev_data: nli``: the trials would select on and report nli_dev, and the
+    sweep rank by a metric no report carries; refused naming the field and the file."""
+    from sentsweep.platform.sweep import resolve_specs, validate_trials
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, fixed={"dev_data": "nli"}, metric="stsb_dev")
+    trainable, space = resolve_specs(config, None, TOY_TRAINABLE, TOY_SPACE)
+    with pytest.raises(ConfigError, match="'stsb_dev' is not the metric of dev_data 'nli'") as err:
+        validate_trials(config, trainable, space, "toy.yaml")
+    assert (err.value.field, err.value.file) == ("metric", "toy.yaml")

@@ -95,6 +95,20 @@ def test_the_nli_sweep_starts_at_the_papers_nli_setting(family: str, pooling: st
     assert [p["pooling"] for p in space_points(pooling_space)] == [pooling, *(p for p in POOLINGS if p != pooling)]
 
 
+def test_the_nli_paper_config_selects_on_nli_dev_and_logs_stsb_dev(tiny_bert_dir: Path) -> None:
+    """Review 13: the CoSENT reference selects its NLI transfer on NLI dev (no STS data); configs/paper-cosent-nli
+    ranks trials and checkpoints by nli_dev (SNLI dev) and scores STS-B dev beside it, for comparison only."""
+    source = REPO / "configs" / "paper-cosent-nli.yaml"
+    config = load_sweep_config(source).model_copy(update={"model": str(tiny_bert_dir)})
+    assert (config.metric, config.fixed["dev_data"], config.fixed["extra_dev_data"]) == ("nli_dev", "nli", ["stsb"])
+    trainable, space = resolve_specs(config, str(source))
+    trials = validate_trials(config, trainable, space, str(source))
+    assert {(t.dev_data, t.dev_metric, t.metric, tuple(t.extra_dev_data)) for t in trials} == \
+        {("nli", "nli_dev", "nli_dev", ("stsb",))}
+    dev = trials[0].model_copy(update={"max_dev_pairs": 4}).dev_evaluator(4)
+    assert [s.key for s in dev.sets] == ["nli_dev", "stsb_dev"]
+
+
 def test_a_cross_encoder_sweep_does_not_search_pooling() -> None:
     """The cross-encoder scores the [CLS] state (eq. 11): its sweep searches lambda, lr, batch size and warmup."""
     config = SweepConfig(name="s", method="cosent", fixed={"architecture": "cross"})

@@ -1,0 +1,61 @@
+"""The dev sets a trial selects on (``dev_data``) or scores beside (``extra_dev_data``): STS-B dev, SICK-R trial and
+SNLI dev against its NLI labels (``nli``, review 13: the CoSENT reference selects its NLI transfer on NLI dev). The
+metric follows the dev set; a metric naming another dev set is refused, naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from sentsweep.errors import ConfigError
+from sentsweep.evaluation.sts import NLI_DEV, SICKR_TRIAL, STSB_DEV
+from sentsweep.tracking.datasets import trial_datasets
+from sentsweep.trainables.cosent import CosentConfig
+from sentsweep.trainables.trial_config import DEV_SETS, TrialConfig, parse_config
+
+
+def test_dev_data_nli_selects_on_nli_dev() -> None:
+    assert DEV_SETS["nli"] == NLI_DEV == "nli_dev"
+    config = parse_config(CosentConfig, {"train_data": "snli", "train_split": "train+mnli", "dev_data": "nli"})
+    assert (config.dev_metric, config.metric) == (NLI_DEV, NLI_DEV)
+    assert parse_config(TrialConfig, {"dev_data": "nli", "metric": "nli_dev"}).metric == NLI_DEV
+    assert TrialConfig(dev_data="sickr").metric == SICKR_TRIAL  # an unset metric still follows the dev set
+
+
+@pytest.mark.parametrize(("raw", "named"), [
+    ({"metric": "stsb_dev", "dev_data": "nli"}, "nli_dev"),
+    ({"metric": "nli_dev"}, "stsb_dev"),
+    ({"metric": "sickr_trial", "dev_data": "nli"}, "nli_dev"),
+])
+def test_a_metric_of_another_dev_set_is_refused(raw: dict[str, str], named: str) -> None:
+    """The loop selects on the set of ``dev_data``; a sweep ranking by another dev set's metric would find it in
+    no report, so an explicit mismatch is one error naming the field (it used to be rewritten silently)."""
+    with pytest.raises(ConfigError, match=f"is not the metric of dev_data .*selects on '{named}'") as err:
+        parse_config(TrialConfig, raw, "trial.yaml")
+    assert err.value.field == "metric" and err.value.file == "trial.yaml" and "\n" not in str(err.value)
+
+
+def test_the_nli_dev_set_loads_with_the_other_sets_and_max_dev_pairs() -> None:
+    """SNLI dev through the data loaders (the bundled sample or $SENTSWEEP_DATA), its labels as the scores,
+    cut to ``max_dev_pairs`` as the other dev sets are; ``extra_dev_data`` takes it too."""
+    sets = TrialConfig(dev_data="nli", extra_dev_data=["stsb", "nli"], max_dev_pairs=8).dev_evaluator(8).sets
+    assert [s.key for s in sets] == [NLI_DEV, STSB_DEV] and [len(s.pairs) for s in sets] == [8, 8]
+    assert {p.score for p in sets[0].pairs} <= {0.0, 1.0, 2.0}
+    extra = TrialConfig(extra_dev_data=["nli"], max_dev_pairs=5).dev_evaluator(8).sets
+    assert [(s.key, len(s.pairs)) for s in extra] == [(STSB_DEV, 5), (NLI_DEV, 5)]
+
+
+def test_the_nli_dev_set_is_the_runs_validation_input() -> None:
+    records = {r.name: r.context for r in trial_datasets(TrialConfig(dev_data="nli", max_dev_pairs=8,
+                                                                     test_tasks="stsb_test"))}
+    assert records == {"snli/dev[:8]": "validation", "stsb/test": "test"}
+
+
+def test_selecting_on_the_split_a_trial_trains_on_is_refused() -> None:
+    """Offline, CoSENT's NLI runs train on SNLI dev (``train_split: dev``): selecting on ``nli`` would then rank the
+    very pairs the model fits; the same for STS-B dev. Other dev sets stay allowed."""
+    for raw in ({"train_data": "snli", "train_split": "dev", "dev_data": "nli"},
+                {"train_data": "stsb", "train_split": "dev"}):
+        with pytest.raises(ConfigError, match="the split this trial trains on") as err:
+            parse_config(CosentConfig, raw, "trial.yaml")
+        assert err.value.field == "dev_data"
+    assert parse_config(CosentConfig, {"train_data": "snli", "train_split": "dev"}).dev_metric == STSB_DEV
