@@ -72,8 +72,6 @@ def snapshot_trials(folder: str | Path) -> list[SnapshotTrial] | None:
 def reconcile(generator: SearchGenerator, trials: list[SnapshotTrial]) -> list[str]:
     """Make ``generator`` (restored from the search files) agree with ``trials`` (restored from the experiment
     state); what was changed, one phrase each (empty when the files came from one save)."""
-    from sentsweep.platform.resume_samples import base_searcher
-
     changes = []
     counter = int(generator._counter)
     if counter != len(trials):
@@ -88,7 +86,9 @@ def reconcile(generator: SearchGenerator, trials: list[SnapshotTrial]) -> list[s
             changes.append(f"running trials {len(limiter.live_trials)} -> {len(running)}")
             limiter.live_trials = running
             limiter.num_unfinished_live_trials = len(running)
-    searcher = base_searcher(generator)
+    searcher = generator.searcher
+    while hasattr(searcher, "searcher"):  # the searcher inside Tune's wrappers
+        searcher = searcher.searcher
     if isinstance(searcher, OptunaSearch):
         changes += adopt_trials(searcher, trials)
     if changes:

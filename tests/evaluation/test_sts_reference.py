@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sentsweep.data import SAMPLE_DIR, scored_pairs
 from sentsweep.evaluation import evaluate
-from sentsweep.evaluation.sts import NLI_DEV, StsEvaluator
+from sentsweep.evaluation.sts import NLI_DEV, SAMPLE_SEED, StsEvaluator
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 
 
@@ -46,30 +47,33 @@ REFERENCE_NLI_LABELS = {"contradiction": 0, "neutral": 1, "entailment": 2}
 
 @pytest.fixture(params=["sample", "shared", pytest.param("shared-all", marks=pytest.mark.slow)])
 def snli_dev(request: pytest.FixtureRequest) -> tuple[Path, int | None]:
-    """(data folder, pairs compared): the bundled sample's 150 SNLI dev pairs, the first 200 of the shared data's
-    (``shared_data``: skipped when absent), or (slow: minutes on a loaded CPU) all 9,842 of them."""
+    """(data folder, pairs compared): the bundled sample's 150 SNLI dev pairs, 200 of the shared data's (a
+    ``max_dev_pairs`` sample; ``shared_data``: skipped when absent), or (slow: minutes on a loaded CPU) all 9,842."""
     if request.param == "sample":
         return SAMPLE_DIR, None
     return request.getfixturevalue("shared_data"), 200 if request.param == "shared" else None
 
 
 def _snli_dev_examples(data_dir: Path, limit: int | None) -> list:
-    """The first ``limit`` SNLI dev rows (all with None) as the reference builds its dev samples:
-    ``InputExample(texts=[s1, s2], label=0/1/2)``, read straight from SentEval's ``s1.dev``, ``s2.dev``,
-    ``labels.dev``."""
+    """The SNLI dev rows as the reference builds its dev samples: ``InputExample(texts=[s1, s2], label=0/1/2)``, read
+    straight from SentEval's ``s1.dev``, ``s2.dev``, ``labels.dev``; with a ``limit``, the rows a ``max_dev_pairs``
+    evaluator keeps (``limit`` row numbers drawn without replacement by numpy's generator seeded with
+    ``SAMPLE_SEED``, in file order: the documented rule of :func:`~sentsweep.evaluation.sts.sampled_pairs`)."""
     from sentence_transformers import InputExample
 
     folder = data_dir / "senteval" / "SNLI"
-    columns = [(folder / name).read_text(encoding="utf-8").splitlines()[:limit]
-               for name in ("s1.dev", "s2.dev", "labels.dev")]
+    columns = [(folder / name).read_text(encoding="utf-8").splitlines() for name in ("s1.dev", "s2.dev", "labels.dev")]
+    rows = list(zip(*columns, strict=True))
+    if limit is not None and limit < len(rows):
+        rows = [rows[i] for i in np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(rows), limit, replace=False))]
     return [InputExample(texts=[s1.strip(), s2.strip()], label=REFERENCE_NLI_LABELS[label.strip()])
-            for s1, s2, label in zip(*columns, strict=True)]
+            for s1, s2, label in rows]
 
 
 def test_nli_dev_equals_sentence_transformers_evaluator(minilm_path: str, snli_dev: tuple[Path, int | None]) -> None:
     """Review 13: ``nli_dev`` (``dev_data: nli``) is the CoSENT reference's selection figure: its
     ``EmbeddingSimilarityEvaluator.from_input_examples`` on the NLI dev rows (main similarity cosine, Spearman),
-    x100, equal to 1e-4 on the same pairs (the first ``max_dev_pairs`` when the set is cut)."""
+    x100, equal to 1e-4 on the same pairs (a ``max_dev_pairs`` sample when the set is cut)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 

@@ -47,7 +47,7 @@ def test_the_nli_dev_set_loads_with_the_other_sets_and_max_dev_pairs() -> None:
 def test_the_nli_dev_set_is_the_runs_validation_input() -> None:
     records = {r.name: r.context for r in trial_datasets(TrialConfig(dev_data="nli", max_dev_pairs=8,
                                                                      test_tasks="stsb_test"))}
-    assert records == {"snli/dev[:8]": "validation", "stsb/test": "test"}
+    assert records == {"snli/dev[8 sampled]": "validation", "stsb/test": "test"}
 
 
 def test_selecting_on_the_split_a_trial_trains_on_is_refused() -> None:
