@@ -186,3 +186,26 @@ def interrupt_once_started(root: Path, trials: int, done: threading.Event) -> No
             os.kill(os.getpid(), signal.SIGINT)
             return
         time.sleep(0.05)
+
+
+def interrupted_sweep(config: SweepConfig, trials: int) -> Path:
+    """Run the toy sweep ``config`` (no finalize, no preflight) until ``trials`` trials have started, then stop it
+    as SIGINT does (:func:`interrupt_once_started`); its folder, with the state Tune saved."""
+    import pytest
+
+    from sentsweep.platform.interrupt import SweepInterrupted
+    from sentsweep.platform.sweep import run_sweep
+
+    root = Path(config.storage_path)
+    done = threading.Event()
+    watcher = threading.Thread(target=interrupt_once_started, args=(root, trials, done), daemon=True)
+    watcher.start()
+    try:
+        with pytest.raises(SweepInterrupted):
+            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                      echo=lambda line: None)
+    finally:
+        done.set()
+        watcher.join()
+    (folder,) = [p for p in root.iterdir() if p.is_dir()]
+    return folder

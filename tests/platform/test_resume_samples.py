@@ -4,14 +4,12 @@ Ray Tune, the toy method); fewer than the trials it already started is refused b
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.interrupt import SweepInterrupted
 from sentsweep.platform.resume_config import RESUME_CHANGES_TAG
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 
@@ -24,24 +22,13 @@ def _trial_runs(client: MlflowClient) -> list:
 @pytest.mark.slow  # about 3 Tune starts: over the fast suite's 40 s on 2 cores
 def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.storage import locate
-    from sentsweep.platform.sweep import resume_sweep, run_sweep
-    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupt_once_started, toy_config
+    from sentsweep.platform.sweep import resume_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5})
     client = MlflowClient(tracking_uri=tracking_uri)
-    done = threading.Event()
-    watcher = threading.Thread(target=interrupt_once_started, args=(tmp_path / "ray_results", 3, done),
-                               daemon=True)
-    watcher.start()
-    try:
-        with pytest.raises(SweepInterrupted):
-            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
-                      echo=lambda line: None)
-    finally:
-        done.set()
-        watcher.join()
-    (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
+    sweep_dir = interrupted_sweep(config, 3)
     started = len(_trial_runs(client))
     assert 3 <= started <= 4 and sum(r.info.status == "FINISHED" for r in _trial_runs(client)) < 4
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,10 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 from ray.tune.search import ConcurrencyLimiter
 
-from sentsweep.platform.interrupt import SweepInterrupted
 from sentsweep.platform.resume_samples import ResizableSearchGenerator
 from sentsweep.platform.search import build_searcher
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
-from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupt_once_started, toy_config
+from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
 
 def _state_file(folder: Path) -> Path:
@@ -49,21 +47,11 @@ def _restored_search(config, folder: Path) -> ResizableSearchGenerator:
 @pytest.mark.slow  # two Tune starts and seven toy trials: about 100 s on 2 cores
 def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.storage import locate
-    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from sentsweep.platform.sweep import resume_sweep
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5}, time_budget_s=240)
-    done = threading.Event()
-    watcher = threading.Thread(target=interrupt_once_started, args=(tmp_path / "ray_results", 3, done), daemon=True)
-    watcher.start()
-    try:
-        with pytest.raises(SweepInterrupted):
-            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
-                      echo=lambda line: None)
-    finally:
-        done.set()
-        watcher.join()
-    (folder,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
+    folder = interrupted_sweep(config, 3)
 
     # newer trials than the search: the experiment state holds two trials the searcher never suggested, one ended
     # (told to Optuna as it ended) and one running (adopted with its parameters; its results reach Optuna)
