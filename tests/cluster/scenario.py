@@ -147,6 +147,21 @@ def training_with_checkpoint(runs: list[Run], min_step: int = 2, max_step: int |
             and min_step <= r.data.metrics.get("step", 0) <= (max_step or float("inf"))]
 
 
+def settled_runs(target: Target, experiment: str, quiet_s: float = 3.0, timeout: float = 60.0) -> list[Run]:
+    """The trial runs once their statuses have not changed for ``quiet_s`` (after a driver's kill its trials' actors
+    live on for a second or two and may still end their runs)."""
+    deadline = time.monotonic() + timeout
+    runs = trial_runs(target, experiment)
+    seen, since = {r.info.run_id: r.info.status for r in runs}, time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.5)
+        runs = trial_runs(target, experiment)
+        now = {r.info.run_id: r.info.status for r in runs}
+        if now != seen:
+            seen, since = now, time.monotonic()
+    return runs
+
+
 def sweep_folder(target: Target, name: str) -> str:
     """The s3:// folder of the one sweep under ``storage_root/name`` (found by its manifest)."""
     bucket, prefix = target.bucket_and_prefix(name)
