@@ -170,6 +170,7 @@ class Replayer:
                 if entry.get("remove"):  # a copy staged for this entry alone (the driver's finalize)
                     shutil.rmtree(source, ignore_errors=True)
         elif op == "register":
+            self._confine(self.scope.register_refusal(self.client, entry.get("name")))
             self._register(run_id, entry["name"], entry["path"])
         elif op == "finish":
             self._finish(run_id, entry)

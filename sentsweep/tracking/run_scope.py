@@ -33,6 +33,9 @@ from mlflow.exceptions import MlflowException
 
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG
 
+#: The parent run's param naming the model its sweep registers (the config's ``register_model``, logged as a param).
+REGISTER_PARAM = "register_model"
+
 if TYPE_CHECKING:
     from mlflow.entities import Run
 
@@ -58,6 +61,7 @@ class SweepScope:
     experiment_id: str
     parent_run_id: str | None = None
     _facts: dict[str, RunFacts | None] = field(default_factory=dict, init=False, repr=False)  # None: no such run
+    _registers: str | None = field(default=None, init=False, repr=False)  # the root's register_model param
 
     def refusal(self, client: MlflowClient, run_id: object) -> str | None:
         """Why the run ``run_id`` is not one of the sweep's (None: it is); MLflow is asked once per run id."""
@@ -78,6 +82,18 @@ class SweepScope:
         if (parent_run_id is None and self.parent_run_id is None) or self._is_parent(client, parent_run_id):
             return None
         return f"a run under {parent_run_id or 'no parent'} is not one of the sweep's (under {self.parent_run_id})"
+
+    def register_refusal(self, client: MlflowClient, name: object) -> str | None:
+        """Why a ``register`` entry may not register a model version as ``name`` (None: it may): only as the
+        sweep's own ``register_model``, the root run's param (the sweep's owner wrote it when creating the run, and
+        MLflow params never change), so a planted journal cannot add a version to another team's model."""
+        if self.parent_run_id is None:
+            return "no sweep run to register a model for"
+        if self._registers is None:
+            self._registers = client.get_run(self.parent_run_id).data.params.get(REGISTER_PARAM, "")
+        if not isinstance(name, str) or not name or name != self._registers:
+            return f"the sweep registers {self._registers or 'no model'!r}, not {name!r}"
+        return None
 
     def _lookup(self, client: MlflowClient, run_id: str) -> RunFacts | None:
         """The facts of the run ``run_id`` (None: MLflow has no such run), fetched once."""

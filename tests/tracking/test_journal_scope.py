@@ -160,3 +160,20 @@ def test_the_sweeps_hierarchy_is_delivered_each_run_looked_up_once(sweep, tmp_pa
                        {"op": "tags", "tags": {"seen": "1"}}, name="stage-c1.jsonl")
     assert stage.flush(journal).skipped == 0
     assert _trial(client, experiment, "c1").data.tags["seen"] == "1"
+
+
+def test_a_journal_registers_only_the_model_its_sweep_registers(sweep, tmp_path: Path) -> None:
+    """A planted ``register`` entry could add a version, built from weights planted beside it, to another team's
+    model under the syncing user's identity: only the parent run's own ``register_model`` param is registered."""
+    client, experiment, parent = sweep
+    client.log_param(parent, "register_model", "ours-model")
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "w.txt").write_text("weights")
+    client.log_artifacts(parent, str(tmp_path / "weights"), "best_model")
+    journal = _planted(tmp_path, parent, {"op": "register", "name": "teamB-prod", "path": "best_model"},
+                       name="driver.jsonl")
+    state = Replayer(client, SweepScope(experiment, parent)).flush(journal)
+    assert state.skipped == 1 and "registers 'ours-model', not 'teamB-prod'" in state.notes[0]
+    assert not client.search_registered_models()
+    assert SweepScope(experiment, parent).register_refusal(client, "ours-model") is None
+    assert SweepScope(experiment, None).register_refusal(client, "ours-model") is not None  # no sweep run
