@@ -234,3 +234,23 @@ def test_a_sweep_joining_a_cluster_refuses_uri_credentials_before_anything_start
                           "workers"), err
     assert len(err.splitlines()) == 1 and SECRET not in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_resume_given_a_config_with_uri_credentials_refuses_to_send_them_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--resume-interrupted`` resumes with the YAML's config: the credentials its URIs carry are the ones the
+    workers would get (the stored config holds none), so a joined cluster refuses them without the flag."""
+    from sentsweep.platform.storage import SweepManifest, new_sweep_location
+    from sentsweep.platform.sweep import resume_sweep
+
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.setenv(name, "")  # unset, and restored after the test
+    given = SweepConfig(name="s", method="cosent", storage_path=str(tmp_path / "runs"),
+                        tracking={"uri": f"http://alice:{SECRET}@127.0.0.1:9", "experiment": "e"})
+    stored = given.resolved(tmp_path, environ={})  # what the first session stored: no credentials
+    location = new_sweep_location(stored, now=1_700_000_000, suffix="abcd")
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=stored.model_dump(mode="json"),
+                                          parent_run_id="0" * 32, experiment_id="1", tracking_uri=stored.tracking.uri,
+                                          created=1_700_000_000), stored)
+    with pytest.raises(ConfigError, match=r"\(MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_USERNAME\) would reach"):
+        resume_sweep(location.uri, config=given, address="ray://127.0.0.1:9", preflight=False)

@@ -93,6 +93,9 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     if config.objectives and outcome.results:  # multi-objective: the Pareto front, tagged, plotted, listed
         record_front(outcome.results, config, sweep, varying_keys(outcome.results), echo)
     best = confirmed_choice(outcome)
+    # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
+    parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None and outcome.confirmation \
+        else sweep.run_id
     if best is None:
         best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
     if best is None:
@@ -101,7 +104,6 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     outcome.best_trial_id = str(best.metrics.get("trial_id"))
     outcome.best_value = float(best.metrics[config.metric])
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
-    parent = outcome.confirmation.chosen_parent(sweep.run_id) if outcome.confirmation else sweep.run_id
     outcome.best_run_id = _best_run_id(sweep, parent, outcome.best_trial_id)
     tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
     if outcome.best_run_id:

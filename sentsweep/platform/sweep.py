@@ -318,7 +318,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
     config = resume_config(stored, given, allow_change, location.uri)
     refuse_fewer_samples(location, stored, config)
-    worker_env = config.worker_credentials(address, forward_credentials)
+    # the credentials a given config's URIs carried (the stored one holds none): --resume-interrupted's YAML
+    worker_env = (given if given is not None else config).worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
     stops = StopSignals()

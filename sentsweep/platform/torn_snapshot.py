@@ -92,8 +92,8 @@ def reconcile(generator: SearchGenerator, trials: list[SnapshotTrial]) -> list[s
     if isinstance(searcher, OptunaSearch):
         changes += adopt_trials(searcher, trials)
     if changes:
-        logger.warning("the sweep's saved trials and search came from different saves (the driver was lost while "
-                       "Tune uploaded them); made them agree: %s", "; ".join(changes))
+        logger.warning("the sweep's saved search did not agree with its saved trials (a driver lost while Tune "
+                       "uploaded them, or trials a stop left untold); made them agree: %s", "; ".join(changes))
     return changes
 
 
