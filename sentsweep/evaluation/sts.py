@@ -22,6 +22,7 @@ shared data lacks.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -298,15 +299,25 @@ class StsEvaluator:
 SAMPLE_SEED = 0
 
 
+def sample_indices(total: int, limit: int) -> list[int]:
+    """``limit`` of the row numbers ``0..total-1``, in order: those whose sha256 of ``"<SAMPLE_SEED>:<row>"`` is
+    smallest. A hash, not a random generator: the same rows with any numpy (whose generators may change their
+    streams between versions), so a protocol's "N pairs sampled (seed 0)" names one set of pairs."""
+    if limit >= total:
+        return list(range(total))
+    ranked = sorted(range(total), key=lambda row: hashlib.sha256(f"{SAMPLE_SEED}:{row}".encode()).digest())
+    return sorted(ranked[:limit])
+
+
 def sampled_pairs(st: StsSet, limit: int) -> StsSet:
-    """``st`` cut to ``limit`` pairs drawn without replacement with :data:`SAMPLE_SEED`, in file order. Not the
-    first pairs: STS-B's files are sorted by genre (its dev set opens with 625 video and image captions, then
-    forums and news), so a cut at the top would select models on captions alone."""
+    """``st`` cut to ``limit`` pairs (:func:`sample_indices` over its pairs, in file order). Not the first pairs:
+    STS-B's files are sorted by genre (its dev set opens with 625 video and image captions, then forums and news),
+    so a cut at the top would select models on captions alone."""
     sizes = [len(pairs) for pairs in st.subsets.values()]
     total = sum(sizes)
     if limit >= total:
         return st
-    chosen = np.sort(np.random.default_rng(SAMPLE_SEED).choice(total, size=limit, replace=False))
+    chosen = np.asarray(sample_indices(total, limit))
     kept: dict[str, list[Any]] = {}
     offset = 0
     for (name, pairs), size in zip(st.subsets.items(), sizes, strict=True):

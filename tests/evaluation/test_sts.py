@@ -198,7 +198,7 @@ def test_evaluate_sts_all_seven_on_the_sample(embedder, data_module) -> None:
 def test_a_dev_set_cut_to_max_pairs_is_a_seeded_sample_across_the_file(shared_data) -> None:
     """STS-B dev is sorted by genre (625 caption pairs first): 100 pairs are drawn from the whole file, the same
     ones every time, in file order; the protocol says so."""
-    from sentsweep.evaluation.sts import StsEvaluator, load_sts_sets
+    from sentsweep.evaluation.sts import StsEvaluator, load_sts_sets, sample_indices
 
     (whole,) = load_sts_sets(["stsb_dev"], shared_data)
     pairs = whole.subsets["dev"]
@@ -212,3 +212,4 @@ def test_a_dev_set_cut_to_max_pairs_is_a_seeded_sample_across_the_file(shared_da
         p.s1 for p in kept]
     assert StsEvaluator(["stsb_dev"], shared_data, max_pairs=5000).sets[0].subsets["dev"] == pairs
     assert evaluator.info["sts_max_pairs"] == 100 and evaluator.info["sts_sample_seed"] == 0
+    assert sample_indices(10, 4) == [3, 4, 7, 9]  # a hash's order: the same rows with any numpy

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from sentsweep.data import SAMPLE_DIR, scored_pairs
 from sentsweep.evaluation import evaluate
-from sentsweep.evaluation.sts import NLI_DEV, SAMPLE_SEED, StsEvaluator
+from sentsweep.evaluation.sts import NLI_DEV, StsEvaluator, sample_indices
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 
 
@@ -57,15 +56,14 @@ def snli_dev(request: pytest.FixtureRequest) -> tuple[Path, int | None]:
 def _snli_dev_examples(data_dir: Path, limit: int | None) -> list:
     """The SNLI dev rows as the reference builds its dev samples: ``InputExample(texts=[s1, s2], label=0/1/2)``, read
     straight from SentEval's ``s1.dev``, ``s2.dev``, ``labels.dev``; with a ``limit``, the rows a ``max_dev_pairs``
-    evaluator keeps (``limit`` row numbers drawn without replacement by numpy's generator seeded with
-    ``SAMPLE_SEED``, in file order: the documented rule of :func:`~sentsweep.evaluation.sts.sampled_pairs`)."""
+    evaluator keeps (:func:`~sentsweep.evaluation.sts.sample_indices`)."""
     from sentence_transformers import InputExample
 
     folder = data_dir / "senteval" / "SNLI"
     columns = [(folder / name).read_text(encoding="utf-8").splitlines() for name in ("s1.dev", "s2.dev", "labels.dev")]
     rows = list(zip(*columns, strict=True))
     if limit is not None and limit < len(rows):
-        rows = [rows[i] for i in np.sort(np.random.default_rng(SAMPLE_SEED).choice(len(rows), limit, replace=False))]
+        rows = [rows[i] for i in sample_indices(len(rows), limit)]
     return [InputExample(texts=[s1.strip(), s2.strip()], label=REFERENCE_NLI_LABELS[label.strip()])
             for s1, s2, label in rows]
 
