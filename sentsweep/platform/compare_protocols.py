@@ -46,9 +46,20 @@ def _label(sweep: Run, run: Run) -> str:
     return f"{name}/{trial}" if trial and run is not sweep else name
 
 
+def comparable(line: str) -> str:
+    """What two figures must share to be compared: a compact protocol line's parts but the id and those kept for the
+    record (:data:`RECORD_ONLY_PARTS`). Recomputed from the parts, not the recorded id, so that figures recorded
+    while pooling was still part of the id compare with later ones."""
+    if line == UNRECORDED:
+        return UNRECORDED
+    parts = [p.strip() for p in line.split("|")[1:]]
+    return " | ".join(part for name, part in zip(PROTOCOL_PARTS, parts, strict=False) if name not in RECORD_ONLY_PARTS)
+
+
 def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
-    """metric -> protocol id (or :data:`UNRECORDED`) -> (its compact lines, the runs with a figure under it). One
-    id has several lines when they differ only in fields kept for the record (pooling, the commit)."""
+    """metric -> :func:`comparable` key (or :data:`UNRECORDED`) -> (its compact lines, the runs with a figure under
+    it). One key has several lines when they differ only in parts kept for the record (pooling, the commit, and so
+    the id of a line recorded while pooling was part of it)."""
     runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
     recorded = {id(run): run_protocols(run) for _, run in runs}
     metrics = {m for lines in recorded.values() for m in lines}
@@ -56,7 +67,7 @@ def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[
     for sweep, run in runs:
         for metric in sorted(metrics & set(run.data.metrics)):
             line = recorded[id(run)].get(metric, UNRECORDED)
-            lines, where = seen.setdefault(metric, {}).setdefault(compact_id(line), ([], []))
+            lines, where = seen.setdefault(metric, {}).setdefault(comparable(line), ([], []))
             if line not in lines:
                 lines.append(line)
             where.append(_label(sweep, run))

@@ -13,7 +13,7 @@ from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.platform.compare import sweep_runs
 from sentsweep.platform.compare_protocols import MixedProtocolsError, protocol_table
 from sentsweep.tracking.journal import Journal
-from sentsweep.tracking.provenance import protocol_entries
+from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX, protocol_entries
 from sentsweep.tracking.replay import Replayer
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
@@ -87,6 +87,20 @@ def test_a_search_over_pooling_ranks_models_under_one_protocol(tracking_uri: str
     assert table.loc[0, "code"] == "sentsweep 0.1.0@abc, sentsweep 0.1.0@def"
     assert main(["compare", "--tracking-uri", tracking_uri]) == 0
     assert "pooling prompt_mask, pooling mean" in capsys.readouterr().out
+
+
+def test_a_figure_recorded_while_pooling_was_in_the_id_compares_with_later_ones(tracking_uri: str,
+                                                                                tmp_path: Path) -> None:
+    client = MlflowClient(tracking_uri=tracking_uri)
+    _sweep(client, tmp_path, "old", [STSB])
+    _sweep(client, tmp_path, "new", [STSB])
+    (old,) = [r for r in client.search_runs([client.get_experiment_by_name("e").experiment_id])
+              if r.data.tags.get(TRIAL_ID_TAG) == "t0" and r.data.tags.get(SWEEP_TAG) == "old"]
+    earlier = "0123456789" + STSB.compact().removeprefix(STSB.id)  # the same parts under another (older) id
+    client.set_tag(old.info.run_id, f"{PROTOCOL_TAG_PREFIX}stsb_test", earlier)
+    table = protocol_table(sweep_runs(client))
+    assert table[["metric", "runs"]].values.tolist() == [["stsb_test", 2]]
+    assert table.loc[0, "protocol"] in (f"0123456789, {STSB.id}", f"{STSB.id}, 0123456789")
 
 
 def test_a_figure_without_a_recorded_protocol_does_not_rank_with_recorded_ones(tracking_uri: str,
