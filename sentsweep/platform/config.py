@@ -227,6 +227,18 @@ class SweepConfig(_Section):
         return self
 
     @model_validator(mode="after")
+    def _metric_follows_the_dev_set(self) -> SweepConfig:
+        """Without ``metric`` (and ``objectives``), the sweep ranks by the metric of ``fixed.dev_data``, which is what
+        its trials select on and report (``dev_data: sickr``: sickr_trial; it ranked by stsb_dev, which no trial
+        reported, and failed at the first report)."""
+        if "metric" in self.model_fields_set or self.objectives is not None:
+            return self
+        from sentsweep.trainables.trial_config import DEV_SETS
+
+        self.metric = DEV_SETS.get(str(self.fixed.get("dev_data", "")), self.metric)
+        return self
+
+    @model_validator(mode="after")
     def _check_objectives(self) -> SweepConfig:
         """``objectives`` checked (:func:`~sentsweep.platform.objectives.check_objectives`); the first one is
         ``metric`` and ``mode``, which the config may repeat but not contradict."""

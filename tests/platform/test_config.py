@@ -164,3 +164,12 @@ def test_the_uri_fields_still_split_and_plain_values_pass(tmp_path):
                                  "model": "bert-base-uncased"}).resolved(tmp_path, environ)
     assert config.storage_path == "s3://bucket/r" and environ["AWS_SECRET_ACCESS_KEY"] == "s3cr3t"
     assert config.fixed["train_data"] == "prepared:s3://bucket/x" and "s3cr3t" not in config.model_dump_json()
+
+
+def test_without_a_metric_the_sweep_ranks_by_its_dev_sets() -> None:
+    """``fixed.dev_data: sickr`` alone: the sweep ranks by sickr_trial, which its trials report (it ranked by the
+    default stsb_dev, which none reported); a metric given stays, and so does the first objective."""
+    assert SweepConfig(name="s", method="cosent", fixed={"dev_data": "sickr"}).metric == "sickr_trial"
+    assert SweepConfig(name="s", method="cosent", fixed={"dev_data": "nli"}).metric == "nli_dev"
+    assert SweepConfig(name="s", method="cosent").metric == "stsb_dev"
+    assert SweepConfig(name="s", method="cosent", metric="stsb_test", fixed={"dev_data": "sickr"}).metric == "stsb_test"
