@@ -38,12 +38,14 @@ def parent(tracking_uri: str) -> tuple[MlflowClient, str]:
 
 def test_a_live_lease_refuses_a_second_holder_by_name(parent) -> None:
     client, run_id = parent
-    with SweepLease(client, run_id, interval_s=0.5, settle_s=0.0) as first:
+    # interval 2 s: the watchdog's own renewal of an unrenewed lease gets interval / 2 (a 0.5 s interval left a
+    # slow sqlite write 0.25 s before the lease was fenced: flake review 14, F3)
+    with SweepLease(client, run_id, interval_s=2.0, settle_s=0.0) as first:
         record = first.current()
         assert record is not None and record.pid == os.getpid() and record.token == first.token
         assert record.pid_ns == pid_namespace()
         beat = record.heartbeat
-        time.sleep(1.2)
+        time.sleep(3.0)
         assert first.current().heartbeat > beat, "the heartbeat thread refreshes the lease"
         second = SweepLease(client, run_id, settle_s=0.0)
         with pytest.raises(LeaseHeldError, match=rf"being run by .*@.* \(pid {os.getpid()}\), heartbeat"):
@@ -129,14 +131,15 @@ def test_a_tracking_outage_does_not_stop_the_holder(parent, monkeypatch) -> None
     for key, value in {**RETRY_ENV, "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
         monkeypatch.setenv(key, value)
     client, run_id = parent
-    lease = SweepLease(client, run_id, interval_s=1.0, settle_s=0.0, sweep_name="toy-1a2b")
+    interval = 2.0  # the renewal once it is back gets interval / 2 before a fence (1 s; flake review 14, F3)
+    lease = SweepLease(client, run_id, interval_s=interval, settle_s=0.0, sweep_name="toy-1a2b")
     lease.acquire()
     first = LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).heartbeat
     lease.client = MlflowClient(tracking_uri=f"http://127.0.0.1:{free_port()}")  # the server is gone
-    time.sleep(EXPIRY_FACTOR + 1.5)
+    time.sleep(EXPIRY_FACTOR * interval + 1.5)
     assert lease.lost is None and lease._watchdog.is_alive()
     lease.client = client  # back
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 2 * interval + 1
     while LeaseRecord.parse(client.get_run(run_id).data.tags[LEASE_TAG]).heartbeat == first:
         assert time.monotonic() < deadline, "the lease was not renewed after the outage"
         time.sleep(0.1)
