@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform.torn_snapshot import base_searcher, reconcile, snapshot_trials
 
 if TYPE_CHECKING:
     from ray.tune import Tuner
@@ -54,19 +55,10 @@ class ResizableSearchGenerator(SearchGenerator):
     def restore_from_dir(self, dirpath: str) -> None:
         """Tune's restore, then the search made to agree with the restored trials when the sweep's files come from
         different saves (:mod:`.torn_snapshot`; Tune has downloaded the experiment state into ``dirpath``)."""
-        from sentsweep.platform.torn_snapshot import reconcile, snapshot_trials
-
         super().restore_from_dir(dirpath)
         trials = snapshot_trials(dirpath)
         if trials is not None:
             reconcile(self, trials)
-
-
-def base_searcher(search_alg: Any) -> Searcher:
-    """The searcher inside Tune's wrappers (``SearchGenerator``, ``ConcurrencyLimiter``)."""
-    while not isinstance(search_alg, Searcher) or isinstance(search_alg, ConcurrencyLimiter):
-        search_alg = search_alg.searcher
-    return search_alg
 
 
 def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import optuna
 from optuna.trial import TrialState
-from ray.tune.search import ConcurrencyLimiter, SearchGenerator
+from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 from ray.tune.search.optuna import OptunaSearch
 from ray.tune.utils import flatten_dict
 
@@ -86,9 +86,7 @@ def reconcile(generator: SearchGenerator, trials: list[SnapshotTrial]) -> list[s
             changes.append(f"running trials {len(limiter.live_trials)} -> {len(running)}")
             limiter.live_trials = running
             limiter.num_unfinished_live_trials = len(running)
-    searcher = generator.searcher
-    while hasattr(searcher, "searcher"):  # the searcher inside Tune's wrappers
-        searcher = searcher.searcher
+    searcher = base_searcher(generator)
     if isinstance(searcher, OptunaSearch):
         changes += adopt_trials(searcher, trials)
     if changes:
@@ -150,6 +148,13 @@ def _running_trial(searcher: OptunaSearch, config: dict[str, Any]) -> optuna.Tri
     study = searcher._ot_study
     study.add_trial(optuna.trial.create_trial(state=TrialState.RUNNING, params=params, distributions=distributions))
     return optuna.Trial(study, study.get_trials(deepcopy=False)[-1]._trial_id)
+
+
+def base_searcher(search_alg: Any) -> Searcher:
+    """The searcher inside Tune's wrappers (``SearchGenerator``, ``ConcurrencyLimiter``)."""
+    while not isinstance(search_alg, Searcher) or isinstance(search_alg, ConcurrencyLimiter):
+        search_alg = search_alg.searcher
+    return search_alg
 
 
 def _limiter(generator: SearchGenerator) -> ConcurrencyLimiter | None:
