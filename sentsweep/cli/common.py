@@ -75,3 +75,12 @@ def add_sweep_folder(p: argparse.ArgumentParser) -> None:
     """The positional sweep folder and the S3 endpoint it may need (``resume``, ``sync``, ``dashboard``)."""
     p.add_argument("sweep_dir", help="the sweep folder printed by `sentsweep sweep` (local or s3://...)")
     p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
+
+
+def add_tracking_declaration(p: argparse.ArgumentParser) -> None:
+    """``--tracking-uri`` of a command that starts from a stored sweep folder (``resume``, ``sync``): the server the
+    user trusts with their MLflow login (:mod:`~sentsweep.platform.folder_trust`)."""
+    p.add_argument("--tracking-uri", default=None, metavar="URI",
+                   help="the MLflow server the sweep was tracked at, as you know it; must equal the folder's "
+                   "(required for an s3:// folder unless $MLFLOW_TRACKING_URI names it: a folder in shared storage "
+                   "is not trusted with your login)")

@@ -15,6 +15,9 @@ def _add_dashboard(sub: argparse._SubParsersAction) -> None:
                        "127.0.0.1, until interrupted.")
     add_sweep_folder(p)
     p.add_argument("--port", type=int, default=8080, help="default: %(default)s")
+    p.add_argument("--optuna-storage", default=None, metavar="URL",
+                   help="the database URL of the sweep's study, as you know it; must equal the sweep's (required for "
+                   "an s3:// folder: a folder in shared storage is not trusted with your database login)")
     p.set_defaults(handler=cmd_dashboard)
 
 
@@ -22,7 +25,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from sentsweep.credentials import mask_uri
     from sentsweep.platform.optuna_storage import serve_dashboard, sweep_storage_url
 
-    url, study = sweep_storage_url(args.sweep_dir, args.storage_endpoint_url)
+    url, study = sweep_storage_url(args.sweep_dir, args.storage_endpoint_url, args.optuna_storage)
 
     def ready(address: str) -> None:
         print(f"optuna-dashboard of study {study} in {mask_uri(url)}: open {address} (its token is this session's; "

@@ -12,7 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sentsweep.cli.common import add_allow_change, add_driver, add_overrides, add_sweep_folder
+from sentsweep.cli.common import (
+    add_allow_change,
+    add_driver,
+    add_overrides,
+    add_sweep_folder,
+    add_tracking_declaration,
+)
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
 
 if TYPE_CHECKING:
@@ -40,6 +46,7 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("resume", help="continue an interrupted sweep from its folder",
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
     add_sweep_folder(p)
+    add_tracking_declaration(p)
     add_overrides(p, "--set num_samples=16 (with --allow-change num_samples)")
     add_allow_change(p)
     add_driver(p)
@@ -52,6 +59,7 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
                        "included: metrics, artifacts, the model registration, the parent's end) once MLflow "
                        "answers again; exit status 1 while entries are still pending.")
     add_sweep_folder(p)
+    add_tracking_declaration(p)
     p.set_defaults(handler=cmd_sync)
 
 
@@ -113,14 +121,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, overrides=args.overrides,
                            allow_change=args.allow_change, address=args.address, finalize=args.finalize,
-                           log_to_driver=args.verbose, forward_credentials=args.forward_credentials)
+                           log_to_driver=args.verbose, forward_credentials=args.forward_credentials,
+                           tracking_uri=args.tracking_uri)
     return _finish(outcome)
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
     from sentsweep.platform.tracking_journals import sync_sweep
 
-    pending, uri = sync_sweep(args.sweep_dir, args.storage_endpoint_url)
+    pending, uri = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri)
     print(f"{pending} tracking entries still wait for {uri}; run this again once it answers" if pending else
           f"MLflow ({uri}) has everything the sweep journaled")
     return 1 if pending else 0
@@ -151,7 +160,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render, sweep_runs
     from sentsweep.platform.compare_protocols import protocol_table, render_protocols
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.sweep_tracking import open_client
+    from sentsweep.platform.tracking_store import open_client
 
     client = open_client(resolve_tracking_uri(args.tracking_uri))
     found = sweep_runs(client, args.experiment, args.sweeps)
@@ -175,7 +184,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from sentsweep.platform.config import resolve_tracking_uri
     from sentsweep.platform.export import export_run
-    from sentsweep.platform.sweep_tracking import open_client
+    from sentsweep.platform.tracking_store import open_client
 
     client = open_client(resolve_tracking_uri(args.tracking_uri))
     dest = export_run(client, args.run_id, args.dest, overwrite=args.overwrite)

@@ -36,7 +36,7 @@ from sentsweep.data.registry import REGISTRY
 from sentsweep.data.source import resolve_data_dir
 from sentsweep.evaluation.metric_names import LABELLED_TASKS
 from sentsweep.evaluation.results import EvalResult
-from sentsweep.evaluation.senteval.runner import CV_TASKS, SENTEVAL_TASKS, TRANSFER_TASKS
+from sentsweep.evaluation.senteval.tasks import CV_TASKS, SENTEVAL_TASKS, TRANSFER_TASKS
 
 #: ``result.info`` key of the per-metric protocols (metric key -> :meth:`MetricProtocol.to_dict`).
 PROTOCOLS_KEY = "protocols"

@@ -23,7 +23,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
-from sentsweep.evaluation.sts import STSB_DEV
+from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.confirmation_stats import CHANGED_TAG
 from sentsweep.platform.pareto_front import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
 from sentsweep.tables import markdown_table

@@ -144,9 +144,13 @@ class StudyMirror:
         return copied
 
 
-def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None) -> tuple[str, str]:
-    """The RDB storage URL of an existing sweep folder and its study's name; a clear error when it has none."""
+def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None,
+                      optuna_storage: str | None = None) -> tuple[str, str]:
+    """The RDB storage URL of an existing sweep folder and its study's name; a clear error when it has none, and
+    for a remote folder unless ``optuna_storage`` (``--optuna-storage``) names it
+    (:func:`~sentsweep.platform.folder_trust.trusted_optuna_storage`)."""
     from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.folder_trust import trusted_optuna_storage
     from sentsweep.platform.storage import locate
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
@@ -156,6 +160,7 @@ def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None) -> tuple[
     if url is None:
         raise ConfigError("the sweep folder is remote and the sweep set no optuna_storage URL: its study was not "
                           "mirrored to a database", file=location.uri)
+    url = trusted_optuna_storage(url, location, optuna_storage)
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         raise ConfigError(f"no {STUDY_DB} in the sweep folder yet (no trial has finished, or the sweep predates "
                           "the mirror)", file=location.uri)

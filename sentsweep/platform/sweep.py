@@ -34,6 +34,7 @@ from sentsweep.platform.confirmation import StageTrials, run_confirmation
 from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.failures import FailureLines, is_failed
+from sentsweep.platform.folder_trust import refuse_foreign_parent, trusted_tracking_uri
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import LeaseLost, SweepLease
 from sentsweep.platform.local_ray import loopback_only, session_token
@@ -49,8 +50,8 @@ from sentsweep.platform.search_state import mark_search_over, search_results
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_state import SweepState
-from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback, open_client
-from sentsweep.platform.tracking_store import refuse_sqlite_on_cluster, tracking_worker_env
+from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
+from sentsweep.platform.tracking_store import open_client, refuse_sqlite_on_cluster, tracking_worker_env
 from sentsweep.platform.trial import run_once
 from sentsweep.platform.warm_start import load_history
 
@@ -300,7 +301,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                  trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
-                 forward_credentials: bool = False) -> SweepOutcome:
+                 forward_credentials: bool = False, tracking_uri: str | None = None) -> SweepOutcome:
     """Continue an interrupted sweep from its folder: unfinished and errored trials run again.
 
     The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
@@ -308,12 +309,16 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     refused with the differing fields, except the ``allow_change`` ones a resume can take
     (:mod:`.resume_config`). A live lease of another process on the sweep refuses the resume
     (:class:`~sentsweep.platform.lease.LeaseHeldError`); the parent run is marked RUNNING only once
-    ``Tuner.restore`` succeeded.
+    ``Tuner.restore`` succeeded. The manifest's tracking server is contacted only when ``tracking_uri`` (or a given
+    ``config``'s) names it, or the folder is local, and its parent run must be the folder's
+    (:mod:`.folder_trust`).
     """
     from ray import tune
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
+    declared = tracking_uri or (config.resolved().tracking.uri if config is not None else None)
+    uri = trusted_tracking_uri(manifest, location, declared)
     stored = manifest.sweep_config()
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
     config = resume_config(stored, given, allow_change, location.uri)
@@ -322,13 +327,16 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     worker_env = (given if given is not None else config).worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
+    client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
+    with explain_refused_credentials(uri):
+        refuse_foreign_parent(client, manifest, location)
     stops = StopSignals()
     # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
     # the lease before the journals are delivered: a driver still running the sweep delivers them itself
-    lease = SweepLease(open_client(manifest.tracking_uri), manifest.parent_run_id, sweep_name=manifest.sweep_name,
-                       on_lost=stops.supersede, location=location)
-    with graceful_stops(stops), explain_refused_credentials(manifest.tracking_uri), lease:
-        sweep = SweepRun.attach(manifest.tracking_uri, manifest.experiment_id, manifest.parent_run_id,
+    lease = SweepLease(client, manifest.parent_run_id, sweep_name=manifest.sweep_name, on_lost=stops.supersede,
+                       location=location)
+    with graceful_stops(stops), explain_refused_credentials(uri), lease:
+        sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id,
                                 manifest.sweep_name, sweep_dir=location.uri, filesystem=location.filesystem,
                                 fs_path=location.fs_path if location.filesystem is not None else None)
         if preflight:

@@ -37,7 +37,6 @@ from mlflow.exceptions import MlflowException
 from ray.tune import Callback
 
 from sentsweep.code_version import git_commit
-from sentsweep.errors import ConfigError
 from sentsweep.platform.budget import SKIPPED_KEY, SKIPPED_REASON
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, is_failed
@@ -108,16 +107,6 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
-
-
-def open_client(uri: str) -> MlflowClient:
-    """A client on an existing tracking store: a missing sqlite file is an error, not a new database."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri.removeprefix("sqlite:///"))
-        if not path.is_file():
-            raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
-                              field="--tracking-uri")
-    return MlflowClient(tracking_uri=uri)
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:

@@ -505,25 +505,30 @@ def _pull_set_aside(filesystem: Any, set_aside: str, folder: Path) -> list[Journ
     return [copy for copy in copies if copy is not None]
 
 
-def sync_sweep(sweep_dir: str, endpoint_url: str | None = None,
-               echo: Callable[[str], None] = print) -> tuple[int, str]:
+def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[str], None] = print,
+               tracking_uri: str | None = None) -> tuple[int, str]:
     """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
     an outage included: metrics, artifacts, the registration, the parent's end), then, once nothing is pending,
     the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
     the number of entries still pending, and the tracking URI. Refused while a driver runs the sweep (its lease:
-    :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself."""
+    :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself. The manifest's tracking
+    server and parent run are used only as :mod:`~sentsweep.platform.folder_trust` allows (``tracking_uri``: the
+    one the user names)."""
     from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.lease import lease_if_answering
+    from sentsweep.platform.folder_trust import manifest_scope, refuse_foreign_parent, trusted_tracking_uri
+    from sentsweep.platform.lease import lease_if_answering, server_answers
     from sentsweep.platform.retention import prune_owed
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
+    uri = trusted_tracking_uri(manifest, location, tracking_uri)
     remote = location.filesystem is not None
-    client = MlflowClient(tracking_uri=manifest.tracking_uri)
+    client = MlflowClient(tracking_uri=uri)
+    if server_answers(client):  # else nothing is delivered now; each entry's run is checked when it is (the scope)
+        refuse_foreign_parent(client, manifest, location)
     with lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location):  # a live driver's: refused
-        pending = replay_sweep_journals(location.uri, manifest.tracking_uri, manifest.sweep_name,
-                                        SweepScope(manifest.experiment_id, manifest.parent_run_id),
+        pending = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
                                         location.filesystem, location.fs_path if remote else None)
     if pending == 0:
         prune_owed(location, echo)
-    return pending, manifest.tracking_uri
+    return pending, uri

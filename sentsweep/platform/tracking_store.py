@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from sentsweep.data.cache import file_lock
 from sentsweep.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -73,3 +77,15 @@ def tracking_worker_env(environ: dict[str, str] | None = None) -> dict[str, str]
     """The driver's MLflow client settings, for ``runtime_env={"env_vars": ...}``."""
     source = os.environ if environ is None else environ
     return {key: value for key, value in source.items() if key.startswith(CLIENT_ENV_PREFIXES)}
+
+
+def open_client(uri: str) -> MlflowClient:
+    """A client on an existing tracking store: a missing sqlite file is an error, not a new database."""
+    from mlflow import MlflowClient
+
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
+                              field="--tracking-uri")
+    return MlflowClient(tracking_uri=uri)

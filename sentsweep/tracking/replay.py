@@ -258,10 +258,13 @@ class Replayer:
 
     def _register(self, run_id: str, name: str, path: str) -> None:
         """Register the run's logged model at ``path`` as a version of ``name``, unless a version of ``name``
-        already comes from this run (a replay after a registration that landed)."""
+        already comes from this run (a replay after a registration that landed, or a finalize run again after a
+        crash): that version is the one reported."""
         import mlflow
 
-        if self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'"):
+        existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+        if existing:
+            self.registered[name] = str(min(int(v.version) for v in existing))
             return
         previous = mlflow.get_tracking_uri()
         mlflow.set_tracking_uri(self.client.tracking_uri)

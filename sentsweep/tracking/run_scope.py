@@ -18,6 +18,10 @@ What MLflow holds (a run's experiment and tags) is trusted: only MLflow's users 
 experiment and root) comes from the replayer's owner (the sweep's manifest for ``sync`` and ``resume``, the trial
 settings for a trial), never from a journal.
 
+A scope may also name the sweep folder its manifest came from (``sweep_dir``): the root must then be that folder's
+run (its :data:`~sentsweep.tracking.vocabulary.SWEEP_DIR_TAG`, written when the sweep began), so a manifest planted
+in another folder cannot lend its replay (and with it the replaying user's login) another sweep's runs.
+
 A scope without a root (a standalone trial's own journal) admits any run of its experiment. Every run id is looked
 up once per scope (one ``get_run``; none for a run the replayer found or created itself), whatever the length of
 the replay.
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 
 #: The parent run's param naming the model its sweep registers (the config's ``register_model``, logged as a param).
 REGISTER_PARAM = "register_model"
@@ -42,24 +46,28 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What a scope needs to know of a run: its experiment, its parent run and its role (tags)."""
+    """What a scope needs to know of a run: its experiment, its parent run, its role and its sweep folder (tags)."""
 
     experiment_id: str
     parent_run_id: str | None
     role: str | None
+    sweep_dir: str | None = None
 
     @classmethod
     def of(cls, run: Run) -> RunFacts:
-        return cls(run.info.experiment_id, run.data.tags.get(PARENT_TAG), run.data.tags.get(ROLE_TAG))
+        tags = run.data.tags
+        return cls(run.info.experiment_id, tags.get(PARENT_TAG), tags.get(ROLE_TAG), tags.get(SWEEP_DIR_TAG))
 
 
 @dataclass
 class SweepScope:
     """The runs of one sweep: the root run ``parent_run_id`` and its hierarchy, in experiment ``experiment_id``
-    (any run of the experiment when there is no root). Remembers what it found out about each run id."""
+    (any run of the experiment when there is no root); with ``sweep_dir``, a root recorded for that folder only.
+    Remembers what it found out about each run id."""
 
     experiment_id: str
     parent_run_id: str | None = None
+    sweep_dir: str | None = None
     _facts: dict[str, RunFacts | None] = field(default_factory=dict, init=False, repr=False)  # None: no such run
     _registers: str | None = field(default=None, init=False, repr=False)  # the root's register_model param
 
@@ -108,9 +116,18 @@ class SweepScope:
             return f"no run {run_id} in MLflow"
         if facts.experiment_id != self.experiment_id:
             return f"run {run_id} is in experiment {facts.experiment_id}, not in the sweep's ({self.experiment_id})"
-        if self.parent_run_id is None or run_id == self.parent_run_id or self._is_parent(client, facts.parent_run_id):
+        if run_id == self.parent_run_id:
+            return self._folder_refusal(facts)
+        if self.parent_run_id is None or self._is_parent(client, facts.parent_run_id):
             return None
         return f"run {run_id} is not under the sweep's run {self.parent_run_id}"
+
+    def _folder_refusal(self, root: RunFacts) -> str | None:
+        """Why the root run (``root``) is not the sweep of folder ``sweep_dir`` (None: it is, or no folder given)."""
+        if self.sweep_dir is None or same_folder(root.sweep_dir, self.sweep_dir):
+            return None
+        return (f"run {self.parent_run_id} is the sweep run of {root.sweep_dir or 'no sweep folder'}, not of "
+                f"{self.sweep_dir}")
 
     def _is_parent(self, client: MlflowClient, run_id: object) -> bool:
         """Whether the children of the run ``run_id`` are the sweep's: the root (in the sweep's experiment), or a
@@ -122,6 +139,11 @@ class SweepScope:
         facts = self._lookup(client, run_id)
         return (facts is not None and facts.experiment_id == self.experiment_id and facts.role == CONFIRMATION_ROLE
                 and facts.parent_run_id == self.parent_run_id)
+
+
+def same_folder(recorded: str | None, folder: str) -> bool:
+    """Whether the folder a run recorded (its :data:`SWEEP_DIR_TAG`) is ``folder`` (a trailing ``/`` aside)."""
+    return recorded is not None and recorded.rstrip("/") == folder.rstrip("/")
 
 
 def _get_run(client: MlflowClient, run_id: str) -> Run | None:

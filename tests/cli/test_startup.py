@@ -25,11 +25,26 @@ def test_building_the_parser_and_its_help_load_no_heavy_library() -> None:
     assert [name for name in HEAVY if name in loaded] == []
 
 
-def test_the_lazy_evaluation_package_still_exports_every_name() -> None:
+def test_reading_runs_back_loads_no_training_library() -> None:
+    """``sentsweep compare`` reads MLflow: its modules load neither torch nor Ray (it took 19 s on the demo's
+    database, 12 of them importing torch and Ray Tune; 7 s without)."""
+    script = (
+        "import json, sys\n"
+        "import sentsweep.platform.compare, sentsweep.platform.compare_protocols, sentsweep.platform.tracking_store\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    loaded = json.loads(subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                                       text=True).stdout)
+    training = ("torch", "sklearn", "transformers", "ray", "spacy")  # not scipy: MLflow's own imports load it
+    assert [name for name in training if name in loaded] == []
+
+
+def test_the_lazy_packages_still_export_every_name() -> None:
     import sentsweep.evaluation as evaluation
     import sentsweep.evaluation.senteval as senteval
+    import sentsweep.tracking as tracking
 
-    for package in (evaluation, senteval):
+    for package in (evaluation, senteval, tracking):
         assert sorted(package.__all__) == sorted(package._WHERE), package.__name__
         for name in package.__all__:
             assert getattr(package, name) is not None, f"{package.__name__}.{name}"

@@ -15,6 +15,7 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.storage import MANIFEST, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
 from sentsweep.platform.sweep_state import STATUS_TAG
+from tests.platform.capture_server import capturing_server
 
 
 def _config(tmp_path: Path, tracking_uri: str, name: str = "demo") -> SweepConfig:
@@ -117,32 +118,15 @@ def test_a_folder_naming_another_tracking_server_is_skipped_without_contacting_i
     """A manifest planted in the shared storage, newest, of the same name and owner, naming a server that records
     what it is sent (the login MLflow's client sends with every request): it is skipped, and nothing reaches it
     (review 13, finding 3)."""
-    import http.server
     import json
-    import threading
 
-    heard: list[str] = []
-
-    class Capture(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the handler's name in http.server
-            heard.append(self.path)
-            self.send_response(500)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with capturing_server() as (capture_uri, heard):
         config = _config(tmp_path, tracking_uri)
         killed = _sweep(config, 1_700_000_100, "RUNNING")
         planted = tmp_path / "results" / "demo-20991231-235959-ffff"
         planted.mkdir()
         manifest = json.loads((Path(killed) / MANIFEST).read_text())
-        manifest.update(tracking_uri=f"http://127.0.0.1:{server.server_port}", created=4e9)
+        manifest.update(tracking_uri=capture_uri, created=4e9)
         (planted / MANIFEST).write_text(json.dumps(manifest))
         assert interrupted_sweep(config) == killed
         assert heard == []
-    finally:
-        server.shutdown()

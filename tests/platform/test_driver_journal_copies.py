@@ -6,18 +6,14 @@ outage)."""
 from __future__ import annotations
 
 import json
-import logging
 import posixpath
 import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.fs
-import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.storage import SweepLocation, SweepManifest, locate
 from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.platform.sweep_tracking import SweepRun
 from sentsweep.platform.tracking_journals import (
@@ -28,50 +24,10 @@ from sentsweep.platform.tracking_journals import (
     sync_sweep,
 )
 from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL, STAGED, trial_journal_name
-from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
-from tests.platform.sweep_toy import toy_config
-from tests.tracking.restartable_mlflow import RETRY_ENV
+from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from tools.harness.processes import LOOPBACK, free_port
-from tools.harness.s3_server import DUMMY_KEYS
 
 BUCKET = "sweeps"
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server on a free loopback port, in a thread of this process, with :data:`BUCKET`."""
-    pytest.importorskip("moto", reason="moto[server] is missing: install the dev extra")
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=DUMMY_KEYS["AWS_ACCESS_KEY_ID"],
-                 aws_secret_access_key=DUMMY_KEYS["AWS_SECRET_ACCESS_KEY"],
-                 region_name=DUMMY_KEYS["AWS_REGION"]).create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
-
-
-@pytest.fixture
-def remote_sweep(tmp_path, tracking_uri, private_cache, s3_endpoint, monkeypatch) -> tuple[SweepLocation, str, str]:
-    """A sweep folder on S3 with its manifest, its parent run and one trial's child run (RUNNING) in MLflow; the
-    location, the parent run and the experiment."""
-    for key, value in {**DUMMY_KEYS, **RETRY_ENV}.items():
-        monkeypatch.setenv(key, value)
-    name = f"toy-{uuid.uuid4().hex[:8]}"
-    location = locate(f"s3://{BUCKET}/ray_results/{name}", s3_endpoint)
-    config = toy_config(tmp_path, tmp_path, tracking_uri)
-    client = MlflowClient(tracking_uri=tracking_uri)
-    experiment_id = client.create_experiment(name, artifact_location=str(tmp_path / "mlartifacts"))
-    parent = client.create_run(experiment_id, run_name=name).info.run_id
-    client.create_run(experiment_id, tags={PARENT_TAG: parent, TRIAL_ID_TAG: "t1", ROLE_TAG: "trial"})
-    location.write_manifest(SweepManifest(sweep_name=name, config=config.model_dump(mode="json"), parent_run_id=parent,
-                                          experiment_id=experiment_id, tracking_uri=tracking_uri, created=0.0), config)
-    return location, parent, experiment_id
 
 
 def test_sync_on_another_machine_delivers_what_a_remote_driver_journaled(tmp_path, tracking_uri, private_cache,

@@ -177,3 +177,17 @@ def test_a_journal_registers_only_the_model_its_sweep_registers(sweep, tmp_path:
     assert not client.search_registered_models()
     assert SweepScope(experiment, parent).register_refusal(client, "ours-model") is None
     assert SweepScope(experiment, None).register_refusal(client, "ours-model") is not None  # no sweep run
+
+
+def test_a_registration_replayed_again_reports_the_version_that_landed(sweep, tmp_path: Path) -> None:
+    """A finalize run again after a crash past its registration journals the same ``register``: no second version,
+    and the one that landed is what the sweep reports (it reported none, and said "registered once MLflow answers")."""
+    client, experiment, parent = sweep
+    client.log_param(parent, "register_model", "ours-model")
+    client.create_registered_model("ours-model")
+    landed = client.create_model_version("ours-model", f"runs:/{parent}/best_model", run_id=parent)
+    replayer = Replayer(client, SweepScope(experiment, parent))
+    state = replayer.flush(_planted(tmp_path, parent, {"op": "register", "name": "ours-model", "path": "best_model"},
+                                    name="driver.jsonl"))
+    assert state.skipped == 0 and replayer.registered == {"ours-model": str(landed.version)}
+    assert len(client.search_model_versions("name = 'ours-model'")) == 1

@@ -7,6 +7,7 @@
 - :mod:`.validation`: the inner-k-fold, k-fold and split protocols;
 - :mod:`.relatedness`: SICK-R's relatedness regressor;
 - :mod:`.lbfgs`: the exact solver (setting ``lbfgs``);
+- :mod:`.tasks`: the task names and groups;
 - :mod:`.runner`: :func:`evaluate_senteval`.
 """
 
@@ -17,16 +18,16 @@ from sentsweep.lazy_exports import lazy_exports
 #: Every public name and the module it lives in, imported on first use (:mod:`sentsweep.lazy_exports`).
 _WHERE: dict[str, str] = {
     "CLASSIFIER_SETTINGS": "sentsweep.evaluation.senteval.settings",
-    "CV_TASKS": "sentsweep.evaluation.senteval.runner",
+    "CV_TASKS": "sentsweep.evaluation.senteval.tasks",
     "ClassifierSetting": "sentsweep.evaluation.senteval.settings",
     "DEFAULT_SEED": "sentsweep.evaluation.senteval.settings",
     "DEFAULT_SETTING": "sentsweep.evaluation.senteval.settings",
     "REG_GRID": "sentsweep.evaluation.senteval.settings",
     "SENTEVAL_OPTION_FIELDS": "sentsweep.evaluation.senteval.settings",
-    "SENTEVAL_TASKS": "sentsweep.evaluation.senteval.runner",
-    "SICK_TASKS": "sentsweep.evaluation.senteval.runner",
+    "SENTEVAL_TASKS": "sentsweep.evaluation.senteval.tasks",
+    "SICK_TASKS": "sentsweep.evaluation.senteval.tasks",
     "SentEvalOptions": "sentsweep.evaluation.senteval.settings",
-    "TRANSFER_TASKS": "sentsweep.evaluation.senteval.runner",
+    "TRANSFER_TASKS": "sentsweep.evaluation.senteval.tasks",
     "classifier_setting": "sentsweep.evaluation.senteval.settings",
     "evaluate_senteval": "sentsweep.evaluation.senteval.runner",
     "kfold_test_accuracy": "sentsweep.evaluation.senteval.lbfgs",

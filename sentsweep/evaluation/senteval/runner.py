@@ -48,6 +48,7 @@ from sentsweep.evaluation.senteval.settings import (
     SENTEVAL_OPTION_FIELDS,
     SentEvalOptions,
 )
+from sentsweep.evaluation.senteval.tasks import CV_TASKS, SENTEVAL_TASKS, TRANSFER_TASKS
 from sentsweep.evaluation.senteval.validation import (
     Engine,
     Outcome,
@@ -56,14 +57,6 @@ from sentsweep.evaluation.senteval.validation import (
     split_classifier,
 )
 
-#: The transfer tasks, in SentEval's usual reporting order; ``senteval_avg`` averages these.
-TRANSFER_TASKS: tuple[str, ...] = ("mr", "cr", "subj", "mpqa", "trec", "mrpc", "sst2")
-#: The supervised SICK tasks.
-SICK_TASKS: tuple[str, ...] = ("sick_relatedness", "sick_entailment")
-#: Every SentEval task (the default of :func:`evaluate_senteval` and the ``senteval`` group).
-SENTEVAL_TASKS: tuple[str, ...] = (*TRANSFER_TASKS, *SICK_TASKS)
-#: Tasks scored by nested cross-validation (no official split).
-CV_TASKS: tuple[str, ...] = ("mr", "cr", "subj", "mpqa")
 #: Classes per classification task.
 NCLASSES: dict[str, int] = {**dict.fromkeys(CV_TASKS, 2), "trec": 6, "mrpc": 2, "sst2": 2, "sick_entailment": 3}
 _COLUMNS = ["task", "setting", "protocol", "n_train", "n_test", "acc", "dev_acc", "f1", "pearson", "spearman",

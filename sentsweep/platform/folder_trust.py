@@ -1,0 +1,95 @@
+"""The servers and runs a stored sweep folder may make this process contact: those its user names.
+
+``resume``, ``sync`` and ``dashboard`` start from a sweep folder's manifest (``sentsweep_sweep.json``), which names
+the MLflow tracking server, the sweep's parent run and (in its config) the Optuna storage. Whoever can write the
+folder wrote them: for a folder in shared storage (``s3://...``), anyone holding the bucket's keys. MLflow's client
+sends the login it finds (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``, ``MLFLOW_TRACKING_TOKEN``,
+``~/.mlflow/credentials``) to whatever host it is given, and an Optuna storage URL is opened with ``PGPASSWORD``; a
+replay acts with that login on the runs the manifest names. So, before anything is contacted:
+
+- a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``, MLflow's
+  own variable) must be the one the manifest names;
+- a remote folder whose user declared none is refused, naming the server (declare it if it is yours);
+- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs;
+- a remote folder's parent run must be that folder's own (:class:`~sentsweep.tracking.run_scope.SweepScope` with
+  ``sweep_dir``: the run's ``sentsweep.sweep_dir`` tag, written when the sweep began);
+- a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from sentsweep.credentials import mask_uri
+from sentsweep.errors import ConfigError
+from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest
+from sentsweep.tracking.run_scope import SweepScope
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+#: MLflow's own variable for the tracking server: what a user running against a shared bucket has declared.
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+
+
+def is_remote_folder(location: SweepLocation) -> bool:
+    """Whether the folder lies in storage others may write (anything but a local path or ``file://``)."""
+    return "://" in location.uri and not location.uri.startswith("file://")
+
+
+def _same_uri(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, declared: str | None) -> str:
+    """The tracking URI of the sweep in ``location`` that this process may contact with its login: the manifest's,
+    when the user declared it (``declared``: ``--tracking-uri`` or a resumed config's; for a remote folder also
+    ``$MLFLOW_TRACKING_URI``) or the folder is a local path; otherwise a :class:`ConfigError` and nothing contacted."""
+    from sentsweep.platform.config import resolve_tracking_uri
+
+    stored = manifest.tracking_uri
+    source = "--tracking-uri"
+    if declared is None and is_remote_folder(location):
+        declared, source = os.environ.get(TRACKING_URI_ENV) or None, f"${TRACKING_URI_ENV}"
+    if declared is None:
+        if is_remote_folder(location):
+            raise ConfigError(f"the folder's manifest names the tracking server {mask_uri(stored)}; a folder in shared "
+                              "storage could have been written by anyone with its keys, so your MLflow login goes "
+                              f"only to a server you name: pass --tracking-uri {mask_uri(stored)} (or set "
+                              f"{TRACKING_URI_ENV}) if it is yours", file=location.file_uri(MANIFEST))
+        return stored
+    if not _same_uri(resolve_tracking_uri(declared), stored):
+        raise ConfigError(f"the sweep was tracked at {mask_uri(stored)}, not at {mask_uri(declared)} ({source}); "
+                          "nothing was contacted", file=location.file_uri(MANIFEST))
+    return stored
+
+
+def manifest_scope(manifest: SweepManifest, location: SweepLocation) -> SweepScope:
+    """The runs a replay for the sweep of ``manifest`` may act on; for a remote folder, only if its parent run is
+    that folder's."""
+    return SweepScope(manifest.experiment_id, manifest.parent_run_id,
+                      sweep_dir=location.uri if is_remote_folder(location) else None)
+
+
+def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> None:
+    """A :class:`ConfigError` when the manifest's parent run is not the sweep of this folder (another experiment's,
+    or, for a remote folder, another folder's); MLflow is asked once."""
+    refusal = manifest_scope(manifest, location).refusal(client, manifest.parent_run_id)
+    if refusal is not None:
+        raise ConfigError(f"the manifest names a run that is not this folder's sweep ({refusal}); nothing was done",
+                          file=location.file_uri(MANIFEST))
+
+
+def trusted_optuna_storage(url: str, location: SweepLocation, declared: str | None) -> str:
+    """The Optuna storage URL ``url`` of the sweep config stored in ``location``, when this process may open it
+    with its database login: a local folder's, or the one ``--optuna-storage`` (``declared``) names."""
+    if declared is not None and not _same_uri(declared, url):
+        raise ConfigError(f"the sweep's study is in {mask_uri(url)}, not in {mask_uri(declared)} (--optuna-storage); "
+                          "nothing was opened", file=location.file_uri(MANIFEST))
+    if declared is None and is_remote_folder(location):
+        raise ConfigError(f"the sweep's stored config names the Optuna storage {mask_uri(url)}; a folder in shared "
+                          "storage could have been written by anyone with its keys, so your database login goes only "
+                          f"to a storage you name: pass --optuna-storage {mask_uri(url)} if it is yours",
+                          file=location.file_uri(MANIFEST))
+    return url

@@ -1,0 +1,102 @@
+"""A sweep folder in shared storage is written by anyone with the bucket's keys: ``sync``, ``resume`` and
+``dashboard`` contact only the servers its user names and act only on the folder's own sweep run
+(:mod:`sentsweep.platform.folder_trust`; security review 14, H2). Real parts: moto's S3 server, a sqlite MLflow store,
+an HTTP server that records what reaches it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.cli import main
+from sentsweep.errors import ConfigError
+from sentsweep.platform.folder_trust import TRACKING_URI_ENV, trusted_optuna_storage, trusted_tracking_uri
+from sentsweep.platform.optuna_storage import sweep_storage_url
+from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest, locate
+from sentsweep.platform.sweep import resume_sweep
+from sentsweep.platform.tracking_journals import sync_sweep
+from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL
+from tests.platform.capture_server import capturing_server
+from tests.platform.conftest import BUCKET
+from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
+
+
+def _plant(location: SweepLocation, **changes: object) -> SweepManifest:
+    """The folder's manifest rewritten with ``changes``, as someone with the bucket's keys could."""
+    manifest = location.read_manifest().model_copy(update=changes)
+    location.write_text(MANIFEST, manifest.model_dump_json())
+    return manifest
+
+
+def test_a_remote_folder_names_its_tracking_server_only_to_a_user_who_declared_it(
+        remote_sweep, s3_endpoint, tracking_uri, private_cache, monkeypatch, capsys):
+    location, parent, _ = remote_sweep
+    with capturing_server() as (planted_uri, heard):
+        _plant(location, tracking_uri=planted_uri)
+        monkeypatch.delenv(TRACKING_URI_ENV)
+        with pytest.raises(ConfigError, match=f"pass --tracking-uri {planted_uri}"):
+            sync_sweep(location.uri, s3_endpoint)
+        with pytest.raises(ConfigError, match="pass --tracking-uri"):
+            resume_sweep(location.uri, endpoint_url=s3_endpoint, preflight=False)
+        monkeypatch.setenv(TRACKING_URI_ENV, tracking_uri)  # the user's own server: not the planted one
+        with pytest.raises(ConfigError, match=rf"not at {tracking_uri} \(\${TRACKING_URI_ENV}\)"):
+            sync_sweep(location.uri, s3_endpoint)
+        with pytest.raises(ConfigError, match=r"not at .* \(--tracking-uri\)"):
+            sync_sweep(location.uri, s3_endpoint, tracking_uri=tracking_uri)
+        capsys.readouterr()
+        assert main(["sync", location.uri, "--storage-endpoint-url", s3_endpoint]) == 2
+        assert heard == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and MANIFEST in err[0] and "Traceback" not in err[0]
+    assert MlflowClient(tracking_uri=tracking_uri).get_run(parent).info.status == "RUNNING"
+
+
+def test_a_manifest_naming_another_folders_sweep_run_is_refused(remote_sweep, s3_endpoint, tracking_uri,
+                                                                 private_cache):
+    """A folder planted beside a sweep, whose manifest names that sweep's parent run: its journals would be
+    replayed into the sweep's runs with the replaying user's login, and a resume would take the sweep over."""
+    location, parent, _ = remote_sweep
+    client = MlflowClient(tracking_uri=tracking_uri)
+    name = f"planted-{uuid.uuid4().hex[:6]}"
+    planted = locate(f"s3://{BUCKET}/ray_results/{name}", s3_endpoint)
+    planted.write_text(MANIFEST, location.read_manifest().model_copy(update={"sweep_name": name}).model_dump_json())
+    fs, root = planted.resolve()
+    with fs.open_output_stream(f"{root}/{DRIVER_JOURNALS}/{PARENT_JOURNAL}") as out:
+        out.write(b'{"op": "tags", "tags": {"sentsweep.note": "planted"}}\n{"op": "finish", "status": "KILLED"}\n')
+
+    with pytest.raises(ConfigError, match=f"sweep run of {location.uri}, not of {planted.uri}"):
+        sync_sweep(planted.uri, s3_endpoint)
+    with pytest.raises(ConfigError, match="not this folder's sweep"):
+        resume_sweep(planted.uri, endpoint_url=s3_endpoint, preflight=False, trainable=TOY_TRAINABLE, space=TOY_SPACE)
+    run = client.get_run(parent)
+    assert run.info.status == "RUNNING" and "sentsweep.note" not in run.data.tags
+    assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)  # the sweep's own folder: trusted
+
+
+def test_a_local_folder_is_the_users_own_unless_a_declared_uri_differs(tmp_path, monkeypatch):
+    location = SweepLocation(str(tmp_path), "toy", None, str(tmp_path / "toy"))
+    manifest = SweepManifest(sweep_name="toy", config={}, parent_run_id="p", experiment_id="1",
+                             tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}", created=0.0)
+    monkeypatch.setenv(TRACKING_URI_ENV, "http://127.0.0.1:9")  # another project's: not consulted for a local folder
+    assert trusted_tracking_uri(manifest, location, None) == manifest.tracking_uri
+    monkeypatch.chdir(tmp_path)
+    assert trusted_tracking_uri(manifest, location, "sqlite:///mlruns.db") == manifest.tracking_uri  # made absolute
+    with pytest.raises(ConfigError, match="not at http://me:\\*\\*\\*@mlflow:5000") as refused:
+        trusted_tracking_uri(manifest, location, "http://me:s3cret@mlflow:5000")
+    assert "s3cret" not in str(refused.value)
+
+
+def test_the_dashboard_opens_a_remote_folders_study_only_where_its_user_says(remote_sweep, s3_endpoint):
+    location, _, _ = remote_sweep
+    url = "postgresql://optuna@127.0.0.1:9/optuna"
+    manifest = location.read_manifest()
+    _plant(location, config={**manifest.config, "optuna_storage": url})
+    with pytest.raises(ConfigError, match=f"pass --optuna-storage {url}"):
+        sweep_storage_url(location.uri, s3_endpoint)
+    with pytest.raises(ConfigError, match="not in postgresql://optuna@db/optuna"):
+        sweep_storage_url(location.uri, s3_endpoint, "postgresql://optuna@db/optuna")
+    assert sweep_storage_url(location.uri, s3_endpoint, url) == (url, manifest.sweep_name)
+    local = SweepLocation("/tmp", "toy", None, "/tmp/toy")
+    assert trusted_optuna_storage("sqlite:////tmp/toy/optuna.db", local, None) == "sqlite:////tmp/toy/optuna.db"
