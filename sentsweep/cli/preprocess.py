@@ -23,17 +23,20 @@ def _add_negate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sentences", type=int, default=None, help="only the first N sentences")
     p.add_argument("--batch-size", type=int, default=256, help="sentences per nlp.pipe batch")
     p.add_argument("--processes", type=int, default=1, help="nlp.pipe worker processes")
+    p.add_argument("--rules", default=None, help="negation rule set (an SNCSE trial's negation_rules): project, the "
+                   "default, or reference (the SNCSE repository's rules, bug-compatible)")
     add_parser_cache(p)
     p.set_defaults(handler=cmd_negate)
 
 
 def cmd_negate(args: argparse.Namespace) -> int:
-    from sentsweep.methods.sncse.negation import negate_corpus, write_pairs
+    from sentsweep.methods.sncse.negation import DEFAULT_RULE_SET, negate_corpus, write_pairs
     from sentsweep.trainables.sncse import corpus_sentences
 
     sentences = corpus_sentences(args.corpus, args.data_dir, args.max_sentences)
     negations, stats = negate_corpus(sentences, model=args.spacy_model, cache=args.cache,
-                                     batch_size=args.batch_size, n_process=args.processes)
+                                     batch_size=args.batch_size, n_process=args.processes,
+                                     rules=args.rules or DEFAULT_RULE_SET)
     print(stats.table())
     if args.out:
         print(f"wrote {write_pairs(args.out, sentences, negations)} ({len(sentences)} pairs)")

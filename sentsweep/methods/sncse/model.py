@@ -24,7 +24,6 @@ as one stacked batch.
 from __future__ import annotations
 
 import json
-import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from sentsweep.methods.encoders import (
     read_model_config,
     with_eval_max_length,
 )
+from sentsweep.methods.sncse.punctuation import with_final_punctuation
 
 ANCHOR_TEMPLATE = 'This sentence : " {sentence} " means {mask} .'
 POSITIVE_TEMPLATE = 'This sentence of " {sentence} " means {mask} .'
@@ -56,17 +56,8 @@ SIZE_SETTINGS: dict[str, dict[str, float | int]] = {"base": {"lr": 1e-5, "batch_
                                                     "large": {"lr": 5e-6, "batch_size": 128}}
 #: The fewest encoder layers that make a model "large" (BERT-large and RoBERTa-large have 24; base models 12).
 LARGE_MIN_LAYERS = 24
-_PUNCTUATION = frozenset(string.punctuation)
 #: Std of the MLP's normal init when the model config states no ``initializer_range`` (BERT's value).
 MLP_INIT_STD = 0.02
-
-
-def with_final_punctuation(sentence: str) -> str:
-    """``sentence`` with " ." appended when it does not end in punctuation (SNCSE's preprocessing)."""
-    stripped = sentence.rstrip()
-    if stripped and stripped[-1] in _PUNCTUATION:
-        return sentence
-    return f"{sentence} ."
 
 
 def default_lambda(family: str) -> float:

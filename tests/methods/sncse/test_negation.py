@@ -240,7 +240,8 @@ def test_negate_corpus_stats_and_cache_hit(negator: Negator, tmp_path: Path) -> 
     path = Path(hit.cache_path or "")
     assert path.parent == tmp_path / "negations"
     header = json.loads(path.read_text().splitlines()[0])
-    assert header == {"n": 4, "model": negator.model_id, "rules_version": rules_module.RULES_VERSION}
+    assert header == {"n": 4, "model": negator.model_id, "rules": "project",
+                      "rules_version": rules_module.RULES_VERSION}
 
 
 def test_cache_key_changes_with_content_model_and_rules(

@@ -33,6 +33,10 @@ Known limits: negative subjects and determiners ("No one came", "Nobody knows") 
 negation ("No one did not come"); "had better" and fronted-negation inversions are not special-cased;
 a tagger error (a verb tagged as a noun) sends a sentence to the fallback.
 
+The reference's own rules, bugs included, are the ``reference`` rule set
+(:mod:`~sentsweep.methods.sncse.negation.reference`, chosen by an SNCSE trial's ``negation_rules``); these are
+``project``, the default.
+
 Outputs keep the sentence's own spacing and capitalisation (they are built from spaCy's
 ``text_with_ws``, never by joining tokens with spaces).
 """
