@@ -13,12 +13,17 @@ earlier choices); a parameter the new space does not have, or whose value lies o
 out, and a trial with no parameter left is skipped. FAIL trials teach TPE nothing and are skipped too. The trials
 carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plots and the study's RDB mirror
 leave them out (:mod:`.optuna_storage`). Points to evaluate first that the history already holds are dropped.
+
+The earlier values must be the same measurement as the new sweep's (:func:`refuse_another_measurement`): the same
+metric, direction and objectives, on the same dev set cut the same way. TPE splits its history at a quantile of the
+values, so figures of another dev set (STS-B dev against SICK-R trial) or another sample of one (the first 100
+caption pairs score ~93, a sample across genres ~88) would mislead it without any error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.distributions import BaseDistribution
@@ -27,23 +32,57 @@ from optuna.trial import FrozenTrial, TrialState
 from sentsweep.errors import ConfigError
 from sentsweep.platform.optuna_storage import WARM_START_ATTR, is_warm_start
 
+if TYPE_CHECKING:
+    from sentsweep.platform.config import SweepConfig
+
 #: The states of earlier trials that carry something TPE uses.
 _TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
+#: Sweep settings that make two sweeps' values one measurement (the ranking), and trial settings (``fixed``) that do
+#: (the dev protocol: which set, how many of its pairs, how long the evaluated sentences may be).
+SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
+TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
+
+
 def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
-                 endpoint_url: str | None = None) -> list[FrozenTrial]:
-    """The earlier sweep's finished trials as trials of the space ``define_by_run`` (see the module docstring)."""
+                 endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
+    """The earlier sweep's finished trials as trials of the space ``define_by_run`` (see the module docstring);
+    refused when ``config`` (the new sweep's) measures otherwise."""
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.storage import locate
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
-    name = location.read_manifest().sweep_name
+    manifest = location.read_manifest()
+    name = manifest.sweep_name
+    if config is not None:
+        refuse_another_measurement(manifest.sweep_config(), config)
     study = location.load_study()
     if study is None:
         raise ConfigError("the sweep has no saved study yet (optuna_study.json): nothing to start from",
                           field="warm_start", file=location.uri)
     return history_trials(study, define_by_run, name)
+
+
+def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig) -> None:
+    """A :class:`ConfigError` (field ``warm_start``) naming each setting where the earlier sweep's values were
+    measured otherwise than the new sweep's will be (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`)."""
+    differences = [f"{field} {getattr(earlier, field)!r} vs {getattr(config, field)!r}" for field in SWEEP_MEASUREMENT
+                   if getattr(earlier, field) != getattr(config, field)]
+    differences += [f"fixed.{field} {_trial_setting(earlier, field)!r} vs {_trial_setting(config, field)!r}"
+                    for field in TRIAL_MEASUREMENT if _trial_setting(earlier, field) != _trial_setting(config, field)]
+    if differences:
+        raise ConfigError("the earlier sweep's values are another measurement than this sweep's (earlier vs this: "
+                          + "; ".join(differences) + "): TPE would rank them together; warm-start from a sweep "
+                          "measured the same way", field="warm_start")
+
+
+def _trial_setting(config: SweepConfig, field: str) -> Any:
+    """A trial setting of ``config``: its ``fixed`` value, else the trial configs' default (None when it has none)."""
+    from sentsweep.trainables.trial_config import TrialConfig
+
+    default = TrialConfig.model_fields[field].default if field in TrialConfig.model_fields else None
+    return config.fixed.get(field, default)
 
 
 def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any],

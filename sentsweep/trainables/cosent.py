@@ -33,7 +33,7 @@ from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
 from sentsweep.methods.cosent.pooling import model_type, nli_pooling
 from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, TransformerEncoder, with_eval_max_length
 from sentsweep.trainables.method import Method
-from sentsweep.trainables.trial_config import EvalMaxLength, TrialConfig
+from sentsweep.trainables.trial_config import DEV_SETS, EvalMaxLength, TrialConfig
 
 LOSS_HEAD_FILE = "loss_head.safetensors"
 
@@ -100,10 +100,11 @@ class CosentConfig(TrialConfig):
             raise ValueError("the cross-encoder is trained with loss 'cosent' only (eq. 11)")
         if self.loss == "softmax" and TRAIN_SETS[self.train_data][3] is None:
             raise ValueError(f"loss 'softmax' needs class labels; '{self.train_data}' has graded scores")
-        if (self.train_data, self.train_split) in task_data_splits(self.dev_metric):
-            raise ConfigError(f"'{self.dev_data}' selects on {self.train_data} {self.train_split}, the split this "
-                              "trial trains on (train_data, train_split): choose another dev_data or train_split",
-                              field="dev_data")
+        for field, dev_set in [("dev_data", self.dev_data), *(("extra_dev_data", d) for d in self.extra_dev_data)]:
+            if (self.train_data, self.train_split) in task_data_splits(DEV_SETS[dev_set]):
+                raise ConfigError(f"'{dev_set}' scores {self.train_data} {self.train_split}, the split this trial "
+                                  f"trains on (train_data, train_split): choose another {field} or train_split",
+                                  field=field)
         if self.train_data == "snli":
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:

@@ -89,6 +89,19 @@ def test_warm_start_folder_must_hold_a_study(tmp_path):
         load_history(str(tmp_path / "nowhere"), old_space)
 
 
+def test_an_earlier_sweep_measured_otherwise_is_refused(tmp_path):
+    """Values of another dev set, or of another sample of one, would be ranked together by TPE: refused with every
+    difference named; the same measurement (defaults written out or not) is taken."""
+    earlier = _earlier_sweep(tmp_path)
+    assert load_history(earlier, old_space, config=_config(fixed={"dev_data": "stsb", "max_dev_pairs": None}))
+    with pytest.raises(ConfigError, match=r"fixed\.max_dev_pairs None vs 100") as refused:
+        load_history(earlier, old_space, config=_config(fixed={"max_dev_pairs": 100}))
+    assert refused.value.field == "warm_start"
+    with pytest.raises(ConfigError, match=r"mode 'max' vs 'min'; fixed\.dev_data 'stsb' vs 'sickr'"):
+        load_history(earlier, old_space, config=SweepConfig(name="s", method="toy", metric="score", mode="min",
+                                                            fixed={"dev_data": "sickr"}))
+
+
 def test_warm_start_is_a_resolved_config_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert _config(warm_start="ray_results/x").resolved().warm_start == str(tmp_path / "ray_results" / "x")

@@ -59,3 +59,7 @@ def test_selecting_on_the_split_a_trial_trains_on_is_refused() -> None:
             parse_config(CosentConfig, raw, "trial.yaml")
         assert err.value.field == "dev_data"
     assert parse_config(CosentConfig, {"train_data": "snli", "train_split": "dev"}).dev_metric == STSB_DEV
+    # a further dev set (a multi-objective sweep's other objective) that scores the training pairs: refused too
+    with pytest.raises(ConfigError, match="'nli' scores snli dev, the split this trial trains on") as err:
+        parse_config(CosentConfig, {"train_data": "snli", "train_split": "dev", "extra_dev_data": ["nli"]}, "t.yaml")
+    assert err.value.field == "extra_dev_data"
