@@ -64,8 +64,11 @@ from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     PARENT_TAG,
     REASON_TAG,
+    ROLE_TAG,
+    SWEEP_DIR_TAG,
     TERMINAL,
     TOKEN_TAG,
+    TRIAL_ROLE,
     find_trial_run,
     param_value,
 )
@@ -80,6 +83,10 @@ PROBE_TIMEOUT_S = 3.0
 #: Seconds between two delivery attempts to a non-HTTP store (sqlite) marked down.
 RETRY_AFTER_S = 5.0
 
+
+#: Tags that place a run in a sweep's hierarchy and in ``compare``'s listing: set by the sweep's own code when it
+#: creates a run, never by a journal (a planted one could list a trial as a sweep, or hang it under another run).
+STRUCTURE_TAGS = frozenset({ROLE_TAG, PARENT_TAG, SWEEP_DIR_TAG})
 
 class Refused(Exception):
     """An entry MLflow will never accept (or that has no run to go to): skipped, not retried."""
@@ -162,6 +169,10 @@ class Replayer:
         elif op == "metrics":
             self._metrics(run_id, entry["points"])
         elif op == "tags":
+            structural = sorted(STRUCTURE_TAGS.intersection(entry["tags"]))
+            if structural:
+                raise Refused(f"a journal does not set {', '.join(structural)} (the sweep's own code does, when it "
+                              "creates a run)")
             self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in entry["tags"].items()])
         elif op == "artifacts":
             source = upload_source(entry, folder, staged_only=staged_only)
@@ -209,7 +220,8 @@ class Replayer:
         if found is None:
             if not entry.get("create", True):
                 return
-            tags = {k: v for k, v in dict(entry.get("tags", {})).items() if k != PARENT_TAG}
+            tags = {k: v for k, v in dict(entry.get("tags", {})).items() if k not in STRUCTURE_TAGS}
+            tags[ROLE_TAG] = TRIAL_ROLE  # what an open entry creates: a trial's run (compare lists no other)
             if parent:
                 tags[PARENT_TAG] = parent
             if token:

@@ -36,6 +36,8 @@ ATTEMPT_TAG = "sentsweep.attempt"
 #: attempt finds its own run instead of reattaching to it.
 TOKEN_TAG = "sentsweep.attempt_token"
 SWEEP_DIR_TAG = "sentsweep.sweep_dir"
+#: The role of a trial's child run (:data:`ROLE_TAG`).
+TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
 #: MLflow's limit on a param value (longer values are truncated, as MLflow itself would).
@@ -92,7 +94,7 @@ def ray_trial_id() -> str | None:
 
 def child_run_tags(tracking: TrackingSettings, trial_id: str | None) -> dict[str, str]:
     """The tags that make a run the child run of a trial."""
-    tags = {ROLE_TAG: "trial", ATTEMPT_TAG: "1"}
+    tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1"}
     if tracking.parent_run_id:
         tags[PARENT_TAG] = tracking.parent_run_id
     if tracking.sweep_name:

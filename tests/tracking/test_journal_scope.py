@@ -16,7 +16,7 @@ from mlflow.entities import Run
 from sentsweep.tracking.journal import DRIVER_JOURNALS, Entry, Journal, JournalState
 from sentsweep.tracking.replay import Replayer
 from sentsweep.tracking.run_scope import SweepScope
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG, TRIAL_ID_TAG
 
 #: What the planted entries would do to a run: overwrite a tag, log a metric, end it, mark it running again.
 PLANTED: list[Entry] = [
@@ -191,3 +191,19 @@ def test_a_registration_replayed_again_reports_the_version_that_landed(sweep, tm
                                     name="driver.jsonl"))
     assert state.skipped == 0 and replayer.registered == {"ours-model": str(landed.version)}
     assert len(client.search_model_versions("name = 'ours-model'")) == 1
+
+
+def test_a_journal_cannot_list_a_run_as_a_sweep_or_move_it(sweep, tmp_path: Path) -> None:
+    """Review 14, L10: a planted ``open`` that creates a run with ``sentsweep.role=sweep`` (``compare`` would list it as
+    a sweep), or a ``tags`` entry that sets the role, the parent or the sweep folder of one of the sweep's runs."""
+    client, experiment, parent = sweep
+    journal = _planted(tmp_path, None, _open(experiment, parent, "t7", tags={ROLE_TAG: "sweep",
+                                                                              SWEEP_DIR_TAG: "s3://elsewhere"}),
+                       {"op": "tags", "tags": {ROLE_TAG: "sweep", "ok": "1"}},
+                       {"op": "tags", "tags": {PARENT_TAG: "0" * 32}},
+                       {"op": "tags", "tags": {"ok": "2"}})
+    state = Replayer(client, SweepScope(experiment, parent)).flush(journal)
+    trial = _trial(client, experiment, "t7")
+    assert trial.data.tags[ROLE_TAG] == "trial" and SWEEP_DIR_TAG not in trial.data.tags
+    assert trial.data.tags[PARENT_TAG] == parent and trial.data.tags["ok"] == "2"  # the refused entries: nothing
+    assert state.skipped == 2 and all("does not set" in note for note in state.notes)
