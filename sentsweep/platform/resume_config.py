@@ -107,7 +107,8 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
 
     meter = active_meter()
     set_time_budget(tuner, config.time_budget_s)
-    resize_search(tuner, config.num_samples, reopen=meter is not None and meter.lifted is not None)
+    resize_search(tuner, config.num_samples, reopen=meter is not None and meter.lifted is not None,
+                  storage=location.resolve())
     changes = record_resume_config(location, manifest, config)
     if changes:
         sweep.set_tags({RESUME_CHANGES_TAG: json.dumps(changes)})

@@ -26,6 +26,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.platform.torn_snapshot import base_searcher, reconcile, snapshot_trials
 
 if TYPE_CHECKING:
+    import pyarrow.fs
     from ray.tune import Tuner
 
     from sentsweep.platform.config import SweepConfig
@@ -37,13 +38,16 @@ class ResizableSearchGenerator(SearchGenerator):
 
     A larger total than the saved one also clears a saved "finished" flag (set when the searcher ran out or
     a stopper ended the experiment), so that the new trials are created; so does ``reopen`` (a changed budget
-    lifted the stop: :mod:`~sentsweep.platform.budget`).
+    lifted the stop: :mod:`~sentsweep.platform.budget`). ``storage``: the sweep folder's file system and path, where
+    the controller restores the trials from (the search is made to agree with them after its own restore).
     """
 
-    def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False) -> None:
+    def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False,
+                 storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
         super().__init__(searcher)
         self.num_samples = num_samples
         self.reopen = reopen
+        self.storage = storage
 
     def set_state(self, state: dict[str, Any]) -> None:
         saved = int(state["total_samples"])
@@ -53,15 +57,19 @@ class ResizableSearchGenerator(SearchGenerator):
             self._finished = False
 
     def restore_from_dir(self, dirpath: str) -> None:
-        """Tune's restore, then the search made to agree with the restored trials when the sweep's files come from
-        different saves (:mod:`.torn_snapshot`; Tune has downloaded the experiment state into ``dirpath``)."""
+        """Tune's restore (from the driver's staging folder ``dirpath``, into which Tune downloaded the sweep's
+        files), then the search made to agree with the trials the controller restored when the files come from
+        different saves (:mod:`.torn_snapshot`). Those trials are the newest experiment state in the storage: the
+        staging folder of a driver that ran on this host before may hold newer files it never uploaded, from
+        which the search was just restored (review 14, M2)."""
         super().restore_from_dir(dirpath)
-        trials = snapshot_trials(dirpath)
+        trials = snapshot_trials(self.storage[1], self.storage[0]) if self.storage else snapshot_trials(dirpath)
         if trials is not None:
             reconcile(self, trials)
 
 
-def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False) -> None:
+def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False,
+                  storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
     """Let the restored ``tuner`` run ``num_samples`` trials in total (also after earlier resumes).
 
     The chain is built as ``tune.run`` would (a ``ConcurrencyLimiter`` when ``max_concurrent_trials`` is set),
@@ -74,7 +82,7 @@ def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False) -> None:
     searcher: Searcher = base_searcher(tune_config.search_alg)
     if tune_config.max_concurrent_trials:
         searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
-    tune_config.search_alg = ResizableSearchGenerator(searcher, num_samples, reopen)
+    tune_config.search_alg = ResizableSearchGenerator(searcher, num_samples, reopen, storage)
     tune_config.max_concurrent_trials = None
 
 

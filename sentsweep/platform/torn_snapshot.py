@@ -27,13 +27,16 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import TrialState
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 from ray.tune.search.optuna import OptunaSearch
 from ray.tune.utils import flatten_dict
+
+if TYPE_CHECKING:
+    import pyarrow.fs
 
 logger = logging.getLogger(__name__)
 
@@ -51,16 +54,19 @@ class SnapshotTrial:
     last_result: dict[str, Any] = field(default_factory=dict)
 
 
-def snapshot_trials(folder: str | Path) -> list[SnapshotTrial] | None:
-    """The trials of the newest ``experiment_state-*.json`` in a local ``folder`` (the driver's staging folder,
-    into which Tune downloads the sweep's state before it restores the searcher); None when there is none."""
+def snapshot_trials(folder: str | Path, filesystem: pyarrow.fs.FileSystem | None = None) -> list[SnapshotTrial] | None:
+    """The trials of the newest ``experiment_state-*.json`` in ``folder`` on ``filesystem`` (default: a local
+    folder); None when there is none. Read from the sweep's storage, this is what ``TuneController.resume``
+    restores; the driver's staging folder may also hold newer files that a lost driver never uploaded."""
     import pyarrow.fs
     from ray.tune.execution.experiment_state import _find_newest_experiment_checkpoint
 
-    newest = _find_newest_experiment_checkpoint(str(folder), fs=pyarrow.fs.LocalFileSystem())
+    filesystem = filesystem or pyarrow.fs.LocalFileSystem()
+    newest = _find_newest_experiment_checkpoint(str(folder), fs=filesystem)
     if newest is None:
         return None
-    state = json.loads(Path(newest).read_text(encoding="utf-8"))
+    with filesystem.open_input_stream(newest) as stream:
+        state = json.loads(stream.readall().decode("utf-8"))
     trials = []
     for trial_json, metadata_json in state.get("trial_data", []):  # plain JSON: nothing here is unpickled
         trial, metadata = json.loads(trial_json), json.loads(metadata_json)

@@ -155,3 +155,34 @@ def test_an_unknown_trial_without_the_spaces_parameters_is_left_out_of_optuna() 
     searcher.on_trial_result("x", {"stsb_dev": 1.0, "training_iteration": 1})  # no KeyError: nothing to tell
     searcher.on_trial_complete("x", {"stsb_dev": 1.0, "training_iteration": 1, "final": 1.0})
     assert not searcher.study.trials
+
+
+def _experiment_state(folder: Path, stamp: str, trials: dict[str, dict], status: str = "RUNNING") -> None:
+    """An ``experiment_state-<stamp>.json`` holding ``trials`` (id -> config), as Tune writes its trial data."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = [[json.dumps({"trial_id": t, "status": status, "config": c}), json.dumps({"last_result": {}})]
+            for t, c in trials.items()]
+    (folder / f"experiment_state-{stamp}.json").write_text(json.dumps({"trial_data": data}))
+
+
+def test_the_search_agrees_with_the_trials_in_the_storage_not_with_newer_staging_files(tmp_path) -> None:
+    """Review 14, M2: a resumed driver on a host that stays up saved its state to its staging folder and was lost
+    before uploading it. The next resume on that host restores the trials from the storage's (older) experiment
+    state, but the search from the staging folder's newer files: the search must be made to agree with the storage's
+    trials (a third trial, started after the upload, is lost), not with the staging folder's (which agree)."""
+    import pyarrow.fs
+
+    saved = _search(max_concurrent=3)
+    configs = _started(saved, "a", "b", "c")
+    staging, storage = tmp_path / "staging", tmp_path / "storage"
+    staging.mkdir()
+    saved.save_to_dir(str(staging), "2026-11-24_10-00-02")  # the lost driver's last save, never uploaded
+    _experiment_state(staging, "2026-11-24_10-00-02", configs)
+    _experiment_state(storage, "2026-11-24_10-00-01", {t: configs[t] for t in ("a", "b")})  # the last upload
+
+    resumed = _search(max_concurrent=3)
+    resumed.storage = (pyarrow.fs.LocalFileSystem(), str(storage))
+    resumed.restore_from_dir(str(staging))
+    searcher = resumed.searcher.searcher
+    assert resumed._counter == 2 and resumed.searcher.live_trials == {"a", "b"}
+    assert searcher.study.trials[searcher._ot_trials["c"].number].state == TrialState.FAIL
