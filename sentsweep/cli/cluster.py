@@ -53,7 +53,8 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--storage-endpoint-url", default=None, metavar="URL",
                    help="S3-compatible endpoint for an s3:// storage (MinIO), e.g. http://minio:9000")
     p.add_argument("--tracking-uri", default=None, metavar="URI",
-                   help="MLflow tracking URI for the job (default: the config's tracking.uri)")
+                   help="MLflow tracking URI for the job (default: the config's tracking.uri); with --resume, the "
+                   "server the sweep was tracked at (default: the cluster's $MLFLOW_TRACKING_URI)")
     p.add_argument("--installed", action="store_true",
                    help="the cluster's image already has sentsweep (docker/Dockerfile): ship only the config")
     deps = p.add_mutually_exclusive_group()
@@ -173,15 +174,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")
-    if args.resume and (args.overrides or args.storage or args.tracking_uri):
-        raise ConfigError("a resumed sweep keeps its own config: drop --set, --storage and --tracking-uri",
-                          field="--resume")
+    if args.resume and (args.overrides or args.storage):
+        raise ConfigError("a resumed sweep keeps its own config: drop --set and --storage", field="--resume")
     options, not_forwarded = _job_options(args)
     address = resolve_address(args.address, os.environ)
     jobs = None if args.dry_run else _connect(args)  # a missing token fails before any staging
     with job_workdir() as workdir:
         if args.resume:
-            spec = build_resume_job(args.resume, options, workdir, storage_endpoint_url=args.storage_endpoint_url)
+            spec = build_resume_job(args.resume, options, workdir, storage_endpoint_url=args.storage_endpoint_url,
+                                    tracking_uri=args.tracking_uri)
         else:
             prepared = prepare_config(args.config, args.overrides, storage=args.storage,
                                       storage_endpoint_url=args.storage_endpoint_url,

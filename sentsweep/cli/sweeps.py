@@ -20,6 +20,7 @@ from sentsweep.cli.common import (
     add_tracking_declaration,
 )
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
+from sentsweep.platform.interrupt import folder_command
 
 if TYPE_CHECKING:
     from sentsweep.platform.outcome import SweepOutcome
@@ -141,8 +142,8 @@ def _finish(outcome: SweepOutcome) -> int:
         _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
     except Exception as exc:  # noqa: BLE001 - an outage: what waits is journaled, the sweep is done
         print(f"\nno summary: MLflow did not answer ({type(exc).__name__}); once it does, "
-              f"`sentsweep sync {outcome.sweep_dir}` delivers what waits")
-    print(f"\nresume after an interruption: sentsweep resume {outcome.sweep_dir}")
+              f"`{folder_command('sync', outcome.sweep_dir, outcome.tracking_uri)}` delivers what waits")
+    print(f"\nresume after an interruption: {folder_command('resume', outcome.sweep_dir, outcome.tracking_uri)}")
     return 0 if outcome.counts.get("finished", 0) else 1
 
 

@@ -32,9 +32,12 @@ import pyarrow.fs
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.interrupt import is_shared_folder
 from sentsweep.platform.storage import SweepManifest, locate
 from sentsweep.platform.sweep_identity import sweep_owner
 from sentsweep.platform.sweep_state import is_resumable
+from sentsweep.tracking.run_scope import same_folder
+from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
 
@@ -81,7 +84,8 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     """The newest sweep folder of ``config``'s identity (``owner``: default :func:`sweep_owner`) with a
     manifest, and its parent run's status; a :class:`StorageError` when a manifest cannot be read. ``config`` is a
     resolved one: a folder whose manifest names another tracking server than ``config.tracking.uri`` is skipped
-    before that server is contacted (the credentials of this process would go to it)."""
+    before that server is contacted (the credentials of this process would go to it), and a shared folder whose parent
+    run is another folder's is passed over (a resume would refuse it: :mod:`.folder_trust`)."""
     owner = owner or sweep_owner()
     found: list[tuple[float, str, SweepManifest]] = []
     for uri in sweep_folders(config):
@@ -102,7 +106,12 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     if not found:
         return None
     _, uri, manifest = max(found, key=lambda item: item[0])
-    return PreviousSweep(uri, manifest, *_run_state(manifest))
+    previous = PreviousSweep(uri, manifest, *_run_state(manifest))
+    if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
+        log.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied there)",
+                    uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume would refuse it every time
+        return None
+    return previous
 
 
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:

@@ -258,7 +258,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))
             run.close("interrupted", "stopped by " + stops.name)
-            raise SweepInterrupted(location.uri, stops.name)
+            raise SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
     outcome = decide(candidates, state["configs"], stage_results, config, state["run_id"])
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)

@@ -40,6 +40,7 @@ from sentsweep.platform.export import (
     export_sentence_transformer,
     has_artifact,
 )
+from sentsweep.platform.interrupt import folder_command
 from sentsweep.platform.pareto_front import record_front
 from sentsweep.platform.plots import sweep_plots, trial_records
 from sentsweep.platform.retention import (
@@ -129,7 +130,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
             if outcome.model_version:
                 echo(f"registered as '{config.register_model}' version {outcome.model_version}")
             elif config.register_model and outcome.export_dir:
-                echo(f"'{config.register_model}' is registered once MLflow answers (sentsweep sync {location.uri})")
+                echo(f"'{config.register_model}' is registered once MLflow answers "
+                     f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
         _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
                                 exported=outcome.export_dir is not None, parent_run_id=parent)
     prune_stages(outcome, config, location, sweep, echo)
@@ -148,8 +150,9 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
     if waiting:
         owe_pruning(location, [name for name, results in stages if results is not None], config.metric,
                     config.mode, config.checkpoint.keep_trials, keep)
-        echo(f"not pruned: {waiting} upload(s) wait for MLflow (`sentsweep sync {location.uri}` delivers them, "
-             "then prunes); every trial keeps its weights")
+        sync = folder_command("sync", location.uri, sweep.tracking_uri)
+        echo(f"not pruned: {waiting} upload(s) wait for MLflow (`{sync}` delivers them, then prunes); every trial "
+             "keeps its weights")
         return
     forget_owed_pruning(location)  # an earlier finalize's, superseded by this one
     for _, results in stages:

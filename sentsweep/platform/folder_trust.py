@@ -10,7 +10,8 @@ replay acts with that login on the runs the manifest names. So, before anything 
 - a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``, MLflow's
   own variable) must be the one the manifest names;
 - a remote folder whose user declared none is refused, naming the server (declare it if it is yours);
-- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs;
+- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs (a
+  path on a volume others can write, a FUSE mount of a bucket, is not told apart: declare the server there);
 - a remote folder's parent run must be that folder's own (:class:`~sentsweep.tracking.run_scope.SweepScope` with
   ``sweep_dir``: the run's ``sentsweep.sweep_dir`` tag, written when the sweep began);
 - a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it.
@@ -20,9 +21,11 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
+from sentsweep.platform.interrupt import is_shared_folder
 from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest
 from sentsweep.tracking.run_scope import SweepScope
 
@@ -34,12 +37,18 @@ TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 
 def is_remote_folder(location: SweepLocation) -> bool:
-    """Whether the folder lies in storage others may write (anything but a local path or ``file://``)."""
-    return "://" in location.uri and not location.uri.startswith("file://")
+    """Whether the folder lies in storage others may write (:func:`~.interrupt.is_shared_folder`)."""
+    return is_shared_folder(location.uri)
 
 
-def _same_uri(a: str, b: str) -> bool:
-    return a.rstrip("/") == b.rstrip("/")
+def _same_server(a: str, b: str) -> bool:
+    """Whether URIs ``a`` and ``b`` name one server and database: equal but for a login in them (stored URIs hold
+    none: :mod:`sentsweep.credentials`) and a trailing ``/``."""
+    def bare(uri: str) -> str:
+        parts = urlsplit(uri)
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
+
+    return bare(a) == bare(b)
 
 
 def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, declared: str | None) -> str:
@@ -54,12 +63,12 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
         declared, source = os.environ.get(TRACKING_URI_ENV) or None, f"${TRACKING_URI_ENV}"
     if declared is None:
         if is_remote_folder(location):
-            raise ConfigError(f"the folder's manifest names the tracking server {mask_uri(stored)}; a folder in shared "
-                              "storage could have been written by anyone with its keys, so your MLflow login goes "
-                              f"only to a server you name: pass --tracking-uri {mask_uri(stored)} (or set "
-                              f"{TRACKING_URI_ENV}) if it is yours", file=location.file_uri(MANIFEST))
+            raise ConfigError(f"a folder in shared storage could have been written by anyone with its keys, so your "
+                              f"MLflow login goes only to a server you name: pass --tracking-uri (or set "
+                              f"{TRACKING_URI_ENV}) naming your tracking server (this folder names "
+                              f"{mask_uri(stored)})", file=location.file_uri(MANIFEST))
         return stored
-    if not _same_uri(resolve_tracking_uri(declared), stored):
+    if not _same_server(resolve_tracking_uri(declared), stored):
         raise ConfigError(f"the sweep was tracked at {mask_uri(stored)}, not at {mask_uri(declared)} ({source}); "
                           "nothing was contacted", file=location.file_uri(MANIFEST))
     return stored
@@ -84,12 +93,11 @@ def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, locatio
 def trusted_optuna_storage(url: str, location: SweepLocation, declared: str | None) -> str:
     """The Optuna storage URL ``url`` of the sweep config stored in ``location``, when this process may open it
     with its database login: a local folder's, or the one ``--optuna-storage`` (``declared``) names."""
-    if declared is not None and not _same_uri(declared, url):
+    if declared is not None and not _same_server(declared, url):
         raise ConfigError(f"the sweep's study is in {mask_uri(url)}, not in {mask_uri(declared)} (--optuna-storage); "
                           "nothing was opened", file=location.file_uri(MANIFEST))
     if declared is None and is_remote_folder(location):
-        raise ConfigError(f"the sweep's stored config names the Optuna storage {mask_uri(url)}; a folder in shared "
-                          "storage could have been written by anyone with its keys, so your database login goes only "
-                          f"to a storage you name: pass --optuna-storage {mask_uri(url)} if it is yours",
-                          file=location.file_uri(MANIFEST))
+        raise ConfigError("a folder in shared storage could have been written by anyone with its keys, so your "
+                          "database login goes only to a storage you name: pass --optuna-storage naming the sweep's "
+                          f"study database (this folder names {mask_uri(url)})", file=location.file_uri(MANIFEST))
     return url

@@ -40,18 +40,36 @@ INTERRUPTED_EXIT = 75
 INTERRUPTED_REASON = "interrupted"
 
 
+def is_shared_folder(uri: str) -> bool:
+    """Whether a sweep folder lies in storage others may write: an object store's URI (``s3://...``), not a local
+    path or ``file://`` (:mod:`~sentsweep.platform.folder_trust`)."""
+    return "://" in uri and not uri.startswith("file://")
+
+
+def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:
+    """``sentsweep COMMAND SWEEP_DIR`` (``resume``, ``sync``) as a user can paste it: a shared folder's command names
+    its tracking server, which such a folder is not trusted to name (:mod:`~sentsweep.platform.folder_trust`)."""
+    from sentsweep.credentials import mask_uri
+
+    line = f"sentsweep {command} {shlex.quote(sweep_dir)}"
+    if tracking_uri and is_shared_folder(sweep_dir):
+        line += f" --tracking-uri {shlex.quote(mask_uri(tracking_uri))}"
+    return line
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """A sweep stopped by a signal after Tune saved its state; :attr:`resume_command` continues it."""
 
-    def __init__(self, sweep_dir: str, signal_name: str = "SIGINT") -> None:
+    def __init__(self, sweep_dir: str, signal_name: str = "SIGINT", tracking_uri: str | None = None) -> None:
         self.sweep_dir = sweep_dir
         self.signal_name = signal_name
+        self.tracking_uri = tracking_uri
         super().__init__(f"interrupted by {signal_name}; the sweep's state is saved; continue with: "
                          f"{self.resume_command}")
 
     @property
     def resume_command(self) -> str:
-        return f"sentsweep resume {shlex.quote(self.sweep_dir)}"
+        return folder_command("resume", self.sweep_dir, self.tracking_uri)
 
 
 class StopSignals:

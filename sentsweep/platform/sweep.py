@@ -418,7 +418,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     _refuse_if_superseded(stops)
     if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
         close_interrupted_trials(sweep, unfinished)
-        interrupted = SweepInterrupted(location.uri, stops.name)
+        interrupted = SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
         close("interrupted", str(interrupted))
         raise interrupted
     wall = time.time() - started

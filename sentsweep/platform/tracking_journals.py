@@ -24,6 +24,7 @@ or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 import shutil
@@ -524,9 +525,13 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     uri = trusted_tracking_uri(manifest, location, tracking_uri)
     remote = location.filesystem is not None
     client = MlflowClient(tracking_uri=uri)
-    if server_answers(client):  # else nothing is delivered now; each entry's run is checked when it is (the scope)
+    checked = server_answers(client)  # else nothing is delivered now: each entry's run is checked if it is (the scope)
+    if checked:
         refuse_foreign_parent(client, manifest, location)
-    with lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location):  # a live driver's: refused
+    # the lease's tags go on the parent run: only once it was checked (not if the server came back meanwhile)
+    lease = lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location) if checked else \
+        contextlib.nullcontext()
+    with lease:  # a live driver's: refused
         pending = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
                                         location.filesystem, location.fs_path if remote else None)
     if pending == 0:

@@ -54,6 +54,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         env = {key: value for key, value in os.environ.items() if not key.startswith(("RAY_ADDRESS", *mine))}
         env.update(stack.client_env())
         env.update(node_env)
+        env["MLFLOW_TRACKING_URI"] = tracking or stack.mlflow.uri  # the server a resume of an s3:// folder may contact
         target = Target(stack, f"{storage.rstrip('/')}/{session}" if storage else stack.s3.uri(session),
                         os.environ.get("SENTSWEEP_TEST_STORAGE_ENDPOINT") if storage else stack.s3.endpoint_url,
                         tracking or stack.mlflow.uri, env, ray_address)

@@ -36,7 +36,7 @@ def test_a_remote_folder_names_its_tracking_server_only_to_a_user_who_declared_i
     with capturing_server() as (planted_uri, heard):
         _plant(location, tracking_uri=planted_uri)
         monkeypatch.delenv(TRACKING_URI_ENV)
-        with pytest.raises(ConfigError, match=f"pass --tracking-uri {planted_uri}"):
+        with pytest.raises(ConfigError, match=f"pass --tracking-uri .*this folder names {planted_uri}"):
             sync_sweep(location.uri, s3_endpoint)
         with pytest.raises(ConfigError, match="pass --tracking-uri"):
             resume_sweep(location.uri, endpoint_url=s3_endpoint, preflight=False)
@@ -83,6 +83,8 @@ def test_a_local_folder_is_the_users_own_unless_a_declared_uri_differs(tmp_path,
     assert trusted_tracking_uri(manifest, location, None) == manifest.tracking_uri
     monkeypatch.chdir(tmp_path)
     assert trusted_tracking_uri(manifest, location, "sqlite:///mlruns.db") == manifest.tracking_uri  # made absolute
+    server = manifest.model_copy(update={"tracking_uri": "http://mlflow:5000"})
+    assert trusted_tracking_uri(server, location, "http://me:s3cret@mlflow:5000/") == "http://mlflow:5000"  # a login
     with pytest.raises(ConfigError, match="not at http://me:\\*\\*\\*@mlflow:5000") as refused:
         trusted_tracking_uri(manifest, location, "http://me:s3cret@mlflow:5000")
     assert "s3cret" not in str(refused.value)
@@ -93,10 +95,34 @@ def test_the_dashboard_opens_a_remote_folders_study_only_where_its_user_says(rem
     url = "postgresql://optuna@127.0.0.1:9/optuna"
     manifest = location.read_manifest()
     _plant(location, config={**manifest.config, "optuna_storage": url})
-    with pytest.raises(ConfigError, match=f"pass --optuna-storage {url}"):
+    with pytest.raises(ConfigError, match=f"pass --optuna-storage .*this folder names {url}"):
         sweep_storage_url(location.uri, s3_endpoint)
     with pytest.raises(ConfigError, match="not in postgresql://optuna@db/optuna"):
         sweep_storage_url(location.uri, s3_endpoint, "postgresql://optuna@db/optuna")
     assert sweep_storage_url(location.uri, s3_endpoint, url) == (url, manifest.sweep_name)
     local = SweepLocation("/tmp", "toy", None, "/tmp/toy")
     assert trusted_optuna_storage("sqlite:////tmp/toy/optuna.db", local, None) == "sqlite:////tmp/toy/optuna.db"
+
+
+def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_folders(
+        remote_sweep, s3_endpoint, tracking_uri, private_cache):
+    """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
+    over with a warning (and starts anew) instead."""
+    from sentsweep.platform.autoresume import previous_sweep
+    from sentsweep.platform.sweep_identity import sweep_owner
+    from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
+
+    location, parent, _ = remote_sweep
+    manifest = location.read_manifest()
+    root = f"s3://{BUCKET}/auto-{uuid.uuid4().hex[:6]}"
+    config = manifest.sweep_config().model_copy(update={"storage_path": root, "storage_endpoint_url": s3_endpoint})
+    folder = locate(f"{root}/{config.name}-20261124-120000-abcd", s3_endpoint)
+    folder.write_text(MANIFEST, manifest.model_copy(update={"sweep_name": folder.name, "owner": sweep_owner(),
+                                                            "config": config.model_dump(mode="json")}
+                                                    ).model_dump_json())
+    client = MlflowClient(tracking_uri=tracking_uri)
+    client.set_tag(parent, SWEEP_DIR_TAG, folder.uri)
+    found = previous_sweep(config)
+    assert found is not None and found.uri == folder.uri and found.interrupted  # its own folder: resumed
+    client.set_tag(parent, SWEEP_DIR_TAG, location.uri)  # the run of another folder
+    assert previous_sweep(config) is None

@@ -120,9 +120,11 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
 
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
-                     storage_endpoint_url: str | None = None) -> JobSpec:
+                     storage_endpoint_url: str | None = None, tracking_uri: str | None = None) -> JobSpec:
     """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3). Both go
-    into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`)."""
+    into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`).
+    ``tracking_uri``: the server the sweep was tracked at, for the job's ``$MLFLOW_TRACKING_URI`` (a shared folder's
+    resume contacts only a server its user names, :mod:`~sentsweep.platform.folder_trust`); else the cluster's."""
     import sentsweep
 
     refuse_credentials(sweep_dir, "storage", "--resume")
@@ -130,8 +132,11 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     if is_relative_path(sweep_dir):
         raise ConfigError("give the sweep folder as an s3:// URI or an absolute path on a shared volume",
                           field="--resume")
+    refuse_credentials(tracking_uri, "tracking", "--tracking-uri")
     args = [sweep_dir] + (["--storage-endpoint-url", storage_endpoint_url] if storage_endpoint_url else [])
     env_vars = dict(options.env)
+    if tracking_uri:
+        env_vars["MLFLOW_TRACKING_URI"] = tracking_uri
     staged = None
     if options.ship == "project":
         staged = stage_working_dir(workdir, include_code=True)

@@ -262,6 +262,12 @@ def test_installed_and_resume_jobs(tmp_path: Path) -> None:
     assert resume.entrypoint == ("python -m sentsweep.cli resume s3://sweeps/demo/demo-cosent-1-ab12 "
                                  "--storage-endpoint-url http://minio:9000")
     assert "working_dir" not in resume.runtime_env and resume.metadata["sweep"] == "demo-cosent-1-ab12"
+    assert "env_vars" not in resume.runtime_env  # the cluster's $MLFLOW_TRACKING_URI (every Ray pod sets it)
+    named = build_resume_job("s3://sweeps/demo/demo-cosent-1-ab12", JobOptions(ship="installed"), tmp_path / "e",
+                             tracking_uri="http://mlflow.team-b:5000")  # the server the folder must name
+    assert named.runtime_env["env_vars"] == {"MLFLOW_TRACKING_URI": "http://mlflow.team-b:5000"}
+    with pytest.raises(ConfigError, match="field '--tracking-uri': a submitted sweep carries no credential"):
+        build_resume_job("s3://sweeps/demo/x-1", JobOptions(), tmp_path / "f", tracking_uri="http://u:PW@mlflow:5000")
     with pytest.raises(ConfigError, match="--resume"):
         build_resume_job("runs/x", JobOptions(), tmp_path / "d")
 
