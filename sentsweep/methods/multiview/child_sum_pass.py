@@ -1,14 +1,15 @@
 """The batched pass of the attentive Child-Sum Tree-LSTM, forward and backward written out.
 
 The equations are in :mod:`~sentsweep.methods.multiview.cells` (multi-view paper eqs. 2-6, Tai et al.'s
-Child-Sum gates). Work per pass: one product for every node's input terms ``[W_i; W_o; W_u; W_f; W_q] x``
-(before the level loop); per level one gather of the children's ``h``, one product ``[W_p; U_f] h_k`` for
-all children of the level, the attention (cosine, softmax within each parent, weighted sum) over all of
-them at once, one product ``U_iou h~`` for the level's nodes and one ``index_add`` per sum over children.
-The backward pass mirrors it level by level; the weight gradients are one product each over all nodes or
-all children (see :mod:`.tree_steps`). The forward pass keeps, per child, what the backward pass would gather again
-(its ``c``, its parent's ``f`` and ``q`` terms), and every ``index_add`` adds a contiguous source into a contiguous
-target: with a strided one torch takes a generic kernel about 10x slower.
+Child-Sum gates). Work per pass, per level: one product for the level's input terms ``[W_i; W_o; W_u; W_f; W_q] x``
+(computed when the level starts, so that it is read from cache), one gather of the children's ``h``, one product
+``[W_p; U_f] h_k`` for all children of the level, the attention (cosine, softmax within each parent, weighted sum)
+over all of them at once, one product ``U_iou h~`` for the level's nodes and one ``index_add`` per sum over
+children. The backward pass mirrors it level by level, with each level's share of ``dx`` and ``[dW; dW_q]`` taken
+as soon as its input terms' gradients are complete; the other weight gradients are one product each over all nodes
+or all children (see :mod:`.tree_steps`). The forward pass keeps, per child, what the backward pass would gather
+again (its ``c``, its parent's ``f`` and ``q`` terms), and every ``index_add`` adds a contiguous source into a
+contiguous target: with a strided one torch takes a generic kernel about 10x slower.
 """
 
 from __future__ import annotations
@@ -73,10 +74,15 @@ class ChildSumPass(torch.autograd.Function):
         W_in, W_pf = torch.cat([W, W_q]), torch.cat([W_p, U_f])
         b_pf = torch.cat([b_p, torch.zeros_like(b_p)])
         u_rows = slice(2 * H, 3 * H)  # u's terms come as 2z: one sigmoid for i, o, u (see tree_steps)
-        # i, o, 2u, f, q terms of every node
-        inputs = torch.addmm(doubled_rows(torch.cat([b_W, b_q]), u_rows), x, doubled_rows(W_in, u_rows).t())
-        U_iou_2u = doubled_rows(U_iou, u_rows)
-        q_norm = torch.linalg.vector_norm(inputs[:, 4 * H :], dim=1).clamp_min_(EPS)
+        W_2u, b_2u, U_iou_2u = (doubled_rows(w, u_rows) for w in (W_in, torch.cat([b_W, b_q]), U_iou))
+
+        def input_terms(rows: slice) -> Tensor:
+            """The i, o, 2u, f, q terms of a level's nodes, computed when the level starts: a level's product
+            is read while still in cache (one product of all nodes was read back from memory, 9 ms of 56 ms
+            at hidden 300)."""
+            return torch.addmm(b_2u, x[rows], W_2u.t())
+
+        q_norm = x.new_empty(N)  # |q| of the nodes with children
         gates = x.new_empty(N, 3 * H)  # activated i, o, u
         h, c, tanh_c = (x.new_empty(N, H) for _ in range(3))
         h_kids, pf = x.new_empty(E, H), x.new_empty(E, 2 * H)  # children's h; p (eq. 4) and activated f
@@ -84,17 +90,19 @@ class ChildSumPass(torch.autograd.Function):
         score, alpha, p_norm = x.new_empty(E), x.new_empty(E), x.new_empty(E)
         h_tilde = x.new_empty(N - L0, H)  # eq. 2, nodes with children
 
-        torch.sigmoid(inputs[:L0, : 3 * H], out=gates[:L0])  # leaves: h~ = 0, no forget terms
+        torch.sigmoid(input_terms(slice(0, L0))[:, : 3 * H], out=gates[:L0])  # leaves: h~ = 0, no forget terms
         sigmoid_to_tanh(gates[:L0, u_rows])
         torch.mul(gates[:L0, :H], gates[:L0, u_rows], out=c[:L0])
         torch.mul(gates[:L0, H : 2 * H], tanh_into(c[:L0], tanh_c[:L0]), out=h[:L0])
         for s, rows in level_rows(plan.level_sizes):
             e, n = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1]), rows.stop - rows.start
             kid, parent = plan.edge_child[e], plan.edge_parent[e]
+            inputs = input_terms(rows)
+            torch.linalg.vector_norm(inputs[:, 4 * H :], dim=1, out=q_norm[rows]).clamp_min_(EPS)
             h_k = torch.index_select(h, 0, kid, out=h_kids[e])
             torch.addmm(b_pf, h_k, W_pf.t(), out=pf[e])
             p, f = pf[e, :H], pf[e, H:]
-            torch.index_select(inputs[rows, 3 * H :], 0, parent, out=fq[e])
+            torch.index_select(inputs[:, 3 * H :], 0, parent, out=fq[e])
             q = fq[e, H:]
             torch.linalg.vector_norm(p, dim=1, out=p_norm[e]).clamp_min_(EPS)
             torch.div((q * p).sum(1), q_norm[rows].index_select(0, parent) * p_norm[e], out=score[e])  # eq. 5
@@ -102,7 +110,7 @@ class ChildSumPass(torch.autograd.Function):
             a.copy_(segment_softmax(score[e], parent, n))  # eq. 6
             t = h_tilde[rows.start - L0 : rows.stop - L0]
             t.zero_().index_add_(0, parent, a.unsqueeze(1) * h_k)  # eq. 2
-            g = torch.addmm(inputs[rows, : 3 * H], t, U_iou_2u.t(), out=gates[rows]).sigmoid_()
+            g = torch.addmm(inputs[:, : 3 * H], t, U_iou_2u.t(), out=gates[rows]).sigmoid_()
             sigmoid_to_tanh(g[:, u_rows])
             f.add_(fq[e, :H]).sigmoid_()
             c_n = torch.mul(g[:, :H], g[:, 2 * H :], out=c[rows])
@@ -123,6 +131,18 @@ class ChildSumPass(torch.autograd.Function):
         d_inputs = x.new_empty(x.shape[0], 5 * H)  # gradients of the i, o, u (= of U_iou h~ too), f and q terms
         d_inputs[:L0, 3 * H :] = 0
         d_pf = torch.empty_like(pf)  # gradients of p and of f's pre-activation, per child
+        need = ctx.needs_input_grad
+        dx = torch.empty_like(x) if need[0] else None
+        dW_in_t = x.new_zeros(x.shape[1], 5 * H) if need[1] or need[3] else None  # [dW; dW_q], transposed
+
+        def input_grads(rows: slice) -> None:
+            """A level's share of ``dx`` and ``[dW; dW_q]``, once its input terms' gradients are complete: their
+            product reads them while still in cache (after the level loop they came back from memory)."""
+            if dx is not None:
+                torch.mm(d_inputs[rows], W_in, out=dx[rows])
+            if dW_in_t is not None:
+                dW_in_t.addmm_(x[rows].t(), d_inputs[rows])
+
         for s, rows in [*level_rows(plan.level_sizes, first=0)][::-1]:
             d_in, n = d_inputs[rows], rows.stop - rows.start
             i, o, u = gates[rows].split(H, dim=1)
@@ -130,6 +150,7 @@ class ChildSumPass(torch.autograd.Function):
             sigmoid_backward(dc_n * u, i, d_in[:, :H])
             tanh_backward(dc_n * i, u, d_in[:, 2 * H : 3 * H])
             if s == 0:
+                input_grads(rows)
                 break
             e = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1])
             kid, parent = plan.edge_child[e], plan.edge_parent[e]
@@ -156,13 +177,10 @@ class ChildSumPass(torch.autograd.Function):
             d_in[:, 3 * H :] = _segment_sum(d_fq, parent, n)
             d_h_k.addmm_(d_pf[e], W_pf)
             dh.index_add_(0, kid, d_h_k)
+            input_grads(rows)
 
-        need = ctx.needs_input_grad
-        dx = dW_in = db_in = dW_pf = db_p = dU_iou = None
-        if need[0]:
-            dx = d_inputs @ W_in
-        if need[1] or need[3]:
-            dW_in = weight_grad(d_inputs, x)
+        dW_in = None if dW_in_t is None else dW_in_t.t()
+        db_in = dW_pf = db_p = dU_iou = None
         if need[2] or need[4]:
             db_in = d_inputs.sum(0)
         if need[5] or need[7]:

@@ -4,9 +4,9 @@ Both passes run level by level over a batch (see :class:`~sentsweep.methods.mult
 the states of every node live in ``(nodes, hidden)`` buffers allocated once per pass, each level reads
 its children from them with one index operation and writes its own rows in place. Their backward passes
 walk the levels top down with the gradients of every node in two ``(nodes, hidden)`` buffers (children
-receive theirs with one ``index_add_`` per level) and compute each weight gradient with one matrix
+receive theirs with one ``index_add_`` per level) and compute most weight gradients with one matrix
 product over all the levels at the end, from per-level inputs and pre-activation gradients kept in
-buffers of their own.
+buffers of their own (the Child-Sum cell's input weights: level by level, see :mod:`.child_sum_pass`).
 
 The last step of every cell is Tai et al.'s ``h = o * tanh(c)``; :func:`output_backward` is its gradient.
 
