@@ -29,6 +29,7 @@ from sentsweep.methods.multiview.tree_steps import (
     tanh_backward,
     tanh_into,
     weight_grad,
+    with_ones,
 )
 
 EPS = 1e-8  # as torch.nn.functional.cosine_similarity: each norm is at least EPS
@@ -133,15 +134,16 @@ class ChildSumPass(torch.autograd.Function):
         d_pf = torch.empty_like(pf)  # gradients of p and of f's pre-activation, per child
         need = ctx.needs_input_grad
         dx = torch.empty_like(x) if need[0] else None
-        dW_in_t = x.new_zeros(x.shape[1], 5 * H) if need[1] or need[3] else None  # [dW; dW_q], transposed
+        x1 = with_ones(x)  # the bias gradients come with the weight gradients' product
+        dWb_in_t = x.new_zeros(x.shape[1] + 1, 5 * H) if any(need[1:5]) else None  # [dW, db; dW_q, db_q]^T
 
         def input_grads(rows: slice) -> None:
             """A level's share of ``dx`` and ``[dW; dW_q]``, once its input terms' gradients are complete: their
             product reads them while still in cache (after the level loop they came back from memory)."""
             if dx is not None:
                 torch.mm(d_inputs[rows], W_in, out=dx[rows])
-            if dW_in_t is not None:
-                dW_in_t.addmm_(x[rows].t(), d_inputs[rows])
+            if dWb_in_t is not None:
+                dWb_in_t.addmm_(x1[rows].t(), d_inputs[rows])
 
         for s, rows in [*level_rows(plan.level_sizes, first=0)][::-1]:
             d_in, n = d_inputs[rows], rows.stop - rows.start
@@ -179,10 +181,9 @@ class ChildSumPass(torch.autograd.Function):
             dh.index_add_(0, kid, d_h_k)
             input_grads(rows)
 
-        dW_in = None if dW_in_t is None else dW_in_t.t()
-        db_in = dW_pf = db_p = dU_iou = None
-        if need[2] or need[4]:
-            db_in = d_inputs.sum(0)
+        dW_in = db_in = dW_pf = db_p = dU_iou = None
+        if dWb_in_t is not None:
+            dW_in, db_in = dWb_in_t[:-1].t(), dWb_in_t[-1]
         if need[5] or need[7]:
             dW_pf = weight_grad(d_pf, h_kids)
         if need[6]:
