@@ -25,11 +25,15 @@ import torch
 from torch import Tensor
 
 from sentsweep.methods.multiview.tree_steps import (
+    doubled_rows,
     grad_buffer,
     level_rows,
     output_backward,
     sigmoid_backward,
+    sigmoid_to_tanh,
     tanh_backward,
+    tanh_into,
+    weight_grad,
 )
 
 
@@ -57,31 +61,30 @@ class BinaryPass(torch.autograd.Function):
         H = U.shape[1] // 2
         T, N = level_sizes[0], sum(level_sizes)
         x_leaf = x.index_select(0, leaf_token)
-        leaf = torch.addmm(b, x_leaf, W.t())  # [o; c] of every leaf
+        c_rows = slice(H, 2 * H)  # tanh(c) = 2 sigmoid(2c) - 1: the product gives 2c
+        leaf = torch.addmm(doubled_rows(b, c_rows), x_leaf, doubled_rows(W, c_rows).t())  # [o; 2c] of every leaf
         h, c, tanh_c = (x.new_empty(N, H) for _ in range(3))
-        c[:T] = leaf[:, H:]
-        torch.tanh(c[:T], out=tanh_c[:T])
-        leaf[:, :H].sigmoid_()
+        torch.mul(leaf[:, H:], 0.5, out=c[:T])
+        leaf.sigmoid_()  # [o; sigmoid(2c)]
+        sigmoid_to_tanh(leaf[:, H:], out=tanh_c[:T])
         torch.mul(leaf[:, :H], tanh_c[:T], out=h[:T])
 
         kids = children.reshape(-1)
         x_kids, c_kids = x.new_empty(N - T, 2 * H), x.new_empty(N - T, 2 * H)  # [h_L; h_R], [c_L; c_R]
         gates = x.new_empty(N - T, 5 * H)  # activated i, o, u, f_L, f_R
-        bias = torch.cat([b_iou, b_f, b_f])
+        u_rows = slice(2 * H, 3 * H)  # u's product gives 2z: one sigmoid for all five gates
+        U_2u, bias = doubled_rows(U, u_rows), doubled_rows(torch.cat([b_iou, b_f, b_f]), u_rows)
         for _, rows in level_rows(level_sizes):
             r = slice(rows.start - T, rows.stop - T)
             n, pairs = rows.stop - rows.start, kids[2 * r.start : 2 * r.stop]
             torch.index_select(h, 0, pairs, out=x_kids[r].view(2 * n, H))
             torch.index_select(c, 0, pairs, out=c_kids[r].view(2 * n, H))
-            g = gates[r]
-            torch.addmm(bias, x_kids[r], U.t(), out=g)
-            g[:, : 2 * H].sigmoid_()
-            g[:, 2 * H : 3 * H].tanh_()
-            g[:, 3 * H :].sigmoid_()
+            g = torch.addmm(bias, x_kids[r], U_2u.t(), out=gates[r]).sigmoid_()
+            sigmoid_to_tanh(g[:, u_rows])
             i, o, u, f_l, f_r = g.split(H, dim=1)
             c_n = torch.mul(i, u, out=c[rows])
             c_n.addcmul_(f_l, c_kids[r, :H]).addcmul_(f_r, c_kids[r, H:])
-            torch.mul(o, torch.tanh(c_n, out=tanh_c[rows]), out=h[rows])
+            torch.mul(o, tanh_into(c_n, tanh_c[rows]), out=h[rows])
         ctx.save_for_backward(x, W, U, leaf_token, kids, x_leaf, leaf, tanh_c, x_kids, c_kids, gates)
         ctx.level_sizes = level_sizes
         return h, c
@@ -96,15 +99,16 @@ class BinaryPass(torch.autograd.Function):
         for _, rows in reversed(list(level_rows(level_sizes))):
             r = slice(rows.start - T, rows.stop - T)
             n, pairs = rows.stop - rows.start, kids[2 * r.start : 2 * r.stop]
-            i, o, u, f_l, f_r = gates[r].split(H, dim=1)
-            d_i, d_o, d_u, d_fl, d_fr = d_gates[r].split(H, dim=1)
+            i, o, u = gates[r, : 3 * H].split(H, dim=1)
+            f = gates[r, 3 * H :].view(n, 2, H)  # [f_L; f_R], as the children's [c_L; c_R] rows
+            d_i, d_o, d_u = d_gates[r, : 3 * H].split(H, dim=1)
             dc_n = output_backward(dh[rows], dc[rows], o, tanh_c[rows], d_o)
             sigmoid_backward(dc_n * u, i, d_i)
             tanh_backward(dc_n * i, u, d_u)
-            sigmoid_backward(dc_n * c_kids[r, :H], f_l, d_fl)
-            sigmoid_backward(dc_n * c_kids[r, H:], f_r, d_fr)
+            dc_kids = dc_n.unsqueeze(1)  # the same for both children
+            sigmoid_backward(dc_kids * c_kids[r].view(n, 2, H), f, d_gates[r, 3 * H :].view(n, 2, H))
             dh.index_add_(0, pairs, (d_gates[r] @ U).view(2 * n, H))
-            dc.index_add_(0, pairs, torch.cat([dc_n * f_l, dc_n * f_r], dim=1).view(2 * n, H))
+            dc.index_add_(0, pairs, (dc_kids * f).view(2 * n, H))
         d_leaf = torch.empty_like(leaf)  # [o; c] pre-activations of the leaves
         dc_leaf = output_backward(dh[:T], dc[:T], leaf[:, :H], tanh_c[:T], d_leaf[:, :H])
         d_leaf[:, H:] = dc_leaf
@@ -114,7 +118,7 @@ class BinaryPass(torch.autograd.Function):
         if need[0]:
             dx = torch.zeros_like(x).index_add_(0, leaf_token, d_leaf @ W)
         if need[1]:
-            dW = d_leaf.t() @ x_leaf
+            dW = weight_grad(d_leaf, x_leaf)
         if need[2]:
             db = d_leaf.sum(0)
         if need[3]:

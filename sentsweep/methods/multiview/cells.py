@@ -21,10 +21,10 @@ internal nodes have no input. Leaves follow Tai et al.'s reference code: ``c = W
 
 Both run level by level over :mod:`~sentsweep.methods.multiview.trees` batches, with the forward and
 backward passes written out in :mod:`.child_sum_pass` and :mod:`.binary_pass` (fused gate products,
-input projections of all nodes in one product, one gather of the children per level, state buffers
-allocated once, the attention batched over all children of a level, weight gradients in one product
-each). They run in float32 with autocast off, so that the written-out passes
-see one dtype.
+input projections in one product per level (dependency cell) or for all leaves (binary cell), one gather of the
+children per level, state buffers allocated once, the attention batched over all children of a level, weight
+gradients in one product each or accumulated level by level). They run in float32 with autocast off, so that
+the written-out passes see one dtype.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """The batched pass of the attentive Child-Sum Tree-LSTM, forward and backward written out.
 
 The equations are in :mod:`~sentsweep.methods.multiview.cells` (multi-view paper eqs. 2-6, Tai et al.'s
-Child-Sum gates). Work per pass: one product for every node's input terms ``[W_i; W_o; W_u; W_f; W_q] x``
-(before the level loop); per level one gather of the children's ``h``, one product ``[W_p; U_f] h_k`` for
-all children of the level, the attention (cosine, softmax within each parent, weighted sum) over all of
-them at once, one product ``U_iou h~`` for the level's nodes and one ``index_add`` per sum over children.
-The backward pass mirrors it level by level; the weight gradients are one product each over all nodes or
-all children (see :mod:`.tree_steps`).
+Child-Sum gates). Work per pass, per level: one product for the level's input terms ``[W_i; W_o; W_u; W_f; W_q] x``
+(computed when the level starts, so that it is read from cache), one gather of the children's ``h``, one product
+``[W_p; U_f] h_k`` for all children of the level, the attention (cosine, softmax within each parent, weighted sum)
+over all of them at once, one product ``U_iou h~`` for the level's nodes and one ``index_add`` per sum over
+children. The backward pass mirrors it level by level, with each level's share of ``dx`` and ``[dW; dW_q]`` taken
+as soon as its input terms' gradients are complete; the other weight gradients are one product each over all nodes
+or all children (see :mod:`.tree_steps`). The forward pass keeps, per child, what the backward pass would gather
+again (its ``c``, its parent's ``f`` and ``q`` terms), and every ``index_add`` adds a contiguous source into a
+contiguous target: with a strided one torch takes a generic kernel about 10x slower.
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ import torch
 from torch import Tensor
 
 from sentsweep.methods.multiview.tree_steps import (
+    doubled_rows,
     grad_buffer,
     level_rows,
     output_backward,
     sigmoid_backward,
+    sigmoid_to_tanh,
     tanh_backward,
+    tanh_into,
+    weight_grad,
+    with_ones,
 )
 
 EPS = 1e-8  # as torch.nn.functional.cosine_similarity: each norm is at least EPS
@@ -66,53 +74,77 @@ class ChildSumPass(torch.autograd.Function):
         E = plan.edge_offsets[-1]
         W_in, W_pf = torch.cat([W, W_q]), torch.cat([W_p, U_f])
         b_pf = torch.cat([b_p, torch.zeros_like(b_p)])
-        inputs = torch.addmm(torch.cat([b_W, b_q]), x, W_in.t())  # i, o, u, f, q terms of every node
-        q_norm = torch.linalg.vector_norm(inputs[:, 4 * H :], dim=1).clamp_min_(EPS)
+        u_rows = slice(2 * H, 3 * H)  # u's terms come as 2z: one sigmoid for i, o, u (see tree_steps)
+        W_2u, b_2u, U_iou_2u = (doubled_rows(w, u_rows) for w in (W_in, torch.cat([b_W, b_q]), U_iou))
+
+        def input_terms(rows: slice) -> Tensor:
+            """The i, o, 2u, f, q terms of a level's nodes, computed when the level starts: a level's product
+            is read while still in cache (one product of all nodes was read back from memory, 9 ms of 56 ms
+            at hidden 300)."""
+            return torch.addmm(b_2u, x[rows], W_2u.t())
+
+        q_norm = x.new_empty(N)  # |q| of the nodes with children
         gates = x.new_empty(N, 3 * H)  # activated i, o, u
         h, c, tanh_c = (x.new_empty(N, H) for _ in range(3))
         h_kids, pf = x.new_empty(E, H), x.new_empty(E, 2 * H)  # children's h; p (eq. 4) and activated f
+        c_kids, fq = x.new_empty(E, H), x.new_empty(E, 2 * H)  # children's c; their parents' f and q terms
         score, alpha, p_norm = x.new_empty(E), x.new_empty(E), x.new_empty(E)
         h_tilde = x.new_empty(N - L0, H)  # eq. 2, nodes with children
 
-        torch.sigmoid(inputs[:L0, : 2 * H], out=gates[:L0, : 2 * H])  # leaves: h~ = 0, no forget terms
-        torch.tanh(inputs[:L0, 2 * H : 3 * H], out=gates[:L0, 2 * H :])
-        torch.mul(gates[:L0, :H], gates[:L0, 2 * H :], out=c[:L0])
-        torch.mul(gates[:L0, H : 2 * H], torch.tanh(c[:L0], out=tanh_c[:L0]), out=h[:L0])
+        torch.sigmoid(input_terms(slice(0, L0))[:, : 3 * H], out=gates[:L0])  # leaves: h~ = 0, no forget terms
+        sigmoid_to_tanh(gates[:L0, u_rows])
+        torch.mul(gates[:L0, :H], gates[:L0, u_rows], out=c[:L0])
+        torch.mul(gates[:L0, H : 2 * H], tanh_into(c[:L0], tanh_c[:L0]), out=h[:L0])
         for s, rows in level_rows(plan.level_sizes):
             e, n = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1]), rows.stop - rows.start
             kid, parent = plan.edge_child[e], plan.edge_parent[e]
+            inputs = input_terms(rows)
+            torch.linalg.vector_norm(inputs[:, 4 * H :], dim=1, out=q_norm[rows]).clamp_min_(EPS)
             h_k = torch.index_select(h, 0, kid, out=h_kids[e])
             torch.addmm(b_pf, h_k, W_pf.t(), out=pf[e])
             p, f = pf[e, :H], pf[e, H:]
-            q = inputs[rows, 4 * H :].index_select(0, parent)
+            torch.index_select(inputs[:, 3 * H :], 0, parent, out=fq[e])
+            q = fq[e, H:]
             torch.linalg.vector_norm(p, dim=1, out=p_norm[e]).clamp_min_(EPS)
             torch.div((q * p).sum(1), q_norm[rows].index_select(0, parent) * p_norm[e], out=score[e])  # eq. 5
             a = alpha[e]
             a.copy_(segment_softmax(score[e], parent, n))  # eq. 6
             t = h_tilde[rows.start - L0 : rows.stop - L0]
             t.zero_().index_add_(0, parent, a.unsqueeze(1) * h_k)  # eq. 2
-            g = torch.addmm(inputs[rows, : 3 * H], t, U_iou.t(), out=gates[rows])
-            g[:, : 2 * H].sigmoid_()
-            g[:, 2 * H :].tanh_()
-            f.add_(inputs[rows, 3 * H : 4 * H].index_select(0, parent)).sigmoid_()
+            g = torch.addmm(inputs[:, : 3 * H], t, U_iou_2u.t(), out=gates[rows]).sigmoid_()
+            sigmoid_to_tanh(g[:, u_rows])
+            f.add_(fq[e, :H]).sigmoid_()
             c_n = torch.mul(g[:, :H], g[:, 2 * H :], out=c[rows])
-            c_n.index_add_(0, parent, f * c.index_select(0, kid))
-            torch.mul(g[:, H : 2 * H], torch.tanh(c_n, out=tanh_c[rows]), out=h[rows])
-        ctx.save_for_backward(x, W_in, W_pf, U_iou, inputs, q_norm, gates, c, tanh_c, h_kids, pf, score, alpha,
+            c_n.index_add_(0, parent, f * torch.index_select(c, 0, kid, out=c_kids[e]))
+            torch.mul(g[:, H : 2 * H], tanh_into(c_n, tanh_c[rows]), out=h[rows])
+        ctx.save_for_backward(x, W_in, W_pf, U_iou, q_norm, gates, tanh_c, h_kids, c_kids, pf, fq, score, alpha,
                               p_norm, h_tilde)
         ctx.plan = plan
         return h, c
 
     @staticmethod
     def backward(ctx: Any, grad_h: Tensor | None, grad_c: Tensor | None) -> tuple[Tensor | None, ...]:
-        (x, W_in, W_pf, U_iou, inputs, q_norm, gates, c, tanh_c, h_kids, pf, score, alpha, p_norm,
+        (x, W_in, W_pf, U_iou, q_norm, gates, tanh_c, h_kids, c_kids, pf, fq, score, alpha, p_norm,
          h_tilde) = ctx.saved_tensors
         plan = ctx.plan
         H, L0 = U_iou.shape[1], plan.level_sizes[0]
         dh, dc = grad_buffer(grad_h, tanh_c), grad_buffer(grad_c, tanh_c)
-        d_inputs = torch.empty_like(inputs)  # gradients of the i, o, u (= of U_iou h~ too), f and q terms
+        d_inputs = x.new_empty(x.shape[0], 5 * H)  # gradients of the i, o, u (= of U_iou h~ too), f and q terms
         d_inputs[:L0, 3 * H :] = 0
         d_pf = torch.empty_like(pf)  # gradients of p and of f's pre-activation, per child
+        need = ctx.needs_input_grad
+        dx = torch.empty_like(x) if need[0] else None
+        x1 = with_ones(x)  # the bias gradients come with the weight gradients' product
+        dWb_in_t = x.new_zeros(x.shape[1] + 1, 5 * H) if any(need[1:5]) else None  # [dW, db; dW_q, db_q]^T
+
+        def input_grads(rows: slice) -> None:
+            """A level's share of ``dx`` and ``[dW; dW_q]``, once its input terms' gradients are complete: their
+            product reads them while still in cache (after the level loop they came back from memory)."""
+            if dx is not None:
+                torch.mm(d_inputs[rows], W_in, out=dx[rows])
+            if dWb_in_t is not None:
+                dWb_in_t.addmm_(x1[rows].t(), d_inputs[rows])
+
         for s, rows in [*level_rows(plan.level_sizes, first=0)][::-1]:
             d_in, n = d_inputs[rows], rows.stop - rows.start
             i, o, u = gates[rows].split(H, dim=1)
@@ -120,45 +152,44 @@ class ChildSumPass(torch.autograd.Function):
             sigmoid_backward(dc_n * u, i, d_in[:, :H])
             tanh_backward(dc_n * i, u, d_in[:, 2 * H : 3 * H])
             if s == 0:
+                input_grads(rows)
                 break
             e = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1])
             kid, parent = plan.edge_child[e], plan.edge_parent[e]
-            h_k, a, p, f = h_kids[e], alpha[e], pf[e, :H], pf[e, H:]
-            dp, df = d_pf[e, :H], d_pf[e, H:]
+            h_k, a, p, f, q = h_kids[e], alpha[e], pf[e, :H], pf[e, H:], fq[e, H:]
+            # per child: gradients of the parent's f and q terms, summed per parent below with one index_add
+            # (whose source and target must be contiguous: a strided one takes the 10x slower generic kernel)
+            d_fq = x.new_empty(e.stop - e.start, 2 * H)
+            df, dq = d_fq[:, :H], d_fq[:, H:]
             # forget gates: c += sum_k f_k * c_k
             dc_e = dc_n.index_select(0, parent)
-            sigmoid_backward(dc_e * c.index_select(0, kid), f, df)
-            dc.index_add_(0, kid, dc_e * f)
-            d_in[:, 3 * H : 4 * H] = _segment_sum(df, parent, n)
+            sigmoid_backward(dc_e * c_kids[e], f, df)
+            dc.index_add_(0, kid, dc_e.mul_(f))
+            d_pf[e, H:] = df
             # attention: h~ = sum_k alpha_k h_k (eq. 2), alpha = softmax(score) (eq. 6), score = cos(q, p) (eq. 5)
             dt_e = (d_in[:, : 3 * H] @ U_iou).index_select(0, parent)
-            d_h_k = a.unsqueeze(1) * dt_e
             d_alpha = (dt_e * h_k).sum(1)
+            d_h_k = dt_e.mul_(a.unsqueeze(1))
             d_score = a * (d_alpha - _segment_sum(a * d_alpha, parent, n).index_select(0, parent))
-            q = inputs[rows, 4 * H :].index_select(0, parent)
-            q_n = q_norm[rows].index_select(0, parent)
-            cos = score[e]
-            scale = (d_score / (q_n * p_norm[e])).unsqueeze(1)
-            dq = scale * p - (d_score * cos / (q_n * q_n)).unsqueeze(1) * q
-            torch.sub(scale * q, (d_score * cos / (p_norm[e] * p_norm[e])).unsqueeze(1) * p, out=dp)
-            d_in[:, 4 * H :] = _segment_sum(dq, parent, n)
+            q_n, p_n = q_norm[rows].index_select(0, parent), p_norm[e]
+            d_cos = d_score * score[e]
+            scale = (d_score / (q_n * p_n)).unsqueeze(1)
+            torch.mul(p, scale, out=dq).addcmul_(q, (d_cos / (q_n * q_n)).unsqueeze(1), value=-1)
+            torch.mul(q, scale, out=d_pf[e, :H]).addcmul_(p, (d_cos / (p_n * p_n)).unsqueeze(1), value=-1)
+            d_in[:, 3 * H :] = _segment_sum(d_fq, parent, n)
             d_h_k.addmm_(d_pf[e], W_pf)
             dh.index_add_(0, kid, d_h_k)
+            input_grads(rows)
 
-        need = ctx.needs_input_grad
-        dx = dW_in = db_in = dW_pf = db_p = dU_iou = None
-        if need[0]:
-            dx = d_inputs @ W_in
-        if need[1] or need[3]:
-            dW_in = d_inputs.t() @ x
-        if need[2] or need[4]:
-            db_in = d_inputs.sum(0)
+        dW_in = db_in = dW_pf = db_p = dU_iou = None
+        if dWb_in_t is not None:
+            dW_in, db_in = dWb_in_t[:-1].t(), dWb_in_t[-1]
         if need[5] or need[7]:
-            dW_pf = d_pf.t() @ h_kids
+            dW_pf = weight_grad(d_pf, h_kids)
         if need[6]:
             db_p = d_pf.sum(0)[:H]  # one contiguous sum: columns of a strided slice sum slowly
         if need[8]:
-            dU_iou = d_inputs[L0:, : 3 * H].t() @ h_tilde
+            dU_iou = weight_grad(d_inputs[L0:, : 3 * H], h_tilde)
         return (
             dx,
             None if dW_in is None else dW_in[: 4 * H],

@@ -199,9 +199,10 @@ class _CountProducts(TorchDispatchMode):
 
 
 def test_products_per_level_not_per_node() -> None:
-    """Forward: the input terms of every node in one product, then per level one fused product for the
-    children (Child-Sum: [W_p; U_f]) and one for the gates; backward: one product per level for the
-    children's gradients (Child-Sum: two), and one per weight matrix over all levels."""
+    """Forward: per level one fused product for the children (Child-Sum: [W_p; U_f]) and one for the gates
+    (Child-Sum: and one for the level's input terms; binary: the leaves' in one product); backward: one product
+    per level for the children's gradients (Child-Sum: two, and two for the level's share of dx and [dW; dW_q]),
+    and one per remaining weight matrix over all levels."""
     rng = np.random.default_rng(5)
     heads = [random_heads(int(n), rng) for n in rng.integers(1, 30, size=64)]
     cell = AttentiveChildSumTreeLSTM(4, 4)
@@ -212,8 +213,8 @@ def test_products_per_level_not_per_node() -> None:
     with _CountProducts() as backward:
         h.index_select(0, batch.roots).sum().backward()
     levels = batch.num_levels
-    assert forward.products == 1 + 2 * (levels - 1) and levels < batch.num_nodes / 10
-    assert backward.products == 2 * (levels - 1) + 4  # dx, [dW; dW_q], [dW_p; dU_f], dU_iou
+    assert forward.products == levels + 2 * (levels - 1) and levels < batch.num_nodes / 10
+    assert backward.products == 2 * (levels - 1) + 2 * levels + 2  # per level dx, [dW; dW_q]; [dW_p; dU_f], dU_iou
 
     trees = [random_binary(int(n), rng) for n in rng.integers(1, 30, size=64)]
     bcell = BinaryTreeLSTM(4, 4)
