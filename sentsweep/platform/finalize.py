@@ -67,6 +67,9 @@ BEST_TRIAL_TAG = "sentsweep.best_trial_id"
 #: The parent run's metrics from the best trial's final test suite (``final_sts_avg7``, ...).
 FINAL_PREFIX = "final_"
 BEST_RUN_TAG = "sentsweep.best_run_id"
+#: The parent run's artifact folder of the final test suite, and its file of figures (:func:`evaluate_best`).
+FINAL_EVAL_DIR = "best_eval"
+FINAL_EVAL_JSON = "final_eval.json"
 
 
 def select_best(results: ResultGrid, metric: str, mode: str) -> Result | None:
@@ -106,6 +109,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     outcome.best_value = float(best.metrics[config.metric])
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
     outcome.best_run_id = _best_run_id(sweep, parent, outcome.best_trial_id)
+    # before the tags below; only when MLflow answered (an outage would make each call wait out its retries)
+    recorded = recorded_finals(sweep, outcome.best_trial_id) if config.final_tasks and outcome.best_run_id else None
     tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
     if outcome.best_run_id:
         tags[BEST_RUN_TAG] = outcome.best_run_id
@@ -116,9 +121,9 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                       if k in outcome.best_config}))
     with best_weights(best, config.mode) as weights:
         if config.final_tasks:
-            outcome.final_metrics = evaluate_best(weights, config, sweep, outcome.best_config)
-            echo("best trial on the test suite: " +
-                 ", ".join(f"{k} {v:.2f}" for k, v in outcome.final_metrics.items()))
+            outcome.final_metrics = recorded or evaluate_best(weights, config, sweep, outcome.best_config)
+            echo(f"best trial on the test suite{' (recorded by an earlier finalize)' if recorded else ''}: "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in outcome.final_metrics.items()))
         if config.export or config.register_model:
             try:
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
@@ -158,6 +163,22 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
     for _, results in stages:
         if results is not None:
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
+
+
+def recorded_finals(sweep: SweepRun, trial_id: str) -> dict[str, float] | None:
+    """The test-suite figures an earlier finalize of this sweep recorded for trial ``trial_id`` (a finalize run again
+    after a crash past its evaluation, which on the full SentEval suite takes most of an hour on a CPU): the parent
+    run's ``final_*`` metrics, when it names ``trial_id`` as its best trial and holds ``best_eval/final_eval.json``
+    (logged after the metrics: the evaluation completed). None otherwise, or when MLflow does not answer."""
+    try:
+        run = sweep.client.get_run(sweep.run_id)
+        if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not has_artifact(sweep.client, sweep.run_id,
+                                                                              f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}"):
+            return None
+    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: evaluate again
+        return None
+    finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
+    return finals or None
 
 
 def confirmed_choice(outcome: SweepOutcome) -> Result | None:
@@ -227,9 +248,9 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
     sweep.record(*protocol_entries(result_protocols(result), prefix=FINAL_PREFIX))
     with tempfile.TemporaryDirectory() as tmp:
-        result.to_json(Path(tmp) / "final_eval.json")
         result.to_csv(Path(tmp) / "final_eval.csv")
-        sweep.log_artifacts(tmp, "best_eval")
+        result.to_json(Path(tmp) / FINAL_EVAL_JSON)
+        sweep.log_artifacts(tmp, FINAL_EVAL_DIR)
     return metrics
 
 

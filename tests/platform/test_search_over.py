@@ -45,3 +45,24 @@ def test_a_resume_after_the_search_ended_reads_its_results_back(tmp_path, tiny_b
     assert len(more.results) == 3
     assert read_mark(locate(first.sweep_dir))["bounds"]["num_samples"] == 3
     assert (tmp_path / "ray_results" / locate(first.sweep_dir).name / SEARCH_FILE).is_file()
+
+
+def test_a_finalize_run_again_takes_the_test_suite_an_earlier_one_recorded(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                            ray_session) -> None:
+    """A resume after a crash past finalize's evaluation (here: a finalize run to its end, then run again) does not
+    evaluate the best trial again, nor log its figures twice: the parent run holds them for that trial."""
+    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},
+                        fixed={"max_steps": 2, "eval_every": 2}, export=False, plots=False)
+    first = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=lambda line: None)
+    assert first.final_metrics
+    lines: list[str] = []
+    again = resume_sweep(first.sweep_dir, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False,
+                         echo=lines.append)
+    assert again.final_metrics == first.final_metrics and again.best_trial_id == first.best_trial_id
+    assert any("test suite (recorded by an earlier finalize)" in line for line in lines), lines
+    client = MlflowClient(tracking_uri=tracking_uri)
+    logged = [len(client.get_metric_history(first.parent_run_id, f"final_{k}")) for k in first.final_metrics]
+    assert logged == [1] * len(first.final_metrics)
