@@ -317,10 +317,10 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
-    declared = tracking_uri or (config.resolved().tracking.uri if config is not None else None)
-    uri = trusted_tracking_uri(manifest, location, declared)
     stored = manifest.sweep_config()
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
+    # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
+    uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))
     config = resume_config(stored, given, allow_change, location.uri)
     refuse_fewer_samples(location, stored, config)
     # the credentials a given config's URIs carried (the stored one holds none): --resume-interrupted's YAML
