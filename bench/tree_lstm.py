@@ -106,12 +106,16 @@ class Work:
 
 
 def dep_work(batch: DependencyBatch, input_size: int, hidden: int) -> Work:
-    """Attentive Child-Sum cell: ``W`` and ``W_q`` on every node's input (5H outputs), ``W_p`` and ``U_f`` on
-    every child (2H), ``U_iou`` on every node with children (3H); per child the cosine (q.p, |p|^2) and the
-    weighted sum alpha h, per parent |q|^2 (eqs. 2-6)."""
+    """Attentive Child-Sum cell: ``W_i, W_o, W_u`` on every node's input (3H outputs), ``W_f`` and ``W_q`` on
+    the input of every node with children (2H: a leaf has no forget gate and attends to nothing, so the batched
+    pass skips them; the recursion below takes a leaf's ``W_f x`` in its one product ``W x`` and ``U_iou`` of its
+    zero ``h~``, work not counted here), ``W_p`` and ``U_f`` on every child (2H), ``U_iou`` on every
+    node with children (3H); per child the cosine (q.p, |p|^2) and the weighted sum alpha h, per parent |q|^2
+    (eqs. 2-6)."""
     nodes, edges = batch.num_nodes, batch.plan.edge_offsets[-1]
     parents = nodes - batch.plan.level_sizes[0]
-    shapes = ((nodes, input_size, 5 * hidden), (edges, hidden, 2 * hidden), (parents, hidden, 3 * hidden))
+    shapes = ((nodes, input_size, 3 * hidden), (parents, input_size, 2 * hidden), (edges, hidden, 2 * hidden),
+              (parents, hidden, 3 * hidden))
     return Work(shapes, extra=3 * edges * hidden + parents * hidden)
 
 

@@ -2,7 +2,8 @@
 
 The equations are in :mod:`~sentsweep.methods.multiview.cells` (multi-view paper eqs. 2-6, Tai et al.'s
 Child-Sum gates). Work per pass, per level: one product for the level's input terms ``[W_i; W_o; W_u; W_f; W_q] x``
-(computed when the level starts, so that it is read from cache), one gather of the children's ``h``, one product
+(computed when the level starts, so that it is read from cache; the leaves' level takes only ``W_i, W_o, W_u``: a
+leaf has no forget gate and attends to nothing), one gather of the children's ``h``, one product
 ``[W_p; U_f] h_k`` for all children of the level, the attention (cosine, softmax within each parent, weighted sum)
 over all of them at once, one product ``U_iou h~`` for the level's nodes and one ``index_add`` per sum over
 children. The backward pass mirrors it level by level, with each level's share of ``dx`` and ``[dW; dW_q]`` taken
@@ -77,11 +78,11 @@ class ChildSumPass(torch.autograd.Function):
         u_rows = slice(2 * H, 3 * H)  # u's terms come as 2z: one sigmoid for i, o, u (see tree_steps)
         W_2u, b_2u, U_iou_2u = (doubled_rows(w, u_rows) for w in (W_in, torch.cat([b_W, b_q]), U_iou))
 
-        def input_terms(rows: slice) -> Tensor:
-            """The i, o, 2u, f, q terms of a level's nodes, computed when the level starts: a level's product
-            is read while still in cache (one product of all nodes was read back from memory, 9 ms of 56 ms
-            at hidden 300)."""
-            return torch.addmm(b_2u, x[rows], W_2u.t())
+        def input_terms(rows: slice, terms: int = 5) -> Tensor:
+            """The first ``terms`` of the i, o, 2u, f, q terms of a level's nodes, computed when the level starts:
+            a level's product is read while still in cache (one product of all nodes was read back from memory,
+            9 ms of 56 ms at hidden 300)."""
+            return torch.addmm(b_2u[: terms * H], x[rows], W_2u[: terms * H].t())
 
         q_norm = x.new_empty(N)  # |q| of the nodes with children
         gates = x.new_empty(N, 3 * H)  # activated i, o, u
@@ -91,7 +92,7 @@ class ChildSumPass(torch.autograd.Function):
         score, alpha, p_norm = x.new_empty(E), x.new_empty(E), x.new_empty(E)
         h_tilde = x.new_empty(N - L0, H)  # eq. 2, nodes with children
 
-        torch.sigmoid(input_terms(slice(0, L0))[:, : 3 * H], out=gates[:L0])  # leaves: h~ = 0, no forget terms
+        torch.sigmoid(input_terms(slice(0, L0), terms=3), out=gates[:L0])  # leaves: h~ = 0, no f or q terms
         sigmoid_to_tanh(gates[:L0, u_rows])
         torch.mul(gates[:L0, :H], gates[:L0, u_rows], out=c[:L0])
         torch.mul(gates[:L0, H : 2 * H], tanh_into(c[:L0], tanh_c[:L0]), out=h[:L0])
@@ -130,20 +131,21 @@ class ChildSumPass(torch.autograd.Function):
         H, L0 = U_iou.shape[1], plan.level_sizes[0]
         dh, dc = grad_buffer(grad_h, tanh_c), grad_buffer(grad_c, tanh_c)
         d_inputs = x.new_empty(x.shape[0], 5 * H)  # gradients of the i, o, u (= of U_iou h~ too), f and q terms
-        d_inputs[:L0, 3 * H :] = 0
         d_pf = torch.empty_like(pf)  # gradients of p and of f's pre-activation, per child
         need = ctx.needs_input_grad
         dx = torch.empty_like(x) if need[0] else None
         x1 = with_ones(x)  # the bias gradients come with the weight gradients' product
         dWb_in_t = x.new_zeros(x.shape[1] + 1, 5 * H) if any(need[1:5]) else None  # [dW, db; dW_q, db_q]^T
 
-        def input_grads(rows: slice) -> None:
-            """A level's share of ``dx`` and ``[dW; dW_q]``, once its input terms' gradients are complete: their
-            product reads them while still in cache (after the level loop they came back from memory)."""
+        def input_grads(rows: slice, terms: int = 5) -> None:
+            """A level's share of ``dx`` and ``[dW; dW_q]`` through its first ``terms`` input terms, once their
+            gradients are complete: the product reads them while still in cache (after the level loop they came
+            back from memory)."""
+            cols = slice(0, terms * H)
             if dx is not None:
-                torch.mm(d_inputs[rows], W_in, out=dx[rows])
+                torch.mm(d_inputs[rows, cols], W_in[cols], out=dx[rows])
             if dWb_in_t is not None:
-                dWb_in_t.addmm_(x1[rows].t(), d_inputs[rows])
+                dWb_in_t[:, cols].addmm_(x1[rows].t(), d_inputs[rows, cols])
 
         for s, rows in [*level_rows(plan.level_sizes, first=0)][::-1]:
             d_in, n = d_inputs[rows], rows.stop - rows.start
@@ -152,7 +154,7 @@ class ChildSumPass(torch.autograd.Function):
             sigmoid_backward(dc_n * u, i, d_in[:, :H])
             tanh_backward(dc_n * i, u, d_in[:, 2 * H : 3 * H])
             if s == 0:
-                input_grads(rows)
+                input_grads(rows, terms=3)  # leaves have no forget or attention terms
                 break
             e = slice(plan.edge_offsets[s], plan.edge_offsets[s + 1])
             kid, parent = plan.edge_child[e], plan.edge_parent[e]
