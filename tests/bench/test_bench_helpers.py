@@ -30,8 +30,8 @@ def test_paired_ratio_is_the_median_of_the_pairs() -> None:
 def test_work_counts_the_products_of_each_cell() -> None:
     dep = collate_dependency([np.array([1, -1, 1]), np.array([-1])])  # 4 nodes, 2 edges, 1 parent
     work = dep_work(dep, input_size=3, hidden=2)
-    assert work.shapes == ((4, 3, 10), (2, 2, 4), (1, 2, 6))
-    assert work.flops(backward=False) == 2 * (120 + 16 + 12 + 3 * 2 * 2 + 1 * 2)
+    assert work.shapes == ((4, 3, 6), (1, 3, 4), (2, 2, 4), (1, 2, 6))  # W_f, W_q on the parent only
+    assert work.flops(backward=False) == 2 * (72 + 12 + 16 + 12 + 3 * 2 * 2 + 1 * 2)
     assert work.flops(backward=True) == 3 * work.flops(backward=False)
     const = collate_binary([(3, np.array([0, 3]), np.array([1, 2]))])  # 3 leaves, 2 internal nodes
     assert const_work(const, input_size=3, hidden=2).shapes == ((3, 3, 4), (2, 4, 10))
