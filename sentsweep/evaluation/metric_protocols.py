@@ -162,6 +162,13 @@ def data_sha256(specs: list[FileSpec], data_root: str | Path | None) -> str:
     return digest.hexdigest()
 
 
+def metric_data_sha256(key: str, data_root: str | Path | None) -> str | None:
+    """:func:`data_sha256` of the files an STS-style metric ``key`` reads (``stsb_dev``: STS-B dev) under
+    ``data_root`` as :func:`~sentsweep.data.source.resolve_data_dir` resolves it now; None for another metric."""
+    sts = _sts_protocol(key, {})
+    return data_sha256(sts[1], data_root) if sts is not None else None
+
+
 def file_sha256(path: Path) -> str:
     """A file's SHA-256 (hex), computed once per path, size and modification time."""
     stat = path.stat()

@@ -57,6 +57,7 @@ from sentsweep.tracking.vocabulary import find_trial_run
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
+    from mlflow.entities import Run
     from ray.tune import Result, ResultGrid
 
     from sentsweep.platform.outcome import SweepOutcome
@@ -110,12 +111,15 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
     outcome.best_run_id = _best_run_id(sweep, parent, outcome.best_trial_id)
     # before the tags below; only when MLflow answered (an outage would make each call wait out its retries)
-    recorded = recorded_finals(sweep, outcome.best_trial_id) if config.final_tasks and outcome.best_run_id else None
+    earlier = _sweep_run(sweep) if outcome.best_run_id else None
+    recorded = recorded_finals(sweep, earlier, outcome.best_trial_id) if config.final_tasks and earlier else None
     tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
     if outcome.best_run_id:
         tags[BEST_RUN_TAG] = outcome.best_run_id
     sweep.set_tags(tags)
-    sweep.log_metrics({f"best_{config.metric}": outcome.best_value})
+    best_key = f"best_{config.metric}"
+    if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
+        sweep.log_metrics({best_key: outcome.best_value})
     echo(f"best trial {outcome.best_trial_id}: {config.metric} {outcome.best_value:.2f} with "
          + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
                       if k in outcome.best_config}))
@@ -165,13 +169,22 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
-def recorded_finals(sweep: SweepRun, trial_id: str) -> dict[str, float] | None:
+def _sweep_run(sweep: SweepRun) -> Run | None:
+    """The sweep's parent run as MLflow holds it (what an earlier finalize left on it); None when MLflow does not
+    answer."""
+    try:
+        return sweep.client.get_run(sweep.run_id)
+    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
+        return None
+
+
+def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
     """The test-suite figures an earlier finalize of this sweep recorded for trial ``trial_id`` (a finalize run again
     after a crash past its evaluation, which on the full SentEval suite takes most of an hour on a CPU): the parent
-    run's ``final_*`` metrics, when it names ``trial_id`` as its best trial and holds ``best_eval/final_eval.json``
-    (logged after the metrics: the evaluation completed). None otherwise, or when MLflow does not answer."""
+    run's (``run``) ``final_*`` metrics, when it names ``trial_id`` as its best trial and holds
+    ``best_eval/final_eval.json`` (logged after the metrics: the evaluation completed). None otherwise, or when
+    MLflow does not answer."""
     try:
-        run = sweep.client.get_run(sweep.run_id)
         if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not has_artifact(sweep.client, sweep.run_id,
                                                                               f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}"):
             return None

@@ -77,6 +77,9 @@ class SweepManifest(BaseModel):
     tracking_uri: str
     created: float
     owner: str | None = None  # who started it (sweep_identity.sweep_owner); stamped by write_manifest
+    #: SHA-256 of the files each ranking metric reads, as the data resolved when the sweep began
+    #: (:func:`~sentsweep.platform.warm_start.measured_data`); None in folders written before it was kept
+    data_sha256: dict[str, str] | None = None
 
     @field_validator("sweep_name")
     @classmethod

@@ -53,7 +53,7 @@ from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_store import open_client, refuse_sqlite_on_cluster, tracking_worker_env
 from sentsweep.platform.trial import run_once
-from sentsweep.platform.warm_start import load_history
+from sentsweep.platform.warm_start import load_history, measured_data
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -280,7 +280,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             lease.acquire()
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
-                                                  tracking_uri=sweep.tracking_uri, created=time.time()), config)
+                                                  tracking_uri=sweep.tracking_uri, created=time.time(),
+                                                  data_sha256=measured_data(config)), config)
         except BaseException as exc:
             sweep.close("crashed", f"{type(exc).__name__}: {exc}")
             notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")

@@ -19,6 +19,14 @@ the counter is the number of trials, the limiter's running trials are those not 
 suggested is adopted (an Optuna trial with its parameters, told its end if the snapshot has it ended), an Optuna
 trial the snapshot lacks is told FAIL (its Tune trial is lost; the sweep's tracking deletes its run:
 :mod:`.sweep_tracking`). :class:`~.resume_samples.ResizableSearchGenerator` calls it after restoring itself.
+
+The points a sweep evaluates first (the paper's defaults: Optuna's enqueued, WAITING trials) are kept to once each:
+a lost trial that was one of them is enqueued again (no trial of the resumed sweep would evaluate it otherwise), and
+a restored trial that evaluates one the older searcher still holds WAITING is adopted as that waiting trial (else
+the point would run twice).
+
+Left: a multi-objective trial adopted after it ended is told from its last result alone; an objective only its
+intermediate reports carried (an extra dev set) is missing there, and the trial is told FAIL.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Where Optuna keeps an enqueued trial's point (``Study.enqueue_trial``: a system attribute of the trial).
+ENQUEUED_POINT = "fixed_params"
 #: The statuses of trials that will not run again (Tune resumes errored trials, but tells no searcher of them again).
 ENDED = frozenset({"TERMINATED", "ERROR"})
 
@@ -107,11 +117,17 @@ def adopt_trials(searcher: OptunaSearch, trials: list[SnapshotTrial]) -> list[st
     told so (by the searcher's own ``on_trial_complete``: PRUNED, COMPLETE, FAIL as it would have been told)."""
     restored = {t.trial_id for t in trials}
     lost = [tid for tid in searcher._ot_trials if tid not in restored and tid not in searcher._completed_trials]
+    study = searcher._ot_study
+    requeued = 0
     for trial_id in lost:
         ot_trial = searcher._ot_trials[trial_id]
         ot_trial.set_user_attr("fail_reason", "lost with the driver: not in the snapshot the sweep resumed from")
-        searcher._ot_study.tell(ot_trial, state=TrialState.FAIL)
+        study.tell(ot_trial, state=TrialState.FAIL)
         searcher._completed_trials.add(trial_id)
+        point = study._storage.get_trial_system_attrs(ot_trial._trial_id).get(ENQUEUED_POINT)
+        if point:  # a point to evaluate first: evaluated by no trial of the resumed sweep otherwise
+            study.enqueue_trial(point)
+            requeued += 1
     adopted, skipped = [], []
     for trial in trials:
         if trial.trial_id in searcher._ot_trials:
@@ -128,6 +144,7 @@ def adopt_trials(searcher: OptunaSearch, trials: list[SnapshotTrial]) -> list[st
         searcher.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
                                    error=trial.status == "ERROR")
     phrases = [f"{len(lost)} trial(s) the snapshot lacks told FAIL to Optuna" if lost else "",
+               f"{requeued} of them a point to evaluate first, queued again" if requeued else "",
                f"{len(adopted)} trial(s) Optuna had not seen adopted" if adopted else "",
                f"{len(told)} ended trial(s) told to Optuna" if told else "",
                f"{len(skipped)} trial(s) whose parameters the search space does not take left out of Optuna"
@@ -152,8 +169,23 @@ def _running_trial(searcher: OptunaSearch, config: dict[str, Any]) -> optuna.Tri
             return None
         params = {name: flat[name] for name in distributions}
     study = searcher._ot_study
+    twin = _waiting_point(study, params)
+    if twin is not None and study._storage.set_trial_state_values(twin, state=TrialState.RUNNING):
+        for name, value in params.items():  # as Optuna's ask and suggest would have set them
+            study._storage.set_trial_param(twin, name, distributions[name].to_internal_repr(value),
+                                           distributions[name])
+        return optuna.Trial(study, twin)
     study.add_trial(optuna.trial.create_trial(state=TrialState.RUNNING, params=params, distributions=distributions))
     return optuna.Trial(study, study.get_trials(deepcopy=False)[-1]._trial_id)
+
+
+def _waiting_point(study: optuna.Study, params: dict[str, Any]) -> int | None:
+    """The id of a WAITING (enqueued) trial whose point ``params`` evaluate; None when there is none."""
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        point = trial.system_attrs.get(ENQUEUED_POINT) or {}
+        if point and all(name in params and params[name] == value for name, value in point.items()):
+            return trial._trial_id
+    return None
 
 
 def base_searcher(search_alg: Any) -> Searcher:

@@ -15,9 +15,11 @@ carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plo
 leave them out (:mod:`.optuna_storage`). Points to evaluate first that the history already holds are dropped.
 
 The earlier values must be the same measurement as the new sweep's (:func:`refuse_another_measurement`): the same
-metric, direction and objectives, on the same dev set cut the same way. TPE splits its history at a quantile of the
-values, so figures of another dev set (STS-B dev against SICK-R trial) or another sample of one (the first 100
-caption pairs score ~93, a sample across genres ~88) would mislead it without any error.
+metric, direction and objectives, on the same dev set cut the same way, read from the same files (the sweep
+folder keeps their SHA-256 as the data resolved when it began: the bundled sample's STS-B dev is not the full one).
+TPE splits its history at a quantile of the values, so figures of another dev set (STS-B dev against SICK-R trial)
+or another sample of one (the first 100 caption pairs score ~93, a sample across genres ~88) would mislead it without
+any error.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     manifest = location.read_manifest()
     name = manifest.sweep_name
     if config is not None:
-        refuse_another_measurement(manifest.sweep_config(), config)
+        refuse_another_measurement(manifest.sweep_config(), config, manifest.data_sha256)
     study = location.load_study()
     if study is None:
         raise ConfigError("the sweep has no saved study yet (optuna_study.json): nothing to start from",
@@ -64,13 +66,32 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     return history_trials(study, define_by_run, name)
 
 
-def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig) -> None:
+def measured_data(config: SweepConfig) -> dict[str, str]:
+    """SHA-256 of the files each ranking metric of ``config`` reads (``metric`` and the objectives' metrics that
+    name a data file, e.g. ``stsb_dev``: STS-B dev), in the data as they resolve now (``data_dir``, else
+    ``$SENTSWEEP_DATA``, else the bundled sample): kept in the sweep folder's manifest for a later warm start."""
+    from sentsweep.evaluation.metric_protocols import metric_data_sha256
+
+    metrics = dict.fromkeys([config.metric, *(o.metric for o in config.objective_list)])
+    found = {metric: metric_data_sha256(metric, config.data_dir) for metric in metrics}
+    return {metric: digest for metric, digest in found.items() if digest is not None}
+
+
+def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
+                               earlier_data: Mapping[str, str] | None = None) -> None:
     """A :class:`ConfigError` (field ``warm_start``) naming each setting where the earlier sweep's values were
-    measured otherwise than the new sweep's will be (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`)."""
+    measured otherwise than the new sweep's will be (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`, and the
+    files a ranking metric reads: ``earlier_data``, the earlier folder's :func:`measured_data`, against the new
+    sweep's; a folder written before they were kept is not compared on them)."""
     differences = [f"{field} {getattr(earlier, field)!r} vs {getattr(config, field)!r}" for field in SWEEP_MEASUREMENT
                    if getattr(earlier, field) != getattr(config, field)]
     differences += [f"fixed.{field} {_trial_setting(earlier, field)!r} vs {_trial_setting(config, field)!r}"
                     for field in TRIAL_MEASUREMENT if _trial_setting(earlier, field) != _trial_setting(config, field)]
+    if earlier_data:
+        now = measured_data(config)
+        differences += [f"the files {metric} reads (sha256 {digest[:12]} vs {now[metric][:12]}: another data "
+                        "directory, e.g. the bundled sample against the full data)"
+                        for metric, digest in earlier_data.items() if metric in now and now[metric] != digest]
     if differences:
         raise ConfigError("the earlier sweep's values are another measurement than this sweep's (earlier vs this: "
                           + "; ".join(differences) + "): TPE would rank them together; warm-start from a sweep "

@@ -113,13 +113,17 @@ def _count(sweep_dir: Path) -> dict:
 
 
 def _attempt_seconds(client, run_id: str) -> float:
-    """The compute a trial's worker reported to MLflow: the last ``attempt_seconds`` of each attempt."""
+    """The compute a trial's worker reported to MLflow: the last ``attempt_seconds`` of each attempt. A point's
+    logging time less its seconds is when its attempt began (to within the logging delay); a jump of more than 2 s
+    in it starts a new attempt. (Not "the seconds went down": a resumed attempt's first report, after a model load,
+    may come later in its attempt than the killed attempt's last one did.)"""
     history = sorted(client.get_metric_history(run_id, ATTEMPT_SECONDS_KEY), key=lambda m: (m.timestamp, m.step))
-    total, last = 0.0, 0.0
+    total, last, began = 0.0, 0.0, None
     for point in history:
-        if point.value < last:  # a new attempt began
+        start = point.timestamp / 1000 - point.value
+        if began is not None and abs(start - began) > 2.0:  # a new attempt began
             total += last
-        last = point.value
+        began, last = start, point.value
     return total + last
 
 

@@ -64,5 +64,6 @@ def test_a_finalize_run_again_takes_the_test_suite_an_earlier_one_recorded(tmp_p
     assert again.final_metrics == first.final_metrics and again.best_trial_id == first.best_trial_id
     assert any("test suite (recorded by an earlier finalize)" in line for line in lines), lines
     client = MlflowClient(tracking_uri=tracking_uri)
-    logged = [len(client.get_metric_history(first.parent_run_id, f"final_{k}")) for k in first.final_metrics]
-    assert logged == [1] * len(first.final_metrics)
+    keys = [f"final_{k}" for k in first.final_metrics] + [f"best_{config.metric}"]
+    logged = [len(client.get_metric_history(first.parent_run_id, key)) for key in keys]
+    assert logged == [1] * len(keys), dict(zip(keys, logged, strict=True))

@@ -92,13 +92,14 @@ def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert
     assert states == ["COMPLETE"] * (5 if told else 4) + ([] if told else ["FAIL"]), states  # none left RUNNING
 
 
-def _search(num_samples: int = 4, max_concurrent: int = 2) -> ResizableSearchGenerator:
-    """The chain a resume builds around the sweep's searcher, over the toy space (no Ray needed)."""
+def _search(num_samples: int = 4, max_concurrent: int = 2, first: list[dict] | None = None) -> ResizableSearchGenerator:
+    """The chain a resume builds around the sweep's searcher, over the toy space (no Ray needed); ``first``: the
+    points it evaluates first (a sweep's paper defaults)."""
     from sentsweep.platform.config import SweepConfig
 
     config = SweepConfig(name="t", method="toy", search_space="toy", metric="stsb_dev", mode="max", seed=3,
                          num_samples=num_samples)
-    searcher = build_searcher(config, TOY_SPACE.define_by_run, [])
+    searcher = build_searcher(config, TOY_SPACE.define_by_run, first or [])
     generator = ResizableSearchGenerator(ConcurrencyLimiter(searcher, max_concurrent=max_concurrent), num_samples)
     generator._total_samples = num_samples  # as its set_state leaves it on a resume
     return generator
@@ -143,6 +144,36 @@ def test_a_searcher_that_ran_out_on_lost_trials_creates_them_again() -> None:
     generator._finished = True  # the generator's save came after it created its last trial
     reconcile(generator, [SnapshotTrial("a", "RUNNING", configs["a"])])
     assert generator._counter == 1 and not generator._finished and generator.searcher.live_trials == {"a"}
+
+
+def test_a_lost_trial_of_the_defaults_is_queued_again() -> None:
+    """The trial that evaluated the paper's defaults was lost with the driver (the storage's trials come from a save
+    before it started): the defaults are queued again, and the resumed sweep's next trial evaluates them."""
+    from sentsweep.platform.torn_snapshot import reconcile
+
+    defaults = dict(TOY_SPACE.first_point)
+    generator = _search(first=[defaults])
+    assert _started(generator, "a")["a"] == defaults
+    changes = reconcile(generator, [])
+    assert changes[-2:] == ["1 trial(s) the snapshot lacks told FAIL to Optuna",
+                            "1 of them a point to evaluate first, queued again"]
+    assert _started(generator, "b")["b"] == defaults
+
+
+def test_a_restored_trial_of_the_defaults_takes_their_waiting_trial() -> None:
+    """The storage's trials come from a save after the defaults' trial started, its searcher from one before: the
+    trial is adopted as the defaults' waiting trial, so they are not evaluated a second time."""
+    from sentsweep.platform.torn_snapshot import SnapshotTrial, reconcile
+
+    defaults = dict(TOY_SPACE.first_point)
+    generator = _search(first=[defaults])
+    searcher = generator.searcher.searcher
+    assert [t.state for t in searcher.study.trials] == [TrialState.WAITING]
+    reconcile(generator, [SnapshotTrial("a", "RUNNING", defaults)])
+    assert [(t.state, t.params) for t in searcher.study.trials] == [(TrialState.RUNNING, defaults)]
+    assert _started(generator, "b")["b"] != defaults
+    searcher.on_trial_complete("a", {"stsb_dev": 40.0, "training_iteration": 2, "final": 1.0})
+    assert searcher.study.trials[0].state == TrialState.COMPLETE and len(searcher.study.trials) == 2
 
 
 def test_an_unknown_trial_without_the_spaces_parameters_is_left_out_of_optuna() -> None:

@@ -9,12 +9,13 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from sentsweep.data.source import SAMPLE_DIR
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.search import FINAL_KEY, build_searcher
 from sentsweep.platform.storage import SweepManifest, locate
 from sentsweep.platform.study_json import write_study
-from sentsweep.platform.warm_start import load_history
+from sentsweep.platform.warm_start import load_history, measured_data
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report
 
@@ -32,12 +33,12 @@ def new_space(trial):
 
 
 def _config(**extra) -> SweepConfig:
-    return SweepConfig(name="s", method="toy", seed=1, metric="score", startup_trials=4, **extra)
+    return SweepConfig(**{"name": "s", "method": "toy", "seed": 1, "metric": "score", "startup_trials": 4, **extra})
 
 
-def _earlier_sweep(tmp_path, trials: int = 8) -> str:
+def _earlier_sweep(tmp_path, trials: int = 8, config: SweepConfig | None = None) -> str:
     """An earlier sweep's folder: manifest and study JSON, as a finished sweep leaves them."""
-    config = _config()
+    config = config or _config()
     searcher = build_searcher(config, old_space, [])
     for i in range(trials):
         lr = searcher.suggest(f"t{i}")["lr"]
@@ -50,7 +51,7 @@ def _earlier_sweep(tmp_path, trials: int = 8) -> str:
     location = locate(str(tmp_path / "earlier-20260101-000000-abcd"))
     location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
                                           parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
-                                          created=0.0), config)
+                                          created=0.0, data_sha256=measured_data(config)), config)
     write_study(searcher.study, location.uri)
     return location.uri
 
@@ -100,6 +101,25 @@ def test_an_earlier_sweep_measured_otherwise_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"mode 'max' vs 'min'; fixed\.dev_data 'stsb' vs 'sickr'"):
         load_history(earlier, old_space, config=SweepConfig(name="s", method="toy", metric="score", mode="min",
                                                             fixed={"dev_data": "sickr"}))
+
+
+def test_an_earlier_sweep_on_other_data_files_is_refused(tmp_path, monkeypatch):
+    """The same settings on another data directory (the bundled sample against the full data; here a copy of the
+    sample whose STS-B dev file has one more pair) are another measurement: refused, naming the metric's files; the
+    same files in another directory are taken."""
+    import shutil
+
+    monkeypatch.delenv("SENTSWEEP_DATA", raising=False)
+    copy = tmp_path / "data"
+    shutil.copytree(SAMPLE_DIR, copy)
+    earlier = _earlier_sweep(tmp_path, config=_config(metric="stsb_dev"))  # data_dir unset: the bundled sample
+    assert measured_data(_config(metric="stsb_dev"))["stsb_dev"]  # the manifest holds the sample's hash
+    assert load_history(earlier, old_space, config=_config(metric="stsb_dev", data_dir=str(copy)))
+    dev = next((copy / "senteval").rglob("sts-dev.csv"))
+    dev.write_text(dev.read_text(encoding="utf-8") + dev.read_text(encoding="utf-8").splitlines()[0] + "\n",
+                   encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"the files stsb_dev reads \(sha256 [0-9a-f]{12} vs [0-9a-f]{12}"):
+        load_history(earlier, old_space, config=_config(metric="stsb_dev", data_dir=str(copy)))
 
 
 def test_warm_start_is_a_resolved_config_path(tmp_path, monkeypatch):
