@@ -212,15 +212,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.platform.cluster.credentials import redact
+    from sentsweep.credentials import mask_text
     from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
 
     jobs = _connect(args)
+    # Every job of the cluster is shown, also those submitted without sentsweep (`ray job submit`): entrypoints,
+    # messages and logs may carry a URI with a password, or this environment's secrets.
     if args.action == "list":
-        print(jobs_table(jobs.list()))
+        print(mask_text(jobs_table(jobs.list()), _secrets(jobs)))
         return 0
     if args.action == "status":  # the message may quote the job's last log lines
-        print(redact(describe_job(jobs.info(args.job_id)), _secrets(jobs)))
+        print(mask_text(describe_job(jobs.info(args.job_id)), _secrets(jobs)))
         return 0
     if args.action == "stop":
         status = jobs.stop(args.job_id, wait=60.0 if args.wait else None)
@@ -228,7 +230,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         return 0
     if args.follow:
         return _follow(jobs, args.job_id)
-    _write(redact(jobs.logs(args.job_id), _secrets(jobs)))
+    _write(mask_text(jobs.logs(args.job_id), _secrets(jobs)))
     return 0
 
 

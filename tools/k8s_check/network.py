@@ -12,7 +12,9 @@
   a block that contains it lists it in ``except``;
 - no egress ``ipBlock`` reaches a public address (beyond the private ranges) unless its policy carries the label
   ``sentsweep/internet-egress: opt-in`` (k8s/components/hf-hub-egress): every Ray pod holds the tracking and
-  bucket keys, and a policy applies to every container of the pods it selects.
+  bucket keys, and a policy applies to every container of the pods it selects; and an opted-in block that
+  reaches the internet excepts the private and shared ranges (:data:`INTERNAL_RANGES`: other tenants' pods, the
+  API server, ingress controllers, cloud private endpoints), which no policy opens wholesale.
 
 Selectors are compared on ``matchLabels`` against the labels of the pod templates (KubeRay adds its own
 ``ray.io/*`` labels to the pods it creates; the manifests' policies use the templates' labels).
@@ -100,21 +102,39 @@ def _metadata_problems(policy: dict[str, Any]) -> list[str]:
 INTERNET_OPT_IN = ("sentsweep/internet-egress", "opt-in")
 
 
+#: The private (RFC 1918) and shared (RFC 6598) ranges an opted-in internet egress must except.
+INTERNAL_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+
+
+def _network(cidr: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_network(str(cidr), strict=False)
+    except ValueError:  # not a CIDR: the schema check reports it
+        return None
+
+
 def _public_egress_problems(policy: dict[str, Any]) -> list[str]:
-    if get_path(policy, "metadata", "labels", INTERNET_OPT_IN[0]) == INTERNET_OPT_IN[1]:
-        return []
+    opted_in = get_path(policy, "metadata", "labels", INTERNET_OPT_IN[0]) == INTERNET_OPT_IN[1]
     found = []
     for i, rule in enumerate(get_path(policy, "spec", "egress") or []):
         for peer in rule.get("to") or []:
-            cidr = (peer.get("ipBlock") or {}).get("cidr")
-            try:
-                public = cidr is not None and not ipaddress.ip_network(str(cidr), strict=False).is_private
-            except ValueError:  # not a CIDR: the schema check reports it
+            block = peer.get("ipBlock") or {}
+            network = _network(block.get("cidr"))
+            if network is None or network.is_private:
                 continue
-            if public:
-                found.append(f"spec.egress[{i}]: ipBlock {cidr} reaches public addresses (the internet): narrow it "
-                             f"to private ranges or the hosts needed, or label the policy "
+            if not opted_in:
+                found.append(f"spec.egress[{i}]: ipBlock {block['cidr']} reaches public addresses (the internet): "
+                             f"narrow it to private ranges or the hosts needed, or label the policy "
                              f"{INTERNET_OPT_IN[0]}: {INTERNET_OPT_IN[1]}")
+                continue
+            excepted = [n for n in map(_network, block.get("except") or []) if n is not None]
+            open_ranges = [r for r in INTERNAL_RANGES if ipaddress.ip_network(r).overlaps(network)
+                           and not any(ipaddress.ip_network(r).subnet_of(e) for e in excepted
+                                       if e.version == network.version)]
+            if open_ranges:
+                found.append(f"spec.egress[{i}]: ipBlock {block['cidr']} opens the internal ranges "
+                             f"{', '.join(open_ranges)} too: list them in its except (internet egress is the "
+                             "internet only)")
     return found
 
 

@@ -5,7 +5,7 @@
   filesystem, a RuntimeDefault (or Localhost) seccomp profile, no hostPort, and an image pinned by digest
   (``name:tag@sha256:...``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
-  carries a plaintext password;
+  carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines);
 - no pod shares the node's network, PID or IPC namespace or mounts a hostPath; no pod has
   ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
   projected ``serviceAccountToken`` volume, or anything at the token's directory): only the autoscaler of
@@ -13,8 +13,9 @@
   head (``autoscalerOptions.volumeMounts``), so the head's Ray container (and the code of a job that runs
   there) has none;
 - namespaces enforce Pod Security Admission's ``restricted`` profile;
-- Secrets no longer hold the examples' placeholders and images no longer carry the placeholder digest
-  (unless the examples stood in for missing credentials files);
+- Secrets no longer hold the examples' placeholders, images no longer carry the placeholder digest and network
+  policies no longer name the placeholder API server address (unless the examples stood in for missing
+  credentials files);
 - references to Secrets, ConfigMaps and their keys resolve (the Ray token Secret's ``auth_token`` too);
 - Ray clusters run the project's Ray version, autoscale, require token auth (``authOptions.mode: token``),
   keep GPU groups at ``minReplicas: 0`` with a ``maxReplicas``, the ``nvidia.com/gpu`` request and
@@ -41,10 +42,13 @@ from tools.k8s_check.objects import (
 )
 
 SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
-URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:(?!\$\()[^@\s/]+@", re.IGNORECASE)
+URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^@\s/]+@", re.IGNORECASE)
 PLACEHOLDER = "change-me"
 #: The digest the committed overlays carry until an image is pushed (docs/cluster.md, "Images by digest").
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+#: The address the committed overlays give the Kubernetes API server until it is patched in (a documentation
+#: address, RFC 5737: reaches nothing; k8s/overlays/*/kube-api.yaml).
+PLACEHOLDER_API_SERVER = "192.0.2.1/32"
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -113,7 +117,8 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
     texts = [str(e.get("value", "")) for e in c.get("env") or []] + [str(a) for a in
                                                                     (c.get("command") or []) + (c.get("args") or [])]
     if any(URL_PASSWORD.search(t) for t in texts):
-        found.append("a URL holds a plaintext password (reference a Secret through $(VAR))")
+        found.append("a URL holds a password (a URL reaches command lines, /proc/<pid>/cmdline, and config files, "
+                     "even as $(VAR)): give it in the client's own variable from a Secret (libpq: PGPASSWORD)")
     return found
 
 
@@ -172,13 +177,20 @@ def check_namespace(obj: dict[str, Any]) -> list[Problem]:
 
 
 def check_placeholders(obj: dict[str, Any], placeholders_allowed: bool) -> list[Problem]:
-    """Secrets must not still hold the examples' placeholder values, nor images the placeholder digest
-    (unless the examples stood in for missing credentials files, i.e. nothing is being deployed)."""
+    """Secrets must not still hold the examples' placeholder values, images the placeholder digest, nor network
+    policies the placeholder API server address (unless the examples stood in for missing credentials files, i.e.
+    nothing is being deployed)."""
     if placeholders_allowed:
         return []
     oid = object_id(obj)
     found = [Problem(oid, "policy", f"{where}: image '{c.get('image')}' carries the placeholder digest")
              for pod in pod_specs(obj) for where, c in containers(pod) if PLACEHOLDER_DIGEST in str(c.get("image"))]
+    if obj.get("kind") == "NetworkPolicy":
+        found += [Problem(oid, "policy", f"spec.egress[{i}]: ipBlock {PLACEHOLDER_API_SERVER} is the placeholder: "
+                          "put your API server's addresses in the overlay's kube-api.yaml")
+                  for i, rule in enumerate(get_path(obj, "spec", "egress") or [])
+                  if any((peer.get("ipBlock") or {}).get("cidr") == PLACEHOLDER_API_SERVER
+                         for peer in rule.get("to") or [])]
     if obj.get("kind") == "Secret":
         found += [Problem(oid, "policy", f"data.{key} still holds the example's placeholder")
                   for key, value in (obj.get("data") or {}).items()

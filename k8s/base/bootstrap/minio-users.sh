@@ -17,7 +17,10 @@ if [ "$AWS_ACCESS_KEY_ID" = "$MLFLOW_ACCESS_KEY_ID" ]; then
   echo "storage.env and mlflow-storage.env name the same MinIO user $AWS_ACCESS_KEY_ID: give each its own" >&2
   exit 1
 fi
-until mc alias set root "$S3_ENDPOINT" "$MINIO_ROOT_USER" "$MINIO_ROOT_PASSWORD" >/dev/null; do
+# MinIO's root login reaches mc through its environment (MC_HOST_<alias>), not `mc alias set`, which would write
+# it into mc's config file on the pod's disk (an emptyDir on the node).
+export MC_HOST_root="${S3_ENDPOINT%%://*}://$MINIO_ROOT_USER:$MINIO_ROOT_PASSWORD@${S3_ENDPOINT#*://}"
+until mc ls root >/dev/null; do
   echo "waiting for MinIO at $S3_ENDPOINT"; sleep 5
 done
 mc mb --ignore-existing "root/$BUCKET"

@@ -1,4 +1,5 @@
-"""Jobs shown to people: one job's details, the cluster's job list (never a job's runtime environment)."""
+"""Jobs shown to people: one job's details, the cluster's job list (never a job's runtime environment; passwords of
+URIs in entrypoints and messages masked: the list holds jobs submitted without sentsweep too)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from sentsweep.credentials import mask_uri
 from sentsweep.tables import aligned_table
 
 if TYPE_CHECKING:
@@ -36,11 +38,11 @@ def describe_job(info: JobDetails) -> str:
     metadata = info.metadata or {}
     lines = [f"job {job_name(info)}: {status}"]
     if info.message:
-        lines.append(f"  message:    {info.message.strip()}")
+        lines.append(f"  message:    {mask_uri(info.message.strip())}")
     if metadata.get("sweep"):
         lines.append(f"  sweep:      {metadata['sweep']} ({metadata.get('kind', 'sweep')}, "
                      f"config {metadata.get('config', '-')}, code {metadata.get('ship', '-')})")
-    lines.append(f"  entrypoint: {info.entrypoint}")
+    lines.append(f"  entrypoint: {mask_uri(info.entrypoint)}")
     lines.append(f"  started:    {_when(info.start_time)}   ended: {_when(info.end_time)}   "
                  f"duration: {_duration(info.start_time, info.end_time)}")
     if info.driver_exit_code is not None:
@@ -57,6 +59,10 @@ def jobs_table(jobs: Sequence[JobDetails]) -> str:
         return "no jobs"
     rows = [(job_name(info), str(getattr(info.status, "value", info.status)), _when(info.start_time),
              _duration(info.start_time, info.end_time), (info.metadata or {}).get("sweep", "-"),
-             info.entrypoint if len(info.entrypoint) <= 60 else info.entrypoint[:57] + "...")
-            for info in ordered]
+             _shortened(mask_uri(info.entrypoint))) for info in ordered]
     return aligned_table(rows, ("JOB", "STATUS", "STARTED", "DURATION", "SWEEP", "ENTRYPOINT"))
+
+
+def _shortened(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters (masked before: a cut could split a URI's password from its ``@``)."""
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -214,11 +214,13 @@ def test_a_plaintext_password_in_a_deployment_is_caught(tmp_path: Path) -> None:
 
 def test_a_password_in_a_url_is_caught(tmp_path: Path) -> None:
     after = "        - name: MLFLOW_AUTH_CONFIG_PATH\n"
-    new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (
-        "postgresql+psycopg2://$(PG_USER):$(PG_PASSWORD)@postgres:5432/mlflow_auth\n" + after,
-        "postgresql+psycopg2://mlflow:hunter2@postgres:5432/mlflow_auth\n" + after)})
-    assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: a URL holds a plaintext password "
-                   "(reference a Secret through $(VAR)) [policy]"]
+    for password in ("hunter2", "$(PGPASSWORD)"):  # a reference too: the URL reaches command lines (SRE review 16)
+        new = _planted(tmp_path / password[-3:], ("overlays/local",), {"base/mlflow.yaml": (
+            "postgresql+psycopg2://$(PG_USER)@postgres:5432/mlflow_auth\n" + after,
+            f"postgresql+psycopg2://mlflow:{password}@postgres:5432/mlflow_auth\n" + after)})
+        assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: a URL holds a password (a URL "
+                       "reaches command lines, /proc/<pid>/cmdline, and config files, even as $(VAR)): give it in "
+                       "the client's own variable from a Secret (libpq: PGPASSWORD) [policy]"]
 
 
 def test_an_entrypoint_naming_a_missing_config_is_caught(tmp_path: Path) -> None:
@@ -440,8 +442,8 @@ def test_an_egress_peer_that_matches_no_pod_is_caught(tmp_path: Path) -> None:
 
 
 def test_an_ip_block_open_to_the_metadata_endpoint_is_caught(tmp_path: Path) -> None:
-    new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (
-        "        cidr: 10.0.0.0/8\n", "        cidr: 169.254.0.0/16\n")})
+    new = _planted(tmp_path, LOCAL, {"overlays/local/kube-api.yaml": (
+        "        cidr: 192.0.2.1/32\n", "        cidr: 169.254.0.0/16\n")})
     assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 169.254.0.0/16 includes the cloud "
                    "metadata endpoint 169.254.169.254: list 169.254.169.254/32 in its except [network]"]
 
@@ -449,11 +451,24 @@ def test_an_ip_block_open_to_the_metadata_endpoint_is_caught(tmp_path: Path) -> 
 def test_egress_to_public_addresses_without_the_opt_in_is_caught(tmp_path: Path) -> None:
     """The API server egress of the Ray head pods was 0.0.0.0/0 on 443: the ray-head container (tracking and
     bucket keys, submitted jobs) could send anything out (review 13, finding 4)."""
-    new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (
-        "        cidr: 10.0.0.0/8\n", "        cidr: 0.0.0.0/0\n        except:\n        - 169.254.169.254/32\n")})
+    new = _planted(tmp_path, LOCAL, {"overlays/local/kube-api.yaml": (
+        "        cidr: 192.0.2.1/32\n", "        cidr: 0.0.0.0/0\n        except:\n        - 169.254.169.254/32\n")})
     assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 reaches public addresses (the "
                    "internet): narrow it to private ranges or the hosts needed, or label the policy "
                    "sentsweep/internet-egress: opt-in [network]"]
+
+
+def test_internet_egress_that_also_opens_the_internal_ranges_is_caught(tmp_path: Path) -> None:
+    """SRE review 16, finding 6: the opt-in internet egress (0.0.0.0/0 on 443) reached every private address too:
+    other tenants' pods, ingress controllers, cloud private endpoints."""
+    new = _planted(tmp_path, LOCAL, {"overlays/local/kube-api.yaml": (
+        "  name: kube-api-egress\nspec:\n  egress:\n  - to:\n    - ipBlock:\n        cidr: 192.0.2.1/32\n",
+        "  name: kube-api-egress\n  labels:\n    sentsweep/internet-egress: opt-in\nspec:\n  egress:\n  - to:\n"
+        "    - ipBlock:\n        cidr: 0.0.0.0/0\n        except:\n        - 169.254.169.254/32\n"
+        "        - 10.0.0.0/8\n")})
+    assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 opens the internal ranges "
+                   "172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 too: list them in its except (internet egress is "
+                   "the internet only) [network]"]
 
 
 def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path: Path) -> None:
@@ -468,8 +483,9 @@ def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path
     assert [str(p) for p in report.problems] == []
     policy = next(o for o in report.rendered[0].objects if o["metadata"]["name"] == "ray-hf-hub-egress")
     assert policy["metadata"]["namespace"] == "sentsweep"
-    assert policy["spec"]["egress"] == [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}],
-                                         "ports": [{"protocol": "TCP", "port": 443}]}]
+    assert policy["spec"]["egress"] == [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [
+        "169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"]}}],
+        "ports": [{"protocol": "TCP", "port": 443}]}]
     assert "ray-hf-hub-egress" not in {o["metadata"]["name"] for o in k8s_check.render(K8S / "overlays/gpu").objects}
 
 
@@ -504,8 +520,8 @@ def test_a_reference_to_a_missing_secret_key_is_caught(tmp_path: Path) -> None:
 
 
 def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) -> None:
-    """Once the real credentials files exist (a deployment is being prepared), the examples' values and the
-    placeholder image digests are refused."""
+    """Once the real credentials files exist (a deployment is being prepared), the examples' values, the
+    placeholder image digests and the placeholder API server address are refused."""
     copy = tmp_path / "k8s"
     shutil.copytree(K8S, copy)
     for example in (copy / "base" / "secrets").glob("*.env.example"):
@@ -515,6 +531,8 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
     problems = sorted(str(p) for p in report.problems)
     digests = [p for p in problems if p.endswith("carries the placeholder digest [policy]")]
     assert sorted(p for p in problems if p not in digests) == [
+        "NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 192.0.2.1/32 is the placeholder: put your API "
+        "server's addresses in the overlay's kube-api.yaml [policy]",
         "Secret/minio-root: data.MINIO_ROOT_PASSWORD still holds the example's placeholder [policy]",
         "Secret/mlflow-admin: data.MLFLOW_AUTH_ADMIN_PASSWORD still holds the example's placeholder [policy]",
         "Secret/mlflow-admin: data.MLFLOW_FLASK_SERVER_SECRET_KEY still holds the example's placeholder [policy]",

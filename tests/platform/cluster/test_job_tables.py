@@ -1,0 +1,28 @@
+"""What `sentsweep jobs` shows of a cluster's jobs, which include jobs submitted without sentsweep: a URI's password
+in an entrypoint or a message is masked, also where the entrypoint is cut to the table's width (SRE review 16)."""
+
+from __future__ import annotations
+
+from ray.job_submission import JobDetails, JobStatus, JobType
+
+from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
+
+LOGIN = "http://someone:hunter2-long-password-here@mlflow.example:5000"
+
+
+def _job(entrypoint: str, message: str | None = None) -> JobDetails:
+    return JobDetails(type=JobType.SUBMISSION, entrypoint=entrypoint, status=JobStatus.FAILED, message=message,
+                      submission_id="raysubmit_1", start_time=1_000, end_time=61_000)
+
+
+def test_a_password_in_an_entrypoint_is_masked_before_the_table_cuts_it() -> None:
+    table = jobs_table([_job(f"python -m train --tracking-uri {LOGIN} --epochs 3")])
+    row = table.splitlines()[1]
+    assert "hunter2" not in table and "http://someone:***@mlflow." in row and row.endswith("...")
+    cut_inside = jobs_table([_job(f"python -m a_long_module_name --uri {LOGIN}")])  # the cut falls in the password
+    assert "hunter" not in cut_inside and "someone:***@" in cut_inside
+
+
+def test_a_password_in_a_message_or_entrypoint_of_one_job_is_masked() -> None:
+    shown = describe_job(_job(f"echo {LOGIN}", message=f"Job failed: could not reach {LOGIN}"))
+    assert "hunter2" not in shown and shown.count("http://someone:***@mlflow.example:5000") == 2
