@@ -110,6 +110,12 @@ def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
     spot = _one(rendered["overlays/gpu-spot"].objects, "RayCluster")["spec"]["workerGroupSpecs"]
     assert [g["groupName"] for g in spot] == ["gpu", "cpu", "gpu-spot"]
     assert spot[2]["template"]["spec"]["priorityClassName"] == "sentsweep-spot"
+    terms = spot[2]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert {t["matchExpressions"][0]["key"] for t in terms["nodeSelectorTerms"]} == {  # any spot pool, Karpenter's too
+        "sentsweep/capacity", "cloud.google.com/gke-spot", "eks.amazonaws.com/capacityType",
+        "kubernetes.azure.com/scalesetpriority", "karpenter.sh/capacity-type"}
+    assert "sentsweep/spot" in {t["key"] for t in spot[2]["template"]["spec"]["tolerations"]}
+    assert all("sentsweep/spot" not in json.dumps(g) for g in spot[:2])  # only the spot group goes on spot nodes
     assert _one(rendered["overlays/gpu-spot"].objects, "PriorityClass")["preemptionPolicy"] == "Never"
     team = rendered["examples/team"].objects + rendered["examples/team/sweep"].objects
     assert {o["metadata"].get("namespace", o["metadata"]["name"]) for o in team} == {"team-a"}
