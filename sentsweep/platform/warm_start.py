@@ -69,11 +69,16 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
 def measured_data(config: SweepConfig) -> dict[str, str]:
     """SHA-256 of the files each ranking metric of ``config`` reads (``metric`` and the objectives' metrics that
     name a data file, e.g. ``stsb_dev``: STS-B dev), in the data as they resolve now (``data_dir``, else
-    ``$SENTSWEEP_DATA``, else the bundled sample): kept in the sweep folder's manifest for a later warm start."""
+    ``$SENTSWEEP_DATA``, else the bundled sample): kept in the sweep folder's manifest for a later warm start. Empty
+    when the data do not resolve here (a driver without the workers' data directory): nothing is compared then."""
+    from sentsweep.errors import DataError
     from sentsweep.evaluation.metric_protocols import metric_data_sha256
 
     metrics = dict.fromkeys([config.metric, *(o.metric for o in config.objective_list)])
-    found = {metric: metric_data_sha256(metric, config.data_dir) for metric in metrics}
+    try:
+        found = {metric: metric_data_sha256(metric, config.data_dir) for metric in metrics}
+    except (DataError, OSError):
+        return {}
     return {metric: digest for metric, digest in found.items() if digest is not None}
 
 
