@@ -130,18 +130,41 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-def _follow(jobs: ClusterJobs, job_id: str) -> int:
-    """Stream a job's log (credentials redacted) until it ends; its exit status (0: SUCCEEDED)."""
-    from sentsweep.platform.cluster.client import exit_status
-    from sentsweep.platform.cluster.credentials import redact
+class MaskedLines:
+    """Streamed text written out whole lines at a time, each masked (:func:`~sentsweep.credentials.mask_text`: URIs'
+    passwords and ``secrets``): a URI or a secret split across two chunks of a stream is masked too."""
 
-    secrets = _secrets(jobs)
+    def __init__(self, secrets: list[str], write: Callable[[str], None] = _write) -> None:
+        self.secrets, self.write, self.pending = secrets, write, ""
+
+    def __call__(self, chunk: str) -> None:
+        from sentsweep.credentials import mask_text
+
+        complete, newline, self.pending = (self.pending + chunk).rpartition("\n")
+        if newline:
+            self.write(mask_text(complete + newline, self.secrets))
+
+    def flush(self) -> None:
+        from sentsweep.credentials import mask_text
+
+        if self.pending:
+            self.write(mask_text(self.pending, self.secrets))
+            self.pending = ""
+
+
+def _follow(jobs: ClusterJobs, job_id: str) -> int:
+    """Stream a job's log (URIs' passwords and credentials masked) until it ends; its exit status (0: SUCCEEDED)."""
+    from sentsweep.platform.cluster.client import exit_status
+
+    out = MaskedLines(_secrets(jobs))
     try:
-        status = jobs.follow(job_id, lambda chunk: _write(redact(chunk, secrets)))
+        status = jobs.follow(job_id, out)
     except KeyboardInterrupt:
+        out.flush()
         print(f"\nstopped following; job {job_id} goes on (sentsweep jobs stop {job_id} --address "
               f"{jobs.address} ends it)", file=sys.stderr)
         return 130
+    out.flush()
     print(f"job {job_id} {status}")
     return exit_status(status)
 
@@ -219,7 +242,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     # Every job of the cluster is shown, also those submitted without sentsweep (`ray job submit`): entrypoints,
     # messages and logs may carry a URI with a password, or this environment's secrets.
     if args.action == "list":
-        print(mask_text(jobs_table(jobs.list()), _secrets(jobs)))
+        print(jobs_table(jobs.list(), _secrets(jobs)))  # masked before the entrypoints are cut
         return 0
     if args.action == "status":  # the message may quote the job's last log lines
         print(mask_text(describe_job(jobs.info(args.job_id)), _secrets(jobs)))

@@ -143,10 +143,8 @@ def embedder_precision(embedder: Any, info: Mapping[str, Any]) -> str:
 FileSpec = tuple[str, str | None]
 
 
-def data_sha256(specs: list[FileSpec], data_root: str | Path | None) -> str:
-    """SHA-256 over the registry files of ``specs`` (names relative to the root, and contents), in order;
-    files absent under the root are left out (their task did not run)."""
-    source = resolve_data_dir(data_root)
+def _registry_files(specs: list[FileSpec]) -> list[str]:
+    """The registry files of ``specs`` (names relative to a data root), in order, each once."""
     files = []
     for name, split in specs:
         info = REGISTRY.get(name)
@@ -154,8 +152,15 @@ def data_sha256(specs: list[FileSpec], data_root: str | Path | None) -> str:
             continue
         for wanted in ([split] if split else list(info.files)):
             files.extend(info.files.get(wanted, ()))
+    return list(dict.fromkeys(files))
+
+
+def data_sha256(specs: list[FileSpec], data_root: str | Path | None) -> str:
+    """SHA-256 over the registry files of ``specs`` (names relative to the root, and contents), in order;
+    files absent under the root are left out (their task did not run)."""
+    source = resolve_data_dir(data_root)
     digest = hashlib.sha256()
-    for relative in dict.fromkeys(files):
+    for relative in _registry_files(specs):
         path = source.path(relative)
         if path.is_file():
             digest.update(relative.encode("utf-8") + b"\0" + file_sha256(path).encode())
@@ -164,9 +169,15 @@ def data_sha256(specs: list[FileSpec], data_root: str | Path | None) -> str:
 
 def metric_data_sha256(key: str, data_root: str | Path | None) -> str | None:
     """:func:`data_sha256` of the files an STS-style metric ``key`` reads (``stsb_dev``: STS-B dev) under
-    ``data_root`` as :func:`~sentsweep.data.source.resolve_data_dir` resolves it now; None for another metric."""
+    ``data_root`` as :func:`~sentsweep.data.source.resolve_data_dir` resolves it now; None for another metric, and
+    when none of its files is there (unknown, not the digest of nothing)."""
     sts = _sts_protocol(key, {})
-    return data_sha256(sts[1], data_root) if sts is not None else None
+    if sts is None:
+        return None
+    source = resolve_data_dir(data_root)
+    if not any(source.path(relative).is_file() for relative in _registry_files(sts[1])):
+        return None
+    return data_sha256(sts[1], source)
 
 
 def file_sha256(path: Path) -> str:

@@ -342,7 +342,8 @@ def test_jobs_status_logs_and_list(sweep_job: SubmittedSweep, ray_head: Head) ->
     jobs = ray_head.jobs()
     other = jobs.client.submit_job(entrypoint="echo http://someone:hunter2-pw@mlflow.example:5000")
     assert jobs.wait(other, timeout=60, poll=0.2) == "SUCCEEDED"
-    for argv in (("jobs", "list"), ("jobs", "status", other), ("jobs", "logs", other)):
+    for argv in (("jobs", "list"), ("jobs", "status", other), ("jobs", "logs", other), ("jobs", "logs", other,
+                                                                                        "--follow")):
         status, out, err = _run_cli(*argv, "--address", ray_head.address)
         assert status == 0 and "hunter2-pw" not in out + err and "someone:***@mlflow.example" in out, (argv, out)
 

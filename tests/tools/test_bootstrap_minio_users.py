@@ -21,6 +21,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "k8s" / "base" / "bootstrap" / "m
 FAKE_MC = """#!/bin/sh
 echo "$*" >> "$MC_STATE/calls.log"
 echo "${MC_HOST_root:-}" >> "$MC_STATE/mc_host.log"
+if [ "$1" = ls ] && [ -n "${MC_REFUSE:-}" ]; then echo "mc: <ERROR> $MC_REFUSE" >&2; exit 1; fi
 case "$1 $2 $3" in
   "admin policy create") cp "$6" "$MC_STATE/$5.json" ;;
   "admin policy attach")
@@ -112,3 +113,19 @@ def test_one_user_for_both_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "storage.env and mlflow-storage.env name the same MinIO user ray-user: give each its own" in done.stderr
     assert not (tmp_path / "state" / "calls.log").exists()
+
+
+def test_a_root_password_a_url_cannot_hold_as_it_is_is_refused_before_mc_runs(tmp_path: Path) -> None:
+    """Review 16b M2: the root login goes into MC_HOST_root unencoded; a '/' (half of `openssl rand -base64`'s
+    outputs) made mc fail to parse it and the script wait for MinIO for ever."""
+    done = _run(tmp_path, MINIO_ROOT_PASSWORD="abc/def+ghi=")
+    assert done.returncode == 1
+    assert "MINIO_ROOT_USER and MINIO_ROOT_PASSWORD may hold only letters, digits" in done.stderr
+    assert not (tmp_path / "state" / "calls.log").exists()
+
+
+def test_a_minio_that_never_accepts_the_login_fails_the_job_with_mcs_error(tmp_path: Path) -> None:
+    done = _run(tmp_path, MC_REFUSE="The Access Key Id you provided does not exist", MINIO_WAIT_TRIES="1")
+    assert done.returncode == 1
+    assert "did not answer with the root login of minio.env: mc: <ERROR> The Access Key Id" in done.stderr
+    assert (tmp_path / "state" / "calls.log").read_text().splitlines() == ["ls root"]

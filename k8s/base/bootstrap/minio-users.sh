@@ -18,9 +18,21 @@ if [ "$AWS_ACCESS_KEY_ID" = "$MLFLOW_ACCESS_KEY_ID" ]; then
   exit 1
 fi
 # MinIO's root login reaches mc through its environment (MC_HOST_<alias>), not `mc alias set`, which would write
-# it into mc's config file on the pod's disk (an emptyDir on the node).
+# it into mc's config file on the pod's disk (an emptyDir on the node). It goes into a URL there, unencoded: only
+# characters a URL's user-info takes as they are.
+case "$MINIO_ROOT_USER$MINIO_ROOT_PASSWORD" in
+  *[!A-Za-z0-9._~-]*)
+    echo "minio.env: MINIO_ROOT_USER and MINIO_ROOT_PASSWORD may hold only letters, digits and . _ ~ - (they go into a URL for mc; e.g. openssl rand -hex 24)" >&2
+    exit 1 ;;
+esac
 export MC_HOST_root="${S3_ENDPOINT%%://*}://$MINIO_ROOT_USER:$MINIO_ROOT_PASSWORD@${S3_ENDPOINT#*://}"
-until mc ls root >/dev/null; do
+tries=${MINIO_WAIT_TRIES:-60}  # 5 s apart: 5 minutes, then the Job fails with mc's last error (and is retried)
+until error=$(mc ls root 2>&1 >/dev/null); do
+  tries=$((tries - 1))
+  if [ "$tries" -le 0 ]; then
+    echo "MinIO at $S3_ENDPOINT did not answer with the root login of minio.env: $error" >&2
+    exit 1
+  fi
   echo "waiting for MinIO at $S3_ENDPOINT"; sleep 5
 done
 mc mb --ignore-existing "root/$BUCKET"

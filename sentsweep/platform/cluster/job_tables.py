@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sentsweep.credentials import mask_uri
+from sentsweep.credentials import mask_text, mask_uri
 from sentsweep.tables import aligned_table
 
 if TYPE_CHECKING:
@@ -52,14 +52,15 @@ def describe_job(info: JobDetails) -> str:
     return "\n".join(lines)
 
 
-def jobs_table(jobs: Sequence[JobDetails]) -> str:
-    """Jobs newest first: id, status, start, duration, sweep, entrypoint."""
+def jobs_table(jobs: Sequence[JobDetails], secrets: Sequence[str] = ()) -> str:
+    """Jobs newest first: id, status, start, duration, sweep, entrypoint (URIs' passwords and ``secrets`` masked
+    before it is cut to the table's width)."""
     ordered = sorted(jobs, key=lambda j: j.start_time or 0, reverse=True)
     if not ordered:
         return "no jobs"
     rows = [(job_name(info), str(getattr(info.status, "value", info.status)), _when(info.start_time),
              _duration(info.start_time, info.end_time), (info.metadata or {}).get("sweep", "-"),
-             _shortened(mask_uri(info.entrypoint))) for info in ordered]
+             _shortened(mask_text(info.entrypoint, secrets))) for info in ordered]
     return aligned_table(rows, ("JOB", "STATUS", "STARTED", "DURATION", "SWEEP", "ENTRYPOINT"))
 
 

@@ -26,3 +26,22 @@ def test_a_password_in_an_entrypoint_is_masked_before_the_table_cuts_it() -> Non
 def test_a_password_in_a_message_or_entrypoint_of_one_job_is_masked() -> None:
     shown = describe_job(_job(f"echo {LOGIN}", message=f"Job failed: could not reach {LOGIN}"))
     assert "hunter2" not in shown and shown.count("http://someone:***@mlflow.example:5000") == 2
+
+
+def test_a_local_secret_in_an_entrypoint_is_masked_before_the_cut() -> None:
+    """Review 16b L1: the environment's secrets were redacted after the cut, which could leave a secret's start."""
+    token = "tok_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    table = jobs_table([_job(f"python -m train --ray-token {token} --x 1")], secrets=[token])
+    assert "tok_ABC" not in table and "--ray-token ***" in table
+
+
+def test_a_followed_log_is_masked_also_where_a_chunk_splits_a_uri() -> None:
+    from sentsweep.cli.cluster import MaskedLines
+
+    shown: list[str] = []
+    out = MaskedLines(["s3cr3t-value"], shown.append)
+    for chunk in ("starting\nlogging to http://someone:hun", "ter2-pw@mlflow:5000 with s3cr3t-", "value\nlast"):
+        out(chunk)
+    out.flush()
+    text = "".join(shown)
+    assert text == "starting\nlogging to http://someone:***@mlflow:5000 with ***\nlast"

@@ -475,6 +475,12 @@ def test_internet_egress_that_also_opens_the_internal_ranges_is_caught(tmp_path:
     assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 opens the internal ranges "
                    "172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 too: list them in its except (internet egress is "
                    "the internet only) [network]"]
+    six = _planted(tmp_path / "v6", LOCAL, {"overlays/local/kube-api.yaml": (  # IPv6: unique-local, link-local
+        "  name: kube-api-egress\nspec:\n  egress:\n  - to:\n    - ipBlock:\n        cidr: 192.0.2.1/32\n",
+        "  name: kube-api-egress\n  labels:\n    sentsweep/internet-egress: opt-in\nspec:\n  egress:\n  - to:\n"
+        "    - ipBlock:\n        cidr: ::/0\n        except:\n        - fe80::/10\n")})
+    assert six == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock ::/0 opens the internal ranges fc00::/7 "
+                   "too: list them in its except (internet egress is the internet only) [network]"]
 
 
 def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path: Path) -> None:
