@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sentsweep.cli.common import NO_FINALIZE_HELP, add_overrides
+from sentsweep.credentials import mask_text
 from sentsweep.errors import ConfigError
 from sentsweep.platform.cluster.placement import DRIVER_RESOURCES
 
@@ -138,15 +139,11 @@ class MaskedLines:
         self.secrets, self.write, self.pending = secrets, write, ""
 
     def __call__(self, chunk: str) -> None:
-        from sentsweep.credentials import mask_text
-
         complete, newline, self.pending = (self.pending + chunk).rpartition("\n")
         if newline:
             self.write(mask_text(complete + newline, self.secrets))
 
     def flush(self) -> None:
-        from sentsweep.credentials import mask_text
-
         if self.pending:
             self.write(mask_text(self.pending, self.secrets))
             self.pending = ""
@@ -235,7 +232,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.credentials import mask_text
     from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
 
     jobs = _connect(args)

@@ -104,7 +104,8 @@ INTERNET_OPT_IN = ("sentsweep/internet-egress", "opt-in")
 
 #: The private (RFC 1918, IPv6 unique-local), shared (RFC 6598) and IPv6 link-local ranges an opted-in internet
 #: egress must except.
-INTERNAL_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10")
+INTERNAL_RANGES = tuple(ipaddress.ip_network(r) for r in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10"))
 
 
 def _network(cidr: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
@@ -129,8 +130,7 @@ def _public_egress_problems(policy: dict[str, Any]) -> list[str]:
                              f"{INTERNET_OPT_IN[0]}: {INTERNET_OPT_IN[1]}")
                 continue
             excepted = [n for n in map(_network, block.get("except") or []) if n is not None]
-            internal = [ipaddress.ip_network(r) for r in INTERNAL_RANGES]
-            open_ranges = [str(r) for r in internal if r.version == network.version and r.overlaps(network)
+            open_ranges = [str(r) for r in INTERNAL_RANGES if r.version == network.version and r.overlaps(network)
                            and not any(r.subnet_of(e) for e in excepted if e.version == r.version)]
             if open_ranges:
                 found.append(f"spec.egress[{i}]: ipBlock {block['cidr']} opens the internal ranges "
