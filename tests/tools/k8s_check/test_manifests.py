@@ -20,7 +20,9 @@ import yaml
 from sentsweep.platform.config import parse_sweep_config
 from tools import k8s_check
 from tools.k8s_check.entrypoint import driver_groups
+from tools.k8s_check.objects import format_bytes, pod_specs, quantity
 from tools.k8s_check.policy import project_ray_version
+from tools.k8s_check.scheduling import SPOT_LABELS, runs_on_spot, spot_labels_allowed
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
@@ -116,7 +118,7 @@ def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
         "kubernetes.azure.com/scalesetpriority", "karpenter.sh/capacity-type"}
     assert "sentsweep/spot" in {t["key"] for t in spot[2]["template"]["spec"]["tolerations"]}
     assert all("sentsweep/spot" not in json.dumps(g) for g in spot[:2])  # only the spot group goes on spot nodes
-    assert _one(rendered["overlays/gpu-spot"].objects, "PriorityClass")["preemptionPolicy"] == "Never"
+    assert all("PriorityClass" not in r.counts for r in rendered.values())  # k8s/cluster owns them
     team = rendered["examples/team"].objects + rendered["examples/team/sweep"].objects
     assert {o["metadata"].get("namespace", o["metadata"]["name"]) for o in team} == {"team-a"}
     assert {o["kind"] for o in team} >= {"ResourceQuota", "LimitRange", "Namespace"}
@@ -126,6 +128,89 @@ def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
     assert job["shutdownAfterJobFinishes"] is True and job["backoffLimit"] > 0
     assert (job["activeDeadlineSeconds"], job["preRunningDeadlineSeconds"]) == (172800, 1800)
     assert (job["entrypointNumCpus"], json.loads(job["entrypointResources"])) == (1, {"sweep_driver": 1})
+
+
+def test_in_gpu_spot_only_the_spot_group_may_run_on_spot_nodes(rendered: dict[str, k8s_check.Rendered]) -> None:
+    """SRE review 16, finding 4: the head, the other groups, the submitter and the platform's pods had no affinity,
+    so on an untainted spot pool a reclaim could take the head or postgres-0. Each now has ONE required term that
+    excludes every spot label (the terms are ORed)."""
+    objects = rendered["overlays/gpu-spot"].objects + rendered["overlays/gpu-spot/sweep"].objects
+    pods = {(o["kind"], o["metadata"]["name"], pod.where): pod.spec for o in objects for pod in pod_specs(o)}
+    on_spot = sorted(k for k, spec in pods.items() if runs_on_spot(spec))
+    assert on_spot == [("RayCluster", "sentsweep", "spec.workerGroupSpecs[2].template.spec"),
+                       ("RayJob", "sweep", "spec.rayClusterSpec.workerGroupSpecs[2].template.spec")]
+    anti = [{"key": key, "operator": "NotIn", "values": [value]} for key, value in SPOT_LABELS.items()]
+    off_spot = {k: spec for k, spec in pods.items() if k not in on_spot}
+    assert {k[0] for k in off_spot} == {"RayCluster", "RayJob", "StatefulSet", "Deployment", "Job", "CronJob"}
+    for key, spec in off_spot.items():
+        assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+            "nodeSelectorTerms": [{"matchExpressions": anti}]}, key
+    mlflow = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]["affinity"]
+    assert "podAntiAffinity" in mlflow  # the strategic merge keeps the base's
+    gpu = rendered["overlays/gpu"].objects + rendered["overlays/gpu/sweep"].objects
+    assert all("nodeAffinity" not in json.dumps(o) for o in gpu)  # the component alone adds it
+
+
+def test_spot_exclusions_follow_node_selector_semantics() -> None:
+    """An exclusion is NotIn the spot value, DoesNotExist, In other values, or a nodeSelector with another value;
+    every term must have it (terms are ORed)."""
+    def spec(*terms: list[dict[str, Any]], selector: dict[str, str] | None = None) -> dict[str, Any]:
+        required = {"nodeSelectorTerms": [{"matchExpressions": list(t)} for t in terms]}
+        return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+                **({"nodeSelector": selector} if selector else {})}
+
+    everything = [f"{k}={v}" for k, v in SPOT_LABELS.items()]
+    assert spot_labels_allowed({}) == everything
+    excluded = [{"key": "sentsweep/capacity", "operator": "NotIn", "values": ["spot"]},
+                {"key": "cloud.google.com/gke-spot", "operator": "DoesNotExist"},
+                {"key": "eks.amazonaws.com/capacityType", "operator": "In", "values": ["ON_DEMAND"]},
+                {"key": "kubernetes.azure.com/scalesetpriority", "operator": "NotIn", "values": ["spot"]}]
+    assert spot_labels_allowed(spec(excluded)) == ["karpenter.sh/capacity-type=spot"]
+    assert spot_labels_allowed(spec(excluded, selector={"karpenter.sh/capacity-type": "on-demand"})) == []
+    assert spot_labels_allowed(spec(excluded, [], selector={"karpenter.sh/capacity-type": "on-demand"})) == \
+        everything[:4]  # a second term without exclusions lets the pod onto spot nodes again
+    assert runs_on_spot(spec([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]))
+    assert not runs_on_spot(spec(excluded))
+    assert (quantity("72Gi"), quantity("512Mi"), quantity("1Ti"), quantity("500M")) == (
+        72 * 2**30, 512 * 2**20, 2**40, 5e8)
+    assert (format_bytes(72 * 2**30), format_bytes(272 * 2**20)) == ("72Gi", "272Mi")
+
+
+def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_check.Rendered]) -> None:
+    """SRE review 16, finding 9: the platform's pods and the Ray heads run at sentsweep-platform in the gpu overlays
+    (the local overlay, for a bare cluster, names no class: a pod naming a missing one is refused); the classes are
+    cluster-scoped, so k8s/cluster (a cluster admin's) owns them and no overlay does."""
+    cluster = k8s_check.render(K8S / "cluster")
+    assert k8s_check.validate_objects(cluster.objects) == []
+    classes = {o["metadata"]["name"]: o for o in cluster.objects}
+    assert (classes["sentsweep-platform"]["value"], classes["sentsweep-platform"]["preemptionPolicy"]) == (
+        100000, "PreemptLowerPriority")
+    assert (classes["sentsweep-spot"]["value"], classes["sentsweep-spot"]["preemptionPolicy"]) == (-10, "Never")
+    assert not any(c.get("globalDefault") for c in classes.values())
+    for overlay, sweep in PAIRS.items():
+        objects = rendered[overlay].objects + rendered[sweep].objects
+        named = {(o["kind"], o["metadata"]["name"], pod.where): pod.spec.get("priorityClassName")
+                 for o in objects for pod in pod_specs(o)}
+        assert set(named.values()) <= set(classes) | {None}, overlay
+        if overlay == "overlays/local":
+            assert set(named.values()) == {None}
+            continue
+        assert {k for k, name in named.items() if name == "sentsweep-platform"} == {
+            ("StatefulSet", "postgres", "spec.template.spec"), ("StatefulSet", "minio", "spec.template.spec"),
+            ("Deployment", "mlflow", "spec.template.spec"),
+            ("RayCluster", "sentsweep", "spec.headGroupSpec.template.spec"),
+            ("RayJob", "sweep", "spec.rayClusterSpec.headGroupSpec.template.spec")}, overlay
+
+
+def test_a_cluster_scoped_object_in_an_overlay_is_caught(tmp_path: Path) -> None:
+    """SRE review 16, finding 9: gpu-spot owned the PriorityClass sentsweep-spot, so deleting one team's overlay
+    deleted it for every team. The overlays' own Namespace stays allowed."""
+    new = _planted(tmp_path, ("overlays/gpu-spot", "overlays/gpu-spot/sweep"), {
+        "overlays/gpu-spot/kustomization.yaml": ("resources:\n- ../gpu\n", "resources:\n- ../gpu\n- ../../cluster\n")})
+    message = ("cluster-scoped, but deployed with the namespaced objects of sentsweep: deleting them (kubectl delete "
+               "-k) deletes it for every namespace that uses it, and a namespace admin cannot create it; put it in "
+               "k8s/cluster (applied once by a cluster admin) and refer to it by name [scope]")
+    assert new == [f"PriorityClass/sentsweep-platform: {message}", f"PriorityClass/sentsweep-spot: {message}"]
 
 
 def test_a_name_suffix_gives_each_sweep_its_own_objects(tmp_path: Path) -> None:
@@ -665,3 +750,61 @@ def test_no_seccomp_profile_and_the_nodes_namespaces_are_caught(tmp_path: Path) 
         "StatefulSet/minio: spec.template.spec.containers[minio]: seccompProfile is not RuntimeDefault (or "
         "Localhost) [policy]",
         "StatefulSet/minio: spec.template.spec: shares the node's namespaces (hostNetwork) [policy]"]
+
+
+# -- node disk and spot capacity (SRE review 16, findings 8 and 4) -------------------------------------------------
+
+SPOT = ("overlays/gpu-spot", "overlays/gpu-spot/sweep")
+
+
+def test_a_container_without_ephemeral_storage_is_caught(tmp_path: Path) -> None:
+    """Finding 8: emptyDirs of up to 70Gi a pod and no ephemeral-storage requests, so the scheduler placed pods
+    without counting node disk. An overlay that replaces a container's resources whole must keep it too."""
+    new = _planted(tmp_path, ("overlays/local",), {"base/postgres.yaml": (
+        "            ephemeral-storage: 128Mi\n", "")})
+    assert new == ["StatefulSet/postgres: spec.template.spec.containers[postgres]: no requests for ephemeral-storage "
+                   "(its pod's emptyDirs may hold 272Mi of node disk, and the scheduler counts only requests) "
+                   "[scheduling]"]
+    new = _planted(tmp_path / "overlay", LOCAL, {"overlays/local/raycluster.yaml": (
+        "      memory: 3Gi\n      ephemeral-storage: 4Gi\n    limits:\n      cpu: \"1\"\n      memory: 3Gi\n"
+        "      ephemeral-storage: 30Gi\n", "      memory: 3Gi\n    limits:\n      cpu: \"1\"\n      memory: 3Gi\n")})
+    assert new == ["RayCluster/sentsweep: spec.headGroupSpec.template.spec.containers[ray-head]: no requests and "
+                   "limits for ephemeral-storage (its pod's emptyDirs may hold 20Gi of node disk, and the scheduler "
+                   "counts only requests) [scheduling]"]
+    new = _planted(tmp_path / "autoscaler", LOCAL, {"base/raycluster.yaml": (
+        "        ephemeral-storage: 128Mi  # its own logs (it writes Ray's into the head's /tmp/ray)\n", "")})
+    assert new == ["RayCluster/sentsweep: spec.autoscalerOptions: no requests for ephemeral-storage (its pod's "
+                   "emptyDirs may hold 20Gi of node disk, and the scheduler counts only requests) [scheduling]"]
+
+
+def test_ephemeral_storage_limits_below_the_emptydirs_are_caught(tmp_path: Path) -> None:
+    """The kubelet evicts a pod whose disk use passes the sum of its containers' limits: below the sizeLimits, the
+    emptyDirs could never fill to their size."""
+    new = _planted(tmp_path, ("overlays/local",), {"base/minio.yaml": ("          sizeLimit: 64Mi\n",
+                                                                       "          sizeLimit: 1Gi\n")})
+    assert new == ["StatefulSet/minio: spec.template.spec: its containers' ephemeral-storage limits (256Mi) are below "
+                   "its emptyDirs' sizeLimits (1Gi): the kubelet evicts the pod before they fill [scheduling]"]
+
+
+#: The start of the head's anti-spot affinity in k8s/components/spot-gpu/raycluster.yaml.
+HEAD_OFF_SPOT = ("  path: /spec/headGroupSpec/template/spec/affinity\n  value:\n    nodeAffinity:\n"
+                 "      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n")
+
+
+def test_a_pod_that_may_land_on_spot_nodes_is_caught(tmp_path: Path) -> None:
+    """Finding 4: with a spot group deployed, every other pod excludes each spot label (Karpenter's too) in every
+    required term; a term is ORed with the others, so one more term without the exclusions reopens spot nodes."""
+    new = _planted(tmp_path, SPOT, {"components/spot-gpu/off-spot.yaml": (
+        "              - {key: karpenter.sh/capacity-type, operator: NotIn, values: [spot]}\n", "")})
+    suffix = ("spec.template.spec: may be placed on spot nodes (karpenter.sh/capacity-type=spot): a spot group is "
+              "deployed, and every other pod needs required nodeAffinity excluding each spot label in every "
+              "nodeSelectorTerm [scheduling]")
+    assert new == [f"{oid}: {suffix}" for oid in ("Deployment/mlflow", "Job/bootstrap", "StatefulSet/minio",
+                                                  "StatefulSet/postgres")]
+    new = _planted(tmp_path / "or", SPOT, {"components/spot-gpu/raycluster.yaml": (
+        HEAD_OFF_SPOT, HEAD_OFF_SPOT + "        - matchExpressions:\n"
+                                       "          - {key: kubernetes.io/os, operator: In, values: [linux]}\n")})
+    labels = ", ".join(f"{k}={v}" for k, v in SPOT_LABELS.items())
+    assert new == [f"RayCluster/sentsweep: spec.headGroupSpec.template.spec: may be placed on spot nodes ({labels}): a "
+                   "spot group is deployed, and every other pod needs required nodeAffinity excluding each spot label "
+                   "in every nodeSelectorTerm [scheduling]"]
