@@ -62,6 +62,7 @@ k8s-check: setup
 	$(PY) -m tools.k8s_check k8s/overlays/gpu k8s/overlays/gpu/sweep
 	$(PY) -m tools.k8s_check k8s/overlays/gpu-spot k8s/overlays/gpu-spot/sweep
 	$(PY) -m tools.k8s_check k8s/examples/team k8s/examples/team/sweep
+	$(PY) -m tools.k8s_check k8s/cluster
 	$(VENV)/bin/hadolint docker/Dockerfile docker/mlflow.Dockerfile
 
 clean:
