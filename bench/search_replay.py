@@ -68,12 +68,13 @@ class SearchSettings:
     startup_trials: int | None = SweepConfig.model_fields["startup_trials"].default
     grace_period: int = SchedulerConfig.model_fields["grace_period"].default
     reduction_factor: float = SchedulerConfig.model_fields["reduction_factor"].default
+    tpe_gamma: str = SweepConfig.model_fields["tpe_gamma"].default
 
     def sweep_config(self, seed: int, asha: bool) -> SweepConfig:
         scheduler = SchedulerConfig(type="asha" if asha else "fifo", grace_period=self.grace_period,
                                     reduction_factor=self.reduction_factor)
         return SweepConfig(name="replay", method="cosent", seed=seed, startup_trials=self.startup_trials,
-                           scheduler=scheduler)
+                           tpe_gamma=self.tpe_gamma, scheduler=scheduler)
 
 
 def space_distributions(define_by_run: Callable[[optuna.Trial], Any]) -> dict[str, BaseDistribution]:

@@ -37,6 +37,7 @@ class Summary:
     regret: tuple[float, float, float]  # after the budget: q1, median, q3
     trials: float  # mean trials started
     cap_s: float = math.inf  # the trial-seconds each replay was stopped at
+    per_seed: tuple[float, ...] = ()  # trial-seconds to target of each seed (inf: never reached)
 
 
 def summarise(strategy: Strategy, concurrency: int, traces: Sequence[Trace], table: GridTable, tolerance: float,
@@ -47,7 +48,7 @@ def summarise(strategy: Strategy, concurrency: int, traces: Sequence[Trace], tab
     return Summary(strategy.name, concurrency, quartiles(to_target),
                    quartiles([t.seconds_to(target, wall=True) for t in traces])[1],
                    float(np.mean([math.isfinite(v) for v in to_target])), quartiles(regret),
-                   float(np.mean([t.trials for t in traces])), cap_s)
+                   float(np.mean([t.trials for t in traces])), cap_s, tuple(to_target))
 
 
 def run_all(table: GridTable, strategies: Sequence[Strategy], *, repeats: int, concurrencies: Sequence[int],
@@ -73,12 +74,43 @@ def ratio_to_reference(summary: Summary, summaries: Sequence[Summary]) -> float:
     return summary.to_target[1] / ref.to_target[1]
 
 
+def _median(values: np.ndarray) -> np.ndarray:
+    """Medians along the last axis as :func:`quartiles` takes them (one of the values, inf-safe)."""
+    return np.quantile(values, 0.5, axis=-1, method="inverted_cdf")
+
+
+def ratio_interval(summary: Summary, summaries: Sequence[Summary], resamples: int = 2000,
+                   level: float = 0.95) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of the ratio of medians to random search's (seeds resampled with
+    replacement, each strategy on its own); ``None`` without per-seed figures. A resample whose median is inf
+    (most of its seeds never reached the target) gives an infinite or zero ratio, so an end may be inf."""
+    ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
+    if ref is None or not summary.per_seed or not ref.per_seed:
+        return None
+    rng = np.random.default_rng(0)
+    own, base = np.asarray(summary.per_seed), np.asarray(ref.per_seed)
+    top = _median(own[rng.integers(0, len(own), (resamples, len(own)))])
+    bottom = _median(base[rng.integers(0, len(base), (resamples, len(base)))])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = np.where(np.isinf(top) & np.isinf(bottom), np.nan, top / bottom)
+    ratios = ratios[~np.isnan(ratios)]
+    if not len(ratios):
+        return None
+    low, high = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(low), float(high)
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else "inf"
+
+
 def ratio_text(summary: Summary, summaries: Sequence[Summary]) -> str:
     """The ratio to random search; where random's median never reached the target within the cap, the bound
     ``< own median / cap`` (random's median is beyond the cap)."""
     ratio = ratio_to_reference(summary, summaries)
     if math.isfinite(ratio):
-        return f"{ratio:.2f}x"
+        interval = ratio_interval(summary, summaries) if summary.strategy != REFERENCE else None
+        return f"{ratio:.2f}x" + (f" [{_ratio(interval[0])}, {_ratio(interval[1])}]" if interval else "")
     ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
     own = summary.to_target[1]
     if ref is not None and math.isinf(ref.to_target[1]) and math.isfinite(own) and math.isfinite(summary.cap_s):
@@ -104,4 +136,5 @@ def table_rows(summaries: Sequence[Summary]) -> list[list[str]]:
 
 
 HEADER = ["strategy", "concurrency", "trial-s to target: median [q1, q3]", "wall-s to target (median)",
-          "seeds reaching it", "regret after budget: median [q1, q3]", "trials (mean)", "ratio to random"]
+          "seeds reaching it", "regret after budget: median [q1, q3]", "trials (mean)",
+          "ratio to random [95% bootstrap]"]

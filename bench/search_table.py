@@ -101,6 +101,8 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
                    help="TPE's random trials first (default: the sweep's default; Optuna's 10 when unset)")
     p.add_argument("--grace-period", type=int, default=d.grace_period)
     p.add_argument("--reduction-factor", type=float, default=d.reduction_factor)
+    p.add_argument("--tpe-gamma", choices=("hyperopt", "optuna"), default=d.tpe_gamma,
+                   help="TPE's good-group size (the sweep's tpe_gamma)")
     p.add_argument("--strategies", default=None, help="comma-separated names (default: all)")
     p.add_argument("--only", action="append", default=[], metavar="SETTING=V1,V2",
                    help="replay on the sub-grid where SETTING takes these values (repeatable), e.g. batch_size=16")
@@ -128,7 +130,7 @@ def _cmd_replay(args: argparse.Namespace) -> None:
         raise SystemExit(f"{args.table}: {error}") from None
     full = sum(c.seconds[-1] for c in table.curves.values())
     settings = SearchSettings(startup_trials=args.startup_trials, grace_period=args.grace_period,
-                              reduction_factor=args.reduction_factor)
+                              reduction_factor=args.reduction_factor, tpe_gamma=args.tpe_gamma)
     wanted = set(args.strategies.split(",")) if args.strategies else None
     strategies = [s for s in STRATEGIES if wanted is None or s.name in wanted or s.sampler in wanted]
     summaries = run_all(table, strategies, repeats=args.repeats, concurrencies=args.concurrency, cap_s=args.cap * full,
@@ -137,7 +139,8 @@ def _cmd_replay(args: argparse.Namespace) -> None:
     print(f"table {args.table} (cost: {args.cost}): {len(table.curves)} configurations x {table.reports} reports, best "
           f"{table.best:.2f}, target {table.best - args.tolerance:.2f}; full grid {full:.0f} trial-s; budget "
           f"{args.budget * full:.0f} trial-s; cap {args.cap * full:.0f} trial-s; {args.repeats} seeds; TPE startup "
-          f"{settings.startup_trials or 'Optuna default (10)'}, ASHA grace {settings.grace_period}, reduction "
+          f"{settings.startup_trials or 'Optuna default (10)'}, gamma {settings.tpe_gamma}, ASHA grace "
+          f"{settings.grace_period}, reduction "
           f"{settings.reduction_factor:g}")
     print_table("Does the search pay? (trial-seconds to within "
                 f"{args.tolerance} of the table's best)", HEADER, table_rows(summaries))

@@ -12,7 +12,7 @@ import pytest
 
 from bench.search_grid import PARAMS, GridTable, append_rows, merge_tables, read_table, recorded_configs
 from bench.search_replay import STRATEGIES, ReplaySpace, SearchSettings, replay
-from bench.search_summary import Summary, quartiles, ratio_text, ratio_to_reference, run_all
+from bench.search_summary import Summary, quartiles, ratio_interval, ratio_text, ratio_to_reference, run_all
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BY_NAME = {s.name: s for s in STRATEGIES}
@@ -208,3 +208,15 @@ def test_summary_quartiles_and_the_ratio_to_random(table) -> None:
     fast = Summary("x", 2, (1.0, 20.0, 30.0), 20.0, 1.0, (0.0, 0.0, 0.0), 1.0, 100.0)
     assert ratio_text(fast, [slow_random, fast]) == "< 0.20x (random: > cap)"  # a bound: random's median > cap
     assert ratio_text(random, summaries) == "1.00x"
+
+
+def test_the_ratio_to_random_carries_a_bootstrap_interval_of_the_seeds() -> None:
+    random = Summary("random", 1, (2.0, 4.0, 6.0), 4.0, 1.0, (0.0, 0.0, 0.0), 1.0, per_seed=(2.0, 4.0, 6.0, 4.0))
+    same = Summary("x", 1, (2.0, 4.0, 6.0), 4.0, 1.0, (0.0, 0.0, 0.0), 1.0, per_seed=(4.0, 4.0, 4.0, 4.0))
+    low, high = ratio_interval(same, [random, same])
+    assert low <= 1.0 <= high and (low, high) != (1.0, 1.0)  # random's spread alone moves the ratio
+    assert ratio_text(same, [random, same]) == f"1.00x [{low:.2f}, {high:.2f}]"
+    erratic = Summary("x", 1, (2.0, 4.0, math.inf), 4.0, 0.5, (0.0, 0.0, 0.0), 1.0,
+                      per_seed=(2.0, 4.0, math.inf, math.inf))
+    assert ratio_interval(erratic, [random, erratic])[1] == math.inf  # half the seeds never got there
+    assert ratio_interval(Summary("x", 1, (1.0, 1.0, 1.0), 1.0, 1.0, (0.0, 0.0, 0.0), 1.0), [random]) is None

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from optuna.trial import TrialState
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search import FINAL_KEY, build_scheduler, build_searcher
+from sentsweep.platform.search import FINAL_KEY, build_sampler, build_scheduler, build_searcher
 
 
 def space(trial):
@@ -35,6 +36,19 @@ def test_first_point_first_then_seeded_tpe():
     assert b.suggest("t0") == first and b.suggest("t1") and a.suggest("t2") == b.suggest("t2")
     sampler = a.study.sampler
     assert sampler._multivariate and sampler._constant_liar
+
+
+def test_tpe_builds_its_good_group_as_the_sweep_says():
+    """Hyperopt's ceil(0.25 sqrt(n)) by default, Optuna's ceil(0.1 n) on request; a multi-objective study keeps
+    Optuna's own split."""
+    def gamma(**fields):
+        return build_sampler(SweepConfig(name="s", method="cosent", **fields))._gamma
+
+    assert [gamma()(n) for n in (10, 40, 100, 10_000)] == [1, 2, 3, 25]
+    assert [gamma(tpe_gamma="optuna")(n) for n in (10, 40, 100, 10_000)] == [1, 4, 10, 25]
+    assert gamma(objectives=["stsb_dev max", "compute_seconds min"]) is None
+    with pytest.raises(ValueError, match="tpe_gamma"):
+        SweepConfig(name="s", method="toy", tpe_gamma="median")
 
 
 def test_trial_states_reach_optuna_truthfully():
