@@ -60,7 +60,10 @@ class MultiviewConfig(TrialConfig):
     freeze_vectors: bool = True
     vocab_size: int = Field(50_000, ge=10, description="trainable vocabulary: most frequent corpus words")
     max_vectors: int | None = Field(None, ge=1, description="keep the first N rows of the vector file")
-    word_dim: int = Field(300, ge=2, description="word-vector size for word_vectors: random")
+    word_dim: int = Field(300, ge=2, description="width of a Xavier-initialised trainable table")
+    trainable_init: str = Field(
+        "xavier", description="a trainable table's start: xavier (the paper's; word_vectors then serve the vocabulary "
+        "expansion only) or vectors (word_vectors where they have the word, their width)")
     lowercase: bool | None = None
     corpus: str = "enwiki"
     max_sentences: int | None = Field(None, ge=2)
@@ -114,6 +117,7 @@ class MultiviewConfig(TrialConfig):
             vocab_size=self.vocab_size,
             max_vectors=self.max_vectors,
             word_dim=self.word_dim,
+            trainable_init=self.trainable_init,
             lowercase=self.lowercase,
             constituency=self.constituency,
             spacy_model=self.spacy_model,

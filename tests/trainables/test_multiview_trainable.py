@@ -53,6 +53,7 @@ def test_defaults_are_the_papers() -> None:
     assert config.views == ViewPair("dep", "const") and config.hidden_size == 2400
     assert (config.optimizer, config.lr, config.batch_size, config.max_grad_norm) == ("adam", 5e-4, 400, 5.0)
     assert config.freeze_vectors and config.weight_decay == 0.0 and config.metric == "sickr_trial"
+    assert config.trainable_init == "xavier"  # section 4.1's trainable vocabulary
 
 
 def test_config_validation_names_the_field() -> None:
@@ -69,6 +70,10 @@ def test_config_validation_names_the_field() -> None:
         MULTIVIEW.parse({"word_vectors": "random"})
     with pytest.raises(ConfigError, match="constituency"):
         MULTIVIEW.parse({"constituency": "cky"})
+    with pytest.raises(ConfigError, match="trainable_init must be one of xavier, vectors"):
+        MULTIVIEW.parse({"freeze_vectors": False, "trainable_init": "glove"})
+    glove_start = MULTIVIEW.parse({"freeze_vectors": False, "trainable_init": "vectors"})
+    assert glove_start.settings().trainable_init == "vectors"
 
 
 # -- training ------------------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ SETTINGS_FILE = "multiview.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
 FROZEN_KEY = "frozen.weight"
+#: How a trainable vocabulary's tables start (:attr:`MultiViewSettings.trainable_init`).
+TRAINABLE_INITS: tuple[str, ...] = ("xavier", "vectors")
 
 
 class BinaryLike(Protocol):
@@ -107,12 +109,20 @@ class MultiViewSettings:
     #: A trainable vocabulary's unknown words get ``W x + b`` of their frozen vector at inference
     #: (:class:`~sentsweep.methods.multiview.vocab.VocabularyExpansion`, the paper's section 4.1).
     expand_vocabulary: bool = True
+    #: How a trainable table starts (:data:`TRAINABLE_INITS`): ``xavier`` as the paper (section 4.1: "initialized
+    #: with a Xavier distribution"), ``word_dim`` wide, the word vectors serving only the expansion; ``vectors``: the
+    #: word vectors where they have the word (Xavier elsewhere), as wide as they are.
+    trainable_init: str = "xavier"
 
     def __post_init__(self) -> None:
         if not isinstance(self.views, ViewPair):  # direct use (not through the trainable's config)
             self.views = parse_view_pair(self.views if isinstance(self.views, str) else "+".join(self.views))
         if self.freeze_vectors and self.word_vectors == RANDOM_VECTORS:
             raise ValueError("random word vectors cannot be frozen: set freeze_vectors false")
+        if self.trainable_init not in TRAINABLE_INITS:
+            raise ValueError(f"trainable_init must be one of {', '.join(TRAINABLE_INITS)}, got '{self.trainable_init}'")
+        if self.trainable_init == "vectors" and self.word_vectors == RANDOM_VECTORS:
+            raise ValueError("trainable_init 'vectors' needs word vectors (word_vectors is random): use xavier")
         if "seq" in self.views and self.hidden_size % 2:
             raise ValueError(f"the seq view needs an even hidden_size, got {self.hidden_size}")
 
@@ -131,6 +141,19 @@ class MultiViewSettings:
     @property
     def name(self) -> str:
         return str(self.views)
+
+    def table_dim(self, vectors_dim: int | None) -> int:
+        """The width of a trainable table: the word vectors' (``vectors_dim``) when it starts from them, else
+        ``word_dim``."""
+        return vectors_dim if self.trainable_init == "vectors" and vectors_dim is not None else self.word_dim
+
+    @classmethod
+    def from_saved(cls, raw: dict[str, Any]) -> MultiViewSettings:
+        """Settings read from ``multiview.json``; one written before ``trainable_init`` existed started its trainable
+        tables from the word vectors when it had any (and is as wide as they are)."""
+        raw = dict(raw)
+        raw.setdefault("trainable_init", "vectors" if raw.get("word_vectors") != RANDOM_VECTORS else "xavier")
+        return cls(**raw)
 
     @property
     def expands_vocabulary(self) -> bool:
@@ -255,8 +278,8 @@ def build_model(
     """A freshly initialised model and its vocabulary.
 
     Frozen vectors: the vector file's vocabulary. Trainable: the ``vocab_size`` most frequent words of
-    ``token_counts`` (the training corpus), each view's table GloVe-initialised where GloVe has the word
-    (Xavier elsewhere, and everywhere for ``word_vectors: random``).
+    ``token_counts`` (the training corpus), each view's table Xavier-initialised (``trainable_init: xavier``, the
+    paper's), or from the word vectors where they have the word (``vectors``; Xavier elsewhere).
     """
     with torch.random.fork_rng(devices=[]):  # seeded init without touching the caller's generator
         torch.manual_seed(seed)
@@ -284,11 +307,10 @@ def _build_model(
     if token_counts is None:
         raise ValueError("a trainable vocabulary is built from the training corpus's token counts")
     vocab = Vocabulary.from_counts(token_counts, settings.vocab_size, settings.lowercase)
-    dim = vectors.dim if vectors is not None else settings.word_dim
-    model = MultiViewModel(settings, len(vocab), dim)
+    model = MultiViewModel(settings, len(vocab), settings.table_dim(vectors.dim if vectors is not None else None))
     for table in (model.embed_f, model.embed_g):
         assert table is not None
-        if vectors is not None:
+        if vectors is not None and settings.trainable_init == "vectors":
             table.weight.data.copy_(torch.from_numpy(embedding_matrix(vocab, vectors, rng)))
         else:
             nn.init.xavier_uniform_(table.weight)
@@ -398,16 +420,16 @@ class MultiViewEncoder:
         """Rebuild an encoder saved by :meth:`save`; ``parser_factory`` makes its parser from the settings."""
         directory = Path(directory)
         raw = json.loads((directory / SETTINGS_FILE).read_text())
-        settings = MultiViewSettings(**raw)
+        settings = MultiViewSettings.from_saved(raw)
         if settings.freeze_vectors:
             model, vocab = build_model(settings)
         else:
             words = (directory / VOCAB_FILE).read_text(encoding="utf-8").split("\n")
             vocab = Vocabulary([w for w in words if w], lowercase=bool(settings.lowercase))
-            dim = settings.word_dim
-            if settings.word_vectors != RANDOM_VECTORS:
-                dim = load_word_vectors(settings.word_vectors, settings.max_vectors).dim
-            model = MultiViewModel(settings, len(vocab), dim)
+            vectors_dim = None
+            if settings.trainable_init == "vectors":
+                vectors_dim = load_word_vectors(settings.word_vectors, settings.max_vectors).dim
+            model = MultiViewModel(settings, len(vocab), settings.table_dim(vectors_dim))
         model.to(device or "cpu")
         encoder = cls(model, vocab, parser_factory(settings), batch_size)
         encoder.load_weights(directory)

@@ -92,8 +92,39 @@ def test_frozen_glove_vocabulary_and_unknown_words(glove: None) -> None:
     assert float(model.frozen.weight[1].abs().sum()) == 0.0
 
 
-def test_trainable_vocabulary_is_glove_initialised_per_view(parser: Parser, glove: None) -> None:
+def test_trainable_vocabulary_starts_xavier_as_the_paper_and_still_expands(parser: Parser, glove: None) -> None:
+    """Section 4.1: the trainable 50K table is "initialized with a Xavier distribution"; the vocabulary is still
+    expanded from the word vectors (a 50-d GloVe map into the 300-d table)."""
     settings = MultiViewSettings(views=("bow", "dep"), hidden_size=4, freeze_vectors=False, vocab_size=10)
+    assert settings.trainable_init == "xavier" and settings.expands_vocabulary
+    model, vocab = build_model(settings, _counts(parser), seed=0)
+    assert model.embed_f is not None and model.embed_g is not None
+    table = model.embed_f.weight.detach().numpy()
+    assert table.shape == (12, settings.word_dim)
+    bound = np.sqrt(6.0 / (12 + settings.word_dim))  # xavier_uniform_ of a (12, 300) table
+    assert np.abs(table).max() <= bound and np.abs(table[2:]).max() > bound / 2 and not table[0].any()
+    assert not np.array_equal(table, model.embed_g.weight.detach().numpy())  # each view its own table
+    encoder = MultiViewEncoder(model, vocab, parser)
+    unseen = "zymurgy" if vocab.id("zymurgy") == 1 else None
+    assert unseen and encoder.encode([f"the {unseen} ."]).shape == (1, 8)  # the expansion maps 50-d into 300-d
+
+
+def test_invalid_trainable_init_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="trainable_init must be one of xavier, vectors"):
+        MultiViewSettings(views=("bow", "dep"), freeze_vectors=False, trainable_init="glove")
+    with pytest.raises(ValueError, match="trainable_init 'vectors' needs word vectors"):
+        MultiViewSettings(views=("bow", "dep"), freeze_vectors=False, word_vectors="random", trainable_init="vectors")
+
+
+def test_settings_saved_before_trainable_init_started_from_the_vectors() -> None:
+    old = {"views": ["bow", "dep"], "freeze_vectors": False, "word_vectors": "glove-6b-50d"}
+    assert MultiViewSettings.from_saved(old).trainable_init == "vectors"
+    assert MultiViewSettings.from_saved({**old, "word_vectors": "random"}).trainable_init == "xavier"
+
+
+def test_trainable_vocabulary_can_start_from_glove_per_view(parser: Parser, glove: None) -> None:
+    settings = MultiViewSettings(views=("bow", "dep"), hidden_size=4, freeze_vectors=False, vocab_size=10,
+                                 trainable_init="vectors")
     model, vocab = build_model(settings, _counts(parser), seed=0)
     assert len(vocab) == 12 and model.embed_f is not None and model.embed_g is not None
     assert model.embed_f.weight.requires_grad and model.embed_f.weight is not model.embed_g.weight
@@ -110,12 +141,13 @@ def test_vocabulary_from_counts_is_deterministic() -> None:
     assert vocab.id("C") == 2 and vocab.id("zzz") == 1
 
 
-@pytest.mark.parametrize("freeze", [True, False])
+@pytest.mark.parametrize(("freeze", "init"), [(True, "xavier"), (False, "xavier"), (False, "vectors")])
 def test_save_and_load_roundtrip(
-    tmp_path: Path, parser: Parser, parse_cache: Path, freeze: bool, glove: None
+    tmp_path: Path, parser: Parser, parse_cache: Path, freeze: bool, init: str, glove: None
 ) -> None:
     settings = MultiViewSettings(
-        views=("seq", "const"), hidden_size=10, freeze_vectors=freeze, vocab_size=50, max_vectors=20_000
+        views=("seq", "const"), hidden_size=10, freeze_vectors=freeze, vocab_size=50, max_vectors=20_000,
+        trainable_init=init,
     )
     model, vocab = build_model(settings, _counts(parser), seed=3)
     with torch.no_grad():  # move away from the initialisation so the test sees trained weights

@@ -72,7 +72,8 @@ def test_encoder_gives_an_unknown_word_its_mapped_vector(
 ) -> None:
     vectors_file = _glove_file(tmp_path / "vectors.txt", [*KNOWN, *UNSEEN])
     settings = MultiViewSettings(views=("bow", "bow"), hidden_size=5, word_vectors=str(vectors_file),
-                                 freeze_vectors=False, vocab_size=50, expand_vocabulary=expand)
+                                 freeze_vectors=False, vocab_size=50, expand_vocabulary=expand,
+                                 trainable_init="vectors")  # the tables' shared rows are the vectors: exact maps
     counts = Counter(t for p in parser.parse(["The cat sat on the mat.", "A dog ran home."]) for t in p.tokens)
     model, vocab = build_model(settings, counts, seed=0)
     assert vocab.id("zebra") == 1
