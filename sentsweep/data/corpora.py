@@ -49,7 +49,8 @@ def read_one_document(path: Path, title: str) -> Document:
     return Document(title=title, sentences=tuple(sentences))
 
 
-def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = None) -> list[Document]:
+def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = None,
+           file_format: str = "documents") -> list[Document]:
     """A corpus as documents in reading order.
 
     Registered names: ``enwiki`` (one document per article), ``brown`` (one per Brown file, titled
@@ -57,7 +58,12 @@ def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = 
     is a path to a text file: absolute, relative to the working directory, or relative to the data
     directory. ``prepared:NAME`` (or ``prepared:URI``) is a corpus staged by ``sentsweep data prepare``
     (e.g. ``prepared:wiki1m``): memory-mapped, its sentences read on demand (:mod:`sentsweep.data.prepared`).
+    A text file is read in ``file_format``: ``documents`` (the titled-documents grammar, :mod:`.streams`: a line
+    opening a document with ``# `` is its title) or ``lines`` (one document, every non-blank line a sentence, so a
+    sentence that starts with ``# `` stays a sentence).
     """
+    if file_format not in ("documents", "lines"):
+        raise ValueError(f"file_format must be documents or lines, got '{file_format}'")
     if isinstance(name_or_path, str) and is_prepared_ref(name_or_path):
         return open_prepared(name_or_path, "corpus").documents()
     if isinstance(name_or_path, str) and name_or_path in REGISTRY:
@@ -65,7 +71,8 @@ def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = 
         if info.format == "one-document":
             return [read_one_document(path, title=info.name)]
         return read_documents(path)
-    return read_documents(_corpus_file(Path(name_or_path).expanduser(), data_dir))
+    path = _corpus_file(Path(name_or_path).expanduser(), data_dir)
+    return [read_one_document(path, title=path.stem)] if file_format == "lines" else read_documents(path)
 
 
 def _corpus_file(path: Path, data_dir: str | Path | DataSource | None) -> Path:

