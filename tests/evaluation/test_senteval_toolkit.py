@@ -11,7 +11,7 @@ import torch
 
 from sentsweep.evaluation.senteval import CLASSIFIER_SETTINGS, SENTEVAL_OPTION_FIELDS, SentEvalOptions
 from sentsweep.evaluation.senteval.batched import Fit, train_batched
-from sentsweep.evaluation.senteval.relatedness import encode_labels
+from sentsweep.evaluation.senteval.relatedness import encode_labels, relatedness_regression
 from sentsweep.evaluation.senteval.sequential import train_sequential
 from sentsweep.evaluation.senteval.validation import (
     inner_kfold_classifier,
@@ -98,3 +98,14 @@ def test_settings_are_simcse_test_and_fast() -> None:
 def test_relatedness_target_is_tai_et_al() -> None:
     np.testing.assert_allclose(encode_labels(np.array([3.6, 1.0, 5.0])),
                                [[0, 0, 0.4, 0.6, 0], [1, 0, 0, 0, 0], [0, 0, 0, 0, 1]], atol=1e-6)
+
+
+def test_a_constant_dev_prediction_counts_zero_as_in_the_toolkit() -> None:
+    """SentEval sets a NaN dev correlation (constant predictions) to 0, which beats the start (-1): the model after
+    the first check is kept, not the untrained one."""
+    rng = np.random.default_rng(0)
+    X = torch.tensor(rng.normal(size=(200, 4)), dtype=torch.float32)
+    y = np.clip(3.0 + X[:, 0].numpy(), 1.0, 5.0)
+    result = relatedness_regression(X, y, torch.zeros(50, 4), y[:50], X, y, seed=1111)
+    assert result.dev_pearson == 0.0 and result.epochs == 250  # 0 at every check: 4 more checks without a gain
+    assert result.pearson > 80.0  # the model trained for 50 epochs, not the initial one
