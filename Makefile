@@ -49,8 +49,8 @@ bench: setup
 	$(RUN_ENV) $(PY) -m bench.checkpoint_bytes --models minilm,bert-base --reports 4
 	$(RUN_ENV) $(PY) -m bench.senteval --outer-folds 1 --sample 4 --max-seconds 240 --embeddings .senteval-minilm.npz
 	$(RUN_ENV) $(PY) -m bench.cached_loss --minibatches 32
-	$(RUN_ENV) $(PY) -m bench.search_table replay
-	$(RUN_ENV) $(PY) -m bench.search_table replay --table bench/data/cosent_grid_100steps.csv
+	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100
+	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100 --table bench/data/cosent_grid_100steps.csv
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench tools

@@ -130,7 +130,8 @@ def table_rows(summaries: Sequence[Summary]) -> list[list[str]]:
         wall = f"{s.wall_to_target:.0f}" if math.isfinite(s.wall_to_target) else "inf"
         q1, median, q3 = s.regret
         rows.append([s.strategy, str(s.concurrency), _fmt(s.to_target), wall, f"{s.reached:.0%}",
-                     f"{median:.2f} [{q1:.2f}, {q3:.2f}]", f"{s.trials:.1f}",
+                     f"{median:.2f} [{q1:.2f}, {q3:.2f}]" if math.isfinite(median) else "no report yet",
+                     f"{s.trials:.1f}",
                      ratio_text(s, summaries)])
     return rows
 

@@ -12,7 +12,15 @@ import pytest
 
 from bench.search_grid import PARAMS, GridTable, append_rows, merge_tables, read_table, recorded_configs
 from bench.search_replay import STRATEGIES, ReplaySpace, SearchSettings, replay
-from bench.search_summary import Summary, quartiles, ratio_interval, ratio_text, ratio_to_reference, run_all
+from bench.search_summary import (
+    Summary,
+    quartiles,
+    ratio_interval,
+    ratio_text,
+    ratio_to_reference,
+    run_all,
+    table_rows,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BY_NAME = {s.name: s for s in STRATEGIES}
@@ -220,3 +228,5 @@ def test_the_ratio_to_random_carries_a_bootstrap_interval_of_the_seeds() -> None
                       per_seed=(2.0, 4.0, math.inf, math.inf))
     assert ratio_interval(erratic, [random, erratic])[1] == math.inf  # half the seeds never got there
     assert ratio_interval(Summary("x", 1, (1.0, 1.0, 1.0), 1.0, 1.0, (0.0, 0.0, 0.0), 1.0), [random]) is None
+    busy = Summary("x", 16, (1.0, 1.0, 1.0), 1.0, 1.0, (math.inf, math.inf, math.inf), 1.0)  # 16 trials, no report
+    assert table_rows([busy])[0][5] == "no report yet"  # within the budget, not an infinite regret
