@@ -81,16 +81,20 @@ def _median(values: np.ndarray) -> np.ndarray:
 
 def ratio_interval(summary: Summary, summaries: Sequence[Summary], resamples: int = 2000,
                    level: float = 0.95) -> tuple[float, float] | None:
-    """A percentile bootstrap interval of the ratio of medians to random search's (seeds resampled with
-    replacement, each strategy on its own); ``None`` without per-seed figures. A resample whose median is inf
-    (most of its seeds never reached the target) gives an infinite or zero ratio, so an end may be inf."""
+    """A percentile bootstrap interval of the ratio of medians to random search's; ``None`` without per-seed figures.
+
+    The seeds are resampled with replacement, the same draw for both strategies when they ran the same seeds
+    (a paired bootstrap: seed ``i`` of either is replayed with ``seed=i``), each on its own otherwise. A resample
+    whose median is inf (most of its seeds never reached the target) gives an infinite ratio, or 0 where only
+    random's is; one where both are is left out (no ratio), so an end may be inf or 0."""
     ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
     if ref is None or not summary.per_seed or not ref.per_seed:
         return None
     rng = np.random.default_rng(0)
     own, base = np.asarray(summary.per_seed), np.asarray(ref.per_seed)
-    top = _median(own[rng.integers(0, len(own), (resamples, len(own)))])
-    bottom = _median(base[rng.integers(0, len(base), (resamples, len(base)))])
+    draw = rng.integers(0, len(own), (resamples, len(own)))
+    top = _median(own[draw])
+    bottom = _median(base[draw if len(base) == len(own) else rng.integers(0, len(base), (resamples, len(base)))])
     with np.errstate(invalid="ignore", divide="ignore"):
         ratios = np.where(np.isinf(top) & np.isinf(bottom), np.nan, top / bottom)
     ratios = ratios[~np.isnan(ratios)]

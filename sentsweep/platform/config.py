@@ -179,7 +179,8 @@ class SweepConfig(_Section):
     startup_trials: int | None = Field(None, ge=1, description="random trials before TPE (Optuna: 10)")
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
-        "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 (platform/search.py, build_sampler)")
+        "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 (platform/search.py, build_sampler); "
+        "one objective only: a multi-objective study keeps Optuna's split")
     data_dir: str | None = None
     full_data: bool = Field(False, description="refuse the bundled data sample (what data_dir null resolves to "
                             "without $SENTSWEEP_DATA): the paper configs' figures need the full sets")

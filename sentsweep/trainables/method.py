@@ -93,6 +93,12 @@ class Method(ABC, Generic[ConfigT, TaskT]):
             raise ConfigError(f"a saved {self.name} model keeps its own encoder settings; '{name}' cannot "
                               "override them", field=name)
 
+    def resumed_config(self, config: ConfigT, checkpoints: Sequence[StoredFolder]) -> ConfigT:
+        """The config a trial resumed from ``checkpoints`` (newest first) continues with: ``config`` (the default),
+        or one that rebuilds the model the checkpoint was written with where a default changed since and the
+        trial's config does not set the field itself."""
+        return config
+
     def memory_fallback(self, config: ConfigT) -> ConfigT | None:
         """A config that trains the same objective in less memory, tried once when ``config`` ran out of memory
         (:mod:`sentsweep.trainables.infeasible`); None (the default): nothing cheaper, the trial is infeasible."""
@@ -240,6 +246,9 @@ def run_trial(
     keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first; ``stop``: the sweep's
     stop flag (the loop drains when it is raised; a draining report is not logged as metrics).
     """
+    if resume_from:
+        config = method.resumed_config(config, [StoredFolder.local(resume_from)] if isinstance(resume_from, Path)
+                                       else list(resume_from))
     logger = logger or NullLogger()
     started = time.perf_counter()
     attempt_started = time.time()

@@ -18,7 +18,9 @@ constant``, as the paper keeps Adam's rate fixed; ``linear`` gives the shared lo
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -42,8 +44,11 @@ from sentsweep.methods.multiview.model import (
 from sentsweep.methods.multiview.objective import multiview_contrastive_loss, neighbour_accuracy
 from sentsweep.methods.multiview.views import ViewPair, parse_view_pair
 from sentsweep.methods.multiview.vocab import GLOVE_PACKAGE_NAMES, RANDOM_VECTORS
+from sentsweep.trainables.checkpoints import MODEL_DIR, StoredFolder
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.trial_config import TrialConfig
+
+logger = logging.getLogger(__name__)
 
 #: A view pair in a config: written ``"dep+const"`` (YAML, search spaces, logged params), parsed once
 #: into a :class:`ViewPair` that the model receives as is.
@@ -209,6 +214,24 @@ class MultiviewMethod(Method[MultiviewConfig, MultiviewTask]):
 
     def build_task(self, config: MultiviewConfig) -> MultiviewTask:
         return MultiviewTask(config)
+
+    def resumed_config(self, config: MultiviewConfig, checkpoints: Sequence[StoredFolder]) -> MultiviewConfig:
+        """A trial whose checkpoint was written before ``trainable_init`` existed (its tables started from the word
+        vectors, as wide as they are) continues so, unless its config sets ``trainable_init`` itself: a sweep
+        resumed across the upgrade restores its trials, and the trial goes on with the model it started."""
+        if "trainable_init" in config.model_fields_set:
+            return config
+        for checkpoint in checkpoints:
+            saved = checkpoint.child(MODEL_DIR).read_json(SETTINGS_FILE)
+            if saved is None:
+                continue
+            started = MultiViewSettings.from_saved(saved).trainable_init
+            if started != config.trainable_init:
+                logger.warning("checkpoint %s was written with trainable_init '%s': the trial continues with it",
+                               checkpoint.name, started)
+                return config.model_copy(update={"trainable_init": started})
+            return config
+        return config
 
     def final_evaluation(self, task: MultiviewTask, config: MultiviewConfig) -> dict[str, float]:
         """The best weights on ``test_tasks`` (SentEval with the ``senteval_*`` options, and STS)."""

@@ -125,3 +125,27 @@ def test_two_trials_under_ray_tune(tmp_path: Path, cache: Path, ray_session: Non
         assert result.metrics["final"] == 1.0 and "sickr_test" in result.metrics
         assert np.isfinite(result.metrics["sickr_trial"])
         assert result.checkpoint is not None
+
+
+def test_a_trial_resumed_from_a_checkpoint_before_trainable_init_keeps_its_model(tmp_path: Path, cache: Path) -> None:
+    """A checkpoint written before trainable_init existed has GloVe-started tables as wide as the vectors (50):
+    the resumed trial rebuilds that model (the new default, Xavier at word_dim 300, could not load it)."""
+    from sentsweep.trainables.checkpoints import MODEL_DIR, StoredFolder
+
+    old = MULTIVIEW.parse(tiny(views="bow+seq", freeze_vectors=False, trainable_init="vectors", max_sentences=40))
+    model_dir = tmp_path / "checkpoint_000001" / MODEL_DIR
+    MULTIVIEW.build_task(old).save(model_dir)
+    saved = json.loads((model_dir / "multiview.json").read_text())
+    del saved["trainable_init"]  # as written before the field existed
+    (model_dir / "multiview.json").write_text(json.dumps(saved))
+
+    config = MULTIVIEW.parse(tiny(views="bow+seq", freeze_vectors=False, max_sentences=40))  # the trial's config
+    assert config.trainable_init == "xavier"
+    checkpoints = [StoredFolder.local(tmp_path / "missing"), StoredFolder.local(model_dir.parent)]
+    resumed = MULTIVIEW.resumed_config(config, checkpoints)
+    assert resumed.trainable_init == "vectors"
+    MULTIVIEW.build_task(resumed).load(model_dir)  # the widths agree: the weights load
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        MULTIVIEW.build_task(config).load(model_dir)  # what a resume did before this
+    explicit = MULTIVIEW.parse(tiny(views="bow+seq", freeze_vectors=False, trainable_init="xavier"))
+    assert MULTIVIEW.resumed_config(explicit, checkpoints) is explicit  # a trial that sets it keeps it

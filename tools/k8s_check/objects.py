@@ -120,8 +120,13 @@ def cpu_quantity(value: Any) -> float:
 
 
 def quantity(value: Any) -> float:
-    """A resource quantity (``64Mi``, ``1Ti``, ``500M``, ``1024``) as a plain number (bytes, for storage)."""
-    match = _SIZE.match(str(value).strip())
+    """A resource quantity (``64Mi``, ``1Ti``, ``500M``, ``1024``, ``1e9``) as a plain number (bytes, for storage)."""
+    text = str(value).strip()
+    try:
+        return float(text)  # a plain or decimal-exponent number (``1e9``, ``1E3``); ``1E`` (exa) is not one
+    except ValueError:
+        pass
+    match = _SIZE.match(text)
     if not match:
         raise ValueError(f"not a resource quantity: {value!r}")
     return float(match.group(1)) * _SUFFIXES[match.group(2) or ""]

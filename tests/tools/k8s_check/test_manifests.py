@@ -173,6 +173,7 @@ def test_spot_exclusions_follow_node_selector_semantics() -> None:
     assert not runs_on_spot(spec(excluded))
     assert (quantity("72Gi"), quantity("512Mi"), quantity("1Ti"), quantity("500M")) == (
         72 * 2**30, 512 * 2**20, 2**40, 5e8)
+    assert (quantity("1e9"), quantity("1E3"), quantity("2E"), quantity(1024)) == (1e9, 1e3, 2e18, 1024)  # E: exa
     assert (format_bytes(72 * 2**30), format_bytes(272 * 2**20)) == ("72Gi", "272Mi")
 
 
