@@ -92,7 +92,13 @@ class SweepManifest(BaseModel):
         return value
 
     def sweep_config(self) -> SweepConfig:
-        return SweepConfig.model_validate(self.config)
+        """The stored config; a field added since with a new default takes the value the sweep ran with."""
+        return SweepConfig.model_validate({**SINCE_ADDED, **self.config})
+
+
+#: Sweep settings added after sweeps were stored without them, with the behaviour those sweeps had (a resumed
+#: sweep's searcher is restored from its checkpoint as it was: its record says so too).
+SINCE_ADDED: dict[str, Any] = {"tpe_gamma": "optuna"}
 
 
 @dataclass(frozen=True)

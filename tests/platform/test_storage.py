@@ -39,3 +39,13 @@ def test_bad_endpoint_and_missing_manifest(tmp_path):
         locate("s3://bucket/sweeps/s-1", "minio:9000")
     with pytest.raises(ConfigError, match="not a sentsweep sweep folder"):
         locate(str(tmp_path)).read_manifest()
+
+
+def test_a_sweep_stored_before_tpe_gamma_resumes_with_the_split_it_ran_with():
+    stored = SweepConfig(name="old", method="cosent").model_dump(mode="json")
+    del stored["tpe_gamma"]  # written before the setting existed: Optuna's split
+    old = SweepManifest(sweep_name="old", config=stored, parent_run_id="r", experiment_id="1", tracking_uri="x",
+                        created=0.0)
+    assert old.sweep_config().tpe_gamma == "optuna"
+    new = old.model_copy(update={"config": {**stored, "tpe_gamma": "hyperopt"}})
+    assert new.sweep_config().tpe_gamma == "hyperopt" and SweepConfig(name="n", method="cosent").tpe_gamma == "hyperopt"
