@@ -41,6 +41,17 @@ def is_remote_folder(location: SweepLocation) -> bool:
     return is_shared_folder(location.uri)
 
 
+def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:
+    """A :class:`ConfigError` when a stored URI holds a backslash, a control character or a space in its authority.
+    Python's ``urlsplit`` and the HTTP clients (WHATWG's URL rules: ``\\`` ends the authority, tabs and newlines are
+    dropped) read such URIs differently: ``http://evil\\@mlflow:5000`` names ``mlflow`` to ``urlsplit`` (and so to
+    :func:`_same_server`) and ``evil`` to urllib3, which would get the login (security review 17, H1)."""
+    netloc = urlsplit(uri).netloc
+    if "\\" in uri or any(ord(c) < 32 or ord(c) == 127 for c in uri) or any(c.isspace() for c in netloc):
+        raise ConfigError(f"the sweep's {what} {mask_uri(uri)!r} is not a plain URI (a backslash, a control "
+                          "character or a space in it): nothing was contacted", file=location.file_uri(MANIFEST))
+
+
 def _same_server(a: str, b: str) -> bool:
     """Whether URIs ``a`` and ``b`` name one server and database: equal but for a login in them (stored URIs hold
     none: :mod:`sentsweep.credentials`) and a trailing ``/``."""
@@ -58,6 +69,7 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
     from sentsweep.platform.config import resolve_tracking_uri
 
     stored = manifest.tracking_uri
+    refuse_unplain(stored, "tracking URI", location)
     source = "--tracking-uri"
     if declared is None and is_remote_folder(location):
         declared, source = os.environ.get(TRACKING_URI_ENV) or None, f"${TRACKING_URI_ENV}"
@@ -93,6 +105,7 @@ def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, locatio
 def trusted_optuna_storage(url: str, location: SweepLocation, declared: str | None) -> str:
     """The Optuna storage URL ``url`` of the sweep config stored in ``location``, when this process may open it
     with its database login: a local folder's, or the one ``--optuna-storage`` (``declared``) names."""
+    refuse_unplain(url, "Optuna storage", location)
     if declared is not None and not _same_server(declared, url):
         raise ConfigError(f"the sweep's study is in {mask_uri(url)}, not in {mask_uri(declared)} (--optuna-storage); "
                           "nothing was opened", file=location.file_uri(MANIFEST))

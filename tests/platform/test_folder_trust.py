@@ -126,3 +126,19 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
     assert found is not None and found.uri == folder.uri and found.interrupted  # its own folder: resumed
     client.set_tag(parent, SWEEP_DIR_TAG, location.uri)  # the run of another folder
     assert previous_sweep(config) is None
+
+
+@pytest.mark.parametrize("planted", ["http://evil.example\\@mlflow:5000", "http://evil.example\t@mlflow:5000",
+                                     "http://evil.example @mlflow:5000"])
+def test_a_stored_uri_the_http_client_reads_otherwise_is_refused(tmp_path, planted):
+    """Security review 17, H1: urlsplit reads the host of ``http://evil\\@mlflow:5000`` as mlflow (so it matched the
+    declared server), urllib3 as evil (which got the login). Such a stored URI is refused before any contact."""
+    location = SweepLocation(str(tmp_path), "toy", None, str(tmp_path / "toy"))
+    manifest = SweepManifest(sweep_name="toy", config={}, parent_run_id="p", experiment_id="1",
+                             tracking_uri=planted, created=0.0)
+    with pytest.raises(ConfigError, match="not a plain URI"):
+        trusted_tracking_uri(manifest, location, "http://mlflow:5000")
+    with pytest.raises(ConfigError, match="not a plain URI"):
+        trusted_optuna_storage(planted, location, "http://mlflow:5000")
+    plain = manifest.model_copy(update={"tracking_uri": "http://mlflow:5000"})
+    assert trusted_tracking_uri(plain, location, "http://mlflow:5000/") == "http://mlflow:5000"
