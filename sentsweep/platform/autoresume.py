@@ -103,15 +103,16 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
                         uri, manifest.tracking_uri, config.tracking.uri)
             continue
         found.append((manifest.created, uri, manifest))
-    if not found:
-        return None
-    _, uri, manifest = max(found, key=lambda item: item[0])
-    previous = PreviousSweep(uri, manifest, *_run_state(manifest))
-    if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
-        log.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied there)",
-                    uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume would refuse it every time
-        return None
-    return previous
+    # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
+    # next (a manifest planted with a later time would otherwise hide the sweep to resume: security review 17, L1)
+    for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
+        previous = PreviousSweep(uri, manifest, *_run_state(manifest))
+        if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
+            log.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied there)",
+                        uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume would refuse it
+            continue
+        return previous
+    return None
 
 
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:

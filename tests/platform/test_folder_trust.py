@@ -126,6 +126,12 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
     assert found is not None and found.uri == folder.uri and found.interrupted  # its own folder: resumed
     client.set_tag(parent, SWEEP_DIR_TAG, location.uri)  # the run of another folder
     assert previous_sweep(config) is None
+    client.set_tag(parent, SWEEP_DIR_TAG, folder.uri)
+    planted = locate(f"{root}/{config.name}-20991231-235959-beef", s3_endpoint)  # newer by its own word
+    planted.write_text(MANIFEST, folder.read_manifest().model_copy(update={"sweep_name": planted.name,
+                                                                          "created": 4e9}).model_dump_json())
+    found = previous_sweep(config)  # security review 17, L1: the planted one is passed over, not the sweep
+    assert found is not None and found.uri == folder.uri
 
 
 @pytest.mark.parametrize("planted", ["http://evil.example\\@mlflow:5000", "http://evil.example\t@mlflow:5000",
