@@ -66,9 +66,14 @@ def run_all(table: GridTable, strategies: Sequence[Strategy], *, repeats: int, c
     return summaries
 
 
+def reference_of(summary: Summary, summaries: Sequence[Summary]) -> Summary | None:
+    """Random search's summary at ``summary``'s concurrency (None when it was not replayed)."""
+    return next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
+
+
 def ratio_to_reference(summary: Summary, summaries: Sequence[Summary]) -> float:
     """Median trial-seconds to target over random search's at the same concurrency (nan without it)."""
-    ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
+    ref = reference_of(summary, summaries)
     if ref is None or not math.isfinite(ref.to_target[1]) or ref.to_target[1] == 0:
         return math.nan
     return summary.to_target[1] / ref.to_target[1]
@@ -87,7 +92,7 @@ def ratio_interval(summary: Summary, summaries: Sequence[Summary], resamples: in
     (a paired bootstrap: seed ``i`` of either is replayed with ``seed=i``), each on its own otherwise. A resample
     whose median is inf (most of its seeds never reached the target) gives an infinite ratio, or 0 where only
     random's is; one where both are is left out (no ratio), so an end may be inf or 0."""
-    ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
+    ref = reference_of(summary, summaries)
     if ref is None or not summary.per_seed or not ref.per_seed:
         return None
     rng = np.random.default_rng(0)
@@ -115,7 +120,7 @@ def ratio_text(summary: Summary, summaries: Sequence[Summary]) -> str:
     if math.isfinite(ratio):
         interval = ratio_interval(summary, summaries) if summary.strategy != REFERENCE else None
         return f"{ratio:.2f}x" + (f" [{_ratio(interval[0])}, {_ratio(interval[1])}]" if interval else "")
-    ref = next((s for s in summaries if s.strategy == REFERENCE and s.concurrency == summary.concurrency), None)
+    ref = reference_of(summary, summaries)
     own = summary.to_target[1]
     if ref is not None and math.isinf(ref.to_target[1]) and math.isfinite(own) and math.isfinite(summary.cap_s):
         return f"< {own / summary.cap_s:.2f}x (random: > cap)"

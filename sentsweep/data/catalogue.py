@@ -27,6 +27,8 @@ FORMATS: dict[str, str] = {
     "parquet-nli": "parquet with premise, hypothesis and a 3-class label column (hub NLI sets)",
     "glove": "GloVe text ('word v1 ... vd' a line), plain or inside a .zip",
 }
+#: The formats of a corpus text file (:func:`sentsweep.data.streams.stream_text_file`).
+TEXT_FORMATS: tuple[str, ...] = ("documents", "lines")
 
 #: The hub's NLI label order (SNLI and MNLI cards: 0 entailment, 1 neutral, 2 contradiction; -1 no gold).
 HUB_NLI_NAMES: tuple[str, ...] = ("entailment", "neutral", "contradiction")

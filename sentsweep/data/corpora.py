@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from sentsweep.data.catalogue import TEXT_FORMATS
 from sentsweep.data.prepared import is_prepared_ref, open_prepared
 from sentsweep.data.records import Document
 from sentsweep.data.registry import REGISTRY, locate
@@ -62,8 +63,8 @@ def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = 
     opening a document with ``# `` is its title) or ``lines`` (one document, every non-blank line a sentence, so a
     sentence that starts with ``# `` stays a sentence).
     """
-    if file_format not in ("documents", "lines"):
-        raise ValueError(f"file_format must be documents or lines, got '{file_format}'")
+    if file_format not in TEXT_FORMATS:
+        raise ValueError(f"file_format must be {' or '.join(TEXT_FORMATS)}, got '{file_format}'")
     if isinstance(name_or_path, str) and is_prepared_ref(name_or_path):
         return open_prepared(name_or_path, "corpus").documents()
     if isinstance(name_or_path, str) and name_or_path in REGISTRY:

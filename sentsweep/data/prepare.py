@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sentsweep.data.catalogue import CATALOGUE, FORMATS, HubSource, Preparable, local_entry
+from sentsweep.data.catalogue import CATALOGUE, FORMATS, TEXT_FORMATS, HubSource, Preparable, local_entry
 from sentsweep.data.hub import hub_files
 from sentsweep.data.prepared import WRITERS, manifest_for
 from sentsweep.data.staging import Store, dataset_store, publish, read_manifest, work_folder
@@ -66,7 +66,7 @@ def source_files(source: HubSource, from_path: Path | None, *, hub_cache: str | 
 def stream(source: HubSource, files: list[Path]) -> Iterator[Any]:
     """The rows of ``files`` read as ``source.format`` says (corpus items, pairs or vector rows)."""
     columns = source.columns or {}
-    if source.format in ("lines", "documents"):
+    if source.format in TEXT_FORMATS:
         for path in files:
             yield from stream_text_file(path, source.format)
     elif source.format == "parquet-text":
