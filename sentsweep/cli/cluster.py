@@ -133,15 +133,19 @@ def _write(text: str) -> None:
 
 class MaskedLines:
     """Streamed text written out whole lines at a time, each masked (:func:`~sentsweep.credentials.mask_text`: URIs'
-    passwords and ``secrets``): a URI or a secret split across two chunks of a stream is masked too."""
+    passwords and ``secrets``): a URI or a secret split across two chunks of a stream is masked too. A carriage
+    return ends a line as a newline does, so a progress bar that redraws itself with ``\\r`` is shown as it moves,
+    not held back until the bar ends."""
 
     def __init__(self, secrets: list[str], write: Callable[[str], None] = _write) -> None:
         self.secrets, self.write, self.pending = secrets, write, ""
 
     def __call__(self, chunk: str) -> None:
-        complete, newline, self.pending = (self.pending + chunk).rpartition("\n")
-        if newline:
-            self.write(mask_text(complete + newline, self.secrets))
+        text = self.pending + chunk
+        end = max(text.rfind("\n"), text.rfind("\r")) + 1
+        complete, self.pending = text[:end], text[end:]
+        if complete:
+            self.write(mask_text(complete, self.secrets))
 
     def flush(self) -> None:
         if self.pending:

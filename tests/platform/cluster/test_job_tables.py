@@ -45,3 +45,16 @@ def test_a_followed_log_is_masked_also_where_a_chunk_splits_a_uri() -> None:
     out.flush()
     text = "".join(shown)
     assert text == "starting\nlogging to http://someone:***@mlflow:5000 with ***\nlast"
+
+
+def test_a_followed_progress_bar_is_shown_at_each_carriage_return() -> None:
+    """Security review 17 (low): a bar redrawn with \\r was held until its first newline."""
+    from sentsweep.cli.cluster import MaskedLines
+
+    shown: list[str] = []
+    out = MaskedLines(["s3cr3t-value"], shown.append)
+    for chunk in ("step 1/3\r", "step 2/3\rstep", " 3/3 s3cr3t-", "value\r\ndone"):
+        out(chunk)
+    assert shown == ["step 1/3\r", "step 2/3\r", "step 3/3 ***\r\n"]
+    out.flush()
+    assert shown[-1] == "done"

@@ -23,6 +23,7 @@ from tools.k8s_check.entrypoint import driver_groups
 from tools.k8s_check.objects import format_bytes, pod_specs, quantity
 from tools.k8s_check.policy import project_ray_version
 from tools.k8s_check.scheduling import SPOT_LABELS, runs_on_spot, spot_labels_allowed
+from tools.k8s_check.tracking_hosts import allowed_hosts, host_part
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
@@ -809,3 +810,20 @@ def test_a_pod_that_may_land_on_spot_nodes_is_caught(tmp_path: Path) -> None:
     assert new == [f"RayCluster/sentsweep: spec.headGroupSpec.template.spec: may be placed on spot nodes ({labels}): a "
                    "spot group is deployed, and every other pod needs required nodeAffinity excluding each spot label "
                    "in every nodeSelectorTerm [scheduling]"]
+
+
+def test_a_wildcard_in_the_tracking_servers_host_names_is_caught(tmp_path: Path) -> None:
+    spelt = "mlflow.$POD_NAMESPACE.svc.cluster.local:*,"
+    new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (spelt, spelt + "mlflow.*,")})
+    assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: --allowed-hosts mlflow.*: a wildcard "
+                   "in a host name also admits names anyone can register (DNS rebinding); spell the names out (a "
+                   "wildcard port is fine) [policy]"]
+
+
+def test_allowed_host_patterns_are_read_from_the_flag_or_the_env() -> None:
+    flag = {"command": ["/bin/sh", "-c"], "args": ["exec mlflow server --allowed-hosts=\"a,b:*\" --port 1"]}
+    env = {"command": ["mlflow", "server"], "env": [{"name": "MLFLOW_SERVER_ALLOWED_HOSTS", "value": "c, d"}]}
+    assert allowed_hosts(flag) == ["a", "b:*"]
+    assert allowed_hosts(env) == ["c", "d"]
+    assert allowed_hosts({"command": ["mlflow", "server"]}) is None
+    assert [host_part(p) for p in ("m.*:5000", "m:*", "[::1]:*", "fd00::1")] == ["m.*", "m", "[::1]", "fd00::1"]
