@@ -167,8 +167,12 @@ def sweep_storage_url(sweep_dir: str, endpoint_url: str | None = None,
     return url, manifest.sweep_name
 
 
-#: The cookie a browser gets once it opened the dashboard's URL with its token (:func:`guarded`).
-DASHBOARD_COOKIE = "sentsweep-dashboard"
+def dashboard_cookie(port: int) -> str:
+    """The name of the cookie a browser gets once it opened the dashboard's URL with its token (:func:`guarded`).
+
+    Browsers keep cookies per host, not per port: with one name for all, a second dashboard opened on another port
+    would overwrite the first one's token in the browser and lock it out."""
+    return f"sentsweep-dashboard-{port}"
 
 
 def guarded(app: Any, port: int, token: str) -> Any:
@@ -182,6 +186,7 @@ def guarded(app: Any, port: int, token: str) -> Any:
     from urllib.parse import parse_qs
 
     hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    name = dashboard_cookie(port)
 
     def refuse(start_response: Any, why: str) -> list[bytes]:
         start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
@@ -191,14 +196,14 @@ def guarded(app: Any, port: int, token: str) -> Any:
         if environ.get("HTTP_HOST", "") not in hosts:
             return refuse(start_response, "this dashboard answers requests for 127.0.0.1 or localhost only")
         jar = http.cookies.SimpleCookie(environ.get("HTTP_COOKIE", ""))
-        if DASHBOARD_COOKIE in jar and hmac.compare_digest(jar[DASHBOARD_COOKIE].value, token):
+        if name in jar and hmac.compare_digest(jar[name].value, token):
             return app(environ, start_response)
         given = parse_qs(environ.get("QUERY_STRING", "")).get("token", [""])[0]
         if not hmac.compare_digest(given, token):
             return refuse(start_response, "open the URL sentsweep dashboard printed (it carries the token)")
 
         def with_cookie(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
-            cookie = f"{DASHBOARD_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+            cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
             return start_response(status, [*headers, ("Set-Cookie", cookie)], *rest)
 
         return app(environ, with_cookie)

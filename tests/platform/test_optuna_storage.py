@@ -149,7 +149,7 @@ def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
     import http.client
     import threading
 
-    from sentsweep.platform.optuna_storage import DASHBOARD_COOKIE, dashboard_server
+    from sentsweep.platform.optuna_storage import dashboard_cookie, dashboard_server
 
     config, location = _sweep_folder(tmp_path)
     searcher = build_searcher(config, lr_space, [], mirror=study_mirror(config, location))
@@ -174,7 +174,10 @@ def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
         assert call("GET", f"/api/studies?token={token}", host=f"evil.example:{port}")[0] == 403
         status, cookie, body = call("GET", f"/api/studies?token={token}")
         assert status == 200 and json.loads(body)["study_summaries"][0]["study_name"] == location.name
-        assert cookie.startswith(f"{DASHBOARD_COOKIE}=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert cookie.startswith(f"{dashboard_cookie(port)}=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        # a second dashboard's cookie (another port, same host to the browser) neither counts here nor replaces ours
+        assert call("GET", "/api/studies", cookie=f"{dashboard_cookie(port + 1)}={token}")[0] == 403
+        assert dashboard_cookie(port) != dashboard_cookie(port + 1)
         assert call("GET", "/api/studies", host=f"localhost:{port}", cookie=cookie.split(";")[0])[0] == 200
         assert [s.study_name for s in optuna.get_all_study_summaries(url)] == [location.name]
     finally:
