@@ -46,7 +46,8 @@ def _mlflow_settings(obj: dict[str, Any], maps: dict[str, dict[str, str]]) -> di
     return None
 
 
-def _surge(obj: dict[str, Any], replicas: int) -> int:
+def surge_pods(obj: dict[str, Any], replicas: int) -> int:
+    """The pods a rolling update of a Deployment or StatefulSet adds beyond ``replicas`` (its maxSurge)."""
     surge = get_path(obj, "spec", "strategy", "rollingUpdate", "maxSurge")
     if get_path(obj, "spec", "strategy", "type") == "Recreate":
         return 0
@@ -92,7 +93,7 @@ def check_tracking_server(everything: list[dict[str, Any]]) -> list[Problem]:
             found.append(Problem(oid, "sizing", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION is not false: the job runner's "
                                                 "processes and connections are outside the connection budget"))
         replicas = int(get_path(obj, "spec", "replicas") or 1)
-        pods = replicas + _surge(obj, replicas)
+        pods = replicas + surge_pods(obj, replicas)
         worst = pods * workers * ENGINES_PER_WORKER * per_engine
         if limit is not None and worst > limit - RESERVED_CONNECTIONS:
             found.append(Problem(oid, "sizing", (

@@ -23,6 +23,7 @@ from tools.k8s_check.entrypoint import driver_groups
 from tools.k8s_check.objects import format_bytes, pod_specs, quantity
 from tools.k8s_check.policy import project_ray_version
 from tools.k8s_check.scheduling import SPOT_LABELS, runs_on_spot, spot_labels_allowed
+from tools.k8s_check.sizing import surge_pods
 from tools.k8s_check.tracking_hosts import allowed_hosts, host_part
 
 REPO = Path(__file__).resolve().parents[3]
@@ -203,6 +204,27 @@ def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_c
             ("RayCluster", "sentsweep", "spec.headGroupSpec.template.spec"),
             ("RayJob", "sweep", "spec.rayClusterSpec.headGroupSpec.template.spec")}, overlay
 
+
+
+def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_pods(
+        rendered: dict[str, k8s_check.Rendered]) -> None:
+    """Security review 17 (low): a PriorityClass is open to every namespace, so the team example bounds the pods it
+    runs at sentsweep-platform with a scoped quota, which must still admit the platform's own: each Deployment's and
+    StatefulSet's replicas and rolling-update surge, and one head per RayCluster the namespace may hold."""
+    objects = rendered["examples/team"].objects + rendered["examples/team/sweep"].objects
+    quotas = [o for o in objects if o["kind"] == "ResourceQuota"]
+    scoped = [q for q in quotas if q["spec"].get("scopeSelector")]
+    assert [q["spec"]["scopeSelector"]["matchExpressions"] for q in scoped] == [
+        [{"scopeName": "PriorityClass", "operator": "In", "values": ["sentsweep-platform"]}]]
+    heads = min(int(q["spec"]["hard"]["count/rayclusters.ray.io"]) for q in quotas
+                if "count/rayclusters.ray.io" in q["spec"]["hard"])
+    needed = heads
+    for o in objects:
+        if o["kind"] in ("Deployment", "StatefulSet") and any(
+                p.spec.get("priorityClassName") == "sentsweep-platform" for p in pod_specs(o)):
+            replicas = int(o["spec"].get("replicas", 1))
+            needed += replicas + (surge_pods(o, replicas) if o["kind"] == "Deployment" else 0)
+    assert needed <= int(scoped[0]["spec"]["hard"]["pods"]) <= needed + 2, needed
 
 def test_a_cluster_scoped_object_in_an_overlay_is_caught(tmp_path: Path) -> None:
     """SRE review 16, finding 9: gpu-spot owned the PriorityClass sentsweep-spot, so deleting one team's overlay
