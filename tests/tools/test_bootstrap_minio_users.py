@@ -17,13 +17,15 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "k8s" / "base" / "bootstrap" / "minio-users.sh"
 #: A stand-in for `mc`: every call is a line of calls.log; `admin policy create root NAME FILE` keeps FILE as
-#: NAME.json; `admin policy attach` answers as mc does when the policy is already attached (minio/mc#4670).
+#: NAME.json; `admin policy attach` answers as mc does when the policy is already attached (minio/mc#4670); `admin user add` with
+#: no secret key on its command line reads it from stdin, as mc does (fetchUserKeys), into secrets.log.
 FAKE_MC = """#!/bin/sh
 echo "$*" >> "$MC_STATE/calls.log"
 echo "${MC_HOST_root:-}" >> "$MC_STATE/mc_host.log"
 if [ "$1" = ls ] && [ -n "${MC_REFUSE:-}" ]; then echo "mc: <ERROR> $MC_REFUSE" >&2; exit 1; fi
 case "$1 $2 $3" in
   "admin policy create") cp "$6" "$MC_STATE/$5.json" ;;
+  "admin user add") [ "$#" -eq 6 ] || { IFS= read -r secret; echo "$5 $secret" >> "$MC_STATE/secrets.log"; } ;;
   "admin policy attach")
     if [ -e "$MC_STATE/attached-$5-$7" ]; then echo "mc: <ERROR> policy $5 is already in effect" >&2; exit 1; fi
     : > "$MC_STATE/attached-$5-$7" ;;
@@ -72,12 +74,15 @@ def test_two_users_with_a_policy_each_and_a_second_run_is_harmless(tmp_path: Pat
     assert "policy sentsweep-bucket already attached to ray-user" in second.stdout
     assert "policy sentsweep-mlflow-artifacts already attached to mlflow-user" in second.stdout
     calls = (tmp_path / "state" / "calls.log").read_text().replace(str(tmp_path / "state"), "$TMPDIR").splitlines()
+    assert "secret" not in "\n".join(calls)  # no secret key on mc's command line: it reads them from stdin
+    assert (tmp_path / "state" / "secrets.log").read_text().splitlines() == [
+        "ray-user ray-secret", "mlflow-user mlflow-secret"] * 2
     assert calls[:10] == [
         "ls root", "mb --ignore-existing root/sentsweep",
         "admin policy create root sentsweep-bucket $TMPDIR/policy-sentsweep-bucket.json",
-        "admin user add root ray-user ray-secret", "admin policy attach root sentsweep-bucket --user ray-user",
+        "admin user add root ray-user", "admin policy attach root sentsweep-bucket --user ray-user",
         "admin policy create root sentsweep-mlflow-artifacts $TMPDIR/policy-sentsweep-mlflow-artifacts.json",
-        "admin user add root mlflow-user mlflow-secret",
+        "admin user add root mlflow-user",
         "admin policy attach root sentsweep-mlflow-artifacts --user mlflow-user",
         "ls root", "mb --ignore-existing root/sentsweep"]
     # the root login from the environment, never written into mc's config file (`mc alias set`: SRE review 16)

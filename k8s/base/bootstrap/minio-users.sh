@@ -49,8 +49,10 @@ put_policy() {
 }
 
 # user_with_policy ACCESS_KEY SECRET_KEY POLICY: create the user (or reset its secret key) and attach POLICY.
+# The secret key goes to mc on its standard input (mc reads it from there when the command line names only the
+# access key), not on its command line, which every process of the pod and the node's root can read.
 user_with_policy() {
-  mc admin user add root "$1" "$2"
+  printf '%s\n' "$2" | mc admin user add root "$1"
   # `policy attach` fails when the policy is already attached (minio/mc#4670): that case is success.
   if ! out=$(mc admin policy attach root "$3" --user "$1" 2>&1); then
     case "$out" in
