@@ -106,9 +106,13 @@ def _excludes(expression: dict[str, Any], key: str, value: str) -> bool:
 
 
 def spot_labels_allowed(spec: dict[str, Any]) -> list[str]:
-    """The spot labels (``key=value``) that some required term of ``spec`` (or the lack of one) lets a pod onto."""
+    """The spot labels (``key=value``) that some required term of ``spec`` (or the lack of one) lets a pod onto.
+
+    A term without requirements matches no node (Kubernetes' NodeSelectorTerm), so it lets the pod nowhere; a spec
+    without required terms lets it anywhere."""
     selector = spec.get("nodeSelector") or {}
-    terms = _required_terms(spec) or [{}]
+    required = _required_terms(spec)
+    terms = [t for t in required if t.get("matchExpressions") or t.get("matchFields")] if required else [{}]
     return [f"{key}={value}" for key, value in SPOT_LABELS.items()
             if not (key in selector and selector[key] != value)
             and any(not any(_excludes(e, key, value) for e in term.get("matchExpressions") or []) for term in terms)]

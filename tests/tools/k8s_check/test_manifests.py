@@ -169,8 +169,11 @@ def test_spot_exclusions_follow_node_selector_semantics() -> None:
                 {"key": "kubernetes.azure.com/scalesetpriority", "operator": "NotIn", "values": ["spot"]}]
     assert spot_labels_allowed(spec(excluded)) == ["karpenter.sh/capacity-type=spot"]
     assert spot_labels_allowed(spec(excluded, selector={"karpenter.sh/capacity-type": "on-demand"})) == []
-    assert spot_labels_allowed(spec(excluded, [], selector={"karpenter.sh/capacity-type": "on-demand"})) == \
+    gpu_nodes = [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]
+    assert spot_labels_allowed(spec(excluded, gpu_nodes, selector={"karpenter.sh/capacity-type": "on-demand"})) == \
         everything[:4]  # a second term without exclusions lets the pod onto spot nodes again
+    # a term without requirements matches no node (Kubernetes' semantics), so it opens nothing (review 17, low)
+    assert spot_labels_allowed(spec(excluded, [], selector={"karpenter.sh/capacity-type": "on-demand"})) == []
     assert runs_on_spot(spec([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]))
     assert not runs_on_spot(spec(excluded))
     assert (quantity("72Gi"), quantity("512Mi"), quantity("1Ti"), quantity("500M")) == (
