@@ -17,8 +17,9 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "k8s" / "base" / "bootstrap" / "minio-users.sh"
 #: A stand-in for `mc`: every call is a line of calls.log; `admin policy create root NAME FILE` keeps FILE as
-#: NAME.json; `admin policy attach` answers as mc does when the policy is already attached (minio/mc#4670); `admin user add` with
-#: no secret key on its command line reads it from stdin, as mc does (fetchUserKeys), into secrets.log.
+#: NAME.json; `admin policy attach` answers as mc does when the policy is already attached (minio/mc#4670);
+#: `admin user add` with no secret key on its command line reads it from stdin, as mc does (fetchUserKeys), into
+#: secrets.log.
 FAKE_MC = """#!/bin/sh
 echo "$*" >> "$MC_STATE/calls.log"
 echo "${MC_HOST_root:-}" >> "$MC_STATE/mc_host.log"

@@ -52,7 +52,7 @@ def test_defaults_are_the_papers() -> None:
     config = MultiviewConfig()
     assert config.views == ViewPair("dep", "const") and config.hidden_size == 2400
     assert (config.optimizer, config.lr, config.batch_size, config.max_grad_norm) == ("adam", 5e-4, 400, 5.0)
-    assert config.freeze_vectors and config.weight_decay == 0.0 and config.metric == "sickr_trial"
+    assert config.freeze_vectors and config.weight_decay == 0.0 and config.metric == "stsb_dev"
     assert config.trainable_init == "xavier"  # section 4.1's trainable vocabulary
 
 
@@ -61,7 +61,7 @@ def test_config_validation_names_the_field() -> None:
     assert parsed.views == ViewPair("dep", "const") and str(parsed.views) == "dep+const"
     assert parsed.settings().views is parsed.views  # parsed once, passed to the model as is
     assert parsed.model_dump()["views"] == "dep+const"  # logged and written back in the YAML form
-    assert MULTIVIEW.parse({"dev_data": "stsb"}).metric == "stsb_dev"
+    assert MULTIVIEW.parse({"dev_data": "sickr"}).metric == "sickr_trial"
     with pytest.raises(ConfigError, match="views"):
         MULTIVIEW.parse({"views": "dep+cky"})
     with pytest.raises(ConfigError, match="hidden_size"):
@@ -87,8 +87,8 @@ class TestMultiviewMethod(MethodContract):
         result, final, out = trained.result, trained.final, trained.output_dir
         assert result.state.step == 3 and len(result.state.history) == 2
         first = result.state.history[0]
-        assert np.isfinite(first["train_loss"]) and "train_neighbour_acc" in first and "sickr_trial" in first
-        assert {"mr_acc", "sickr_test", "senteval_avg", "sickr_trial"} <= set(final)
+        assert np.isfinite(first["train_loss"]) and "train_neighbour_acc" in first and "stsb_dev" in first
+        assert {"mr_acc", "sickr_test", "senteval_avg", "stsb_dev"} <= set(final)
         settings = json.loads((out / "best" / "multiview.json").read_text())
         assert settings["views"] == ["dep", "const"] and "derived" in settings["parser_backend"]
         encoder = load_encoder(out)
@@ -116,14 +116,14 @@ def test_two_trials_under_ray_tune(tmp_path: Path, cache: Path, ray_session: Non
     tuner = tune.Tuner(
         get_trainable("multiview").function,
         param_space=space,
-        tune_config=tune.TuneConfig(num_samples=1, metric="sickr_trial", mode="max"),
+        tune_config=tune.TuneConfig(num_samples=1, metric="stsb_dev", mode="max"),
         run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="mv", verbose=0),
     )
     results = tuner.fit()
     assert len(results) == 2 and not results.errors
     for result in results:
         assert result.metrics["final"] == 1.0 and "sickr_test" in result.metrics
-        assert np.isfinite(result.metrics["sickr_trial"])
+        assert np.isfinite(result.metrics["stsb_dev"])
         assert result.checkpoint is not None
 
 
