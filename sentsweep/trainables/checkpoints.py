@@ -63,6 +63,24 @@ class CorruptCheckpointError(SentsweepError):
     """A checkpoint that cannot be resumed from (missing marker, truncated or unreadable file)."""
 
 
+class CheckpointUnreadableError(RuntimeError):
+    """A checkpoint that could not be read for a reason outside it (:func:`failed_outside_the_checkpoint`). Not a
+    :class:`~sentsweep.errors.SentsweepError` (which ends a trial at once) nor an out-of-memory error (which marks
+    its settings infeasible): the attempt fails, and Tune retries it from the same checkpoint."""
+
+
+def failed_outside_the_checkpoint(exc: BaseException) -> bool:
+    """Whether reading a checkpoint failed for a reason outside it, which a later attempt may not meet: the node's
+    disk full, a storage or network error (``OSError`` but a missing file), no memory (host or GPU). Such a
+    checkpoint is not skipped for an older one or for a fresh start; the attempt fails instead, and Tune retries
+    it from the same checkpoint (SRE review 18, H3: a full disk took a trial back to step 0 before)."""
+    import torch
+
+    if isinstance(exc, MemoryError | torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError)
+
+
 @dataclass(frozen=True)
 class StoredFolder:
     """A folder on a :mod:`pyarrow.fs` filesystem (a local one, or a Tune trial's storage)."""

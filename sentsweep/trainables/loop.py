@@ -40,8 +40,10 @@ from sentsweep.trainables.checkpoints import (
     MODEL_DIR,
     STATE_FILE,
     BestFolder,
+    CheckpointUnreadableError,
     StoredFolder,
     check_checkpoint,
+    failed_outside_the_checkpoint,
     pick_best,
     rng_state,
     set_rng_state,
@@ -290,7 +292,10 @@ class TrainingLoop:
     def restore(self, checkpoint: Path | StoredFolder | Sequence[StoredFolder]) -> None:
         """Continue from a checkpoint written by :meth:`save_checkpoint` (same config). Given several (newest
         first), a corrupt or half-written one is skipped with a warning for the next; when none is usable the
-        run starts from the beginning, with a warning."""
+        run starts from the beginning, with a warning. A checkpoint that could not be read for a reason outside it
+        (:func:`~sentsweep.trainables.checkpoints.failed_outside_the_checkpoint`: a full disk, a storage error, no
+        memory) is not skipped: :class:`~sentsweep.trainables.checkpoints.CheckpointUnreadableError` is raised, and
+        the attempt fails for Tune to retry."""
         if isinstance(checkpoint, Path):
             candidates: Sequence[StoredFolder] = [StoredFolder.local(checkpoint)]
         elif isinstance(checkpoint, StoredFolder):
@@ -304,6 +309,10 @@ class TrainingLoop:
                 self._load(local, candidate)
                 return
             except Exception as exc:  # a corrupt file fails in many ways (safetensors, pickle, zip, sizes)
+                if failed_outside_the_checkpoint(exc):
+                    why = f"checkpoint {candidate.name} could not be read ({type(exc).__name__}: {exc})"
+                    self._warn(f"{why}; it is not skipped: this attempt fails, to be retried from it")
+                    raise CheckpointUnreadableError(why) from exc
                 self._warn(f"checkpoint {candidate.name} is not usable ({type(exc).__name__}: {exc}); "
                            + ("falling back to the previous one" if candidate is not candidates[-1]
                               else "starting from the beginning"))
@@ -343,6 +352,18 @@ class TrainingLoop:
             self.log(f"the best weights kept in {BEST_DIR}/ (step {source.step}, {source.value:.4g}) are better "
                      f"than this checkpoint's best (step {self.state.best_step}): kept as the best")
             self.state.best_value, self.state.best_step = source.value, source.step
+
+    def _adopt_kept_best(self) -> None:
+        """A start without a best (a fresh start after every checkpoint proved unusable, or a trial restarted
+        without one) keeps the best weights an earlier attempt left in the best folder as the best to beat, so the
+        first evaluation of the new start cannot replace them with worse ones."""
+        marker = self.best.marker()
+        value = (marker or {}).get("value")
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            return
+        self.state.best_value, self.state.best_step = float(value), int(marker["step"])
+        self.log(f"the best weights kept in {BEST_DIR}/ (step {self.state.best_step}, {self.state.best_value:.4g}) "
+                 "by an earlier attempt stay the best until an evaluation beats them")
 
     # -- the loop ------------------------------------------------------------------------------
     def _checkpoint_due(self) -> bool:
@@ -412,6 +433,8 @@ class TrainingLoop:
         start = time.perf_counter()
         if resume_from is not None:
             self.restore(resume_from)
+        if self.state.best_step is None:
+            self._adopt_kept_best()
         model = self.task.model
         model.train()
         if self.config.eval_at_start and self.state.step == 0:

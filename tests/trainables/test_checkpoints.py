@@ -17,6 +17,7 @@ from sentsweep.trainables.checkpoints import (
     MODEL_DIR,
     STATE_FILE,
     BestFolder,
+    CheckpointUnreadableError,
     CorruptCheckpointError,
     StoredFolder,
     check_checkpoint,
@@ -209,3 +210,58 @@ def test_the_best_folder_on_remote_storage_is_a_server_side_copy(tmp_path: Path)
     assert (local / "w.safetensors").read_bytes() == b"weights"
     storage.delete_dir(model.parent().path)  # Tune removes the checkpoint: the best weights stay
     assert best.marker() is not None
+
+
+class _Unfetchable(StoredFolder):
+    """A checkpoint intact on the storage that the node cannot download: its disk is full."""
+
+    def fetch(self, scratch: Path) -> Path:
+        import errno
+
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_checkpoint_the_node_cannot_read_fails_the_attempt_and_keeps_the_best(tmp_path: Path) -> None:
+    """SRE review 18, H3: a full disk (or a storage error, or no memory) while fetching a checkpoint was taken for a
+    corrupt checkpoint: the trial started again from step 0 and its first evaluation replaced the kept best
+    weights with worse ones. Now the attempt fails (Tune retries it from the same checkpoint) and best/ stays."""
+    trial = tmp_path / "trial"
+    report, persisted = _persist_like_tune(trial)
+    best = BestFolder(StoredFolder.local(trial / "best"))
+    TrainingLoop(RegressionTask(), _config(), report=report, best=best, work_dir=tmp_path / "a").run()
+    kept = best.marker()
+    lines: list[str] = []
+    seen: list[int] = []
+    loop = TrainingLoop(RegressionTask(), _config(), report=lambda m, c: seen.append(int(m["step"])),
+                        log=lines.append, best=best, work_dir=tmp_path / "b")
+    latest = StoredFolder.local(persisted[12])
+    with pytest.raises(CheckpointUnreadableError, match="No space left"):
+        loop.run(resume_from=[_Unfetchable(latest.fs, latest.path), StoredFolder.local(persisted[8])])
+    assert seen == [] and best.marker() == kept
+    assert any("could not be read (OSError" in line and "not skipped" in line for line in lines), lines
+
+
+def test_a_fresh_start_keeps_the_best_weights_an_earlier_attempt_kept(tmp_path: Path) -> None:
+    """When no checkpoint is usable the trial starts over, but the best folder's weights (value 5.0 at step 8 here)
+    stay the best to beat: worse evaluations of the new start do not replace them."""
+    trial = tmp_path / "trial"
+    report, _ = _persist_like_tune(trial)
+    best = BestFolder(StoredFolder.local(trial / "best"))
+    TrainingLoop(RegressionTask(), _config(), report=report, best=best, work_dir=tmp_path / "a").run()
+    assert (best.marker()["step"], best.marker()["value"]) == (8, 5.0)
+    again = RegressionTask()
+    again.dev_scores = [1.0] * 6  # every evaluation of the new start is worse than the kept 5.0
+    lines: list[str] = []
+    result = TrainingLoop(again, _config(), report=lambda m, c: None, log=lines.append, best=best,
+                          work_dir=tmp_path / "b").run(resume_from=[StoredFolder.local(tmp_path / "gone")])
+    assert (best.marker()["step"], best.marker()["value"]) == (8, 5.0)
+    assert (result.state.best_step, result.state.best_value) == (8, 5.0)
+    assert any("stay the best until an evaluation beats them" in line for line in lines), lines
+
+
+def test_an_unreadable_checkpoint_is_retried_by_tune_not_ended_or_taught_as_infeasible() -> None:
+    from sentsweep.errors import SentsweepError
+    from sentsweep.trainables.infeasible import infeasible_kind
+
+    error = CheckpointUnreadableError("checkpoint_000003 could not be read (MemoryError: )")
+    assert not isinstance(error, SentsweepError) and infeasible_kind(error) is None
