@@ -88,8 +88,10 @@ class TrackingConfig(_Section):
 class CheckpointSettings(_Section):
     """Checkpoint retention (the layout: ``sentsweep.trainables.checkpoints``; the cadence is the trial setting
     ``checkpoint_every``). While a trial runs, Tune keeps its ``num_to_keep`` most recent checkpoints (the
-    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; after the sweep, only the
-    ``keep_trials`` best trials keep weights (their ``best/``), the rest is pruned (``platform/retention.py``)."""
+    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; two minutes after a trial
+    ended (finished, or stopped by the scheduler) it keeps its ``best/`` weights alone (``platform/ended_trials.py``);
+    after the sweep, only the ``keep_trials`` best trials keep weights (their ``best/``), the rest is pruned
+    (``platform/retention.py``). ``keep_trials: null`` keeps every checkpoint of every trial."""
 
     num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
                              "fallback)")

@@ -50,6 +50,7 @@ from sentsweep.platform.confirmation_stats import (
     further_seeds,
     ranked_by_rule,
 )
+from sentsweep.platform.ended_trials import storage_trimming
 from sentsweep.platform.failures import FailureLines
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted
 from sentsweep.platform.progress import ProgressCallback
@@ -200,7 +201,7 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, len(points)), FailureLines(), StopWatch(),
-                   BudgetCallback()],
+                   BudgetCallback(), *storage_trimming(config)],
         verbose=0)
     # the points replace every value; Tune wants each of their keys in the space
     return tune.Tuner(trials.trainable, param_space=dict(points[0]), tune_config=tune_config, run_config=run_config)

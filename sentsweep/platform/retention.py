@@ -111,21 +111,31 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
     for result in results:
         trial = trial_folder(result)
         trial_id = result_trial_id(result)
-        best = BestFolder(trial.child(BEST_DIR))
         if id(result) in kept:
-            best.settle()  # a replacement cut short: <trial>/best must hold the weights the user loads
-            source = pick_best(checkpoint_folder(result), best, mode)
-            if source is not None and source.in_checkpoint and (best.marker() or {}).get("step") != source.step:
-                best.keep(source.folder, source.step, source.value)
+            report.removed_bytes += keep_best_weights_only(trial, checkpoint_folder(result), mode)
             report.kept.append(trial_id)
         else:
-            report.removed_bytes += best.remove()
+            report.removed_bytes += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
             report.pruned.append(trial_id)
-        for name in trial.subfolders():
-            if name.startswith(CHECKPOINT_PREFIX) or name == WORK_DIR:
-                report.removed_bytes += _remove(trial.child(name))
     echo(report.describe())
     return report
+
+
+def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:
+    """Make ``<trial>/best`` hold the trial's best weights (from ``checkpoint``'s ``model/`` when they are there,
+    by a hard link or a server-side copy), then remove its checkpoints and its ``work/`` folder; the bytes listed
+    as removed."""
+    best = BestFolder(trial.child(BEST_DIR))
+    best.settle()  # a replacement cut short: <trial>/best must hold the weights the user loads
+    source = pick_best(checkpoint, best, mode)
+    if source is not None and source.in_checkpoint and (best.marker() or {}).get("step") != source.step:
+        best.keep(source.folder, source.step, source.value)
+    return _remove_checkpoints(trial)
+
+
+def _remove_checkpoints(trial: StoredFolder) -> int:
+    return sum(_remove(trial.child(name)) for name in trial.subfolders()
+               if name.startswith(CHECKPOINT_PREFIX) or name == WORK_DIR)
 
 
 def _remove(folder: StoredFolder) -> int:

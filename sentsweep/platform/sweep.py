@@ -33,6 +33,7 @@ from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sw
 from sentsweep.platform.confirmation import StageTrials, run_confirmation
 from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
+from sentsweep.platform.ended_trials import storage_trimming
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.folder_trust import refuse_foreign_parent, trusted_tracking_uri
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
@@ -239,7 +240,7 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
-                   StopWatch(), BudgetCallback(), ShedUploadedTrialFiles()],
+                   StopWatch(), BudgetCallback(), ShedUploadedTrialFiles(), *storage_trimming(config)],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),
