@@ -70,19 +70,44 @@ def trial_journal_name(trial_id: str) -> str:
 
 @dataclass
 class JournalState:
-    """What was delivered: the first ``delivered`` entries, to run ``run_id``; ``skipped`` of them refused."""
+    """What was delivered: the first ``delivered`` entries, to run ``run_id``; ``skipped`` of them refused.
+
+    The refusals met since the last entry delivered (:mod:`sentsweep.tracking.replay` sets an entry aside only once
+    the same refusal came back over time): ``refusal`` names it (the error's code), met on ``refusals`` attempts since
+    ``refused_since`` (seconds since the epoch, the first one); ``parked``: the next entry is an ``open`` refused for
+    good, whose warning was given (the entries after it wait for it). A state file written before these fields
+    existed reads as none met."""
 
     delivered: int = 0
     run_id: str | None = None
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    refusal: str | None = None
+    refusals: int = 0
+    refused_since: float | None = None
+    parked: bool = False
 
     @classmethod
     def from_json(cls, text: str | bytes) -> JournalState:
         """A state as :meth:`Journal.save_state` writes it (:class:`json.JSONDecodeError` when it is not one)."""
         raw = json.loads(text)
+        since = raw.get("refused_since")
         return cls(int(raw.get("delivered", 0)), raw.get("run_id"), int(raw.get("skipped", 0)),
-                   list(raw.get("notes", [])))
+                   list(raw.get("notes", [])), raw.get("refusal"), int(raw.get("refusals", 0)),
+                   None if since is None else float(since), bool(raw.get("parked", False)))
+
+    def count_refusal(self, refusal: str, now: float) -> float:
+        """Count an attempt that met ``refusal`` (another refusal than the one counted so far starts the count
+        again); the seconds since the first of them (``now``: seconds since the epoch)."""
+        if refusal != self.refusal or self.refused_since is None:
+            self.refusal, self.refusals, self.refused_since, self.parked = refusal, 0, now, False
+        self.refusals += 1
+        return now - self.refused_since
+
+    def advance(self, delivered: int) -> None:
+        """Count the first ``delivered`` entries as delivered, the last of them accepted: no refusal met since."""
+        self.delivered = delivered
+        self.refusal, self.refusals, self.refused_since, self.parked = None, 0, None, False
 
 
 class Journal:
@@ -194,7 +219,7 @@ class Journal:
         if state.delivered > count:
             log.warning("%s: the state counts %d entries as delivered but only %d are on disk (lost in a crash?);"
                         " counting %d", self, state.delivered, count, count)
-            state.delivered = count
+            state.advance(count)
             self.save_state(state)
         return state
 

@@ -29,6 +29,7 @@ A remote sweep's driver copies its own journals the same way, into the sweep's s
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 import uuid
@@ -168,7 +169,7 @@ class JournalMirror:
                     handle.write(data)
             if theirs.delivered > local.delivered or (local.run_id is None and theirs.run_id):
                 best, other = (theirs, local) if theirs.delivered > local.delivered else (local, theirs)
-                journal.save_state(JournalState(best.delivered, best.run_id or other.run_id, best.skipped, best.notes))
+                journal.save_state(dataclasses.replace(best, run_id=best.run_id or other.run_id))
         return journal
 
     def _read(self, path: str) -> bytes:

@@ -1,7 +1,13 @@
 """Delivering a :class:`~sentsweep.tracking.journal.Journal` to MLflow, in order, exactly once.
 
 :class:`Replayer` sends the entries after the delivered offset and moves the offset past each one it
-delivered (or that MLflow refused for good: a run deleted meanwhile, a param changed, logged as a note).
+delivered, or set aside as refused for good (logged as a note in the journal's state). MLflow's refusals (a run
+deleted meanwhile, a param changed: :data:`REFUSED_CODES`) are given up only once the same refusal came back on
+:data:`REFUSALS_TO_GIVE_UP` attempts over :data:`REFUSAL_SPAN_S` (counted in the journal's state); until then the
+entry stays pending and the replay of its journal stops there (entries are ordered). An MLflow error that names
+the server's database is an outage whatever its code (:data:`DATABASE_FAILURES`: MLflow answers a pool timeout
+as ``BAD_REQUEST``). A refused ``open`` is never passed, even for good: the entries after it need its run, so the
+journal stays parked there, pending (one warning naming the trial and the refusal), and a ``follow`` of it waits.
 Every entry is idempotent on its own, so that a call that succeeded on the server but timed out on the
 client, or a journal replayed from a stale copy, adds nothing twice:
 
@@ -22,8 +28,8 @@ sweep's experiment, its parent run, the children of that run and those of its co
 or its state file names: a journal copied through the sweep's storage may have been planted by anyone who can write
 there, and is replayed with the MLflow identity of whoever runs ``sentsweep sync`` or ``resume``. An ``open`` finds or
 creates its run only in that experiment, under a parent of the sweep's (the run it creates gets that parent whatever
-its tags say); an entry naming any other run or place is refused for good, like an entry MLflow refuses (one warning
-naming the journal and the entry's kind; the entries after a refused ``open`` have no run). Each run id is looked up
+its tags say); an entry naming any other run or place is refused for good at once (:class:`Refused`: one warning
+naming the journal and the entry's kind; a refused ``open`` parks its journal, as above). Each run id is looked up
 once per replayer.
 
 :class:`Outbox` is what loggers use: append, then flush unless the server is known to be down
@@ -40,7 +46,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -75,9 +81,23 @@ from sentsweep.tracking.vocabulary import (
 
 log = logging.getLogger("sentsweep.tracking")
 
-#: MLflow error codes that retrying cannot fix: the entry is set aside (a note in the journal's state).
+#: MLflow error codes of a refusal (retrying will not help, unless the error names the database:
+#: :data:`DATABASE_FAILURES`): the entry is set aside (a note in the journal's state) once the same refusal came back
+#: :data:`REFUSALS_TO_GIVE_UP` times over :data:`REFUSAL_SPAN_S`.
 REFUSED_CODES = frozenset({"INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "RESOURCE_ALREADY_EXISTS",
                            "BAD_REQUEST", "INVALID_STATE"})
+#: What the message of an MLflow error names when the server's database failed (lowercase; matched whatever the
+#: error's code). MLflow's server answers every SQLAlchemyError but an OperationalError as BAD_REQUEST, HTTP 400
+#: (``mlflow/store/db/utils.py``, ``make_managed_session``), which its client does not retry: a pool timeout under
+#: load ("QueuePool limit ... reached"), a connection closed under it (``InterfaceError``), a session to roll back
+#: (``PendingRollbackError``). Such an error is an outage, never a refusal.
+DATABASE_FAILURES = ("sqlalchemy", "psycopg2", "queuepool", "connection already closed", "could not connect",
+                     "server closed the connection", "pendingrollback", "database is locked")
+#: An entry MLflow refuses is given up only after the same refusal on this many attempts...
+REFUSALS_TO_GIVE_UP = 3
+#: ... the last of them at least this many seconds after the first (a refusal that is a passing failure in disguise
+#: goes away meanwhile).
+REFUSAL_SPAN_S = 600.0
 #: Seconds a ``/health`` probe of a server marked down may take.
 PROBE_TIMEOUT_S = 3.0
 #: Seconds between two delivery attempts to a non-HTTP store (sqlite) marked down.
@@ -89,20 +109,42 @@ RETRY_AFTER_S = 5.0
 STRUCTURE_TAGS = frozenset({ROLE_TAG, PARENT_TAG, SWEEP_DIR_TAG})
 
 class Refused(Exception):
-    """An entry MLflow will never accept (or that has no run to go to): skipped, not retried."""
+    """An entry the replayer itself refuses (outside the sweep's runs, malformed): given up at once."""
 
 
-def is_refusal(exc: BaseException) -> bool:
-    return isinstance(exc, Refused) or (isinstance(exc, MlflowException) and exc.error_code in REFUSED_CODES)
+#: What :func:`refusal_of` calls a :class:`Refused`.
+OWN_REFUSAL = "replayer"
+
+
+class Waiting(Exception):
+    """A ``follow`` entry whose journal stopped short of the entries it names (one there waits on a refusal)."""
+
+
+def is_database_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` names a failure of the MLflow server's database (:data:`DATABASE_FAILURES`)."""
+    text = str(exc).lower()
+    return any(marker in text for marker in DATABASE_FAILURES)
+
+
+def refusal_of(exc: BaseException) -> str | None:
+    """What refused an entry, when ``exc`` is a refusal: the replayer (:class:`Refused`) or MLflow (its error code,
+    :data:`REFUSED_CODES`, unless the error names the server's database); None for anything else (an outage)."""
+    if isinstance(exc, Refused):
+        return OWN_REFUSAL
+    if isinstance(exc, MlflowException) and exc.error_code in REFUSED_CODES and not is_database_failure(exc):
+        return str(exc.error_code)
+    return None
 
 
 class Replayer:
     """Sends journal entries with one client to the runs of one sweep (``scope``); remembers the metric points it
     knows each run has."""
 
-    def __init__(self, client: MlflowClient, scope: SweepScope) -> None:
+    def __init__(self, client: MlflowClient, scope: SweepScope, clock: Callable[[], float] = time.time) -> None:
+        """``clock``: seconds since the epoch (when an entry was first refused is kept in the journal's state)."""
         self.client = client
         self.scope = scope
+        self.clock = clock
         self.created: set[str] = set()
         self.reattached: set[str] = set()
         self.registered: dict[str, str] = {}  # model name -> the version this replayer registered
@@ -117,7 +159,9 @@ class Replayer:
 
     def flush(self, journal: Journal, upto: int | None = None) -> JournalState:
         """Deliver the pending entries (the first ``upto`` at most); a transient error propagates, with the
-        entries before it delivered and counted."""
+        entries before it delivered and counted. A refused entry stops the flush, pending, until it is given up
+        (:meth:`_gives_up`); then it is set aside, unless it is an ``open``: the journal stays parked there, the
+        entries after it needing its run."""
         if not journal.exists():  # a worker's journal on another node, or from a Ray session gone
             return journal.state()
         with journal.locked():
@@ -129,17 +173,53 @@ class Replayer:
                 try:
                     self.deliver(entries[index], state, journal.path.parent if journal.path else None,
                                  staged_only=in_driver_folder(journal.path))
+                except Waiting:
+                    journal.save_state(state)
+                    return state
                 except Exception as exc:
-                    if not is_refusal(exc):
+                    refusal = refusal_of(exc)
+                    if refusal is None:
                         journal.save_state(state)
                         raise
-                    op = entries[index].get("op")
-                    state.skipped += 1
-                    state.notes = [*state.notes[-9:], f"entry {index} ({op}): {exc}"[:500]]
-                    log.warning("skipped entry %d (%s) of %s, refused for good: %s", index, op, journal, exc)
-                state.delivered = index + 1
+                    if not self._gives_up(journal, state, index, entries, refusal, exc):
+                        journal.save_state(state)
+                        return state
+                    state.delivered = index + 1  # set aside: the refusal stays counted for the next entry
+                else:
+                    state.advance(index + 1)
                 journal.save_state(state)
             return state
+
+    def _gives_up(self, journal: Journal, state: JournalState, index: int, entries: list[Entry], refusal: str,
+                 exc: BaseException) -> bool:
+        """Count the refusal ``exc`` of entry ``index`` in ``state``; whether the replay goes on past the entry, set
+        aside (a note and a warning). The replayer's own refusals (:class:`Refused`) are given up at once, MLflow's
+        once the same one came back on :data:`REFUSALS_TO_GIVE_UP` attempts over :data:`REFUSAL_SPAN_S` since the
+        last entry delivered (so the entries after one given up that meet the same refusal go at once: a deleted
+        run's). A refused ``open`` is never passed: the journal is parked on it (one warning)."""
+        op = entries[index].get("op")
+        first = state.refusal != refusal
+        span = state.count_refusal(refusal, self.clock())
+        final = refusal == OWN_REFUSAL or (state.refusals >= REFUSALS_TO_GIVE_UP and span >= REFUSAL_SPAN_S)
+        if not final:
+            if first:
+                log.warning("entry %d (%s) of %s refused (%s: %s): kept, tried again at each replay, given up only "
+                            "if still refused after %d attempts over %.0f min", index, op, journal, refusal, exc,
+                            REFUSALS_TO_GIVE_UP, REFUSAL_SPAN_S / 60)
+            return False
+        if op == "open":
+            if not state.parked:
+                state.parked = True
+                state.notes = [*state.notes[-9:], f"entry {index} (open), parked: {refusal}: {exc}"[:500]]
+                log.warning("entry %d (open) of %s, the run of trial %s, refused for good (%s: %s); the journal stays "
+                            "parked there, its %d later entries pending (they need that run), tried again at each "
+                            "replay", index, journal, entries[index].get("trial_id"), refusal, exc,
+                            len(entries) - index - 1)
+            return False
+        state.skipped += 1
+        state.notes = [*state.notes[-9:], f"entry {index} ({op}): {exc}"[:500]]
+        log.warning("skipped entry %d (%s) of %s, refused for good: %s", index, op, journal, exc)
+        return True
 
     # -- one entry ------------------------------------------------------------------------------------
     def deliver(self, entry: Entry, state: JournalState, folder: Path | None = None, *,
@@ -155,9 +235,10 @@ class Replayer:
             if not followable(followed, folder):
                 log.warning("not followed: %s, outside the journals of %s", followed, folder)
                 return
-            self.flush(Journal(followed), upto=int(entry["upto"]))
+            self._follow(Journal(followed), int(entry["upto"]))
             return
-        if state.run_id is None:  # no run was found to close (a trial that never started), or none opened
+        if state.run_id is None:  # an open that only looks (``create`` false) found no run: a trial never started
+            # (or a state written before a refused open parked its journal)
             return
         run_id = state.run_id
         self._confine(self.scope.refusal(self.client, run_id))
@@ -195,6 +276,13 @@ class Replayer:
                 self.client.set_tag(run_id, REASON_TAG, entry["reason"])
         else:
             raise Refused(f"unknown journal entry '{op}'")
+
+    def _follow(self, journal: Journal, upto: int) -> None:
+        """Deliver the first ``upto`` entries of ``journal`` (those it has); :class:`Waiting` when it stopped short
+        of them (an entry there waits on a refusal, or is an ``open`` refused for good)."""
+        state = self.flush(journal, upto=upto)
+        if state.delivered < min(upto, len(journal.entries())):
+            raise Waiting(f"{journal} stopped at entry {state.delivered}")
 
     @staticmethod
     def _confine(refusal: str | None) -> None:
@@ -530,7 +618,7 @@ class Outbox:
             reach.failed(exc, self.journal)
             return False
         reach.succeeded()
-        return True
+        return self.journal.pending() == 0  # an entry MLflow refuses waits (:meth:`Replayer._gives_up`)
 
     @property
     def run_id(self) -> str | None:

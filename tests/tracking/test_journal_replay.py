@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 
 from sentsweep.tracking import TrackingSettings
 from sentsweep.tracking.journal import Journal, JournalState
-from sentsweep.tracking.replay import Reachability, Replayer
+from sentsweep.tracking.replay import REFUSAL_SPAN_S, Reachability, Replayer
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, TRIAL_ID_TAG
@@ -130,13 +130,18 @@ def test_a_later_attempt_reattaches_and_a_stale_driver_status_is_void(store, tmp
     assert REASON_TAG not in run.data.tags
 
 
-def test_a_refused_entry_is_set_aside(store, tmp_path):
+def test_a_refused_entry_is_set_aside_once_refused_over_time(store, tmp_path):
     client, settings = store
     logger = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")
+    now = [1_700_000_000.0]
+    logger.outbox.replayer.clock = lambda: now[0]
     logger.start({"lr": 1e-3})
     client.delete_run(logger.run_id)  # e.g. a user deleted the run: logging to it is refused for good
     logger.log_metrics({"stsb_dev": 70.0}, step=2)
-    logger.log_metrics({"stsb_dev": 71.0}, step=4)
+    logger.log_metrics({"stsb_dev": 71.0}, step=4)  # the first entry refused again: both wait
+    assert logger.pending() == 2 and logger.journal.state().skipped == 0
+    now[0] += REFUSAL_SPAN_S
+    assert logger.outbox.flush()  # a third refusal, 10 minutes after the first: set aside, and the next one alike
     state = logger.journal.state()
     assert logger.pending() == 0 and state.skipped == 2 and "metrics" in state.notes[0]
 

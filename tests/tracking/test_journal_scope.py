@@ -80,22 +80,29 @@ def test_a_journal_naming_a_run_of_another_experiment_leaves_it_alone_and_the_re
     victim = _victim(client, theirs)
     before = _snapshot(client, victim)
     journal = _planted(tmp_path, victim, *PLANTED,
-                       _open(theirs, victim, "t9", create=True), *PLANTED,  # a run created or found over there
-                       _open(experiment, parent, "t1", tags={PARENT_TAG: victim}), {"op": "tags", "tags": {"ok": "1"}})
+                       _open(theirs, victim, "t9", create=True), *PLANTED)  # a run created or found over there
+    ours = _planted(tmp_path, None, _open(experiment, parent, "t1", tags={PARENT_TAG: victim}),
+                    {"op": "tags", "tags": {"ok": "1"}}, name="trial-t1.jsonl")
+    replayer = Replayer(client, SweepScope(experiment, parent))
 
     with caplog.at_level("WARNING", logger="sentsweep.tracking"):
-        state = Replayer(client, SweepScope(experiment, parent)).flush(journal)
+        state = replayer.flush(journal)
+        assert replayer.flush(journal).delivered == state.delivered  # parked: refused again, warned once
+        trial_state = replayer.flush(ours)
 
     assert _snapshot(client, victim) == before
     assert client.search_runs([theirs]) and len(client.search_runs([theirs])) == 1  # nothing created there
-    assert state.delivered == len(journal.entries()) and journal.pending() == 0  # refused for good, not retried
-    assert state.skipped == len(PLANTED) + 1  # the entries after the refused open have no run to go to
-    trial = _trial(client, experiment, "t1")  # the rest was delivered, under the sweep's parent whatever its tags said
-    assert trial.data.tags[PARENT_TAG] == parent and trial.data.tags["ok"] == "1" and state.run_id == trial.info.run_id
+    assert state.skipped == len(PLANTED)  # refused for good at once, not retried
+    # A refused open is never passed: the entries after it (its run's) are not counted delivered; the journal waits.
+    assert state.parked and state.delivered == len(PLANTED) and journal.pending() == 1 + len(PLANTED)
+    trial = _trial(client, experiment, "t1")  # another journal is delivered, under the sweep's parent whatever its
+    assert trial.data.tags[PARENT_TAG] == parent and trial.data.tags["ok"] == "1"  # tags said
+    assert trial_state.run_id == trial.info.run_id and ours.pending() == 0
     refusals = [r.getMessage() for r in caplog.records if "not a run of this sweep" in r.getMessage()]
-    assert len(refusals) == state.skipped  # one line per entry, naming the journal and the entry's kind
+    assert len(refusals) == len(PLANTED) + 1  # one line per entry, naming the journal and the entry's kind
     assert all(str(journal.path) in line for line in refusals)
     assert [line.split("(", 1)[1].split(")", 1)[0] for line in refusals] == [e["op"] for e in PLANTED] + ["open"]
+    assert "the run of trial t9" in refusals[-1] and "parked" in refusals[-1]
 
 
 def test_a_run_of_the_sweeps_experiment_outside_its_hierarchy_is_refused(sweep, tmp_path: Path) -> None:
@@ -115,7 +122,7 @@ def test_a_run_of_the_sweeps_experiment_outside_its_hierarchy_is_refused(sweep, 
         assert replayer.flush(journal).skipped == len(PLANTED) and journal.pending() == 0
     for index, under in enumerate([other_parent, ours, None]):  # an open under a parent that is not the sweep's
         journal = _planted(tmp_path, None, _open(experiment, under, f"x{index}"), name=f"open-{index}.jsonl")
-        assert replayer.flush(journal).skipped == 1
+        assert replayer.flush(journal).parked and journal.pending() == 1
 
     assert [_snapshot(client, run_id) for run_id in victims] == before
     assert not client.search_runs([experiment], "tags.`sentsweep.trial_id` LIKE 'x%'")
