@@ -57,8 +57,8 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
 def _add_sync(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sync", help="deliver to MLflow what a sweep journaled while it did not answer",
                        description="Replay a sweep's tracking journals (its trials' and its driver's, finalize "
-                       "included: metrics, artifacts, the model registration, the parent's end) once MLflow "
-                       "answers again; exit status 1 while entries are still pending.")
+                       "and the confirmation stage included: metrics, artifacts, the model registration, the runs' "
+                       "ends) once MLflow answers again; exit status 1 while entries are still pending.")
     add_sweep_folder(p)
     add_tracking_declaration(p)
     p.set_defaults(handler=cmd_sync)

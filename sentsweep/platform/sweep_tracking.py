@@ -401,7 +401,8 @@ class TrackingCallback(Callback):
         journals = self.journals(trials[0])
         journals.parent(self.settings["parent_run_id"]).put(
             {"op": "metrics", "points": metric_points(totals, 0, now_ms())})
-        pending = journals.replay(journals.worker(t) for t in trials)
+        # the copies later attempts set aside too (a worker lost with its node): the last replay of this experiment
+        pending = journals.replay([*(journals.worker(t) for t in trials), *journals.set_aside(trials[0])])
         if pending:
             log.warning("MLflow has not answered: %d tracking entries wait in %s (resume, or the next sweep "
                         "command on this folder, delivers them)", pending, journals.folder)

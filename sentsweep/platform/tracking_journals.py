@@ -16,10 +16,12 @@ with the staged folders their pending uploads name), after each append while ent
 after they were delivered, and at every replay. A resume and ``sentsweep sync`` pull these copies first, so
 that another machine delivers what the driver could not.
 
-:func:`replay_sweep_journals` delivers everything pending: at the end of a sweep, at the start of a resume,
-or on demand once the server answers again (:func:`sync_sweep`, ``sentsweep sync SWEEP_DIR``). Every replay
-(the driver's first step and its end included) first removes the staged folders no journal names
-(:func:`remove_orphan_staged`: a copy a kill cut short, or whose entry never reached a journal).
+:func:`replay_sweep_journals` delivers everything pending, the confirmation stage's journals included (its Tune
+experiment keeps its own in ``<sweep folder>/confirmation/``): at the start of a resume, or on demand once the
+server answers again (:func:`sync_sweep`, ``sentsweep sync SWEEP_DIR``); the driver's callback delivers each
+folder's at the end of its Tune experiment. Every replay (the driver's first step and its end included) first
+removes the staged folders no journal names (:func:`remove_orphan_staged`: a copy a kill cut short, or whose
+entry never reached a journal).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlflow import MlflowClient
 
+from sentsweep.platform.confirmation_stats import STAGE_DIR
 from sentsweep.platform.storage import locate
 from sentsweep.tracking.journal import (
     DRIVER_JOURNALS,
@@ -63,6 +66,8 @@ DONE_SUFFIX = ".done"
 #: A staged folder being copied (locally): renamed without the suffix once complete.
 PART_SUFFIX = ".part"
 WORKER_PREFIX = "worker-"
+#: The name of a worker journal copy set aside (:data:`SET_ASIDE`) pulled into a driver journal folder begins so.
+SET_ASIDE_PREFIX = f"{WORKER_PREFIX}set-aside-"
 
 
 def is_remote(sweep_dir: str | None) -> bool:
@@ -84,6 +89,13 @@ def cached_journal_dir(sweep_name: str, folder_name: str) -> Path:
 
     base = cache_dir() / DRIVER_JOURNALS / sweep_name
     return base if folder_name in (sweep_name, "") else base / folder_name
+
+
+def is_set_aside_copy(journal: Journal) -> bool:
+    """Whether ``journal`` is a worker journal copy set aside by a later attempt of its trial (pulled into a driver
+    journal folder): its attempt was superseded, so its ``open`` never reattaches the run
+    (:meth:`~sentsweep.tracking.replay.Replayer.flush`)."""
+    return journal.path is not None and journal.path.name.startswith(SET_ASIDE_PREFIX)
 
 
 def is_driver_journal(path: Path) -> bool:
@@ -370,6 +382,15 @@ class DriverJournals:
         """:func:`worker_journal` of ``trial``, a copy pulled from the storage going to this folder."""
         return worker_journal(trial, self.folder)
 
+    def set_aside(self, trial: Trial) -> list[Journal]:
+        """The worker journal copies that a later attempt set aside in the storage of ``trial``'s sweep (or stage)
+        folder (:data:`~sentsweep.tracking.journal_mirror.SET_ASIDE`), pulled into this folder; none with a local
+        sweep folder (nothing is copied there)."""
+        mirror = storage_mirror(trial.storage)
+        if mirror is None or mirror.set_aside is None:
+            return []
+        return _pull_set_aside(mirror.filesystem, mirror.set_aside, self.folder)
+
     def replay(self, workers: Iterable[Journal | None] = ()) -> int:
         """Deliver the worker journals ``workers`` and every journal of this folder (the parent's last), after
         appending what a full disk refused before and removing the staged folders no journal names
@@ -378,12 +399,14 @@ class DriverJournals:
         remove_orphan_staged(self.folder)
         names = sorted(p.name for p in self.folder.glob("*.jsonl") if p.name != PARENT_JOURNAL)
         journals = [j for j in workers if j is not None]
-        journals += [Journal(self.folder / name) for name in [*names, PARENT_JOURNAL]]
+        pulled = {j.path for j in journals}  # the copies pulled into this folder: flushed and counted once
+        journals += [Journal(path) for path in (self.folder / name for name in [*names, PARENT_JOURNAL])
+                     if path not in pulled]
         reach = Reachability.of(self.tracking_uri)
         if reach.worth_trying():
             try:
                 for journal in journals:
-                    self.replayer.flush(journal)
+                    self.replayer.flush(journal, superseded=is_set_aside_copy(journal))
             except Exception as exc:
                 reach.failed(exc, journal)
             else:
@@ -401,16 +424,45 @@ def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, sc
 
     The trials' journals are read in a local sweep folder, else (``filesystem``, a pyarrow file system, and the
     folder's ``fs_path`` on it; default: resolved from the ``sweep_dir`` URI) from their copies in the trial
-    folders of the storage. The driver journals of a remote sweep folder are pulled from their copies there first
-    (:class:`StoredJournals`: the driver that wrote them may be gone, its disk with it)."""
-    journals = DriverJournals(tracking_uri, driver_journal_dir(sweep_dir, sweep_name), scope,
-                              stored_journals(sweep_dir, filesystem, fs_path))
+    folders of the storage, with those a later attempt set aside. The driver journals of a remote sweep folder are
+    pulled from their copies there first (:class:`StoredJournals`: the driver that wrote them may be gone, its disk
+    with it). The confirmation stage, once its folder exists (:data:`STAGE_DIR`, a Tune experiment of its own in
+    the sweep folder), is replayed the same way from that folder: its trials' runs and its run are in ``scope``
+    (the sweep's confirmation run and its children)."""
+    pending = _replay_folder(sweep_dir, tracking_uri, sweep_name, scope, filesystem, fs_path)
+    stage_dir = posixpath.join(sweep_dir, STAGE_DIR)
+    stage_path = posixpath.join(fs_path, STAGE_DIR) if fs_path is not None else None
+    if _stage_began(stage_dir, sweep_name, filesystem, stage_path):
+        pending += _replay_folder(stage_dir, tracking_uri, sweep_name, scope, filesystem, stage_path)
+    return pending
+
+
+def _replay_folder(folder: str, tracking_uri: str, sweep_name: str, scope: SweepScope, filesystem: Any,
+                   fs_path: str | None) -> int:
+    """:func:`replay_sweep_journals` of one Tune experiment's folder (the sweep's, or its stage's)."""
+    journals = DriverJournals(tracking_uri, driver_journal_dir(folder, sweep_name), scope,
+                              stored_journals(folder, filesystem, fs_path))
     journals.pull()
-    if "://" not in sweep_dir and filesystem is None:
-        workers = [Journal(path) for path in sorted(Path(sweep_dir).glob(f"*/{TRIAL_JOURNAL}"))]
+    if not is_remote(folder) and filesystem is None:
+        workers = [Journal(path) for path in sorted(Path(folder).glob(f"*/{TRIAL_JOURNAL}"))]
     else:
-        workers = pull_worker_copies(filesystem, fs_path, sweep_dir, journals.folder)
+        workers = pull_worker_copies(filesystem, fs_path, folder, journals.folder)
     return journals.replay(workers)
+
+
+def _stage_began(stage_dir: str, sweep_name: str, filesystem: Any, stage_path: str | None) -> bool:
+    """Whether the confirmation stage's folder ``stage_dir`` exists (in the storage, or as a folder of driver
+    journals in this machine's cache); a storage that cannot tell counts as yes (its replay is best-effort)."""
+    import pyarrow.fs
+
+    if not is_remote(stage_dir) and filesystem is None:
+        return Path(stage_dir).is_dir()
+    if filesystem is None or driver_journal_dir(stage_dir, sweep_name).is_dir():  # None: resolved by the replay
+        return True
+    try:
+        return filesystem.get_file_info(stage_path).type != pyarrow.fs.FileType.NotFound
+    except OSError:
+        return True
 
 
 def remove_orphan_staged(folder: Path) -> list[str]:
@@ -484,7 +536,7 @@ def pull_worker_copies(filesystem: Any, fs_path: str | None, sweep_dir: str, fol
         return []
     found = []
     for info in sorted(infos, key=lambda i: i.base_name):
-        if info.type != pyarrow.fs.FileType.Directory or info.base_name in (DRIVER_JOURNALS, SET_ASIDE):
+        if info.type != pyarrow.fs.FileType.Directory or info.base_name in (DRIVER_JOURNALS, SET_ASIDE, STAGE_DIR):
             continue
         copy = JournalMirror(filesystem, info.path).pull(folder / worker_copy_name(info.base_name))
         if copy is not None:
@@ -501,7 +553,7 @@ def _pull_set_aside(filesystem: Any, set_aside: str, folder: Path) -> list[Journ
     except OSError:
         return []
     names = sorted(i.base_name for i in infos if i.type == pyarrow.fs.FileType.File and i.base_name.endswith(".jsonl"))
-    copies = (JournalMirror(filesystem, set_aside, name).pull(folder / f"{WORKER_PREFIX}set-aside-{name}")
+    copies = (JournalMirror(filesystem, set_aside, name).pull(folder / f"{SET_ASIDE_PREFIX}{name}")
               for name in names)
     return [copy for copy in copies if copy is not None]
 
@@ -509,7 +561,8 @@ def _pull_set_aside(filesystem: Any, set_aside: str, folder: Path) -> list[Journ
 def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[str], None] = print,
                tracking_uri: str | None = None) -> tuple[int, str]:
     """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
-    an outage included: metrics, artifacts, the registration, the parent's end), then, once nothing is pending,
+    an outage and the confirmation stage included: metrics, artifacts, the registration, the runs' ends,
+    :func:`replay_sweep_journals`), then, once nothing is pending,
     the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
     the number of entries still pending, and the tracking URI. Refused while a driver runs the sweep (its lease:
     :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself. The manifest's tracking

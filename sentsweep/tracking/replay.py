@@ -13,7 +13,9 @@ client, or a journal replayed from a stale copy, adds nothing twice:
 
 - ``open`` searches the trial's run by tag before creating one, and tells a retry of its own create
   (the run carries the attempt's ``token``) from a run of an earlier attempt (reattached: RUNNING again,
-  attempt count + 1);
+  attempt count + 1); in a journal of an attempt a later one superseded (a copy set aside,
+  :mod:`sentsweep.tracking.journal_mirror`) it only looks the run up, so that the late delivery of a lost
+  attempt never reopens the run its successor ended;
 - ``params`` logs only the keys the run lacks; ``tags``, ``artifacts`` and ``json_artifact`` overwrite with the
   same content; ``inputs`` (dataset inputs) are stored once per run by MLflow itself;
 - ``metrics`` skips points the run already has (same key, value, timestamp and step), reading a key's
@@ -157,11 +159,12 @@ class Replayer:
         for key in [k for k in self._known if k[0] == run_id]:
             del self._known[key]
 
-    def flush(self, journal: Journal, upto: int | None = None) -> JournalState:
-        """Deliver the pending entries (the first ``upto`` at most); a transient error propagates, with the
-        entries before it delivered and counted. A refused entry stops the flush, pending, until it is given up
-        (:meth:`_gives_up`); then it is set aside, unless it is an ``open``: the journal stays parked there, the
-        entries after it needing its run."""
+    def flush(self, journal: Journal, upto: int | None = None, *, superseded: bool = False) -> JournalState:
+        """Deliver the pending entries (the first ``upto`` at most; ``superseded``: the journal of an attempt a later
+        one replaced, whose ``open`` never reattaches); a transient error propagates, with the entries before it
+        delivered and counted. A refused entry stops the flush, pending, until it is given up (:meth:`_gives_up`);
+        then it is set aside, unless it is an ``open``: the journal stays parked there, the entries after it needing
+        its run."""
         if not journal.exists():  # a worker's journal on another node, or from a Ray session gone
             return journal.state()
         with journal.locked():
@@ -172,7 +175,7 @@ class Replayer:
             for index in range(state.delivered, end):
                 try:
                     self.deliver(entries[index], state, journal.path.parent if journal.path else None,
-                                 staged_only=in_driver_folder(journal.path))
+                                 staged_only=in_driver_folder(journal.path), superseded=superseded)
                 except Waiting:
                     journal.save_state(state)
                     return state
@@ -223,12 +226,12 @@ class Replayer:
 
     # -- one entry ------------------------------------------------------------------------------------
     def deliver(self, entry: Entry, state: JournalState, folder: Path | None = None, *,
-                staged_only: bool = False) -> None:
+                staged_only: bool = False, superseded: bool = False) -> None:
         """Send ``entry`` (``folder``: the journal's folder, where a staged copy may have been pulled to;
-        ``staged_only``: upload staged copies only, :func:`upload_source`)."""
+        ``staged_only``: upload staged copies only, :func:`upload_source`; ``superseded``: see :meth:`flush`)."""
         op = entry["op"]
         if op == "open":
-            self._open(entry, state)
+            self._open(entry, state, superseded=superseded)
             return
         if op == "follow":
             followed = Path(entry["path"])
@@ -296,10 +299,11 @@ class Replayer:
             state.run_id = None
         self._confine(refusal)
 
-    def _open(self, entry: Entry, state: JournalState) -> None:
+    def _open(self, entry: Entry, state: JournalState, *, superseded: bool = False) -> None:
         """Find the trial's run (or create it) in the sweep's experiment, under a parent of the sweep's: an entry
         naming any other place is refused (the entries after it then have no run), and the run it creates has that
-        parent whatever its tags say."""
+        parent whatever its tags say. A run found for another attempt is reattached, unless ``superseded`` (this
+        attempt's successor opened it: its status and attempt stay)."""
         parent = entry.get("parent_run_id")
         self._open_confined(self.scope.open_refusal(self.client, entry.get("experiment_id"), parent), state)
         trial_id = entry.get("trial_id")
@@ -324,8 +328,8 @@ class Replayer:
             return
         self._open_confined(self.scope.refusal_of(self.client, found), state)  # the trial id in the filter is data
         state.run_id = found.info.run_id
-        if token is None or found.data.tags.get(TOKEN_TAG) == token:
-            return  # the driver's lookup, or this attempt's own create answered late
+        if token is None or found.data.tags.get(TOKEN_TAG) == token or superseded:
+            return  # the driver's lookup, this attempt's own create answered late, or a later attempt's run
         attempt = int(found.data.tags.get(ATTEMPT_TAG, "1")) + 1
         self.client.update_run(state.run_id, status="RUNNING")
         self.client.log_batch(state.run_id, tags=[RunTag(ATTEMPT_TAG, str(attempt)), RunTag(TOKEN_TAG, token)])

@@ -12,14 +12,17 @@ import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.tracking_journals import replay_sweep_journals
-from sentsweep.tracking.journal import TRIAL_JOURNAL, Journal, JournalState
+from sentsweep.platform.search import FINAL_KEY
+from sentsweep.platform.sweep_tracking import TrackingCallback
+from sentsweep.platform.tracking_journals import SET_ASIDE_PREFIX, replay_sweep_journals
+from sentsweep.tracking.journal import DRIVER_JOURNALS, TRIAL_JOURNAL, Journal, JournalState
 from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
 from sentsweep.tracking.replay import Replayer
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
-from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG, TrackingSettings
-from tests.tracking.restartable_mlflow import outage_ready_server
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, TRIAL_ID_TAG, TrackingSettings
+from tests.tracking.restartable_mlflow import RETRY_ENV, outage_ready_server
+from tools.harness.processes import LOOPBACK, free_port
 
 
 @pytest.fixture(scope="module")
@@ -121,41 +124,122 @@ def _set_aside(storage) -> list[str]:
     return sorted(i.base_name for i in infos)
 
 
+def _lose_the_node_and_finish_elsewhere(first: MlflowTrialLogger, settings: TrackingSettings, storage,
+                                       tmp_path) -> None:
+    """The ``first`` attempt (on ``node-1``) reports steps 1 and 2 while MLflow is down and is lost with its node;
+    the next attempt, on ``node-2``, sets its copy aside (with its state, once one was saved), reports step 3 and
+    finishes."""
+    for step in (1, 2):
+        first.log_metrics({"train_loss": 1.0 / step}, step=step)
+    assert _set_aside(storage) == []
+    shutil.rmtree(tmp_path / "node-1")  # the node is lost; Tune restores the trial on another one
+    second = _attempt(settings, storage, tmp_path / "node-2")
+    second.start({"lr": 0.003})
+    second.log_metrics({"train_loss": 0.25}, step=3)
+    second.finish("FINISHED")
+    (aside, *state) = _set_aside(storage)
+    assert aside.startswith("toy_d4_00000-") and aside.endswith(".jsonl") and state in ([], [aside + ".state"])
+
+
+def _sweep_with_a_trial(client: MlflowClient, name: str, uri: str) -> tuple[str, str, TrackingSettings]:
+    """An experiment, a sweep run in it, and the tracking settings of its trial ``d4_00000``."""
+    experiment_id = client.create_experiment(name)
+    parent = client.create_run(experiment_id, run_name="sweep").info.run_id
+    return experiment_id, parent, TrackingSettings(tracking_uri=uri, experiment_id=experiment_id,
+                                                   parent_run_id=parent, sweep_name="sweep", trial_id="d4_00000")
+
+
+def _assert_both_attempts_delivered(client: MlflowClient, experiment_id: str, parent: str) -> None:
+    (run,) = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent}'")
+    assert run.info.status == "FINISHED" and run.data.tags[TRIAL_ID_TAG] == "d4_00000"
+    history = client.get_metric_history(run.info.run_id, "train_loss")
+    assert sorted((m.step, m.value) for m in history) == [(1, 1.0), (2, 0.5), (3, 0.25)]
+
+
 def test_an_attempt_on_another_node_sets_the_lost_attempts_copy_aside(tmp_path, server):
     """A worker lost with its node while MLflow is down: the trial's next attempt runs on another node with a new
     journal; its first push sets the lost attempt's copy aside instead of overwriting it, and the driver's replay
     delivers the entries of both attempts (without it, steps 1 and 2 were lost)."""
     client = MlflowClient(tracking_uri=server.uri)
-    experiment_id = client.create_experiment("attempts")
-    parent = client.create_run(experiment_id, run_name="sweep").info.run_id
+    experiment_id, parent, settings = _sweep_with_a_trial(client, "attempts", server.uri)
     storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
-    settings = TrackingSettings(tracking_uri=server.uri, experiment_id=experiment_id, parent_run_id=parent,
-                                sweep_name="sweep", trial_id="d4_00000")
     first = _attempt(settings, storage, tmp_path / "node-1")
     first.start({"lr": 0.003})
     server.stop()
     try:
-        for step in (1, 2):
-            first.log_metrics({"train_loss": 1.0 / step}, step=step)
-        assert first.pending() == 2 and _set_aside(storage) == []
-        shutil.rmtree(tmp_path / "node-1")  # the node is lost; Tune restores the trial on another one
-
-        second = _attempt(settings, storage, tmp_path / "node-2")
-        second.start({"lr": 0.003})
-        second.log_metrics({"train_loss": 0.25}, step=3)
-        second.finish("FINISHED")
+        _lose_the_node_and_finish_elsewhere(first, settings, storage, tmp_path)
     finally:
         server.start()
-    (aside, state) = _set_aside(storage)
-    assert aside.startswith("toy_d4_00000-") and aside.endswith(".jsonl") and state == aside + ".state"
 
     driver = tmp_path / "driver"
     for _ in range(2):  # a second replay adds nothing
         assert _replay(driver, server.uri, SweepScope(experiment_id, parent), storage) == 0
+    _assert_both_attempts_delivered(client, experiment_id, parent)
+
+
+def _ended_trial(storage: pyarrow.fs.FileSystem):
+    """Trial ``d4_00000`` as the driver's Tune holds it at the end of the sweep: finished, its folder the one of
+    :func:`_attempt` on ``storage`` (a stub with a real storage context)."""
+    from ray.train._internal.storage import StorageContext
+    from ray.tune.experiment import Trial
+
+    trial = Trial("__fake", stub=True, trial_id="d4_00000",
+                  storage=StorageContext("", "sweep", trial_dir_name="toy_d4_00000", storage_filesystem=storage))
+    trial.set_status("TERMINATED")
+    trial.update_last_result({FINAL_KEY: 1.0})
+    return trial
+
+
+def _end_the_sweep(settings: TrackingSettings, trial) -> None:
+    """The driver's end of the sweep (:meth:`TrackingCallback.on_experiment_end`), its trial settings ``settings``."""
+    driver_settings = settings.model_copy(update={"trial_id": None}).model_dump()
+    TrackingCallback(driver_settings, "ASHA", 0.0).on_experiment_end(trials=[trial])
+
+
+@pytest.mark.usefixtures("ray_session", "private_cache")  # a trial's working folder is in Ray's session folder
+def test_the_end_of_the_sweep_delivers_the_copy_set_aside_and_leaves_the_run_finished(tmp_path, server):
+    """The same, delivered by the driver's end of the sweep (before, only by a resume or ``sentsweep sync``); the
+    lost attempt began in the outage (its ``open`` undelivered too): delivered after its successor's finish, it
+    finds the run the successor created and ended, and leaves it FINISHED (before, it reopened it: RUNNING for
+    good, as no finish of that attempt follows)."""
+    client = MlflowClient(tracking_uri=server.uri)
+    experiment_id, parent, settings = _sweep_with_a_trial(client, "sweep-end", server.uri)
+    storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    server.stop()
+    try:
+        first = _attempt(settings, storage, tmp_path / "node-1")
+        first.start({"lr": 0.003})
+        _lose_the_node_and_finish_elsewhere(first, settings, storage, tmp_path)
+    finally:
+        server.start()
+
+    _end_the_sweep(settings, _ended_trial(storage))
+    _assert_both_attempts_delivered(client, experiment_id, parent)
     (run,) = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent}'")
-    assert run.info.status == "FINISHED" and run.data.tags[TRIAL_ID_TAG] == "d4_00000"
-    history = client.get_metric_history(run.info.run_id, "train_loss")
-    assert sorted((m.step, m.value) for m in history) == [(1, 1.0), (2, 0.5), (3, 0.25)]
+    assert run.data.tags[ATTEMPT_TAG] == "1"  # the lost attempt's late open reattached nothing
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_the_end_of_the_sweep_counts_the_copy_set_aside_as_pending(tmp_path, private_cache, monkeypatch, caplog):
+    """With MLflow still down at the end of the sweep, the entries of the copy set aside are pulled and counted in
+    the figure the driver warns of (before, 0 of them: nothing said they waited for a resume or ``sync``)."""
+    for key, value in RETRY_ENV.items():
+        monkeypatch.setenv(key, value)
+    down = f"http://{LOOPBACK}:{free_port()}"
+    settings = TrackingSettings(tracking_uri=down, experiment_id="1", parent_run_id="p" * 32, sweep_name="sweep",
+                                trial_id="d4_00000")
+    storage = pyarrow.fs.SubTreeFileSystem(str(tmp_path / "bucket"), pyarrow.fs.LocalFileSystem())
+    first = _attempt(settings, storage, tmp_path / "node-1")
+    first.start({"lr": 0.003})
+    _lose_the_node_and_finish_elsewhere(first, settings, storage, tmp_path)
+
+    with caplog.at_level("WARNING", logger="sentsweep.tracking"):
+        _end_the_sweep(settings, _ended_trial(storage))
+    folder = private_cache / DRIVER_JOURNALS / "sweep"
+    (aside,) = [Journal(path) for path in folder.glob(f"{SET_ASIDE_PREFIX}*.jsonl")]
+    assert aside.pending() == 4  # the lost attempt's open, params and two reports
+    pending = sum(Journal(path).pending() for path in folder.glob("*.jsonl"))
+    assert f"{pending} tracking entries wait in {folder}" in caplog.text
 
 
 def test_an_attempt_on_the_same_node_or_after_delivery_sets_nothing_aside(tmp_path, server):

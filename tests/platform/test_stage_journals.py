@@ -1,0 +1,133 @@
+"""The confirmation stage journals in its own folder (``<sweep folder>/confirmation/``, a Tune experiment of its own):
+what it could not log in an outage (its trials' metrics and status, its run's figures and end) is counted as pending
+and delivered by ``sentsweep sync`` and a resume, from a local sweep folder and from a remote one on another machine
+(before, they replayed the search's journals only: 0 pending, exit 0, the stage's runs left RUNNING for good). Real
+sqlite MLflow store; moto's S3 server for the remote folder; a tracking URI on a closed loopback port as the
+outage."""
+
+from __future__ import annotations
+
+import posixpath
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow.fs
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.confirmation import stage_location
+from sentsweep.platform.storage import SweepLocation, SweepManifest, locate
+from sentsweep.platform.sweep_tracking import SweepRun
+from sentsweep.platform.tracking_journals import (
+    driver_journal_dir,
+    replay_sweep_journals,
+    stored_journals,
+    sync_sweep,
+)
+from sentsweep.tracking.journal import TRIAL_JOURNAL
+from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror
+from sentsweep.tracking.run_scope import SweepScope
+from sentsweep.tracking.trial_logger import MlflowTrialLogger
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TrackingSettings
+from tests.tracking.restartable_mlflow import RETRY_ENV
+from tools.harness.processes import LOOPBACK, free_port
+
+TRIAL = "c1_00001"
+
+
+@pytest.fixture
+def down(monkeypatch) -> str:
+    """A tracking URI nothing answers, the client giving up at once."""
+    for key, value in RETRY_ENV.items():
+        monkeypatch.setenv(key, value)
+    return f"http://{LOOPBACK}:{free_port()}"
+
+
+def _stage_run(client: MlflowClient, experiment_id: str, parent: str) -> str:
+    """The sweep's ``confirmation`` run, as :func:`~sentsweep.platform.confirmation.open_stage_run` creates it."""
+    tags = {PARENT_TAG: parent, ROLE_TAG: CONFIRMATION_ROLE}
+    return client.create_run(experiment_id, tags=tags, run_name="confirmation").info.run_id
+
+
+def _stage_in_an_outage(stage: SweepLocation, down: str, experiment_id: str, stage_run: str, sweep_name: str,
+                        attempts: list[tuple[Path, JournalMirror | None]]) -> None:
+    """The stage runs while MLflow is down: trial :data:`TRIAL`'s ``attempts`` (each its journal and copy; every
+    attempt but the last lost with its node after one report), then the stage's driver records its figures and
+    ends its run, as :func:`~sentsweep.platform.confirmation.run_confirmation` does."""
+    settings = TrackingSettings(tracking_uri=down, experiment_id=experiment_id, parent_run_id=stage_run,
+                                sweep_name=sweep_name, trial_id=TRIAL)
+    for step, (journal, mirror) in enumerate(attempts, start=1):
+        worker = MlflowTrialLogger(settings, journal_path=journal, mirror=mirror)
+        worker.start({"lr": 0.001})
+        worker.log_metrics({"stsb_dev": 80.0 + step}, step=step)
+        assert worker.pending() > 0
+    worker.finish("FINISHED")
+    run = SweepRun(MlflowClient(tracking_uri=down), down, experiment_id, stage_run, sweep_name,
+                   driver_journal_dir(stage.uri, sweep_name),
+                   stored_journals(stage.uri, stage.filesystem, stage.fs_path))
+    run.log_metrics({"r1_mean": 88.7, "r1_low": 87.9})
+    assert not run.close("finished")
+
+
+def _assert_stage_delivered(client: MlflowClient, experiment_id: str, stage_run: str, steps: int) -> None:
+    run = client.get_run(stage_run)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["r1_mean"] == 88.7 and run.data.metrics["r1_low"] == 87.9
+    (trial,) = client.search_runs([experiment_id], f"tags.`{TRIAL_ID_TAG}` = '{TRIAL}'")
+    assert trial.info.status == "FINISHED" and trial.data.tags[PARENT_TAG] == stage_run
+    history = client.get_metric_history(trial.info.run_id, "stsb_dev")
+    assert sorted((m.step, m.value) for m in history) == [(s, 80.0 + s) for s in range(1, steps + 1)]
+
+
+def test_sync_delivers_what_the_confirmation_stage_journaled_in_an_outage(tmp_path, tracking_uri, down) -> None:
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment_id = client.create_experiment("e")
+    parent = client.create_run(experiment_id, run_name="demo").info.run_id
+    stage_run = _stage_run(client, experiment_id, parent)
+    sweep_dir = tmp_path / "ray_results" / "demo"
+    sweep_dir.mkdir(parents=True)
+    location = locate(str(sweep_dir))
+    config = SweepConfig(name="demo", method="cosent", storage_path=str(tmp_path / "ray_results"))
+    location.write_manifest(SweepManifest(
+        sweep_name="demo", config=config.model_dump(mode="json"), parent_run_id=parent, experiment_id=experiment_id,
+        tracking_uri=tracking_uri, created=time.time()), config)
+    stage = stage_location(location)
+    trial_journal = Path(stage.uri) / f"train_{TRIAL}" / TRIAL_JOURNAL  # a local sweep's: in the trial's folder
+    _stage_in_an_outage(stage, down, experiment_id, stage_run, "demo", [(trial_journal, None)])
+
+    # what sync and a resume replay while the server is still down (sync's figure, exit status and pruning)
+    pending = replay_sweep_journals(str(sweep_dir), down, "demo", SweepScope(experiment_id, parent))
+    assert pending == 7  # the trial's open, params, metrics and finish; the stage run's figures, tags and finish
+    assert client.get_run(stage_run).info.status == "RUNNING"
+
+    assert sync_sweep(str(sweep_dir), echo=lambda line: None) == (0, tracking_uri)
+    _assert_stage_delivered(client, experiment_id, stage_run, steps=1)
+
+
+def test_sync_on_another_machine_delivers_a_remote_stage(tmp_path, tracking_uri, private_cache, remote_sweep,
+                                                         s3_endpoint, down) -> None:
+    """The stage's driver journals come from their copies in ``<sweep>/confirmation/tracking-journals/``, the trial's
+    from its copy in its storage folder and from the copy its next attempt set aside, on another node."""
+    location, parent, experiment_id = remote_sweep
+    client = MlflowClient(tracking_uri=tracking_uri)
+    stage_run = _stage_run(client, experiment_id, parent)
+    stage = stage_location(location)
+    fs, stage_path = stage.resolve()
+    trial_dir = f"train_{TRIAL}"
+
+    def attempt(node: str) -> tuple[Path, JournalMirror]:
+        mirror = JournalMirror(fs, posixpath.join(stage_path, trial_dir), set_aside=posixpath.join(stage_path,
+                                                                                                    SET_ASIDE))
+        return tmp_path / node / TRIAL_JOURNAL, mirror
+
+    _stage_in_an_outage(stage, down, experiment_id, stage_run, location.name, [attempt("node-1"), attempt("node-2")])
+    aside = fs.get_file_info(pyarrow.fs.FileSelector(posixpath.join(stage_path, SET_ASIDE)))
+    assert [i.base_name.endswith(".jsonl") for i in aside].count(True) == 1  # node 1's, set aside by node 2
+    shutil.rmtree(tmp_path / "node-1")
+    shutil.rmtree(tmp_path / "node-2")
+    shutil.rmtree(private_cache)  # the driver's pod is gone, and its disk with it
+
+    assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)
+    _assert_stage_delivered(client, experiment_id, stage_run, steps=2)
