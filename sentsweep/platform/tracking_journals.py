@@ -380,7 +380,7 @@ class DriverJournals:
         journals = [j for j in workers if j is not None]
         journals += [Journal(self.folder / name) for name in [*names, PARENT_JOURNAL]]
         reach = Reachability.of(self.tracking_uri)
-        if reach.worth_trying():
+        if reach.worth_trying(backoff=False):  # once the store answers, not after the back-off of a failed put
             try:
                 for journal in journals:
                     self.replayer.flush(journal)
