@@ -17,23 +17,36 @@ again: the heartbeat stops, :attr:`SweepLease.lost` says why, and ``on_lost`` is
 stops the sweep (:class:`LeaseLost`, raised by :class:`~sentsweep.platform.stopping.StopWatch` at Tune's next step)
 and leaves the parent run, its trials' runs and the budget count to the new holder.
 
-A holder that cannot renew its lease while the tracking server answers fences itself: once the lease has not been
-renewed for :data:`FENCE_FACTOR` intervals (2 of the 3 after which another driver may take it over) and the
-server's ``/health`` answers (:func:`server_answers`: the server is up) and a renewal the watchdog tries itself fails
-or hangs for :data:`RENEW_DEADLINE_S` (the server refuses this driver's writes, e.g. its credentials were rotated, or
-its requests hang; the heartbeat's own request may only be waiting in MLflow's retry backoff after a restart of the
-server), a watchdog thread gives the lease up the same way, so that two
-drivers do not run the sweep at once; its parent is left ``RUNNING`` for a resume. A tracking *outage* does not
-stop the sweep, however long: while the server answers nobody, nobody can take the lease over either, and the
-tracking journals keep what the trials log (the promise of :mod:`sentsweep.tracking.journal`). What this cannot
-tell apart is a partition that cuts this driver, and only it, off the server: another driver could take the sweep
-over then, and this one learns of it at its first heartbeat after the partition (above). A tracking URI that is
-not HTTP (a database the driver writes directly) is fenced on the unrenewed time alone.
+A holder that cannot renew its lease fences itself only when the tracking server says that it may not hold it.
+Once the lease has gone unrenewed for :data:`FENCE_FACTOR` intervals (2 of the 3 after which another driver may take
+it over), a watchdog thread tries a renewal itself (a fresh request: the heartbeat's own may sit in MLflow's retry
+backoff) and waits for it :data:`RENEW_DEADLINE_S` at most (:meth:`SweepLease._renews_now`):
+
+- the renewal finds another driver's token in the tag: the lease is given up as above;
+- the server refuses it (:func:`refuses_lease`: 401 or 403, e.g. this driver's credentials were rotated, or
+  ``RESOURCE_DOES_NOT_EXIST`` for the parent run): the lease is given up the same way, before it can expire, so that
+  two drivers do not run the sweep at once (another one, whose writes the server takes, may take it over once it
+  expires); the parent run is left ``RUNNING`` for a resume;
+- anything else is a tracking *outage*, and the sweep goes on however long it lasts while the watchdog keeps trying
+  (one warning per outage): a tracking store that does not answer a probe (:func:`server_answers`; not the
+  server's ``/health``, which MLflow answers without touching any store, also while the PostgreSQL behind it is
+  down), a 5xx, a timeout, a refused connection, an MLflow error that names the store's database layer (sqlalchemy,
+  psycopg2, a ``QueuePool`` timeout: :data:`DATABASE_LAYER`), or a renewal still waiting at the deadline (in
+  MLflow's retries). Stopping then would protect nothing: a driver can take the lease over only by reading the tag,
+  finding it expired and writing its own, through the same store, which answers nobody; and it would cost the
+  sweep its running trials' work since their last checkpoint (:class:`LeaseLost` stops Tune without a drain). The
+  tracking journals keep what the trials log meanwhile (the promise of :mod:`sentsweep.tracking.journal`).
+
+What this cannot tell apart is a partition that cuts this driver, and only it, off the server (or a gateway that
+answers 5xx to it alone): another driver could take the sweep over then, and this one learns of it at its first
+heartbeat after the partition (above). A tracking URI that is not HTTP (a database the driver writes directly) has
+no probe: its renewals' errors are told apart the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import hashlib
 import json
 import logging
@@ -49,7 +62,10 @@ from urllib.parse import urlsplit
 
 from sentsweep.errors import SentsweepError
 from sentsweep.platform.sweep_identity import sweep_owner
-from sentsweep.tracking.replay import Reachability  # loaded with the lease, not in the watchdog's first probe
+from sentsweep.tracking.replay import (  # loaded with the lease, not in the watchdog's first probe
+    Reachability,
+    first_line,
+)
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -66,13 +82,18 @@ RELEASED_KEPT = 10
 #: Seconds between heartbeats; a lease expires after :data:`EXPIRY_FACTOR` of them without one.
 HEARTBEAT_S = 30.0
 EXPIRY_FACTOR = 3.0
-#: Its holder gives the lease up after this many intervals without renewing it (before it can expire), while the
-#: tracking server answers.
+#: Its holder gives the lease up after this many intervals without renewing it (before it can expire), when the
+#: tracking server refuses it (:func:`refuses_lease`).
 FENCE_FACTOR = 2.0
 #: Seconds between the holder's probes of a tracking server that answered nobody (:class:`SweepLease`'s watchdog).
 OUTAGE_PROBE_S = 5.0
-#: Seconds the watchdog waits at most for its own renewal, tried once the server answers, before it fences.
+#: Seconds the watchdog waits at most for its own renewal, tried once the tracking store answers.
 RENEW_DEADLINE_S = 10.0
+#: MLflow error codes with which the tracking server refuses this holder its lease: its credentials (401, 403), or the
+#: parent run (not on this server). The holder fences itself on them (:func:`refuses_lease`), on nothing else.
+REFUSAL_CODES = frozenset({"UNAUTHENTICATED", "CUSTOMER_UNAUTHORIZED", "PERMISSION_DENIED", "RESOURCE_DOES_NOT_EXIST"})
+#: Words (lower case) of an error from the tracking store's database layer: an outage, whatever the error's code.
+DATABASE_LAYER = ("sqlalchemy", "psycopg", "pymysql", "sqlite3", "queuepool", "operationalerror")
 
 
 class LeaseHeldError(SentsweepError):
@@ -127,11 +148,31 @@ class LeaseRecord:
         return f"{self.owner}@{self.host} (pid {self.pid})"
 
 
+class Renewal(enum.Enum):
+    """How a renewal tried by the watchdog went (:meth:`SweepLease._renews_now`)."""
+
+    RENEWED = "renewed"  # or it found the lease taken over: lost already
+    REFUSED = "refused"  # the server refuses the lease (:func:`refuses_lease`): fence
+    OUTAGE = "outage"  # anything else: keep the sweep running, try again
+
+
 def server_answers(client: MlflowClient) -> bool:
-    """Whether the tracking server of ``client`` answers HTTP (its ``/health``, any status); True for a tracking URI
-    that is not HTTP (nothing to probe: the unrenewed time decides alone)."""
+    """Whether the tracking store of ``client`` answers (:meth:`~sentsweep.tracking.replay.Reachability.probe`: a
+    read of the store, no retries; ``/health`` answers without it); True for a tracking URI that is not HTTP (nothing
+    to probe: its calls' errors decide)."""
     uri = str(client.tracking_uri)
     return urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
+
+
+def refuses_lease(exc: BaseException) -> bool:
+    """Whether ``exc``, from reading or writing the lease, is the tracking server refusing this holder the lease
+    (:data:`REFUSAL_CODES`), not an outage (a 5xx, a timeout, a refused connection, an error of the store's database
+    layer: :data:`DATABASE_LAYER`)."""
+    from mlflow.exceptions import MlflowException
+
+    if not isinstance(exc, MlflowException) or exc.error_code not in REFUSAL_CODES:
+        return False
+    return not any(word in str(exc).lower() for word in DATABASE_LAYER)
 
 
 def _digest(secret: str) -> str:
@@ -173,8 +214,8 @@ class SweepLease:
         self.on_lost = on_lost
         self.token = secrets.token_hex(8)
         self._release_secret = secrets.token_hex(16)  # its hash goes in the record (LeaseRecord.release_hash)
-        #: Why the lease was lost (one line), once a heartbeat found another driver's token or it went unrenewed for
-        #: :data:`FENCE_FACTOR` intervals; None while held.
+        #: Why the lease was lost (one line), once a heartbeat found another driver's token or the server refused it
+        #: after :data:`FENCE_FACTOR` intervals unrenewed; None while held.
         self.lost: str | None = None
         self._stop = threading.Event()
         self._lost_lock = threading.Lock()
@@ -232,48 +273,61 @@ class SweepLease:
             return
         self._write()
 
-    def _renews_now(self) -> bool:
-        """Whether one renewal, tried now, ends within :data:`RENEW_DEADLINE_S` (or finds the lease taken over).
+    def _renews_now(self) -> tuple[Renewal, str]:
+        """One renewal tried now, and how it went (with the first line of its error): not tried while the tracking
+        store answers nobody (:func:`server_answers`), and given :data:`RENEW_DEADLINE_S` at most, or half the time
+        left before the lease can expire, so that a fence comes first.
 
         The heartbeat's own request may still sit in MLflow's retry backoff (7 retries, backoff 2 by default: its
-        next try can be a minute away) when the server is back from an outage; a fresh request goes out at once, so
-        only a server that refuses or hangs this driver's writes fails it."""
+        next try can be a minute away) when the server is back from an outage; a fresh request goes out at once."""
+        if not server_answers(self.client):
+            return Renewal.OUTAGE, "the tracking store answers nobody"
         finished = threading.Event()
-        renewed: list[bool] = []
+        failures: list[Exception] = []
 
         def attempt() -> None:
             try:
                 self._renew()
-                renewed.append(True)
-            except Exception:  # noqa: BLE001 - refused: the fence decides
-                log.debug("lease renewal refused", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - told apart below
+                failures.append(exc)
             finally:
                 finished.set()
 
         threading.Thread(target=attempt, name="sentsweep-lease-renew", daemon=True).start()
-        # at most half the time left before the lease can expire: the fence must come first
-        finished.wait(min(RENEW_DEADLINE_S, (EXPIRY_FACTOR - FENCE_FACTOR) * self.interval_s / 2))
-        return bool(renewed)
+        deadline = min(RENEW_DEADLINE_S, (EXPIRY_FACTOR - FENCE_FACTOR) * self.interval_s / 2)
+        if not finished.wait(deadline):
+            return Renewal.OUTAGE, f"no answer within {deadline:.0f}s"
+        if not failures:
+            return Renewal.RENEWED, ""
+        log.debug("lease renewal failed", exc_info=failures[0])
+        return (Renewal.REFUSED if refuses_lease(failures[0]) else Renewal.OUTAGE), first_line(failures[0])
 
     def _watch(self) -> None:
-        """Fence: give the lease up once it went :data:`FENCE_FACTOR` intervals unrenewed (also while a heartbeat's
-        request hangs) while the tracking server answers (:func:`server_answers`), before another driver may take
-        the sweep over; during an outage, check again every interval."""
+        """Fence: once the lease went :data:`FENCE_FACTOR` intervals unrenewed (also while a heartbeat's request
+        hangs), try a renewal (:meth:`_renews_now`) and give the lease up if the tracking server refuses it, before
+        another driver may take the sweep over; during an outage, try again every interval (at most
+        :data:`OUTAGE_PROBE_S`), and say so once per outage."""
         limit = FENCE_FACTOR * self.interval_s
+        outage = False
         while not self._stop.wait(max(0.0, self._renewed + limit - time.monotonic()) + 0.05):
-            unrenewed = time.monotonic() - self._renewed
-            if unrenewed < limit:
+            if time.monotonic() - self._renewed < limit:
+                outage = False
                 continue
-            if not server_answers(self.client):  # an outage: nobody can take the lease over while it lasts
-                self._stop.wait(min(self.interval_s, OUTAGE_PROBE_S))
+            renewal, why = self._renews_now()
+            if renewal is Renewal.REFUSED:
+                self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for "
+                           f"{time.monotonic() - self._renewed:.0f}s: the tracking server refuses it ({why}); another "
+                           f"driver may take it over after {EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
+                return
+            if renewal is Renewal.RENEWED:
+                outage = False
                 continue
-            if self._renews_now() or self.lost is not None:  # back from an outage (or found taken over)
-                continue
-            unrenewed = time.monotonic() - self._renewed
-            self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s while "
-                       "the tracking server answers (refused credentials? a hung request?); another driver may "
-                       f"take it over after {EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
-            return
+            if not outage:
+                log.warning("the lease of sweep %s cannot be renewed during a tracking outage (%s): the sweep goes on "
+                            "(nobody can take the lease over while the store answers nobody), renewing it once the "
+                            "store answers", self.sweep_name, why)
+                outage = True
+            self._stop.wait(min(self.interval_s, OUTAGE_PROBE_S))
 
     def _give_up(self, held: LeaseRecord | None) -> None:
         """Another driver holds (or held and released) the lease: never write it again, and say so once."""

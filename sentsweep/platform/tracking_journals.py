@@ -403,7 +403,7 @@ class DriverJournals:
         journals += [Journal(path) for path in (self.folder / name for name in [*names, PARENT_JOURNAL])
                      if path not in pulled]
         reach = Reachability.of(self.tracking_uri)
-        if reach.worth_trying():
+        if reach.worth_trying(backoff=False):  # once the store answers, not after the back-off of a failed put
             try:
                 for journal in journals:
                     self.replayer.flush(journal, superseded=is_set_aside_copy(journal))

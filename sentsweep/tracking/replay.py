@@ -34,9 +34,20 @@ its tags say); an entry naming any other run or place is refused for good at onc
 naming the journal and the entry's kind; a refused ``open`` parks its journal, as above). Each run id is looked up
 once per replayer.
 
-:class:`Outbox` is what loggers use: append, then flush unless the server is known to be down
-(:class:`Reachability`: after a failure, an HTTP server is probed at ``/health`` with a short timeout
-before the next delivery, so an outage costs the client's retry budget once, not at every call). Neither an
+:class:`Outbox` is what loggers use: append, then flush unless the tracking store is known to be down
+(:class:`Reachability`). Before each delivery to an HTTP server its *store* is probed (one search of experiments with
+this process's MLflow credentials, no retries, :data:`PROBE_TIMEOUT_S` at most), not its ``/health``: MLflow answers
+``/health`` without touching any store, so it answers while the database behind the server is down and every store
+call fails with 503 only after the client's retry budget (7 retries with backoff 2 by default: about 4 minutes of a
+trial's training, or of Tune's event loop in the driver). A delivery that fails although the probe just answered (the
+artifact store behind ``--serve-artifacts``, a store failing some calls, an outage that began after the probe) may
+have spent that budget: no put tries again for :data:`CALL_BACKOFF_S`, whatever the probe says (an explicit replay,
+at a sweep's start and end, ``sentsweep sync`` or ``resume``, tries once the probe answers). The budget itself
+is not shortened for these deliveries: MLflow's client reads ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``..._TIMEOUT`` and
+``..._BACKOFF_FACTOR`` from the process's environment at every request, and neither :class:`~mlflow.MlflowClient` nor
+its artifact repositories take them per client or per call, so they are left to the user (set for the driver, they
+reach the trials of a Ray session the sweep starts or joins: :data:`~sentsweep.platform.tracking_store.
+CLIENT_ENV_PREFIXES`). Neither an
 unreachable server nor a journal the disk cannot take (``ENOSPC``) makes :meth:`Outbox.put` raise: entries the
 journal refused are kept in memory (:class:`Unwritten`, at most :data:`MAX_UNWRITTEN` per journal, one warning per
 episode) and appended, in order, before anything newer at the next put or replay in this process.
@@ -51,7 +62,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
@@ -100,10 +111,18 @@ REFUSALS_TO_GIVE_UP = 3
 #: ... the last of them at least this many seconds after the first (a refusal that is a passing failure in disguise
 #: goes away meanwhile).
 REFUSAL_SPAN_S = 600.0
-#: Seconds a ``/health`` probe of a server marked down may take.
+#: Seconds a probe of a tracking server's store (:meth:`Reachability.probe`) may take.
 PROBE_TIMEOUT_S = 3.0
-#: Seconds between two delivery attempts to a non-HTTP store (sqlite) marked down.
+#: What the probe asks: one experiment, read from the store (``/health`` reads nothing).
+PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
+#: The HTTP statuses MLflow's client retries (``mlflow.utils.request_utils``), spending its retry budget on a call:
+#: a probe answered with one of them (503 from a database that is down, a 500, a gateway's 502 or 504) got no answer
+#: from the store.
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: Seconds after a probe the store did not answer (or a failed delivery to a non-HTTP store, sqlite) before the next.
 RETRY_AFTER_S = 5.0
+#: Seconds without a delivery to an HTTP server after one failed although its store had just answered the probe.
+CALL_BACKOFF_S = 60.0
 
 
 #: Tags that place a run in a sweep's hierarchy and in ``compare``'s listing: set by the sweep's own code when it
@@ -444,15 +463,15 @@ def _opened_after(path: Path, upto: int) -> bool:
 
 
 class Reachability:
-    """Whether this process's last delivery to a tracking URI failed; probes before trying again."""
+    """Whether a call to a tracking URI is worth trying now, in this process (:meth:`worth_trying`)."""
 
     _by_uri: ClassVar[dict[str, Reachability]] = {}
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
+        self.http = urlsplit(uri).scheme in ("http", "https")
         self.down_since: float | None = None
-        self.last_try = 0.0
-        self.probed = False  # an HTTP server is probed before this process's first call (:meth:`worth_trying`)
+        self.retry_at = 0.0  # time.monotonic() before which nothing is tried, nor probed (:meth:`failed`)
 
     @classmethod
     def of(cls, uri: str) -> Reachability:
@@ -460,49 +479,65 @@ class Reachability:
             cls._by_uri[uri] = cls(uri)
         return cls._by_uri[uri]
 
-    def worth_trying(self) -> bool:
-        """Whether a call may reach the server now. An HTTP server is probed (:meth:`answers`) before this process's
-        first call, so a new trial process in an outage journals at once instead of spending MLflow's whole retry
-        budget (7 retries with backoff 2 by default, about 4 minutes, counted as the trial's compute) on its first
-        call; and again, instead of a call, while it is down."""
-        http = urlsplit(self.uri).scheme in ("http", "https")
-        if self.down_since is None:
-            if not http or self.probed:
-                return True
-            self.probed = True
-            if self.answers():
-                return True
-            self.failed(ConnectionError(f"no answer from {self.uri} (its /health, probed before the first call)"))
+    def worth_trying(self, *, backoff: bool = True) -> bool:
+        """Whether a call may reach the store now: not while backing off after a failure (:meth:`failed`; ``backoff``
+        False: an explicit replay, at a sweep's start and end, ``sentsweep sync`` or ``resume``, which does not wait
+        for it), and for an HTTP server only when its store answers a probe (:meth:`probe`), asked before every call:
+        a trial process in an outage journals at once instead of spending MLflow's retry budget (about 4 minutes by
+        default, counted as the trial's compute) on a call that cannot succeed, and so does the driver (its callbacks
+        would block Tune's event loop as long)."""
+        if backoff and time.monotonic() < self.retry_at:
             return False
-        if http:
-            return self.answers()
-        return time.monotonic() - self.last_try >= RETRY_AFTER_S
+        if not self.http:
+            return True
+        why = self.probe()
+        if why is None:
+            return True
+        self.failed(ConnectionError(f"{self.uri} probed: {why}"), probed=True)
+        return False
 
     def answers(self) -> bool:
-        """Whether the server answers HTTP at all (any status) within :data:`PROBE_TIMEOUT_S`."""
-        import requests
+        """Whether the tracking store answers (:meth:`probe`)."""
+        return self.probe() is None
 
-        parts = urlsplit(self.uri)
-        base = urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""),
-                           parts.path.rstrip("/"), "", "")) if parts.hostname else self.uri
+    def probe(self) -> str | None:
+        """Why the store of the HTTP server does not answer, None when it does: :data:`PROBE_ENDPOINT` asked once with
+        this process's MLflow credentials, no retries, :data:`PROBE_TIMEOUT_S` at most. Any status but those MLflow's
+        client retries (:data:`RETRIED_STATUSES`) is an answer, a refusal (401, 403) included: calls then fail at
+        once, without retries."""
+        from mlflow.utils.credentials import get_default_host_creds
+        from mlflow.utils.rest_utils import http_request
+
         try:
-            requests.get(f"{base}/health", timeout=PROBE_TIMEOUT_S)
-        except requests.RequestException:
-            return False
-        return True
+            response = http_request(get_default_host_creds(self.uri), PROBE_ENDPOINT, "GET", params={"max_results": 1},
+                                    max_retries=0, timeout=PROBE_TIMEOUT_S, raise_on_status=False)
+        except Exception as exc:  # noqa: BLE001 - no answer at all: a refused connection, a timeout, TLS
+            return first_line(exc)
+        if response.status_code in RETRIED_STATUSES:
+            return f"its store answers HTTP {response.status_code} {response.text.strip()[:200]}".rstrip()
+        return None
 
-    def failed(self, exc: BaseException, journal: Journal | None = None) -> None:
-        self.last_try = time.monotonic()
+    def failed(self, exc: BaseException, journal: Journal | None = None, *, probed: bool = False) -> None:
+        """A call failed (``probed``: the probe of :meth:`worth_trying` got no answer): nothing is tried for
+        :data:`RETRY_AFTER_S`, or for :data:`CALL_BACKOFF_S` after a call to an HTTP server whose store had just
+        answered the probe (that call may have spent MLflow's whole retry budget, and the probe cannot see what
+        failed it: the artifact store behind ``--serve-artifacts``, or a store failing some calls)."""
+        self.retry_at = time.monotonic() + (CALL_BACKOFF_S if self.http and not probed else RETRY_AFTER_S)
         if self.down_since is None:
             self.down_since = time.time()
-            log.warning("MLflow tracking unreachable (%s): journaling %suntil it answers again",
-                        str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
+            log.warning("MLflow tracking unreachable (%s): journaling %suntil it answers again", first_line(exc),
                         f"in {journal} " if journal is not None else "")
 
     def succeeded(self) -> None:
         if self.down_since is not None:
             log.warning("MLflow tracking answers again after %.0f s: journal replayed", time.time() - self.down_since)
         self.down_since = None
+        self.retry_at = 0.0
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (300 characters at most), else its type's name."""
+    return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
 
 
 #: Entries kept in memory for one journal file the disk would not take; beyond, the oldest metrics go first.

@@ -1,0 +1,151 @@
+"""The tracking store fails behind a tracking server that stays up (a real ``mlflow server`` behind a proxy whose
+``/health`` answers 200 throughout, as MLflow's does while its PostgreSQL is down: :mod:`tests.tracking.store_proxy`).
+The sweep's lease holder keeps the sweep (nobody can take the lease over while the store answers nobody) and is
+fenced only when the server refuses it; a trial's logging journals at once instead of waiting out MLflow's retries.
+
+MLflow's client retries here 3 times with backoff 5 (about 30 s a call; 4 minutes by default), unless a test says
+otherwise."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException, RestException
+
+from sentsweep.platform.lease import EXPIRY_FACTOR, FENCE_FACTOR, LeaseRecord, SweepLease, refuses_lease
+from sentsweep.tracking import TrackingSettings
+from sentsweep.tracking.replay import Reachability
+from sentsweep.tracking.trial_logger import MlflowTrialLogger
+from tests.tracking.restartable_mlflow import Server
+from tests.tracking.store_proxy import StoreProxy, store_proxy
+
+INTERVAL = 2.0  # the lease's heartbeat: fenced after 4 s unrenewed, taken over after 6 s
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, mlflow_template) -> Iterator[Server]:
+    found = Server(tmp_path_factory.mktemp("mlflow-server"), mlflow_template)
+    found.start()
+    try:
+        yield found
+    finally:
+        found.stop()
+
+
+@pytest.fixture
+def proxy(server: Server, monkeypatch) -> Iterator[StoreProxy]:
+    for key, value in {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "5",
+                       "MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+        monkeypatch.setenv(key, value)
+    Reachability._by_uri.clear()
+    with store_proxy(server.uri) as found:
+        yield found
+    Reachability._by_uri.clear()
+
+
+def _parent(uri: str) -> tuple[MlflowClient, str, str]:
+    """A client on ``uri``, a new experiment and a run in it (the sweep's parent)."""
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment(f"outage-{uuid.uuid4().hex[:8]}")
+    return client, experiment, client.create_run(experiment).info.run_id
+
+
+def test_a_store_outage_behind_an_answering_server_does_not_fence_the_holder(proxy, caplog) -> None:
+    client, _, run_id = _parent(proxy.uri)
+    lease = SweepLease(client, run_id, interval_s=INTERVAL, settle_s=0.0, sweep_name="toy-1a2b")
+    lease.acquire()
+    first = lease.current().heartbeat
+    proxy.mode = "store-down"
+    with caplog.at_level(logging.WARNING, logger="sentsweep.platform.lease"):
+        time.sleep(4 * INTERVAL)  # past the fence (2 intervals) and the expiry (3)
+        assert lease.lost is None, lease.lost
+        assert lease._watchdog.is_alive()
+    assert caplog.text.count("cannot be renewed during a tracking outage") == 1, caplog.text
+    proxy.mode = "forward"
+    deadline = time.monotonic() + 3 * INTERVAL + 2
+    while LeaseRecord.parse(client.get_run(run_id).data.tags["sentsweep.lease"]).heartbeat == first:
+        assert time.monotonic() < deadline, "the lease was not renewed once the store answered again"
+        time.sleep(0.1)
+    assert lease.lost is None
+    lease.release()
+
+
+def test_a_holder_the_server_refuses_is_fenced_before_its_lease_can_expire(proxy) -> None:
+    client, _, run_id = _parent(proxy.uri)
+    lease = SweepLease(client, run_id, interval_s=INTERVAL, settle_s=0.0, sweep_name="toy-1a2b")
+    started = time.monotonic()
+    lease.acquire()
+    renewed = time.monotonic()
+    proxy.mode = "refused"  # 403 for this login's calls, the server up
+    while lease.lost is None and time.monotonic() < renewed + 20:
+        time.sleep(0.05)
+    lost_at = time.monotonic()
+    assert lease.lost is not None, "the refused holder was not fenced"
+    assert lost_at - started >= FENCE_FACTOR * INTERVAL and lost_at - renewed < EXPIRY_FACTOR * INTERVAL, \
+        f"fenced {lost_at - renewed:.1f}s after its renewal"
+    assert "the tracking server refuses it" in lease.lost and lease.lost.endswith("this one stops")
+    proxy.mode = "forward"
+    lease.release()
+
+
+def test_a_trial_logs_through_a_store_outage_without_waiting_out_mlflows_retries(proxy, tmp_path) -> None:
+    client, experiment, parent = _parent(proxy.uri)
+    settings = TrackingSettings(tracking_uri=proxy.uri, experiment_id=experiment, parent_run_id=parent,
+                                sweep_name="s", trial_id="t1")
+    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "journal.jsonl")
+    logger.start({"lr": 1e-3})
+    assert logger.run_id is not None and logger.pending() == 0
+    proxy.mode = "store-down"
+    started = time.monotonic()
+    logger.log_metrics({"stsb_dev": 70.0}, step=2)
+    seconds = time.monotonic() - started
+    assert seconds < 5, f"log_metrics took {seconds:.0f}s: MLflow's retries were waited out"
+    assert logger.pending() == 1, "the metrics wait in the journal"
+    proxy.mode = "forward"
+    time.sleep(max(0.0, Reachability.of(proxy.uri).retry_at - time.monotonic()))  # the probe's back-off
+    logger.log_metrics({"stsb_dev": 71.0}, step=4)
+    assert logger.pending() == 0
+    assert [(m.step, m.value) for m in client.get_metric_history(logger.run_id, "stsb_dev")] == [(2, 70.0), (4, 71.0)]
+
+
+def test_a_call_that_fails_while_the_store_answers_is_not_tried_again_at_every_put(proxy, tmp_path,
+                                                                                   monkeypatch) -> None:
+    """The artifact store behind ``--serve-artifacts`` is down, the tracking store answers the probe: the failed
+    upload (here without retries, to keep the test short) is not tried again, nor anything else, at the next put."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    _, experiment, parent = _parent(proxy.uri)
+    settings = TrackingSettings(tracking_uri=proxy.uri, experiment_id=experiment, parent_run_id=parent,
+                                sweep_name="s", trial_id="t1")
+    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "journal.jsonl")
+    logger.start({"lr": 1e-3})
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "history.jsonl").write_text("{}\n")
+    proxy.mode = "artifacts-down"
+    logger.log_artifacts(tmp_path / "out")
+    assert logger.pending() == 1 and any("/mlflow-artifacts/" in path for path in proxy.heard)
+    asked = len(proxy.heard)
+    started = time.monotonic()
+    logger.log_metrics({"stsb_dev": 70.0}, step=2)
+    assert time.monotonic() - started < 1 and logger.pending() == 2
+    assert proxy.heard[asked:] == [], "the next put called the server again"
+
+
+def test_only_a_refusal_fences() -> None:
+    """401, 403 and a parent run the server does not have fence the holder; nothing else does."""
+    from mlflow.protos.databricks_pb2 import ErrorCode
+
+    refusals = [MlflowException("API request failed with error code 403 != 200", error_code=ErrorCode.Value(code))
+                for code in ("PERMISSION_DENIED", "UNAUTHENTICATED")]
+    refusals.append(RestException({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "Run 'r1' not found"}))
+    outages = [RestException({"error_code": "TEMPORARILY_UNAVAILABLE", "message": "connection refused"}),
+               RestException({"error_code": "INTERNAL_ERROR", "message": "QueuePool limit of size 5 reached"}),
+               MlflowException("(psycopg2.OperationalError) server closed the connection unexpectedly",
+                               error_code=ErrorCode.Value("RESOURCE_DOES_NOT_EXIST")),
+               ConnectionError("refused"), TimeoutError()]
+    assert [refuses_lease(exc) for exc in refusals] == [True] * len(refusals)
+    assert [refuses_lease(exc) for exc in outages] == [False] * len(outages)
