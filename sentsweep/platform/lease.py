@@ -31,11 +31,12 @@ backoff) and waits for it :data:`RENEW_DEADLINE_S` at most (:meth:`SweepLease._r
   (one warning per outage): a tracking store that does not answer a probe (:func:`server_answers`; not the
   server's ``/health``, which MLflow answers without touching any store, also while the PostgreSQL behind it is
   down), a 5xx, a timeout, a refused connection, an MLflow error that names the store's database layer (sqlalchemy,
-  psycopg2, a ``QueuePool`` timeout: :data:`DATABASE_LAYER`), or a renewal still waiting at the deadline (in
-  MLflow's retries). Stopping then would protect nothing: a driver can take the lease over only by reading the tag,
-  finding it expired and writing its own, through the same store, which answers nobody; and it would cost the
-  sweep its running trials' work since their last checkpoint (:class:`LeaseLost` stops Tune without a drain). The
-  tracking journals keep what the trials log meanwhile (the promise of :mod:`sentsweep.tracking.journal`).
+  psycopg2, a ``QueuePool`` timeout: :data:`~sentsweep.tracking.replay.DATABASE_FAILURES`), or a renewal still
+  waiting at the deadline (in MLflow's retries). Stopping then would protect nothing: a driver can take the lease
+  over only by reading the tag, finding it expired and writing its own, through the same store, which answers
+  nobody; and it would cost the sweep its running trials' work since their last checkpoint (:class:`LeaseLost`
+  stops Tune without a drain). The tracking journals keep what the trials log meanwhile (the promise of
+  :mod:`sentsweep.tracking.journal`).
 
 What this cannot tell apart is a partition that cuts this driver, and only it, off the server (or a gateway that
 answers 5xx to it alone): another driver could take the sweep over then, and this one learns of it at its first
@@ -65,6 +66,7 @@ from sentsweep.platform.sweep_identity import sweep_owner
 from sentsweep.tracking.replay import (  # loaded with the lease, not in the watchdog's first probe
     Reachability,
     first_line,
+    is_database_failure,
 )
 
 if TYPE_CHECKING:
@@ -92,8 +94,6 @@ RENEW_DEADLINE_S = 10.0
 #: MLflow error codes with which the tracking server refuses this holder its lease: its credentials (401, 403), or the
 #: parent run (not on this server). The holder fences itself on them (:func:`refuses_lease`), on nothing else.
 REFUSAL_CODES = frozenset({"UNAUTHENTICATED", "CUSTOMER_UNAUTHORIZED", "PERMISSION_DENIED", "RESOURCE_DOES_NOT_EXIST"})
-#: Words (lower case) of an error from the tracking store's database layer: an outage, whatever the error's code.
-DATABASE_LAYER = ("sqlalchemy", "psycopg", "pymysql", "sqlite3", "queuepool", "operationalerror")
 
 
 class LeaseHeldError(SentsweepError):
@@ -167,12 +167,12 @@ def server_answers(client: MlflowClient) -> bool:
 def refuses_lease(exc: BaseException) -> bool:
     """Whether ``exc``, from reading or writing the lease, is the tracking server refusing this holder the lease
     (:data:`REFUSAL_CODES`), not an outage (a 5xx, a timeout, a refused connection, an error of the store's database
-    layer: :data:`DATABASE_LAYER`)."""
+    layer: :func:`~sentsweep.tracking.replay.is_database_failure`)."""
     from mlflow.exceptions import MlflowException
 
     if not isinstance(exc, MlflowException) or exc.error_code not in REFUSAL_CODES:
         return False
-    return not any(word in str(exc).lower() for word in DATABASE_LAYER)
+    return not is_database_failure(exc)
 
 
 def _digest(secret: str) -> str:

@@ -104,8 +104,9 @@ REFUSED_CODES = frozenset({"INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST",
 #: (``mlflow/store/db/utils.py``, ``make_managed_session``), which its client does not retry: a pool timeout under
 #: load ("QueuePool limit ... reached"), a connection closed under it (``InterfaceError``), a session to roll back
 #: (``PendingRollbackError``). Such an error is an outage, never a refusal.
-DATABASE_FAILURES = ("sqlalchemy", "psycopg2", "queuepool", "connection already closed", "could not connect",
-                     "server closed the connection", "pendingrollback", "database is locked")
+DATABASE_FAILURES = ("sqlalchemy", "psycopg", "pymysql", "sqlite3", "queuepool", "operationalerror",
+                     "connection already closed", "could not connect", "server closed the connection",
+                     "pendingrollback", "database is locked")
 #: An entry MLflow refuses is given up only after the same refusal on this many attempts...
 REFUSALS_TO_GIVE_UP = 3
 #: ... the last of them at least this many seconds after the first (a refusal that is a passing failure in disguise

@@ -158,6 +158,11 @@ CASES: list[tuple[str, str, str]] = [
         "The Truth Seeker.",
         "be-modal",
     ),
+    # a negative word the parser does not take for the clause's negation right after the operator: no doubled "not"
+    # (referee review 18)
+    ("He is not only a singer but also an actor.",
+     "It is not true that he is not only a singer but also an actor.", "fallback-not-true"),
+    ("He is no longer active.", "It is not true that he is no longer active.", "fallback-not-true"),
     # the sentence's own spacing survives
     ("  Two  spaces   here is fine.", "  Two  spaces   here is not fine.", "be-modal"),
     ("", "", "empty"),

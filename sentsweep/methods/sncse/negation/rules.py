@@ -29,6 +29,9 @@ clause's negation is removed (a negated subordinate clause leaves the main claus
    ``fallback-not-true`` ("It is not true that ..." when the text has a finite verb the rules could
    not reach) or ``fallback-not`` ("Not ..." for verbless text).
 
+A negative word right after the operator that the parser does not take for the clause's negation ("He is not only a
+singer", "He is no longer active") sends the sentence to the fallback instead of a doubled "not".
+
 Known limits: negative subjects and determiners ("No one came", "Nobody knows") get a second
 negation ("No one did not come"); "had better" and fronted-negation inversions are not special-cased;
 a tagger error (a verb tagged as a noun) sends a sentence to the fallback.
@@ -51,7 +54,9 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
-RULES_VERSION = "1"
+RULES_VERSION = "2"
+#: Words after an operator that "not" must not precede (referee review 18: "not not only", "not no longer").
+_FOLLOWING_NEGATIVES = frozenset({"not", "no", "never", "n't", "n’t"})
 #: Every rule name :func:`negate_doc` can report, in the order they are tried.
 RULES: tuple[str, ...] = (
     "remove-negation",
@@ -218,8 +223,12 @@ def _subject_after(head: Token, operator: Token) -> Token | None:
     return None
 
 
-def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negation:
-    """Insert "not" after an auxiliary, copula or modal (contracted or after the subject in questions)."""
+def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negation | None:
+    """Insert "not" after an auxiliary, copula or modal (contracted or after the subject in questions); None when a
+    negative word already follows the operator outside the clause's negation ("is not only", "is no longer"): "not"
+    there would double it ("is not not only"), so the sentence goes to the fallback."""
+    if operator.i + 1 < len(doc) and doc[operator.i + 1].lower_ in _FOLLOWING_NEGATIVES:
+        return None
     edit = _Edit(doc)
     subject = _subject_after(head, operator) if _is_question(head) else None
     if subject is not None:
