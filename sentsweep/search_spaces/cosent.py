@@ -24,8 +24,10 @@ from typing import Any
 import optuna
 
 from sentsweep.errors import ConfigError
+from sentsweep.methods.cosent import loss_parameters
+from sentsweep.methods.cosent.losses.registry import LOSSES
 from sentsweep.search_spaces.spec import SearchSpaceSpec, config_point, default_point
-from sentsweep.trainables.cosent import CosentConfig
+from sentsweep.trainables.cosent import LOSS_SETTINGS, CosentConfig
 
 POOLINGS = ["mean", "cls", "max", "first_last"]
 BATCH_SIZES = [16, 32, 64]
@@ -97,6 +99,12 @@ def for_cosent_sweep(spec: SearchSpaceSpec, settings: Mapping[str, Any]) -> Sear
     :func:`sweep_defaults`; the cross-encoder's ``cosent`` space without pooling; the spaces searching what the
     cross-encoder does not take refused (one ConfigError naming ``search_space``)."""
     config = sweep_defaults(settings)
+    loss = str(settings.get("loss", config.loss))
+    if "loss" not in spec.first_point and loss in LOSSES:  # an unknown loss is the trial config's to refuse
+        dead = [n for n in spec.first_point if n in LOSS_SETTINGS and n not in loss_parameters(loss)]
+        if dead:
+            raise ConfigError(f"space '{spec.name}' searches {', '.join(dead)}, which loss '{loss}' (fixed) does not "
+                              "take; use search_space 'cosent-losses', or loss 'cosent'", field="search_space")
     if config.architecture == "cross":
         if spec.name in CROSS_REFUSED:
             raise ConfigError(f"space '{spec.name}' searches {CROSS_REFUSED[spec.name]}, which architecture "

@@ -60,6 +60,9 @@ NLI_DEFAULTS: dict[str, float | int] = {"batch_size": 64, "max_length": 128, "ep
 DEFAULT_POOLING = "mean"
 
 
+#: The losses' own settings (each loss takes its own: :func:`~sentsweep.methods.cosent.loss_parameters`).
+LOSS_SETTINGS = ("scale", "epsilon", "margin")
+
 class CosentConfig(TrialConfig):
     """A CoSENT trial. Defaults: the paper's (lambda 20, mean pooling, lr 2e-5, warmup 10%, and for STS-type
     data batch 16, max length 64, 4 epochs; with ``train_data: snli`` the unset ones become the paper's NLI
@@ -109,6 +112,7 @@ class CosentConfig(TrialConfig):
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:
                     setattr(self, name, value)
+        self.warn_unused(self.loss, loss_parameters(self.loss), LOSS_SETTINGS)
         if self.architecture == "bi" and self.pooling is None:  # NLI: per family (methods/cosent/pooling.py)
             nli = self.train_data == "snli"
             self.pooling = nli_pooling(model_type(self.model)) if nli else DEFAULT_POOLING  # type: ignore[assignment]

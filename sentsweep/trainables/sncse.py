@@ -76,6 +76,9 @@ DEV_BATCH_SIZE = 128
 OOM_MINIBATCH_DIVISOR = 4
 
 
+#: The settings of the BML term (eqs. 6-7), which the other variants (InfoNCE, PL, NL) do not use.
+BML_SETTINGS = ("alpha", "beta", "lambda_")
+
 class SncseConfig(TrialConfig):
     """An SNCSE trial (defaults: the paper's; lambda by model family, lr and batch size by model size)."""
 
@@ -141,6 +144,7 @@ class SncseConfig(TrialConfig):
             setting = size_setting(self.model)
             for name in unset:
                 setattr(self, name, setting[name])
+        self.warn_unused(self.loss, BML_SETTINGS if self.loss == "bml" else (), BML_SETTINGS)
         return self
 
     def negator(self, processes: int | None = None) -> Negator:

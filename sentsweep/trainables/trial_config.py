@@ -8,6 +8,7 @@ method's config.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -34,6 +35,8 @@ DevSet = Literal["stsb", "sickr", "nli"]
 #: transfer (its AllNLI dev set also holds MultiNLI's dev pairs, which the shared data lacks).
 DEV_SETS: dict[str, str] = {"stsb": STSB_DEV, "sickr": SICKR_TRIAL, "nli": NLI_DEV}
 
+
+logger = logging.getLogger(__name__)
 
 class TrialConfig(BaseModel):
     """Settings every method shares; a method's config subclasses this and adds its own fields."""
@@ -115,6 +118,16 @@ class TrialConfig(BaseModel):
         extra = [DEV_SETS[name] for name in self.extra_dev_data if DEV_SETS[name] != self.dev_metric]
         return StsEvaluator([self.dev_metric, *dict.fromkeys(extra)], data_dir=self.data_dir, batch_size=batch_size,
                             max_pairs=self.max_dev_pairs)
+
+    def warn_unused(self, loss: str, taken: tuple[str, ...], offered: tuple[str, ...]) -> None:
+        """Warn (one line) about the settings of ``offered`` this config sets explicitly that its ``loss`` does not
+        take (``taken``): METHODS.md, "a parameter that does nothing must never be ... accepted silently". A warning,
+        not a refusal: a sweep may fix a loss's settings while it searches the loss (SNCSE's Table 3 ablation)."""
+        unused = [name for name in offered if name not in taken and name in self.model_fields_set]
+        if unused:
+            shown = [type(self).model_fields[name].alias or name for name in unused]
+            logger.warning("%s: loss '%s' does not use %s; %s no effect", type(self).__name__, loss,
+                           ", ".join(shown), "it has" if len(unused) == 1 else "they have")
 
     def loop_config(self) -> LoopConfig:
         fields = LoopConfig.__dataclass_fields__

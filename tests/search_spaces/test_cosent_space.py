@@ -127,3 +127,27 @@ def test_a_cross_encoder_sweep_does_not_search_pooling() -> None:
         with pytest.raises(ConfigError, match=f"space '{name}' searches .* architecture 'cross'") as err:
             resolve_specs(config.model_copy(update={"search_space": name}), "sweep.yaml")
         assert err.value.field == "search_space" and err.value.file == "sweep.yaml"
+
+
+@pytest.mark.parametrize("loss", ["mse", "contrastive", "triplet", "softmax"])
+def test_a_space_searching_lambda_under_a_fixed_baseline_loss_is_refused(loss: str) -> None:
+    """Referee review 18: with ``fixed.loss`` a baseline, the ``cosent`` space searched lambda, which that loss does
+    not take (METHODS.md: a parameter that does nothing is never searched); ``cosent-losses`` stays allowed."""
+    config = SweepConfig(name="s", method="cosent", fixed={"loss": loss, "train_data": "snli"} if loss == "softmax"
+                         else {"loss": loss})
+    with pytest.raises(ConfigError, match=f"space 'cosent' searches scale, which loss '{loss}' .* does not take"):
+        resolve_specs(config, "sweep.yaml")
+    resolve_specs(config.model_copy(update={"search_space": "cosent-losses"}), "sweep.yaml")
+
+
+def test_a_loss_setting_the_loss_does_not_take_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from sentsweep.trainables.sncse import SncseConfig
+
+    with caplog.at_level("WARNING"):
+        CosentConfig(loss="mse", scale=5.0, epsilon=0.1)
+        SncseConfig(loss="infonce", alpha=0.05, **{"lambda": 0.01})
+        CosentConfig(scale=5.0)  # CoSENT takes lambda: nothing to say
+        SncseConfig(alpha=0.05)
+    assert [r.getMessage() for r in caplog.records] == [
+        "CosentConfig: loss 'mse' does not use scale, epsilon; they have no effect",
+        "SncseConfig: loss 'infonce' does not use alpha, lambda; they have no effect"]
