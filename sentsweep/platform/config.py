@@ -88,15 +88,19 @@ class TrackingConfig(_Section):
 class CheckpointSettings(_Section):
     """Checkpoint retention (the layout: ``sentsweep.trainables.checkpoints``; the cadence is the trial setting
     ``checkpoint_every``). While a trial runs, Tune keeps its ``num_to_keep`` most recent checkpoints (the
-    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; two minutes after a trial
-    ended (finished, or stopped by the scheduler) it keeps its ``best/`` weights alone (``platform/ended_trials.py``);
-    after the sweep, only the ``keep_trials`` best trials keep weights (their ``best/``), the rest is pruned
-    (``platform/retention.py``). ``keep_trials: null`` keeps every checkpoint of every trial."""
+    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; ``trim_ended_after_s``
+    (two minutes) after a trial ended (finished, or stopped by the scheduler) it keeps its ``best/`` weights
+    alone (``platform/ended_trials.py``); after the sweep, only the ``keep_trials`` best trials keep weights
+    (their ``best/``), the rest is pruned (``platform/retention.py``). ``keep_trials: null`` keeps every
+    checkpoint of every trial."""
 
     num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
                              "fallback)")
     keep_trials: int | None = Field(1, ge=0, description="trials whose best weights stay after the sweep "
                                     "(null: keep every checkpoint)")
+    trim_ended_after_s: float | None = Field(120.0, ge=0, description="seconds after a trial ended (finished, or "
+                                             "stopped by the scheduler) before its checkpoints go and its best "
+                                             "weights alone stay (null: kept until the sweep ends)")
 
 
 class ConfirmConfig(_Section):

@@ -12,12 +12,13 @@ finished, or stopped by the scheduler) what the retention does at the end for a 
 (:func:`~.retention.keep_best_weights_only`): ``best/`` is made to hold the trial's best weights, and its
 checkpoints go. Ranking needs every trial, so ``best/`` stays until the end, where the retention prunes the trials
 below ``checkpoint.keep_trials``; what an ended trial holds in between is its best weights alone. It waits
-``delay_s`` after the trial ended (the stopped actor is gone, and Tune has snapshotted the experiment since, so a
-restored driver does not take the trial for a running one), and leaves alone errored trials (a resume may run them
-again from their checkpoints) and sweeps with ``checkpoint.keep_trials: null`` (keep everything). A storage error is
-a warning, tried again later; it never fails the sweep. If a driver is lost within the delay after the last
-snapshot and the trial is restored as running, it finds no checkpoint and starts again, keeping its best weights
-as the best to beat (:class:`~sentsweep.trainables.loop.TrainingLoop`).
+``checkpoint.trim_ended_after_s`` (two minutes; ``null`` turns the trimming off) after the trial ended (the stopped
+actor is gone, and Tune has snapshotted the experiment since, so a restored driver does not take the trial for a
+running one), and leaves alone errored trials (a resume may run them again from their checkpoints) and sweeps with
+``checkpoint.keep_trials: null`` (keep everything). A storage error is a warning, tried again later; it never fails
+the sweep. If a driver is lost within the delay after the last snapshot and the trial is restored as running, it
+finds no checkpoint and starts again, keeping its best weights as the best to beat
+(:class:`~sentsweep.trainables.loop.TrainingLoop`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ logger = logging.getLogger(__name__)
 
 
 def storage_trimming(config: SweepConfig) -> list[Callback]:
-    """The callbacks that trim a sweep's ended trials: none when it keeps every weight (``keep_trials: null``)."""
-    return [] if config.checkpoint.keep_trials is None else [TrimEndedTrials(config.mode)]
+    """The callbacks that trim a sweep's ended trials: none when it keeps every weight (``keep_trials: null``) or
+    keeps the checkpoints to its end (``trim_ended_after_s: null``)."""
+    settings = config.checkpoint
+    if settings.keep_trials is None or settings.trim_ended_after_s is None:
+        return []
+    return [TrimEndedTrials(config.mode, settings.trim_ended_after_s)]
 
 
 class TrimEndedTrials(Callback):

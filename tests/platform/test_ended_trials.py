@@ -66,5 +66,7 @@ def test_an_ended_trial_keeps_its_best_weights_and_loses_its_checkpoints(tmp_pat
 
 def test_a_sweep_that_keeps_every_weight_trims_nothing() -> None:
     keep_all = SweepConfig(name="s", method="cosent", checkpoint={"keep_trials": None})
-    assert storage_trimming(keep_all) == []
-    assert [type(c) for c in storage_trimming(SweepConfig(name="s", method="cosent"))] == [TrimEndedTrials]
+    keep_to_the_end = SweepConfig(name="s", method="cosent", checkpoint={"trim_ended_after_s": None})
+    assert storage_trimming(keep_all) == storage_trimming(keep_to_the_end) == []
+    (trimming,) = storage_trimming(SweepConfig(name="s", method="cosent"))
+    assert isinstance(trimming, TrimEndedTrials) and trimming.delay_s == 120.0

@@ -125,7 +125,7 @@ def test_sync_prunes_what_finalize_left_for_it(tmp_path, tiny_bert_dir, tracking
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, plots=False, export=False, fixed={"max_steps": 4},
-                        checkpoint={"num_to_keep": 2, "keep_trials": 1})
+                        checkpoint={"num_to_keep": 2, "keep_trials": 1, "trim_ended_after_s": None})
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, echo=lambda line: None)
     root = Path(outcome.sweep_dir)
     ranked = [str(r.metrics["trial_id"]) for r in rank_results(outcome.results, config.metric, config.mode)]
