@@ -9,6 +9,7 @@ are then read from the experiment state Tune saved before its cleanup. It also e
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from sentsweep.platform.drain import Drain
     from sentsweep.platform.storage import SweepLocation
     from sentsweep.platform.sweep_tracking import SweepRun
+
+
+logger = logging.getLogger(__name__)
 
 
 class StopWatch(Callback):
@@ -66,13 +70,31 @@ def unfinished_trials(location: SweepLocation) -> list[str]:
 
 def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
     """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run
-    that finished after Tune's last snapshot stays FINISHED: the resume reports it without training)."""
+    that finished after Tune's last snapshot stays FINISHED: the resume reports it without training).
+
+    Best effort, at once: a stop (an eviction's SIGTERM, with its grace period) must end with
+    :class:`SweepInterrupted` however the tracking store is. When the store does not answer (a probe,
+    :class:`~sentsweep.tracking.replay.Reachability`) or a call fails, the runs are left RUNNING with a warning;
+    the resume reattaches them (SRE review 18, M4: a stop in an outage spent MLflow's retry budget here, about 4
+    minutes, then failed with status 1)."""
+    from mlflow.exceptions import MlflowException
+
+    from sentsweep.tracking.replay import Reachability, first_line
     from sentsweep.tracking.vocabulary import REASON_TAG, find_trial_run
 
+    if trial_ids and not Reachability.of(sweep.tracking_uri).worth_trying(backoff=False):
+        logger.warning("the tracking store does not answer: the runs of %d interrupted trial(s) stay RUNNING until "
+                       "the sweep is resumed", len(trial_ids))
+        return
     for trial_id in trial_ids:
-        run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
-        if run is None or run.info.status == "FINISHED":
-            continue
-        sweep.client.set_tag(run.info.run_id, REASON_TAG, INTERRUPTED_REASON)
-        if run.info.status != "KILLED":
-            sweep.client.set_terminated(run.info.run_id, status="KILLED")
+        try:
+            run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
+            if run is None or run.info.status == "FINISHED":
+                continue
+            sweep.client.set_tag(run.info.run_id, REASON_TAG, INTERRUPTED_REASON)
+            if run.info.status != "KILLED":
+                sweep.client.set_terminated(run.info.run_id, status="KILLED")
+        except (MlflowException, OSError) as exc:
+            logger.warning("could not close the run of interrupted trial %s (%s); it stays RUNNING until the sweep "
+                           "is resumed", trial_id, first_line(exc))
+            return
