@@ -27,16 +27,19 @@ backoff) and waits for it :data:`RENEW_DEADLINE_S` at most (:meth:`SweepLease._r
   ``RESOURCE_DOES_NOT_EXIST`` for the parent run): the lease is given up the same way, before it can expire, so that
   two drivers do not run the sweep at once (another one, whose writes the server takes, may take it over once it
   expires); the parent run is left ``RUNNING`` for a resume;
-- anything else is a tracking *outage*, and the sweep goes on however long it lasts while the watchdog keeps trying
-  (one warning per outage): a tracking store that does not answer a probe (:func:`server_answers`; not the
-  server's ``/health``, which MLflow answers without touching any store, also while the PostgreSQL behind it is
-  down), a 5xx, a timeout, a refused connection, an MLflow error that names the store's database layer (sqlalchemy,
-  psycopg2, a ``QueuePool`` timeout: :data:`~sentsweep.tracking.replay.DATABASE_FAILURES`), or a renewal still
-  waiting at the deadline (in MLflow's retries). Stopping then would protect nothing: a driver can take the lease
-  over only by reading the tag, finding it expired and writing its own, through the same store, which answers
-  nobody; and it would cost the sweep its running trials' work since their last checkpoint (:class:`LeaseLost`
-  stops Tune without a drain). The tracking journals keep what the trials log meanwhile (the promise of
-  :mod:`sentsweep.tracking.journal`).
+- the store answers this driver's probe (:func:`server_answers`) but the renewal fails anyway (a 5xx, a timeout, a
+  database error, no answer by the deadline): the lease is given up too. The failure may be this driver's alone (an
+  MLflow replica in trouble while the other serves a driver that takes the sweep over), and a stop is resumable;
+- a tracking store that answers nobody is an *outage*, and the sweep goes on however long it lasts while the
+  watchdog keeps trying (one warning per outage): the probe (a read of the store, not the server's ``/health``,
+  which MLflow answers without touching any store, also while the PostgreSQL behind it is down) gets no answer, a
+  5xx, a timeout or a refused connection. For a URI without a probe (sqlite) an error that is not a refusal is an
+  outage, among them an MLflow error that names the store's database layer
+  (:data:`~sentsweep.tracking.replay.DATABASE_FAILURES`). Stopping in an outage would protect nothing: a driver can
+  take the lease over only by reading the tag, finding it expired and writing its own, through the same store, which
+  answers nobody; and it would cost the sweep its running trials' work since their last checkpoint
+  (:class:`LeaseLost` stops Tune without a drain). The tracking journals keep what the trials log meanwhile (the
+  promise of :mod:`sentsweep.tracking.journal`).
 
 What this cannot tell apart is a partition that cuts this driver, and only it, off the server (or a gateway that
 answers 5xx to it alone): another driver could take the sweep over then, and this one learns of it at its first
@@ -282,6 +285,11 @@ class SweepLease:
         next try can be a minute away) when the server is back from an outage; a fresh request goes out at once."""
         if not server_answers(self.client):
             return Renewal.OUTAGE, "the tracking store answers nobody"
+        # The store answered this driver's probe: a renewal that fails anyway (a 5xx, a timeout, a database error) may
+        # be this driver's alone (an MLflow replica in trouble, its other replica serving a driver that takes over),
+        # so it fences; only a store that answers nobody is an outage (diff review 18). A URI without a probe (sqlite)
+        # tells its errors apart instead.
+        probed = urlsplit(str(self.client.tracking_uri)).scheme in ("http", "https")
         finished = threading.Event()
         failures: list[Exception] = []
 
@@ -296,11 +304,12 @@ class SweepLease:
         threading.Thread(target=attempt, name="sentsweep-lease-renew", daemon=True).start()
         deadline = min(RENEW_DEADLINE_S, (EXPIRY_FACTOR - FENCE_FACTOR) * self.interval_s / 2)
         if not finished.wait(deadline):
-            return Renewal.OUTAGE, f"no answer within {deadline:.0f}s"
+            return (Renewal.REFUSED if probed else Renewal.OUTAGE), f"no answer within {deadline:.0f}s"
         if not failures:
             return Renewal.RENEWED, ""
         log.debug("lease renewal failed", exc_info=failures[0])
-        return (Renewal.REFUSED if refuses_lease(failures[0]) else Renewal.OUTAGE), first_line(failures[0])
+        fence = probed or refuses_lease(failures[0])
+        return (Renewal.REFUSED if fence else Renewal.OUTAGE), first_line(failures[0])
 
     def _watch(self) -> None:
         """Fence: once the lease went :data:`FENCE_FACTOR` intervals unrenewed (also while a heartbeat's request
@@ -316,7 +325,8 @@ class SweepLease:
             renewal, why = self._renews_now()
             if renewal is Renewal.REFUSED:
                 self._lose(f"the lease of sweep {self.sweep_name} could not be renewed for "
-                           f"{time.monotonic() - self._renewed:.0f}s: the tracking server refuses it ({why}); another "
+                           f"{time.monotonic() - self._renewed:.0f}s: the tracking server answers but does not renew "
+                           f"it ({why}); another "
                            f"driver may take it over after {EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
                 return
             if renewal is Renewal.RENEWED:

@@ -63,6 +63,10 @@ class CorruptCheckpointError(SentsweepError):
     """A checkpoint that cannot be resumed from (missing marker, truncated or unreadable file)."""
 
 
+#: What torch's CPU allocator says when the host has no memory left (a ``RuntimeError``, not a ``MemoryError``).
+HOST_OUT_OF_MEMORY = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
 class CheckpointUnreadableError(RuntimeError):
     """A checkpoint that could not be read for a reason outside it (:func:`failed_outside_the_checkpoint`). Not a
     :class:`~sentsweep.errors.SentsweepError` (which ends a trial at once) nor an out-of-memory error (which marks
@@ -78,6 +82,8 @@ def failed_outside_the_checkpoint(exc: BaseException) -> bool:
 
     if isinstance(exc, MemoryError | torch.OutOfMemoryError):
         return True
+    if isinstance(exc, RuntimeError) and any(words in str(exc) for words in HOST_OUT_OF_MEMORY):
+        return True  # torch's CPU allocator raises a plain RuntimeError
     return isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError)
 
 

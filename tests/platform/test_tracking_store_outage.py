@@ -88,7 +88,23 @@ def test_a_holder_the_server_refuses_is_fenced_before_its_lease_can_expire(proxy
     assert lease.lost is not None, "the refused holder was not fenced"
     assert lost_at - started >= FENCE_FACTOR * INTERVAL and lost_at - renewed < EXPIRY_FACTOR * INTERVAL, \
         f"fenced {lost_at - renewed:.1f}s after its renewal"
-    assert "the tracking server refuses it" in lease.lost and lease.lost.endswith("this one stops")
+    assert "the tracking server answers but does not renew it" in lease.lost and lease.lost.endswith("this one stops")
+    proxy.mode = "forward"
+    lease.release()
+
+
+def test_a_holder_whose_writes_fail_while_the_store_answers_it_is_fenced(proxy) -> None:
+    """Diff review 18: a store that answers this driver's probe but fails its renewal (an MLflow replica in trouble)
+    may serve another driver that takes the sweep over: the holder fences, before its lease can expire."""
+    client, _, run_id = _parent(proxy.uri)
+    lease = SweepLease(client, run_id, interval_s=INTERVAL, settle_s=0.0, sweep_name="toy-1a2b")
+    lease.acquire()
+    renewed = time.monotonic()
+    proxy.mode = "writes-down"
+    while lease.lost is None and time.monotonic() < renewed + 20:
+        time.sleep(0.05)
+    assert lease.lost is not None and time.monotonic() - renewed < EXPIRY_FACTOR * INTERVAL, lease.lost
+    assert "answers but does not renew it" in lease.lost
     proxy.mode = "forward"
     lease.release()
 
@@ -149,3 +165,22 @@ def test_only_a_refusal_fences() -> None:
                ConnectionError("refused"), TimeoutError()]
     assert [refuses_lease(exc) for exc in refusals] == [True] * len(refusals)
     assert [refuses_lease(exc) for exc in outages] == [False] * len(outages)
+
+
+def test_calls_failing_while_the_store_answers_back_off_longer_each_time() -> None:
+    """Diff review 18: a fixed minute between retries of an upload that spends MLflow's retry budget each time (an
+    artifact store down behind a server that answers) left a trial's GPU idle most of the time."""
+    from sentsweep.tracking.replay import CALL_BACKOFF_S, MAX_CALL_BACKOFF_S
+
+    reach = Reachability("http://127.0.0.1:9")
+    waits = []
+    for _ in range(8):
+        before = time.monotonic()
+        reach.failed(RuntimeError("500 from the artifact store"))
+        waits.append(round(reach.retry_at - before))
+    assert waits == [min(MAX_CALL_BACKOFF_S, CALL_BACKOFF_S * 2**k) for k in range(8)]
+    reach.succeeded()
+    reach.failed(RuntimeError("500 again"), probed=True)  # the store itself answered nobody: the short retry
+    assert reach.retry_at - time.monotonic() <= 5.0
+    reach.failed(RuntimeError("500"))
+    assert round(reach.retry_at - time.monotonic()) == CALL_BACKOFF_S

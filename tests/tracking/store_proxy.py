@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 
 #: ``forward``: everything goes to the server; ``store-down``: every call but ``/health`` gets the 503 MLflow answers
 #: when its PostgreSQL is down; ``refused``: the 403 of MLflow's basic-auth app (this login may not write);
-#: ``artifacts-down``: only artifact transfers get a 500 (MinIO down behind ``--serve-artifacts``).
-Mode = Literal["forward", "store-down", "refused", "artifacts-down"]
+#: ``artifacts-down``: only artifact transfers get a 500 (MinIO down behind ``--serve-artifacts``); ``writes-down``:
+#: reads are forwarded, every POST gets that 503 (a store failing for this client alone: reads answer, writes do not).
+Mode = Literal["forward", "store-down", "refused", "artifacts-down", "writes-down"]
 
 STORE_DOWN = json.dumps({"error_code": "TEMPORARILY_UNAVAILABLE", "message": (
     '(sqlalchemy.exc.OperationalError) (psycopg2.OperationalError) connection to server at "postgres" (10.0.0.7), '
@@ -42,7 +43,7 @@ class StoreProxy:
             self._send(handler, 200, b"OK", "text/plain")
             return
         self.heard.append(handler.path)
-        if self.mode == "store-down":
+        if self.mode == "store-down" or (self.mode == "writes-down" and handler.command == "POST"):
             self._send(handler, 503, STORE_DOWN)
         elif self.mode == "refused":
             self._send(handler, 403, b"Permission denied", "text/plain")

@@ -265,3 +265,14 @@ def test_an_unreadable_checkpoint_is_retried_by_tune_not_ended_or_taught_as_infe
 
     error = CheckpointUnreadableError("checkpoint_000003 could not be read (MemoryError: )")
     assert not isinstance(error, SentsweepError) and infeasible_kind(error) is None
+
+
+def test_the_hosts_out_of_memory_error_is_a_failure_outside_the_checkpoint() -> None:
+    """Diff review 18: torch's CPU allocator raises a plain RuntimeError, which counted as a corrupt checkpoint."""
+    from sentsweep.trainables.checkpoints import failed_outside_the_checkpoint
+
+    with pytest.raises(RuntimeError) as host:
+        torch.empty(2**62, dtype=torch.uint8)  # more than any host has
+    assert failed_outside_the_checkpoint(host.value)
+    assert not failed_outside_the_checkpoint(RuntimeError("PytorchStreamReader failed reading zip archive"))
+    assert not failed_outside_the_checkpoint(FileNotFoundError("checkpoint_000003/state.pt"))

@@ -10,7 +10,7 @@ such a name. The checks, for every container running ``mlflow server``:
   the Ray pods' ``http://mlflow:5000`` is refused);
 - no pattern has ``*`` or ``?`` in its host part; a wildcard port (``mlflow:*``) is fine. The in-cluster
   names are spelt out, ``mlflow.$POD_NAMESPACE.svc.cluster.local`` with the namespace from the downward
-  API.
+  API (not ``mlflow.$POD_NAMESPACE``, public in a namespace named like a top-level domain: ``mlflow.ml``).
 """
 
 from __future__ import annotations

@@ -163,6 +163,9 @@ CASES: list[tuple[str, str, str]] = [
     ("He is not only a singer but also an actor.",
      "It is not true that he is not only a singer but also an actor.", "fallback-not-true"),
     ("He is no longer active.", "It is not true that he is no longer active.", "fallback-not-true"),
+    ("The species is found not only in Peru but also in Chile.",
+     "It is not true that the species is found not only in Peru but also in Chile.", "fallback-not-true"),
+    ("Isn't he not only a singer?", "Is he not only a singer?", "remove-negation"),  # its own negation goes
     # the sentence's own spacing survives
     ("  Two  spaces   here is fine.", "  Two  spaces   here is not fine.", "be-modal"),
     ("", "", "empty"),

@@ -838,7 +838,7 @@ def test_a_pod_that_may_land_on_spot_nodes_is_caught(tmp_path: Path) -> None:
 
 
 def test_a_wildcard_in_the_tracking_servers_host_names_is_caught(tmp_path: Path) -> None:
-    spelt = "mlflow.$POD_NAMESPACE.svc.cluster.local:*,"
+    spelt = "mlflow.$POD_NAMESPACE.svc.cluster.local:*,"  # no bare mlflow.NAMESPACE: "ml" would make it mlflow.ml
     new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (spelt, spelt + "mlflow.*,")})
     assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: --allowed-hosts mlflow.*: a wildcard "
                    "in a host name also admits names anyone can register (DNS rebinding); spell the names out (a "

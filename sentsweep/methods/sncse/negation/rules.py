@@ -29,8 +29,8 @@ clause's negation is removed (a negated subordinate clause leaves the main claus
    ``fallback-not-true`` ("It is not true that ..." when the text has a finite verb the rules could
    not reach) or ``fallback-not`` ("Not ..." for verbless text).
 
-A negative word right after the operator that the parser does not take for the clause's negation ("He is not only a
-singer", "He is no longer active") sends the sentence to the fallback instead of a doubled "not".
+A negative word of the clause that the parser does not take for its negation ("He is not only a singer", "It is found
+not only in Peru", "He is no longer active") sends the sentence to the fallback instead of a doubled "not".
 
 Known limits: negative subjects and determiners ("No one came", "Nobody knows") get a second
 negation ("No one did not come"); "had better" and fronted-negation inversions are not special-cased;
@@ -55,8 +55,9 @@ if TYPE_CHECKING:
 
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
 RULES_VERSION = "2"
-#: Words after an operator that "not" must not precede (referee review 18: "not not only", "not no longer").
-_FOLLOWING_NEGATIVES = frozenset({"not", "no", "never", "n't", "n’t"})
+#: Negative words of a clause that the parser does not take for its negation ("not" in "not only", "no" in "no longer"):
+#: a clause that holds one goes to the fallback, not to a doubled "not" (referee review 18: "is not not only").
+_OTHER_NEGATIVES = frozenset({"not", "no", "never", "n't", "n’t"})
 #: Every rule name :func:`negate_doc` can report, in the order they are tried.
 RULES: tuple[str, ...] = (
     "remove-negation",
@@ -223,12 +224,8 @@ def _subject_after(head: Token, operator: Token) -> Token | None:
     return None
 
 
-def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negation | None:
-    """Insert "not" after an auxiliary, copula or modal (contracted or after the subject in questions); None when a
-    negative word already follows the operator outside the clause's negation ("is not only", "is no longer"): "not"
-    there would double it ("is not not only"), so the sentence goes to the fallback."""
-    if operator.i + 1 < len(doc) and doc[operator.i + 1].lower_ in _FOLLOWING_NEGATIVES:
-        return None
+def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negation:
+    """Insert "not" after an auxiliary, copula or modal (contracted or after the subject in questions)."""
     edit = _Edit(doc)
     subject = _subject_after(head, operator) if _is_question(head) else None
     if subject is not None:
@@ -251,6 +248,8 @@ def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> 
         negator = (tok.dep_ == "neg" and tok.lower_ in _NEGATORS) or _is_unsplit_nt(tok)
         if negator and _clause_head(tok) == head:
             return Negation(_remove_negation(doc, tok), "remove-negation")
+    if any(tok.lower_ in _OTHER_NEGATIVES and _clause_head(tok) == head for tok in head.subtree):
+        return None  # "is (found) not only", "is no longer": a "not" would double it; the fallback negates
     auxiliaries = [c for c in head.children if c.dep_ in ("aux", "auxpass") and c.i < head.i]
     if auxiliaries:
         return _negate_operator(doc, head, auxiliaries[0], "aux")
