@@ -146,7 +146,8 @@ def test_cache_keys_differ_by_rule_set_and_follow_each_version(monkeypatch: pyte
                                                                tmp_path: Path) -> None:
     key = {name: cache_file(["a"], "m-1", tmp_path, name) for name in RULE_SETS}
     assert key["project"] == cache_file(["a"], "m-1", tmp_path)  # the default, named as before the option
-    assert key["project"].name.endswith("-rules1.jsonl") and key["project"] != key["reference"]
+    assert key["project"].name.endswith(f"-rules{rules_module.RULES_VERSION}.jsonl")
+    assert key["project"] != key["reference"]
     monkeypatch.setattr(reference, "RULES_VERSION", "2")
     assert cache_file(["a"], "m-1", tmp_path, "reference") != key["reference"]
     assert cache_file(["a"], "m-1", tmp_path, "project") == key["project"]

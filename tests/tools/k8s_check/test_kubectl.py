@@ -21,7 +21,7 @@ CREDENTIALS = ("minio", "mlflow-storage", "mlflow-sweeps", "mlflow", "postgres",
 SWEEP = {"ConfigMap": 1, "RayJob": 1}
 EXPECTED = {"base": PLATFORM, "overlays/local": PLATFORM, "overlays/gpu": PLATFORM,
             "overlays/gpu-spot": PLATFORM, "cluster": {"PriorityClass": 2},
-            "examples/team": {**PLATFORM, "LimitRange": 1, "ResourceQuota": 1},
+            "examples/team": {**PLATFORM, "LimitRange": 1, "ResourceQuota": 2},
             "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP,
             "overlays/gpu-spot/sweep": SWEEP, "examples/team/sweep": SWEEP}
 
