@@ -51,6 +51,8 @@ bench: setup
 	$(RUN_ENV) $(PY) -m bench.cached_loss --minibatches 32
 	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100
 	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100 --table bench/data/cosent_grid_100steps.csv
+	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100 --concurrency 1 --table bench/data/cosent_grid_wide.csv \
+		--only lr=5e-06,1e-05,2e-05,5e-05,0.0001
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench tools
