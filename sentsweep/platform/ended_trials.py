@@ -15,9 +15,9 @@ below ``checkpoint.keep_trials``; what an ended trial holds in between is its be
 ``checkpoint.trim_ended_after_s`` (two minutes; ``null`` turns the trimming off) after the trial ended (the stopped
 actor is gone, and Tune has snapshotted the experiment since, so a restored driver does not take the trial for a
 running one), and leaves alone errored trials (a resume may run them again from their checkpoints) and sweeps with
-``checkpoint.keep_trials: null`` (keep everything). A storage error is a warning, tried again later; it never fails
-the sweep. If a driver is lost within the delay after the last snapshot and the trial is restored as running, it
-finds no checkpoint and starts again, keeping its best weights as the best to beat
+``checkpoint.keep_trials: null`` (keep everything). A storage error is a warning, tried again after another delay;
+it never fails the sweep. If a driver is lost within the delay after the last snapshot and the trial is restored as
+running, it finds no checkpoint and starts again, keeping its best weights as the best to beat
 (:class:`~sentsweep.trainables.loop.TrainingLoop`).
 """
 
@@ -71,6 +71,8 @@ class TrimEndedTrials(Callback):
                 continue
             if self.trim(trial):
                 del self._ended[trial_id]
+            else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
+                self._ended[trial_id] = (now, trial)
 
     def trim(self, trial: Trial) -> bool:
         """Keep ``trial``'s best weights alone; whether it is done (False: the storage failed, try later)."""
