@@ -60,6 +60,7 @@ from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unf
 from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_journals import driver_journal_dir, stored_journals
+from sentsweep.tracking.run_creation import create_run_once
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG, find_trial_run
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def open_stage_run(sweep: SweepRun, config: SweepConfig, candidates: list[Candid
     if found:
         return found[0].info.run_id
     tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
-    run = sweep.client.create_run(sweep.experiment_id, tags=tags, run_name=f"{sweep.sweep_name}-confirmation")
+    run = create_run_once(sweep.client, sweep.experiment_id, tags, f"{sweep.sweep_name}-confirmation")
     params = {"top_k": config.confirm.top_k, "seeds": config.confirm.seeds, "rule": config.confirm.rule,
               "candidates": ",".join(c.trial_id for c in candidates)}
     for key, value in params.items():

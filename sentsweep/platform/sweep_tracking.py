@@ -56,6 +56,7 @@ from sentsweep.platform.tracking_store import prepare_store
 from sentsweep.tracking.journal import STAGED, Entry, metric_points, trial_journal_name
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.replay import Outbox, now_ms
+from sentsweep.tracking.run_creation import create_run_once
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
@@ -154,7 +155,7 @@ class SweepRun:
                                           config.tracking.artifact_location)
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
                 SPACE_TAG: config.space_name, STATUS_TAG: "running", **source_tags(SWEEP_SOURCE)}
-        run = client.create_run(experiment_id, tags=tags, run_name=sweep_name)
+        run = create_run_once(client, experiment_id, tags, sweep_name)
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name,
                     driver_journal_dir(sweep_dir, sweep_name),
                     stored_journals(sweep_dir, endpoint_url=config.storage_endpoint_url))

@@ -11,7 +11,8 @@ journal stays parked there, pending (one warning naming the trial and the refusa
 Every entry is idempotent on its own, so that a call that succeeded on the server but timed out on the
 client, or a journal replayed from a stale copy, adds nothing twice:
 
-- ``open`` searches the trial's run by tag before creating one, and tells a retry of its own create
+- ``open`` searches the trial's run by tag before creating one (once, whatever MLflow's client retries:
+  :func:`~sentsweep.tracking.run_creation.create_run_once`), and tells a retry of its own create
   (the run carries the attempt's ``token``) from a run of an earlier attempt (reattached: RUNNING again,
   attempt count + 1); in a journal of an attempt a later one superseded (a copy set aside,
   :mod:`sentsweep.tracking.journal_mirror`) it only looks the run up, so that the late delivery of a lost
@@ -79,6 +80,7 @@ from sentsweep.tracking.journal import (
     JournalState,
     point_identity,
 )
+from sentsweep.tracking.run_creation import create_run_once
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
@@ -342,8 +344,8 @@ class Replayer:
                 tags[PARENT_TAG] = parent
             if token:
                 tags[TOKEN_TAG] = token
-            run = self.client.create_run(self.scope.experiment_id, tags=tags, run_name=entry.get("run_name"),
-                                         start_time=entry.get("time_ms"))
+            run = create_run_once(self.client, self.scope.experiment_id, tags, entry.get("run_name"),
+                                  entry.get("time_ms"))
             self._open_confined(self.scope.refusal_of(self.client, run), state)  # under the parent it was given
             state.run_id = run.info.run_id
             self.created.add(state.run_id)

@@ -58,14 +58,22 @@ class TrackingSettings(BaseModel):
     system_metrics_interval_s: float = 10.0
 
 
-def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
-                   trial_id: str) -> Run | None:
-    """The child run of ``trial_id`` under ``parent_run_id`` (the oldest, should there be several)."""
+def trial_runs(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> list[Run]:
+    """The active child runs of ``trial_id`` under ``parent_run_id``, oldest first (start time, then run id: every
+    process agrees on which comes first, twins of one create included, whose start times are equal)."""
     query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
     if parent_run_id:
         query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
     runs = client.search_runs([experiment_id], filter_string=query, order_by=["attributes.start_time ASC"],
                               max_results=10)
+    return sorted(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id))
+
+
+def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
+                   trial_id: str) -> Run | None:
+    """The child run of ``trial_id`` under ``parent_run_id`` (the first of :func:`trial_runs`, should there be
+    several)."""
+    runs = trial_runs(client, experiment_id, parent_run_id, trial_id)
     return runs[0] if runs else None
 
 

@@ -184,3 +184,41 @@ def test_calls_failing_while_the_store_answers_back_off_longer_each_time() -> No
     assert reach.retry_at - time.monotonic() <= 5.0
     reach.failed(RuntimeError("500"))
     assert round(reach.retry_at - time.monotonic()) == CALL_BACKOFF_S
+
+
+CREATE = "/api/2.0/mlflow/runs/create"
+
+
+def _active_runs(client: MlflowClient, experiment: str, query: str) -> list[str]:
+    return [run.info.run_id for run in client.search_runs([experiment], filter_string=query)]
+
+
+def test_a_create_whose_answer_was_lost_makes_one_run(proxy, monkeypatch) -> None:
+    """SRE review 18, M3: the server created the run, a gateway lost its answer, MLflow's client sent the POST again
+    and the server made a twin; the twin is deleted and both calls' callers get the same, first, run."""
+    from sentsweep.tracking.run_creation import create_run_once
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0")
+    client, experiment, _ = _parent(proxy.uri)
+    proxy.lose_answer.append(CREATE)
+    run = create_run_once(client, experiment, {"sentsweep.sweep": "twins"}, "twins", start_time=1_700_000_000_000)
+    assert proxy.heard.count(CREATE) == 3, "the parent's create, then this create sent twice"
+    assert _active_runs(client, experiment, "tags.`sentsweep.sweep` = 'twins'") == [run.info.run_id]
+    twins = client.search_runs([experiment], filter_string="tags.`sentsweep.sweep` = 'twins'",
+                               run_view_type=3)  # ViewType.ALL: the twin is there, deleted
+    assert len(twins) == 2 and {t.info.lifecycle_stage for t in twins} == {"active", "deleted"}
+
+
+def test_a_trial_whose_open_was_answered_twice_logs_to_one_run(proxy, tmp_path, monkeypatch) -> None:
+    """The same through a trial's journal: one run of the trial, holding its metrics."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0")
+    client, experiment, parent = _parent(proxy.uri)
+    settings = TrackingSettings(tracking_uri=proxy.uri, experiment_id=experiment, parent_run_id=parent,
+                                sweep_name="s", trial_id="t7")
+    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "journal.jsonl")
+    proxy.lose_answer.append(CREATE)
+    logger.start({"lr": 1e-3})
+    logger.log_metrics({"stsb_dev": 70.0}, step=2)
+    assert proxy.heard.count(CREATE) == 3 and logger.pending() == 0
+    assert _active_runs(client, experiment, "tags.`sentsweep.trial_id` = 't7'") == [logger.run_id]
+    assert [m.value for m in client.get_metric_history(logger.run_id, "stsb_dev")] == [70.0]

@@ -24,6 +24,7 @@ STORE_DOWN = json.dumps({"error_code": "TEMPORARILY_UNAVAILABLE", "message": (
     "port 5432 failed: Connection refused")}).encode()
 ARTIFACTS_DOWN = json.dumps({"error_code": "INTERNAL_ERROR", "message": (
     "Could not connect to the endpoint URL: http://minio:9000/mlflow-artifacts")}).encode()
+GATEWAY_LOST = b"upstream connect error or disconnect/reset before headers"
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "host"})
 
 
@@ -36,6 +37,9 @@ class StoreProxy:
         self.mode: Mode = "forward"
         self.heard: list[str] = []
         self.uri = ""
+        #: Paths (without the query) whose next request is forwarded but whose answer is lost: the client gets the
+        #: 503 of a gateway instead, and MLflow's client sends the request again (a POST included).
+        self.lose_answer: list[str] = []
 
     def answer(self, handler: http.server.BaseHTTPRequestHandler) -> None:
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
@@ -49,15 +53,22 @@ class StoreProxy:
             self._send(handler, 403, b"Permission denied", "text/plain")
         elif self.mode == "artifacts-down" and "/mlflow-artifacts/" in handler.path:
             self._send(handler, 500, ARTIFACTS_DOWN)
+        elif handler.path.split("?")[0] in self.lose_answer:
+            self.lose_answer.remove(handler.path.split("?")[0])
+            self._forward(handler, body, lose=True)
         else:
             self._forward(handler, body)
 
-    def _forward(self, handler: http.server.BaseHTTPRequestHandler, body: bytes) -> None:
+    def _forward(self, handler: http.server.BaseHTTPRequestHandler, body: bytes, *, lose: bool = False) -> None:
         connection = http.client.HTTPConnection(self.upstream.hostname or "127.0.0.1", self.upstream.port, timeout=60)
         try:
             headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_BY_HOP}
             connection.request(handler.command, handler.path, body=body or None, headers=headers)
             response = connection.getresponse()
+            if lose:  # the server did the work; its answer never reaches the client
+                response.read()
+                self._send(handler, 503, GATEWAY_LOST, "text/plain")
+                return
             self._send(handler, response.status, response.read(), response.getheader("Content-Type"))
         finally:
             connection.close()

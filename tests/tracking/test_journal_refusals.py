@@ -23,9 +23,9 @@ from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG
 #: sqlalchemy TimeoutError to BAD_REQUEST, HTTP 400).
 POOL_TIMEOUT = {"error_code": "BAD_REQUEST", "message": "(sqlalchemy.exc.TimeoutError) QueuePool limit of size 3 "
                 "overflow 2 reached, connection timed out, timeout 30.00"}
-#: The client calls a replay of :func:`_trial_entries` makes into a fresh store (parent lookup, search, create;
-#: params: get_run, log_batch; metrics: log_batch; finish: get_run, set_terminated).
-CLEAN_REPLAY_CALLS = 8
+#: The client calls a replay of :func:`_trial_entries` makes into a fresh store (parent lookup, search, create, a
+#: search for its twins; params: get_run, log_batch; metrics: log_batch; finish: get_run, set_terminated).
+CLEAN_REPLAY_CALLS = 9
 
 
 class FlakyClient:
