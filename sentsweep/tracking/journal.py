@@ -75,8 +75,11 @@ class JournalState:
     The refusals met since the last entry delivered (:mod:`sentsweep.tracking.replay` sets an entry aside only once
     the same refusal came back over time): ``refusal`` names it (the error's code), met on ``refusals`` attempts since
     ``refused_since`` (seconds since the epoch, the first one); ``parked``: the next entry is an ``open`` refused for
-    good, whose warning was given (the entries after it wait for it). A state file written before these fields
-    existed reads as none met."""
+    good, whose warning was given (the entries after it wait for it). ``relog_before_ms``: this journal's attempt took
+    over a run an earlier attempt had logged to (a trial restored from a checkpoint, reattached): a metric point at a
+    step the run holds a point of the same key for, logged before this time (epoch milliseconds), is not logged
+    again (:meth:`~sentsweep.tracking.replay.Replayer.deliver`; a superseded journal's, at none of the run's steps).
+    A state file written before these fields existed reads as none met, nothing re-logged."""
 
     delivered: int = 0
     run_id: str | None = None
@@ -86,15 +89,17 @@ class JournalState:
     refusals: int = 0
     refused_since: float | None = None
     parked: bool = False
+    relog_before_ms: float | None = None
 
     @classmethod
     def from_json(cls, text: str | bytes) -> JournalState:
         """A state as :meth:`Journal.save_state` writes it (:class:`json.JSONDecodeError` when it is not one)."""
         raw = json.loads(text)
-        since = raw.get("refused_since")
+        since, relog = raw.get("refused_since"), raw.get("relog_before_ms")
         return cls(int(raw.get("delivered", 0)), raw.get("run_id"), int(raw.get("skipped", 0)),
                    list(raw.get("notes", [])), raw.get("refusal"), int(raw.get("refusals", 0)),
-                   None if since is None else float(since), bool(raw.get("parked", False)))
+                   None if since is None else float(since), bool(raw.get("parked", False)),
+                   None if relog is None else float(relog))
 
     def count_refusal(self, refusal: str, now: float) -> float:
         """Count an attempt that met ``refusal`` (another refusal than the one counted so far starts the count

@@ -20,7 +20,10 @@ client, or a journal replayed from a stale copy, adds nothing twice:
 - ``params`` logs only the keys the run lacks; ``tags``, ``artifacts`` and ``json_artifact`` overwrite with the
   same content; ``inputs`` (dataset inputs) are stored once per run by MLflow itself;
 - ``metrics`` skips points the run already has (same key, value, timestamp and step), reading a key's
-  history once per run unless the run was created by this replayer;
+  history once per run unless the run was created by this replayer; in the journal of an attempt that reattached to
+  an earlier attempt's run, it also skips the points of steps that attempt logged (the steps a trial restored from
+  a checkpoint trains again: logged twice, each key's curve would hold two points at each of them, which MLflow
+  cannot delete), and in a superseded journal those of every step the run has (its successor's);
 - ``register`` registers a logged model once per run and model name;
 - ``finish`` leaves a run alone that is already over when asked to (``if_running``), and is void when a
   later attempt of the trial opened the run again (``void_after``: a worker journal and its length when the
@@ -177,6 +180,7 @@ class Replayer:
         self.reattached: set[str] = set()
         self.registered: dict[str, str] = {}  # model name -> the version this replayer registered
         self._known: dict[tuple[str, str], set[tuple[str, str, int, int]]] = {}
+        self._first_logged: dict[tuple[str, str], dict[int, int]] = {}  # (run, key) -> step -> earliest timestamp
 
     def forget(self, run_id: str | None) -> None:
         """Read ``run_id``'s metric histories again before the next points: someone else may have logged some
@@ -184,6 +188,7 @@ class Replayer:
         self.created.discard(run_id or "")
         for key in [k for k in self._known if k[0] == run_id]:
             del self._known[key]
+            self._first_logged.pop(key, None)
 
     def flush(self, journal: Journal, upto: int | None = None, *, superseded: bool = False) -> JournalState:
         """Deliver the pending entries (the first ``upto`` at most; ``superseded``: the journal of an attempt a later
@@ -277,7 +282,7 @@ class Replayer:
             if new:
                 self.client.log_batch(run_id, params=new)
         elif op == "metrics":
-            self._metrics(run_id, entry["points"])
+            self._metrics(run_id, entry["points"], float("inf") if superseded else state.relog_before_ms)
         elif op == "tags":
             structural = sorted(STRUCTURE_TAGS.intersection(entry["tags"]))
             if structural:
@@ -347,15 +352,16 @@ class Replayer:
             run = create_run_once(self.client, self.scope.experiment_id, tags, entry.get("run_name"),
                                   entry.get("time_ms"))
             self._open_confined(self.scope.refusal_of(self.client, run), state)  # under the parent it was given
-            state.run_id = run.info.run_id
+            state.run_id, state.relog_before_ms = run.info.run_id, None
             self.created.add(state.run_id)
             if entry.get("params"):  # a run the driver opens for a trial that died before its worker could
                 self.client.log_batch(state.run_id, params=[Param(k, v) for k, v in entry["params"].items()])
             return
         self._open_confined(self.scope.refusal_of(self.client, found), state)  # the trial id in the filter is data
-        state.run_id = found.info.run_id
+        state.run_id, state.relog_before_ms = found.info.run_id, None
         if token is None or found.data.tags.get(TOKEN_TAG) == token or superseded:
             return  # the driver's lookup, this attempt's own create answered late, or a later attempt's run
+        state.relog_before_ms = float(entry.get("time_ms") or self.clock() * 1000)
         attempt = int(found.data.tags.get(ATTEMPT_TAG, "1")) + 1
         self.client.update_run(state.run_id, status="RUNNING")
         self.client.log_batch(state.run_id, tags=[RunTag(ATTEMPT_TAG, str(attempt)), RunTag(TOKEN_TAG, token)])
@@ -363,19 +369,31 @@ class Replayer:
             self.client.delete_tag(state.run_id, REASON_TAG)
         self.reattached.add(state.run_id)
 
-    def _metrics(self, run_id: str, points: Iterable[list[Any]]) -> None:
+    def _metrics(self, run_id: str, points: Iterable[list[Any]], relog_before_ms: float | None = None) -> None:
+        """Log the points the run lacks (``relog_before_ms``: :attr:`JournalState.relog_before_ms`)."""
         fresh = run_id in self.created
         batch: list[Metric] = []
+        relogged = 0
         for key, value, timestamp, step in points:
             known = self._known.get((run_id, key))
             if known is None:
                 history = [] if fresh else self.client.get_metric_history(run_id, key)
                 known = {point_identity(key, m.value, m.timestamp, m.step) for m in history}
                 self._known[(run_id, key)] = known
+                self._first_logged[(run_id, key)] = _first_times(history)
             identity = point_identity(key, value, timestamp, step)
-            if identity not in known:
-                batch.append(Metric(key, float(value), int(timestamp), int(step)))
-                known.add(identity)
+            if identity in known:
+                continue
+            first = self._first_logged[(run_id, key)].get(int(step))
+            if relog_before_ms is not None and first is not None and first < relog_before_ms:
+                relogged += 1  # a step an earlier attempt logged (or, superseded, the successor did)
+                continue
+            batch.append(Metric(key, float(value), int(timestamp), int(step)))
+            known.add(identity)
+            self._first_logged[(run_id, key)].setdefault(int(step), int(timestamp))
+        if relogged:
+            log.info("run %s: %d metric points not logged again (steps an earlier attempt of the trial logged, "
+                     "trained again after a restore)", run_id, relogged)
         if not batch:
             return
         try:
@@ -383,6 +401,7 @@ class Replayer:
         except Exception:
             for metric in batch:  # it may have landed server-side: read the histories again next time
                 self._known.pop((run_id, metric.key), None)
+                self._first_logged.pop((run_id, metric.key), None)
             self.created.discard(run_id)
             raise
 
@@ -416,6 +435,14 @@ class Replayer:
             self.client.set_tag(run_id, REASON_TAG, reason)
         if run.info.status != entry["status"]:
             self.client.set_terminated(run_id, status=entry["status"], end_time=entry.get("time_ms"))
+
+
+def _first_times(history: Iterable[Metric]) -> dict[int, int]:
+    """Each step of a metric's history and the earliest timestamp logged at it."""
+    first: dict[int, int] = {}
+    for point in history:
+        first[int(point.step)] = min(int(point.timestamp), first.get(int(point.step), int(point.timestamp)))
+    return first
 
 
 def upload_source(entry: Entry, folder: Path | None = None, *, staged_only: bool = False) -> Path | None:

@@ -130,6 +130,32 @@ def test_a_later_attempt_reattaches_and_a_stale_driver_status_is_void(store, tmp
     assert REASON_TAG not in run.data.tags
 
 
+def test_steps_trained_again_after_a_restore_are_logged_once(store, tmp_path):
+    """SRE review 18, M2: attempt 1 logged steps 2-6 and died; attempt 2 restored the checkpoint of step 4 and trains
+    steps 6 and 8: the curve keeps one point per step (step 6 as attempt 1 logged it: MLflow deletes no point), and
+    the late delivery of attempt 1's set-aside copy adds nothing attempt 2 logged."""
+    client, settings = store
+    first = MlflowTrialLogger(settings, journal_path=tmp_path / "attempt-1.jsonl")
+    first.start({"lr": 1e-3})
+    for step in (2, 4, 6):
+        first.log_metrics({"stsb_dev": 60.0 + step}, step)
+    lost = Journal(tmp_path / "set-aside.jsonl")  # a copy of attempt 1 holding one more point, never delivered
+    for entry in first.journal.entries():
+        lost.append(entry)
+    lost.save_state(first.journal.state())
+    lost.append({"op": "metrics", "points": [["stsb_dev", 67.5, 1, 8]], "time_ms": 1})
+    second = MlflowTrialLogger(settings, journal_path=tmp_path / "attempt-2.jsonl")
+    second.start({"lr": 1e-3})
+    assert second.reattached
+    for step in (6, 8):
+        second.log_metrics({"stsb_dev": 70.0 + step}, step)
+    history = [(m.step, m.value) for m in client.get_metric_history(second.run_id, "stsb_dev")]
+    assert sorted(history) == [(2, 62.0), (4, 64.0), (6, 66.0), (8, 78.0)]
+    _replayer(client, settings).flush(lost, superseded=True)
+    assert lost.pending() == 0
+    assert sorted((m.step, m.value) for m in client.get_metric_history(second.run_id, "stsb_dev")) == sorted(history)
+
+
 def test_a_refused_entry_is_set_aside_once_refused_over_time(store, tmp_path):
     client, settings = store
     logger = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")
