@@ -71,6 +71,23 @@ def is_warm_start(trial: FrozenTrial) -> bool:
 
 #: Seconds after a refused write before the mirror tries its storage again.
 RETRY_AFTER_S = 60.0
+#: Seconds a connection to a PostgreSQL or MySQL storage may take to open (the drivers' ``connect_timeout``). Without
+#: it, a database host that drops packets, or a port whose server accepts but never answers, holds the driver for the
+#: kernel's TCP timeout or for ever, at each try: the mirror writes from the searcher, in Tune's event loop.
+CONNECT_TIMEOUT_S = 5
+#: The URL schemes (before any ``+driver``) whose drivers take :data:`CONNECT_TIMEOUT_S`.
+_TIMED_CONNECT = frozenset({"postgresql", "postgres", "mysql"})
+
+
+def rdb_storage(url: str) -> optuna.storages.RDBStorage:
+    """An Optuna RDB storage on ``url`` whose connections open within :data:`CONNECT_TIMEOUT_S` (PostgreSQL, MySQL)
+    and are checked before use (``pool_pre_ping``: a connection the database closed meanwhile is opened again instead
+    of failing the write)."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(url).scheme.split("+")[0]
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if scheme in _TIMED_CONNECT else {}
+    return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": connect_args, "pool_pre_ping": True})
 
 
 class StudyMirror:
@@ -93,7 +110,8 @@ class StudyMirror:
     def open(self) -> optuna.Study:
         """The mirror study (created when missing), and which trials it already holds."""
         if self._study is None:
-            self._study = optuna.create_study(storage=self.url, study_name=self.study_name, load_if_exists=True,
+            self._study = optuna.create_study(storage=rdb_storage(self.url), study_name=self.study_name,
+                                              load_if_exists=True,
                                               directions=self.directions)
             self._mirrored = {int(t.user_attrs[SOURCE_NUMBER]) for t in self._study.get_trials(deepcopy=False)
                               if SOURCE_NUMBER in t.user_attrs}
@@ -231,7 +249,8 @@ def dashboard_server(url: str, host: str = "127.0.0.1", port: int = 8080) -> tup
             pass
 
     token = secrets.token_urlsafe(24)
-    server = make_server(host, port, guarded(wsgi(url), port, token), server_class=Server, handler_class=Quiet)
+    app = guarded(wsgi(rdb_storage(url)), port, token)
+    server = make_server(host, port, app, server_class=Server, handler_class=Quiet)
     return server, f"http://{host}:{port}/dashboard?token={token}"
 
 

@@ -103,6 +103,30 @@ def test_the_mirror_catches_up_once_its_storage_answers_again(tmp_path, monkeypa
     assert [t.user_attrs["sweep_trial_number"] for t in mirrored] == [0, 1, 2, 3] and not mirror.down
 
 
+def test_a_database_that_never_answers_costs_the_mirror_a_few_seconds_not_the_sweep(tmp_path):
+    """SRE review 18, L2: a PostgreSQL port that accepts connections and never answers (a database host in trouble;
+    packets dropped cost the kernel's TCP timeout, about 2 minutes) held the driver's Tune loop for ever at each try:
+    now the connection gives up after CONNECT_TIMEOUT_S and the sweep goes on without its mirror."""
+    import socket
+    import threading
+
+    from sentsweep.platform.optuna_storage import CONNECT_TIMEOUT_S
+
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody ever reads or answers
+    port = silent.getsockname()[1]
+    config = SweepConfig(name="s", method="toy", metric="score",
+                         optuna_storage=f"postgresql+psycopg2://optuna@127.0.0.1:{port}/optuna")
+    searcher = build_searcher(config, lr_space, [], mirror=study_mirror(config, locate(str(tmp_path / "s-1"))))
+    started = time.monotonic()
+    worker = threading.Thread(target=_finish, args=(searcher, "a", "complete"), daemon=True)
+    worker.start()
+    worker.join(timeout=6 * CONNECT_TIMEOUT_S)
+    seconds = time.monotonic() - started
+    silent.close()
+    assert not worker.is_alive(), f"the mirror still waits for the database after {seconds:.0f} s"
+    assert searcher.mirror.down and searcher.study.trials[0].value == 2.0
+
+
 @pytest.mark.slow  # starts a server process (the CLI, optuna-dashboard): about a minute on 2 loaded cores
 def test_dashboard_serves_the_study_over_http(tmp_path):
     config, location = _sweep_folder(tmp_path)
