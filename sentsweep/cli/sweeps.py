@@ -61,6 +61,10 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
                        "ends) once MLflow answers again; exit status 1 while entries are still pending.")
     add_sweep_folder(p)
     add_tracking_declaration(p)
+    p.add_argument("--give-up-refused", action="store_true",
+                   help="set aside the entries that wait behind a trial's run MLflow refuses for good (the sweep's "
+                   "experiment or parent run deleted, a login that may no longer write there): they stay in the "
+                   "journals, counted as skipped, and no longer hold back the pruning that waits for them")
     p.set_defaults(handler=cmd_sync)
 
 
@@ -130,10 +134,19 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from sentsweep.platform.tracking_journals import sync_sweep
 
-    pending, uri = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri)
-    print(f"{pending} tracking entries still wait for {uri}; run this again once it answers" if pending else
-          f"MLflow ({uri}) has everything the sweep journaled")
-    return 1 if pending else 0
+    replayed, uri = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri,
+                               give_up_parked=args.give_up_refused)
+    if replayed.given_up:
+        print(f"{replayed.given_up} tracking entries MLflow refuses for good were set aside (kept in the journals)")
+    waiting = replayed.pending - replayed.parked
+    if waiting:
+        print(f"{waiting} tracking entries still wait for {uri}; run this again once it answers")
+    if replayed.parked:
+        print(f"{replayed.parked} tracking entries wait behind a trial's run MLflow refuses for good (the warning "
+              "above, or the journals' .state notes, name it); `--give-up-refused` sets them aside")
+    if not replayed.pending:
+        print(f"MLflow ({uri}) has everything {'else ' if replayed.given_up else ''}the sweep journaled")
+    return 1 if replayed.pending else 0
 
 
 def _finish(outcome: SweepOutcome) -> int:

@@ -32,6 +32,7 @@ import posixpath
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,15 @@ from sentsweep.tracking.journal import (
     trial_journal_name,
 )
 from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror, storage_mirror
-from sentsweep.tracking.replay import Outbox, Reachability, Replayer, Unwritten, upload_source
+from sentsweep.tracking.replay import (
+    Outbox,
+    Reachability,
+    Replayer,
+    Unwritten,
+    parked_entries,
+    set_aside_parked,
+    upload_source,
+)
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import journal_locations
 
@@ -391,10 +400,12 @@ class DriverJournals:
             return []
         return _pull_set_aside(mirror.filesystem, mirror.set_aside, self.folder)
 
-    def replay(self, workers: Iterable[Journal | None] = ()) -> int:
+    def replay(self, workers: Iterable[Journal | None] = (), *, give_up_parked: bool = False) -> Replayed:
         """Deliver the worker journals ``workers`` and every journal of this folder (the parent's last), after
         appending what a full disk refused before and removing the staged folders no journal names
-        (:func:`remove_orphan_staged`); the number of entries still pending (0: MLflow has everything)."""
+        (:func:`remove_orphan_staged`); how many entries are still pending (0: MLflow has everything), and how many
+        of them wait behind a trial's ``open`` MLflow refused for good (``give_up_parked``: those are set aside,
+        :func:`~sentsweep.tracking.replay.set_aside_parked`)."""
         Unwritten.write_all(self.folder)  # what a full disk refused before, in this process
         remove_orphan_staged(self.folder)
         names = sorted(p.name for p in self.folder.glob("*.jsonl") if p.name != PARENT_JOURNAL)
@@ -411,16 +422,33 @@ class DriverJournals:
                 reach.failed(exc, journal)
             else:
                 reach.succeeded()
+        given_up = sum(set_aside_parked(j, "sentsweep sync --give-up-refused") for j in journals if give_up_parked)
         if self.stored is not None:
             self.stored.push_all(self.folder)
-        return sum(j.pending() for j in journals if j.exists())
+        present = [j for j in journals if j.exists()]
+        return Replayed(sum(j.pending() for j in present), sum(parked_entries(j) for j in present), given_up)
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a replay left: ``pending`` entries, ``parked`` of them behind an ``open`` MLflow refused for good (a
+    trial's run it will never create or find: the sweep's experiment or parent run deleted, a login that may no
+    longer write there), and ``given_up`` entries set aside on request."""
+
+    pending: int = 0
+    parked: int = 0
+    given_up: int = 0
+
+    def __add__(self, other: Replayed) -> Replayed:
+        return Replayed(self.pending + other.pending, self.parked + other.parked, self.given_up + other.given_up)
 
 
 def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, scope: SweepScope,
-                          filesystem: Any = None, fs_path: str | None = None) -> int:
+                          filesystem: Any = None, fs_path: str | None = None, *,
+                          give_up_parked: bool = False) -> Replayed:
     """Deliver what a sweep's trials and its driver could not log, to the sweep's runs only (``scope``: its
-    experiment and parent run, from the manifest); the number of entries still pending (``sentsweep resume`` does
-    this first; so can a command once the server is back).
+    experiment and parent run, from the manifest); what is still pending (:class:`Replayed`; ``sentsweep resume``
+    does this first; so can a command once the server is back).
 
     The trials' journals are read in a local sweep folder, else (``filesystem``, a pyarrow file system, and the
     folder's ``fs_path`` on it; default: resolved from the ``sweep_dir`` URI) from their copies in the trial
@@ -428,17 +456,17 @@ def replay_sweep_journals(sweep_dir: str, tracking_uri: str, sweep_name: str, sc
     pulled from their copies there first (:class:`StoredJournals`: the driver that wrote them may be gone, its disk
     with it). The confirmation stage, once its folder exists (:data:`STAGE_DIR`, a Tune experiment of its own in
     the sweep folder), is replayed the same way from that folder: its trials' runs and its run are in ``scope``
-    (the sweep's confirmation run and its children)."""
-    pending = _replay_folder(sweep_dir, tracking_uri, sweep_name, scope, filesystem, fs_path)
+    (the sweep's confirmation run and its children). ``give_up_parked``: see :meth:`DriverJournals.replay`."""
+    replayed = _replay_folder(sweep_dir, tracking_uri, sweep_name, scope, filesystem, fs_path, give_up_parked)
     stage_dir = posixpath.join(sweep_dir, STAGE_DIR)
     stage_path = posixpath.join(fs_path, STAGE_DIR) if fs_path is not None else None
     if _stage_began(stage_dir, sweep_name, filesystem, stage_path):
-        pending += _replay_folder(stage_dir, tracking_uri, sweep_name, scope, filesystem, stage_path)
-    return pending
+        replayed += _replay_folder(stage_dir, tracking_uri, sweep_name, scope, filesystem, stage_path, give_up_parked)
+    return replayed
 
 
 def _replay_folder(folder: str, tracking_uri: str, sweep_name: str, scope: SweepScope, filesystem: Any,
-                   fs_path: str | None) -> int:
+                   fs_path: str | None, give_up_parked: bool = False) -> Replayed:
     """:func:`replay_sweep_journals` of one Tune experiment's folder (the sweep's, or its stage's)."""
     journals = DriverJournals(tracking_uri, driver_journal_dir(folder, sweep_name), scope,
                               stored_journals(folder, filesystem, fs_path))
@@ -447,7 +475,7 @@ def _replay_folder(folder: str, tracking_uri: str, sweep_name: str, scope: Sweep
         workers = [Journal(path) for path in sorted(Path(folder).glob(f"*/{TRIAL_JOURNAL}"))]
     else:
         workers = pull_worker_copies(filesystem, fs_path, folder, journals.folder)
-    return journals.replay(workers)
+    return journals.replay(workers, give_up_parked=give_up_parked)
 
 
 def _stage_began(stage_dir: str, sweep_name: str, filesystem: Any, stage_path: str | None) -> bool:
@@ -559,13 +587,14 @@ def _pull_set_aside(filesystem: Any, set_aside: str, folder: Path) -> list[Journ
 
 
 def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[str], None] = print,
-               tracking_uri: str | None = None) -> tuple[int, str]:
+               tracking_uri: str | None = None, give_up_parked: bool = False) -> tuple[Replayed, str]:
     """``sentsweep sync SWEEP_DIR``: deliver everything a sweep's trials and driver journaled (a finalize in
     an outage and the confirmation stage included: metrics, artifacts, the registration, the runs' ends,
     :func:`replay_sweep_journals`), then, once nothing is pending,
     the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
-    the number of entries still pending, and the tracking URI. Refused while a driver runs the sweep (its lease:
-    :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself. The manifest's tracking
+    what is still pending (:class:`Replayed`; ``give_up_parked``: the entries behind a trial's run MLflow refuses for
+    good are set aside first, ``--give-up-refused``), and the tracking URI. Refused while a driver runs the sweep (its
+    lease: :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself. The manifest's tracking
     server and parent run are used only as :mod:`~sentsweep.platform.folder_trust` allows (``tracking_uri``: the
     one the user names)."""
     from sentsweep.platform.config import resolve_sweep_folder
@@ -585,8 +614,9 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     lease = lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location) if checked else \
         contextlib.nullcontext()
     with lease:  # a live driver's: refused
-        pending = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
-                                        location.filesystem, location.fs_path if remote else None)
-    if pending == 0:
+        replayed = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
+                                         location.filesystem, location.fs_path if remote else None,
+                                         give_up_parked=give_up_parked and checked)
+    if replayed.pending == 0:
         prune_owed(location, echo)
-    return pending, uri
+    return replayed, uri

@@ -437,6 +437,30 @@ class Replayer:
             self.client.set_terminated(run_id, status=entry["status"], end_time=entry.get("time_ms"))
 
 
+def parked_entries(journal: Journal) -> int:
+    """How many entries of ``journal`` wait behind an ``open`` MLflow refused for good (0 unless it is parked)."""
+    state = journal.state() if journal.exists() else None
+    return max(0, len(journal.entries()) - state.delivered) if state is not None and state.parked else 0
+
+
+def set_aside_parked(journal: Journal, why: str) -> int:
+    """Set aside every pending entry of a parked ``journal`` (``sentsweep sync --give-up-refused``: the user accepts
+    that MLflow will never take them, e.g. the sweep's experiment was deleted), counted as skipped with a note
+    naming ``why`` and the refusal; how many. The entries stay in the journal file."""
+    with journal.locked():
+        state = journal.state()
+        count = len(journal.entries()) - state.delivered
+        if not state.parked or count <= 0:
+            return 0
+        refusal = state.refusal
+        state.skipped += count
+        state.advance(state.delivered + count)
+        state.notes = [*state.notes[-9:], f"{count} entries given up ({why}) after the refusal {refusal}"[:500]]
+        journal.save_state(state)
+    log.warning("gave up %d entries of %s, parked on an open MLflow refused for good (%s)", count, journal, refusal)
+    return count
+
+
 def _first_times(history: Iterable[Metric]) -> dict[int, int]:
     """Each step of a metric's history and the earliest timestamp logged at it."""
     first: dict[int, int] = {}

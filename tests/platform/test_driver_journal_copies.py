@@ -18,6 +18,7 @@ from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.platform.sweep_tracking import SweepRun
 from sentsweep.platform.tracking_journals import (
     DriverJournals,
+    Replayed,
     cached_journal_dir,
     driver_journal_dir,
     stored_journals,
@@ -57,7 +58,7 @@ def test_sync_on_another_machine_delivers_what_a_remote_driver_journaled(tmp_pat
                 if i.type == pyarrow.fs.FileType.Directory]) == 1  # the staged upload, beside the journals
     shutil.rmtree(private_cache)  # the driver's pod is gone, and its disk with it
 
-    assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)
+    assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)
 
     client = MlflowClient(tracking_uri=tracking_uri)
     run = client.get_run(parent)
@@ -70,7 +71,7 @@ def test_sync_on_another_machine_delivers_what_a_remote_driver_journaled(tmp_pat
     # the copies now say so: a third machine delivers nothing twice; the staged copy is gone from the storage
     assert not fs.get_file_info(pyarrow.fs.FileSelector(f"{copies}/{STAGED}", allow_not_found=True))
     shutil.rmtree(private_cache)
-    assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)
+    assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)
     assert len(client.get_metric_history(parent, "best_stsb_dev")) == 1
     assert not any(Path(private_cache).rglob(f"{STAGED}/*"))
 
@@ -136,7 +137,7 @@ def test_sync_of_a_journal_copy_planted_in_the_bucket_leaves_another_teams_run_a
     shutil.rmtree(private_cache)
 
     with caplog.at_level("WARNING", logger="sentsweep.tracking"):
-        assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)
+        assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)
 
     run = client.get_run(victim)
     assert run.info.status == "RUNNING" and run.info.end_time is None

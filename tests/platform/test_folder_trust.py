@@ -16,7 +16,7 @@ from sentsweep.platform.folder_trust import TRACKING_URI_ENV, trusted_optuna_sto
 from sentsweep.platform.optuna_storage import sweep_storage_url
 from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.sweep import resume_sweep
-from sentsweep.platform.tracking_journals import sync_sweep
+from sentsweep.platform.tracking_journals import Replayed, sync_sweep
 from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL
 from tests.platform.capture_server import capturing_server
 from tests.platform.conftest import BUCKET
@@ -72,7 +72,7 @@ def test_a_manifest_naming_another_folders_sweep_run_is_refused(remote_sweep, s3
         resume_sweep(planted.uri, endpoint_url=s3_endpoint, preflight=False, trainable=TOY_TRAINABLE, space=TOY_SPACE)
     run = client.get_run(parent)
     assert run.info.status == "RUNNING" and "sentsweep.note" not in run.data.tags
-    assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)  # the sweep's own folder: trusted
+    assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)  # the sweep's own folder: trusted
 
 
 def test_a_local_folder_is_the_users_own_unless_a_declared_uri_differs(tmp_path, monkeypatch):

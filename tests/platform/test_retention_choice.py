@@ -21,6 +21,7 @@ from sentsweep.platform.retention import PRUNE_OWED, rank_results
 from sentsweep.platform.search import FINAL_KEY
 from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun
+from sentsweep.platform.tracking_journals import Replayed
 from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL, Journal, JournalState
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import BEST_DIR, CHECKPOINT_MARKER, BestFolder, StoredFolder
@@ -148,7 +149,7 @@ def test_sync_prunes_what_finalize_left_for_it(tmp_path, tiny_bert_dir, tracking
     assert lines[0].startswith("not pruned: 1 upload(s) wait") and (root / PRUNE_OWED).is_file()
 
     lines.clear()
-    assert sync_sweep(str(root), echo=lines.append) == (0, tracking_uri)
+    assert sync_sweep(str(root), echo=lines.append) == (Replayed(), tracking_uri)
 
     client = MlflowClient(tracking_uri=tracking_uri)
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{TRIAL_ID_TAG}` = '{ranked[1]}'")
@@ -157,4 +158,4 @@ def test_sync_prunes_what_finalize_left_for_it(tmp_path, tiny_bert_dir, tracking
     assert not list(root.glob("*/checkpoint_*"))
     assert len(lines) == 1 and "removed the weights of 1" in lines[0]
     assert not (root / PRUNE_OWED).exists()
-    assert sync_sweep(str(root), echo=lines.append) == (0, tracking_uri) and len(lines) == 1  # owed once
+    assert sync_sweep(str(root), echo=lines.append) == (Replayed(), tracking_uri) and len(lines) == 1  # owed once

@@ -201,3 +201,24 @@ def test_a_state_file_written_before_refusals_were_counted_reads_as_none_met(tmp
     journal.state_path.write_text(json.dumps({"delivered": 1, "run_id": "r1", "skipped": 0, "notes": []}))
     assert journal.state() == JournalState(delivered=1, run_id="r1")
     assert journal.state().refusal is None and journal.state().refusals == 0 and not journal.state().parked
+
+
+def test_a_parked_journal_is_counted_apart_and_set_aside_on_request(sweep, tracking_uri: str, tmp_path: Path) -> None:
+    """A trial's ``open`` naming a parent outside the sweep is refused for good: its journal parks, and ``sentsweep
+    sync`` reports its entries apart from those that wait for an outage (they will never go); with
+    ``--give-up-refused`` they are set aside, counted as skipped with a note, so nothing is pending any more (the
+    pruning that waits for an empty journal can go ahead)."""
+    from sentsweep.platform.tracking_journals import DriverJournals, Replayed
+
+    client, experiment, parent = sweep
+    stray = _journal(tmp_path, *_trial_entries(experiment, "not-the-sweeps-parent"))
+    folder = tmp_path / DRIVER_JOURNALS
+    folder.mkdir()
+    journals = DriverJournals(tracking_uri, folder, SweepScope(experiment, parent))
+    assert journals.replay([stray]) == Replayed(pending=4, parked=4)
+    assert journals.replay([stray], give_up_parked=True) == Replayed(given_up=4)
+    state = stray.state()
+    assert stray.pending() == 0 and state.skipped == 4 and not state.parked
+    assert "4 entries given up (sentsweep sync --give-up-refused) after the refusal replayer" in state.notes[-1]
+    assert _trial_runs(client, experiment) == []
+    assert journals.replay([stray], give_up_parked=True) == Replayed()
