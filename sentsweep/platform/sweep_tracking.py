@@ -403,10 +403,13 @@ class TrackingCallback(Callback):
         journals.parent(self.settings["parent_run_id"]).put(
             {"op": "metrics", "points": metric_points(totals, 0, now_ms())})
         # the copies later attempts set aside too (a worker lost with its node): the last replay of this experiment
-        pending = journals.replay([*(journals.worker(t) for t in trials), *journals.set_aside(trials[0])])
-        if pending:
+        replayed = journals.replay([*(journals.worker(t) for t in trials), *journals.set_aside(trials[0])])
+        if replayed.pending > replayed.parked:
             log.warning("MLflow has not answered: %d tracking entries wait in %s (resume, or the next sweep "
-                        "command on this folder, delivers them)", pending, journals.folder)
+                        "command on this folder, delivers them)", replayed.pending - replayed.parked, journals.folder)
+        if replayed.parked:
+            log.warning("%d tracking entries wait behind a trial's run MLflow refuses for good (`sentsweep sync "
+                        "--give-up-refused` sets them aside)", replayed.parked)
 
     def _remove_orphans(self, trial_ids: set[str]) -> None:
         """Delete child runs of trials the sweep no longer has.
