@@ -78,7 +78,9 @@ class CosentConfig(TrialConfig):
         None, description="bi-encoder only; unset: mean, or the NLI setting's by model family")
     loss: Literal["cosent", "mse", "softmax", "contrastive", "triplet"] = "cosent"
     scale: float = Field(20.0, gt=0)
-    epsilon: float = 0.5
+    epsilon: float = Field(0.0, description="contrastive baseline: the threshold of eq. 2 (the paper keeps it at 0 "
+                           "in every evaluation; its reference, sentence-transformers' ContrastiveLoss with cosine "
+                           "distance and margin 1, is epsilon 0)")
     margin: float = Field(5.0, gt=0)
     distance: Literal["euclidean", "cosine"] = "euclidean"
     mining: Literal["hardest", "random"] = "hardest"

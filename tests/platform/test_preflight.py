@@ -97,7 +97,8 @@ def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_
 def test_a_paper_config_on_the_bundled_sample_is_refused_and_a_demo_warned(tmp_path, monkeypatch, caplog) -> None:
     """Without data_dir or $SENTSWEEP_DATA the data resolve to the bundled sample (500 STS-B train pairs, 300 test):
     every paper config asks for the full data and is refused, naming data_dir; a demo config runs with a warning
-    (review 13: the CoSENT paper configs, and the GPU RayJob that runs one, trained and reported on the sample)."""
+    (review 13: the CoSENT paper configs, and the GPU RayJob that runs one, trained and reported on the sample).
+    Each trains in fp32, as the papers' reference code does (referee review 19: the CoSENT ones used autocast)."""
     import logging
 
     from sentsweep.platform.config import load_sweep_config
@@ -110,6 +111,7 @@ def test_a_paper_config_on_the_bundled_sample_is_refused_and_a_demo_warned(tmp_p
     for path in papers:
         config = load_sweep_config(path).model_copy(update={"data_dir": None})
         assert config.full_data, f"{path.name} does not ask for the full data"
+        assert config.fixed.get("amp") is False, f"{path.name} trains under autocast; the papers' references use fp32"
         with pytest.raises(ConfigError, match=r"field 'data_dir': resolves to the bundled data sample"):
             check_data_source(config, str(path))
     demo = load_sweep_config(repo / "configs" / "demo.yaml")

@@ -21,6 +21,7 @@ from sentsweep.platform.confirmation import stage_location
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate
 from sentsweep.platform.sweep_tracking import SweepRun
 from sentsweep.platform.tracking_journals import (
+    Replayed,
     driver_journal_dir,
     replay_sweep_journals,
     stored_journals,
@@ -98,11 +99,12 @@ def test_sync_delivers_what_the_confirmation_stage_journaled_in_an_outage(tmp_pa
     _stage_in_an_outage(stage, down, experiment_id, stage_run, "demo", [(trial_journal, None)])
 
     # what sync and a resume replay while the server is still down (sync's figure, exit status and pruning)
-    pending = replay_sweep_journals(str(sweep_dir), down, "demo", SweepScope(experiment_id, parent))
-    assert pending == 7  # the trial's open, params, metrics and finish; the stage run's figures, tags and finish
+    replayed = replay_sweep_journals(str(sweep_dir), down, "demo", SweepScope(experiment_id, parent))
+    # the trial's open, params, metrics and finish; the stage run's figures, tags and finish
+    assert replayed == Replayed(pending=7)
     assert client.get_run(stage_run).info.status == "RUNNING"
 
-    assert sync_sweep(str(sweep_dir), echo=lambda line: None) == (0, tracking_uri)
+    assert sync_sweep(str(sweep_dir), echo=lambda line: None) == (Replayed(), tracking_uri)
     _assert_stage_delivered(client, experiment_id, stage_run, steps=1)
 
 
@@ -129,5 +131,5 @@ def test_sync_on_another_machine_delivers_a_remote_stage(tmp_path, tracking_uri,
     shutil.rmtree(tmp_path / "node-2")
     shutil.rmtree(private_cache)  # the driver's pod is gone, and its disk with it
 
-    assert sync_sweep(location.uri, s3_endpoint) == (0, tracking_uri)
+    assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)
     _assert_stage_delivered(client, experiment_id, stage_run, steps=2)

@@ -80,7 +80,7 @@ def test_a_resume_or_sync_removes_the_staged_folders_a_killed_finalize_left(tmp_
     orphan = _stage(folder, f"best_model-{before}")  # copied, then the driver was killed before its entry
     cut = _stage(folder, f"plots-{before}.part")  # a copy cut short
     sweep.set_tags({"sentsweep.status": "finalizing"})  # the resumed driver's first entry
-    assert replay_sweep_journals(str(sweep_dir), tracking_uri, "s", sweep.scope()) == 0
+    assert replay_sweep_journals(str(sweep_dir), tracking_uri, "s", sweep.scope()).pending == 0
     assert not orphan.exists() and not cut.exists()
     state = json.loads((folder / (PARENT_JOURNAL + ".state")).read_text())
     assert state["delivered"] == 1

@@ -112,9 +112,9 @@ def test_an_outage_longer_than_the_retry_budget_loses_nothing(tmp_path, tiny_ber
     assert outcome["counts"] == {"finished": 2, "pruned": 0, "failed": 0}
     # Back before the end: the trials and the driver delivered everything; else the recovery command does.
     sweep_dir = next(p for p in sweep_root.iterdir() if p.is_dir())
-    pending = replay_sweep_journals(str(sweep_dir), server.uri, sweep_dir.name,
-                                    SweepScope(outcome["experiment"], outcome["parent"]))
-    assert pending == 0 and (back_before_the_end or "tracking entries wait in" in output)
+    replayed = replay_sweep_journals(str(sweep_dir), server.uri, sweep_dir.name,
+                                     SweepScope(outcome["experiment"], outcome["parent"]))
+    assert replayed.pending == 0 and (back_before_the_end or "tracking entries wait in" in output)
 
     runs = client.search_runs([outcome["experiment"]], f"tags.`{ROLE_TAG}` = 'trial'")
     trial_ids = [r.data.tags[TRIAL_ID_TAG] for r in runs]

@@ -38,9 +38,9 @@ def test_sync_is_refused_while_a_driver_holds_the_sweep_and_delivers_once_it_is_
         assert "left" not in client.get_run(run_id).data.tags, "nothing delivered beside the driver"
     finally:
         driver.release()
-    pending, _ = sync_sweep(str(sweep_dir), echo=lambda line: None)
+    replayed, _ = sync_sweep(str(sweep_dir), echo=lambda line: None)
     tags = client.get_run(run_id).data.tags
-    assert pending == 0 and tags["left"] == "by the driver"
+    assert replayed.pending == 0 and tags["left"] == "by the driver"
     assert LEASE_TAG not in tags, "sync gave its lease back"
 
 

@@ -117,7 +117,7 @@ def test_the_driver_writes_what_a_full_disk_refused_at_its_next_replay(tracking_
     full = Outbox(Journal(folder / PARENT_JOURNAL, run_id=run_id, opener=FullDisk(room=0)), Replayer(client, scope),
                   tracking_uri)
     assert full.put({"op": "tags", "tags": {"sentsweep.status": "finished"}}) is False
-    assert DriverJournals(tracking_uri, folder, scope).replay() == 0
+    assert DriverJournals(tracking_uri, folder, scope).replay().pending == 0
     assert client.get_run(run_id).data.tags["sentsweep.status"] == "finished"
     assert [e["op"] for e in Journal(folder / PARENT_JOURNAL).entries()] == ["tags"]
 
@@ -146,5 +146,5 @@ def test_a_new_driver_journal_whose_state_the_disk_refuses_keeps_its_run(trackin
     assert outbox.put({"op": "tags", "tags": {"sentsweep.status": "finished"}}) is False
     state.rmdir()  # room again
     Reachability._by_uri.clear()  # reading a state that is a folder failed too (a full disk does not do that)
-    assert DriverJournals(tracking_uri, folder, scope).replay() == 0
+    assert DriverJournals(tracking_uri, folder, scope).replay().pending == 0
     assert client.get_run(run_id).data.tags["sentsweep.status"] == "finished"

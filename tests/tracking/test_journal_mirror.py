@@ -35,7 +35,7 @@ def server(tmp_path_factory, mlflow_template):
 def _replay(driver: Path, uri: str, scope: SweepScope, storage: pyarrow.fs.FileSystem) -> int:
     """:func:`replay_sweep_journals` of the sweep folder ``sweep`` of ``storage`` by a driver whose folder is
     ``driver``; the entries still pending."""
-    return replay_sweep_journals(str(driver), uri, "sweep", scope, storage, "sweep")
+    return replay_sweep_journals(str(driver), uri, "sweep", scope, storage, "sweep").pending
 
 
 def test_a_journal_left_only_in_the_storage_is_replayed_by_the_driver(tmp_path, server):

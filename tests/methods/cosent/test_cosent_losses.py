@@ -325,6 +325,20 @@ def test_contrastive_matches_sentence_transformers_cosine_distance(epsilon: floa
     assert ours.item() == pytest.approx(ref.item(), abs=1e-6)
 
 
+def test_the_default_contrastive_baseline_is_the_papers() -> None:
+    """The CoSENT paper keeps epsilon at 0 in every evaluation, and its reference code trains the baseline with
+    sentence-transformers' ContrastiveLoss, cosine distance, margin 1 (referee review 19: the default was 0.5)."""
+    from sentsweep.trainables.cosent import CosentConfig
+
+    u, v, g = _batch(7, 16)
+    labels = torch.randint(0, 2, (16,), generator=g)
+    st = st_losses.ContrastiveLoss(model=nn.Identity(), distance_metric=st_losses.SiameseDistanceMetric.COSINE_DISTANCE,
+                                   margin=1.0)
+    ours = contrastive_loss(F.cosine_similarity(u, v, dim=-1), labels, epsilon=CosentConfig().epsilon,
+                            positive_threshold=0.5)
+    assert ours.item() == pytest.approx(st.compute_loss_from_embeddings([u, v], labels).item(), abs=1e-6)
+
+
 def test_triplet_loss_hand_computed() -> None:
     anchor = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
     positive = torch.tensor([[3.0, 4.0], [1.0, 0.0], [1.0, 2.0]])
