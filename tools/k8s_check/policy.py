@@ -144,11 +144,30 @@ def check_pods(obj: dict[str, Any]) -> list[Problem]:
     cluster = ray_cluster_spec(obj)
     if cluster and cluster.get("enableInTreeAutoscaling"):
         head = get_path(cluster, "headGroupSpec", "template", "spec") or {}
-        if _token_mount(cluster.get("autoscalerOptions") or {}, head) != SERVICE_ACCOUNT_DIR:
-            prefix = "spec.rayClusterSpec" if obj["kind"] == "RayJob" else "spec"
-            found.append(Problem(oid, "policy", f"{prefix}.autoscalerOptions: the autoscaler gets no service-account "
-                                                "token: mount a projected serviceAccountToken volume of the head "
-                                                f"at {SERVICE_ACCOUNT_DIR}"))
+        autoscaler = cluster.get("autoscalerOptions") or {}
+        prefix = ("spec.rayClusterSpec" if obj["kind"] == "RayJob" else "spec") + ".autoscalerOptions"
+        if _token_mount(autoscaler, head) != SERVICE_ACCOUNT_DIR:
+            found.append(Problem(oid, "policy", f"{prefix}: the autoscaler gets no service-account token: mount a "
+                                                "projected serviceAccountToken volume of the head at "
+                                                f"{SERVICE_ACCOUNT_DIR}"))
+        found += [Problem(oid, "policy", f"{prefix}: {why}") for why in _token_holder_isolation(autoscaler, head)]
+    return found
+
+
+def _token_holder_isolation(autoscaler: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """Why code running in the head's other containers could act with the autoscaler's token: a volume both mount
+    that the autoscaler may write (and so reads back: a ``.pth`` file planted in a user site under a shared home,
+    imported at its next start), or a user site left on (``PYTHONNOUSERSITE``)."""
+    found = []
+    others = {m.get("name") for c in head.get("containers") or [] for m in c.get("volumeMounts") or []}
+    for mount in autoscaler.get("volumeMounts") or []:
+        if mount.get("name") in others and not _token_mount({"volumeMounts": [mount]}, head):  # a token: above
+            found.append(f"volume {mount.get('name')} (at {mount.get('mountPath')}) is shared with the head's "
+                         "containers: code there could plant what the token holder imports; give it a volume of "
+                         "its own")
+    env = {e.get("name"): e.get("value") for e in autoscaler.get("env") or []}
+    if env.get("PYTHONNOUSERSITE") != "1":
+        found.append("env PYTHONNOUSERSITE is not \"1\": the token holder would import a user site from its home")
     return found
 
 

@@ -543,6 +543,21 @@ def test_an_autoscaler_without_its_token_is_caught(tmp_path: Path) -> None:
                    "/var/run/secrets/kubernetes.io/serviceaccount [policy]"]
 
 
+def test_an_autoscaler_sharing_the_heads_tmp_or_a_user_site_is_caught(tmp_path: Path) -> None:
+    """Security review 19, H1: the token holder shared the head's /tmp as its home, so code in ray-head (any holder of
+    the Ray token) could plant a .pth file it imports at its next start, and act with its token."""
+    shared = "    - name: autoscaler-tmp\n      mountPath: /tmp\n"
+    new = _planted(tmp_path, ("overlays/local",), {"base/raycluster.yaml": (shared, shared.replace("autoscaler-tmp",
+                                                                                                   "tmp"))})
+    assert new == ["RayCluster/sentsweep: spec.autoscalerOptions: volume tmp (at /tmp) is shared with the head's "
+                   "containers: code there could plant what the token holder imports; give it a volume of its own "
+                   "[policy]"]
+    site = '    - name: PYTHONNOUSERSITE  # no user site: nothing in its home is imported\n      value: "1"\n'
+    new = _planted(tmp_path / "site", ("overlays/local",), {"base/raycluster.yaml": (site, "")})
+    assert new == ['RayCluster/sentsweep: spec.autoscalerOptions: env PYTHONNOUSERSITE is not "1": the token holder '
+                   "would import a user site from its home [policy]"]
+
+
 def test_egress_without_default_deny_or_dns_is_caught(tmp_path: Path) -> None:
     new = _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (_policy_block("default-deny-egress"), "")})
     assert new == ["Namespace/sentsweep: no default-deny egress NetworkPolicy (podSelector: {}, policyTypes: "
@@ -796,12 +811,12 @@ def test_a_container_without_ephemeral_storage_is_caught(tmp_path: Path) -> None
         "      memory: 3Gi\n      ephemeral-storage: 4Gi\n    limits:\n      cpu: \"1\"\n      memory: 3Gi\n"
         "      ephemeral-storage: 30Gi\n", "      memory: 3Gi\n    limits:\n      cpu: \"1\"\n      memory: 3Gi\n")})
     assert new == ["RayCluster/sentsweep: spec.headGroupSpec.template.spec.containers[ray-head]: no requests and "
-                   "limits for ephemeral-storage (its pod's emptyDirs may hold 20Gi of node disk, and the scheduler "
+                   "limits for ephemeral-storage (its pod's emptyDirs may hold 20992Mi of node disk, and the scheduler "
                    "counts only requests) [scheduling]"]
     new = _planted(tmp_path / "autoscaler", LOCAL, {"base/raycluster.yaml": (
         "        ephemeral-storage: 128Mi  # its own logs (it writes Ray's into the head's /tmp/ray)\n", "")})
     assert new == ["RayCluster/sentsweep: spec.autoscalerOptions: no requests for ephemeral-storage (its pod's "
-                   "emptyDirs may hold 20Gi of node disk, and the scheduler counts only requests) [scheduling]"]
+                   "emptyDirs may hold 20992Mi of node disk, and the scheduler counts only requests) [scheduling]"]
 
 
 def test_ephemeral_storage_limits_below_the_emptydirs_are_caught(tmp_path: Path) -> None:
