@@ -77,6 +77,15 @@ def add_sweep_folder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage-endpoint-url", default=None, help="S3 endpoint (MinIO) for an s3:// folder")
 
 
+def add_trust_storage(p: argparse.ArgumentParser) -> None:
+    """``--trust-storage`` of a command that restores a sweep's pickled state (``resume``, ``sweep
+    --resume-interrupted``: :func:`~sentsweep.platform.folder_trust.refuse_untrusted_state`)."""
+    p.add_argument("--trust-storage", action="store_true",
+                   help="resume an s3:// sweep folder outside the cluster: its Tune and searcher state are pickles, "
+                   "run on load, so only when no job you do not trust can write that storage (inside a Kubernetes "
+                   "pod this is not needed)")
+
+
 def add_tracking_declaration(p: argparse.ArgumentParser) -> None:
     """``--tracking-uri`` of a command that starts from a stored sweep folder (``resume``, ``sync``): the server the
     user trusts with their MLflow login (:mod:`~sentsweep.platform.folder_trust`)."""

@@ -18,6 +18,7 @@ from sentsweep.cli.common import (
     add_overrides,
     add_sweep_folder,
     add_tracking_declaration,
+    add_trust_storage,
 )
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
 from sentsweep.platform.interrupt import folder_command
@@ -38,6 +39,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                    "the login name) did not finish, continue it instead of starting a new one (what a retried "
                    "Kubernetes RayJob runs); the config must be the sweep's own (see --allow-change)")
     add_allow_change(p)
+    add_trust_storage(p)
     p.add_argument("--warm-start", default=None, metavar="SWEEP", help="start the search from an earlier sweep's "
                    "finished trials (its folder; the same space or the overlapping parameters)")
     p.set_defaults(handler=cmd_sweep)
@@ -48,6 +50,7 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
                        description="Restore a sweep (Tuner.restore, errored trials retried) and finish it.")
     add_sweep_folder(p)
     add_tracking_declaration(p)
+    add_trust_storage(p)
     add_overrides(p, "--set num_samples=16 (with --allow-change num_samples)")
     add_allow_change(p)
     add_driver(p)
@@ -114,7 +117,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"continuing the interrupted sweep {folder}")
             outcome = resume_sweep(folder, endpoint_url=config.storage_endpoint_url, config=config,
                                    allow_change=args.allow_change, address=args.address, finalize=args.finalize,
-                                   log_to_driver=args.verbose, forward_credentials=args.forward_credentials)
+                                   log_to_driver=args.verbose, forward_credentials=args.forward_credentials,
+                                   trust_storage=args.trust_storage)
             return _finish(outcome)
     outcome = run_sweep(config, source=args.config, address=args.address, finalize=args.finalize,
                         log_to_driver=args.verbose, forward_credentials=args.forward_credentials)
@@ -127,7 +131,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, overrides=args.overrides,
                            allow_change=args.allow_change, address=args.address, finalize=args.finalize,
                            log_to_driver=args.verbose, forward_credentials=args.forward_credentials,
-                           tracking_uri=args.tracking_uri)
+                           tracking_uri=args.tracking_uri, trust_storage=args.trust_storage)
     return _finish(outcome)
 
 

@@ -35,7 +35,7 @@ from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.ended_trials import storage_trimming
 from sentsweep.platform.failures import FailureLines, is_failed
-from sentsweep.platform.folder_trust import refuse_foreign_parent, trusted_tracking_uri
+from sentsweep.platform.folder_trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.lease import LeaseLost, SweepLease
 from sentsweep.platform.local_ray import loopback_only, session_token
@@ -303,7 +303,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                  trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
-                 forward_credentials: bool = False, tracking_uri: str | None = None) -> SweepOutcome:
+                 forward_credentials: bool = False, tracking_uri: str | None = None,
+                 trust_storage: bool = False) -> SweepOutcome:
     """Continue an interrupted sweep from its folder: unfinished and errored trials run again.
 
     The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
@@ -312,8 +313,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     (:mod:`.resume_config`). A live lease of another process on the sweep refuses the resume
     (:class:`~sentsweep.platform.lease.LeaseHeldError`); the parent run is marked RUNNING only once
     ``Tuner.restore`` succeeded. The manifest's tracking server is contacted only when ``tracking_uri`` (or a given
-    ``config``'s) names it, or the folder is local, and its parent run must be the folder's
-    (:mod:`.folder_trust`).
+    ``config``'s) names it, or the folder is local, and its parent run must be the folder's; a folder in shared
+    storage is restored outside a Kubernetes pod only with ``trust_storage`` (:mod:`.folder_trust`).
     """
     from ray import tune
 
@@ -332,6 +333,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
     with explain_refused_credentials(uri):
         refuse_foreign_parent(client, manifest, location)
+    refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled
     stops = StopSignals()
     # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
     # the lease before the journals are delivered: a driver still running the sweep delivers them itself

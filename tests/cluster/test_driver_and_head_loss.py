@@ -75,7 +75,8 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     folder = sweep_folder(cluster, name)
     elsewhere = tmp_path / "elsewhere"  # another working directory: no config, no local state
     endpoint = ["--storage-endpoint-url", cluster.endpoint_url] if cluster.endpoint_url else []
-    status, out, wall = run_driver(cluster, ["resume", folder, *endpoint], elsewhere)
+    # the test machine is the cluster and its storage: its resume trusts the folder it wrote (--trust-storage)
+    status, out, wall = run_driver(cluster, ["resume", folder, *endpoint, "--trust-storage"], elsewhere)
     assert status == 0, out[-4000:]
     runs = assert_each_trial_once(cluster, experiment, 4, MAX_STEPS,
                                   cut_short=frozenset(r.data.tags[TRIAL_ID_TAG] for r in cut_short))

@@ -148,3 +148,31 @@ def test_a_stored_uri_the_http_client_reads_otherwise_is_refused(tmp_path, plant
         trusted_optuna_storage(planted, location, "http://mlflow:5000")
     plain = manifest.model_copy(update={"tracking_uri": "http://mlflow:5000"})
     assert trusted_tracking_uri(plain, location, "http://mlflow:5000/") == "http://mlflow:5000"
+
+
+def test_a_shared_folder_is_resumed_outside_the_cluster_only_when_its_writers_are_trusted(
+        remote_sweep, s3_endpoint, tracking_uri, private_cache, monkeypatch):
+    """Security review 19, M3: a resume unpickles Tune's state (``tuner.pkl``: the trainable, the searcher), which
+    any job with the bucket's keys (every trial on the cluster) could replace with code. On a workstation that code
+    would run with the user's credentials: refused, one line, before anything is unpickled, unless ``--trust-storage``
+    or inside a Kubernetes pod (which holds those keys already). A local folder is the user's own."""
+    from sentsweep.platform.folder_trust import IN_CLUSTER_ENV, refuse_untrusted_state
+
+    location, parent, _ = remote_sweep
+    monkeypatch.delenv(IN_CLUSTER_ENV, raising=False)
+    monkeypatch.setenv(TRACKING_URI_ENV, tracking_uri)  # the folder's server, declared: that check passes
+    planted = location.file_uri("tuner.pkl")
+    location.write_text("tuner.pkl", "not a pickle: a restore would fail on it, the check must come first")
+    with pytest.raises(ConfigError, match="unpickles Ray Tune's and the searcher's state") as info:
+        resume_sweep(location.uri, endpoint_url=s3_endpoint, preflight=False, trainable=TOY_TRAINABLE,
+                     space=TOY_SPACE)
+    assert info.value.field == "--trust-storage" and planted.endswith("tuner.pkl")
+    from sentsweep.cli import build_parser
+
+    assert build_parser().parse_args(["resume", location.uri, "--trust-storage"]).trust_storage is True
+    assert MlflowClient(tracking_uri=tracking_uri).get_run(parent).info.status == "RUNNING", "nothing was resumed"
+    refuse_untrusted_state(location, trust_storage=True)
+    monkeypatch.setenv(IN_CLUSTER_ENV, "10.96.0.1")
+    refuse_untrusted_state(location, trust_storage=False)
+    monkeypatch.delenv(IN_CLUSTER_ENV)
+    refuse_untrusted_state(SweepLocation("/tmp", "toy", None, "/tmp/toy"), trust_storage=False)
