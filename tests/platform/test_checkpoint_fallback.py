@@ -3,6 +3,7 @@ trial's work folder lives in its own folder and is gone when the trial ends."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mlflow import MlflowClient
@@ -27,13 +28,16 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
     assert outcome.counts == {"finished": 1, "pruned": 0, "failed": 0}
     client = MlflowClient(tracking_uri=tracking_uri)
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
-    steps = [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")]
+    (trial,) = [p for p in Path(outcome.sweep_dir).iterdir() if p.is_dir() and p.name.startswith("train_")]
+    reports = [json.loads(line) for line in (trial / "result.json").read_text().splitlines() if line.strip()]
+    steps = [int(r["step"]) for r in reports if "train_loss" in r]
     assert steps == [2, 4, 4, 6], "the retry resumed at step 2 (the previous checkpoint), not at 4"
+    # MLflow keeps one point per step: step 4, trained again, is not logged twice (SRE review 18, M2)
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [2, 4, 6]
     session = Path(ray._private.worker.global_worker.node.get_session_dir_path())
     logs = "".join(p.read_text(errors="replace") for p in (session / "logs").glob("worker-*.out"))
     assert "WARNING: checkpoint checkpoint_000001 is not usable" in logs
     assert "falling back to the previous one" in logs
-    (trial,) = [p for p in Path(outcome.sweep_dir).iterdir() if p.is_dir() and p.name.startswith("train_")]
     assert not (trial / "work").exists()  # staged checkpoints lived in the trial folder, removed at the end
 
 
