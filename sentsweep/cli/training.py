@@ -141,6 +141,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         SentEvalOptions(**senteval)
     except ValueError as exc:
         raise ConfigError(str(exc), field="--senteval-*") from None
+    _warn_if_sample(args.data_dir)
     encoder = build_encoder(
         args.model,
         pooling=args.pooling,
@@ -166,6 +167,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     return _show(result, args.out)
+
+
+def _warn_if_sample(data_dir: str | None) -> None:
+    """One line on stderr when the data resolve to the bundled sample."""
+    from sentsweep.platform.preflight import sample_data_warning
+
+    warning = sample_data_warning(data_dir)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
 
 
 def _show(result: Any, out_path: str | None) -> int:
@@ -201,6 +211,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     raw = apply_overrides(read_yaml(args.config), args.overrides)
     method = get_method(str(raw.pop("method", "cosent")))
+    _warn_if_sample(raw.get("data_dir"))
     output = Path(args.output or Path("runs") / Path(args.config).stem)
     result, final = method.train_standalone(raw, output_dir=output, source=args.config,
                                             log=lambda line: print(line, flush=True))

@@ -67,6 +67,22 @@ def test_evaluate_writes_json_with_protocols_and_csv(tiny_bert_dir: Path, tmp_pa
     assert csv.read_text().splitlines()[0].startswith("task")
 
 
+def test_evaluate_on_the_bundled_sample_says_so(tiny_bert_dir: Path, shared_data: Path,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 19: without $SENTSWEEP_DATA or --data-dir, ``evaluate`` scored the bundled sample (a few hundred rows a
+    task) without a word; now one line on stderr says so, and nothing with real data."""
+    monkeypatch.delenv("SENTSWEEP_DATA", raising=False)
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()  # then the encoding's progress
+    assert err[0] == ("warning: data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, "
+                      "figures not comparable to the papers'")
+    assert sum("bundled sample" in line for line in err) == 1
+    assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test", "--data-dir",
+                 str(shared_data)]) == 0
+    assert "bundled sample" not in capsys.readouterr().err
+
+
 def test_evaluate_takes_every_senteval_option(tiny_bert_dir: Path, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """One flag per trial-config ``senteval_*`` field; the setting and its folds reach the protocol."""
