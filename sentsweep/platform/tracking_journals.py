@@ -55,7 +55,6 @@ from sentsweep.tracking.replay import (
     Reachability,
     Replayer,
     Unwritten,
-    parked_entries,
     set_aside_parked,
     upload_source,
 )
@@ -425,8 +424,12 @@ class DriverJournals:
         given_up = sum(set_aside_parked(j, "sentsweep sync --give-up-refused") for j in journals if give_up_parked)
         if self.stored is not None:
             self.stored.push_all(self.folder)
-        present = [j for j in journals if j.exists()]
-        return Replayed(sum(j.pending() for j in present), sum(parked_entries(j) for j in present), given_up)
+        pending = parked = 0
+        for journal in journals:
+            if journal.exists():
+                state, waiting = journal.state(), journal.pending()
+                pending, parked = pending + waiting, parked + (waiting if state.parked else 0)
+        return Replayed(pending, parked, given_up)
 
 
 @dataclass(frozen=True)

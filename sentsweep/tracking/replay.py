@@ -65,6 +65,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -179,8 +180,7 @@ class Replayer:
         self.created: set[str] = set()
         self.reattached: set[str] = set()
         self.registered: dict[str, str] = {}  # model name -> the version this replayer registered
-        self._known: dict[tuple[str, str], set[tuple[str, str, int, int]]] = {}
-        self._first_logged: dict[tuple[str, str], dict[int, int]] = {}  # (run, key) -> step -> earliest timestamp
+        self._known: dict[tuple[str, str], KeyHistory] = {}  # (run, key) -> what the run holds of that key
 
     def forget(self, run_id: str | None) -> None:
         """Read ``run_id``'s metric histories again before the next points: someone else may have logged some
@@ -188,7 +188,6 @@ class Replayer:
         self.created.discard(run_id or "")
         for key in [k for k in self._known if k[0] == run_id]:
             del self._known[key]
-            self._first_logged.pop(key, None)
 
     def flush(self, journal: Journal, upto: int | None = None, *, superseded: bool = False) -> JournalState:
         """Deliver the pending entries (the first ``upto`` at most; ``superseded``: the journal of an attempt a later
@@ -377,20 +376,17 @@ class Replayer:
         for key, value, timestamp, step in points:
             known = self._known.get((run_id, key))
             if known is None:
-                history = [] if fresh else self.client.get_metric_history(run_id, key)
-                known = {point_identity(key, m.value, m.timestamp, m.step) for m in history}
+                known = KeyHistory.of([] if fresh else self.client.get_metric_history(run_id, key))
                 self._known[(run_id, key)] = known
-                self._first_logged[(run_id, key)] = _first_times(history)
             identity = point_identity(key, value, timestamp, step)
-            if identity in known:
+            if identity in known.points:
                 continue
-            first = self._first_logged[(run_id, key)].get(int(step))
+            first = known.first_ms.get(int(step))
             if relog_before_ms is not None and first is not None and first < relog_before_ms:
                 relogged += 1  # a step an earlier attempt logged (or, superseded, the successor did)
                 continue
             batch.append(Metric(key, float(value), int(timestamp), int(step)))
             known.add(identity)
-            self._first_logged[(run_id, key)].setdefault(int(step), int(timestamp))
         if relogged:
             log.info("run %s: %d metric points not logged again (steps an earlier attempt of the trial logged, "
                      "trained again after a restore)", run_id, relogged)
@@ -401,7 +397,6 @@ class Replayer:
         except Exception:
             for metric in batch:  # it may have landed server-side: read the histories again next time
                 self._known.pop((run_id, metric.key), None)
-                self._first_logged.pop((run_id, metric.key), None)
             self.created.discard(run_id)
             raise
 
@@ -437,12 +432,6 @@ class Replayer:
             self.client.set_terminated(run_id, status=entry["status"], end_time=entry.get("time_ms"))
 
 
-def parked_entries(journal: Journal) -> int:
-    """How many entries of ``journal`` wait behind an ``open`` MLflow refused for good (0 unless it is parked)."""
-    state = journal.state() if journal.exists() else None
-    return max(0, len(journal.entries()) - state.delivered) if state is not None and state.parked else 0
-
-
 def set_aside_parked(journal: Journal, why: str) -> int:
     """Set aside every pending entry of a parked ``journal`` (``sentsweep sync --give-up-refused``: the user accepts
     that MLflow will never take them, e.g. the sweep's experiment was deleted), counted as skipped with a note
@@ -461,12 +450,27 @@ def set_aside_parked(journal: Journal, why: str) -> int:
     return count
 
 
-def _first_times(history: Iterable[Metric]) -> dict[int, int]:
-    """Each step of a metric's history and the earliest timestamp logged at it."""
-    first: dict[int, int] = {}
-    for point in history:
-        first[int(point.step)] = min(int(point.timestamp), first.get(int(point.step), int(point.timestamp)))
-    return first
+@dataclass
+class KeyHistory:
+    """What a run holds of one metric key: its points (:func:`~sentsweep.tracking.journal.point_identity`) and the
+    earliest timestamp logged at each step."""
+
+    points: set[tuple[str, str, int, int]] = field(default_factory=set)
+    first_ms: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, history: Iterable[Metric]) -> KeyHistory:
+        """The record of a key's history as MLflow returns it."""
+        known = cls()
+        for m in history:
+            known.add(point_identity(m.key, m.value, m.timestamp, m.step))
+        return known
+
+    def add(self, identity: tuple[str, str, int, int]) -> None:
+        """Count one point (``point_identity``: key, value, timestamp, step) as held."""
+        self.points.add(identity)
+        step, timestamp = identity[3], identity[2]
+        self.first_ms[step] = min(timestamp, self.first_ms.get(step, timestamp))
 
 
 def upload_source(entry: Entry, folder: Path | None = None, *, staged_only: bool = False) -> Path | None:
