@@ -22,7 +22,6 @@ the confirmation experiment is restored from its own folder, its unfinished tria
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import logging
@@ -61,7 +60,7 @@ from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_journals import driver_journal_dir, stored_journals
 from sentsweep.tracking.run_creation import create_run_once
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG, find_trial_run
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid, Tuner
@@ -159,19 +158,59 @@ def _candidate_from(raw: dict[str, Any]) -> Candidate:
     return Candidate(raw["rank"], raw["trial_id"], raw["params"], [SeedRun(**r) for r in raw["runs"]])
 
 
-def open_stage_run(sweep: SweepRun, config: SweepConfig, candidates: list[Candidate]) -> str:
-    """The sweep's ``confirmation`` run (found again if an interrupted stage created it)."""
+def _stage_tags(sweep: SweepRun) -> dict[str, str]:
+    return {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
+
+
+def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> str | None:
+    """The sweep's ``confirmation`` run, found (an earlier session of the sweep scheduled it, or an interrupted stage
+    created it) or created in MLflow's SCHEDULED state, as the sweep begins or resumes (None when the stage is off).
+    MLflow answers then (the sweep's run was just created or checked); when the search ends, hours later, the stage
+    needs nothing from MLflow to begin: its params, status and trials' runs go through the journals, so an outage
+    at that moment delays its tracking instead of failing the sweep."""
+    if config.confirm.top_k == 0:
+        return None
     query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
     found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
     if found:
-        return found[0].info.run_id
-    tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
-    run = create_run_once(sweep.client, sweep.experiment_id, tags, f"{sweep.sweep_name}-confirmation")
-    params = {"top_k": config.confirm.top_k, "seeds": config.confirm.seeds, "rule": config.confirm.rule,
-              "candidates": ",".join(c.trial_id for c in candidates)}
-    for key, value in params.items():
-        sweep.client.log_param(run.info.run_id, key, str(value))
-    return run.info.run_id
+        sweep.stage_run_id = found[0].info.run_id
+    else:
+        run = create_run_once(sweep.client, sweep.experiment_id, _stage_tags(sweep),
+                              f"{sweep.sweep_name}-confirmation")
+        sweep.client.update_run(run.info.run_id, status="SCHEDULED")
+        sweep.stage_run_id = run.info.run_id
+    return sweep.stage_run_id
+
+
+def stage_run_id(sweep: SweepRun, config: SweepConfig) -> str:
+    """The sweep's ``confirmation`` run: the one scheduled as the sweep began or resumed, else (a caller that did
+    not schedule it) the one found or created now."""
+    if sweep.stage_run_id is None:
+        schedule_stage_run(sweep, config)
+    assert sweep.stage_run_id is not None  # the stage is on: it is being run
+    return sweep.stage_run_id
+
+
+def stage_params(config: SweepConfig, candidates: list[Candidate]) -> dict[str, str]:
+    """The stage run's params: its settings and the candidates' trial ids."""
+    return {"top_k": str(config.confirm.top_k), "seeds": str(config.confirm.seeds), "rule": config.confirm.rule,
+            "candidates": ",".join(c.trial_id for c in candidates)}
+
+
+def end_stage_run(sweep: SweepRun, location: SweepLocation, reason: str) -> None:
+    """End the stage's run KILLED with ``reason`` unless it ended already: the sweep failed for good (a user's error,
+    no trial finished), so the stage scheduled as it began will not run, or not to its end (journaled)."""
+    if sweep.stage_run_id is not None:
+        stage_run(sweep, location, sweep.stage_run_id).record(
+            {"op": "finish", "status": "KILLED", "reason": reason[:5000], "if_running": True})
+
+
+def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun:
+    """The stage's run ``run_id``, journaled in the stage's folder."""
+    stage = stage_location(location)
+    return SweepRun(sweep.client, sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name,
+                    driver_journal_dir(stage.uri, sweep.sweep_name),
+                    stored_journals(stage.uri, stage.filesystem, stage.fs_path))
 
 
 @dataclass
@@ -231,12 +270,10 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         write_state(location, state)  # from here on, a resume continues the stage
     candidates = [_candidate_from(c) for c in state["candidates"]]
     if state["run_id"] is None:
-        state["run_id"] = open_stage_run(sweep, config, candidates)
+        state["run_id"] = stage_run_id(sweep, config)
         write_state(location, state)
     stage = stage_location(location)
-    run = SweepRun(sweep.client, sweep.tracking_uri, sweep.experiment_id, state["run_id"], sweep.sweep_name,
-                   driver_journal_dir(stage.uri, sweep.sweep_name),
-                   stored_journals(stage.uri, stage.filesystem, stage.fs_path))
+    run = stage_run(sweep, location, state["run_id"])
     if resumed:
         run.pull()  # the stage's driver journals a driver gone with its disk copied into the stage's folder
     tracking = {**next(iter(r.config.get("tracking", {}) for r in results if r.config), {}), **run.trial_settings()}
@@ -254,8 +291,11 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     if state["status"] == "done":
         stage_results = tuner.get_results()
     else:
+        run.record({"op": "params", "params": stage_params(config, candidates)})  # logs only what is missing
         if resumed:
             run.reopen()
+        else:  # the run scheduled as the sweep began
+            run.record({"op": "running"})
         stage_results = tuner.fit()
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))
@@ -319,13 +359,11 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
             winner_figures[f"confirmed_{key}_mean"] = sum(values) / len(values)
     sweep.log_metrics(_finite(winner_figures))
     sweep.set_tags({SEARCH_BEST_TAG: outcome.candidates[0].trial_id, CHANGED_TAG: str(outcome.changed).lower()})
-    with contextlib.suppress(Exception):  # best-effort: the links between runs
-        _tag_stage_runs(outcome, run)
+    _tag_stage_runs(outcome, run)
     with tempfile.TemporaryDirectory() as tmp:
         write_tables(outcome, config, Path(tmp))
-        with contextlib.suppress(Exception):  # best-effort, as all tracking: the state file holds the same
-            run.client.log_artifacts(run.run_id, tmp, STAGE_DIR)
-            sweep.client.log_artifacts(sweep.run_id, tmp, STAGE_DIR)
+        run.log_artifacts(tmp, STAGE_DIR)  # journaled: staged copies, uploaded when MLflow answers
+        sweep.log_artifacts(tmp, STAGE_DIR)
     order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
     echo(f"confirmed winner: #{outcome.winner.rank} by its {outcome.rule.replace('_', ' ')} (order {order}; "
          + ("changed from the single-seed ranking" if outcome.changed else "the single-seed best held")
@@ -334,12 +372,12 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
 
 
 def _tag_stage_runs(outcome: ConfirmationOutcome, run: SweepRun) -> None:
+    """Each confirmation trial's run tagged with the candidate it confirms (journaled, through the trial's driver
+    journal in the stage's folder)."""
     for candidate in outcome.candidates:
         for seed_run in candidate.runs[1:]:
-            found = find_trial_run(run.client, run.experiment_id, run.run_id, seed_run.trial_id)
-            if found is not None:
-                run.client.set_tag(found.info.run_id, CONFIRMS_TAG, candidate.trial_id)
-                run.client.set_tag(found.info.run_id, CONFIRM_RANK_TAG, str(candidate.rank))
+            tags = {CONFIRMS_TAG: candidate.trial_id, CONFIRM_RANK_TAG: str(candidate.rank)}
+            run.to_trial(seed_run.trial_id, {"op": "tags", "tags": tags})
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> list[Path]:

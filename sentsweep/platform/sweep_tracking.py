@@ -143,6 +143,8 @@ class SweepRun:
     sweep_name: str
     journal_dir: Path | None = None
     stored: StoredJournals | None = None
+    #: the confirmation stage's run, scheduled as the sweep began (:func:`~.confirmation.schedule_stage_run`)
+    stage_run_id: str | None = None
     _scope: SweepScope | None = field(default=None, init=False, repr=False)
 
     @classmethod

@@ -1,42 +1,103 @@
 """MLflow system metrics on a trial's run: CPU, memory, disk and network (psutil), GPU utilisation and memory
-when ``nvidia-ml-py`` (``pynvml``) is installed and a GPU is present.
+when ``nvidia-ml-py`` (``pynvml``, or AMD's ``pyrsmi``) is installed and a GPU is present.
 
-The trial's run is opened through a client, not ``mlflow.start_run``, so MLflow's switch
-(``mlflow.enable_system_metrics_logging``, ``start_run(log_system_metrics=True)``) would not reach it: the trial
-starts MLflow's own monitor (:class:`mlflow.system_metrics.system_metrics_monitor.SystemMetricsMonitor`) on its
-run instead, a thread that logs ``system/*`` metrics every ``interval_s`` seconds until the run ends. Turned on by
-the sweep config's ``tracking.system_metrics``. Best-effort, like all tracking: a monitor that cannot start is a
-warning, never a failed trial.
+MLflow's own monitor (``SystemMetricsMonitor``) logs to MLflow directly from its thread and ends for good at the
+first request MLflow does not answer: an outage of one sampling interval, or a tracking server's restart, ended a
+trial's system metrics for the rest of the trial, and what it had sampled was lost. :class:`SystemMetricsSampler`
+samples with MLflow's metric monitors (the same figures, named ``system/<name>`` as MLflow names them) in a thread
+of its own and hands each sample to the trial's journal (:mod:`sentsweep.tracking.trial_logger`), which delivers it
+when MLflow answers, like every other point of the trial. Each sample is logged at the trial's current training
+step (several samples may share one: the model's loading, an evaluation), so that GPU use lines up with the
+training curves. Turned on by the sweep config's ``tracking.system_metrics``. Best-effort: a sampler that cannot
+start (psutil missing) is a warning, never a failed trial.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("sentsweep.tracking")
 
+#: MLflow's prefix of system metrics (its UI groups them by it).
+PREFIX = "system/"
 
-def start_system_metrics(run_id: str, tracking_uri: str, interval_s: float = 10.0) -> Any | None:
-    """A started monitor logging system metrics to ``run_id`` (continuing its ``system/*`` steps after a
-    restore); None when it cannot start (psutil missing, ...)."""
+
+def metric_monitors() -> list[Any]:
+    """MLflow's monitors of this machine: CPU and memory, disk, network, and the GPUs when a GPU library sees one."""
+    from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
+    from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
+    from mlflow.system_metrics.metrics.gpu_monitor import GPUMonitor
+    from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
+    from mlflow.system_metrics.metrics.rocm_monitor import ROCMMonitor
+
+    monitors: list[Any] = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
+    for gpu in (GPUMonitor, ROCMMonitor):
+        try:
+            monitors.append(gpu())
+            break
+        except Exception:  # noqa: BLE001 - no such GPU, or no library for it
+            continue
+    return monitors
+
+
+class SystemMetricsSampler:
+    """A thread that samples the machine every ``interval_s`` seconds and passes each sample (``system/*`` figures)
+    to ``publish``; a ``publish`` that raises loses that sample only."""
+
+    def __init__(self, publish: Callable[[dict[str, float]], None], interval_s: float) -> None:
+        self._publish = publish
+        self._interval_s = interval_s
+        self._monitors = metric_monitors()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sentsweep-system-metrics", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def sample(self) -> dict[str, float]:
+        """The figures since the last sample, aggregated as MLflow does (means over the interval)."""
+        figures: dict[str, float] = {}
+        for monitor in self._monitors:
+            figures.update({PREFIX + k: float(v) for k, v in monitor.aggregate_metrics().items()})
+            monitor.clear_metrics()
+        return figures
+
+    def _run(self) -> None:
+        warned = False
+        while True:
+            for monitor in self._monitors:
+                monitor.collect_metrics()
+            if self._stop.wait(self._interval_s):
+                return
+            try:
+                self._publish(self.sample())
+            except Exception as exc:  # noqa: BLE001 - best-effort: the next sample is tried all the same
+                if not warned:
+                    log.warning("a system-metrics sample was not journaled: %s: %s", type(exc).__name__, exc)
+                    warned = True
+
+    def stop(self) -> None:
+        """Stop sampling (the sample under way is dropped)."""
+        self._stop.set()
+        self._thread.join(timeout=self._interval_s + 5)
+
+
+def start_system_metrics(publish: Callable[[dict[str, float]], None],
+                         interval_s: float = 10.0) -> SystemMetricsSampler | None:
+    """A started sampler handing its samples to ``publish``; None when it cannot start (psutil missing, ...)."""
     try:
-        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
-
-        monitor = SystemMetricsMonitor(run_id, sampling_interval=interval_s, resume_logging=True,
-                                       tracking_uri=tracking_uri)
-        monitor.start()
-    except Exception as exc:  # best-effort
-        log.warning("no system metrics for run %s: %s: %s", run_id, type(exc).__name__, exc)
+        sampler = SystemMetricsSampler(publish, interval_s)
+        sampler.start()
+    except Exception as exc:  # noqa: BLE001 - best-effort
+        log.warning("no system metrics: %s: %s", type(exc).__name__, exc)
         return None
-    return monitor
+    return sampler
 
 
-def stop_system_metrics(monitor: Any | None) -> None:
-    """Stop a monitor and flush what it collected (None: nothing to do)."""
-    if monitor is None:
-        return
-    try:
-        monitor.finish()
-    except Exception as exc:  # best-effort
-        log.warning("system metrics monitor did not stop cleanly: %s: %s", type(exc).__name__, exc)
+def stop_system_metrics(sampler: SystemMetricsSampler | None) -> None:
+    """Stop a sampler (None: nothing to do)."""
+    if sampler is not None:
+        sampler.stop()

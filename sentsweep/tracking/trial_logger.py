@@ -16,6 +16,7 @@ pruned and crashed trials, sweep totals) lives in :mod:`sentsweep.platform.sweep
 from __future__ import annotations
 
 import math
+import threading
 import uuid
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +28,7 @@ from sentsweep.tracking.journal_mirror import JournalMirror, storage_mirror
 from sentsweep.tracking.placement import placement_tags
 from sentsweep.tracking.replay import Outbox, Replayer, now_ms
 from sentsweep.tracking.run_scope import SweepScope
-from sentsweep.tracking.system_metrics import start_system_metrics, stop_system_metrics
+from sentsweep.tracking.system_metrics import SystemMetricsSampler, start_system_metrics, stop_system_metrics
 from sentsweep.tracking.vocabulary import (
     MAX_PARAM_LENGTH,
     Status,
@@ -100,7 +101,8 @@ class MlflowTrialLogger:
         self.outbox = Outbox(self.journal, Replayer(self.client, scope), tracking.tracking_uri)
         self.token = uuid.uuid4().hex
         self.last_step = 0
-        self._monitor: Any | None = None  # system metrics (tracking.system_metrics)
+        self._monitor: SystemMetricsSampler | None = None  # system metrics (tracking.system_metrics)
+        self._lock = threading.Lock()
 
     @property
     def run_id(self) -> str | None:
@@ -116,7 +118,12 @@ class MlflowTrialLogger:
         return self.journal.pending()
 
     def _put(self, *entries: Entry) -> None:
-        """Journal and deliver ``entries``; copy the journal to the storage while entries are pending."""
+        """Journal and deliver ``entries``; copy the journal to the storage while entries are pending. One caller at
+        a time: the trial's thread and the system-metrics sampler's."""
+        with self._lock:
+            self._put_now(*entries)
+
+    def _put_now(self, *entries: Entry) -> None:
         if self.mirror is not None and self.mirror.dirty:  # the driver may have delivered from the copy
             self.outbox.replayer.forget(self.run_id)
         self.outbox.put(*entries)
@@ -134,9 +141,12 @@ class MlflowTrialLogger:
             # MLflow params are immutable: a reattached attempt logs only the params the run lacks.
             {"op": "params", "params": {k: param_value(v) for k, v in params.items()}},
             *([{"op": "tags", "tags": placement}] if placement else []))
-        if self.tracking.system_metrics and self.run_id and self._monitor is None:
-            self._monitor = start_system_metrics(self.run_id, self.tracking.tracking_uri,
-                                                 self.tracking.system_metrics_interval_s)
+        if self.tracking.system_metrics and self._monitor is None:  # journaled: in an outage too
+            self._monitor = start_system_metrics(self._log_system_metrics, self.tracking.system_metrics_interval_s)
+
+    def _log_system_metrics(self, figures: dict[str, float]) -> None:
+        """A sample of the machine (:mod:`sentsweep.tracking.system_metrics`, from its thread), at the current step."""
+        self._put({"op": "metrics", "points": metric_points(figures, self.last_step, now_ms())})
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Every numeric entry of a report, at ``step``."""

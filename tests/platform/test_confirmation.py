@@ -77,8 +77,6 @@ def test_further_seeds():
     assert further_seeds(42, 2, taken=[43]) == [44, 45]
 
 
-# About 60-90 s on a loaded 2-core machine: the search (3 trials) and the stage (4 trials).
-@pytest.mark.slow
 class _Planted:
     """Unpickled, it creates the file ``path`` (what a planted ``tuner.pkl`` could do: run any code)."""
 
@@ -89,6 +87,8 @@ class _Planted:
         return (open, (self.path, "w"))
 
 
+# About 60-90 s on a loaded 2-core machine: the search (3 trials) and the stage (4 trials); in `make test` all the
+# same (the only run of the whole stage there).
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.compare import compare, render
     from sentsweep.platform.confirmation import read_state

@@ -133,3 +133,59 @@ def test_sync_on_another_machine_delivers_a_remote_stage(tmp_path, tracking_uri,
 
     assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)
     _assert_stage_delivered(client, experiment_id, stage_run, steps=2)
+
+
+def test_the_stage_begins_and_ends_in_an_outage(tmp_path, tracking_uri, down) -> None:
+    """MLflow goes down as the search ends: the stage's run was scheduled as the sweep began, so the stage needs no
+    answer to begin (before, its run was created then: the sweep failed), and its params, figures, tables and the
+    tags on its trials' runs are journaled (before, the tables and tags were dropped) and delivered by ``sync``."""
+    from sentsweep.platform.confirmation import (
+        ConfirmationOutcome,
+        record,
+        schedule_stage_run,
+        stage_params,
+        stage_run,
+        stage_run_id,
+    )
+    from sentsweep.platform.confirmation_stats import CONFIRMS_TAG, Candidate, SeedRun
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment_id = client.create_experiment("e")
+    parent = client.create_run(experiment_id, run_name="demo").info.run_id
+    sweep_dir = tmp_path / "ray_results" / "demo"
+    sweep_dir.mkdir(parents=True)
+    location = locate(str(sweep_dir))
+    config = SweepConfig(name="demo", method="cosent", storage_path=str(tmp_path / "ray_results"))
+    location.write_manifest(SweepManifest(
+        sweep_name="demo", config=config.model_dump(mode="json"), parent_run_id=parent, experiment_id=experiment_id,
+        tracking_uri=tracking_uri, created=time.time()), config)
+    journals = driver_journal_dir(str(sweep_dir), "demo")
+    live = SweepRun(client, tracking_uri, experiment_id, parent, "demo", journals)
+    scheduled = schedule_stage_run(live, config)
+    assert client.get_run(scheduled).info.status == "SCHEDULED"
+    resumed = SweepRun(client, tracking_uri, experiment_id, parent, "demo", journals)
+    assert schedule_stage_run(resumed, config) == scheduled  # a resume finds it: one stage run
+    stage_query = f"tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+    assert [r.info.run_id for r in client.search_runs([experiment_id], stage_query)] == [scheduled]
+    seed_run = client.create_run(experiment_id, tags={PARENT_TAG: scheduled, ROLE_TAG: "trial",
+                                                      TRIAL_ID_TAG: TRIAL}).info.run_id
+
+    # the search is over; MLflow answers nothing from here on
+    sweep = SweepRun(MlflowClient(tracking_uri=down), down, experiment_id, parent, "demo", journals,
+                     stage_run_id=scheduled)
+    candidate = Candidate(1, "t1", {"lr": 0.001}, [SeedRun("t1", 3, 80.0, True), SeedRun(TRIAL, 4, 81.0)])
+    run = stage_run(sweep, location, stage_run_id(sweep, config))
+    assert not run.record({"op": "params", "params": stage_params(config, [candidate])}, {"op": "running"})
+    outcome = ConfirmationOutcome(scheduled, "mean", [candidate], candidate, candidate.runs[1])
+    record(outcome, config, sweep, run, echo=lambda line: None)
+    assert not run.close("finished")
+
+    assert sync_sweep(str(sweep_dir), echo=lambda line: None) == (Replayed(), tracking_uri)
+    stage = client.get_run(scheduled)
+    assert stage.info.status == "FINISHED" and stage.data.params["candidates"] == "t1"
+    assert stage.data.metrics["r1_mean"] == 80.5
+    assert client.get_run(seed_run).data.tags[CONFIRMS_TAG] == "t1"
+    for run_id in (scheduled, parent):
+        tables = {f.path for f in client.list_artifacts(run_id, "confirmation")}
+        assert tables == {"confirmation/summary.csv", "confirmation/seeds.csv"}
+    assert client.get_run(parent).data.metrics["confirmed_stsb_dev_mean"] == 80.5
