@@ -18,7 +18,6 @@ else ``<cache>/prepared``) or ``prepared:URI`` (a folder path or an ``s3://`` UR
 from __future__ import annotations
 
 import array
-import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,15 @@ import numpy as np
 from sentsweep.data.columns import NpyRowWriter, TextColumn, TextColumnWriter
 from sentsweep.data.records import Document, LabelledPair
 from sentsweep.data.registry import PREPARED_PREFIX
-from sentsweep.data.staging import Store, dataset_store, file_sha256, local_folder, read_manifest, store_at
+from sentsweep.data.staging import (
+    Store,
+    dataset_store,
+    file_sha256,
+    files_digest,
+    local_folder,
+    read_manifest,
+    store_at,
+)
 from sentsweep.data.streams import DocumentStart, document_title
 from sentsweep.errors import DataError
 
@@ -158,8 +165,7 @@ def manifest_for(folder: Path, name: str, kind: str, rows: int, extra: dict[str,
                  source: dict[str, Any]) -> dict[str, Any]:
     """The manifest of the files written in ``folder`` (sizes and SHA-256, a digest over them)."""
     files = {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in sorted(folder.iterdir())}
-    listing = "\n".join(f"{n} {f['sha256']}" for n, f in files.items())
-    digest = hashlib.sha256(listing.encode("utf-8")).hexdigest()
+    digest = files_digest(files)
     return {"name": name, "kind": kind, "format_version": FORMAT_VERSION, "rows": rows, "files": files,
             "bytes": sum(f["bytes"] for f in files.values()), "digest": digest, "source": source,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **extra}

@@ -10,6 +10,12 @@ in order: an explicit ``--to`` / URI, ``SENTSWEEP_PREPARED``, else ``<cache>/pre
 Readers memory-map files, which needs a local file system: a dataset on S3 is copied once per machine
 into ``<cache>/prepared-staged/<digest>/`` under a file lock (concurrent trials on a node wait, then all
 map the same copy, which the page cache shares between them); nothing is fetched from the hub here.
+
+Whoever can write the bucket can write a manifest, so nothing in one is taken on trust: the copy's folder is named
+by the manifest's digest only once that is a SHA-256 over the listed files, only the listed files are copied (each
+name a plain file name), and each must match its SHA-256 before the copy is moved into place. A manifest naming
+``../`` or an absolute path, or a file changed since it was prepared, is refused (one line naming the store) and
+nothing lands outside ``<cache>/prepared-staged/``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +38,9 @@ from sentsweep.data.cache import file_lock
 from sentsweep.errors import DataError
 
 MANIFEST = "manifest.json"
+#: a prepared dataset's file: a plain name in its folder (no separator, no leading dot)
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 def default_root() -> str:
@@ -78,13 +88,18 @@ def read_manifest(store: Store) -> dict[str, Any] | None:
     """The dataset's manifest, or None when the folder holds none (not prepared, or incomplete)."""
     try:
         with store.fs.open_input_stream(store.file(MANIFEST)) as stream:
-            return json.loads(stream.readall())
+            manifest = json.loads(stream.readall())
     except FileNotFoundError:
         return None
     except OSError as exc:
         if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
             return None
         raise DataError(f"cannot read {store.uri}/{MANIFEST}: {exc}") from None
+    except ValueError as exc:
+        raise DataError(f"{store.uri}/{MANIFEST} is not JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise DataError(f"{store.uri}/{MANIFEST} is not a JSON object")
+    return manifest
 
 
 def file_sha256(path: Path) -> str:
@@ -93,6 +108,42 @@ def file_sha256(path: Path) -> str:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def files_digest(files: dict[str, dict[str, Any]]) -> str:
+    """The digest of a dataset: SHA-256 over its files' ``name sha256`` lines, in name order."""
+    listing = "\n".join(f"{name} {files[name]['sha256']}" for name in sorted(files))
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def listed_files(store: Store, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's files, checked: plain file names, a SHA-256 and a size each, and a ``digest`` that is the
+    digest of that listing; a DataError naming the store otherwise."""
+    where = f"{store.uri}/{MANIFEST}"
+    files, digest = manifest.get("files"), manifest.get("digest")
+    if not isinstance(files, dict) or not files:
+        raise DataError(f"{where}: 'files' lists no files")
+    for name, entry in files.items():
+        if not FILE_NAME.fullmatch(name) or name == MANIFEST:
+            raise DataError(f"{where}: {name!r} in 'files' is not a plain file name")
+        if (not isinstance(entry, dict) or not SHA256_HEX.fullmatch(str(entry.get("sha256")))
+                or not isinstance(entry.get("bytes"), int)):
+            raise DataError(f"{where}: 'files'.{name} needs 'bytes' and a hex 'sha256'")
+    if not isinstance(digest, str) or digest != files_digest(files):
+        raise DataError(f"{where}: 'digest' is not the digest of its 'files'")
+    return files
+
+
+def _copy_checked(store: Store, name: str, entry: dict[str, Any], target: Path) -> None:
+    """Copy one listed file, refused unless its bytes match the manifest's SHA-256."""
+    digest = hashlib.sha256()
+    with store.fs.open_input_stream(store.file(name)) as source, target.open("wb") as out:
+        while chunk := source.read(1 << 22):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != entry["sha256"]:
+        raise DataError(f"{store.uri}/{name} does not match its SHA-256 in {MANIFEST} (changed since it was "
+                        "prepared?): prepare the dataset again with --force")
 
 
 def publish(folder: Path, manifest: dict[str, Any], store: Store) -> None:
@@ -135,10 +186,12 @@ def work_folder(store: Store) -> Path:
 
 def local_folder(store: Store, manifest: dict[str, Any]) -> Path:
     """A local folder holding the dataset, to memory-map: the folder itself when local, else a copy made
-    once per machine under ``<cache>/prepared-staged/`` (keyed by the manifest's digest)."""
+    once per machine under ``<cache>/prepared-staged/<digest>/`` of the listed files, each checked against its
+    SHA-256 before the copy is moved into place (see the module's doc)."""
     if store.is_local:
         return Path(store.path)
-    target = cache_dir() / "prepared-staged" / f"{manifest['name']}-{manifest['digest'][:16]}"
+    files = listed_files(store, manifest)
+    target = cache_dir() / "prepared-staged" / manifest["digest"]
     marker = target / MANIFEST
     if marker.is_file():
         return target
@@ -149,7 +202,12 @@ def local_folder(store: Store, manifest: dict[str, Any]) -> Path:
         if partial.exists():
             shutil.rmtree(partial)
         partial.mkdir(parents=True)
-        pyarrow.fs.copy_files(store.path, str(partial), source_filesystem=store.fs,
-                              destination_filesystem=pyarrow.fs.LocalFileSystem())
+        try:
+            for name, entry in files.items():
+                _copy_checked(store, name, entry, partial / name)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        (partial / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         os.replace(partial, target)
     return target

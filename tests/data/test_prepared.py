@@ -160,8 +160,8 @@ def test_glove_zip_to_memory_mapped_vectors(tmp_path: Path) -> None:
     assert isinstance(full.matrix, np.memmap) and full.matrix.shape == (3, 3) and list(full.words)[2] == "."
 
 
-def test_a_store_that_is_not_local_is_uploaded_then_copied_once(tmp_path: Path) -> None:
-    """A non-local pyarrow filesystem (a SubTree over another folder) takes the S3 path: upload, node copy."""
+def _remote_wiki(tmp_path: Path) -> tuple[Store, Path]:
+    """A small corpus published to a non-local pyarrow filesystem (a SubTree over another folder): the S3 path."""
     remote_root = tmp_path / "bucket"
     remote_root.mkdir()
     fs = pyarrow.fs.SubTreeFileSystem(str(remote_root), pyarrow.fs.LocalFileSystem())
@@ -175,11 +175,69 @@ def test_a_store_that_is_not_local_is_uploaded_then_copied_once(tmp_path: Path) 
             (work / path.name).write_bytes(path.read_bytes())
     publish(work, local.manifest, store)
     assert (remote_root / "prepared" / "wiki1m" / "manifest.json").is_file() and not work.exists()
+    return store, remote_root / "prepared" / "wiki1m"
+
+
+def test_a_store_that_is_not_local_is_uploaded_then_copied_once(tmp_path: Path) -> None:
+    store, remote = _remote_wiki(tmp_path)
     manifest = read_manifest(store)
-    assert manifest is not None and manifest["digest"] == local.manifest["digest"]
+    assert manifest is not None and manifest["digest"] == json.loads((remote / "manifest.json").read_text())["digest"]
     copy = local_folder(store, manifest)
-    assert copy != remote_root / "prepared" / "wiki1m" and list(TextColumn(copy, "sentences")) == ["alpha", "beta"]
+    assert copy != remote and list(TextColumn(copy, "sentences")) == ["alpha", "beta"]
+    assert copy == tmp_path / "cache" / "prepared-staged" / manifest["digest"]
     assert local_folder(store, manifest) == copy  # the second trial on the machine reuses the copy
+
+
+def _outside_the_cache(tmp_path: Path, remote: Path) -> list[Path]:
+    """Every file under ``tmp_path`` that is neither the store's, the local preparation's nor under the cache."""
+    kept = (tmp_path / "cache", tmp_path / "bucket", tmp_path / "local", tmp_path / "w.txt")
+    return [p for p in tmp_path.rglob("*") if p.is_file() and not any(p.is_relative_to(k) for k in kept)]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("name", "../../../escape"),
+    ("name", "/abs/escape"),
+    ("digest", "/../../../../escape"),
+    ("files", {"../../escape": {"bytes": 1, "sha256": "0" * 64}}),
+])
+def test_a_planted_manifest_writes_nothing_outside_the_cache(tmp_path: Path, field: str, value: object) -> None:
+    """Whoever writes the bucket writes its manifests: one naming a path (the copy's folder was built from its
+    name and digest: a planted file could land anywhere on the machine) is refused, and nothing is copied."""
+    store, remote = _remote_wiki(tmp_path)
+    manifest = json.loads((remote / "manifest.json").read_text())
+    (remote / "manifest.json").write_text(json.dumps({**manifest, field: value}))
+    (remote / "escape").write_text("[core]\n\tfsmonitor = touch PWNED\n")
+    planted = read_manifest(store)
+    assert planted is not None
+    if field == "name":  # the name is a label: the copy is named by the (checked) digest
+        assert local_folder(store, planted).parent == tmp_path / "cache" / "prepared-staged"
+    else:
+        with pytest.raises(DataError, match="manifest.json: '(digest|files)'|not a plain file name"):
+            local_folder(store, planted)
+    assert _outside_the_cache(tmp_path, remote) == []
+    assert not list((tmp_path / "cache").rglob("escape"))
+
+
+def test_a_file_changed_since_it_was_prepared_is_refused(tmp_path: Path) -> None:
+    store, remote = _remote_wiki(tmp_path)
+    manifest = read_manifest(store)
+    assert manifest is not None
+    column = next(p for p in remote.iterdir() if p.name != "manifest.json")
+    column.write_bytes(column.read_bytes() + b"planted")
+    with pytest.raises(DataError, match=f"sub://bucket/prepared/wiki1m/{column.name} does not match its SHA-256"):
+        local_folder(store, manifest)
+    assert not (tmp_path / "cache" / "prepared-staged" / manifest["digest"]).exists()
+    assert not list((tmp_path / "cache" / "prepared-staged").glob("*.partial"))
+
+
+def test_a_manifest_that_is_not_an_object_is_one_line(tmp_path: Path) -> None:
+    store, remote = _remote_wiki(tmp_path)
+    (remote / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(DataError, match="manifest.json is not a JSON object"):
+        read_manifest(store)
+    (remote / "manifest.json").write_text("{")
+    with pytest.raises(DataError, match="manifest.json is not JSON"):
+        read_manifest(store)
 
 
 def test_cli_prepare_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
