@@ -8,6 +8,10 @@ from pathlib import Path
 DATA_ENV = "SENTSWEEP_DATA"
 CACHE_ENV = "SENTSWEEP_CACHE"
 PREPARED_ENV = "SENTSWEEP_PREPARED"
+#: Set to "1" in the platform's own Ray pods (``k8s/``; ``make k8s-check`` requires it on every Ray container).
+PLATFORM_POD_ENV = "SENTSWEEP_PLATFORM_POD"
+#: Set by the kubelet in every container of every namespace: a pod, not which pod.
+KUBERNETES_ENV = "KUBERNETES_SERVICE_HOST"
 
 
 def data_dir_from_env() -> Path | None:
@@ -21,6 +25,13 @@ def prepared_root_from_env() -> str | None:
     ``s3://`` URI); None when unset or empty."""
     value = os.environ.get(PREPARED_ENV, "").strip()
     return value or None
+
+
+def in_platform_pod() -> bool:
+    """Whether this process runs in one of the platform's Ray pods: a Kubernetes container (``KUBERNETES_SERVICE_HOST``)
+    whose manifest marks it (``SENTSWEEP_PLATFORM_POD=1``). The first alone is true in any pod of any namespace (a
+    notebook, a CI runner), which may hold credentials the platform's pods do not."""
+    return os.environ.get(PLATFORM_POD_ENV) == "1" and bool(os.environ.get(KUBERNETES_ENV))
 
 
 def cache_dir() -> Path:

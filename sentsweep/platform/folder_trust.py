@@ -15,8 +15,8 @@ replay acts with that login on the runs the manifest names. So, before anything 
 - a remote folder's parent run must be that folder's own (:class:`~sentsweep.tracking.run_scope.SweepScope` with
   ``sweep_dir``: the run's ``sentsweep.sweep_dir`` tag, written when the sweep began);
 - a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it;
-- a remote folder is resumed (its Tune and searcher state unpickled) only inside a Kubernetes pod, or with
-  ``--trust-storage`` (:func:`refuse_untrusted_state`).
+- a remote folder is resumed (its Tune and searcher state unpickled) only in one of the platform's Ray pods, or
+  with ``--trust-storage`` (:func:`refuse_untrusted_state`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
+from sentsweep.config import in_platform_pod
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.interrupt import is_shared_folder
@@ -43,27 +44,24 @@ def is_remote_folder(location: SweepLocation) -> bool:
     return is_shared_folder(location.uri)
 
 
-#: Set in every container Kubernetes starts (the API server's address): a resume there runs in the cluster.
-IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
-
-
 def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None:
     """A :class:`ConfigError` when resuming the folder would unpickle what others may have written, here.
 
     A resume restores Ray Tune's experiment (``tuner.pkl``, the trainable and the searcher, pickled) and the
     confirmation stage's: unpickling runs whatever code the files name. A folder in shared storage is written by every
-    job holding the bucket's keys (on the cluster, every Ray pod: any trial). Inside the cluster (a Kubernetes pod:
-    ``sentsweep submit --resume``, a RayJob's ``--resume-interrupted``) such code gains nothing the pods do not
-    already hold; on a workstation it would run with the user's own credentials (a kubeconfig, cloud keys). So a
-    shared folder is resumed outside a pod only when the user says its writers are trusted (``trust_storage``,
-    ``--trust-storage``; security review 19, M3). ``sync``, ``dashboard``, ``compare`` and ``--warm-start`` read
-    JSON only."""
-    if trust_storage or not is_remote_folder(location) or os.environ.get(IN_CLUSTER_ENV):
+    job holding the bucket's keys (on the cluster, every Ray pod: any trial). In one of the platform's Ray pods
+    (:func:`~sentsweep.config.in_platform_pod`: ``sentsweep submit --resume``, a RayJob's ``--resume-interrupted``)
+    such code gains nothing those pods do not already hold; anywhere else (a workstation, a notebook or CI pod) it
+    would run with that place's credentials (a kubeconfig, cloud keys, a service account). So a shared folder is
+    resumed elsewhere only when the user says its writers are trusted (``trust_storage``, ``--trust-storage``;
+    security reviews 19, M3, and 20, M3: any pod of any namespace counted as the platform's before). ``sync``,
+    ``dashboard``, ``compare`` and ``--warm-start`` read JSON only."""
+    if trust_storage or not is_remote_folder(location) or in_platform_pod():
         return
     raise ConfigError(f"resuming {location.uri} unpickles Ray Tune's and the searcher's state, which anyone who can "
                       "write that storage could have replaced with code that would run here, with your credentials: "
-                      "resume inside the cluster (sentsweep submit --resume), or pass --trust-storage if only jobs "
-                      "you trust can write it", field="--trust-storage")
+                      "resume in the platform's Ray pods (sentsweep submit --resume), or pass --trust-storage if only "
+                      "jobs you trust can write it", field="--trust-storage")
 
 
 def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:

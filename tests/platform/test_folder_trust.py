@@ -155,11 +155,14 @@ def test_a_shared_folder_is_resumed_outside_the_cluster_only_when_its_writers_ar
     """Security review 19, M3: a resume unpickles Tune's state (``tuner.pkl``: the trainable, the searcher), which
     any job with the bucket's keys (every trial on the cluster) could replace with code. On a workstation that code
     would run with the user's credentials: refused, one line, before anything is unpickled, unless ``--trust-storage``
-    or inside a Kubernetes pod (which holds those keys already). A local folder is the user's own."""
-    from sentsweep.platform.folder_trust import IN_CLUSTER_ENV, refuse_untrusted_state
+    or in one of the platform's Ray pods (which hold those keys already; review 20, M3: not any pod of any
+    namespace). A local folder is the user's own."""
+    from sentsweep.config import KUBERNETES_ENV, PLATFORM_POD_ENV
+    from sentsweep.platform.folder_trust import refuse_untrusted_state
 
     location, parent, _ = remote_sweep
-    monkeypatch.delenv(IN_CLUSTER_ENV, raising=False)
+    monkeypatch.delenv(KUBERNETES_ENV, raising=False)
+    monkeypatch.delenv(PLATFORM_POD_ENV, raising=False)
     monkeypatch.setenv(TRACKING_URI_ENV, tracking_uri)  # the folder's server, declared: that check passes
     planted = location.file_uri("tuner.pkl")
     location.write_text("tuner.pkl", "not a pickle: a restore would fail on it, the check must come first")
@@ -172,7 +175,13 @@ def test_a_shared_folder_is_resumed_outside_the_cluster_only_when_its_writers_ar
     assert build_parser().parse_args(["resume", location.uri, "--trust-storage"]).trust_storage is True
     assert MlflowClient(tracking_uri=tracking_uri).get_run(parent).info.status == "RUNNING", "nothing was resumed"
     refuse_untrusted_state(location, trust_storage=True)
-    monkeypatch.setenv(IN_CLUSTER_ENV, "10.96.0.1")
+    monkeypatch.setenv(KUBERNETES_ENV, "10.96.0.1")  # any pod of any namespace (a notebook, a CI runner): refused
+    with pytest.raises(ConfigError, match="unpickles"):
+        refuse_untrusted_state(location, trust_storage=False)
+    monkeypatch.setenv(PLATFORM_POD_ENV, "1")  # one of the platform's Ray pods (k8s/): resumed
     refuse_untrusted_state(location, trust_storage=False)
-    monkeypatch.delenv(IN_CLUSTER_ENV)
+    monkeypatch.delenv(KUBERNETES_ENV)  # the marker alone, outside Kubernetes: refused
+    with pytest.raises(ConfigError, match="unpickles"):
+        refuse_untrusted_state(location, trust_storage=False)
+    monkeypatch.delenv(PLATFORM_POD_ENV)
     refuse_untrusted_state(SweepLocation("/tmp", "toy", None, "/tmp/toy"), trust_storage=False)

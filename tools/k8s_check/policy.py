@@ -31,6 +31,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from sentsweep.config import PLATFORM_POD_ENV
 from tools.k8s_check.objects import (
     GPU_RESOURCE,
     Problem,
@@ -232,9 +233,13 @@ def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
         found.append("no token auth: set authOptions.mode: token (and secretName: the Secret with auth_token)")
     for pod in pod_specs(obj):
         for where, c in containers(pod):
-            mode = next((e.get("value") for e in c.get("env") or [] if e.get("name") == "RAY_AUTH_MODE"), "token")
+            env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+            mode = env.get("RAY_AUTH_MODE", "token")
             if pod.group is not None and mode != "token":
                 found.append(f"{where}: env RAY_AUTH_MODE={mode} turns token auth off")
+            if pod.group is not None and str(c.get("name", "")).startswith("ray-") and env.get(PLATFORM_POD_ENV) != "1":
+                found.append(f"{where}: env {PLATFORM_POD_ENV} is not \"1\": a resume in this Ray container "
+                             "(--resume-interrupted, submit --resume) would be refused without --trust-storage")
     if obj.get("kind") == "RayJob":
         for deadline in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
             if not get_path(obj, "spec", deadline):

@@ -564,6 +564,20 @@ def test_an_autoscaler_sharing_the_heads_tmp_or_a_user_site_is_caught(tmp_path: 
                    "would import a user site from its home [policy]"]
 
 
+def test_a_ray_container_without_the_platform_pod_marker_is_caught(tmp_path: Path) -> None:
+    """Security review 20, M3: a resume unpickles the sweep's state without --trust-storage only in the platform's Ray
+    pods, told apart by SENTSWEEP_PLATFORM_POD=1 (KUBERNETES_SERVICE_HOST is in every pod of every namespace); a Ray
+    container without it would refuse the RayJob's --resume-interrupted."""
+    lines = (K8S / "base" / "raycluster.yaml").read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "- name: SENTSWEEP_PLATFORM_POD" in line)  # ray-head's
+    marker = lines[first] + lines[first + 1]
+    head = "            containerPort: 8080\n          env:\n"
+    new = _planted(tmp_path, ("overlays/local",), {"base/raycluster.yaml": (head + marker, head)})
+    assert new == ["RayCluster/sentsweep: spec.headGroupSpec.template.spec.containers[ray-head]: env "
+                   'SENTSWEEP_PLATFORM_POD is not "1": a resume in this Ray container (--resume-interrupted, submit '
+                   "--resume) would be refused without --trust-storage [policy]"]
+
+
 def test_the_namespaces_guard_rails_deployed_with_the_platform_are_caught(tmp_path: Path) -> None:
     """Security review 19, M1 and M2: the overlays held the Namespace (its Pod Security labels) and the team example its
     quotas and LimitRange: a team could not apply them with the namespace admin role, or, given the rights, could
