@@ -90,9 +90,11 @@ def has_artifact(client: MlflowClient, run_id: str, path: str) -> bool:
     return any(Path(f.path).name == name for f in client.list_artifacts(run_id, parent or None))
 
 
-def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite: bool = False) -> Path:
+def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite: bool = False,
+               follow: bool = True) -> Path:
     """Export the weights a run logged: a trial's ``best/`` folder, a sweep's ``best_model/``, or, for the best
-    trial of a sweep, the sweep's ``best_model/`` its tag names."""
+    trial of a sweep, the sweep's ``best_model/`` its tag names (one hop: ``follow`` is off for the run it names,
+    so tags pointing at each other end in one line, not in a recursion without end)."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -114,6 +116,6 @@ def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite
             shutil.copytree(local, dest)
             return dest
     pointer = run.data.tags.get(EXPORTED_MODEL_TAG, "")
-    if pointer.startswith("runs:/") and pointer.split("/")[1] != run_id:
-        return export_run(client, pointer.split("/")[1], dest, overwrite=overwrite)
+    if follow and pointer.startswith("runs:/") and pointer.split("/")[1] != run_id:
+        return export_run(client, pointer.split("/")[1], dest, overwrite=overwrite, follow=False)
     raise ConfigError(f"run {run_id} has no '{BEST_WEIGHTS}/' or '{BEST_MODEL}/' artifact to export")

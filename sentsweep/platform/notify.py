@@ -120,17 +120,27 @@ def _describe(exc: Exception) -> str:
     return str(getattr(exc, "reason", None) or exc) or type(exc).__name__
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error (``HTTP 302``), never followed: urllib would turn the POST into a GET of any address the
+    receiver names (an instance's metadata service, a cluster-internal one), unchecked (security review 20, L6)."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None
+
+
 def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int, backoff_s: float = 0.5) -> int:
     """POST ``body`` as JSON to ``url``; the number of attempts it took. Raises :class:`NotifyError` (naming the
-    last error, never the URL) when every attempt failed or the answer says not to retry (HTTP 4xx but 429)."""
+    last error, never the URL) when every attempt failed or the answer says not to retry (HTTP 4xx but 429, and a
+    redirect, which is not followed)."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise NotifyError("the webhook URL is not an http(s) URL")
     data = json.dumps(body, allow_nan=False).encode()
     request = urllib.request.Request(url, data=data, method="POST", headers={
         "Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT})
+    opener = urllib.request.build_opener(_NoRedirects)
     for attempt in range(1, retries + 2):
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - http(s) checked above
+            with opener.open(request, timeout=timeout_s) as answer:
                 answer.read()
             return attempt
         except (OSError, http.client.HTTPException, ValueError) as exc:

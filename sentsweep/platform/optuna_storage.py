@@ -193,10 +193,15 @@ def dashboard_cookie(port: int) -> str:
     return f"sentsweep-dashboard-{port}"
 
 
+#: requests that change nothing in optuna-dashboard's API
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def guarded(app: Any, port: int, token: str) -> Any:
     """``app`` (a WSGI application) answering only requests that name ``127.0.0.1:port`` or ``localhost:port`` as
     their Host (a page elsewhere cannot reach it through DNS rebinding) and carry ``token``: in the query
-    (``?token=``, which then sets an HttpOnly, SameSite=Strict cookie) or in that cookie. optuna-dashboard's API
+    (``?token=``, which then sets an HttpOnly, SameSite=Strict cookie) or in that cookie; a request that changes
+    something must come from the dashboard's own page (``Origin``, ``Sec-Fetch-Site``). optuna-dashboard's API
     deletes studies and tells trials, without authentication of its own: without this, any user of the host (the
     loopback port is theirs too) could, with the database login of whoever serves it."""
     import hmac
@@ -204,7 +209,16 @@ def guarded(app: Any, port: int, token: str) -> Any:
     from urllib.parse import parse_qs
 
     hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    origins = {f"http://{host}" for host in hosts}
     name = dashboard_cookie(port)
+
+    def same_origin(environ: dict[str, Any]) -> bool:
+        """Whether a browser sent the request from the dashboard's own page. Browsers keep cookies per host, not per
+        port, so a page served on another loopback port gets this port's cookie sent with its requests too; it
+        cannot forge ``Origin`` or ``Sec-Fetch-Site``, which browsers put on every request that changes state.
+        A client that is no browser sends neither and must hold the token (security review 20, L5)."""
+        origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
+        return (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
 
     def refuse(start_response: Any, why: str) -> list[bytes]:
         start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
@@ -213,6 +227,8 @@ def guarded(app: Any, port: int, token: str) -> Any:
     def answer(environ: dict[str, Any], start_response: Any) -> Any:
         if environ.get("HTTP_HOST", "") not in hosts:
             return refuse(start_response, "this dashboard answers requests for 127.0.0.1 or localhost only")
+        if environ.get("REQUEST_METHOD", "GET") not in SAFE_METHODS and not same_origin(environ):
+            return refuse(start_response, "a change must come from the dashboard's own page")
         jar = http.cookies.SimpleCookie(environ.get("HTTP_COOKIE", ""))
         if name in jar and hmac.compare_digest(jar[name].value, token):
             return app(environ, start_response)

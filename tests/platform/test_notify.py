@@ -37,6 +37,7 @@ class Hook:
     requests: list[tuple[str, str]] = field(default_factory=list)  # (path, content type)
     statuses: list[int] = field(default_factory=list)
     delay_s: float = 0.0
+    location: str | None = None  # sent with a 3xx status
 
 
 @pytest.fixture
@@ -54,6 +55,8 @@ def hook() -> Iterator[Hook]:
                 state.bodies.append(json.loads(body))
             with contextlib.suppress(ConnectionError):  # a client that timed out is gone
                 self.send_response(status)
+                if state.location and 300 <= status < 400:
+                    self.send_header("Location", state.location)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
@@ -128,6 +131,19 @@ def test_a_server_error_is_retried_and_a_client_error_is_not(hook: Hook) -> None
     assert len(hook.requests) == 4  # one attempt
     assert lines == [f"notify: the failure notification to http://{LOOPBACK}:{hook.url.split(':')[2].split('/')[0]}"
                      "/*** was not delivered (HTTP 404 after 1 attempt); the sweep goes on"]
+
+
+def test_a_redirect_is_not_followed(hook: Hook) -> None:
+    """Security review 20, L6: urllib followed a receiver's 302 with a GET of any address it named (a metadata
+    service, a cluster-internal one) and reported the notification delivered."""
+    from tests.platform.capture_server import capturing_server
+
+    lines: list[str] = []
+    with capturing_server() as (elsewhere, heard):
+        hook.statuses, hook.location = [302], f"{elsewhere}/latest/meta-data/iam/"
+        assert not _notifier(hook.url, lines, retries=2).sweep_ended("failed", "no trial finished")
+    assert heard == [] and len(hook.requests) == 1
+    assert len(lines) == 1 and "(HTTP 302 after 1 attempt)" in lines[0] and SECRET not in lines[0]
 
 
 def test_an_unreachable_or_slow_url_is_one_warning_line_without_the_url(hook: Hook) -> None:

@@ -184,9 +184,9 @@ def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     token = address.split("token=", 1)[1]
 
-    def call(method: str, path: str, host: str = f"127.0.0.1:{port}", cookie: str | None = None):
+    def call(method: str, path: str, host: str = f"127.0.0.1:{port}", cookie: str | None = None, **more: str):
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        headers = {"Host": host, **({"Cookie": cookie} if cookie else {})}
+        headers = {"Host": host, **({"Cookie": cookie} if cookie else {}), **more}
         connection.request(method, path, headers=headers)
         response = connection.getresponse()
         return response.status, response.getheader("Set-Cookie"), response.read()
@@ -203,7 +203,17 @@ def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
         assert call("GET", "/api/studies", cookie=f"{dashboard_cookie(port + 1)}={token}")[0] == 403
         assert dashboard_cookie(port) != dashboard_cookie(port + 1)
         assert call("GET", "/api/studies", host=f"localhost:{port}", cookie=cookie.split(";")[0])[0] == 200
+        # review 20, L5: a page on another loopback port gets this port's cookie sent too (cookies ignore ports); its
+        # browser says where the request comes from, and a change from there is refused
+        ours = cookie.split(";")[0]
+        elsewhere = {"Origin": f"http://127.0.0.1:{port + 1}", "Sec-Fetch-Site": "same-site"}
+        assert call("DELETE", f"/api/studies/{study_id}", cookie=ours, **elsewhere)[0] == 403
+        assert call("DELETE", f"/api/studies/{study_id}", cookie=ours, **{"Sec-Fetch-Site": "same-site"})[0] == 403
+        assert call("GET", "/api/studies", cookie=ours, **elsewhere)[0] == 200  # reads: the browser keeps the answer
         assert [s.study_name for s in optuna.get_all_study_summaries(url)] == [location.name]
+        own = {"Origin": f"http://localhost:{port}", "Sec-Fetch-Site": "same-origin"}
+        assert call("DELETE", f"/api/studies/{study_id}", host=f"localhost:{port}", cookie=ours, **own)[0] != 403
+        assert optuna.get_all_study_summaries(url) == []  # the dashboard's own page may
     finally:
         server.shutdown()
         server.server_close()
