@@ -126,6 +126,12 @@ class Journal:
         self.run_id = run_id
         self._opener = opener
         self._entries: list[Entry] = []
+        # What :meth:`entries` parsed of the file so far: the entries, the bytes of the whole lines they span, and
+        # the file they came from ((device, inode)): a later call parses only what was appended since.
+        self._read: list[Entry] = []
+        self._read_bytes = 0
+        self._read_from: tuple[int, int] | None = None
+        self._read_last = b""  # the last line parsed: found again where it was, or the file is read again whole
         self._checked = False  # the delivered offset was checked against the entries on disk (before appending)
         self._state = JournalState(run_id=run_id)
         self._state_owed = path is not None and run_id is not None and not self.state_path.is_file()
@@ -229,20 +235,44 @@ class Journal:
         return state
 
     def entries(self) -> list[Entry]:
-        """Every entry, in order (a half-written last line is not one)."""
+        """Every entry, in order (a half-written last line is not one, nor anything after a line that is not JSON).
+
+        Parsed incrementally: the lines read by an earlier call are kept, and only the bytes appended since are read
+        and parsed (a journal only grows; a file replaced, by a pulled copy, or shorter than what was read, by a cut
+        torn tail, is read again whole). A trial's journal grows by every report and every system-metrics sample:
+        parsing it whole at each append cost time in proportion to the trial's age (SRE review 20, H1: 2.6 s per
+        sample after a day, holding the GIL and the logger's lock)."""
         if self.path is None:
             return list(self._entries)
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            with self.path.open("rb") as handle:
+                stat = os.fstat(handle.fileno())
+                source = (stat.st_dev, stat.st_ino)
+                last = len(self._read_last)
+                if source != self._read_from or stat.st_size < self._read_bytes:
+                    self._forget_reads(source)
+                elif last:
+                    handle.seek(self._read_bytes - last)
+                    if handle.read(last) != self._read_last:  # rewritten in place (a test's crash, an editor)
+                        self._forget_reads(source)
+                handle.seek(self._read_bytes)
+                tail = handle.read()
         except FileNotFoundError:
+            self._forget_reads(None)
             return []
-        found = []
-        for line in lines:
+        start = 0
+        while (end := tail.find(b"\n", start)) >= 0:
             try:
-                found.append(json.loads(line))
-            except json.JSONDecodeError:
-                break  # a writer killed mid-line: nothing after it was appended by that writer
-        return found
+                self._read.append(json.loads(tail[start:end]))
+            except ValueError:  # a writer killed mid-line: nothing after it was appended by that writer
+                break
+            self._read_last = tail[start : end + 1]
+            start = end + 1
+        self._read_bytes += start
+        return list(self._read)
+
+    def _forget_reads(self, source: tuple[int, int] | None) -> None:
+        self._read, self._read_bytes, self._read_from, self._read_last = [], 0, source, b""
 
     def state(self) -> JournalState:
         if self.path is None:

@@ -86,6 +86,7 @@ from sentsweep.tracking.journal import (
 )
 from sentsweep.tracking.run_creation import create_run_once
 from sentsweep.tracking.run_scope import SweepScope
+from sentsweep.tracking.system_metrics import PREFIX as SYSTEM_PREFIX
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     PARENT_TAG,
@@ -379,10 +380,11 @@ class Replayer:
                 known = KeyHistory.of([] if fresh else self.client.get_metric_history(run_id, key))
                 self._known[(run_id, key)] = known
             identity = point_identity(key, value, timestamp, step)
-            if identity in known.points:
+            if known.holds(identity):
                 continue
             first = known.first_ms.get(int(step))
-            if relog_before_ms is not None and first is not None and first < relog_before_ms:
+            if (relog_before_ms is not None and first is not None and first < relog_before_ms
+                    and not key.startswith(SYSTEM_PREFIX)):
                 relogged += 1  # a step an earlier attempt logged (or, superseded, the successor did)
                 continue
             batch.append(Metric(key, float(value), int(timestamp), int(step)))
@@ -452,11 +454,17 @@ def set_aside_parked(journal: Journal, why: str) -> int:
 
 @dataclass
 class KeyHistory:
-    """What a run holds of one metric key: its points (:func:`~sentsweep.tracking.journal.point_identity`) and the
+    """What a run holds of one metric key: its points (:func:`~sentsweep.tracking.journal.point_identity`, kept as
+    the hash of value, timestamp and step: the key is this record's, and a replayer that logs a trial for days holds
+    hundreds of thousands of system-metrics points, about 250 bytes each as tuples of strings, SRE review 20) and the
     earliest timestamp logged at each step."""
 
-    points: set[tuple[str, str, int, int]] = field(default_factory=set)
+    points: set[int] = field(default_factory=set)
     first_ms: dict[int, int] = field(default_factory=dict)
+
+    def holds(self, identity: tuple[str, str, int, int]) -> bool:
+        """Whether the point ``identity`` (key, value, timestamp, step) is held."""
+        return hash(identity[1:]) in self.points
 
     @classmethod
     def of(cls, history: Iterable[Metric]) -> KeyHistory:
@@ -468,7 +476,7 @@ class KeyHistory:
 
     def add(self, identity: tuple[str, str, int, int]) -> None:
         """Count one point (``point_identity``: key, value, timestamp, step) as held."""
-        self.points.add(identity)
+        self.points.add(hash(identity[1:]))
         step, timestamp = identity[3], identity[2]
         self.first_ms[step] = min(timestamp, self.first_ms.get(step, timestamp))
 

@@ -117,18 +117,19 @@ class MlflowTrialLogger:
         """Journal entries not delivered yet."""
         return self.journal.pending()
 
-    def _put(self, *entries: Entry) -> None:
-        """Journal and deliver ``entries``; copy the journal to the storage while entries are pending. One caller at
-        a time: the trial's thread and the system-metrics sampler's."""
-        with self._lock:
-            self._put_now(*entries)
+    def record(self, *entries: Entry) -> None:
+        """Journal and deliver ``entries`` (the trial's thread: reports, tags, datasets, protocols)."""
+        self._put(*entries)
 
-    def _put_now(self, *entries: Entry) -> None:
-        if self.mirror is not None and self.mirror.dirty:  # the driver may have delivered from the copy
-            self.outbox.replayer.forget(self.run_id)
-        self.outbox.put(*entries)
-        if self.mirror is not None:
-            self.mirror.push(self.journal)
+    def _put(self, *entries: Entry, push: bool = True) -> None:
+        """Journal and deliver ``entries``; copy the journal to the storage while entries are pending (``push``).
+        One caller at a time: the trial's thread and the system-metrics sampler's."""
+        with self._lock:
+            if self.mirror is not None and self.mirror.dirty:  # the driver may have delivered from the copy
+                self.outbox.replayer.forget(self.run_id)
+            self.outbox.put(*entries)
+            if self.mirror is not None and push:
+                self.mirror.push(self.journal)
 
     # -- the TrialLogger protocol ------------------------------------------------------------
     def start(self, params: dict[str, Any]) -> None:
@@ -145,8 +146,10 @@ class MlflowTrialLogger:
             self._monitor = start_system_metrics(self._log_system_metrics, self.tracking.system_metrics_interval_s)
 
     def _log_system_metrics(self, figures: dict[str, float]) -> None:
-        """A sample of the machine (:mod:`sentsweep.tracking.system_metrics`, from its thread), at the current step."""
-        self._put({"op": "metrics", "points": metric_points(figures, self.last_step, now_ms())})
+        """A sample of the machine (:mod:`sentsweep.tracking.system_metrics`, from its thread), at the current step.
+        It does not copy the journal to the storage: in an outage that copied the whole journal at every sample
+        (SRE review 20, H1); the trial's next report or its end copies it, samples included."""
+        self._put({"op": "metrics", "points": metric_points(figures, self.last_step, now_ms())}, push=False)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Every numeric entry of a report, at ``step``."""

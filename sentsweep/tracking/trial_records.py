@@ -28,7 +28,7 @@ def trial_source_name(method: str) -> str:
 
 def _put(logger: TrialLogger, entries: list[Entry]) -> None:
     if isinstance(logger, MlflowTrialLogger) and entries:
-        logger.outbox.put(*entries)
+        logger.record(*entries)  # under the logger's lock: its system-metrics thread puts too (SRE review 20, L4)
 
 
 def record_trial_start(logger: TrialLogger, config: Any, method: str) -> None:

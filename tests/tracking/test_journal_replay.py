@@ -156,6 +156,62 @@ def test_steps_trained_again_after_a_restore_are_logged_once(store, tmp_path):
     assert sorted((m.step, m.value) for m in client.get_metric_history(second.run_id, "stsb_dev")) == sorted(history)
 
 
+def test_system_samples_of_a_restored_attempt_are_kept(store, tmp_path):
+    """SRE review 20, M2: a restored attempt samples the machine while it loads and trains steps again; those samples
+    are measurements of this attempt, not steps trained twice: they are logged (they were dropped at every step the
+    lost attempt had reached), while its re-trained dev points are not."""
+    client, settings = store
+    first = MlflowTrialLogger(settings, journal_path=tmp_path / "attempt-1.jsonl")
+    first.start({"lr": 1e-3})
+    for step in (2, 4, 6):
+        first.log_metrics({"stsb_dev": 60.0 + step, "system/cpu_utilization_percentage": 50.0}, step)
+    second = MlflowTrialLogger(settings, journal_path=tmp_path / "attempt-2.jsonl")
+    second.start({"lr": 1e-3})
+    assert second.reattached
+    second.log_metrics({"stsb_dev": 76.0, "system/cpu_utilization_percentage": 90.0}, 6)
+    second._log_system_metrics({"system/cpu_utilization_percentage": 95.0})  # at step 6, before the next report
+    cpu = [(m.step, m.value) for m in client.get_metric_history(second.run_id, "system/cpu_utilization_percentage")]
+    assert sorted(cpu) == [(2, 50.0), (4, 50.0), (6, 50.0), (6, 90.0), (6, 95.0)]
+    assert [m.value for m in client.get_metric_history(second.run_id, "stsb_dev") if m.step == 6] == [66.0]
+
+
+def test_the_journal_parses_only_what_was_appended(tmp_path, monkeypatch):
+    """SRE review 20, H1: every append (a report, a system-metrics sample every 10 s) parsed the whole journal two or
+    three times: after a day, 2.6 s per sample, holding the GIL and the logger's lock. Now each read parses the lines
+    appended since the last; a file rewritten or replaced is read again whole."""
+    import sentsweep.tracking.journal as journal_module
+
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps({"op": "metrics", "points": [["loss", 1.0, i, i]]}) + "\n"
+                            for i in range(5000)))
+    journal = Journal(path)
+    assert len(journal.entries()) == 5000
+    parsed = Counter()
+    loads = journal_module.json.loads
+
+    def counting(text, *args, **kwargs):
+        parsed["lines"] += 1
+        return loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(journal_module.json, "loads", counting)
+    journal.append({"op": "metrics", "points": [["loss", 2.0, 5000, 5000]]})
+    assert journal.pending() == 5001 and journal.entries()[-1]["points"][0][1] == 2.0
+    assert parsed["lines"] <= 2, parsed  # the appended line (once: the second read finds it parsed)
+    with path.open("ab") as handle:
+        handle.write(b'{"op": "metr')  # a writer mid-line: not an entry yet
+    assert len(journal.entries()) == 5001
+    with path.open("ab") as handle:
+        handle.write(b'ics", "points": []}\n')
+    assert len(journal.entries()) == 5002 and journal.entries()[-1] == {"op": "metrics", "points": []}
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:10]) + json.dumps({"op": "tags", "tags": {}}) + "\n" + "".join(lines[11:]))
+    assert journal.entries()[10] == {"op": "tags", "tags": {}}  # rewritten in place: read again
+    replaced = tmp_path / "copy.jsonl"
+    replaced.write_text("".join(lines[:3]))
+    replaced.replace(path)  # a pulled copy: another file
+    assert len(journal.entries()) == 3
+
+
 def test_a_refused_entry_is_set_aside_once_refused_over_time(store, tmp_path):
     client, settings = store
     logger = MlflowTrialLogger(settings, journal_path=tmp_path / "j.jsonl")
