@@ -92,10 +92,10 @@ def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
 
 
 def confirmation_rows(sweep: Run, stage: Run) -> list[dict[str, Any]]:
-    """One row per confirmed configuration: its single-seed rank and value, the seeds' mean, sd and 95% interval,
-    and which one the rule chose."""
+    """One row per confirmed configuration: its single-seed rank and value, the further seeds' mean, sd and 95%
+    interval, and which one the rule chose."""
     m, tags = stage.data.metrics, stage.data.tags
-    ranks = sorted(int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith("_mean"))
+    ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
     winner = tags.get("sentsweep.confirm.winner_rank", "")
     return [{"sweep": sweep.data.tags.get(SWEEP_TAG, ""), "rank": rank,
              "trial": tags.get(f"sentsweep.confirm.r{rank}_trial", ""), "search": m.get(f"r{rank}_search", math.nan),
@@ -244,7 +244,8 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
     confirmation = sweeps.attrs.get("confirmation")
     if confirmation is not None and not confirmation.empty:
         text += ("\n## Confirmation\n\nThe best configurations re-run with further seeds: mean, sd and 95% "
-                 f"interval over all their seeds (the search's included).\n\n{to_markdown(confirmation)}\n")
+                 f"interval over their further seeds (the search's run apart: `search`).\n\n"
+                 f"{to_markdown(confirmation)}\n")
     front = sweeps.attrs.get("pareto")
     if front is not None and not front.empty:
         text += ("\n## Pareto front\n\nThe finished trials no other one beats on every objective (multi-objective "

@@ -105,10 +105,12 @@ class CheckpointSettings(_Section):
 
 class ConfirmConfig(_Section):
     """The confirmation stage after the search (:mod:`sentsweep.platform.confirmation`): the ``top_k`` best
-    configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over all their seeds."""
+    configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over those further seeds
+    (the search's own run, selected on its value, is reported apart)."""
 
     top_k: int = Field(3, ge=0, description="configurations to confirm (0: no confirmation stage)")
-    seeds: int = Field(3, ge=1, description="further seeds per configuration (the search's own run is one more)")
+    seeds: int = Field(3, ge=1, description="further seeds per configuration (the figures and the rule "
+                       "rest on these; the search's own run is reported apart)")
     rule: Literal["mean", "lower_bound"] = Field(
         "lower_bound", description="the winner: best mean, or best pessimistic end of the 95% interval")
 

@@ -7,12 +7,14 @@ the comparison is paired), as Ray trials in parallel: a second Tune experiment o
 configurations (Tune's basic generator, no searcher, no early stopping) in the sweep folder's ``confirmation/``.
 Each trial is an MLflow child run of the sweep's ``confirmation`` run, itself a child of the sweep's run.
 
-Per configuration, over all its seeds (the search's own run included), :mod:`.confirmation_stats` gives the mean,
-the standard deviation and the 95% t interval; the winner is chosen by ``confirm.rule`` (``lower_bound`` by
-default) and the sweep's final evaluation, export and registration use the winner's seed closest to its mean
+Per configuration, over its further seeds (the search's own run left out: the configuration was selected on its
+value, so counting it again would inflate the figures), :mod:`.confirmation_stats` gives the mean, the standard
+deviation and the 95% t interval; the winner is chosen by ``confirm.rule`` (``lower_bound`` by default) and the
+sweep's final evaluation, export and registration use the winner's further seed closest to that mean
 (:func:`sentsweep.platform.finalize.finalize_sweep`). Every seed's figures (dev and test) are recorded:
-``confirmation/seeds.csv`` and ``summary.csv`` on the confirmation run, ``confirmed_*`` metrics on the sweep's
-run, and the sweep folder's :data:`STATE_FILE`.
+``confirmation/seeds.csv`` (the search's run too, ``original`` 1) and ``summary.csv`` (the search's value in
+``search_value``) on the confirmation run, ``confirmed_*`` metrics (the further seeds') on the sweep's run, and the
+sweep folder's :data:`STATE_FILE`.
 
 The stage survives a resume: :data:`STATE_FILE` in the sweep folder says the search is over (a resumed sweep
 reads the search's results back instead of fitting it again, :func:`~sentsweep.platform.search_state.search_results`)
@@ -64,6 +66,8 @@ from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TA
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid, Tuner
+
+log = logging.getLogger("sentsweep.platform")
 
 @dataclass
 class ConfirmationOutcome:
@@ -170,16 +174,32 @@ def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> str | None:
     at that moment delays its tracking instead of failing the sweep."""
     if config.confirm.top_k == 0:
         return None
-    query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
-    found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
-    if found:
-        sweep.stage_run_id = found[0].info.run_id
+    found = find_stage_run(sweep)
+    if found is not None:
+        sweep.stage_run_id = found
     else:
         run = create_run_once(sweep.client, sweep.experiment_id, _stage_tags(sweep),
                               f"{sweep.sweep_name}-confirmation")
         sweep.client.update_run(run.info.run_id, status="SCHEDULED")
         sweep.stage_run_id = run.info.run_id
     return sweep.stage_run_id
+
+
+def find_stage_run(sweep: SweepRun) -> str | None:
+    """The id of the sweep's ``confirmation`` run, if it has one (nothing is created)."""
+    query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+    found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
+    return found[0].info.run_id if found else None
+
+
+def schedule_stage_run_if_answered(sweep: SweepRun, config: SweepConfig) -> None:
+    """:func:`schedule_stage_run`, best effort: when MLflow does not answer now, the stage creates its run when it
+    begins (:func:`stage_run_id`), and the sweep starts all the same (SRE review 20, L5)."""
+    try:
+        schedule_stage_run(sweep, config)
+    except Exception as exc:  # noqa: BLE001 - best effort
+        log.warning("the confirmation stage's run was not scheduled (%s: %s): it is created when the stage begins",
+                    type(exc).__name__, exc)
 
 
 def stage_run_id(sweep: SweepRun, config: SweepConfig) -> str:
@@ -197,9 +217,16 @@ def stage_params(config: SweepConfig, candidates: list[Candidate]) -> dict[str, 
             "candidates": ",".join(c.trial_id for c in candidates)}
 
 
-def end_stage_run(sweep: SweepRun, location: SweepLocation, reason: str) -> None:
-    """End the stage's run KILLED with ``reason`` unless it ended already: the sweep failed for good (a user's error,
-    no trial finished), so the stage scheduled as it began will not run, or not to its end (journaled)."""
+def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation, reason: str) -> None:
+    """End the stage's run KILLED with ``reason`` unless it ended already (journaled): the sweep ended for good (it
+    failed: a user's error, no trial finished; or it finished without the stage: no finished trial reported the
+    metric, or ``--no-finalize``), so the stage scheduled as it began will not run, or not to its end. A run this
+    session did not schedule (``--no-finalize``) is looked up, best effort."""
+    if sweep.stage_run_id is None and config.confirm.top_k > 0:
+        try:
+            sweep.stage_run_id = find_stage_run(sweep)
+        except Exception as exc:  # noqa: BLE001 - best effort: it stays SCHEDULED
+            log.warning("the confirmation stage's run was not looked up (%s: %s)", type(exc).__name__, exc)
     if sweep.stage_run_id is not None:
         stage_run(sweep, location, sweep.stage_run_id).record(
             {"op": "finish", "status": "KILLED", "reason": reason[:5000], "if_running": True})
@@ -294,8 +321,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         run.record({"op": "params", "params": stage_params(config, candidates)})  # logs only what is missing
         if resumed:
             run.reopen()
-        else:  # the run scheduled as the sweep began
-            run.record({"op": "running"})
+        else:  # the run scheduled as the sweep began (its reason replaced: a failed sweep's, resumed by hand)
+            run.record({"op": "running", "reason": "the confirmation stage began"})
         stage_results = tuner.fit()
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))
@@ -313,7 +340,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
 def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stage_results: ResultGrid,
            config: SweepConfig, run_id: str) -> ConfirmationOutcome:
     """Each candidate (its trial config in ``configs``) with all its seeds (a failed or unfinished seed counts NaN,
-    outside the figures), the winner by the rule, and the winner's seed closest to its mean."""
+    outside the figures), the winner by the rule over the further seeds, and the winner's further seed closest to
+    their mean."""
     owners: dict[str, Candidate] = {}
     for candidate in candidates:
         candidate.runs = [r for r in candidate.runs if r.original]
@@ -334,17 +362,17 @@ def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stag
 
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,
            echo: Callable[[str], None] = print) -> None:
-    """The figures on the confirmation run (per rank) and on the sweep's run (the winner's), the seeds' table,
-    a line per configuration."""
+    """The figures on the confirmation run (per rank) and on the sweep's run (the winner's): the further seeds',
+    the search's run apart (``r<rank>_search``); the seeds' table, a line per configuration."""
     metric = config.metric
     per_rank: dict[str, float] = {}
     for c in outcome.candidates:
         iv = c.interval
         per_rank.update({f"r{c.rank}_mean": iv.mean, f"r{c.rank}_std": iv.std, f"r{c.rank}_low": iv.low,
                          f"r{c.rank}_high": iv.high, f"r{c.rank}_n": float(iv.n),
-                         f"r{c.rank}_search": c.runs[0].value})
+                         f"r{c.rank}_search": c.search_value})
         echo(f"  #{c.rank} (trial {c.trial_id}{', ' + _describe(c.params) if c.params else ''}): {metric} "
-             f"{iv.describe()}{'  <- winner' if c is outcome.winner else ''}")
+             f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
     run.log_metrics(_finite(per_rank))
     run.set_tags({f"sentsweep.confirm.r{c.rank}_trial": c.trial_id for c in outcome.candidates}
                  | {"sentsweep.confirm.rule": outcome.rule, "sentsweep.confirm.winner_rank": str(outcome.winner.rank),
@@ -353,8 +381,9 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     winner_figures = {f"confirmed_{metric}_mean": iv.mean, f"confirmed_{metric}_std": iv.std,
                       f"confirmed_{metric}_low": iv.low, f"confirmed_{metric}_high": iv.high,
                       "confirmed_seeds": float(iv.n)}
-    for key in sorted(set.intersection(*(set(r.metrics) for r in outcome.winner.runs)) - {metric}):
-        values = [r.metrics[key] for r in outcome.winner.runs if math.isfinite(r.metrics[key])]
+    further = [r for r in outcome.winner.further_runs if math.isfinite(r.value)]
+    for key in sorted(set.intersection(*(set(r.metrics) for r in further)) - {metric} if further else ()):
+        values = [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]
         if values:
             winner_figures[f"confirmed_{key}_mean"] = sum(values) / len(values)
     sweep.log_metrics(_finite(winner_figures))
@@ -381,7 +410,8 @@ def _tag_stage_runs(outcome: ConfirmationOutcome, run: SweepRun) -> None:
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> list[Path]:
-    """``summary.csv`` (one row per configuration) and ``seeds.csv`` (one row per seed, every figure)."""
+    """``summary.csv`` (one row per configuration: the further seeds' figures, the search's value apart) and
+    ``seeds.csv`` (one row per seed, every figure; the search's run marked ``original`` 1)."""
     summary, seeds = folder / "summary.csv", folder / "seeds.csv"
     with summary.open("w", newline="") as out:
         writer = csv.writer(out)
@@ -390,7 +420,7 @@ def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path
         for c in outcome.candidates:
             iv = c.interval
             writer.writerow([c.rank, c.trial_id, json.dumps(c.params, default=str), iv.n, iv.mean, iv.std, iv.low,
-                             iv.high, c.runs[0].value, int(c is outcome.winner),
+                             iv.high, c.search_value, int(c is outcome.winner),
                              outcome.chosen.trial_id if c is outcome.winner else ""])
     keys = sorted({k for c in outcome.candidates for r in c.runs for k in r.metrics})
     with seeds.open("w", newline="") as out:

@@ -30,7 +30,12 @@ from sentsweep.errors import ConfigError, SentsweepError, StorageError, config_e
 from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
 from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
-from sentsweep.platform.confirmation import StageTrials, end_stage_run, run_confirmation, schedule_stage_run
+from sentsweep.platform.confirmation import (
+    StageTrials,
+    end_stage_run,
+    run_confirmation,
+    schedule_stage_run_if_answered,
+)
 from sentsweep.platform.drain import Drain
 from sentsweep.platform.driver_staging import ShedUploadedTrialFiles
 from sentsweep.platform.ended_trials import storage_trimming
@@ -279,12 +284,12 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0, sweep_name=sweep_name,
                                on_lost=stops.supersede, location=location)
             lease.acquire()
-            if finalize:
-                schedule_stage_run(sweep, config)
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
                                                   tracking_uri=sweep.tracking_uri, created=time.time(),
                                                   data_sha256=measured_data(config)), config)
+            if finalize:  # after the manifest: the sweep is resumable whatever MLflow answers here
+                schedule_stage_run_if_answered(sweep, config)
         except BaseException as exc:
             sweep.close("crashed", f"{type(exc).__name__}: {exc}")
             notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
@@ -348,7 +353,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         if preflight:
             check_sweep(config, trials, location.uri)
         if finalize:
-            schedule_stage_run(sweep, config)
+            schedule_stage_run_if_answered(sweep, config)
         echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
         notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
@@ -391,7 +396,11 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
         sweep.close(state, reason)
         if state == "failed":  # for good: the confirmation stage will not run (or not again)
-            end_stage_run(sweep, location, f"the sweep failed: {reason}")
+            end_stage_run(sweep, config, location, f"the sweep failed: {reason}")
+        elif state == "finished":  # a stage that ran is FINISHED already; one that did not, never will
+            why = (f"the confirmation stage did not run: no finished trial reported {config.metric}" if finalize
+                   else "the sweep was finished without its final stages (--no-finalize)")
+            end_stage_run(sweep, config, location, why)
         if notifier is not None:
             notifier.sweep_ended(state, reason, outcome)
 

@@ -392,7 +392,9 @@ class TrainingLoop:
                 "step": float(self.state.step),
                 "epoch": self.state.step / self.steps_per_epoch,
                 "lr": self.scheduler.get_last_lr()[0],
-                f"best_{self.config.metric}": self.state.best_value,
+                # NaN until an evaluation gave a number (a collapsed model's Spearman is NaN): a report's figures
+                # are numbers, and its log line formats them
+                f"best_{self.config.metric}": math.nan if self.state.best_value is None else self.state.best_value,
             }
         )
         self.state.history.append(metrics)

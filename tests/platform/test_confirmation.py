@@ -19,11 +19,13 @@ from sentsweep.platform.confirmation_stats import (
     ranked_by_rule,
     t_quantile,
 )
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG
 
 
-def _candidate(rank: int, values: list[float]) -> Candidate:
-    runs = [SeedRun(f"t{rank}-{i}", i, v, original=i == 0) for i, v in enumerate(values)]
+def _candidate(rank: int, further: list[float], search: float = 90.0) -> Candidate:
+    """A candidate: the search's run (``search``, seed 0) and the further seeds' values (seeds 1, 2, ...)."""
+    runs = [SeedRun(f"t{rank}-0", 0, search, original=True)]
+    runs += [SeedRun(f"t{rank}-{i}", i, v) for i, v in enumerate(further, start=1)]
     return Candidate(rank, f"t{rank}-0", {"lr": rank}, runs)
 
 
@@ -64,12 +66,101 @@ def test_ties_go_to_the_higher_single_seed_rank():
 
 
 def test_the_representative_seed_is_closest_to_the_mean():
-    c = _candidate(1, [85.0, 80.0, 81.0, 79.0])  # mean 81.25
+    c = _candidate(1, [80.0, 81.0, 79.0, 85.0])  # mean 81.25
     assert c.representative().value == 81.0
-    tie = _candidate(1, [80.0, 82.0, 81.0 + 1e-12, 81.0])  # the original run wins a tie only when it is one
-    assert tie.representative().value == pytest.approx(81.0)
     failed = _candidate(1, [80.0, float("nan"), 82.0])
-    assert math.isfinite(failed.representative().value)
+    assert math.isfinite(failed.representative().value) and not failed.representative().original
+
+
+def test_the_confirmed_figures_leave_out_the_search_run():
+    """The winner's curse (referee review 20, finding 1): the candidate was selected on its search run's value, so
+    the mean, the interval, the rule and the exported seed rest on the further seeds alone."""
+    c = Candidate(1, "t", {}, [SeedRun("t", 42, 90.0, True)] + [SeedRun(f"t{i}", 43 + i, 80.0) for i in range(3)])
+    assert c.interval.mean == 80.0 and c.interval.n == 3 and c.interval.std == 0.0
+    assert c.search_run is c.runs[0] and c.search_value == 90.0 and len(c.further_runs) == 3
+    # the same further seeds, whatever the search's value: the same figures, and the search's rank breaks the tie
+    lucky, plain = _candidate(1, [80.0, 81.0, 82.0], search=90.0), _candidate(2, [80.0, 81.0, 82.0], search=81.0)
+    assert lucky.interval == plain.interval
+    assert (lucky.interval.mean, lucky.interval.n) == (81.0, 3)
+    for rule in ("mean", "lower_bound"):
+        assert choose_winner([plain, lucky], rule, "max") is lucky
+    # a search run far above its further seeds no longer wins on it
+    inflated = _candidate(1, [79.0, 80.0, 81.0], search=95.0)
+    better = _candidate(2, [80.5, 81.0, 81.5], search=82.0)
+    assert choose_winner([inflated, better], "mean", "max") is better
+    assert choose_winner([inflated, better], "lower_bound", "max") is better
+
+
+def test_the_search_run_is_never_the_representative_while_a_further_seed_finished():
+    at_the_mean = _candidate(1, [80.0, 82.0], search=81.0)  # the search's run sits exactly at the mean
+    assert not at_the_mean.representative().original and at_the_mean.representative().value in (80.0, 82.0)
+    none_finished = _candidate(1, [float("nan"), float("nan")], search=85.0)
+    assert none_finished.interval.n == 0 and none_finished.interval.describe() == "no finished seed"
+    assert none_finished.representative().original  # its weights are the only ones there are
+
+
+def test_one_further_seed_has_no_interval_and_the_rules_still_choose():
+    """``confirm.seeds: 1``: n = 1, an infinite interval; ``lower_bound`` does not fail and, every interval being
+    infinite, falls to the mean; a candidate with an interval beats one without."""
+    low, high = _candidate(1, [80.0], search=90.0), _candidate(2, [82.0], search=85.0)
+    assert low.interval.n == 1 and low.interval.low == -math.inf and low.interval.describe() == "80.00 (1 seed)"
+    for rule in ("mean", "lower_bound"):
+        assert choose_winner([low, high], rule, "max") is high
+        assert [c.rank for c in ranked_by_rule([low, high], rule, "max")] == [2, 1]
+    assert choose_winner([_candidate(1, [0.3]), _candidate(2, [0.2])], "lower_bound", "min").rank == 2
+    assert high.representative().value == 82.0
+    with_interval = _candidate(2, [79.0, 79.5])
+    assert choose_winner([high, with_interval], "lower_bound", "max") is with_interval
+
+
+def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
+    import csv
+    import shutil
+    from types import SimpleNamespace
+
+    from sentsweep.platform.confirmation import ConfirmationOutcome, record
+
+    class Logged:
+        def __init__(self, folder: Path) -> None:
+            self.folder, self.metrics, self.tags = folder, {}, {}
+
+        def log_metrics(self, metrics: dict) -> None:
+            self.metrics.update(metrics)
+
+        def set_tags(self, tags: dict) -> None:
+            self.tags.update(tags)
+
+        def log_artifacts(self, local: str, path: str) -> None:
+            shutil.copytree(local, self.folder / path, dirs_exist_ok=True)
+
+        def to_trial(self, trial_id: str, op: dict) -> None:
+            pass
+
+    def seed(trial: str, number: int, value: float, original: bool = False) -> SeedRun:
+        return SeedRun(trial, number, value, original, {"stsb_dev": value, "stsb_test": value - 5.0})
+
+    c = Candidate(1, "s1", {"lr": 1e-5}, [seed("s1", 42, 90.0, True), seed("c1", 43, 80.0), seed("c2", 44, 82.0)])
+    outcome = ConfirmationOutcome("stage", "lower_bound", [c], c, c.representative())
+    sweep, run = Logged(tmp_path / "sweep"), Logged(tmp_path / "stage")
+    lines: list[str] = []
+    record(outcome, SimpleNamespace(metric="stsb_dev", mode="max"), sweep, run, lines.append)
+    assert sweep.metrics["confirmed_stsb_dev_mean"] == 81.0 and sweep.metrics["confirmed_seeds"] == 2.0
+    assert sweep.metrics["confirmed_stsb_test_mean"] == 76.0
+    assert run.metrics["r1_mean"] == 81.0 and run.metrics["r1_n"] == 2.0 and run.metrics["r1_search"] == 90.0
+    assert "(n=2," in lines[0] and "search run 90.00" in lines[0]
+    (summary,) = csv.DictReader((tmp_path / "sweep" / "confirmation" / "summary.csv").open())
+    assert (float(summary["mean"]), summary["n"], float(summary["search_value"])) == (81.0, "2", 90.0)
+    seeds = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "seeds.csv").open()))
+    assert [(r["trial"], r["original"]) for r in seeds] == [("s1", "1"), ("c1", "0"), ("c2", "0")]
+
+
+def test_the_per_seed_figures_keep_mrpc_f1_and_sick_relatedness():
+    from sentsweep.platform.confirmation import figures
+
+    final = {"stsb_dev": 80.0, "stsb_test": 78.0, "mrpc_acc": 70.0, "mrpc_f1": 80.5,
+             "sick_relatedness_pearson": 85.0, "sick_relatedness_spearman": 79.0, "sick_relatedness_mse": 0.3,
+             "wall_seconds": 12.0, "step": 4}
+    assert set(figures(final, "stsb_dev")) == set(final) - {"wall_seconds", "step"}
 
 
 def test_further_seeds():
@@ -116,8 +207,8 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     assert stage is not None and [c.rank for c in stage.candidates] == [1, 2]
     for candidate in stage.candidates:
         assert [r.seed for r in candidate.runs] == [3, 4, 5]  # the sweep's seed, then two further ones
-        assert candidate.interval.n == 3
-    assert stage.chosen in stage.winner.runs
+        assert candidate.interval.n == 2  # the further seeds: the search's run is reported apart
+    assert stage.chosen in stage.winner.further_runs and not stage.chosen.original
     assert outcome.best_trial_id == stage.chosen.trial_id
     state = read_state(locate(outcome.sweep_dir))
     assert state["status"] == "done" and state["chosen"] == stage.chosen.trial_id
@@ -138,3 +229,21 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     assert len(trials) == 3  # the search's trials only
     assert "## Confirmation" in render(sweeps, trials) and len(sweeps.attrs["confirmation"]) == 2
     assert STATE_FILE in locate(outcome.sweep_dir).list(".json")
+
+
+def test_a_stage_that_never_runs_leaves_no_scheduled_run(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
+    """SRE review 20, L3: the stage's run is scheduled as the sweep begins; a sweep that ends without the stage (no
+    finished trial reported the metric: here every dev figure is NaN) ended with that run SCHEDULED for good."""
+    from sentsweep.platform.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},
+                        fixed={"max_steps": 2, "dev_penalty": float("nan")}, confirm={"top_k": 1, "seeds": 1},
+                        plots=False, export=False)
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
+    assert outcome.confirmation is None
+    assert outcome.counts["finished"] == 1  # a NaN dev figure ends no trial (its report's log line raised before)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'")
+    assert run.info.status == "KILLED"
+    assert run.data.tags[REASON_TAG].startswith("the confirmation stage did not run")
