@@ -42,7 +42,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="template with {sentence} and {mask}, for --pooling prompt_mask",
     )
-    p.add_argument("--max-length", type=int, default=None, help="tokens per sentence (default 128)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per sentence (default: a saved model's own, else the model's token limit)")
     p.add_argument("--batch-size", type=int, default=128)
     add_senteval_options(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")

@@ -6,7 +6,10 @@ tasks the documented way: a subclass of ``mteb.abstasks.AbsTaskSTS`` with its ``
 access; the metadata's revision is the SHA-256 of the pairs, so a changed file is a different dataset).
 MTEB then encodes, scores cosine similarity and computes its main score, ``cosine_spearman``; the metric
 keys are this package's (``stsb_test``, ``sickr_test``, ``sts12_all`` ...), Spearman x100, so the two
-backends compare key by key (``tests/evaluation/test_mteb_backend.py``: equal to 0.01 on MiniLM).
+backends compare key by key (``tests/evaluation/test_mteb_backend.py``: equal to 0.01 on MiniLM). The names are
+the default backend's: ``stsb`` is STS-B dev and test (two tasks, ``STSBenchmarkLocal-dev`` and
+``STSBenchmarkLocal``), ``stsb_dev``, ``stsb_test``, ``sickr_test``, ``sickr_trial`` one split each; ``sts`` is
+the seven test sets above.
 
 Any other name is looked up among MTEB's registered tasks (``mteb.get_tasks``), which download their data
 from the hub: for users with internet. Their key is ``mteb_<TaskName>_<split>`` (main score x100).
@@ -23,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from sentsweep.evaluation._encoding import DEFAULT_BATCH_SIZE
+from sentsweep.evaluation.metric_names import STS_TASK_SPLITS
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.evaluation.results import EvalResult
-from sentsweep.evaluation.sts import STS_TASKS, STS_YEARS, StsSet, data_info, load_sts_sets
+from sentsweep.evaluation.sts import STS_YEARS, StsSet, data_info, load_sts_sets
 
 #: Local sets as custom MTEB tasks: our task name -> (MTEB-style task name, split, score range).
 LOCAL_TASKS: dict[str, tuple[str, str, tuple[int, int]]] = {
@@ -34,6 +38,8 @@ LOCAL_TASKS: dict[str, tuple[str, str, tuple[int, int]]] = {
     "sickr": ("SICK-RLocal", "test", (1, 5)),
 }
 MAIN_SCORE = "cosine_spearman"
+#: ``sts`` with this backend: the seven test sets (STS12-16 "all", STS-B test, SICK-R test).
+SEVEN_SETS: tuple[str, ...] = (*STS_YEARS, "stsb_test", "sickr_test")
 
 
 def _require_mteb() -> Any:
@@ -51,6 +57,19 @@ def _digest(st: StsSet) -> str:
     return digest.hexdigest()
 
 
+def local_task_name(st: StsSet) -> str:
+    """The MTEB task name of one loaded set, distinct per split: :data:`LOCAL_TASKS`'s name for its split,
+    suffixed with any other split (``STSBenchmarkLocal-dev``, ``SICK-RLocal-trial``)."""
+    name, split, _ = LOCAL_TASKS[st.task]
+    return name if st.split == split else f"{name}-{st.split}"
+
+
+def is_local(name: str) -> bool:
+    """Whether ``name`` is one of this package's STS names (:data:`STS_TASK_SPLITS`) over local sets."""
+    splits = STS_TASK_SPLITS.get(name.lower())
+    return splits is not None and all(task in LOCAL_TASKS for task, _ in splits)
+
+
 def local_task(st: StsSet) -> Any:
     """An ``AbsTaskSTS`` over one loaded set (``load_sts_sets``): MTEB's custom-task route, data kept local."""
     _require_mteb()
@@ -58,7 +77,8 @@ def local_task(st: StsSet) -> Any:
     from mteb.abstasks.sts import AbsTaskSTS
     from mteb.abstasks.task_metadata import TaskMetadata
 
-    name, _, (low, high) = LOCAL_TASKS[st.task]
+    _, _, (low, high) = LOCAL_TASKS[st.task]
+    name = local_task_name(st)
     pairs = st.pairs
     split = "test"  # MTEB's split name; STS12-16 "all" is the concatenated test set
 
@@ -66,7 +86,7 @@ def local_task(st: StsSet) -> Any:
         min_score, max_score = low, high
         metadata = TaskMetadata(
             name=name,
-            dataset={"path": f"sentsweep-local/{st.task}", "revision": _digest(st)},
+            dataset={"path": f"sentsweep-local/{st.key}", "revision": _digest(st)},
             description=f"{st.task} {st.split} from the local files (sentsweep.data), {len(pairs)} pairs",
             type="STS",
             category="t2t",
@@ -115,20 +135,20 @@ class MtebEncoder:
 def _split_names(tasks: Sequence[str] | str) -> list[str]:
     names = [tasks] if isinstance(tasks, str) else list(tasks)
     out = [n.strip() for t in names for n in t.split(",") if n.strip()]
-    return [n for t in out for n in (STS_TASKS if t.lower() == "sts" else (t,))]
+    return [n for t in out for n in (SEVEN_SETS if t.lower() == "sts" else (t,))]
 
 
-def evaluate_mteb(embedder: Embedder, tasks: Sequence[str] | str = STS_TASKS, data_dir: str | Path | None = None,
+def evaluate_mteb(embedder: Embedder, tasks: Sequence[str] | str = SEVEN_SETS, data_dir: str | Path | None = None,
                   batch_size: int = DEFAULT_BATCH_SIZE) -> EvalResult:
-    """Evaluate ``embedder`` with MTEB: local STS sets by our names (``sts``, ``stsb``, ``sickr``, ``sts12``
-    ...), any other name as a registered MTEB task (hub data). Spearman x100 under our keys."""
+    """Evaluate ``embedder`` with MTEB: local STS sets by our names (``sts``, ``stsb``, ``stsb_dev``, ``sickr``,
+    ``sts12`` ...), any other name as a registered MTEB task (hub data). Spearman x100 under our keys."""
     mteb = _require_mteb()
     names = _split_names(tasks)
-    local = [n.lower() for n in names if n.lower() in LOCAL_TASKS]
-    remote = [n for n in names if n.lower() not in LOCAL_TASKS]
+    local = [n.lower() for n in names if is_local(n)]
+    remote = [n for n in names if not is_local(n)]
     sets = load_sts_sets(local, data_dir) if local else []
     task_objects = [local_task(st) for st in sets]
-    keys = {LOCAL_TASKS[st.task][0]: st.key for st in sets}
+    keys = {local_task_name(st): st.key for st in sets}
     if remote:
         task_objects += list(mteb.get_tasks(tasks=remote))
     result = mteb.evaluate(MtebEncoder(embedder), task_objects, cache=None, show_progress_bar=False,

@@ -87,12 +87,13 @@ def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, contex
 
 
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The training data a config names: ``train_data`` + ``train_split`` (pairs) or ``corpus``."""
+    """The training data a config names: ``train_data`` + ``train_split`` (pairs; ``max_train_pairs`` of them, a
+    seeded sample) or ``corpus``."""
     train_data = getattr(config, "train_data", None)
     if train_data is not None and train_data in REGISTRY:
         split = getattr(config, "train_split", None)
         return _registered(f"{train_data}/{split}" if split else train_data, [(train_data, split)], source,
-                           TRAINING, getattr(config, "max_train_pairs", None))
+                           TRAINING, getattr(config, "max_train_pairs", None), SAMPLE_SEED)  # a seeded sample
     corpus = getattr(config, "corpus", None)
     if corpus is None:
         return None

@@ -27,7 +27,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
 from sentsweep.evaluation.metric_names import task_data_splits
 from sentsweep.evaluation.protocols import Embedder
-from sentsweep.evaluation.sts import StsEvaluator
+from sentsweep.evaluation.sts import StsEvaluator, sample_indices
 from sentsweep.methods.cosent import create_loss, cross_encoder_cosent_loss, label_midpoint, loss_parameters
 from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
 from sentsweep.methods.cosent.pooling import model_type, nli_pooling
@@ -88,7 +88,8 @@ class CosentConfig(TrialConfig):
                                              "positives (default: the middle of the label range; SICK: 3.0)")
     train_data: Literal["stsb", "sickr", "snli", "mrpc"] = "stsb"
     train_split: str = "train"
-    max_train_pairs: int | None = Field(None, gt=0)
+    max_train_pairs: int | None = Field(None, gt=0, description="train on this many pairs, a seeded sample across "
+                                        "the file (sentsweep.evaluation.sts.sample_indices); null: all")
 
     @field_validator("pooling")
     @classmethod
@@ -129,7 +130,9 @@ class PairData:
 
 
 def load_train_pairs(config: CosentConfig) -> PairData:
-    """The training pairs as parallel lists and a float label tensor (labels kept unnormalised)."""
+    """The training pairs as parallel lists and a float label tensor (labels kept unnormalised); ``max_train_pairs``
+    of them, a seeded sample in file order, when given. Not the first rows: STS-B's files are sorted by genre (its
+    train set opens with 2000 captions), so a cut at the top would train on captions alone."""
     kind = TRAIN_SETS[config.train_data][0]
     if kind == "scored":
         rows = datasets.scored_pairs(config.train_data, config.train_split, data_dir=config.data_dir)
@@ -138,7 +141,8 @@ def load_train_pairs(config: CosentConfig) -> PairData:
         rows = datasets.labelled_pairs(config.train_data, config.train_split, data_dir=config.data_dir)
         labels = [float(p.label) for p in rows]
     if config.max_train_pairs is not None:
-        rows, labels = rows[: config.max_train_pairs], labels[: config.max_train_pairs]
+        kept = sample_indices(len(rows), config.max_train_pairs)
+        rows, labels = [rows[i] for i in kept], [labels[i] for i in kept]
     return PairData([p.s1 for p in rows], [p.s2 for p in rows], torch.tensor(labels, dtype=torch.float32))
 
 
@@ -252,7 +256,9 @@ class CosentMethod(Method[CosentConfig, CosentTask]):
                               file=str(folder))
         if (folder / ENCODER_CONFIG_FILE).is_file():
             return TransformerEncoder.load(folder, device=device, **settings)
-        return TransformerEncoder(str(folder), EncoderSettings(**settings), device=device)
+        # a plain transformer folder: up to the model's token limit unless given, as the trained models evaluate
+        encoder = TransformerEncoder(str(folder), EncoderSettings(**settings), device=device)
+        return with_eval_max_length(encoder, settings.get("max_length"))
 
 
 COSENT = CosentMethod()

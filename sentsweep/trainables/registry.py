@@ -97,13 +97,16 @@ def load_encoder(path: str | Path, device: str | None = None, **settings: Any) -
     whose ``saved_marker`` the folder holds (``sncse.json``, ``multiview.json``), else a plain transformer
     encoder (CoSENT's format; a CoSENT cross-encoder is refused, it has no sentence embedding).
     ``settings`` (``pooling``, ``max_length``, ``prompt_template``) override a transformer encoder's saved
-    settings; SNCSE and multi-view models keep their own and refuse them.
+    settings; SNCSE and multi-view models keep their own and refuse them. A transformer by name encodes up to the
+    model's token limit unless ``max_length`` is given, as the trained models evaluate
+    (:func:`~sentsweep.methods.encoders.with_eval_max_length`).
     """
     folder = saved_model_dir(path)
     if folder is None:
-        from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
+        from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder, with_eval_max_length
 
-        return TransformerEncoder(str(path), EncoderSettings(**settings), device=device)
+        encoder = TransformerEncoder(str(path), EncoderSettings(**settings), device=device)
+        return with_eval_max_length(encoder, settings.get("max_length"))
     marked = [m for m in METHODS.values() if m.saved_marker and (folder / m.saved_marker).is_file()]
     plain = [m for m in METHODS.values() if m.saved_marker is None]
     return (marked or plain)[0].load_encoder(folder, device=device, **settings)

@@ -50,6 +50,20 @@ def test_local_task_names_follow_ours() -> None:
     assert set(LOCAL_TASKS) == set(STS_TASKS)
 
 
+def test_stsb_dev_and_test_are_two_tasks_and_the_split_names_stay_local() -> None:
+    """``stsb`` is STS-B dev and test, as for our backend: both figures, each its own (referee review 20, finding 3:
+    the two sets shared one MTEB task name, the dev figure was lost, and ``stsb_dev`` went to the hub's registry)."""
+    embedder = WeightedHashingEmbedder()
+    ours = evaluate_sts(embedder, "stsb", SAMPLE_DIR)
+    theirs = evaluate_mteb(embedder, "stsb", SAMPLE_DIR)
+    assert set(theirs.metrics) == {"stsb_dev", "stsb_test"} == set(ours.metrics)
+    for key in ("stsb_dev", "stsb_test"):
+        assert theirs[key] == pytest.approx(ours[key], abs=0.01), key
+    named = evaluate_mteb(embedder, "stsb_dev,sickr_test", SAMPLE_DIR)
+    assert set(named.metrics) == {"stsb_dev", "sickr_test"}
+    assert named["stsb_dev"] == pytest.approx(ours["stsb_dev"], abs=0.01)
+
+
 @pytest.mark.slow
 def test_mteb_equals_ours_on_minilm(shared_data, minilm_path) -> None:
     """The issue's check: MiniLM (mean pooling), STS-B test and SICK-R test, MTEB's main score vs ours <= 0.01."""

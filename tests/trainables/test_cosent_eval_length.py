@@ -77,3 +77,17 @@ def test_the_cross_encoder_scores_whole_pairs(tiny_bert_dir: Path, long_sentence
     whole = len(net.tokenizer(long_sentence, "A short one.")["input_ids"])
     assert max(_lengths_seen(net.model, lambda: net([long_sentence], ["A short one."]))) == TRAIN_LENGTH
     assert _lengths_seen(net.model, lambda: net.predict([(long_sentence, "A short one.")])) == [whole]
+
+
+def test_a_transformer_by_name_or_folder_evaluates_at_the_models_limit(minilm_path: str) -> None:
+    """``sentsweep evaluate --model minilm`` (a name, a hub id, a plain model folder) encodes up to the model's
+    limit, as the trained models evaluate, unless a max length is given (referee review 20, finding 4: it was 128)."""
+    from sentsweep.trainables.registry import load_encoder
+
+    by_name = load_encoder("minilm", device="cpu")
+    assert by_name.settings.max_length == 512  # all-MiniLM-L6-v2's limit
+    assert load_encoder(minilm_path, device="cpu").settings.max_length == 512  # its folder, no saved settings
+    assert load_encoder("minilm", device="cpu", max_length=64).settings.max_length == 64
+    long_text = " ".join(["word"] * 300)
+    seen = _lengths_seen(by_name.model, lambda: by_name.encode([long_text]))
+    assert seen == [302]  # every token and [CLS] [SEP]

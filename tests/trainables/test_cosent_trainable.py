@@ -88,3 +88,27 @@ def test_the_baselines_map_sick_scores_as_the_cosent_reference_does(tiny_bert_di
         assert mse(same, same, sick).item() == pytest.approx(((1 - sick / 5) ** 2).mean().item(), rel=1e-6)
         contrastive = COSENT.parse(_tiny(tiny_bert_dir, loss="contrastive", train_data=data, device="cpu"))
         assert CosentTask(contrastive).pair_loss.get_config_dict()["positive_threshold"] == threshold
+
+
+def _kept_genres(data_dir: Path, max_train_pairs: int) -> list[str]:
+    """The STS-B genres (first column of ``sts-train.csv``) of the training pairs ``max_train_pairs`` keeps."""
+    from sentsweep.trainables.cosent import load_train_pairs
+
+    lines = (data_dir / "senteval" / "STS" / "STSBenchmark" / "sts-train.csv").read_text().splitlines()
+    genre = {(f[5].strip(), f[6].strip()): f[0] for f in (line.split("\t") for line in lines)}
+    kept = load_train_pairs(COSENT.parse({"max_train_pairs": max_train_pairs, "data_dir": str(data_dir)}))
+    assert len(kept.first) == max_train_pairs == len(kept.labels)
+    return [genre[(a.strip(), b.strip())] for a, b in zip(kept.first, kept.second, strict=True)]
+
+
+def test_max_train_pairs_is_a_sample_across_the_genre_sorted_file() -> None:
+    """STS-B's files are sorted by genre (the bundled sample's first 100 training rows are all captions): the kept
+    pairs are the seeded sample the dev side uses, across the file (referee review 20, finding 5)."""
+    from sentsweep.data import SAMPLE_DIR
+
+    assert set(_kept_genres(SAMPLE_DIR, 100)) == {"main-captions", "main-forum", "main-news"}
+
+
+def test_max_train_pairs_spans_the_genres_of_the_real_stsb_train(shared_data: Path) -> None:
+    """The demos' ``max_train_pairs: 400`` on the full STS-B train (its first 2000 rows are captions)."""
+    assert {"main-captions", "main-forum", "main-news"} <= set(_kept_genres(shared_data, 400))
