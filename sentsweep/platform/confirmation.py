@@ -391,6 +391,8 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     _tag_stage_runs(outcome, run)
     with tempfile.TemporaryDirectory() as tmp:
         write_tables(outcome, config, Path(tmp))
+        if config.plots:
+            _plot_intervals(outcome, config, Path(tmp))
         run.log_artifacts(tmp, STAGE_DIR)  # journaled: staged copies, uploaded when MLflow answers
         sweep.log_artifacts(tmp, STAGE_DIR)
     order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
@@ -431,6 +433,16 @@ def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path
                 writer.writerow([c.rank, r.trial_id, r.seed, int(r.original), r.value,
                                  *[r.metrics.get(k, "") for k in keys if k != config.metric]])
     return [summary, seeds]
+
+
+def _plot_intervals(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:
+    """``intervals.png`` (and its CSV) beside the tables; a plot that fails is a warning, never a failed stage."""
+    from sentsweep.platform.plots import confirmation_plot
+
+    try:
+        confirmation_plot(outcome.candidates, outcome.winner, outcome.rule, config.metric, folder)
+    except Exception as exc:  # noqa: BLE001 - best effort, as the sweep's other plots
+        log.warning("no confirmation plot: %s: %s", type(exc).__name__, exc)
 
 
 def _finite(metrics: dict[str, float]) -> dict[str, float]:

@@ -143,7 +143,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     outcome = ConfirmationOutcome("stage", "lower_bound", [c], c, c.representative())
     sweep, run = Logged(tmp_path / "sweep"), Logged(tmp_path / "stage")
     lines: list[str] = []
-    record(outcome, SimpleNamespace(metric="stsb_dev", mode="max"), sweep, run, lines.append)
+    record(outcome, SimpleNamespace(metric="stsb_dev", mode="max", plots=True), sweep, run, lines.append)
     assert sweep.metrics["confirmed_stsb_dev_mean"] == 81.0 and sweep.metrics["confirmed_seeds"] == 2.0
     assert sweep.metrics["confirmed_stsb_test_mean"] == 76.0
     assert run.metrics["r1_mean"] == 81.0 and run.metrics["r1_n"] == 2.0 and run.metrics["r1_search"] == 90.0
@@ -152,6 +152,11 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     assert (float(summary["mean"]), summary["n"], float(summary["search_value"])) == (81.0, "2", 90.0)
     seeds = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "seeds.csv").open()))
     assert [(r["trial"], r["original"]) for r in seeds] == [("s1", "1"), ("c1", "0"), ("c2", "0")]
+    # the intervals plot (issue 16, item 6) beside the tables, its data in a CSV
+    assert (tmp_path / "stage" / "confirmation" / "intervals.png").stat().st_size > 10_000
+    plotted = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "intervals.csv").open()))
+    assert [(r["trial"], r["search_run"], float(r["mean"]), r["n"]) for r in plotted] == [
+        ("s1", "1", 81.0, "2"), ("c1", "0", 81.0, "2"), ("c2", "0", 81.0, "2")]
 
 
 def test_the_per_seed_figures_keep_mrpc_f1_and_sick_relatedness():
