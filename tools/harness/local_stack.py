@@ -1,8 +1,8 @@
 """The cluster path of docs/cluster.md on one machine: an S3 endpoint (:mod:`~tools.harness.s3_server`),
 PostgreSQL (:mod:`~tools.harness.postgres`), an MLflow tracking server on it with its artifacts proxied to the
 S3 bucket (:mod:`~tools.harness.mlflow_server`) and a Ray head with worker nodes
-(:mod:`~tools.harness.ray_cluster`), every node holding the S3 and MLflow client variables as a cluster's pods
-hold their Secrets.
+(:mod:`~tools.harness.ray_cluster`, with token auth), every node holding the S3 and MLflow client variables as a
+cluster's pods hold their Secrets.
 
 Each part can be lost and brought back alone: :meth:`LocalStack.restart_ray` (a lost head: every node stopped,
 a fresh cluster started; S3, PostgreSQL and MLflow keep running), ``stack.mlflow.restart()`` (PostgreSQL keeps
@@ -27,7 +27,7 @@ ARTIFACTS_PREFIX = "mlflow-artifacts"
 @dataclass
 class LocalStack:
     """The running services (None: not started here, the caller brings its own); :meth:`client_env` is what a
-    driver (and every node) needs to reach them."""
+    driver needs to reach them (the Ray cluster's token included: never print it)."""
 
     s3: S3Server | None
     mlflow: MlflowServer | None
@@ -36,7 +36,8 @@ class LocalStack:
     node_names: dict[str, str] = field(default_factory=dict)
 
     def client_env(self) -> dict[str, str]:
-        return {**(self.s3.client_env() if self.s3 else {}), **(self.mlflow.client_env() if self.mlflow else {})}
+        return {**(self.s3.client_env() if self.s3 else {}), **(self.mlflow.client_env() if self.mlflow else {}),
+                **(self.ray.client_env() if self.ray else {})}
 
     def remember_nodes(self) -> dict[str, str]:
         """Node id -> node name of every node seen alive so far (a lost node keeps its name here)."""
@@ -45,11 +46,13 @@ class LocalStack:
         return self.node_names
 
     def restart_ray(self) -> None:
-        """Stop every Ray node (the head too), then start a fresh cluster with the same options."""
+        """Stop every Ray node (the head too), then start a fresh cluster with the same options and token (as a
+        cluster's Secret outlives its pods: the drivers' environment from :meth:`client_env` stays valid)."""
         assert self.ray is not None, "no Ray cluster was started here"
         self.remember_nodes()
+        token = self.ray.token
         self.ray.stop()
-        self.ray = start_cluster(**self.ray_options)
+        self.ray = start_cluster(**self.ray_options, token=token)
         self.remember_nodes()
 
 

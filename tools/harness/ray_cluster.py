@@ -6,12 +6,20 @@ process group, named ``--node-name``, ``--num-gpus`` logical GPUs: Ray schedules
 A node is lost the way a machine is: :meth:`RayNode.kill_raylet` SIGKILLs its raylet by PID (found among the
 children of the node's ``ray start`` process), the rest of its group is ended after. The head notices within a
 few seconds (:data:`FAST_FAILURE_DETECTION`).
+
+The cluster runs in Ray's cluster mode, where the GCS and the raylets listen on every interface and each node's
+dashboard agent on the host's address (``--node-ip-address 127.0.0.1`` does not change that), and the agent's job
+API runs any command it is sent. So the cluster always has token auth: :func:`start_cluster` draws a token, every
+node holds it (``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN``), and :meth:`LocalCluster.client_env` is what a driver
+or a Jobs client of the cluster needs; whatever ``RAY_AUTH_MODE`` the caller has (the Makefile's ``disabled``).
+The token is never written or printed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -21,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.harness.processes import LOOPBACK, ServiceError, end_group, free_port, log_tail
-from tools.harness.ray_head import RayHead, head_env, start_head
+from tools.harness.ray_head import RayHead, auth_env, head_env, start_head, token_auth
 
 WORKER_PORT_OPTIONS = ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
                        "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")
@@ -69,7 +77,8 @@ class RayNode:
 
 @dataclass
 class LocalCluster:
-    """A head and its worker nodes on 127.0.0.1; :meth:`stop` ends them all (also what was added later)."""
+    """A head and its worker nodes (node addresses 127.0.0.1, token auth); :meth:`stop` ends them all (also what
+    was added later)."""
 
     head: RayHead
     env: dict[str, str] = field(default_factory=dict, repr=False)
@@ -80,6 +89,16 @@ class LocalCluster:
     def address(self) -> str:
         """The GCS address a driver passes to ``ray.init`` / ``--address``."""
         return self.head.gcs_address
+
+    @property
+    def token(self) -> str | None:
+        """The cluster's Ray token (never print it)."""
+        return self.head.token
+
+    def client_env(self) -> dict[str, str]:
+        """What a driver (``ray.init(address=...)``) or a Jobs client of this cluster holds in its environment:
+        ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` (never print it)."""
+        return auth_env(self.token)
 
     def add_worker(self, *, num_gpus: int = 2, num_cpus: int = 4, timeout: float = 120.0) -> RayNode:
         """Start a worker node and wait until the head counts it alive (tried again, under a new name, when
@@ -121,7 +140,8 @@ class LocalCluster:
         deadline = time.monotonic() + retry_s
         while True:
             try:
-                infos = GcsClient(address=self.address).get_all_node_info(timeout=30).values()
+                with token_auth(self.token):
+                    infos = GcsClient(address=self.address).get_all_node_info(timeout=30).values()
                 alive = {info.node_name: info.node_id.hex() for info in infos if info.state == 0}  # ALIVE
             except Exception:  # ray.exceptions.RpcError and its kin: not answering (yet)
                 alive = {}
@@ -160,13 +180,15 @@ class LocalCluster:
 
 
 def start_cluster(*, workers: int = 2, gpus_per_worker: int = 2, cpus_per_worker: int = 4, head_cpus: int = 1,
-                  env: Mapping[str, str] | None = None, timeout: float = 180.0) -> LocalCluster:
-    """A head (``head_cpus`` CPUs, no GPU) and ``workers`` worker nodes; stopped here when any fails to start.
-    ``env``: what every node holds in its environment (its workers inherit it)."""
-    # Ray's single-machine mode ("0", head_env's default) refuses worker nodes; every address stays on 127.0.0.1
-    # anyway (--node-ip-address).
-    node_env = {**FAST_FAILURE_DETECTION, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", **(env or {})}
-    cluster = _start_head(head_cpus, node_env, timeout)
+                  env: Mapping[str, str] | None = None, timeout: float = 180.0,
+                  token: str | None = None) -> LocalCluster:
+    """A head (``head_cpus`` CPUs, no GPU) and ``workers`` worker nodes, with token auth; stopped here when any
+    fails to start. ``env``: what every node holds in its environment (its workers inherit it; Ray's auth
+    variables in it are ignored). ``token``: the cluster's (a restarted cluster keeps its token), else a new one."""
+    # Ray's single-machine mode ("0", head_env's default) refuses worker nodes. Cluster mode listens on every
+    # interface (the node addresses stay 127.0.0.1, the bind addresses do not): hence the token.
+    node_env = {**FAST_FAILURE_DETECTION, **(env or {}), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"}
+    cluster = _start_head(head_cpus, node_env, timeout, token)
     try:
         for _ in range(workers):
             cluster.add_worker(num_gpus=gpus_per_worker, num_cpus=cpus_per_worker, timeout=timeout)
@@ -176,11 +198,13 @@ def start_cluster(*, workers: int = 2, gpus_per_worker: int = 2, cpus_per_worker
     return cluster
 
 
-def _start_head(num_cpus: int, env: dict[str, str], timeout: float) -> LocalCluster:
-    """A head whose own node the GCS counts alive (``ray start --head`` gives its raylet a fixed 30 s, which a
-    loaded machine can miss: the head then exits, and is started again)."""
+def _start_head(num_cpus: int, env: dict[str, str], timeout: float, token: str | None = None) -> LocalCluster:
+    """A head with token auth (``token``, else one drawn here) whose own node the GCS counts alive (``ray start
+    --head`` gives its raylet a fixed 30 s, which a loaded machine can miss: the head then exits, and is started
+    again)."""
+    token = token or secrets.token_hex(32)
     for attempt in range(1, NODE_START_ATTEMPTS + 1):
-        cluster = LocalCluster(start_head(num_cpus=num_cpus, num_gpus=0, env=env, timeout=timeout), env)
+        cluster = LocalCluster(start_head(num_cpus=num_cpus, num_gpus=0, token=token, env=env, timeout=timeout), env)
         deadline = time.monotonic() + timeout
         while cluster.head.process.poll() is None and not cluster.alive_nodes() and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -1,7 +1,13 @@
 """A local Ray head (``ray start --head --block``) with its dashboard and Jobs API on free loopback ports, in a
 process group of its own; with ``token``, started as Ray 2.60 documents token auth (``RAY_AUTH_MODE=token``
 and the token in ``RAY_AUTH_TOKEN`` of the head's environment). Worker nodes that join it:
-:mod:`tools.harness.ray_cluster`."""
+:mod:`tools.harness.ray_cluster`.
+
+Without a token a head runs in Ray's single-machine mode only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``: every
+address on 127.0.0.1). In cluster mode Ray's GCS and raylet listen on every interface and the dashboard agent on
+the host's address whatever ``--node-ip-address`` says, and its job API runs any command it is sent: such a head
+is refused without a token (:func:`start_head`). The token lives in the environments of the processes started
+here and of this process while it asks the GCS (:func:`token_auth`); it is never written or printed."""
 
 from __future__ import annotations
 
@@ -16,6 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.harness.processes import LOOPBACK, end_group, free_port, wait_for_port
+
+#: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode (every interface).
+CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: Ray's token authentication: its mode and the token (as sentsweep/platform/local_ray.py passes them).
+AUTH_MODE_ENV, TOKEN_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN"
 
 PORT_OPTIONS = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
                 "runtime-env-agent-port", "metrics-export-port", "ray-client-server-port", "node-manager-port",
@@ -56,9 +67,17 @@ def head_command(temp_dir: Path, ports: dict[str, int], num_cpus: int, num_gpus:
     return command
 
 
+def auth_env(token: str | None) -> dict[str, str]:
+    """Ray's auth variables for a cluster with ``token`` (``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN``), or for one
+    without (``RAY_AUTH_MODE=disabled``): what its nodes and the drivers and clients that connect to it hold."""
+    return {AUTH_MODE_ENV: "disabled"} if token is None else {AUTH_MODE_ENV: "token", TOKEN_ENV: token}
+
+
 def head_env(token: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This environment without Ray's address and auth variables, then the head's own, then ``extra`` (what a
-    cluster's nodes hold in their environment: credentials, PYTHONPATH)."""
+    cluster's nodes hold in their environment: credentials, PYTHONPATH), then the auth of ``token``
+    (:func:`auth_env`): neither this environment (the Makefile's ``RAY_AUTH_MODE=disabled``) nor ``extra``
+    changes it."""
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("RAY_ADDRESS", "RAY_AUTH_", "RAY_API_SERVER_ADDRESS"))}
     env.update(RAY_DEDUP_LOGS="0", PYTHONUNBUFFERED="1",
@@ -66,12 +85,36 @@ def head_env(token: str | None, extra: Mapping[str, str] | None = None) -> dict[
                RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
                # A job's `python` is this environment's, where sentsweep and its requirements are installed.
                PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
-    if token is None:
-        env["RAY_AUTH_MODE"] = "disabled"
-    else:
-        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
-    env.update(extra or {})
+    env.update({key: value for key, value in (extra or {}).items() if not key.startswith("RAY_AUTH_")})
+    env.update(auth_env(token))
     return env
+
+
+@contextlib.contextmanager
+def token_auth(token: str | None) -> Iterator[None]:
+    """This process's Ray clients (``GcsClient``) send ``token`` inside (nothing changes without one); its Ray auth
+    variables are restored after. As :func:`sentsweep.platform.local_ray.session_token` does: the token in the
+    environment and Ray's config read again, nothing written."""
+    if token is None:
+        yield
+        return
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    saved = {name: os.environ.get(name) for name in (AUTH_MODE_ENV, TOKEN_ENV, "RAY_AUTH_TOKEN_PATH")}
+    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+    os.environ.update(auth_env(token))
+    Config.initialize("")  # Ray read the mode when imported: read again (as Ray's own switch does)
+    AuthenticationTokenLoader.instance().reset_cache()
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
 
 
 @contextlib.contextmanager
@@ -88,7 +131,12 @@ def ray_head(*, num_cpus: int = 2, token: str | None = None, timeout: float = 12
 def start_head(*, num_cpus: int = 2, num_gpus: int | None = None, token: str | None = None,
                env: Mapping[str, str] | None = None, timeout: float = 120.0) -> RayHead:
     """A head listening on its dashboard port; the caller stops it (:meth:`RayHead.stop`). Stopped here when
-    it does not start."""
+    it does not start. In Ray's cluster mode (``env`` with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1``) only with a
+    ``token``: it listens on every interface."""
+    mode = head_env(None, env).get(CLUSTER_MODE_ENV)
+    if token is None and mode != "0":
+        raise ValueError(f"a Ray head in cluster mode ({CLUSTER_MODE_ENV}={mode}) listens on every interface: "
+                         "start it with a token")
     temp_dir = Path(tempfile.mkdtemp(prefix="ssr-", dir="/tmp"))  # short: Ray's unix sockets live under it
     ports = {name: free_port() for name in PORT_OPTIONS}
     log = temp_dir / "head.log"
