@@ -31,7 +31,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirmation_stats import STAGE_DIR
+from sentsweep.platform.confirmation_stats import FIGURE_SUFFIXES, STAGE_DIR
 from sentsweep.platform.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -126,8 +126,11 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     with best_weights(best, config.mode) as weights:
         if config.final_tasks:
             outcome.final_metrics = recorded or evaluate_best(weights, config, sweep, outcome.best_config)
+            headline = {k: v for k, v in outcome.final_metrics.items() if k.endswith(FIGURE_SUFFIXES)}
             echo(f"best trial on the test suite{' (recorded by an earlier finalize)' if recorded else ''}: "
-                 + ", ".join(f"{k} {v:.2f}" for k, v in outcome.final_metrics.items()))
+                 + ", ".join(f"{k} {v:.2f}" for k, v in (headline or outcome.final_metrics).items())
+                 + (f" (and {len(outcome.final_metrics) - len(headline)} per-subset figures: best_eval/ in MLflow)"
+                    if headline and len(headline) < len(outcome.final_metrics) else ""))
         if config.export or config.register_model:
             try:
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
