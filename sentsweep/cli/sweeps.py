@@ -98,12 +98,15 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_export)
 
 
-def _quiet_optuna() -> None:
-    """Optuna's INFO lines ("A new study created in memory/RDB ...") interleaved with the sweep's progress lines say
-    nothing a user acts on: warnings only."""
+def _quiet_libraries() -> None:
+    """Optuna's INFO lines ("A new study created in memory/RDB ...") and transformers' progress bars ("Loading
+    weights", "Writing model shards", as the best model is evaluated and exported) interleaved with the sweep's
+    progress lines say nothing a user acts on: warnings only."""
     import optuna
+    from transformers.utils import logging as transformers_logging
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    transformers_logging.disable_progress_bar()
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -115,7 +118,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.warm_start:
         raw["warm_start"] = args.warm_start
     config = parse_sweep_config(raw, args.config)
-    _quiet_optuna()
+    _quiet_libraries()
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials
         from sentsweep.platform.autoresume import interrupted_sweep
@@ -137,7 +140,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from sentsweep.platform.sweep import resume_sweep
 
-    _quiet_optuna()
+    _quiet_libraries()
     outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, overrides=args.overrides,
                            allow_change=args.allow_change, address=args.address, finalize=args.finalize,
                            log_to_driver=args.verbose, forward_credentials=args.forward_credentials,
