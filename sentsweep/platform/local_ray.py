@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 #: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
 CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -57,17 +57,30 @@ def session_token() -> Iterator[None]:
             or os.environ.get(TOKEN_PATH_ENV):
         yield
         return
-    from ray._raylet import Config
-
-    saved = {name: os.environ.get(name) for name in (AUTH_MODE_ENV, TOKEN_ENV)}
-    os.environ[AUTH_MODE_ENV], os.environ[TOKEN_ENV] = "token", secrets.token_hex(32)
-    Config.initialize("")  # the driver's Ray read the mode when imported: read again (as Ray's own switch does)
-    try:
+    with ray_auth({AUTH_MODE_ENV: "token", TOKEN_ENV: secrets.token_hex(32)}):
         yield
-    finally:
-        for name, value in saved.items():
+
+
+@contextlib.contextmanager
+def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
+    """This process's Ray auth variables set to ``values`` inside (None: unset), then restored; Ray's config and its
+    cached token read again at both ends (the driver's Ray read them when imported, as Ray's own switch does).
+    Nothing is written: the token lives in this process's environment, which the processes Ray starts inherit."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    saved = {name: os.environ.get(name) for name in values}
+
+    def apply(settings: Mapping[str, str | None]) -> None:
+        for name, value in settings.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
         Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+
+    apply(values)
+    try:
+        yield
+    finally:
+        apply(saved)

@@ -82,11 +82,9 @@ def _assert_stage_delivered(client: MlflowClient, experiment_id: str, stage_run:
     assert sorted((m.step, m.value) for m in history) == [(s, 80.0 + s) for s in range(1, steps + 1)]
 
 
-def test_sync_delivers_what_the_confirmation_stage_journaled_in_an_outage(tmp_path, tracking_uri, down) -> None:
-    client = MlflowClient(tracking_uri=tracking_uri)
-    experiment_id = client.create_experiment("e")
-    parent = client.create_run(experiment_id, run_name="demo").info.run_id
-    stage_run = _stage_run(client, experiment_id, parent)
+def _local_sweep(tmp_path: Path, tracking_uri: str, experiment_id: str,
+                 parent: str) -> tuple[Path, SweepLocation, SweepConfig]:
+    """A local sweep folder ``demo`` with its manifest (its parent run ``parent``)."""
     sweep_dir = tmp_path / "ray_results" / "demo"
     sweep_dir.mkdir(parents=True)
     location = locate(str(sweep_dir))
@@ -94,6 +92,15 @@ def test_sync_delivers_what_the_confirmation_stage_journaled_in_an_outage(tmp_pa
     location.write_manifest(SweepManifest(
         sweep_name="demo", config=config.model_dump(mode="json"), parent_run_id=parent, experiment_id=experiment_id,
         tracking_uri=tracking_uri, created=time.time()), config)
+    return sweep_dir, location, config
+
+
+def test_sync_delivers_what_the_confirmation_stage_journaled_in_an_outage(tmp_path, tracking_uri, down) -> None:
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment_id = client.create_experiment("e")
+    parent = client.create_run(experiment_id, run_name="demo").info.run_id
+    stage_run = _stage_run(client, experiment_id, parent)
+    sweep_dir, location, config = _local_sweep(tmp_path, tracking_uri, experiment_id, parent)
     stage = stage_location(location)
     trial_journal = Path(stage.uri) / f"train_{TRIAL}" / TRIAL_JOURNAL  # a local sweep's: in the trial's folder
     _stage_in_an_outage(stage, down, experiment_id, stage_run, "demo", [(trial_journal, None)])
@@ -152,13 +159,7 @@ def test_the_stage_begins_and_ends_in_an_outage(tmp_path, tracking_uri, down) ->
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment_id = client.create_experiment("e")
     parent = client.create_run(experiment_id, run_name="demo").info.run_id
-    sweep_dir = tmp_path / "ray_results" / "demo"
-    sweep_dir.mkdir(parents=True)
-    location = locate(str(sweep_dir))
-    config = SweepConfig(name="demo", method="cosent", storage_path=str(tmp_path / "ray_results"))
-    location.write_manifest(SweepManifest(
-        sweep_name="demo", config=config.model_dump(mode="json"), parent_run_id=parent, experiment_id=experiment_id,
-        tracking_uri=tracking_uri, created=time.time()), config)
+    sweep_dir, location, config = _local_sweep(tmp_path, tracking_uri, experiment_id, parent)
     journals = driver_journal_dir(str(sweep_dir), "demo")
     live = SweepRun(client, tracking_uri, experiment_id, parent, "demo", journals)
     scheduled = schedule_stage_run(live, config)
@@ -187,5 +188,6 @@ def test_the_stage_begins_and_ends_in_an_outage(tmp_path, tracking_uri, down) ->
     assert client.get_run(seed_run).data.tags[CONFIRMS_TAG] == "t1"
     for run_id in (scheduled, parent):
         tables = {f.path for f in client.list_artifacts(run_id, "confirmation")}
-        assert tables == {"confirmation/summary.csv", "confirmation/seeds.csv"}
+        assert tables == {"confirmation/summary.csv", "confirmation/seeds.csv", "confirmation/intervals.png",
+                          "confirmation/intervals.csv"}
     assert client.get_run(parent).data.metrics["confirmed_stsb_dev_mean"] == 81.0

@@ -93,28 +93,14 @@ def head_env(token: str | None, extra: Mapping[str, str] | None = None) -> dict[
 @contextlib.contextmanager
 def token_auth(token: str | None) -> Iterator[None]:
     """This process's Ray clients (``GcsClient``) send ``token`` inside (nothing changes without one); its Ray auth
-    variables are restored after. As :func:`sentsweep.platform.local_ray.session_token` does: the token in the
-    environment and Ray's config read again, nothing written."""
+    variables are restored after (:func:`sentsweep.platform.local_ray.ray_auth`: nothing written)."""
     if token is None:
         yield
         return
-    from ray._raylet import AuthenticationTokenLoader, Config
+    from sentsweep.platform.local_ray import TOKEN_PATH_ENV, ray_auth
 
-    saved = {name: os.environ.get(name) for name in (AUTH_MODE_ENV, TOKEN_ENV, "RAY_AUTH_TOKEN_PATH")}
-    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
-    os.environ.update(auth_env(token))
-    Config.initialize("")  # Ray read the mode when imported: read again (as Ray's own switch does)
-    AuthenticationTokenLoader.instance().reset_cache()
-    try:
+    with ray_auth({**auth_env(token), TOKEN_PATH_ENV: None}):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
 
 
 @contextlib.contextmanager
