@@ -321,8 +321,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         run.record({"op": "params", "params": stage_params(config, candidates)})  # logs only what is missing
         if resumed:
             run.reopen()
-        else:  # the run scheduled as the sweep began (its reason replaced: a failed sweep's, resumed by hand)
-            run.record({"op": "running", "reason": "the confirmation stage began"})
+        else:  # the run scheduled as the sweep began (a failed sweep's reason, resumed by hand, removed)
+            run.record({"op": "running", "clear_reason": True})
         stage_results = tuner.fit()
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))

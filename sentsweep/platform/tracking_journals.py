@@ -242,7 +242,7 @@ class StoredJournals:
             if theirs is None:
                 return
             start = max(theirs.state().delivered, Journal(dest).state().delivered)
-            for entry in theirs.entries()[start:]:
+            for entry in theirs.entries(start):
                 if not _is_staged(entry) or upload_source(entry, dest.parent) is not None:
                     continue
                 name = Path(entry["dir"]).name
@@ -375,7 +375,7 @@ class DriverJournals:
         entries: list[Entry] = []
         worker = self.worker(trial)
         if worker is not None:
-            upto = len(worker.entries())
+            upto = worker.count()
             entries.append({"op": "follow", "path": str(worker.path), "upto": upto})
             finish = {**finish, "void_after": {"path": str(worker.path), "upto": upto}}
         tags = child_run_tags(TrackingSettings(**settings), trial.trial_id)

@@ -30,11 +30,13 @@ and on each flush: otherwise the entries appended next would count as delivered 
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import logging
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,12 +128,14 @@ class Journal:
         self.run_id = run_id
         self._opener = opener
         self._entries: list[Entry] = []
-        # What :meth:`entries` parsed of the file so far: the entries, the bytes of the whole lines they span, and
-        # the file they came from ((device, inode)): a later call parses only what was appended since.
-        self._read: list[Entry] = []
+        # What :meth:`_scan` read of the file so far (see :meth:`entries`): where each entry's line starts, the end
+        # of the last one, the file they came from ((device, inode)) and that last line's bytes. Offsets, not
+        # entries: a trial's journal of days of samples is hundreds of MB parsed.
+        self._starts = array.array("q")
         self._read_bytes = 0
         self._read_from: tuple[int, int] | None = None
-        self._read_last = b""  # the last line parsed: found again where it was, or the file is read again whole
+        self._read_last = b""
+        self._read_lock = threading.Lock()  # the trial's thread and its system-metrics sampler read alike
         self._checked = False  # the delivered offset was checked against the entries on disk (before appending)
         self._state = JournalState(run_id=run_id)
         self._state_owed = path is not None and run_id is not None and not self.state_path.is_file()
@@ -197,11 +201,11 @@ class Journal:
         if self.path is None:
             return self._state
         state = self.state()  # the state first: entries only grow, so a consistent pair never needs the lock
-        if state.delivered <= len(self.entries()):
+        if state.delivered <= self.count():
             return state
         with self.locked():
             state = self.state()
-            return self.clamp(state, len(self.entries()))
+            return self.clamp(state, self.count())
 
     def _cut_torn_tail(self) -> None:
         """Remove a last line a killed writer left half-written (the file does not end in a newline), so that this
@@ -234,45 +238,77 @@ class Journal:
             self.save_state(state)
         return state
 
-    def entries(self) -> list[Entry]:
-        """Every entry, in order (a half-written last line is not one, nor anything after a line that is not JSON).
+    def entries(self, start: int = 0) -> list[Entry]:
+        """The entries from the ``start``-th on (all by default), in order; a half-written last line is not one, nor
+        anything after a line that is not JSON.
 
-        Parsed incrementally: the lines read by an earlier call are kept, and only the bytes appended since are read
-        and parsed (a journal only grows; a file replaced, by a pulled copy, or shorter than what was read, by a cut
-        torn tail, is read again whole). A trial's journal grows by every report and every system-metrics sample:
-        parsing it whole at each append cost time in proportion to the trial's age (SRE review 20, H1: 2.6 s per
-        sample after a day, holding the GIL and the logger's lock)."""
+        Read incrementally (SRE review 20, H1: parsing the whole journal at each append, a system-metrics sample every
+        10 s, cost 2.6 s per sample after a day, holding the GIL and the logger's lock): each call parses the lines
+        appended since the last one, keeping where each line starts, and then the lines from ``start`` on (a flush
+        reads its pending entries only). Journals only grow: a file replaced (a pulled copy), shorter than what was
+        read (a torn tail cut) or whose last read line is no longer where it was is read again whole; an edit of an
+        earlier line that keeps the file's length and its last line is not seen."""
         if self.path is None:
-            return list(self._entries)
+            return list(self._entries[start:])
+        with self._read_lock, self._opened() as handle:
+            if handle is None:
+                return []
+            base, new = self._scan(handle)
+            if start >= base:
+                return new[start - base :]
+            end = self._starts[base] if base < len(self._starts) else self._read_bytes
+            handle.seek(self._starts[start])  # the same file the offsets are of, even if a copy replaced it since
+            older = handle.read(end - self._starts[start])
+        return [json.loads(line) for line in older.split(b"\n")[:-1]] + new
+
+    def count(self) -> int:
+        """How many entries the journal holds (as :meth:`entries` counts them)."""
+        if self.path is None:
+            return len(self._entries)
+        with self._read_lock, self._opened() as handle:
+            if handle is not None:
+                self._scan(handle)
+            return len(self._starts)
+
+    @contextlib.contextmanager
+    def _opened(self) -> Iterator[BinaryIO | None]:
+        """The journal's file open for reading; None (and what was read forgotten) when there is none."""
+        assert self.path is not None
         try:
-            with self.path.open("rb") as handle:
-                stat = os.fstat(handle.fileno())
-                source = (stat.st_dev, stat.st_ino)
-                last = len(self._read_last)
-                if source != self._read_from or stat.st_size < self._read_bytes:
-                    self._forget_reads(source)
-                elif last:
-                    handle.seek(self._read_bytes - last)
-                    if handle.read(last) != self._read_last:  # rewritten in place (a test's crash, an editor)
-                        self._forget_reads(source)
-                handle.seek(self._read_bytes)
-                tail = handle.read()
+            handle = self.path.open("rb")
         except FileNotFoundError:
             self._forget_reads(None)
-            return []
-        start = 0
-        while (end := tail.find(b"\n", start)) >= 0:
+            yield None
+            return
+        with handle:
+            yield handle
+
+    def _scan(self, handle: BinaryIO) -> tuple[int, list[Entry]]:
+        """Parse what was appended since the last scan: the index of the first new entry and the new entries."""
+        stat = os.fstat(handle.fileno())
+        source, last = (stat.st_dev, stat.st_ino), len(self._read_last)
+        if source != self._read_from or stat.st_size < self._read_bytes:
+            self._forget_reads(source)
+        elif last:
+            handle.seek(self._read_bytes - last)
+            if handle.read(last) != self._read_last:  # rewritten in place
+                self._forget_reads(source)
+        handle.seek(self._read_bytes)
+        tail = handle.read()
+        base, new, offset = len(self._starts), [], 0
+        while (end := tail.find(b"\n", offset)) >= 0:
             try:
-                self._read.append(json.loads(tail[start:end]))
+                new.append(json.loads(tail[offset:end]))
             except ValueError:  # a writer killed mid-line: nothing after it was appended by that writer
                 break
-            self._read_last = tail[start : end + 1]
-            start = end + 1
-        self._read_bytes += start
-        return list(self._read)
+            self._starts.append(self._read_bytes + offset)
+            self._read_last = tail[offset : end + 1]
+            offset = end + 1
+        self._read_bytes += offset
+        return base, new
 
     def _forget_reads(self, source: tuple[int, int] | None) -> None:
-        self._read, self._read_bytes, self._read_from, self._read_last = [], 0, source, b""
+        self._starts, self._read_bytes, self._read_from, self._read_last = array.array("q"), 0, source, b""
 
     def state(self) -> JournalState:
         if self.path is None:
@@ -294,11 +330,11 @@ class Journal:
 
     def pending(self) -> int:
         """How many entries are not delivered yet."""
-        return max(0, len(self.entries()) - self.state().delivered)
+        return max(0, self.count() - self.state().delivered)
 
     def undelivered(self) -> list[Entry]:
         """The entries not delivered yet, in order."""
-        return self.entries()[self.state().delivered:]
+        return self.entries(self.state().delivered)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

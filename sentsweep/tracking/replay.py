@@ -200,12 +200,15 @@ class Replayer:
             return journal.state()
         with journal.locked():
             state = journal.state()  # before the entries: the owner appends without the lock
-            entries = journal.entries()
-            state = journal.clamp(state, len(entries))  # an offset past the entries a crash left
-            end = len(entries) if upto is None else min(upto, len(entries))
-            for index in range(state.delivered, end):
+            count = journal.count()
+            state = journal.clamp(state, count)  # an offset past the entries a crash left
+            first = state.delivered
+            pending = journal.entries(first)  # only these are parsed (the journal keeps where its lines start)
+            end = min(count, first + len(pending)) if upto is None else min(upto, count, first + len(pending))
+            for index in range(first, end):
+                entry = pending[index - first]
                 try:
-                    self.deliver(entries[index], state, journal.path.parent if journal.path else None,
+                    self.deliver(entry, state, journal.path.parent if journal.path else None,
                                  staged_only=in_driver_folder(journal.path), superseded=superseded)
                 except Waiting:
                     journal.save_state(state)
@@ -215,7 +218,7 @@ class Replayer:
                     if refusal is None:
                         journal.save_state(state)
                         raise
-                    if not self._gives_up(journal, state, index, entries, refusal, exc):
+                    if not self._gives_up(journal, state, index, entry, refusal, exc):
                         journal.save_state(state)
                         return state
                     state.delivered = index + 1  # set aside: the refusal stays counted for the next entry
@@ -224,14 +227,14 @@ class Replayer:
                 journal.save_state(state)
             return state
 
-    def _gives_up(self, journal: Journal, state: JournalState, index: int, entries: list[Entry], refusal: str,
+    def _gives_up(self, journal: Journal, state: JournalState, index: int, entry: Entry, refusal: str,
                  exc: BaseException) -> bool:
         """Count the refusal ``exc`` of entry ``index`` in ``state``; whether the replay goes on past the entry, set
         aside (a note and a warning). The replayer's own refusals (:class:`Refused`) are given up at once, MLflow's
         once the same one came back on :data:`REFUSALS_TO_GIVE_UP` attempts over :data:`REFUSAL_SPAN_S` since the
         last entry delivered (so the entries after one given up that meet the same refusal go at once: a deleted
         run's). A refused ``open`` is never passed: the journal is parked on it (one warning)."""
-        op = entries[index].get("op")
+        op = entry.get("op")
         first = state.refusal != refusal
         span = state.count_refusal(refusal, self.clock())
         final = refusal == OWN_REFUSAL or (state.refusals >= REFUSALS_TO_GIVE_UP and span >= REFUSAL_SPAN_S)
@@ -247,8 +250,8 @@ class Replayer:
                 state.notes = [*state.notes[-9:], f"entry {index} (open), parked: {refusal}: {exc}"[:500]]
                 log.warning("entry %d (open) of %s, the run of trial %s, refused for good (%s: %s); the journal stays "
                             "parked there, its %d later entries pending (they need that run), tried again at each "
-                            "replay", index, journal, entries[index].get("trial_id"), refusal, exc,
-                            len(entries) - index - 1)
+                            "replay", index, journal, entry.get("trial_id"), refusal, exc,
+                            journal.count() - index - 1)
             return False
         state.skipped += 1
         state.notes = [*state.notes[-9:], f"entry {index} ({op}): {exc}"[:500]]
@@ -304,10 +307,12 @@ class Replayer:
             log_dataset_inputs(self.client, run_id, entry["datasets"])
         elif op == "json_artifact":
             self.client.log_dict(run_id, entry["data"], entry["file"])
-        elif op == "running":  # a resumed sweep's parent run
+        elif op == "running":  # a resumed sweep's parent run; the confirmation stage's run as it begins
             self.client.update_run(run_id, status="RUNNING")
             if entry.get("reason"):
                 self.client.set_tag(run_id, REASON_TAG, entry["reason"])
+            elif entry.get("clear_reason") and REASON_TAG in self.client.get_run(run_id).data.tags:
+                self.client.delete_tag(run_id, REASON_TAG)
         else:
             raise Refused(f"unknown journal entry '{op}'")
 
@@ -315,7 +320,7 @@ class Replayer:
         """Deliver the first ``upto`` entries of ``journal`` (those it has); :class:`Waiting` when it stopped short
         of them (an entry there waits on a refusal, or is an ``open`` refused for good)."""
         state = self.flush(journal, upto=upto)
-        if state.delivered < min(upto, len(journal.entries())):
+        if state.delivered < min(upto, journal.count()):
             raise Waiting(f"{journal} stopped at entry {state.delivered}")
 
     @staticmethod
@@ -440,7 +445,7 @@ def set_aside_parked(journal: Journal, why: str) -> int:
     naming ``why`` and the refusal; how many. The entries stay in the journal file."""
     with journal.locked():
         state = journal.state()
-        count = len(journal.entries()) - state.delivered
+        count = journal.count() - state.delivered
         if not state.parked or count <= 0:
             return 0
         refusal = state.refusal
@@ -529,7 +534,7 @@ def in_driver_folder(path: Path | None) -> bool:
 
 def _opened_after(path: Path, upto: int) -> bool:
     """Whether the worker journal at ``path`` has an ``open`` entry after its first ``upto``."""
-    return any(e.get("op") == "open" for e in Journal(path).entries()[upto:])
+    return any(e.get("op") == "open" for e in Journal(path).entries(upto))
 
 
 class Reachability:

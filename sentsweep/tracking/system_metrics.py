@@ -6,10 +6,11 @@ first request MLflow does not answer: an outage of one sampling interval, or a t
 trial's system metrics for the rest of the trial, and what it had sampled was lost. :class:`SystemMetricsSampler`
 samples with MLflow's metric monitors (the same figures, named ``system/<name>`` as MLflow names them) in a thread
 of its own and hands each sample to the trial's journal (:mod:`sentsweep.tracking.trial_logger`), which delivers it
-when MLflow answers, like every other point of the trial. Each sample is logged at the trial's current training
-step (several samples may share one: the model's loading, an evaluation), so that GPU use lines up with the
-training curves. Turned on by the sweep config's ``tracking.system_metrics``. Best-effort: a sampler that cannot
-start (psutil missing) is a warning, never a failed trial.
+when MLflow answers, like every other point of the trial. Each sample is logged at the step of the trial's latest
+report (several samples share one: the model's loading, an evaluation; a restored attempt's samples before its first
+report are at step 0), so that GPU use lines up with the training curves. Turned on by the sweep config's
+``tracking.system_metrics``. Best-effort: a sampler that cannot start (psutil missing), or a sample that fails, is a
+warning, never a failed trial.
 """
 
 from __future__ import annotations
@@ -68,21 +69,28 @@ class SystemMetricsSampler:
     def _run(self) -> None:
         warned = False
         while True:
-            for monitor in self._monitors:
-                monitor.collect_metrics()
+            try:
+                for monitor in self._monitors:
+                    monitor.collect_metrics()
+            except Exception as exc:  # noqa: BLE001 - a monitor that failed once (a GPU library's error)
+                warned = warned or _warn(f"the machine was not sampled: {type(exc).__name__}: {exc}")
             if self._stop.wait(self._interval_s):
                 return
             try:
                 self._publish(self.sample())
             except Exception as exc:  # noqa: BLE001 - best-effort: the next sample is tried all the same
-                if not warned:
-                    log.warning("a system-metrics sample was not journaled: %s: %s", type(exc).__name__, exc)
-                    warned = True
+                warned = warned or _warn(f"a system-metrics sample was not journaled: {type(exc).__name__}: {exc}")
 
     def stop(self) -> None:
         """Stop sampling (the sample under way is dropped)."""
         self._stop.set()
         self._thread.join(timeout=self._interval_s + 5)
+
+
+def _warn(message: str) -> bool:
+    """One warning of a sampler (its first failure; later ones are as likely and say nothing new)."""
+    log.warning("%s (sampling goes on; this is said once)", message)
+    return True
 
 
 def start_system_metrics(publish: Callable[[dict[str, float]], None],

@@ -128,7 +128,9 @@ class MlflowTrialLogger:
             if self.mirror is not None and self.mirror.dirty:  # the driver may have delivered from the copy
                 self.outbox.replayer.forget(self.run_id)
             self.outbox.put(*entries)
-            if self.mirror is not None and push:
+            # a sample copies the journal only to end a dirty period once all is delivered: otherwise every sample
+            # would forget what the run holds and fetch its histories again until the next report
+            if self.mirror is not None and (push or (self.mirror.dirty and self.journal.pending() == 0)):
                 self.mirror.push(self.journal)
 
     # -- the TrialLogger protocol ------------------------------------------------------------

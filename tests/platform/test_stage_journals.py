@@ -31,7 +31,14 @@ from sentsweep.tracking.journal import TRIAL_JOURNAL
 from sentsweep.tracking.journal_mirror import SET_ASIDE, JournalMirror
 from sentsweep.tracking.run_scope import SweepScope
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TrackingSettings
+from sentsweep.tracking.vocabulary import (
+    CONFIRMATION_ROLE,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    TRIAL_ID_TAG,
+    TrackingSettings,
+)
 from tests.tracking.restartable_mlflow import RETRY_ENV
 from tools.harness.processes import LOOPBACK, free_port
 
@@ -166,6 +173,9 @@ def test_the_stage_begins_and_ends_in_an_outage(tmp_path, tracking_uri, down) ->
     assert client.get_run(scheduled).info.status == "SCHEDULED"
     resumed = SweepRun(client, tracking_uri, experiment_id, parent, "demo", journals)
     assert schedule_stage_run(resumed, config) == scheduled  # a resume finds it: one stage run
+    client.set_tag(scheduled, REASON_TAG, "the sweep failed: ...")  # as end_stage_run leaves it; resumed by hand:
+    stage_run(live, location, scheduled).record({"op": "running", "clear_reason": True})  # as the stage begins
+    assert REASON_TAG not in client.get_run(scheduled).data.tags
     stage_query = f"tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
     assert [r.info.run_id for r in client.search_runs([experiment_id], stage_query)] == [scheduled]
     seed_run = client.create_run(experiment_id, tags={PARENT_TAG: scheduled, ROLE_TAG: "trial",

@@ -195,21 +195,53 @@ def test_the_journal_parses_only_what_was_appended(tmp_path, monkeypatch):
 
     monkeypatch.setattr(journal_module.json, "loads", counting)
     journal.append({"op": "metrics", "points": [["loss", 2.0, 5000, 5000]]})
-    assert journal.pending() == 5001 and journal.entries()[-1]["points"][0][1] == 2.0
-    assert parsed["lines"] <= 2, parsed  # the appended line (once: the second read finds it parsed)
+    assert journal.pending() == 5001 and journal.entries(5000)[0]["points"][0][1] == 2.0
+    assert parsed["lines"] <= 2, parsed  # the appended line, and it again as the one entry asked for
+    parsed.clear()
+    assert len(journal.entries(4990)) == 11 and parsed["lines"] == 11  # a flush parses its pending entries only
     with path.open("ab") as handle:
         handle.write(b'{"op": "metr')  # a writer mid-line: not an entry yet
-    assert len(journal.entries()) == 5001
+    assert journal.count() == 5001
     with path.open("ab") as handle:
         handle.write(b'ics", "points": []}\n')
-    assert len(journal.entries()) == 5002 and journal.entries()[-1] == {"op": "metrics", "points": []}
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:10]) + json.dumps({"op": "tags", "tags": {}}) + "\n" + "".join(lines[11:]))
-    assert journal.entries()[10] == {"op": "tags", "tags": {}}  # rewritten in place: read again
-    replaced = tmp_path / "copy.jsonl"
-    replaced.write_text("".join(lines[:3]))
-    replaced.replace(path)  # a pulled copy: another file
-    assert len(journal.entries()) == 3
+    assert journal.count() == 5002 and journal.entries(5001) == [{"op": "metrics", "points": []}]
+    assert len(journal.entries()) == 5002 and journal.entries()[17]["points"][0][1] == 1.0
+
+
+def test_a_journal_rewritten_replaced_or_cut_is_read_again(tmp_path):
+    """Each way a journal's file can change under a reader that keeps its line offsets: read again whole."""
+    path = tmp_path / "j.jsonl"
+    lines = [json.dumps({"op": "metrics", "points": [["loss", float(i), i, i]]}) + "\n" for i in range(20)]
+    path.write_text("".join(lines))
+    journal = Journal(path)
+    assert journal.count() == 20
+    same_size = lines[-1].replace('"loss"', '"LOSS"')  # the last line changed in place, the size kept
+    path.write_text("".join(lines[:-1]) + same_size)
+    assert journal.entries(19)[0]["points"][0][0] == "LOSS"
+    path.write_text("".join(lines[:5]))  # shorter (a torn tail cut, a crash's lost appends)
+    assert journal.count() == 5 and journal.entries(4)[0]["points"][0][1] == 4.0
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(lines[10:] + lines[:10]))  # longer, another file: a pulled copy
+    copy.replace(path)
+    assert journal.count() == 20 and journal.entries(0)[0]["points"][0][1] == 10.0
+    path.unlink()
+    assert journal.count() == 0 and journal.entries() == []
+
+
+def test_the_journal_is_read_by_two_threads_at_once(tmp_path):
+    """The trial's thread and its system-metrics sampler read one journal object: its offsets are theirs alike (two
+    unlocked readers doubled the count)."""
+    import threading
+
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps({"op": "tags", "tags": {"i": i}}) + "\n" for i in range(20000)))
+    journal, counts = Journal(path), []
+    readers = [threading.Thread(target=lambda: counts.append(journal.count())) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    assert counts == [20000] * 4 and journal.count() == 20000
 
 
 def test_a_refused_entry_is_set_aside_once_refused_over_time(store, tmp_path):

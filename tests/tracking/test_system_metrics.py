@@ -1,5 +1,5 @@
-"""MLflow system metrics on a trial's run (``tracking.system_metrics``): psutil's CPU and memory figures, logged
-by MLflow's monitor while the run is open, and nothing once it is off."""
+"""MLflow system metrics on a trial's run (``tracking.system_metrics``): psutil's CPU and memory figures, sampled
+with MLflow's monitors by sentsweep's sampler and journaled while the run is open, and nothing once it is off."""
 
 from __future__ import annotations
 
@@ -72,3 +72,66 @@ def test_system_metrics_survive_an_outage(tracking_uri, monkeypatch, tmp_path):
     history = client.get_metric_history(run.info.run_id, "system/cpu_utilization_percentage")
     assert history and {m.step for m in history} == {3}
     assert run.info.status == "FINISHED"
+
+
+def test_samples_end_a_dirty_period_once_delivered(tracking_uri, tmp_path):
+    """Review of session 20: after an outage the storage copy stays dirty until a put copies it; samples did not, and
+    each one then made the logger forget what the run holds and fetch every system key's history again, until the
+    trial's next report. Now the first sample delivered with nothing pending copies it and ends the period."""
+
+    class Mirror:  # the storage copy (a JournalMirror's interface): dirty after a push made in an outage
+        def __init__(self) -> None:
+            self.dirty, self.pushes = False, 0
+
+        def push(self, journal) -> bool:
+            self.pushes += 1
+            self.dirty = journal.pending() > 0
+            return True
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment = client.create_experiment("e")
+    parent = client.create_run(experiment).info.run_id
+    mirror = Mirror()
+    logger = MlflowTrialLogger(TrackingSettings(tracking_uri=tracking_uri, experiment_id=experiment,
+                                                parent_run_id=parent, sweep_name="s", trial_id="t1"),
+                               journal_path=tmp_path / "j.jsonl", mirror=mirror)
+    logger.start({"lr": 1e-3})
+    keys = [f"system/gpu_{g}_utilization_percentage" for g in range(8)]
+    fetched = []
+    history = logger.client.get_metric_history
+    logger.client.get_metric_history = lambda run_id, key: fetched.append(key) or history(run_id, key)
+    logger.outbox.replayer.client = logger.client
+    mirror.dirty = True  # the copy was pushed with entries pending during an outage; MLflow answers again now
+    for i in range(5):
+        logger._log_system_metrics({k: 10.0 + i for k in keys})
+    assert not mirror.dirty and len(fetched) <= len(keys)  # one fetch per key (45 for 5 samples before)
+    assert len(client.get_metric_history(logger.run_id, keys[0])) == 5
+
+
+def test_a_monitor_that_fails_once_does_not_end_the_sampling():
+    from sentsweep.tracking.system_metrics import SystemMetricsSampler
+
+    class Flaky:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def collect_metrics(self) -> None:
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("the GPU library's error")
+
+        def aggregate_metrics(self) -> dict[str, float]:
+            return {"gpu_0_utilization_percentage": 50.0}
+
+        def clear_metrics(self) -> None:
+            pass
+
+    samples: list[dict[str, float]] = []
+    sampler = SystemMetricsSampler(samples.append, 0.05)
+    sampler._monitors = [Flaky()]
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while len(samples) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sampler.stop()
+    assert len(samples) >= 3 and samples[0] == {"system/gpu_0_utilization_percentage": 50.0}
