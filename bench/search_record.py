@@ -3,10 +3,11 @@
 Every configuration of the grid (scale x learning rate x pooling x batch size; warmup, weight decay, max length and
 the seed at the paper's defaults, :class:`~sentsweep.trainables.cosent.CosentConfig`) is trained as a sweep trial
 trains it, without Ray: the config validated by :meth:`~sentsweep.trainables.method.Method.parse`, the generators
-seeded, the task built (:meth:`CosentMethod.build_task`: offline MiniLM, the first ``train_pairs`` STS-B train
-pairs, ``dev_pairs`` STS-B dev pairs drawn as every trial's dev set is, :func:`~sentsweep.evaluation.sts.
-sampled_pairs`; the tables in ``bench/data`` were recorded before that, on the first dev pairs, as their ``#`` lines
-say, and a recording is not resumed across that change) and the shared :class:`~sentsweep.trainables.loop.TrainingLoop`
+seeded, the task built (:meth:`CosentMethod.build_task`: offline MiniLM, ``train_pairs`` STS-B train pairs
+sampled across the file as ``max_train_pairs`` keeps them, ``dev_pairs`` STS-B dev pairs drawn as every trial's dev
+set is, :func:`~sentsweep.evaluation.sts.sampled_pairs`; the tables in ``bench/data`` were recorded before those
+samples, on the first train pairs (and the first table on the first dev pairs), as their ``#`` lines say, and a
+recording is not resumed across either change) and the shared :class:`~sentsweep.trainables.loop.TrainingLoop`
 run to ``steps`` steps with a dev evaluation every ``steps / reports``, which is the body of
 :func:`~sentsweep.trainables.method.run_trial` without the test-suite evaluation that follows the last report (no
 searcher sees it). Each report's seconds are counted from the start of the trial (model and data loading
@@ -121,13 +122,19 @@ def provenance(settings: RecordSettings, grid: Grid, command: str, seconds: floa
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores (shared), torch "
         f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; last trial "
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} CPU-minutes in the table",
-        f"trials: CoSENT, {model}, first {settings.train_pairs} STS-B train pairs, "
+        f"trials: CoSENT, {model}, {train_description(settings)}, "
         f"{settings.steps} steps, dev ({dev_description(settings)}, Spearman x100) every "
         f"{settings.eval_every} steps, max length {settings.max_length}, seed 42, warmup 0.1, weight decay 0.01",
         f"grid: scale {list(grid.scale)} x lr {list(grid.lr)} x pooling {list(grid.pooling)} x batch "
         f"{list(grid.batch_size)}; seconds (wall) and cpu_seconds (the process's CPU time, which the machine's load "
         "disturbs far less): cumulative from the trial's start, model and data loading included",
     ]
+
+
+def train_description(settings: RecordSettings) -> str:
+    """The training pairs of the table's trials, as its ``#`` lines name them (``max_train_pairs``: a seeded sample
+    across the genre-sorted file; the tables recorded before it trained on the "first N" pairs)."""
+    return f"{settings.train_pairs} STS-B train pairs sampled with seed {SAMPLE_SEED}"
 
 
 def dev_description(settings: RecordSettings) -> str:
@@ -142,9 +149,10 @@ def record(path: Path, settings: RecordSettings, grid: Grid, command: str,
     if steps and steps != settings.report_steps():
         raise ValueError(f"{path} holds reports at steps {steps}, these settings report at {settings.report_steps()}: "
                          "resume with the table's settings (its # lines), or record into another --table")
-    if steps and dev_description(settings) not in path.read_text(encoding="utf-8"):
-        raise ValueError(f"{path} was recorded on another dev set than {dev_description(settings)} (its # lines): "
-                         "record into another --table")
+    for described in (dev_description(settings), train_description(settings)):
+        if steps and described not in path.read_text(encoding="utf-8"):
+            raise ValueError(f"{path} was recorded on other pairs than {described} (its # lines): record into "
+                             "another --table")
     done = recorded_configs(path)
     todo: Sequence[Config] = [c for c in grid.configs() if c not in done]
     if limit is not None:

@@ -27,7 +27,7 @@ import torch
 from bench._measure import Peak
 from bench.common import exit_on_sigterm, print_table
 from sentsweep.data import scored_pairs
-from sentsweep.evaluation.sts import spearman
+from sentsweep.evaluation.sts import sample_indices, spearman
 from sentsweep.methods.encoders import resolve_model_path
 from sentsweep.trainables.allocator import keep_freed_memory
 from sentsweep.trainables.cosent import COSENT
@@ -41,7 +41,8 @@ def _test_spearman(encode, pairs) -> float:
 
 
 def run_ours(args: argparse.Namespace, test, pairs: int) -> tuple[float, float]:
-    """Seconds of training on the first ``pairs`` pairs and the test Spearman (nan with ``test`` None)."""
+    """Seconds of training on ``pairs`` pairs (``max_train_pairs``: a seeded sample across the file) and the test
+    Spearman (nan with ``test`` None)."""
     raw = {"model": "minilm", "loss": "cosent", "scale": 20.0, "batch_size": args.batch_size, "epochs": 1,
            "max_length": args.max_length, "lr": 2e-5, "warmup_ratio": 0.1, "seed": args.seed,
            "max_train_pairs": pairs, "eval_every": 10**9, "max_dev_pairs": 50, "test_tasks": "stsb_test",
@@ -91,7 +92,8 @@ SIDES = {
 
 def run_side(args: argparse.Namespace) -> dict[str, float | str]:
     """One side in this process: warm-up, then the timed training with its peak RSS and test Spearman."""
-    train = scored_pairs("stsb", "train", data_dir=args.data_dir)[: args.pairs]
+    rows = scored_pairs("stsb", "train", data_dir=args.data_dir)
+    train = [rows[i] for i in sample_indices(len(rows), args.pairs)]  # the pairs ours trains on (max_train_pairs)
     test = scored_pairs("stsb", "test", data_dir=args.data_dir)[: args.test_pairs]
     if args.side == "reference-kept":
         keep_freed_memory()

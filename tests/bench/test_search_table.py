@@ -94,10 +94,15 @@ def test_recording_appends_each_trial_and_resumes(tmp_path: Path, tiny_bert_dir:
     with pytest.raises(ValueError, match="reports at steps"):
         record(path, RecordSettings(steps=6, reports=2, model=str(tiny_bert_dir)), grid, "x", log=lambda m: None)
     assert "16 STS-B dev pairs sampled with seed 0" in path.read_text()
-    with pytest.raises(ValueError, match="recorded on another dev set"):  # a table of the first dev pairs
-        path.write_text(path.read_text().replace("16 STS-B dev pairs sampled with seed 0", "first 16 STS-B dev pairs"))
-        record(path, settings, Grid(scale=(1.0,), lr=(1e-4,), pooling=("mean",), batch_size=(4,)), "x",
-               log=lambda m: None)
+    recorded = path.read_text()
+    for sampled, first in (("16 STS-B dev pairs sampled with seed 0", "first 16 STS-B dev pairs"),
+                           (f"{settings.train_pairs} STS-B train pairs sampled with seed 0",
+                            f"first {settings.train_pairs} STS-B train pairs")):
+        assert sampled in recorded
+        with pytest.raises(ValueError, match="recorded on other pairs than"):  # a table of the first pairs
+            path.write_text(recorded.replace(sampled, first))
+            record(path, settings, Grid(scale=(1.0,), lr=(1e-4,), pooling=("mean",), batch_size=(4,)), "x",
+                   log=lambda m: None)
 
 
 def test_tables_recorded_side_by_side_merge_into_one(tmp_path: Path, table) -> None:
