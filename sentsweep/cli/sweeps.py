@@ -8,6 +8,7 @@ prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the han
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -99,14 +100,17 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def _quiet_libraries() -> None:
-    """Optuna's INFO lines ("A new study created in memory/RDB ...") and transformers' progress bars ("Loading
-    weights", "Writing model shards", as the best model is evaluated and exported) interleaved with the sweep's
-    progress lines say nothing a user acts on: warnings only."""
+    """Optuna's INFO lines ("A new study created in memory/RDB ..."), transformers' progress bars ("Loading weights",
+    "Writing model shards", as the best model is evaluated and exported) and Ray Tune's header boxes ("Configuration
+    for experiment", the TensorBoard hint: its new output engine prints them at ``verbose=0`` too; the legacy engine,
+    which Ray keeps behind ``RAY_AIR_NEW_OUTPUT=0``, prints nothing there) interleaved with the sweep's progress lines
+    say nothing a user acts on: warnings only. A ``RAY_AIR_NEW_OUTPUT`` the user set is kept."""
     import optuna
     from transformers.utils import logging as transformers_logging
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     transformers_logging.disable_progress_bar()
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
