@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sentsweep.platform")
 
+
 @dataclass
 class ConfirmationOutcome:
     """What the stage decided: the candidates with all their seeds, the winner, the seed whose weights are used."""
@@ -406,7 +407,7 @@ def _tag_stage_runs(outcome: ConfirmationOutcome, run: SweepRun) -> None:
     """Each confirmation trial's run tagged with the candidate it confirms (journaled, through the trial's driver
     journal in the stage's folder)."""
     for candidate in outcome.candidates:
-        for seed_run in candidate.runs[1:]:
+        for seed_run in candidate.further_runs:
             tags = {CONFIRMS_TAG: candidate.trial_id, CONFIRM_RANK_TAG: str(candidate.rank)}
             run.to_trial(seed_run.trial_id, {"op": "tags", "tags": tags})
 

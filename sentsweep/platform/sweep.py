@@ -397,7 +397,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         sweep.close(state, reason)
         if state == "failed":  # for good: the confirmation stage will not run (or not again)
             end_stage_run(sweep, config, location, f"the sweep failed: {reason}")
-        elif state == "finished":  # a stage that ran is FINISHED already; one that did not, never will
+        elif state == "finished" and confirmation is None:  # a stage that did not run never will
             why = (f"the confirmation stage did not run: no finished trial reported {config.metric}" if finalize
                    else "the sweep was finished without its final stages (--no-finalize)")
             end_stage_run(sweep, config, location, why)

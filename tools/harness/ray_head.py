@@ -21,12 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentsweep.platform.local_ray import AUTH_MODE_ENV, CLUSTER_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV
 from tools.harness.processes import LOOPBACK, end_group, free_port, wait_for_port
-
-#: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode (every interface).
-CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-#: Ray's token authentication: its mode and the token (as sentsweep/platform/local_ray.py passes them).
-AUTH_MODE_ENV, TOKEN_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN"
 
 PORT_OPTIONS = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
                 "runtime-env-agent-port", "metrics-export-port", "ray-client-server-port", "node-manager-port",
@@ -97,7 +93,7 @@ def token_auth(token: str | None) -> Iterator[None]:
     if token is None:
         yield
         return
-    from sentsweep.platform.local_ray import TOKEN_PATH_ENV, ray_auth
+    from sentsweep.platform.local_ray import ray_auth
 
     with ray_auth({**auth_env(token), TOKEN_PATH_ENV: None}):
         yield
