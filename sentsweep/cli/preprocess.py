@@ -96,7 +96,7 @@ def _add_neighbours(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_neighbours(args: argparse.Namespace) -> int:
-    from sentsweep.methods.multiview.model import nearest_neighbours
+    from sentsweep.methods.multiview.encoder import nearest_neighbours
     from sentsweep.trainables.registry import load_encoder
     from sentsweep.trainables.sncse import corpus_sentences
 

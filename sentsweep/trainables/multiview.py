@@ -32,9 +32,9 @@ from sentsweep import data as datasets
 from sentsweep.data.parsing import CONSTITUENCY_BACKENDS, Parser, parse_corpus
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
+from sentsweep.methods.multiview.encoder import MultiViewEncoder
 from sentsweep.methods.multiview.model import (
     SETTINGS_FILE,
-    MultiViewEncoder,
     MultiViewSettings,
     SentenceArrays,
     build_model,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS, SENTEVAL_OPTION_HELP, SentEvalOptions
 from sentsweep.evaluation.sts import NLI_DEV, SICKR_TRIAL, STSB_DEV, StsEvaluator
-from sentsweep.methods.encoders import EVAL_AMP
+from sentsweep.methods.precision import EVAL_AMP
 from sentsweep.tracking import TrackingSettings
 from sentsweep.trainables.loop import LoopConfig
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from sentsweep.errors import ConfigError
-from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder, pool, resolve_model_path
+from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder, resolve_model_path
+from sentsweep.methods.pooling import pool
 
 SENTENCES = ["a man is playing guitar .", "the cat sat on the mat", "a dog"]
 TEMPLATE = 'this sentence : " {sentence} " means {mask} .'
@@ -185,15 +186,15 @@ class _FakeCuda:
 def test_the_autocast_decision_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GPU here: the decision function itself, on a fake CUDA device (the behaviour on a real GPU is
     ``torch.autocast`` with this dtype, :func:`autocast_context`)."""
-    import sentsweep.methods.encoders as encoders
+    import sentsweep.methods.precision as precision
 
     for bf16, dtype in ((True, torch.bfloat16), (False, torch.float16)):
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda bf16=bf16: bf16)
-        assert encoders.autocast_dtype(_FakeCuda(), True) is dtype  # type: ignore[arg-type]
-        assert encoders.precision_name(_FakeCuda(), True) == str(dtype).removeprefix("torch.")  # type: ignore
-        assert encoders.autocast_dtype(_FakeCuda(), False) is None  # type: ignore[arg-type]
-        assert encoders.precision_name(_FakeCuda(), False) == "float32"  # type: ignore[arg-type]
-    assert encoders.autocast_dtype(torch.device("cpu"), True) is None
+        assert precision.autocast_dtype(_FakeCuda(), True) is dtype  # type: ignore[arg-type]
+        assert precision.precision_name(_FakeCuda(), True) == str(dtype).removeprefix("torch.")  # type: ignore
+        assert precision.autocast_dtype(_FakeCuda(), False) is None  # type: ignore[arg-type]
+        assert precision.precision_name(_FakeCuda(), False) == "float32"  # type: ignore[arg-type]
+    assert precision.autocast_dtype(torch.device("cpu"), True) is None
 
 
 def test_encode_evaluates_in_float32_unless_eval_amp(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

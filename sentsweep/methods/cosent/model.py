@@ -17,15 +17,8 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from sentsweep.methods.encoders import (
-    EVAL_AMP,
-    TransformerEncoder,
-    autocast_context,
-    pick_device,
-    precision_name,
-    resolve_model_path,
-    token_limit,
-)
+from sentsweep.methods.encoders import TransformerEncoder, resolve_model_path, token_limit
+from sentsweep.methods.precision import EVAL_AMP, autocast_context, pick_device, precision_name
 
 HEAD_FILE = "score_head.safetensors"
 

@@ -6,14 +6,13 @@ level by level, trained with the two-matrix Quick-Thoughts objective. Pure PyTor
 from __future__ import annotations
 
 from sentsweep.methods.multiview.cells import AttentiveChildSumTreeLSTM, BinaryTreeLSTM, segment_softmax
+from sentsweep.methods.multiview.encoder import MultiViewEncoder, nearest_neighbours
 from sentsweep.methods.multiview.model import (
-    MultiViewEncoder,
     MultiViewModel,
     MultiViewSettings,
     SentenceArrays,
     build_model,
     collate,
-    nearest_neighbours,
     prepare,
 )
 from sentsweep.methods.multiview.objective import (

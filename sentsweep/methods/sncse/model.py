@@ -34,7 +34,6 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sentsweep.methods.encoders import (
-    EVAL_AMP,
     ROBERTA_FAMILIES,
     EncoderSettings,
     PromptTokenizer,
@@ -42,6 +41,7 @@ from sentsweep.methods.encoders import (
     read_model_config,
     with_eval_max_length,
 )
+from sentsweep.methods.precision import EVAL_AMP
 from sentsweep.methods.sncse.punctuation import with_final_punctuation
 
 ANCHOR_TEMPLATE = 'This sentence : " {sentence} " means {mask} .'

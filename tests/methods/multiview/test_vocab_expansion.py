@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from sentsweep.data.parsing import Parser
-from sentsweep.methods.multiview.model import MultiViewEncoder, MultiViewSettings, build_model
+from sentsweep.methods.multiview.encoder import MultiViewEncoder
+from sentsweep.methods.multiview.model import MultiViewSettings, build_model
 from sentsweep.methods.multiview.vocab import Vocabulary, VocabularyExpansion, WordVectors, fit_linear_map
 
 KNOWN = ["the", "cat", "sat", "on", "mat", ".", "a", "dog", "ran", "home", "it", "rains"]
