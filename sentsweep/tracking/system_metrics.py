@@ -4,13 +4,13 @@ when ``nvidia-ml-py`` (``pynvml``, or AMD's ``pyrsmi``) is installed and a GPU i
 MLflow's own monitor (``SystemMetricsMonitor``) logs to MLflow directly from its thread and ends for good at the
 first request MLflow does not answer: an outage of one sampling interval, or a tracking server's restart, ended a
 trial's system metrics for the rest of the trial, and what it had sampled was lost. :class:`SystemMetricsSampler`
-samples with MLflow's metric monitors (the same figures, named ``system/<name>`` as MLflow names them) in a thread
-of its own and hands each sample to the trial's journal (:mod:`sentsweep.tracking.trial_logger`), which delivers it
-when MLflow answers, like every other point of the trial. Each sample is logged at the step of the trial's latest
-report (several samples share one: the model's loading, an evaluation; a restored attempt's samples before its first
-report are at step 0), so that GPU use lines up with the training curves. Turned on by the sweep config's
-``tracking.system_metrics``. Best-effort: a sampler that cannot start (psutil missing), or a sample that fails, is a
-warning, never a failed trial.
+samples with MLflow's metric monitors (:func:`sentsweep._compat.mlflow.machine_monitors`; the same figures, named
+``system/<name>`` as MLflow names them) in a thread of its own and hands each sample to the trial's journal
+(:mod:`sentsweep.tracking.trial_logger`), which delivers it when MLflow answers, like every other point of the
+trial. Each sample is logged at the step of the trial's latest report (several samples share one: the model's
+loading, an evaluation; a restored attempt's samples before its first report are at step 0), so that GPU use lines
+up with the training curves. Turned on by the sweep config's ``tracking.system_metrics``. Best-effort: a sampler
+that cannot start (psutil missing), or a sample that fails, is a warning, never a failed trial.
 """
 
 from __future__ import annotations
@@ -18,30 +18,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+
+from sentsweep._compat.mlflow import machine_monitors
 
 log = logging.getLogger("sentsweep.tracking")
 
 #: MLflow's prefix of system metrics (its UI groups them by it).
 PREFIX = "system/"
-
-
-def metric_monitors() -> list[Any]:
-    """MLflow's monitors of this machine: CPU and memory, disk, network, and the GPUs when a GPU library sees one."""
-    from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
-    from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
-    from mlflow.system_metrics.metrics.gpu_monitor import GPUMonitor
-    from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
-    from mlflow.system_metrics.metrics.rocm_monitor import ROCMMonitor
-
-    monitors: list[Any] = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
-    for gpu in (GPUMonitor, ROCMMonitor):
-        try:
-            monitors.append(gpu())
-            break
-        except Exception:  # noqa: BLE001 - no such GPU, or no library for it
-            continue
-    return monitors
 
 
 class SystemMetricsSampler:
@@ -51,7 +34,7 @@ class SystemMetricsSampler:
     def __init__(self, publish: Callable[[dict[str, float]], None], interval_s: float) -> None:
         self._publish = publish
         self._interval_s = interval_s
-        self._monitors = metric_monitors()
+        self._monitors = machine_monitors()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sentsweep-system-metrics", daemon=True)
 
