@@ -1,6 +1,6 @@
-"""Every name of Ray and MLflow outside their public APIs that sentsweep uses (:mod:`sentsweep._compat`), exercised
-here so that an upgrade which renames or removes one fails with a message naming it; and a scan that keeps such
-names out of the rest of the package."""
+"""Every name of Ray outside its public API that sentsweep uses (:mod:`sentsweep._compat`), exercised here so that
+an upgrade which renames or removes one fails with a message naming it; and a scan that keeps private names of Ray
+and MLflow out of the rest of the package."""
 
 from __future__ import annotations
 
@@ -94,23 +94,6 @@ def test_ray_trial_storage(ray_session, tmp_path: Path) -> None:
     assert result.metrics["experiment"] == str(tmp_path / "compat") and result.metrics["local"] == 1.0
     assert result.metrics["trial"].startswith(str(tmp_path / "compat") + "/")
     assert result.metrics["working"]
-
-
-# -- MLflow ------------------------------------------------------------------------------------------------------
-def test_mlflow_machine_monitors() -> None:
-    from sentsweep._compat.mlflow import machine_monitors
-
-    for name in ("cpu_monitor.CPUMonitor", "disk_monitor.DiskMonitor", "network_monitor.NetworkMonitor",
-                 "gpu_monitor.GPUMonitor", "rocm_monitor.ROCMMonitor"):
-        module, cls = name.rsplit(".", 1)
-        _require(f"mlflow.system_metrics.metrics.{module}", cls)
-    monitors = machine_monitors()
-    figures: dict[str, float] = {}
-    for monitor in monitors:
-        monitor.collect_metrics()
-        figures.update(monitor.aggregate_metrics())
-        monitor.clear_metrics()
-    assert "cpu_utilization_percentage" in figures and "system_memory_usage_megabytes" in figures, figures
 
 
 # -- the rest of the package -------------------------------------------------------------------------------------
