@@ -19,7 +19,6 @@ import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
 
 log = logging.getLogger("sentsweep.tracking")
 
@@ -48,15 +47,22 @@ class Monitor:
         self._samples.clear()
 
 
-class CpuMonitor(Monitor):
-    """CPU utilisation since the last sample, and the memory in use (megabytes of 10^6 bytes, and percent)."""
+class PsutilMonitor(Monitor):
+    """A monitor reading psutil (an ``ImportError`` when it is not installed: no system metrics)."""
 
     def __init__(self) -> None:
         super().__init__()
         import psutil
 
         self._psutil = psutil
-        psutil.cpu_percent()  # the first reading starts the interval
+
+
+class CpuMonitor(PsutilMonitor):
+    """CPU utilisation since the last sample, and the memory in use (megabytes of 10^6 bytes, and percent)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._psutil.cpu_percent()  # the first reading starts the interval
 
     def read(self) -> dict[str, float]:
         memory = self._psutil.virtual_memory()
@@ -65,14 +71,8 @@ class CpuMonitor(Monitor):
                 "system_memory_usage_percentage": memory.used / memory.total * 100}
 
 
-class DiskMonitor(Monitor):
+class DiskMonitor(PsutilMonitor):
     """The root file system's use."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        import psutil
-
-        self._psutil = psutil
 
     def read(self) -> dict[str, float]:
         usage = self._psutil.disk_usage(os.sep)
@@ -80,15 +80,12 @@ class DiskMonitor(Monitor):
                 "disk_available_megabytes": usage.free / 1e6}
 
 
-class NetworkMonitor(Monitor):
+class NetworkMonitor(PsutilMonitor):
     """Megabytes received and sent since the sampler started (the latest sample, not a mean)."""
 
     def __init__(self) -> None:
         super().__init__()
-        import psutil
-
-        self._psutil = psutil
-        start = psutil.net_io_counters()
+        start = self._psutil.net_io_counters()
         self._start = (start.bytes_recv, start.bytes_sent)
 
     def read(self) -> dict[str, float]:
@@ -120,7 +117,7 @@ class GpuMonitor(Monitor):
         return figures
 
 
-def machine_monitors() -> list[Any]:
+def machine_monitors() -> list[Monitor]:
     """The monitors of this machine: CPU and memory, disk, network, and the GPUs the trial uses."""
     return [CpuMonitor(), DiskMonitor(), NetworkMonitor(), GpuMonitor()]
 
