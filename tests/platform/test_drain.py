@@ -117,3 +117,27 @@ def test_a_negative_grace_period_is_refused(grace: float, tmp_path, tiny_bert_di
     raw = toy_config(tmp_path, tiny_bert_dir, "sqlite:///x.db").model_dump(mode="json")
     with pytest.raises(ConfigError, match="stop_grace_s"):
         parse_sweep_config({**raw, "stop_grace_s": grace}, "sweep.yaml")
+
+
+def test_on_s3_the_marker_is_an_object_in_the_sweep_folder(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep folder on S3 (moto): the drain writes and removes the marker there, read at the object-store cadence."""
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.storage import locate
+    from sentsweep.trainables.stop_flag import REMOTE_CHECK_EVERY_S, STOP_MARKER
+    from tests.platform.conftest import BUCKET
+    from tools.harness.s3_server import DUMMY_KEYS
+
+    for key, value in DUMMY_KEYS.items():
+        monkeypatch.setenv(key, value)
+    location = locate(f"s3://{BUCKET}/ray_results/drained", s3_endpoint)
+    trial = Trial("__fake", trial_id="r4", stub=True)
+    trial.set_status(Trial.RUNNING)
+    drain = Drain(*location.resolve(), grace_s=20.0)
+    assert drain.flag.check_every_s == REMOTE_CHECK_EVERY_S
+    drain.reset_flag()  # nothing there yet: nothing to do
+    drain.step([trial])
+    assert drain.begin(lambda: None)
+    assert STOP_MARKER in location.list() and drain.flag.is_raised()
+    drain.reset_flag()
+    assert STOP_MARKER not in location.list() and not drain.flag.is_raised()
