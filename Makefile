@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.sentsweep-installed
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled
 
-.PHONY: setup demo test test-cluster test-all bench lint k8s-check clean
+.PHONY: setup demo test test-latest test-cluster test-all bench lint k8s-check clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,25 @@ demo: setup
 
 test: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m "not slow and not cluster"
+
+# `make test` with the newest Ray, Optuna and MLflow the package registry serves (pyproject.toml's ranges), in a
+# venv of its own; everything else as constraints.txt pins it. Each run upgrades the three first.
+VENV_LATEST ?= .venv-latest
+PY_LATEST   := $(VENV_LATEST)/bin/python
+LATEST      := 'ray[default,tune]' optuna mlflow
+
+$(VENV_LATEST)/.sentsweep-installed: pyproject.toml constraints.txt
+	test -x $(PY_LATEST) || $(PYTHON) -m venv $(VENV_LATEST)
+	$(PY_LATEST) -m pip install --quiet --upgrade pip
+	$(PY_LATEST) -m pip install --quiet torch==2.13.0
+	grep -vE '^(ray|optuna|mlflow)==' constraints.txt > $(VENV_LATEST)/constraints-others.txt
+	$(PY_LATEST) -m pip install --quiet -c $(VENV_LATEST)/constraints-others.txt -e '.[offline,dev,server,mteb]'
+	touch $@
+
+test-latest: $(VENV_LATEST)/.sentsweep-installed
+	$(PY_LATEST) -m pip install --quiet --upgrade -c $(VENV_LATEST)/constraints-others.txt $(LATEST)
+	$(PY_LATEST) -m pip list 2>/dev/null | grep -iE '^(ray|optuna|mlflow) '
+	$(TEST_ENV) $(VENV_LATEST)/bin/pytest -q -m "not slow and not cluster"
 
 # The cluster scenarios (docs/cluster.md, "Before your first cluster sweep"): a local Ray head and two worker
 # nodes, S3 (moto), MLflow on PostgreSQL, shared by the scenarios. SENTSWEEP_TEST_STORAGE(_ENDPOINT),
@@ -68,4 +87,4 @@ k8s-check: setup
 	$(VENV)/bin/hadolint docker/Dockerfile docker/mlflow.Dockerfile
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VENV_LATEST) .pytest_cache build *.egg-info

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from sentsweep._compat.ray import with_checkpoint
 from sentsweep.trainables.checkpoints import StoredFolder
 
 logger = logging.getLogger(__name__)
@@ -35,11 +36,11 @@ def newest_checkpoint(trial: StoredFolder) -> StoredFolder | None:
 def with_checkpoint_fallback(train_func: Callable[[dict[str, Any]], Any]) -> type:
     """``train_func`` as Tune's function trainable class, restoring from the newest checkpoint left when the one
     Tune's snapshot names is gone (module docstring)."""
-    from ray.train._internal.checkpoint_manager import _TrainingResult
     from ray.tune import Checkpoint
     from ray.tune.trainable.function_trainable import wrap_function
 
-    base = wrap_function(train_func)
+    name = getattr(train_func, "__name__", "func")  # as Tune names a function trainable
+    base = wrap_function(train_func, name=name)
 
     class CheckpointFallback(base):  # type: ignore[misc, valid-type]
         def restore(self, checkpoint_path: Any) -> None:
@@ -56,7 +57,7 @@ def with_checkpoint_fallback(train_func: Callable[[dict[str, Any]], Any]) -> typ
             logger.warning("%s is gone (deleted after Tune's last snapshot): restoring from %s", named.path,
                            newest.path)
             replacement = Checkpoint(newest.path, filesystem=newest.fs)
-            return super().restore(_TrainingResult(checkpoint=replacement, metrics=checkpoint_path.metrics))
+            return super().restore(with_checkpoint(checkpoint_path, replacement))
 
-    CheckpointFallback.__name__ = CheckpointFallback.__qualname__ = base._name
+    CheckpointFallback.__name__ = CheckpointFallback.__qualname__ = name
     return CheckpointFallback

@@ -3,10 +3,10 @@
 Ray Tune (2.60) cannot ask a function trainable for a checkpoint: ``FunctionTrainable.save_checkpoint`` returns the
 last one the function reported, and a checkpoint reported after Tune's final experiment snapshot is not in the
 saved state. So the trials are asked before Tune is told to stop. On the first SIGINT/SIGTERM during ``fit``
-(:class:`~sentsweep.platform.interrupt.StopSignals`), :meth:`Drain.begin` raises the sweep's
-:class:`~sentsweep.trainables.stop_flag.StopFlag`; every running trial's loop notices it within
-:data:`~sentsweep.trainables.stop_flag.CHECK_EVERY_S` seconds, writes a checkpoint at its current step and reports
-it marked :data:`~sentsweep.trainables.stop_flag.DRAINING_KEY` (no checkpoint when it has made no step since its
+(:class:`~sentsweep.platform.interrupt.StopSignals`), :meth:`Drain.begin` writes the stop marker into the sweep's
+experiment folder (:class:`~sentsweep.trainables.stop_flag.StopFlag`); every running trial's loop notices it within
+a few seconds (:data:`~sentsweep.trainables.stop_flag.CHECK_EVERY_S`), writes a checkpoint at its current step and
+reports it marked :data:`~sentsweep.trainables.stop_flag.DRAINING_KEY` (no checkpoint when it has made no step since its
 last one), then waits. Tune registers each checkpoint as it registers any report's; once every trial that was
 running has drained (its checkpoint saved), or the grace period ``stop_grace_s`` has passed, :meth:`Drain.step`
 calls Tune's SIGINT handler: Tune saves its experiment state (which now holds those checkpoints) and stops, as
@@ -47,8 +47,11 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
 class Drain:
     """The driver's side of draining one sweep for up to ``grace_s`` seconds (0: no draining)."""
 
-    def __init__(self, sweep_name: str, grace_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.flag = StopFlag(sweep_name)
+    def __init__(self, filesystem: Any, folder: str, grace_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """``filesystem`` and ``folder``: the sweep's experiment folder (:meth:`SweepLocation.resolve`), where the
+        stop marker goes."""
+        self.flag = StopFlag(filesystem, folder)
         self.grace_s = grace_s
         self._clock = clock
         self._trials: list[Any] = []
@@ -63,7 +66,7 @@ class Drain:
         return self._stop_tune is not None
 
     def begin(self, stop_tune: Callable[[], None]) -> bool:
-        """The first stop signal: raise the flag and wait for the running trials (True); later signals, a zero grace
+        """The first stop signal: write the marker and wait for the running trials (True); later signals, a zero grace
         period or no running trial: False (the caller stops Tune now)."""
         if self._deadline is not None:
             self._stop_tune = None  # a second signal: Tune is stopped by the caller, not again by step()
@@ -74,8 +77,8 @@ class Drain:
             return False
         try:
             self.flag.raise_flag()
-        except Exception as exc:  # the GCS does not answer: stop as without draining
-            logger.warning("stopping without draining the trials (the stop flag could not be set: %s)", exc)
+        except Exception as exc:  # the folder cannot be written: stop as without draining
+            logger.warning("stopping without draining the trials (the stop marker could not be written: %s)", exc)
             return False
         self._stop_tune = stop_tune
         return True
@@ -105,8 +108,8 @@ class Drain:
         stop_tune()
 
     def reset_flag(self) -> None:
-        """Remove the flag (a stale one of an earlier session, or this session's at its end)."""
+        """Remove the marker (a stale one of an earlier session, or this session's at its end)."""
         try:
             self.flag.lower_flag()
-        except Exception as exc:  # best-effort: the key is per sweep, a resume removes it first
-            logger.debug("could not remove the stop flag: %s", exc)
+        except Exception as exc:  # best-effort: the marker is the sweep's, a resume removes it first
+            logger.warning("could not remove the stop marker %s: %s", self.flag.path, exc)

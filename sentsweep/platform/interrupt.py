@@ -81,8 +81,8 @@ class StopSignals:
         self.drain: Drain | None = None
         #: Set (from the lease's heartbeat or watchdog thread) when another driver took over the sweep's lease, or this
         #: one could not renew it (it fenced itself): the line :class:`~sentsweep.platform.lease.LeaseLost` carries.
-        #: No drain then: the stop flag is the sweep's on the whole Ray cluster, so raising it would stop the new
-        #: holder's trials too; and nothing the driver keeps for the sweep (its trials' runs, the budget count) is
+        #: No drain then: the stop marker is in the sweep's folder, so writing it would stop the new holder's trials
+        #: too; and nothing the driver keeps for the sweep (its trials' runs, the budget count) is
         #: written any more (:func:`superseded`).
         self.superseded: str | None = None
 
@@ -106,15 +106,15 @@ class StopSignals:
 
     @contextlib.contextmanager
     def draining(self, drain: Drain) -> Iterator[Drain]:
-        """``drain`` handles the first signal inside the block (Ray is connected: its flag is removed before and
-        after, the store keeps keys until deleted)."""
+        """``drain`` handles the first signal inside the block (its stop marker removed before and after: a marker
+        stays in the folder until deleted)."""
         drain.reset_flag()
         self.drain = drain
         try:
             yield drain
         finally:
             self.drain = None
-            if self.superseded is None:  # else the flag (if any) is the new holder's
+            if self.superseded is None:  # else the marker (if any) is the new holder's
                 drain.reset_flag()
 
     def watch_sigint(self) -> None:

@@ -4,10 +4,11 @@ On Linux ``ray.init(address="local")`` announces the machine's routable address 
 (the GCS, the raylet, the runtime-env agent) and on every interface (the dashboard agent, the dashboard's
 process), without authentication when ``RAY_AUTH_MODE=disabled`` (``make demo``). On a shared login or GPU node
 anybody who can reach that address could run tasks as the sweep's owner, with the owner's environment (tracking and
-bucket credentials). ``_node_ip_address="127.0.0.1"`` does not change this: the bind addresses come from
-``ray_constants.ENABLE_RAY_CLUSTER`` (read from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray is imported), Ray's
-single-machine mode, which keeps every address on 127.0.0.1. The test ``tests/platform/test_local_ray.py`` lists
-the listening sockets of a local sweep's Ray and fails when this stops holding (a Ray upgrade that renames it).
+bucket credentials). ``_node_ip_address="127.0.0.1"`` does not change this: the bind addresses come from Ray's
+single-machine mode (read from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray is imported; in the driver's Ray,
+switched by :func:`sentsweep._compat.ray.set_single_machine`), which keeps every address on 127.0.0.1. The test
+``tests/platform/test_local_ray.py`` lists the listening sockets of a local sweep's Ray and fails when this stops
+holding (a Ray upgrade that renames it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator, Mapping
+
+from sentsweep._compat.ray import reload_auth_settings, set_single_machine
 
 #: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
 CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -29,15 +32,13 @@ def loopback_only() -> Iterator[None]:
 
     Both places matter: the environment for the processes Ray starts (they read it when they import Ray), and the
     constant of the driver's already imported Ray (it chooses the node address it hands them)."""
-    from ray._private import ray_constants
-
-    before_env, before_constant = os.environ.get(CLUSTER_MODE_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    before_env = os.environ.get(CLUSTER_MODE_ENV)
     os.environ[CLUSTER_MODE_ENV] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    before_single = set_single_machine(True)
     try:
         yield
     finally:
-        ray_constants.ENABLE_RAY_CLUSTER = before_constant
+        set_single_machine(before_single)
         if before_env is None:
             os.environ.pop(CLUSTER_MODE_ENV, None)
         else:
@@ -66,8 +67,6 @@ def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
     """This process's Ray auth variables set to ``values`` inside (None: unset), then restored; Ray's config and its
     cached token read again at both ends (the driver's Ray read them when imported, as Ray's own switch does).
     Nothing is written: the token lives in this process's environment, which the processes Ray starts inherit."""
-    from ray._raylet import AuthenticationTokenLoader, Config
-
     saved = {name: os.environ.get(name) for name in values}
 
     def apply(settings: Mapping[str, str | None]) -> None:
@@ -76,8 +75,7 @@ def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
+        reload_auth_settings()
 
     apply(values)
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from sentsweep._compat.ray import restored_tune_config
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.sweep_tracking import flatten
@@ -117,7 +118,7 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
 def set_time_budget(tuner: Tuner, seconds: float | None) -> None:
     """Give a restored Tuner a new time budget: Ray has no public setter, but reads the restored TuneConfig's
     ``time_budget_s`` afresh on every ``fit`` (``TunerInternal._get_tune_run_arguments``)."""
-    tune_config = getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
+    tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
         raise ConfigError("this Ray Tune version does not let a resume change the time budget",
                           field="time_budget_s")

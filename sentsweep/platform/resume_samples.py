@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 
+from sentsweep._compat.ray import restored_tune_config
 from sentsweep.errors import ConfigError
 from sentsweep.platform.torn_snapshot import base_searcher, reconcile, snapshot_trials
 
@@ -75,7 +76,7 @@ def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False,
     The chain is built as ``tune.run`` would (a ``ConcurrencyLimiter`` when ``max_concurrent_trials`` is set),
     and ``max_concurrent_trials`` is cleared so that ``tune.run`` does not wrap the generator again.
     """
-    tune_config = getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
+    tune_config = restored_tune_config(tuner)
     if tune_config is None or tune_config.search_alg is None:
         raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
                           field="num_samples")

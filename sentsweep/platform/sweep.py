@@ -411,7 +411,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     confirmation = None
     try:
         with ray_session(address, log_to_driver=log_to_driver, env=worker_env), \
-                graceful_stops(stops), stops.draining(Drain(location.name, config.stop_grace_s)), \
+                graceful_stops(stops), stops.draining(Drain(*location.resolve(), config.stop_grace_s)), \
                 metering(BudgetMeter.load(config.budget, location,
                                           notifier.budget_spent if notifier is not None else None)) as meter:
             refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner

@@ -162,9 +162,9 @@ def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dic
     inputs = []
     for record in datasets:
         meta = MetaDataset(_dataset_source(record["source"]), name=record["name"], digest=record["digest"])
-        entity = meta._to_mlflow_entity()
-        entity = Dataset(entity.name, entity.digest, entity.source_type, entity.source, entity.schema,
-                         record.get("profile") or None)
+        fields = meta.to_dict()
+        entity = Dataset(fields["name"], fields["digest"], fields["source_type"], fields["source"],
+                         fields.get("schema"), record.get("profile") or None)
         inputs.append(DatasetInput(entity, [InputTag(MLFLOW_DATASET_CONTEXT, record["context"])]))
     if inputs:
         client.log_inputs(run_id, datasets=inputs)

@@ -1,24 +1,24 @@
-"""MLflow system metrics on a trial's run: CPU, memory, disk and network (psutil), GPU utilisation and memory
-when ``nvidia-ml-py`` (``pynvml``, or AMD's ``pyrsmi``) is installed and a GPU is present.
+"""System metrics on a trial's run: CPU, memory, disk and network (psutil), and the memory (and, with
+``nvidia-ml-py``, the utilisation) of the GPUs the trial uses (PyTorch's CUDA runtime).
 
-MLflow's own monitor (``SystemMetricsMonitor``) logs to MLflow directly from its thread and ends for good at the
-first request MLflow does not answer: an outage of one sampling interval, or a tracking server's restart, ended a
-trial's system metrics for the rest of the trial, and what it had sampled was lost. :class:`SystemMetricsSampler`
-samples with MLflow's metric monitors (the same figures, named ``system/<name>`` as MLflow names them) in a thread
-of its own and hands each sample to the trial's journal (:mod:`sentsweep.tracking.trial_logger`), which delivers it
-when MLflow answers, like every other point of the trial. Each sample is logged at the step of the trial's latest
-report (several samples share one: the model's loading, an evaluation; a restored attempt's samples before its first
-report are at step 0), so that GPU use lines up with the training curves. Turned on by the sweep config's
-``tracking.system_metrics``. Best-effort: a sampler that cannot start (psutil missing), or a sample that fails, is a
-warning, never a failed trial.
+:class:`SystemMetricsSampler` samples the machine in a thread of its own with :func:`machine_monitors` and hands each
+sample to the trial's journal (:mod:`sentsweep.tracking.trial_logger`), which delivers it when MLflow answers, like
+every other point of the trial. The figures are named ``system/<name>`` with MLflow's own names, so MLflow's UI shows
+them as system metrics; each is the mean of the samples since the last one handed on. Each sample is logged at the
+step of the trial's latest report (several samples share one: the model's loading, an evaluation; a restored
+attempt's samples before its first report are at step 0), so that GPU use lines up with the training curves. Turned
+on by the sweep config's ``tracking.system_metrics``. Best-effort: a sampler that cannot start (psutil missing), or a
+sample that fails, is a warning, never a failed trial.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
+from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
 
 log = logging.getLogger("sentsweep.tracking")
 
@@ -26,22 +26,100 @@ log = logging.getLogger("sentsweep.tracking")
 PREFIX = "system/"
 
 
-def metric_monitors() -> list[Any]:
-    """MLflow's monitors of this machine: CPU and memory, disk, network, and the GPUs when a GPU library sees one."""
-    from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
-    from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
-    from mlflow.system_metrics.metrics.gpu_monitor import GPUMonitor
-    from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
-    from mlflow.system_metrics.metrics.rocm_monitor import ROCMMonitor
+class Monitor:
+    """Samples of some figures (:meth:`collect_metrics`), averaged by :meth:`aggregate_metrics` until cleared."""
 
-    monitors: list[Any] = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
-    for gpu in (GPUMonitor, ROCMMonitor):
-        try:
-            monitors.append(gpu())
-            break
-        except Exception:  # noqa: BLE001 - no such GPU, or no library for it
-            continue
-    return monitors
+    def __init__(self) -> None:
+        self._samples: defaultdict[str, list[float]] = defaultdict(list)
+
+    def read(self) -> dict[str, float]:
+        """The figures now."""
+        raise NotImplementedError
+
+    def collect_metrics(self) -> None:
+        for name, value in self.read().items():
+            self._samples[name].append(float(value))
+
+    def aggregate_metrics(self) -> dict[str, float]:
+        return {name: round(sum(values) / len(values), 1) for name, values in self._samples.items() if values}
+
+    def clear_metrics(self) -> None:
+        self._samples.clear()
+
+
+class PsutilMonitor(Monitor):
+    """A monitor reading psutil (an ``ImportError`` when it is not installed: no system metrics)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import psutil
+
+        self._psutil = psutil
+
+
+class CpuMonitor(PsutilMonitor):
+    """CPU utilisation since the last sample, and the memory in use (megabytes of 10^6 bytes, and percent)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._psutil.cpu_percent()  # the first reading starts the interval
+
+    def read(self) -> dict[str, float]:
+        memory = self._psutil.virtual_memory()
+        return {"cpu_utilization_percentage": self._psutil.cpu_percent(),
+                "system_memory_usage_megabytes": memory.used / 1e6,
+                "system_memory_usage_percentage": memory.used / memory.total * 100}
+
+
+class DiskMonitor(PsutilMonitor):
+    """The root file system's use."""
+
+    def read(self) -> dict[str, float]:
+        usage = self._psutil.disk_usage(os.sep)
+        return {"disk_usage_percentage": usage.percent, "disk_usage_megabytes": usage.used / 1e6,
+                "disk_available_megabytes": usage.free / 1e6}
+
+
+class NetworkMonitor(PsutilMonitor):
+    """Megabytes received and sent since the sampler started (the latest sample, not a mean)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        start = self._psutil.net_io_counters()
+        self._start = (start.bytes_recv, start.bytes_sent)
+
+    def read(self) -> dict[str, float]:
+        now = self._psutil.net_io_counters()
+        return {"network_receive_megabytes": (now.bytes_recv - self._start[0]) / 1e6,
+                "network_transmit_megabytes": (now.bytes_sent - self._start[1]) / 1e6}
+
+    def collect_metrics(self) -> None:
+        self._samples.clear()
+        super().collect_metrics()
+
+
+class GpuMonitor(Monitor):
+    """The memory in use on each GPU this process sees, and its utilisation when ``nvidia-ml-py`` is installed.
+    Read only once the trial itself has started CUDA: the sampler never creates a CUDA context of its own."""
+
+    def read(self) -> dict[str, float]:
+        import torch
+
+        if not torch.cuda.is_initialized():
+            return {}
+        figures: dict[str, float] = {}
+        for i in range(torch.cuda.device_count()):
+            free, total = torch.cuda.mem_get_info(i)
+            figures[f"gpu_{i}_memory_usage_megabytes"] = (total - free) / 1e6
+            figures[f"gpu_{i}_memory_usage_percentage"] = (total - free) / total * 100
+            with contextlib.suppress(Exception):  # no nvidia-ml-py: memory only
+                figures[f"gpu_{i}_utilization_percentage"] = float(torch.cuda.utilization(i))
+        return figures
+
+
+def machine_monitors() -> list[Monitor]:
+    """The monitors of this machine: CPU and memory, disk, network, and the GPUs the trial uses."""
+    return [CpuMonitor(), DiskMonitor(), NetworkMonitor(), GpuMonitor()]
 
 
 class SystemMetricsSampler:
@@ -51,7 +129,7 @@ class SystemMetricsSampler:
     def __init__(self, publish: Callable[[dict[str, float]], None], interval_s: float) -> None:
         self._publish = publish
         self._interval_s = interval_s
-        self._monitors = metric_monitors()
+        self._monitors = machine_monitors()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sentsweep-system-metrics", daemon=True)
 

@@ -184,14 +184,13 @@ class MlflowTrialLogger:
 
 
 def _session_storage() -> Any:
-    """The Ray storage context of the current Tune trial; None outside a Tune trial."""
+    """Where the current Tune trial's folders are (:func:`sentsweep._compat.ray.trial_storage`); None outside one."""
     try:
-        from ray.train._internal.session import get_session
+        from sentsweep._compat.ray import trial_storage
 
-        session = get_session()
+        return trial_storage()
     except Exception:  # no Ray, or an API that moved: the journal stays in memory
         return None
-    return getattr(session, "storage", None) if session is not None else None
 
 
 def trial_journal_mirror() -> JournalMirror | None:

@@ -54,7 +54,7 @@ class TrackingSettings(BaseModel):
     parent_run_id: str | None = None
     sweep_name: str | None = None
     trial_id: str | None = None
-    system_metrics: bool = False  # MLflow system metrics on the trial's run (:mod:`sentsweep.tracking.system_metrics`)
+    system_metrics: bool = False  # system metrics on the trial's run (:mod:`sentsweep.tracking.system_metrics`)
     system_metrics_interval_s: float = 10.0
 
 

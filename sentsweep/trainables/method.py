@@ -244,7 +244,7 @@ def run_trial(
     may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``. ``work_dir``: the
     loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends; ``best``: where the loop
     keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first; ``stop``: the sweep's
-    stop flag (the loop drains when it is raised; a draining report is not logged as metrics).
+    stop marker (the loop drains when it is written; a draining report is not logged as metrics).
     """
     if resume_from:
         config = method.resumed_config(config, [StoredFolder.local(resume_from)] if isinstance(resume_from, Path)

@@ -1,18 +1,21 @@
-"""The stop flag of a draining sweep: how a trial on any node learns that its sweep is stopping.
+"""The stop marker of a draining sweep: how a trial on any node learns that its sweep is stopping.
 
-On the first SIGINT/SIGTERM the driver raises the flag (:mod:`sentsweep.platform.drain`) and gives the running
-trials a grace period (``stop_grace_s``) to checkpoint where they are before Tune stops them. The flag is a key in
-Ray's internal key-value store (``ray.experimental.internal_kv``, kept by the cluster's GCS, so every worker of
-every node reads the same value), named after the sweep (Tune's experiment name), in the ``sentsweep`` namespace.
-The store has no expiry, so the driver removes the key when its session of the sweep starts and when it ends.
+On the first SIGINT/SIGTERM the driver writes the marker (:mod:`sentsweep.platform.drain`) and gives the running
+trials a grace period (``stop_grace_s``) to checkpoint where they are before Tune stops them. The marker is the
+file :data:`STOP_MARKER` in the sweep's experiment folder, on the folder's own file system (a local or shared
+disk, or ``s3://``), so every trial that can write its checkpoints there can read it. A trial finds the folder
+through its Tune storage (:func:`sentsweep._compat.ray.trial_storage`). The driver removes the marker when its
+session of the sweep starts and when it ends.
 
-A trial's training loop asks :meth:`StopFlag.requested` at every step; the store is read at most every
-:data:`CHECK_EVERY_S` seconds (one clock reading per step otherwise). Once it has reported its checkpoint the
-trial waits in :meth:`StopFlag.wait` until Tune stops it. Ray is imported inside the methods only.
+A trial's training loop asks :meth:`StopFlag.requested` at every step; the folder is read at most every
+:data:`CHECK_EVERY_S` seconds on a local disk, :data:`REMOTE_CHECK_EVERY_S` on an object store (one clock reading
+per step otherwise). Once it has reported its checkpoint the trial waits in :meth:`StopFlag.wait` until Tune ends
+its process, or the marker is gone. Ray is imported inside the methods only.
 """
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
@@ -23,10 +26,11 @@ DRAINING_KEY = "sentsweep_draining"
 #: How many draining reports a trial made so far, in every report after the first one: Tune's
 #: ``training_iteration`` counts them too, the scheduler and the searcher subtract them.
 DRAINS_KEY = "sentsweep_drains"
-#: The internal-KV namespace of sentsweep's keys.
-KV_NAMESPACE = "sentsweep"
-#: How often (seconds) a trial reads the flag.
+#: The stop marker's name in the experiment folder.
+STOP_MARKER = "sentsweep_stop"
+#: How often (seconds) a trial reads the marker on a local or shared disk, and on an object store (S3).
 CHECK_EVERY_S = 2.0
+REMOTE_CHECK_EVERY_S = 5.0
 
 
 class StopCheck(Protocol):
@@ -47,65 +51,64 @@ def draining_report(step: int, drains: int, metric: str, history: list[dict[str,
 
 
 class StopFlag:
-    """The stop flag of one sweep (``sweep_name``: Tune's experiment name, the sweep folder's name)."""
+    """The stop marker of one sweep: :data:`STOP_MARKER` in the experiment folder ``folder`` on ``filesystem``
+    (a :class:`pyarrow.fs.FileSystem`). ``check_every_s``: default by the file system's kind."""
 
-    def __init__(self, sweep_name: str, check_every_s: float = CHECK_EVERY_S,
+    def __init__(self, filesystem: Any, folder: str, check_every_s: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.key = f"stop:{sweep_name}".encode()
+        self.filesystem = filesystem
+        self.path = posixpath.join(folder, STOP_MARKER)
+        if check_every_s is None:
+            check_every_s = CHECK_EVERY_S if filesystem.type_name == "local" else REMOTE_CHECK_EVERY_S
         self.check_every_s = check_every_s
         self._clock = clock
         self._next_read = float("-inf")
 
     @classmethod
-    def for_this_trial(cls) -> StopFlag:
-        """The flag of the sweep the calling Tune trial belongs to."""
-        from ray import tune
+    def for_this_trial(cls) -> StopFlag | None:
+        """The marker of the sweep the calling Tune trial belongs to (None outside a trial)."""
+        from sentsweep._compat.ray import trial_storage
 
-        return cls(tune.get_context().get_experiment_name())
+        storage = trial_storage()
+        if storage is None:
+            return None
+        return cls(storage.storage_filesystem, storage.experiment_fs_path)
 
     # -- the driver -------------------------------------------------------------------------------
     def raise_flag(self) -> None:
-        from ray.experimental import internal_kv
-
-        internal_kv._internal_kv_put(self.key, b"1", overwrite=True, namespace=KV_NAMESPACE)
+        """Write the marker (an ``OSError`` when the folder cannot be written)."""
+        with self.filesystem.open_output_stream(self.path) as out:
+            out.write(b"stop\n")
 
     def lower_flag(self) -> None:
-        from ray.experimental import internal_kv
+        """Remove the marker (none there: nothing to do)."""
+        import pyarrow.fs
 
-        internal_kv._internal_kv_del(self.key, namespace=KV_NAMESPACE)
+        if self.filesystem.get_file_info(self.path).type != pyarrow.fs.FileType.NotFound:
+            self.filesystem.delete_file(self.path)
 
     # -- a trial ----------------------------------------------------------------------------------
     def is_raised(self) -> bool:
-        """Read the store now (False when it cannot be read: training goes on)."""
-        from ray.experimental import internal_kv
+        """Read the folder now (False when it cannot be read: training goes on)."""
+        import pyarrow.fs
 
         try:
-            return bool(internal_kv._internal_kv_exists(self.key, namespace=KV_NAMESPACE))
-        except Exception:  # the GCS is unreachable (it restarts, or the driver is gone): nothing to drain for
+            return self.filesystem.get_file_info(self.path).type != pyarrow.fs.FileType.NotFound
+        except Exception:  # the storage does not answer: nothing to drain for
             return False
 
     def requested(self) -> bool:
-        """Whether the sweep is stopping; reads the store at most every ``check_every_s`` seconds."""
+        """Whether the sweep is stopping; reads the folder at most every ``check_every_s`` seconds."""
         now = self._clock()
         if now < self._next_read:
             return False
         self._next_read = now + self.check_every_s
         return self.is_raised()
 
-    def wait(self) -> NoReturn:
-        """After the draining report: idle until Tune stops this trial, then end as Tune's own stop ends a
-        function trainable (``SystemExit(0)``). Also ends when the flag is gone (the driver's session ended)."""
-        session = _tune_session()
-        while self.is_raised() and not (session is not None and session.stop_event.is_set()):
-            time.sleep(min(0.5, self.check_every_s))
+    def wait(self, sleep: Callable[[float], None] = time.sleep) -> NoReturn:
+        """After the draining report: idle until Tune stops this trial, which ends its process (the trial's thread
+        is a daemon), or until the marker is gone (the driver's session ended); then end as Tune's own stop ends a
+        function trainable (``SystemExit(0)``)."""
+        while self.is_raised():
+            sleep(self.check_every_s)
         raise SystemExit(0)
-
-
-def _tune_session() -> Any:
-    """Ray Train's session of this trial (its ``stop_event`` is set when Tune stops the trial), if any."""
-    try:
-        from ray.train._internal.session import get_session
-
-        return get_session()
-    except Exception:  # a Ray without it: the flag alone ends the wait
-        return None

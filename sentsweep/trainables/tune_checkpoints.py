@@ -12,14 +12,16 @@ Where things are (the layout itself is :mod:`sentsweep.trainables.checkpoints`')
   (``<Ray session>/artifacts/.../working_dirs/<trial>/work``), never synced. Not the trial folder
   ``get_trial_dir()`` names: Tune uploads that one to storage with the experiment state.
 
-``<trial>`` is the trial's folder on the sweep's storage: ``tune.get_context().get_storage()`` (a Ray
-DeveloperAPI; the public context names only the node-local trial folder) gives its filesystem and path.
+``<trial>`` is the trial's folder on the sweep's storage: :func:`sentsweep._compat.ray.trial_storage` (Ray's
+DeveloperAPI ``get_storage()``; the public context names only the node-local trial folder) gives its filesystem
+and path.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from sentsweep._compat.ray import trial_storage
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder, previous_checkpoints
 from sentsweep.trainables.loop import ReportFn
 
@@ -27,10 +29,9 @@ WORK_DIR = "work"
 
 
 def trial_folder() -> StoredFolder:
-    """This trial's folder on the sweep's storage."""
-    from ray import tune
-
-    storage = tune.get_context().get_storage()
+    """This trial's folder on the sweep's storage (called inside a Tune trial)."""
+    storage = trial_storage()
+    assert storage is not None, "called outside a Tune trial"
     return StoredFolder(storage.storage_filesystem, storage.trial_fs_path)
 
 
@@ -38,9 +39,9 @@ def work_dir(trial: StoredFolder) -> Path:
     """Where the loop stages checkpoints (see the module docstring)."""
     if trial.is_local:
         return Path(trial.path) / WORK_DIR
-    from ray import tune
-
-    return Path(tune.get_context().get_storage().trial_working_directory) / WORK_DIR
+    storage = trial_storage()
+    assert storage is not None, "called outside a Tune trial"
+    return Path(storage.trial_working_directory) / WORK_DIR
 
 
 def best_folder(trial: StoredFolder) -> BestFolder:

@@ -1,8 +1,11 @@
-"""The driver's side of a drain: the stop flag in Ray's internal KV as a worker sees it, when the drain calls Tune's
-stop, and how a draining report is kept from the scheduler and the searcher."""
+"""The driver's side of a drain: the stop marker in the experiment folder as a Tune trial sees it, when the drain
+calls Tune's stop, and how a draining report is kept from the scheduler and the searcher."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyarrow.fs
 import pytest
 
 from sentsweep.platform.drain import Drain, evaluation_result, is_draining
@@ -16,16 +19,40 @@ def test_evaluation_result_counts_evaluations_not_reports() -> None:
     assert is_draining({DRAINING_KEY: 1.0, DRAINS_KEY: 1.0, "training_iteration": 3})
 
 
-def test_the_flag_is_seen_by_a_worker_and_the_drain_stops_tune_once(ray_session) -> None:
-    import ray
+def _drain(folder: Path, grace_s: float, clock=None) -> Drain:
+    folder.mkdir(parents=True, exist_ok=True)
+    if clock is None:
+        return Drain(pyarrow.fs.LocalFileSystem(), str(folder), grace_s=grace_s)
+    return Drain(pyarrow.fs.LocalFileSystem(), str(folder), grace_s=grace_s, clock=clock)
+
+
+def test_a_trial_sees_the_marker_the_driver_writes(ray_session, tmp_path: Path) -> None:
+    """The trial finds the marker through its own Tune storage: the same file the driver wrote."""
+    from ray import tune
+
+    def trial(config: dict) -> None:
+        flag = StopFlag.for_this_trial()
+        tune.report({"raised": float(flag is not None and flag.is_raised()),
+                     "path_matches": float(flag is not None and flag.path == config["path"])})
+
+    drain = _drain(tmp_path / "results" / "sweep-a", grace_s=20.0)
+    drain.flag.raise_flag()
+    tuner = tune.Tuner(trial, param_space={"path": drain.flag.path},
+                       run_config=tune.RunConfig(name="sweep-a", storage_path=str(tmp_path / "results"),
+                                                 verbose=0))
+    (result,) = tuner.fit()
+    assert result.error is None, result.error
+    assert result.metrics["path_matches"] == 1.0 and result.metrics["raised"] == 1.0
+    drain.reset_flag()
+    assert not drain.flag.is_raised()
+
+
+def test_the_drain_writes_the_marker_and_stops_tune_once(tmp_path: Path) -> None:
     from ray.tune.experiment import Trial
 
-    @ray.remote
-    def worker_sees(name: str) -> bool:
-        return StopFlag(name).is_raised()
-
     clock = [0.0]
-    drain = Drain("sweep-a", grace_s=20.0, clock=lambda: clock[0])
+    drain = _drain(tmp_path / "sweep-a", grace_s=20.0, clock=lambda: clock[0])
+    other = StopFlag(pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep-b"))
     drain.reset_flag()
     running, done = Trial("__fake", trial_id="r1", stub=True), Trial("__fake", trial_id="d1", stub=True)
     running.set_status(Trial.RUNNING)
@@ -33,7 +60,7 @@ def test_the_flag_is_seen_by_a_worker_and_the_drain_stops_tune_once(ray_session)
     stopped: list[str] = []
     try:
         assert drain.begin(lambda: stopped.append("tune"))
-        assert ray.get(worker_sees.remote("sweep-a")) and not ray.get(worker_sees.remote("sweep-b"))
+        assert drain.flag.is_raised() and not other.is_raised()
         drain.step([running, done])
         assert not stopped  # the running trial has not drained yet
         drain.on_result("r1", {DRAINING_KEY: 1.0})
@@ -44,17 +71,27 @@ def test_the_flag_is_seen_by_a_worker_and_the_drain_stops_tune_once(ray_session)
         assert not drain.begin(lambda: stopped.append("again"))  # a second signal: the caller stops Tune now
     finally:
         drain.reset_flag()
-    assert not ray.get(worker_sees.remote("sweep-a"))
+    assert not drain.flag.is_raised()
 
 
-def test_an_overdue_drain_stops_and_no_grace_means_no_drain(ray_session) -> None:
+def test_a_folder_that_cannot_be_written_stops_without_draining(tmp_path: Path) -> None:
+    from ray.tune.experiment import Trial
+
+    trial = Trial("__fake", trial_id="r3", stub=True)
+    trial.set_status(Trial.RUNNING)
+    drain = Drain(pyarrow.fs.LocalFileSystem(), str(tmp_path / "missing" / "sweep"), grace_s=20.0)
+    drain.step([trial])
+    assert not drain.begin(lambda: None) and not drain.flag.is_raised()
+
+
+def test_an_overdue_drain_stops_and_no_grace_means_no_drain(tmp_path: Path) -> None:
     from ray.tune.experiment import Trial
 
     clock = [0.0]
     trial = Trial("__fake", trial_id="r2", stub=True)
     trial.set_status(Trial.RUNNING)
     stopped: list[str] = []
-    drain = Drain("sweep-c", grace_s=5.0, clock=lambda: clock[0])
+    drain = _drain(tmp_path / "sweep-c", grace_s=5.0, clock=lambda: clock[0])
     drain.step([trial])
     try:
         assert drain.begin(lambda: stopped.append("tune"))
@@ -66,9 +103,9 @@ def test_an_overdue_drain_stops_and_no_grace_means_no_drain(ray_session) -> None
         assert stopped == ["tune"]
     finally:
         drain.reset_flag()
-    off = Drain("sweep-d", grace_s=0.0)
+    off = _drain(tmp_path / "sweep-d", grace_s=0.0)
     off.step([trial])
-    assert not off.begin(lambda: stopped.append("x")) and not StopFlag("sweep-d").is_raised()
+    assert not off.begin(lambda: stopped.append("x")) and not off.flag.is_raised()
 
 
 @pytest.mark.parametrize("grace", [-1.0])
@@ -80,3 +117,27 @@ def test_a_negative_grace_period_is_refused(grace: float, tmp_path, tiny_bert_di
     raw = toy_config(tmp_path, tiny_bert_dir, "sqlite:///x.db").model_dump(mode="json")
     with pytest.raises(ConfigError, match="stop_grace_s"):
         parse_sweep_config({**raw, "stop_grace_s": grace}, "sweep.yaml")
+
+
+def test_on_s3_the_marker_is_an_object_in_the_sweep_folder(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep folder on S3 (moto): the drain writes and removes the marker there, read at the object-store cadence."""
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.storage import locate
+    from sentsweep.trainables.stop_flag import REMOTE_CHECK_EVERY_S, STOP_MARKER
+    from tests.platform.conftest import BUCKET
+    from tools.harness.s3_server import DUMMY_KEYS
+
+    for key, value in DUMMY_KEYS.items():
+        monkeypatch.setenv(key, value)
+    location = locate(f"s3://{BUCKET}/ray_results/drained", s3_endpoint)
+    trial = Trial("__fake", trial_id="r4", stub=True)
+    trial.set_status(Trial.RUNNING)
+    drain = Drain(*location.resolve(), grace_s=20.0)
+    assert drain.flag.check_every_s == REMOTE_CHECK_EVERY_S
+    drain.reset_flag()  # nothing there yet: nothing to do
+    drain.step([trial])
+    assert drain.begin(lambda: None)
+    assert STOP_MARKER in location.list() and drain.flag.is_raised()
+    drain.reset_flag()
+    assert STOP_MARKER not in location.list() and not drain.flag.is_raised()

@@ -1,5 +1,5 @@
-"""MLflow system metrics on a trial's run (``tracking.system_metrics``): psutil's CPU and memory figures, sampled
-with MLflow's monitors by sentsweep's sampler and journaled while the run is open, and nothing once it is off."""
+"""System metrics on a trial's run (``tracking.system_metrics``): psutil's CPU and memory figures under MLflow's
+names, sampled by sentsweep's sampler and journaled while the run is open, and nothing once it is off."""
 
 from __future__ import annotations
 
@@ -135,3 +135,22 @@ def test_a_monitor_that_fails_once_does_not_end_the_sampling():
         time.sleep(0.05)
     sampler.stop()
     assert len(samples) >= 3 and samples[0] == {"system/gpu_0_utilization_percentage": 50.0}
+
+
+def test_the_monitors_read_the_machine_under_mlflows_names():
+    from sentsweep.tracking.system_metrics import GpuMonitor, machine_monitors
+
+    figures: dict[str, float] = {}
+    for monitor in machine_monitors():
+        monitor.collect_metrics()
+        monitor.collect_metrics()
+        figures.update(monitor.aggregate_metrics())
+        monitor.clear_metrics()
+        assert monitor.aggregate_metrics() == {}
+    assert {"cpu_utilization_percentage", "system_memory_usage_megabytes", "system_memory_usage_percentage",
+            "disk_usage_percentage", "network_receive_megabytes", "network_transmit_megabytes"} <= set(figures)
+    assert 0 < figures["system_memory_usage_percentage"] <= 100 and figures["network_receive_megabytes"] >= 0
+    import torch
+
+    if not torch.cuda.is_initialized():  # the sampler never starts CUDA itself
+        assert GpuMonitor().read() == {} and not torch.cuda.is_initialized()

@@ -1,0 +1,74 @@
+"""Ray's names outside its public API, each behind one function (see :mod:`sentsweep._compat`).
+
+- ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``: Ray's single-machine switch, read from
+  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray is imported (:func:`set_single_machine`);
+- ``ray._raylet.Config`` and ``ray._raylet.AuthenticationTokenLoader``: Ray's configuration and its cached
+  authentication token, read again after the auth variables change (:func:`reload_auth_settings`);
+- ``ray.train._internal.session._TrainingResult``: what Tune hands ``Trainable.restore``, rebuilt around another
+  checkpoint (:func:`with_checkpoint`);
+- ``Tuner._local_tuner._tune_config``: a restored Tuner's ``TuneConfig``, which a resume changes (the number of
+  samples, the time budget) because ``Tuner.restore`` takes no new one (:func:`restored_tune_config`);
+- ``tune.get_context().get_storage()``: a DeveloperAPI whose ``StorageContext`` may change between minor
+  versions; :func:`trial_storage` copies the four paths sentsweep reads from it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+
+def set_single_machine(on: bool) -> bool:
+    """Set the driver's single-machine switch (True: every Ray address on 127.0.0.1); returns the previous value."""
+    from ray._private import ray_constants
+
+    before = not ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = not on
+    return before
+
+
+def reload_auth_settings() -> None:
+    """Make the driver's Ray read its configuration and its authentication token from the environment again."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def with_checkpoint(result: Any, checkpoint: Any) -> Any:
+    """``result`` (what Tune hands ``Trainable.restore``) with ``checkpoint`` in place of its own, metrics kept."""
+    from ray.train._internal.session import _TrainingResult
+
+    return _TrainingResult(checkpoint=checkpoint, metrics=result.metrics)
+
+
+def restored_tune_config(tuner: Any) -> Any:
+    """The ``TuneConfig`` a restored ``tuner`` will run with (None when this Ray keeps it elsewhere); Tune reads
+    it again at every ``fit``, so a change made here applies."""
+    return getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
+
+
+@dataclass(frozen=True)
+class TrialStorage:
+    """Where a Tune trial's folders are: its storage's file system, the experiment and trial folders there, and
+    the trial's working folder on its node. The names are those of Ray's ``StorageContext``."""
+
+    storage_filesystem: Any
+    experiment_fs_path: str
+    trial_fs_path: str
+    trial_working_directory: str
+
+
+def trial_storage() -> TrialStorage | None:
+    """The storage of the calling Tune trial; None outside one."""
+    from ray import tune
+
+    with warnings.catch_warnings():  # outside a trial Ray warns once and returns None
+        warnings.simplefilter("ignore")
+        storage = tune.get_context().get_storage()
+    if storage is None:
+        return None
+    return TrialStorage(storage.storage_filesystem, storage.experiment_fs_path, storage.trial_fs_path,
+                        storage.trial_working_directory)
+

@@ -1,0 +1,112 @@
+"""Every name of Ray outside its public API that sentsweep uses (:mod:`sentsweep._compat`), exercised here so that
+an upgrade which renames or removes one fails with a message naming it; and a scan that keeps private names of Ray
+and MLflow out of the rest of the package."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sentsweep
+
+
+def _require(module: str, name: str) -> Any:
+    """``module.name``, or a failure naming it (the upgrade removed what :mod:`sentsweep._compat` relies on)."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        pytest.fail(f"{module}.{name} is gone ({exc}): update sentsweep/_compat for this version")
+
+
+# -- Ray ---------------------------------------------------------------------------------------------------------
+def test_ray_single_machine_switch() -> None:
+    from sentsweep._compat.ray import set_single_machine
+
+    constants = importlib.import_module("ray._private.ray_constants")
+    _require("ray._private.ray_constants", "ENABLE_RAY_CLUSTER")
+    before = set_single_machine(True)
+    try:
+        assert constants.ENABLE_RAY_CLUSTER is False, "ray._private.ray_constants.ENABLE_RAY_CLUSTER not switched"
+    finally:
+        set_single_machine(before)
+    assert set_single_machine(before) is before
+
+
+def test_ray_auth_settings_reload(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sentsweep._compat.ray import reload_auth_settings
+
+    config, loader = _require("ray._raylet", "Config"), _require("ray._raylet", "AuthenticationTokenLoader")
+    assert callable(config.initialize), "ray._raylet.Config.initialize is gone"
+    assert callable(loader.instance().reset_cache), "ray._raylet.AuthenticationTokenLoader.reset_cache is gone"
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    reload_auth_settings()
+
+
+def test_ray_training_result_for_restore() -> None:
+    """``Trainable.restore`` asserts that it is given its own ``_TrainingResult``: the one compat builds."""
+    from ray.tune import Checkpoint
+
+    from sentsweep._compat.ray import with_checkpoint
+
+    result_class = _require("ray.train._internal.session", "_TrainingResult")
+    trainable_module = importlib.import_module("ray.tune.trainable.trainable")
+    assert getattr(trainable_module, "_TrainingResult", None) is result_class, \
+        "Trainable.restore no longer takes ray.train._internal.session._TrainingResult"
+    old = result_class(checkpoint=Checkpoint("/a"), metrics={"training_iteration": 3})
+    new = with_checkpoint(old, Checkpoint("/b"))
+    assert isinstance(new, result_class)
+    assert new.checkpoint.path == "/b" and new.metrics == {"training_iteration": 3}
+
+
+def test_ray_restored_tune_config() -> None:
+    from ray import tune
+
+    from sentsweep._compat.ray import restored_tune_config
+
+    tune_config = tune.TuneConfig(num_samples=3, time_budget_s=5.0)
+    tuner = tune.Tuner(lambda config: None, tune_config=tune_config)
+    found = restored_tune_config(tuner)
+    assert found is not None, "Tuner._local_tuner._tune_config is gone: a resume cannot change its TuneConfig"
+    assert found.num_samples == 3 and found.time_budget_s == 5.0
+
+
+def test_ray_trial_storage(ray_session, tmp_path: Path) -> None:
+    """``tune.get_context().get_storage()`` (a DeveloperAPI) inside a trial, with the four paths compat copies."""
+    from ray import tune
+
+    from sentsweep._compat.ray import trial_storage
+
+    assert trial_storage() is None  # outside a trial
+
+    def trial(config: dict) -> None:
+        storage = trial_storage()
+        tune.report({"experiment": storage.experiment_fs_path, "trial": storage.trial_fs_path,
+                     "working": storage.trial_working_directory,
+                     "local": float(isinstance(storage.storage_filesystem, __import__("pyarrow").fs.LocalFileSystem))})
+
+    tuner = tune.Tuner(trial, run_config=tune.RunConfig(name="compat", storage_path=str(tmp_path), verbose=0))
+    (result,) = tuner.fit()
+    assert result.error is None, f"tune.get_context().get_storage() failed in a trial: {result.error}"
+    assert result.metrics["experiment"] == str(tmp_path / "compat") and result.metrics["local"] == 1.0
+    assert result.metrics["trial"].startswith(str(tmp_path / "compat") + "/")
+    assert result.metrics["working"]
+
+
+# -- the rest of the package -------------------------------------------------------------------------------------
+#: What names a private part of Ray or MLflow in source code.
+PRIVATE = re.compile(r"ray\._private|ray\._raylet|ray\.[a-z_.]*\._internal|internal_kv|_local_tuner"
+                     r"|mlflow\.[a-z_.]*\._|from mlflow[a-z_.]* import _|_to_mlflow_entity"
+                     r"|mlflow\.system_metrics\.metrics")
+
+
+def test_no_private_ray_or_mlflow_name_outside_compat() -> None:
+    root = Path(sentsweep.__file__).resolve().parent
+    found = [f"{path.relative_to(root.parent)}:{number}: {line.strip()}"
+             for path in sorted(root.rglob("*.py")) if not path.is_relative_to(root / "_compat")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if PRIVATE.search(line)]
+    assert found == [], "private names of Ray or MLflow outside sentsweep/_compat:\n" + "\n".join(found)
