@@ -116,18 +116,14 @@ class ConfirmConfig(_Section):
 
 
 class BudgetConfig(_Section):
-    """A sweep's compute budget (:mod:`sentsweep.platform.budget`), counted across resumes, never downtime.
+    """A sweep's compute budget (:mod:`sentsweep.platform.budget_stopper`), counted across resumes, never downtime.
 
     ``gpu_hours``: the trials' compute, GPU-seconds (seconds x GPUs held) for trials holding a GPU and wall
     seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
-    no new trial starts and the running ones finish."""
+    no new trial starts and Tune stops the running ones."""
 
     gpu_hours: float | None = Field(None, gt=0)
     wall_hours: float | None = Field(None, gt=0)
-
-    @property
-    def limited(self) -> bool:
-        return self.gpu_hours is not None or self.wall_hours is not None
 
 
 NotifyEvent = Literal["end", "failure", "budget", "interrupted"]

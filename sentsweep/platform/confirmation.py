@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.platform.budget import BudgetCallback
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirmation_stats import (
     CHANGED_TAG,
@@ -269,7 +268,7 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, len(points)), FailureLines(), StopWatch(),
-                   BudgetCallback(), *storage_trimming(config)],
+                   *storage_trimming(config)],
         verbose=0)
     # the points replace every value; Tune wants each of their keys in the space
     return tune.Tuner(trials.trainable, param_space=dict(points[0]), tune_config=tune_config, run_config=run_config)

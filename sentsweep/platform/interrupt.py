@@ -82,7 +82,7 @@ class StopSignals:
         #: Set (from the lease's heartbeat or watchdog thread) when another driver took over the sweep's lease, or this
         #: one could not renew it (it fenced itself): the line :class:`~sentsweep.platform.lease.LeaseLost` carries.
         #: No drain then: the stop marker is in the sweep's folder, so writing it would stop the new holder's trials
-        #: too; and nothing the driver keeps for the sweep (its trials' runs, the budget count) is
+        #: too; and nothing the driver keeps for the sweep (its trials' runs) is
         #: written any more (:func:`superseded`).
         self.superseded: str | None = None
 
@@ -146,8 +146,8 @@ def active_stops() -> StopSignals | None:
 
 def superseded() -> str | None:
     """Why this driver no longer holds its sweep (:attr:`StopSignals.superseded` of :func:`active_stops`); None while it
-    does (or outside a sweep). Driver-side code that would write the sweep's shared state (its trials' runs, the budget
-    count) does nothing then: that state is the new holder's."""
+    does (or outside a sweep). Driver-side code that would write the sweep's shared state (its trials' runs) does
+    nothing then: that state is the new holder's."""
     stops = active_stops()
     return stops.superseded if stops is not None else None
 

@@ -15,7 +15,7 @@ Each heartbeat reads the tag before it writes: a holder whose process was paused
 find on its return that another driver took the sweep over (``sentsweep resume``). It then never writes the tag
 again: the heartbeat stops, :attr:`SweepLease.lost` says why, and ``on_lost`` is called with that line, so the driver
 stops the sweep (:class:`LeaseLost`, raised by :class:`~sentsweep.platform.stopping.StopWatch` at Tune's next step)
-and leaves the parent run, its trials' runs and the budget count to the new holder.
+and leaves the parent run and its trials' runs to the new holder.
 
 A holder that cannot renew its lease fences itself only when the tracking server says that it may not hold it.
 Once the lease has gone unrenewed for :data:`FENCE_FACTOR` intervals (2 of the 3 after which another driver may take

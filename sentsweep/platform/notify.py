@@ -11,7 +11,7 @@ workflows, ...) show; the same facts, structured, are under ``"sentsweep"``::
 
 Events (:data:`~sentsweep.platform.config.NotifyEvent`): ``end`` when the parent run closes ``finished``,
 ``failure`` when it closes ``failed`` or ``crashed``, ``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the
-budget is spent (:mod:`.budget`; the running trials then finish and ``end`` follows). A resume that cannot
+budget stopped the search (:mod:`.budget_stopper`; sent when the search ends). A resume that cannot
 restore the sweep leaves its parent as it was, and sends nothing.
 
 The webhook URL is a secret (a Slack webhook's path is its key): the config names the environment variable
@@ -198,7 +198,7 @@ class SweepNotifier:
                                      best_value=best_value, counts=counts, **self.base))
 
     def budget_spent(self, reason: str) -> bool:
-        """Notify that the budget is spent (:attr:`BudgetMeter.on_spent <.budget.BudgetMeter>`)."""
+        """Notify that the budget stopped the search (:func:`.budget_stopper.record_budget`)."""
         return self.send(SweepNotice(event="budget", status="running", reason=reason, **self.base))
 
     def send(self, notice: SweepNotice) -> bool:

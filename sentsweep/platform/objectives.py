@@ -24,7 +24,7 @@ An objective must be a figure every evaluation report carries:
   evaluation beside the selection's; :func:`extra_dev_sets`), or a cost of :data:`COST_METRICS`, derived here from
   each report: ``compute_seconds``, the trial's seconds so far (Tune's ``time_total_s``, which a restored trial
   continues) x the GPUs it holds, or its seconds alone for a CPU-only trial (what ``budget.gpu_hours`` counts,
-  :mod:`.budget`), and ``gpu_seconds``, seconds x GPUs (only for a sweep whose trials hold GPUs; it is 0 on CPU).
+  :mod:`.budget_stopper`), and ``gpu_seconds``, seconds x GPUs (only for a sweep whose trials hold GPUs; 0 on CPU).
 
 A finished trial's value of a further dev metric is its value at the *selected* report (:func:`select_report`: the
 first where the first objective was at its best, i.e. the weights the trial keeps and exports), since its final

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentsweep._compat.ray import restored_tune_config
 from sentsweep.errors import ConfigError
-from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.config import BudgetConfig, SweepConfig
 from sentsweep.platform.sweep_tracking import flatten
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ RESUME_CHANGES_TAG = "sentsweep.resume_changes"
 #: ``fit`` (a TuneConfig field of the restored Tuner); the number of samples replaces the one restored with the
 #: searcher's state (:mod:`~sentsweep.platform.resume_samples`; not below the trials already started); the
 #: compute budget, the stop grace and the notifications are the driver's own, read from the config the sweep
-#: resumes with (:class:`~sentsweep.platform.budget.BudgetMeter` continues its count against the new limits, and a
-#: search the old ones ended starts trials again when the new ones are not spent).
+#: resumes with (:class:`~sentsweep.platform.budget_stopper.SweepBudget` continues the count against the new
+#: limits, and a search the old ones ended starts trials again).
 CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples", "budget", "stop_grace_s", "notify"})
 #: Fields users expect to change but Ray Tune 2.60 keeps from the saved experiment, with the reason.
 FIXED_ON_RESUME: dict[str, str] = {
@@ -98,18 +98,15 @@ def record_resume_config(location: SweepLocation, manifest: SweepManifest, confi
 def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
                         sweep: SweepRun) -> None:
     """After ``Tuner.restore``: give ``tuner`` the time budget and the number of samples of ``config`` (and a search
-    again when a changed budget lifted the stop: :attr:`BudgetMeter.lifted <sentsweep.platform.budget.BudgetMeter>`
-    of the active meter), record an allowed change in the manifest and on the parent run
-    (:data:`RESUME_CHANGES_TAG`)."""
+    again when the budget changed: the stopper of a budget still spent ends it at once), record an allowed change in
+    the manifest and on the parent run (:data:`RESUME_CHANGES_TAG`)."""
     import json
 
-    from sentsweep.platform.budget import active_meter
     from sentsweep.platform.resume_samples import resize_search
 
-    meter = active_meter()
     set_time_budget(tuner, config.time_budget_s)
-    resize_search(tuner, config.num_samples, reopen=meter is not None and meter.lifted is not None,
-                  storage=location.resolve())
+    changed_budget = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
+    resize_search(tuner, config.num_samples, reopen=changed_budget, storage=location.resolve())
     changes = record_resume_config(location, manifest, config)
     if changes:
         sweep.set_tags({RESUME_CHANGES_TAG: json.dumps(changes)})

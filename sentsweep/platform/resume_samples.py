@@ -38,8 +38,8 @@ class ResizableSearchGenerator(SearchGenerator):
     """Tune's :class:`SearchGenerator` whose restored total number of samples is ``num_samples``.
 
     A larger total than the saved one also clears a saved "finished" flag (set when the searcher ran out or
-    a stopper ended the experiment), so that the new trials are created; so does ``reopen`` (a changed budget
-    lifted the stop: :mod:`~sentsweep.platform.budget`). ``storage``: the sweep folder's file system and path, where
+    a stopper ended the experiment), so that the new trials are created; so does ``reopen`` (the budget changed:
+    :mod:`~sentsweep.platform.budget_stopper`). ``storage``: the sweep folder's file system and path, where
     the controller restores the trials from (the search is made to agree with them after its own restore).
     """
 

@@ -7,7 +7,7 @@ the folder is reached through a :class:`pyarrow.fs.S3FileSystem` (credentials fr
 ``AWS_*`` variables or instance metadata, read by pyarrow) and Ray receives the prefix-stripped path
 with that filesystem, as its storage docs prescribe.
 
-The state a sweep keeps in its folder (the manifest, ``budget.json``, ``confirmation.json``, ``search.json``) is
+The state a sweep keeps in its folder (the manifest, ``confirmation.json``, ``search.json``) is
 written whole or not at all: on a local folder through a temporary file renamed over the old one
 (:func:`~sentsweep.data.cache.atomic_write`), on S3 by one PUT. It is read with :meth:`SweepLocation.read_optional`:
 only a missing file (``FileNotFoundError``) reads as absent; any other ``OSError`` (an S3 network error or 5xx,

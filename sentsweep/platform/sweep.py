@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError, StorageError, config_error
-from sentsweep.platform.budget import BudgetCallback, BudgetGate, BudgetMeter, metering, record_budget, skip_when_spent
+from sentsweep.platform.budget_stopper import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
 from sentsweep.platform.confirmation import (
@@ -212,13 +212,12 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
 
 
 def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
-    """The trainable as Tune runs it: finished trials skipped (:func:`run_once`), no new trial once the budget is
-    spent (:func:`~sentsweep.platform.budget.skip_when_spent`), a checkpoint deleted after Tune's last snapshot
-    replaced by the newest one left (:mod:`.checkpoint_restore`), resources attached."""
+    """The trainable as Tune runs it: finished trials skipped (:func:`run_once`), a checkpoint deleted after Tune's
+    last snapshot replaced by the newest one left (:mod:`.checkpoint_restore`), resources attached."""
     from ray import tune
 
     resources = {"cpu": config.resources.cpu, "gpu": config.resources.gpu}
-    return tune.with_resources(with_checkpoint_fallback(run_once(skip_when_spent(trainable.function))), resources)
+    return tune.with_resources(with_checkpoint_fallback(run_once(trainable.function)), resources)
 
 
 def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
@@ -231,21 +230,22 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
                               mirror=study_mirror(config, location))
     tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode, search_alg=BudgetGate(searcher),
+        metric=config.metric, mode=config.mode, search_alg=searcher,
         scheduler=build_scheduler(config), num_samples=config.num_samples,
         max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
         reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
     )
+    budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback: see budget_stopper
     run_config = tune.RunConfig(
         name=location.name, storage_path=location.storage_path, storage_filesystem=location.filesystem,
-        failure_config=tune.FailureConfig(max_failures=config.max_failures),
+        stop=budget, failure_config=tune.FailureConfig(max_failures=config.max_failures),
         # The most recent checkpoints, not the best-scoring: each one carries the best weights so far
         # (loop.py), and a score order may delete the very checkpoint Tune's last snapshot would
         # restore from after a driver crash.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
-                   StopWatch(), BudgetCallback(), ShedUploadedTrialFiles(), *storage_trimming(config)],
+                   StopWatch(), budget, ShedUploadedTrialFiles(), *storage_trimming(config)],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),
@@ -412,8 +412,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     try:
         with ray_session(address, log_to_driver=log_to_driver, env=worker_env), \
                 graceful_stops(stops), stops.draining(Drain(*location.resolve(), config.stop_grace_s)), \
-                metering(BudgetMeter.load(config.budget, location,
-                                          notifier.budget_spent if notifier is not None else None)) as meter:
+                driving(sweep.sweep_name, SweepBudget(config.budget, echo=echo)) as budget:
             refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner
             tuner = make_tuner()
             if reopen:
@@ -424,10 +423,13 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             unfinished = unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 mark_search_over(location, config)  # a resume from here on reads the results back
-                record_budget(meter, sweep.log_metrics, sweep.set_tags, echo)
+                record_budget(budget, sweep.log_metrics, sweep.set_tags,
+                              notifier.budget_spent if notifier is not None else None)
             if unfinished is None and finalize and stage is not None:
                 confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo,
                                                 fresh=not reopen)
+                if confirmation is not None and confirmation.results is not None:  # counted, never stopped
+                    record_stage_compute(results, confirmation.results, sweep.log_metrics)
             _refuse_if_superseded(stops)
     except BaseException as exc:
         _refuse_if_superseded(stops, exc)  # the parent run and its trials' runs belong to the new holder

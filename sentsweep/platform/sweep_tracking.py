@@ -37,7 +37,7 @@ from mlflow.exceptions import MlflowException
 from ray.tune import Callback
 
 from sentsweep.code_version import git_commit
-from sentsweep.platform.budget import SKIPPED_KEY, SKIPPED_REASON
+from sentsweep.platform.budget_stopper import STOPPED_REASON
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.interrupt import superseded
@@ -366,8 +366,6 @@ class TrackingCallback(Callback):
             self._close(trial, "FINISHED", None, if_running=True)
         elif is_failed(result):  # deterministic: the worker closed it FAILED; a run it never opened is closed here
             self._close(trial, "FAILED", failure_reason(result), overwrite_reason=False)
-        elif result.get(SKIPPED_KEY):
-            self._close(trial, "KILLED", SKIPPED_REASON)
         elif result.get("training_iteration"):
             self._close(trial, "KILLED", f"pruned by {self.scheduler_label} at iteration "
                         f"{result['training_iteration']} (step {int(result.get('step', 0))})")
@@ -395,10 +393,13 @@ class TrackingCallback(Callback):
                 result = trial.last_result or {}
                 status, reason = "FAILED", failure_reason(result) if is_failed(result) else last_error_line(trial)
             elif trial.status == "TERMINATED":
-                status, reason = "KILLED", "stopped by the sweep's time budget"
+                status, reason = "KILLED", STOPPED_REASON  # a stopper: budget or time_budget_s
             else:
                 status, reason = "KILLED", "interrupted with the sweep (resume continues it)"
-            self._close(trial, status, reason, if_running=True, overwrite_reason=outcome != "failed",
+            # a stopper's stop_all ends a trial with no `done` in its last result (a scheduler's stop sets it): its
+            # run, which the worker closed as stopped by Ray Tune, says why
+            stopped = reason == STOPPED_REASON and not (trial.last_result or {}).get("done")
+            self._close(trial, status, reason, if_running=not stopped, overwrite_reason=outcome != "failed",
                         create=trial.status != "PENDING")
         totals = sweep_totals(trials, self.gpu_per_trial)
         journals = self.journals(trials[0])

@@ -49,10 +49,8 @@ ConfigT = TypeVar("ConfigT", bound=TrialConfig)
 #: (and ``done``) and returns instead: the platform counts it failed and tells Optuna FAIL.
 FAILED_KEY = "failed"
 FAILURE_REASON_KEY = "failure_reason"
-#: What every report of a trial carries for the sweep's compute budget (:mod:`sentsweep.platform.budget`): when
-#: this attempt began (epoch seconds: a new value marks a new attempt), the seconds it has run, the GPUs it holds.
-ATTEMPT_STARTED_KEY = "attempt_started"
-ATTEMPT_SECONDS_KEY = "attempt_seconds"
+#: The GPUs a trial holds, in every report: its compute is Tune's ``time_total_s`` x these (the ``compute_seconds``
+#: objective and the sweep's budget, :mod:`sentsweep.platform.budget_stopper`).
 GPUS_KEY = "gpus"
 TaskT = TypeVar("TaskT", bound=TrainTask)
 
@@ -251,16 +249,10 @@ def run_trial(
                                        else list(resume_from))
     logger = logger or NullLogger()
     started = time.perf_counter()
-    attempt_started = time.time()
     gpu_count = gpus if gpus is not None else float(_uses_cuda(config))
     logger.start(public_params(config))
     record_trial_start(logger, config, method.name)
     loop: TrainingLoop | None = None
-
-    def compute() -> dict[str, float]:
-        """This attempt's compute so far (every report carries it: :data:`ATTEMPT_SECONDS_KEY`)."""
-        return {ATTEMPT_STARTED_KEY: attempt_started, ATTEMPT_SECONDS_KEY: time.perf_counter() - started,
-                GPUS_KEY: gpu_count}
 
     try:
         seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
@@ -268,10 +260,9 @@ def run_trial(
         protocols = ProtocolLog(logger)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
-            reported = {**metrics, **compute()}
+            reported = {**metrics, GPUS_KEY: gpu_count}
             if not metrics.get(DRAINING_KEY):
-                logger.log_metrics({k: v for k, v in reported.items() if k != ATTEMPT_STARTED_KEY},
-                                   int(metrics.get("step", 0)))
+                logger.log_metrics(reported, int(metrics.get("step", 0)))
                 protocols.update(dev_protocols, metrics)
             return report(reported, checkpoint_dir)
 
@@ -297,13 +288,12 @@ def run_trial(
         if output_dir is not None:
             _write_outputs(output_dir, task, result, final, save_weights)
             logger.log_artifacts(output_dir)
-        spent = compute()
-        logger.log_metrics({**final, ATTEMPT_SECONDS_KEY: spent[ATTEMPT_SECONDS_KEY]}, result.state.step)
+        logger.log_metrics(final, result.state.step)
         # the selection metric is the loop's best dev value: the dev evaluator's protocol, not the test suite's
         protocols.update({**test_protocols, **dev_protocols}, final)
         # Close the run before the last report: a scheduler may end the actor right after it.
         logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
-        report({**final, **spent}, None)
+        report({**final, GPUS_KEY: gpu_count}, None)
         return result, final
     except BaseException as exc:
         wall = time.perf_counter() - started

@@ -226,6 +226,9 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     parent = client.get_run(outcome.parent_run_id)
     assert parent.data.metrics["confirmed_stsb_dev_mean"] == pytest.approx(stage.winner.interval.mean)
     assert parent.data.tags[CHANGED_TAG] == str(stage.changed).lower()
+    stage_seconds = sum(r.metrics["time_total_s"] for r in stage.results)
+    assert parent.data.metrics["budget_trial_seconds"] == pytest.approx(  # the stage is counted, never stopped
+        sum(r.metrics["time_total_s"] for r in outcome.results) + stage_seconds) and stage_seconds > 0
     assert "confirmation/seeds.csv" in {f.path for f in client.list_artifacts(outcome.parent_run_id, "confirmation")}
     # export is off: the chosen seed's own run gets the weights (a seed of the stage's: under the stage's run)
     assert outcome.best_run_id is not None and has_artifact(client, outcome.best_run_id, BEST_WEIGHTS)

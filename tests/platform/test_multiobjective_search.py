@@ -12,7 +12,6 @@ from optuna.trial import TrialState
 from ray.tune.search import ConcurrencyLimiter
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.budget import BudgetGate
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.optuna_storage import StudyMirror
 from sentsweep.platform.search import FINAL_KEY, build_searcher, infeasible_value, made_by_model
@@ -58,10 +57,10 @@ def test_study_has_both_directions_and_is_told_both_values():
 
 
 def test_tpe_suggests_from_a_multi_objective_history_under_tunes_wrappers():
-    """Tune wraps the searcher (budget gate, concurrency limiter: both take its metric and mode); TPE then models a
+    """Tune wraps the searcher (a concurrency limiter, which takes its metric and mode); TPE then models a
     two-objective history past its start-up."""
     searcher = build_searcher(_config(), lr_space, [])
-    limited = ConcurrencyLimiter(BudgetGate(searcher), max_concurrent=2)
+    limited = ConcurrencyLimiter(searcher, max_concurrent=2)
     assert (limited.metric, limited.mode) == ("stsb_dev", "max")
     for i in range(12):
         lr = limited.suggest(f"t{i}")["lr"]

@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.budget import BudgetMeter
+from sentsweep.platform.budget_stopper import SweepBudget, record_budget
 from sentsweep.platform.config import NotifyConfig, SweepConfig, parse_sweep_config
 from sentsweep.platform.notify import SweepNotifier, masked_url
 from sentsweep.platform.outcome import SweepOutcome
-from sentsweep.platform.storage import locate
-from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY
 from tools.harness.processes import LOOPBACK, free_port
 
 SECRET = "T0000/B0000/XXXXsecretXXXX"
@@ -106,19 +104,21 @@ def test_end_and_failure_payloads_are_slack_text_with_structured_fields(hook: Ho
     assert notifier.sent == ["end", "failure"] and lines == []
 
 
-def test_only_the_chosen_events_are_sent_and_a_spent_budget_is_one(hook: Hook, tmp_path: Path) -> None:
+def test_only_the_chosen_events_are_sent_and_a_spent_budget_is_one(hook: Hook) -> None:
     lines: list[str] = []
     notifier = _notifier(hook.url, lines, on=["budget"])
     assert not notifier.sweep_ended("finished", outcome=_outcome())
     from sentsweep.platform.config import BudgetConfig
 
-    meter = BudgetMeter(BudgetConfig(gpu_hours=10 / 3600), locate(str(tmp_path)), on_spent=notifier.budget_spent)
-    meter.add_report("a", {ATTEMPT_STARTED_KEY: 1.0, ATTEMPT_SECONDS_KEY: 11.0})
-    meter.add_report("a", {ATTEMPT_STARTED_KEY: 1.0, ATTEMPT_SECONDS_KEY: 12.0})  # spent already: no second one
+    budget = SweepBudget(BudgetConfig(gpu_hours=10 / 3600), echo=lines.append)
+    budget.start()
+    budget.see("a", {"time_total_s": 11.0})
+    assert budget.check() and budget.check()  # checked at every step of Tune's loop, spent once
+    record_budget(budget, lambda metrics: None, lambda tags: None, notifier.budget_spent)
     assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget"]
-    assert hook.bodies[0]["sentsweep"]["reason"] == meter.count.spent
+    assert hook.bodies[0]["sentsweep"]["reason"] == budget.spent == lines[0]
     assert hook.bodies[0]["text"].startswith("sentsweep: sweep demo-1a2b spent its budget; "
-                                             "budget: gpu_hours")
+                                             "stopped by budget: gpu_hours")
 
 
 def test_a_server_error_is_retried_and_a_client_error_is_not(hook: Hook) -> None:
@@ -190,11 +190,11 @@ def test_a_toy_sweep_notifies_its_spent_budget_and_its_end_and_writes_no_url(hoo
                         notify={"webhook_env": ENV}, export=False, plots=False)
     lines: list[str] = []
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lines.append, finalize=False)
-    assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget", "end"]
+    # spent at the first report: Tune stops that trial there, so none finished and the sweep ends failed
+    assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget", "failure"]
     end = hook.bodies[1]["sentsweep"]
-    assert end["status"] == "finished" and end["counts"]["finished"] == 1
+    assert end["status"] == "failed" and end["counts"] == {"finished": 0, "pruned": 1, "failed": 0}
     assert end["mlflow_run_id"] == outcome.parent_run_id and end["sweep_folder"] == outcome.sweep_dir
-    assert end["best_trial"] and isinstance(end["best_value"], float)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "sweep.yaml" for p in written)
     assert not [p for p in written if SECRET.encode() in p.read_bytes()]  # the folder, the MLflow store, artifacts

@@ -1,57 +1,23 @@
 """A storage that fails is not a missing file, and a write cut short leaves the old file: the sweep folder's state
-(budget count, confirmation state, manifest) is never read as absent because S3 blipped, never reset, and never
+(confirmation state, manifest) is never read as absent because S3 blipped, never reset, and never
 left half-written on a local disk (real files; S3's failures from :mod:`tests.platform.flaky_storage`)."""
 
 from __future__ import annotations
 
-import json
-import logging
 from pathlib import Path
 
 import pytest
-from ray.tune.experiment import Trial
 
 from sentsweep.errors import ConfigError, StorageError
-from sentsweep.platform.budget import BUDGET_FILE, BudgetCallback, BudgetMeter, metering, spent_at
-from sentsweep.platform.config import BudgetConfig, SweepConfig
+from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirmation import read_state, write_state
 from sentsweep.platform.confirmation_stats import STATE_FILE
 from sentsweep.platform.storage import MANIFEST, SweepManifest, locate
 from sentsweep.platform.sweep import _state_after
-from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
 from tests.platform.flaky_storage import flaky_location
-
-SPENT = {"compute_seconds": 7200.0, "gpu_seconds": 7200.0, "trial_seconds": 3600.0, "wall_seconds": 4000.0,
-         "sessions": 2, "spent": "budget: gpu_hours 2 spent", "attempts": {}}
-
-
-def _report(started: float, seconds: float) -> dict[str, float]:
-    return {ATTEMPT_STARTED_KEY: started, ATTEMPT_SECONDS_KEY: seconds, GPUS_KEY: 1.0}
 
 
 # -- reading: only a missing file is absent ---------------------------------------------------------------------
-def test_a_storage_blip_reading_the_budget_count_is_tried_again(tmp_path: Path) -> None:
-    location, storage = flaky_location(tmp_path)
-    (tmp_path / "sweep" / BUDGET_FILE).write_text(json.dumps(SPENT))
-    storage.fail("open_input_stream", BUDGET_FILE, times=2)
-    meter = BudgetMeter.load(BudgetConfig(gpu_hours=2.0), location)
-    assert len(storage.failed) == 2
-    assert meter.spent() and meter.count.compute_seconds == 7200.0, "the stored count, not a fresh one"
-
-
-def test_an_outage_reading_the_budget_count_stops_without_resetting_it(tmp_path: Path) -> None:
-    location, storage = flaky_location(tmp_path)
-    stored = tmp_path / "sweep" / BUDGET_FILE
-    stored.write_text(json.dumps(SPENT))
-    storage.fail("open_input_stream", BUDGET_FILE, times=100)
-    blip = r"^s3://sentsweep/sweep/budget.json: the storage did not answer after 3 tries \(OSError: .*NETWORK_CONN"
-    with pytest.raises(StorageError, match=blip), metering(BudgetMeter.load(BudgetConfig(gpu_hours=2.0), location)):
-        pass  # what a sweep does: load the count, meter the session, save it at the end
-    assert json.loads(stored.read_text()) == SPENT, "the spent budget is still in the folder"
-    # a missing count is a new sweep's
-    assert BudgetMeter.load(BudgetConfig(gpu_hours=2.0), flaky_location(tmp_path, "new")[0]).count.sessions == 0
-
-
 def test_a_storage_blip_reading_the_confirmation_state_is_not_a_stage_not_begun(tmp_path: Path) -> None:
     location, storage = flaky_location(tmp_path)
     assert read_state(location) is None  # missing: the stage has not begun
@@ -93,20 +59,9 @@ def test_a_manifest_the_storage_does_not_serve_is_not_a_missing_one(tmp_path: Pa
 
 
 def test_a_sweep_stopped_by_the_storage_is_resumable(tmp_path: Path) -> None:
-    error = StorageError("the storage did not answer", file="s3://b/s/budget.json")
+    error = StorageError("the storage did not answer", file="s3://b/s/confirmation.json")
     assert _state_after(error, locate(str(tmp_path))) == "crashed"
     assert _state_after(ConfigError("bad"), locate(str(tmp_path))) == "failed"
-
-
-def test_a_worker_reading_the_count_tries_again(tmp_path: Path) -> None:
-    location, storage = flaky_location(tmp_path)
-    fs, path = location.resolve()
-    assert not spent_at(fs, f"{path}/{BUDGET_FILE}")  # no count yet
-    (tmp_path / "sweep" / BUDGET_FILE).write_text(json.dumps(SPENT))
-    storage.fail("open_input_stream", BUDGET_FILE, times=1)
-    assert spent_at(fs, f"{path}/{BUDGET_FILE}"), "a blip is not 'no count'"
-    storage.fail("open_input_stream", BUDGET_FILE, times=3)  # a lasting outage: the trial starts (documented)
-    assert not spent_at(fs, f"{path}/{BUDGET_FILE}")
 
 
 # -- writing: whole or not at all ------------------------------------------------------------------------------
@@ -117,26 +72,6 @@ def test_a_local_write_cut_short_leaves_the_old_file(tmp_path: Path) -> None:
         location.write_text(STATE_FILE, '{"status": "running", "note": "\ud800"}')
     assert read_state(location) == {"status": "done"}
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == [STATE_FILE], "no temporary file left"
-
-
-# -- saving from Tune's callbacks: an outage does not end the sweep ----------------------------------------------
-def test_a_failed_save_in_a_callback_is_retried_at_the_next_tick(tmp_path: Path,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
-    location, storage = flaky_location(tmp_path)
-    stored = tmp_path / "sweep" / BUDGET_FILE
-    callback, trial = BudgetCallback(), Trial("__fake", trial_id="t1", stub=True)
-    with metering(BudgetMeter(BudgetConfig(gpu_hours=1.0), location, retry_save_s=0.0)) as meter:
-        storage.fail("open_output_stream", BUDGET_FILE, times=3)
-        with caplog.at_level(logging.WARNING, logger="sentsweep.platform.budget"):
-            callback.on_trial_result(1, [trial], trial, _report(100.0, 10.0))
-            callback.on_trial_result(2, [trial], trial, _report(100.0, 20.0))
-            callback.on_step_end(2, [trial])
-        assert len(storage.failed) == 3 and meter.unsaved is not None
-        assert meter.count.compute_seconds == 20.0, "counted in memory"
-        warnings = [r.getMessage() for r in caplog.records if "could not save the budget count" in r.getMessage()]
-        assert len(warnings) == 1 and "s3://sentsweep/sweep/budget.json" in warnings[0]
-        callback.on_step_end(3, [trial])  # the storage answers again: saved at the next tick, not 10 s later
-        assert meter.unsaved is None and json.loads(stored.read_text())["compute_seconds"] == 20.0
 
 
 def test_a_storage_blip_reading_the_study_is_not_a_study_never_saved(tmp_path: Path) -> None:
