@@ -1,10 +1,13 @@
-"""A driver that lost its sweep's lease runs Tune's cleanup (``except Exception: runner.cleanup(); raise`` in
-``ray/tune/tune.py``, after :class:`LeaseLost` from :class:`StopWatch`) and leaves its metering block: none of it may
-touch what the new holder now keeps. Real callbacks, a real sqlite MLflow store and a real sweep folder; the new
-holder's trials are runs tagged as its workers tag them."""
+"""A driver that lost its sweep's lock stops, and leaves the sweep to the new holder. Its Tune cleanup (``except
+Exception: runner.cleanup(); raise`` in ``ray/tune/tune.py``, after :class:`LockLost` from :class:`StopWatch`) and
+the end of its metering block touch nothing the new holder keeps: real callbacks, a real sqlite MLflow store and a real
+sweep folder, the new holder's trials being runs tagged as its workers tag them. And a real toy sweep whose folder's
+lock another driver takes over ends with :class:`LockLost`."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,16 +16,18 @@ from mlflow import MlflowClient
 from sentsweep.platform.budget import BUDGET_FILE, BudgetCallback, BudgetMeter, metering
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.interrupt import StopSignals, graceful_stops, superseded
-from sentsweep.platform.lease import LeaseLost
+from sentsweep.platform.lock_stores import LOCK_FILE, LocalLockStore
 from sentsweep.platform.stopping import StopWatch
 from sentsweep.platform.storage import locate
+from sentsweep.platform.sweep_lock import LockLost, LockRecord
+from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.platform.sweep_tracking import TrackingCallback
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG, TrackingSettings, child_run_tags
 from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
 
 pytestmark = pytest.mark.usefixtures("ray_session")  # as in the driver, where Tune's cleanup runs
 
-LOST = "another driver (bob@node-7 (pid 4242)) took over sweep toy-1's lease by 2026-11-24 12:00:00; this one stops"
+LOST = "another driver (bob@node-7 (pid 4242)) took over sweep toy-1's lock by 2026-11-24 12:00:00; this one stops"
 #: The new holder's count, written after it took the sweep over.
 B_COUNT = '{"compute_seconds": 500.0, "gpu_seconds": 0.0, "trial_seconds": 500.0, "wall_seconds": 900.0, ' \
           '"sessions": 2, "spent": null, "attempts": {"b0001": [1.0, 500.0]}}'
@@ -61,7 +66,7 @@ def test_a_superseded_driver_leaves_the_new_holders_runs_and_budget_alone(tmp_pa
         (Path(location.uri) / BUDGET_FILE).write_text(B_COUNT)  # B took over, and counted
         stops.supersede(LOST)  # A's heartbeat found B's token
         assert superseded() == LOST
-        with pytest.raises(LeaseLost):
+        with pytest.raises(LockLost):
             StopWatch().on_step_end(iteration=7, trials=[a_running, a_done])
         # Tune's cleanup: the trial A stops, then the callbacks' end of the experiment
         report = {ATTEMPT_STARTED_KEY: 2.0, ATTEMPT_SECONDS_KEY: 30.0, GPUS_KEY: 0.0, "training_iteration": 3}
@@ -81,3 +86,54 @@ def test_a_superseded_driver_leaves_the_new_holders_runs_and_budget_alone(tmp_pa
     held = client.get_run(parent).data
     assert "sentsweep.deleted_orphan_runs" not in held.tags
     assert not [key for key in held.metrics if key.startswith("trials_")], "A's stale totals on the parent"
+
+
+def test_a_sweep_whose_lock_was_taken_over_stops_and_leaves_the_parent_to_the_new_holder(
+        tmp_path, tiny_bert_dir, tracking_uri, ray_session, monkeypatch) -> None:
+    """A real toy sweep (in-process Ray, sqlite MLflow): once its trials run, another driver writes its own record
+    over the folder's lock (a compare-and-set on the version it read, as a take over does). The sweep ends with
+    :class:`LockLost` at its next heartbeat, the new holder's lock stays, and the parent run is left RUNNING for the
+    new holder (not closed as interrupted)."""
+    from sentsweep.platform import sweep_lock
+    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    monkeypatch.setattr(sweep_lock, "HEARTBEAT_S", 0.5)
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 40, "sleep_s": 0.5})
+    client = MlflowClient(tracking_uri=tracking_uri)
+    taken: list[tuple[str, Path]] = []
+
+    def take_over() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not taken:
+            experiment = client.get_experiment_by_name("toy")
+            locks = list((tmp_path / "ray_results").glob(f"*/{LOCK_FILE}"))
+            if experiment is not None and locks:
+                parents = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'sweep'")
+                trials = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+                store = LocalLockStore(locks[0])
+                stored = store.read()
+                now = time.time()
+                bob = LockRecord("bob", "node-7", 4242, None, "b-token", now, now + 3600)
+                if parents and trials and store.replace(bob.to_bytes(), stored.version) is not None:
+                    taken.append((parents[0].info.run_id, locks[0]))
+                    return
+            time.sleep(0.3)  # polling a real sweep for its first trial
+
+    thief = threading.Thread(target=take_over, daemon=True)
+    thief.start()
+    with pytest.raises(LockLost, match=r"another driver \(bob@node-7 \(pid 4242\)\) took over sweep toy-[\w-]+'s "
+                                       r"lock by .*; this one stops"):
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                  echo=lambda line: None)
+    thief.join(timeout=5)
+    assert taken, "the trials ran and the lock was taken over"
+    run_id, lock_file = taken[0]
+    assert LockRecord.parse(lock_file.read_bytes()).token == "b-token", "the new holder's lock stays"
+    parent = client.get_run(run_id)
+    assert parent.info.status == "RUNNING" and parent.data.tags[STATUS_TAG] == "running", "left to the new holder"
+    assert not [key for key in parent.data.metrics if key.startswith("trials_")], "no totals of a sweep not held"
+    runs = client.search_runs([parent.info.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+    assert runs and not [r for r in runs if r.data.tags.get(REASON_TAG, "").startswith("interrupted with the sweep")]
