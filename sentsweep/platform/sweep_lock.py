@@ -163,11 +163,6 @@ class SweepLock:
 
         return cls(lock_store(location), sweep_name=sweep_name, on_lost=on_lost)
 
-    def current(self) -> LockRecord | None:
-        """The lock as the folder holds it now."""
-        stored = self.store.read()
-        return LockRecord.parse(stored.data) if stored is not None else None
-
     def _record(self, now: float, *, released: bool = False) -> LockRecord:
         return LockRecord(sweep_owner(), socket.gethostname(), os.getpid(), pid_namespace(), self.token, now,
                           now + EXPIRY_FACTOR * self.interval_s, released)
