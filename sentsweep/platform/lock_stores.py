@@ -15,7 +15,7 @@ import os
 import posixpath
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -145,31 +145,31 @@ class S3LockStore:
         self.uri = f"s3://{bucket}/{key}"
         self.client = client if client is not None else _s3_client(endpoint_url)
 
-    def read(self) -> Stored | None:
+    def _call(self, request: Callable[[], Any], conflicts: frozenset[str]) -> Any:
+        """What ``request()`` returns; None when S3 answers with one of ``conflicts``; any other failure is a
+        :class:`~sentsweep.errors.StorageError`."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
+            return request()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in conflicts:
+                return None
+            raise _storage_error(self.uri, exc) from exc
+        except BotoCoreError as exc:
+            raise _storage_error(self.uri, exc) from exc
+
+    def read(self) -> Stored | None:
+        def get() -> Stored:
             answer = self.client.get_object(Bucket=self.bucket, Key=self.key)
             return Stored(answer["Body"].read(), answer["ETag"])
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
-            raise _storage_error(self.uri, exc) from exc
-        except BotoCoreError as exc:
-            raise _storage_error(self.uri, exc) from exc
+
+        return self._call(get, frozenset({"NoSuchKey", "404"}))
 
     def _put(self, data: bytes, **condition: str) -> str | None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
-                                          ContentType="application/json", **condition)["ETag"]
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in S3_CONFLICTS:
-                return None
-            raise _storage_error(self.uri, exc) from exc
-        except BotoCoreError as exc:
-            raise _storage_error(self.uri, exc) from exc
+        return self._call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
+                                                         ContentType="application/json", **condition)["ETag"],
+                          S3_CONFLICTS)
 
     def create(self, data: bytes) -> str | None:
         return self._put(data, IfNoneMatch="*")
