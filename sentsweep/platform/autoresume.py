@@ -10,7 +10,7 @@ identity (:mod:`~sentsweep.platform.sweep_identity`) are considered: the config'
 in the manifest (another user's run of the same config is theirs; a manifest without an owner, from before
 owners were recorded, belongs to nobody). Of those, only the newest, and only when its parent run is
 resumable (:func:`~sentsweep.platform.sweep_state.is_resumable`): interrupted by a signal, crashed, or left
-RUNNING by a killed driver (whose lease, :mod:`~sentsweep.platform.lease`, must have expired: while it is
+RUNNING by a killed driver (whose lock, :mod:`~sentsweep.platform.sweep_lock`, must have expired: while it is
 live the resume is refused). A sweep that finished, or failed for a reason a resume cannot fix (a user
 error, no trial finished), is not continued: the command starts a new sweep.
 An older unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.

@@ -79,8 +79,8 @@ class StopSignals:
     def __init__(self) -> None:
         self.received: str | None = None
         self.drain: Drain | None = None
-        #: Set (from the lease's heartbeat or watchdog thread) when another driver took over the sweep's lease, or this
-        #: one could not renew it (it fenced itself): the line :class:`~sentsweep.platform.lease.LeaseLost` carries.
+        #: Set (from the lock's heartbeat thread) when another driver took over the sweep's lock, or this one could
+        #: not renew it (it gave it up): the line :class:`~sentsweep.platform.sweep_lock.LockLost` carries.
         #: No drain then: the stop marker is in the sweep's folder, so writing it would stop the new holder's trials
         #: too; and nothing the driver keeps for the sweep (its trials' runs) is
         #: written any more (:func:`superseded`).

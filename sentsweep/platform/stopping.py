@@ -4,7 +4,7 @@ Tune's ``fit`` returns normally after a SIGINT, its in-memory trials all TERMINA
 stopped sweep is told from a finished one by the signal itself: :class:`StopWatch` (a Tune callback) wraps
 Tune's SIGINT handler as ``fit`` starts so that a Ctrl+C is recorded as SIGTERM is. The unfinished trials
 are then read from the experiment state Tune saved before its cleanup. It also ends ``fit`` at once
-(:class:`~sentsweep.platform.lease.LeaseLost`) once another driver took over the sweep's lease.
+(:class:`~sentsweep.platform.sweep_lock.LockLost`) once this driver lost the sweep's lock.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback
 
 from sentsweep.platform.interrupt import INTERRUPTED_REASON, active_stops
-from sentsweep.platform.lease import LeaseLost
+from sentsweep.platform.sweep_lock import LockLost
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -47,8 +47,8 @@ class StopWatch(Callback):
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         stops = active_stops()
         if stops is not None and stops.superseded is not None:
-            # another driver took the lease: Tune stops now, with no drain and no final save of its state
-            raise LeaseLost(stops.superseded)
+            # the lock was lost: Tune stops now, with no drain and no final save of its state
+            raise LockLost(stops.superseded)
         drain = _drain()
         if drain is not None:
             drain.step(trials)

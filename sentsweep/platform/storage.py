@@ -109,6 +109,7 @@ class SweepLocation:
     name: str
     filesystem: pyarrow.fs.FileSystem | None
     uri: str  # how users name the folder (a local path or s3://bucket/...)
+    endpoint_url: str | None = None  # the S3-compatible endpoint of ``filesystem`` (storage_endpoint_url), if any
 
     @property
     def fs_path(self) -> str:
@@ -224,7 +225,7 @@ def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
         if parsed.scheme != "s3":
             raise ConfigError("a storage endpoint needs an s3:// path", field="storage_endpoint_url")
         parent = posixpath.dirname(f"{parsed.netloc}{parsed.path}")
-        return SweepLocation(parent, name, s3_filesystem(endpoint_url), uri)
+        return SweepLocation(parent, name, s3_filesystem(endpoint_url), uri, endpoint_url)
     return SweepLocation(uri.rsplit("/", 1)[0], name, None, uri)
 
 

@@ -10,7 +10,7 @@ driver-side callbacks close what workers cannot and print progress), then
 trial. :func:`resume_sweep` restores an interrupted sweep from its folder (``Tuner.restore`` with
 ``resume_errored``) and reattaches to the same parent run.
 
-Around that path: checks before Ray starts (:mod:`.preflight`), one driver per sweep (:mod:`.lease`), graceful
+Around that path: checks before Ray starts (:mod:`.preflight`), one driver per sweep (:mod:`.sweep_lock`), graceful
 stops on SIGINT and SIGTERM (:mod:`.interrupt`; running trials checkpoint first: :mod:`.drain`), the parent's end
 state (:mod:`.sweep_state`), a resume that keeps the sweep's config (:mod:`.resume_config`) and trials failing
 deterministically without retries (:mod:`.failures`).
@@ -42,7 +42,6 @@ from sentsweep.platform.ended_trials import storage_trimming
 from sentsweep.platform.failures import FailureLines, is_failed
 from sentsweep.platform.folder_trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
-from sentsweep.platform.lease import LeaseLost, SweepLease
 from sentsweep.platform.local_ray import loopback_only, session_token
 from sentsweep.platform.notify import SweepNotifier
 from sentsweep.platform.optuna_storage import study_mirror
@@ -55,6 +54,7 @@ from sentsweep.platform.search import build_scheduler, build_searcher, is_final,
 from sentsweep.platform.search_state import mark_search_over, search_results
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
+from sentsweep.platform.sweep_lock import LockLost, SweepLock
 from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_store import open_client, refuse_sqlite_on_cluster, tracking_worker_env
@@ -281,9 +281,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
         try:
             # a new run: nobody else knows it yet
-            lease = SweepLease(sweep.client, sweep.run_id, settle_s=0.0, sweep_name=sweep_name,
-                               on_lost=stops.supersede, location=location)
-            lease.acquire()
+            lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
+            lock.acquire()
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
                                                   tracking_uri=sweep.tracking_uri, created=time.time(),
@@ -302,7 +301,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
                           sweep, stops, address=address, worker_env=worker_env, log_to_driver=log_to_driver,
                           finalize=finalize, echo=echo, stage=_stage_trials(trainable, config), notifier=notifier)
         finally:
-            lease.release()
+            lock.release()
 
 
 def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
@@ -317,8 +316,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
     ``--resume-interrupted``) or ``overrides`` (``KEY=VALUE`` on the stored config) that differ from it are
     refused with the differing fields, except the ``allow_change`` ones a resume can take
-    (:mod:`.resume_config`). A live lease of another process on the sweep refuses the resume
-    (:class:`~sentsweep.platform.lease.LeaseHeldError`); the parent run is marked RUNNING only once
+    (:mod:`.resume_config`). A live lock of another process on the sweep folder refuses the resume
+    (:class:`~sentsweep.platform.sweep_lock.LockHeldError`); the parent run is marked RUNNING only once
     ``Tuner.restore`` succeeded. The manifest's tracking server is contacted only when ``tracking_uri`` (or a given
     ``config``'s) names it, or the folder is local, and its parent run must be the folder's; a folder in shared
     storage is restored outside a Kubernetes pod only with ``trust_storage`` (:mod:`.folder_trust`).
@@ -343,10 +342,9 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled
     stops = StopSignals()
     # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
-    # the lease before the journals are delivered: a driver still running the sweep delivers them itself
-    lease = SweepLease(client, manifest.parent_run_id, sweep_name=manifest.sweep_name, on_lost=stops.supersede,
-                       location=location)
-    with graceful_stops(stops), explain_refused_credentials(uri), lease:
+    # the lock before the journals are delivered: a driver still running the sweep delivers them itself
+    lock = SweepLock.for_folder(location, manifest.sweep_name, on_lost=stops.supersede)
+    with graceful_stops(stops), explain_refused_credentials(uri), lock:
         sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id,
                                 manifest.sweep_name, sweep_dir=location.uri, filesystem=location.filesystem,
                                 fs_path=location.fs_path if location.filesystem is not None else None)
@@ -468,12 +466,12 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
 
 def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) -> None:
-    """Stop here, leaving the parent run as it is, when another driver took over the sweep's lease (:mod:`.lease`);
-    ``exc``: what ended the driver's work (a :class:`LeaseLost` from Tune's step passes on as it is)."""
-    if isinstance(exc, LeaseLost):
+    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock (:mod:`.sweep_lock`);
+    ``exc``: what ended the driver's work (a :class:`LockLost` from Tune's step passes on as it is)."""
+    if isinstance(exc, LockLost):
         raise exc
     if stops.superseded is not None:
-        raise LeaseLost(stops.superseded) from exc
+        raise LockLost(stops.superseded) from exc
 
 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:

@@ -10,9 +10,9 @@ worker cannot always tell:
 - at the end every run still RUNNING is closed, and the sweep totals (trials by outcome, wall and GPU
   seconds) go on the parent run.
 
-A driver whose lease was lost (:mod:`~sentsweep.platform.lease`: another driver took the sweep over, or it could
-not renew the lease) closes, deletes and totals nothing, not even in Tune's cleanup after
-:class:`~sentsweep.platform.lease.LeaseLost`: the trials' runs and the parent are the new holder's.
+A driver whose lock was lost (:mod:`~sentsweep.platform.sweep_lock`: another driver took the sweep over, or it could
+not renew the lock) closes, deletes and totals nothing, not even in Tune's cleanup after
+:class:`~sentsweep.platform.sweep_lock.LockLost`: the trials' runs and the parent are the new holder's.
 """
 
 from __future__ import annotations
@@ -377,7 +377,7 @@ class TrackingCallback(Callback):
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         lost = superseded()
-        if lost is not None:  # Tune's cleanup after LeaseLost: this driver's view of the trials is stale
+        if lost is not None:  # Tune's cleanup after LockLost: this driver's view of the trials is stale
             log.warning("the sweep's runs are left as they are (no orphan removal, no trial closed, no totals): %s",
                         lost)
             return
@@ -420,7 +420,7 @@ class TrackingCallback(Callback):
         A trial created after Tune's last experiment snapshot is lost when the driver dies; the restored
         searcher proposes a new trial (new id) instead. Its run would be a duplicate left RUNNING, so it
         is closed, deleted (MLflow keeps deleted runs restorable), and named on the parent run. Never once the
-        lease is lost: the new holder's trials are unknown to this driver.
+        lock is lost: the new holder's trials are unknown to this driver.
         """
         if superseded() is not None:
             return

@@ -26,7 +26,6 @@ entry never reached a journal).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import posixpath
 import shutil
@@ -35,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from mlflow import MlflowClient
 
@@ -597,26 +597,25 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     the pruning that finalize skipped while uploads waited (:func:`~sentsweep.platform.retention.prune_owed`);
     what is still pending (:class:`Replayed`; ``give_up_parked``: the entries behind a trial's run MLflow refuses for
     good are set aside first, ``--give-up-refused``), and the tracking URI. Refused while a driver runs the sweep (its
-    lease: :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself. The manifest's tracking
+    lock: :mod:`~sentsweep.platform.sweep_lock`), which delivers them itself. The manifest's tracking
     server and parent run are used only as :mod:`~sentsweep.platform.folder_trust` allows (``tracking_uri``: the
     one the user names)."""
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.folder_trust import manifest_scope, refuse_foreign_parent, trusted_tracking_uri
-    from sentsweep.platform.lease import lease_if_answering, server_answers
     from sentsweep.platform.retention import prune_owed
+    from sentsweep.platform.sweep_lock import SweepLock
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     uri = trusted_tracking_uri(manifest, location, tracking_uri)
     remote = location.filesystem is not None
     client = MlflowClient(tracking_uri=uri)
-    checked = server_answers(client)  # else nothing is delivered now: each entry's run is checked if it is (the scope)
+    # a probe of the store, not /health (a URI without one: its calls decide); else nothing is delivered now: each
+    # entry's run is checked if it is (the scope)
+    checked = urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
     if checked:
         refuse_foreign_parent(client, manifest, location)
-    # the lease's tags go on the parent run: only once it was checked (not if the server came back meanwhile)
-    lease = lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location) if checked else \
-        contextlib.nullcontext()
-    with lease:  # a live driver's: refused
+    with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         replayed = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
                                          location.filesystem, location.fs_path if remote else None,
                                          give_up_parked=give_up_parked and checked)

@@ -3,8 +3,8 @@ process of its own (its own local Ray), the toy method registered as a plug-in w
 
 Checked: the exit status (75) and the resume command printed; the parent run KILLED with
 ``sentsweep.status=interrupted``; no child run left RUNNING, the unfinished ones KILLED ``interrupted``; a resume
-with a changed config refused with the fields that differ; a second resume while the first holds the lease
-refused, naming the holder; the first resume finishing with one run per trial, all FINISHED.
+with a changed config refused with the fields that differ; a second resume while the first holds the sweep
+folder's lock refused, naming the holder; the first resume finishing with one run per trial, all FINISHED.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from mlflow import MlflowClient
 
 from sentsweep.evaluation.sts import STSB_DEV
 from sentsweep.platform.interrupt import INTERRUPTED_EXIT, INTERRUPTED_REASON
-from sentsweep.platform.lease import LEASE_TAG, LeaseRecord
+from sentsweep.platform.lock_stores import LOCK_FILE
+from sentsweep.platform.sweep_lock import LockRecord
 from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
@@ -111,6 +112,7 @@ def test_sigterm_interrupts_then_resume_finishes(tmp_path, tiny_bert_dir, tracki
     assert trials and not [r for r in trials if r.info.status == "RUNNING"]
     assert [r for r in trials if r.data.tags.get(REASON_TAG) == INTERRUPTED_REASON and r.info.status == "KILLED"]
     assert not [r for r in trials if r.info.status == "FAILED"]
+    assert LockRecord.parse((sweep_dir / LOCK_FILE).read_bytes()).released, "the interrupted sweep gave its lock back"
 
     monkeypatch.setitem(METHODS, "toy", TOY)
     monkeypatch.setitem(SEARCH_SPACES, "toy", TOY_SPACE)
@@ -120,9 +122,12 @@ def test_sigterm_interrupts_then_resume_finishes(tmp_path, tiny_bert_dir, tracki
     assert err.count("\n") == 1 and "fixed.max_steps (8 -> 10)" in err and "num_samples (4 -> 6)" in err
 
     resume, log = _start(tmp_path, "resume", "resume", str(sweep_dir), "--address", "local", "--no-finalize")
-    holder = _until(lambda: LeaseRecord.parse(client.get_run(parent.info.run_id).data.tags.get(LEASE_TAG)),
-                    "a lease", resume, log)
-    assert holder.pid == resume.pid
+
+    def resume_holds_the_lock() -> LockRecord | None:
+        held = LockRecord.parse((sweep_dir / LOCK_FILE).read_bytes())
+        return held if held is not None and held.pid == resume.pid and not held.released else None
+
+    _until(resume_holds_the_lock, "the resume's lock", resume, log)
     assert main(["resume", str(sweep_dir), "--address", "local", "--no-finalize"]) == 2
     err = capsys.readouterr().err
     assert f"(pid {resume.pid})" in err and "being run by" in err and err.count("\n") == 1
@@ -133,7 +138,8 @@ def test_sigterm_interrupts_then_resume_finishes(tmp_path, tiny_bert_dir, tracki
     assert sorted(r.info.status for r in trials) == ["FINISHED"] * 4
     parent = client.get_run(parent.info.run_id)
     assert parent.info.status == "FINISHED" and parent.data.tags[STATUS_TAG] == "finished"
-    assert LEASE_TAG not in parent.data.tags
+    assert LockRecord.parse((sweep_dir / LOCK_FILE).read_bytes()).released
+    assert "sentsweep.lease" not in parent.data.tags, "no lock in MLflow"
 
 
 def _latest_checkpoint_step(sweep_dir: Path) -> int:

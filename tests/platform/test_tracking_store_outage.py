@@ -1,30 +1,24 @@
 """The tracking store fails behind a tracking server that stays up (a real ``mlflow server`` behind a proxy whose
 ``/health`` answers 200 throughout, as MLflow's does while its PostgreSQL is down: :mod:`tests.tracking.store_proxy`).
-The sweep's lease holder keeps the sweep (nobody can take the lease over while the store answers nobody) and is
-fenced only when the server refuses it; a trial's logging journals at once instead of waiting out MLflow's retries.
+A trial's logging journals at once instead of waiting out MLflow's retries.
 
 MLflow's client retries here 3 times with backoff 5 (about 30 s a call; 4 minutes by default), unless a test says
 otherwise."""
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException, RestException
 
-from sentsweep.platform.lease import EXPIRY_FACTOR, FENCE_FACTOR, LeaseRecord, SweepLease, refuses_lease
 from sentsweep.tracking import TrackingSettings
 from sentsweep.tracking.replay import Reachability
 from sentsweep.tracking.trial_logger import MlflowTrialLogger
 from tests.tracking.restartable_mlflow import Server
 from tests.tracking.store_proxy import StoreProxy, store_proxy
-
-INTERVAL = 2.0  # the lease's heartbeat: fenced after 4 s unrenewed, taken over after 6 s
 
 
 @pytest.fixture(scope="module")
@@ -53,60 +47,6 @@ def _parent(uri: str) -> tuple[MlflowClient, str, str]:
     client = MlflowClient(tracking_uri=uri)
     experiment = client.create_experiment(f"outage-{uuid.uuid4().hex[:8]}")
     return client, experiment, client.create_run(experiment).info.run_id
-
-
-def test_a_store_outage_behind_an_answering_server_does_not_fence_the_holder(proxy, caplog) -> None:
-    client, _, run_id = _parent(proxy.uri)
-    lease = SweepLease(client, run_id, interval_s=INTERVAL, settle_s=0.0, sweep_name="toy-1a2b")
-    lease.acquire()
-    first = lease.current().heartbeat
-    proxy.mode = "store-down"
-    with caplog.at_level(logging.WARNING, logger="sentsweep.platform.lease"):
-        time.sleep(4 * INTERVAL)  # past the fence (2 intervals) and the expiry (3)
-        assert lease.lost is None, lease.lost
-        assert lease._watchdog.is_alive()
-    assert caplog.text.count("cannot be renewed during a tracking outage") == 1, caplog.text
-    proxy.mode = "forward"
-    deadline = time.monotonic() + 3 * INTERVAL + 2
-    while LeaseRecord.parse(client.get_run(run_id).data.tags["sentsweep.lease"]).heartbeat == first:
-        assert time.monotonic() < deadline, "the lease was not renewed once the store answered again"
-        time.sleep(0.1)
-    assert lease.lost is None
-    lease.release()
-
-
-def test_a_holder_the_server_refuses_is_fenced_before_its_lease_can_expire(proxy) -> None:
-    client, _, run_id = _parent(proxy.uri)
-    lease = SweepLease(client, run_id, interval_s=INTERVAL, settle_s=0.0, sweep_name="toy-1a2b")
-    started = time.monotonic()
-    lease.acquire()
-    renewed = time.monotonic()
-    proxy.mode = "refused"  # 403 for this login's calls, the server up
-    while lease.lost is None and time.monotonic() < renewed + 20:
-        time.sleep(0.05)
-    lost_at = time.monotonic()
-    assert lease.lost is not None, "the refused holder was not fenced"
-    assert lost_at - started >= FENCE_FACTOR * INTERVAL and lost_at - renewed < EXPIRY_FACTOR * INTERVAL, \
-        f"fenced {lost_at - renewed:.1f}s after its renewal"
-    assert "the tracking server answers but does not renew it" in lease.lost and lease.lost.endswith("this one stops")
-    proxy.mode = "forward"
-    lease.release()
-
-
-def test_a_holder_whose_writes_fail_while_the_store_answers_it_is_fenced(proxy) -> None:
-    """Diff review 18: a store that answers this driver's probe but fails its renewal (an MLflow replica in trouble)
-    may serve another driver that takes the sweep over: the holder fences, before its lease can expire."""
-    client, _, run_id = _parent(proxy.uri)
-    lease = SweepLease(client, run_id, interval_s=INTERVAL, settle_s=0.0, sweep_name="toy-1a2b")
-    lease.acquire()
-    renewed = time.monotonic()
-    proxy.mode = "writes-down"
-    while lease.lost is None and time.monotonic() < renewed + 20:
-        time.sleep(0.05)
-    assert lease.lost is not None and time.monotonic() - renewed < EXPIRY_FACTOR * INTERVAL, lease.lost
-    assert "answers but does not renew it" in lease.lost
-    proxy.mode = "forward"
-    lease.release()
 
 
 def test_a_trial_logs_through_a_store_outage_without_waiting_out_mlflows_retries(proxy, tmp_path) -> None:
@@ -149,22 +89,6 @@ def test_a_call_that_fails_while_the_store_answers_is_not_tried_again_at_every_p
     logger.log_metrics({"stsb_dev": 70.0}, step=2)
     assert time.monotonic() - started < 1 and logger.pending() == 2
     assert proxy.heard[asked:] == [], "the next put called the server again"
-
-
-def test_only_a_refusal_fences() -> None:
-    """401, 403 and a parent run the server does not have fence the holder; nothing else does."""
-    from mlflow.protos.databricks_pb2 import ErrorCode
-
-    refusals = [MlflowException("API request failed with error code 403 != 200", error_code=ErrorCode.Value(code))
-                for code in ("PERMISSION_DENIED", "UNAUTHENTICATED")]
-    refusals.append(RestException({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "Run 'r1' not found"}))
-    outages = [RestException({"error_code": "TEMPORARILY_UNAVAILABLE", "message": "connection refused"}),
-               RestException({"error_code": "INTERNAL_ERROR", "message": "QueuePool limit of size 5 reached"}),
-               MlflowException("(psycopg2.OperationalError) server closed the connection unexpectedly",
-                               error_code=ErrorCode.Value("RESOURCE_DOES_NOT_EXIST")),
-               ConnectionError("refused"), TimeoutError()]
-    assert [refuses_lease(exc) for exc in refusals] == [True] * len(refusals)
-    assert [refuses_lease(exc) for exc in outages] == [False] * len(outages)
 
 
 def test_calls_failing_while_the_store_answers_back_off_longer_each_time() -> None:

@@ -14,10 +14,9 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 #: ``forward``: everything goes to the server; ``store-down``: every call but ``/health`` gets the 503 MLflow answers
-#: when its PostgreSQL is down; ``refused``: the 403 of MLflow's basic-auth app (this login may not write);
-#: ``artifacts-down``: only artifact transfers get a 500 (MinIO down behind ``--serve-artifacts``); ``writes-down``:
-#: reads are forwarded, every POST gets that 503 (a store failing for this client alone: reads answer, writes do not).
-Mode = Literal["forward", "store-down", "refused", "artifacts-down", "writes-down"]
+#: when its PostgreSQL is down; ``artifacts-down``: only artifact transfers get a 500 (MinIO down behind
+#: ``--serve-artifacts``).
+Mode = Literal["forward", "store-down", "artifacts-down"]
 
 STORE_DOWN = json.dumps({"error_code": "TEMPORARILY_UNAVAILABLE", "message": (
     '(sqlalchemy.exc.OperationalError) (psycopg2.OperationalError) connection to server at "postgres" (10.0.0.7), '
@@ -47,10 +46,8 @@ class StoreProxy:
             self._send(handler, 200, b"OK", "text/plain")
             return
         self.heard.append(handler.path)
-        if self.mode == "store-down" or (self.mode == "writes-down" and handler.command == "POST"):
+        if self.mode == "store-down":
             self._send(handler, 503, STORE_DOWN)
-        elif self.mode == "refused":
-            self._send(handler, 403, b"Permission denied", "text/plain")
         elif self.mode == "artifacts-down" and "/mlflow-artifacts/" in handler.path:
             self._send(handler, 500, ARTIFACTS_DOWN)
         elif handler.path.split("?")[0] in self.lose_answer:
