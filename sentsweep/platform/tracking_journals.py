@@ -600,6 +600,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     lease: :func:`~sentsweep.platform.lease.lease_if_answering`), which delivers them itself. The manifest's tracking
     server and parent run are used only as :mod:`~sentsweep.platform.folder_trust` allows (``tracking_uri``: the
     one the user names)."""
+    from sentsweep.credentials import explain_refused_credentials
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.folder_trust import manifest_scope, refuse_foreign_parent, trusted_tracking_uri
     from sentsweep.platform.lease import lease_if_answering, server_answers
@@ -611,15 +612,17 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     remote = location.filesystem is not None
     client = MlflowClient(tracking_uri=uri)
     checked = server_answers(client)  # else nothing is delivered now: each entry's run is checked if it is (the scope)
-    if checked:
-        refuse_foreign_parent(client, manifest, location)
-    # the lease's tags go on the parent run: only once it was checked (not if the server came back meanwhile)
-    lease = lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location) if checked else \
-        contextlib.nullcontext()
-    with lease:  # a live driver's: refused
-        replayed = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
-                                         location.filesystem, location.fs_path if remote else None,
-                                         give_up_parked=give_up_parked and checked)
+    with explain_refused_credentials(uri):  # a 401/403: one line naming the variables to set
+        if checked:
+            refuse_foreign_parent(client, manifest, location)
+        # the lease's tags go on the parent run: only once it was checked (not if the server came back meanwhile)
+        lease = lease_if_answering(client, manifest.parent_run_id, manifest.sweep_name, location) if checked else \
+            contextlib.nullcontext()
+        with lease:  # a live driver's: refused
+            replayed = replay_sweep_journals(location.uri, uri, manifest.sweep_name,
+                                             manifest_scope(manifest, location), location.filesystem,
+                                             location.fs_path if remote else None,
+                                             give_up_parked=give_up_parked and checked)
     if replayed.pending == 0:
         prune_owed(location, echo)
     return replayed, uri
