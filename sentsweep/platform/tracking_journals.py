@@ -369,7 +369,8 @@ class DriverJournals:
         return self.outbox(PARENT_JOURNAL, run_id)
 
     def record_trial(self, trial: Trial, settings: dict[str, Any], finish: Entry, *, create: bool = True) -> None:
-        """Journal (and try to deliver) the worker's history so far, then ``finish`` on the trial's run."""
+        """Journal (and try to deliver) the worker's history so far, then ``finish`` (or another entry, e.g. tags)
+        on the trial's run."""
         from sentsweep.tracking.vocabulary import TrackingSettings, child_run_tags, param_value
 
         entries: list[Entry] = []
@@ -377,7 +378,8 @@ class DriverJournals:
         if worker is not None:
             upto = worker.count()
             entries.append({"op": "follow", "path": str(worker.path), "upto": upto})
-            finish = {**finish, "void_after": {"path": str(worker.path), "upto": upto}}
+            if finish["op"] == "finish":
+                finish = {**finish, "void_after": {"path": str(worker.path), "upto": upto}}
         tags = child_run_tags(TrackingSettings(**settings), trial.trial_id)
         params = {k: param_value(v) for k, v in trial.config.items() if k != "tracking"}
         entries.append({"op": "open", "experiment_id": settings["experiment_id"], "trial_id": trial.trial_id,
