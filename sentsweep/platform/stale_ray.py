@@ -136,7 +136,7 @@ def _exists(pid: int) -> bool:
         return False
 
 
-def _own_processes() -> list[ProcessView]:
+def own_processes() -> list[ProcessView]:
     """This user's processes, this one excepted."""
     import psutil
 
@@ -152,7 +152,7 @@ def _uid(process: object) -> int | None:
 
 
 def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,
-                       processes: Callable[[], Iterable[ProcessView]] = _own_processes,
+                       processes: Callable[[], Iterable[ProcessView]] = own_processes,
                        ender: Ender | None = None) -> dict[Path, list[int]]:
     """End the processes left by the local Rays under ``root`` whose driver is gone (module docstring); the pids
     ended, by session folder."""

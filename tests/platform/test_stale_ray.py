@@ -3,6 +3,7 @@ fakes (an injected clock, no sleeps), and one real driver SIGKILLed with its Ray
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from sentsweep.platform.stale_ray import (
     end_stale_sessions,
     holders,
     mark_session,
+    own_processes,
     stale_sessions,
 )
 from tools.harness.processes import REPO, repo_pythonpath
@@ -124,14 +126,13 @@ with ray_session():
 def ray_tmp() -> Iterator[Path]:
     """A Ray temp folder of the test's own (short: Ray's socket paths must fit 107 characters); what still holds a
     file in it at the end was started by this test, and is ended by pid."""
-    import psutil
-
     folder = Path(tempfile.mkdtemp(prefix="ssray-", dir="/tmp"))
     yield folder
-    mine = [p for p in psutil.process_iter() if p.uids().real == os.getuid()]
-    for pid in holders(folder, mine):
-        with_gone = psutil.Process(pid)
-        with_gone.kill()
+    for session in folder.glob("ray/session_*"):
+        if not session.is_symlink():
+            for pid in holders(session, own_processes()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -142,12 +143,6 @@ def _driver(ray_tmp: Path, mode: str) -> subprocess.Popen:
                             stderr=subprocess.DEVNULL, text=True)
 
 
-def _own_processes() -> list:
-    import psutil
-
-    return [p for p in psutil.process_iter() if p.pid != os.getpid() and p.uids().real == os.getuid()]
-
-
 @pytest.mark.slow
 def test_the_next_local_start_ends_what_a_killed_drivers_ray_left(ray_tmp: Path) -> None:
     killed = _driver(ray_tmp, "wait")
@@ -156,13 +151,13 @@ def test_the_next_local_start_ends_what_a_killed_drivers_ray_left(ray_tmp: Path)
         (session,) = [p.parent for p in ray_tmp.glob(f"ray/session_*/{DRIVER_MARKER}") if not p.parent.is_symlink()]
         assert json.loads((session / DRIVER_MARKER).read_text())["pid"] == killed.pid
         deadline = time.monotonic() + 30
-        while len(holders(session, _own_processes())) < 2 and time.monotonic() < deadline:
+        while len(holders(session, own_processes())) < 2 and time.monotonic() < deadline:
             time.sleep(0.5)  # the agents open their logs after init returns
     finally:
         killed.send_signal(signal.SIGKILL)
         killed.wait(timeout=30)
     time.sleep(3)  # the raylet and the GCS die with the driver; the agents stay
-    left = holders(session, _own_processes())
+    left = holders(session, own_processes())
     assert left, "the agents of the killed driver's Ray are still there"
 
     following = _driver(ray_tmp, "exit")
