@@ -116,3 +116,18 @@ def test_asha_places_reports_by_the_trials_own_evaluations() -> None:
     assert report("older", 3, 4, 1.0) == TrialScheduler.CONTINUE, "step 16 is compared at rung 4 (above 0)"
     assert report("fresh", 7, 2, 1.0) == TrialScheduler.STOP, "step 8 is compared at rung 2 (below 10)"
     assert evaluation_result({"training_iteration": 7, EVALUATIONS_KEY: 2.0})["training_iteration"] == 2
+
+
+def test_a_checkpoint_counting_its_drains_still_restores(saved: dict[int, Path], tmp_path: Path) -> None:
+    """Checkpoints written while draining reports were counted in the loop state (``drains``) restore as they are."""
+    import torch
+
+    from sentsweep.trainables.checkpoints import write_checkpoint_marker
+
+    older = shutil.copytree(saved[6], tmp_path / "checkpoint_000002")
+    blob = torch.load(older / STATE_FILE, weights_only=True)
+    blob["loop"]["drains"] = 1
+    torch.save(blob, older / STATE_FILE)
+    write_checkpoint_marker(older, 6, blob["loop"]["best_step"], blob["loop"]["best_value"])
+    reports = _resume([StoredFolder.local(older)], calls=6)
+    assert int(reports[0]["step"]) == 8 and RESTORED_FROM_KEY not in reports[0]
