@@ -29,8 +29,8 @@ _tune_fallbacks: dict[str, str] = {}
 
 
 def resumed_at(step: int | None) -> str:
-    """The value of :data:`RESTORED_FROM_KEY` for a resume at ``step`` (None or 0: from scratch)."""
-    return f"checkpoint {step}" if step else SCRATCH
+    """The value of :data:`RESTORED_FROM_KEY` for a resume from the checkpoint of ``step`` (None: from scratch)."""
+    return SCRATCH if step is None else f"checkpoint {step}"
 
 
 def note_tune_fallback(trial_folder: str, reason: str) -> None:
