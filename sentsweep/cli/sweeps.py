@@ -192,15 +192,18 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from sentsweep.credentials import explain_refused_credentials
     from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render, sweep_runs
     from sentsweep.platform.compare_protocols import protocol_table, render_protocols
     from sentsweep.platform.config import resolve_tracking_uri
     from sentsweep.platform.tracking_store import open_client
 
-    client = open_client(resolve_tracking_uri(args.tracking_uri))
-    found = sweep_runs(client, args.experiment, args.sweeps)
-    protocols = protocol_table(found, mixed_protocols=args.mixed_protocols)
-    sweep_table, trial_table = compare(client, found=found)
+    uri = resolve_tracking_uri(args.tracking_uri)
+    client = open_client(uri)
+    with explain_refused_credentials(uri):  # a 401/403: one line naming the variables to set
+        found = sweep_runs(client, args.experiment, args.sweeps)
+        protocols = protocol_table(found, mixed_protocols=args.mixed_protocols)
+        sweep_table, trial_table = compare(client, found=found)
     text = render(sweep_table, trial_table, args.format)
     if args.format == "md":
         text += "\n" + render_protocols(protocols)
@@ -211,7 +214,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(text)
     if args.plots:
-        paths = compare_plots(client, find_sweeps(client, args.experiment, args.sweeps), args.plots)
+        with explain_refused_credentials(uri):
+            paths = compare_plots(client, find_sweeps(client, args.experiment, args.sweeps), args.plots)
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

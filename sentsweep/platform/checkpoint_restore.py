@@ -10,7 +10,7 @@ scenario: trials reporting every ~2 s).
 :func:`with_checkpoint_fallback` gives the trainable a ``restore`` that, for a missing checkpoint, takes the
 newest ``checkpoint_*`` folder the trial still holds (the loop falls back past a corrupt one:
 :func:`sentsweep.trainables.tune_checkpoints.restore_candidates`), or starts the trial afresh when none is left,
-with a warning either way.
+with a warning either way, and a note the trial reports (:mod:`sentsweep.trainables.restore_note`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from sentsweep._compat.ray import with_checkpoint
 from sentsweep.trainables.checkpoints import StoredFolder
+from sentsweep.trainables.restore_note import note_tune_fallback
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ def with_checkpoint_fallback(train_func: Callable[[dict[str, Any]], Any]) -> typ
             if named.exists():
                 return super().restore(checkpoint_path)
             newest = newest_checkpoint(named.parent())
+            gone = f"{named.name} is gone (deleted after Tune's last snapshot)"
+            note_tune_fallback(named.parent().path, gone if newest is None else f"{gone}; {newest.name} is the newest")
             if newest is None:
                 logger.warning("%s is gone and the trial holds no other checkpoint: it starts afresh", named.path)
                 return None

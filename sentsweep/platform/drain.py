@@ -14,7 +14,8 @@ after a plain Ctrl+C. A second signal during the grace period stops Tune at once
 ``stop_grace_s: 0`` turns draining off.
 
 A draining report is not an evaluation: :func:`is_draining` and :func:`evaluation_result` let the scheduler (ASHA)
-and the searcher (Optuna) skip it and count evaluations, not reports (:mod:`sentsweep.platform.search`).
+and the searcher (Optuna) skip it and count evaluations as the trial counts them, not Tune's reports
+(:mod:`sentsweep.platform.search`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sentsweep.trainables.stop_flag import DRAINING_KEY, DRAINS_KEY, StopFlag
+from sentsweep.trainables.loop import EVALUATIONS_KEY
+from sentsweep.trainables.stop_flag import DRAINING_KEY, StopFlag
 
 logger = logging.getLogger(__name__)
 _ITERATION = "training_iteration"
@@ -36,12 +38,14 @@ def is_draining(result: Mapping[str, Any] | None) -> bool:
 
 
 def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with ``training_iteration`` counting evaluations: the trial's earlier draining reports (each one
-    a Tune iteration) taken off. The result itself when the trial never drained (every sweep but a stopped one)."""
-    drains = int(result.get(DRAINS_KEY) or 0)
-    if not drains or _ITERATION not in result:
+    """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them
+    (:data:`~sentsweep.trainables.loop.EVALUATIONS_KEY`: from the state it restored). Tune's own count also counts
+    draining reports, and continues from the checkpoint its snapshot named when the trial resumed from an older
+    one or from scratch. The result itself when it carries no count (a report that is no evaluation)."""
+    evaluations = result.get(EVALUATIONS_KEY)
+    if evaluations is None or _ITERATION not in result:
         return result
-    return {**result, _ITERATION: result[_ITERATION] - drains}
+    return {**result, _ITERATION: int(evaluations)}
 
 
 class Drain:

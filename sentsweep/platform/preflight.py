@@ -99,7 +99,8 @@ def _masked(uri: str) -> str:
 
 
 def check_storage(config: SweepConfig, source: str | None = None) -> None:
-    """Write and delete a probe file under ``storage_path``."""
+    """Write and delete a probe file under ``storage_path``; the folders the probe made are removed too, so that a
+    sweep refused by a later check leaves nothing behind."""
     import pyarrow
     import pyarrow.fs
 
@@ -112,13 +113,31 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
             fs, path = probe.filesystem, probe.fs_path
         else:
             fs, path = pyarrow.fs.FileSystem.from_uri(probe.uri)
-        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        folder = path.rsplit("/", 1)[0]
+        made = _first_missing(fs, folder)
+        fs.create_dir(folder, recursive=True)
         with fs.open_output_stream(path) as out:
             out.write(b"sentsweep storage probe\n")
         fs.delete_file(path)
+        if made is not None:
+            fs.delete_dir(made)
     except (OSError, pyarrow.ArrowException) as exc:
         message = " ".join(str(exc).split())[:300]
         raise ConfigError(f"cannot write to {_masked(root)}: {message}", field="storage_path", file=source) from None
+
+
+def _first_missing(fs: Any, folder: str) -> str | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet (None when ``folder`` exists)."""
+    import pyarrow.fs
+
+    missing = None
+    path = folder.rstrip("/")
+    while path and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
+        missing, parent = path, path.rsplit("/", 1)[0]
+        if parent == path:
+            break
+        path = parent
+    return missing
 
 
 def check_tracking(uri: str, source: str | None = None) -> None:
@@ -190,13 +209,26 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     if train is not None:
         kind = REGISTRY[train].kind if train in REGISTRY else "scored-pairs"
         loader = datasets.labelled_pairs if kind == "labelled-pairs" else datasets.scored_pairs
-        if not loader(train, getattr(trial, "train_split", "train"), data_dir=trial.data_dir):
-            raise DataError(f"training set '{train}' has no rows")
+        split = getattr(trial, "train_split", "train")
+        if not loader(train, split, data_dir=trial.data_dir):
+            raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
+                            "rows", file=_split_file(train, kind, split, trial.data_dir))
     corpora = getattr(trial, "corpus", None)
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
         _check_corpus_head(name, trial.data_dir)
     check_dev_sets(trial, field_of)
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
+
+
+def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
+    """The file (or files) a registered dataset's split is read from; None for a staged or unregistered one."""
+    from sentsweep.data.registry import locate as locate_dataset
+
+    try:
+        _, paths = locate_dataset(name, kind, split, data_dir)
+    except DataError:
+        return None
+    return ", ".join(str(p) for p in paths) or None
 
 
 def check_dev_sets(trial: Any, field_of: Callable[[str], str] = str) -> None:

@@ -1,6 +1,9 @@
 """One line of sweep progress whenever a trial ends, and every ``every_s`` seconds in between.
 
     [  41s] 5/8 trials: 2 finished, 2 running, 1 pruned, 0 failed | best stsb_dev 78.41 (3c1f2a0b)
+
+and one line when a trial resumed elsewhere than the checkpoint Tune named
+(:mod:`sentsweep.trainables.restore_note`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback
 
 from sentsweep.platform.sweep_tracking import trial_outcome
+from sentsweep.trainables.restore_note import restore_line
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -70,6 +74,12 @@ class ProgressCallback(Callback):
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         if time.monotonic() - self._last >= self.every_s:
             self._print(trials)
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        """One line for a trial that resumed elsewhere than the checkpoint Tune named (:func:`restore_line`)."""
+        line = restore_line(trial.trial_id, result)
+        if line is not None:
+            print(line, file=sys.stdout, flush=True)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials, ending=trial)

@@ -52,6 +52,7 @@ from sentsweep.platform.resume_config import apply_resume_config, resume_config
 from sentsweep.platform.resume_samples import refuse_fewer_samples
 from sentsweep.platform.search import build_scheduler, build_searcher, is_final, scheduler_label
 from sentsweep.platform.search_state import mark_search_over, search_results
+from sentsweep.platform.stale_ray import tidy_local_ray
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.sweep_lock import LockLost, SweepLock
@@ -202,9 +203,11 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
         if not joins:
             local.enter_context(loopback_only())
             local.enter_context(session_token())
-        ray.init(address=address if joins else "local", include_dashboard=False, log_to_driver=log_to_driver,
-                 configure_logging=True, logging_level="WARNING",
-                 runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
+        context = ray.init(address=address if joins else "local", include_dashboard=False,
+                           log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
+                           runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
+        if not joins:  # what killed drivers' local Rays left is ended (:mod:`.stale_ray`)
+            tidy_local_ray(context.address_info.get("session_dir"))
         try:
             yield
         finally:

@@ -39,6 +39,7 @@ from ray.tune import Callback
 from sentsweep.code_version import git_commit
 from sentsweep.platform.budget_stopper import STOPPED_REASON
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.drain import evaluation_result
 from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.interrupt import superseded
 from sentsweep.platform.search import is_final
@@ -69,6 +70,7 @@ from sentsweep.tracking.vocabulary import (
     TRIAL_ID_TAG,
     param_value,
 )
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -360,6 +362,13 @@ class TrackingCallback(Callback):
             journals = self.journals(trials[0])
             journals.replay(journals.worker(t) for t in trials)
 
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        """A trial resumed elsewhere than the checkpoint Tune named: its run is tagged where and why."""
+        note = restore_note(result)
+        if note is not None and superseded() is None:
+            tags = {RESTORED_FROM_KEY: note[0], RESTORE_REASON_KEY: note[1]}
+            self.journals(trial).record_trial(trial, self.settings, {"op": "tags", "tags": tags})
+
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         result = trial.last_result or {}
         if is_final(result):
@@ -368,7 +377,7 @@ class TrackingCallback(Callback):
             self._close(trial, "FAILED", failure_reason(result), overwrite_reason=False)
         elif result.get("training_iteration"):
             self._close(trial, "KILLED", f"pruned by {self.scheduler_label} at iteration "
-                        f"{result['training_iteration']} (step {int(result.get('step', 0))})")
+                        f"{evaluation_result(result)['training_iteration']} (step {int(result.get('step', 0))})")
         else:
             self._close(trial, "KILLED", "stopped before it started")
 

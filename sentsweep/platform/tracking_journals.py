@@ -369,7 +369,8 @@ class DriverJournals:
         return self.outbox(PARENT_JOURNAL, run_id)
 
     def record_trial(self, trial: Trial, settings: dict[str, Any], finish: Entry, *, create: bool = True) -> None:
-        """Journal (and try to deliver) the worker's history so far, then ``finish`` on the trial's run."""
+        """Journal (and try to deliver) the worker's history so far, then ``finish`` (or another entry, e.g. tags)
+        on the trial's run."""
         from sentsweep.tracking.vocabulary import TrackingSettings, child_run_tags, param_value
 
         entries: list[Entry] = []
@@ -377,7 +378,8 @@ class DriverJournals:
         if worker is not None:
             upto = worker.count()
             entries.append({"op": "follow", "path": str(worker.path), "upto": upto})
-            finish = {**finish, "void_after": {"path": str(worker.path), "upto": upto}}
+            if finish["op"] == "finish":
+                finish = {**finish, "void_after": {"path": str(worker.path), "upto": upto}}
         tags = child_run_tags(TrackingSettings(**settings), trial.trial_id)
         params = {k: param_value(v) for k, v in trial.config.items() if k != "tracking"}
         entries.append({"op": "open", "experiment_id": settings["experiment_id"], "trial_id": trial.trial_id,
@@ -600,6 +602,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     lock: :mod:`~sentsweep.platform.sweep_lock`), which delivers them itself. The manifest's tracking
     server and parent run are used only as :mod:`~sentsweep.platform.folder_trust` allows (``tracking_uri``: the
     one the user names)."""
+    from sentsweep.credentials import explain_refused_credentials
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.folder_trust import manifest_scope, refuse_foreign_parent, trusted_tracking_uri
     from sentsweep.platform.retention import prune_owed
@@ -613,12 +616,14 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, echo: Callable[[
     # a probe of the store, not /health (a URI without one: its calls decide); else nothing is delivered now: each
     # entry's run is checked if it is (the scope)
     checked = urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
-    if checked:
-        refuse_foreign_parent(client, manifest, location)
-    with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
-        replayed = replay_sweep_journals(location.uri, uri, manifest.sweep_name, manifest_scope(manifest, location),
-                                         location.filesystem, location.fs_path if remote else None,
-                                         give_up_parked=give_up_parked and checked)
+    with explain_refused_credentials(uri):  # a 401/403: one line naming the variables to set
+        if checked:
+            refuse_foreign_parent(client, manifest, location)
+        with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
+            replayed = replay_sweep_journals(location.uri, uri, manifest.sweep_name,
+                                             manifest_scope(manifest, location), location.filesystem,
+                                             location.fs_path if remote else None,
+                                             give_up_parked=give_up_parked and checked)
     if replayed.pending == 0:
         prune_owed(location, echo)
     return replayed, uri

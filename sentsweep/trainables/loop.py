@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, NoReturn, Protocol
 
@@ -49,10 +49,15 @@ from sentsweep.trainables.checkpoints import (
     set_rng_state,
     write_checkpoint_marker,
 )
-from sentsweep.trainables.stop_flag import DRAINS_KEY, StopCheck, draining_report
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, resumed_at
+from sentsweep.trainables.stop_flag import StopCheck, draining_report
 
 #: ``report(metrics, checkpoint_dir)``; returns where the checkpoint was persisted (Tune's storage), if anywhere.
 ReportFn = Callable[[dict[str, float], Path | None], StoredFolder | None]
+#: The evaluations a trial made so far, in each evaluation's report: counted from the state it restored, so that a
+#: trial resumed from an older checkpoint or from scratch counts as it trained (Tune's ``training_iteration``
+#: counts reports, draining ones included, and continues from the checkpoint Tune's snapshot named).
+EVALUATIONS_KEY = "evaluations"
 logger = logging.getLogger(__name__)
 
 
@@ -133,7 +138,6 @@ class LoopState:
     best_value: float | None = None
     best_step: int | None = None
     history: list[dict[str, float]] = field(default_factory=list)
-    drains: int = 0  # draining reports made (each one a Tune iteration that is no evaluation)
 
 
 @dataclass
@@ -259,6 +263,8 @@ class TrainingLoop:
         self.best = best or BestFolder(StoredFolder.local(self._workdir / BEST_DIR))
         self.stop = stop
         self._persisted_step = 0  # the step of the last checkpoint reported or restored
+        #: where the trial resumed and why, when not from the checkpoint Tune named: told in the next report
+        self._restore_note: dict[str, str] | None = None
 
     def _generator(self, epoch: int) -> torch.Generator:
         return torch.Generator().manual_seed(self.config.seed * 1000 + epoch)
@@ -289,24 +295,29 @@ class TrainingLoop:
         write_checkpoint_marker(directory, self.state.step, self.state.best_step, self.state.best_value)
         return directory
 
-    def restore(self, checkpoint: Path | StoredFolder | Sequence[StoredFolder]) -> None:
+    def restore(self, checkpoint: Path | StoredFolder | Sequence[StoredFolder], fallback: str | None = None) -> None:
         """Continue from a checkpoint written by :meth:`save_checkpoint` (same config). Given several (newest
         first), a corrupt or half-written one is skipped with a warning for the next; when none is usable the
         run starts from the beginning, with a warning. A checkpoint that could not be read for a reason outside it
         (:func:`~sentsweep.trainables.checkpoints.failed_outside_the_checkpoint`: a full disk, a storage error, no
         memory) is not skipped: :class:`~sentsweep.trainables.checkpoints.CheckpointUnreadableError` is raised, and
-        the attempt fails for Tune to retry."""
+        the attempt fails for Tune to retry. ``fallback``: why the first candidate is not the checkpoint Tune named
+        (:mod:`~sentsweep.trainables.restore_note`). A resume elsewhere than the checkpoint Tune named is told in the
+        next report."""
         if isinstance(checkpoint, Path):
             candidates: Sequence[StoredFolder] = [StoredFolder.local(checkpoint)]
         elif isinstance(checkpoint, StoredFolder):
             candidates = [checkpoint]
         else:
             candidates = list(checkpoint)
+        reasons = [fallback] if fallback else []
         for candidate in candidates:
             scratch = self._workdir / f"restore-{candidate.name}"
             try:
                 local = candidate.fetch(scratch)
                 self._load(local, candidate)
+                if reasons:
+                    self._note_restore(self.state.step, reasons)
                 return
             except Exception as exc:  # a corrupt file fails in many ways (safetensors, pickle, zip, sizes)
                 if failed_outside_the_checkpoint(exc):
@@ -316,8 +327,19 @@ class TrainingLoop:
                 self._warn(f"checkpoint {candidate.name} is not usable ({type(exc).__name__}: {exc}); "
                            + ("falling back to the previous one" if candidate is not candidates[-1]
                               else "starting from the beginning"))
+                reasons.append(f"checkpoint {candidate.name} is not usable ({type(exc).__name__})")
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
+        if reasons:
+            self._note_restore(None, reasons)
+
+    def _note_restore(self, step: int | None, reasons: list[str]) -> None:
+        self._restore_note = {RESTORED_FROM_KEY: resumed_at(step), RESTORE_REASON_KEY: "; ".join(reasons)[:500]}
+
+    def _with_restore_note(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """``metrics`` with the note of a resume elsewhere than Tune's checkpoint, in the first report after it."""
+        note, self._restore_note = self._restore_note, None
+        return {**metrics, **note} if note else metrics
 
     def _warn(self, message: str) -> None:
         logger.warning(message)
@@ -330,7 +352,8 @@ class TrainingLoop:
         self.optimizer.load_state_dict(blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])
         self.scaler.load_state_dict(blob["scaler"])
-        self.state = LoopState(**blob["loop"])
+        known = {f.name for f in fields(LoopState)}  # a checkpoint of an older layout may hold more
+        self.state = LoopState(**{k: v for k, v in blob["loop"].items() if k in known})
         set_rng_state(blob["rng"])
         self.log(
             f"resumed at step {self.state.step} (epoch {self.state.epoch}, "
@@ -402,8 +425,7 @@ class TrainingLoop:
             f"step {self.state.step}/{self.total_steps} "
             + " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if k not in ("step",))
         )
-        if self.state.drains:  # in the report, not the history
-            metrics = {**metrics, DRAINS_KEY: float(self.state.drains)}
+        metrics = self._with_restore_note({**metrics, EVALUATIONS_KEY: float(len(self.state.history))})
         if not self._checkpoint_due():
             if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer),
                 staged = self._workdir / "best-weights"  # before the report: no score is heard without its weights
@@ -428,13 +450,17 @@ class TrainingLoop:
                 yield epoch, index, batches[index]
             epoch, skip = epoch + 1, 0
 
-    def run(self, resume_from: Path | StoredFolder | Sequence[StoredFolder] | None = None) -> LoopResult:
+    def run(self, resume_from: Path | StoredFolder | Sequence[StoredFolder] | None = None,
+            fallback: str | None = None) -> LoopResult:
         """Train to the step budget; returns the best weights' folder and why the loop stopped.
 
-        ``resume_from``: a checkpoint, or several, newest first (:meth:`restore`)."""
+        ``resume_from``: a checkpoint, or several, newest first (:meth:`restore`); ``fallback``: why they are not
+        the checkpoint Tune named (without any: the trial starts from scratch for that reason)."""
         start = time.perf_counter()
-        if resume_from is not None:
-            self.restore(resume_from)
+        if resume_from:
+            self.restore(resume_from, fallback)
+        elif fallback:
+            self._note_restore(None, [fallback])
         if self.state.best_step is None:
             self._adopt_kept_best()
         model = self.task.model
@@ -487,8 +513,7 @@ class TrainingLoop:
     def _drain(self, stop: StopCheck) -> NoReturn:
         """The sweep is stopping: report a checkpoint at the step reached (none when nothing changed since the last
         one) as a draining report (:func:`~sentsweep.trainables.stop_flag.draining_report`), then wait."""
-        self.state.drains += 1
-        metrics = draining_report(self.state.step, self.state.drains, self.config.metric, self.state.history)
+        metrics = self._with_restore_note(draining_report(self.state.step, self.config.metric, self.state.history))
         fresh = self.state.step != self._persisted_step
         checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}") if fresh else None
         self.report_fn(metrics, checkpoint)

@@ -39,6 +39,7 @@ from sentsweep.tracking.trial_records import ProtocolLog, record_trial_start
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY, OUT_OF_MEMORY_ERRORS, infeasible_kind, release_memory
 from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
+from sentsweep.trainables.restore_note import take_tune_fallback
 from sentsweep.trainables.stop_flag import DRAINING_KEY, StopCheck, StopFlag
 from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
 
@@ -145,12 +146,14 @@ class Method(ABC, Generic[ConfigT, TaskT]):
             config = self.parse(raw).with_output_dir(output_dir)
             gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
             storage = tune_checkpoints.trial_folder()
+            fallback = take_tune_fallback(storage.path)  # Tune's restore did not find the checkpoint it named
 
             def attempt(config: ConfigT) -> None:
                 run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
                           resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
                           save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
-                          best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial())
+                          best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial(),
+                          restore_fallback=fallback)
 
             retry_out_of_memory(self, config, attempt)
         except (SentsweepError, *OUT_OF_MEMORY_ERRORS) as exc:  # deterministic: report it and end, no Tune retry
@@ -232,6 +235,7 @@ def run_trial(
     work_dir: Path | None = None,
     best: BestFolder | None = None,
     stop: StopCheck | None = None,
+    restore_fallback: str | None = None,
 ) -> tuple[LoopResult, dict[str, float]]:
     """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
 
@@ -242,7 +246,8 @@ def run_trial(
     may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``. ``work_dir``: the
     loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends; ``best``: where the loop
     keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first; ``stop``: the sweep's
-    stop marker (the loop drains when it is written; a draining report is not logged as metrics).
+    stop marker (the loop drains when it is written; a draining report is not logged as metrics);
+    ``restore_fallback``: why ``resume_from`` is not the checkpoint Tune named (:mod:`.restore_note`).
     """
     if resume_from:
         config = method.resumed_config(config, [StoredFolder.local(resume_from)] if isinstance(resume_from, Path)
@@ -269,7 +274,7 @@ def run_trial(
         loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best,
                             stop=stop)
         with collect_protocols() as dev_protocols:
-            result = loop.run(resume_from=resume_from or None)
+            result = loop.run(resume_from=resume_from or None, fallback=restore_fallback)
         with collect_protocols() as test_protocols:
             final = method.final_evaluation(task, config)
         loop.cleanup()  # before the run is seen FINISHED: a kill after that point leaves no work folder

@@ -23,9 +23,6 @@ from typing import Any, NoReturn, Protocol
 #: The key (1.0) of a trial's draining report: a checkpoint at the step reached, not an evaluation (its metric
 #: repeats the last evaluation's value, NaN before the first); schedulers and searchers skip it.
 DRAINING_KEY = "sentsweep_draining"
-#: How many draining reports a trial made so far, in every report after the first one: Tune's
-#: ``training_iteration`` counts them too, the scheduler and the searcher subtract them.
-DRAINS_KEY = "sentsweep_drains"
 #: The stop marker's name in the experiment folder.
 STOP_MARKER = "sentsweep_stop"
 #: How often (seconds) a trial reads the marker on a local or shared disk, and on an object store (S3).
@@ -42,12 +39,11 @@ class StopCheck(Protocol):
     def wait(self) -> NoReturn: ...
 
 
-def draining_report(step: int, drains: int, metric: str, history: list[dict[str, float]]) -> dict[str, float]:
-    """The metrics of a draining report at ``step``: the marker, the drains so far, and ``metric`` repeating the last
-    evaluation's value (NaN before the first: Tune requires the sweep's metric in every report)."""
+def draining_report(step: int, metric: str, history: list[dict[str, float]]) -> dict[str, float]:
+    """The metrics of a draining report at ``step``: the marker and ``metric`` repeating the last evaluation's value
+    (NaN before the first: Tune requires the sweep's metric in every report)."""
     last = history[-1].get(metric) if history else None
-    return {DRAINING_KEY: 1.0, DRAINS_KEY: float(drains), "step": float(step),
-            metric: float("nan") if last is None else float(last)}
+    return {DRAINING_KEY: 1.0, "step": float(step), metric: float("nan") if last is None else float(last)}
 
 
 class StopFlag:

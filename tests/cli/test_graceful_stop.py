@@ -22,12 +22,14 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.evaluation.sts import STSB_DEV
+from sentsweep.platform.drain import evaluation_result
 from sentsweep.platform.interrupt import INTERRUPTED_EXIT, INTERRUPTED_REASON
 from sentsweep.platform.lock_stores import LOCK_FILE
 from sentsweep.platform.sweep_lock import LockRecord
 from sentsweep.platform.sweep_state import STATUS_TAG
 from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
+from sentsweep.trainables.loop import EVALUATIONS_KEY
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 from tests.platform.sweep_toy import toy_config
 from tools.harness.processes import repo_pythonpath
@@ -188,3 +190,9 @@ def test_sigterm_drains_running_trial_then_resume_continues_from_step_reached(tm
     assert DRAINING_KEY not in run.data.metrics
     history = client.get_metric_history(run.info.run_id, STSB_DEV)
     assert sorted({m.step for m in history}) == list(range(5, max_steps + 1, 5))
+    # ASHA's and Optuna's count: the evaluations, not Tune's reports (the draining one among them)
+    (trial,) = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.startswith("train_")]
+    reports = [json.loads(line) for line in (trial / "result.json").read_text().splitlines() if line.strip()]
+    evaluations = [r for r in reports if "train_loss" in r]
+    assert [int(r[EVALUATIONS_KEY]) for r in evaluations] == list(range(1, max_steps // 5 + 1))
+    assert [evaluation_result(r)["training_iteration"] for r in evaluations] == list(range(1, max_steps // 5 + 1))

@@ -9,10 +9,12 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from sentsweep.tracking.vocabulary import ROLE_TAG
+from sentsweep.trainables.loop import EVALUATIONS_KEY
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY
 
 
 def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_bert_dir, tracking_uri,
-                                                                ray_session) -> None:
+                                                                ray_session, capsys) -> None:
     import ray
 
     from sentsweep.platform.sweep import run_sweep
@@ -30,8 +32,19 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     (trial,) = [p for p in Path(outcome.sweep_dir).iterdir() if p.is_dir() and p.name.startswith("train_")]
     reports = [json.loads(line) for line in (trial / "result.json").read_text().splitlines() if line.strip()]
-    steps = [int(r["step"]) for r in reports if "train_loss" in r]
+    evaluations = [r for r in reports if "train_loss" in r]
+    steps = [int(r["step"]) for r in evaluations]
     assert steps == [2, 4, 4, 6], "the retry resumed at step 2 (the previous checkpoint), not at 4"
+    # Tune continues from the iteration of the checkpoint it named; the trial counts from the one it restored
+    assert [r["training_iteration"] for r in evaluations] == [1, 2, 3, 4]
+    assert [r[EVALUATIONS_KEY] for r in evaluations] == [1, 2, 2, 3]
+    assert [r.get(RESTORED_FROM_KEY) for r in evaluations] == [None, None, "checkpoint 2", None]
+    reason = "checkpoint checkpoint_000001 is not usable (CorruptCheckpointError)"
+    assert client.get_run(run.info.run_id).data.tags[RESTORED_FROM_KEY] == "checkpoint 2"
+    assert client.get_run(run.info.run_id).data.tags[RESTORE_REASON_KEY] == reason
+    (trial_id,) = {r["trial_id"] for r in reports}
+    printed = capsys.readouterr().out.splitlines()
+    assert f"trial {trial_id} resumed from checkpoint 2 (not the checkpoint Tune named): {reason}" in printed
     # MLflow keeps one point per step: step 4, trained again, is not logged twice (SRE review 18, M2)
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [2, 4, 6]
     session = Path(ray._private.worker.global_worker.node.get_session_dir_path())

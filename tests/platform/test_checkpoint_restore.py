@@ -12,6 +12,7 @@ from ray.tune import Checkpoint
 
 from sentsweep.platform.checkpoint_restore import newest_checkpoint, with_checkpoint_fallback
 from sentsweep.trainables.checkpoints import StoredFolder
+from sentsweep.trainables.restore_note import take_tune_fallback
 
 
 def train_toy(config: dict) -> None:
@@ -56,6 +57,8 @@ def test_a_deleted_checkpoint_is_replaced_by_the_newest_left(ray_session: None, 
         trainable.restore(_snapshotted(trial_dir, "checkpoint_000000"))
         assert _loaded() == trial_dir / "checkpoint_000002" and trainable._restored
         assert "checkpoint_000000 is gone" in caplog.text
+        assert take_tune_fallback(str(trial_dir)) == ("checkpoint_000000 is gone (deleted after Tune's last "
+                                                      "snapshot); checkpoint_000002 is the newest")
     finally:
         trainable.stop()
 
@@ -64,7 +67,7 @@ def test_an_existing_checkpoint_is_restored_as_named(ray_session: None, tmp_path
     trainable, trial_dir = _trial(tmp_path, ("checkpoint_000001", "checkpoint_000002"))
     try:
         trainable.restore(_snapshotted(trial_dir, "checkpoint_000001"))
-        assert _loaded() == trial_dir / "checkpoint_000001"
+        assert _loaded() == trial_dir / "checkpoint_000001" and take_tune_fallback(str(trial_dir)) is None
     finally:
         trainable.stop()
 
@@ -74,5 +77,6 @@ def test_without_any_checkpoint_left_the_trial_starts_afresh(ray_session: None, 
     try:
         trainable.restore(_snapshotted(trial_dir, "checkpoint_000000"))
         assert _loaded() is None and not trainable._restored
+        assert take_tune_fallback(str(trial_dir)) == "checkpoint_000000 is gone (deleted after Tune's last snapshot)"
     finally:
         trainable.stop()

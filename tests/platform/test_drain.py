@@ -9,14 +9,16 @@ import pyarrow.fs
 import pytest
 
 from sentsweep.platform.drain import Drain, evaluation_result, is_draining
-from sentsweep.trainables.stop_flag import DRAINING_KEY, DRAINS_KEY, StopFlag
+from sentsweep.trainables.loop import EVALUATIONS_KEY
+from sentsweep.trainables.stop_flag import DRAINING_KEY, StopFlag
 
 
 def test_evaluation_result_counts_evaluations_not_reports() -> None:
     plain = {"training_iteration": 3, "score": 1.0}
     assert evaluation_result(plain) is plain and not is_draining(plain)
-    assert evaluation_result({**plain, DRAINS_KEY: 1.0})["training_iteration"] == 2
-    assert is_draining({DRAINING_KEY: 1.0, DRAINS_KEY: 1.0, "training_iteration": 3})
+    # one draining report before: Tune counts 3 reports, the trial its second evaluation
+    assert evaluation_result({**plain, EVALUATIONS_KEY: 2.0})["training_iteration"] == 2
+    assert is_draining({DRAINING_KEY: 1.0, "training_iteration": 3})
 
 
 def _drain(folder: Path, grace_s: float, clock=None) -> Drain:

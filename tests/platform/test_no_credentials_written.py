@@ -5,7 +5,7 @@ is nowhere: not in the sweep folder (manifest, ``sweep.yaml``, ``tuner.pkl``, ``
 every trial's ``params.json``/``params.pkl``/``result.json``, checkpoints), not in MLflow's store (the server's
 database, its auth database, its artifacts, its log), not in Ray's session folder (logs of every process),
 not in anything printed. Then ``sentsweep resume`` without credentials in the environment stops on one line
-naming the variables to set."""
+naming the variables to set, and so do ``sync`` and ``compare``."""
 
 from __future__ import annotations
 
@@ -154,3 +154,36 @@ def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_serve
     assert resume_out.err.strip().splitlines() == [
         f"sentsweep resume: error: the tracking server {auth_server.url} asks for a login (HTTP 401): set "
         "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD in the environment"]
+
+
+def _refused_line(command: str, url: str) -> str:
+    return (f"sentsweep {command}: error: the tracking server {url} asks for a login (HTTP 401): set "
+            "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD in the environment")
+
+
+def test_sync_and_compare_without_a_login_say_so_in_one_line(tmp_path, auth_server, capsys, monkeypatch) -> None:
+    """The server answers 401 to anonymous requests: ``sync`` and ``compare`` stop on the line ``resume`` prints
+    (exit 2), not on an unexpected MlflowException."""
+    import time
+
+    from sentsweep.cli import main
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.storage import SweepManifest, locate
+
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    sweep_dir = tmp_path / "sweep"
+    sweep_dir.mkdir()
+    config = SweepConfig(name="s", method="cosent", storage_path=str(tmp_path),
+                         tracking={"uri": auth_server.url, "experiment": "toy"})
+    locate(str(sweep_dir)).write_manifest(SweepManifest(
+        sweep_name="s", config=config.model_dump(mode="json"), parent_run_id="0" * 32, experiment_id="1",
+        tracking_uri=auth_server.url, created=time.time()), config)
+    monkeypatch.setenv("SENTSWEEP_CACHE", str(tmp_path / "cache"))
+
+    for argv in (["sync", str(sweep_dir)], ["compare", "--tracking-uri", auth_server.url]):
+        capsys.readouterr()
+        status = main(argv)
+        err = capsys.readouterr().err
+        assert status == 2, err
+        assert err.strip().splitlines() == [_refused_line(argv[0], auth_server.url)]

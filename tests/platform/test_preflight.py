@@ -36,7 +36,7 @@ def test_a_malformed_dev_file_stops_the_sweep_before_ray(tmp_path, tiny_bert_dir
     with pytest.raises(DataError) as err:
         run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
     assert err.value.file == str(dev) and err.value.line == 3 and "\n" not in str(err.value)
-    assert not (tmp_path / "ray_results").exists() or not any((tmp_path / "ray_results").iterdir())
+    assert not (tmp_path / "ray_results").exists(), "the storage probe's folder is removed with the probe"
     assert MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name("toy") is None
     assert main(["sweep", str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"), "--set",
                  f"data_dir={data}", "--set", f"storage_path={tmp_path / 'rr'}", "--set",
@@ -57,8 +57,11 @@ def test_an_unreachable_tracking_server_and_unwritable_storage(tmp_path) -> None
     with pytest.raises(ConfigError, match="cannot write to") as err:
         check_storage(config, source="x.yaml")
     assert err.value.field == "storage_path" and str(err.value).startswith("x.yaml: ")
-    check_storage(config.model_copy(update={"storage_path": str(tmp_path / "ok")}))
-    assert list((tmp_path / "ok").iterdir()) == [], "the probe is deleted"
+    check_storage(config.model_copy(update={"storage_path": str(tmp_path / "ok" / "deeper")}))
+    assert not (tmp_path / "ok").exists(), "the probe and the folders it made are deleted"
+    (tmp_path / "kept").mkdir()
+    check_storage(config.model_copy(update={"storage_path": str(tmp_path / "kept")}))
+    assert (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir()), "a folder it found is kept"
 
 
 def test_a_model_that_cannot_be_resolved_offline(tmp_path, tiny_bert_dir) -> None:
@@ -156,3 +159,19 @@ def test_a_sweep_ranking_by_another_dev_sets_metric_is_refused_before_ray(tmp_pa
     with pytest.raises(ConfigError, match="'stsb_dev' is not the metric of dev_data 'nli'") as err:
         validate_trials(config, trainable, space, "toy.yaml")
     assert (err.value.field, err.value.file) == ("metric", "toy.yaml")
+
+
+def test_an_empty_training_set_names_its_file_and_field(tmp_path, tiny_bert_dir) -> None:
+    """A training split that parses to no pair: one DataError naming the file read and the field that chose it."""
+    from sentsweep.platform.preflight import check_data
+    from sentsweep.trainables.registry import METHODS
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DIR, data)
+    train = data / "senteval" / "STS" / "STSBenchmark" / "sts-train.csv"
+    train.write_text("", encoding="utf-8")
+    trial = METHODS["cosent"].parse({"model": str(tiny_bert_dir), "data_dir": str(data), "train_data": "stsb"})
+    with pytest.raises(DataError, match=r"field 'fixed\.train_data' \(stsb, split 'train'\): the training set has "
+                       "no rows") as err:
+        check_data(trial, lambda name: f"fixed.{name}")
+    assert err.value.file == str(train) and str(err.value).startswith(f"{train}: ")

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
-from sentsweep.trainables.loop import TrainingLoop
-from sentsweep.trainables.stop_flag import DRAINING_KEY, DRAINS_KEY
+from sentsweep.trainables.loop import EVALUATIONS_KEY, TrainingLoop
+from sentsweep.trainables.stop_flag import DRAINING_KEY
 from tests.trainables.test_loop import RegressionTask, _config
 
 
@@ -50,7 +50,8 @@ def test_drain_checkpoints_at_the_step_reached_and_resume_matches_an_unstopped_r
         loop.run()
     assert [int(m["step"]) for m, _ in reports] == [2, 4, 5]
     drained, checkpoint = reports[-1]
-    assert drained[DRAINING_KEY] == 1.0 and drained[DRAINS_KEY] == 1.0
+    assert drained[DRAINING_KEY] == 1.0 and EVALUATIONS_KEY not in drained
+    assert [m[EVALUATIONS_KEY] for m, _ in reports[:-1]] == [1, 2]
     assert drained["score"] == reports[-2][0]["score"]  # the last evaluation's value, no new one
     assert checkpoint is not None and json.loads((checkpoint / CHECKPOINT_MARKER).read_text())["step"] == 5
     assert all(c is None for _, c in reports[:-1])
@@ -62,8 +63,9 @@ def test_drain_checkpoints_at_the_step_reached_and_resume_matches_an_unstopped_r
     loop = TrainingLoop(resumed, config, report=lambda m, c: after.append(m))
     loop.run(resume_from=checkpoint)
     assert [int(m["step"]) for m in after] == [6, 8, 10, 12] and resumed.calls == 12
-    assert all(m[DRAINS_KEY] == 1.0 and DRAINING_KEY not in m for m in after)
-    assert all(DRAINS_KEY not in row for row in loop.state.history)
+    # the draining report is no evaluation: step 6 is the third (Tune counts it as its fourth report)
+    assert [m[EVALUATIONS_KEY] for m in after] == [3, 4, 5, 6] and not any(DRAINING_KEY in m for m in after)
+    assert all(EVALUATIONS_KEY not in row for row in loop.state.history)
 
     straight = RegressionTask()
     TrainingLoop(straight, config).run()

@@ -1,0 +1,63 @@
+"""How a trial says that it did not resume where Tune's experiment snapshot said.
+
+A trial resumes from an older checkpoint, or from scratch, in two cases:
+
+- the checkpoint Tune's snapshot names was deleted after the snapshot
+  (:mod:`sentsweep.platform.checkpoint_restore` restores the newest one left, or none, and calls
+  :func:`note_tune_fallback` in the trial's process);
+- the checkpoint restored is corrupt, and the loop falls back to the previous one or to step 0
+  (:meth:`sentsweep.trainables.loop.TrainingLoop.restore`).
+
+The trial's first report after such a restore carries :data:`RESTORED_FROM_KEY` (``checkpoint <step>`` or
+``scratch``) and :data:`RESTORE_REASON_KEY`. The driver prints :func:`restore_line` and tags the trial's run with
+both (:mod:`sentsweep.platform.progress`, :mod:`sentsweep.platform.sweep_tracking`). No Ray import here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Where the trial resumed from: ``checkpoint <step>`` or :data:`SCRATCH` (also the run's tag name).
+RESTORED_FROM_KEY = "sentsweep.restored_from"
+#: Why it did not resume from the checkpoint Tune named (also the run's tag name).
+RESTORE_REASON_KEY = "sentsweep.restore_reason"
+SCRATCH = "scratch"
+
+#: Fallbacks of Tune's restore in this process, by trial folder, until the trial takes them.
+_tune_fallbacks: dict[str, str] = {}
+
+
+def resumed_at(step: int | None) -> str:
+    """The value of :data:`RESTORED_FROM_KEY` for a resume from the checkpoint of ``step`` (None: from scratch)."""
+    return SCRATCH if step is None else f"checkpoint {step}"
+
+
+def note_tune_fallback(trial_folder: str, reason: str) -> None:
+    """Tune's restore of the trial in ``trial_folder`` fell back (called in the trial's process)."""
+    _tune_fallbacks[trial_folder.rstrip("/")] = reason
+
+
+def take_tune_fallback(trial_folder: str) -> str | None:
+    """The reason noted for ``trial_folder`` by :func:`note_tune_fallback`, once; None when Tune's restore did not
+    fall back. Keyed by folder, so a reused actor never hands one trial's note to the next."""
+    return _tune_fallbacks.pop(trial_folder.rstrip("/"), None)
+
+
+def restore_note(result: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """Where a reported trial resumed from and why, when ``result`` is its first report after a fallback."""
+    restored = (result or {}).get(RESTORED_FROM_KEY)
+    if not isinstance(restored, str):
+        return None
+    return restored, str((result or {}).get(RESTORE_REASON_KEY) or "")
+
+
+def restore_line(trial_id: str, result: Mapping[str, Any] | None) -> str | None:
+    """The one line the driver prints for a trial's fallback, e.g. ``trial 3c1f2a0b resumed from checkpoint 16
+    (not the one Tune named): checkpoint_000002 is gone``."""
+    note = restore_note(result)
+    if note is None:
+        return None
+    restored, reason = note
+    where = "restarted from scratch" if restored == SCRATCH else f"resumed from {restored}"
+    return f"trial {trial_id} {where} (not the checkpoint Tune named): {reason}"
