@@ -45,7 +45,6 @@ from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful
 from sentsweep.platform.lease import LeaseLost, SweepLease
 from sentsweep.platform.local_ray import loopback_only, session_token
 from sentsweep.platform.notify import SweepNotifier
-from sentsweep.platform.optuna_storage import study_mirror
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.preflight import check_sweep
 from sentsweep.platform.progress import ProgressCallback
@@ -55,6 +54,7 @@ from sentsweep.platform.search import build_scheduler, build_searcher, is_final,
 from sentsweep.platform.search_state import mark_search_over, search_results
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
+from sentsweep.platform.study_store import StudyStore
 from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
 from sentsweep.platform.tracking_store import open_client, refuse_sqlite_on_cluster, tracking_worker_env
@@ -229,7 +229,7 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
 
     tracking = sweep.trial_settings()
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
-                              mirror=study_mirror(config, location))
+                              store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
     tune_config = tune.TuneConfig(
         metric=config.metric, mode=config.mode, search_alg=BudgetGate(searcher),
         scheduler=build_scheduler(config), num_samples=config.num_samples,
