@@ -26,8 +26,8 @@ is PRUNED without them. A further dev metric is told at the trial's selected rep
 from __future__ import annotations
 
 import inspect
+import json
 import math
-import pickle
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -221,14 +221,25 @@ class PruningAwareOptunaSearch(Searcher):
         return len(lost)
 
     def save(self, checkpoint_path: str) -> None:
-        """Tune's searcher state: this searcher without its study (the journal holds that)."""
-        with open(checkpoint_path, "wb") as out:
-            pickle.dump(self.__getstate__(), out)
+        """Tune's searcher state, as JSON: the reports selected so far (multi-objective); the study is in the journal,
+        the rest of the searcher in the Tuner Tune saved when the sweep began."""
+        with open(checkpoint_path, "w", encoding="utf-8") as out:
+            json.dump({"selected": self._selected}, out, default=_plain)
 
     def restore(self, checkpoint_path: str) -> None:
         """The searcher as :meth:`save` left it; its study is read again from the journal."""
-        with open(checkpoint_path, "rb") as saved:
-            self.__setstate__(pickle.load(saved))
+        with open(checkpoint_path, encoding="utf-8") as saved:
+            selected = dict(json.load(saved).get("selected") or {})
+        self._forget()
+        self._selected = selected
+
+
+def _plain(value: Any) -> Any:
+    """A report's value as JSON holds it: a number as a float, anything else as its text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def infeasible_value(study: optuna.Study) -> float | list[float]:
