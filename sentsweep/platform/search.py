@@ -1,12 +1,11 @@
 """The searcher and the scheduler of a sweep: seeded multivariate TPE (Optuna) and ASHA.
 
-Ray's :class:`~ray.tune.search.optuna.OptunaSearch` tells Optuna that a trial stopped by the
-scheduler is COMPLETE with its last intermediate value, so TPE learns from truncated curves as if they
-were finished ones. :class:`PruningAwareOptunaSearch` tells Optuna the truth: a trial is COMPLETE only
-when its trainable made its final report (``final: 1.0``, see
-:func:`sentsweep.trainables.method.run_trial`); one stopped before that is PRUNED (its intermediate values
-stay in the study, where TPE uses them as it does for pruned trials), a crashed one is FAIL, and one
-whose final value is NaN is FAIL too (Ray's version leaves it RUNNING forever).
+:class:`PruningAwareOptunaSearch` is a Ray Tune ``Searcher`` on Optuna's public ask-and-tell API, its study in the
+sweep folder's journal (:mod:`.study_store`). It tells Optuna the truth about how a trial ended: COMPLETE only when
+its trainable made its final report (``final: 1.0``, see :func:`sentsweep.trainables.method.run_trial`); one the
+scheduler stopped before that is PRUNED (its intermediate values stay in the study, where TPE uses them as it does
+for pruned trials), a crashed one is FAIL, and one whose final value is NaN is FAIL too. (Ray's own ``OptunaSearch``
+tells a stopped trial COMPLETE with its last intermediate value, and leaves a NaN one RUNNING.)
 
 A trial whose settings are infeasible (it diverged or ran out of memory: :mod:`sentsweep.trainables.infeasible`)
 is not a FAIL, which TPE ignores and so keeps proposing the same divergent learning rates: it is told as COMPLETE
@@ -68,7 +67,7 @@ class PruningAwareOptunaSearch(Searcher):
     reads the journal, the study's only record, and knows again which Optuna trial each Tune trial is."""
 
     def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
-                 sampler: optuna.samplers.BaseSampler, store: StudyStore | None, study_name: str,
+                 sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
                  points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
                  history: Sequence[FrozenTrial] = ()) -> None:
         """A new study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials)
