@@ -155,7 +155,9 @@ class PruningAwareOptunaSearch(Searcher):
         if not self.objectives:
             value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
             if value is not None and step is not None:
-                self._trials[trial_id].report(float(value), int(step))
+                with warnings.catch_warnings():  # a step reported again (a trial resumed from a checkpoint): ignored
+                    warnings.simplefilter("ignore")
+                    self._trials[trial_id].report(float(value), int(step))
         elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
             self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
