@@ -123,8 +123,14 @@ class PruningAwareOptunaSearch(Searcher):
             self._storage.get_study_id_from_name(self.study_name), number)
 
     def _adopt_journal(self) -> None:
-        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it."""
-        for trial in self._study.get_trials(deepcopy=False):
+        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it. A study
+        that holds Tune's trials already is a resumed one: the sampler, restored as it was when the sweep began, gets
+        fresh random numbers (``BaseSampler.reseed_rng``), else its random start-up would propose its first points
+        again."""
+        trials = self._study.get_trials(deepcopy=False)
+        if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
+            self.sampler.reseed_rng()
+        for trial in trials:
             tune_id = trial.user_attrs.get(TUNE_TRIAL_ATTR)
             if tune_id is None:
                 continue

@@ -202,3 +202,16 @@ def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert
     assert set(named.values()) == {1} and len(named) == 5  # one Optuna trial per Tune trial, the lost one included
     states = sorted(t.state.name for t in study.trials)
     assert states == ["COMPLETE"] * (5 if told else 4) + ([] if told else ["FAIL"]), states  # none left RUNNING
+
+
+def test_a_resumed_search_does_not_propose_its_first_random_points_again(tmp_path) -> None:
+    """The sampler comes back as the Tuner pickled it when the sweep began: without fresh random numbers its start-up
+    would propose the first trials' points once more."""
+    sweep = Sweep(tmp_path, num_samples=8, max_concurrent=8)
+    first = sweep.start("a", "b")
+    sweep.save_search()
+    sweep.save_trials({"a": "RUNNING", "b": "RUNNING"})
+    sweep.resume()
+    again = sweep.start("c", "d")
+    assert not {json.dumps(c, sort_keys=True) for c in first.values()} & {
+        json.dumps(c, sort_keys=True) for c in again.values()}
