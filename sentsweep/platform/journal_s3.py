@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from optuna.storages.journal import BaseJournalBackend
@@ -24,6 +25,8 @@ T = TypeVar("T")
 
 #: The digits of a batch's number in its object name (names sort as numbers).
 DIGITS = 12
+#: How many batches a read fetches at once (a resumed sweep reads its whole journal).
+READERS = 16
 #: S3's answers to a conditional PUT whose object another writer created first.
 TAKEN = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
 
@@ -79,12 +82,17 @@ class S3JournalBackend(BaseJournalBackend):
                 yield item["Key"]
 
     def _refresh(self) -> None:
-        """Read the batches written since the last read (a gap in the numbers ends the read: it is being written)."""
-        for key in list(self._new_keys()):
-            if key != self._key(len(self._batches)):
+        """Read the batches written since the last read, :data:`READERS` at a time (a gap in the numbers ends the read:
+        that batch is being written)."""
+        keys = []
+        for key in self._new_keys():
+            if key != self._key(len(self._batches) + len(keys)):
                 break
-            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read().decode("utf-8")
-            self._batches.append([json.loads(line) for line in body.splitlines() if line])
+            keys.append(key)
+        with ThreadPoolExecutor(max_workers=READERS) as pool:
+            bodies = pool.map(lambda key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
+            for body in bodies:
+                self._batches.append([json.loads(line) for line in body.decode("utf-8").splitlines() if line])
 
     def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
         self._answered(self._refresh)
