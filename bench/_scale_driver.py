@@ -100,8 +100,8 @@ TRIVIAL_SPACE = SearchSpaceSpec("scale-trivial", TRIVIAL.name, COSENT_SPACE.defi
 class SuggestClock:
     """Times every suggestion of the sweep's searcher (``PruningAwareOptunaSearch.suggest``, wrapped in this
     process while the block runs) and notes how many trials had finished (COMPLETE or PRUNED: what TPE's start-up
-    counts) and who made it: ``tpe`` (TPE's model: :func:`~sentsweep.platform.search.made_by_model`), ``random``
-    (its start-up) or ``fixed`` (an enqueued first point)."""
+    counts) and who made it: ``tpe`` (TPE's model: its ``sample_relative`` returned the parameters), ``random``
+    (its start-up) or ``fixed`` (an enqueued first point: a trial the study held, waiting, before the ask)."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
@@ -111,24 +111,37 @@ class SuggestClock:
     def __enter__(self) -> SuggestClock:
         from optuna.trial import TrialState
 
-        from sentsweep.platform.search import PruningAwareOptunaSearch, made_by_model
+        from sentsweep.platform.search import TUNE_TRIAL_ATTR, PruningAwareOptunaSearch
 
         original = self._original = PruningAwareOptunaSearch.suggest
         calls, at_first = self.calls, self.at_first
+        made: set[int] = set()  # trials whose parameters TPE's model made
+        spied: set[int] = set()  # the samplers watched
 
         def suggest(searcher: PruningAwareOptunaSearch, trial_id: str) -> Any:
             if not at_first:
                 at_first.update(cpu_s=cpu_seconds(), rss_mib=rss_mib())
             study = searcher.study
+            if id(study.sampler) not in spied:
+                spied.add(id(study.sampler))
+                sample = study.sampler.sample_relative
+
+                def spy(study: Any, trial: Any, space: dict[str, Any]) -> dict[str, Any]:
+                    params = sample(study, trial, space)
+                    if params:
+                        made.add(trial.number)
+                    return params
+
+                study.sampler.sample_relative = spy  # type: ignore[method-assign]
+            held = len(study.trials)
             finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
             begin = time.perf_counter()
             config = original(searcher, trial_id)
             seconds = time.perf_counter() - begin
-            trial = searcher._ot_trials.get(trial_id)
+            trial = next((t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(TUNE_TRIAL_ATTR) == trial_id),
+                         None)
             if isinstance(config, dict) and trial is not None:
-                frozen = study._storage.get_trial(trial._trial_id)
-                kind = "fixed" if "fixed_params" in frozen.system_attrs else \
-                    "tpe" if made_by_model(frozen) else "random"
+                kind = "fixed" if trial.number < held else "tpe" if trial.number in made else "random"
                 calls.append({"seconds": seconds, "finished": finished, "trials": len(study.trials), "kind": kind})
             return config
 

@@ -1,7 +1,7 @@
 """Replay the platform's searcher and scheduler against a recorded table (:mod:`bench.search_grid`).
 
 No training and no Ray cluster: the table is the objective and each report's recorded seconds its cost. The
-searcher is the sweep's own :class:`~sentsweep.platform.search.PruningAwareOptunaSearch` (Ray's ``OptunaSearch``),
+searcher is the sweep's own :class:`~sentsweep.platform.search.PruningAwareOptunaSearch` (a Tune searcher on Optuna),
 for TPE built by :func:`~sentsweep.platform.search.build_searcher` itself (seeded multivariate TPE, constant liar, the
 sweep's ``startup_trials``, the paper's defaults first), for the baselines with Optuna's ``RandomSampler`` or
 ``GridSampler``. The scheduler is the sweep's own (:func:`~sentsweep.platform.search.build_scheduler`: Ray's ASHA

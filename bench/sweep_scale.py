@@ -122,11 +122,11 @@ def folder_bytes(uri: str, endpoint_url: str | None) -> dict[str, int]:
 
 
 def state_bytes(sizes: dict[str, int]) -> tuple[int, int]:
-    """(experiment_state-*.json, searcher state: searcher-state-*.pkl and optuna_study.json) in bytes."""
-    from sentsweep.platform.study_json import STUDY_FILE
+    """(experiment_state-*.json, searcher state: searcher-state-*.pkl and the study's journal) in bytes."""
+    from sentsweep.platform.study_store import JOURNAL_FILE
 
     experiment = sum(v for k, v in sizes.items() if k.startswith("experiment_state") and k.endswith(".json"))
-    searcher = sum(v for k, v in sizes.items() if k.startswith("searcher-state") or k == STUDY_FILE)
+    searcher = sum(v for k, v in sizes.items() if k.startswith("searcher-state") or k == JOURNAL_FILE)
     return experiment, searcher
 
 

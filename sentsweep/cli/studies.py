@@ -1,4 +1,4 @@
-"""The study sub-command: ``dashboard`` (optuna-dashboard on a sweep's mirrored Optuna study)."""
+"""The study sub-command: ``dashboard`` (optuna-dashboard on a sweep's Optuna study)."""
 
 from __future__ import annotations
 
@@ -10,28 +10,23 @@ from sentsweep.cli.common import add_sweep_folder
 
 def _add_dashboard(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dashboard", help="optuna-dashboard on a sweep's Optuna study (live while it runs)",
-                       description="Serve the sweep's Optuna study (mirrored to its RDB storage as trials finish: "
-                       "optuna.db in the sweep folder, or the sweep's optuna_storage URL) with optuna-dashboard on "
-                       "127.0.0.1, until interrupted.")
+                       description="Serve the sweep's Optuna study (its journal in the sweep folder, local or s3://) "
+                       "with optuna-dashboard on 127.0.0.1, until interrupted.")
     add_sweep_folder(p)
     p.add_argument("--port", type=int, default=8080, help="default: %(default)s")
-    p.add_argument("--optuna-storage", default=None, metavar="URL",
-                   help="the database URL of the sweep's study, as you know it; must equal the sweep's (required for "
-                   "an s3:// folder: a folder in shared storage is not trusted with your database login)")
     p.set_defaults(handler=cmd_dashboard)
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from sentsweep.credentials import mask_uri
-    from sentsweep.platform.optuna_storage import serve_dashboard, sweep_storage_url
+    from sentsweep.platform.study_dashboard import serve_dashboard, sweep_study_storage
 
-    url, study = sweep_storage_url(args.sweep_dir, args.storage_endpoint_url, args.optuna_storage)
+    storage, study = sweep_study_storage(args.sweep_dir, args.storage_endpoint_url)
 
     def ready(address: str) -> None:
-        print(f"optuna-dashboard of study {study} in {mask_uri(url)}: open {address} (its token is this session's; "
+        print(f"optuna-dashboard of study {study} in {args.sweep_dir}: open {address} (its token is this session's; "
               "requests without it are refused); Ctrl-C stops it", flush=True)
 
-    serve_dashboard(url, host="127.0.0.1", port=args.port, on_ready=ready)
+    serve_dashboard(storage, host="127.0.0.1", port=args.port, on_ready=ready)
     return 0
 
 

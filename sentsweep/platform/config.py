@@ -40,7 +40,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
     ("tracking.uri", "tracking"), ("tracking.artifact_location", "storage"), ("storage_path", "storage"),
-    ("storage_endpoint_url", "storage"), ("optuna_storage", "tracking"), ("warm_start", "storage"),
+    ("storage_endpoint_url", "storage"), ("warm_start", "storage"),
 )
 """The URI fields that may carry credentials in their user-info, by dotted name, with the kind of each
 (:func:`sentsweep.credentials.split_uri`): :meth:`SweepConfig.resolved` takes them off, ``sentsweep submit``
@@ -198,8 +198,8 @@ class SweepConfig(_Section):
     export: bool = True
     plots: bool = True
     register_model: str | None = Field(None, description="model-registry name for the best model")
-    optuna_storage: str | None = Field(None, description="Optuna RDB URL the study is mirrored to as trials finish, "
-                                       "for `sentsweep dashboard` (default: sqlite optuna.db in a local sweep folder)")
+    optuna_storage: str | None = Field(None, exclude=True, description="not a setting: the study lives in the "
+                                       "sweep folder (platform/study_store.py); refused when set, null ignored")
     warm_start: str | None = Field(None, description="an earlier sweep folder whose finished trials the searcher "
                                    "starts from (platform/warm_start.py)")
     objectives: list[str] | None = Field(None, description="multi-objective: 'METRIC max|min' entries, the first "
@@ -225,10 +225,10 @@ class SweepConfig(_Section):
 
     @field_validator("optuna_storage")
     @classmethod
-    def _check_optuna_storage(cls, value: str | None) -> str | None:
-        if value is not None and "://" not in value:
-            raise ValueError("use a database URL such as sqlite:///optuna.db or postgresql://user@host/optuna")
-        return value
+    def _refuse_optuna_storage(cls, value: str | None) -> None:
+        if value is not None:
+            raise ValueError("the sweep's Optuna study lives in its folder (optuna_journal.log), which `sentsweep "
+                             "dashboard` serves: remove this field")
 
     @model_validator(mode="after")
     def _check_endpoint(self) -> SweepConfig:
@@ -318,8 +318,6 @@ class SweepConfig(_Section):
         if self.model and (base / self.model).exists():
             update["model"] = str(_absolute(self.model, base))
         tracking.uri = resolve_tracking_uri(tracking.uri, base)
-        if (update["optuna_storage"] or "").startswith("sqlite:///"):
-            update["optuna_storage"] = resolve_tracking_uri(update["optuna_storage"], base)
         if update["warm_start"] and "://" not in update["warm_start"]:
             update["warm_start"] = str(_absolute(update["warm_start"], base))
         if tracking.artifact_location and "://" not in tracking.artifact_location:

@@ -123,17 +123,3 @@ def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, locatio
     if refusal is not None:
         raise ConfigError(f"the manifest names a run that is not this folder's sweep ({refusal}); nothing was done",
                           file=location.file_uri(MANIFEST))
-
-
-def trusted_optuna_storage(url: str, location: SweepLocation, declared: str | None) -> str:
-    """The Optuna storage URL ``url`` of the sweep config stored in ``location``, when this process may open it
-    with its database login: a local folder's, or the one ``--optuna-storage`` (``declared``) names."""
-    refuse_unplain(url, "Optuna storage", location)
-    if declared is not None and not _same_server(declared, url):
-        raise ConfigError(f"the sweep's study is in {mask_uri(url)}, not in {mask_uri(declared)} (--optuna-storage); "
-                          "nothing was opened", file=location.file_uri(MANIFEST))
-    if declared is None and is_remote_folder(location):
-        raise ConfigError("a folder in shared storage could have been written by anyone with its keys, so your "
-                          "database login goes only to a storage you name: pass --optuna-storage naming the sweep's "
-                          f"study database (this folder names {mask_uri(url)})", file=location.file_uri(MANIFEST))
-    return url

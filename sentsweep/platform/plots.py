@@ -14,8 +14,8 @@
   their mean and 95% interval, and the search run that selected it apart; the rule's winner marked.
 
 The trials come from Tune's results (:func:`trial_records`: the reports' steps and values, how each trial ended),
-the importance and the history from the study (as the searcher saved it, :mod:`.study_json`). Everything is drawn
-offline with matplotlib's Agg backend. :func:`save_plot` is how a new plot joins them (a PNG and its CSV).
+the importance and the history from the study (its journal in the sweep folder: :mod:`.study_store`). Everything is
+drawn offline with matplotlib's Agg backend. :func:`save_plot` is how a new plot joins them (a PNG and its CSV).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sentsweep.platform.failures import infeasibility, is_failed
-from sentsweep.platform.optuna_storage import is_warm_start
 from sentsweep.platform.search import is_final
+from sentsweep.platform.warm_start import is_warm_start
 
 if TYPE_CHECKING:
     import optuna

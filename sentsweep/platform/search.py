@@ -1,12 +1,11 @@
 """The searcher and the scheduler of a sweep: seeded multivariate TPE (Optuna) and ASHA.
 
-Ray's :class:`~ray.tune.search.optuna.OptunaSearch` tells Optuna that a trial stopped by the
-scheduler is COMPLETE with its last intermediate value, so TPE learns from truncated curves as if they
-were finished ones. :class:`PruningAwareOptunaSearch` tells Optuna the truth: a trial is COMPLETE only
-when its trainable made its final report (``final: 1.0``, see
-:func:`sentsweep.trainables.method.run_trial`); one stopped before that is PRUNED (its intermediate values
-stay in the study, where TPE uses them as it does for pruned trials), a crashed one is FAIL, and one
-whose final value is NaN is FAIL too (Ray's version leaves it RUNNING forever).
+:class:`PruningAwareOptunaSearch` is a Ray Tune ``Searcher`` on Optuna's public ask-and-tell API, its study in the
+sweep folder's journal (:mod:`.study_store`). It tells Optuna the truth about how a trial ended: COMPLETE only when
+its trainable made its final report (``final: 1.0``, see :func:`sentsweep.trainables.method.run_trial`); one the
+scheduler stopped before that is PRUNED (its intermediate values stay in the study, where TPE uses them as it does
+for pruned trials), a crashed one is FAIL, and one whose final value is NaN is FAIL too. (Ray's own ``OptunaSearch``
+tells a stopped trial COMPLETE with its last intermediate value, and leaves a NaN one RUNNING.)
 
 A trial whose settings are infeasible (it diverged or ran out of memory: :mod:`sentsweep.trainables.infeasible`)
 is not a FAIL, which TPE ignores and so keeps proposing the same divergent learning rates: it is told as COMPLETE
@@ -17,8 +16,8 @@ optimisation-history plot on its scale.
 
 A multi-objective sweep (``objectives:``, :mod:`.objectives`) gets a study with one direction per objective, told every
 objective of a finished trial (costs derived from its report); the same TPE sampler handles it (Optuna's TPE is
-multi-objective), with constant liar, constraints, warm start (from a sweep with the same directions) and the RDB
-mirror as for one metric. Tune, ASHA and Tune's concurrency limiter see the searcher as single-objective on the first
+multi-objective), with constant liar, constraints and warm start (from a sweep with the same directions) as for one
+metric. Tune, ASHA and Tune's concurrency limiter see the searcher as single-objective on the first
 objective (which every report carries); Optuna keeps no intermediate values for several objectives, so a pruned trial
 is PRUNED without them. A further dev metric is told at the trial's selected report (:func:`.objectives.select_report`).
 """
@@ -26,28 +25,31 @@ is PRUNED without them. A further dev metric is told at the trial's selected rep
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import optuna
-from optuna.samplers._tpe.sampler import _RELATIVE_PARAMS_KEY, default_gamma, hyperopt_default_gamma
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
-from ray.tune.search.optuna import OptunaSearch
+from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.drain import evaluation_result, is_draining
 from sentsweep.platform.failures import failure_reason, infeasibility, is_failed
 from sentsweep.platform.objectives import Objective, objective_values, select_report
-from sentsweep.platform.optuna_storage import StudyMirror
-from sentsweep.platform.study_json import write_study
+from sentsweep.platform.study_store import StudyStore
 from sentsweep.platform.warm_start import unseen_points
 
 #: The key a trainable's last report carries once the trial has run to its end.
 FINAL_KEY = "final"
+#: The user attribute of an Optuna trial naming its Tune trial.
+TUNE_TRIAL_ATTR = "tune_trial_id"
+#: Why a trial the driver lost before Tune saved it was told FAIL on resume.
+LOST_REASON = "lost with the driver: not in the experiment state the sweep resumed from"
 
 
 def is_final(result: dict[str, Any] | None) -> bool:
@@ -55,53 +57,132 @@ def is_final(result: dict[str, Any] | None) -> bool:
     return bool(result) and result.get(FINAL_KEY) == 1.0
 
 
-class PruningAwareOptunaSearch(OptunaSearch):
-    """OptunaSearch that reports scheduler-stopped trials as PRUNED and NaN results as FAIL (infeasible ones as
-    constraint violations), steps by evaluation (a stopping sweep's draining reports skipped:
-    :mod:`sentsweep.platform.drain`), and copies each finished trial to ``mirror`` (:mod:`.optuna_storage`), if any."""
+class PruningAwareOptunaSearch(Searcher):
+    """Ray Tune's searcher over an Optuna study kept in the sweep folder's journal (:mod:`.study_store`).
 
-    #: Where finished trials are copied for optuna-dashboard (set by :func:`build_searcher`).
-    mirror: StudyMirror | None = None
-    #: The objectives of a multi-objective sweep (:mod:`.objectives`); empty: the one ``metric``.
-    objectives: tuple[Objective, ...] = ()
+    It asks Optuna for each Tune trial (the Optuna trial carries the Tune trial's id, :data:`TUNE_TRIAL_ATTR`),
+    reports each evaluation, and tells each end: scheduler-stopped trials PRUNED, NaN results FAIL, infeasible ones
+    COMPLETE with a constraint violation; a stopping sweep's draining reports are skipped
+    (:mod:`sentsweep.platform.drain`). What it pickles is where the study is, never the study: a restored searcher
+    reads the journal, the study's only record, and knows again which Optuna trial each Tune trial is."""
 
-    def __init__(self, *args: Any, objectives: Sequence[Objective] = (), **kwargs: Any) -> None:
-        """As :class:`OptunaSearch`; with two or more ``objectives`` the study gets their directions (``metric`` and
-        ``mode`` are then the first objective's, which is all Tune sees of the searcher)."""
-        if len(objectives) > 1:
-            kwargs.update(metric=[o.metric for o in objectives], mode=[o.mode for o in objectives])
-        super().__init__(*args, **kwargs)
-        self._selected: dict[str, Any] = {}  # trial id -> its selected report (multi-objective)
-        if len(objectives) > 1:
-            self.objectives = tuple(objectives)
-            self._metric, self._mode = objectives[0].metric, objectives[0].mode
+    def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
+                 sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
+                 points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
+                 history: Sequence[FrozenTrial] = ()) -> None:
+        """A new study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials)
+        and ``points`` queued first. With two or more ``objectives`` the study gets their directions; ``metric``
+        and ``mode`` are then the first objective's, which is all Tune sees of the searcher."""
+        self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
+        if self.objectives:
+            metric, mode = self.objectives[0].metric, self.objectives[0].mode
+        super().__init__(metric=metric, mode=mode)
+        self.space = space
+        self.sampler = sampler
+        self.store = store
+        self.study_name = study_name
+        modes = [o.mode for o in self.objectives] or [mode]
+        self.directions = ["maximize" if m == "max" else "minimize" for m in modes]
+        self.points = [dict(p) for p in points]
+        self._forget()
+        self.study.add_trials(history)
+        for point in self.points:
+            self.study.enqueue_trial(point)
+
+    def _forget(self) -> None:
+        self._study: optuna.Study | None = None
+        self._storage: optuna.storages.BaseStorage | None = None
+        self._trials: dict[str, optuna.Trial] = {}  # Tune trial id -> its running Optuna trial
+        self._told: set[str] = set()  # Tune trials whose end Optuna was told
+        self._selected: dict[str, Any] = {}  # Tune trial id -> its selected report (multi-objective)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_study", "_storage", "_trials", "_told")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        selected = state.get("_selected", {})
+        self._forget()
+        self._selected = selected
+
+    @property
+    def study(self) -> optuna.Study:
+        """The Optuna study: opened from the journal on first use, with the Tune trials it knows."""
+        if self._study is None:
+            storage = self.store.storage() if self.store is not None else optuna.storages.InMemoryStorage()
+            self._study = optuna.create_study(storage=storage, study_name=self.study_name, directions=self.directions,
+                                              sampler=self.sampler, pruner=optuna.pruners.NopPruner(),
+                                              load_if_exists=True)
+            self._storage = storage
+            self._adopt_journal()
+        return self._study
+
+    def _trial_id(self, number: int) -> int:
+        """The storage's id of the study's trial ``number``."""
+        return self._storage.get_trial_id_from_study_id_trial_number(
+            self._storage.get_study_id_from_name(self.study_name), number)
+
+    def _adopt_journal(self) -> None:
+        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it. A study
+        that holds Tune's trials already is a resumed one: the sampler, restored as it was when the sweep began, gets
+        fresh random numbers (``BaseSampler.reseed_rng``), else its random start-up would propose its first points
+        again."""
+        trials = self._study.get_trials(deepcopy=False)
+        if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
+            self.sampler.reseed_rng()
+        for trial in trials:
+            tune_id = trial.user_attrs.get(TUNE_TRIAL_ATTR)
+            if tune_id is None:
+                continue
+            if trial.state.is_finished():
+                self._told.add(tune_id)
+            else:
+                self._trials[tune_id] = optuna.Trial(self._study, self._trial_id(trial.number))
+
+    def suggest(self, trial_id: str) -> dict | None:
+        study = self.study
+        if trial_id not in self._trials:
+            trial = study.ask()
+            trial.set_user_attr(TUNE_TRIAL_ATTR, trial_id)
+            self._trials[trial_id] = trial
+        trial = self._trials[trial_id]
+        extra = self.space(trial) or {}
+        return {**trial.params, **extra}
+
+    def running(self) -> dict[str, int]:
+        """The Tune trials whose Optuna trial is still running, with its number."""
+        self.study  # noqa: B018 - opens the journal
+        return {tune_id: trial.number for tune_id, trial in self._trials.items() if tune_id not in self._told}
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        if is_draining(result) or trial_id not in self._ot_trials:  # unknown: a trial not adopted (.torn_snapshot)
+        self.study  # noqa: B018 - opens the journal: which Tune trials it knows
+        if is_draining(result) or trial_id not in self._trials or trial_id in self._told:
             return
         if not self.objectives:
-            super().on_trial_result(trial_id, evaluation_result(result))
+            value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
+            if value is not None and step is not None:
+                with warnings.catch_warnings():  # a step reported again (a trial resumed from a checkpoint): ignored
+                    warnings.simplefilter("ignore")
+                    self._trials[trial_id].report(float(value), int(step))
         elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
             self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
-        if trial_id not in self._ot_trials:  # not adopted from a torn snapshot (.torn_snapshot): nothing to tell
-            self._completed_trials.add(trial_id)
-            return None
-        if trial_id in self._completed_trials:
-            return super().on_trial_complete(trial_id, result, error)
+        self.study  # noqa: B018 - opens the journal: which Tune trials it knows
+        if trial_id not in self._trials or trial_id in self._told:  # a trial told before a resume: told once
+            return
+        ot_trial = self._trials[trial_id]
         value: Any = result.get(self.metric) if result else None
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
         elif is_failed(result):  # a deterministic failure (sentsweep.platform.failures)
-            ot_trial = self._ot_trials[trial_id]
             ot_trial.set_user_attr("fail_reason", failure_reason(result))
             kind = infeasibility(result)
             if kind is None:
                 state, value = TrialState.FAIL, None
             else:  # what the sampler must learn: these settings cannot work
                 ot_trial.set_constraint(kind, 1.0)
-                state, value = TrialState.COMPLETE, infeasible_value(self._ot_study)
+                state, value = TrialState.COMPLETE, infeasible_value(self.study)
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
             self._report_last(trial_id, result)
@@ -111,10 +192,8 @@ class PruningAwareOptunaSearch(OptunaSearch):
             finite = all(v is not None and math.isfinite(float(v)) for v in values)
             state = TrialState.COMPLETE if finite else TrialState.FAIL
             value = (values if self.objectives else value) if finite else None
-        self._ot_study.tell(self._ot_trials[trial_id], value, state=state)
-        self._completed_trials.add(trial_id)
-        if self.mirror is not None:  # the whole study: what finished while the mirror's storage was down too
-            self.mirror.add_all(self._ot_study)
+        self.study.tell(ot_trial, value, state=state)
+        self._told.add(trial_id)
 
     def _report_last(self, trial_id: str, result: dict) -> None:
         """Ray withholds the result that made the scheduler stop a trial; Optuna should see it (one objective only:
@@ -126,17 +205,48 @@ class PruningAwareOptunaSearch(OptunaSearch):
             return
         with warnings.catch_warnings():  # Optuna ignores (and warns about) a step reported twice
             warnings.simplefilter("ignore")
-            self._ot_trials[trial_id].report(float(value), int(step))
+            self._trials[trial_id].report(float(value), int(step))
 
-    def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
-        """Tune's searcher state, and the study as JSON beside it for the plots (:mod:`.study_json`)."""
-        super().save_to_dir(checkpoint_dir, session_str)
-        write_study(self._ot_study, checkpoint_dir)
+    def forget_lost(self, restored: set[str]) -> int:
+        """Tell FAIL each running Optuna trial whose Tune trial is not among ``restored`` (the trials Tune resumes):
+        it was lost with the driver; a point to evaluate first that no other trial holds is queued again. How
+        many were lost."""
+        lost = [(tune_id, number) for tune_id, number in self.running().items() if tune_id not in restored]
+        study = self.study
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):  # asked, not yet a Tune trial
+            if TUNE_TRIAL_ATTR not in trial.user_attrs:
+                lost.append(("", trial.number))
+        for tune_id, number in lost:
+            self._storage.set_trial_user_attr(self._trial_id(number), "fail_reason", LOST_REASON)
+            study.tell(number, state=TrialState.FAIL)
+            self._told.add(tune_id)
+        if lost:
+            kept = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
+                                                            TrialState.RUNNING, TrialState.WAITING))
+            for point in unseen_points(self.points, kept):
+                study.enqueue_trial(point)
+        return len(lost)
 
-    @property
-    def study(self) -> optuna.Study:
-        """The Optuna study (for plots and tests)."""
-        return self._ot_study
+    def save(self, checkpoint_path: str) -> None:
+        """Tune's searcher state, as JSON: the reports selected so far (multi-objective); the study is in the journal,
+        the rest of the searcher in the Tuner Tune saved when the sweep began."""
+        with open(checkpoint_path, "w", encoding="utf-8") as out:
+            json.dump({"selected": self._selected}, out, default=_plain)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """The searcher as :meth:`save` left it; its study is read again from the journal."""
+        with open(checkpoint_path, encoding="utf-8") as saved:
+            selected = dict(json.load(saved).get("selected") or {})
+        self._forget()
+        self._selected = selected
+
+
+def _plain(value: Any) -> Any:
+    """A report's value as JSON holds it: a number as a float, anything else as its text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def infeasible_value(study: optuna.Study) -> float | list[float]:
@@ -174,6 +284,18 @@ class FinalAwareASHA(ASHAScheduler):
 
 #: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
 OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
+
+
+def default_gamma(n: int) -> int:
+    """Optuna's good-group size for n finished trials: ``min(ceil(0.1 n), 25)`` (``optuna.samplers.TPESampler``,
+    its default ``gamma``)."""
+    return min(math.ceil(0.1 * n), 25)
+
+
+def hyperopt_default_gamma(n: int) -> int:
+    """Hyperopt's good-group size for n finished trials: ``min(ceil(0.25 sqrt(n)), 25)`` (Bergstra et al. 2011, as
+    Optuna defines it for ``TPESampler.hyperopt_parameters``)."""
+    return min(math.ceil(0.25 * n**0.5), 25)
 
 
 #: TPE's split of n finished trials into its "good" and "bad" groups (``tpe_gamma``): the size of the good group.
@@ -222,31 +344,21 @@ def random_suggestions(config: SweepConfig) -> tuple[int, int]:
     return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
 
 
-def made_by_model(trial: FrozenTrial) -> bool:
-    """Whether TPE's multivariate model made ``trial``'s parameters (not its random start-up, nor a fixed point):
-    Optuna keeps a model-made suggestion in the trial's system attributes, for constant liar."""
-    return any(key.startswith(_RELATIVE_PARAMS_KEY) for key in trial.system_attrs)
-
-
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
-                   points: list[dict[str, Any]] | None, *, history: Sequence[FrozenTrial] = (),
-                   mirror: StudyMirror | None = None) -> PruningAwareOptunaSearch:
-    """Seeded TPE (:func:`build_sampler`) over a define-by-run space; ``points`` go first, in order
-    (the paper's setting, then any preset points of the space), except those ``history`` (an earlier sweep's
-    trials: :mod:`.warm_start`) holds already; the study starts with ``history``; finished trials are copied
-    to ``mirror``."""
-    sampler = build_sampler(config)
-    first = unseen_points([p for p in points or [] if p], history)
-    searcher = PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-                                        points_to_evaluate=first or None, study_name=config.name,
-                                        objectives=config.objective_list)
+                   points: list[dict[str, Any]] | None, *, store: StudyStore | None = None, study_name: str = "",
+                   history: Sequence[FrozenTrial] = ()) -> PruningAwareOptunaSearch:
+    """Seeded TPE (:func:`build_sampler`) over a define-by-run space, its study in ``store`` (the sweep folder's
+    journal; None: in memory); ``points`` go first, in order (the paper's setting, then any preset points of the
+    space), except those ``history`` (an earlier sweep's trials: :mod:`.warm_start`) holds already; the study starts
+    with ``history``."""
     told = {len(t.values) for t in history if t.values is not None}
     if told - {len(config.modes)}:
         raise ConfigError(f"the earlier sweep's trials carry {max(told)} objective value(s), this sweep has "
                           f"{len(config.modes)} objective(s): warm start needs the same objectives", field="warm_start")
-    searcher.study.add_trials(history)
-    searcher.mirror = mirror
-    return searcher
+    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode,
+                                    sampler=build_sampler(config), store=store, study_name=study_name or config.name,
+                                    points=unseen_points([p for p in points or [] if p], history),
+                                    objectives=config.objective_list, history=history)
 
 
 def build_scheduler(config: SweepConfig) -> TrialScheduler:

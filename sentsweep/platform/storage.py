@@ -188,19 +188,11 @@ class SweepLocation:
                               file=self.file_uri(MANIFEST)) from None
 
     def load_study(self) -> Any | None:
-        """The Optuna study as the searcher last saved it, rebuilt from its JSON (never unpickled:
-        :mod:`sentsweep.platform.study_json`); None before the first save; a storage that does not answer is a
-        :class:`StorageError` (:meth:`read_optional`), an unreadable file a :class:`ConfigError` naming it."""
-        from sentsweep.platform.study_json import STUDY_FILE, study_from_json
+        """The sweep's Optuna study as its journal holds it (:mod:`sentsweep.platform.study_store`); None before
+        the first suggestion."""
+        from sentsweep.platform.study_store import StudyStore, load_study
 
-        raw = self.read_optional(STUDY_FILE)  # a storage that fails is not a study never saved
-        if raw is None:
-            return None
-        try:
-            return study_from_json(raw)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"unreadable {STUDY_FILE} ({type(exc).__name__}: {exc}); it holds the sweep's Optuna "
-                              "study as the searcher last saved it", file=self.file_uri(STUDY_FILE)) from None
+        return load_study(StudyStore(self.uri, self.endpoint_url))
 
 
 def s3_filesystem(endpoint_url: str) -> pyarrow.fs.S3FileSystem:

@@ -44,7 +44,6 @@ from sentsweep.platform.folder_trust import refuse_foreign_parent, refuse_untrus
 from sentsweep.platform.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.local_ray import loopback_only, session_token
 from sentsweep.platform.notify import SweepNotifier
-from sentsweep.platform.optuna_storage import study_mirror
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.preflight import check_sweep
 from sentsweep.platform.progress import ProgressCallback
@@ -55,6 +54,7 @@ from sentsweep.platform.search_state import mark_search_over, search_results
 from sentsweep.platform.stale_ray import tidy_local_ray
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new_sweep_location
+from sentsweep.platform.study_store import StudyStore
 from sentsweep.platform.sweep_lock import LockLost, SweepLock
 from sentsweep.platform.sweep_state import SweepState
 from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
@@ -231,7 +231,7 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
 
     tracking = sweep.trial_settings()
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
-                              mirror=study_mirror(config, location))
+                              store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
     tune_config = tune.TuneConfig(
         metric=config.metric, mode=config.mode, search_alg=searcher,
         scheduler=build_scheduler(config), num_samples=config.num_samples,

@@ -1,18 +1,17 @@
 """Warm start: a new sweep's searcher begins with an earlier sweep's finished trials as its history.
 
 ``sentsweep sweep CONFIG --warm-start SWEEP`` (or ``warm_start: SWEEP`` in the config) reads the earlier sweep's
-study from its folder (``optuna_study.json``, :mod:`.study_json`: never unpickled) and adds its COMPLETE and
+study from its folder's journal (:mod:`.study_store`: JSON, never unpickled) and adds its COMPLETE and
 PRUNED trials, infeasible ones with their constraints, to the new searcher's study before the first suggestion
-(``Study.add_trial``: Ray's ``OptunaSearch`` takes ``evaluated_rewards`` only for a dict space, not for our
-define-by-run spaces). TPE then treats them as trials it has seen: its random start-up counts them, and its
+(``Study.add_trials``). TPE then treats them as trials it has seen: its random start-up counts them, and its
 densities start from them.
 
 The spaces need not be the same: each earlier trial is placed in the new space by running the new space's
 define-by-run function on a probe that answers with the trial's parameters (so conditional parameters follow the
 earlier choices); a parameter the new space does not have, or whose value lies outside the new range or choices, is left
 out, and a trial with no parameter left is skipped. FAIL trials teach TPE nothing and are skipped too. The trials
-carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plots and the study's RDB mirror
-leave them out (:mod:`.optuna_storage`). Points to evaluate first that the history already holds are dropped.
+carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plots leave them out, and a warm start
+from this sweep does not take them again. Points to evaluate first that the history already holds are dropped.
 
 The earlier values must be the same measurement as the new sweep's (:func:`refuse_another_measurement`): the same
 metric, direction and objectives, on the same dev set cut the same way, read from the same files (the sweep
@@ -32,11 +31,12 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.optuna_storage import WARM_START_ATTR, is_warm_start
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
 
+#: The user attribute of a trial that came from an earlier sweep (its name).
+WARM_START_ATTR = "warm_start_from"
 #: The states of earlier trials that carry something TPE uses.
 _TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -61,9 +61,14 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
         refuse_another_measurement(manifest.sweep_config(), config, manifest.data_sha256)
     study = location.load_study()
     if study is None:
-        raise ConfigError("the sweep has no saved study yet (optuna_study.json): nothing to start from",
+        raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
     return history_trials(study, define_by_run, name)
+
+
+def is_warm_start(trial: FrozenTrial) -> bool:
+    """Whether a trial of a study came from an earlier sweep."""
+    return WARM_START_ATTR in trial.user_attrs
 
 
 def measured_data(config: SweepConfig) -> dict[str, str]:
@@ -154,12 +159,14 @@ class _EarlierValues(optuna.samplers.BaseSampler):
 
 
 def _allows(distribution: BaseDistribution, value: Any) -> bool:
+    """Whether ``distribution`` holds ``value`` (Optuna's own check, as it makes when a trial is created)."""
     if value is None:
         return False
     try:
-        return bool(distribution._contains(distribution.to_internal_repr(value)))
-    except (ValueError, TypeError):  # a choice the new space does not offer
+        optuna.trial.create_trial(params={"p": value}, distributions={"p": distribution}, value=0.0)
+    except (ValueError, TypeError):  # outside the range, or a choice the new space does not offer
         return False
+    return True
 
 
 def _distributions_at(define_by_run: Callable[[optuna.Trial], Any],

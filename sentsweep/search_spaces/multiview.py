@@ -51,7 +51,7 @@ def _suggest(trial: optuna.Trial, hidden_sizes: Sequence[int], batch_sizes: Sequ
     trial.suggest_categorical("freeze_vectors", [True, False])
 
 
-# Module-level functions, not closures: Tune's OptunaSearch saves its state with plain pickle.
+# Module-level functions, not closures: Tune pickles the searcher, and its space, into the sweep folder.
 def multiview_space(trial: optuna.Trial) -> None:
     """The paper-scale space: hidden 600-2400, batches of 100-400."""
     _suggest(trial, HIDDEN_SIZES, BATCH_SIZES)

@@ -12,8 +12,7 @@ from mlflow import MlflowClient
 
 from sentsweep.cli import main
 from sentsweep.errors import ConfigError
-from sentsweep.platform.folder_trust import TRACKING_URI_ENV, trusted_optuna_storage, trusted_tracking_uri
-from sentsweep.platform.optuna_storage import sweep_storage_url
+from sentsweep.platform.folder_trust import TRACKING_URI_ENV, trusted_tracking_uri
 from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.sweep import resume_sweep
 from sentsweep.platform.tracking_journals import Replayed, sync_sweep
@@ -90,20 +89,6 @@ def test_a_local_folder_is_the_users_own_unless_a_declared_uri_differs(tmp_path,
     assert "s3cret" not in str(refused.value)
 
 
-def test_the_dashboard_opens_a_remote_folders_study_only_where_its_user_says(remote_sweep, s3_endpoint):
-    location, _, _ = remote_sweep
-    url = "postgresql://optuna@127.0.0.1:9/optuna"
-    manifest = location.read_manifest()
-    _plant(location, config={**manifest.config, "optuna_storage": url})
-    with pytest.raises(ConfigError, match=f"pass --optuna-storage .*this folder names {url}"):
-        sweep_storage_url(location.uri, s3_endpoint)
-    with pytest.raises(ConfigError, match="not in postgresql://optuna@db/optuna"):
-        sweep_storage_url(location.uri, s3_endpoint, "postgresql://optuna@db/optuna")
-    assert sweep_storage_url(location.uri, s3_endpoint, url) == (url, manifest.sweep_name)
-    local = SweepLocation("/tmp", "toy", None, "/tmp/toy")
-    assert trusted_optuna_storage("sqlite:////tmp/toy/optuna.db", local, None) == "sqlite:////tmp/toy/optuna.db"
-
-
 def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_folders(
         remote_sweep, s3_endpoint, tracking_uri, private_cache):
     """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
@@ -144,8 +129,6 @@ def test_a_stored_uri_the_http_client_reads_otherwise_is_refused(tmp_path, plant
                              tracking_uri=planted, created=0.0)
     with pytest.raises(ConfigError, match="not a plain URI"):
         trusted_tracking_uri(manifest, location, "http://mlflow:5000")
-    with pytest.raises(ConfigError, match="not a plain URI"):
-        trusted_optuna_storage(planted, location, "http://mlflow:5000")
     plain = manifest.model_copy(update={"tracking_uri": "http://mlflow:5000"})
     assert trusted_tracking_uri(plain, location, "http://mlflow:5000/") == "http://mlflow:5000"
 

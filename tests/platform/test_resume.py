@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,11 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     print(f"trial finished before the kill: attempt {again.data.tags[ATTEMPT_TAG]}; before resume: {before}")
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FINISHED" and parent.data.metrics["trials_finished"] == 4
+    # the study's journal: one Optuna trial per Tune trial (a trial Tune lost with the driver told FAIL), none RUNNING
+    study = locate(str(sweep_dir)).load_study()
+    per_trial = Counter(t.user_attrs["tune_trial_id"] for t in study.trials)
+    assert set(per_trial.values()) == {1}, per_trial
+    assert sorted(t.state.name for t in study.trials if t.state.name != "FAIL") == ["COMPLETE"] * 4
     # a resumed trial clears what its killed attempt staged (a trial Tune started after its last snapshot is
     # not resumed at all: its folder is pruned after the sweep, platform/retention.py)
     known = {Path(r.path).name for r in outcome.results}

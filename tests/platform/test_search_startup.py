@@ -11,7 +11,8 @@ import pytest
 from optuna.trial import TrialState
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search import OPTUNA_STARTUP_TRIALS, build_sampler, made_by_model, random_suggestions
+from sentsweep.platform.search import OPTUNA_STARTUP_TRIALS, build_sampler, random_suggestions
+from tests.platform.tpe_spy import model_made
 
 
 def _space(trial: optuna.Trial) -> float:
@@ -26,14 +27,21 @@ def _config(concurrent: int, startup: int | None = 3, samples: int = 40) -> Swee
 
 
 def _study(config: SweepConfig) -> optuna.Study:
-    return optuna.create_study(direction="maximize", sampler=build_sampler(config))
+    sampler = build_sampler(config)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    _MADE[study.study_name] = model_made(sampler)
+    return study
+
+
+#: Each study's trials that TPE's model made, by the study's name.
+_MADE: dict[str, set[int]] = {}
 
 
 def _ask(study: optuna.Study) -> tuple[optuna.Trial, float, bool]:
     """A suggestion, its objective value, and whether TPE's model made it."""
     trial = study.ask()
     value = _space(trial)
-    return trial, value, made_by_model(study._storage.get_trial(trial._trial_id))
+    return trial, value, trial.number in _MADE[study.study_name]
 
 
 def _random_before_model(config: SweepConfig, *, at_once: bool) -> int:
@@ -76,7 +84,7 @@ def test_the_random_phase_under_concurrency_is_what_random_suggestions_says(conc
 
 
 def test_the_default_start_up_is_optuna_s_and_the_phase_is_capped_by_the_sweep() -> None:
-    assert OPTUNA_STARTUP_TRIALS == optuna.samplers.TPESampler()._n_startup_trials == 10
+    assert OPTUNA_STARTUP_TRIALS == 10
     assert random_suggestions(_config(16, None, samples=500)) == (16, 25)
     assert random_suggestions(_config(16, None, samples=20)) == (16, 20)
     assert random_suggestions(_config(2, 3, samples=8)) == (3, 4)

@@ -74,28 +74,6 @@ def test_a_local_write_cut_short_leaves_the_old_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == [STATE_FILE], "no temporary file left"
 
 
-def test_a_storage_blip_reading_the_study_is_not_a_study_never_saved(tmp_path: Path) -> None:
-    """The saved Optuna study (warm starts and the plots read it): absent is None, a blip is tried again, an outage
-    is a StorageError (it was read as "no saved study yet": a warm start refused, plots without the study), a
-    cut-short file one line naming it."""
-    import optuna
-
-    from sentsweep.platform.study_json import STUDY_FILE, study_to_json
-
-    location, storage = flaky_location(tmp_path)
-    assert location.load_study() is None
-    study = optuna.create_study(direction="maximize")
-    study.add_trial(optuna.trial.create_trial(params={"lr": 2e-5}, value=80.0,
-                                              distributions={"lr": optuna.distributions.FloatDistribution(1e-6, 1e-4)}))
-    (tmp_path / "sweep" / STUDY_FILE).write_text(study_to_json(study))
-    storage.fail("open_input_stream", STUDY_FILE, times=1)
-    assert location.load_study().trials[0].params == {"lr": 2e-5}
-    storage.fail("open_input_stream", STUDY_FILE, times=3)
-    with pytest.raises(StorageError, match=f"{STUDY_FILE}: the storage did not answer"):
-        location.load_study()
-    (tmp_path / "sweep" / STUDY_FILE).write_text('{"directions": ["MAXIMIZE"], "tri')
-    with pytest.raises(ConfigError, match=f"^s3://sentsweep/sweep/{STUDY_FILE}: unreadable {STUDY_FILE}"):
-        location.load_study()
 
 
 def test_a_storage_blip_reading_the_owed_pruning_is_not_nothing_owed(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.search import FINAL_KEY, build_searcher
 from sentsweep.platform.storage import SweepManifest, locate
-from sentsweep.platform.study_json import write_study
+from sentsweep.platform.study_store import StudyStore
 from sentsweep.platform.warm_start import load_history, measured_data
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report
@@ -37,9 +37,13 @@ def _config(**extra) -> SweepConfig:
 
 
 def _earlier_sweep(tmp_path, trials: int = 8, config: SweepConfig | None = None) -> str:
-    """An earlier sweep's folder: manifest and study JSON, as a finished sweep leaves them."""
+    """An earlier sweep's folder: manifest and study journal, as a finished sweep leaves them."""
     config = config or _config()
-    searcher = build_searcher(config, old_space, [])
+    location = locate(str(tmp_path / "earlier-20260101-000000-abcd"))
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
+                                          parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
+                                          created=0.0, data_sha256=measured_data(config)), config)
+    searcher = build_searcher(config, old_space, [], store=StudyStore(location.uri), study_name=location.name)
     for i in range(trials):
         lr = searcher.suggest(f"t{i}")["lr"]
         if i == 5:
@@ -48,11 +52,6 @@ def _earlier_sweep(tmp_path, trials: int = 8, config: SweepConfig | None = None)
             searcher.on_trial_complete(f"t{i}", failure_report("score", ValueError("bad data")))  # FAIL
         else:
             searcher.on_trial_complete(f"t{i}", {"score": -abs(math.log10(lr) + 3), FINAL_KEY: 1.0})
-    location = locate(str(tmp_path / "earlier-20260101-000000-abcd"))
-    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
-                                          parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
-                                          created=0.0, data_sha256=measured_data(config)), config)
-    write_study(searcher.study, location.uri)
     return location.uri
 
 
@@ -84,7 +83,7 @@ def test_warm_start_folder_must_hold_a_study(tmp_path):
     folder.write_manifest(SweepManifest(sweep_name="empty-1", config=config.model_dump(mode="json"),
                                         parent_run_id="r", experiment_id="0", tracking_uri="sqlite:///x.db",
                                         created=0.0), config)
-    with pytest.raises(ConfigError, match="no saved study"):
+    with pytest.raises(ConfigError, match="no Optuna study yet"):
         load_history(folder.uri, old_space)
     with pytest.raises(ConfigError, match="not a sentsweep sweep folder"):
         load_history(str(tmp_path / "nowhere"), old_space)
@@ -131,4 +130,18 @@ def test_an_earlier_sweep_on_other_data_files_is_refused(tmp_path, monkeypatch):
 def test_warm_start_is_a_resolved_config_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert _config(warm_start="ray_results/x").resolved().warm_start == str(tmp_path / "ray_results" / "x")
-    assert optuna.__version__  # the study format of study_json is Optuna's own
+
+
+def test_a_warm_start_reads_the_earlier_journal_and_leaves_it_alone(tmp_path):
+    """The earlier study is read from its journal as it is now (a running sweep's too); the new study holds its
+    trials, and writing the new study adds nothing to the earlier journal."""
+    earlier = _earlier_sweep(tmp_path, trials=3)
+    journal = tmp_path / "earlier-20260101-000000-abcd" / "optuna_journal.log"
+    before = journal.read_bytes()
+    history = load_history(earlier, old_space)
+    searcher = build_searcher(_config(), old_space, [], history=history, store=StudyStore(str(tmp_path)),
+                              study_name="new")
+    searcher.suggest("n")
+    assert journal.read_bytes() == before
+    again = optuna.load_study(study_name="new", storage=StudyStore(str(tmp_path)).storage(create=False))
+    assert [t.state for t in again.trials] == [TrialState.COMPLETE] * 3 + [TrialState.RUNNING]

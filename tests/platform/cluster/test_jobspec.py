@@ -215,7 +215,6 @@ SLASHED = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"  # an AWS secret key's '/' 
      "field '--storage-endpoint-url'", "SK2222"),
     ({}, ["tracking.uri=http://alice:hunter22@mlflow:5000"], "demo.yaml: field 'tracking.uri'", "hunter22"),
     ({}, [f"tracking.artifact_location=s3://AK:{SLASHED}@bucket/a"], "field 'tracking.artifact_location'", SLASHED),
-    ({}, ["optuna_storage=postgresql://u:OPTSECRET@db/optuna"], "field 'optuna_storage'", "OPTSECRET"),
     ({}, ["warm_start=s3://AK:WARMSECRET@bucket/old"], "field 'warm_start'", "WARMSECRET"),
     ({}, ["storage_path=s3://AK:PATHSECRET@bucket/p"], "field 'storage_path'", "PATHSECRET"),
 ])
