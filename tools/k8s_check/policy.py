@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,7 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 #: Where client libraries (the Ray autoscaler's included) read the pod's service-account token.
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 RAY_TOKEN_KEY = "auth_token"  # the key KubeRay reads from authOptions.secretName
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+CONSTRAINTS = Path(__file__).resolve().parents[2] / "constraints.txt"
 
 
 #: Pod fields that share a namespace of the node (Pod Security's baseline forbids them).
@@ -316,11 +315,10 @@ def check_references(obj: dict[str, Any], everything: list[dict[str, Any]]) -> l
     return [Problem(object_id(obj), "references", m) for m in found]
 
 
-def project_ray_version(pyproject: Path = PYPROJECT) -> str | None:
-    """The ``ray`` version ``pyproject.toml`` pins (None when it pins none)."""
-    requirements = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
-    for requirement in requirements:
-        match = re.match(r"^ray(\[[^\]]*\])?==([\w.]+)", requirement.replace(" ", ""))
+def project_ray_version(constraints: Path = CONSTRAINTS) -> str | None:
+    """The ``ray`` version ``constraints.txt`` pins: the one the image installs (None when it pins none)."""
+    for line in constraints.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^ray(\[[^\]]*\])?==([\w.]+)", line.split("#")[0].replace(" ", ""))
         if match:
             return match.group(2)
     return None
