@@ -40,6 +40,9 @@ SWEEP_DIR_TAG = "sentsweep.sweep_dir"
 TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
+#: The key of a trial's report that carries its run record: ``{"tags": {...}, "inputs": [...], "protocols":
+#: {metric: {"compact": ..., "full": {...}}}}`` (:mod:`sentsweep.tracking.trial_runs` writes it to the run).
+RUN_RECORD_KEY = "sentsweep_run"
 #: MLflow's limit on a param value (longer values are truncated, as MLflow itself would).
 MAX_PARAM_LENGTH = 6000
 
