@@ -357,7 +357,8 @@ class SweepConfig(_Section):
         """What the workers get in the ``runtime_env`` of ``ray.init(address=ray_address)`` when it joins a
         running cluster (:func:`joins_ray_cluster`): the variables :meth:`resolved` took off this config's URIs.
         A Ray started here inherits them from this process instead; credentials that were in the environment
-        already are not sent (a cluster's nodes have their own: Kubernetes Secrets).
+        already are not sent (a cluster's nodes have their own: Kubernetes Secrets), nor the tracking server's (the
+        driver alone writes to MLflow).
 
         Only with ``forward`` (``--forward-credentials``): Ray keeps a driver's ``runtime_env`` in its job table,
         and the dashboard's Jobs API (``ray list jobs``, the Jobs page) returns it, ``env_vars`` included, to
@@ -365,7 +366,8 @@ class SweepConfig(_Section):
         :class:`ConfigError` naming the variables (never a value), before anything starts."""
         if not joins_ray_cluster(ray_address):
             return {}
-        sent = {name: os.environ[name] for name in self._credential_env if os.environ.get(name)}
+        sent = {name: os.environ[name] for name, field in self._credential_env.items()
+                if os.environ.get(name) and not field.startswith("tracking.")}  # MLflow is the driver's alone
         if sent and not forward:
             raise ConfigError(
                 f"the credentials taken off the config's URIs ({', '.join(sorted(sent))}) would reach the "

@@ -35,11 +35,12 @@ backoff) and waits for it :data:`RENEW_DEADLINE_S` at most (:meth:`SweepLease._r
   which MLflow answers without touching any store, also while the PostgreSQL behind it is down) gets no answer, a
   5xx, a timeout or a refused connection. For a URI without a probe (sqlite) an error that is not a refusal is an
   outage, among them an MLflow error that names the store's database layer
-  (:data:`~sentsweep.tracking.replay.DATABASE_FAILURES`). Stopping in an outage would protect nothing: a driver can
+  (:data:`~sentsweep.tracking.reachability.DATABASE_FAILURES`).
+  Stopping in an outage would protect nothing: a driver can
   take the lease over only by reading the tag, finding it expired and writing its own, through the same store, which
   answers nobody; and it would cost the sweep its running trials' work since their last checkpoint
-  (:class:`LeaseLost` stops Tune without a drain). The tracking journals keep what the trials log meanwhile (the
-  promise of :mod:`sentsweep.tracking.journal`).
+  (:class:`LeaseLost` stops Tune without a drain). The sweep folder keeps what the trials report meanwhile (``sentsweep
+  sync`` writes it to MLflow: :mod:`sentsweep.tracking.trial_runs`).
 
 What this cannot tell apart is a partition that cuts this driver, and only it, off the server (or a gateway that
 answers 5xx to it alone): another driver could take the sweep over then, and this one learns of it at its first
@@ -66,11 +67,7 @@ from urllib.parse import urlsplit
 
 from sentsweep.errors import SentsweepError
 from sentsweep.platform.sweep_identity import sweep_owner
-from sentsweep.tracking.replay import (  # loaded with the lease, not in the watchdog's first probe
-    Reachability,
-    first_line,
-    is_database_failure,
-)
+from sentsweep.tracking.reachability import first_line, is_database_failure, store_answers
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -160,17 +157,17 @@ class Renewal(enum.Enum):
 
 
 def server_answers(client: MlflowClient) -> bool:
-    """Whether the tracking store of ``client`` answers (:meth:`~sentsweep.tracking.replay.Reachability.probe`: a
+    """Whether the tracking store of ``client`` answers (:func:`~sentsweep.tracking.reachability.probe`: a
     read of the store, no retries; ``/health`` answers without it); True for a tracking URI that is not HTTP (nothing
     to probe: its calls' errors decide)."""
     uri = str(client.tracking_uri)
-    return urlsplit(uri).scheme not in ("http", "https") or Reachability(uri).answers()
+    return urlsplit(uri).scheme not in ("http", "https") or store_answers(uri)
 
 
 def refuses_lease(exc: BaseException) -> bool:
     """Whether ``exc``, from reading or writing the lease, is the tracking server refusing this holder the lease
     (:data:`REFUSAL_CODES`), not an outage (a 5xx, a timeout, a refused connection, an error of the store's database
-    layer: :func:`~sentsweep.tracking.replay.is_database_failure`)."""
+    layer: :func:`~sentsweep.tracking.reachability.is_database_failure`)."""
     from mlflow.exceptions import MlflowException
 
     if not isinstance(exc, MlflowException) or exc.error_code not in REFUSAL_CODES:
@@ -408,7 +405,7 @@ class SweepLease:
 @contextlib.contextmanager
 def lease_if_answering(client: MlflowClient, run_id: str, sweep_name: str,
                        location: SweepLocation | None = None) -> Iterator[SweepLease | None]:
-    """The sweep's lease for a block that delivers its journals without running it (``sentsweep sync``): refused
+    """The sweep's lease for a block that writes its runs to MLflow without running it (``sentsweep sync``): refused
     with :class:`LeaseHeldError` while another live driver holds it (that driver delivers them itself: twice would
     log every entry twice); none while the tracking server answers nobody (nothing can be delivered, nor can anyone
     take the sweep over), nor when the parent run cannot be read (the block reports what stays pending)."""

@@ -26,6 +26,7 @@ from sentsweep.platform.failures import failure_reason, is_failed
 from sentsweep.platform.interrupt import superseded
 from sentsweep.platform.search import is_final
 from sentsweep.tracking.deliverer import Deliverer
+from sentsweep.tracking.reachability import store_answers
 from sentsweep.tracking.trial_runs import TrialFolder, TrialRuns
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.stop_flag import DRAINING_KEY
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
 log = logging.getLogger("sentsweep.tracking")
-#: Seconds the end of an experiment waits for MLflow before the sweep goes on without it.
-END_WAIT_S = 30.0
+#: Seconds the end of an experiment waits for MLflow before the sweep goes on without it (none when its store does
+#: not answer a probe at once).
+END_WAIT_S = 20.0
 
 
 def trial_outcome(trial: Trial) -> str:
@@ -121,10 +123,11 @@ class TrialRunsCallback(Callback):
         self.end_wait_s = end_wait_s
         self._runs: TrialRuns | None = None
         self._deliverer: Deliverer | None = None
-        self._behind: set[str] = set()
+        self._behind: set[str] = set()  # trials whose last delivery failed or was dropped
+        self._seen: set[str] = set()  # trials this driver session delivered to
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
-        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set()}
+        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set()}
 
     @property
     def runs(self) -> TrialRuns:
@@ -144,32 +147,33 @@ class TrialRunsCallback(Callback):
         if superseded() is None:  # a driver that lost the sweep leaves its runs to the new holder
             self.deliverer.submit(trial.trial_id, job, force=force)
 
-    def catch_up(self, trial: Trial, results: list[dict[str, Any]]) -> str:
-        """The trial's run, holding every report: from the folder when an earlier delivery failed, then
-        ``results``; returns the run's id."""
+    def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
+        """The trial's run, holding every report: from the folder first when this session has not delivered to it
+        yet (a resume) or an earlier delivery failed, then ``results``; returns the run's id (``new_attempt``:
+        Tune just started the trial)."""
         runs = self.runs
-        if trial.trial_id in self._behind:
+        if trial.trial_id in self._behind or trial.trial_id not in self._seen:
             self._behind.discard(trial.trial_id)
             runs.forget(trial.trial_id)
-            runs.run_id(trial.trial_id)
+            runs.run_id(trial.trial_id, new_attempt=new_attempt)
+            new_attempt = False
             try:
                 runs.deliver(trial.trial_id, trial_folder(trial).results())
             except BaseException:
                 self._behind.add(trial.trial_id)
                 raise
-        run_id = runs.run_id(trial.trial_id)
+            self._seen.add(trial.trial_id)
+        run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt)
         runs.deliver(trial.trial_id, results)
         return run_id
 
     def _end(self, trial: Trial, status: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
-        if status == "FINISHED":
-            self.runs.upload_output(trial.trial_id, trial_folder(trial).output())
-        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite)
+        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output())
 
     # -- Tune hooks ----------------------------------------------------------------------------
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._submit(trial, lambda: self.catch_up(trial, []))
+        self._submit(trial, lambda: self.catch_up(trial, [], new_attempt=True))
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
@@ -200,7 +204,8 @@ class TrialRunsCallback(Callback):
                              force=True)
         totals = sweep_totals(trials, self.gpu_per_trial)
         deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
-        if not deliverer.drain(self.end_wait_s) or self._behind:
+        wait = self.end_wait_s if store_answers(self.settings["tracking_uri"]) else 0.0
+        if not deliverer.drain(wait) or self._behind:
             log.warning("MLflow has not got all of the trials' runs; `sentsweep sync SWEEP_DIR` completes them "
                         "from the sweep folder (a resume does too)")
 

@@ -31,9 +31,10 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
 from sentsweep.tracking.datasets import log_dataset_inputs
-from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX, PROTOCOLS_ARTIFACT
+from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
+    OUTPUT_DIR,
     PARENT_TAG,
     REASON_TAG,
     ROLE_TAG,
@@ -51,12 +52,12 @@ log = logging.getLogger("sentsweep.tracking")
 
 #: The result key whose value is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
-#: A trial folder's reports (Tune's JSON logger) and the folder the trial's outputs go to.
+#: A trial folder's reports (Tune's JSON logger).
 RESULTS_FILE = "result.json"
-OUTPUT_DIR = "output"
 #: MLflow's limits per ``log_batch`` call.
 MAX_METRICS_PER_BATCH = 1000
 MAX_PARAMS_PER_BATCH = 100
+MAX_TAGS_PER_BATCH = 100
 #: Result keys that are Tune's bookkeeping, not figures of the trial.
 NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterations_since_restore",
                          "time_since_restore", "timesteps_since_restore", "timesteps_total", "episodes_total"})
@@ -123,6 +124,20 @@ def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None
     return None
 
 
+def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, str], run_name: str,
+                      key: dict[str, str]) -> Any:
+    """Create a run, then keep only the oldest active run with the ``key`` tags: MLflow's client sends a create
+    again when a gateway lost its answer, and the server makes a twin, which is deleted here (MLflow keeps deleted
+    runs restorable)."""
+    created = client.create_run(experiment_id, tags=tags, run_name=run_name)
+    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in key.items())
+    found = client.search_runs([experiment_id], filter_string=query, max_results=10)
+    twins = sorted(found, key=lambda run: (run.info.start_time or 0, run.info.run_id))
+    for twin in twins[1:]:
+        client.delete_run(twin.info.run_id)
+    return twins[0] if twins else created
+
+
 class TrialRuns:
     """The child runs of the trials under one parent run, with each trial's high-water mark.
 
@@ -147,25 +162,30 @@ class TrialRuns:
         """Read the trial's run and mark back from MLflow before its next delivery (after a failed one)."""
         self.marks.pop(trial_id, None)
 
-    def run_id(self, trial_id: str, *, running: bool = True) -> str:
-        """The trial's run: found by its tag (its mark read back) or created. ``running``: the trial runs now, so a
-        run an earlier session ended is marked RUNNING again. Params come with the trial's run record (the values
+    def run_id(self, trial_id: str, *, new_attempt: bool = False) -> str:
+        """The trial's run: found by its tag (its mark read back) or created. ``new_attempt``: Tune started the
+        trial (again), so a run an earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the
+        attempt. Params come with the trial's run record (the values
         its typed config validated, defaults included), and MLflow never changes a param."""
         run_id = self.run_ids.get(trial_id)
-        if run_id is not None and trial_id in self.marks:
+        if run_id is not None and trial_id in self.marks and not new_attempt:
             return run_id
         run = find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
         if run is None:
             tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1", PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id}
             if self.sweep_name:
                 tags[SWEEP_TAG] = self.sweep_name
-            run = self.client.create_run(self.experiment_id, tags=tags, run_name=trial_id)
+            run = create_unique_run(self.client, self.experiment_id, tags, trial_id,
+                                    {PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id})
             self.marks[trial_id] = 0
         else:
             history = self.client.get_metric_history(run.info.run_id, MARK_KEY)
             self.marks[trial_id] = int(max((m.value for m in history), default=0))
-            if running and run.info.status in TERMINAL:
-                self.client.update_run(run.info.run_id, status="RUNNING")
+            if new_attempt:
+                if run.info.status in TERMINAL:
+                    self.client.update_run(run.info.run_id, status="RUNNING")
+                attempt = int(run.data.tags.get(ATTEMPT_TAG, "1") or 1) + 1
+                self.client.set_tag(run.info.run_id, ATTEMPT_TAG, str(attempt))
         self.run_ids[trial_id] = run.info.run_id
         return run.info.run_id
 
@@ -194,9 +214,6 @@ class TrialRuns:
         if not isinstance(record, dict):
             return
         tags = {str(k): str(v) for k, v in (record.get("tags") or {}).items()}
-        protocols = record.get("protocols") or {}
-        tags.update({f"{PROTOCOL_TAG_PREFIX}{k}": str(p.get("compact", "")) for k, p in protocols.items()
-                     if isinstance(p, dict)})
         params = record.get("params") or {}
         if params:
             held = self.client.get_run(run_id).data.params
@@ -204,32 +221,30 @@ class TrialRuns:
             for start in range(0, len(missing), MAX_PARAMS_PER_BATCH):
                 self.client.log_batch(run_id, params=missing[start:start + MAX_PARAMS_PER_BATCH])
         items = [RunTag(k, v) for k, v in tags.items()]
-        for start in range(0, len(items), 100):
-            self.client.log_batch(run_id, tags=items[start:start + 100])
+        for start in range(0, len(items), MAX_TAGS_PER_BATCH):
+            self.client.log_batch(run_id, tags=items[start:start + MAX_TAGS_PER_BATCH])
         if record.get("inputs"):
             log_dataset_inputs(self.client, run_id, record["inputs"])
-        if protocols:
-            self.client.log_dict(run_id, {k: p.get("full", p) for k, p in sorted(protocols.items())},
-                                 PROTOCOLS_ARTIFACT)
+        log_protocols(self.client, run_id, record.get("protocols") or {})
 
-    def upload_output(self, trial_id: str, folder: tuple[pyarrow.fs.FileSystem, str] | None) -> None:
-        """The trial's ``output/`` folder as the root of its run's artifacts (files of the same name replaced)."""
-        if folder is None:
-            return
-        fs, path = folder
-        with tempfile.TemporaryDirectory() as tmp:
-            pyarrow.fs.copy_files(path, tmp, source_filesystem=fs, destination_filesystem=pyarrow.fs.LocalFileSystem())
-            self.client.log_artifacts(self.run_ids[trial_id], tmp)
-
-    def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True) -> None:
-        """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`); a run that ended already
-        keeps its status unless ``overwrite``."""
+    def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
+            output: tuple[pyarrow.fs.FileSystem, str] | None = None) -> bool:
+        """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`), a finished trial's ``output``
+        folder uploaded first as the root of its artifacts; a run that ended already keeps its status unless
+        ``overwrite``. Whether the run was ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
         if run.info.status in TERMINAL and not overwrite:
-            return
+            return False
+        if output is not None and status == "FINISHED":
+            fs, path = output
+            with tempfile.TemporaryDirectory() as tmp:
+                pyarrow.fs.copy_files(path, tmp, source_filesystem=fs,
+                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
+                self.client.log_artifacts(run.info.run_id, tmp)
         if reason:
             self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
         self.client.set_terminated(run.info.run_id, status=status)
+        return True
 
     def running_children(self) -> list[Any]:
         """The child runs of trials under the parent run that are still RUNNING."""
@@ -260,13 +275,10 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         done.trials += 1
         results = folder.results()
         runs.forget(folder.trial_id)
-        runs.run_id(folder.trial_id, running=False)
+        runs.run_id(folder.trial_id)
         done.reports += runs.deliver(folder.trial_id, results)
         ended = final_status(results[-1] if results else None)
-        run = runs.client.get_run(runs.run_ids[folder.trial_id])
-        if ended is not None and run.info.status == "RUNNING":
-            runs.upload_output(folder.trial_id, folder.output())
-            runs.end(folder.trial_id, *ended)
+        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output()):
             done.ended += 1
     for run in runs.running_children():
         trial_id = run.data.tags.get(TRIAL_ID_TAG, "")

@@ -1,7 +1,7 @@
 """A driver that lost its sweep's lease runs Tune's cleanup (``except Exception: runner.cleanup(); raise`` in
 ``ray/tune/tune.py``, after :class:`LeaseLost` from :class:`StopWatch`) and leaves its metering block: none of it may
 touch what the new holder now keeps. Real callbacks, a real sqlite MLflow store and a real sweep folder; the new
-holder's trials are runs tagged as its workers tag them."""
+holder's trials are runs tagged as its driver tags them."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from sentsweep.platform.interrupt import StopSignals, graceful_stops, superseded
 from sentsweep.platform.lease import LeaseLost
 from sentsweep.platform.stopping import StopWatch
 from sentsweep.platform.storage import locate
-from sentsweep.platform.sweep_tracking import TrackingCallback
-from sentsweep.tracking.vocabulary import TRIAL_ID_TAG, TrackingSettings, child_run_tags
+from sentsweep.platform.trial_runs_callback import TrialRunsCallback
+from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
 from sentsweep.trainables.method import ATTEMPT_SECONDS_KEY, ATTEMPT_STARTED_KEY, GPUS_KEY
 
 pytestmark = pytest.mark.usefixtures("ray_session")  # as in the driver, where Tune's cleanup runs
@@ -44,16 +44,17 @@ def test_a_superseded_driver_leaves_the_new_holders_runs_and_budget_alone(tmp_pa
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment_id = client.create_experiment("toy")
     parent = client.create_run(experiment_id, run_name="toy-1").info.run_id
-    settings = TrackingSettings(tracking_uri=tracking_uri, experiment_id=experiment_id, parent_run_id=parent,
-                                sweep_name="toy-1").model_dump()
+    settings = {"tracking_uri": tracking_uri, "experiment_id": experiment_id, "parent_run_id": parent,
+                "sweep_name": "toy-1"}
     # B's runs: a0001 rerun from its checkpoint (A knows that trial), b0001 a trial A never saw
-    b_runs = {trial_id: client.create_run(experiment_id, tags=child_run_tags(TrackingSettings(**settings), trial_id),
-                                          run_name=trial_id).info.run_id for trial_id in ("a0001", "b0001")}
+    b_runs = {trial_id: client.create_run(experiment_id, run_name=trial_id, tags={
+        ROLE_TAG: TRIAL_ROLE, PARENT_TAG: parent, SWEEP_TAG: "toy-1", TRIAL_ID_TAG: trial_id}).info.run_id
+        for trial_id in ("a0001", "b0001")}
     sweep_root = tmp_path / "ray_results"
     location = locate(str(sweep_root / "toy-1"))
     Path(location.uri).mkdir(parents=True)
     a_running, a_done = a_trial(sweep_root, "a0001", "RUNNING"), a_trial(sweep_root, "a0002", "TERMINATED")
-    tracking = TrackingCallback(settings, "ASHA", 0.0)
+    tracking = TrialRunsCallback(settings, "ASHA", 0.0)
     budget = BudgetCallback()
     stops = StopSignals()
 
@@ -71,6 +72,7 @@ def test_a_superseded_driver_leaves_the_new_holders_runs_and_budget_alone(tmp_pa
         tracking.on_trial_complete(iteration=7, trials=[a_running, a_done], trial=a_done)
         tracking.on_experiment_end(trials=[a_running, a_done])
     assert superseded() is None  # outside the driver's block
+    assert tracking._deliverer is None or tracking.deliverer.drain(30.0)  # whatever A queued has run
 
     assert (Path(location.uri) / BUDGET_FILE).read_text() == B_COUNT, "A's stale count never overwrites B's"
     found = {trial_id: (client.get_run(run_id).info.lifecycle_stage, client.get_run(run_id).info.status)

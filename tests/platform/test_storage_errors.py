@@ -161,15 +161,3 @@ def test_a_storage_blip_reading_the_study_is_not_a_study_never_saved(tmp_path: P
     (tmp_path / "sweep" / STUDY_FILE).write_text('{"directions": ["MAXIMIZE"], "tri')
     with pytest.raises(ConfigError, match=f"^s3://sentsweep/sweep/{STUDY_FILE}: unreadable {STUDY_FILE}"):
         location.load_study()
-
-
-def test_a_storage_blip_reading_the_owed_pruning_is_not_nothing_owed(tmp_path: Path) -> None:
-    from sentsweep.platform.retention import PRUNE_OWED, owe_pruning, prune_owed
-
-    location, storage = flaky_location(tmp_path)
-    assert prune_owed(location, echo=lambda line: None) is False  # nothing owed
-    owe_pruning(location, [], "stsb_dev", "max", 1, ())
-    storage.fail("open_input_stream", PRUNE_OWED, times=3)
-    with pytest.raises(StorageError, match=f"{PRUNE_OWED}: the storage did not answer"):
-        prune_owed(location, echo=lambda line: None)
-    assert (tmp_path / "sweep" / PRUNE_OWED).is_file(), "the record of what is owed stays"

@@ -16,7 +16,7 @@ from mlflow import MlflowClient
 
 from sentsweep.tracking.deliverer import Backoff, Deliverer
 from sentsweep.tracking.trial_runs import TrialFolder, TrialRuns, reconcile, trial_folders
-from sentsweep.tracking.vocabulary import REASON_TAG, RUN_RECORD_KEY, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, RUN_RECORD_KEY, TRIAL_ID_TAG
 
 
 def write_trial(experiment: Path, trial_id: str, results: list[dict[str, Any]], output: bool = False) -> Path:
@@ -119,9 +119,10 @@ def test_a_resumed_trial_reattaches_to_its_run_and_continues_above_its_mark(swee
     client, experiment_id, parent = sweep
     write_trial(tmp_path, "t1", [{"step": 5, "loss": 1.0}, {"step": 10, "loss": 0.5}])
     reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path), TrialRuns(client, experiment_id, parent))
-    runs = TrialRuns(client, experiment_id, parent)  # a resumed driver
-    run_id = runs.run_id("t1")
-    assert client.get_run(run_id).info.status == "RUNNING" and runs.marks["t1"] == 2
+    runs = TrialRuns(client, experiment_id, parent)  # a resumed driver: Tune starts the trial again
+    run_id = runs.run_id("t1", new_attempt=True)
+    run = client.get_run(run_id)
+    assert run.info.status == "RUNNING" and runs.marks["t1"] == 2 and run.data.tags[ATTEMPT_TAG] == "2"
     runs.deliver("t1", [{"training_iteration": i, "step": 5 * i, "loss": 1.0 / i} for i in (1, 2, 3)])
     assert points(client, run_id, "loss") == [(5, 1.0), (10, 0.5), (15, pytest.approx(1 / 3))]
     assert len(children(client, experiment_id)) == 1
