@@ -2,20 +2,23 @@
 
 An idempotent reconcile, run after an outage (or any time): every trial's run gets every report above its
 high-water mark and its end (:func:`~sentsweep.tracking.trial_runs.reconcile`: complete histories, no duplicate,
-no run left RUNNING), for the search and for the confirmation stage; then the driver's own writes a session saved
-in the folder (:mod:`sentsweep.tracking.run_writes`: finalize's figures, uploads, the registration, the runs'
-ends). Refused while a driver runs the sweep (it writes its runs itself); the manifest's tracking server and parent
-run are used only as :mod:`~sentsweep.platform.folder_trust` allows.
+no run left RUNNING), for the search and for the confirmation stage; the sweep's totals when its run lacks them;
+then the driver's own writes a session saved in the folder (:mod:`sentsweep.tracking.run_writes`: finalize's
+figures, uploads, the registration, the runs' ends). Refused while a driver runs the sweep (it writes its runs
+itself); the manifest's tracking server and parent run are used only as :mod:`~sentsweep.platform.folder_trust`
+allows.
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
+import time
 from dataclasses import dataclass
 
 import pyarrow.fs
 from mlflow import MlflowClient
+from mlflow.entities import Metric
 
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirmation import read_state, stage_location
@@ -24,7 +27,7 @@ from sentsweep.platform.lease import lease_if_answering
 from sentsweep.platform.storage import SweepManifest, locate
 from sentsweep.platform.sweep_tracking import SweepRun
 from sentsweep.tracking.reachability import first_line, store_answers
-from sentsweep.tracking.trial_runs import Reconciled, TrialRuns, reconcile
+from sentsweep.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")
@@ -77,6 +80,11 @@ def _sync_stages(client: MlflowClient, manifest: SweepManifest, stages: list[tup
         done.trials.trials += found.trials
         done.trials.reports += found.reports
         done.trials.ended += found.ended
+    parent = client.get_run(manifest.parent_run_id)
+    if "trials_total" not in parent.data.metrics:  # the totals the sweep's end could not write
+        gpu = float(manifest.config.get("resources", {}).get("gpu", 0.0))
+        client.log_batch(parent.info.run_id, metrics=[Metric(k, v, int(time.time() * 1000), 0)
+                                                      for k, v in folder_totals(fs, stages[0][0], gpu).items()])
     for path, run_id in stages:
         others = {manifest.parent_run_id, *([stage_run] if stage_run else [])} - {run_id}
         run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path, runs=others,

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
 log = logging.getLogger("sentsweep.tracking")
+#: Trial settings that are not params of its run (how it is tracked, not how it trains).
+UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
 #: Seconds the end of an experiment waits for MLflow before the sweep goes on without it (none when its store does
 #: not answer a probe at once).
 END_WAIT_S = 20.0
@@ -169,6 +171,9 @@ class TrialRunsCallback(Callback):
 
     def _end(self, trial: Trial, status: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
+        if status != "FINISHED":  # a trial that failed before its first report: the settings Tune sampled
+            settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
+            self.runs.log_params(trial.trial_id, settings, only_if_none=True)
         self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output())
 
     # -- Tune hooks ----------------------------------------------------------------------------

@@ -214,18 +214,28 @@ class TrialRuns:
         if not isinstance(record, dict):
             return
         tags = {str(k): str(v) for k, v in (record.get("tags") or {}).items()}
-        params = record.get("params") or {}
-        if params:
-            held = self.client.get_run(run_id).data.params
-            missing = [Param(k, param_value(v)) for k, v in params.items() if k not in held]
-            for start in range(0, len(missing), MAX_PARAMS_PER_BATCH):
-                self.client.log_batch(run_id, params=missing[start:start + MAX_PARAMS_PER_BATCH])
+        self._log_params(run_id, record.get("params") or {})
         items = [RunTag(k, v) for k, v in tags.items()]
         for start in range(0, len(items), MAX_TAGS_PER_BATCH):
             self.client.log_batch(run_id, tags=items[start:start + MAX_TAGS_PER_BATCH])
         if record.get("inputs"):
             log_dataset_inputs(self.client, run_id, record["inputs"])
         log_protocols(self.client, run_id, record.get("protocols") or {})
+
+    def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
+        """The params the trial's run lacks (MLflow never changes one); ``only_if_none``: only when it has none (a
+        trial that failed before its first report: its sampled settings, as Tune holds them)."""
+        self._log_params(self.run_ids[trial_id], params, only_if_none=only_if_none)
+
+    def _log_params(self, run_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
+        if not params:
+            return
+        held = self.client.get_run(run_id).data.params
+        if only_if_none and held:
+            return
+        missing = [Param(k, param_value(v)) for k, v in params.items() if k not in held]
+        for start in range(0, len(missing), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=missing[start:start + MAX_PARAMS_PER_BATCH])
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None) -> bool:
@@ -251,6 +261,22 @@ class TrialRuns:
         query = (f"tags.`{PARENT_TAG}` = '{self.parent_run_id}' and tags.`{ROLE_TAG}` = '{TRIAL_ROLE}' "
                  "and attributes.status = 'RUNNING'")
         return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
+
+
+def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
+    """The sweep's totals as its folder tells them (a trial's last report: final, failed, else stopped early):
+    trials by outcome, and the seconds and GPU seconds they ran (Tune's ``time_total_s``)."""
+    counts = {"finished": 0, "pruned": 0, "failed": 0}
+    seconds = 0.0
+    for folder in trial_folders(fs, experiment_path):
+        last = folder.results()[-1]
+        ended = final_status(last)
+        counts["failed" if ended and ended[0] == "FAILED" else "finished" if ended else "pruned"] += 1
+        seconds += float(last.get("time_total_s") or 0.0)
+    totals = {f"trials_{k}": float(v) for k, v in counts.items()}
+    totals.update(trials_total=float(sum(counts.values())), trial_seconds=seconds,
+                  gpu_seconds=seconds * gpu_per_trial)
+    return totals
 
 
 @dataclass
