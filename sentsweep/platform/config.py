@@ -80,8 +80,8 @@ class TrackingConfig(_Section):
     uri: str = DEFAULT_TRACKING_URI
     artifact_location: str | None = DEFAULT_ARTIFACTS
     experiment: str = "sentsweep"
-    system_metrics: bool = Field(False, description="MLflow system metrics (CPU, memory; GPU with nvidia-ml-py) "
-                                 "on every trial run")
+    system_metrics: bool = Field(False, description="system metrics (CPU, memory; GPU memory with CUDA) "
+                                 "sampled in every trial and logged on its run")
     system_metrics_interval_s: float = Field(10.0, gt=0, description="seconds between system-metric samples")
 
 

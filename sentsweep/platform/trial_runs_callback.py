@@ -27,7 +27,7 @@ from sentsweep.platform.interrupt import superseded
 from sentsweep.platform.search import is_final
 from sentsweep.tracking.deliverer import Deliverer
 from sentsweep.tracking.reachability import store_answers
-from sentsweep.tracking.trial_runs import TrialFolder, TrialRuns
+from sentsweep.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 
@@ -105,11 +105,12 @@ def ended_status(trial: Trial) -> tuple[str, str | None]:
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
-    """Where the driver reads a trial's reports: its local copy when it has one (a remote sweep folder is
-    synced from it), else the trial's folder in the sweep folder; outputs are always there."""
+    """Where the driver reads a trial's reports: its local copy when it has one (a remote sweep folder is synced
+    from it; :mod:`.driver_staging` removes it once the storage holds it), else the trial's folder in the sweep
+    folder; outputs are always there."""
     storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
     local = trial.local_path
-    if local and os.path.isdir(local):
+    if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
         return TrialFolder(pyarrow.fs.LocalFileSystem(), local, trial.trial_id, storage=storage)
     return TrialFolder(*storage, trial.trial_id)
 
