@@ -163,7 +163,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def _finish(outcome: SweepOutcome) -> int:
     """The summary of a sweep that ran to its end; status 1 when no trial finished."""
+    from sentsweep.tracking.reachability import store_answers
+
     try:
+        if not store_answers(outcome.tracking_uri):  # asked once: a summary must not wait out MLflow's retries
+            raise ConnectionError("its store does not answer")
         _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
     except Exception as exc:  # noqa: BLE001 - an outage: the sweep folder holds what waits, the sweep is done
         print(f"\nno summary: MLflow did not answer ({type(exc).__name__}); once it does, "

@@ -20,6 +20,7 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from sentsweep.credentials import explain_refused_credentials
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirmation import read_state, stage_location
 from sentsweep.platform.folder_trust import refuse_foreign_parent, trusted_tracking_uri
@@ -53,7 +54,8 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
         done.waiting = True
         return done
     client = MlflowClient(tracking_uri=uri)
-    refuse_foreign_parent(client, manifest, location)
+    with explain_refused_credentials(uri):  # a 401/403 is one line naming the variables
+        refuse_foreign_parent(client, manifest, location)
     fs, root = location.resolve()
     state = read_state(location)
     stage_run = state.get("run_id") if state else None

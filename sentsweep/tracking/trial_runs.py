@@ -9,11 +9,12 @@ holds comes from the trial's Tune results (one JSON line per report in the trial
   source and placement, dataset inputs, metric protocols);
 - the trial's ``output/`` folder once it ended, and its final status.
 
-The high-water mark of a trial is the last Tune ``training_iteration`` its run holds (the largest value of that
-metric in MLflow). Only reports above it are delivered, so a report is never logged twice: MLflow keeps a second
-row for a point logged again even with the same key, step and timestamp. The mark is kept in memory while
-deliveries succeed; after a failure it is read back from MLflow before the next delivery, which may have reached
-the server although its answer was lost.
+The high-water mark of a trial is the last step its run holds (the largest step of its ``training_iteration``
+metric in MLflow). Only reports at a later step are delivered (and the terminal report once, which repeats the last
+evaluation's step), so a report is never logged twice, nor the steps an attempt restored from an earlier checkpoint
+trains again: MLflow keeps a second row for a point logged again even with the same key, step and timestamp.
+The mark is kept in memory while deliveries succeed; after a failure it is read back from MLflow before the next
+delivery, which may have reached the server although its answer was lost.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ from sentsweep.tracking.vocabulary import (
 
 log = logging.getLogger("sentsweep.tracking")
 
-#: The result key whose value is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
+#: The metric every delivered report carries (Tune numbers a trial's reports 1, 2, ...): the high-water mark is
+#: the last step at which the run holds it.
 MARK_KEY = "training_iteration"
+#: Keys of a trial's terminal report (its final figures, or a failure), delivered once even at the mark's step.
+TERMINAL_KEYS = ("final", "failed")
 #: A trial folder's reports (Tune's JSON logger).
 RESULTS_FILE = "result.json"
 #: MLflow's limits per ``log_batch`` call.
@@ -157,6 +161,7 @@ class TrialRuns:
         self.skip_keys = skip_keys
         self.run_ids: dict[str, str] = {}
         self.marks: dict[str, int] = {}
+        self.terminal: dict[str, set[str]] = {}  # the terminal keys each run holds
 
     def forget(self, trial_id: str) -> None:
         """Read the trial's run and mark back from MLflow before its next delivery (after a failed one)."""
@@ -177,10 +182,11 @@ class TrialRuns:
                 tags[SWEEP_TAG] = self.sweep_name
             run = create_unique_run(self.client, self.experiment_id, tags, trial_id,
                                     {PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id})
-            self.marks[trial_id] = 0
+            self.marks[trial_id], self.terminal[trial_id] = -1, set()
         else:
             history = self.client.get_metric_history(run.info.run_id, MARK_KEY)
-            self.marks[trial_id] = int(max((m.value for m in history), default=0))
+            self.marks[trial_id] = max((int(m.step) for m in history), default=-1)
+            self.terminal[trial_id] = set(TERMINAL_KEYS) & set(run.data.metrics)
             if new_attempt:
                 if run.info.status in TERMINAL:
                     self.client.update_run(run.info.run_id, status="RUNNING")
@@ -193,19 +199,22 @@ class TrialRuns:
         """Log the reports above the trial's mark, in order; the mark follows each report MLflow took.
         Returns how many reports were logged."""
         run_id = self.run_ids[trial_id]
+        held = self.terminal.setdefault(trial_id, set())
         logged = 0
         for result in results:
-            iteration = int(result.get(MARK_KEY) or 0)
-            if iteration <= self.marks.get(trial_id, 0) or any(result.get(k) for k in self.skip_keys):
+            mark = self.marks.get(trial_id, -1)
+            step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
+            ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
+            if any(result.get(k) for k in self.skip_keys) or not (step > mark or ends - held):
                 continue
             self._log_record(run_id, result.get(RUN_RECORD_KEY))
-            step = int(result.get("step") or iteration)
             stamp = self.now_ms()
             points = [Metric(k, v, stamp, step) for k, v in report_metrics(result).items()]
             points.sort(key=lambda m: m.key == MARK_KEY)  # the mark last: a cut batch is delivered again
             for start in range(0, len(points), MAX_METRICS_PER_BATCH):
                 self.client.log_batch(run_id, metrics=points[start:start + MAX_METRICS_PER_BATCH])
-            self.marks[trial_id] = iteration
+            self.marks[trial_id] = max(mark, step)
+            held |= ends
             logged += 1
         return logged
 

@@ -75,7 +75,7 @@ def test_reports_above_the_mark_only_and_none_twice_after_a_lost_answer(sweep, t
         runs.deliver("t1", folder.results())
     runs.forget("t1")  # what a failed delivery does: the mark is read back from MLflow
     runs.run_id("t1")
-    assert runs.marks["t1"] == 2  # the second report reached the server although its answer was lost
+    assert runs.marks["t1"] == 20  # the second report reached the server although its answer was lost
     assert runs.deliver("t1", folder.results()) == 2
     run_id = runs.run_ids["t1"]
     assert points(client, run_id, "stsb_dev") == [(10, 0.0), (20, 0.1), (30, 0.2), (40, pytest.approx(0.3))]
@@ -122,10 +122,26 @@ def test_a_resumed_trial_reattaches_to_its_run_and_continues_above_its_mark(swee
     runs = TrialRuns(client, experiment_id, parent)  # a resumed driver: Tune starts the trial again
     run_id = runs.run_id("t1", new_attempt=True)
     run = client.get_run(run_id)
-    assert run.info.status == "RUNNING" and runs.marks["t1"] == 2 and run.data.tags[ATTEMPT_TAG] == "2"
+    assert run.info.status == "RUNNING" and runs.marks["t1"] == 10 and run.data.tags[ATTEMPT_TAG] == "2"
     runs.deliver("t1", [{"training_iteration": i, "step": 5 * i, "loss": 1.0 / i} for i in (1, 2, 3)])
     assert points(client, run_id, "loss") == [(5, 1.0), (10, 0.5), (15, pytest.approx(1 / 3))]
     assert len(children(client, experiment_id)) == 1
+
+
+def test_steps_trained_again_after_a_fallback_are_not_logged_twice_and_the_final_report_is(sweep,
+                                                                                          tmp_path: Path) -> None:
+    """A retry restored from an earlier checkpoint reports steps the run holds (Tune's iteration goes on): they are
+    not logged again; the final report, at the last evaluation's step, is logged once."""
+    client, experiment_id, parent = sweep
+    reports = [{"step": 0, "loss": 3.0}, {"step": 2, "loss": 2.0}, {"step": 4, "loss": 1.0},
+               {"step": 4, "loss": 1.5}, {"step": 6, "loss": 0.5}, {"step": 6, "loss": 0.5, "final": 1.0}]
+    write_trial(tmp_path, "t1", reports)
+    fs = pyarrow.fs.LocalFileSystem()
+    assert reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent)).reports == 5
+    assert reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent)).reports == 0
+    (run,) = children(client, experiment_id)
+    assert points(client, run.info.run_id, "loss") == [(0, 3.0), (2, 2.0), (4, 1.0), (6, 0.5), (6, 0.5)]
+    assert run.data.metrics["final"] == 1.0 and run.info.status == "FINISHED"
 
 
 def test_draining_reports_are_skipped_and_folders_without_reports_ignored(sweep, tmp_path: Path) -> None:
