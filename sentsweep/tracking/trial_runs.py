@@ -54,8 +54,10 @@ log = logging.getLogger("sentsweep.tracking")
 #: The metric every delivered report carries (Tune numbers a trial's reports 1, 2, ...): the high-water mark is
 #: the last step at which the run holds it.
 MARK_KEY = "training_iteration"
-#: Keys of a trial's terminal report (its final figures, or a failure), delivered once even at the mark's step.
-TERMINAL_KEYS = ("final", "failed")
+#: Keys of a trial's terminal report (its final figures), delivered once even at the mark's step. The report of a
+#: failure carries no figure of the training (its metric is NaN): its reason goes on the run as its end.
+TERMINAL_KEYS = ("final",)
+FAILED_KEY = "failed"
 #: A trial folder's reports (Tune's JSON logger).
 RESULTS_FILE = "result.json"
 #: MLflow's limits per ``log_batch`` call.
@@ -121,7 +123,7 @@ def report_metrics(result: dict[str, Any]) -> dict[str, float]:
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
     """FINISHED or FAILED (with its reason) when the trial's last report says so; None otherwise."""
     result = result or {}
-    if result.get("failed") == 1.0:
+    if result.get(FAILED_KEY) == 1.0:
         return "FAILED", str(result.get("failure_reason") or "failed")
     if result.get("final") == 1.0:
         return "FINISHED", None
@@ -205,7 +207,8 @@ class TrialRuns:
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            if any(result.get(k) for k in self.skip_keys) or not (step > mark or ends - held):
+            skipped = result.get(FAILED_KEY) == 1.0 or any(result.get(k) for k in self.skip_keys)
+            if skipped or not (step > mark or ends - held):
                 continue
             self._log_record(run_id, result.get(RUN_RECORD_KEY))
             stamp = self.now_ms()
