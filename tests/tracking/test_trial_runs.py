@@ -96,7 +96,7 @@ def test_reconcile_completes_histories_ends_runs_and_is_idempotent(sweep, tmp_pa
     fs = pyarrow.fs.LocalFileSystem()
 
     first = reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent, "toy"))
-    assert (first.trials, first.reports, first.ended) == (3, 3, 3)
+    assert (first.trials, first.reports, first.ended) == (3, 2, 3)  # a failure's report carries no figure
     again = reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent, "toy"))
     assert (again.reports, again.ended) == (0, 0)
 
@@ -113,6 +113,7 @@ def test_reconcile_completes_histories_ends_runs_and_is_idempotent(sweep, tmp_pa
     assert {a.path for a in client.list_artifacts(done.info.run_id)} == {"final_metrics.json", "protocols.json"}
     assert points(client, runs_by_trial["cut"].info.run_id, "stsb_dev") == [(5, 0.2)]
     assert runs_by_trial["bad"].data.tags[REASON_TAG] == "DataError: no rows"
+    assert "failed" not in runs_by_trial["bad"].data.metrics
 
 
 def test_a_resumed_trial_reattaches_to_its_run_and_continues_above_its_mark(sweep, tmp_path: Path) -> None:
