@@ -2,7 +2,7 @@
 
 ``python -m bench._scale_driver CONFIG.yaml RESULT.json --address HOST:PORT`` runs the platform's real sweep path
 (:func:`sentsweep.platform.sweep.run_sweep`: the seeded TPE searcher with constant liar, ASHA, the MLflow parent
-and child runs with their journals, checkpoints and Tune's state on the sweep's storage) with :data:`TRIVIAL`, a
+and child runs, checkpoints and Tune's state on the sweep's storage) with :data:`TRIVIAL`, a
 method with no model: a single weight, ``max_steps`` reports of a dev value computed from the trial's settings.
 Its search space is the real CoSENT space (five parameters, two categorical), so the searcher does the work it does
 in a CoSENT sweep. Every call of the searcher's ``suggest`` is timed (:class:`SuggestClock`); the result file gets

@@ -6,7 +6,7 @@ same way in the same session. Not a test: minutes, and the seconds depend on the
 
 Each sweep is the platform's real path (:func:`sentsweep.platform.sweep.run_sweep` in a driver process of its own,
 :mod:`bench._scale_driver`: seeded multivariate TPE with constant liar over the CoSENT space, ASHA, the MLflow
-parent and child runs with their journals, checkpoints and Tune's state on the storage), with a trial that has no
+parent and child runs, checkpoints and Tune's state on the storage), with a trial that has no
 model (a weight and ``--steps`` reports), so what a trial costs is what the platform costs. Every MLflow request goes
 through a counting reverse proxy on loopback (:mod:`tools.harness.counting_proxy`): real requests, counted and
 timed at the server's front door. Printed, for both sweeps and as a ratio of this sweep to the reference:

@@ -120,29 +120,33 @@ def test_a_resumed_folder_and_endpoint_lose_their_credentials_too() -> None:
     assert resolve_sweep_folder("/data/runs/s-1", None, env) == ("/data/runs/s-1", None)
 
 
-def test_only_a_joined_cluster_gets_the_uri_credentials_and_only_when_asked(
+def test_only_a_joined_cluster_gets_the_storage_credentials_and_only_when_asked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tracking server's never: the driver alone writes to MLflow."""
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "")  # unset, and restored after the test
+    for name in ("MLFLOW_TRACKING_PASSWORD", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "")  # unset, and restored after the test
     monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
-    config = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://:{SECRET}@mlflow:5000"})
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "minio")
+    config = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://:{SECRET}@mlflow:5000"},
+                         storage_path="s3://bucket/runs", storage_endpoint_url=f"http://:{SECRET}@minio:9000")
     resolved = config.resolved(tmp_path)  # this process's environment
     assert resolved.worker_credentials(None) == {} and resolved.worker_credentials("local") == {}
-    # the password came from the URI and would travel (readable through Ray's Jobs API): refused unless asked
+    # the secret key came from the URI and would travel (readable through Ray's Jobs API): refused unless asked
     with pytest.raises(ConfigError) as refused:
         resolved.worker_credentials("ray://head:10001")
-    assert str(refused.value).startswith("field 'tracking.uri': the credentials taken off the config's URIs "
-                                         "(MLFLOW_TRACKING_PASSWORD) would reach")
+    assert str(refused.value).startswith("field 'storage_endpoint_url': the credentials taken off the config's URIs "
+                                         "(AWS_SECRET_ACCESS_KEY) would reach")
     assert "--forward-credentials" in str(refused.value) and SECRET not in str(refused.value)
-    # the user name was in the environment already and stays
-    assert resolved.worker_credentials("ray://head:10001", forward=True) == {"MLFLOW_TRACKING_PASSWORD": SECRET}
+    # the access key was in the environment already and stays; the tracking password never travels
+    assert resolved.worker_credentials("ray://head:10001", forward=True) == {"AWS_SECRET_ACCESS_KEY": SECRET}
     monkeypatch.setenv("RAY_ADDRESS", "http://head:8265")  # a Ray job's driver
     assert joins_ray_cluster(None) and resolved.worker_credentials(None, forward=True) == {
-        "MLFLOW_TRACKING_PASSWORD": SECRET}
+        "AWS_SECRET_ACCESS_KEY": SECRET}
     with pytest.raises(ConfigError):
         resolved.worker_credentials(None)
-    in_env = SweepConfig(name="s", method="cosent", tracking={"uri": "http://mlflow:5000"}).resolved(tmp_path)
-    assert in_env.worker_credentials("ray://head:10001") == {}  # nothing taken off a URI: nothing to refuse
+    tracking_only = SweepConfig(name="s", method="cosent", tracking={"uri": f"http://:{SECRET}@mlflow:5000"})
+    assert tracking_only.resolved(tmp_path).worker_credentials("ray://head:10001") == {}  # nothing to send
 
 
 def test_masks() -> None:
@@ -220,18 +224,16 @@ def test_the_cli_masks_its_error_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_a_sweep_joining_a_cluster_refuses_uri_credentials_before_anything_starts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
-        monkeypatch.setenv(name, "")  # unset, and restored after the test
+    monkeypatch.setenv("PGPASSWORD", "")  # unset, and restored after the test
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "sweep.yaml"
     config.write_text(f"name: s\nmethod: cosent\nstorage_path: {tmp_path / 'runs'}\n"
-                      f"tracking: {{uri: 'http://alice:{SECRET}@127.0.0.1:9'}}\n")
+                      f"optuna_storage: 'postgresql://alice:{SECRET}@127.0.0.1:9/optuna'\n")
     # the address is a closed port: reaching it (or the tracking server) would be another error
     assert main(["sweep", str(config), "--address", "ray://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("sentsweep sweep: error: field 'tracking.uri': the credentials taken off the config's "
-                          "URIs (MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_USERNAME) would reach the cluster's "
-                          "workers"), err
+    assert err.startswith("sentsweep sweep: error: field 'optuna_storage': the credentials taken off the "
+                          "config's URIs (PGPASSWORD) would reach the cluster's workers"), err
     assert len(err.splitlines()) == 1 and SECRET not in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()
 
@@ -243,14 +245,14 @@ def test_a_resume_given_a_config_with_uri_credentials_refuses_to_send_them_too(
     from sentsweep.platform.storage import SweepManifest, new_sweep_location
     from sentsweep.platform.sweep import resume_sweep
 
-    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
-        monkeypatch.setenv(name, "")  # unset, and restored after the test
+    monkeypatch.setenv("PGPASSWORD", "")  # unset, and restored after the test
     given = SweepConfig(name="s", method="cosent", storage_path=str(tmp_path / "runs"),
-                        tracking={"uri": f"http://alice:{SECRET}@127.0.0.1:9", "experiment": "e"})
+                        optuna_storage=f"postgresql://alice:{SECRET}@127.0.0.1:9/optuna",
+                        tracking={"uri": "http://127.0.0.1:9", "experiment": "e"})
     stored = given.resolved(tmp_path, environ={})  # what the first session stored: no credentials
     location = new_sweep_location(stored, now=1_700_000_000, suffix="abcd")
     location.write_manifest(SweepManifest(sweep_name=location.name, config=stored.model_dump(mode="json"),
                                           parent_run_id="0" * 32, experiment_id="1", tracking_uri=stored.tracking.uri,
                                           created=1_700_000_000), stored)
-    with pytest.raises(ConfigError, match=r"\(MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_USERNAME\) would reach"):
+    with pytest.raises(ConfigError, match=r"\(PGPASSWORD\) would reach"):
         resume_sweep(location.uri, config=given, address="ray://127.0.0.1:9", preflight=False)

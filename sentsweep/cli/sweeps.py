@@ -59,16 +59,13 @@ def _add_resume(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_sync(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sync", help="deliver to MLflow what a sweep journaled while it did not answer",
-                       description="Replay a sweep's tracking journals (its trials' and its driver's, finalize "
-                       "and the confirmation stage included: metrics, artifacts, the model registration, the runs' "
-                       "ends) once MLflow answers again; exit status 1 while entries are still pending.")
+    p = sub.add_parser("sync", help="make MLflow hold what a sweep folder holds (after an outage)",
+                       description="Reconcile MLflow with the sweep folder: every trial's run gets the reports it "
+                       "lacks and its end (search and confirmation stage), then what the driver could not write "
+                       "(finalize's figures and uploads, the model registration, the runs' ends). Idempotent; exit "
+                       "status 1 while MLflow does not answer.")
     add_sweep_folder(p)
     add_tracking_declaration(p)
-    p.add_argument("--give-up-refused", action="store_true",
-                   help="set aside the entries that wait behind a trial's run MLflow refuses for good (the sweep's "
-                   "experiment or parent run deleted, a login that may no longer write there): they stay in the "
-                   "journals, counted as skipped, and no longer hold back the pruning that waits for them")
     p.set_defaults(handler=cmd_sync)
 
 
@@ -153,28 +150,26 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    from sentsweep.platform.tracking_journals import sync_sweep
+    from sentsweep.platform.sweep_sync import sync_sweep
 
-    replayed, uri = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri,
-                               give_up_parked=args.give_up_refused)
-    if replayed.given_up:
-        print(f"{replayed.given_up} tracking entries MLflow refuses for good were set aside (kept in the journals)")
-    waiting = replayed.pending - replayed.parked
-    if waiting:
-        print(f"{waiting} tracking entries still wait for {uri}; run this again once it answers")
-    if replayed.parked:
-        print(f"{replayed.parked} tracking entries wait behind a trial's run MLflow refuses for good (the warning "
-              "above, or the journals' .state notes, name it); `--give-up-refused` sets them aside")
-    if not replayed.pending:
-        print(f"MLflow ({uri}) has everything {'else ' if replayed.given_up else ''}the sweep journaled")
-    return 1 if replayed.pending else 0
+    done = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri)
+    if done.waiting:
+        print(f"MLflow ({done.uri}) does not answer; run this again once it does")
+        return 1
+    print(f"MLflow ({done.uri}) holds the sweep folder: {done.trials.trials} trials, {done.trials.reports} reports "
+          f"and {done.writes} other writes delivered now, {done.trials.ended} runs ended")
+    return 0
 
 
 def _finish(outcome: SweepOutcome) -> int:
     """The summary of a sweep that ran to its end; status 1 when no trial finished."""
+    from sentsweep.tracking.reachability import store_answers
+
     try:
+        if not store_answers(outcome.tracking_uri):  # asked once: a summary must not wait out MLflow's retries
+            raise ConnectionError("its store does not answer")
         _print_summary(outcome.tracking_uri, [outcome.parent_run_id])
-    except Exception as exc:  # noqa: BLE001 - an outage: what waits is journaled, the sweep is done
+    except Exception as exc:  # noqa: BLE001 - an outage: the sweep folder holds what waits, the sweep is done
         print(f"\nno summary: MLflow did not answer ({type(exc).__name__}); once it does, "
               f"`{folder_command('sync', outcome.sweep_dir, outcome.tracking_uri)}` delivers what waits")
     print(f"\nresume after an interruption: {folder_command('resume', outcome.sweep_dir, outcome.tracking_uri)}")

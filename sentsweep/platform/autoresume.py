@@ -32,11 +32,11 @@ import pyarrow.fs
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.folder_trust import same_folder
 from sentsweep.platform.interrupt import is_shared_folder
 from sentsweep.platform.storage import SweepManifest, locate
 from sentsweep.platform.sweep_identity import sweep_owner
 from sentsweep.platform.sweep_state import is_resumable
-from sentsweep.tracking.run_scope import same_folder
 from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"

@@ -122,7 +122,7 @@ def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory() as tmp:
             path = client.download_artifacts(sweep.info.run_id, f"{PARETO_ARTIFACTS}/{PARETO_NAME}.csv", tmp)
             table = pd.read_csv(path, dtype={"trial_id": str})
-    except Exception:  # noqa: BLE001 - not uploaded yet (a journal waits) or unreadable: the ids alone
+    except Exception:  # noqa: BLE001 - not uploaded yet (sync delivers it) or unreadable: the ids alone
         return [{**base, "trial": t} for t in ids]
     front = table[table["on_front"] == 1].drop(columns="on_front").rename(columns={"trial_id": "trial"})
     return [{**base, **{k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}}

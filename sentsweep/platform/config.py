@@ -80,8 +80,8 @@ class TrackingConfig(_Section):
     uri: str = DEFAULT_TRACKING_URI
     artifact_location: str | None = DEFAULT_ARTIFACTS
     experiment: str = "sentsweep"
-    system_metrics: bool = Field(False, description="system metrics (CPU, memory, disk, network, GPU "
-                                 "memory; GPU utilisation with nvidia-ml-py) on every trial run")
+    system_metrics: bool = Field(False, description="system metrics (CPU, memory; GPU memory with CUDA) "
+                                 "sampled in every trial and logged on its run")
     system_metrics_interval_s: float = Field(10.0, gt=0, description="seconds between system-metric samples")
 
 
@@ -351,7 +351,8 @@ class SweepConfig(_Section):
         """What the workers get in the ``runtime_env`` of ``ray.init(address=ray_address)`` when it joins a
         running cluster (:func:`joins_ray_cluster`): the variables :meth:`resolved` took off this config's URIs.
         A Ray started here inherits them from this process instead; credentials that were in the environment
-        already are not sent (a cluster's nodes have their own: Kubernetes Secrets).
+        already are not sent (a cluster's nodes have their own: Kubernetes Secrets), nor the tracking server's (the
+        driver alone writes to MLflow).
 
         Only with ``forward`` (``--forward-credentials``): Ray keeps a driver's ``runtime_env`` in its job table,
         and the dashboard's Jobs API (``ray list jobs``, the Jobs page) returns it, ``env_vars`` included, to
@@ -359,7 +360,8 @@ class SweepConfig(_Section):
         :class:`ConfigError` naming the variables (never a value), before anything starts."""
         if not joins_ray_cluster(ray_address):
             return {}
-        sent = {name: os.environ[name] for name in self._credential_env if os.environ.get(name)}
+        sent = {name: os.environ[name] for name, field in self._credential_env.items()
+                if os.environ.get(name) and not field.startswith("tracking.")}  # MLflow is the driver's alone
         if sent and not forward:
             raise ConfigError(
                 f"the credentials taken off the config's URIs ({', '.join(sorted(sent))}) would reach the "

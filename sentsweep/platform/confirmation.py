@@ -58,9 +58,9 @@ from sentsweep.platform.retention import metric_value, rank_results
 from sentsweep.platform.search import is_final
 from sentsweep.platform.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.storage import SweepLocation
-from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
-from sentsweep.platform.tracking_journals import driver_journal_dir, stored_journals
-from sentsweep.tracking.run_creation import create_run_once
+from sentsweep.platform.sweep_tracking import SweepRun
+from sentsweep.platform.trial_runs_callback import TrialRunsCallback
+from sentsweep.tracking.trial_runs import create_unique_run
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG
 
 if TYPE_CHECKING:
@@ -152,9 +152,9 @@ def _identity(trial_config: dict[str, Any]) -> str:
                       default=str)
 
 
-def stage_points(state: dict[str, Any], tracking: dict[str, Any]) -> list[dict[str, Any]]:
+def stage_points(state: dict[str, Any]) -> list[dict[str, Any]]:
     """The confirmation trials' configs: every candidate with every further seed."""
-    return [{**state["configs"][c["trial_id"]], "seed": seed, "tracking": tracking}
+    return [{**state["configs"][c["trial_id"]], "seed": seed}
             for c in state["candidates"] for seed in state["seeds"][c["trial_id"]]]
 
 
@@ -170,16 +170,16 @@ def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> str | None:
     """The sweep's ``confirmation`` run, found (an earlier session of the sweep scheduled it, or an interrupted stage
     created it) or created in MLflow's SCHEDULED state, as the sweep begins or resumes (None when the stage is off).
     MLflow answers then (the sweep's run was just created or checked); when the search ends, hours later, the stage
-    needs nothing from MLflow to begin: its params, status and trials' runs go through the journals, so an outage
-    at that moment delays its tracking instead of failing the sweep."""
+    needs nothing from MLflow to begin: its params, status and trials' runs are written in the background, so an
+    outage at that moment delays its tracking instead of failing the sweep."""
     if config.confirm.top_k == 0:
         return None
     found = find_stage_run(sweep)
     if found is not None:
         sweep.stage_run_id = found
     else:
-        run = create_run_once(sweep.client, sweep.experiment_id, _stage_tags(sweep),
-                              f"{sweep.sweep_name}-confirmation")
+        run = create_unique_run(sweep.client, sweep.experiment_id, _stage_tags(sweep),
+                                f"{sweep.sweep_name}-confirmation", _stage_tags(sweep))
         sweep.client.update_run(run.info.run_id, status="SCHEDULED")
         sweep.stage_run_id = run.info.run_id
     return sweep.stage_run_id
@@ -218,26 +218,27 @@ def stage_params(config: SweepConfig, candidates: list[Candidate]) -> dict[str, 
 
 
 def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation, reason: str) -> None:
-    """End the stage's run KILLED with ``reason`` unless it ended already (journaled): the sweep ended for good (it
-    failed: a user's error, no trial finished; or it finished without the stage: no finished trial reported the
-    metric, or ``--no-finalize``), so the stage scheduled as it began will not run, or not to its end. A run this
-    session did not schedule (``--no-finalize``) is looked up, best effort."""
+    """End the stage's run KILLED with ``reason`` unless it ended already: the sweep ended for good (it failed: a
+    user's error, no trial finished; or it finished without the stage: no finished trial reported the metric, or
+    ``--no-finalize``), so the stage scheduled as it began will not run, or not to its end. A run this session did
+    not schedule (``--no-finalize``) is looked up, best effort."""
     if sweep.stage_run_id is None and config.confirm.top_k > 0:
         try:
             sweep.stage_run_id = find_stage_run(sweep)
         except Exception as exc:  # noqa: BLE001 - best effort: it stays SCHEDULED
             log.warning("the confirmation stage's run was not looked up (%s: %s)", type(exc).__name__, exc)
     if sweep.stage_run_id is not None:
-        stage_run(sweep, location, sweep.stage_run_id).record(
-            {"op": "finish", "status": "KILLED", "reason": reason[:5000], "if_running": True})
+        run = stage_run(sweep, location, sweep.stage_run_id)
+        run.writes.put({"op": "status", "run": run.run_id, "status": "KILLED", "reason": reason[:5000],
+                        "if_running": True})
+        run.flush()
 
 
 def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun:
-    """The stage's run ``run_id``, journaled in the stage's folder."""
-    stage = stage_location(location)
-    return SweepRun(sweep.client, sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name,
-                    driver_journal_dir(stage.uri, sweep.sweep_name),
-                    stored_journals(stage.uri, stage.filesystem, stage.fs_path))
+    """The stage's run ``run_id``, its writes an earlier session left in the stage's folder queued first."""
+    fs, path = stage_location(location).resolve()
+    return SweepRun.attach(sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name, fs, path,
+                           runs={sweep.run_id})
 
 
 @dataclass
@@ -266,7 +267,7 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
         name=stage.name, storage_path=stage.storage_path, storage_filesystem=stage.filesystem,
         failure_config=tune.FailureConfig(max_failures=config.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrackingCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu),
+        callbacks=[TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, len(points)), FailureLines(), StopWatch(),
                    *storage_trimming(config)],
         verbose=0)
@@ -301,10 +302,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         write_state(location, state)
     stage = stage_location(location)
     run = stage_run(sweep, location, state["run_id"])
-    if resumed:
-        run.pull()  # the stage's driver journals a driver gone with its disk copied into the stage's folder
-    tracking = {**next(iter(r.config.get("tracking", {}) for r in results if r.config), {}), **run.trial_settings()}
-    points = stage_points(state, tracking)
+    points = stage_points(state)
     best = "the best configuration" if len(candidates) == 1 else f"the {len(candidates)} best configurations"
     fewer = f", of {config.confirm.top_k} asked: only trials that ran to their end compete" \
         if len(candidates) < config.confirm.top_k else ""
@@ -318,15 +316,16 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     if state["status"] == "done":
         stage_results = tuner.get_results()
     else:
-        run.record({"op": "params", "params": stage_params(config, candidates)})  # logs only what is missing
+        run.log_params(stage_params(config, candidates))  # logs only what is missing
         if resumed:
             run.reopen()
         else:  # the run scheduled as the sweep began (a failed sweep's reason, resumed by hand, removed)
-            run.record({"op": "running", "clear_reason": True})
+            run.writes.put({"op": "running", "run": run.run_id, "clear_reason": True})
         stage_results = tuner.fit()
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))
             run.close("interrupted", "stopped by " + stops.name)
+            run.flush()
             raise SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
     outcome = decide(candidates, state["configs"], stage_results, config, state["run_id"])
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
@@ -334,6 +333,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     write_state(location, state)
     record(outcome, config, sweep, run, echo)
     run.close("finished")
+    run.flush()
     return outcome
 
 
@@ -393,7 +393,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
         write_tables(outcome, config, Path(tmp))
         if config.plots:
             _plot_intervals(outcome, config, Path(tmp))
-        run.log_artifacts(tmp, STAGE_DIR)  # journaled: staged copies, uploaded when MLflow answers
+        run.log_artifacts(tmp, STAGE_DIR)  # kept in the stage's folder, uploaded in the background
         sweep.log_artifacts(tmp, STAGE_DIR)
     order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
     echo(f"confirmed winner: #{outcome.winner.rank} by its {outcome.rule.replace('_', ' ')} (order {order}; "
@@ -403,12 +403,11 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
 
 
 def _tag_stage_runs(outcome: ConfirmationOutcome, run: SweepRun) -> None:
-    """Each confirmation trial's run tagged with the candidate it confirms (journaled, through the trial's driver
-    journal in the stage's folder)."""
+    """Each confirmation trial's run tagged with the candidate it confirms (in the background)."""
     for candidate in outcome.candidates:
         for seed_run in candidate.further_runs:
             tags = {CONFIRMS_TAG: candidate.trial_id, CONFIRM_RANK_TAG: str(candidate.rank)}
-            run.to_trial(seed_run.trial_id, {"op": "tags", "tags": tags})
+            run.tag_trial(seed_run.trial_id, tags)
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> list[Path]:

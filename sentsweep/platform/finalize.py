@@ -11,10 +11,10 @@ child run as ``best/`` instead.
 The best weights are found from Tune's registered checkpoint of the best trial: its ``checkpoint.json`` says
 whether its ``model/`` or the trial's ``best/`` folder holds them (:func:`sentsweep.trainables.checkpoints.
 pick_best`); nothing else of the checkpoint is read. Then the sweep folder is pruned
-(:mod:`sentsweep.platform.retention`; :func:`prune_stages`), the used weights kept, unless uploads still wait
-for MLflow: the folder then keeps every weight until ``sentsweep sync`` has delivered them, which then prunes
-as finalize would have (what to keep is recorded in the sweep folder, :func:`~sentsweep.platform.retention.
-owe_pruning`).
+(:mod:`sentsweep.platform.retention`; :func:`prune_stages`), the used weights kept. Every upload is kept in the
+sweep folder first (:mod:`sentsweep.tracking.run_writes`) and sent in the background, so an outage delays it (to
+a resume or ``sentsweep sync``) and never holds the pruning back. Reads of MLflow (the best trial's run, what an
+earlier finalize recorded) are tried only when the store answers a probe at once.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirmation_stats import FIGURE_SUFFIXES, STAGE_DIR
+from sentsweep.platform.confirmation_stats import FIGURE_SUFFIXES
 from sentsweep.platform.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -43,16 +43,10 @@ from sentsweep.platform.export import (
 from sentsweep.platform.interrupt import folder_command
 from sentsweep.platform.pareto_front import record_front
 from sentsweep.platform.plots import sweep_plots, trial_records
-from sentsweep.platform.retention import (
-    checkpoint_folder,
-    forget_owed_pruning,
-    owe_pruning,
-    prune_sweep,
-    rank_results,
-    trial_folder,
-)
+from sentsweep.platform.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
 from sentsweep.platform.search import scheduler_label
-from sentsweep.tracking.provenance import protocol_entries
+from sentsweep.tracking.provenance import protocol_record
+from sentsweep.tracking.reachability import store_answers
 from sentsweep.tracking.vocabulary import find_trial_run
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
@@ -152,29 +146,18 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
 def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                  echo: Callable[[str], None] = print) -> None:
     """The sweep folder's retention (:func:`~sentsweep.platform.retention.prune_sweep`) for the search and the
-    confirmation stage; the trial whose weights finalize used (``outcome.best_trial_id``) keeps them in either.
-    Nothing is pruned while the driver's journals hold uploads MLflow has not got (every weight stays): the pruning
-    is recorded as owed instead, for ``sentsweep sync`` to do once it has delivered them."""
+    confirmation stage; the trial whose weights finalize used (``outcome.best_trial_id``) keeps them in either."""
     keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
-    stages = [("", outcome.results),
-              (STAGE_DIR, outcome.confirmation.results if outcome.confirmation is not None else None)]
-    waiting = sweep.pending_uploads()
-    if waiting:
-        owe_pruning(location, [name for name, results in stages if results is not None], config.metric,
-                    config.mode, config.checkpoint.keep_trials, keep)
-        sync = folder_command("sync", location.uri, sweep.tracking_uri)
-        echo(f"not pruned: {waiting} upload(s) wait for MLflow (`{sync}` delivers them, then prunes); every trial "
-             "keeps its weights")
-        return
-    forget_owed_pruning(location)  # an earlier finalize's, superseded by this one
-    for _, results in stages:
+    for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
         if results is not None:
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
 def _sweep_run(sweep: SweepRun) -> Run | None:
     """The sweep's parent run as MLflow holds it (what an earlier finalize left on it); None when MLflow does not
-    answer."""
+    answer at once."""
+    if not store_answers(sweep.tracking_uri):
+        return None
     try:
         return sweep.client.get_run(sweep.run_id)
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
@@ -208,7 +191,9 @@ def confirmed_choice(outcome: SweepOutcome) -> Result | None:
 
 def _best_run_id(sweep: SweepRun, parent_run_id: str, trial_id: str) -> str | None:
     """The best trial's child run under ``parent_run_id`` (the sweep's, or the confirmation stage's); None when
-    MLflow does not answer: the tags go through its journal."""
+    MLflow does not answer at once (the tags on it are written in the background all the same)."""
+    if not store_answers(sweep.tracking_uri):
+        return None
     try:
         run = find_trial_run(sweep.client, sweep.experiment_id, parent_run_id, trial_id)
     except Exception:  # noqa: BLE001 - tracking is best-effort: an outage must not lose the sweep's end
@@ -219,18 +204,17 @@ def _best_run_id(sweep: SweepRun, parent_run_id: str, trial_id: str) -> str | No
 def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
                             exported: bool, parent_run_id: str) -> None:
     """The best trial's run (under ``parent_run_id``: the sweep's run, or the confirmation stage's for a confirmed
-    winner's seed) names the parent's exported model (a tag), or gets the weights once as ``best/`` (journaled:
-    delivered when MLflow answers)."""
+    winner's seed) names the parent's exported model (a tag), or gets the weights once as ``best/`` (in the
+    background)."""
     if exported:
-        sweep.to_trial(trial_id, {"op": "tags", "tags": {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}},
-                       parent_run_id=parent_run_id)
+        sweep.tag_trial(trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent_run_id)
         return
     try:
         logged = run_id is not None and has_artifact(sweep.client, run_id, BEST_WEIGHTS)
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: upload (the same files)
         logged = False
     if not logged:
-        sweep.to_trial(trial_id, sweep.staged(weights, BEST_WEIGHTS), parent_run_id=parent_run_id)
+        sweep.upload_to_trial(trial_id, weights, BEST_WEIGHTS, parent_run_id)
 
 
 def varying_keys(results: ResultGrid) -> list[str]:
@@ -262,7 +246,7 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
-    sweep.record(*protocol_entries(result_protocols(result), prefix=FINAL_PREFIX))
+    sweep.log_protocols(protocol_record(result_protocols(result), prefix=FINAL_PREFIX))
     with tempfile.TemporaryDirectory() as tmp:
         result.to_csv(Path(tmp) / "final_eval.csv")
         result.to_json(Path(tmp) / FINAL_EVAL_JSON)
@@ -293,9 +277,9 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
             shutil.rmtree(local, ignore_errors=True)
             shutil.copytree(model_dir / ST_SUBDIR, local)
             exported = str(local)
-        # moved into the journal folder: uploaded now, or by the next delivery once MLflow answers
+        # moved into the sweep folder's uploads: sent in the background, or by a resume or sync
         sweep.log_artifacts(model_dir, BEST_MODEL, move=True)
-    # registered from the logged copy (no second upload), after it in the journal
+    # registered from the logged copy (no second upload), after its upload
     version = sweep.register_model(config.register_model, BEST_MODEL) if config.register_model else None
     return exported, version
 

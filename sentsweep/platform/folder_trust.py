@@ -5,15 +5,16 @@ the MLflow tracking server, the sweep's parent run and (in its config) the Optun
 folder wrote them: for a folder in shared storage (``s3://...``), anyone holding the bucket's keys. MLflow's client
 sends the login it finds (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``, ``MLFLOW_TRACKING_TOKEN``,
 ``~/.mlflow/credentials``) to whatever host it is given, and an Optuna storage URL is opened with ``PGPASSWORD``; a
-replay acts with that login on the runs the manifest names. So, before anything is contacted:
+``sync`` acts with that login on the runs the manifest names. So, before anything is contacted:
 
 - a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``, MLflow's
   own variable) must be the one the manifest names;
 - a remote folder whose user declared none is refused, naming the server (declare it if it is yours);
 - a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs (a
   path on a volume others can write, a FUSE mount of a bucket, is not told apart: declare the server there);
-- a remote folder's parent run must be that folder's own (:class:`~sentsweep.tracking.run_scope.SweepScope` with
-  ``sweep_dir``: the run's ``sentsweep.sweep_dir`` tag, written when the sweep began);
+- a remote folder's parent run must be that folder's own (:func:`refuse_foreign_parent`: the run's
+  ``sentsweep.sweep_dir`` tag, written when the sweep began), and the MLflow writes a session saved there act on
+  that run, its confirmation run and their children only (:mod:`sentsweep.tracking.run_writes`);
 - a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it;
 - a remote folder is resumed (its Tune and searcher state unpickled) only in one of the platform's Ray pods, or
   with ``--trust-storage`` (:func:`refuse_untrusted_state`).
@@ -30,7 +31,7 @@ from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.interrupt import is_shared_folder
 from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest
-from sentsweep.tracking.run_scope import SweepScope
+from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -109,17 +110,22 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
     return stored
 
 
-def manifest_scope(manifest: SweepManifest, location: SweepLocation) -> SweepScope:
-    """The runs a replay for the sweep of ``manifest`` may act on; for a remote folder, only if its parent run is
-    that folder's."""
-    return SweepScope(manifest.experiment_id, manifest.parent_run_id,
-                      sweep_dir=location.uri if is_remote_folder(location) else None)
+def same_folder(recorded: str | None, folder: str) -> bool:
+    """Whether the folder a run recorded (its :data:`SWEEP_DIR_TAG`) is ``folder`` (a trailing ``/`` aside)."""
+    return recorded is not None and recorded.rstrip("/") == folder.rstrip("/")
 
 
 def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> None:
     """A :class:`ConfigError` when the manifest's parent run is not the sweep of this folder (another experiment's,
     or, for a remote folder, another folder's); MLflow is asked once."""
-    refusal = manifest_scope(manifest, location).refusal(client, manifest.parent_run_id)
+    run = client.get_run(manifest.parent_run_id)
+    refusal = None
+    if run.info.experiment_id != manifest.experiment_id:
+        refusal = (f"run {manifest.parent_run_id} is in experiment {run.info.experiment_id}, not in the sweep's "
+                   f"({manifest.experiment_id})")
+    elif is_remote_folder(location) and not same_folder(run.data.tags.get(SWEEP_DIR_TAG), location.uri):
+        refusal = (f"run {manifest.parent_run_id} is the sweep run of "
+                   f"{run.data.tags.get(SWEEP_DIR_TAG) or 'no sweep folder'}, not of {location.uri}")
     if refusal is not None:
         raise ConfigError(f"the manifest names a run that is not this folder's sweep ({refusal}); nothing was done",
                           file=location.file_uri(MANIFEST))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-from sentsweep.platform.sweep_tracking import trial_outcome
+from sentsweep.platform.trial_runs_callback import trial_outcome
 from sentsweep.trainables.restore_note import restore_line
 
 if TYPE_CHECKING:

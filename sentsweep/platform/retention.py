@@ -16,19 +16,14 @@ After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.f
 
 Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`.
 
-Finalize skips the pruning while uploads of the driver's journals wait for MLflow (an outage: the weights may be
-what they upload); it then records in the sweep folder what it would have kept (:data:`PRUNE_OWED`,
-:func:`owe_pruning`), and ``sentsweep sync``, once it has delivered everything, prunes the same way
-(:func:`prune_owed`).
+Pruning never waits for MLflow: what finalize uploads is kept in the sweep folder's ``uploads/`` first
+(:mod:`sentsweep.tracking.run_writes`), and the trials' ``output/`` folders are not pruned.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import posixpath
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,12 +34,9 @@ from sentsweep.trainables.tune_checkpoints import WORK_DIR
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
-    from sentsweep.platform.storage import SweepLocation
 
 #: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
 CHECKPOINT_PREFIX = "checkpoint_"
-#: In a sweep folder: the pruning finalize skipped while uploads waited for MLflow (:func:`owe_pruning`).
-PRUNE_OWED = "sentsweep_prune_owed.json"
 
 
 def metric_value(result: Result, metric: str) -> float | None:
@@ -142,37 +134,3 @@ def _remove(folder: StoredFolder) -> int:
     size = sum(folder.files().values())
     folder.remove()
     return size
-
-
-def owe_pruning(location: SweepLocation, stages: Sequence[str], metric: str, mode: str, keep_trials: int | None,
-                keep: Collection[str]) -> None:
-    """Record in the sweep folder the pruning finalize skips: :func:`prune_sweep` of each of ``stages`` (Tune
-    experiment folders in the sweep folder; ``""``: the sweep's own) with these arguments."""
-    owed = {"stages": list(stages), "metric": metric, "mode": mode, "keep_trials": keep_trials,
-            "keep": sorted(keep)}
-    location.write_text(PRUNE_OWED, json.dumps(owed, indent=1))
-
-
-def forget_owed_pruning(location: SweepLocation) -> None:
-    """Remove the record of :func:`owe_pruning` (a later finalize pruned the folder itself)."""
-    fs, root = location.resolve()
-    with contextlib.suppress(OSError):  # FileNotFoundError included: nothing was owed
-        fs.delete_file(posixpath.join(root, PRUNE_OWED))
-
-
-def prune_owed(location: SweepLocation, echo: Callable[[str], None] = print) -> bool:
-    """The pruning finalize owes the sweep folder ``location`` (:func:`owe_pruning`), done (each stage's trials read
-    back from Tune's saved experiment state), then forgotten; whether one was owed."""
-    from ray.tune import ExperimentAnalysis, ResultGrid
-
-    owed = location.read_json_object(PRUNE_OWED, "the pruning the sweep's finalize owes")
-    if owed is None:  # absent: nothing owed (a storage that fails is a StorageError, never "nothing owed")
-        return False
-    for stage in owed["stages"]:
-        path = location.uri if location.filesystem is None else location.fs_path
-        analysis = ExperimentAnalysis(posixpath.join(path, stage) if stage else path,
-                                      storage_filesystem=location.filesystem)
-        prune_sweep(ResultGrid(analysis), owed["metric"], owed["mode"], owed["keep_trials"], echo,
-                    keep=owed["keep"])
-    forget_owed_pruning(location)
-    return True

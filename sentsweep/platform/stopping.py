@@ -74,15 +74,15 @@ def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
 
     Best effort, at once: a stop (an eviction's SIGTERM, with its grace period) must end with
     :class:`SweepInterrupted` however the tracking store is. When the store does not answer (a probe,
-    :class:`~sentsweep.tracking.replay.Reachability`) or a call fails, the runs are left RUNNING with a warning;
+:func:`~sentsweep.tracking.reachability.probe`) or a call fails, the runs are left RUNNING with a warning;
     the resume reattaches them (SRE review 18, M4: a stop in an outage spent MLflow's retry budget here, about 4
     minutes, then failed with status 1)."""
     from mlflow.exceptions import MlflowException
 
-    from sentsweep.tracking.replay import Reachability, first_line
+    from sentsweep.tracking.reachability import first_line, store_answers
     from sentsweep.tracking.vocabulary import REASON_TAG, find_trial_run
 
-    if trial_ids and not Reachability.of(sweep.tracking_uri).worth_trying(backoff=False):
+    if trial_ids and not store_answers(sweep.tracking_uri):
         logger.warning("the tracking store does not answer: the runs of %d interrupted trial(s) stay RUNNING until "
                        "the sweep is resumed", len(trial_ids))
         return

@@ -84,8 +84,8 @@ class SweepManifest(BaseModel):
     @field_validator("sweep_name")
     @classmethod
     def _a_folder_name(cls, value: str) -> str:
-        """A name, never a path: it names folders of the cache (the driver journals of a remote sweep), and a
-        manifest planted in a shared bucket must not point them (and what they upload) elsewhere."""
+        """A name, never a path: it names folders (of the storage, of the cache), and a manifest planted in a shared
+        bucket must not point them elsewhere."""
         if not SWEEP_NAME.fullmatch(value):
             raise ValueError(f"{value!r} is not a sweep name (letters, digits, '.', '_', '-'; a letter or digit "
                              "first)")

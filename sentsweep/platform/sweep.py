@@ -57,9 +57,10 @@ from sentsweep.platform.storage import SweepLocation, SweepManifest, locate, new
 from sentsweep.platform.study_store import StudyStore
 from sentsweep.platform.sweep_lock import LockLost, SweepLock
 from sentsweep.platform.sweep_state import SweepState
-from sentsweep.platform.sweep_tracking import SweepRun, TrackingCallback
-from sentsweep.platform.tracking_store import open_client, refuse_sqlite_on_cluster, tracking_worker_env
+from sentsweep.platform.sweep_tracking import SweepRun
+from sentsweep.platform.tracking_store import hidden_from_workers, open_client, refuse_sqlite_on_cluster
 from sentsweep.platform.trial import run_once
+from sentsweep.platform.trial_runs_callback import TrialRunsCallback
 from sentsweep.platform.warm_start import load_history, measured_data
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
         if space.method != config.method:
             raise ConfigError(f"search space '{space.name}' is for method '{space.method}', "
                               f"not '{config.method}'", field="search_space")
-        space = space.for_settings(trial_param_space(config, None))
+        space = space.for_settings(trial_param_space(config))
     except ConfigError as exc:
         raise ConfigError(str(exc).split(": ", 1)[-1], field=_settings_field(config, exc.field),
                           file=source) from None
@@ -135,8 +136,9 @@ def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> Config
     return config_error(exc, source, lambda name: _settings_field(config, name))
 
 
-def trial_param_space(config: SweepConfig, tracking: dict[str, Any] | None) -> dict[str, Any]:
-    """The settings every trial shares: ``fixed`` plus the sweep's model, data, metric, seed, tracking."""
+def trial_param_space(config: SweepConfig) -> dict[str, Any]:
+    """The settings every trial shares: ``fixed`` plus the sweep's model, data, metric, seed and the system-metrics
+    switch (no tracking setting: the driver writes the trials' runs)."""
     params = dict(config.fixed)
     params.setdefault("seed", config.seed)
     if config.model is not None:
@@ -144,11 +146,8 @@ def trial_param_space(config: SweepConfig, tracking: dict[str, Any] | None) -> d
     if config.data_dir is not None:
         params["data_dir"] = config.data_dir
     params.update(metric=config.metric, mode=config.mode)
-    if tracking is not None:
-        params["tracking"] = tracking
-        if config.tracking.system_metrics:
-            params["tracking"] = {**tracking, "system_metrics": True,
-                                  "system_metrics_interval_s": config.tracking.system_metrics_interval_s}
+    if config.tracking.system_metrics:
+        params.update(system_metrics=True, system_metrics_interval_s=config.tracking.system_metrics_interval_s)
     return params
 
 
@@ -164,7 +163,7 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
         raise ConfigError(f"'{searched[0]}' is searched by space '{space.name}'; remove it from fixed or "
                           "use a space without it", field=f"fixed.{searched[0]}", file=source)
     try:
-        return [trainable.config_cls.model_validate({**trial_param_space(config, None), **point})
+        return [trainable.config_cls.model_validate({**trial_param_space(config), **point})
                 for point in points]
     except ValidationError as exc:
         raise _settings_error(exc, config, source) from None
@@ -203,9 +202,10 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
         if not joins:
             local.enter_context(loopback_only())
             local.enter_context(session_token())
-        context = ray.init(address=address if joins else "local", include_dashboard=False,
-                           log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
-                           runtime_env={"env_vars": {**WORKER_ENV, **tracking_worker_env(), **(env or {})}})
+        with hidden_from_workers() if not joins else contextlib.nullcontext():  # MLflow is the driver's alone
+            context = ray.init(address=address if joins else "local", include_dashboard=False,
+                               log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
+                               runtime_env={"env_vars": {**WORKER_ENV, **(env or {})}})
         if not joins:  # what killed drivers' local Rays left is ended (:mod:`.stale_ray`)
             tidy_local_ray(context.address_info.get("session_dir"))
         try:
@@ -229,7 +229,6 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
     an earlier sweep's trials to start from (:mod:`.warm_start`)."""
     from ray import tune
 
-    tracking = sweep.trial_settings()
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
                               store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
     tune_config = tune.TuneConfig(
@@ -246,12 +245,12 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         # (loop.py), and a score order may delete the very checkpoint Tune's last snapshot would
         # restore from after a driver crash.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrackingCallback(tracking, scheduler_label(config), config.resources.gpu),
+        callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
                    StopWatch(), budget, ShedUploadedTrialFiles(), *storage_trimming(config)],
         verbose=0,
     )
-    return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config, tracking),
+    return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config),
                       tune_config=tune_config, run_config=run_config)
 
 
@@ -294,6 +293,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
                 schedule_stage_run_if_answered(sweep, config)
         except BaseException as exc:
             sweep.close("crashed", f"{type(exc).__name__}: {exc}")
+            sweep.flush()
             notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
             raise
         echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
@@ -345,12 +345,11 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled
     stops = StopSignals()
     # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
-    # the lock before the journals are delivered: a driver still running the sweep delivers them itself
+    # the lock before anything is written to MLflow: a driver still running the sweep writes its runs itself
     lock = SweepLock.for_folder(location, manifest.sweep_name, on_lost=stops.supersede)
     with graceful_stops(stops), explain_refused_credentials(uri), lock:
-        sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id,
-                                manifest.sweep_name, sweep_dir=location.uri, filesystem=location.filesystem,
-                                fs_path=location.fs_path if location.filesystem is not None else None)
+        sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id, manifest.sweep_name,
+                                *location.resolve(), register=manifest.config.get("register_model"))
         if preflight:
             check_sweep(config, trials, location.uri)
         if finalize:
@@ -362,7 +361,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
                                        tune_trainable(trainable, config), resume_errored=True,
                                        storage_filesystem=location.filesystem,
-                                       param_space=trial_param_space(config, sweep.trial_settings()))
+                                       param_space=trial_param_space(config))
             apply_resume_config(tuner, location, manifest, config, sweep)
             return tuner
 
@@ -402,6 +401,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             why = (f"the confirmation stage did not run: no finished trial reported {config.metric}" if finalize
                    else "the sweep was finished without its final stages (--no-finalize)")
             end_stage_run(sweep, config, location, why)
+        sweep.flush()  # what MLflow has not taken is saved in the sweep folder (a resume or sync delivers it)
         if notifier is not None:
             notifier.sweep_ended(state, reason, outcome)
 

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -68,15 +70,22 @@ def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
                           "`mlflow server` and pass its http:// URI", field="tracking.uri")
 
 
-#: The MLflow client settings a sweep's workers get from the driver's environment (its retry budget: retries,
-#: backoff, timeout), so that a budget shortened or lengthened for the driver holds for the trials too.
-CLIENT_ENV_PREFIXES = ("MLFLOW_HTTP_REQUEST_",)
+#: MLflow's credential variables: the driver's alone (workers write nothing to MLflow), hidden from a local Ray's
+#: processes as they start (:func:`hidden_from_workers`), since workers inherit the driver's environment.
+TRACKING_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+                           "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH")
 
 
-def tracking_worker_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The driver's MLflow client settings, for ``runtime_env={"env_vars": ...}``."""
-    source = os.environ if environ is None else environ
-    return {key: value for key, value in source.items() if key.startswith(CLIENT_ENV_PREFIXES)}
+@contextlib.contextmanager
+def hidden_from_workers(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
+    """Take :data:`TRACKING_CREDENTIAL_ENV` out of ``environ`` (default: this process's) for the block (the start of
+    a local Ray, whose processes copy the environment), and put them back after."""
+    environ = os.environ if environ is None else environ
+    kept = {name: environ.pop(name) for name in TRACKING_CREDENTIAL_ENV if name in environ}
+    try:
+        yield
+    finally:
+        environ.update(kept)
 
 
 def open_client(uri: str) -> MlflowClient:

@@ -2,10 +2,10 @@
 
 Tune restores a sweep from its last experiment snapshot, taken every few seconds. A trial that finished
 after that snapshot but before the driver died is restored as unfinished, from an earlier checkpoint,
-and would train its last steps again. Its MLflow child run knows better: when it is FINISHED with the
-final report (``final: 1.0``), :func:`run_once` reports those final metrics to Tune again and returns,
-without loading a model or a checkpoint. When MLflow does not answer, the trial simply runs (tracking is
-best-effort: a trial never fails because of it).
+and would train its last steps again. Its folder knows better: a finished attempt wrote its final metrics
+(``final: 1.0``) to ``output/final_metrics.json`` before its final report, so :func:`run_once` reports those
+metrics to Tune again and returns, without loading a model or a checkpoint (``restored_from_mlflow``: 1, so
+that the budget counts nothing for it).
 """
 
 from __future__ import annotations
@@ -15,29 +15,17 @@ from collections.abc import Callable
 from typing import Any
 
 from sentsweep.platform.search import FINAL_KEY
+from sentsweep.tracking.vocabulary import OUTPUT_DIR
+from sentsweep.trainables.checkpoints import StoredFolder
 
 
-def finished_metrics(config: dict[str, Any], trial_id: str | None) -> dict[str, float] | None:
-    """The final metrics of this trial's child run when it already finished, else None."""
-    tracking = config.get("tracking")
-    if not tracking or not trial_id:
+def finished_metrics(trial: StoredFolder) -> dict[str, float] | None:
+    """The final metrics a finished attempt of this trial wrote to its folder (``output/final_metrics.json``,
+    written just before its final report), else None."""
+    final = trial.child(OUTPUT_DIR).read_json("final_metrics.json")
+    if not final or final.get(FINAL_KEY) != 1.0:
         return None
-    from mlflow import MlflowClient
-
-    from sentsweep.tracking.replay import Reachability
-    from sentsweep.tracking.vocabulary import find_trial_run
-
-    if not Reachability.of(tracking["tracking_uri"]).worth_trying():
-        return None
-    client = MlflowClient(tracking_uri=tracking["tracking_uri"])
-    try:
-        run = find_trial_run(client, tracking["experiment_id"], tracking.get("parent_run_id"), trial_id)
-    except Exception as exc:  # unreachable: train (the trial's logger journals until MLflow answers)
-        Reachability.of(tracking["tracking_uri"]).failed(exc)
-        return None
-    if run is None or run.info.status != "FINISHED" or run.data.metrics.get(FINAL_KEY) != 1.0:
-        return None
-    return {**run.data.metrics, "restored_from_mlflow": 1.0}
+    return {**final, "restored_from_mlflow": 1.0}
 
 
 def run_once(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -47,7 +35,9 @@ def run_once(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
     def trainable(config: dict[str, Any]) -> None:
         from ray import tune
 
-        done = finished_metrics(config, tune.get_context().get_trial_id())
+        from sentsweep.trainables.tune_checkpoints import trial_folder
+
+        done = finished_metrics(trial_folder())
         if done is not None:
             tune.report(done)
             return

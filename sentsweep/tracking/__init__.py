@@ -1,21 +1,12 @@
-"""MLflow tracking shared by trials and the sweep driver: the vocabulary and a trial's logger.
+"""MLflow as a view of the sweep folder, written by the driver alone.
 
-The names are imported on first use (:mod:`sentsweep.lazy_exports`): reading runs back (``sentsweep compare``) needs
-the vocabulary, not the trial logger and what it brings (the evaluation suite, torch).
+- :mod:`~sentsweep.tracking.vocabulary`: the tags, statuses and keys users and ``sentsweep compare`` read back
+  (imports no MLflow: trials use it too);
+- :mod:`~sentsweep.tracking.trial_runs`: each trial's child run from its Tune results, the high-water mark, and
+  :func:`~sentsweep.tracking.trial_runs.reconcile` (``sentsweep sync``);
+- :mod:`~sentsweep.tracking.run_writes`: the driver's own writes (parent and confirmation runs), in the background;
+- :mod:`~sentsweep.tracking.deliverer`: the background thread and its back-off;
+- :mod:`~sentsweep.tracking.reachability`: whether a tracking server's store answers now;
+- :mod:`~sentsweep.tracking.datasets`, :mod:`~sentsweep.tracking.provenance`, :mod:`~sentsweep.tracking.placement`:
+  what a run records of its data, source, metric protocols and placement.
 """
-
-from __future__ import annotations
-
-from sentsweep.lazy_exports import lazy_exports
-
-#: Every public name and the module it lives in.
-_WHERE: dict[str, str] = {
-    "MlflowTrialLogger": "sentsweep.tracking.trial_logger",
-    "NullLogger": "sentsweep.tracking.trial_logger",
-    "Status": "sentsweep.tracking.vocabulary",
-    "TrackingSettings": "sentsweep.tracking.vocabulary",
-    "TrialLogger": "sentsweep.tracking.trial_logger",
-    "make_trial_logger": "sentsweep.tracking.trial_logger",
-}
-__all__ = sorted(_WHERE)
-__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

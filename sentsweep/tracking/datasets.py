@@ -7,8 +7,8 @@ being a name, a digest and a source, tagged with its role (``mlflow.data.context
 SHA-256 over the files' contents: two runs that trained on the same bytes show the same digest.
 
 :func:`trial_datasets` reads what a trial config names (``train_data``/``train_split`` or ``corpus``,
-``dev_data``, ``test_tasks``, and their row limits) through the data registry; :func:`inputs_entry` is
-the journal entry and :func:`log_dataset_inputs` its delivery (:mod:`sentsweep.tracking.replay`).
+``dev_data``, ``test_tasks``, and their row limits) through the data registry, inside the trial (which
+reports them as plain data); :func:`log_dataset_inputs` writes them on the run from the driver.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-from mlflow import MlflowClient
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.data.registry import REGISTRY
 from sentsweep.data.source import DataSource, resolve_data_dir
@@ -30,7 +28,9 @@ from sentsweep.evaluation.metric_names import STS_TASK_SPLITS, task_data_splits
 from sentsweep.evaluation.metric_protocols import TASK_FILES, FileSpec, file_sha256
 from sentsweep.evaluation.sts import SAMPLE_SEED
 from sentsweep.evaluation.suite import split_tasks
-from sentsweep.tracking.journal import Entry
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 #: MLflow's dataset contexts (the values of the input tag ``mlflow.data.context``).
 TRAINING, VALIDATION, TEST = "training", "validation", "test"
@@ -144,16 +144,16 @@ def trial_datasets(config: Any) -> list[DatasetRecord]:
     return records + (test_records(tasks, source) if tasks else [])
 
 
-def inputs_entry(records: Sequence[DatasetRecord]) -> Entry:
-    """The journal entry logging ``records`` as the run's dataset inputs."""
-    return {"op": "inputs", "datasets": [asdict(r) for r in records]}
+def dataset_inputs(records: Sequence[DatasetRecord]) -> list[dict[str, Any]]:
+    """``records`` as plain data, for a trial's report (:func:`log_dataset_inputs` reads them)."""
+    return [asdict(r) for r in records]
 
 
 def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
-    """Deliver an ``inputs`` entry: one MLflow dataset input per record, tagged with its context.
+    """One MLflow dataset input per record (:func:`dataset_inputs`), tagged with its context.
 
-    MLflow stores a dataset once per experiment (by name and digest) and an input once per run, so a
-    replayed entry adds nothing.
+    MLflow stores a dataset once per experiment (by name and digest) and an input once per run, so logging the
+    same records again adds nothing.
     """
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import Dataset, DatasetInput, InputTag

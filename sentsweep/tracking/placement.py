@@ -1,7 +1,8 @@
 """Where Ray placed a trial: the MLflow tags ``node_ip``, ``node_id`` and ``gpu_ids`` of its child run.
 
-Read inside the trial from Ray's runtime context (``ray.get_runtime_context()``, ``ray.get_gpu_ids()``) when
-its run is opened, and set again by every later attempt (a trial restored on another node shows where it ran
+Read inside the trial from Ray's runtime context (``ray.get_runtime_context()``, ``ray.get_gpu_ids()``) as an
+attempt starts and reported with its first report (:mod:`sentsweep.trainables.run_record`), set again by every
+later attempt (a trial restored on another node shows where it ran
 last; ``sentsweep.attempt`` counts the attempts). ``gpu_ids`` are Ray's ids, which may be logical GPUs: a
 trial on a node without CUDA trains on the CPU whatever it was given (``gpu: 0.5`` on a test cluster).
 ``sentsweep compare`` shows them (:mod:`sentsweep.platform.compare`).

@@ -8,8 +8,7 @@
   Source column): :func:`source_tags`.
 - Each evaluation metric's protocol (:mod:`sentsweep.evaluation.metric_protocols`) goes on its run as a
   compact tag ``sentsweep.protocol.<metric>`` and, in full, in the artifact ``protocols.json``:
-  :func:`protocol_entries` makes the journal entries (delivered by :mod:`sentsweep.tracking.replay`, so an
-  outage loses nothing).
+  :func:`protocol_record` describes them (a trial reports it with its results), :func:`log_protocols` writes it.
 
 Dataset inputs (the UI's Dataset column) are :mod:`sentsweep.tracking.datasets`'.
 """
@@ -17,14 +16,14 @@ Dataset inputs (the UI's Dataset column) are :mod:`sentsweep.tracking.datasets`'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from mlflow import MlflowClient
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.code_version import git_commit
 from sentsweep.evaluation.metric_protocols import MetricProtocol, compact_id
-from sentsweep.tracking.journal import Entry
 from sentsweep.tracking.vocabulary import GIT_TAG
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 #: MLflow's value for a traditional model-training experiment (its UI opens such experiments on Runs).
@@ -62,22 +61,27 @@ def source_tags(name: str) -> dict[str, str]:
     return tags
 
 
-def protocol_entries(protocols: Mapping[str, MetricProtocol], prefix: str = "",
-                     keys: Any = None) -> list[Entry]:
-    """Journal entries recording ``protocols`` on a run: the compact tags, then ``protocols.json``.
+def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "",
+                    keys: Any = None) -> dict[str, dict[str, Any]]:
+    """``protocols`` as plain data: ``{metric: {"compact": line, "full": dict}}``.
 
     ``prefix`` is put before each metric key (the sweep's ``final_`` figures); ``keys`` (when given) keeps
     only the protocols of those metrics (the ones the run logged).
     """
-    chosen = {f"{prefix}{k}": p for k, p in protocols.items() if keys is None or k in keys}
-    if not chosen:
-        return []
-    tags = [(f"{PROTOCOL_TAG_PREFIX}{k}", p.compact()) for k, p in sorted(chosen.items())]
-    entries: list[Entry] = [{"op": "tags", "tags": dict(tags[i:i + MAX_TAGS_PER_BATCH])}
-                            for i in range(0, len(tags), MAX_TAGS_PER_BATCH)]
-    entries.append({"op": "json_artifact", "file": PROTOCOLS_ARTIFACT,
-                    "data": {k: p.to_dict() for k, p in sorted(chosen.items())}})
-    return entries
+    return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())
+            if keys is None or k in keys}
+
+
+def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mapping[str, Any]]) -> None:
+    """Write a :func:`protocol_record` on a run: the compact tags, then ``protocols.json`` (replaced whole)."""
+    from mlflow.entities import RunTag
+
+    if not record:
+        return
+    tags = [RunTag(f"{PROTOCOL_TAG_PREFIX}{k}", str(p.get("compact", ""))) for k, p in sorted(record.items())]
+    for start in range(0, len(tags), MAX_TAGS_PER_BATCH):
+        client.log_batch(run_id, tags=tags[start:start + MAX_TAGS_PER_BATCH])
+    client.log_dict(run_id, {k: p.get("full", {}) for k, p in sorted(record.items())}, PROTOCOLS_ARTIFACT)
 
 
 def protocol_ids(tags: Mapping[str, str]) -> dict[str, str]:

@@ -1,21 +1,18 @@
-"""The MLflow vocabulary shared by a trial's worker and the sweep's driver.
+"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load).
 
-Tags, statuses and the trial's tracking settings live here, below both :mod:`sentsweep.trainables` (a
-trial logs its own child run) and :mod:`sentsweep.platform` (the driver owns the parent run and closes
-what a worker could not), so neither imports the other for them. A sweep is a parent run; each trial is
+Tags, statuses and the key of a trial's run record live here, below both :mod:`sentsweep.trainables` (a
+trial reports what its run needs) and :mod:`sentsweep.platform` (the driver writes every run), so neither
+imports the other for them. A sweep is a parent run; each trial is
 one child run carrying :data:`TRIAL_ID_TAG`, reattached to after a restore; a confirmation stage is one more child
 run (:data:`CONFIRMATION_ROLE`) whose children are its trials' runs.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any, Literal
 
-from mlflow import MlflowClient
-from pydantic import BaseModel, ConfigDict
-
 if TYPE_CHECKING:
+    from mlflow import MlflowClient
     from mlflow.entities import Run
 
 Status = Literal["FINISHED", "FAILED", "KILLED"]
@@ -40,22 +37,13 @@ SWEEP_DIR_TAG = "sentsweep.sweep_dir"
 TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
+#: The key of a trial's report that carries its run record: ``{"tags": {...}, "inputs": [...], "protocols":
+#: {metric: {"compact": ..., "full": {...}}}}`` (:mod:`sentsweep.tracking.trial_runs` writes it to the run).
+RUN_RECORD_KEY = "sentsweep_run"
+#: The folder of a trial's outputs (history, final metrics, method extras) in its trial folder: its run's artifacts.
+OUTPUT_DIR = "output"
 #: MLflow's limit on a param value (longer values are truncated, as MLflow itself would).
 MAX_PARAM_LENGTH = 6000
-
-
-class TrackingSettings(BaseModel):
-    """Where a trial logs its MLflow child run (filled in by the platform, not by users)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tracking_uri: str
-    experiment_id: str
-    parent_run_id: str | None = None
-    sweep_name: str | None = None
-    trial_id: str | None = None
-    system_metrics: bool = False  # system metrics on the trial's run (:mod:`sentsweep.tracking.system_metrics`)
-    system_metrics_interval_s: float = 10.0
 
 
 def trial_runs(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> list[Run]:
@@ -86,27 +74,3 @@ def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     """The numeric entries of a result (bools and strings dropped; NaN kept, MLflow stores it)."""
     return {k: float(v) for k, v in metrics.items()
             if isinstance(v, int | float) and not isinstance(v, bool)}
-
-
-def ray_trial_id() -> str | None:
-    """The current Ray Tune trial's id, or None outside a Tune trial."""
-    try:
-        from ray import tune
-
-        with warnings.catch_warnings():  # outside a trial Ray warns, then returns None
-            warnings.simplefilter("ignore")
-            return tune.get_context().get_trial_id()
-    except Exception:  # no Ray installed, or no Tune session
-        return None
-
-
-def child_run_tags(tracking: TrackingSettings, trial_id: str | None) -> dict[str, str]:
-    """The tags that make a run the child run of a trial."""
-    tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1"}
-    if tracking.parent_run_id:
-        tags[PARENT_TAG] = tracking.parent_run_id
-    if tracking.sweep_name:
-        tags[SWEEP_TAG] = tracking.sweep_name
-    if trial_id:
-        tags[TRIAL_ID_TAG] = trial_id
-    return tags

@@ -13,11 +13,11 @@ Everything else comes from here: parsing (:meth:`Method.parse`), a standalone ru
 (:meth:`Method.train_standalone`), the body of the Ray Tune function trainable (:meth:`Method.train_ray`)
 and the picklable Tune function itself (:class:`TuneFunction`). A trial is :func:`run_trial`: build the
 task, run the shared :class:`~sentsweep.trainables.loop.TrainingLoop` (restoring from a checkpoint when
-given one), then evaluate the best weights. Reporting and tracking are plug-ins: ``report(metrics,
-checkpoint_dir)`` (``ray.tune.report`` under Tune, :mod:`sentsweep.trainables.tune_checkpoints`; nothing
-standalone) and a
-:class:`~sentsweep.tracking.TrialLogger` (the trial's MLflow run when the config has a ``tracking``
-section). Ray is imported only inside the Ray entry points, so standalone training never starts Ray.
+given one), then evaluate the best weights. Reporting is a plug-in: ``report(metrics, checkpoint_dir)``
+(``ray.tune.report`` under Tune, :mod:`sentsweep.trainables.tune_checkpoints`; nothing standalone). A trial
+imports no MLflow: its reports carry what its run needs (:class:`RunRecord`), and the sweep's driver writes the
+run (:mod:`sentsweep.tracking.trial_runs`). Ray is imported only inside the Ray entry points, so standalone
+training never starts Ray.
 """
 
 from __future__ import annotations
@@ -29,19 +29,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+import pyarrow.fs
 import torch
 
 from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.evaluation.metric_protocols import collect_protocols
 from sentsweep.evaluation.protocols import Embedder
-from sentsweep.tracking import NullLogger, Status, TrialLogger, make_trial_logger
-from sentsweep.tracking.trial_records import ProtocolLog, record_trial_start
+from sentsweep.tracking.vocabulary import OUTPUT_DIR
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY, OUT_OF_MEMORY_ERRORS, infeasible_kind, release_memory
 from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
 from sentsweep.trainables.restore_note import take_tune_fallback
+from sentsweep.trainables.run_record import RunRecord
 from sentsweep.trainables.stop_flag import DRAINING_KEY, StopCheck, StopFlag
-from sentsweep.trainables.trial_config import TrialConfig, parse_config, public_params
+from sentsweep.trainables.trial_config import TrialConfig, parse_config
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)
 #: The keys of a trial's terminal report when it failed for a reason a retry cannot fix (a
@@ -125,34 +126,36 @@ class Method(ABC, Generic[ConfigT, TaskT]):
         parsed = self.parse(config, source)
         if output is not None:
             parsed = parsed.with_output_dir(output)
-        return run_trial(self, parsed, report=lambda metrics, checkpoint: None,
-                         logger=make_trial_logger(parsed.tracking), output_dir=output, log=log)
+        return run_trial(self, parsed, report=lambda metrics, checkpoint: None, output_dir=output, log=log)
 
     def train_ray(self, raw: Mapping[str, Any]) -> None:
         """The body of the method's Ray Tune function trainable.
 
-        ``<trial dir>/output`` gets the history, final metrics and method extras (logged to the trial's
-        MLflow run); the weights stay in the checkpoints and the trial's ``best/`` folder on the sweep's storage,
-        and only the sweep's best trial's are logged (:mod:`sentsweep.trainables.tune_checkpoints`).
+        ``output/`` in the trial's folder of the sweep gets the history, final metrics and method extras (the
+        driver logs them on the trial's MLflow run); the weights stay in the checkpoints and the trial's ``best/``
+        folder on the sweep's storage, and only the sweep's best trial's are logged
+        (:mod:`sentsweep.trainables.tune_checkpoints`).
         """
         import ray
         from ray import tune
 
         from sentsweep.trainables import tune_checkpoints
 
-        trial_dir = Path(tune.get_context().get_trial_dir())
-        output_dir = trial_dir / "output"
+        storage = tune_checkpoints.trial_folder()
+        local = Path(storage.path) if storage.is_local else Path(tune.get_context().get_trial_dir())
+        output_dir = local / OUTPUT_DIR
         try:
             config = self.parse(raw).with_output_dir(output_dir)
             gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
-            storage = tune_checkpoints.trial_folder()
             fallback = take_tune_fallback(storage.path)  # Tune's restore did not find the checkpoint it named
 
             def attempt(config: ConfigT) -> None:
-                run_trial(self, config, report=tune_checkpoints.reporter(), logger=make_trial_logger(config.tracking),
+                run_trial(self, config, report=tune_checkpoints.reporter(),
                           resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
                           save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
                           best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial(),
+                          record=RunRecord.for_trial(self.name, config),
+                          output_store=None if storage.is_local else storage.child(OUTPUT_DIR),
                           restore_fallback=fallback)
 
             retry_out_of_memory(self, config, attempt)
@@ -226,7 +229,6 @@ def run_trial(
     config: ConfigT,
     *,
     report: ReportFn,
-    logger: TrialLogger | None = None,
     resume_from: Path | Sequence[StoredFolder] | None = None,
     output_dir: Path | None = None,
     save_weights: bool = True,
@@ -236,39 +238,42 @@ def run_trial(
     best: BestFolder | None = None,
     stop: StopCheck | None = None,
     restore_fallback: str | None = None,
+    record: RunRecord | None = None,
+    output_store: StoredFolder | None = None,
 ) -> tuple[LoopResult, dict[str, float]]:
     """Train one trial and evaluate its best weights; returns the loop result and the final metrics.
 
-    Every report goes to ``report`` and to ``logger``; the final metrics are reported once more (with the
-    selection metric set to its best value, so schedulers and searchers see a consistent figure).
+    Every report goes to ``report``, with what ``record`` adds for the trial's MLflow run (its params, tags,
+    datasets and metric protocols once each, system metrics when they are due); the final metrics are reported
+    once more (with the selection metric set to its best value, so schedulers and searchers see a consistent
+    figure).
     ``output_dir`` (when given) receives ``history.jsonl``, ``final_metrics.json`` and, with
     ``save_weights``, the ``best/`` weights. ``gpus``: the GPUs this trial holds (Ray's assignment, which
     may be a fraction; default: 1 when the loop runs on CUDA), for ``gpu_seconds``. ``work_dir``: the
     loop's staging folder (see :class:`TrainingLoop`), removed when the trial ends; ``best``: where the loop
     keeps the best weights; ``resume_from``: a checkpoint, or several to try newest first; ``stop``: the sweep's
     stop marker (the loop drains when it is written; a draining report is not logged as metrics);
-    ``restore_fallback``: why ``resume_from`` is not the checkpoint Tune named (:mod:`.restore_note`).
+    ``restore_fallback``: why ``resume_from`` is not the checkpoint Tune named (:mod:`.restore_note`);
+    ``output_store``: a copy of ``output_dir`` on the sweep's storage, where the driver finds it.
     """
     if resume_from:
         config = method.resumed_config(config, [StoredFolder.local(resume_from)] if isinstance(resume_from, Path)
                                        else list(resume_from))
-    logger = logger or NullLogger()
     started = time.perf_counter()
     gpu_count = gpus if gpus is not None else float(_uses_cuda(config))
-    logger.start(public_params(config))
-    record_trial_start(logger, config, method.name)
+    record = record or RunRecord.off()
     loop: TrainingLoop | None = None
 
     try:
         seed_everything(config.seed)  # before the task: its heads (MLP, classifier) are initialised there
         task = method.build_task(config)
-        protocols = ProtocolLog(logger)
 
         def forward(metrics: dict[str, float], checkpoint_dir: Path | None) -> StoredFolder | None:
-            reported = {**metrics, GPUS_KEY: gpu_count}
-            if not metrics.get(DRAINING_KEY):
-                logger.log_metrics(reported, int(metrics.get("step", 0)))
-                protocols.update(dev_protocols, metrics)
+            reported: dict[str, Any] = {**metrics, GPUS_KEY: gpu_count}
+            if not metrics.get(DRAINING_KEY):  # the seconds so far: what a pruned trial's run shows
+                wall = time.perf_counter() - started
+                reported.update(wall_seconds=wall, gpu_seconds=wall * gpu_count)
+                reported.update(record.additions(dev_protocols, metrics))
             return report(reported, checkpoint_dir)
 
         loop = TrainingLoop(task, config.loop_config(), report=forward, log=log, work_dir=work_dir, best=best,
@@ -292,23 +297,13 @@ def run_trial(
         )
         if output_dir is not None:
             _write_outputs(output_dir, task, result, final, save_weights)
-            logger.log_artifacts(output_dir)
-        logger.log_metrics(final, result.state.step)
+            if output_store is not None:  # before the last report: the driver uploads it when the trial ends
+                pyarrow.fs.copy_files(str(output_dir), output_store.path, destination_filesystem=output_store.fs,
+                                      source_filesystem=pyarrow.fs.LocalFileSystem())
         # the selection metric is the loop's best dev value: the dev evaluator's protocol, not the test suite's
-        protocols.update({**test_protocols, **dev_protocols}, final)
-        # Close the run before the last report: a scheduler may end the actor right after it.
-        logger.finish("FINISHED", totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count})
-        report({**final, GPUS_KEY: gpu_count}, None)
+        additions = record.additions({**test_protocols, **dev_protocols}, final)
+        report({**final, GPUS_KEY: gpu_count, **additions}, None)
         return result, final
-    except BaseException as exc:
-        wall = time.perf_counter() - started
-        status: Status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
-        logger.finish(
-            status,
-            reason=f"{type(exc).__name__}: {exc}",
-            totals={"wall_seconds": wall, "gpu_seconds": wall * gpu_count},
-        )
-        raise
     finally:
         if loop is not None:
             loop.cleanup()

@@ -18,7 +18,6 @@ from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS, SENTEVAL_OPTION_HELP, SentEvalOptions
 from sentsweep.evaluation.sts import NLI_DEV, SICKR_TRIAL, STSB_DEV, StsEvaluator
 from sentsweep.methods.precision import EVAL_AMP
-from sentsweep.tracking import TrackingSettings
 from sentsweep.trainables.loop import LoopConfig
 
 #: SentEval's defaults (the one place: :class:`SentEvalOptions`).
@@ -80,7 +79,9 @@ class TrialConfig(BaseModel):
                                              description=SENTEVAL_OPTION_HELP["inner_kfold"])
     senteval_seed: int = Field(_SENTEVAL.seed, description=SENTEVAL_OPTION_HELP["seed"])
     senteval_mrpc_features: str = Field(_SENTEVAL.mrpc_features, description=SENTEVAL_OPTION_HELP["mrpc_features"])
-    tracking: TrackingSettings | None = None
+    system_metrics: bool = Field(False, description="report a sample of the machine with the results "
+                                 "(sentsweep.trainables.system_metrics; the sweep's tracking.system_metrics)")
+    system_metrics_interval_s: float = Field(10.0, gt=0, description="seconds between system-metric samples")
 
     @field_validator("senteval_setting", "senteval_mrpc_features")
     @classmethod
@@ -147,6 +148,6 @@ def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "tri
 
 
 def public_params(config: TrialConfig) -> dict[str, Any]:
-    """The config as loggable params, by their YAML names (``lambda``, not ``lambda_``); where the run
-    is tracked and where its files go are left out (they differ per trial and are not settings)."""
-    return config.model_dump(exclude={"tracking", "output_dir"}, by_alias=True)
+    """The config as loggable params, by their YAML names (``lambda``, not ``lambda_``); what is sampled for
+    tracking and where its files go are left out (they are not settings of the training)."""
+    return config.model_dump(exclude={"system_metrics", "system_metrics_interval_s", "output_dir"}, by_alias=True)

@@ -1,5 +1,6 @@
 """``sentsweep compare`` shows each figure's protocol and refuses to rank figures made under different
-protocols unless ``--mixed-protocols`` (real MLflow sqlite; the runs carry what a trial's journal writes)."""
+protocols unless ``--mixed-protocols`` (real MLflow sqlite; the runs carry what the driver
+writes from a trial's reports)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,9 @@ from sentsweep.cli import main
 from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.platform.compare import sweep_runs
 from sentsweep.platform.compare_protocols import MixedProtocolsError, protocol_table
-from sentsweep.tracking.journal import Journal
-from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX, protocol_entries
-from sentsweep.tracking.replay import Replayer
-from sentsweep.tracking.run_scope import SweepScope
-from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX, protocol_record
+from sentsweep.tracking.trial_runs import TrialRuns
+from sentsweep.tracking.vocabulary import ROLE_TAG, RUN_RECORD_KEY, SWEEP_TAG, TRIAL_ID_TAG
 
 STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt_mask", max_length=None,
                       precision="float32", data_sha256="d" * 64, eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")
@@ -27,16 +26,13 @@ def _sweep(client: MlflowClient, tmp_path: Path, name: str, protocols: list[Metr
     experiment = client.get_experiment_by_name("e")
     experiment_id = experiment.experiment_id if experiment else client.create_experiment("e")
     parent = client.create_run(experiment_id, tags={ROLE_TAG: "sweep", SWEEP_TAG: name}, run_name=name)
+    runs = TrialRuns(client, experiment_id, parent.info.run_id, name)
     for index, protocol in enumerate(protocols):
-        journal = Journal(tmp_path / f"{name}-{index}.jsonl")
-        journal.append({"op": "open", "experiment_id": experiment_id, "trial_id": f"{name}-t{index}",
-                        "parent_run_id": parent.info.run_id, "run_name": f"t{index}",
-                        "tags": {PARENT_TAG: parent.info.run_id, SWEEP_TAG: name, TRIAL_ID_TAG: f"t{index}"}})
-        journal.append({"op": "metrics", "points": [["stsb_test", 40.0 + index, 0, 1]]})
-        for entry in protocol_entries({"stsb_test": protocol} if protocol else {}):
-            journal.append(entry)
-        journal.append({"op": "finish", "status": "FINISHED"})
-        Replayer(client, SweepScope(experiment_id, parent.info.run_id)).flush(journal)
+        record = {"protocols": protocol_record({"stsb_test": protocol})} if protocol else {}
+        runs.run_id(f"t{index}")
+        runs.deliver(f"t{index}", [{"training_iteration": 1, "step": 0, "stsb_test": 40.0 + index,
+                                    RUN_RECORD_KEY: record}])
+        runs.end(f"t{index}", "FINISHED", None)
 
 
 def test_one_protocol_is_shown_and_ranked(tracking_uri: str, tmp_path: Path,

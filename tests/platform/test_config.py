@@ -136,9 +136,10 @@ def test_unknown_method_or_space_names_the_field_and_file():
 
 def test_every_trial_gets_the_sweep_settings():
     config = SweepConfig(name="s", method="cosent", model="minilm", seed=7, fixed={"max_steps": 3})
-    params = trial_param_space(config, {"tracking_uri": "sqlite:///x.db"})
-    assert params == {"max_steps": 3, "seed": 7, "model": "minilm", "metric": "stsb_dev", "mode": "max",
-                      "tracking": {"tracking_uri": "sqlite:///x.db"}}
+    assert trial_param_space(config) == {"max_steps": 3, "seed": 7, "model": "minilm", "metric": "stsb_dev",
+                                         "mode": "max"}  # no tracking setting: the driver writes the runs
+    metered = config.model_copy(update={"tracking": config.tracking.model_copy(update={"system_metrics": True})})
+    assert trial_param_space(metered)["system_metrics"] is True
 
 
 @pytest.mark.parametrize(("raw", "field"), [

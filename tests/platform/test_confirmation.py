@@ -11,6 +11,8 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.confirmation_stats import (
+    CONFIRM_RANK_TAG,
+    CONFIRMS_TAG,
     Candidate,
     SeedRun,
     choose_winner,
@@ -123,6 +125,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     class Logged:
         def __init__(self, folder: Path) -> None:
             self.folder, self.metrics, self.tags = folder, {}, {}
+            self.trial_tags: dict[str, dict] = {}
 
         def log_metrics(self, metrics: dict) -> None:
             self.metrics.update(metrics)
@@ -133,8 +136,8 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
         def log_artifacts(self, local: str, path: str) -> None:
             shutil.copytree(local, self.folder / path, dirs_exist_ok=True)
 
-        def to_trial(self, trial_id: str, op: dict) -> None:
-            pass
+        def tag_trial(self, trial_id: str, tags: dict) -> None:
+            self.trial_tags[trial_id] = tags
 
     def seed(trial: str, number: int, value: float, original: bool = False) -> SeedRun:
         return SeedRun(trial, number, value, original, {"stsb_dev": value, "stsb_test": value - 5.0})
@@ -148,6 +151,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     assert sweep.metrics["confirmed_stsb_test_mean"] == 76.0
     assert run.metrics["r1_mean"] == 81.0 and run.metrics["r1_n"] == 2.0 and run.metrics["r1_search"] == 90.0
     assert "(n=2," in lines[0] and "search run 90.00" in lines[0]
+    assert run.trial_tags == {t: {CONFIRMS_TAG: "s1", CONFIRM_RANK_TAG: "1"} for t in ("c1", "c2")}
     (summary,) = csv.DictReader((tmp_path / "sweep" / "confirmation" / "summary.csv").open())
     assert (float(summary["mean"]), summary["n"], float(summary["search_value"])) == (81.0, "2", 90.0)
     seeds = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "seeds.csv").open()))

@@ -1,9 +1,11 @@
 """A tracking server that stops as the trials end: finalize (plots, the best trial's evaluation, the exported model,
-its registration, the parent's end) neither crashes nor loses anything; ``sentsweep sync`` delivers it all once
-the server is back (a real ``mlflow server``, stopped and restarted; real Ray Tune with the toy method)."""
+its registration, the parent's end) neither crashes nor loses anything: what MLflow did not take is kept in the
+sweep folder, and ``sentsweep sync`` delivers it all once the server is back (a real ``mlflow server``, stopped and
+restarted; real Ray Tune with the toy method)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from sentsweep.cli import main
 from sentsweep.platform.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.finalize import BEST_TRIAL_TAG
 from sentsweep.platform.sweep_state import STATUS_TAG
-from sentsweep.tracking.journal import DRIVER_JOURNALS
+from sentsweep.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
 from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import outage_ready_server
 
@@ -44,14 +46,16 @@ def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, ser
 
     assert outcome.counts["finished"] == 2 and outcome.best_trial_id and outcome.final_metrics
     assert outcome.model_version is None and any("is registered once MLflow answers" in line for line in lines)
-    staged = Path(outcome.sweep_dir) / DRIVER_JOURNALS / "staged"
-    assert {p.name.rsplit("-", 1)[0] for p in staged.iterdir()} >= {"plots", "best_eval", "best_model"}
+    uploads = Path(outcome.sweep_dir) / UPLOADS_DIR
+    assert {p.name for p in uploads.iterdir()} >= {"plots", "best_eval", "best_model"}
+    saved = [w["op"] for w in json.loads((Path(outcome.sweep_dir) / PENDING_FILE).read_text())]
+    assert {"artifacts", "register", "status"} <= set(saved)
 
     server.start()
     capsys.readouterr()
     assert main(["sync", outcome.sweep_dir]) == 0
-    assert "has everything the sweep journaled" in capsys.readouterr().out
-    assert not list(staged.iterdir())  # every staged folder uploaded, then removed
+    assert "holds the sweep folder" in capsys.readouterr().out
+    assert not (Path(outcome.sweep_dir) / PENDING_FILE).exists()  # everything delivered
 
     client = MlflowClient(tracking_uri=server.uri)
     parent = client.get_run(outcome.parent_run_id)
@@ -73,7 +77,7 @@ def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, ser
     assert len(client.search_model_versions("name = 'toy-outage'")) == 1
 
 
-def test_sync_reports_what_waits_and_refuses_a_folder_without_a_sweep(tmp_path, tiny_bert_dir, tracking_uri,
+def test_sync_delivers_an_upload_and_refuses_a_folder_without_a_sweep(tmp_path, tiny_bert_dir, tracking_uri,
                                                                        capsys):
     from sentsweep.platform.storage import SweepManifest, new_sweep_location
     from sentsweep.platform.sweep_tracking import SweepRun
@@ -87,14 +91,15 @@ def test_sync_reports_what_waits_and_refuses_a_folder_without_a_sweep(tmp_path, 
                                           tracking_uri=sweep.tracking_uri, created=0.0), config)
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.txt").write_text("kept")
-    assert sweep.log_artifacts(tmp_path / "notes", "notes")  # delivered at once, the staged copy removed
-    assert (tmp_path / "notes" / "a.txt").is_file()  # a copy was staged, not the folder itself
-    assert not list((Path(location.uri) / DRIVER_JOURNALS / "staged").iterdir())
+    sweep.log_artifacts(tmp_path / "notes", "notes")
+    assert sweep.flush(30.0)  # delivered at once
+    assert (tmp_path / "notes" / "a.txt").is_file()  # a copy was kept, not the folder itself
+    assert (Path(location.uri) / UPLOADS_DIR / "notes" / "a.txt").is_file()
     assert [f.path for f in MlflowClient(tracking_uri=tracking_uri).list_artifacts(sweep.run_id, "notes")] == [
         "notes/a.txt"]
     capsys.readouterr()
     assert main(["sync", location.uri]) == 0
-    assert "has everything the sweep journaled" in capsys.readouterr().out
+    assert "holds the sweep folder" in capsys.readouterr().out
     assert main(["sync", str(tmp_path / "notes")]) == 2
     err = capsys.readouterr().err
     assert "not a sentsweep sweep folder" in err and err.count("\n") == 1

@@ -15,8 +15,8 @@ from sentsweep.errors import ConfigError
 from sentsweep.platform.folder_trust import TRACKING_URI_ENV, trusted_tracking_uri
 from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.sweep import resume_sweep
-from sentsweep.platform.tracking_journals import Replayed, sync_sweep
-from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL
+from sentsweep.platform.sweep_sync import sync_sweep
+from sentsweep.tracking.run_writes import PENDING_FILE
 from tests.platform.capture_server import capturing_server
 from tests.platform.conftest import BUCKET
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
@@ -54,16 +54,17 @@ def test_a_remote_folder_names_its_tracking_server_only_to_a_user_who_declared_i
 
 def test_a_manifest_naming_another_folders_sweep_run_is_refused(remote_sweep, s3_endpoint, tracking_uri,
                                                                  private_cache):
-    """A folder planted beside a sweep, whose manifest names that sweep's parent run: its journals would be
-    replayed into the sweep's runs with the replaying user's login, and a resume would take the sweep over."""
+    """A folder planted beside a sweep, whose manifest names that sweep's parent run: its saved writes would be
+    delivered to the sweep's runs with the syncing user's login, and a resume would take the sweep over."""
     location, parent, _ = remote_sweep
     client = MlflowClient(tracking_uri=tracking_uri)
     name = f"planted-{uuid.uuid4().hex[:6]}"
     planted = locate(f"s3://{BUCKET}/ray_results/{name}", s3_endpoint)
     planted.write_text(MANIFEST, location.read_manifest().model_copy(update={"sweep_name": name}).model_dump_json())
     fs, root = planted.resolve()
-    with fs.open_output_stream(f"{root}/{DRIVER_JOURNALS}/{PARENT_JOURNAL}") as out:
-        out.write(b'{"op": "tags", "tags": {"sentsweep.note": "planted"}}\n{"op": "finish", "status": "KILLED"}\n')
+    with fs.open_output_stream(f"{root}/{PENDING_FILE}") as out:
+        out.write(f'[{{"op": "tags", "run": "{parent}", "tags": {{"sentsweep.note": "planted"}}}}, '
+                  f'{{"op": "status", "run": "{parent}", "status": "KILLED"}}]'.encode())
 
     with pytest.raises(ConfigError, match=f"sweep run of {location.uri}, not of {planted.uri}"):
         sync_sweep(planted.uri, s3_endpoint)
@@ -71,7 +72,8 @@ def test_a_manifest_naming_another_folders_sweep_run_is_refused(remote_sweep, s3
         resume_sweep(planted.uri, endpoint_url=s3_endpoint, preflight=False, trainable=TOY_TRAINABLE, space=TOY_SPACE)
     run = client.get_run(parent)
     assert run.info.status == "RUNNING" and "sentsweep.note" not in run.data.tags
-    assert sync_sweep(location.uri, s3_endpoint) == (Replayed(), tracking_uri)  # the sweep's own folder: trusted
+    synced = sync_sweep(location.uri, s3_endpoint)  # the sweep's own folder: trusted
+    assert (synced.uri, synced.waiting, synced.writes) == (tracking_uri, False, 0)
 
 
 def test_a_local_folder_is_the_users_own_unless_a_declared_uri_differs(tmp_path, monkeypatch):

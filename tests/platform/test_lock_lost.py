@@ -1,7 +1,7 @@
 """A driver that lost its sweep's lock stops, and leaves the sweep to the new holder. Its Tune cleanup (``except
 Exception: runner.cleanup(); raise`` in ``ray/tune/tune.py``, after :class:`LockLost` from :class:`StopWatch`)
 touches nothing the new holder keeps: real callbacks, a real sqlite MLflow store and a real
-sweep folder, the new holder's trials being runs tagged as its workers tag them. And a real toy sweep whose folder's
+sweep folder, the new holder's trials being runs tagged as its driver tags them. And a real toy sweep whose folder's
 lock another driver takes over ends with :class:`LockLost`."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from sentsweep.platform.stopping import StopWatch
 from sentsweep.platform.storage import locate
 from sentsweep.platform.sweep_lock import LockLost, LockRecord
 from sentsweep.platform.sweep_state import STATUS_TAG
-from sentsweep.platform.sweep_tracking import TrackingCallback
-from sentsweep.tracking.vocabulary import TRIAL_ID_TAG, TrackingSettings, child_run_tags
+from sentsweep.platform.trial_runs_callback import TrialRunsCallback
+from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
 from sentsweep.trainables.method import GPUS_KEY
 
 pytestmark = pytest.mark.usefixtures("ray_session")  # as in the driver, where Tune's cleanup runs
@@ -43,16 +43,17 @@ def test_a_superseded_driver_leaves_the_new_holders_runs_alone(tmp_path, trackin
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment_id = client.create_experiment("toy")
     parent = client.create_run(experiment_id, run_name="toy-1").info.run_id
-    settings = TrackingSettings(tracking_uri=tracking_uri, experiment_id=experiment_id, parent_run_id=parent,
-                                sweep_name="toy-1").model_dump()
+    settings = {"tracking_uri": tracking_uri, "experiment_id": experiment_id, "parent_run_id": parent,
+                "sweep_name": "toy-1"}
     # B's runs: a0001 rerun from its checkpoint (A knows that trial), b0001 a trial A never saw
-    b_runs = {trial_id: client.create_run(experiment_id, tags=child_run_tags(TrackingSettings(**settings), trial_id),
-                                          run_name=trial_id).info.run_id for trial_id in ("a0001", "b0001")}
+    b_runs = {trial_id: client.create_run(experiment_id, run_name=trial_id, tags={
+        ROLE_TAG: TRIAL_ROLE, PARENT_TAG: parent, SWEEP_TAG: "toy-1", TRIAL_ID_TAG: trial_id}).info.run_id
+        for trial_id in ("a0001", "b0001")}
     sweep_root = tmp_path / "ray_results"
     location = locate(str(sweep_root / "toy-1"))
     Path(location.uri).mkdir(parents=True)
     a_running, a_done = a_trial(sweep_root, "a0001", "RUNNING"), a_trial(sweep_root, "a0002", "TERMINATED")
-    tracking = TrackingCallback(settings, "ASHA", 0.0)
+    tracking = TrialRunsCallback(settings, "ASHA", 0.0)
     stops = StopSignals()
 
     with graceful_stops(stops):
@@ -65,6 +66,7 @@ def test_a_superseded_driver_leaves_the_new_holders_runs_alone(tmp_path, trackin
         tracking.on_trial_complete(iteration=7, trials=[a_running, a_done], trial=a_done)
         tracking.on_experiment_end(trials=[a_running, a_done])
     assert superseded() is None  # outside the driver's block
+    assert tracking._deliverer is None or tracking.deliverer.drain(30.0)  # whatever A queued has run
 
     found = {trial_id: (client.get_run(run_id).info.lifecycle_stage, client.get_run(run_id).info.status)
              for trial_id, run_id in b_runs.items()}

@@ -1,7 +1,6 @@
 """Finalize's pruning keeps the weights it used: the confirmation stage's chosen seed, even when it is the top
-trial of neither stage; and it prunes nothing while uploads wait for MLflow in the driver's journals (real
-trial folders, real Tune results and checkpoints, real journals; no Ray session needed), leaving the pruning to
-``sentsweep sync`` once it has delivered them (a real toy sweep in the session's Ray)."""
+trial of neither stage; and it never waits for MLflow: an upload that waits is a copy in the sweep folder (real
+trial folders, real Tune results and checkpoints; no Ray session needed)."""
 
 from __future__ import annotations
 
@@ -17,13 +16,10 @@ from sentsweep.platform.confirmation import ConfirmationOutcome
 from sentsweep.platform.confirmation_stats import Candidate, SeedRun
 from sentsweep.platform.finalize import prune_stages
 from sentsweep.platform.outcome import SweepOutcome
-from sentsweep.platform.retention import PRUNE_OWED, rank_results
 from sentsweep.platform.search import FINAL_KEY
 from sentsweep.platform.storage import SweepLocation
 from sentsweep.platform.sweep_tracking import SweepRun
-from sentsweep.platform.tracking_journals import Replayed
-from sentsweep.tracking.journal import DRIVER_JOURNALS, PARENT_JOURNAL, Journal, JournalState
-from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
+from sentsweep.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
 from sentsweep.trainables.checkpoints import BEST_DIR, CHECKPOINT_MARKER, BestFolder, StoredFolder
 from tests.platform.sweep_toy import toy_config
 
@@ -52,7 +48,7 @@ def make_trial(folder: Path, trial_id: str, metric: str, value: float) -> Result
 @pytest.fixture
 def finished(tmp_path, tracking_uri):
     """A sweep folder with a search and a confirmation stage whose chosen seed is ``CHOSEN``; the config, the
-    outcome finalize filled in, the location and the sweep's run (its journals in the sweep folder)."""
+    outcome finalize filled in, the location and the sweep's run."""
     config = toy_config(tmp_path, tmp_path, tracking_uri, checkpoint={"keep_trials": 1})
     root = tmp_path / "ray_results" / "toy-1"
     search = [make_trial(root / f"train_{t}", t, config.metric, v) for t, v in SEARCH.items()]
@@ -64,7 +60,7 @@ def finished(tmp_path, tracking_uri):
                            best_trial_id=CHOSEN, results=search, confirmation=confirmation)
     location = SweepLocation(str(root.parent), root.name, None, str(root))
     sweep = SweepRun(MlflowClient(tracking_uri=tracking_uri), tracking_uri, "0", "parent", "toy-1",
-                     root / DRIVER_JOURNALS)
+                     pyarrow.fs.LocalFileSystem(), str(root))
     return config, outcome, location, sweep
 
 
@@ -87,75 +83,28 @@ def test_the_chosen_seed_keeps_its_weights_when_it_is_no_stage_best(finished):
     assert len(lines) == 2 and all("removed the weights" in line for line in lines)
 
 
-def test_nothing_is_pruned_while_uploads_wait_for_mlflow(finished):
-    config, outcome, location, sweep = finished
-    root = Path(outcome.sweep_dir)
-    staged = root / DRIVER_JOURNALS / "staged" / "best_model-1"
-    staged.mkdir(parents=True)
-    journal = Journal(root / DRIVER_JOURNALS / PARENT_JOURNAL, run_id="parent")
-    journal.append({"op": "metrics", "points": []})
-    journal.append({"op": "artifacts", "dir": str(staged), "path": "best_model", "remove": True})
-    lines: list[str] = []
-
-    prune_stages(outcome, config, location, sweep, echo=lines.append)
-
-    assert lines == [f"not pruned: 1 upload(s) wait for MLflow (`sentsweep sync {root}` delivers them, then "
-                     "prunes); every trial keeps its weights"]
-    assert with_best(root) == set(SEARCH) | set(STAGE)
-    assert len(list(root.glob("**/checkpoint_*"))) == len(SEARCH) + len(STAGE)
-
-    assert json.loads((root / PRUNE_OWED).read_text()) == {  # what sync prunes once it has delivered them
-        "stages": ["", "confirmation"], "metric": config.metric, "mode": config.mode, "keep_trials": 1,
-        "keep": [CHOSEN]}
-
-    journal.save_state(JournalState(delivered=2, run_id="parent"))  # delivered: the next pruning goes ahead
-    prune_stages(outcome, config, location, sweep, echo=lines.append)
-    assert with_best(root) == {"s1", "c1", CHOSEN}
-    assert not (root / PRUNE_OWED).exists()  # this finalize pruned: nothing is owed any more
-
-
-def test_sync_prunes_what_finalize_left_for_it(tmp_path, tiny_bert_dir, tracking_uri, ray_session, private_cache):
-    """A real sweep of three trials whose finalize found an upload waiting for MLflow (a trial's ``best/``, its
-    tracking URI on a closed port): ``sentsweep sync`` delivers it, then prunes as finalize would have, the trial
-    finalize used (not the top one) keeping its weights."""
-    from sentsweep.platform.sweep import run_sweep
-    from sentsweep.platform.tracking_journals import sync_sweep
-    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
+def test_pruning_does_not_wait_for_mlflow_and_keeps_what_waits_to_be_uploaded(finished, tmp_path, monkeypatch):
+    """An upload of a trial's ``best/`` that MLflow has not taken (it does not answer) is a copy in the sweep
+    folder's ``uploads/``: the pruning goes ahead at once and leaves that copy for a resume or ``sync``."""
     from tests.tracking.restartable_mlflow import RETRY_ENV
     from tools.harness.processes import LOOPBACK, free_port
 
-    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
-                        scheduler={"type": "fifo"}, plots=False, export=False, fixed={"max_steps": 4},
-                        checkpoint={"num_to_keep": 2, "keep_trials": 1, "trim_ended_after_s": None})
-    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, echo=lambda line: None)
+    config, outcome, location, _ = finished
+    for key, value in RETRY_ENV.items():
+        monkeypatch.setenv(key, value)
     root = Path(outcome.sweep_dir)
-    ranked = [str(r.metrics["trial_id"]) for r in rank_results(outcome.results, config.metric, config.mode)]
-    outcome.best_trial_id = ranked[1]  # e.g. a confirmation stage's choice: not the top trial
-    folders = {str(r.metrics["trial_id"]): Path(r.path).name.removeprefix("train_") for r in outcome.results}
-    assert with_best(root) == set(folders.values()) and len(list(root.glob("*/checkpoint_*"))) >= 3
+    down = f"http://{LOOPBACK}:{free_port()}"
+    driver = SweepRun(MlflowClient(tracking_uri=down), down, "0", "parent", "toy-1", pyarrow.fs.LocalFileSystem(),
+                      str(root))
+    driver.upload_to_trial("s3", root / "train_s3" / BEST_DIR, BEST_DIR)  # a trial the pruning strips
+    lines: list[str] = []
 
-    down = f"http://{LOOPBACK}:{free_port()}"  # MLflow does not answer the driver
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in RETRY_ENV.items():
-            patch.setenv(key, value)
-        driver = SweepRun(MlflowClient(tracking_uri=down), down, outcome.experiment_id, outcome.parent_run_id,
-                          outcome.sweep_name, root / DRIVER_JOURNALS)
-        (tmp_path / "notes").mkdir()
-        (tmp_path / "notes" / "a.txt").write_text("an upload")
-        assert not driver.to_trial(ranked[1], driver.staged(tmp_path / "notes", "notes"))
-        location = SweepLocation(str(root.parent), root.name, None, str(root))
-        lines: list[str] = []
-        prune_stages(outcome, config, location, driver, echo=lines.append)
-    assert lines[0].startswith("not pruned: 1 upload(s) wait") and (root / PRUNE_OWED).is_file()
+    prune_stages(outcome, config, location, driver, echo=lines.append)
+    assert driver.flush(5.0) is False  # MLflow did not take it: saved for later
 
-    lines.clear()
-    assert sync_sweep(str(root), echo=lines.append) == (Replayed(), tracking_uri)
-
-    client = MlflowClient(tracking_uri=tracking_uri)
-    (run,) = client.search_runs([outcome.experiment_id], f"tags.`{TRIAL_ID_TAG}` = '{ranked[1]}'")
-    assert [f.path for f in client.list_artifacts(run.info.run_id, "notes")] == ["notes/a.txt"]
-    assert with_best(root) == {folders[ranked[0]], folders[ranked[1]]}  # keep_trials=1, plus the one finalize used
-    assert not list(root.glob("*/checkpoint_*"))
-    assert len(lines) == 1 and "removed the weights of 1" in lines[0]
-    assert not (root / PRUNE_OWED).exists()
-    assert sync_sweep(str(root), echo=lines.append) == (Replayed(), tracking_uri) and len(lines) == 1  # owed once
+    assert with_best(root) == {"s1", "c1", CHOSEN} and not list(root.glob("**/checkpoint_*"))
+    kept = root / UPLOADS_DIR / "trials" / "s3" / BEST_DIR
+    assert BestFolder(StoredFolder.local(kept)).marker() is not None, "the upload's copy was pruned"
+    (saved,) = json.loads((root / PENDING_FILE).read_text())
+    assert saved == {"op": "artifacts", "parent": "parent", "trial": "s3", "dir": f"{UPLOADS_DIR}/trials/s3/best",
+                     "path": BEST_DIR}

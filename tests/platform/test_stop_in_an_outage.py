@@ -7,6 +7,7 @@ import logging
 import time
 from pathlib import Path
 
+import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
@@ -21,7 +22,8 @@ def test_closing_interrupted_trials_in_an_outage_returns_at_once(tmp_path: Path,
     for key, value in RETRY_ENV.items():
         monkeypatch.setenv(key, value)
     down = f"http://{LOOPBACK}:{free_port()}"  # nothing listens: MLflow is down
-    sweep = SweepRun(MlflowClient(tracking_uri=down), down, "1", "parent", "s", tmp_path / "journals")
+    sweep = SweepRun(MlflowClient(tracking_uri=down), down, "1", "parent", "s", pyarrow.fs.LocalFileSystem(),
+                     str(tmp_path))
     started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         close_interrupted_trials(sweep, ["t1", "t2"])

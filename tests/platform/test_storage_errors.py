@@ -74,15 +74,3 @@ def test_a_local_write_cut_short_leaves_the_old_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == [STATE_FILE], "no temporary file left"
 
 
-
-
-def test_a_storage_blip_reading_the_owed_pruning_is_not_nothing_owed(tmp_path: Path) -> None:
-    from sentsweep.platform.retention import PRUNE_OWED, owe_pruning, prune_owed
-
-    location, storage = flaky_location(tmp_path)
-    assert prune_owed(location, echo=lambda line: None) is False  # nothing owed
-    owe_pruning(location, [], "stsb_dev", "max", 1, ())
-    storage.fail("open_input_stream", PRUNE_OWED, times=3)
-    with pytest.raises(StorageError, match=f"{PRUNE_OWED}: the storage did not answer"):
-        prune_owed(location, echo=lambda line: None)
-    assert (tmp_path / "sweep" / PRUNE_OWED).is_file(), "the record of what is owed stays"

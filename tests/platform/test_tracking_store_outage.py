@@ -1,22 +1,25 @@
 """The tracking store fails behind a tracking server that stays up (a real ``mlflow server`` behind a proxy whose
 ``/health`` answers 200 throughout, as MLflow's does while its PostgreSQL is down: :mod:`tests.tracking.store_proxy`).
-A trial's logging journals at once instead of waiting out MLflow's retries.
+The driver's callback never waits out MLflow's retries, and the trial's folder completes its run once the store
+answers.
 
 MLflow's client retries here 3 times with backoff 5 (about 30 s a call; 4 minutes by default), unless a test says
 otherwise."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.tracking import TrackingSettings
-from sentsweep.tracking.replay import Reachability
-from sentsweep.tracking.trial_logger import MlflowTrialLogger
+from sentsweep.tracking.deliverer import Backoff
+from sentsweep.tracking.trial_runs import TrialRuns
+from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import Server
 from tests.tracking.store_proxy import StoreProxy, store_proxy
 
@@ -36,10 +39,8 @@ def proxy(server: Server, monkeypatch) -> Iterator[StoreProxy]:
     for key, value in {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "5",
                        "MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
         monkeypatch.setenv(key, value)
-    Reachability._by_uri.clear()
     with store_proxy(server.uri) as found:
         yield found
-    Reachability._by_uri.clear()
 
 
 def _parent(uri: str) -> tuple[MlflowClient, str, str]:
@@ -47,67 +48,6 @@ def _parent(uri: str) -> tuple[MlflowClient, str, str]:
     client = MlflowClient(tracking_uri=uri)
     experiment = client.create_experiment(f"outage-{uuid.uuid4().hex[:8]}")
     return client, experiment, client.create_run(experiment).info.run_id
-
-
-def test_a_trial_logs_through_a_store_outage_without_waiting_out_mlflows_retries(proxy, tmp_path) -> None:
-    client, experiment, parent = _parent(proxy.uri)
-    settings = TrackingSettings(tracking_uri=proxy.uri, experiment_id=experiment, parent_run_id=parent,
-                                sweep_name="s", trial_id="t1")
-    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "journal.jsonl")
-    logger.start({"lr": 1e-3})
-    assert logger.run_id is not None and logger.pending() == 0
-    proxy.mode = "store-down"
-    started = time.monotonic()
-    logger.log_metrics({"stsb_dev": 70.0}, step=2)
-    seconds = time.monotonic() - started
-    assert seconds < 5, f"log_metrics took {seconds:.0f}s: MLflow's retries were waited out"
-    assert logger.pending() == 1, "the metrics wait in the journal"
-    proxy.mode = "forward"
-    time.sleep(max(0.0, Reachability.of(proxy.uri).retry_at - time.monotonic()))  # the probe's back-off
-    logger.log_metrics({"stsb_dev": 71.0}, step=4)
-    assert logger.pending() == 0
-    assert [(m.step, m.value) for m in client.get_metric_history(logger.run_id, "stsb_dev")] == [(2, 70.0), (4, 71.0)]
-
-
-def test_a_call_that_fails_while_the_store_answers_is_not_tried_again_at_every_put(proxy, tmp_path,
-                                                                                   monkeypatch) -> None:
-    """The artifact store behind ``--serve-artifacts`` is down, the tracking store answers the probe: the failed
-    upload (here without retries, to keep the test short) is not tried again, nor anything else, at the next put."""
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    _, experiment, parent = _parent(proxy.uri)
-    settings = TrackingSettings(tracking_uri=proxy.uri, experiment_id=experiment, parent_run_id=parent,
-                                sweep_name="s", trial_id="t1")
-    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "journal.jsonl")
-    logger.start({"lr": 1e-3})
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "history.jsonl").write_text("{}\n")
-    proxy.mode = "artifacts-down"
-    logger.log_artifacts(tmp_path / "out")
-    assert logger.pending() == 1 and any("/mlflow-artifacts/" in path for path in proxy.heard)
-    asked = len(proxy.heard)
-    started = time.monotonic()
-    logger.log_metrics({"stsb_dev": 70.0}, step=2)
-    assert time.monotonic() - started < 1 and logger.pending() == 2
-    assert proxy.heard[asked:] == [], "the next put called the server again"
-
-
-def test_calls_failing_while_the_store_answers_back_off_longer_each_time() -> None:
-    """Diff review 18: a fixed minute between retries of an upload that spends MLflow's retry budget each time (an
-    artifact store down behind a server that answers) left a trial's GPU idle most of the time."""
-    from sentsweep.tracking.replay import CALL_BACKOFF_S, MAX_CALL_BACKOFF_S
-
-    reach = Reachability("http://127.0.0.1:9")
-    waits = []
-    for _ in range(8):
-        before = time.monotonic()
-        reach.failed(RuntimeError("500 from the artifact store"))
-        waits.append(round(reach.retry_at - before))
-    assert waits == [min(MAX_CALL_BACKOFF_S, CALL_BACKOFF_S * 2**k) for k in range(8)]
-    reach.succeeded()
-    reach.failed(RuntimeError("500 again"), probed=True)  # the store itself answered nobody: the short retry
-    assert reach.retry_at - time.monotonic() <= 5.0
-    reach.failed(RuntimeError("500"))
-    assert round(reach.retry_at - time.monotonic()) == CALL_BACKOFF_S
 
 
 CREATE = "/api/2.0/mlflow/runs/create"
@@ -118,31 +58,66 @@ def _active_runs(client: MlflowClient, experiment: str, query: str) -> list[str]
 
 
 def test_a_create_whose_answer_was_lost_makes_one_run(proxy, monkeypatch) -> None:
-    """SRE review 18, M3: the server created the run, a gateway lost its answer, MLflow's client sent the POST again
-    and the server made a twin; the twin is deleted and both calls' callers get the same, first, run."""
-    from sentsweep.tracking.run_creation import create_run_once
-
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0")
-    client, experiment, _ = _parent(proxy.uri)
-    proxy.lose_answer.append(CREATE)
-    run = create_run_once(client, experiment, {"sentsweep.sweep": "twins"}, "twins", start_time=1_700_000_000_000)
-    assert proxy.heard.count(CREATE) == 3, "the parent's create, then this create sent twice"
-    assert _active_runs(client, experiment, "tags.`sentsweep.sweep` = 'twins'") == [run.info.run_id]
-    twins = client.search_runs([experiment], filter_string="tags.`sentsweep.sweep` = 'twins'",
-                               run_view_type=3)  # ViewType.ALL: the twin is there, deleted
-    assert len(twins) == 2 and {t.info.lifecycle_stage for t in twins} == {"active", "deleted"}
-
-
-def test_a_trial_whose_open_was_answered_twice_logs_to_one_run(proxy, tmp_path, monkeypatch) -> None:
-    """The same through a trial's journal: one run of the trial, holding its metrics."""
+    """The server created the run, a gateway lost its answer, MLflow's client sent the POST again and the server
+    made a twin; the twin is deleted and the caller gets the first run."""
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0")
     client, experiment, parent = _parent(proxy.uri)
-    settings = TrackingSettings(tracking_uri=proxy.uri, experiment_id=experiment, parent_run_id=parent,
-                                sweep_name="s", trial_id="t7")
-    logger = MlflowTrialLogger(settings, journal_path=tmp_path / "journal.jsonl")
     proxy.lose_answer.append(CREATE)
-    logger.start({"lr": 1e-3})
-    logger.log_metrics({"stsb_dev": 70.0}, step=2)
-    assert proxy.heard.count(CREATE) == 3 and logger.pending() == 0
-    assert _active_runs(client, experiment, "tags.`sentsweep.trial_id` = 't7'") == [logger.run_id]
-    assert [m.value for m in client.get_metric_history(logger.run_id, "stsb_dev")] == [70.0]
+    runs = TrialRuns(client, experiment, parent, "s")
+    run_id = runs.run_id("t7")
+    runs.deliver("t7", [{"training_iteration": 1, "step": 2, "stsb_dev": 70.0}])
+    assert proxy.heard.count(CREATE) == 3, "the parent's create, then this create sent twice"
+    assert _active_runs(client, experiment, f"tags.`{TRIAL_ID_TAG}` = 't7'") == [run_id]
+    twins = client.search_runs([experiment], filter_string=f"tags.`{TRIAL_ID_TAG}` = 't7'",
+                               run_view_type=3)  # ViewType.ALL: the twin is there, deleted
+    assert len(twins) == 2 and {t.info.lifecycle_stage for t in twins} == {"active", "deleted"}
+    assert [m.value for m in client.get_metric_history(run_id, "stsb_dev")] == [70.0]
+
+
+def test_the_drivers_callback_never_waits_for_a_store_outage_and_the_folder_completes_the_run(
+        proxy, tmp_path, ray_session, monkeypatch) -> None:
+    """Tune's hooks hand their deliveries to a thread: in a store outage they return at once; the deliveries that
+    failed are found again in the trial's folder (its ``result.json``) once the store answers."""
+    from ray.train._internal.storage import StorageContext
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.trial_runs_callback import TrialRunsCallback
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    client, experiment, parent = _parent(proxy.uri)
+    storage = StorageContext(str(tmp_path / "ray_results"), "toy-1", trial_dir_name="toy_t1")
+    trial = Trial("__fake", stub=True, storage=storage, trial_id="t1")
+    trial.set_status("RUNNING")
+    folder = Path(trial.local_path)
+    folder.mkdir(parents=True)
+    callback = TrialRunsCallback({"tracking_uri": proxy.uri, "experiment_id": experiment, "parent_run_id": parent,
+                                  "sweep_name": "s"}, "ASHA", 0.0)
+    callback.deliverer.backoff = Backoff(first_s=0.0, max_s=0.0)  # retried at the next report, however soon
+    reports = [{"trial_id": "t1", "training_iteration": i, "step": 2 * i, "stsb_dev": 70.0 + i} for i in (1, 2, 3)]
+
+    def report(result: dict) -> float:
+        with (folder / "result.json").open("a") as out:  # what Tune's JSON logger writes
+            out.write(json.dumps(result) + "\n")
+        trial.update_last_result(dict(result))
+        started = time.monotonic()
+        callback.on_trial_result(iteration=1, trials=[trial], trial=trial, result=result)
+        return time.monotonic() - started
+
+    callback.on_trial_start(iteration=1, trials=[trial], trial=trial)
+    report(reports[0])
+    assert callback.deliverer.drain(30.0) and "t1" not in callback._behind
+    proxy.mode = "store-down"
+    assert report(reports[1]) < 0.5, "a hook waited for MLflow"
+    assert callback.deliverer.drain(30.0) and "t1" in callback._behind  # failed: found again in the folder
+    proxy.mode = "forward"
+    final = {**reports[2], "final": 1.0}
+    report(final)
+    trial.set_status("TERMINATED")
+    callback.on_trial_complete(iteration=2, trials=[trial], trial=trial)
+    callback.on_experiment_end(trials=[trial])
+
+    (run,) = client.search_runs([experiment], f"tags.`{TRIAL_ID_TAG}` = 't1'")
+    history = client.get_metric_history(run.info.run_id, "stsb_dev")
+    assert sorted((m.step, m.value) for m in history) == [(2, 71.0), (4, 72.0), (6, 73.0)]  # each point once
+    assert run.info.status == "FINISHED"
+    assert client.get_run(parent).data.metrics["trials_finished"] == 1

@@ -89,9 +89,9 @@ def test_the_nli_sweep_starts_at_the_papers_nli_setting(family: str, pooling: st
     first = validate_trials(config, trainable, space, str(source))[0]
     assert _searched(first) == paper  # type: ignore[arg-type]
     suggested = build_searcher(config, space.define_by_run, space_points(space)).suggest("t1")
-    assert suggested is not None and _searched(CosentConfig(**{**trial_param_space(config, None), **suggested})) \
+    assert suggested is not None and _searched(CosentConfig(**{**trial_param_space(config), **suggested})) \
         == paper
-    pooling_space = get_search_space("cosent-pooling").for_settings(trial_param_space(config, None))
+    pooling_space = get_search_space("cosent-pooling").for_settings(trial_param_space(config))
     assert [p["pooling"] for p in space_points(pooling_space)] == [pooling, *(p for p in POOLINGS if p != pooling)]
 
 

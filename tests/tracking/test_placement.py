@@ -1,15 +1,14 @@
-"""Placement tags: none outside Ray; inside a Ray task, the node and Ray's (logical) GPU ids, which the trial
-logger sets on its run and ``compare`` shows per trial."""
+"""Placement tags: none outside Ray; inside a Ray task, the node and Ray's (logical) GPU ids, which a trial reports
+in its run record (the driver sets them on its run) and ``compare`` shows per trial."""
 
 from __future__ import annotations
 
-from mlflow import MlflowClient
 from mlflow.entities import Run, RunData, RunInfo, RunTag
 
 from sentsweep.platform.compare import trial_rows
 from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG, NODE_IP_TAG, placement_label, placement_tags
-from sentsweep.tracking.trial_logger import MlflowTrialLogger
-from sentsweep.tracking.vocabulary import TrackingSettings
+from sentsweep.trainables.cosent import COSENT
+from sentsweep.trainables.run_record import RunRecord
 
 
 def _run(tags: dict[str, str]) -> Run:
@@ -18,14 +17,11 @@ def _run(tags: dict[str, str]) -> Run:
     return Run(info, RunData(tags=[RunTag(k, v) for k, v in tags.items()]))
 
 
-def test_no_placement_outside_ray_and_no_tags_logged_for_it(tracking_uri: str) -> None:
+def test_no_placement_outside_ray_and_no_tags_reported_for_it(tiny_bert_dir) -> None:
     assert placement_tags() == {}
-    client = MlflowClient(tracking_uri=tracking_uri)
-    experiment = client.create_experiment("placement")
-    logger = MlflowTrialLogger(TrackingSettings(tracking_uri=tracking_uri, experiment_id=experiment, trial_id="t1"))
-    logger.start({"lr": 0.1})
-    tags = client.get_run(logger.run_id).data.tags
-    assert not {NODE_IP_TAG, NODE_ID_TAG, GPU_IDS_TAG} & set(tags)
+    config = COSENT.parse({"model": str(tiny_bert_dir), "device": "cpu"})
+    record = RunRecord.for_trial("cosent", config).additions({}, {})
+    assert not {NODE_IP_TAG, NODE_ID_TAG, GPU_IDS_TAG} & set(record["sentsweep_run"]["tags"])
 
 
 def test_compare_shows_the_node_and_gpu_of_each_trial() -> None:

@@ -1,6 +1,6 @@
-"""A tracked trial records what MLflow's UI shows without clicks: source tags, dataset inputs with their
-contexts, each metric's protocol (compact tag + protocols.json), all through the journal; the experiment
-is created as a model-training experiment."""
+"""A trial reports what MLflow's UI shows without clicks, and the driver writes it on the trial's run: source tags,
+dataset inputs with their contexts, each metric's protocol (compact tag + protocols.json), system metrics when
+asked; the experiment is created as a model-training experiment (a real tiny training, real MLflow sqlite)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+import pyarrow.fs
 from mlflow import MlflowClient
 
 from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.platform.sweep_tracking import ensure_experiment
-from sentsweep.tracking import TrackingSettings
-from sentsweep.tracking.journal import Journal, JournalState
 from sentsweep.tracking.provenance import (
     EXPERIMENT_KIND_TAG,
     PROTOCOL_TAG_PREFIX,
@@ -24,10 +22,11 @@ from sentsweep.tracking.provenance import (
     TRAINING_KIND,
     protocol_ids,
 )
-from sentsweep.tracking.replay import Replayer
-from sentsweep.tracking.run_scope import SweepScope
+from sentsweep.tracking.trial_runs import TrialRuns, reconcile
 from sentsweep.tracking.vocabulary import GIT_TAG
 from sentsweep.trainables.cosent import COSENT
+from sentsweep.trainables.method import run_trial
+from sentsweep.trainables.run_record import RunRecord
 
 
 def _tiny(tiny_bert_dir: Path, **overrides: Any) -> dict[str, Any]:
@@ -49,13 +48,29 @@ def test_the_experiment_is_a_training_experiment(tracking_uri: str) -> None:
     assert client.get_experiment(chosen).tags[EXPERIMENT_KIND_TAG] == "genai_development"
 
 
-def test_a_tracked_trial_records_source_datasets_and_protocols(tiny_bert_dir: Path, tracking_uri: str) -> None:
+def trial_reports(tiny_bert_dir: Path, folder: Path, **overrides: Any) -> dict[str, float]:
+    """Train a tiny CoSENT trial as Tune would run it: its reports, with what they carry for its run, written to a
+    trial folder's ``result.json`` as Tune's logger writes them; the final metrics."""
+    config = COSENT.parse(_tiny(tiny_bert_dir, **overrides))
+    reports: list[dict[str, Any]] = []
+    _, final = run_trial(COSENT, config, report=lambda metrics, checkpoint: reports.append(metrics),
+                         record=RunRecord.for_trial("cosent", config), save_weights=False)
+    folder.mkdir(parents=True)
+    lines = [json.dumps({**r, "trial_id": "t1", "training_iteration": i + 1}) for i, r in enumerate(reports)]
+    (folder / "result.json").write_text("".join(line + "\n" for line in lines))
+    return final
+
+
+def test_a_trials_reports_carry_its_source_datasets_and_protocols(tiny_bert_dir: Path, tracking_uri: str,
+                                                                 tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = ensure_experiment(client, "trials", None)
-    tracking = TrackingSettings(tracking_uri=tracking_uri, experiment_id=experiment, trial_id="t1")
-    _, final = COSENT.train_standalone({**_tiny(tiny_bert_dir), "tracking": tracking.model_dump()})
-    (run,) = client.search_runs([experiment])
+    parent = client.create_run(experiment).info.run_id
+    final = trial_reports(tiny_bert_dir, tmp_path / "sweep" / "train_t1")
+    reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"), TrialRuns(client, experiment, parent))
+    (run,) = [r for r in client.search_runs([experiment]) if r.info.run_id != parent]
     tags = run.data.tags
+    assert run.info.status == "FINISHED" and run.data.params["lr"] and "system_metrics" not in run.data.params
     assert tags[SOURCE_NAME_TAG] == "sentsweep.trainables.cosent" and tags[SOURCE_TYPE_TAG] == "LOCAL"
     assert len(tags[GIT_TAG]) == 40  # the tests run from a git checkout
 
@@ -84,37 +99,10 @@ def test_a_tracked_trial_records_source_datasets_and_protocols(tiny_bert_dir: Pa
     assert tags[f"{PROTOCOL_TAG_PREFIX}stsb_test"].startswith(test.id)
 
 
-def test_inputs_and_protocols_survive_an_outage_and_a_replay(tmp_path: Path, tracking_uri: str) -> None:
-    """The new journal entries are delivered later, in order, and a second delivery adds nothing."""
-    from sentsweep.data import resolve_data_dir
-    from sentsweep.tracking.datasets import inputs_entry, test_records
-    from sentsweep.tracking.provenance import protocol_entries
-
-    client = MlflowClient(tracking_uri=tracking_uri)
-    experiment = client.create_experiment("outage")
-    journal = Journal(tmp_path / "j.jsonl")
-    protocol = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="mean", max_length=128)
-    journal.append({"op": "open", "experiment_id": experiment, "trial_id": "t9", "run_name": "t9", "tags": {}})
-    journal.append(inputs_entry(test_records("stsb_test,mr", resolve_data_dir(None))))
-    for entry in protocol_entries({"stsb_test": protocol}):
-        journal.append(entry)
-    assert journal.pending() == 4  # nothing reached MLflow yet (as during an outage)
-    Replayer(client, SweepScope(experiment)).flush(journal)
-    run_id = journal.state().run_id
-    assert journal.pending() == 0 and run_id is not None
-    journal.save_state(JournalState(delivered=1, run_id=run_id))
-    Replayer(client, SweepScope(experiment)).flush(journal)  # a stale offset: the same entries delivered again
-    run = client.get_run(run_id)
-    assert sorted(i.dataset.name for i in run.inputs.dataset_inputs) == ["mr", "stsb/test"]
-    assert protocol_ids(run.data.tags) == {"stsb_test": protocol.id}
-
-
-@pytest.mark.parametrize("field", ["max_length", "classifier", "precision", "data_sha256", "eval_code"])
-def test_a_protocol_id_changes_with_every_field_but_the_commit_and_the_pooling(field: str) -> None:
-    base = MetricProtocol("stsb", "test", "Spearman", max_length=128, pooling="mean", data_sha256="a" * 64,
-                          eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")
-    changed = MetricProtocol(**{**base.__dict__, field: 32 if field == "max_length" else "other"})
-    assert changed.id != base.id and set(base.differences(changed)) == {field}
-    assert MetricProtocol(**{**base.__dict__, "code_version": "sentsweep 0.2.0"}).id == base.id
-    assert MetricProtocol(**{**base.__dict__, "pooling": "cls"}).id == base.id  # the model's, not the measurement's
-    assert MetricProtocol.from_dict(base.to_dict()) == base
+def test_system_metrics_are_reported_with_the_results_when_asked(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    trial_reports(tiny_bert_dir, tmp_path / "on", system_metrics=True, system_metrics_interval_s=0.001)
+    trial_reports(tiny_bert_dir, tmp_path / "off")
+    on = [json.loads(line) for line in (tmp_path / "on" / "result.json").read_text().splitlines()]
+    off = [json.loads(line) for line in (tmp_path / "off" / "result.json").read_text().splitlines()]
+    assert all(r["system/process_rss_megabytes"] > 0 for r in on)
+    assert not any(k.startswith("system/") for r in off for k in r)

@@ -1,0 +1,58 @@
+"""Whether a tracking server's store answers now, asked once without MLflow's retries.
+
+MLflow's ``/health`` answers without touching the store, so it answers while the server's database is down, and
+every call then waits out the client's retry budget (about 4 minutes by default). :func:`probe` asks the store
+itself (one experiment search, no retries, :data:`PROBE_TIMEOUT_S`), so that the driver can skip a call that cannot
+succeed instead of waiting.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+#: Seconds a probe of a tracking server's store may take.
+PROBE_TIMEOUT_S = 3.0
+#: What the probe asks: one experiment, read from the store (``/health`` reads nothing).
+PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
+#: The HTTP statuses MLflow's client retries: a probe answered with one of them got no answer from the store.
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: What the message of an MLflow error names when the server's database failed (lowercase). MLflow's server answers
+#: every SQLAlchemyError but an OperationalError as BAD_REQUEST, HTTP 400, which its client does not retry: such an
+#: error is an outage, never a refusal.
+DATABASE_FAILURES = ("sqlalchemy", "psycopg", "pymysql", "sqlite3", "queuepool", "operationalerror",
+                     "connection already closed", "could not connect", "server closed the connection",
+                     "pendingrollback", "database is locked")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (300 characters at most), else its type's name."""
+    return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+
+
+def is_database_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` names a failure of the MLflow server's database (:data:`DATABASE_FAILURES`)."""
+    text = str(exc).lower()
+    return any(marker in text for marker in DATABASE_FAILURES)
+
+
+def probe(uri: str) -> str | None:
+    """Why the store of the HTTP server ``uri`` does not answer, None when it does (or ``uri`` is not HTTP). Any
+    status but those MLflow's client retries is an answer, a refusal (401, 403) included: calls then fail at once."""
+    if urlsplit(uri).scheme not in ("http", "https"):
+        return None
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    try:
+        response = http_request(get_default_host_creds(uri), PROBE_ENDPOINT, "GET", params={"max_results": 1},
+                                max_retries=0, timeout=PROBE_TIMEOUT_S, raise_on_status=False)
+    except Exception as exc:  # noqa: BLE001 - no answer at all: a refused connection, a timeout, TLS
+        return first_line(exc)
+    if response.status_code in RETRIED_STATUSES:
+        return f"its store answers HTTP {response.status_code} {response.text.strip()[:200]}".rstrip()
+    return None
+
+
+def store_answers(uri: str) -> bool:
+    """Whether the tracking store at ``uri`` answers now (:func:`probe`)."""
+    return probe(uri) is None

@@ -1,0 +1,326 @@
+"""The MLflow child runs of a sweep's trials, written from what Tune holds of each trial.
+
+A trial's run is a child of the sweep's parent run (tag ``mlflow.parentRunId``) carrying ``sentsweep.trial_id``:
+one run per trial, found again by that tag by every later attempt and every later driver. Everything a run
+holds comes from the trial's Tune results (one JSON line per report in the trial folder's ``result.json``):
+
+- every numeric entry of a report, at the report's ``step`` (the loop's training step);
+- the run record a report carries under :data:`~sentsweep.tracking.vocabulary.RUN_RECORD_KEY` (tags such as the
+  source and placement, dataset inputs, metric protocols);
+- the trial's ``output/`` folder once it ended, and its final status.
+
+The high-water mark of a trial is the last step its run holds (the largest step of its ``training_iteration``
+metric in MLflow). Only reports at a later step are delivered (and the terminal report once, which repeats the last
+evaluation's step), so a report is never logged twice, nor the steps an attempt restored from an earlier checkpoint
+trains again: MLflow keeps a second row for a point logged again even with the same key, step and timestamp.
+The mark is kept in memory while deliveries succeed; after a failure it is read back from MLflow before the next
+delivery, which may have reached the server although its answer was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.fs
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+
+from sentsweep.tracking.datasets import log_dataset_inputs
+from sentsweep.tracking.provenance import log_protocols
+from sentsweep.tracking.vocabulary import (
+    ATTEMPT_TAG,
+    OUTPUT_DIR,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    RUN_RECORD_KEY,
+    SWEEP_TAG,
+    TERMINAL,
+    TRIAL_ID_TAG,
+    TRIAL_ROLE,
+    find_trial_run,
+    numeric_metrics,
+    param_value,
+)
+
+log = logging.getLogger("sentsweep.tracking")
+
+#: The metric every delivered report carries (Tune numbers a trial's reports 1, 2, ...): the high-water mark is
+#: the last step at which the run holds it.
+MARK_KEY = "training_iteration"
+#: Keys of a trial's terminal report (its final figures), delivered once even at the mark's step. The report of a
+#: failure carries no figure of the training (its metric is NaN): its reason goes on the run as its end.
+TERMINAL_KEYS = ("final",)
+FAILED_KEY = "failed"
+#: A trial folder's reports (Tune's JSON logger).
+RESULTS_FILE = "result.json"
+#: MLflow's limits per ``log_batch`` call.
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_PER_BATCH = 100
+MAX_TAGS_PER_BATCH = 100
+#: Result keys that are Tune's bookkeeping, not figures of the trial.
+NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterations_since_restore",
+                         "time_since_restore", "timesteps_since_restore", "timesteps_total", "episodes_total"})
+
+
+@dataclass
+class TrialFolder:
+    """One trial as its folder holds it: ``fs`` and ``path`` of the trial folder, the trial's id and params."""
+
+    fs: pyarrow.fs.FileSystem
+    path: str
+    trial_id: str
+    #: where the trial's ``output/`` folder is, when not in ``path`` (a driver's local copy of a remote folder)
+    storage: tuple[pyarrow.fs.FileSystem, str] | None = None
+
+    def results(self) -> list[dict[str, Any]]:
+        """Every report the folder holds, in order (a line a kill cut short is left out)."""
+        try:
+            with self.fs.open_input_stream(posixpath.join(self.path, RESULTS_FILE)) as stream:
+                text = stream.readall().decode("utf-8", errors="replace")
+        except (FileNotFoundError, OSError):
+            return []
+        found = []
+        for line in text.splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+        return [r for r in found if isinstance(r, dict)]
+
+    def output(self) -> tuple[pyarrow.fs.FileSystem, str] | None:
+        """The trial's ``output/`` folder, when the trial wrote one."""
+        fs, root = self.storage or (self.fs, self.path)
+        path = posixpath.join(root, OUTPUT_DIR)
+        return (fs, path) if fs.get_file_info(path).type == pyarrow.fs.FileType.Directory else None
+
+
+def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[TrialFolder]:
+    """The trials of a Tune experiment folder: each sub-folder with a ``params.json`` and a report."""
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(experiment_path, allow_not_found=True))
+    for info in sorted(infos, key=lambda i: i.path):
+        if info.type != pyarrow.fs.FileType.Directory:
+            continue
+        folder = TrialFolder(fs, info.path, "")
+        results = folder.results()
+        if not results or not results[0].get("trial_id"):
+            continue
+        folder.trial_id = str(results[0]["trial_id"])
+        yield folder
+
+
+def report_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """The figures of one report that go on the run (Tune's bookkeeping left out)."""
+    return {k: v for k, v in numeric_metrics(result).items() if k not in NOT_METRICS}
+
+
+def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
+    """FINISHED or FAILED (with its reason) when the trial's last report says so; None otherwise."""
+    result = result or {}
+    if result.get(FAILED_KEY) == 1.0:
+        return "FAILED", str(result.get("failure_reason") or "failed")
+    if result.get("final") == 1.0:
+        return "FINISHED", None
+    return None
+
+
+def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, str], run_name: str,
+                      key: dict[str, str]) -> Any:
+    """Create a run, then keep only the oldest active run with the ``key`` tags: MLflow's client sends a create
+    again when a gateway lost its answer, and the server makes a twin, which is deleted here (MLflow keeps deleted
+    runs restorable)."""
+    created = client.create_run(experiment_id, tags=tags, run_name=run_name)
+    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in key.items())
+    found = client.search_runs([experiment_id], filter_string=query, max_results=10)
+    twins = sorted(found, key=lambda run: (run.info.start_time or 0, run.info.run_id))
+    for twin in twins[1:]:
+        client.delete_run(twin.info.run_id)
+    return twins[0] if twins else created
+
+
+class TrialRuns:
+    """The child runs of the trials under one parent run, with each trial's high-water mark.
+
+    ``now_ms`` is the clock of the points' timestamps (injected in tests); a report holding a true value under one
+    of ``skip_keys`` (a checkpoint written at a stop, which is no evaluation) is not logged.
+    """
+
+    def __init__(self, client: MlflowClient, experiment_id: str, parent_run_id: str, sweep_name: str | None = None,
+                 now_ms: Callable[[], int] | None = None, skip_keys: tuple[str, ...] = ()) -> None:
+        import time
+
+        self.client = client
+        self.experiment_id = experiment_id
+        self.parent_run_id = parent_run_id
+        self.sweep_name = sweep_name
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.skip_keys = skip_keys
+        self.run_ids: dict[str, str] = {}
+        self.marks: dict[str, int] = {}
+        self.terminal: dict[str, set[str]] = {}  # the terminal keys each run holds
+
+    def forget(self, trial_id: str) -> None:
+        """Read the trial's run and mark back from MLflow before its next delivery (after a failed one)."""
+        self.marks.pop(trial_id, None)
+
+    def run_id(self, trial_id: str, *, new_attempt: bool = False) -> str:
+        """The trial's run: found by its tag (its mark read back) or created. ``new_attempt``: Tune started the
+        trial (again), so a run an earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the
+        attempt. Params come with the trial's run record (the values
+        its typed config validated, defaults included), and MLflow never changes a param."""
+        run_id = self.run_ids.get(trial_id)
+        if run_id is not None and trial_id in self.marks and not new_attempt:
+            return run_id
+        run = find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
+        if run is None:
+            tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1", PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id}
+            if self.sweep_name:
+                tags[SWEEP_TAG] = self.sweep_name
+            run = create_unique_run(self.client, self.experiment_id, tags, trial_id,
+                                    {PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id})
+            self.marks[trial_id], self.terminal[trial_id] = -1, set()
+        else:
+            history = self.client.get_metric_history(run.info.run_id, MARK_KEY)
+            self.marks[trial_id] = max((int(m.step) for m in history), default=-1)
+            self.terminal[trial_id] = set(TERMINAL_KEYS) & set(run.data.metrics)
+            if new_attempt:
+                if run.info.status in TERMINAL:
+                    self.client.update_run(run.info.run_id, status="RUNNING")
+                attempt = int(run.data.tags.get(ATTEMPT_TAG, "1") or 1) + 1
+                self.client.set_tag(run.info.run_id, ATTEMPT_TAG, str(attempt))
+        self.run_ids[trial_id] = run.info.run_id
+        return run.info.run_id
+
+    def deliver(self, trial_id: str, results: Iterable[dict[str, Any]]) -> int:
+        """Log the reports above the trial's mark, in order; the mark follows each report MLflow took.
+        Returns how many reports were logged."""
+        run_id = self.run_ids[trial_id]
+        held = self.terminal.setdefault(trial_id, set())
+        logged = 0
+        for result in results:
+            mark = self.marks.get(trial_id, -1)
+            step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
+            ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
+            skipped = result.get(FAILED_KEY) == 1.0 or any(result.get(k) for k in self.skip_keys)
+            if skipped or not (step > mark or ends - held):
+                continue
+            self._log_record(run_id, result.get(RUN_RECORD_KEY))
+            stamp = self.now_ms()
+            points = [Metric(k, v, stamp, step) for k, v in report_metrics(result).items()]
+            points.sort(key=lambda m: m.key == MARK_KEY)  # the mark last: a cut batch is delivered again
+            for start in range(0, len(points), MAX_METRICS_PER_BATCH):
+                self.client.log_batch(run_id, metrics=points[start:start + MAX_METRICS_PER_BATCH])
+            self.marks[trial_id] = max(mark, step)
+            held |= ends
+            logged += 1
+        return logged
+
+    def _log_record(self, run_id: str, record: Any) -> None:
+        """Tags, dataset inputs and metric protocols a report carries (each write replaces or adds once)."""
+        if not isinstance(record, dict):
+            return
+        tags = {str(k): str(v) for k, v in (record.get("tags") or {}).items()}
+        self._log_params(run_id, record.get("params") or {})
+        items = [RunTag(k, v) for k, v in tags.items()]
+        for start in range(0, len(items), MAX_TAGS_PER_BATCH):
+            self.client.log_batch(run_id, tags=items[start:start + MAX_TAGS_PER_BATCH])
+        if record.get("inputs"):
+            log_dataset_inputs(self.client, run_id, record["inputs"])
+        log_protocols(self.client, run_id, record.get("protocols") or {})
+
+    def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
+        """The params the trial's run lacks (MLflow never changes one); ``only_if_none``: only when it has none (a
+        trial that failed before its first report: its sampled settings, as Tune holds them)."""
+        self._log_params(self.run_ids[trial_id], params, only_if_none=only_if_none)
+
+    def _log_params(self, run_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
+        if not params:
+            return
+        held = self.client.get_run(run_id).data.params
+        if only_if_none and held:
+            return
+        missing = [Param(k, param_value(v)) for k, v in params.items() if k not in held]
+        for start in range(0, len(missing), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=missing[start:start + MAX_PARAMS_PER_BATCH])
+
+    def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
+            output: tuple[pyarrow.fs.FileSystem, str] | None = None) -> bool:
+        """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`), a finished trial's ``output``
+        folder uploaded first as the root of its artifacts; a run that ended already keeps its status unless
+        ``overwrite``. Whether the run was ended here."""
+        run = self.client.get_run(self.run_ids[trial_id])
+        if run.info.status in TERMINAL and not overwrite:
+            return False
+        if output is not None and status == "FINISHED":
+            fs, path = output
+            with tempfile.TemporaryDirectory() as tmp:
+                pyarrow.fs.copy_files(path, tmp, source_filesystem=fs,
+                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
+                self.client.log_artifacts(run.info.run_id, tmp)
+        if reason:
+            self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
+        self.client.set_terminated(run.info.run_id, status=status)
+        return True
+
+    def running_children(self) -> list[Any]:
+        """The child runs of trials under the parent run that are still RUNNING."""
+        query = (f"tags.`{PARENT_TAG}` = '{self.parent_run_id}' and tags.`{ROLE_TAG}` = '{TRIAL_ROLE}' "
+                 "and attributes.status = 'RUNNING'")
+        return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
+
+
+def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
+    """The sweep's totals as its folder tells them (a trial's last report: final, failed, else stopped early):
+    trials by outcome, and the seconds and GPU seconds they ran (Tune's ``time_total_s``)."""
+    counts = {"finished": 0, "pruned": 0, "failed": 0}
+    seconds = 0.0
+    for folder in trial_folders(fs, experiment_path):
+        last = folder.results()[-1]
+        ended = final_status(last)
+        counts["failed" if ended and ended[0] == "FAILED" else "finished" if ended else "pruned"] += 1
+        seconds += float(last.get("time_total_s") or 0.0)
+    totals = {f"trials_{k}": float(v) for k, v in counts.items()}
+    totals.update(trials_total=float(sum(counts.values())), trial_seconds=seconds,
+                  gpu_seconds=seconds * gpu_per_trial)
+    return totals
+
+
+@dataclass
+class Reconciled:
+    """What one reconcile did: trials seen, reports logged, runs ended."""
+
+    trials: int = 0
+    reports: int = 0
+    ended: int = 0
+
+
+def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
+              ended_reason: str = "ended with the sweep (pruned, stopped or interrupted)") -> Reconciled:
+    """Make MLflow hold what the experiment folder holds: every trial's run, its params, every report above
+    its mark, its outputs, and an end for every run still RUNNING (no trial runs while this is called).
+
+    Idempotent: a second call logs nothing and ends nothing. A trial whose last report is final or failed ends
+    FINISHED or FAILED; any other RUNNING run ends KILLED with ``ended_reason``.
+    """
+    done = Reconciled()
+    for folder in trial_folders(fs, experiment_path):
+        done.trials += 1
+        results = folder.results()
+        runs.forget(folder.trial_id)
+        runs.run_id(folder.trial_id)
+        done.reports += runs.deliver(folder.trial_id, results)
+        ended = final_status(results[-1] if results else None)
+        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output()):
+            done.ended += 1
+    for run in runs.running_children():
+        trial_id = run.data.tags.get(TRIAL_ID_TAG, "")
+        runs.run_ids[trial_id] = run.info.run_id
+        runs.end(trial_id, "KILLED", ended_reason)
+        done.ended += 1
+    return done

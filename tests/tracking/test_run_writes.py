@@ -1,0 +1,59 @@
+"""The driver's own writes: delivered in order and idempotent, saved in the folder when MLflow does not answer,
+and, read back from a folder anyone may have written, kept only within the sweep's runs (real MLflow sqlite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.fs
+from mlflow import MlflowClient
+
+from sentsweep.tracking.run_writes import PENDING_FILE, UPLOADS_DIR, RunWrites, admissible
+
+
+def test_writes_are_delivered_in_order_and_a_second_delivery_changes_nothing(tracking_uri: str, tmp_path: Path):
+    client = MlflowClient(tracking_uri)
+    experiment = client.create_experiment("writes")
+    run_id = client.create_run(experiment).info.run_id
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "a.csv").write_text("x\n1\n")
+    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"), now_ms=lambda: 7)
+    writes.pending.extend([{"op": "tags", "run": run_id, "tags": {"k": "v"}},
+                           {"op": "metrics", "run": run_id, "points": [["best", 0.5, 0, 7], ["best", 0.7, 1, 7]]},
+                           {"op": "status", "run": run_id, "status": "FINISHED", "reason": "done"}])
+    writes.upload({"run": run_id}, tmp_path / "plots", "plots")  # kept in the folder, then queued
+    assert (tmp_path / "sweep" / UPLOADS_DIR / "plots" / "a.csv").is_file()
+    saved = list(writes.pending)
+    assert writes.deliver() == 4
+    writes.pending.extend(saved)  # delivered again: an answer lost in an outage
+    assert writes.deliver() == 4
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["k"] == "v"
+    assert sorted((m.step, m.value) for m in client.get_metric_history(run_id, "best")) == [(0, 0.5), (1, 0.7)]
+    assert [f.path for f in client.list_artifacts(run_id, "plots")] == ["plots/a.csv"]
+
+
+def test_what_waits_when_mlflow_does_not_answer_is_saved_and_loaded_again(tmp_path: Path) -> None:
+    down = MlflowClient("http://127.0.0.1:9")  # nothing listens there: the probe gets no answer at once
+    writes = RunWrites(down, "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    writes.put({"op": "tags", "run": "parent", "tags": {"k": "v"}})
+    assert writes.flush(30.0) is False
+    saved = json.loads((tmp_path / PENDING_FILE).read_text())
+    assert saved == [{"op": "tags", "run": "parent", "tags": {"k": "v"}}]
+    again = RunWrites(down, "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    assert again.load({"parent"}) == 1 and again.pending == saved
+
+
+def test_saved_writes_outside_the_sweeps_runs_are_not_loaded() -> None:
+    runs, register = {"parent", "stage"}, "toy-model"
+    assert admissible({"op": "tags", "run": "parent", "tags": {}}, runs, register)
+    assert admissible({"op": "tags", "parent": "stage", "trial": "t1", "tags": {}}, runs, register)
+    assert not admissible({"op": "tags", "run": "another-teams-run", "tags": {}}, runs, register)
+    assert not admissible({"op": "tags", "parent": "elsewhere", "trial": "t1", "tags": {}}, runs, register)
+    assert not admissible({"op": "register", "run": "parent", "name": "their-model", "path": "m"}, runs, register)
+    assert admissible({"op": "register", "run": "parent", "name": "toy-model", "path": "m"}, runs, register)
+    assert not admissible({"op": "artifacts", "run": "parent", "dir": "/home/user/.ssh", "path": "x"}, runs, register)
+    assert not admissible({"op": "artifacts", "run": "parent", "dir": f"{UPLOADS_DIR}/../../x", "path": "x"}, runs,
+                          register)
+    assert not admissible({"op": "delete", "run": "parent"}, runs, register)
