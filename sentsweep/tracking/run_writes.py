@@ -67,6 +67,7 @@ class RunWrites:
         self.pending: list[Write] = []
         self.registered: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._delivering = threading.Lock()  # one delivery at a time: the background one or a caller's
         self._deliverer = Deliverer(on_failure=lambda key: None)
 
     # -- queueing ---------------------------------------------------------------------------------
@@ -105,16 +106,17 @@ class RunWrites:
     def deliver(self) -> int:
         """Deliver the waiting writes in order (the first failure stops and raises); how many were delivered."""
         done = 0
-        while True:
-            with self._lock:
-                if not self.pending:
-                    return done
-                write = self.pending[0]
-            self.apply(write)
-            with self._lock:
-                if self.pending and self.pending[0] is write:
-                    self.pending.pop(0)
-            done += 1
+        with self._delivering:
+            while True:
+                with self._lock:
+                    if not self.pending:
+                        return done
+                    write = self.pending[0]
+                self.apply(write)
+                with self._lock:
+                    if self.pending and self.pending[0] is write:
+                        self.pending.pop(0)
+                done += 1
 
     def flush(self, timeout_s: float) -> bool:
         """Deliver what waits, for at most ``timeout_s`` (not at all when the store does not answer a probe at once);
