@@ -224,16 +224,18 @@ def test_the_cli_masks_its_error_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_a_sweep_joining_a_cluster_refuses_uri_credentials_before_anything_starts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PGPASSWORD", "")  # unset, and restored after the test
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "")  # unset, and restored after the test
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "sweep.yaml"
     config.write_text(f"name: s\nmethod: cosent\nstorage_path: {tmp_path / 'runs'}\n"
-                      f"optuna_storage: 'postgresql://alice:{SECRET}@127.0.0.1:9/optuna'\n")
+                      f"warm_start: 's3://alice:{SECRET}@bucket/earlier-sweep'\n")
     # the address is a closed port: reaching it (or the tracking server) would be another error
     assert main(["sweep", str(config), "--address", "ray://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("sentsweep sweep: error: field 'optuna_storage': the credentials taken off the "
-                          "config's URIs (PGPASSWORD) would reach the cluster's workers"), err
+    assert err.startswith("sentsweep sweep: error: field 'warm_start': the credentials taken off the "
+                          "config's URIs (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) would reach the cluster's "
+                          "workers"), err
     assert len(err.splitlines()) == 1 and SECRET not in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()
 
@@ -245,14 +247,15 @@ def test_a_resume_given_a_config_with_uri_credentials_refuses_to_send_them_too(
     from sentsweep.platform.storage import SweepManifest, new_sweep_location
     from sentsweep.platform.sweep import resume_sweep
 
-    monkeypatch.setenv("PGPASSWORD", "")  # unset, and restored after the test
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "")  # unset, and restored after the test
     given = SweepConfig(name="s", method="cosent", storage_path=str(tmp_path / "runs"),
-                        optuna_storage=f"postgresql://alice:{SECRET}@127.0.0.1:9/optuna",
+                        warm_start=f"s3://alice:{SECRET}@bucket/earlier-sweep",
                         tracking={"uri": "http://127.0.0.1:9", "experiment": "e"})
     stored = given.resolved(tmp_path, environ={})  # what the first session stored: no credentials
     location = new_sweep_location(stored, now=1_700_000_000, suffix="abcd")
     location.write_manifest(SweepManifest(sweep_name=location.name, config=stored.model_dump(mode="json"),
                                           parent_run_id="0" * 32, experiment_id="1", tracking_uri=stored.tracking.uri,
                                           created=1_700_000_000), stored)
-    with pytest.raises(ConfigError, match=r"\(PGPASSWORD\) would reach"):
+    with pytest.raises(ConfigError, match=r"\(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\) would reach"):
         resume_sweep(location.uri, config=given, address="ray://127.0.0.1:9", preflight=False)

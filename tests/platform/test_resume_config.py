@@ -99,6 +99,7 @@ def test_a_failed_restore_leaves_the_parent_as_it_was(tmp_path, tiny_bert_dir, t
                                           tracking_uri=sweep.tracking_uri, created=0.0), config)
     location.write_text("tuner.pkl", "not a pickle")
     sweep.close("interrupted", "stopped")
+    assert sweep.flush(30.0), "the session's writes reached MLflow, as at the end of a driver's session"
     with pytest.raises(Exception):  # noqa: B017, PT011 - whatever Ray raises for a damaged state file
         resume_sweep(location.uri, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False,
                      echo=lambda line: None)

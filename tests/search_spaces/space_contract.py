@@ -55,6 +55,7 @@ class SpaceContract:
         first = searcher.suggest("t1")
         assert first is not None and all(first[k] == v for k, v in space.first_point.items())
         assert searcher.suggest("t2"), f"space {space.name} suggested nothing"
-        searcher.save(str(tmp_path / "searcher.pkl"))
-        with open(tmp_path / "searcher.pkl", "rb") as handle:
-            assert pickle.load(handle)
+        searcher.save(str(tmp_path / "searcher.json"))  # Tune's searcher state: JSON, never a pickle
+        again = build_searcher(config, space.define_by_run, [space.first_point])
+        again.restore(str(tmp_path / "searcher.json"))
+        assert isinstance(pickle.loads(pickle.dumps(again)), type(again)), "Tune pickles the searcher into tuner.pkl"
