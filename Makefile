@@ -3,7 +3,7 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.sentsweep-installed
-# The offline defaults: no hub traffic. A sweep's local Ray takes a token of its session (platform/local_ray.py);
+# The offline defaults: no hub traffic. A sweep's local Ray takes a token of its session (platform/driver/local_ray.py);
 # the tests that do not test authentication run their Ray without one.
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled
@@ -26,8 +26,11 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(RUN_ENV) $(VENV)/bin/sentsweep sweep configs/demo.yaml
 
+# The suite on TEST_WORKERS processes (pytest-xdist); each has its own in-process Ray and temporary folders.
+TEST_WORKERS ?= 2
+
 test: setup
-	$(TEST_ENV) $(VENV)/bin/pytest -q -m "not slow and not cluster"
+	$(TEST_ENV) $(VENV)/bin/pytest -q -m "not slow and not cluster" -n $(TEST_WORKERS)
 
 # `make test` with the newest Ray, Optuna and MLflow the package registry serves (pyproject.toml's ranges), in a
 # venv of its own; everything else as constraints.txt pins it. Each run upgrades the three first.
@@ -46,7 +49,7 @@ $(VENV_LATEST)/.sentsweep-installed: pyproject.toml constraints.txt
 test-latest: $(VENV_LATEST)/.sentsweep-installed
 	$(PY_LATEST) -m pip install --quiet --upgrade -c $(VENV_LATEST)/constraints-others.txt $(LATEST)
 	$(PY_LATEST) -m pip list 2>/dev/null | grep -iE '^(ray|optuna|mlflow) '
-	$(TEST_ENV) $(VENV_LATEST)/bin/pytest -q -m "not slow and not cluster"
+	$(TEST_ENV) $(VENV_LATEST)/bin/pytest -q -m "not slow and not cluster" -n $(TEST_WORKERS)
 
 # The cluster scenarios (docs/cluster.md, "Before your first cluster sweep"): a local Ray head and two worker
 # nodes, S3 (moto), MLflow on PostgreSQL, shared by the scenarios. SENTSWEEP_TEST_STORAGE(_ENDPOINT),

@@ -1,7 +1,7 @@
 """The driver process of :mod:`bench.sweep_scale`, and its trivial trainable.
 
 ``python -m bench._scale_driver CONFIG.yaml RESULT.json --address HOST:PORT`` runs the platform's real sweep path
-(:func:`sentsweep.platform.sweep.run_sweep`: the seeded TPE searcher with constant liar, ASHA, the MLflow parent
+(:func:`sentsweep.platform.driver.sweep.run_sweep`: the seeded TPE searcher with constant liar, ASHA, the MLflow parent
 and child runs, checkpoints and Tune's state on the sweep's storage) with :data:`TRIVIAL`, a
 method with no model: a single weight, ``max_steps`` reports of a dev value computed from the trial's settings.
 Its search space is the real CoSENT space (five parameters, two categorical), so the searcher does the work it does
@@ -111,7 +111,7 @@ class SuggestClock:
     def __enter__(self) -> SuggestClock:
         from optuna.trial import TrialState
 
-        from sentsweep.platform.search import TUNE_TRIAL_ATTR, PruningAwareOptunaSearch
+        from sentsweep.platform.search.searcher import TUNE_TRIAL_ATTR, PruningAwareOptunaSearch
 
         original = self._original = PruningAwareOptunaSearch.suggest
         calls, at_first = self.calls, self.at_first
@@ -149,7 +149,7 @@ class SuggestClock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from sentsweep.platform.search import PruningAwareOptunaSearch
+        from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
 
         PruningAwareOptunaSearch.suggest = self._original  # type: ignore[method-assign]
 
@@ -186,7 +186,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
 
     config = SweepConfig.model_validate(yaml.safe_load(args.config.read_text()))
     with SuggestClock() as clock:

@@ -1,10 +1,13 @@
 """Replay the platform's searcher and scheduler against a recorded table (:mod:`bench.search_grid`).
 
 No training and no Ray cluster: the table is the objective and each report's recorded seconds its cost. The
-searcher is the sweep's own :class:`~sentsweep.platform.search.PruningAwareOptunaSearch` (a Tune searcher on Optuna),
-for TPE built by :func:`~sentsweep.platform.search.build_searcher` itself (seeded multivariate TPE, constant liar, the
+searcher is the sweep's own :class:`~sentsweep.platform.search.searcher.PruningAwareOptunaSearch` (a Tune searcher on
+Optuna),
+for TPE built by :func:`~sentsweep.platform.search.searcher.build_searcher` itself (seeded multivariate TPE, constant
+liar, the
 sweep's ``startup_trials``, the paper's defaults first), for the baselines with Optuna's ``RandomSampler`` or
-``GridSampler``. The scheduler is the sweep's own (:func:`~sentsweep.platform.search.build_scheduler`: Ray's ASHA
+``GridSampler``. The scheduler is the sweep's own (:func:`~sentsweep.platform.search.searcher.build_scheduler`: Ray's
+ASHA
 with the sweep's grace period and reduction factor, or FIFO), driven as Tune's controller drives it: each report
 goes to the scheduler, then (unless it said STOP) to the searcher; a stopped or finished trial is completed on
 both with its last result; a finished trial makes the final report ``run_trial`` makes (the best dev value,
@@ -34,7 +37,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from bench.search_grid import PARAMS, Config, Curve, GridTable, config_of
 from sentsweep.platform.config import SchedulerConfig, SweepConfig
-from sentsweep.platform.search import PruningAwareOptunaSearch, build_scheduler, build_searcher
+from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_scheduler, build_searcher
 from sentsweep.search_spaces.cosent import COSENT_SPACE
 
 METRIC = "stsb_dev"

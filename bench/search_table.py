@@ -2,7 +2,8 @@
 
 ``record`` trains every point of a grid (scale x learning rate x pooling x batch size) once and stores each dev
 curve with its seconds in ``bench/data/cosent_grid.csv`` (:mod:`bench.search_record`; resumable). ``replay`` runs
-the sweep's own TPE (:func:`sentsweep.platform.search.build_searcher`'s sampler, paper defaults first) with Ray's
+the sweep's own TPE (:func:`sentsweep.platform.search.searcher.build_searcher`'s sampler, paper defaults first) with
+Ray's
 ASHA rungs, TPE alone, random search with and without ASHA, and grid search against the table, 30 seeds each
 (:mod:`bench.search_replay`), and prints the trial-seconds each needed to come within 0.2 of the table's best
 and its regret after a fixed budget, with the ratio to random search measured in the same run.

@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from mlflow import MlflowClient
 
-    from sentsweep.platform.local_ray import loopback_only, session_token
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.local_ray import loopback_only, session_token
+    from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.trainables.registry import get_method
 
     method = get_method("cosent")

@@ -4,7 +4,8 @@ of ``make test-cluster`` (:mod:`tools.harness.local_stack`: a Ray head and two w
 (moto) or, with ``--storage local``, a local folder), against a reference sweep of ``--reference`` trials run the
 same way in the same session. Not a test: minutes, and the seconds depend on the machine.
 
-Each sweep is the platform's real path (:func:`sentsweep.platform.sweep.run_sweep` in a driver process of its own,
+Each sweep is the platform's real path (:func:`sentsweep.platform.driver.sweep.run_sweep` in a driver process of its
+own,
 :mod:`bench._scale_driver`: seeded multivariate TPE with constant liar over the CoSENT space, ASHA, the MLflow
 parent and child runs, checkpoints and Tune's state on the storage), with a trial that has no
 model (a weight and ``--steps`` reports), so what a trial costs is what the platform costs. Every MLflow request goes
@@ -19,7 +20,7 @@ timed at the server's front door. Printed, for both sweeps and as a ratio of thi
 - MLflow requests per trial (by endpoint below) and the server's p50 / p95 latency;
 - the searcher's ``suggest`` time: its random start-up, its first and last ten model-made suggestions;
 - TPE's start-up under concurrency: suggestions made before any trial finished, and how many of them TPE's model
-  made (:func:`sentsweep.platform.search.build_sampler` documents the choice).
+  made (:func:`sentsweep.platform.search.searcher.build_sampler` documents the choice).
 
     python -m bench.sweep_scale --trials 500 --concurrent 16                  # reference: 100 trials
     python -m bench.sweep_scale --trials 500 --concurrent 16 --max-minutes 35 # else 250 trials, said so
@@ -106,7 +107,7 @@ def folder_bytes(uri: str, endpoint_url: str | None) -> dict[str, int]:
     """Bytes of the sweep folder's own files (Tune's and the searcher's state) by name, and ``"*"``: all of it."""
     import pyarrow.fs
 
-    from sentsweep.platform.storage import locate
+    from sentsweep.platform.folder.location import locate
 
     location = locate(uri, endpoint_url)
     fs, path = (location.filesystem, location.fs_path) if location.filesystem else \
@@ -123,7 +124,7 @@ def folder_bytes(uri: str, endpoint_url: str | None) -> dict[str, int]:
 
 def state_bytes(sizes: dict[str, int]) -> tuple[int, int]:
     """(experiment_state-*.json, searcher state: searcher-state-*.pkl and the study's journal) in bytes."""
-    from sentsweep.platform.study_store import JOURNAL_FILE
+    from sentsweep.platform.search.study_store import JOURNAL_FILE
 
     experiment = sum(v for k, v in sizes.items() if k.startswith("experiment_state") and k.endswith(".json"))
     searcher = sum(v for k, v in sizes.items() if k.startswith("searcher-state") or k == JOURNAL_FILE)
@@ -279,7 +280,7 @@ def report(reference: dict[str, Any], this: dict[str, Any], args: argparse.Names
     print_table("MLflow requests per trial, by endpoint", ["request", f"{r} trials", f"{n} trials"],
                 [[e, reference["by_endpoint"][e] / r, this["by_endpoint"][e] / n] for e in endpoints])
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.search import random_suggestions
+    from sentsweep.platform.search.searcher import random_suggestions
 
     fewest, most = random_suggestions(SweepConfig(name="s", method="m", num_samples=n,
                                                   max_concurrent_trials=args.concurrent))

@@ -4,7 +4,7 @@ PostgreSQL with basic auth (:mod:`tools.harness.mlflow_server`, shaped like ``k8
 
 Each logger is a separate process with its own :class:`mlflow.MlflowClient`, logged in as a non-admin user
 with EDIT on the experiment (as the sweeps are on Kubernetes), and does what the driver does for one trial
-(:mod:`sentsweep.tracking.trial_runs`): create its run, log its params in one batch, log a batch of metrics
+(:mod:`sentsweep.platform.tracking.trial_runs`): create its run, log its params in one batch, log a batch of metrics
 at every report, set the run terminated. Requests per second count every request of every logger between
 the first start and the last end; latencies are per request.
 

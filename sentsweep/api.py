@@ -5,7 +5,7 @@
 >>> run.metrics["stsb_test"], sentsweep.load_encoder("runs/quick").encode(["A man plays."]).shape  # doctest: +SKIP
 
 :func:`train` runs one training in this process (no Ray); :func:`sweep` and :func:`resume` run the
-platform's Ray Tune sweeps (:mod:`sentsweep.platform.sweep`); :func:`load_encoder` opens any run folder of
+platform's Ray Tune sweeps (:mod:`sentsweep.platform.driver.sweep`); :func:`load_encoder` opens any run folder of
 any method; :func:`evaluate` scores a model (or a run folder) on the STS and SentEval suites.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sentsweep.evaluation.protocols import Embedder
     from sentsweep.evaluation.results import EvalResult
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.sweep import SweepOutcome
+    from sentsweep.platform.driver.sweep import SweepOutcome
 
 __all__ = ["TrainedRun", "evaluate", "load_encoder", "resume", "sweep", "train"]
 
@@ -71,10 +71,10 @@ def sweep(config: SweepConfig | str | Path | Mapping[str, Any], **options: Any) 
 
     ``config``: a sweep YAML's path, a mapping of its settings or a
     :class:`~sentsweep.platform.config.SweepConfig`; ``options`` go to
-    :func:`sentsweep.platform.sweep.run_sweep` (``address``, ``finalize``, ``echo``, ...).
+    :func:`sentsweep.platform.driver.sweep.run_sweep` (``address``, ``finalize``, ``echo``, ...).
     """
     from sentsweep.platform.config import SweepConfig, load_sweep_config, parse_sweep_config
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
 
     source = None
     if isinstance(config, str | Path):
@@ -87,8 +87,8 @@ def sweep(config: SweepConfig | str | Path | Mapping[str, Any], **options: Any) 
 
 
 def resume(sweep_dir: str | Path, **options: Any) -> SweepOutcome:
-    """Continue an interrupted sweep from its folder (:func:`sentsweep.platform.sweep.resume_sweep`)."""
-    from sentsweep.platform.sweep import resume_sweep
+    """Continue an interrupted sweep from its folder (:func:`sentsweep.platform.driver.sweep.resume_sweep`)."""
+    from sentsweep.platform.driver.sweep import resume_sweep
 
     return resume_sweep(str(sweep_dir), **options)
 

@@ -140,7 +140,7 @@ def ray_session(session_cache: Path) -> Iterator[None]:
     cache folder as SENTSWEEP_CACHE."""
     ray = pytest.importorskip("ray")
     pythonpath = repo_pythonpath()
-    from sentsweep.platform.sweep import WORKER_ENV
+    from sentsweep.platform.driver.sweep import WORKER_ENV
 
     env_vars = {**WORKER_ENV, "PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(session_cache)}
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
@@ -177,7 +177,7 @@ def toy_sweep(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path, mlf
     2 has a NaN loss, 3 and 4 are pruned; then the best trial is evaluated, plotted, exported and
     registered as ``toy-best``.
     """
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import FAULTY_SPACE, TOY_TRAINABLE, toy_config
 
     root = tmp_path_factory.mktemp("toy-sweep")

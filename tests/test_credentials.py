@@ -160,8 +160,8 @@ def test_masks() -> None:
 
 
 def test_the_ray_and_hub_tokens_are_masked_and_still_never_forwarded() -> None:
-    from sentsweep.platform.cluster.auth import TOKEN_ENV
-    from sentsweep.platform.cluster.credentials import CREDENTIAL_ENV, forwarded_env
+    from sentsweep.cluster.auth import TOKEN_ENV
+    from sentsweep.cluster.credentials import CREDENTIAL_ENV, forwarded_env
 
     assert {TOKEN_ENV, "HF_TOKEN"} <= set(SECRET_ENV) & set(CREDENTIAL_ENV)
     env = {"RAY_AUTH_TOKEN": f"ray-{SECRET}", "HF_TOKEN": f"hf_{SECRET}"}
@@ -244,8 +244,8 @@ def test_a_resume_given_a_config_with_uri_credentials_refuses_to_send_them_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--resume-interrupted`` resumes with the YAML's config: the credentials its URIs carry are the ones the
     workers would get (the stored config holds none), so a joined cluster refuses them without the flag."""
-    from sentsweep.platform.storage import SweepManifest, new_sweep_location
-    from sentsweep.platform.sweep import resume_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.folder.location import SweepManifest, new_sweep_location
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "")  # unset, and restored after the test

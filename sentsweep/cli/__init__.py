@@ -13,7 +13,7 @@ jobs run). Exit statuses:
   that holds the full chained traceback;
 - 2: an error a user can cause (:class:`~sentsweep.errors.SentsweepError`: config, data, a sweep held by
   another process), one line without a traceback;
-- 75 (:data:`~sentsweep.platform.interrupt.INTERRUPTED_EXIT`): a sweep stopped by SIGINT or SIGTERM after
+- 75 (:data:`~sentsweep.platform.driver.interrupt.INTERRUPTED_EXIT`): a sweep stopped by SIGINT or SIGTERM after
   Ray Tune saved its state; the line printed names the ``sentsweep resume`` command that continues it;
 - 130: interrupted before anything could be saved.
 """
@@ -28,7 +28,7 @@ from sentsweep.cli import cluster, data, preprocess, studies, sweeps, training
 from sentsweep.cli.common import write_error_log
 from sentsweep.credentials import masked_output
 from sentsweep.errors import SentsweepError
-from sentsweep.platform.interrupt import INTERRUPTED_EXIT, SweepInterrupted
+from sentsweep.platform.driver.interrupt import INTERRUPTED_EXIT, SweepInterrupted
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -1,5 +1,5 @@
 """The cluster sub-commands: ``submit`` and ``jobs status | logs | stop | list`` (see
-:mod:`sentsweep.platform.cluster`).
+:mod:`sentsweep.cluster`).
 
 Handlers return an exit status and let :class:`~sentsweep.errors.SentsweepError` propagate (the CLI prints
 it on one line). This module is where the environment is read (the dashboard address, the Ray token, the
@@ -16,13 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sentsweep.cli.common import NO_FINALIZE_HELP, add_overrides
+from sentsweep.cluster.placement import DRIVER_RESOURCES
 from sentsweep.credentials import mask_text
 from sentsweep.errors import ConfigError
-from sentsweep.platform.cluster.placement import DRIVER_RESOURCES
 
 if TYPE_CHECKING:
-    from sentsweep.platform.cluster.client import ClusterJobs
-    from sentsweep.platform.cluster.jobspec import JobOptions
+    from sentsweep.cluster.client import ClusterJobs
+    from sentsweep.cluster.jobspec import JobOptions
 
 ADDRESS_HELP = "Ray dashboard address (default: $RAY_API_SERVER_ADDRESS, else $RAY_ADDRESS, else " \
                "http://127.0.0.1:8265)"
@@ -111,8 +111,8 @@ def _add_jobs(sub: argparse._SubParsersAction) -> None:
 
 def _connect(args: argparse.Namespace) -> ClusterJobs:
     """The cluster's jobs at ``--address`` (or the environment's), with the token (:mod:`~.cluster.auth`)."""
-    from sentsweep.platform.cluster.auth import find_token
-    from sentsweep.platform.cluster.client import ClusterJobs, resolve_address
+    from sentsweep.cluster.auth import find_token
+    from sentsweep.cluster.client import ClusterJobs, resolve_address
 
     token = find_token(args.token_file, os.environ)
     return ClusterJobs(resolve_address(args.address, os.environ), token=token)
@@ -120,7 +120,7 @@ def _connect(args: argparse.Namespace) -> ClusterJobs:
 
 def _secrets(jobs: ClusterJobs | None = None) -> list[str]:
     """Values of this environment's credentials (and the token in use), to redact from what is shown here."""
-    from sentsweep.platform.cluster.credentials import local_secrets
+    from sentsweep.cluster.credentials import local_secrets
 
     token = [jobs.token.value] if jobs is not None and jobs.token is not None else []
     return local_secrets(os.environ) + token
@@ -155,7 +155,7 @@ class MaskedLines:
 
 def _follow(jobs: ClusterJobs, job_id: str) -> int:
     """Stream a job's log (URIs' passwords and credentials masked) until it ends; its exit status (0: SUCCEEDED)."""
-    from sentsweep.platform.cluster.client import exit_status
+    from sentsweep.cluster.client import exit_status
 
     out = MaskedLines(_secrets(jobs))
     try:
@@ -172,10 +172,10 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
 
 def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
     """The job's options from the flags, and the names of the local credentials it does not get."""
-    from sentsweep.platform.cluster.credentials import forwarded_env, held_back
-    from sentsweep.platform.cluster.jobspec import JobOptions
-    from sentsweep.platform.cluster.placement import DRIVER_NUM_CPUS, parse_driver_resources
-    from sentsweep.platform.sweep_identity import OWNER_ENV, sweep_owner
+    from sentsweep.cluster.credentials import forwarded_env, held_back
+    from sentsweep.cluster.jobspec import JobOptions
+    from sentsweep.cluster.placement import DRIVER_NUM_CPUS, parse_driver_resources
+    from sentsweep.platform.folder.identity import OWNER_ENV, sweep_owner
 
     env = forwarded_env(os.environ, args.forward_env, args.env)
     env.setdefault(OWNER_ENV, sweep_owner(os.environ))  # who submitted: part of the sweep's identity
@@ -191,10 +191,10 @@ def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from sentsweep.platform.cluster.client import resolve_address
-    from sentsweep.platform.cluster.jobspec import build_resume_job, build_sweep_job
-    from sentsweep.platform.cluster.prepare import prepare_config
-    from sentsweep.platform.cluster.staging import job_workdir
+    from sentsweep.cluster.client import resolve_address
+    from sentsweep.cluster.jobspec import build_resume_job, build_sweep_job
+    from sentsweep.cluster.prepare import prepare_config
+    from sentsweep.cluster.staging import job_workdir
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")
@@ -236,7 +236,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.platform.cluster.job_tables import describe_job, jobs_table
+    from sentsweep.cluster.job_tables import describe_job, jobs_table
 
     jobs = _connect(args)
     # Every job of the cluster is shown, also those submitted without sentsweep (`ray job submit`): entrypoints,

@@ -79,7 +79,7 @@ def add_sweep_folder(p: argparse.ArgumentParser) -> None:
 
 def add_trust_storage(p: argparse.ArgumentParser) -> None:
     """``--trust-storage`` of a command that restores a sweep's pickled state (``resume``, ``sweep
-    --resume-interrupted``: :func:`~sentsweep.platform.folder_trust.refuse_untrusted_state`)."""
+    --resume-interrupted``: :func:`~sentsweep.platform.folder.trust.refuse_untrusted_state`)."""
     p.add_argument("--trust-storage", action="store_true",
                    help="resume an s3:// sweep folder outside the cluster: its Tune and searcher state are pickles, "
                    "run on load, so only when no job you do not trust can write that storage (inside a Kubernetes "
@@ -88,7 +88,7 @@ def add_trust_storage(p: argparse.ArgumentParser) -> None:
 
 def add_tracking_declaration(p: argparse.ArgumentParser) -> None:
     """``--tracking-uri`` of a command that starts from a stored sweep folder (``resume``, ``sync``): the server the
-    user trusts with their MLflow login (:mod:`~sentsweep.platform.folder_trust`)."""
+    user trusts with their MLflow login (:mod:`~sentsweep.platform.folder.trust`)."""
     p.add_argument("--tracking-uri", default=None, metavar="URI",
                    help="the MLflow server the sweep was tracked at, as you know it; must equal the folder's "
                    "(required for an s3:// folder unless $MLFLOW_TRACKING_URI names it: a folder in shared storage "

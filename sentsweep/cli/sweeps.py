@@ -22,10 +22,10 @@ from sentsweep.cli.common import (
     add_trust_storage,
 )
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
-from sentsweep.platform.interrupt import folder_command
+from sentsweep.platform.driver.interrupt import folder_command
 
 if TYPE_CHECKING:
-    from sentsweep.platform.outcome import SweepOutcome
+    from sentsweep.platform.driver.outcome import SweepOutcome
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -112,7 +112,7 @@ def _quiet_libraries() -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from sentsweep.platform.config import parse_sweep_config
-    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep, run_sweep
     from sentsweep.yaml_io import apply_overrides, read_yaml
 
     raw = apply_overrides(read_yaml(args.config), args.overrides)
@@ -122,7 +122,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _quiet_libraries()
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials
-        from sentsweep.platform.autoresume import interrupted_sweep
+        from sentsweep.platform.driver.autoresume import interrupted_sweep
 
         with explain_refused_credentials(config.tracking.uri):
             folder = interrupted_sweep(config.resolved())
@@ -139,7 +139,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from sentsweep.platform.sweep import resume_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep
 
     _quiet_libraries()
     outcome = resume_sweep(args.sweep_dir, endpoint_url=args.storage_endpoint_url, overrides=args.overrides,
@@ -150,7 +150,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    from sentsweep.platform.sweep_sync import sync_sweep
+    from sentsweep.platform.tracking.sync import sync_sweep
 
     done = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri)
     if done.waiting:
@@ -163,7 +163,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def _finish(outcome: SweepOutcome) -> int:
     """The summary of a sweep that ran to its end; status 1 when no trial finished."""
-    from sentsweep.tracking.reachability import store_answers
+    from sentsweep.platform.tracking.reachability import store_answers
 
     try:
         if not store_answers(outcome.tracking_uri):  # asked once: a summary must not wait out MLflow's retries
@@ -179,7 +179,7 @@ def _finish(outcome: SweepOutcome) -> int:
 def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
     from mlflow import MlflowClient
 
-    from sentsweep.platform.compare import compare, render
+    from sentsweep.platform.report.compare import compare, render
 
     sweep_table, trial_table = compare(MlflowClient(tracking_uri=tracking_uri), sweeps=sweeps)
     print("\n" + render(sweep_table, trial_table))
@@ -188,10 +188,10 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentsweep.credentials import explain_refused_credentials
-    from sentsweep.platform.compare import compare, compare_plots, find_sweeps, render, sweep_runs
-    from sentsweep.platform.compare_protocols import protocol_table, render_protocols
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.tracking_store import open_client
+    from sentsweep.platform.report.compare import compare, compare_plots, find_sweeps, render, sweep_runs
+    from sentsweep.platform.report.protocols import protocol_table, render_protocols
+    from sentsweep.platform.tracking.store import open_client
 
     uri = resolve_tracking_uri(args.tracking_uri)
     client = open_client(uri)
@@ -217,8 +217,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.export import export_run
-    from sentsweep.platform.tracking_store import open_client
+    from sentsweep.platform.report.export import export_run
+    from sentsweep.platform.tracking.store import open_client
 
     client = open_client(resolve_tracking_uri(args.tracking_uri))
     dest = export_run(client, args.run_id, args.dest, overwrite=args.overwrite)

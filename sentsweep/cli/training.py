@@ -172,7 +172,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _warn_if_sample(data_dir: str | None) -> None:
     """One line on stderr when the data resolve to the bundled sample."""
-    from sentsweep.platform.preflight import sample_data_warning
+    from sentsweep.platform.driver.preflight import sample_data_warning
 
     warning = sample_data_warning(data_dir)
     if warning:

@@ -1,36 +1,30 @@
-"""The sweep platform: Ray Tune + Optuna + ASHA + MLflow (see DESIGN.md, "The path of one sweep").
+"""The sweep platform: Ray Tune + Optuna + ASHA, with MLflow as a view of the sweep folder.
 
 >>> from sentsweep.platform import load_sweep_config, run_sweep      # doctest: +SKIP
 >>> outcome = run_sweep(load_sweep_config("configs/demo.yaml"))      # doctest: +SKIP
 
-Modules: ``config`` (the YAML), ``sweep`` (Tuner, resume), ``search`` (TPE, pruning-aware Optuna, ASHA),
-``sweep_tracking`` (parent run, driver-side statuses and totals), ``trial`` (worker-side guard),
-``outcome`` (what a sweep produced), ``finalize`` (best trial: evaluation, plots, export, registry),
-``storage`` (sweep folders), ``autoresume`` (a config's interrupted sweep), ``compare``, ``export``,
-``plots``, ``progress``, and ``cluster/`` (remote Ray clusters: the Jobs API). The commands are in
-:mod:`sentsweep.cli`. Names are imported lazily, so ``import sentsweep.platform`` does not start importing
-Ray or MLflow.
+One sub-package per concern, each naming its public face in its ``__init__``: ``driver`` (run and resume a
+sweep), ``search`` (the searcher, ASHA, objectives, the study store, warm start), ``confirm`` (the confirmation
+stage), ``folder`` (the sweep folder: location, manifest, lock, retention, trust), ``tracking`` (the MLflow view:
+the trials' runs, the parent run, sync) and ``report`` (finalize, export, plots, compare, notifications).
+``config`` is the typed sweep config. The Ray Jobs client is :mod:`sentsweep.cluster`, the commands are in
+:mod:`sentsweep.cli`. Names are imported lazily, so ``import sentsweep.platform`` does not start importing Ray
+or MLflow.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sentsweep.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    "SweepConfig": "config",
-    "load_sweep_config": "config",
-    "run_sweep": "sweep",
-    "resume_sweep": "sweep",
-    "SweepOutcome": "outcome",
-    "compare": "compare",
-    "export_sentence_transformer": "export",
+#: Every public name and the module it lives in.
+_WHERE: dict[str, str] = {
+    "SweepConfig": "sentsweep.platform.config",
+    "SweepOutcome": "sentsweep.platform.driver.outcome",
+    "compare": "sentsweep.platform.report.compare",
+    "export_sentence_transformer": "sentsweep.platform.report.export",
+    "load_sweep_config": "sentsweep.platform.config",
+    "resume_sweep": "sentsweep.platform.driver.sweep",
+    "run_sweep": "sentsweep.platform.driver.sweep",
 }
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'sentsweep.platform' has no attribute '{name}'")
-    return getattr(importlib.import_module(f"sentsweep.platform.{_EXPORTS[name]}"), name)
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

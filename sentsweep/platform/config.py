@@ -30,7 +30,7 @@ from sentsweep.evaluation.metric_names import STSB_DEV
 
 if TYPE_CHECKING:
     from sentsweep.credentials import UriKind
-    from sentsweep.platform.objectives import Objective
+    from sentsweep.platform.search.objectives import Objective
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
@@ -44,7 +44,7 @@ CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
 )
 """The URI fields that may carry credentials in their user-info, by dotted name, with the kind of each
 (:func:`sentsweep.credentials.split_uri`): :meth:`SweepConfig.resolved` takes them off, ``sentsweep submit``
-refuses them (:func:`sentsweep.platform.cluster.credentials.refuse_credentials`)."""
+refuses them (:func:`sentsweep.cluster.credentials.refuse_credentials`)."""
 
 
 class _Section(BaseModel):
@@ -90,8 +90,8 @@ class CheckpointSettings(_Section):
     ``checkpoint_every``). While a trial runs, Tune keeps its ``num_to_keep`` most recent checkpoints (the
     previous one is the fallback when the latest is corrupt) and its ``best/`` weights; ``trim_ended_after_s``
     (two minutes) after a trial ended (finished, or stopped by the scheduler) it keeps its ``best/`` weights
-    alone (``platform/ended_trials.py``); after the sweep, only the ``keep_trials`` best trials keep weights
-    (their ``best/``), the rest is pruned (``platform/retention.py``). ``keep_trials: null`` keeps every
+    alone (``platform/driver/trial_files.py``); after the sweep, only the ``keep_trials`` best trials keep weights
+    (their ``best/``), the rest is pruned (``platform/folder/retention.py``). ``keep_trials: null`` keeps every
     checkpoint of every trial."""
 
     num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
@@ -104,7 +104,7 @@ class CheckpointSettings(_Section):
 
 
 class ConfirmConfig(_Section):
-    """The confirmation stage after the search (:mod:`sentsweep.platform.confirmation`): the ``top_k`` best
+    """The confirmation stage after the search (:mod:`sentsweep.platform.confirm.stage`): the ``top_k`` best
     configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over those further seeds
     (the search's own run, selected on its value, is reported apart)."""
 
@@ -116,7 +116,7 @@ class ConfirmConfig(_Section):
 
 
 class BudgetConfig(_Section):
-    """A sweep's compute budget (:mod:`sentsweep.platform.budget_stopper`), counted across resumes, never downtime.
+    """A sweep's compute budget (:mod:`sentsweep.platform.driver.budget`), counted across resumes, never downtime.
 
     ``gpu_hours``: the trials' compute, GPU-seconds (seconds x GPUs held) for trials holding a GPU and wall
     seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
@@ -130,7 +130,7 @@ NotifyEvent = Literal["end", "failure", "budget", "interrupted"]
 
 
 class NotifyConfig(_Section):
-    """Webhook notifications (:mod:`sentsweep.platform.notify`): a JSON POST, Slack-compatible, on each event of
+    """Webhook notifications (:mod:`sentsweep.platform.report.notify`): a JSON POST, Slack-compatible, on each event of
     ``on`` (``end``: the sweep finished; ``failure``: it failed or crashed; ``budget``: its budget was spent;
     ``interrupted``: SIGINT/SIGTERM stopped it). The URL is a secret (a Slack webhook's path is its key), so the
     config names the environment variable that holds it, read by the driver when it sends; the URL itself is
@@ -183,7 +183,8 @@ class SweepConfig(_Section):
     startup_trials: int | None = Field(None, ge=1, description="random trials before TPE (Optuna: 10)")
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
-        "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 (platform/search.py, build_sampler); "
+        "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 "
+        "(platform/search/searcher.py, build_sampler); "
         "one objective only: a multi-objective study keeps Optuna's split")
     data_dir: str | None = None
     full_data: bool = Field(False, description="refuse the bundled data sample (what data_dir null resolves to "
@@ -199,11 +200,11 @@ class SweepConfig(_Section):
     plots: bool = True
     register_model: str | None = Field(None, description="model-registry name for the best model")
     optuna_storage: str | None = Field(None, exclude=True, description="not a setting: the study lives in the "
-                                       "sweep folder (platform/study_store.py); refused when set, null ignored")
+                                       "sweep folder (platform/search/study_store.py); refused when set, null ignored")
     warm_start: str | None = Field(None, description="an earlier sweep folder whose finished trials the searcher "
-                                   "starts from (platform/warm_start.py)")
+                                   "starts from (platform/search/warm_start.py)")
     objectives: list[str] | None = Field(None, description="multi-objective: 'METRIC max|min' entries, the first "
-                                         "being metric and mode (platform/objectives.py); null: metric alone")
+                                         "being metric and mode (platform/search/objectives.py); null: metric alone")
     #: the variables resolved() set, each with the field whose URI carried it
     _credential_env: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -250,11 +251,11 @@ class SweepConfig(_Section):
 
     @model_validator(mode="after")
     def _check_objectives(self) -> SweepConfig:
-        """``objectives`` checked (:func:`~sentsweep.platform.objectives.check_objectives`); the first one is
+        """``objectives`` checked (:func:`~sentsweep.platform.search.objectives.check_objectives`); the first one is
         ``metric`` and ``mode``, which the config may repeat but not contradict."""
         if self.objectives is None:
             return self
-        from sentsweep.platform.objectives import check_objectives, extra_dev_sets
+        from sentsweep.platform.search.objectives import check_objectives, extra_dev_sets
 
         try:
             objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
@@ -276,10 +277,10 @@ class SweepConfig(_Section):
 
     @property
     def objective_list(self) -> tuple[Objective, ...]:
-        """The sweep's objectives (:mod:`.objectives`); empty for a single-metric sweep."""
+        """The sweep's objectives (:mod:`..search.objectives`); empty for a single-metric sweep."""
         if not self.objectives:
             return ()
-        from sentsweep.platform.objectives import parse_objective
+        from sentsweep.platform.search.objectives import parse_objective
 
         return tuple(parse_objective(e) for e in self.objectives)
 

@@ -5,7 +5,7 @@ attempt starts and reported with its first report (:mod:`sentsweep.trainables.ru
 later attempt (a trial restored on another node shows where it ran
 last; ``sentsweep.attempt`` counts the attempts). ``gpu_ids`` are Ray's ids, which may be logical GPUs: a
 trial on a node without CUDA trains on the CPU whatever it was given (``gpu: 0.5`` on a test cluster).
-``sentsweep compare`` shows them (:mod:`sentsweep.platform.compare`).
+``sentsweep compare`` shows them (:mod:`sentsweep.platform.report.compare`).
 """
 
 from __future__ import annotations

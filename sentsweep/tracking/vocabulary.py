@@ -25,7 +25,7 @@ TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
 #: The :data:`ROLE_TAG` of a sweep's confirmation run (a child of the sweep's run; the confirmation trials' runs are
-#: its children: :mod:`sentsweep.platform.confirmation`).
+#: its children: :mod:`sentsweep.platform.confirm.stage`).
 CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
@@ -38,7 +38,7 @@ TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
 #: The key of a trial's report that carries its run record: ``{"tags": {...}, "inputs": [...], "protocols":
-#: {metric: {"compact": ..., "full": {...}}}}`` (:mod:`sentsweep.tracking.trial_runs` writes it to the run).
+#: {metric: {"compact": ..., "full": {...}}}}`` (:mod:`sentsweep.platform.tracking.trial_runs` writes it to the run).
 RUN_RECORD_KEY = "sentsweep_run"
 #: The folder of a trial's outputs (history, final metrics, method extras) in its trial folder: its run's artifacts.
 OUTPUT_DIR = "output"

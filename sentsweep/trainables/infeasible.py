@@ -4,7 +4,7 @@ A NaN loss (:class:`~sentsweep.trainables.loop.NonFiniteLossError`) at a high le
 out-of-memory error at a large batch, says something about the point in the search space, not about the
 machine: the same settings fail the same way again. Such a trial reports itself *infeasible* (its terminal
 report carries :data:`INFEASIBLE_KEY` with the kind, :func:`infeasible_kind`), and the platform tells Optuna
-a constraint violation instead of a FAIL, which TPE ignores (:mod:`sentsweep.platform.search`).
+a constraint violation instead of a FAIL, which TPE ignores (:mod:`sentsweep.platform.search.searcher`).
 
 Out of memory first gets one more chance: a method may name a cheaper equivalent config
 (:meth:`~sentsweep.trainables.method.Method.memory_fallback`, e.g. SNCSE's cached contrastive loss, the same

@@ -16,7 +16,7 @@ task, run the shared :class:`~sentsweep.trainables.loop.TrainingLoop` (restoring
 given one), then evaluate the best weights. Reporting is a plug-in: ``report(metrics, checkpoint_dir)``
 (``ray.tune.report`` under Tune, :mod:`sentsweep.trainables.tune_checkpoints`; nothing standalone). A trial
 imports no MLflow: its reports carry what its run needs (:class:`RunRecord`), and the sweep's driver writes the
-run (:mod:`sentsweep.tracking.trial_runs`). Ray is imported only inside the Ray entry points, so standalone
+run (:mod:`sentsweep.platform.tracking.trial_runs`). Ray is imported only inside the Ray entry points, so standalone
 training never starts Ray.
 """
 
@@ -52,7 +52,7 @@ ConfigT = TypeVar("ConfigT", bound=TrialConfig)
 FAILED_KEY = "failed"
 FAILURE_REASON_KEY = "failure_reason"
 #: The GPUs a trial holds, in every report: its compute is Tune's ``time_total_s`` x these (the ``compute_seconds``
-#: objective and the sweep's budget, :mod:`sentsweep.platform.budget_stopper`).
+#: objective and the sweep's budget, :mod:`sentsweep.platform.driver.budget`).
 GPUS_KEY = "gpus"
 TaskT = TypeVar("TaskT", bound=TrainTask)
 

@@ -2,7 +2,7 @@
 
 Turned on by the sweep config's ``tracking.system_metrics``. A sample is taken at a report when at least
 ``interval_s`` seconds passed since the last one, so it costs a few system calls per report and no thread. The
-driver logs the figures on the trial's run at the report's step (:mod:`sentsweep.tracking.trial_runs`), so that
+driver logs the figures on the trial's run at the report's step (:mod:`sentsweep.platform.tracking.trial_runs`), so that
 memory lines up with the training curves. Best-effort: a figure that cannot be read is left out.
 """
 

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from sentsweep.cli import main
-from sentsweep.platform.cluster.auth import RayToken
-from sentsweep.platform.cluster.client import TERMINAL, ClusterError, ClusterJobs
+from sentsweep.cluster.auth import RayToken
+from sentsweep.cluster.client import TERMINAL, ClusterError, ClusterJobs
 from tools.harness.processes import free_port
 from tools.harness.ray_head import RayHead
 from tools.harness.ray_head import ray_head as ray_head_process
@@ -171,7 +171,7 @@ def token_head() -> Iterator[Head]:
 @pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
 def test_token_auth_with_and_without_the_token(token_head: Head, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from sentsweep.platform.cluster.jobspec import JobSpec
+    from sentsweep.cluster.jobspec import JobSpec
 
     token, address = token_head.head.token, token_head.address
     assert token is not None
@@ -280,7 +280,7 @@ def sweep_job(ray_head: Head, tiny_bert_dir: Path, tmp_path_factory: pytest.Temp
 def test_submitted_sweep_succeeds_and_logs_to_mlflow(sweep_job: SubmittedSweep, ray_head: Head) -> None:
     from mlflow import MlflowClient
 
-    from sentsweep.platform.storage import MANIFEST
+    from sentsweep.platform.folder.location import MANIFEST
     from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG
 
     assert sweep_job.status == 0, sweep_job.out[-3000:] + sweep_job.err[-3000:]

@@ -30,7 +30,8 @@ def test_reading_runs_back_loads_no_training_library() -> None:
     database, 12 of them importing torch and Ray Tune; 7 s without)."""
     script = (
         "import json, sys\n"
-        "import sentsweep.platform.compare, sentsweep.platform.compare_protocols, sentsweep.platform.tracking_store\n"
+        "import sentsweep.platform.report.compare, sentsweep.platform.report.protocols\n"
+        "import sentsweep.platform.tracking.store\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )
     loaded = json.loads(subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
@@ -40,11 +41,14 @@ def test_reading_runs_back_loads_no_training_library() -> None:
 
 
 def test_the_lazy_packages_still_export_every_name() -> None:
+    import importlib
+
     import sentsweep.evaluation as evaluation
     import sentsweep.evaluation.senteval as senteval
-    import sentsweep.tracking as tracking
 
-    for package in (evaluation, senteval, tracking):
+    faces = [importlib.import_module(f"sentsweep.platform.{sub}")
+             for sub in ("driver", "search", "confirm", "folder", "tracking", "report")]
+    for package in (evaluation, senteval, *faces):
         assert sorted(package.__all__) == sorted(package._WHERE), package.__name__
         for name in package.__all__:
             assert getattr(package, name) is not None, f"{package.__name__}.{name}"

@@ -253,7 +253,7 @@ def test_cli_prepare_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_the_sweep_preflight_opens_a_prepared_corpus(tmp_path: Path) -> None:
-    from sentsweep.platform.preflight import _check_corpus_head
+    from sentsweep.platform.driver.preflight import _check_corpus_head
 
     source = tmp_path / "w.txt"
     source.write_text("one\n")

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.folder_trust import TRACKING_URI_ENV
-from sentsweep.platform.storage import SweepLocation, SweepManifest, locate
+from sentsweep.platform.folder.location import SweepLocation, SweepManifest, locate
+from sentsweep.platform.folder.trust import TRACKING_URI_ENV
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG, TRIAL_ID_TAG
 from tests.platform.sweep_toy import toy_config
 from tests.tracking.restartable_mlflow import RETRY_ENV
@@ -43,7 +43,7 @@ def s3_endpoint() -> Iterator[str]:
 def remote_sweep(tmp_path, tracking_uri, private_cache, s3_endpoint, monkeypatch) -> tuple[SweepLocation, str, str]:
     """A sweep folder on S3 with its manifest, its parent run (recorded for the folder) and one trial's child run
     (RUNNING) in MLflow; the location, the parent run and the experiment. ``$MLFLOW_TRACKING_URI`` names the
-    tracking store, as for a user who runs ``sync`` against a shared bucket (:mod:`sentsweep.platform.folder_trust`)."""
+    tracking store, as for a user who runs ``sync`` against a shared bucket (:mod:`sentsweep.platform.folder.trust`)."""
     for key, value in {**DUMMY_KEYS, **RETRY_ENV, TRACKING_URI_ENV: tracking_uri}.items():
         monkeypatch.setenv(key, value)
     name = f"toy-{uuid.uuid4().hex[:8]}"

@@ -193,8 +193,8 @@ def interrupted_sweep(config: SweepConfig, trials: int) -> Path:
     as SIGINT does (:func:`interrupt_once_started`); its folder, with the state Tune saved."""
     import pytest
 
-    from sentsweep.platform.interrupt import SweepInterrupted
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.interrupt import SweepInterrupted
+    from sentsweep.platform.driver.sweep import run_sweep
 
     root = Path(config.storage_path)
     done = threading.Event()

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from sentsweep.platform.budget_stopper import (
+from sentsweep.platform.config import BudgetConfig
+from sentsweep.platform.driver.budget import (
     STOP_REASON_TAG,
     STOPPED_REASON,
     BudgetStopper,
@@ -22,7 +23,6 @@ from sentsweep.platform.budget_stopper import (
     driving,
     record_budget,
 )
-from sentsweep.platform.config import BudgetConfig
 from sentsweep.trainables.method import GPUS_KEY
 
 HOUR = 3600.0
@@ -161,7 +161,7 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
                                                                       ray_session):
     from mlflow import MlflowClient
 
-    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep, run_sweep
     from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 

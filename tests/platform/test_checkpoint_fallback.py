@@ -17,7 +17,7 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
                                                                 ray_session, capsys) -> None:
     import ray
 
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     # checkpoints at steps 2 and 4; at step 5 the latest (step 4) is truncated and the trial crashes; Tune
@@ -57,8 +57,8 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
 def test_retention_removes_what_a_lost_trial_left(tmp_path, tiny_bert_dir, tracking_uri, ray_session) -> None:
     """A folder Tune does not know (a trial started after a killed driver's last snapshot) loses its work folder
     and weights after the sweep; the sweep's own export stays."""
-    from sentsweep.platform.retention import prune_sweep
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.platform.folder.retention import prune_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mlflow.entities import Param, Run, RunData, RunInfo
 
-from sentsweep.platform.compare import _searched
+from sentsweep.platform.report.compare import _searched
 
 
 def _run(run_id: str, params: dict[str, str]) -> Run:

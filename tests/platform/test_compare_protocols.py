@@ -11,10 +11,10 @@ from mlflow import MlflowClient
 
 from sentsweep.cli import main
 from sentsweep.evaluation.metric_protocols import MetricProtocol
-from sentsweep.platform.compare import sweep_runs
-from sentsweep.platform.compare_protocols import MixedProtocolsError, protocol_table
+from sentsweep.platform.report.compare import sweep_runs
+from sentsweep.platform.report.protocols import MixedProtocolsError, protocol_table
+from sentsweep.platform.tracking.trial_runs import TrialRuns
 from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX, protocol_record
-from sentsweep.tracking.trial_runs import TrialRuns
 from sentsweep.tracking.vocabulary import ROLE_TAG, RUN_RECORD_KEY, SWEEP_TAG, TRIAL_ID_TAG
 
 STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt_mask", max_length=None,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.confirmation_stats import (
+from sentsweep.platform.confirm.stats import (
     CONFIRM_RANK_TAG,
     CONFIRMS_TAG,
     Candidate,
@@ -120,7 +120,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     import shutil
     from types import SimpleNamespace
 
-    from sentsweep.platform.confirmation import ConfirmationOutcome, record
+    from sentsweep.platform.confirm.stage import ConfirmationOutcome, record
 
     class Logged:
         def __init__(self, folder: Path) -> None:
@@ -164,7 +164,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
 
 
 def test_the_per_seed_figures_keep_mrpc_f1_and_sick_relatedness():
-    from sentsweep.platform.confirmation import figures
+    from sentsweep.platform.confirm.stage import figures
 
     final = {"stsb_dev": 80.0, "stsb_test": 78.0, "mrpc_acc": 70.0, "mrpc_f1": 80.5,
              "sick_relatedness_pearson": 85.0, "sick_relatedness_spearman": 79.0, "sick_relatedness_mse": 0.3,
@@ -190,12 +190,12 @@ class _Planted:
 # About 60-90 s on a loaded 2-core machine: the search (3 trials) and the stage (4 trials); in `make test` all the
 # same (the only run of the whole stage there).
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
-    from sentsweep.platform.compare import compare, render
-    from sentsweep.platform.confirmation import read_state
-    from sentsweep.platform.confirmation_stats import CHANGED_TAG, STATE_FILE
-    from sentsweep.platform.export import BEST_WEIGHTS, has_artifact
-    from sentsweep.platform.storage import locate
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.confirm.stage import read_state
+    from sentsweep.platform.confirm.stats import CHANGED_TAG, STATE_FILE
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.report.compare import compare, render
+    from sentsweep.platform.report.export import BEST_WEIGHTS, has_artifact
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, scheduler={"type": "fifo"},
@@ -246,7 +246,7 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
 def test_a_stage_that_never_runs_leaves_no_scheduled_run(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     """SRE review 20, L3: the stage's run is scheduled as the sweep begins; a sweep that ends without the stage (no
     finished trial reported the metric: here every dev figure is NaN) ended with that run SCHEDULED for good."""
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},

@@ -13,7 +13,7 @@ def test_cosent_sweep_end_to_end(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
 
     from sentsweep.methods.encoders import TransformerEncoder
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
 
     config = SweepConfig.model_validate({
         "name": "cosent-tiny", "method": "cosent", "search_space": "cosent", "num_samples": 2,

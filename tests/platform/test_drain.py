@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.drain import Drain, evaluation_result, is_draining
+from sentsweep.platform.driver.drain import Drain, evaluation_result, is_draining
 from sentsweep.trainables.loop import EVALUATIONS_KEY
 from sentsweep.trainables.stop_flag import DRAINING_KEY, StopFlag
 
@@ -125,7 +125,7 @@ def test_on_s3_the_marker_is_an_object_in_the_sweep_folder(s3_endpoint: str, mon
     """A sweep folder on S3 (moto): the drain writes and removes the marker there, read at the object-store cadence."""
     from ray.tune.experiment import Trial
 
-    from sentsweep.platform.storage import locate
+    from sentsweep.platform.folder.location import locate
     from sentsweep.trainables.stop_flag import REMOTE_CHECK_EVERY_S, STOP_MARKER
     from tests.platform.conftest import BUCKET
     from tools.harness.s3_server import DUMMY_KEYS

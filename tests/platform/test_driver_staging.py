@@ -1,4 +1,4 @@
-"""The driver sheds a finished trial's logger files once its storage holds them (``platform/driver_staging.py``):
+"""The driver sheds a finished trial's logger files once its storage holds them (``platform/driver/staged_uploads.py``):
 real Tune trials on a remote-type pyarrow file system (a sub-tree file system: not ``LocalFileSystem``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver_staging import ShedUploadedTrialFiles, shed_uploaded
+from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, shed_uploaded
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

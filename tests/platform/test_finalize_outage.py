@@ -13,10 +13,10 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.cli import main
-from sentsweep.platform.export import EXPORTED_MODEL_TAG
-from sentsweep.platform.finalize import BEST_TRIAL_TAG
-from sentsweep.platform.sweep_state import STATUS_TAG
-from sentsweep.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
+from sentsweep.platform.driver.sweep_state import STATUS_TAG
+from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
+from sentsweep.platform.report.finalize import BEST_TRIAL_TAG
+from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
 from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import outage_ready_server
 
@@ -29,7 +29,7 @@ def server(tmp_path, mlflow_template):
 
 @pytest.mark.slow
 def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, server, ray_session, capsys):
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, server.uri, num_samples=2, max_concurrent_trials=1,
@@ -79,8 +79,8 @@ def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, ser
 
 def test_sync_delivers_an_upload_and_refuses_a_folder_without_a_sweep(tmp_path, tiny_bert_dir, tracking_uri,
                                                                        capsys):
-    from sentsweep.platform.storage import SweepManifest, new_sweep_location
-    from sentsweep.platform.sweep_tracking import SweepRun
+    from sentsweep.platform.folder.location import SweepManifest, new_sweep_location
+    from sentsweep.platform.tracking.parent_run import SweepRun
     from tests.platform.sweep_toy import TOY_SPACE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri).resolved()

@@ -7,8 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from sentsweep.platform.trial import finished_metrics
-from sentsweep.tracking.reachability import store_answers
+from sentsweep.platform.driver.trial import finished_metrics
+from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.trainables.checkpoints import StoredFolder
 from tools.harness.processes import LOOPBACK, free_port
 

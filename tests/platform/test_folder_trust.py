@@ -1,6 +1,6 @@
 """A sweep folder in shared storage is written by anyone with the bucket's keys: ``sync``, ``resume`` and
 ``dashboard`` contact only the servers its user names and act only on the folder's own sweep run
-(:mod:`sentsweep.platform.folder_trust`; security review 14, H2). Real parts: moto's S3 server, a sqlite MLflow store,
+(:mod:`sentsweep.platform.folder.trust`; security review 14, H2). Real parts: moto's S3 server, a sqlite MLflow store,
 an HTTP server that records what reaches it."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from mlflow import MlflowClient
 
 from sentsweep.cli import main
 from sentsweep.errors import ConfigError
-from sentsweep.platform.folder_trust import TRACKING_URI_ENV, trusted_tracking_uri
-from sentsweep.platform.storage import MANIFEST, SweepLocation, SweepManifest, locate
-from sentsweep.platform.sweep import resume_sweep
-from sentsweep.platform.sweep_sync import sync_sweep
-from sentsweep.tracking.run_writes import PENDING_FILE
+from sentsweep.platform.driver.sweep import resume_sweep
+from sentsweep.platform.folder.location import MANIFEST, SweepLocation, SweepManifest, locate
+from sentsweep.platform.folder.trust import TRACKING_URI_ENV, trusted_tracking_uri
+from sentsweep.platform.tracking.run_writes import PENDING_FILE
+from sentsweep.platform.tracking.sync import sync_sweep
 from tests.platform.capture_server import capturing_server
 from tests.platform.conftest import BUCKET
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
@@ -95,8 +95,8 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
         remote_sweep, s3_endpoint, tracking_uri, private_cache):
     """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
     over with a warning (and starts anew) instead."""
-    from sentsweep.platform.autoresume import previous_sweep
-    from sentsweep.platform.sweep_identity import sweep_owner
+    from sentsweep.platform.driver.autoresume import previous_sweep
+    from sentsweep.platform.folder.identity import sweep_owner
     from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
     location, parent, _ = remote_sweep
@@ -143,7 +143,7 @@ def test_a_shared_folder_is_resumed_outside_the_cluster_only_when_its_writers_ar
     or in one of the platform's Ray pods (which hold those keys already; review 20, M3: not any pod of any
     namespace). A local folder is the user's own."""
     from sentsweep.config import KUBERNETES_ENV, PLATFORM_POD_ENV
-    from sentsweep.platform.folder_trust import refuse_untrusted_state
+    from sentsweep.platform.folder.trust import refuse_untrusted_state
 
     location, parent, _ = remote_sweep
     monkeypatch.delenv(KUBERNETES_ENV, raising=False)

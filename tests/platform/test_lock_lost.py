@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.interrupt import StopSignals, graceful_stops, superseded
-from sentsweep.platform.lock_stores import LOCK_FILE, LocalLockStore
-from sentsweep.platform.stopping import StopWatch
-from sentsweep.platform.storage import locate
-from sentsweep.platform.sweep_lock import LockLost, LockRecord
-from sentsweep.platform.sweep_state import STATUS_TAG
-from sentsweep.platform.trial_runs_callback import TrialRunsCallback
+from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops, superseded
+from sentsweep.platform.driver.stopping import StopWatch
+from sentsweep.platform.driver.sweep_state import STATUS_TAG
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.folder.lock import LockLost, LockRecord
+from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore
+from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
 from sentsweep.trainables.method import GPUS_KEY
 
@@ -84,8 +84,8 @@ def test_a_sweep_whose_lock_was_taken_over_stops_and_leaves_the_parent_to_the_ne
     over the folder's lock (a compare-and-set on the version it read, as a take over does). The sweep ends with
     :class:`LockLost` at its next heartbeat, the new holder's lock stays, and the parent run is left RUNNING for the
     new holder (not closed as interrupted)."""
-    from sentsweep.platform import sweep_lock
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.platform.folder import lock as sweep_lock
     from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 

@@ -13,8 +13,8 @@ from ray.tune.search import ConcurrencyLimiter
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search import FINAL_KEY, build_searcher, infeasible_value
-from sentsweep.platform.study_store import StudyStore
+from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher, infeasible_value
+from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report
 from tests.platform.tpe_spy import model_made

@@ -12,16 +12,16 @@ from mlflow import MlflowClient
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from sentsweep.platform.compare import compare, render
-from sentsweep.platform.pareto_front import OBJECTIVES_TAG, PARETO_TAG
-from sentsweep.platform.storage import locate
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.report.compare import compare, render
+from sentsweep.platform.search.pareto_front import OBJECTIVES_TAG, PARETO_TAG
 
 pytestmark = pytest.mark.slow  # a toy sweep of 5 trials (about a minute on 2 cores)
 
 
 def test_two_objective_sweep_records_and_lists_its_pareto_front(tmp_path, tiny_bert_dir, mlflow_template,
                                                                   ray_session):
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     shutil.copy(mlflow_template, tmp_path / "mlruns.db")
@@ -66,7 +66,7 @@ def test_three_objectives_a_further_dev_set_and_a_confirmation_stage(tmp_path, t
     """STS-B dev, SICK-R trial (scored at every evaluation, told at the selected report) and compute: the study gets
     all three; the confirmation stage re-runs the best by the first objective and picks the winner by its rule; the
     front stays the search's (single-seed) trials."""
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, scheduler={"type": "fifo"},

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.budget_stopper import SweepBudget, record_budget
 from sentsweep.platform.config import NotifyConfig, SweepConfig, parse_sweep_config
-from sentsweep.platform.notify import SweepNotifier, masked_url
-from sentsweep.platform.outcome import SweepOutcome
+from sentsweep.platform.driver.budget import SweepBudget, record_budget
+from sentsweep.platform.driver.outcome import SweepOutcome
+from sentsweep.platform.report.notify import SweepNotifier, masked_url
 from tools.harness.processes import LOOPBACK, free_port
 
 SECRET = "T0000/B0000/XXXXsecretXXXX"
@@ -181,7 +181,7 @@ def test_the_url_itself_is_refused_in_the_config_without_repeating_it() -> None:
 def test_a_toy_sweep_notifies_its_spent_budget_and_its_end_and_writes_no_url(hook: Hook, tmp_path: Path,
                                                                              tiny_bert_dir: Path, tracking_uri: str,
                                                                              ray_session: None, monkeypatch) -> None:
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     monkeypatch.setenv(ENV, hook.url)

@@ -10,9 +10,9 @@ import math
 import optuna
 import pytest
 
-from sentsweep.platform.failures import FAILED_KEY
-from sentsweep.platform.plots import TrialRecord, sweep_plots, trial_status
-from sentsweep.platform.search import FINAL_KEY
+from sentsweep.platform.driver.failures import FAILED_KEY
+from sentsweep.platform.report.plots import TrialRecord, sweep_plots, trial_status
+from sentsweep.platform.search.searcher import FINAL_KEY
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY
 
 

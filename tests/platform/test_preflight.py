@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 
 from sentsweep.data.source import SAMPLE_DIR
 from sentsweep.errors import ConfigError, DataError
-from sentsweep.platform.preflight import check_model, check_storage, check_tracking
+from sentsweep.platform.driver.preflight import check_model, check_storage, check_tracking
 
 
 def _free_port() -> int:
@@ -23,7 +23,7 @@ def _free_port() -> int:
 
 def test_a_malformed_dev_file_stops_the_sweep_before_ray(tmp_path, tiny_bert_dir, tracking_uri) -> None:
     from sentsweep.cli import main
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     data = tmp_path / "data"
@@ -81,8 +81,8 @@ def test_a_model_that_cannot_be_resolved_offline(tmp_path, tiny_bert_dir) -> Non
 def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_bert_dir, tracking_uri) -> None:
     """``final_tasks: ""`` means no test evaluation after the sweep (as finalize reads it), not a config error;
     a misspelt task is refused under its own field."""
-    from sentsweep.platform.preflight import check_sweep
-    from sentsweep.platform.sweep import resolve_specs, validate_trials
+    from sentsweep.platform.driver.preflight import check_sweep
+    from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     for final, error in (("", None), ("stsb_tset", "final_tasks")):
@@ -105,7 +105,7 @@ def test_a_paper_config_on_the_bundled_sample_is_refused_and_a_demo_warned(tmp_p
     import logging
 
     from sentsweep.platform.config import load_sweep_config
-    from sentsweep.platform.preflight import check_data_source
+    from sentsweep.platform.driver.preflight import check_data_source
 
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.delenv("SENTSWEEP_DATA", raising=False)
@@ -131,8 +131,8 @@ def test_a_missing_nli_dev_set_is_one_line_naming_the_field_and_the_file(tmp_pat
                                                                          fixed) -> None:
     """SNLI dev (``nli``, CoSENT's NLI selection set) read from a data folder that lacks it: one DataError before
     Ray starts, naming the file and the field that asked for it (selection or further dev set)."""
-    from sentsweep.platform.preflight import check_sweep
-    from sentsweep.platform.sweep import resolve_specs, validate_trials
+    from sentsweep.platform.driver.preflight import check_sweep
+    from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     data = tmp_path / "data"
@@ -151,7 +151,7 @@ def test_a_sweep_ranking_by_another_dev_sets_metric_is_refused_before_ray(tmp_pa
                                                                           tracking_uri) -> None:
     """``metric: stsb_dev`` with ``fixed.dev_data: nli``: the trials would select on and report nli_dev, and the
     sweep rank by a metric no report carries; refused naming the field and the file."""
-    from sentsweep.platform.sweep import resolve_specs, validate_trials
+    from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, fixed={"dev_data": "nli"}, metric="stsb_dev")
@@ -163,7 +163,7 @@ def test_a_sweep_ranking_by_another_dev_sets_metric_is_refused_before_ray(tmp_pa
 
 def test_an_empty_training_set_names_its_file_and_field(tmp_path, tiny_bert_dir) -> None:
     """A training split that parses to no pair: one DataError naming the file read and the field that chose it."""
-    from sentsweep.platform.preflight import check_data
+    from sentsweep.platform.driver.preflight import check_data
     from sentsweep.trainables.registry import METHODS
 
     data = tmp_path / "data"

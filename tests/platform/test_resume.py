@@ -26,7 +26,7 @@ DRIVER = """
 import sys
 import ray
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.sweep import run_sweep
+from sentsweep.platform.driver.sweep import run_sweep
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
 
 ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING")
@@ -59,8 +59,8 @@ def _wait_for_a_finished_and_a_running_trial(client: MlflowClient, driver: subpr
 
 # About 65 s on a quiet 2-core machine: in the default run, since surviving a crash is the platform's promise.
 def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
-    from sentsweep.platform.storage import locate
-    from sentsweep.platform.sweep import resume_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.folder.location import locate
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, scheduler={"type": "fifo"},
@@ -110,6 +110,6 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     assert set(per_trial.values()) == {1}, per_trial
     assert sorted(t.state.name for t in study.trials if t.state.name != "FAIL") == ["COMPLETE"] * 4
     # a resumed trial clears what its killed attempt staged (a trial Tune started after its last snapshot is
-    # not resumed at all: its folder is pruned after the sweep, platform/retention.py)
+    # not resumed at all: its folder is pruned after the sweep, platform/folder/retention.py)
     known = {Path(r.path).name for r in outcome.results}
     assert not [p for p in sweep_dir.glob("*/work") if p.parent.name in known], "a work folder outlived the resume"

@@ -7,7 +7,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.resume_config import config_changes, resume_config
+from sentsweep.platform.driver.resume_config import config_changes, resume_config
 
 
 def _config(**update: object) -> SweepConfig:
@@ -72,7 +72,7 @@ def test_a_lifted_budget_reopens_a_search_it_had_ended() -> None:
     when the changed budget lifted the stop, or more samples were asked for."""
     from ray.tune.search.optuna import OptunaSearch
 
-    from sentsweep.platform.resume_samples import ResizableSearchGenerator
+    from sentsweep.platform.driver.resume_samples import ResizableSearchGenerator
 
     saved = {"counter": 2, "total_samples": 8, "finished": True, "experiment": None}
     for reopen, more, finished in ((False, 0, True), (True, 0, False), (False, 2, False)):
@@ -85,10 +85,10 @@ def test_a_failed_restore_leaves_the_parent_as_it_was(tmp_path, tiny_bert_dir, t
     """``Tuner.restore`` of a damaged folder fails before the parent run is touched (it stays interrupted)."""
     from mlflow import MlflowClient
 
-    from sentsweep.platform.storage import SweepManifest, new_sweep_location
-    from sentsweep.platform.sweep import resume_sweep
-    from sentsweep.platform.sweep_state import STATUS_TAG
-    from sentsweep.platform.sweep_tracking import SweepRun
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.driver.sweep_state import STATUS_TAG
+    from sentsweep.platform.folder.location import SweepManifest, new_sweep_location
+    from sentsweep.platform.tracking.parent_run import SweepRun
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri).resolved()

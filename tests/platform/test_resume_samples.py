@@ -10,7 +10,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.resume_config import RESUME_CHANGES_TAG
+from sentsweep.platform.driver.resume_config import RESUME_CHANGES_TAG
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 
 
@@ -21,8 +21,8 @@ def _trial_runs(client: MlflowClient) -> list:
 
 @pytest.mark.slow  # about 3 Tune starts: over the fast suite's 40 s on 2 cores
 def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
-    from sentsweep.platform.storage import locate
-    from sentsweep.platform.sweep import resume_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.folder.location import locate
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,

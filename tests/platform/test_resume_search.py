@@ -1,4 +1,5 @@
-"""A resumed search agrees with the trials Tune restores (sentsweep.platform.resume_samples): the study is read from
+"""A resumed search agrees with the trials Tune restores (sentsweep.platform.driver.resume_samples): the study is read
+from
 its journal, which is never behind, and Tune's snapshot files may come from different saves (a driver lost while
 Tune wrote or uploaded them). Each sample runs once, no Tune trial gets a second Optuna trial, none stays RUNNING."""
 
@@ -16,9 +17,9 @@ from optuna.trial import TrialState
 from ray.tune.search import ConcurrencyLimiter, SearchGenerator
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.resume_samples import ResizableSearchGenerator
-from sentsweep.platform.search import LOST_REASON, TUNE_TRIAL_ATTR, PruningAwareOptunaSearch, build_searcher
-from sentsweep.platform.study_store import StudyStore
+from sentsweep.platform.driver.resume_samples import ResizableSearchGenerator
+from sentsweep.platform.search.searcher import LOST_REASON, TUNE_TRIAL_ATTR, PruningAwareOptunaSearch, build_searcher
+from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
@@ -176,8 +177,8 @@ def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert
     """Real Ray Tune: a sweep interrupted at its third trial, whose experiment state then loses its last trial (a
     driver lost while Tune uploaded its files), resumes to exactly ``num_samples`` trials, each with one Optuna trial
     and one MLflow run, none left RUNNING."""
-    from sentsweep.platform.storage import locate
-    from sentsweep.platform.sweep import resume_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.folder.location import locate
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5}, time_budget_s=240)

@@ -12,14 +12,14 @@ import pytest
 from mlflow import MlflowClient
 from ray.tune import Checkpoint, Result
 
-from sentsweep.platform.confirmation import ConfirmationOutcome
-from sentsweep.platform.confirmation_stats import Candidate, SeedRun
-from sentsweep.platform.finalize import prune_stages
-from sentsweep.platform.outcome import SweepOutcome
-from sentsweep.platform.search import FINAL_KEY
-from sentsweep.platform.storage import SweepLocation
-from sentsweep.platform.sweep_tracking import SweepRun
-from sentsweep.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
+from sentsweep.platform.confirm.stage import ConfirmationOutcome
+from sentsweep.platform.confirm.stats import Candidate, SeedRun
+from sentsweep.platform.driver.outcome import SweepOutcome
+from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.report.finalize import prune_stages
+from sentsweep.platform.search.searcher import FINAL_KEY
+from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
 from sentsweep.trainables.checkpoints import BEST_DIR, CHECKPOINT_MARKER, BestFolder, StoredFolder
 from tests.platform.sweep_toy import toy_config
 

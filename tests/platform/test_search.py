@@ -9,7 +9,7 @@ from optuna.trial import TrialState
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search import FINAL_KEY, build_sampler, build_scheduler, build_searcher
+from sentsweep.platform.search.searcher import FINAL_KEY, build_sampler, build_scheduler, build_searcher
 
 
 def space(trial):

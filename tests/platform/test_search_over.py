@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from mlflow import MlflowClient
 
-from sentsweep.platform.search_state import SEARCH_FILE, read_mark
-from sentsweep.platform.storage import locate
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.search.search_state import SEARCH_FILE, read_mark
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG
 
 
@@ -19,7 +19,7 @@ def _attempts(client: MlflowClient, experiment_id: str, parent: str) -> dict[str
 
 def test_a_resume_after_the_search_ended_reads_its_results_back(tmp_path, tiny_bert_dir, tracking_uri,
                                                                 ray_session) -> None:
-    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep, run_sweep
     from tests.platform.sweep_toy import FAULTY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
@@ -51,7 +51,7 @@ def test_a_finalize_run_again_takes_the_test_suite_an_earlier_one_recorded(tmp_p
                                                                             ray_session) -> None:
     """A resume after a crash past finalize's evaluation (here: a finalize run to its end, then run again) does not
     evaluate the best trial again, nor log its figures twice: the parent run holds them for that trial."""
-    from sentsweep.platform.sweep import resume_sweep, run_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep, run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},

@@ -49,7 +49,7 @@ def mlflow_server(tmp_path: Path, mlflow_template: Path) -> Iterator[str]:
 
 
 def test_sweep_logs_to_a_tracking_server(tmp_path, tiny_bert_dir, mlflow_server, ray_session):
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, mlflow_server, num_samples=2, max_concurrent_trials=2,

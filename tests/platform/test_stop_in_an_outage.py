@@ -11,8 +11,8 @@ import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.stopping import close_interrupted_trials
-from sentsweep.platform.sweep_tracking import SweepRun
+from sentsweep.platform.driver.stopping import close_interrupted_trials
+from sentsweep.platform.tracking.parent_run import SweepRun
 from tests.tracking.restartable_mlflow import RETRY_ENV
 from tools.harness.processes import LOOPBACK, free_port
 

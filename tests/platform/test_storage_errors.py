@@ -10,10 +10,10 @@ import pytest
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirmation import read_state, write_state
-from sentsweep.platform.confirmation_stats import STATE_FILE
-from sentsweep.platform.storage import MANIFEST, SweepManifest, locate
-from sentsweep.platform.sweep import _state_after
+from sentsweep.platform.confirm.stage import read_state, write_state
+from sentsweep.platform.confirm.stats import STATE_FILE
+from sentsweep.platform.driver.sweep import _state_after
+from sentsweep.platform.folder.location import MANIFEST, SweepManifest, locate
 from tests.platform.flaky_storage import flaky_location
 
 

@@ -1,4 +1,5 @@
-"""The sweep's study journal (sentsweep.platform.study_store): in a local folder Optuna's file backend, on s3:// the
+"""The sweep's study journal (sentsweep.platform.search.study_store): in a local folder Optuna's file backend, on
+s3:// the
 bucket through conditional writes (moto's S3 server, which refuses a PUT with ``If-None-Match: *`` on a taken key)."""
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from optuna.trial import TrialState
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.journal_s3 import S3JournalBackend, s3_client
-from sentsweep.platform.search import FINAL_KEY, build_searcher
-from sentsweep.platform.storage import locate
-from sentsweep.platform.study_store import JOURNAL_FILE, StudyStore, load_study
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.search.journal_s3 import S3JournalBackend, s3_client
+from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher
+from sentsweep.platform.search.study_store import JOURNAL_FILE, StudyStore, load_study
 from tests.platform.conftest import BUCKET
 from tools.harness.processes import free_port
 from tools.harness.s3_server import DUMMY_KEYS

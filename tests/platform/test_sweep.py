@@ -10,9 +10,9 @@ import pytest
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from sentsweep.platform.export import EXPORTED_MODEL_TAG
-from sentsweep.platform.search import FINAL_KEY
-from sentsweep.platform.storage import CONFIG_COPY, MANIFEST, locate
+from sentsweep.platform.folder.location import CONFIG_COPY, MANIFEST, locate
+from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
+from sentsweep.platform.search.searcher import FINAL_KEY
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
 
 
@@ -134,7 +134,7 @@ def test_best_model_is_registered(toy_sweep, client):
 
 def test_a_sweep_without_a_finished_trial_closes_its_parent_failed(tmp_path, tiny_bert_dir, tracking_uri,
                                                                    ray_session) -> None:
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,

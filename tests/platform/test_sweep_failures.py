@@ -10,14 +10,14 @@ from pathlib import Path
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from sentsweep.platform.storage import locate
-from sentsweep.platform.sweep_state import STATUS_TAG
+from sentsweep.platform.driver.sweep_state import STATUS_TAG
+from sentsweep.platform.folder.location import locate
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, REASON_TAG
 
 
 def test_a_nan_loss_is_not_retried_and_fails_the_sweep(tmp_path, tiny_bert_dir, tracking_uri, ray_session,
                                                        capsys) -> None:
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,

@@ -1,4 +1,4 @@
-"""The sweep folder's lock (:mod:`sentsweep.platform.sweep_lock`): one holder at a time, named when another is
+"""The sweep folder's lock (:mod:`sentsweep.platform.folder.lock`): one holder at a time, named when another is
 refused; heartbeats keep it live, a stale one or a gone local holder frees it, a renewal that finds another token
 loses it, a storage outage gives it up before it can expire. Logic against an in-process store and an injected
 clock; then the real stores: a local folder (threads racing for it) and S3 (moto, conditional writes)."""
@@ -23,12 +23,12 @@ import pytest
 
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError
-from sentsweep.platform import lock_stores
-from sentsweep.platform.interrupt import StopSignals, graceful_stops
-from sentsweep.platform.lock_stores import LOCK_FILE, LocalLockStore, S3LockStore, Stored, lock_store
-from sentsweep.platform.stopping import StopWatch
-from sentsweep.platform.storage import locate
-from sentsweep.platform.sweep_lock import (
+from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops
+from sentsweep.platform.driver.stopping import StopWatch
+from sentsweep.platform.driver.sweep_state import RESUMABLE, RUN_STATUS, is_resumable
+from sentsweep.platform.folder import lock_stores
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.folder.lock import (
     EXPIRY_FACTOR,
     GIVE_UP_FACTOR,
     LockHeldError,
@@ -37,7 +37,7 @@ from sentsweep.platform.sweep_lock import (
     SweepLock,
     pid_namespace,
 )
-from sentsweep.platform.sweep_state import RESUMABLE, RUN_STATUS, is_resumable
+from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore, S3LockStore, Stored, lock_store
 
 INTERVAL = 30.0
 
@@ -196,7 +196,7 @@ def test_a_renewal_the_storage_fails_is_tried_again_then_given_up_before_the_loc
     holder.take()
     renewed = clock.now
     store.failures = 10**6
-    with caplog.at_level(logging.WARNING, logger="sentsweep.platform.sweep_lock"):
+    with caplog.at_level(logging.WARNING, logger="sentsweep.platform.folder.lock"):
         delays = []
         clock.now += INTERVAL
         while holder.lost is None:

@@ -19,7 +19,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.cli import main
-from sentsweep.platform.sweep_state import STATUS_TAG
+from sentsweep.platform.driver.sweep_state import STATUS_TAG
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import Server
 from tools.harness.processes import end_group, repo_pythonpath
@@ -29,7 +29,7 @@ DRIVER = """
 import json, os, sys
 import ray
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.sweep import run_sweep
+from sentsweep.platform.driver.sweep import run_sweep
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
 
 ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="WARNING",

@@ -12,7 +12,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.tracking_store import is_remote_address, refuse_sqlite_on_cluster
+from sentsweep.platform.tracking.store import is_remote_address, refuse_sqlite_on_cluster
 from sentsweep.tracking.vocabulary import ROLE_TAG
 from tools.harness.processes import repo_pythonpath
 
@@ -22,7 +22,7 @@ DRIVER = """
 import sys
 import ray
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.sweep import run_sweep
+from sentsweep.platform.driver.sweep import run_sweep
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
 
 ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="WARNING")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.tracking.deliverer import Backoff
-from sentsweep.tracking.trial_runs import TrialRuns
+from sentsweep.platform.tracking.deliverer import Backoff
+from sentsweep.platform.tracking.trial_runs import TrialRuns
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import Server
 from tests.tracking.store_proxy import StoreProxy, store_proxy
@@ -81,7 +81,7 @@ def test_the_drivers_callback_never_waits_for_a_store_outage_and_the_folder_comp
     from ray.train._internal.storage import StorageContext
     from ray.tune.experiment import Trial
 
-    from sentsweep.platform.trial_runs_callback import TrialRunsCallback
+    from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     client, experiment, parent = _parent(proxy.uri)

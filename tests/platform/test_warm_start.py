@@ -12,10 +12,10 @@ from optuna.trial import TrialState
 from sentsweep.data.source import SAMPLE_DIR
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search import FINAL_KEY, build_searcher
-from sentsweep.platform.storage import SweepManifest, locate
-from sentsweep.platform.study_store import StudyStore
-from sentsweep.platform.warm_start import load_history, measured_data
+from sentsweep.platform.folder.location import SweepManifest, locate
+from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher
+from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report
 

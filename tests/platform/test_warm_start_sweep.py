@@ -7,14 +7,14 @@ import shutil
 
 import pytest
 
-from sentsweep.platform.storage import locate
-from sentsweep.platform.warm_start import WARM_START_ATTR
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.search.warm_start import WARM_START_ATTR
 
 pytestmark = pytest.mark.slow  # a second sweep of the toy (about a minute on 2 cores)
 
 
 def test_warm_started_sweep_starts_from_the_earlier_trials(toy_sweep, tmp_path, tiny_bert_dir, mlflow_template):
-    from sentsweep.platform.sweep import run_sweep
+    from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     earlier = locate(toy_sweep.sweep_dir)

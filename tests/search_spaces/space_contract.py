@@ -10,7 +10,7 @@ import optuna
 import pytest
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search import build_searcher
+from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.search_spaces import SEARCH_SPACES, SearchSpaceSpec
 from sentsweep.trainables.registry import get_method
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.fs
 from mlflow import MlflowClient
 
-from sentsweep.tracking.run_writes import PENDING_FILE, UPLOADS_DIR, RunWrites, admissible
+from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR, RunWrites, admissible
 
 
 def test_writes_are_delivered_in_order_and_a_second_delivery_changes_nothing(tracking_uri: str, tmp_path: Path):

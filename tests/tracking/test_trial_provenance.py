@@ -12,7 +12,8 @@ import pyarrow.fs
 from mlflow import MlflowClient
 
 from sentsweep.evaluation.metric_protocols import MetricProtocol
-from sentsweep.platform.sweep_tracking import ensure_experiment
+from sentsweep.platform.tracking.parent_run import ensure_experiment
+from sentsweep.platform.tracking.trial_runs import TrialRuns, reconcile
 from sentsweep.tracking.provenance import (
     EXPERIMENT_KIND_TAG,
     PROTOCOL_TAG_PREFIX,
@@ -22,7 +23,6 @@ from sentsweep.tracking.provenance import (
     TRAINING_KIND,
     protocol_ids,
 )
-from sentsweep.tracking.trial_runs import TrialRuns, reconcile
 from sentsweep.tracking.vocabulary import GIT_TAG
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.method import run_trial

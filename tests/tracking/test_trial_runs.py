@@ -14,8 +14,8 @@ import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.tracking.deliverer import Backoff, Deliverer
-from sentsweep.tracking.trial_runs import TrialFolder, TrialRuns, reconcile, trial_folders
+from sentsweep.platform.tracking.deliverer import Backoff, Deliverer
+from sentsweep.platform.tracking.trial_runs import TrialFolder, TrialRuns, reconcile, trial_folders
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, RUN_RECORD_KEY, TRIAL_ID_TAG
 
 

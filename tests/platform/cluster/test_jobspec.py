@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentsweep.errors import ConfigError
-from sentsweep.platform.cluster.auth import AuthenticationRequired, auth_failure, find_token
-from sentsweep.platform.cluster.client import resolve_address
-from sentsweep.platform.cluster.credentials import (
+from sentsweep.cluster.auth import AuthenticationRequired, auth_failure, find_token
+from sentsweep.cluster.client import resolve_address
+from sentsweep.cluster.credentials import (
     forwarded_env,
     held_back,
     mask_uri,
@@ -24,10 +23,11 @@ from sentsweep.platform.cluster.credentials import (
     redact,
     split_credentials,
 )
-from sentsweep.platform.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
-from sentsweep.platform.cluster.placement import DRIVER_RESOURCES, parse_driver_resources
-from sentsweep.platform.cluster.prepare import prepare_config
-from sentsweep.platform.cluster.staging import stage_working_dir
+from sentsweep.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
+from sentsweep.cluster.placement import DRIVER_RESOURCES, parse_driver_resources
+from sentsweep.cluster.prepare import prepare_config
+from sentsweep.cluster.staging import stage_working_dir
+from sentsweep.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "configs" / "demo.yaml"
@@ -35,7 +35,7 @@ DEMO = REPO / "configs" / "demo.yaml"
 
 def test_staging_keeps_sources_and_data_and_drops_excludes(tmp_path: Path) -> None:
     package = tmp_path / "proj" / "sentsweep"
-    for name in ("__init__.py", "cli/__init__.py", "platform/sweep.py", "data/sample/stsb/dev.tsv"):
+    for name in ("__init__.py", "cli/__init__.py", "platform/driver/sweep.py", "data/sample/stsb/dev.tsv"):
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text("x\n")
     for junk in ("__pycache__/tables.cpython-311.pyc", "platform/__pycache__/sweep.cpython-311.pyc", "cache.db",
@@ -54,7 +54,7 @@ def test_staging_keeps_sources_and_data_and_drops_excludes(tmp_path: Path) -> No
     staged = stage_working_dir(tmp_path / "job", config=prepared, package_dir=package, project_dir=root)
 
     assert set(staged.files) == {
-        "sentsweep/__init__.py", "sentsweep/cli/__init__.py", "sentsweep/platform/sweep.py",
+        "sentsweep/__init__.py", "sentsweep/cli/__init__.py", "sentsweep/platform/driver/sweep.py",
         "sentsweep/data/sample/stsb/dev.tsv", "pyproject.toml", "constraints.txt", "configs/demo.yaml",
     }
     assert staged.config_path == "configs/demo.yaml"
@@ -66,7 +66,7 @@ def test_staging_keeps_sources_and_data_and_drops_excludes(tmp_path: Path) -> No
 def test_staging_the_checkout_is_small_and_importable(tmp_path: Path) -> None:
     staged = stage_working_dir(tmp_path / "job")
     assert staged.size < 20 * 2**20
-    assert {"sentsweep/cli/__main__.py", "sentsweep/platform/cluster/jobspec.py", "pyproject.toml"} <= set(staged.files)
+    assert {"sentsweep/cli/__main__.py", "sentsweep/cluster/jobspec.py", "pyproject.toml"} <= set(staged.files)
     assert any(f.startswith("sentsweep/data/sample/") for f in staged.files)
     assert not any("__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f for f in staged.files)
     assert not any(f.startswith(("tests/", ".venv/", "mlruns", "ray_results/")) for f in staged.files)

@@ -1,0 +1,168 @@
+"""The jobs of one Ray cluster through its dashboard's Jobs API: submit, status, logs, follow, stop, list.
+
+Ray is imported only when a client connects; every failure is one :class:`ClusterError` line, and a missing
+or refused token one :class:`~.auth.AuthenticationRequired` line. The token (:mod:`.auth`) is sent as the
+``Authorization`` header of every request, whatever ``RAY_AUTH_MODE`` this process has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from sentsweep.cluster.auth import RayToken, auth_failure
+from sentsweep.cluster.jobspec import JobSpec
+from sentsweep.errors import SentsweepError
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobDetails, JobSubmissionClient
+
+DEFAULT_ADDRESS = "http://127.0.0.1:8265"
+"""The Ray dashboard of a head on this machine (or a port-forwarded one)."""
+
+ADDRESS_ENV = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
+"""Where the default address comes from, in order (the ``ray job`` CLI reads the same two)."""
+
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+
+
+class ClusterError(SentsweepError):
+    """The Ray cluster cannot be reached, refused a request, or has no such job (one line, no traceback)."""
+
+
+def resolve_address(explicit: str | None, environ: Mapping[str, str]) -> str:
+    """``--address``, else ``$RAY_API_SERVER_ADDRESS``, else ``$RAY_ADDRESS``, else :data:`DEFAULT_ADDRESS`."""
+    if explicit:
+        return explicit
+    for name in ADDRESS_ENV:
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    return DEFAULT_ADDRESS
+
+
+def _client_errors() -> tuple[type[BaseException], ...]:
+    from ray.exceptions import AuthenticationError
+
+    errors: list[type[BaseException]] = [OSError, RuntimeError, ValueError, AuthenticationError]
+    with contextlib.suppress(ImportError):
+        import aiohttp
+
+        errors.append(aiohttp.ClientError)
+    return tuple(errors)
+
+
+def _auth_status(exc: BaseException) -> int | None:
+    """401 or 403 when ``exc`` is the dashboard refusing a request for want of a (valid) token."""
+    from ray.exceptions import AuthenticationError
+
+    if isinstance(exc, AuthenticationError):  # Ray's SDK: "Authentication required" (401) or "... failed" (403)
+        return 403 if "Authentication failed" in str(exc.message) else 401
+    status = getattr(exc, "status", None)  # aiohttp, for the log stream's websocket
+    return status if status in (401, 403) else None
+
+
+class ClusterJobs:
+    """The jobs of one Ray cluster, through its dashboard's Jobs API; failures are :class:`ClusterError`."""
+
+    def __init__(self, address: str, client: JobSubmissionClient | None = None, *,
+                 token: RayToken | None = None) -> None:
+        self.address = address
+        self.token = token
+        if client is None:
+            client = self._connect(address, token)
+        self.client = client
+
+    @staticmethod
+    def _connect(address: str, token: RayToken | None) -> JobSubmissionClient:
+        from ray.job_submission import JobSubmissionClient
+
+        try:
+            return JobSubmissionClient(address, headers=token.headers() if token else None)
+        except _client_errors() as exc:
+            status = _auth_status(exc)
+            if status is not None:
+                raise auth_failure(status, address, token) from None
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ClusterError(f"cannot reach the Ray dashboard at {address} ({reason}); is the head running "
+                               "and its port 8265 reachable (e.g. kubectl port-forward)?") from None
+
+    @contextlib.contextmanager
+    def _errors(self, job_id: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except _client_errors() as exc:
+            status = _auth_status(exc)
+            if status is not None:
+                raise auth_failure(status, self.address, self.token) from None
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if job_id is not None and ("404" in text or "does not exist" in text):
+                raise ClusterError(f"no job '{job_id}' on the Ray cluster at {self.address} "
+                                   f"(sentsweep jobs list --address {self.address})") from None
+            if isinstance(exc, RuntimeError | ValueError):
+                raise ClusterError(f"the Ray cluster at {self.address} refused the request: {text}") from None
+            raise ClusterError(f"lost the connection to the Ray dashboard at {self.address}: {text}") from None
+
+    def submit(self, spec: JobSpec, submission_id: str | None = None) -> str:
+        """Submit ``spec`` (uploading its working dir); returns the job's submission id."""
+        with self._errors():
+            return self.client.submit_job(entrypoint=spec.entrypoint, runtime_env=spec.runtime_env,
+                                          metadata=spec.metadata, submission_id=submission_id,
+                                          entrypoint_num_cpus=spec.entrypoint_num_cpus,
+                                          entrypoint_num_gpus=spec.entrypoint_num_gpus,
+                                          entrypoint_resources=spec.entrypoint_resources)
+
+    def info(self, job_id: str) -> JobDetails:
+        with self._errors(job_id):
+            return self.client.get_job_info(job_id)
+
+    def status(self, job_id: str) -> str:
+        with self._errors(job_id):
+            return str(self.client.get_job_status(job_id).value)
+
+    def logs(self, job_id: str) -> str:
+        with self._errors(job_id):
+            return self.client.get_job_logs(job_id)
+
+    def list(self) -> list[JobDetails]:
+        with self._errors():
+            return self.client.list_jobs()
+
+    def wait(self, job_id: str, *, timeout: float | None = None, poll: float = 1.0,
+             until: frozenset[str] = TERMINAL) -> str:
+        """Poll until the job's status is in ``until``; returns it (the last one seen after ``timeout``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status(job_id)
+            if status in until or (deadline is not None and time.monotonic() > deadline):
+                return status
+            time.sleep(poll)
+
+    def follow(self, job_id: str, write: Callable[[str], None]) -> str:
+        """Stream the job's logs to ``write`` until it ends; returns its final status."""
+        self.status(job_id)  # an unknown id fails here, by name
+
+        async def tail() -> None:
+            async for chunk in self.client.tail_job_logs(job_id):
+                write(chunk)
+
+        with self._errors(job_id):
+            asyncio.run(tail())
+        return self.wait(job_id, timeout=60, poll=0.5)
+
+    def stop(self, job_id: str, *, wait: float | None = 60.0) -> str:
+        """Ask the job to stop (SIGTERM, then SIGKILL); waits up to ``wait`` s and returns its status."""
+        status = self.status(job_id)
+        if status in TERMINAL:
+            return status
+        with self._errors(job_id):
+            self.client.stop_job(job_id)
+        return self.wait(job_id, timeout=wait, poll=0.5) if wait else self.status(job_id)
+
+
+def exit_status(status: str) -> int:
+    """The exit status a command reports for a finished job: 0 when it SUCCEEDED, else 1."""
+    return 0 if status == "SUCCEEDED" else 1

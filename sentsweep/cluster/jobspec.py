@@ -1,0 +1,161 @@
+"""The Ray job that runs a sweep or resumes one: its entrypoint (an ordinary ``sentsweep`` command), runtime
+environment (working dir, requirements, variables), where its driver may run, metadata, and a summary safe
+to print."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sentsweep.cluster.credentials import mask_uri, masked, refuse_credentials
+from sentsweep.cluster.placement import describe_placement
+from sentsweep.cluster.prepare import PreparedConfig, is_relative_path
+from sentsweep.cluster.staging import StagedDir, pinned_requirements, stage_working_dir
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import is_server_uri
+
+Ship = Literal["project", "installed"]
+
+def cli_entrypoint(command: str, *args: str, python: str = "python", finalize: bool = True,
+                   verbose: bool = False) -> str:
+    """``python -m sentsweep.cli COMMAND ARGS [--no-finalize] [--verbose]``, shell-quoted (not the ``sentsweep``
+    console script, which a working-dir copy does not install)."""
+    argv = [python, "-m", "sentsweep.cli", command, *args]
+    if not finalize:
+        argv.append("--no-finalize")
+    if verbose:
+        argv.append("--verbose")
+    return shlex.join(argv)
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """How a job is packaged and run (the submit command's flags)."""
+
+    ship: Ship = "project"
+    installer: Literal["pip", "uv"] | None = None
+    python: str = "python"
+    finalize: bool = True
+    verbose: bool = False
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # values are secret
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+    entrypoint_resources: Mapping[str, float] | None = None  # custom resources: which nodes may run the driver
+
+    @property
+    def driver_line(self) -> str:
+        """Where the driver may run, for the summary."""
+        return describe_placement(self.entrypoint_num_cpus, self.entrypoint_num_gpus, self.entrypoint_resources)
+
+
+@dataclass
+class JobSpec:
+    """Everything ``submit_job`` gets; :attr:`summary` is safe to print, :attr:`runtime_env` is not."""
+
+    entrypoint: str
+    runtime_env: dict[str, Any] = field(repr=False)
+    metadata: dict[str, str]
+    summary: list[str]
+    warnings: list[str]
+    staged: StagedDir | None = None
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+    entrypoint_resources: dict[str, float] | None = None
+
+
+def _runtime_env(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]) -> dict[str, Any]:
+    runtime_env: dict[str, Any] = {}
+    if staged is not None:
+        runtime_env["working_dir"] = str(staged.path)
+    if options.installer:
+        packages = pinned_requirements()
+        key = "pip_check" if options.installer == "pip" else "uv_check"
+        runtime_env[options.installer] = {"packages": packages, key: False}
+    if env_vars:
+        runtime_env["env_vars"] = env_vars
+    return runtime_env
+
+
+def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
+    if options.ship == "installed":
+        code = "the cluster's installed sentsweep (working_dir: the config only)"
+    else:
+        assert staged is not None
+        code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
+    if options.installer:
+        code += f"; {options.installer} installs {len(pinned_requirements())} pinned requirements"
+    return code
+
+
+def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
+    """The job that runs ``prepared`` (staging its working dir, if any, in ``workdir``)."""
+    import sentsweep
+
+    config = prepared.config
+    env_vars = dict(options.env)  # what --forward-env and --env name; prepare_config refused URI credentials
+    if is_server_uri(config.tracking.uri):
+        env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
+    staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
+    assert staged.config_path is not None
+    entrypoint = cli_entrypoint("sweep", staged.config_path, python=options.python, finalize=options.finalize,
+                                verbose=options.verbose)
+    storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
+                                     if config.storage_endpoint_url else "")
+    summary = [
+        f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
+        f"  code:        {_code_line(options, staged)}",
+        f"  entrypoint:  {entrypoint}",
+        f"  storage:     {storage}",
+        f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})",
+        f"  environment: {masked(env_vars)}",
+        f"  driver:      {options.driver_line}",
+    ]
+    metadata = {"sentsweep": sentsweep.__version__, "kind": "sweep", "sweep": config.name,
+                "config": prepared.filename, "method": config.method, "ship": options.ship}
+    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary,
+                   list(prepared.warnings), staged, *_placement(options))
+
+
+def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
+                     storage_endpoint_url: str | None = None, tracking_uri: str | None = None) -> JobSpec:
+    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3). Both go
+    into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`).
+    ``tracking_uri``: the server the sweep was tracked at, for the job's ``$MLFLOW_TRACKING_URI`` (a shared folder's
+    resume contacts only a server its user names, :mod:`~sentsweep.platform.folder.trust`); else the cluster's."""
+    import sentsweep
+
+    refuse_credentials(sweep_dir, "storage", "--resume")
+    refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
+    if is_relative_path(sweep_dir):
+        raise ConfigError("give the sweep folder as an s3:// URI or an absolute path on a shared volume",
+                          field="--resume")
+    refuse_credentials(tracking_uri, "tracking", "--tracking-uri")
+    args = [sweep_dir] + (["--storage-endpoint-url", storage_endpoint_url] if storage_endpoint_url else [])
+    env_vars = dict(options.env)
+    if tracking_uri:
+        env_vars["MLFLOW_TRACKING_URI"] = tracking_uri
+    staged = None
+    if options.ship == "project":
+        staged = stage_working_dir(workdir, include_code=True)
+    entrypoint = cli_entrypoint("resume", *args, python=options.python, finalize=options.finalize,
+                                verbose=options.verbose)
+    summary = [
+        f"resume {sweep_dir}",
+        f"  code:        {_code_line(options, staged)}",
+        f"  entrypoint:  {entrypoint}",
+        f"  environment: {masked(env_vars)}",
+        f"  driver:      {options.driver_line}",
+    ]
+    metadata = {"sentsweep": sentsweep.__version__, "kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1],
+                "ship": options.ship}
+    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, [], staged,
+                   *_placement(options))
+
+
+def _placement(options: JobOptions) -> tuple[float | None, float | None, dict[str, float] | None]:
+    """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
+    resources = dict(options.entrypoint_resources) if options.entrypoint_resources else None
+    return options.entrypoint_num_cpus, options.entrypoint_num_gpus, resources

@@ -1,0 +1,100 @@
+"""The sweep config as a job ships it: read, ``--set`` and the storage and tracking options baked in, and
+validated here (errors name the field and the file) before anything reaches the cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from sentsweep.cluster.credentials import refuse_credentials
+from sentsweep.platform.config import DEFAULT_ARTIFACTS, SweepConfig, is_server_uri, parse_sweep_config
+
+
+@dataclass
+class PreparedConfig:
+    """A sweep config as it will be shipped: validated, with the submit options baked in."""
+
+    config: SweepConfig
+    text: str  # the YAML the job runs
+    source: str  # the local file it came from
+    filename: str  # its name in the job (configs/<filename>)
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: str | None = None,
+                   storage_endpoint_url: str | None = None, tracking_uri: str | None = None,
+                   check_trials: bool = True) -> PreparedConfig:
+    """Read ``path``, apply ``--set`` overrides and the storage and tracking options, and validate it all
+    here (errors name the field and the file) before anything reaches the cluster.
+
+    A credential in any URI field (:data:`~sentsweep.platform.config.CREDENTIAL_FIELDS`) is refused, naming
+    the field or the option that gave it (:func:`~.credentials.refuse_credentials`): the YAML is uploaded to
+    the cluster, where every user of the Jobs API can read it."""
+    from sentsweep.yaml_io import apply_overrides, read_yaml
+
+    source = str(path)
+    raw = apply_overrides(read_yaml(path), overrides)
+    options: dict[str, str] = {}  # the fields an option set, named by the option in an error
+    if storage:
+        raw["storage_path"], options["storage_path"] = storage, "--storage"
+    if storage_endpoint_url is not None:
+        raw["storage_endpoint_url"] = storage_endpoint_url or None
+        options["storage_endpoint_url"] = "--storage-endpoint-url"
+    if tracking_uri:
+        tracking = raw.get("tracking")
+        raw["tracking"] = {**(tracking if isinstance(tracking, dict) else {}), "uri": tracking_uri}
+        options["tracking.uri"] = "--tracking-uri"
+    config = parse_sweep_config(raw, source)
+    for name, kind, value in config.credential_uris():
+        refuse_credentials(value, kind, options.get(name, name), file=None if name in options else source)
+    warnings = _portability_warnings(config)
+    if check_trials:
+        warnings += _check_trials(config, source)
+    header = f"# submitted by `sentsweep submit` from {Path(source).name}\n"
+    return PreparedConfig(config, header + yaml.safe_dump(raw, sort_keys=False), source, Path(source).name,
+                          warnings)
+
+
+def _check_trials(config: SweepConfig, source: str) -> list[str]:
+    """The method's trial settings checked like ``sentsweep sweep`` does before starting Ray."""
+    try:
+        from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
+    except ImportError as exc:  # a thin client without the training stack
+        return [f"trial settings not checked here ({exc}); the cluster will check them"]
+    trainable, space = resolve_specs(config, source)
+    validate_trials(config, trainable, space, source)
+    return []
+
+
+def is_relative_path(value: str) -> bool:
+    """A local path that is not absolute (it would resolve inside the job's temporary folder)."""
+    return "://" not in value and not Path(value).expanduser().is_absolute()
+
+
+def _portability_warnings(config: SweepConfig) -> list[str]:
+    """What would silently stay inside the job's temporary working directory on the head."""
+    warnings = []
+    if not config.is_remote_storage and is_relative_path(config.storage_path.removeprefix("file://")):
+        warnings.append(f"storage_path '{config.storage_path}' is relative: Tune's state would live in the "
+                        "job's temporary folder on the head and could not be resumed; pass --storage "
+                        "s3://bucket/prefix or a path on a shared volume")
+    uri = config.tracking.uri
+    local = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
+    if not is_server_uri(uri) and ("://" not in uri or uri.startswith("sqlite:///")) and is_relative_path(local):
+        warnings.append(f"tracking uri '{uri}' is relative: the runs would be written inside the job's "
+                        "temporary folder on the head; pass --tracking-uri http://MLFLOW:5000")
+    artifacts = config.tracking.artifact_location
+    server_decides = is_server_uri(uri) and artifacts == DEFAULT_ARTIFACTS
+    if artifacts and not server_decides and is_relative_path(artifacts.removeprefix("file://")):
+        warnings.append(f"tracking.artifact_location '{artifacts}' is relative: artifacts would be written inside "
+                        "the job's temporary folder on the head; give an s3:// or shared location (or none, "
+                        "with a tracking server)")
+    for name in ("model", "data_dir"):
+        value = getattr(config, name)
+        if value and is_relative_path(value) and Path(value).exists():
+            warnings.append(f"{name} '{value}' is a local folder: it is not uploaded; put it where the "
+                            "cluster can read it and give that path")
+    return warnings

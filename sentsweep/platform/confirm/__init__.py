@@ -1,0 +1,25 @@
+"""The confirmation stage: the search's best configurations trained again with further seeds, their figures, and
+the winner chosen by a rule.
+
+The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
+"""
+
+from __future__ import annotations
+
+from sentsweep.lazy_exports import lazy_exports
+
+#: Every public name and the module it lives in.
+_WHERE: dict[str, str] = {
+    "CHANGED_TAG": "sentsweep.platform.confirm.stats",
+    "Candidate": "sentsweep.platform.confirm.stats",
+    "ConfirmationOutcome": "sentsweep.platform.confirm.stage",
+    "FIGURE_SUFFIXES": "sentsweep.platform.confirm.stats",
+    "StageTrials": "sentsweep.platform.confirm.stage",
+    "end_stage_run": "sentsweep.platform.confirm.stage",
+    "read_state": "sentsweep.platform.confirm.stage",
+    "run_confirmation": "sentsweep.platform.confirm.stage",
+    "schedule_stage_run_if_answered": "sentsweep.platform.confirm.stage",
+    "stage_location": "sentsweep.platform.confirm.stage",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -1,0 +1,50 @@
+"""Run and resume a sweep: the Tuner and its callbacks, signals and graceful stops, the budget, the local Ray, the
+checks before Ray starts, and how the sweep's parent run ends.
+
+The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
+"""
+
+from __future__ import annotations
+
+from sentsweep.lazy_exports import lazy_exports
+
+#: Every public name and the module it lives in.
+_WHERE: dict[str, str] = {
+    "AUTH_MODE_ENV": "sentsweep.platform.driver.local_ray",
+    "CLUSTER_MODE_ENV": "sentsweep.platform.driver.local_ray",
+    "FailureLines": "sentsweep.platform.driver.failures",
+    "INTERRUPTED_EXIT": "sentsweep.platform.driver.interrupt",
+    "ProgressCallback": "sentsweep.platform.driver.progress",
+    "RUN_STATUS": "sentsweep.platform.driver.sweep_state",
+    "STATUS_TAG": "sentsweep.platform.driver.sweep_state",
+    "STOPPED_REASON": "sentsweep.platform.driver.budget",
+    "StopSignals": "sentsweep.platform.driver.interrupt",
+    "StopWatch": "sentsweep.platform.driver.stopping",
+    "SweepInterrupted": "sentsweep.platform.driver.interrupt",
+    "SweepOutcome": "sentsweep.platform.driver.outcome",
+    "SweepState": "sentsweep.platform.driver.sweep_state",
+    "TOKEN_ENV": "sentsweep.platform.driver.local_ray",
+    "TOKEN_PATH_ENV": "sentsweep.platform.driver.local_ray",
+    "close_interrupted_trials": "sentsweep.platform.driver.stopping",
+    "evaluation_result": "sentsweep.platform.driver.drain",
+    "failure_reason": "sentsweep.platform.driver.failures",
+    "folder_command": "sentsweep.platform.driver.interrupt",
+    "infeasibility": "sentsweep.platform.driver.failures",
+    "interrupted_sweep": "sentsweep.platform.driver.autoresume",
+    "is_draining": "sentsweep.platform.driver.drain",
+    "is_failed": "sentsweep.platform.driver.failures",
+    "is_shared_folder": "sentsweep.platform.driver.interrupt",
+    "loopback_only": "sentsweep.platform.driver.local_ray",
+    "ray_auth": "sentsweep.platform.driver.local_ray",
+    "resolve_specs": "sentsweep.platform.driver.sweep",
+    "resume_sweep": "sentsweep.platform.driver.sweep",
+    "run_sweep": "sentsweep.platform.driver.sweep",
+    "sample_data_warning": "sentsweep.platform.driver.preflight",
+    "session_token": "sentsweep.platform.driver.local_ray",
+    "storage_trimming": "sentsweep.platform.driver.trial_files",
+    "superseded": "sentsweep.platform.driver.interrupt",
+    "unfinished_trials": "sentsweep.platform.driver.stopping",
+    "validate_trials": "sentsweep.platform.driver.sweep",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -1,0 +1,208 @@
+"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``) as a Ray Tune ``Stopper``.
+
+What each limit counts:
+
+- ``gpu_hours``: the trials' compute, summed over the trials. A trial's compute is its ``time_total_s`` (Tune's
+  running total of its seconds, which a trial restored from a checkpoint continues) x the GPUs it holds. A
+  fractional GPU counts its fraction; a CPU-only trial counts its seconds, so the same budget works on CPU. It
+  is the ``compute_seconds`` objective (:mod:`..search.objectives`).
+- ``wall_hours``: the driver's time in Tune's loop, summed over the sweep's sessions.
+
+The count is rebuilt from what Tune restores. At every step of Tune's loop :class:`BudgetStopper` (a
+``tune.Callback`` too) reads each trial's latest result, so a resumed sweep continues from the restored trials'
+``time_total_s``. Time the sweep lay dead is never counted, and work a trial redoes after a crash counts once.
+The driver's time and the reason of a stop travel in Tune's callback state (``Callback.get_state``), which
+Tune saves with each experiment snapshot and restores on resume.
+
+Once a limit is spent, ``stop_all()`` is true: Tune starts no new trial and stops the running ones at once
+(their last report stands; they count as pruned, and their runs say "stopped by budget"). The driver prints the
+reason, and :func:`record_budget` puts the ``budget_*`` metrics and :data:`STOP_REASON_TAG` on the parent run and
+sends the ``budget`` notification. The confirmation stage has no stopper: it runs its fixed trials, and
+:func:`record_stage_compute` adds their compute to the metrics.
+
+Tune pickles a stopper into ``tuner.pkl`` and into each experiment snapshot, and a restore may hand back either
+copy. So the stopper holds only the sweep's name: the count lives in the driver's :class:`SweepBudget`, made
+for each session with the limits of the config the sweep runs with (a resume may raise them:
+``--allow-change budget``), and found by that name (:func:`driving`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ray.tune import Callback, Stopper
+
+from sentsweep.platform.config import BudgetConfig
+from sentsweep.platform.search.objectives import TIME_TOTAL_KEY, Objective, objective_value
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+#: The parent run's tag saying why the sweep stopped.
+STOP_REASON_TAG = "sentsweep.stop_reason"
+#: What the runs of the trials the budget stopped say, and how the stop's line begins.
+STOPPED_REASON = "stopped by budget"
+
+_COMPUTE = Objective("compute_seconds", "min")
+_GPU = Objective("gpu_seconds", "min")
+
+
+def trial_compute(result: Mapping[str, Any] | None) -> tuple[float, float, float]:
+    """Compute, GPU and wall seconds of a trial whose latest result is ``result`` (zeros before its first)."""
+    if not result or not isinstance(result.get(TIME_TOTAL_KEY), int | float):
+        return 0.0, 0.0, 0.0
+    return (objective_value(result, _COMPUTE) or 0.0, objective_value(result, _GPU) or 0.0,
+            float(result[TIME_TOTAL_KEY]))
+
+
+def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, float]:
+    """The ``budget_*`` compute metrics of trials counted by :func:`trial_compute`."""
+    compute = gpu = wall = 0.0
+    for trial_compute_s, trial_gpu_s, trial_wall_s in counts:
+        compute, gpu, wall = compute + trial_compute_s, gpu + trial_gpu_s, wall + trial_wall_s
+    return {"budget_compute_seconds": compute, "budget_gpu_seconds": gpu, "budget_trial_seconds": wall}
+
+
+class SweepBudget:
+    """The budget of one sweep in its driver, for one session: the limits, the count, whether it is spent.
+
+    ``clock`` gives seconds (monotonic); ``echo`` prints the line of a stop."""
+
+    def __init__(self, budget: BudgetConfig, clock: Callable[[], float] = time.monotonic,
+                 echo: Callable[[str], None] = print) -> None:
+        self.budget = budget
+        self.clock = clock
+        self.echo = echo
+        self.trials: dict[str, tuple[float, float, float]] = {}  # trial id -> its compute, GPU, wall seconds
+        self.wall_seconds = 0.0  # the driver's time in Tune's loop, earlier sessions included
+        self.spent: str | None = None  # why this session stopped the sweep (None: not stopped)
+        self.earlier: str | None = None  # the stop an earlier session recorded (restored with Tune's state)
+        self.ran = False  # whether Tune's loop ran in this session
+        self._tick: float | None = None
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from an earlier session's state (:meth:`state`, which Tune saved)."""
+        self.wall_seconds = float(state.get("wall_seconds", 0.0))
+        self.earlier = state.get("stopped")
+
+    def state(self) -> dict[str, Any]:
+        """What a resume continues from: the driver's time so far and the last stop's reason."""
+        return {"wall_seconds": self.wall_seconds, "stopped": self.spent or self.earlier}
+
+    def start(self) -> None:
+        """Tune's loop begins: the driver's clock runs from here."""
+        self.ran = True
+        self._tick = self.clock()
+
+    def see(self, trial_id: str, result: Mapping[str, Any] | None) -> None:
+        """Count ``result`` as the latest result of trial ``trial_id`` (replacing the one counted before)."""
+        self.trials[trial_id] = trial_compute(result)
+
+    def compute_seconds(self) -> float:
+        return sum(compute for compute, _, _ in self.trials.values())
+
+    def check(self) -> bool:
+        """Count the driver's time since the last check; whether the budget is spent (said once, then kept)."""
+        now = self.clock()
+        if self._tick is not None:
+            self.wall_seconds += now - self._tick
+            self._tick = now
+        if self.spent is None:
+            self.spent = self.exceeded()
+            if self.spent is not None:
+                self.echo(self.spent)
+        return self.spent is not None
+
+    def exceeded(self) -> str | None:
+        """Why the budget is spent by the count (None while it is not): the first limit reached."""
+        limits = (("gpu_hours", self.budget.gpu_hours, self.compute_seconds()),
+                  ("wall_hours", self.budget.wall_hours, self.wall_seconds))
+        for name, hours, used in limits:
+            if hours is not None and used >= hours * 3600:
+                return (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
+                        "started, the running ones stopped at their last report")
+        return None
+
+    def figures(self) -> dict[str, float]:
+        """The parent run's ``budget_*`` metrics."""
+        return {**compute_figures(self.trials.values()), "budget_wall_seconds": self.wall_seconds}
+
+
+#: The budget of each sweep this process drives, by sweep name (:func:`driving`).
+_DRIVEN: dict[str, SweepBudget] = {}
+
+
+@contextlib.contextmanager
+def driving(sweep_name: str, budget: SweepBudget) -> Iterator[SweepBudget]:
+    """Make ``budget`` the one the stopper of sweep ``sweep_name`` counts into while the block runs."""
+    _DRIVEN[sweep_name] = budget
+    try:
+        yield budget
+    finally:
+        _DRIVEN.pop(sweep_name, None)
+
+
+class BudgetStopper(Stopper, Callback):
+    """The budget in Tune: the stopper (``RunConfig(stop=...)``) and a callback (``RunConfig(callbacks=[...])``)
+    of the same sweep; both count into the driven :class:`SweepBudget` of ``sweep_name``. Without one (Tune's
+    state read outside a driver) it counts nothing and never stops."""
+
+    def __init__(self, sweep_name: str) -> None:
+        self.sweep_name = sweep_name
+
+    def _budget(self) -> SweepBudget | None:
+        return _DRIVEN.get(self.sweep_name)
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        budget = self._budget()
+        if budget is not None:
+            budget.see(trial_id, result)
+        return False  # stop_all stops every trial alike
+
+    def stop_all(self) -> bool:
+        budget = self._budget()
+        return budget is not None and budget.check()
+
+    def setup(self, **info: Any) -> None:
+        budget = self._budget()
+        if budget is not None:
+            budget.start()
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        budget = self._budget()
+        if budget is not None:
+            for trial in trials:
+                budget.see(trial.trial_id, trial.last_result)
+
+    def get_state(self) -> dict[str, Any] | None:
+        budget = self._budget()
+        return budget.state() if budget is not None else None
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        budget = self._budget()
+        if budget is not None:
+            budget.restore(state)
+
+
+def record_budget(budget: SweepBudget, log_metrics: Callable[[dict[str, float]], None],
+                  set_tags: Callable[[dict[str, str]], None], notify: Callable[[str], Any] | None = None) -> None:
+    """After the search: the counts on the parent run and, when the budget stopped it, why (the tag and the
+    notification). Nothing when Tune's loop did not run in this session (the search was over already)."""
+    if not budget.ran:
+        return
+    log_metrics(budget.figures())
+    if budget.spent:
+        set_tags({STOP_REASON_TAG: budget.spent})
+        if notify is not None:
+            notify(budget.spent)
+    elif budget.earlier:  # an earlier session's stop no longer holds
+        set_tags({STOP_REASON_TAG: f"none: the budget changed on resume lifted the earlier stop ({budget.earlier})"})
+
+
+def record_stage_compute(search: Iterable[Any], stage: Iterable[Any],
+                         log_metrics: Callable[[dict[str, float]], None]) -> None:
+    """After the confirmation stage: the compute metrics of the search's and the stage's trials (Tune's results)."""
+    log_metrics(compute_figures(trial_compute(result.metrics) for result in (*search, *stage)))

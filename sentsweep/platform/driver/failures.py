@@ -1,0 +1,54 @@
+"""Trials that failed for a reason a retry cannot fix, as the driver sees them.
+
+A trial whose data is unreadable, whose config is invalid or whose loss became NaN fails the same way on
+every attempt, so it is not retried (``max_failures`` is for crashes: a lost worker, a killed node): its trainable
+reports :data:`~sentsweep.trainables.method.FAILED_KEY` with the reason and ends
+(:meth:`sentsweep.trainables.method.Method.train_ray`). Tune then sees a TERMINATED trial; the platform
+counts it failed, tells Optuna FAIL (with the reason as the trial's ``fail_reason`` user attribute), closes
+its MLflow run FAILED, and :class:`FailureLines` prints one line for it instead of Ray's tracebacks.
+
+A divergence (NaN loss) or an out-of-memory error also marks the settings *infeasible*
+(:mod:`sentsweep.trainables.infeasible`, :func:`infeasibility`): Optuna is told a constraint violation instead of
+FAIL, so that TPE learns the region (:class:`~sentsweep.platform.search.searcher.PruningAwareOptunaSearch`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ray.tune import Callback
+
+from sentsweep.trainables.infeasible import INFEASIBLE_KEY, INFEASIBLE_KINDS, InfeasibleKind
+from sentsweep.trainables.method import FAILED_KEY, FAILURE_REASON_KEY
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+
+def is_failed(result: dict[str, Any] | None) -> bool:
+    """Whether a Tune result is the terminal report of a deterministic failure."""
+    return bool(result) and result.get(FAILED_KEY) == 1.0
+
+
+def infeasibility(result: dict[str, Any] | None) -> InfeasibleKind | None:
+    """Why a failed trial's settings are infeasible (``diverged``, ``out_of_memory``), or None: a failure to
+    tell Optuna as a constraint violation rather than FAIL (:mod:`sentsweep.platform.search.searcher`)."""
+    kind = (result or {}).get(INFEASIBLE_KEY) if is_failed(result) else None
+    return kind if kind in INFEASIBLE_KINDS else None
+
+
+def failure_reason(result: dict[str, Any] | None) -> str:
+    """The reason a deterministic failure reported (its exception type and message)."""
+    return str((result or {}).get(FAILURE_REASON_KEY) or "failed")
+
+
+class FailureLines(Callback):
+    """One line per deterministically failed trial: ``trial 3c1f2a0b failed (not retried): DataError: ...``."""
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        if is_failed(trial.last_result):
+            kind = infeasibility(trial.last_result)
+            told = f"; Optuna told: infeasible ({kind})" if kind else ""
+            print(f"trial {trial.trial_id} failed (not retried): {failure_reason(trial.last_result)}{told}",
+                  file=sys.stdout, flush=True)

@@ -1,0 +1,292 @@
+"""Checks before Ray starts: what would make every trial fail is reported once, on one line, up front.
+
+:func:`check_sweep` runs in the driver after the config is validated and before the parent run, the sweep
+folder or Ray exist. Each failure is one :class:`~sentsweep.errors.ConfigError` or
+:class:`~sentsweep.errors.DataError` naming the field or file:
+
+- storage: ``storage_path`` is writable (a probe file written and deleted, locally or on S3 through pyarrow);
+- tracking: the MLflow store is reachable (an ``http(s)`` server answers, a sqlite or file store's folder is
+  writable);
+- per distinct trial setting (the space's first points on top of ``fixed``): the model resolves offline (a
+  local folder, an alias whose package is installed, or a hub id in the Hugging Face cache; a hub id that is
+  not cached passes only when the hub may be reached), the spaCy pipeline of SNCSE (``negation_model``) and
+  multi-view (``spacy_model``) is installed, and the data parse: the training pairs (``train_data``,
+  ``train_split``), the first rows of each corpus (``corpus``), the dev sets (``dev_data``, ``extra_dev_data``:
+  a missing or malformed file is named with the field that asked for it) and the STS test sets of ``test_tasks``
+  and the sweep's ``final_tasks``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from sentsweep.errors import ConfigError, DataError
+from sentsweep.platform.config import SweepConfig, is_server_uri
+
+#: Lines of a corpus read to check that it parses (corpora run to millions of lines).
+CORPUS_HEAD_LINES = 200
+#: Seconds to wait for the MLflow server's answer.
+TRACKING_TIMEOUT_S = 10.0
+
+
+def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None = None) -> None:
+    """Every check of the module docstring on a resolved ``config`` and its validated trial configs."""
+    check_data_source(config, source)
+    check_storage(config, source)
+    check_tracking(config.tracking.uri, source)
+    seen: set[str] = set()
+    for trial in trials:
+        key = trial.model_dump_json(exclude={"tracking"})
+        if key in seen:
+            continue
+        seen.add(key)
+        check_model(trial.model, _field(config, "model"), source)
+        check_spacy(trial, config, source)
+        check_data(trial, lambda name: _field(config, name))
+    if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
+        _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
+
+
+def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
+    """Whether the sweep's data resolve to the bundled sample (a few hundred pairs a set: figures not comparable to
+    any paper's), said in a warning; refused when the config asks for the full data (``full_data``, the paper
+    configs): a paper's sweep on the sample used to train on 9% of STS-B and report sample test figures, silently."""
+    import logging
+
+    from sentsweep.data.source import DATA_ENV
+
+    warning = sample_data_warning(config.data_dir)
+    if warning is None:
+        return False
+    if config.full_data:
+        raise ConfigError(f"resolves to the bundled data sample, and this config needs the full data (full_data: "
+                          f"true): set data_dir, or {DATA_ENV}, to a directory in the SentEval layout (see "
+                          "../shared/data/MANIFEST.md)", field="data_dir", file=source)
+    logging.getLogger(__name__).warning(warning)
+    return True
+
+
+def sample_data_warning(data_dir: str | None) -> str | None:
+    """The one line that says ``data_dir`` (None: ``$SENTSWEEP_DATA``, else the bundled sample) resolves to the
+    bundled sample; None for real data. ``sentsweep evaluate`` and ``train`` print it too: on the sample an evaluation
+    still "succeeds" (a few hundred rows a task), with figures that mean nothing (review 19)."""
+    from sentsweep.data.source import resolve_data_dir
+
+    if not resolve_data_dir(data_dir).is_sample:
+        return None
+    return ("data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, figures not comparable to "
+            "the papers'")
+
+
+def _field(config: SweepConfig, name: str) -> str:
+    return f"fixed.{name}" if name in config.fixed else name
+
+
+def _masked(uri: str) -> str:
+    """``uri`` without its userinfo (never print a credential)."""
+    parsed = urlparse(uri)
+    if parsed.username or parsed.password:
+        host = parsed.hostname or ""
+        return parsed._replace(netloc=host + (f":{parsed.port}" if parsed.port else "")).geturl()
+    return uri
+
+
+def check_storage(config: SweepConfig, source: str | None = None) -> None:
+    """Write and delete a probe file under ``storage_path``; the folders the probe made are removed too, so that a
+    sweep refused by a later check leaves nothing behind."""
+    import pyarrow
+    import pyarrow.fs
+
+    from sentsweep.platform.folder.location import locate
+
+    root = config.storage_path.rstrip("/")
+    probe = locate(f"{root}/.sentsweep-probe-{secrets.token_hex(4)}", config.storage_endpoint_url)
+    try:
+        if probe.filesystem is not None:
+            fs, path = probe.filesystem, probe.fs_path
+        else:
+            fs, path = pyarrow.fs.FileSystem.from_uri(probe.uri)
+        folder = path.rsplit("/", 1)[0]
+        made = _first_missing(fs, folder)
+        fs.create_dir(folder, recursive=True)
+        with fs.open_output_stream(path) as out:
+            out.write(b"sentsweep storage probe\n")
+        fs.delete_file(path)
+        if made is not None:
+            fs.delete_dir(made)
+    except (OSError, pyarrow.ArrowException) as exc:
+        message = " ".join(str(exc).split())[:300]
+        raise ConfigError(f"cannot write to {_masked(root)}: {message}", field="storage_path", file=source) from None
+
+
+def _first_missing(fs: Any, folder: str) -> str | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet (None when ``folder`` exists)."""
+    import pyarrow.fs
+
+    missing = None
+    path = folder.rstrip("/")
+    while path and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
+        missing, parent = path, path.rsplit("/", 1)[0]
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def check_tracking(uri: str, source: str | None = None) -> None:
+    """The MLflow store at ``uri`` answers (a server) or can be written (sqlite, a folder)."""
+    if is_server_uri(uri):
+        if uri.startswith("databricks"):
+            return
+        try:
+            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=TRACKING_TIMEOUT_S).close()  # noqa: S310
+        except urllib.error.HTTPError:
+            return  # it answered (an auth-protected health page still means reachable)
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({reason}); start it or fix the "
+                              "URI", field="tracking.uri", file=source) from None
+        return
+    folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
+        Path(urlparse(uri).path) if uri.startswith("file://") else None)
+    if folder is None:
+        return
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None or not os.access(existing, os.W_OK):
+        raise ConfigError(f"cannot write the MLflow store under {folder}", field="tracking.uri", file=source)
+
+
+def check_model(name: str, field: str = "model", source: str | None = None) -> None:
+    """``name`` resolves without downloading: a local folder, an installed alias, or a cached hub id."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    from sentsweep.methods.encoders import resolve_model_path
+
+    try:
+        path = resolve_model_path(name)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).split(": ", 1)[-1], field=field, file=source) from None
+    folder = Path(path).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"'{path}' is a folder without a config.json (not a transformers model)",
+                              field=field, file=source)
+        return
+    if "://" in path or path.startswith(("/", ".", "~")):
+        raise ConfigError(f"no model folder at '{path}'", field=field, file=source)
+    if isinstance(try_to_load_from_cache(path, "config.json"), str) or not constants.HF_HUB_OFFLINE:
+        return
+    raise ConfigError(f"model '{path}' is neither a local folder nor in the Hugging Face cache, and the hub is "
+                      "offline (HF_HUB_OFFLINE)", field=field, file=source)
+
+
+def check_spacy(trial: Any, config: SweepConfig, source: str | None = None) -> None:
+    """The spaCy pipeline of SNCSE's negation rules or multi-view's parses is installed."""
+    from sentsweep.data.spacy_models import resolve_spacy_model
+
+    for name in ("negation_model", "spacy_model"):
+        if hasattr(trial, name):
+            try:
+                resolve_spacy_model(getattr(trial, name), field=_field(config, name))
+            except ConfigError as exc:
+                raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
+
+
+def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
+    """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets;
+    ``field_of`` spells a trial field where the user set it (``fixed.dev_data`` in a sweep config)."""
+    from sentsweep import data as datasets
+    from sentsweep.data.registry import REGISTRY
+
+    train = getattr(trial, "train_data", None)
+    if train is not None:
+        kind = REGISTRY[train].kind if train in REGISTRY else "scored-pairs"
+        loader = datasets.labelled_pairs if kind == "labelled-pairs" else datasets.scored_pairs
+        split = getattr(trial, "train_split", "train")
+        if not loader(train, split, data_dir=trial.data_dir):
+            raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
+                            "rows", file=_split_file(train, kind, split, trial.data_dir))
+    corpora = getattr(trial, "corpus", None)
+    for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
+        _check_corpus_head(name, trial.data_dir)
+    check_dev_sets(trial, field_of)
+    _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
+
+
+def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
+    """The file (or files) a registered dataset's split is read from; None for a staged or unregistered one."""
+    from sentsweep.data.registry import locate as locate_dataset
+
+    try:
+        _, paths = locate_dataset(name, kind, split, data_dir)
+    except DataError:
+        return None
+    return ", ".join(str(p) for p in paths) or None
+
+
+def check_dev_sets(trial: Any, field_of: Callable[[str], str] = str) -> None:
+    """The dev set of ``dev_data`` and those of ``extra_dev_data`` load; a missing or malformed file is one
+    DataError naming the file (and line) and the field."""
+    from sentsweep.evaluation.sts import load_sts_sets
+    from sentsweep.trainables.trial_config import DEV_SETS
+
+    wanted = [("dev_data", trial.dev_data), *(("extra_dev_data", name) for name in trial.extra_dev_data)]
+    for field, name in wanted:
+        try:
+            load_sts_sets([DEV_SETS[name]], trial.data_dir)
+        except DataError as exc:
+            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
+                            line=exc.line) from None
+
+
+def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
+    from sentsweep.evaluation import split_tasks
+    from sentsweep.evaluation.sts import load_sts_sets
+
+    try:
+        sts, _, _ = split_tasks(tasks)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field=field) from None
+    if sts:
+        load_sts_sets(sts, data_dir)
+
+
+def _check_corpus_head(name: str, data_dir: str | None) -> None:
+    """The corpus file exists and its first :data:`CORPUS_HEAD_LINES` lines decode and hold sentences."""
+    from sentsweep import data as datasets
+    from sentsweep.data.corpora import parse_documents
+    from sentsweep.data.registry import PREPARED_PREFIX, REGISTRY
+    from sentsweep.data.registry import locate as locate_dataset
+
+    if name.startswith(PREPARED_PREFIX):  # staged by `sentsweep data prepare`: its manifest and columns open
+        if not any(len(doc.sentences) for doc in datasets.corpus(name, data_dir=data_dir)):
+            raise DataError(f"prepared corpus {name!r} holds no sentence")
+        return
+    if name in REGISTRY:
+        _, (path,) = locate_dataset(name, "corpus", None, data_dir)
+    else:
+        given = Path(name).expanduser()
+        under_root = datasets.resolve_data_dir(data_dir).path(given)
+        path = given if given.is_file() else under_root
+        if not path.is_file():
+            datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
+    lines: list[str] = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                lines.append(line)
+                if number >= CORPUS_HEAD_LINES:
+                    break
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text ({exc.reason}) in its first {CORPUS_HEAD_LINES} lines", file=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if not any(doc.sentences for doc in parse_documents(lines, default_title=name)):
+        raise DataError(f"no sentence in its first {len(lines)} lines", file=path)

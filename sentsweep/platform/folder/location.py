@@ -1,0 +1,230 @@
+"""Sweep folders: where Ray keeps a sweep (local or S3/MinIO) and the manifest that resumes it.
+
+A sweep folder is Ray Tune's experiment folder ``<storage_path>/<sweep name>`` plus
+``sentsweep_sweep.json``: the validated config, the MLflow parent run and experiment, and the tracking
+URI, so that ``sentsweep resume SWEEP_DIR`` needs nothing else. On S3 with a custom endpoint (MinIO),
+the folder is reached through a :class:`pyarrow.fs.S3FileSystem` (credentials from the usual
+``AWS_*`` variables or instance metadata, read by pyarrow) and Ray receives the prefix-stripped path
+with that filesystem, as its storage docs prescribe.
+
+The state a sweep keeps in its folder (the manifest, ``confirmation.json``, ``search.json``) is
+written whole or not at all: on a local folder through a temporary file renamed over the old one
+(:func:`~sentsweep.data.cache.atomic_write`), on S3 by one PUT. It is read with :meth:`SweepLocation.read_optional`:
+only a missing file (``FileNotFoundError``) reads as absent; any other ``OSError`` (an S3 network error or 5xx,
+a failing disk) is tried again a few times and then is a :class:`~sentsweep.errors.StorageError` naming the file,
+never "absent" (which would start a count, a search or a sweep afresh over the one stored).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow.fs
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from sentsweep.data.cache import atomic_write
+from sentsweep.errors import ConfigError, StorageError, validation_message
+from sentsweep.platform.config import SWEEP_NAME, SweepConfig
+from sentsweep.platform.folder.identity import sweep_owner
+
+MANIFEST = "sentsweep_sweep.json"
+CONFIG_COPY = "sweep.yaml"
+#: How many times a sweep-folder read is tried when the storage fails (not when the file is missing), and the
+#: pause before the second try (doubled before each further one).
+READ_ATTEMPTS = 3
+READ_BACKOFF_S = 0.5
+
+log = logging.getLogger(__name__)
+
+
+def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTEMPTS,
+                 backoff_s: float = READ_BACKOFF_S) -> bytes | None:
+    """What ``read()`` returns; None when it raises ``FileNotFoundError`` (the file is absent). Another ``OSError``
+    (the storage did not answer) is tried again ``attempts`` times in all, then raised as a :class:`StorageError`
+    naming ``file``."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if attempt == attempts:
+                raise StorageError(f"the storage did not answer after {attempts} tries ({type(exc).__name__}: "
+                                   f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
+                                   "answers", file=file) from exc
+            log.warning("reading %s failed (%s); trying again", file, exc)
+            time.sleep(backoff_s * 2 ** (attempt - 1))
+    return None  # not reached: attempts >= 1
+
+
+class SweepManifest(BaseModel):
+    """What a sweep folder must hold for ``resume``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sweep_name: str
+    config: dict[str, Any]
+    parent_run_id: str
+    experiment_id: str
+    tracking_uri: str
+    created: float
+    owner: str | None = None  # who started it (sweep_identity.sweep_owner); stamped by write_manifest
+    #: SHA-256 of the files each ranking metric reads, as the data resolved when the sweep began
+    #: (:func:`~sentsweep.platform.search.warm_start.measured_data`); None in folders written before it was kept
+    data_sha256: dict[str, str] | None = None
+
+    @field_validator("sweep_name")
+    @classmethod
+    def _a_folder_name(cls, value: str) -> str:
+        """A name, never a path: it names folders (of the storage, of the cache), and a manifest planted in a shared
+        bucket must not point them elsewhere."""
+        if not SWEEP_NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not a sweep name (letters, digits, '.', '_', '-'; a letter or digit "
+                             "first)")
+        return value
+
+    def sweep_config(self) -> SweepConfig:
+        """The stored config; a field added since with a new default takes the value the sweep ran with."""
+        return SweepConfig.model_validate({**SINCE_ADDED, **self.config})
+
+
+#: Sweep settings added after sweeps were stored without them, with the behaviour those sweeps had (a resumed
+#: sweep's searcher is restored from its checkpoint as it was: its record says so too).
+SINCE_ADDED: dict[str, Any] = {"tpe_gamma": "optuna"}
+
+
+@dataclass(frozen=True)
+class SweepLocation:
+    """A sweep folder as Ray wants it: ``storage_path`` + ``name`` on ``filesystem``."""
+
+    storage_path: str  # what RunConfig.storage_path gets (prefix-stripped when filesystem is custom)
+    name: str
+    filesystem: pyarrow.fs.FileSystem | None
+    uri: str  # how users name the folder (a local path or s3://bucket/...)
+    endpoint_url: str | None = None  # the S3-compatible endpoint of ``filesystem`` (storage_endpoint_url), if any
+
+    @property
+    def fs_path(self) -> str:
+        return posixpath.join(self.storage_path, self.name)
+
+    def resolve(self) -> tuple[pyarrow.fs.FileSystem, str]:
+        """The folder's file system and its path there (resolved from the URI when no custom one was given)."""
+        if self.filesystem is not None:
+            return self.filesystem, self.fs_path
+        fs, path = pyarrow.fs.FileSystem.from_uri(self.uri)
+        return fs, path
+
+    def file_uri(self, filename: str) -> str:
+        """How users name the file ``filename`` of the folder (in messages)."""
+        return posixpath.join(self.uri, filename)
+
+    def write_text(self, filename: str, text: str) -> None:
+        """Write ``filename`` whole or not at all: on a local folder a temporary file beside it, flushed to disk and
+        renamed over it (a kill or a full disk mid-write leaves the old file); elsewhere (S3) one PUT."""
+        fs, path = self.resolve()
+        if isinstance(fs, pyarrow.fs.LocalFileSystem):
+            with atomic_write(Path(path) / filename) as out:
+                out.write(text.encode("utf-8"))
+            return
+        fs.create_dir(path, recursive=True)
+        with fs.open_output_stream(posixpath.join(path, filename)) as out:
+            out.write(text.encode("utf-8"))
+
+    def read_bytes(self, filename: str) -> bytes:
+        fs, path = self.resolve()
+        with fs.open_input_stream(posixpath.join(path, filename)) as stream:
+            return stream.readall()
+
+    def read_optional(self, filename: str) -> bytes | None:
+        """``filename``'s bytes, None when it does not exist; a storage that fails is tried again, then a
+        :class:`StorageError` (:func:`read_or_none`)."""
+        return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
+
+    def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
+        """``filename`` as a JSON object, None when it does not exist (:meth:`read_optional`); one that does not parse
+        is a :class:`ConfigError` naming the file and ``what`` it holds."""
+        raw = self.read_optional(filename)
+        if raw is None:
+            return None
+        try:
+            found = json.loads(raw)
+        except ValueError as exc:
+            raise ConfigError(f"unreadable {filename} ({exc}); it holds {what}", file=self.file_uri(filename)) from None
+        if not isinstance(found, dict):
+            raise ConfigError(f"unreadable {filename} (not a JSON object); it holds {what}",
+                              file=self.file_uri(filename))
+        return found
+
+    def list(self, suffix: str = "") -> list[str]:
+        fs, path = self.resolve()
+        infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+        return sorted(i.base_name for i in infos if i.base_name.endswith(suffix))
+
+    def write_manifest(self, manifest: SweepManifest, config: SweepConfig) -> None:
+        if manifest.owner is None:
+            manifest = manifest.model_copy(update={"owner": sweep_owner()})
+        self.write_text(MANIFEST, manifest.model_dump_json(indent=2))
+        self.write_text(CONFIG_COPY, config.to_yaml())
+
+    def read_manifest(self) -> SweepManifest:
+        """The folder's manifest; a :class:`ConfigError` when it has none or an unreadable one, a
+        :class:`StorageError` when the storage does not answer."""
+        raw = self.read_optional(MANIFEST)
+        if raw is None:
+            raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST})", file=self.uri)
+        try:
+            return SweepManifest.model_validate_json(raw)
+        except ValidationError as exc:
+            message, field = validation_message(exc)
+            raise ConfigError(f"unreadable sweep manifest ({field + ': ' if field else ''}{message})",
+                              file=self.file_uri(MANIFEST)) from None
+
+    def load_study(self) -> Any | None:
+        """The sweep's Optuna study as its journal holds it (:mod:`sentsweep.platform.search.study_store`); None before
+        the first suggestion."""
+        from sentsweep.platform.search.study_store import StudyStore, load_study
+
+        return load_study(StudyStore(self.uri, self.endpoint_url))
+
+
+def s3_filesystem(endpoint_url: str) -> pyarrow.fs.S3FileSystem:
+    """An S3 filesystem on a custom endpoint (MinIO): ``http://minio:9000``."""
+    parsed = urlparse(endpoint_url)
+    if not parsed.scheme or not parsed.netloc:
+        raise ConfigError(f"'{endpoint_url}' is not a URL like http://host:port",
+                          field="storage_endpoint_url")
+    return pyarrow.fs.S3FileSystem(endpoint_override=parsed.netloc, scheme=parsed.scheme,
+                                   allow_bucket_creation=True)
+
+
+def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
+    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``."""
+    uri = uri.rstrip("/")
+    if "://" not in uri:
+        path = Path(uri).expanduser().resolve()
+        return SweepLocation(str(path.parent), path.name, None, str(path))
+    parsed = urlparse(uri)
+    name = posixpath.basename(parsed.path)
+    if endpoint_url:
+        if parsed.scheme != "s3":
+            raise ConfigError("a storage endpoint needs an s3:// path", field="storage_endpoint_url")
+        parent = posixpath.dirname(f"{parsed.netloc}{parsed.path}")
+        return SweepLocation(parent, name, s3_filesystem(endpoint_url), uri, endpoint_url)
+    return SweepLocation(uri.rsplit("/", 1)[0], name, None, uri)
+
+
+def new_sweep_location(config: SweepConfig, now: float | None = None,
+                       suffix: str | None = None) -> SweepLocation:
+    """A fresh folder for a sweep: ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>[-<suffix>]``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
+    root = config.storage_path.rstrip("/")
+    name = f"{config.name}-{stamp}" + (f"-{suffix}" if suffix else "")
+    return locate(f"{root}/{name}", config.storage_endpoint_url)

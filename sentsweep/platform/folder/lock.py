@@ -1,0 +1,288 @@
+"""One driver per sweep: a lock object in the sweep folder, ``<sweep folder>/driver.lock``.
+
+The lock is a small JSON record: a random token, who holds it (owner, host, pid and PID namespace), its last
+heartbeat and when it expires. Every change is a compare-and-set on the object's version
+(:class:`~sentsweep.platform.folder.lock_stores.LockStore`): a create that fails if the object exists, and a replace
+that
+fails if someone else wrote it since it was read. A local folder does this with ``os.link`` and a kernel lock held
+for one read and one rename; ``s3://`` with S3's conditional writes (``If-None-Match: *`` and ``If-Match: ETag``).
+So of two drivers that take the lock at the same moment, exactly one succeeds; the other is refused.
+
+The driver that runs or resumes a sweep takes the lock (:meth:`SweepLock.acquire`); a daemon thread renews it
+every ``interval_s`` seconds. The lock expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat, or at once
+when its holder was a process of this host and PID namespace that is gone (a driver killed here frees its sweep at
+once). A second ``sentsweep resume`` (or ``sentsweep sync``) of a sweep whose lock is live is refused with
+:class:`LockHeldError`, naming the holder. Expiry compares the holder's clock with the reader's, so the machines'
+clocks must agree to well within one interval (NTP does).
+
+A renewal that finds another token has lost the lock: a holder paused for longer than the expiry may find that
+another driver took the sweep over. It never writes the lock again: the heartbeat stops, :attr:`SweepLock.lost`
+says why, and ``on_lost`` is called with that line, so that the driver stops the sweep (:class:`LockLost`, raised
+by :class:`~sentsweep.platform.driver.stopping.StopWatch` at Tune's next step) and leaves the parent run, its trials'
+runs
+and the budget count to the new holder.
+
+A storage that fails while the lock is renewed (an S3 outage, a full disk) is tried again every
+``interval_s / 6`` seconds. Once the lock has gone :data:`GIVE_UP_FACTOR` intervals without a renewal, its holder
+gives it up as above, one interval before another driver may take it over: two drivers never run a sweep at once,
+and a storage outage of more than two intervals stops the sweep (resumable once the lock expired).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from sentsweep.errors import SentsweepError, StorageError
+from sentsweep.platform.folder.identity import sweep_owner
+
+if TYPE_CHECKING:
+    from sentsweep.platform.folder.location import SweepLocation
+    from sentsweep.platform.folder.lock_stores import LockStore
+
+log = logging.getLogger(__name__)
+
+#: Seconds between heartbeats; a lock expires after :data:`EXPIRY_FACTOR` of them without one.
+HEARTBEAT_S = 30.0
+EXPIRY_FACTOR = 3.0
+#: Its holder gives the lock up after this many intervals without a renewal, before it can expire.
+GIVE_UP_FACTOR = 2.0
+#: How many times a lock that changed while it was being taken is read again before the take is refused.
+TAKE_ATTEMPTS = 3
+
+
+class LockHeldError(SentsweepError):
+    """Another live process holds the sweep's lock."""
+
+
+class LockLost(SentsweepError):
+    """Another driver took over the lock of the sweep this process drives, or this one could not renew it: it stops."""
+
+
+def pid_namespace() -> str | None:
+    """This process's PID namespace (``pid:[4026531836]``), None where ``/proc`` does not say (not Linux)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _printable(text: object) -> str:
+    """``text`` as one short printable line: the record may come from a folder others can write."""
+    return "".join(c for c in str(text) if c.isprintable())[:100]
+
+
+@dataclass(frozen=True)
+class LockRecord:
+    """The content of the lock object."""
+
+    owner: str
+    host: str
+    pid: int
+    pid_ns: str | None  # the holder's PID namespace (:func:`pid_namespace`); None where unknown
+    token: str
+    heartbeat: float  # epoch seconds of the last renewal
+    expires: float  # epoch seconds after which another driver may take the lock over
+    released: bool = False  # its holder ended and gave it back
+
+    @classmethod
+    def parse(cls, data: bytes | None) -> LockRecord | None:
+        """The record in ``data``; None for no object or an unreadable one (it holds nothing)."""
+        if not data:
+            return None
+        try:
+            found = json.loads(data)
+            record = cls(owner=_printable(found["owner"]), host=_printable(found["host"]), pid=int(found["pid"]),
+                         pid_ns=found.get("pid_ns"), token=str(found["token"]),
+                         heartbeat=float(found["heartbeat"]), expires=float(found["expires"]),
+                         released=found.get("released") is True)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return record if record.pid_ns is None or isinstance(record.pid_ns, str) else None
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode("utf-8")
+
+    def expired(self, now: float) -> bool:
+        """Released, past its expiry, or held by a process of this host and PID namespace that is gone."""
+        return self.released or now > self.expires or (self.local() and not _alive(self.pid))
+
+    def local(self) -> bool:
+        """Whether :attr:`pid` names a process this one can see: same host and same (known) PID namespace.
+        Containers sharing the host's network share its hostname, not its process ids."""
+        return self.host == socket.gethostname() and self.pid_ns is not None and self.pid_ns == pid_namespace()
+
+    def holder(self) -> str:
+        return f"{self.owner}@{self.host} (pid {self.pid})"
+
+
+class SweepLock:
+    """The lock of one sweep folder: ``with SweepLock(store, sweep_name=...):`` holds it for the block.
+
+    ``clock`` gives epoch seconds (what records hold); tests inject one and drive :meth:`beat` themselves."""
+
+    def __init__(self, store: LockStore, *, sweep_name: str, interval_s: float | None = None,
+                 on_lost: Callable[[str], None] | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.sweep_name = sweep_name
+        self.interval_s = HEARTBEAT_S if interval_s is None else interval_s
+        self.on_lost = on_lost
+        self.clock = clock
+        self.token = secrets.token_hex(16)
+        #: Why the lock was lost (one line), once a renewal found another token or failed for too long; None while
+        #: held.
+        self.lost: str | None = None
+        self._version: str | None = None  # the store's version of what this holder last wrote
+        self._renewed = 0.0  # clock time of that write
+        self._failing = False  # the last renewal failed (one warning per storage outage)
+        self._stop = threading.Event()
+        self._mutex = threading.Lock()  # one store transition at a time: the heartbeat's or the release's
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def for_folder(cls, location: SweepLocation, sweep_name: str,
+                   on_lost: Callable[[str], None] | None = None) -> SweepLock:
+        """The lock of the sweep folder ``location`` (:func:`~sentsweep.platform.folder.lock_stores.lock_store`)."""
+        from sentsweep.platform.folder.lock_stores import lock_store
+
+        return cls(lock_store(location), sweep_name=sweep_name, on_lost=on_lost)
+
+    def _record(self, now: float, *, released: bool = False) -> LockRecord:
+        return LockRecord(sweep_owner(), socket.gethostname(), os.getpid(), pid_namespace(), self.token, now,
+                          now + EXPIRY_FACTOR * self.interval_s, released)
+
+    def _refuse_if_live(self, held: LockRecord | None, now: float) -> None:
+        if held is None or held.expired(now):
+            return
+        raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat {now - held.heartbeat:.0f}s ago; "
+                            "stop that process, or retry after its lock expires (in "
+                            f"{max(held.expires - now, 0):.0f}s without a heartbeat; {self.store.uri})")
+
+    def take(self) -> None:
+        """Take the lock: refused with :class:`LockHeldError` while another live process holds it; a storage that
+        fails is a :class:`~sentsweep.errors.StorageError`. No heartbeat (:meth:`acquire` starts one)."""
+        held = None
+        for _ in range(TAKE_ATTEMPTS):
+            now = self.clock()
+            mine = self._record(now).to_bytes()
+            stored = self.store.read()
+            if stored is None:
+                version = self.store.create(mine)
+            else:
+                held = LockRecord.parse(stored.data)
+                self._refuse_if_live(held, now)
+                version = self.store.replace(mine, stored.version)
+            if version is not None:
+                self._version, self._renewed = version, now
+                return
+            # another process wrote the lock between the read and the write: read it again
+        raise LockHeldError(f"another process took the sweep's lock while this one tried {TAKE_ATTEMPTS} times "
+                            f"(last seen: {held.holder() if held else 'none'}); retry ({self.store.uri})")
+
+    def acquire(self) -> None:
+        """Take the lock (:meth:`take`) and start the heartbeat thread."""
+        self.take()
+        self._thread = threading.Thread(target=self._run, name="sentsweep-lock", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        delay = self.interval_s
+        while not self._stop.wait(delay):
+            delay = self.beat()
+
+    def beat(self) -> float:
+        """One heartbeat: renew the lock if it is still this holder's; the seconds until the next one."""
+        with self._mutex:
+            if self._stop.is_set() or self._version is None:
+                return self.interval_s
+            now = self.clock()
+            try:
+                version = self.store.replace(self._record(now).to_bytes(), self._version)
+                if version is None:
+                    return self._changed(now)
+            except Exception as exc:  # noqa: BLE001 - a storage error (or any other) is retried, then gives up
+                return self._failed(now, exc)
+            if self._failing:
+                log.warning("the lock of sweep %s is renewed again", self.sweep_name)
+            self._version, self._renewed, self._failing = version, now, False
+            return self.interval_s
+
+    def _changed(self, now: float) -> float:
+        """The lock changed since this holder wrote it: its own write whose answer was lost (adopted), or another
+        driver's (lost)."""
+        stored = self.store.read()
+        held = LockRecord.parse(stored.data) if stored is not None else None
+        if held is not None and stored is not None and held.token == self.token and not held.released:
+            self._version, self._renewed = stored.version, held.heartbeat
+            return self.interval_s
+        by = f" ({held.holder()})" if held is not None and held.token != self.token else ""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+        self._lose(f"another driver{by} took over sweep {self.sweep_name}'s lock by {when}; this one stops")
+        return self.interval_s
+
+    def _failed(self, now: float, exc: Exception) -> float:
+        """A renewal the storage failed: try again soon, and give the lock up before it can expire."""
+        unrenewed = now - self._renewed
+        if unrenewed >= GIVE_UP_FACTOR * self.interval_s:
+            self._lose(f"the lock of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s "
+                       f"({_printable(exc)}); another driver may take it over after "
+                       f"{EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
+            return self.interval_s
+        if not self._failing:
+            log.warning("the lock of sweep %s could not be renewed (%s); trying again, and stopping the sweep "
+                        "after %.0fs without a renewal", self.sweep_name, exc, GIVE_UP_FACTOR * self.interval_s)
+            self._failing = True
+        return self.interval_s / 6
+
+    def _lose(self, why: str) -> None:
+        """Stop the heartbeat for good, record ``why`` and tell ``on_lost`` (once: the first reason counts)."""
+        self._stop.set()
+        if self.lost is not None:
+            return
+        self.lost = why
+        log.warning("%s", why)
+        if self.on_lost is not None:
+            self.on_lost(why)
+
+    def release(self) -> None:
+        """Stop the heartbeat and mark the lock released if it is still this holder's (a lost lock is left to its
+        holder). A storage that fails here leaves the lock to expire by its age."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)  # a renewal under way: bounded by the store's timeouts
+        with self._mutex:
+            if self.lost is not None or self._version is None:
+                return
+            version, self._version = self._version, None
+            try:
+                if self.store.replace(self._record(self.clock(), released=True).to_bytes(), version) is None:
+                    log.debug("the lock of sweep %s changed before its release: left as it is", self.sweep_name)
+            except StorageError as exc:
+                log.warning("the lock of sweep %s could not be released (%s): it expires in %.0fs", self.sweep_name,
+                            exc, EXPIRY_FACTOR * self.interval_s)
+
+    def __enter__(self) -> SweepLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+

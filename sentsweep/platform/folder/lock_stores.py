@@ -1,0 +1,200 @@
+"""Where a sweep's lock lives (:mod:`~sentsweep.platform.folder.lock`): one small object in the sweep folder,
+changed only by compare-and-set on its version.
+
+A :class:`LockStore` reads the object with its version, creates it only if it does not exist, and replaces it
+only if it is still the version read; a write whose condition fails returns None. Any other failure of the storage
+is a :class:`~sentsweep.errors.StorageError` naming the object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import posixpath
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+from sentsweep.data.cache import atomic_write
+from sentsweep.errors import ConfigError, StorageError
+
+if TYPE_CHECKING:
+    from sentsweep.platform.folder.location import SweepLocation
+
+#: The lock's name in the sweep folder.
+LOCK_FILE = "driver.lock"
+#: S3's answers to a conditional write whose condition failed: the object exists (create), it changed or is gone
+#: (replace), or another conditional write of it is under way.
+S3_CONFLICTS = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"})
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The lock object as read: its bytes and the store's version of them."""
+
+    data: bytes
+    version: str
+
+
+class LockStore(Protocol):
+    """One object with compare-and-set writes."""
+
+    uri: str  # how messages name the object
+
+    def read(self) -> Stored | None:
+        """The object and its version; None when there is none."""
+
+    def create(self, data: bytes) -> str | None:
+        """Write ``data`` if there is no object; its version, None if there is one."""
+
+    def replace(self, data: bytes, version: str) -> str | None:
+        """Write ``data`` if the object is still ``version``; its new version, None if it changed or is gone."""
+
+
+def _storage_error(uri: str, exc: BaseException) -> StorageError:
+    return StorageError(f"the sweep's lock could not be read or written ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())})", file=uri)
+
+
+#: ``flock`` excludes per open file, but NFS turns it into a per-process lock: threads of one process take this first.
+_THREADS = threading.Lock()
+
+
+class LocalLockStore:
+    """The lock as a file of a local (or NFS-mounted) folder.
+
+    A create writes a temporary file and links it to the lock's name (``os.link`` fails if the name exists). A
+    replace reads the file and renames a temporary file over it while holding an exclusive ``flock`` on a guard
+    file beside it (``driver.lock.guard``), so that no other create or replace comes between the read and the
+    rename. The kernel drops that lock when its process dies: a killed process never leaves it held. Readers need no
+    lock: each version is a whole file put in place by one link or rename. The version is the content's SHA-256 (each
+    record holds a fresh token and time)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.uri = str(path)
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        with _THREADS:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path.with_name(f"{self.path.name}.guard"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # drops the flock
+
+    def read(self) -> Stored | None:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _storage_error(self.uri, exc) from exc
+        return Stored(data, hashlib.sha256(data).hexdigest())
+
+    def create(self, data: bytes) -> str | None:
+        try:
+            with self._guarded():
+                fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+                try:
+                    with os.fdopen(fd, "wb") as out:
+                        out.write(data)
+                        out.flush()
+                        os.fsync(out.fileno())
+                    os.link(tmp, self.path)
+                except FileExistsError:
+                    return None
+                finally:
+                    os.unlink(tmp)
+        except OSError as exc:
+            raise _storage_error(self.uri, exc) from exc
+        return hashlib.sha256(data).hexdigest()
+
+    def replace(self, data: bytes, version: str) -> str | None:
+        try:
+            with self._guarded():
+                current = self.read()
+                if current is None or current.version != version:
+                    return None
+                with atomic_write(self.path) as out:
+                    out.write(data)
+        except OSError as exc:
+            raise _storage_error(self.uri, exc) from exc
+        return hashlib.sha256(data).hexdigest()
+
+
+class S3LockStore:
+    """The lock as an object of an S3 bucket, changed by conditional writes: ``If-None-Match: *`` creates it only if
+    there is none, ``If-Match: <ETag>`` replaces it only if it is the version read (the ETag).
+
+    Credentials and endpoint are the sweep folder's: the ``AWS_*`` variables, and ``storage_endpoint_url`` (else
+    ``AWS_ENDPOINT_URL``). Each request gets 5 s to connect and 10 s to answer and is tried twice at most, so that a
+    renewal in an outage returns long before the lock could expire."""
+
+    def __init__(self, bucket: str, key: str, *, endpoint_url: str | None = None, client: Any = None) -> None:
+        self.bucket = bucket
+        self.key = key
+        self.uri = f"s3://{bucket}/{key}"
+        self.client = client if client is not None else _s3_client(endpoint_url)
+
+    def _call(self, request: Callable[[], Any], conflicts: frozenset[str]) -> Any:
+        """What ``request()`` returns; None when S3 answers with one of ``conflicts``; any other failure is a
+        :class:`~sentsweep.errors.StorageError`."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return request()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in conflicts:
+                return None
+            raise _storage_error(self.uri, exc) from exc
+        except BotoCoreError as exc:
+            raise _storage_error(self.uri, exc) from exc
+
+    def read(self) -> Stored | None:
+        def get() -> Stored:
+            answer = self.client.get_object(Bucket=self.bucket, Key=self.key)
+            return Stored(answer["Body"].read(), answer["ETag"])
+
+        return self._call(get, frozenset({"NoSuchKey", "404"}))
+
+    def _put(self, data: bytes, **condition: str) -> str | None:
+        return self._call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
+                                                         ContentType="application/json", **condition)["ETag"],
+                          S3_CONFLICTS)
+
+    def create(self, data: bytes) -> str | None:
+        return self._put(data, IfNoneMatch="*")
+
+    def replace(self, data: bytes, version: str) -> str | None:
+        return self._put(data, IfMatch=version)
+
+
+def _s3_client(endpoint_url: str | None) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2, "mode": "standard"},
+                    s3={"addressing_style": "path"} if endpoint_url else None)
+    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
+
+
+def lock_store(location: SweepLocation) -> LockStore:
+    """The store of ``location``'s lock (:data:`LOCK_FILE`): a local folder, or an ``s3://`` one."""
+    parts = urlsplit(location.uri)
+    if parts.scheme == "s3":
+        return S3LockStore(parts.hostname or "", posixpath.join(parts.path.strip("/"), LOCK_FILE),
+                           endpoint_url=location.endpoint_url)
+    if "://" not in location.uri or parts.scheme == "file":
+        _, path = location.resolve()
+        return LocalLockStore(Path(path) / LOCK_FILE)
+    raise ConfigError(f"'{parts.scheme}://' sweep folders are not supported (their driver lock needs a local folder "
+                      "or s3://)", field="storage_path")

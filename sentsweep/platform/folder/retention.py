@@ -1,0 +1,136 @@
+"""What a sweep folder keeps once the sweep is over: the best weights of its top trials, nothing else heavy.
+
+While a sweep runs, each trial holds its latest checkpoint (plus the previous one, the fallback when the latest is
+corrupt: ``checkpoint.num_to_keep``, default 2) and its ``best/`` folder (:mod:`sentsweep.trainables.checkpoints`).
+After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.report.finalize.finalize_sweep`):
+
+- the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen: finished trials
+  first, then by the metric), and the trial whose weights finalize evaluated and exported (``keep``: the
+  confirmation stage's chosen seed need not be the top trial of either stage), keep their best weights in
+  ``<trial>/best/`` (made from the last checkpoint's ``model/`` by a hard link or a server-side copy when that
+  is where they were) and lose their checkpoints: optimizer state has no use once the sweep is over;
+- every other trial loses its checkpoints and its ``best/`` folder;
+- a ``work/`` folder a killed attempt left in a trial folder is removed, and so is every weight in a trial
+  folder Tune no longer knows (a trial started after the last experiment snapshot of a killed driver is not
+  restored: Tune starts a new trial instead, and the old folder would stay forever).
+
+Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`.
+
+Pruning never waits for MLflow: what finalize uploads is kept in the sweep folder's ``uploads/`` first
+(:mod:`sentsweep.platform.tracking.run_writes`), and the trials' ``output/`` folders are not pruned.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sentsweep.platform.search.searcher import is_final
+from sentsweep.trainables.checkpoints import BEST_DIR, NEXT_SUFFIX, BestFolder, StoredFolder, pick_best
+from sentsweep.trainables.tune_checkpoints import WORK_DIR
+
+if TYPE_CHECKING:
+    from ray.tune import Result, ResultGrid
+
+
+#: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
+CHECKPOINT_PREFIX = "checkpoint_"
+
+
+def metric_value(result: Result, metric: str) -> float | None:
+    """The trial's last reported value of ``metric`` when finite."""
+    value = (result.metrics or {}).get(metric)
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
+    """Trials without an error that reported ``metric``, best first: those that made their final report, then
+    the others (pruned by the scheduler), each group by the metric."""
+    ok = [r for r in results if r.error is None and metric_value(r, metric) is not None]
+    sign = -1.0 if mode == "max" else 1.0
+    return sorted(ok, key=lambda r: (not is_final(r.metrics), sign * (metric_value(r, metric) or 0.0)))
+
+
+def result_trial_id(result: Result) -> str:
+    """The trial id a result reported (its folder's name when it reported none)."""
+    return str((result.metrics or {}).get("trial_id", trial_folder(result).name))
+
+
+def trial_folder(result: Result) -> StoredFolder:
+    return StoredFolder(result.filesystem, result.path)
+
+
+def checkpoint_folder(result: Result) -> StoredFolder | None:
+    """Tune's registered (latest) checkpoint of a trial."""
+    checkpoint = result.checkpoint
+    return StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None
+
+
+@dataclass
+class PruneReport:
+    kept: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    removed_bytes: int = 0
+
+    def describe(self) -> str:
+        return (f"kept the best weights of {len(self.kept)} trial(s), removed the weights of {len(self.pruned)} "
+                f"and every checkpoint ({self.removed_bytes / 2**20:.1f} MiB listed)")
+
+
+def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
+                echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> PruneReport:
+    """Apply the after-sweep retention (see the module docstring); ``keep_trials`` None keeps every weight
+    (work folders go in any case); the trials whose ids are in ``keep`` keep theirs whatever their rank."""
+    report = PruneReport()
+    known = {trial_folder(r).path.rstrip("/") for r in results}
+    sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
+    for folder in sweeps.values():
+        for name in folder.subfolders():
+            trial = folder.child(name)
+            if trial.path.rstrip("/") in known:
+                continue
+            for sub in trial.subfolders():  # a trial folder Tune lost: its staging and its weights
+                if sub in (WORK_DIR, BEST_DIR, BEST_DIR + NEXT_SUFFIX) or sub.startswith(CHECKPOINT_PREFIX):
+                    report.removed_bytes += _remove(trial.child(sub))
+    if keep_trials is None:
+        for result in results:
+            report.removed_bytes += _remove(trial_folder(result).child(WORK_DIR))
+        return report
+    ranked = rank_results(results, metric, mode)
+    kept = {id(r) for r in ranked[:keep_trials]} | {id(r) for r in results if result_trial_id(r) in keep}
+    for result in results:
+        trial = trial_folder(result)
+        trial_id = result_trial_id(result)
+        if id(result) in kept:
+            report.removed_bytes += keep_best_weights_only(trial, checkpoint_folder(result), mode)
+            report.kept.append(trial_id)
+        else:
+            report.removed_bytes += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
+            report.pruned.append(trial_id)
+    echo(report.describe())
+    return report
+
+
+def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:
+    """Make ``<trial>/best`` hold the trial's best weights (from ``checkpoint``'s ``model/`` when they are there,
+    by a hard link or a server-side copy), then remove its checkpoints and its ``work/`` folder; the bytes listed
+    as removed."""
+    best = BestFolder(trial.child(BEST_DIR))
+    best.settle()  # a replacement cut short: <trial>/best must hold the weights the user loads
+    source = pick_best(checkpoint, best, mode)
+    if source is not None and source.in_checkpoint and (best.marker() or {}).get("step") != source.step:
+        best.keep(source.folder, source.step, source.value)
+    return _remove_checkpoints(trial)
+
+
+def _remove_checkpoints(trial: StoredFolder) -> int:
+    return sum(_remove(trial.child(name)) for name in trial.subfolders()
+               if name.startswith(CHECKPOINT_PREFIX) or name == WORK_DIR)
+
+
+def _remove(folder: StoredFolder) -> int:
+    size = sum(folder.files().values())
+    folder.remove()
+    return size

@@ -1,0 +1,131 @@
+"""The servers and runs a stored sweep folder may make this process contact: those its user names.
+
+``resume``, ``sync`` and ``dashboard`` start from a sweep folder's manifest (``sentsweep_sweep.json``), which names
+the MLflow tracking server, the sweep's parent run and (in its config) the Optuna storage. Whoever can write the
+folder wrote them: for a folder in shared storage (``s3://...``), anyone holding the bucket's keys. MLflow's client
+sends the login it finds (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``, ``MLFLOW_TRACKING_TOKEN``,
+``~/.mlflow/credentials``) to whatever host it is given, and an Optuna storage URL is opened with ``PGPASSWORD``; a
+``sync`` acts with that login on the runs the manifest names. So, before anything is contacted:
+
+- a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``, MLflow's
+  own variable) must be the one the manifest names;
+- a remote folder whose user declared none is refused, naming the server (declare it if it is yours);
+- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs (a
+  path on a volume others can write, a FUSE mount of a bucket, is not told apart: declare the server there);
+- a remote folder's parent run must be that folder's own (:func:`refuse_foreign_parent`: the run's
+  ``sentsweep.sweep_dir`` tag, written when the sweep began), and the MLflow writes a session saved there act on
+  that run, its confirmation run and their children only (:mod:`sentsweep.platform.tracking.run_writes`);
+- a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it;
+- a remote folder is resumed (its Tune and searcher state unpickled) only in one of the platform's Ray pods, or
+  with ``--trust-storage`` (:func:`refuse_untrusted_state`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+from sentsweep.config import in_platform_pod
+from sentsweep.credentials import mask_uri
+from sentsweep.errors import ConfigError
+from sentsweep.platform.driver.interrupt import is_shared_folder
+from sentsweep.platform.folder.location import MANIFEST, SweepLocation, SweepManifest
+from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+#: MLflow's own variable for the tracking server: what a user running against a shared bucket has declared.
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+
+
+def is_remote_folder(location: SweepLocation) -> bool:
+    """Whether the folder lies in storage others may write (:func:`~..driver.interrupt.is_shared_folder`)."""
+    return is_shared_folder(location.uri)
+
+
+def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None:
+    """A :class:`ConfigError` when resuming the folder would unpickle what others may have written, here.
+
+    A resume restores Ray Tune's experiment (``tuner.pkl``, the trainable and the searcher, pickled) and the
+    confirmation stage's: unpickling runs whatever code the files name. A folder in shared storage is written by every
+    job holding the bucket's keys (on the cluster, every Ray pod: any trial). In one of the platform's Ray pods
+    (:func:`~sentsweep.config.in_platform_pod`: ``sentsweep submit --resume``, a RayJob's ``--resume-interrupted``)
+    such code gains nothing those pods do not already hold; anywhere else (a workstation, a notebook or CI pod) it
+    would run with that place's credentials (a kubeconfig, cloud keys, a service account). So a shared folder is
+    resumed elsewhere only when the user says its writers are trusted (``trust_storage``, ``--trust-storage``;
+    security reviews 19, M3, and 20, M3: any pod of any namespace counted as the platform's before). ``sync``,
+    ``dashboard``, ``compare`` and ``--warm-start`` read JSON only."""
+    if trust_storage or not is_remote_folder(location) or in_platform_pod():
+        return
+    raise ConfigError(f"resuming {location.uri} unpickles Ray Tune's and the searcher's state, which anyone who can "
+                      "write that storage could have replaced with code that would run here, with your credentials: "
+                      "resume in the platform's Ray pods (sentsweep submit --resume), or pass --trust-storage if only "
+                      "jobs you trust can write it", field="--trust-storage")
+
+
+def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:
+    """A :class:`ConfigError` when a stored URI holds a backslash, a control character or a space in its authority.
+    Python's ``urlsplit`` and the HTTP clients (WHATWG's URL rules: ``\\`` ends the authority, tabs and newlines are
+    dropped) read such URIs differently: ``http://evil\\@mlflow:5000`` names ``mlflow`` to ``urlsplit`` (and so to
+    :func:`_same_server`) and ``evil`` to urllib3, which would get the login (security review 17, H1)."""
+    netloc = urlsplit(uri).netloc
+    if "\\" in uri or any(ord(c) < 32 or ord(c) == 127 for c in uri) or any(c.isspace() for c in netloc):
+        raise ConfigError(f"the sweep's {what} {mask_uri(uri)!r} is not a plain URI (a backslash, a control "
+                          "character or a space in it): nothing was contacted", file=location.file_uri(MANIFEST))
+
+
+def _same_server(a: str, b: str) -> bool:
+    """Whether URIs ``a`` and ``b`` name one server and database: equal but for a login in them (stored URIs hold
+    none: :mod:`sentsweep.credentials`) and a trailing ``/``."""
+    def bare(uri: str) -> str:
+        parts = urlsplit(uri)
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
+
+    return bare(a) == bare(b)
+
+
+def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, declared: str | None) -> str:
+    """The tracking URI of the sweep in ``location`` that this process may contact with its login: the manifest's,
+    when the user declared it (``declared``: ``--tracking-uri`` or a resumed config's; for a remote folder also
+    ``$MLFLOW_TRACKING_URI``) or the folder is a local path; otherwise a :class:`ConfigError` and nothing contacted."""
+    from sentsweep.platform.config import resolve_tracking_uri
+
+    stored = manifest.tracking_uri
+    refuse_unplain(stored, "tracking URI", location)
+    source = "--tracking-uri"
+    if declared is None and is_remote_folder(location):
+        declared, source = os.environ.get(TRACKING_URI_ENV) or None, f"${TRACKING_URI_ENV}"
+    if declared is None:
+        if is_remote_folder(location):
+            raise ConfigError(f"a folder in shared storage could have been written by anyone with its keys, so your "
+                              f"MLflow login goes only to a server you name: pass --tracking-uri (or set "
+                              f"{TRACKING_URI_ENV}) naming your tracking server (this folder names "
+                              f"{mask_uri(stored)})", file=location.file_uri(MANIFEST))
+        return stored
+    if not _same_server(resolve_tracking_uri(declared), stored):
+        raise ConfigError(f"the sweep was tracked at {mask_uri(stored)}, not at {mask_uri(declared)} ({source}); "
+                          "nothing was contacted", file=location.file_uri(MANIFEST))
+    return stored
+
+
+def same_folder(recorded: str | None, folder: str) -> bool:
+    """Whether the folder a run recorded (its :data:`SWEEP_DIR_TAG`) is ``folder`` (a trailing ``/`` aside)."""
+    return recorded is not None and recorded.rstrip("/") == folder.rstrip("/")
+
+
+def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> None:
+    """A :class:`ConfigError` when the manifest's parent run is not the sweep of this folder (another experiment's,
+    or, for a remote folder, another folder's); MLflow is asked once."""
+    run = client.get_run(manifest.parent_run_id)
+    refusal = None
+    if run.info.experiment_id != manifest.experiment_id:
+        refusal = (f"run {manifest.parent_run_id} is in experiment {run.info.experiment_id}, not in the sweep's "
+                   f"({manifest.experiment_id})")
+    elif is_remote_folder(location) and not same_folder(run.data.tags.get(SWEEP_DIR_TAG), location.uri):
+        refusal = (f"run {manifest.parent_run_id} is the sweep run of "
+                   f"{run.data.tags.get(SWEEP_DIR_TAG) or 'no sweep folder'}, not of {location.uri}")
+    if refusal is not None:
+        raise ConfigError(f"the manifest names a run that is not this folder's sweep ({refusal}); nothing was done",
+                          file=location.file_uri(MANIFEST))

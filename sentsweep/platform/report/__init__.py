@@ -1,0 +1,28 @@
+"""After the search: the winner's evaluation, plots, export and registration; ``sentsweep compare``; webhook
+notifications.
+
+The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
+"""
+
+from __future__ import annotations
+
+from sentsweep.lazy_exports import lazy_exports
+
+#: Every public name and the module it lives in.
+_WHERE: dict[str, str] = {
+    "SweepNotifier": "sentsweep.platform.report.notify",
+    "compare": "sentsweep.platform.report.compare",
+    "compare_plots": "sentsweep.platform.report.compare",
+    "confirmation_plot": "sentsweep.platform.report.plots",
+    "export_run": "sentsweep.platform.report.export",
+    "finalize_sweep": "sentsweep.platform.report.finalize",
+    "find_sweeps": "sentsweep.platform.report.compare",
+    "pareto_plot": "sentsweep.platform.report.plots",
+    "protocol_table": "sentsweep.platform.report.protocols",
+    "render": "sentsweep.platform.report.compare",
+    "render_protocols": "sentsweep.platform.report.protocols",
+    "sweep_runs": "sentsweep.platform.report.compare",
+    "trial_status": "sentsweep.platform.report.plots",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

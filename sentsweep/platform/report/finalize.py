@@ -1,0 +1,305 @@
+"""After the trials: the best trial on the full test suite, plots, the exported model, the registry.
+
+Everything lands on the sweep's parent run: ``best_<metric>`` (the best dev value), ``final_<task>``
+(the test suite) metrics and ``best_eval/`` tables, ``plots/*.png``, and the best weights, uploaded once:
+``best_model/``, an MLflow sentence-transformers model (``MLmodel`` + ``model.sentence_transformer/``, the
+latter also written to the sweep folder when it is local), from which ``register_model`` registers a version
+(no second upload). The best trial's child run gets a tag pointing at it (``sentsweep export RUN_ID`` follows
+it); only when the weights cannot be exported (prompt pooling, multi-view) or ``export`` is off do they go to the
+child run as ``best/`` instead.
+
+The best weights are found from Tune's registered checkpoint of the best trial: its ``checkpoint.json`` says
+whether its ``model/`` or the trial's ``best/`` folder holds them (:func:`sentsweep.trainables.checkpoints.
+pick_best`); nothing else of the checkpoint is read. Then the sweep folder is pruned
+(:mod:`sentsweep.platform.folder.retention`; :func:`prune_stages`), the used weights kept. Every upload is kept in the
+sweep folder first (:mod:`sentsweep.platform.tracking.run_writes`) and sent in the background, so an outage delays it
+(to
+a resume or ``sentsweep sync``) and never holds the pruning back. Reads of MLflow (the best trial's run, what an
+earlier finalize recorded) are tried only when the store answers a probe at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sentsweep.errors import ConfigError
+from sentsweep.evaluation.metric_protocols import result_protocols
+from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.confirm.stats import FIGURE_SUFFIXES
+from sentsweep.platform.driver.interrupt import folder_command
+from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
+from sentsweep.platform.report.export import (
+    BEST_MODEL,
+    BEST_WEIGHTS,
+    EXPORTED_MODEL_TAG,
+    ST_SUBDIR,
+    export_sentence_transformer,
+    has_artifact,
+)
+from sentsweep.platform.report.plots import sweep_plots, trial_records
+from sentsweep.platform.search.pareto_front import record_front
+from sentsweep.platform.search.searcher import scheduler_label
+from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.tracking.provenance import protocol_record
+from sentsweep.tracking.vocabulary import find_trial_run
+from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+    from ray.tune import Result, ResultGrid
+
+    from sentsweep.platform.driver.outcome import SweepOutcome
+    from sentsweep.platform.folder.location import SweepLocation
+    from sentsweep.platform.tracking.parent_run import SweepRun
+
+BEST_TRIAL_TAG = "sentsweep.best_trial_id"
+#: The parent run's metrics from the best trial's final test suite (``final_sts_avg7``, ...).
+FINAL_PREFIX = "final_"
+BEST_RUN_TAG = "sentsweep.best_run_id"
+#: The parent run's artifact folder of the final test suite, and its file of figures (:func:`evaluate_best`).
+FINAL_EVAL_DIR = "best_eval"
+FINAL_EVAL_JSON = "final_eval.json"
+
+
+def select_best(results: ResultGrid, metric: str, mode: str) -> Result | None:
+    """The best trial among those that finished (else among all that reported the metric)."""
+    ranked = rank_results(results, metric, mode)
+    return ranked[0] if ranked else None
+
+
+@contextlib.contextmanager
+def best_weights(result: Result, mode: str) -> Iterator[Path]:
+    """A local folder with the trial's best weights: its registered checkpoint's ``model/`` or its ``best/``
+    (:func:`~sentsweep.trainables.checkpoints.pick_best`), downloaded for the duration when remote."""
+    source = pick_best(checkpoint_folder(result), BestFolder(trial_folder(result).child(BEST_DIR)), mode)
+    if source is None:
+        raise FileNotFoundError(f"trial {(result.metrics or {}).get('trial_id')} kept no best weights")
+    with tempfile.TemporaryDirectory() as tmp:
+        yield source.folder.fetch(Path(tmp) / "weights")
+
+
+def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
+                   echo: Callable[[str], None] = print) -> None:
+    """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
+    if config.plots:
+        log_plots(location, sweep, echo, results=outcome.results, config=config)
+    if config.objectives and outcome.results:  # multi-objective: the Pareto front, tagged, plotted, listed
+        record_front(outcome.results, config, sweep, varying_keys(outcome.results), echo)
+    best = confirmed_choice(outcome)
+    # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
+    parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None and outcome.confirmation \
+        else sweep.run_id
+    if best is None:
+        best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
+    if best is None:
+        echo("no trial reported the metric: nothing to evaluate or export")
+        return
+    outcome.best_trial_id = str(best.metrics.get("trial_id"))
+    outcome.best_value = float(best.metrics[config.metric])
+    outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
+    outcome.best_run_id = _best_run_id(sweep, parent, outcome.best_trial_id)
+    # before the tags below; only when MLflow answered (an outage would make each call wait out its retries)
+    earlier = _sweep_run(sweep) if outcome.best_run_id else None
+    recorded = recorded_finals(sweep, earlier, outcome.best_trial_id) if config.final_tasks and earlier else None
+    tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
+    if outcome.best_run_id:
+        tags[BEST_RUN_TAG] = outcome.best_run_id
+    sweep.set_tags(tags)
+    best_key = f"best_{config.metric}"
+    if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
+        sweep.log_metrics({best_key: outcome.best_value})
+    echo(f"best trial {outcome.best_trial_id}: {config.metric} {outcome.best_value:.2f} with "
+         + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
+                      if k in outcome.best_config}))
+    with best_weights(best, config.mode) as weights:
+        if config.final_tasks:
+            outcome.final_metrics = recorded or evaluate_best(weights, config, sweep, outcome.best_config)
+            headline = {k: v for k, v in outcome.final_metrics.items() if k.endswith(FIGURE_SUFFIXES)}
+            echo(f"best trial on the test suite{' (recorded by an earlier finalize)' if recorded else ''}: "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in (headline or outcome.final_metrics).items())
+                 + (f" (and {len(outcome.final_metrics) - len(headline)} per-subset figures: best_eval/ in MLflow)"
+                    if headline and len(headline) < len(outcome.final_metrics) else ""))
+        if config.export or config.register_model:
+            try:
+                outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
+            except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
+                echo(f"not exported: {exc}")
+                sweep.set_tags({"sentsweep.export_skipped": str(exc)[:500]})
+            if outcome.export_dir:
+                echo(f"exported the best model to {outcome.export_dir}")
+            if outcome.model_version:
+                echo(f"registered as '{config.register_model}' version {outcome.model_version}")
+            elif config.register_model and outcome.export_dir:
+                echo(f"'{config.register_model}' is registered once MLflow answers "
+                     f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
+        _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
+                                exported=outcome.export_dir is not None, parent_run_id=parent)
+    prune_stages(outcome, config, location, sweep, echo)
+
+
+def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
+                 echo: Callable[[str], None] = print) -> None:
+    """The sweep folder's retention (:func:`~sentsweep.platform.folder.retention.prune_sweep`) for the search and the
+    confirmation stage; the trial whose weights finalize used (``outcome.best_trial_id``) keeps them in either."""
+    keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
+    for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
+        if results is not None:
+            prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
+
+
+def _sweep_run(sweep: SweepRun) -> Run | None:
+    """The sweep's parent run as MLflow holds it (what an earlier finalize left on it); None when MLflow does not
+    answer at once."""
+    if not store_answers(sweep.tracking_uri):
+        return None
+    try:
+        return sweep.client.get_run(sweep.run_id)
+    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
+        return None
+
+
+def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
+    """The test-suite figures an earlier finalize of this sweep recorded for trial ``trial_id`` (a finalize run again
+    after a crash past its evaluation, which on the full SentEval suite takes most of an hour on a CPU): the parent
+    run's (``run``) ``final_*`` metrics, when it names ``trial_id`` as its best trial and holds
+    ``best_eval/final_eval.json`` (logged after the metrics: the evaluation completed). None otherwise, or when
+    MLflow does not answer."""
+    try:
+        if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not has_artifact(sweep.client, sweep.run_id,
+                                                                              f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}"):
+            return None
+    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: evaluate again
+        return None
+    finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
+    return finals or None
+
+
+def confirmed_choice(outcome: SweepOutcome) -> Result | None:
+    """The weights the confirmation stage chose (:mod:`sentsweep.platform.confirm.stage`): the confirmed winner's
+    seed closest to its mean; None when the stage did not run. Every seed's figures are on the sweep's run
+    already (``confirmed_*`` metrics, ``confirmation/seeds.csv``)."""
+    if outcome.confirmation is None:
+        return None
+    return outcome.confirmation.chosen_result(outcome.results)
+
+
+def _best_run_id(sweep: SweepRun, parent_run_id: str, trial_id: str) -> str | None:
+    """The best trial's child run under ``parent_run_id`` (the sweep's, or the confirmation stage's); None when
+    MLflow does not answer at once (the tags on it are written in the background all the same)."""
+    if not store_answers(sweep.tracking_uri):
+        return None
+    try:
+        run = find_trial_run(sweep.client, sweep.experiment_id, parent_run_id, trial_id)
+    except Exception:  # noqa: BLE001 - tracking is best-effort: an outage must not lose the sweep's end
+        return None
+    return run.info.run_id if run else None
+
+
+def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
+                            exported: bool, parent_run_id: str) -> None:
+    """The best trial's run (under ``parent_run_id``: the sweep's run, or the confirmation stage's for a confirmed
+    winner's seed) names the parent's exported model (a tag), or gets the weights once as ``best/`` (in the
+    background)."""
+    if exported:
+        sweep.tag_trial(trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent_run_id)
+        return
+    try:
+        logged = run_id is not None and has_artifact(sweep.client, run_id, BEST_WEIGHTS)
+    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: upload (the same files)
+        logged = False
+    if not logged:
+        sweep.upload_to_trial(trial_id, weights, BEST_WEIGHTS, parent_run_id)
+
+
+def varying_keys(results: ResultGrid) -> list[str]:
+    """The trial settings that differ between trials (what the search chose)."""
+    configs = [r.config or {} for r in results]
+    keys = dict.fromkeys(k for c in configs for k in c if k != "tracking")
+    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
+
+
+def _describe(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+#: Trial settings that also shape the final SentEval protocol (the trial's own choice is kept): every
+#: ``senteval_*`` option of the trial configs, by its evaluate() name.
+SENTEVAL_SETTINGS = SENTEVAL_OPTION_FIELDS
+
+
+def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
+                  trial_config: dict[str, Any] | None = None) -> dict[str, float]:
+    """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run.
+    SentEval uses the best trial's ``senteval_*`` options (setting, kfold, ...) when it set them."""
+    from sentsweep.evaluation import evaluate
+    from sentsweep.trainables.registry import load_encoder
+
+    encoder = load_encoder(weights)
+    options = {name: (trial_config or {})[key] for key, name in SENTEVAL_SETTINGS.items()
+               if (trial_config or {}).get(key) is not None}
+    result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
+    metrics = {k: float(v) for k, v in result.metrics.items()}
+    sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
+    sweep.log_protocols(protocol_record(result_protocols(result), prefix=FINAL_PREFIX))
+    with tempfile.TemporaryDirectory() as tmp:
+        result.to_csv(Path(tmp) / "final_eval.csv")
+        result.to_json(Path(tmp) / FINAL_EVAL_JSON)
+        sweep.log_artifacts(tmp, FINAL_EVAL_DIR)
+    return metrics
+
+
+def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
+                sweep: SweepRun) -> tuple[str | None, str | None]:
+    """The best weights as an MLflow sentence-transformers model, logged once to the parent run's
+    ``best_model/`` (its ``model.sentence_transformer/`` also copied to a local sweep folder), and registered
+    from that logged copy when ``register_model`` is set. Returns where the sentence-transformers folder is
+    and the registered version."""
+    import mlflow
+    from sentence_transformers import SentenceTransformer
+
+    from sentsweep.platform.tracking.parent_run import package_versions
+
+    versions = package_versions(("sentence-transformers", "torch", "transformers"))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = export_sentence_transformer(weights, Path(tmp) / "st")
+        model_dir = Path(tmp) / BEST_MODEL
+        mlflow.sentence_transformers.save_model(SentenceTransformer(str(folder), device="cpu"), str(model_dir),
+                                                pip_requirements=[f"{k}=={v}" for k, v in versions.items()])
+        exported: str | None = f"runs:/{sweep.run_id}/{BEST_MODEL}/{ST_SUBDIR}"
+        if location.filesystem is None and "://" not in location.uri:
+            local = Path(location.uri) / BEST_MODEL
+            shutil.rmtree(local, ignore_errors=True)
+            shutil.copytree(model_dir / ST_SUBDIR, local)
+            exported = str(local)
+        # moved into the sweep folder's uploads: sent in the background, or by a resume or sync
+        sweep.log_artifacts(model_dir, BEST_MODEL, move=True)
+    # registered from the logged copy (no second upload), after its upload
+    version = sweep.register_model(config.register_model, BEST_MODEL) if config.register_model else None
+    return exported, version
+
+
+def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print,
+              results: ResultGrid | None = None, config: SweepConfig | None = None) -> None:
+    """The sweep's plots (:mod:`.plots`: the trials from ``results``, the study as last checkpointed in the sweep
+    folder) to ``plots/``, each PNG with its CSV."""
+    study = location.load_study()
+    records = trial_records(results, config.metric, varying_keys(results)) if results and config else []
+    if study is None and not records:
+        echo("no searcher state in the sweep folder: no plots")
+        return
+    metric = config.metric if config else "metric"
+    stopped_by = scheduler_label(config) if config else "ASHA"
+    with tempfile.TemporaryDirectory() as tmp:
+        written, skipped = sweep_plots(study, records, metric, tmp, stopped_by)
+        if skipped:
+            (Path(tmp) / "skipped.txt").write_text("".join(f"{k}: {v}\n" for k, v in skipped.items()))
+        sweep.log_artifacts(tmp, "plots")
+    echo(f"plots: {', '.join(p.stem for p in written if p.suffix == '.png') or 'none'}"
+         + (f" (skipped: {', '.join(skipped)})" if skipped else ""))

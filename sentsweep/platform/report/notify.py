@@ -1,0 +1,239 @@
+"""Webhook notifications of a sweep (``notify:`` in the sweep config): its end, its failure, its spent budget.
+
+A JSON POST, Slack-compatible: ``{"text": "..."}`` is what Slack's incoming webhooks (and Mattermost's, Teams'
+workflows, ...) show; the same facts, structured, are under ``"sentsweep"``::
+
+    {"text": "sentsweep: sweep demo-1a2b finished: best stsb_dev 81.20 (trial 3f0c_00002); ...",
+     "sentsweep": {"event": "end", "sweep": "demo-1a2b", "status": "finished", "metric": "stsb_dev",
+                   "best_trial": "3f0c_00002", "best_value": 81.2, "mlflow_run_id": "...",
+                   "sweep_folder": "/work/ray_results/demo-1a2b", "reason": null,
+                   "counts": {"finished": 6, "pruned": 2, "failed": 0}}}
+
+Events (:data:`~sentsweep.platform.config.NotifyEvent`): ``end`` when the parent run closes ``finished``,
+``failure`` when it closes ``failed`` or ``crashed``, ``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the
+budget stopped the search (:mod:`..driver.budget`; sent when the search ends). A resume that cannot
+restore the sweep leaves its parent as it was, and sends nothing.
+
+The webhook URL is a secret (a Slack webhook's path is its key): the config names the environment variable
+holding it (``notify.webhook_env``), which the driver reads when it sends, so the URL is never in ``sweep.yaml``,
+the manifest, MLflow params or tags, or Tune's state; it is shown only as ``scheme://host/***``.
+
+Sending never fails the sweep: an attempt times out after ``timeout_s``; a connection error, a timeout, HTTP 429
+or 5xx is retried ``retries`` times (0.5 s, 1 s, ... apart); what still fails is one warning line. The standard
+library's ``urllib`` sends it (no dependency).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from sentsweep.credentials import MASK, mask_text, secret_values
+
+if TYPE_CHECKING:
+    from sentsweep.platform.config import NotifyConfig, SweepConfig
+    from sentsweep.platform.driver.outcome import SweepOutcome
+    from sentsweep.platform.driver.sweep_state import SweepState
+
+#: The event a parent run's end state sends (``running`` sends none).
+STATE_EVENTS: dict[str, str] = {"finished": "end", "failed": "failure", "crashed": "failure",
+                                "interrupted": "interrupted"}
+#: The longest reason sent (an exception's message can be long).
+MAX_REASON = 500
+USER_AGENT = "sentsweep-notify"
+
+
+class NotifyError(Exception):
+    """A notification that was not delivered (its message never holds the URL)."""
+
+
+@dataclass
+class SweepNotice:
+    """What a notification says: the structured part of the payload (``"sentsweep"``)."""
+
+    event: str
+    sweep: str
+    status: str
+    metric: str
+    mlflow_run_id: str
+    sweep_folder: str
+    best_trial: str | None = None
+    best_value: float | None = None
+    reason: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The one-line message a chat shows."""
+        what = {"end": f"finished: {self._best()}", "budget": "spent its budget",
+                "interrupted": "was interrupted", "failure": f"{self.status}"}[self.event]
+        parts = [f"sentsweep: sweep {self.sweep} {what}"]
+        if self.reason:
+            parts.append(self.reason)
+        if self.counts:
+            parts.append(", ".join(f"{n} {kind}" for kind, n in self.counts.items()))
+        parts.append(f"MLflow run {self.mlflow_run_id}; folder {self.sweep_folder}")
+        return "; ".join(parts)
+
+    def _best(self) -> str:
+        if self.best_value is None:
+            return "no best trial"
+        return f"best {self.metric} {self.best_value:.2f} (trial {self.best_trial})"
+
+    def payload(self) -> dict[str, Any]:
+        return {"text": self.text(), "sentsweep": asdict(self)}
+
+
+def masked_url(url: str) -> str:
+    """What may be shown of a webhook URL: its scheme and host (``https://hooks.slack.com/***``)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme or '?'}://{host}{f':{parts.port}' if _port(parts) else ''}/{MASK}"
+
+
+def _port(parts: Any) -> int | None:
+    try:
+        return parts.port
+    except ValueError:
+        return None
+
+
+def _retryable(exc: Exception) -> bool:
+    """A connection error or a timeout, HTTP 429 or 5xx: worth another attempt (a 4xx answer or a bad URL is not)."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code == 429 or exc.code >= 500
+    return isinstance(exc, OSError | http.client.HTTPException)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code}"
+    return str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error (``HTTP 302``), never followed: urllib would turn the POST into a GET of any address the
+    receiver names (an instance's metadata service, a cluster-internal one), unchecked (security review 20, L6)."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None
+
+
+def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int, backoff_s: float = 0.5) -> int:
+    """POST ``body`` as JSON to ``url``; the number of attempts it took. Raises :class:`NotifyError` (naming the
+    last error, never the URL) when every attempt failed or the answer says not to retry (HTTP 4xx but 429, and a
+    redirect, which is not followed)."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise NotifyError("the webhook URL is not an http(s) URL")
+    data = json.dumps(body, allow_nan=False).encode()
+    request = urllib.request.Request(url, data=data, method="POST", headers={
+        "Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT})
+    opener = urllib.request.build_opener(_NoRedirects)
+    for attempt in range(1, retries + 2):
+        try:
+            with opener.open(request, timeout=timeout_s) as answer:
+                answer.read()
+            return attempt
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if attempt > retries or not _retryable(exc):
+                raise NotifyError(f"{_describe(exc)} after {attempt} attempt{'s' * (attempt > 1)}") from None
+            time.sleep(backoff_s * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class SweepNotifier:
+    """Sends one sweep's notifications as its settings say (nothing when ``webhook_env`` is not set)."""
+
+    def __init__(self, settings: NotifyConfig, sweep: str, metric: str, mode: str, mlflow_run_id: str,
+                 sweep_folder: str, *, echo: Callable[[str], None] = print, environ: Mapping[str, str] | None = None,
+                 backoff_s: float = 0.5) -> None:
+        self.settings = settings
+        self.base = {"sweep": sweep, "metric": metric, "mlflow_run_id": mlflow_run_id,
+                     "sweep_folder": mask_text(sweep_folder)}
+        self.mode = mode
+        self.echo = echo
+        self.environ = os.environ if environ is None else environ
+        self.backoff_s = backoff_s
+        self.sent: list[str] = []  # the events delivered, in order
+
+    @classmethod
+    def for_sweep(cls, config: SweepConfig, sweep: str, mlflow_run_id: str, sweep_folder: str,
+                  echo: Callable[[str], None] = print) -> SweepNotifier:
+        """The notifier of a sweep; says once, on one line, when its variable holds no URL."""
+        notifier = cls(config.notify, sweep, config.metric, config.mode, mlflow_run_id, sweep_folder, echo=echo)
+        name = config.notify.webhook_env
+        if name and not notifier.environ.get(name):
+            echo(f"notify: ${name} is not set; no notifications are sent")
+        return notifier
+
+    @property
+    def url(self) -> str | None:
+        name = self.settings.webhook_env
+        return (self.environ.get(name) or None) if name else None
+
+    def wants(self, event: str) -> bool:
+        """Whether ``event`` would be sent (it is one of ``on`` and the variable holds a URL)."""
+        return event in self.settings.on and self.url is not None
+
+    def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
+        """Notify a parent run's end in ``state`` (its event: :data:`STATE_EVENTS`); whether it was delivered."""
+        event = STATE_EVENTS.get(state)
+        if event is None or not self.wants(event):
+            return False
+        best_trial, best_value, counts = None, None, {}
+        if outcome is not None:
+            counts = dict(outcome.counts)
+            with contextlib.suppress(Exception):  # the best trial is a courtesy: the notification goes without it
+                best_trial, best_value = _best_of(outcome, self.base["metric"], self.mode)
+        return self.send(SweepNotice(event=event, status=state, reason=reason, best_trial=best_trial,
+                                     best_value=best_value, counts=counts, **self.base))
+
+    def budget_spent(self, reason: str) -> bool:
+        """Notify that the budget stopped the search (:func:`..driver.budget.record_budget`)."""
+        return self.send(SweepNotice(event="budget", status="running", reason=reason, **self.base))
+
+    def send(self, notice: SweepNotice) -> bool:
+        """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one warning line."""
+        url = self.url
+        if url is None or not self.wants(notice.event):
+            return False
+        secrets = [url, *secret_values(self.environ)]
+        if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short
+            notice.reason = mask_text(notice.reason.strip().split("\n", 1)[0], secrets)[:MAX_REASON] or None
+        try:
+            post_json(url, notice.payload(), timeout_s=self.settings.timeout_s, retries=self.settings.retries,
+                      backoff_s=self.backoff_s)
+        except Exception as exc:  # a NotifyError, or any surprise: notifying never fails the sweep
+            detail = str(exc) if isinstance(exc, NotifyError) else f"{type(exc).__name__}: {exc}"
+            self.echo(f"notify: the {notice.event} notification to {masked_url(url)} was not delivered "
+                      f"({mask_text(detail, secrets)}); the sweep goes on")
+            return False
+        self.sent.append(notice.event)
+        return True
+
+
+def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
+    """The best trial and value: finalize's, else the best trial of the results (a sweep run without finalize)."""
+    if outcome.best_trial_id is not None:
+        return outcome.best_trial_id, _finite(outcome.best_value)
+    if outcome.results is None or not outcome.counts.get("finished"):
+        return None, None
+    from sentsweep.platform.folder.retention import metric_value, rank_results
+
+    ranked = rank_results(outcome.results, metric, mode)
+    if not ranked:
+        return None, None
+    return str(ranked[0].metrics.get("trial_id")), metric_value(ranked[0], metric)
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None

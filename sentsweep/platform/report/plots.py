@@ -1,0 +1,408 @@
+"""Plots of a sweep that people read: PNG artifacts, each with the same data as a CSV beside it.
+
+- ``learning_curves``: the dev metric of every trial over *training steps* (the ``step`` each report carries, not
+  the report's index), coloured by how the trial ended, with an ``x`` where the scheduler (ASHA) stopped it;
+- ``parallel_coordinate``: every trial, pruned ones at their last reported value, coloured by status (finished,
+  pruned, infeasible, failed); trials without any value sit on a "no value" line below the metric's axis;
+- ``param_importances``: fANOVA importance of the searched parameters, titled with the number of finished,
+  feasible trials it rests on;
+- ``optimization_history``: Optuna's own, from the study (a multi-objective sweep's importance and history are of
+  its first objective);
+- ``pareto_front`` (multi-objective sweeps, :mod:`..search.pareto_front`): the finished trials on the first two
+objectives,
+  the Pareto front highlighted and connected;
+- ``confirmation/intervals`` (the confirmation stage, :mod:`..confirm.stage`): per configuration its further seeds,
+  their mean and 95% interval, and the search run that selected it apart; the rule's winner marked.
+
+The trials come from Tune's results (:func:`trial_records`: the reports' steps and values, how each trial ended),
+the importance and the history from the study (its journal in the sweep folder: :mod:`..search.study_store`).
+Everything is
+drawn offline with matplotlib's Agg backend. :func:`save_plot` is how a new plot joins them (a PNG and its CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from sentsweep.platform.driver.failures import infeasibility, is_failed
+from sentsweep.platform.search.searcher import is_final
+from sentsweep.platform.search.warm_start import is_warm_start
+
+if TYPE_CHECKING:
+    import optuna
+    from ray.tune import ResultGrid
+
+    from sentsweep.platform.confirm.stats import Candidate
+    from sentsweep.platform.search.objectives import Objective
+
+Status = Literal["finished", "pruned", "infeasible", "failed"]
+#: Colour of each way a trial ends, the same in every plot.
+STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "infeasible": "tab:red",
+                                     "failed": "tab:gray"}
+#: Optuna's plots still drawn from the study.
+STUDY_PLOTS = ("optimization_history",)
+
+
+@dataclass
+class TrialRecord:
+    """One trial as the plots see it: its searched parameters, its dev curve over steps, how it ended."""
+
+    trial_id: str
+    status: Status
+    params: dict[str, Any]
+    steps: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+    @property
+    def last_value(self) -> float | None:
+        return self.values[-1] if self.values else None
+
+
+def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Status:
+    """How a trial ended, from its last Tune result."""
+    if error:
+        return "failed"
+    if is_failed(dict(metrics or {})):
+        return "infeasible" if infeasibility(dict(metrics or {})) else "failed"
+    return "finished" if is_final(dict(metrics or {})) else "pruned"
+
+
+def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
+    """Every trial of a sweep's results: the parameters ``searched``, the (step, value) of each dev report (the
+    final report, which repeats the best value, and non-finite values left out)."""
+    records = []
+    for result in results:
+        config = result.config or {}
+        record = TrialRecord(str((result.metrics or {}).get("trial_id", getattr(result, "path", "?"))),
+                             trial_status(result.metrics, bool(result.error)),
+                             {k: config[k] for k in searched if k in config})
+        frame = result.metrics_dataframe
+        if frame is not None and metric in frame and "step" in frame:
+            final = frame.get("final")
+            for i, (step, value) in enumerate(zip(frame["step"], frame[metric], strict=True)):
+                if final is not None and final.iloc[i] == 1.0:
+                    continue
+                if value is not None and math.isfinite(float(value)) and step is not None:
+                    record.steps.append(float(step))
+                    record.values.append(float(value))
+        records.append(record)
+    return records
+
+
+def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, name: str) -> list[Path]:
+    """``<name>.png`` and ``<name>.csv`` (the plotted data, one row per point) in ``out_dir``; closes the figure."""
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, table = out_dir / f"{name}.png", out_dir / f"{name}.csv"
+    figure.savefig(png, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    rows = list(rows)
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with table.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return [png, table]
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (), outside: bool = False) -> None:
+    from matplotlib.lines import Line2D
+
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s] = counts.get(s, 0) + 1
+    handles = [Line2D([], [], color=STATUS_COLOURS[s], label=f"{s} ({counts[s]})")  # type: ignore[index]
+               for s in STATUS_COLOURS if s in counts]
+    placement = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}
+    ax.legend(handles=[*handles, *extra], fontsize=8, framealpha=0.9, title="trial status", title_fontsize=8,
+              **placement)
+
+
+def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
+                    stopped_by: str = "ASHA") -> list[Path]:
+    """The dev metric over training steps, one line per trial; ``x`` where ``stopped_by`` stopped a trial."""
+    from matplotlib.lines import Line2D
+
+    plt = _pyplot()
+    figure, ax = plt.subplots(figsize=(8, 5))
+    rows = []
+    for r in records:
+        colour = STATUS_COLOURS[r.status]
+        if r.steps:
+            ax.plot(r.steps, r.values, color=colour, alpha=0.8, linewidth=1.2, marker=".", markersize=4)
+        if r.status == "pruned" and r.steps:
+            ax.plot(r.steps[-1], r.values[-1], color=colour, marker="x", markersize=9, markeredgewidth=2)
+        for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True)):
+            rows.append({"trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
+                         "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)})
+    ax.set_xlabel("training step (optimizer updates)")
+    ax.set_ylabel(f"{metric} (dev)")
+    ax.set_title(f"Learning curves of {len(records)} trials")
+    ax.grid(alpha=0.3)
+    stop = Line2D([], [], color="black", marker="x", linestyle="none", markersize=8, markeredgewidth=2,
+                  label=f"stopped by {stopped_by}")
+    _status_legend(ax, [r.status for r in records], [stop] if any(r.status == "pruned" for r in records) else [])
+    return save_plot(figure, rows, out_dir, "learning_curves")
+
+
+def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], list[str], bool]:
+    """How a parameter's values map to [0, 1]: its transform, tick positions and labels, and whether log."""
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    if not numeric:
+        choices = sorted({str(v) for v in values})
+        span = max(1, len(choices) - 1)
+        return (lambda v: choices.index(str(v)) / span), [i / span for i in range(len(choices))], choices, False
+    low, high = float(min(values)), float(max(values))
+    log = low > 0 and high / low >= 100
+    f = math.log10 if log else float
+    lo, hi = f(low), f(high)
+    width = (hi - lo) or 1.0
+    ticks = [0.0, 0.5, 1.0]
+    labels = [f"{(10 ** (lo + t * width)) if log else lo + t * width:.3g}" for t in ticks]
+    return (lambda v: (f(float(v)) - lo) / width), ticks, labels, log
+
+
+def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: Path) -> list[Path]:
+    """Every trial across its parameters and its (last reported) metric value, coloured by status."""
+    plt = _pyplot()
+    names = list(dict.fromkeys(k for r in records for k in r.params))
+    valued = [r.last_value for r in records if r.last_value is not None]
+    axes = [*names, metric]
+    figure, ax = plt.subplots(figsize=(max(6, 2.2 * len(axes)), 5))
+    transforms = {}
+    for i, name in enumerate(names):
+        transform, ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
+        transforms[name] = transform
+        for t, label in zip(ticks, labels, strict=True):
+            ax.annotate(label, (i, t), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
+                        fontsize=7, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"},
+                        zorder=5)
+        if log:
+            names[i] = f"{name}\n(log scale)"
+    metric_transform = _axis(valued)[0] if valued else (lambda v: 0.5)
+    if valued:
+        for t, label in zip(*_axis(valued)[1:3], strict=True):
+            ax.annotate(label, (len(axes) - 1, t), xytext=(4, 0), textcoords="offset points", ha="left",
+                        va="center", fontsize=7)
+    no_value = -0.15
+    rows = []
+    for r in sorted(records, key=lambda r: r.status == "finished"):  # finished lines on top
+        ys = [transforms[n](r.params[n]) if n in r.params else math.nan for n in transforms]
+        ys.append(metric_transform(r.last_value) if r.last_value is not None else no_value)
+        ax.plot(range(len(axes)), ys, color=STATUS_COLOURS[r.status], alpha=0.75,
+                linewidth=2.0 if r.status == "finished" else 1.2)
+        rows.append({"trial_id": r.trial_id, "status": r.status, **r.params, metric: r.last_value})
+    for i in range(len(axes)):
+        ax.axvline(i, color="black", linewidth=0.8)
+    ax.axhline(no_value, color="lightgray", linestyle=":", linewidth=1)
+    ax.annotate("no value", (len(axes) - 1, no_value), xytext=(4, 0), textcoords="offset points", fontsize=7,
+                va="center")
+    ax.set_xticks(range(len(axes)), [*names, f"{metric}\n(last reported)"], fontsize=8)
+    ax.set_yticks([])
+    ax.set_ylim(no_value - 0.08, 1.08)
+    ax.set_xlim(-0.6, len(axes) - 0.4)
+    ax.set_title(f"Parallel coordinates of {len(records)} trials\n(pruned ones at their last reported value)",
+                 fontsize=10)
+    _status_legend(ax, [r.status for r in records], outside=True)
+    return save_plot(figure, rows, out_dir, "parallel_coordinate")
+
+
+def _first_objective(study: optuna.Study) -> Callable[[optuna.trial.FrozenTrial], float] | None:
+    """The target of Optuna's importance and history for a multi-objective study: its first objective (the
+    sweep's metric, :mod:`..search.objectives`); None (the one value) for a single-objective study."""
+    if len(study.directions) < 2:
+        return None
+    return lambda trial: trial.values[0]
+
+
+def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The trials an importance can rest on: this sweep's own COMPLETE trials that were feasible."""
+    from optuna.trial import TrialState
+
+    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
+
+
+def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list[Path]:
+    """fANOVA importance (seeded) over :func:`feasible_finished` trials, with how many there are; raises
+    ValueError when fewer than two trials or no varying parameter leave nothing to rank."""
+    import optuna
+
+    plt = _pyplot()
+    trials = feasible_finished(study)
+    if len(trials) < 2:
+        raise ValueError(f"{len(trials)} finished feasible trial(s): an importance needs at least 2")
+    basis = optuna.create_study(directions=study.directions)
+    basis.add_trials(trials)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        importance = optuna.importance.get_param_importances(
+            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed), target=_first_objective(study))
+    if not importance:
+        raise ValueError("no parameter varies among the finished trials")
+    names = list(importance)[::-1]
+    figure, ax = plt.subplots(figsize=(8, 1.5 + 0.45 * len(names)))
+    ax.barh(names, [importance[n] for n in names], color="tab:blue")
+    for i, n in enumerate(names):
+        ax.annotate(f"{importance[n]:.2f}", (importance[n], i), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    ax.set_xlabel("fANOVA importance (share of the metric's variance)")
+    ax.set_xlim(0, max(1.0, max(importance.values()) * 1.15))
+    ax.set_title(f"Parameter importance, resting on {len(trials)} finished feasible trials "
+                 f"(of {len(study.trials)})" + ("; first objective" if len(study.directions) > 1 else ""))
+    rows = [{"param": n, "importance": v, "n_trials": len(trials)} for n, v in importance.items()]
+    return save_plot(figure, rows, out_dir, "param_importances")
+
+
+def study_plots(study: Any, out_dir: str | Path, metric: str | None = None) -> tuple[list[Path], dict[str, str]]:
+    """Optuna's plots of :data:`STUDY_PLOTS` (PNG only; the value axis named ``metric``); returns them and, per
+    skipped plot, why."""
+    import optuna
+    from optuna.visualization import matplotlib as ovm
+
+    plt = _pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    skipped: dict[str, str] = {}
+    for name in STUDY_PLOTS:
+        draw: Callable[..., Any] = getattr(ovm, f"plot_{name}")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                warnings.simplefilter("ignore", UserWarning)
+                drawn = draw(study, target=_first_objective(study))
+            axes = drawn.flat[0] if hasattr(drawn, "flat") else drawn
+            if metric:
+                axes.set_ylabel(f"{metric} (dev; grey: infeasible)")
+            figure = axes.get_figure()
+            figure.set_size_inches(8, 5)
+            path = out / f"{name}.png"
+            figure.savefig(path, dpi=110, bbox_inches="tight")
+            plt.close(figure)
+            written.append(path)
+        except Exception as exc:  # e.g. a study without a finished trial
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+            plt.close("all")
+    return written, skipped
+
+
+def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
+                stopped_by: str = "ASHA") -> tuple[list[Path], dict[str, str]]:
+    """Every plot of a sweep (see the module docstring): the files written and, per skipped plot, why."""
+    out = Path(out_dir)
+    written: list[Path] = []
+    skipped: dict[str, str] = {}
+    draws: dict[str, Callable[[], list[Path]]] = {
+        "learning_curves": lambda: learning_curves(records, metric, out, stopped_by),
+        "parallel_coordinate": lambda: parallel_coordinates(records, metric, out),
+    }
+    if study is not None:
+        draws["param_importances"] = lambda: param_importances(study, out)
+    for name, draw in draws.items():
+        if not records and name != "param_importances":
+            skipped[name] = "no trial results"
+            continue
+        try:
+            written += draw()
+        except (ValueError, RuntimeError) as exc:  # too few trials to rank, nothing varies
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+            _pyplot().close("all")
+    if study is not None:
+        more, why = study_plots(study, out, metric)
+        written += more
+        skipped.update(why)
+    return written, skipped
+
+
+def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
+                name: str = "pareto_front") -> list[Path]:
+    """The finished trials (``rows``: :func:`~sentsweep.platform.search.pareto_front.front_rows`, with ``on_front``)
+    on the
+    second objective (x) against the first (y); the front highlighted, labelled with its trial ids and, for two
+    objectives, connected in order of x. With three or more, the front is over all of them and the title says that
+    only the first two are drawn."""
+    plt = _pyplot()
+    first, second = objectives[0], objectives[1]
+    front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
+    rest = [r for r in rows if not r.get("on_front")]
+    with plt.style.context("default"):  # Optuna's plots switch the global style to ggplot
+        figure, ax = plt.subplots(figsize=(8, 5.5))
+        ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
+                   label=f"finished trial, dominated ({len(rest)})", zorder=2)
+        if len(objectives) == 2 and len(front) > 1:
+            ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
+                    linestyle="--", alpha=0.8, zorder=3)
+        ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
+                   edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
+                   zorder=4)
+        for r in front:
+            ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xlabel(second.label)
+        ax.set_ylabel(first.label)
+        title = f"Pareto front of {len(rows)} finished trials"
+        if len(objectives) > 2:
+            title += (f"\n(front over all {len(objectives)} objectives: "
+                      f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, framealpha=0.9, loc="best")
+        return save_plot(figure, rows, out_dir, name)
+
+
+def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
+                      name: str = "intervals") -> list[Path]:
+    """One row per configuration (the search's rank, best at the top): its further seeds as dots, their mean with its
+    95% Student-t interval as a bar (none for a single seed), and the search run that selected it as a hollow
+    diamond, apart from the figures (it was chosen for its value); the winner's row named by ``rule``."""
+    plt = _pyplot()
+    rows: list[dict[str, Any]] = []
+    with plt.style.context("default"):
+        figure, ax = plt.subplots(figsize=(8, 1.2 + 0.7 * len(candidates)))
+        for y, c in enumerate(candidates):
+            iv = c.interval
+            color = "tab:red" if c is winner else "tab:blue"
+            further = [r for r in c.further_runs if math.isfinite(r.value)]
+            ax.scatter([r.value for r in further], [y] * len(further), s=22, color=color, alpha=0.6, zorder=3)
+            if iv.n >= 2 and math.isfinite(iv.low) and math.isfinite(iv.high):
+                ax.errorbar(iv.mean, y, xerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="none", ecolor=color,
+                            elinewidth=2, capsize=5, zorder=2)
+            if math.isfinite(iv.mean):
+                ax.plot(iv.mean, y, "|", color=color, markersize=16, markeredgewidth=2.5, zorder=4)
+            if math.isfinite(c.search_value):
+                ax.scatter([c.search_value], [y], s=60, marker="D", facecolors="none", edgecolors="black",
+                           linewidths=1.2, zorder=5)
+            for r in c.runs:
+                rows.append({"rank": c.rank, "trial": r.trial_id, "seed": r.seed, "search_run": int(r.original),
+                             metric: r.value, "mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n,
+                             "winner": int(c is winner)})
+        ax.set_yticks(range(len(candidates)),
+                      [f"#{c.rank} {c.trial_id}" + (f"\n(winner, {rule.replace('_', ' ')})" if c is winner else "")
+                       for c in candidates], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"{metric} (dev)")
+        ax.set_title(f"Confirmation of the search's {len(candidates)} best configurations", fontsize=10)
+        ax.scatter([], [], s=22, color="tab:blue", label="further seed")
+        ax.errorbar([], [], xerr=[], fmt="|", color="tab:blue", label="their mean, 95% interval")
+        ax.scatter([], [], s=60, marker="D", facecolors="none", edgecolors="black",
+                   label="search run (selected on it: not in the mean)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+        ax.grid(axis="x", alpha=0.3)
+        return save_plot(figure, rows, out_dir, name)

@@ -1,0 +1,132 @@
+"""The protocols behind the figures ``sentsweep compare`` puts side by side, and the refusal to rank a mix.
+
+Each evaluation metric of a trial run (and each ``final_`` figure of a sweep's parent run) carries its
+protocol as a compact tag (:mod:`sentsweep.tracking.provenance`). :func:`protocol_table` lists, per
+metric, every protocol its figures were measured under and where; when one metric was measured under
+several (another max length, classifier setting, data file, evaluation code...), or recorded on some runs
+and not on others, the figures are not comparable and :class:`MixedProtocolsError` names them, unless the
+caller allows it (``--mixed-protocols``): then the table says which figure is which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+from mlflow.entities import Run
+
+from sentsweep.errors import ConfigError
+from sentsweep.evaluation.metric_protocols import compact_id
+from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX
+from sentsweep.tracking.vocabulary import SWEEP_TAG, TRIAL_ID_TAG
+
+#: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
+UNRECORDED = "unrecorded"
+#: The columns of :func:`protocol_table`, after ``metric``, ``protocol`` and ``runs``: the compact line's parts.
+PROTOCOL_PARTS = ("task/split", "aggregation", "classifier", "max length", "pooling", "precision", "data", "eval code",
+                  "code")
+#: The parts of :data:`PROTOCOL_PARTS` kept for the record, outside the protocol's id (``RECORD_ONLY``).
+RECORD_ONLY_PARTS = ("pooling", "code")
+
+
+class MixedProtocolsError(ConfigError):
+    """Figures of one metric measured under different protocols, put side by side without being allowed."""
+
+
+def run_protocols(run: Run) -> dict[str, str]:
+    """Metric key -> compact protocol line, from a run's tags."""
+    return {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
+            if k.startswith(PROTOCOL_TAG_PREFIX)}
+
+
+def _label(sweep: Run, run: Run) -> str:
+    name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
+    trial = run.data.tags.get(TRIAL_ID_TAG)
+    return f"{name}/{trial}" if trial and run is not sweep else name
+
+
+def comparable(line: str) -> str:
+    """What two figures must share to be compared: a compact protocol line's parts but the id and those kept for the
+    record (:data:`RECORD_ONLY_PARTS`). Recomputed from the parts, not the recorded id, so that figures recorded
+    while pooling was still part of the id compare with later ones."""
+    if line == UNRECORDED:
+        return UNRECORDED
+    parts = [p.strip() for p in line.split("|")[1:]]
+    return " | ".join(part for name, part in zip(PROTOCOL_PARTS, parts, strict=False) if name not in RECORD_ONLY_PARTS)
+
+
+def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+    """metric -> :func:`comparable` key (or :data:`UNRECORDED`) -> (its compact lines, the runs with a figure under
+    it). One key has several lines when they differ only in parts kept for the record (pooling, the commit, and so
+    the id of a line recorded while pooling was part of it)."""
+    runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
+    recorded = {id(run): run_protocols(run) for _, run in runs}
+    metrics = {m for lines in recorded.values() for m in lines}
+    seen: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
+    for sweep, run in runs:
+        for metric in sorted(metrics & set(run.data.metrics)):
+            line = recorded[id(run)].get(metric, UNRECORDED)
+            lines, where = seen.setdefault(metric, {}).setdefault(comparable(line), ([], []))
+            if line not in lines:
+                lines.append(line)
+            where.append(_label(sweep, run))
+    return seen
+
+
+def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: bool = False) -> pd.DataFrame:
+    """One row per (metric, protocol) of the selected sweeps' runs: the protocol's parts (every value seen, for a
+    part kept for the record only) and how many runs have a figure under it. Raises :class:`MixedProtocolsError`
+    when a metric has figures under more than one protocol, unless ``mixed_protocols``."""
+    seen = _observations(found)
+    mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
+    if mixed and not mixed_protocols:
+        raise MixedProtocolsError(_refusal(mixed), field="--mixed-protocols")
+    rows: list[dict[str, Any]] = []
+    for metric, protocols in sorted(seen.items()):
+        for lines, where in protocols.values():
+            if lines == [UNRECORDED]:
+                row = {"metric": metric, "protocol": UNRECORDED, "runs": len(where)}
+            else:
+                split = [[p.strip() for p in line.split("|")] for line in lines]
+                parts = [", ".join(dict.fromkeys(values)) for values in zip(*split, strict=False)]
+                row = {"metric": metric, "protocol": parts[0], "runs": len(where),
+                       **dict(zip(PROTOCOL_PARTS, parts[1:], strict=False))}
+            if metric in mixed:
+                row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS,
+                                       *(["mixed"] if mixed else [])])
+
+
+def _refusal(mixed: dict[str, dict[str, tuple[list[str], list[str]]]]) -> str:
+    """One line: the first mixed metric, its protocols and a run of each, and how to allow it."""
+    metric, protocols = next(iter(sorted(mixed.items())))
+    first = next(iter(protocols.values()))[0][0]
+    shown = "; ".join(f"{compact_id(lines[0])} ({len(where)} run(s), e.g. {where[0]}"
+                      f"{': ' + _difference(lines[0], first) if lines[0] != first else ''})"
+                      for lines, where in protocols.values())
+    more = f" (and {len(mixed) - 1} more metric(s): {', '.join(sorted(mixed)[1:4])})" if len(mixed) > 1 else ""
+    return (f"'{metric}' was measured under {len(protocols)} protocols, not comparable: {shown}{more}; pass "
+            "--mixed-protocols to show them side by side anyway")
+
+
+def _difference(line: str, other: str) -> str:
+    """The parts of the id in which two compact lines differ, as ``part theirs vs this`` (a value that names its
+    part, such as ``max_length 32``, is not named twice)."""
+    if UNRECORDED in (line, other):
+        return "no protocol recorded" if line == UNRECORDED else "recorded vs not recorded"
+    mine, theirs = ([p.strip() for p in text.split("|")[1:]] for text in (line, other))
+    changed = [f"{b} vs {a}" if b.replace("_", " ").startswith(name) else f"{name} {b} vs {a}"
+               for name, a, b in zip(PROTOCOL_PARTS, mine, theirs, strict=False)
+               if a != b and name not in RECORD_ONLY_PARTS]
+    return ", ".join(changed[:3])
+
+
+def render_protocols(table: pd.DataFrame) -> str:
+    """The protocol table as a markdown section (after the sweeps and trials tables)."""
+    from sentsweep.platform.report.compare import to_markdown
+
+    note = ("\n\nSeveral protocols for one metric (--mixed-protocols): its figures are not comparable."
+            if "mixed" in table.columns else "")
+    return f"## Protocols\n\n{to_markdown(table)}{note}\n"

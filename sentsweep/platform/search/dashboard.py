@@ -1,0 +1,120 @@
+"""``sentsweep dashboard SWEEP``: optuna-dashboard on the sweep's study, as its journal holds it (live while it runs).
+
+The dashboard reads the journal in the sweep folder (:mod:`.study_store`), local or on S3; no database is involved.
+It listens on loopback only, and :func:`guarded` makes it answer the user who started it alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+from sentsweep.errors import ConfigError
+
+
+def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tuple[optuna.storages.BaseStorage, str]:
+    """The journal storage of an existing sweep folder and its study's name; a clear error when it has none."""
+    from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.search.study_store import StudyStore
+
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
+    manifest = location.read_manifest()
+    return StudyStore(location.uri, location.endpoint_url).storage(create=False), manifest.sweep_name
+
+
+def dashboard_cookie(port: int) -> str:
+    """The name of the cookie a browser gets once it opened the dashboard's URL with its token (:func:`guarded`).
+
+    Browsers keep cookies per host, not per port: with one name for all, a second dashboard opened on another port
+    would overwrite the first one's token in the browser and lock it out."""
+    return f"sentsweep-dashboard-{port}"
+
+
+#: requests that change nothing in optuna-dashboard's API
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def guarded(app: Any, port: int, token: str) -> Any:
+    """``app`` (a WSGI application) answering only requests that name ``127.0.0.1:port`` or ``localhost:port`` as
+    their Host (a page elsewhere cannot reach it through DNS rebinding) and carry ``token``: in the query
+    (``?token=``, which then sets an HttpOnly, SameSite=Strict cookie) or in that cookie; a request that changes
+    something must come from the dashboard's own page (``Origin``, ``Sec-Fetch-Site``). optuna-dashboard's API
+    deletes studies and tells trials, without authentication of its own: without this, any user of the host (the
+    loopback port is theirs too) could, with the database login of whoever serves it."""
+    import hmac
+    import http.cookies
+    from urllib.parse import parse_qs
+
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    origins = {f"http://{host}" for host in hosts}
+    name = dashboard_cookie(port)
+
+    def same_origin(environ: dict[str, Any]) -> bool:
+        """Whether a browser sent the request from the dashboard's own page. Browsers keep cookies per host, not per
+        port, so a page served on another loopback port gets this port's cookie sent with its requests too; it
+        cannot forge ``Origin`` or ``Sec-Fetch-Site``, which browsers put on every request that changes state.
+        A client that is no browser sends neither and must hold the token."""
+        origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
+        return (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
+
+    def refuse(start_response: Any, why: str) -> list[bytes]:
+        start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"{why}\n".encode()]
+
+    def answer(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("HTTP_HOST", "") not in hosts:
+            return refuse(start_response, "this dashboard answers requests for 127.0.0.1 or localhost only")
+        if environ.get("REQUEST_METHOD", "GET") not in SAFE_METHODS and not same_origin(environ):
+            return refuse(start_response, "a change must come from the dashboard's own page")
+        jar = http.cookies.SimpleCookie(environ.get("HTTP_COOKIE", ""))
+        if name in jar and hmac.compare_digest(jar[name].value, token):
+            return app(environ, start_response)
+        given = parse_qs(environ.get("QUERY_STRING", "")).get("token", [""])[0]
+        if not hmac.compare_digest(given, token):
+            return refuse(start_response, "open the URL sentsweep dashboard printed (it carries the token)")
+
+        def with_cookie(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
+            return start_response(status, [*headers, ("Set-Cookie", cookie)], *rest)
+
+        return app(environ, with_cookie)
+
+    return answer
+
+
+def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1",
+                     port: int = 8080) -> tuple[Any, str]:
+    """optuna-dashboard on ``storage`` (the sweep's journal) behind :func:`guarded`, listening on ``host:port``
+    (not yet serving), and the URL to open, with a token drawn for the session."""
+    import secrets
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    try:
+        from optuna_dashboard import wsgi
+    except ImportError:
+        raise ConfigError("optuna-dashboard is not installed: pip install 'sentsweep[dashboard]'") from None
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: Any) -> None:  # the request lines carry the token
+            pass
+
+    token = secrets.token_urlsafe(24)
+    app = guarded(wsgi(storage), port, token)
+    server = make_server(host, port, app, server_class=Server, handler_class=Quiet)
+    return server, f"http://{host}:{port}/dashboard?token={token}"
+
+
+def serve_dashboard(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1", port: int = 8080,
+                    on_ready: Callable[[str], None] = print) -> None:
+    """:func:`dashboard_server` until interrupted (blocks); ``on_ready`` gets the URL to open once it listens."""
+    server, address = dashboard_server(storage, host, port)
+    with server:
+        on_ready(address)
+        server.serve_forever()

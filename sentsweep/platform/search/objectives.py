@@ -1,0 +1,152 @@
+"""Multi-objective sweeps: the ``objectives:`` of a sweep config, and each objective's value in a trial's report.
+
+>>> parse_objective("compute_seconds min")
+Objective(metric='compute_seconds', mode='min')
+
+A sweep may search for the trade-off between several objectives instead of one metric::
+
+    objectives: ["stsb_dev max", "compute_seconds min"]
+
+each entry ``"METRIC max"`` or ``"METRIC min"``, at least two, no metric twice. The first objective is the sweep's
+primary metric: ``metric`` and ``mode`` are set to it (a config that also sets them differently is refused). It is
+what Tune and ASHA rank by (ASHA stops trials on the first objective alone, at every rung), what the confirmation
+stage re-runs, and what picks the one trial the final evaluation, export and registration use: the finished trial
+with the best first objective (it is always on the Pareto front, up to a tie on the first objective). The searcher
+(Optuna's TPE, which is multi-objective in Optuna >= 3.x) is told every objective of a finished trial; the Pareto
+front of the finished trials (:mod:`.pareto`) is tagged on the sweep, plotted and listed by ``compare``.
+
+An objective must be a figure every evaluation report carries:
+
+- the first objective: the trial's dev metric, the one model selection uses
+  (:data:`~sentsweep.trainables.trial_config.DEV_SETS`: ``stsb_dev``, or ``sickr_trial`` with
+  ``fixed: {dev_data: sickr}``, ``nli_dev`` with ``fixed: {dev_data: nli}``);
+- the others: another dev metric, whose set the config adds to the trials' ``extra_dev_data`` (scored at every
+  evaluation beside the selection's; :func:`extra_dev_sets`), or a cost of :data:`COST_METRICS`, derived here from
+  each report: ``compute_seconds``, the trial's seconds so far (Tune's ``time_total_s``, which a restored trial
+  continues) x the GPUs it holds, or its seconds alone for a CPU-only trial (what ``budget.gpu_hours`` counts,
+  :mod:`..driver.budget`), and ``gpu_seconds``, seconds x GPUs (only for a sweep whose trials hold GPUs; 0 on CPU).
+
+A finished trial's value of a further dev metric is its value at the *selected* report (:func:`select_report`: the
+first where the first objective was at its best, i.e. the weights the trial keeps and exports), since its final
+report carries only the first objective's best value and the test metrics; its costs are its final report's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sentsweep.trainables.method import GPUS_KEY
+from sentsweep.trainables.trial_config import DEV_SETS
+
+#: The cost objectives, derived from a report's seconds and GPUs (see the module docstring).
+COST_METRICS = ("compute_seconds", "gpu_seconds")
+#: Tune's running total of a trial's seconds, in every result (continued from the checkpoint after a restore).
+TIME_TOTAL_KEY = "time_total_s"
+#: What each cost objective measures, for axis labels.
+_UNITS = {"compute_seconds": "s x GPUs held; CPU trials: s", "gpu_seconds": "s x GPUs held"}
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective: a metric and whether it is maximised or minimised."""
+
+    metric: str
+    mode: Literal["max", "min"]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.mode}"
+
+    @property
+    def label(self) -> str:
+        """An axis label: the metric, its unit or set, and its direction."""
+        what = _UNITS.get(self.metric, "dev")
+        return f"{self.metric} ({what}; {'higher' if self.mode == 'max' else 'lower'} is better)"
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether ``a`` is strictly better than ``b`` for this objective."""
+        return a > b if self.mode == "max" else a < b
+
+
+def parse_objective(text: str, where: str = "objectives") -> Objective:
+    """``"METRIC max"`` or ``"METRIC min"``; a ValueError naming ``where`` otherwise."""
+    parts = str(text).split()
+    if len(parts) != 2:
+        raise ValueError(f"{where}: '{text}' is not 'METRIC max' or 'METRIC min'")
+    metric, mode = parts
+    if mode not in ("max", "min"):
+        raise ValueError(f"{where}: unknown mode '{mode}' for '{metric}': use max or min")
+    return Objective(metric, mode)  # type: ignore[arg-type]
+
+
+def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float = 0.0) -> tuple[Objective, ...]:
+    """The objectives of a config's ``objectives:`` list, checked (a ValueError naming the entry otherwise):
+    at least two, no metric twice, the first the trial's dev metric (of ``dev_data``), the others that dev metric
+    or a cost (``gpu_seconds`` only when trials hold ``gpus`` > 0)."""
+    if len(entries) < 2:
+        raise ValueError("objectives: list at least 2 ('METRIC max|min' each); a single one is metric and mode")
+    objectives = tuple(parse_objective(e, f"objectives.{i}") for i, e in enumerate(entries))
+    dev = DEV_SETS.get(dev_data, DEV_SETS["stsb"])
+    reported = (*dict.fromkeys([dev, *DEV_SETS.values()]), *COST_METRICS)
+    seen: set[str] = set()
+    for i, objective in enumerate(objectives):
+        where = f"objectives.{i}"
+        if objective.metric in seen:
+            raise ValueError(f"{where}: '{objective.metric}' is listed twice")
+        seen.add(objective.metric)
+        if i == 0 and objective.metric != dev:
+            raise ValueError(f"{where}: the first objective is the one ASHA, Tune and the winner rank by; it must be "
+                             f"the trial's dev metric '{dev}', not '{objective.metric}'")
+        if objective.metric not in reported:
+            raise ValueError(f"{where}: no trial reports '{objective.metric}' at its evaluations; an objective is one "
+                             f"of {', '.join(reported)}")
+        if objective.metric == "gpu_seconds" and gpus <= 0:
+            raise ValueError(f"{where}: the trials hold no GPU (resources.gpu: 0), so gpu_seconds is always 0; "
+                             "use compute_seconds")
+    return objectives
+
+
+def extra_dev_sets(objectives: Sequence[Objective]) -> list[str]:
+    """The ``dev_data`` names of the dev metrics among the objectives after the first (the sets the trials must
+    score beside their selection set: ``extra_dev_data``)."""
+    by_metric = {metric: name for name, metric in DEV_SETS.items()}
+    return [by_metric[o.metric] for o in objectives[1:] if o.metric in by_metric]
+
+
+def select_report(current: Mapping[str, Any] | None, report: Mapping[str, Any],
+                  first: Objective) -> Mapping[str, Any] | None:
+    """The selected report after ``report``: ``report`` when its first objective is finite and strictly better than
+    ``current``'s (as the training loop keeps its best weights), else ``current``."""
+    value = report.get(first.metric)
+    if value is None or not math.isfinite(float(value)):
+        return current
+    if current is None or first.better(float(value), float(current[first.metric])):
+        return report
+    return current
+
+
+def objective_value(result: Mapping[str, Any], objective: Objective,
+                    selected: Mapping[str, Any] | None = None) -> float | None:
+    """``objective``'s value in one (flattened) Tune result: the reported metric (else its value in ``selected``,
+    the trial's selected report), or a cost derived from the result's seconds and GPUs; None when neither carries
+    it."""
+    if objective.metric not in COST_METRICS:
+        value = result.get(objective.metric)
+        if value is None and selected is not None:
+            value = selected.get(objective.metric)
+        return None if value is None else float(value)
+    seconds = result.get(TIME_TOTAL_KEY)
+    if seconds is None:
+        return None
+    gpus = float(result.get(GPUS_KEY) or 0.0)
+    if objective.metric == "gpu_seconds":
+        return float(seconds) * gpus
+    return float(seconds) * gpus if gpus > 0 else float(seconds)
+
+
+def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],
+                     selected: Mapping[str, Any] | None = None) -> list[float | None]:
+    """Every objective's value in ``result`` (:func:`objective_value`), in order."""
+    return [objective_value(result, o, selected) for o in objectives]

@@ -1,0 +1,376 @@
+"""The searcher and the scheduler of a sweep: seeded multivariate TPE (Optuna) and ASHA.
+
+:class:`PruningAwareOptunaSearch` is a Ray Tune ``Searcher`` on Optuna's public ask-and-tell API, its study in the
+sweep folder's journal (:mod:`.study_store`). It tells Optuna the truth about how a trial ended: COMPLETE only when
+its trainable made its final report (``final: 1.0``, see :func:`sentsweep.trainables.method.run_trial`); one the
+scheduler stopped before that is PRUNED (its intermediate values stay in the study, where TPE uses them as it does
+for pruned trials), a crashed one is FAIL, and one whose final value is NaN is FAIL too. (Ray's own ``OptunaSearch``
+tells a stopped trial COMPLETE with its last intermediate value, and leaves a NaN one RUNNING.)
+
+A trial whose settings are infeasible (it diverged or ran out of memory: :mod:`sentsweep.trainables.infeasible`)
+is not a FAIL, which TPE ignores and so keeps proposing the same divergent learning rates: it is told as COMPLETE
+with a constraint violation (Optuna's ``Trial.set_constraint``, key ``diverged`` or ``out_of_memory``, value 1).
+TPE puts infeasible trials in its "bad" group by their violation, whatever their value, and ``Study.best_trial``
+skips them; the value they carry (:func:`infeasible_value`: the worst value the study has seen) only keeps the
+optimisation-history plot on its scale.
+
+A multi-objective sweep (``objectives:``, :mod:`.objectives`) gets a study with one direction per objective, told every
+objective of a finished trial (costs derived from its report); the same TPE sampler handles it (Optuna's TPE is
+multi-objective), with constant liar, constraints and warm start (from a sweep with the same directions) as for one
+metric. Tune, ASHA and Tune's concurrency limiter see the searcher as single-objective on the first
+objective (which every report carries); Optuna keeps no intermediate values for several objectives, so a pruned trial
+is PRUNED without them. A further dev metric is told at the trial's selected report (:func:`.objectives.select_report`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
+from ray.tune.search import Searcher
+
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.driver.drain import evaluation_result, is_draining
+from sentsweep.platform.driver.failures import failure_reason, infeasibility, is_failed
+from sentsweep.platform.search.objectives import Objective, objective_values, select_report
+from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.platform.search.warm_start import unseen_points
+
+#: The key a trainable's last report carries once the trial has run to its end.
+FINAL_KEY = "final"
+#: The user attribute of an Optuna trial naming its Tune trial.
+TUNE_TRIAL_ATTR = "tune_trial_id"
+#: Why a trial the driver lost before Tune saved it was told FAIL on resume.
+LOST_REASON = "lost with the driver: not in the experiment state the sweep resumed from"
+
+
+def is_final(result: dict[str, Any] | None) -> bool:
+    """Whether a (flattened) Tune result is a trial's final report."""
+    return bool(result) and result.get(FINAL_KEY) == 1.0
+
+
+class PruningAwareOptunaSearch(Searcher):
+    """Ray Tune's searcher over an Optuna study kept in the sweep folder's journal (:mod:`.study_store`).
+
+    It asks Optuna for each Tune trial (the Optuna trial carries the Tune trial's id, :data:`TUNE_TRIAL_ATTR`),
+    reports each evaluation, and tells each end: scheduler-stopped trials PRUNED, NaN results FAIL, infeasible ones
+    COMPLETE with a constraint violation; a stopping sweep's draining reports are skipped
+    (:mod:`sentsweep.platform.driver.drain`). What it pickles is where the study is, never the study: a restored
+    searcher
+    reads the journal, the study's only record, and knows again which Optuna trial each Tune trial is."""
+
+    def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
+                 sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
+                 points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
+                 history: Sequence[FrozenTrial] = ()) -> None:
+        """A new study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials)
+        and ``points`` queued first. With two or more ``objectives`` the study gets their directions; ``metric``
+        and ``mode`` are then the first objective's, which is all Tune sees of the searcher."""
+        self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
+        if self.objectives:
+            metric, mode = self.objectives[0].metric, self.objectives[0].mode
+        super().__init__(metric=metric, mode=mode)
+        self.space = space
+        self.sampler = sampler
+        self.store = store
+        self.study_name = study_name
+        modes = [o.mode for o in self.objectives] or [mode]
+        self.directions = ["maximize" if m == "max" else "minimize" for m in modes]
+        self.points = [dict(p) for p in points]
+        self._forget()
+        self.study.add_trials(history)
+        for point in self.points:
+            self.study.enqueue_trial(point)
+
+    def _forget(self) -> None:
+        self._study: optuna.Study | None = None
+        self._storage: optuna.storages.BaseStorage | None = None
+        self._trials: dict[str, optuna.Trial] = {}  # Tune trial id -> its running Optuna trial
+        self._told: set[str] = set()  # Tune trials whose end Optuna was told
+        self._selected: dict[str, Any] = {}  # Tune trial id -> its selected report (multi-objective)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_study", "_storage", "_trials", "_told")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        selected = state.get("_selected", {})
+        self._forget()
+        self._selected = selected
+
+    @property
+    def study(self) -> optuna.Study:
+        """The Optuna study: opened from the journal on first use, with the Tune trials it knows."""
+        if self._study is None:
+            storage = self.store.storage() if self.store is not None else optuna.storages.InMemoryStorage()
+            self._study = optuna.create_study(storage=storage, study_name=self.study_name, directions=self.directions,
+                                              sampler=self.sampler, pruner=optuna.pruners.NopPruner(),
+                                              load_if_exists=True)
+            self._storage = storage
+            self._adopt_journal()
+        return self._study
+
+    def _trial_id(self, number: int) -> int:
+        """The storage's id of the study's trial ``number``."""
+        return self._storage.get_trial_id_from_study_id_trial_number(
+            self._storage.get_study_id_from_name(self.study_name), number)
+
+    def _adopt_journal(self) -> None:
+        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it. A study
+        that holds Tune's trials already is a resumed one: the sampler, restored as it was when the sweep began, gets
+        fresh random numbers (``BaseSampler.reseed_rng``), else its random start-up would propose its first points
+        again."""
+        trials = self._study.get_trials(deepcopy=False)
+        if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
+            self.sampler.reseed_rng()
+        for trial in trials:
+            tune_id = trial.user_attrs.get(TUNE_TRIAL_ATTR)
+            if tune_id is None:
+                continue
+            if trial.state.is_finished():
+                self._told.add(tune_id)
+            else:
+                self._trials[tune_id] = optuna.Trial(self._study, self._trial_id(trial.number))
+
+    def suggest(self, trial_id: str) -> dict | None:
+        study = self.study
+        if trial_id not in self._trials:
+            trial = study.ask()
+            trial.set_user_attr(TUNE_TRIAL_ATTR, trial_id)
+            self._trials[trial_id] = trial
+        trial = self._trials[trial_id]
+        extra = self.space(trial) or {}
+        return {**trial.params, **extra}
+
+    def running(self) -> dict[str, int]:
+        """The Tune trials whose Optuna trial is still running, with its number."""
+        self.study  # noqa: B018 - opens the journal
+        return {tune_id: trial.number for tune_id, trial in self._trials.items() if tune_id not in self._told}
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        self.study  # noqa: B018 - opens the journal: which Tune trials it knows
+        if is_draining(result) or trial_id not in self._trials or trial_id in self._told:
+            return
+        if not self.objectives:
+            value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
+            if value is not None and step is not None:
+                with warnings.catch_warnings():  # a step reported again (a trial resumed from a checkpoint): ignored
+                    warnings.simplefilter("ignore")
+                    self._trials[trial_id].report(float(value), int(step))
+        elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
+            self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        self.study  # noqa: B018 - opens the journal: which Tune trials it knows
+        if trial_id not in self._trials or trial_id in self._told:  # a trial told before a resume: told once
+            return
+        ot_trial = self._trials[trial_id]
+        value: Any = result.get(self.metric) if result else None
+        if error or not result:
+            state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
+        elif is_failed(result):  # a deterministic failure (sentsweep.platform.driver.failures)
+            ot_trial.set_user_attr("fail_reason", failure_reason(result))
+            kind = infeasibility(result)
+            if kind is None:
+                state, value = TrialState.FAIL, None
+            else:  # what the sampler must learn: these settings cannot work
+                ot_trial.set_constraint(kind, 1.0)
+                state, value = TrialState.COMPLETE, infeasible_value(self.study)
+        elif not is_final(result):
+            state, value = TrialState.PRUNED, None
+            self._report_last(trial_id, result)
+        else:
+            values = objective_values(result, self.objectives, self._selected.pop(trial_id, None)) \
+                if self.objectives else [value]
+            finite = all(v is not None and math.isfinite(float(v)) for v in values)
+            state = TrialState.COMPLETE if finite else TrialState.FAIL
+            value = (values if self.objectives else value) if finite else None
+        self.study.tell(ot_trial, value, state=state)
+        self._told.add(trial_id)
+
+    def _report_last(self, trial_id: str, result: dict) -> None:
+        """Ray withholds the result that made the scheduler stop a trial; Optuna should see it (one objective only:
+        Optuna keeps no intermediate values for several)."""
+        if self.objectives:
+            return
+        value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
+        if value is None or step is None or not math.isfinite(float(value)):
+            return
+        with warnings.catch_warnings():  # Optuna ignores (and warns about) a step reported twice
+            warnings.simplefilter("ignore")
+            self._trials[trial_id].report(float(value), int(step))
+
+    def forget_lost(self, restored: set[str]) -> int:
+        """Tell FAIL each running Optuna trial whose Tune trial is not among ``restored`` (the trials Tune resumes):
+        it was lost with the driver; a point to evaluate first that no other trial holds is queued again. How
+        many were lost."""
+        lost = [(tune_id, number) for tune_id, number in self.running().items() if tune_id not in restored]
+        study = self.study
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):  # asked, not yet a Tune trial
+            if TUNE_TRIAL_ATTR not in trial.user_attrs:
+                lost.append(("", trial.number))
+        for tune_id, number in lost:
+            self._storage.set_trial_user_attr(self._trial_id(number), "fail_reason", LOST_REASON)
+            study.tell(number, state=TrialState.FAIL)
+            self._told.add(tune_id)
+        if lost:
+            kept = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
+                                                            TrialState.RUNNING, TrialState.WAITING))
+            for point in unseen_points(self.points, kept):
+                study.enqueue_trial(point)
+        return len(lost)
+
+    def save(self, checkpoint_path: str) -> None:
+        """Tune's searcher state, as JSON: the reports selected so far (multi-objective); the study is in the journal,
+        the rest of the searcher in the Tuner Tune saved when the sweep began."""
+        with open(checkpoint_path, "w", encoding="utf-8") as out:
+            json.dump({"selected": self._selected}, out, default=_plain)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """The searcher as :meth:`save` left it; its study is read again from the journal."""
+        with open(checkpoint_path, encoding="utf-8") as saved:
+            selected = dict(json.load(saved).get("selected") or {})
+        self._forget()
+        self._selected = selected
+
+
+def _plain(value: Any) -> Any:
+    """A report's value as JSON holds it: a number as a float, anything else as its text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def infeasible_value(study: optuna.Study) -> float | list[float]:
+    """The value an infeasible trial is told with: the worst value the study has seen (a finished trial's or a
+    report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation. A
+    multi-objective study gets the worst of each objective over its feasible finished trials."""
+    feasible = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+                if not t.constraints]
+    worst = []
+    for i, direction in enumerate(study.directions):
+        seen = [v for t in feasible
+                for v in ((t.values[i],) if t.values else ()) + tuple(t.intermediate_values.values())
+                if v is not None and math.isfinite(v)]
+        worst.append(0.0 if not seen else min(seen) if direction == optuna.study.StudyDirection.MAXIMIZE
+                     else max(seen))
+    return worst if len(worst) > 1 else worst[0]
+
+
+class FinalAwareASHA(ASHAScheduler):
+    """ASHA whose ``max_t`` only places the rungs: a trial ends at its own step budget.
+
+    Ray's ASHA stops every trial at ``max_t``; ours would then miss their final report (test metrics,
+    ``final: 1.0``) and count as pruned. The final report itself is never a reason to stop either, nor a draining
+    report (a stopping sweep's checkpoint, :mod:`sentsweep.platform.driver.drain`); rungs count evaluations.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(stop_last_trials=False, **kwargs)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        if is_final(result) or is_draining(result):
+            return TrialScheduler.CONTINUE
+        return super().on_trial_result(tune_controller, trial, evaluation_result(result))
+
+
+#: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
+OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
+
+
+def default_gamma(n: int) -> int:
+    """Optuna's good-group size for n finished trials: ``min(ceil(0.1 n), 25)`` (``optuna.samplers.TPESampler``,
+    its default ``gamma``)."""
+    return min(math.ceil(0.1 * n), 25)
+
+
+def hyperopt_default_gamma(n: int) -> int:
+    """Hyperopt's good-group size for n finished trials: ``min(ceil(0.25 sqrt(n)), 25)`` (Bergstra et al. 2011, as
+    Optuna defines it for ``TPESampler.hyperopt_parameters``)."""
+    return min(math.ceil(0.25 * n**0.5), 25)
+
+
+#: TPE's split of n finished trials into its "good" and "bad" groups (``tpe_gamma``): the size of the good group.
+#: Optuna's default (``ceil(0.1 n)``, at most 25) and Hyperopt's (``ceil(0.25 sqrt(n))``, at most 25: Bergstra et al.,
+#: the sweep's default). A multi-objective study keeps Optuna's own multi-objective split (``ceil(0.1 n)``, no cap).
+TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamma, "optuna": default_gamma}
+
+
+def build_sampler(config: SweepConfig) -> optuna.samplers.TPESampler:
+    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` (default
+    :data:`OPTUNA_STARTUP_TRIALS`) *finished* trials, whatever the concurrency; its good group is ``tpe_gamma``'s
+    (:data:`TPE_GAMMAS`).
+
+    Why Hyperopt's split by default: replayed against the recorded CoSENT tables (``bench/search_table.py replay``,
+    100 seeds, TPE + ASHA with the paper's defaults first), the good group of ``ceil(0.25 sqrt(n))`` trials reached
+    the target in 77% of the seeds on the 100-step table and 53% on the 30-step one, against 50% and 41% with
+    Optuna's ``ceil(0.1 n)`` (README, "Does the search pay?"). Optuna deprecated the ``gamma`` argument in 4.9 (to be
+    removed in 6.0): the pinned 5.x keeps it.
+
+    The choice under concurrency: Optuna's start-up counts finished trials (COMPLETE or PRUNED), not suggestions,
+    and it stays so. A running trial is no observation: constant liar only keeps later suggestions away from it.
+    So with ``max_concurrent_trials`` c, the first c suggestions are all random (no trial has finished when they
+    are made), and TPE makes its first suggestion once ``startup_trials`` trials have finished: up to
+    ``startup_trials + c - 1`` searched suggestions are random (:func:`random_suggestions`), 25 of a 500-trial
+    sweep at the default and 16 concurrent. Counting suggestions instead (a start-up lowered by
+    c - 1) would have TPE split one or two observations into its good and bad groups among up to c - 1 lies, i.e.
+    exploit at random; a sweep that wants TPE sooner lowers ``startup_trials`` itself, knowing that."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message=".*`gamma`.*", category=FutureWarning)  # deprecated in 4.9, kept
+        startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+        gamma = TPE_GAMMAS[config.tpe_gamma] if len(config.modes) == 1 else None
+        return optuna.samplers.TPESampler(seed=config.seed, multivariate=True, constant_liar=True,
+                                          n_startup_trials=startup, gamma=gamma)
+
+
+def random_suggestions(config: SweepConfig) -> tuple[int, int]:
+    """The fewest and the most searched suggestions of a sweep that are random before TPE models the space
+    (:func:`build_sampler`), capped at ``num_samples``; the space's first points come on top, as given.
+
+    The first ``max_concurrent_trials`` suggestions are made together (Tune fills every free slot at the start),
+    so the fewest is the larger of the start-up and the concurrency, reached when the first trials end together;
+    the most, ``startup + concurrency - 1``, when they end one at a time, each freeing the slot of the next."""
+    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+    concurrency = config.max_concurrent_trials or config.num_samples
+    return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
+
+
+def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
+                   points: list[dict[str, Any]] | None, *, store: StudyStore | None = None, study_name: str = "",
+                   history: Sequence[FrozenTrial] = ()) -> PruningAwareOptunaSearch:
+    """Seeded TPE (:func:`build_sampler`) over a define-by-run space, its study in ``store`` (the sweep folder's
+    journal; None: in memory); ``points`` go first, in order (the paper's setting, then any preset points of the
+    space), except those ``history`` (an earlier sweep's trials: :mod:`.warm_start`) holds already; the study starts
+    with ``history``."""
+    told = {len(t.values) for t in history if t.values is not None}
+    if told - {len(config.modes)}:
+        raise ConfigError(f"the earlier sweep's trials carry {max(told)} objective value(s), this sweep has "
+                          f"{len(config.modes)} objective(s): warm start needs the same objectives", field="warm_start")
+    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode,
+                                    sampler=build_sampler(config), store=store, study_name=study_name or config.name,
+                                    points=unseen_points([p for p in points or [] if p], history),
+                                    objectives=config.objective_list, history=history)
+
+
+def build_scheduler(config: SweepConfig) -> TrialScheduler:
+    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO (no early stopping)."""
+    s = config.scheduler
+    if s.type == "fifo":
+        return FIFOScheduler()
+    return FinalAwareASHA(time_attr="training_iteration", max_t=s.max_t, grace_period=s.grace_period,
+                          reduction_factor=s.reduction_factor, brackets=s.brackets)
+
+
+def scheduler_label(config: SweepConfig) -> str:
+    """How the scheduler is named in a pruned trial's reason."""
+    return "ASHA" if config.scheduler.type == "asha" else "the sweep"

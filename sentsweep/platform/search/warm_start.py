@@ -1,0 +1,190 @@
+"""Warm start: a new sweep's searcher begins with an earlier sweep's finished trials as its history.
+
+``sentsweep sweep CONFIG --warm-start SWEEP`` (or ``warm_start: SWEEP`` in the config) reads the earlier sweep's
+study from its folder's journal (:mod:`.study_store`: JSON, never unpickled) and adds its COMPLETE and
+PRUNED trials, infeasible ones with their constraints, to the new searcher's study before the first suggestion
+(``Study.add_trials``). TPE then treats them as trials it has seen: its random start-up counts them, and its
+densities start from them.
+
+The spaces need not be the same: each earlier trial is placed in the new space by running the new space's
+define-by-run function on a probe that answers with the trial's parameters (so conditional parameters follow the
+earlier choices); a parameter the new space does not have, or whose value lies outside the new range or choices, is left
+out, and a trial with no parameter left is skipped. FAIL trials teach TPE nothing and are skipped too. The trials
+carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plots leave them out, and a warm start
+from this sweep does not take them again. Points to evaluate first that the history already holds are dropped.
+
+The earlier values must be the same measurement as the new sweep's (:func:`refuse_another_measurement`): the same
+metric, direction and objectives, on the same dev set cut the same way, read from the same files (the sweep
+folder keeps their SHA-256 as the data resolved when it began: the bundled sample's STS-B dev is not the full one).
+TPE splits its history at a quantile of the values, so figures of another dev set (STS-B dev against SICK-R trial)
+or another sample of one (the first 100 caption pairs score ~93, a sample across genres ~88) would mislead it without
+any error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from sentsweep.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sentsweep.platform.config import SweepConfig
+
+#: The user attribute of a trial that came from an earlier sweep (its name).
+WARM_START_ATTR = "warm_start_from"
+#: The states of earlier trials that carry something TPE uses.
+_TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+#: Sweep settings that make two sweeps' values one measurement (the ranking), and trial settings (``fixed``) that do
+#: (the dev protocol: which set, how many of its pairs, how long the evaluated sentences may be).
+SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
+TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
+
+
+def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
+                 endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
+    """The earlier sweep's finished trials as trials of the space ``define_by_run`` (see the module docstring);
+    refused when ``config`` (the new sweep's) measures otherwise."""
+    from sentsweep.platform.config import resolve_sweep_folder
+    from sentsweep.platform.folder.location import locate
+
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
+    manifest = location.read_manifest()
+    name = manifest.sweep_name
+    if config is not None:
+        refuse_another_measurement(manifest.sweep_config(), config, manifest.data_sha256)
+    study = location.load_study()
+    if study is None:
+        raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
+                          field="warm_start", file=location.uri)
+    return history_trials(study, define_by_run, name)
+
+
+def is_warm_start(trial: FrozenTrial) -> bool:
+    """Whether a trial of a study came from an earlier sweep."""
+    return WARM_START_ATTR in trial.user_attrs
+
+
+def measured_data(config: SweepConfig) -> dict[str, str]:
+    """SHA-256 of the files each ranking metric of ``config`` reads (``metric`` and the objectives' metrics that
+    name a data file, e.g. ``stsb_dev``: STS-B dev), in the data as they resolve now (``data_dir``, else
+    ``$SENTSWEEP_DATA``, else the bundled sample): kept in the sweep folder's manifest for a later warm start. Empty
+    when the data do not resolve here (a driver without the workers' data directory): nothing is compared then."""
+    from sentsweep.errors import DataError
+    from sentsweep.evaluation.metric_protocols import metric_data_sha256
+
+    metrics = dict.fromkeys([config.metric, *(o.metric for o in config.objective_list)])
+    try:
+        found = {metric: metric_data_sha256(metric, config.data_dir) for metric in metrics}
+    except (DataError, OSError):
+        return {}
+    return {metric: digest for metric, digest in found.items() if digest is not None}
+
+
+def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
+                               earlier_data: Mapping[str, str] | None = None) -> None:
+    """A :class:`ConfigError` (field ``warm_start``) naming each setting where the earlier sweep's values were
+    measured otherwise than the new sweep's will be (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`, and the
+    files a ranking metric reads: ``earlier_data``, the earlier folder's :func:`measured_data`, against the new
+    sweep's; a folder written before they were kept is not compared on them)."""
+    differences = [f"{field} {getattr(earlier, field)!r} vs {getattr(config, field)!r}" for field in SWEEP_MEASUREMENT
+                   if getattr(earlier, field) != getattr(config, field)]
+    differences += [f"fixed.{field} {_trial_setting(earlier, field)!r} vs {_trial_setting(config, field)!r}"
+                    for field in TRIAL_MEASUREMENT if _trial_setting(earlier, field) != _trial_setting(config, field)]
+    if earlier_data:
+        now = measured_data(config)
+        differences += [f"the files {metric} reads (sha256 {digest[:12]} vs {now[metric][:12]}: another data "
+                        "directory, e.g. the bundled sample against the full data)"
+                        for metric, digest in earlier_data.items() if metric in now and now[metric] != digest]
+    if differences:
+        raise ConfigError("the earlier sweep's values are another measurement than this sweep's (earlier vs this: "
+                          + "; ".join(differences) + "): TPE would rank them together; warm-start from a sweep "
+                          "measured the same way", field="warm_start")
+
+
+def _trial_setting(config: SweepConfig, field: str) -> Any:
+    """A trial setting of ``config``: its ``fixed`` value, else the trial configs' default (None when it has none)."""
+    from sentsweep.trainables.trial_config import TrialConfig
+
+    default = TrialConfig.model_fields[field].default if field in TrialConfig.model_fields else None
+    return config.fixed.get(field, default)
+
+
+def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any],
+                   source: str) -> list[FrozenTrial]:
+    """``study``'s COMPLETE and PRUNED trials placed in the space of ``define_by_run``, marked as from ``source``."""
+    placed = []
+    for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
+        if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
+            continue
+        distributions = _overlap(trial.params, _distributions_at(define_by_run, trial.params))
+        if not distributions:
+            continue
+        placed.append(optuna.trial.create_trial(
+            state=trial.state, values=trial.values,
+            params={name: trial.params[name] for name in distributions}, distributions=distributions,
+            intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: source},
+            constraints=trial.constraints or None,
+        ))
+    return placed
+
+
+class _EarlierValues(optuna.samplers.BaseSampler):
+    """Samples an earlier trial's value where the new space allows it, else the new distribution's first value
+    (only the distributions asked for matter: they are what :func:`_distributions_at` reads)."""
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.params = params
+
+    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
+                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+        return {}
+
+    def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
+                           param_distribution: BaseDistribution) -> Any:
+        if _allows(param_distribution, self.params.get(param_name)):
+            return self.params[param_name]
+        if isinstance(param_distribution, optuna.distributions.CategoricalDistribution):
+            return param_distribution.choices[0]
+        return param_distribution.low  # type: ignore[attr-defined]
+
+
+def _allows(distribution: BaseDistribution, value: Any) -> bool:
+    """Whether ``distribution`` holds ``value`` (Optuna's own check, as it makes when a trial is created)."""
+    if value is None:
+        return False
+    try:
+        optuna.trial.create_trial(params={"p": value}, distributions={"p": distribution}, value=0.0)
+    except (ValueError, TypeError):  # outside the range, or a choice the new space does not offer
+        return False
+    return True
+
+
+def _distributions_at(define_by_run: Callable[[optuna.Trial], Any],
+                      params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
+    """The distributions the space asks for when its earlier parameters are ``params`` (conditional parameters
+    follow the earlier choices)."""
+    probe = optuna.create_study(sampler=_EarlierValues(params))
+    trial = probe.ask()
+    define_by_run(trial)
+    return dict(trial.distributions)
+
+
+def _overlap(params: Mapping[str, Any], distributions: Mapping[str, BaseDistribution]) -> dict[str, BaseDistribution]:
+    """The new space's distributions of the parameters ``params`` has, with a value the new space allows."""
+    return {name: d for name, d in distributions.items() if name in params and _allows(d, params[name])}
+
+
+def unseen_points(points: Sequence[Mapping[str, Any]], history: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
+    """The points to evaluate first that no history trial has already evaluated (same value for every key)."""
+    return [dict(p) for p in points
+            if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]

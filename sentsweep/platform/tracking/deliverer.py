@@ -1,0 +1,119 @@
+"""Deliveries to MLflow off the caller's thread: a bounded queue, one thread, and a back-off after a failure.
+
+Ray Tune calls the driver's callbacks from its event loop, and an MLflow client waits out its retry budget
+(minutes, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``) when the server does not answer. So the callback only hands jobs
+to a :class:`Deliverer`, which never blocks: a job is dropped when the queue is full or while MLflow is backed off
+after a failure, and its key (a trial) is reported to ``on_failure``. Nothing is lost by a drop: every job's data
+is in the sweep folder, and the next job of that key delivers it from there
+(:mod:`sentsweep.platform.tracking.trial_runs`).
+
+The back-off doubles from ``first_s`` to ``max_s`` after each failure and ends at the first success
+(:class:`Backoff`, on an injected clock).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger("sentsweep.tracking")
+
+Job = Callable[[], None]
+
+
+@dataclass
+class Backoff:
+    """When the next delivery may be tried: ``wait = min(max_s, first_s * 2**(failures - 1))`` after a failure."""
+
+    first_s: float = 5.0
+    max_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    failures: int = 0
+    retry_at: float = field(default=float("-inf"))
+
+    def allows(self) -> bool:
+        """Whether a delivery may be tried now."""
+        return self.clock() >= self.retry_at
+
+    def failed(self) -> float:
+        """Count a failure; the seconds until the next try."""
+        self.failures += 1
+        wait = min(self.max_s, self.first_s * 2 ** (self.failures - 1))
+        self.retry_at = self.clock() + wait
+        return wait
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.retry_at = float("-inf")
+
+
+class Deliverer:
+    """Runs submitted jobs in order on a daemon thread; a job that raises, or one dropped, reports its key."""
+
+    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None,
+                 capacity: int = 1000) -> None:
+        self.on_failure = on_failure
+        self.backoff = backoff or Backoff()
+        self._jobs: queue.Queue[tuple[str, Job, bool] | None] = queue.Queue(maxsize=capacity)
+        self._thread: threading.Thread | None = None
+        self._warned = False
+
+    def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
+        """Queue ``job`` for ``key`` without waiting; False (and ``on_failure(key)``) when it is dropped.
+        ``force``: tried even while backed off (the end of a sweep)."""
+        if not force and not self.backoff.allows():
+            self.on_failure(key)
+            return False
+        try:
+            self._jobs.put_nowait((key, job, force))
+        except queue.Full:
+            self.on_failure(key)
+            return False
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sentsweep-mlflow", daemon=True)
+            self._thread.start()
+        return True
+
+    def run_one(self, key: str, job: Job, force: bool = False) -> bool:
+        """Run one job now (the thread's body; tests call it directly); whether it succeeded."""
+        if not force and not self.backoff.allows():
+            self.on_failure(key)
+            return False
+        try:
+            job()
+        except Exception as exc:  # noqa: BLE001 - MLflow down or refusing: the folder keeps the data
+            wait = self.backoff.failed()
+            self.on_failure(key)
+            if not self._warned:
+                log.warning("MLflow did not take a delivery (%s: %s); retried in %.0f s, from the sweep folder",
+                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "", wait)
+                self._warned = True
+            return False
+        self.backoff.succeeded()
+        self._warned = False
+        return True
+
+    def _run(self) -> None:
+        while True:
+            item = self._jobs.get()
+            try:
+                if item is None:
+                    return
+                self.run_one(*item)
+            finally:
+                self._jobs.task_done()
+
+    def drain(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
+              poll: Callable[[float], None] = time.sleep) -> bool:
+        """Wait until every queued job ran, at most ``timeout_s``; whether they all did. A thread still inside an
+        MLflow call is left behind (a daemon): the sweep exits, and ``sentsweep sync`` completes the runs."""
+        deadline = clock() + timeout_s
+        while self._jobs.unfinished_tasks:
+            if clock() >= deadline:
+                return False
+            poll(0.05)
+        return True

@@ -1,0 +1,227 @@
+"""MLflow on the driver: the sweep's parent run (:class:`SweepRun`).
+
+The trials' child runs are written by :class:`~sentsweep.platform.tracking.trial_runs_callback.TrialRunsCallback` from
+what Tune delivers and the sweep folder holds; the parent run's own writes go through
+:class:`~sentsweep.platform.tracking.run_writes.RunWrites`. Neither makes an MLflow call on the sweep's path: a sweep
+never
+stops, nor waits, because MLflow is down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import inspect
+import json
+import tempfile
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs
+from mlflow import MlflowClient
+from mlflow.entities import Param
+from mlflow.exceptions import MlflowException
+
+from sentsweep.code_version import git_commit
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.driver.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
+from sentsweep.platform.folder.location import locate
+from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.platform.tracking.run_writes import RunWrites
+from sentsweep.platform.tracking.store import prepare_store
+from sentsweep.platform.tracking.trial_runs import create_unique_run
+from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
+from sentsweep.tracking.vocabulary import (
+    METHOD_TAG,
+    ROLE_TAG,
+    SPACE_TAG,
+    SWEEP_DIR_TAG,
+    SWEEP_TAG,
+    param_value,
+)
+
+#: ``mlflow.source.name`` of a sweep's parent run.
+SWEEP_SOURCE = "sentsweep sweep"
+VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
+                      "mlflow", "numpy", "pydantic")
+
+
+def git_sha(start: Path | None = None) -> str | None:
+    """The commit of the checkout holding the ``sentsweep`` package (None outside a git checkout)."""
+    return git_commit(start)
+
+
+def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages that decide a result."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` as ``{"a.b": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The id of experiment ``name``, created (with ``artifact_location``) when missing."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        if found.lifecycle_stage == "deleted":
+            client.restore_experiment(found.experiment_id)
+        mark_training_experiment(client, found.experiment_id)
+        return found.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=artifact_location, tags=experiment_tags())
+    except MlflowException:  # created meanwhile by another sweep
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+@dataclass
+class SweepRun:
+    """The parent run of a sweep (or, for the confirmation stage, the stage's run), and the settings of the trials'
+    child runs (:meth:`trial_settings`, for :class:`~.trial_runs_callback.TrialRunsCallback`).
+
+    Opening it needs MLflow; every write after goes through
+    :class:`~sentsweep.platform.tracking.run_writes.RunWrites`, in
+    the background, and what MLflow has not taken when the session ends (:meth:`flush`) is saved in ``folder``
+    (``fs``, ``path``: the sweep's or the stage's folder) for a resume or ``sentsweep sync``.
+    """
+
+    client: MlflowClient
+    tracking_uri: str
+    experiment_id: str
+    run_id: str
+    sweep_name: str
+    fs: pyarrow.fs.FileSystem
+    path: str
+    #: the confirmation stage's run, scheduled as the sweep began (:func:`~..confirm.stage.schedule_stage_run`)
+    stage_run_id: str | None = None
+    _writes: RunWrites | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
+             first_point: dict[str, Any] | None) -> SweepRun:
+        """Create the parent run: config as params, git SHA, versions, seed, the search space."""
+        prepare_store(config.tracking.uri)
+        client = MlflowClient(tracking_uri=config.tracking.uri)
+        experiment_id = ensure_experiment(client, config.tracking.experiment,
+                                          config.tracking.artifact_location)
+        tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
+                SPACE_TAG: config.space_name, STATUS_TAG: "running", **source_tags(SWEEP_SOURCE)}
+        run = create_unique_run(client, experiment_id, tags, sweep_name, {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name})
+        fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()
+        sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
+        params = {**flatten(config.model_dump(mode="json")),
+                  **{f"version.{k}": v for k, v in package_versions().items()}}
+        client.log_batch(sweep.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "sweep.yaml").write_text(config.to_yaml())
+            (folder / "first_point.json").write_text(json.dumps(first_point or {}, indent=2, default=str))
+            with contextlib.suppress(OSError, TypeError):  # no source for a lambda typed at a prompt
+                (folder / "search_space.py").write_text(inspect.getsource(define_by_run))
+            client.log_artifacts(sweep.run_id, tmp, "sweep")
+        return sweep
+
+    @classmethod
+    def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str, fs: pyarrow.fs.FileSystem,
+               path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
+        """An existing run, its status unchanged (``sentsweep resume``; see :meth:`reopen`), with the writes an
+        earlier session saved in its folder queued first: those acting on this run or ``runs`` (the sweep's other
+        run), a registration only as ``register`` (:meth:`RunWrites.load`)."""
+        sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs,
+                    path)
+        sweep.writes.load({run_id, *runs}, register)
+        return sweep
+
+    @property
+    def writes(self) -> RunWrites:
+        if self._writes is None:
+            self._writes = RunWrites(self.client, self.experiment_id, self.fs, self.path)
+        return self._writes
+
+    def reopen(self) -> None:
+        """Mark the run RUNNING again: called once ``Tuner.restore`` succeeded."""
+        self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})
+        self.set_tags({STATUS_TAG: "running"})
+
+    def trial_settings(self) -> dict[str, Any]:
+        """Where the trials' child runs go (:class:`~.trial_runs_callback.TrialRunsCallback`)."""
+        return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
+                "parent_run_id": self.run_id, "sweep_name": self.sweep_name}
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self.writes.put({"op": "tags", "run": self.run_id, "tags": tags})
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        """Params the run lacks (MLflow never changes one)."""
+        self.writes.put({"op": "params", "run": self.run_id, "params": params})
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        self.writes.metrics(self.run_id, metrics, step)
+
+    def log_protocols(self, record: dict[str, Any]) -> None:
+        """Metric protocols (:func:`~sentsweep.tracking.provenance.protocol_record`) on the run."""
+        if record:
+            self.writes.put({"op": "protocols", "run": self.run_id, "record": record})
+
+    def log_artifacts(self, local_dir: str | Path, artifact_path: str, *, move: bool = False) -> None:
+        """Upload a folder to the run's ``artifact_path``: kept in the sweep folder first (moved when ``move``), so
+        that an outage delays the upload instead of losing it."""
+        self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
+
+    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0) -> str | None:
+        """Register the run's logged model at ``artifact_path`` as a version of ``name`` (after its upload); the
+        version, or None when MLflow has not answered within ``wait_s`` (registered by a resume or ``sync``)."""
+        self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path})
+        self.writes.flush(wait_s)
+        return self.writes.registered.get(name)
+
+    def tag_trial(self, trial_id: str, tags: dict[str, str], parent_run_id: str | None = None) -> None:
+        """Tags on ``trial_id``'s run under ``parent_run_id`` (default: this run)."""
+        self.writes.put({"op": "tags", "parent": parent_run_id or self.run_id, "trial": trial_id, "tags": tags})
+
+    def upload_to_trial(self, trial_id: str, local_dir: str | Path, artifact_path: str,
+                        parent_run_id: str | None = None) -> None:
+        """A folder to ``trial_id``'s run under ``parent_run_id`` (default: this run), kept in the sweep folder
+        first."""
+        self.writes.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
+                           kept_as=f"trials/{trial_id}/{artifact_path}")
+
+    def close(self, state: SweepState, reason: str | None = None) -> None:
+        """End the run in ``state`` (:mod:`~sentsweep.platform.driver.sweep_state`: its tag and MLflow status)."""
+        self.set_tags({STATUS_TAG: state})
+        self.writes.put({"op": "status", "run": self.run_id, "status": RUN_STATUS[state],
+                         "reason": reason[:5000] if reason else None})
+
+    def flush(self, timeout_s: float = 20.0) -> bool:
+        """Deliver what waits for at most ``timeout_s``; what is left is saved in the folder. Whether MLflow has
+        everything."""
+        return self.writes.flush(timeout_s)
+
+    def previous_max(self, key: str) -> float:
+        """The largest value of metric ``key`` logged by earlier sessions of this sweep (0 when MLflow does
+        not answer at once)."""
+        if not store_answers(self.tracking_uri):
+            return 0.0
+        try:
+            return max((m.value for m in self.client.get_metric_history(self.run_id, key)), default=0.0)
+        except Exception:  # noqa: BLE001 - best-effort: tracking may be down
+            return 0.0

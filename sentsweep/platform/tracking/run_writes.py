@@ -1,0 +1,237 @@
+"""The driver's writes to its own runs (the sweep's parent run, the confirmation run, a trial's tags from finalize).
+
+Trials' runs are rebuilt from the trials' folders (:mod:`sentsweep.platform.tracking.trial_runs`). What the driver
+itself
+writes (totals, finalize's figures, tags, artifacts, a registration, the parent's status) has no such source, so
+:class:`RunWrites` keeps the writes MLflow has not taken yet in memory, in order, and delivers them from a
+background thread (:class:`~sentsweep.platform.tracking.deliverer.Deliverer`): no MLflow call on the sweep's path.
+When the
+session ends (:meth:`RunWrites.flush`) with writes still waiting, they are saved whole in the sweep folder
+(:data:`PENDING_FILE`); a resume or ``sentsweep sync`` delivers them and removes the file.
+
+Every write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing: tags and
+artifacts are replaced, a metric point MLflow holds at that step with that value is not logged again, a model is
+registered once per run, a status is set only when it differs.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+
+from sentsweep.platform.tracking.deliverer import Deliverer
+from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.tracking.provenance import log_protocols
+from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, param_value
+
+#: The writes a session left undelivered, in its sweep (or stage) folder.
+PENDING_FILE = "mlflow_pending.json"
+#: The folder of the sweep folder holding what the driver uploads (finalize's plots, evaluation, model).
+UPLOADS_DIR = "uploads"
+
+Write = dict[str, Any]
+#: The kinds of write (:meth:`RunWrites.apply`).
+OPS = frozenset({"tags", "params", "metrics", "protocols", "artifacts", "register", "status", "running"})
+
+
+def admissible(write: Write, runs: Collection[str], register: str | None) -> bool:
+    """Whether a saved write acts within ``runs`` (see :meth:`RunWrites.load`)."""
+    target = write.get("run") if "run" in write else write.get("parent")
+    if target not in runs or write.get("op") not in OPS:
+        return False
+    if write["op"] == "register" and (not register or write.get("name") != register):
+        return False
+    folder = str(write.get("dir", UPLOADS_DIR))
+    return write["op"] != "artifacts" or (folder.startswith(UPLOADS_DIR + "/") and ".." not in folder.split("/"))
+
+
+class RunWrites:
+    """Writes to runs of ``experiment_id``, delivered in order; those left at :meth:`flush` saved in ``folder``
+    (``fs``, ``path``: the sweep or stage folder)."""
+
+    def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str,
+                 now_ms: Callable[[], int] | None = None) -> None:
+        self.client = client
+        self.experiment_id = experiment_id
+        self.fs, self.path = fs, path
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.pending: list[Write] = []
+        self.registered: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._delivering = threading.Lock()  # one delivery at a time: the background one or a caller's
+        self._deliverer = Deliverer(on_failure=lambda key: None)
+
+    # -- queueing ---------------------------------------------------------------------------------
+    def put(self, write: Write) -> None:
+        """Queue ``write`` and have it delivered in the background."""
+        with self._lock:
+            self.pending.append(write)
+        self._deliverer.submit("writes", self.deliver)
+
+    def metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+        stamp = self.now_ms()
+        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), step, stamp] for k, v in metrics.items()]})
+
+    def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
+               move: bool = False) -> None:
+        """Keep a copy of ``local_dir`` in the folder's :data:`UPLOADS_DIR` (under ``kept_as``, default
+        ``artifact_path``; moved when ``move`` on the same file system), then queue its upload to ``target`` (``{"run":
+        id}``, or ``{"parent": id, "trial": id}`` for a trial's run): the copy outlives the session, so a later
+        ``sync`` still has it."""
+        relative = posixpath.join(UPLOADS_DIR, kept_as or artifact_path)
+        kept = posixpath.join(self.path, relative)
+        if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
+            shutil.rmtree(kept, ignore_errors=True)
+            Path(kept).parent.mkdir(parents=True, exist_ok=True)
+            if move:
+                shutil.move(local_dir, kept)  # a rename on the same file system
+            else:
+                shutil.copytree(local_dir, kept)
+        else:
+            self.fs.delete_dir_contents(kept, missing_dir_ok=True)
+            pyarrow.fs.copy_files(str(local_dir), kept, source_filesystem=pyarrow.fs.LocalFileSystem(),
+                                  destination_filesystem=self.fs)
+        self.put({"op": "artifacts", **target, "dir": relative, "path": artifact_path})
+
+    # -- delivery ---------------------------------------------------------------------------------
+    def deliver(self) -> int:
+        """Deliver the waiting writes in order (the first failure stops and raises); how many were delivered."""
+        done = 0
+        with self._delivering:
+            while True:
+                with self._lock:
+                    if not self.pending:
+                        return done
+                    write = self.pending[0]
+                self.apply(write)
+                with self._lock:
+                    if self.pending and self.pending[0] is write:
+                        self.pending.pop(0)
+                done += 1
+
+    def flush(self, timeout_s: float) -> bool:
+        """Deliver what waits, for at most ``timeout_s`` (not at all when the store does not answer a probe at once);
+        save what is left in the folder (or remove a saved file once nothing is left). Whether MLflow has
+        everything."""
+        if self.pending and store_answers(self.client.tracking_uri):
+            self._deliverer.submit("writes", self.deliver, force=True)
+            self._deliverer.drain(timeout_s)
+        with self._lock:
+            left = list(self.pending)
+        target = posixpath.join(self.path, PENDING_FILE)
+        if left:
+            self.fs.create_dir(self.path, recursive=True)
+            with self.fs.open_output_stream(target) as out:
+                out.write(json.dumps(left).encode("utf-8"))
+        elif self.fs.get_file_info(target).type == pyarrow.fs.FileType.File:
+            self.fs.delete_file(target)
+        return not left
+
+    def load(self, runs: Collection[str], register: str | None = None) -> int:
+        """Queue the writes an earlier session saved in the folder (before any new one); how many.
+
+        The file is as trustworthy as whoever can write the folder, so only writes to ``runs`` (the sweep's run and
+        its confirmation run) or to a trial's run under one of them are kept, a registration only as ``register``
+        (the sweep's own ``register_model``), and an upload only from the folder's :data:`UPLOADS_DIR`."""
+        try:
+            with self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream:
+                saved = json.loads(stream.readall())
+        except (FileNotFoundError, OSError, ValueError):
+            return 0
+        writes = [w for w in saved if isinstance(w, dict) and admissible(w, runs, register)] \
+            if isinstance(saved, list) else []
+        with self._lock:
+            self.pending[:0] = writes
+        return len(writes)
+
+    def apply(self, write: Write) -> None:
+        """Deliver one write (idempotent: see the module docstring)."""
+        op = write["op"]
+        run_id = write.get("run") or self._trial_run(write)
+        if op == "tags":
+            tags = [RunTag(k, str(v)) for k, v in write["tags"].items()]
+            for start in range(0, len(tags), 100):
+                self.client.log_batch(run_id, tags=tags[start:start + 100])
+        elif op == "params":
+            held = self.client.get_run(run_id).data.params
+            params = [Param(k, param_value(v)) for k, v in write["params"].items() if k not in held]
+            for start in range(0, len(params), 100):
+                self.client.log_batch(run_id, params=params[start:start + 100])
+        elif op == "metrics":
+            self._metrics(run_id, write["points"])
+        elif op == "protocols":
+            log_protocols(self.client, run_id, write["record"])
+        elif op == "artifacts":
+            self._artifacts(run_id, write["dir"], write["path"])
+        elif op == "register":
+            self._register(run_id, write["name"], write["path"])
+        elif op == "status":
+            run = self.client.get_run(run_id)
+            if write.get("if_running") and run.info.status in TERMINAL:
+                return
+            if write.get("reason"):
+                self.client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
+            if run.info.status != write["status"]:
+                self.client.set_terminated(run_id, status=write["status"])
+        elif op == "running":
+            self.client.update_run(run_id, status="RUNNING")
+            if write.get("reason"):
+                self.client.set_tag(run_id, REASON_TAG, write["reason"])
+            elif write.get("clear_reason") and REASON_TAG in self.client.get_run(run_id).data.tags:
+                self.client.delete_tag(run_id, REASON_TAG)
+
+    def _trial_run(self, write: Write) -> str:
+        run = find_trial_run(self.client, self.experiment_id, write["parent"], write["trial"])
+        if run is None:  # the trial's run comes from the trials' deliveries: tried again later
+            raise LookupError(f"no MLflow run of trial {write['trial']} yet")
+        return run.info.run_id
+
+    def _metrics(self, run_id: str, points: list[list[Any]]) -> None:
+        held: dict[str, set[tuple[int, float]]] = {}
+        fresh = []
+        for key, value, step, stamp in points:
+            if key not in held:
+                held[key] = {(m.step, m.value) for m in self.client.get_metric_history(run_id, key)}
+            if (int(step), float(value)) not in held[key]:
+                fresh.append(Metric(key, float(value), int(stamp), int(step)))
+        for start in range(0, len(fresh), 1000):
+            self.client.log_batch(run_id, metrics=fresh[start:start + 1000])
+
+    def _artifacts(self, run_id: str, folder: str, artifact_path: str) -> None:
+        source = posixpath.join(self.path, folder)
+        with tempfile.TemporaryDirectory() as tmp:
+            if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
+                local = source
+            else:
+                pyarrow.fs.copy_files(source, tmp, source_filesystem=self.fs,
+                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
+                local = tmp
+            self.client.log_artifacts(run_id, local, artifact_path)
+
+    def _register(self, run_id: str, name: str, path: str) -> None:
+        """Register the run's model at ``path`` as a version of ``name``, unless a version of ``name`` already
+        comes from this run (that version is the one reported)."""
+        import mlflow
+
+        existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+        if existing:
+            self.registered[name] = str(min(int(v.version) for v in existing))
+            return
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(self.client.tracking_uri)
+        try:
+            version = mlflow.register_model(f"runs:/{run_id}/{path}", name)
+        finally:
+            mlflow.set_tracking_uri(previous)
+        self.registered[name] = str(version.version)

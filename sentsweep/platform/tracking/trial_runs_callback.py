@@ -1,0 +1,252 @@
+"""The driver's Tune callback that writes every trial's MLflow child run
+(:mod:`sentsweep.platform.tracking.trial_runs`).
+
+On each trial event it hands a job to a background :class:`~sentsweep.platform.tracking.deliverer.Deliverer`, so no
+MLflow
+call runs in Tune's event loop. The driver knows what a trial cannot tell: a trial stopped by ASHA ends inside
+``tune.report`` (its run ends KILLED, ``pruned by ASHA at iteration N``); a worker that died ends FAILED with the
+error Tune recorded. At the end of the experiment each trial's run is brought up to its folder, ended, and the
+sweep's totals go on the parent run, waiting at most ``end_wait_s``: in an outage the sweep exits and
+``sentsweep sync`` completes the runs from the folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs
+from mlflow import MlflowClient
+from mlflow.entities import Metric
+from ray.tune import Callback
+
+from sentsweep.platform.driver.budget import STOPPED_REASON
+from sentsweep.platform.driver.drain import evaluation_result
+from sentsweep.platform.driver.failures import failure_reason, is_failed
+from sentsweep.platform.driver.interrupt import superseded
+from sentsweep.platform.search.searcher import is_final
+from sentsweep.platform.tracking.deliverer import Deliverer
+from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
+from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
+from sentsweep.trainables.stop_flag import DRAINING_KEY
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+log = logging.getLogger("sentsweep.tracking")
+#: Trial settings that are not params of its run (how it is tracked, not how it trains).
+UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
+#: Seconds the end of an experiment waits for MLflow before the sweep goes on without it (none when its store does
+#: not answer a probe at once).
+END_WAIT_S = 20.0
+
+
+def trial_outcome(trial: Trial) -> str:
+    """``finished``, ``pruned``, ``failed``, ``running`` or ``pending`` from Tune's view of a trial."""
+    if trial.status == "ERROR" or is_failed(trial.last_result):
+        return "failed"
+    if is_final(trial.last_result):
+        return "finished"
+    if trial.status == "TERMINATED":
+        return "pruned"
+    return "running" if trial.status == "RUNNING" else "pending"
+
+
+def last_error_line(trial: Trial) -> str:
+    """The last line of the error Tune recorded for a trial (the exception type and message)."""
+    path = trial.error_file
+    try:
+        text = Path(path).read_text(errors="replace") if path else ""
+    except OSError:
+        text = ""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Failure #")]
+    errors = [line for line in lines if ("Error" in line or "Exception" in line) and ":" in line]
+    return (errors or lines or ["the trial failed (no error recorded)"])[-1][:5000]
+
+
+def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
+    """Trials by outcome, and the wall and GPU seconds the trials used."""
+    counts = Counter(trial_outcome(t) for t in trials)
+    trial_seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
+    totals = {f"trials_{k}": float(counts.get(k, 0)) for k in ("finished", "pruned", "failed", "running",
+                                                                "pending")}
+    totals.update({"trials_total": float(len(trials)), "trial_seconds": trial_seconds,
+                   "gpu_seconds": trial_seconds * gpu_per_trial})
+    return totals
+
+
+def completed_status(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
+    """The status and reason of a trial Tune completed (its last report decides)."""
+    result = trial.last_result or {}
+    if is_final(result):
+        return "FINISHED", None
+    if is_failed(result):
+        return "FAILED", failure_reason(result)
+    if result.get("training_iteration"):
+        return "KILLED", (f"pruned by {scheduler_label} at iteration "
+                          f"{evaluation_result(result)['training_iteration']} (step {int(result.get('step', 0))})")
+    return "KILLED", "stopped before it started"
+
+
+def ended_status(trial: Trial) -> tuple[str, str | None]:
+    """The status and reason of a trial still open when the experiment ended."""
+    outcome = trial_outcome(trial)
+    if outcome == "finished":
+        return "FINISHED", None
+    if outcome == "failed":
+        result = trial.last_result or {}
+        return "FAILED", failure_reason(result) if is_failed(result) else last_error_line(trial)
+    if trial.status == "TERMINATED":
+        return "KILLED", STOPPED_REASON  # a stopper ended it: the budget or time_budget_s
+    return "KILLED", "interrupted with the sweep (resume continues it)"
+
+
+def trial_folder(trial: Trial) -> TrialFolder:
+    """Where the driver reads a trial's reports: its local copy when it has one (a remote sweep folder is synced
+    from it; :mod:`..driver.staged_uploads` removes it once the storage holds it), else the trial's folder in the sweep
+    folder; outputs are always there."""
+    storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
+    local = trial.local_path
+    if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
+        return TrialFolder(pyarrow.fs.LocalFileSystem(), local, trial.trial_id, storage=storage)
+    return TrialFolder(*storage, trial.trial_id)
+
+
+class TrialRunsCallback(Callback):
+    """Writes each trial's child run under ``settings["parent_run_id"]`` from the driver, in the background."""
+
+    def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
+                 end_wait_s: float = END_WAIT_S) -> None:
+        self.settings = settings
+        self.scheduler_label = scheduler_label
+        self.gpu_per_trial = gpu_per_trial
+        self.end_wait_s = end_wait_s
+        self._runs: TrialRuns | None = None
+        self._deliverer: Deliverer | None = None
+        self._behind: set[str] = set()  # trials whose last delivery failed or was dropped
+        self._seen: set[str] = set()  # trials this driver session delivered to
+
+    def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
+        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set()}
+
+    @property
+    def runs(self) -> TrialRuns:
+        if self._runs is None:
+            client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
+            self._runs = TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
+                                   self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
+        return self._runs
+
+    @property
+    def deliverer(self) -> Deliverer:
+        if self._deliverer is None:
+            self._deliverer = Deliverer(on_failure=self._behind.add)
+        return self._deliverer
+
+    def _submit(self, trial: Trial, job: Any, *, force: bool = False) -> None:
+        if superseded() is None:  # a driver that lost the sweep leaves its runs to the new holder
+            self.deliverer.submit(trial.trial_id, job, force=force)
+
+    def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
+        """The trial's run, holding every report: from the folder first when this session has not delivered to it
+        yet (a resume) or an earlier delivery failed, then ``results``; returns the run's id (``new_attempt``:
+        Tune just started the trial)."""
+        runs = self.runs
+        if trial.trial_id in self._behind or trial.trial_id not in self._seen:
+            self._behind.discard(trial.trial_id)
+            runs.forget(trial.trial_id)
+            runs.run_id(trial.trial_id, new_attempt=new_attempt)
+            new_attempt = False
+            try:
+                runs.deliver(trial.trial_id, trial_folder(trial).results())
+            except BaseException:
+                self._behind.add(trial.trial_id)
+                raise
+            self._seen.add(trial.trial_id)
+        run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt)
+        runs.deliver(trial.trial_id, results)
+        return run_id
+
+    def _end(self, trial: Trial, status: str, reason: str | None, *, overwrite: bool = True) -> None:
+        self.catch_up(trial, [trial.last_result] if trial.last_result else [])
+        if status != "FINISHED":  # a trial that failed before its first report: the settings Tune sampled
+            settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
+            self.runs.log_params(trial.trial_id, settings, only_if_none=True)
+        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output())
+
+    # -- Tune hooks ----------------------------------------------------------------------------
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._submit(trial, lambda: self.catch_up(trial, [], new_attempt=True))
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
+                        **info: Any) -> None:
+        self._submit(trial, lambda: self._deliver_result(trial, result))
+
+    def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
+        """The report, and a trial that resumed elsewhere than the checkpoint Tune named tagged where and why."""
+        run_id = self.catch_up(trial, [result])
+        note = restore_note(result)
+        if note is not None:
+            self.runs.client.set_tag(run_id, RESTORED_FROM_KEY, note[0])
+            self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1])
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        status, reason = completed_status(trial, self.scheduler_label)
+        self._submit(trial, lambda: self._end(trial, status, reason))
+
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._submit(trial, lambda: self._end(trial, "FAILED", last_error_line(trial), overwrite=False))
+
+    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        lost = superseded()
+        if lost is not None:  # Tune's cleanup after the sweep was taken over: this driver's view is stale
+            log.warning("the sweep's runs are left as they are (no orphan removal, no trial closed, no totals): %s",
+                        lost)
+            return
+        if not trials:
+            return
+        deliverer = self.deliverer
+        deliverer.submit("orphans", lambda: self.remove_orphans({t.trial_id for t in trials}), force=True)
+        for trial in trials:
+            if trial.status == "PENDING" and trial.trial_id not in self.runs.run_ids:
+                continue
+            status, reason = ended_status(trial)  # only a run still RUNNING: a trial's own end is kept
+            deliverer.submit(trial.trial_id, lambda t=trial, s=status, r=reason: self._end(t, s, r, overwrite=False),
+                             force=True)
+        totals = sweep_totals(trials, self.gpu_per_trial)
+        deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
+        wait = self.end_wait_s if store_answers(self.settings["tracking_uri"]) else 0.0
+        if not deliverer.drain(wait) or self._behind:
+            log.warning("MLflow has not got all of the trials' runs; `sentsweep sync SWEEP_DIR` completes them "
+                        "from the sweep folder (a resume does too)")
+
+    def log_totals(self, totals: dict[str, float]) -> None:
+        """The sweep's totals on the parent run, at step 0."""
+        stamp = self.runs.now_ms()
+        self.runs.client.log_batch(self.settings["parent_run_id"],
+                                   metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
+
+    def remove_orphans(self, trial_ids: set[str]) -> None:
+        """Delete child runs of trials the sweep no longer has.
+
+        A trial created after Tune's last experiment snapshot is lost when the driver dies; the restored searcher
+        proposes a new trial (new id) instead. Its run would be a duplicate left RUNNING, so it is closed, deleted
+        (MLflow keeps deleted runs restorable), and named on the parent run.
+        """
+        client, parent = self.runs.client, self.settings["parent_run_id"]
+        query = f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{ROLE_TAG}` = 'trial'"
+        runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
+        orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
+        for run in orphans:
+            client.set_tag(run.info.run_id, REASON_TAG, "lost with the driver before Tune saved its trial; "
+                           "rerun as a new trial")
+            if run.info.status != "KILLED":
+                client.set_terminated(run.info.run_id, status="KILLED")
+            client.delete_run(run.info.run_id)
+        if orphans:
+            client.set_tag(parent, "sentsweep.deleted_orphan_runs", ",".join(r.info.run_id for r in orphans))
