@@ -40,7 +40,9 @@ class StagedDir:
 
 def project_dirs() -> tuple[Path, Path | None]:
     """The ``sentsweep`` package folder and, for a source checkout, the folder with its ``pyproject.toml``."""
-    package = Path(__file__).resolve().parents[2]
+    import sentsweep
+
+    package = Path(sentsweep.__file__).resolve().parent
     root = package.parent
     return package, (root if (root / "pyproject.toml").is_file() else None)
 
