@@ -118,7 +118,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     graph = import_graph(modules)
     assert len(modules) > 50 and f"{PACKAGE}.cli" in modules
     # a function-local import and a `from package import module`
-    assert f"{PACKAGE}.platform.sweep" in graph[f"{PACKAGE}.cli.sweeps"]
+    assert f"{PACKAGE}.platform.driver.sweep" in graph[f"{PACKAGE}.cli.sweeps"]
     assert f"{PACKAGE}.data" in graph[f"{PACKAGE}.cli.preprocess"]
 
 
