@@ -37,7 +37,8 @@ import torch
 from bench.common import exit_on_sigterm, print_table
 from sentsweep.evaluation.analysis import summary
 from sentsweep.methods.sncse import SncseModel
-from sentsweep.trainables.loop import TrainingLoop, seed_everything
+from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.optimizer import seed_everything
 from sentsweep.trainables.sncse import SNCSE, SncseConfig, SncseTask, run_diagnostics
 
 #: The two runs: the BML weight lambda (None: the family default of eq. 7).

@@ -35,7 +35,8 @@ import torch
 from bench.search_grid import PARAMS, Config, append_rows, read_rows, recorded_configs, write_provenance
 from sentsweep.evaluation.sts import SAMPLE_SEED
 from sentsweep.trainables.cosent import COSENT
-from sentsweep.trainables.loop import TrainingLoop, seed_everything
+from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.optimizer import seed_everything
 
 
 @dataclass(frozen=True)

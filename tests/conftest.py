@@ -140,7 +140,7 @@ def ray_session(session_cache: Path) -> Iterator[None]:
     cache folder as SENTSWEEP_CACHE."""
     ray = pytest.importorskip("ray")
     pythonpath = repo_pythonpath()
-    from sentsweep.platform.driver.sweep import WORKER_ENV
+    from sentsweep.platform.driver.ray_session import WORKER_ENV
 
     env_vars = {**WORKER_ENV, "PYTHONPATH": pythonpath, "SENTSWEEP_CACHE": str(session_cache)}
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,

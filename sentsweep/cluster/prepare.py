@@ -61,7 +61,7 @@ def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: 
 def _check_trials(config: SweepConfig, source: str) -> list[str]:
     """The method's trial settings checked like ``sentsweep sweep`` does before starting Ray."""
     try:
-        from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
+        from sentsweep.platform.driver.specs import resolve_specs, validate_trials
     except ImportError as exc:  # a thin client without the training stack
         return [f"trial settings not checked here ({exc}); the cluster will check them"]
     trainable, space = resolve_specs(config, source)

@@ -1,8 +1,8 @@
 """The training loop every method shares, under Ray Tune or standalone.
 
-A method supplies a :class:`TrainTask` (its model, its batches, its loss, its dev evaluation); the loop
-supplies everything else: seeding, AdamW/Adam with weight decay, linear warmup then linear decay,
-gradient clipping, a step budget, evaluation every N steps, a checkpoint every ``checkpoint_every``
+A method supplies a :class:`~sentsweep.trainables.train_task.TrainTask` (its model, its batches, its loss, its dev
+evaluation); the loop supplies everything else: seeding, AdamW/Adam with weight decay, linear warmup then linear
+decay, gradient clipping, a step budget, evaluation every N steps, a checkpoint every ``checkpoint_every``
 evaluations (and at the last one), best-weights keeping, resume (weights, optimizer, scheduler, step, data
 position, RNG states) with a fallback to an older checkpoint when the latest is corrupt, AMP on GPU, a stop
 with a clear reason on a non-finite loss, and a drain when its ``stop`` check says the sweep is stopping (a
@@ -11,54 +11,39 @@ a plain callback ``report(metrics, checkpoint_dir)``, so the same code runs unde
 ``sentsweep train`` command.
 No Ray import here.
 
-The checkpoint layout and the one copy of the best weights are :mod:`sentsweep.trainables.checkpoints`'.
+A method's side is :mod:`sentsweep.trainables.train_task`, the settings and progress :mod:`.loop_state`, the
+optimizer and schedule :mod:`.optimizer`, saving and restoring :mod:`.loop_checkpoints`; the checkpoint layout and
+the one copy of the best weights are :mod:`sentsweep.trainables.checkpoints`'.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
-import random
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, NoReturn, Protocol
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
-from torch import Tensor, nn
 
 from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.trainables.allocator import keep_freed_memory
-from sentsweep.trainables.checkpoints import (
-    BEST_DIR,
-    MODEL_DIR,
-    STATE_FILE,
-    BestFolder,
-    CheckpointUnreadableError,
-    StoredFolder,
-    check_checkpoint,
-    failed_outside_the_checkpoint,
-    pick_best,
-    rng_state,
-    set_rng_state,
-    write_checkpoint_marker,
-)
-from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, resumed_at
+from sentsweep.trainables.checkpoints import BEST_DIR, MODEL_DIR, BestFolder, StoredFolder
+from sentsweep.trainables.loop_checkpoints import LoopCheckpoints
+from sentsweep.trainables.loop_state import LoopConfig, LoopResult, LoopState
+from sentsweep.trainables.optimizer import build_optimizer, linear_schedule, seed_everything
 from sentsweep.trainables.stop_flag import StopCheck, draining_report
+from sentsweep.trainables.train_task import ReportFn, TrainTask
 
-#: ``report(metrics, checkpoint_dir)``; returns where the checkpoint was persisted (Tune's storage), if anywhere.
-ReportFn = Callable[[dict[str, float], Path | None], StoredFolder | None]
 #: The evaluations a trial made so far, in each evaluation's report: counted from the state it restored, so that a
 #: trial resumed from an older checkpoint or from scratch counts as it trained (Tune's ``training_iteration``
 #: counts reports, draining ones included, and continues from the checkpoint Tune's snapshot named).
 EVALUATIONS_KEY = "evaluations"
-logger = logging.getLogger(__name__)
 
 
 class NonFiniteLossError(SentsweepError):
@@ -79,138 +64,13 @@ class NonFiniteLossError(SentsweepError):
         return (type(self), (self.step, self.value, self.diagnostics))
 
 
-class TrainTask(Protocol):
-    """What a method gives the loop."""
-
-    model: nn.Module
-
-    def batches(self, epoch: int, generator: torch.Generator) -> Sequence[Any]:
-        """The batches of one epoch, in order (shuffled with ``generator`` where the method allows)."""
-        ...
-
-    def loss(self, batch: Any) -> tuple[Tensor, dict[str, float]]:
-        """The scalar loss of a batch and method diagnostics to log (may be empty)."""
-        ...
-
-    def evaluate(self) -> dict[str, float]:
-        """Dev metrics (x100), including the loop's selection metric."""
-        ...
-
-    def save(self, directory: Path) -> None:
-        """Write the model (HF ``save_pretrained`` + tokenizer, or the method's own format)."""
-        ...
-
-    def load(self, directory: Path) -> None:
-        """Load weights written by :meth:`save` into ``self.model``."""
-        ...
-
-
-@dataclass
-class LoopConfig:
-    """Optimisation settings shared by every method, taken from a validated trial config
-    (:meth:`sentsweep.trainables.trial_config.TrialConfig.loop_config`: its defaults and checks)."""
-
-    seed: int
-    optimizer: Literal["adamw", "adam"]
-    lr: float
-    weight_decay: float
-    warmup_ratio: float
-    lr_schedule: Literal["linear", "constant"]
-    max_grad_norm: float | None
-    epochs: float
-    max_steps: int | None
-    eval_every: int
-    metric: str
-    mode: Literal["max", "min"]
-    amp: bool
-    eval_at_start: bool
-    checkpoint_every: int  # a checkpoint every N evaluations (the last evaluation always writes one)
-    log_every: int = 25
-
-
-@dataclass
-class LoopState:
-    """Progress that a checkpoint must carry for an exact resume."""
-
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_value: float | None = None
-    best_step: int | None = None
-    history: list[dict[str, float]] = field(default_factory=list)
-
-
-@dataclass
-class LoopResult:
-    state: LoopState
-    best_dir: Path | None
-    stopped_reason: str
-    seconds: float
-
-
-def seed_everything(seed: int) -> None:
-    """Python, NumPy and torch (CPU and every GPU) generators."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-#: Devices with PyTorch's fused (single-kernel) Adam/AdamW: the same update as the default ``foreach`` one in one pass
-#: over each tensor (4x fewer optimizer milliseconds for MiniLM on the CPU); transformers' ``Trainer`` uses it too.
-FUSED_OPTIMIZER_DEVICES = frozenset({"cpu", "cuda"})
-
-
-def fused_supported(params: list[Tensor]) -> bool:
-    """Whether every parameter is a dense floating-point tensor on a device with the fused kernels."""
-    return bool(params) and all(
-        p.device.type in FUSED_OPTIMIZER_DEVICES and p.is_floating_point() and not p.is_sparse for p in params
-    )
-
-
-def build_optimizer(model: nn.Module, config: LoopConfig) -> torch.optim.Optimizer:
-    """AdamW (or Adam) with no weight decay on biases and normalisation weights, fused where the device allows
-    (:func:`fused_supported`)."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        (no_decay if param.ndim < 2 or "norm" in name.lower() else decay).append(param)
-    groups = [
-        {"params": decay, "weight_decay": config.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    fused = fused_supported(decay + no_decay)
-    if config.optimizer == "adam":
-        return torch.optim.Adam(groups, lr=config.lr, fused=fused)
-    return torch.optim.AdamW(groups, lr=config.lr, fused=fused)
-
-
-def linear_schedule(
-    optimizer: torch.optim.Optimizer, warmup: int, total: int, decay: bool = True
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup over ``warmup`` steps, then linear decay to 0 at ``total`` (``decay``) or constant.
-
-    The warmup's first step runs at ``1 / warmup`` of the peak and its last at the peak; transformers'
-    ``get_linear_schedule_with_warmup`` (sentence-transformers' ``fit``) runs its first step at 0 (a step that changes
-    nothing but Adam's moments) and reaches the peak one step later. The decay is the same from the peak on."""
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / max(1, warmup)
-        if not decay:
-            return 1.0
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
 def _is_better(value: float, best: float | None, mode: str) -> bool:
     if best is None or math.isnan(best):
         return not math.isnan(value)
     return value > best if mode == "max" else value < best
 
 
-class TrainingLoop:
+class TrainingLoop(LoopCheckpoints):
     """Runs a :class:`TrainTask` to its step budget, reporting every ``eval_every`` steps."""
 
     def __init__(
@@ -276,119 +136,6 @@ class TrainingLoop:
         return torch.autocast("cuda", dtype=dtype)
 
     # -- checkpoints -------------------------------------------------------------------------
-    def save_checkpoint(self, directory: Path) -> Path:
-        """Write the resumable state to ``directory`` once: weights, optimizer, scheduler, RNG, position; the
-        marker (``checkpoint.json``) last."""
-        directory.mkdir(parents=True, exist_ok=True)
-        self.task.save(directory / MODEL_DIR)
-        torch.save(
-            {
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "scaler": self.scaler.state_dict(),
-                "rng": rng_state(),
-                "loop": asdict(self.state),
-                "config": asdict(self.config),
-            },
-            directory / STATE_FILE,
-        )
-        write_checkpoint_marker(directory, self.state.step, self.state.best_step, self.state.best_value)
-        return directory
-
-    def restore(self, checkpoint: Path | StoredFolder | Sequence[StoredFolder], fallback: str | None = None) -> None:
-        """Continue from a checkpoint written by :meth:`save_checkpoint` (same config). Given several (newest
-        first), a corrupt or half-written one is skipped with a warning for the next; when none is usable the
-        run starts from the beginning, with a warning. A checkpoint that could not be read for a reason outside it
-        (:func:`~sentsweep.trainables.checkpoints.failed_outside_the_checkpoint`: a full disk, a storage error, no
-        memory) is not skipped: :class:`~sentsweep.trainables.checkpoints.CheckpointUnreadableError` is raised, and
-        the attempt fails for Tune to retry. ``fallback``: why the first candidate is not the checkpoint Tune named
-        (:mod:`~sentsweep.trainables.restore_note`). A resume elsewhere than the checkpoint Tune named is told in the
-        next report."""
-        if isinstance(checkpoint, Path):
-            candidates: Sequence[StoredFolder] = [StoredFolder.local(checkpoint)]
-        elif isinstance(checkpoint, StoredFolder):
-            candidates = [checkpoint]
-        else:
-            candidates = list(checkpoint)
-        reasons = [fallback] if fallback else []
-        for candidate in candidates:
-            scratch = self._workdir / f"restore-{candidate.name}"
-            try:
-                local = candidate.fetch(scratch)
-                self._load(local, candidate)
-                if reasons:
-                    self._note_restore(self.state.step, reasons)
-                return
-            except Exception as exc:  # a corrupt file fails in many ways (safetensors, pickle, zip, sizes)
-                if failed_outside_the_checkpoint(exc):
-                    why = f"checkpoint {candidate.name} could not be read ({type(exc).__name__}: {exc})"
-                    self._warn(f"{why}; it is not skipped: this attempt fails, to be retried from it")
-                    raise CheckpointUnreadableError(why) from exc
-                self._warn(f"checkpoint {candidate.name} is not usable ({type(exc).__name__}: {exc}); "
-                           + ("falling back to the previous one" if candidate is not candidates[-1]
-                              else "starting from the beginning"))
-                reasons.append(f"checkpoint {candidate.name} is not usable ({type(exc).__name__})")
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-        if reasons:
-            self._note_restore(None, reasons)
-
-    def _note_restore(self, step: int | None, reasons: list[str]) -> None:
-        self._restore_note = {RESTORED_FROM_KEY: resumed_at(step), RESTORE_REASON_KEY: "; ".join(reasons)[:500]}
-
-    def _with_restore_note(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """``metrics`` with the note of a resume elsewhere than Tune's checkpoint, in the first report after it."""
-        note, self._restore_note = self._restore_note, None
-        return {**metrics, **note} if note else metrics
-
-    def _warn(self, message: str) -> None:
-        logger.warning(message)
-        self.log(f"WARNING: {message}")
-
-    def _load(self, local: Path, stored: StoredFolder) -> None:
-        marker = check_checkpoint(local)
-        blob = torch.load(local / STATE_FILE, map_location="cpu", weights_only=True)
-        self.task.load(local / MODEL_DIR)
-        self.optimizer.load_state_dict(blob["optimizer"])
-        self.scheduler.load_state_dict(blob["scheduler"])
-        self.scaler.load_state_dict(blob["scaler"])
-        known = {f.name for f in fields(LoopState)}  # a checkpoint of an older layout may hold more
-        self.state = LoopState(**{k: v for k, v in blob["loop"].items() if k in known})
-        set_rng_state(blob["rng"])
-        self.log(
-            f"resumed at step {self.state.step} (epoch {self.state.epoch}, "
-            f"batch {self.state.batch_in_epoch}) from {stored.name}, best {self.state.best_value} at "
-            f"{self.state.best_step}"
-        )
-        if self.state.best_step is None:
-            return
-        self.best.settle()  # a replacement of the best weights cut short by the failure: finished now
-        source = pick_best(stored, self.best, self.config.mode, checkpoint_marker=marker)
-        if source is None:
-            self._warn(f"the best weights of step {self.state.best_step} are gone (no intact {BEST_DIR}/ folder); "
-                       "the best is chosen again from the next evaluation")
-            self.state.best_value = self.state.best_step = None
-        elif source.in_checkpoint:
-            if (self.best.marker() or {}).get("step") != source.step:
-                self.best.keep(source.folder, source.step, source.value)
-        elif source.step != self.state.best_step:
-            self.log(f"the best weights kept in {BEST_DIR}/ (step {source.step}, {source.value:.4g}) are better "
-                     f"than this checkpoint's best (step {self.state.best_step}): kept as the best")
-            self.state.best_value, self.state.best_step = source.value, source.step
-
-    def _adopt_kept_best(self) -> None:
-        """A start without a best (a fresh start after every checkpoint proved unusable, or a trial restarted
-        without one) keeps the best weights an earlier attempt left in the best folder as the best to beat, so the
-        first evaluation of the new start cannot replace them with worse ones."""
-        marker = self.best.marker()
-        value = (marker or {}).get("value")
-        if not isinstance(value, int | float) or not math.isfinite(value):
-            return
-        self.state.best_value, self.state.best_step = float(value), int(marker["step"])
-        self.log(f"the best weights kept in {BEST_DIR}/ (step {self.state.best_step}, {self.state.best_value:.4g}) "
-                 "by an earlier attempt stay the best until an evaluation beats them")
-
-    # -- the loop ------------------------------------------------------------------------------
     def _checkpoint_due(self) -> bool:
         evaluations = self.state.step // self.config.eval_every
         return self.state.step >= self.total_steps or evaluations % self.config.checkpoint_every == 0

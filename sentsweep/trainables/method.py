@@ -2,7 +2,7 @@
 
 A method is a subclass of :class:`Method` naming its typed config class and implementing three things:
 
-- :meth:`Method.build_task`: the :class:`~sentsweep.trainables.loop.TrainTask` the shared loop trains
+- :meth:`Method.build_task`: the :class:`~sentsweep.trainables.train_task.TrainTask` the shared loop trains
   (its model, batches, loss, dev evaluation through the config's
   :meth:`~sentsweep.trainables.trial_config.TrialConfig.dev_evaluator`, save and load);
 - :meth:`Method.final_evaluation`: the best weights on the test suite;
@@ -38,10 +38,13 @@ from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking.vocabulary import OUTPUT_DIR
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY, OUT_OF_MEMORY_ERRORS, infeasible_kind, release_memory
-from sentsweep.trainables.loop import LoopResult, ReportFn, TrainingLoop, TrainTask, seed_everything
+from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.loop_state import LoopResult
+from sentsweep.trainables.optimizer import seed_everything
 from sentsweep.trainables.restore_note import take_tune_fallback
 from sentsweep.trainables.run_record import RunRecord
 from sentsweep.trainables.stop_flag import DRAINING_KEY, StopCheck, StopFlag
+from sentsweep.trainables.train_task import ReportFn, TrainTask
 from sentsweep.trainables.trial_config import TrialConfig, parse_config
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)

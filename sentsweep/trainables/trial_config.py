@@ -18,7 +18,7 @@ from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS, SENTEVAL_OPTION_HELP, SentEvalOptions
 from sentsweep.evaluation.sts import NLI_DEV, SICKR_TRIAL, STSB_DEV, StsEvaluator
 from sentsweep.methods.precision import EVAL_AMP
-from sentsweep.trainables.loop import LoopConfig
+from sentsweep.trainables.loop_state import LoopConfig
 
 #: SentEval's defaults (the one place: :class:`SentEvalOptions`).
 _SENTEVAL = SentEvalOptions()

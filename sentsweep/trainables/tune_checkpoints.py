@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sentsweep._compat.ray import trial_storage
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder, previous_checkpoints
-from sentsweep.trainables.loop import ReportFn
+from sentsweep.trainables.train_task import ReportFn
 
 WORK_DIR = "work"
 

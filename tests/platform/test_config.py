@@ -8,7 +8,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig, load_sweep_config, parse_sweep_config
-from sentsweep.platform.driver.sweep import resolve_specs, trial_param_space, validate_trials
+from sentsweep.platform.driver.specs import resolve_specs, trial_param_space, validate_trials
 
 REPO = Path(__file__).resolve().parents[2]
 MINIMAL = "name: s\nmethod: cosent\n"

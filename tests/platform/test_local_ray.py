@@ -9,12 +9,12 @@ import sys
 
 from tools.harness.processes import REPO, repo_pythonpath
 
-#: Starts the sweep's own local Ray (:func:`~sentsweep.platform.driver.sweep.ray_session`, ray imported first, as in a
-#: notebook) and prints the address of every listening socket of the driver and of the processes Ray started.
+#: Starts the sweep's own local Ray (:func:`~sentsweep.platform.driver.ray_session.ray_session`, ray imported first, as
+#: in a notebook) and prints the address of every listening socket of the driver and of the processes Ray started.
 PROBE = """
 import os, psutil, ray, time
 from sentsweep.platform.driver.local_ray import CLUSTER_MODE_ENV
-from sentsweep.platform.driver.sweep import ray_session
+from sentsweep.platform.driver.ray_session import ray_session
 with ray_session():
     time.sleep(2)  # the agents open their ports after init returns
     ours = {p.pid for p in psutil.Process().children(recursive=True)} | {os.getpid()}
@@ -52,7 +52,7 @@ def test_a_local_sweeps_ray_listens_on_loopback_only() -> None:
 TOKEN_PROBE = """
 import os, subprocess, sys
 import ray
-from sentsweep.platform.driver.sweep import ray_session
+from sentsweep.platform.driver.ray_session import ray_session
 JOIN = "import ray; ray.init(address=sys.argv[1]); print('joined')"
 with ray_session():
     @ray.remote

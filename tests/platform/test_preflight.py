@@ -82,7 +82,7 @@ def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_
     """``final_tasks: ""`` means no test evaluation after the sweep (as finalize reads it), not a config error;
     a misspelt task is refused under its own field."""
     from sentsweep.platform.driver.preflight import check_sweep
-    from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
+    from sentsweep.platform.driver.specs import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     for final, error in (("", None), ("stsb_tset", "final_tasks")):
@@ -132,7 +132,7 @@ def test_a_missing_nli_dev_set_is_one_line_naming_the_field_and_the_file(tmp_pat
     """SNLI dev (``nli``, CoSENT's NLI selection set) read from a data folder that lacks it: one DataError before
     Ray starts, naming the file and the field that asked for it (selection or further dev set)."""
     from sentsweep.platform.driver.preflight import check_sweep
-    from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
+    from sentsweep.platform.driver.specs import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     data = tmp_path / "data"
@@ -151,7 +151,7 @@ def test_a_sweep_ranking_by_another_dev_sets_metric_is_refused_before_ray(tmp_pa
                                                                           tracking_uri) -> None:
     """``metric: stsb_dev`` with ``fixed.dev_data: nli``: the trials would select on and report nli_dev, and the
     sweep rank by a metric no report carries; refused naming the field and the file."""
-    from sentsweep.platform.driver.sweep import resolve_specs, validate_trials
+    from sentsweep.platform.driver.specs import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, fixed={"dev_data": "nli"}, metric="stsb_dev")

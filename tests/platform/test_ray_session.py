@@ -14,11 +14,11 @@ from tools.harness.ray_head import head_env, ray_head
 
 REPO = Path(__file__).resolve().parents[2]
 #: Prints the GCS address of the Ray the driver ends up on: ``plain`` = ``ray.init()`` as Ray documents it,
-#: ``sweep`` = the sweep's own :func:`~sentsweep.platform.driver.sweep.ray_session` without an address.
+#: ``sweep`` = the sweep's own :func:`~sentsweep.platform.driver.ray_session.ray_session` without an address.
 PROBE = """
 import sys
 import ray
-from sentsweep.platform.driver.sweep import ray_session
+from sentsweep.platform.driver.ray_session import ray_session
 if sys.argv[1] == "plain":
     ray.init(include_dashboard=False, logging_level="ERROR")
     print(ray.get_runtime_context().gcs_address)

@@ -113,7 +113,7 @@ def test_end_stale_sessions_ends_their_holders_and_drops_the_marker(tmp_path: Pa
 # -- one real driver --------------------------------------------------------------------------------------------
 DRIVER = """
 import sys, time
-from sentsweep.platform.driver.sweep import ray_session
+from sentsweep.platform.driver.ray_session import ray_session
 with ray_session():
     import ray
     print("session", ray.get_runtime_context().get_node_id(), flush=True)

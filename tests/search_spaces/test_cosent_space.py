@@ -12,7 +12,7 @@ from transformers import RobertaConfig
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig, load_sweep_config
-from sentsweep.platform.driver.sweep import resolve_specs, space_points, trial_param_space, validate_trials
+from sentsweep.platform.driver.specs import resolve_specs, space_points, trial_param_space, validate_trials
 from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.search_spaces import SEARCH_SPACES, get_search_space
 from sentsweep.search_spaces.cosent import POOLINGS

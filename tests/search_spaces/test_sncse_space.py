@@ -109,7 +109,7 @@ def test_the_sweep_starts_at_its_model_familys_lambda(space: str, family: str, l
     from transformers import RobertaConfig
 
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.driver.sweep import resolve_specs, space_points, validate_trials
+    from sentsweep.platform.driver.specs import resolve_specs, space_points, validate_trials
     from sentsweep.platform.search.searcher import build_searcher
 
     if family == "bert":
@@ -130,7 +130,7 @@ def test_the_sweep_starts_at_its_model_familys_lambda(space: str, family: str, l
 def test_a_space_without_lambda_in_its_first_point_reads_no_model(tmp_path: Path) -> None:
     """The ablation space fixes lambda by the trial config (default_lambda at training): no config is read."""
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.driver.sweep import resolve_specs
+    from sentsweep.platform.driver.specs import resolve_specs
 
     config = SweepConfig(name="s", method="sncse", search_space="sncse-ablation", model=str(tmp_path / "absent"))
     _, spec = resolve_specs(config, "sweep.yaml")
@@ -144,7 +144,7 @@ def test_a_large_models_sweep_starts_at_the_large_setting(space: str, lr: float,
     from transformers import BertConfig
 
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.driver.sweep import resolve_specs
+    from sentsweep.platform.driver.specs import resolve_specs
 
     model = str(tmp_path / "large")
     BertConfig(hidden_size=32, num_hidden_layers=24, num_attention_heads=2).save_pretrained(model)

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from sentsweep.search_spaces import SEARCH_SPACES
-from sentsweep.trainables.loop import LoopResult
+from sentsweep.trainables.loop_state import LoopResult
 from sentsweep.trainables.method import Method, TuneFunction
 from sentsweep.trainables.registry import get_method, get_trainable, load_encoder
 

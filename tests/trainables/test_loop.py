@@ -11,7 +11,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sentsweep.errors import ConfigError
-from sentsweep.trainables.loop import LoopConfig, NonFiniteLossError, TrainingLoop, linear_schedule
+from sentsweep.trainables.loop import NonFiniteLossError, TrainingLoop
+from sentsweep.trainables.loop_state import LoopConfig
+from sentsweep.trainables.optimizer import linear_schedule
 from sentsweep.trainables.trial_config import TrialConfig, parse_config
 
 
@@ -167,7 +169,7 @@ def test_a_loop_without_a_work_dir_leaves_no_temp_folder_even_without_cleanup() 
 def test_the_fused_optimizer_takes_the_steps_of_the_default_one(kind: str) -> None:
     """The loop's optimizer is PyTorch's fused kernel on the CPU, and its 20 steps equal the default (foreach)
     implementation's to float precision, weight decay groups included."""
-    from sentsweep.trainables.loop import build_optimizer
+    from sentsweep.trainables.optimizer import build_optimizer
 
     config = _config(optimizer=kind, weight_decay=0.01)
     torch.manual_seed(0)

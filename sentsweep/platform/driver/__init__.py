@@ -36,7 +36,7 @@ _WHERE: dict[str, str] = {
     "is_shared_folder": "sentsweep.platform.driver.interrupt",
     "loopback_only": "sentsweep.platform.driver.local_ray",
     "ray_auth": "sentsweep.platform.driver.local_ray",
-    "resolve_specs": "sentsweep.platform.driver.sweep",
+    "resolve_specs": "sentsweep.platform.driver.specs",
     "resume_sweep": "sentsweep.platform.driver.sweep",
     "run_sweep": "sentsweep.platform.driver.sweep",
     "sample_data_warning": "sentsweep.platform.driver.preflight",
@@ -44,7 +44,7 @@ _WHERE: dict[str, str] = {
     "storage_trimming": "sentsweep.platform.driver.trial_files",
     "superseded": "sentsweep.platform.driver.interrupt",
     "unfinished_trials": "sentsweep.platform.driver.stopping",
-    "validate_trials": "sentsweep.platform.driver.sweep",
+    "validate_trials": "sentsweep.platform.driver.specs",
 }
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

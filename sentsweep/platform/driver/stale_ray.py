@@ -1,8 +1,8 @@
 """Ending what a killed driver's local Ray left behind, at the next local start.
 
-A driver that starts a local Ray (:func:`~sentsweep.platform.driver.sweep.ray_session` without an address) is the parent
-of Ray's GCS, raylet and helper processes; on Linux Ray starts them so that they die with it. The raylet's own
-children do not: after a SIGKILL of the driver, Ray's ``DashboardAgent`` and ``RuntimeEnvAgent`` notice the
+A driver that starts a local Ray (:func:`~sentsweep.platform.driver.ray_session.ray_session` without an address) is
+the parent of Ray's GCS, raylet and helper processes; on Linux Ray starts them so that they die with it. The raylet's
+own children do not: after a SIGKILL of the driver, Ray's ``DashboardAgent`` and ``RuntimeEnvAgent`` notice the
 raylet gone within seconds, then wait up to 60 s for the dead GCS to take their error report before they exit,
 listening on their loopback ports all the while (longer on a loaded machine). Ray offers no setting for this.
 

@@ -10,6 +10,9 @@ driver-side callbacks close what workers cannot and print progress), then
 trial. :func:`resume_sweep` restores an interrupted sweep from its folder (``Tuner.restore`` with
 ``resume_errored``) and reattaches to the same parent run.
 
+The method and space of a sweep and its trials' shared settings are :mod:`.specs`', the Ray it runs in is
+:mod:`.ray_session`'s, and a new sweep's Tuner is built in :mod:`.tuner`.
+
 Around that path: checks before Ray starts (:mod:`.preflight`), one driver per sweep (:mod:`..folder.lock`), graceful
 stops on SIGINT and SIGTERM (:mod:`.interrupt`; running trials checkpoint first: :mod:`.drain`), the parent's end
 state (:mod:`.sweep_state`), a resume that keeps the sweep's config (:mod:`.resume_config`) and trials failing
@@ -18,240 +21,52 @@ deterministically without retries (:mod:`.failures`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.errors import ConfigError, SentsweepError, StorageError, config_error
-from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
+from sentsweep.errors import SentsweepError, StorageError
+from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import (
     StageTrials,
     end_stage_run,
     run_confirmation,
     schedule_stage_run_if_answered,
 )
-from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
-from sentsweep.platform.driver.checkpoint_restore import with_checkpoint_fallback
+from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.drain import Drain
-from sentsweep.platform.driver.failures import FailureLines, is_failed
+from sentsweep.platform.driver.failures import is_failed
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted, graceful_stops
-from sentsweep.platform.driver.local_ray import loopback_only, session_token
 from sentsweep.platform.driver.outcome import SweepOutcome
 from sentsweep.platform.driver.preflight import check_sweep
-from sentsweep.platform.driver.progress import ProgressCallback
+from sentsweep.platform.driver.ray_session import ray_session
 from sentsweep.platform.driver.resume_config import apply_resume_config, resume_config
 from sentsweep.platform.driver.resume_samples import refuse_fewer_samples
-from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles
-from sentsweep.platform.driver.stale_ray import tidy_local_ray
-from sentsweep.platform.driver.stopping import StopWatch, close_interrupted_trials, unfinished_trials
+from sentsweep.platform.driver.specs import (
+    SearchSpaceLike,
+    TrainableLike,
+    resolve_specs,
+    trial_param_space,
+    validate_trials,
+)
+from sentsweep.platform.driver.stopping import close_interrupted_trials, unfinished_trials
 from sentsweep.platform.driver.sweep_state import SweepState
-from sentsweep.platform.driver.trial import run_once
-from sentsweep.platform.driver.trial_files import storage_trimming
+from sentsweep.platform.driver.tuner import build_tuner, trial_dirname, tune_trainable
 from sentsweep.platform.folder.location import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.search.search_state import mark_search_over, search_results
-from sentsweep.platform.search.searcher import build_scheduler, build_searcher, is_final, scheduler_label
-from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.platform.search.searcher import is_final
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.parent_run import SweepRun
-from sentsweep.platform.tracking.store import hidden_from_workers, open_client, refuse_sqlite_on_cluster
-from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
+from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 
 if TYPE_CHECKING:
-    from optuna.trial import FrozenTrial
     from ray.tune import ResultGrid, Tuner
-
-    from sentsweep.trainables.trial_config import TrialConfig
-
-
-class TrainableLike(Protocol):
-    """What the platform needs of a trainable (``sentsweep.trainables.registry.TrainableSpec``)."""
-
-    name: str
-    function: Callable[[dict[str, Any]], None]
-    reuse_actors: bool
-
-    @property
-    def config_cls(self) -> type[TrialConfig]: ...
-
-
-class SearchSpaceLike(Protocol):
-    """What the platform needs of a space (``sentsweep.search_spaces.SearchSpaceSpec``)."""
-
-    name: str
-    method: str
-    define_by_run: Callable[..., dict[str, Any] | None]
-    first_point: dict[str, Any]
-    extra_points: tuple[dict[str, Any], ...]
-
-    def for_settings(self, settings: Mapping[str, Any]) -> SearchSpaceLike: ...
-
-
-def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
-    """The points a space evaluates first, in order: its paper setting, then its presets."""
-    return [space.first_point, *getattr(space, "extra_points", ())]
-
-
-def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
-                  space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
-    """The method's trainable and the search space, from the registries unless given; the space is the one
-    this sweep runs (``space.for_settings`` of the settings its trials share: a first point that depends on
-    ``fixed`` or the model, such as CoSENT's NLI setting)."""
-    from pydantic import ValidationError
-
-    try:
-        if trainable is None:
-            from sentsweep.trainables.registry import get_trainable
-
-            trainable = get_trainable(config.method)
-        if space is None:
-            from sentsweep.search_spaces import get_search_space
-
-            space = get_search_space(config.space_name)
-        if space.method != config.method:
-            raise ConfigError(f"search space '{space.name}' is for method '{space.method}', "
-                              f"not '{config.method}'", field="search_space")
-        space = space.for_settings(trial_param_space(config))
-    except ConfigError as exc:
-        raise ConfigError(str(exc).split(": ", 1)[-1], field=_settings_field(config, exc.field),
-                          file=source) from None
-    except ValidationError as exc:
-        raise _settings_error(exc, config, source) from None
-    return trainable, space
-
-
-def _settings_field(config: SweepConfig, name: str | None) -> str | None:
-    """A trial setting's place in the sweep config: ``fixed.NAME`` when ``fixed`` sets it."""
-    return f"fixed.{name}" if name in config.fixed else name
-
-
-def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> ConfigError:
-    """A trial config's first validation error (pydantic) as one ConfigError naming its sweep-config field."""
-    return config_error(exc, source, lambda name: _settings_field(config, name))
-
-
-def trial_param_space(config: SweepConfig) -> dict[str, Any]:
-    """The settings every trial shares: ``fixed`` plus the sweep's model, data, metric, seed and the system-metrics
-    switch (no tracking setting: the driver writes the trials' runs)."""
-    params = dict(config.fixed)
-    params.setdefault("seed", config.seed)
-    if config.model is not None:
-        params["model"] = config.model
-    if config.data_dir is not None:
-        params["data_dir"] = config.data_dir
-    params.update(metric=config.metric, mode=config.mode)
-    if config.tracking.system_metrics:
-        params.update(system_metrics=True, system_metrics_interval_s=config.tracking.system_metrics_interval_s)
-    return params
-
-
-def validate_trials(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
-                    source: str | None = None) -> list[TrialConfig]:
-    """Fail before Ray starts: ``fixed`` must be valid trial settings, and not fight the space; returns the
-    trial configs of the space's first points."""
-    from pydantic import ValidationError
-
-    points = space_points(space)
-    searched = sorted(set(config.fixed) & set().union(*points))
-    if searched:
-        raise ConfigError(f"'{searched[0]}' is searched by space '{space.name}'; remove it from fixed or "
-                          "use a space without it", field=f"fixed.{searched[0]}", file=source)
-    try:
-        return [trainable.config_cls.model_validate({**trial_param_space(config), **point})
-                for point in points]
-    except ValidationError as exc:
-        raise _settings_error(exc, config, source) from None
-
-
-#: Environment of every Ray worker of a sweep. ``TUNE_FUNCTION_THREAD_TIMEOUT_S``: how long a reused actor
-#: waits for the previous trial's thread to end (Ray's default, 2 s, is shorter than a stopped trial's
-#: teardown on a loaded node: closing its MLflow run, removing its work folder; a reset that times out fails
-#: the next trial with "Trainable runner reuse requires reset_config()").
-WORKER_ENV = {"TUNE_FUNCTION_THREAD_TIMEOUT_S": "120"}
-
-
-def trial_dirname(trial: Any) -> str:
-    """Short trial folders (Ray's default spells out every parameter)."""
-    return f"{trial.trainable_name}_{trial.trial_id}"
-
-
-@contextlib.contextmanager
-def ray_session(address: str | None = None, *, log_to_driver: bool = False,
-                env: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a local one (and shut it down
-    after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers:
-    :meth:`SweepConfig.worker_credentials`).
-
-    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join the last
-    cluster anyone started on this machine with ``ray start`` (a colleague's, on a shared workstation), and run the
-    sweep there without the credentials and paths a cluster sweep gets. That local Ray listens on 127.0.0.1 only
-    (:func:`~sentsweep.platform.driver.local_ray.loopback_only`)."""
-    import ray
-
-    if ray.is_initialized():
-        yield
-        return
-    joins = joins_ray_cluster(address)
-    with contextlib.ExitStack() as local:
-        if not joins:
-            local.enter_context(loopback_only())
-            local.enter_context(session_token())
-        with hidden_from_workers() if not joins else contextlib.nullcontext():  # MLflow is the driver's alone
-            context = ray.init(address=address if joins else "local", include_dashboard=False,
-                               log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
-                               runtime_env={"env_vars": {**WORKER_ENV, **(env or {})}})
-        if not joins:  # what killed drivers' local Rays left is ended (:mod:`.stale_ray`)
-            tidy_local_ray(context.address_info.get("session_dir"))
-        try:
-            yield
-        finally:
-            ray.shutdown()
-
-
-def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
-    """The trainable as Tune runs it: finished trials skipped (:func:`run_once`), a checkpoint deleted after Tune's
-    last snapshot replaced by the newest one left (:mod:`.checkpoint_restore`), resources attached."""
-    from ray import tune
-
-    resources = {"cpu": config.resources.cpu, "gpu": config.resources.gpu}
-    return tune.with_resources(with_checkpoint_fallback(run_once(trainable.function)), resources)
-
-
-def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
-                location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
-    """The Tuner of a new sweep (everything Ray needs to restore it is pickled into its folder); ``history``:
-    an earlier sweep's trials to start from (:mod:`..search.warm_start`)."""
-    from ray import tune
-
-    searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
-                              store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
-    tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode, search_alg=searcher,
-        scheduler=build_scheduler(config), num_samples=config.num_samples,
-        max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
-        reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
-    )
-    budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback: see budget_stopper
-    run_config = tune.RunConfig(
-        name=location.name, storage_path=location.storage_path, storage_filesystem=location.filesystem,
-        stop=budget, failure_config=tune.FailureConfig(max_failures=config.max_failures),
-        # The most recent checkpoints, not the best-scoring: each one carries the best weights so far
-        # (loop.py), and a score order may delete the very checkpoint Tune's last snapshot would
-        # restore from after a driver crash.
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu),
-                   ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
-                   StopWatch(), budget, ShedUploadedTrialFiles(), *storage_trimming(config)],
-        verbose=0,
-    )
-    return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config),
-                      tune_config=tune_config, run_config=run_config)
 
 
 def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableLike | None = None,

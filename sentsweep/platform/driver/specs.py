@@ -1,0 +1,116 @@
+"""The method's trainable and search space of a sweep, and the settings its trials share, checked before Ray starts.
+
+:func:`resolve_specs` looks both up (the registries unless given), :func:`trial_param_space` is what every trial
+gets besides its sampled point, and :func:`validate_trials` fails on a ``fixed`` setting that is not a valid trial
+setting or that the space searches: one :class:`~sentsweep.errors.ConfigError` naming the sweep-config field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sentsweep.errors import ConfigError, config_error
+from sentsweep.platform.config import SweepConfig
+
+if TYPE_CHECKING:
+    from sentsweep.trainables.trial_config import TrialConfig
+
+
+class TrainableLike(Protocol):
+    """What the platform needs of a trainable (``sentsweep.trainables.registry.TrainableSpec``)."""
+
+    name: str
+    function: Callable[[dict[str, Any]], None]
+    reuse_actors: bool
+
+    @property
+    def config_cls(self) -> type[TrialConfig]: ...
+
+
+class SearchSpaceLike(Protocol):
+    """What the platform needs of a space (``sentsweep.search_spaces.SearchSpaceSpec``)."""
+
+    name: str
+    method: str
+    define_by_run: Callable[..., dict[str, Any] | None]
+    first_point: dict[str, Any]
+    extra_points: tuple[dict[str, Any], ...]
+
+    def for_settings(self, settings: Mapping[str, Any]) -> SearchSpaceLike: ...
+
+
+def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
+    """The points a space evaluates first, in order: its paper setting, then its presets."""
+    return [space.first_point, *getattr(space, "extra_points", ())]
+
+
+def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
+                  space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
+    """The method's trainable and the search space, from the registries unless given; the space is the one
+    this sweep runs (``space.for_settings`` of the settings its trials share: a first point that depends on
+    ``fixed`` or the model, such as CoSENT's NLI setting)."""
+    from pydantic import ValidationError
+
+    try:
+        if trainable is None:
+            from sentsweep.trainables.registry import get_trainable
+
+            trainable = get_trainable(config.method)
+        if space is None:
+            from sentsweep.search_spaces import get_search_space
+
+            space = get_search_space(config.space_name)
+        if space.method != config.method:
+            raise ConfigError(f"search space '{space.name}' is for method '{space.method}', "
+                              f"not '{config.method}'", field="search_space")
+        space = space.for_settings(trial_param_space(config))
+    except ConfigError as exc:
+        raise ConfigError(str(exc).split(": ", 1)[-1], field=_settings_field(config, exc.field),
+                          file=source) from None
+    except ValidationError as exc:
+        raise _settings_error(exc, config, source) from None
+    return trainable, space
+
+
+def _settings_field(config: SweepConfig, name: str | None) -> str | None:
+    """A trial setting's place in the sweep config: ``fixed.NAME`` when ``fixed`` sets it."""
+    return f"fixed.{name}" if name in config.fixed else name
+
+
+def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> ConfigError:
+    """A trial config's first validation error (pydantic) as one ConfigError naming its sweep-config field."""
+    return config_error(exc, source, lambda name: _settings_field(config, name))
+
+
+def trial_param_space(config: SweepConfig) -> dict[str, Any]:
+    """The settings every trial shares: ``fixed`` plus the sweep's model, data, metric, seed and the system-metrics
+    switch (no tracking setting: the driver writes the trials' runs)."""
+    params = dict(config.fixed)
+    params.setdefault("seed", config.seed)
+    if config.model is not None:
+        params["model"] = config.model
+    if config.data_dir is not None:
+        params["data_dir"] = config.data_dir
+    params.update(metric=config.metric, mode=config.mode)
+    if config.tracking.system_metrics:
+        params.update(system_metrics=True, system_metrics_interval_s=config.tracking.system_metrics_interval_s)
+    return params
+
+
+def validate_trials(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
+                    source: str | None = None) -> list[TrialConfig]:
+    """Fail before Ray starts: ``fixed`` must be valid trial settings, and not fight the space; returns the
+    trial configs of the space's first points."""
+    from pydantic import ValidationError
+
+    points = space_points(space)
+    searched = sorted(set(config.fixed) & set().union(*points))
+    if searched:
+        raise ConfigError(f"'{searched[0]}' is searched by space '{space.name}'; remove it from fixed or "
+                          "use a space without it", field=f"fixed.{searched[0]}", file=source)
+    try:
+        return [trainable.config_cls.model_validate({**trial_param_space(config), **point})
+                for point in points]
+    except ValidationError as exc:
+        raise _settings_error(exc, config, source) from None
