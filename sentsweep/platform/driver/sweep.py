@@ -28,12 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError, StorageError, config_error
 from sentsweep.platform.config import SweepConfig, joins_ray_cluster, resolve_sweep_folder
-from sentsweep.platform.confirm.stage import (
-    StageTrials,
-    end_stage_run,
-    run_confirmation,
-    schedule_stage_run_if_answered,
-)
+from sentsweep.platform.confirm.stage import StageTrials, run_confirmation
+from sentsweep.platform.confirm.stage_run import end_stage_run, schedule_stage_run_if_answered
 from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.driver.drain import Drain
