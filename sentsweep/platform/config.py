@@ -11,6 +11,9 @@ directory when the sweep starts (:meth:`SweepConfig.resolved`), because Ray runs
 working directory. The same step takes credentials off the URIs (``http://user:pass@mlflow:5000``,
 ``s3://KEY:SECRET@bucket/x``) into the standard environment variables (:mod:`sentsweep.credentials`), so a
 resolved config, and all that is made of it, holds none.
+
+The nested sections (``scheduler``, ``confirm``, ``budget``, ...) live in :mod:`.config_sections`; this module
+exports them too.
 """
 
 from __future__ import annotations
@@ -23,20 +26,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.metric_names import STSB_DEV
+from sentsweep.platform.config_sections import (
+    DEFAULT_ARTIFACTS,
+    DEFAULT_TRACKING_URI,
+    BudgetConfig,
+    CheckpointSettings,
+    ConfigSection,
+    ConfirmConfig,
+    NotifyConfig,
+    NotifyEvent,
+    ResourcesConfig,
+    SchedulerConfig,
+    TrackingConfig,
+)
 
 if TYPE_CHECKING:
     from sentsweep.credentials import UriKind
     from sentsweep.platform.search.objectives import Objective
 
-DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
-DEFAULT_ARTIFACTS = "./mlartifacts"
+#: What this module exports: the config, its helpers, and its sections (kept in :mod:`.config_sections`).
+__all__ = [
+    "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
+    "CheckpointSettings", "ConfigSection", "ConfirmConfig", "NotifyConfig", "NotifyEvent", "ResourcesConfig",
+    "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri", "joins_ray_cluster", "load_sweep_config",
+    "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
+]
+
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
 SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
     ("tracking.uri", "tracking"), ("tracking.artifact_location", "storage"), ("storage_path", "storage"),
@@ -47,119 +68,7 @@ CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
 refuses them (:func:`sentsweep.cluster.credentials.refuse_credentials`)."""
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-
-
-class SchedulerConfig(_Section):
-    """Early stopping: ASHA on ``training_iteration`` (one per dev evaluation) or none (fifo)."""
-
-    type: Literal["asha", "fifo"] = "asha"
-    #: 2, not 1: in the recorded CoSENT table (bench/data/cosent_grid.csv, README "Does the search pay?") the best
-    #: configuration (a high learning rate) is behind at its first dev evaluation and ahead from its second, so a
-    #: grace of 1 stops it early: TPE + ASHA found it in 1 of 30 replays at grace 1, in 11 of 30 at grace 2. The full
-    #: 100-step table (bench/data/cosent_grid_100steps.csv) agrees: its best points (cls pooling) start low, and
-    #: TPE + ASHA reaches them in 27% of replays at grace 1, 60% at grace 2 (grace 3: 70%, at more trial-seconds).
-    grace_period: int = Field(2, ge=1)
-    reduction_factor: float = Field(2.0, gt=1)
-    max_t: int = Field(10_000, ge=1, description="places the rungs (grace * factor^k below max_t); "
-                       "trials still end at their own step budget")
-    brackets: int = Field(1, ge=1)
-
-
-class ResourcesConfig(_Section):
-    """Per-trial resources; fractions share a device (``gpu: 0.25`` puts four trials on one GPU)."""
-
-    cpu: float = Field(1.0, gt=0)
-    gpu: float = Field(0.0, ge=0)
-
-
-class TrackingConfig(_Section):
-    """Where the sweep's MLflow runs go (an embedded sqlite store by default, or a server URL)."""
-
-    uri: str = DEFAULT_TRACKING_URI
-    artifact_location: str | None = DEFAULT_ARTIFACTS
-    experiment: str = "sentsweep"
-    system_metrics: bool = Field(False, description="system metrics (CPU, memory; GPU memory with CUDA) "
-                                 "sampled in every trial and logged on its run")
-    system_metrics_interval_s: float = Field(10.0, gt=0, description="seconds between system-metric samples")
-
-
-class CheckpointSettings(_Section):
-    """Checkpoint retention (the layout: ``sentsweep.trainables.checkpoints``; the cadence is the trial setting
-    ``checkpoint_every``). While a trial runs, Tune keeps its ``num_to_keep`` most recent checkpoints (the
-    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; ``trim_ended_after_s``
-    (two minutes) after a trial ended (finished, or stopped by the scheduler) it keeps its ``best/`` weights
-    alone (``platform/driver/trial_files.py``); after the sweep, only the ``keep_trials`` best trials keep weights
-    (their ``best/``), the rest is pruned (``platform/folder/retention.py``). ``keep_trials: null`` keeps every
-    checkpoint of every trial."""
-
-    num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
-                             "fallback)")
-    keep_trials: int | None = Field(1, ge=0, description="trials whose best weights stay after the sweep "
-                                    "(null: keep every checkpoint)")
-    trim_ended_after_s: float | None = Field(120.0, ge=0, description="seconds after a trial ended (finished, or "
-                                             "stopped by the scheduler) before its checkpoints go and its best "
-                                             "weights alone stay (null: kept until the sweep ends)")
-
-
-class ConfirmConfig(_Section):
-    """The confirmation stage after the search (:mod:`sentsweep.platform.confirm.stage`): the ``top_k`` best
-    configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over those further seeds
-    (the search's own run, selected on its value, is reported apart)."""
-
-    top_k: int = Field(3, ge=0, description="configurations to confirm (0: no confirmation stage)")
-    seeds: int = Field(3, ge=1, description="further seeds per configuration (the figures and the rule "
-                       "rest on these; the search's own run is reported apart)")
-    rule: Literal["mean", "lower_bound"] = Field(
-        "lower_bound", description="the winner: best mean, or best pessimistic end of the 95% interval")
-
-
-class BudgetConfig(_Section):
-    """A sweep's compute budget (:mod:`sentsweep.platform.driver.budget`), counted across resumes, never downtime.
-
-    ``gpu_hours``: the trials' compute, GPU-seconds (seconds x GPUs held) for trials holding a GPU and wall
-    seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
-    no new trial starts and Tune stops the running ones."""
-
-    gpu_hours: float | None = Field(None, gt=0)
-    wall_hours: float | None = Field(None, gt=0)
-
-
-NotifyEvent = Literal["end", "failure", "budget", "interrupted"]
-
-
-class NotifyConfig(_Section):
-    """Webhook notifications (:mod:`sentsweep.platform.report.notify`): a JSON POST, Slack-compatible, on each event of
-    ``on`` (``end``: the sweep finished; ``failure``: it failed or crashed; ``budget``: its budget was spent;
-    ``interrupted``: SIGINT/SIGTERM stopped it). The URL is a secret (a Slack webhook's path is its key), so the
-    config names the environment variable that holds it, read by the driver when it sends; the URL itself is
-    written nowhere."""
-
-    webhook_env: str | None = Field(None, description="the environment variable holding the webhook URL "
-                                    "(null: no notifications)")
-    on: list[NotifyEvent] = Field(default_factory=lambda: ["end", "failure", "budget"])
-    timeout_s: float = Field(5.0, gt=0, description="seconds per attempt")
-    retries: int = Field(2, ge=0, description="further attempts after a connection error, a timeout, HTTP 429 or 5xx")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_url(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "webhook" in data:
-            raise ValueError("a webhook URL is a secret and is not written in the config: put it in an environment "
-                             "variable and name that with notify.webhook_env")
-        return data
-
-    @field_validator("webhook_env")
-    @classmethod
-    def _check_env_name(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):  # the message never repeats it: it may be the URL
-            raise ValueError("name an environment variable (letters, digits, '_'), e.g. SENTSWEEP_WEBHOOK_URL; "
-                             "the URL goes in that variable")
-        return value
-
-
-class SweepConfig(_Section):
+class SweepConfig(ConfigSection):
     """One sweep: which method and space, how many trials, how to stop them, where results go."""
 
     name: str

@@ -120,7 +120,8 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     import shutil
     from types import SimpleNamespace
 
-    from sentsweep.platform.confirm.stage import ConfirmationOutcome, record
+    from sentsweep.platform.confirm.outcome import ConfirmationOutcome
+    from sentsweep.platform.confirm.record import record
 
     class Logged:
         def __init__(self, folder: Path) -> None:
@@ -164,7 +165,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
 
 
 def test_the_per_seed_figures_keep_mrpc_f1_and_sick_relatedness():
-    from sentsweep.platform.confirm.stage import figures
+    from sentsweep.platform.confirm.outcome import figures
 
     final = {"stsb_dev": 80.0, "stsb_test": 78.0, "mrpc_acc": 70.0, "mrpc_f1": 80.5,
              "sick_relatedness_pearson": 85.0, "sick_relatedness_spearman": 79.0, "sick_relatedness_mse": 0.3,
@@ -190,7 +191,7 @@ class _Planted:
 # About 60-90 s on a loaded 2-core machine: the search (3 trials) and the stage (4 trials); in `make test` all the
 # same (the only run of the whole stage there).
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
-    from sentsweep.platform.confirm.stage import read_state
+    from sentsweep.platform.confirm.state import read_state
     from sentsweep.platform.confirm.stats import CHANGED_TAG, STATE_FILE
     from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.platform.folder.location import locate

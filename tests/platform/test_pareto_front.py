@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 
-from sentsweep.platform.report.plots import pareto_plot
+from sentsweep.platform.report.selection_plots import pareto_plot
 from sentsweep.platform.search.objectives import parse_objective
 from sentsweep.platform.search.pareto_front import front_rows
 

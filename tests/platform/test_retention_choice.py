@@ -12,7 +12,7 @@ import pytest
 from mlflow import MlflowClient
 from ray.tune import Checkpoint, Result
 
-from sentsweep.platform.confirm.stage import ConfirmationOutcome
+from sentsweep.platform.confirm.outcome import ConfirmationOutcome
 from sentsweep.platform.confirm.stats import Candidate, SeedRun
 from sentsweep.platform.driver.outcome import SweepOutcome
 from sentsweep.platform.folder.location import SweepLocation

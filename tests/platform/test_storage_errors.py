@@ -10,7 +10,7 @@ import pytest
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.stage import read_state, write_state
+from sentsweep.platform.confirm.state import read_state, write_state
 from sentsweep.platform.confirm.stats import STATE_FILE
 from sentsweep.platform.driver.sweep import _state_after
 from sentsweep.platform.folder.location import MANIFEST, SweepManifest, locate

@@ -12,14 +12,14 @@ from sentsweep.lazy_exports import lazy_exports
 _WHERE: dict[str, str] = {
     "CHANGED_TAG": "sentsweep.platform.confirm.stats",
     "Candidate": "sentsweep.platform.confirm.stats",
-    "ConfirmationOutcome": "sentsweep.platform.confirm.stage",
+    "ConfirmationOutcome": "sentsweep.platform.confirm.outcome",
     "FIGURE_SUFFIXES": "sentsweep.platform.confirm.stats",
     "StageTrials": "sentsweep.platform.confirm.stage",
-    "end_stage_run": "sentsweep.platform.confirm.stage",
-    "read_state": "sentsweep.platform.confirm.stage",
+    "end_stage_run": "sentsweep.platform.confirm.stage_run",
+    "read_state": "sentsweep.platform.confirm.state",
     "run_confirmation": "sentsweep.platform.confirm.stage",
-    "schedule_stage_run_if_answered": "sentsweep.platform.confirm.stage",
-    "stage_location": "sentsweep.platform.confirm.stage",
+    "schedule_stage_run_if_answered": "sentsweep.platform.confirm.stage_run",
+    "stage_location": "sentsweep.platform.confirm.state",
 }
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ray.tune import ResultGrid
 
-    from sentsweep.platform.confirm.stage import ConfirmationOutcome
+    from sentsweep.platform.confirm.outcome import ConfirmationOutcome
 
 
 @dataclass

@@ -30,12 +30,8 @@ from typing import TYPE_CHECKING
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
-from sentsweep.platform.confirm.stage import (
-    StageTrials,
-    end_stage_run,
-    run_confirmation,
-    schedule_stage_run_if_answered,
-)
+from sentsweep.platform.confirm.stage import StageTrials, run_confirmation
+from sentsweep.platform.confirm.stage_run import end_stage_run, schedule_stage_run_if_answered
 from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.drain import Drain
 from sentsweep.platform.driver.failures import is_failed

@@ -9,7 +9,7 @@ workflows, ...) show; the same facts, structured, are under ``"sentsweep"``::
                    "sweep_folder": "/work/ray_results/demo-1a2b", "reason": null,
                    "counts": {"finished": 6, "pruned": 2, "failed": 0}}}
 
-Events (:data:`~sentsweep.platform.config.NotifyEvent`): ``end`` when the parent run closes ``finished``,
+Events (:data:`~sentsweep.platform.config_sections.NotifyEvent`): ``end`` when the parent run closes ``finished``,
 ``failure`` when it closes ``failed`` or ``crashed``, ``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the
 budget stopped the search (:mod:`..driver.budget`; sent when the search ends). A resume that cannot
 restore the sweep leaves its parent as it was, and sends nothing.

@@ -9,8 +9,8 @@ are the front. The parent run gets:
 - the tag :data:`PARETO_TAG`: the front's trial ids, best first objective first, and :data:`OBJECTIVES_TAG`, the
   objectives as configured;
 - ``pareto/pareto_front.png``: every finished trial on the first two objectives, the front highlighted and connected
-  (:func:`~sentsweep.platform.report.plots.pareto_plot`), and ``pareto/pareto_front.csv``: every finished trial with its
-  objective values, ``on_front`` (1 or 0) and its searched parameters.
+  (:func:`~sentsweep.platform.report.selection_plots.pareto_plot`), and ``pareto/pareto_front.csv``: every
+  finished trial with its objective values, ``on_front`` (1 or 0) and its searched parameters.
 
 ``sentsweep compare`` lists the front from that CSV (:func:`sentsweep.platform.report.compare.pareto_rows`).
 """
@@ -100,7 +100,7 @@ def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRun, sear
     objectives = config.objective_list
     if not objectives:
         return []
-    from sentsweep.platform.report.plots import pareto_plot
+    from sentsweep.platform.report.selection_plots import pareto_plot
 
     rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
     front = [r for r in rows if r["on_front"]]

@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.stage import read_state
+from sentsweep.platform.confirm.state import read_state
 from sentsweep.platform.folder.location import SweepLocation
 
 if TYPE_CHECKING:

@@ -111,7 +111,7 @@ class SweepRun:
     sweep_name: str
     fs: pyarrow.fs.FileSystem
     path: str
-    #: the confirmation stage's run, scheduled as the sweep began (:func:`~..confirm.stage.schedule_stage_run`)
+    #: the confirmation stage's run, scheduled as the sweep began (:func:`~..confirm.stage_run.schedule_stage_run`)
     stage_run_id: str | None = None
     _writes: RunWrites | None = field(default=None, init=False, repr=False)
 
