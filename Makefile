@@ -26,8 +26,8 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(RUN_ENV) $(VENV)/bin/sentsweep sweep configs/demo.yaml
 
-# The suite on TEST_WORKERS processes (pytest-xdist); each has its own in-process Ray and temporary folders.
-TEST_WORKERS ?= 2
+# TEST_WORKERS=2 runs the suite on two processes (pytest-xdist), each with its own in-process Ray; 0 runs it in one.
+TEST_WORKERS ?= 0
 
 test: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m "not slow and not cluster" -n $(TEST_WORKERS)
