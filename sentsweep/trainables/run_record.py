@@ -10,6 +10,7 @@ built is left out with a warning.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -50,7 +51,8 @@ class RunRecord:
         start: dict[str, Any] = {"params": public_params(config),
                                  "tags": {**source_tags(trial_source_name(method)), **placement_tags()}}
         try:
-            start["inputs"] = dataset_inputs(trial_datasets(config))
+            # as JSON text: Tune's TensorBoard logger warns at every list of records it cannot draw
+            start["inputs"] = json.dumps(dataset_inputs(trial_datasets(config)))
         except Exception as exc:  # noqa: BLE001 - the data is the trial's to complain about; tracking leaves it out
             log.warning("no dataset inputs recorded for this trial: %s", exc)
         system = SystemMetrics(config.system_metrics_interval_s) if config.system_metrics else None

@@ -22,7 +22,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG
-from sentsweep.tracking.vocabulary import ATTEMPT_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from tests.cluster.target import Target
 
 TOY_CLI = ("-m", "tests.cluster.toy_cli")
@@ -262,7 +262,8 @@ def assert_each_trial_once(target: Target, experiment: str, num_samples: int, ma
     runs = trial_runs(target, experiment)
     assert len(runs) == num_samples == len({r.data.tags[TRIAL_ID_TAG] for r in runs}), \
         [(r.data.tags.get(TRIAL_ID_TAG), r.info.status) for r in runs]
-    assert sorted(r.info.status for r in runs) == ["FINISHED"] * num_samples
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * num_samples, \
+        [(r.data.tags.get(TRIAL_ID_TAG), r.info.status, r.data.tags.get(REASON_TAG)) for r in runs]
     every = list(range(2, max_steps + 1, 2))
     for run in runs:
         steps = steps_of(target, run)

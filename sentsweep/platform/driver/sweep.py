@@ -58,6 +58,7 @@ from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.search.search_state import mark_search_over, search_results
 from sentsweep.platform.search.searcher import is_final
 from sentsweep.platform.search.warm_start import load_history, measured_data
+from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
 
 
+@failing_quickly
 def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableLike | None = None,
               space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
@@ -118,6 +120,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             lock.release()
 
 
+@failing_quickly
 def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
                  overrides: Sequence[str] = (), allow_change: Collection[str] = (),
                  trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,

@@ -13,16 +13,51 @@ The back-off doubles from ``first_s`` to ``max_s`` after each failure and ends a
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 log = logging.getLogger("sentsweep.tracking")
 
 Job = Callable[[], None]
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: MLflow's HTTP retries in a sweep's driver: a call to a server that does not answer fails within seconds, not after
+#: MLflow's default budget of minutes, so the deliverer's own back-off and the sweep folder take over. A variable
+#: the user set is kept.
+DRIVER_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                  "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+
+
+@contextlib.contextmanager
+def quick_failures(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
+    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) while the block runs, except where set."""
+    environ = os.environ if environ is None else environ
+    added = {name: value for name, value in DRIVER_RETRIES.items() if name not in environ}
+    environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            environ.pop(name, None)
+
+
+def failing_quickly(function: F) -> F:
+    """``function`` run under :func:`quick_failures` (a sweep's run and resume)."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with quick_failures():
+            return function(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass

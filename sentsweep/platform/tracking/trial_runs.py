@@ -230,8 +230,11 @@ class TrialRuns:
         items = [RunTag(k, v) for k, v in tags.items()]
         for start in range(0, len(items), MAX_TAGS_PER_BATCH):
             self.client.log_batch(run_id, tags=items[start:start + MAX_TAGS_PER_BATCH])
-        if record.get("inputs"):
-            log_dataset_inputs(self.client, run_id, record["inputs"])
+        inputs = record.get("inputs")
+        if isinstance(inputs, str):  # a trial reports them as JSON text
+            inputs = json.loads(inputs)
+        if inputs:
+            log_dataset_inputs(self.client, run_id, inputs)
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
     def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
