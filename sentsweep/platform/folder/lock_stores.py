@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError
+from sentsweep.platform.s3 import s3_client
 
 if TYPE_CHECKING:
     from sentsweep.platform.folder.location import SweepLocation
@@ -143,7 +144,7 @@ class S3LockStore:
         self.bucket = bucket
         self.key = key
         self.uri = f"s3://{bucket}/{key}"
-        self.client = client if client is not None else _s3_client(endpoint_url)
+        self.client = client if client is not None else s3_client(endpoint_url, "prompt")
 
     def _call(self, request: Callable[[], Any], conflicts: frozenset[str]) -> Any:
         """What ``request()`` returns; None when S3 answers with one of ``conflicts``; any other failure is a
@@ -176,15 +177,6 @@ class S3LockStore:
 
     def replace(self, data: bytes, version: str) -> str | None:
         return self._put(data, IfMatch=version)
-
-
-def _s3_client(endpoint_url: str | None) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2, "mode": "standard"},
-                    s3={"addressing_style": "path"} if endpoint_url else None)
-    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
 def lock_store(location: SweepLocation) -> LockStore:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from optuna.storages.journal import BaseJournalBackend
 
-from sentsweep.errors import ConfigError, StorageError
+from sentsweep.errors import StorageError
 
 T = TypeVar("T")
 
@@ -29,20 +29,6 @@ DIGITS = 12
 READERS = 16
 #: S3's answers to a conditional PUT whose object another writer created first.
 TAKEN = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
-
-
-def s3_client(endpoint_url: str | None) -> Any:
-    """A boto3 S3 client on ``endpoint_url`` (AWS when None), with the credentials of the environment."""
-    try:
-        import boto3
-    except ImportError:
-        raise ConfigError("a sweep folder on s3:// keeps its Optuna study in the bucket, which needs boto3: "
-                          "pip install boto3") from None
-    from botocore.config import Config
-
-    retries = {"max_attempts": 4, "mode": "standard"}
-    return boto3.client("s3", endpoint_url=endpoint_url,
-                        config=Config(connect_timeout=10, read_timeout=30, retries=retries))
 
 
 class S3JournalBackend(BaseJournalBackend):

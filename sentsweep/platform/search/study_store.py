@@ -56,7 +56,8 @@ class StudyStore:
         if parsed.scheme != "s3":
             raise ConfigError(f"a sweep folder on {parsed.scheme}:// cannot hold the Optuna study: use a local "
                               "folder or s3://", field="storage_path")
-        from sentsweep.platform.search.journal_s3 import S3JournalBackend, s3_client
+        from sentsweep.platform.s3 import s3_client
+        from sentsweep.platform.search.journal_s3 import S3JournalBackend
 
         backend = S3JournalBackend(parsed.netloc, posixpath.join(parsed.path.lstrip("/"), JOURNAL_FILE),
                                    s3_client(self.endpoint_url))

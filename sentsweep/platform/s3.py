@@ -1,0 +1,29 @@
+"""The one place an S3 client is built for a sweep folder on ``s3://`` (its Optuna journal, its driver lock).
+
+Credentials are the environment's (the ``AWS_*`` variables); the endpoint is the sweep's ``storage_endpoint_url``
+(else ``AWS_ENDPOINT_URL``). A custom endpoint (MinIO, moto, Ceph) gets path-style addressing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentsweep.errors import ConfigError
+
+#: Seconds to connect and to answer, and attempts per request, by how long the caller may wait.
+#: ``"prompt"`` suits a lock renewal, which must return long before the lock expires.
+PATIENCE: dict[str, tuple[int, int, int]] = {"prompt": (5, 10, 2), "patient": (10, 30, 4)}
+
+
+def s3_client(endpoint_url: str | None, patience: str = "patient") -> Any:
+    """A boto3 S3 client on ``endpoint_url`` (AWS when None), with the timeouts and retries of ``patience``."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise ConfigError("a sweep folder on s3:// needs boto3: pip install boto3", field="storage_path") from None
+    connect, read, attempts = PATIENCE[patience]
+    config = Config(connect_timeout=connect, read_timeout=read,
+                    retries={"max_attempts": attempts, "mode": "standard"},
+                    s3={"addressing_style": "path"} if endpoint_url else None)
+    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
