@@ -74,3 +74,24 @@ def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     """The numeric entries of a result (bools and strings dropped; NaN kept, MLflow stores it)."""
     return {k: float(v) for k, v in metrics.items()
             if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+#: The parent run's tag with the sweep's state (running, finished, interrupted, crashed, failed).
+STATUS_TAG = "sentsweep.status"
+#: The MLflow run status each state closes the parent with.
+RUN_STATUS: dict[str, str] = {"running": "RUNNING", "finished": "FINISHED", "interrupted": "KILLED",
+                              "crashed": "FAILED", "failed": "FAILED"}
+#: The parent run's tag saying why the sweep stopped.
+STOP_REASON_TAG = "sentsweep.stop_reason"
+#: What the runs of the trials the budget stopped say, and how the stop's line begins.
+STOPPED_REASON = "stopped by budget"
+#: The parent run's tag saying whether the confirmation stage chose another trial than the search's best.
+CHANGED_TAG = "sentsweep.winner_changed"
+#: The parent run's tag listing the front's trial ids (comma-separated, best first objective first).
+PARETO_TAG = "sentsweep.pareto"
+#: The parent run's tag with the sweep's objectives (``"stsb_dev max; compute_seconds min"``).
+OBJECTIVES_TAG = "sentsweep.objectives"
+#: Where the plot and its CSV go on the parent run.
+PARETO_ARTIFACTS = "pareto"
+#: The name of the plot and of its CSV.
+PARETO_NAME = "pareto_front"

@@ -15,7 +15,8 @@ import requests
 from bench._scale_driver import TRIVIAL, TRIVIAL_SPACE, SuggestClock
 from bench.sweep_scale import GPUS_PER_WORKER, WORKERS, endpoint, resources
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher
+from sentsweep.platform.results import FINAL_KEY
+from sentsweep.platform.search.searcher import build_searcher
 from tools.harness.counting_proxy import Request, counting_proxy
 
 

@@ -22,12 +22,11 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.evaluation.sts import STSB_DEV
-from sentsweep.platform.driver.drain import evaluation_result
 from sentsweep.platform.driver.interrupt import INTERRUPTED_EXIT, INTERRUPTED_REASON
-from sentsweep.platform.driver.sweep_state import STATUS_TAG
 from sentsweep.platform.folder.lock import LockRecord
 from sentsweep.platform.folder.lock_stores import LOCK_FILE
-from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.platform.results import evaluation_result
+from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, STATUS_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
 from sentsweep.trainables.loop import EVALUATIONS_KEY
 from sentsweep.trainables.stop_flag import DRAINING_KEY

@@ -15,14 +15,8 @@ from typing import Any
 import pytest
 
 from sentsweep.platform.config import BudgetConfig
-from sentsweep.platform.driver.budget import (
-    STOP_REASON_TAG,
-    STOPPED_REASON,
-    BudgetStopper,
-    SweepBudget,
-    driving,
-    record_budget,
-)
+from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget
+from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
 from sentsweep.trainables.method import GPUS_KEY
 
 HOUR = 3600.0

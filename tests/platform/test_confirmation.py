@@ -192,11 +192,12 @@ class _Planted:
 # same (the only run of the whole stage there).
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.confirm.state import read_state
-    from sentsweep.platform.confirm.stats import CHANGED_TAG, STATE_FILE
+    from sentsweep.platform.confirm.stats import STATE_FILE
     from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.platform.folder.location import locate
     from sentsweep.platform.report.compare import compare, render
     from sentsweep.platform.report.export import BEST_WEIGHTS, has_artifact
+    from sentsweep.tracking.vocabulary import CHANGED_TAG
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, scheduler={"type": "fifo"},

@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver.drain import Drain, evaluation_result, is_draining
+from sentsweep.platform.driver.drain import Drain
+from sentsweep.platform.results import evaluation_result, is_draining
 from sentsweep.trainables.loop import EVALUATIONS_KEY
 from sentsweep.trainables.stop_flag import DRAINING_KEY, StopFlag
 

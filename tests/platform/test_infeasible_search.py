@@ -11,8 +11,8 @@ import torch
 from optuna.trial import TrialState
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.failures import infeasibility
-from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher, infeasible_value
+from sentsweep.platform.results import FINAL_KEY, infeasibility
+from sentsweep.platform.search.searcher import build_searcher, infeasible_value
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report

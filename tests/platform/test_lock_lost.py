@@ -15,12 +15,11 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops, superseded
 from sentsweep.platform.driver.stopping import StopWatch
-from sentsweep.platform.driver.sweep_state import STATUS_TAG
 from sentsweep.platform.folder.location import locate
 from sentsweep.platform.folder.lock import LockLost, LockRecord
 from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
-from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
+from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, STATUS_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
 from sentsweep.trainables.method import GPUS_KEY
 
 pytestmark = pytest.mark.usefixtures("ray_session")  # as in the driver, where Tune's cleanup runs

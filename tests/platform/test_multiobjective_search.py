@@ -13,7 +13,8 @@ from ray.tune.search import ConcurrencyLimiter
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher, infeasible_value
+from sentsweep.platform.results import FINAL_KEY
+from sentsweep.platform.search.searcher import build_searcher, infeasible_value
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report

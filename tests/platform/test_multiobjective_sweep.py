@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from sentsweep.platform.folder.location import locate
 from sentsweep.platform.report.compare import compare, render
-from sentsweep.platform.search.pareto_front import OBJECTIVES_TAG, PARETO_TAG
+from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_TAG
 
 pytestmark = pytest.mark.slow  # a toy sweep of 5 trials (about a minute on 2 cores)
 

@@ -45,8 +45,7 @@ def test_compare_lists_the_front_from_the_parent_run(tmp_path, tracking_uri):
     from mlflow import MlflowClient
 
     from sentsweep.platform.report.compare import compare, render
-    from sentsweep.platform.search.pareto_front import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_TAG
-    from sentsweep.tracking.vocabulary import ROLE_TAG, SWEEP_TAG
+    from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_TAG, ROLE_TAG, SWEEP_TAG
 
     objectives = [parse_objective("stsb_dev max"), parse_objective("compute_seconds min")]
     rows = front_rows(_trials(6), objectives)

@@ -12,7 +12,7 @@ import pytest
 
 from sentsweep.platform.driver.failures import FAILED_KEY
 from sentsweep.platform.report.plots import TrialRecord, sweep_plots, trial_status
-from sentsweep.platform.search.searcher import FINAL_KEY
+from sentsweep.platform.results import FINAL_KEY
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY
 
 

@@ -17,7 +17,7 @@ from sentsweep.platform.confirm.stats import Candidate, SeedRun
 from sentsweep.platform.driver.outcome import SweepOutcome
 from sentsweep.platform.folder.location import SweepLocation
 from sentsweep.platform.report.finalize import prune_stages
-from sentsweep.platform.search.searcher import FINAL_KEY
+from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
 from sentsweep.trainables.checkpoints import BEST_DIR, CHECKPOINT_MARKER, BestFolder, StoredFolder

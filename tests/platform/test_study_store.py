@@ -13,9 +13,10 @@ from optuna.trial import TrialState
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.folder.location import locate
+from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.s3 import s3_client
 from sentsweep.platform.search.journal_s3 import S3JournalBackend
-from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher
+from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import JOURNAL_FILE, StudyStore, load_study
 from tests.platform.conftest import BUCKET
 from tools.harness.processes import free_port

@@ -10,9 +10,8 @@ from pathlib import Path
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from sentsweep.platform.driver.sweep_state import STATUS_TAG
 from sentsweep.platform.folder.location import locate
-from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, REASON_TAG
+from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, REASON_TAG, STATUS_TAG
 
 
 def test_a_nan_loss_is_not_retried_and_fails_the_sweep(tmp_path, tiny_bert_dir, tracking_uri, ray_session,

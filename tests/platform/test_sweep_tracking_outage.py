@@ -19,8 +19,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.cli import main
-from sentsweep.platform.driver.sweep_state import STATUS_TAG
-from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import ROLE_TAG, STATUS_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import Server
 from tools.harness.processes import end_group, repo_pythonpath
 

@@ -13,7 +13,8 @@ from sentsweep.data.source import SAMPLE_DIR
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.folder.location import SweepManifest, locate
-from sentsweep.platform.search.searcher import FINAL_KEY, build_searcher
+from sentsweep.platform.results import FINAL_KEY
+from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.trainables.loop import NonFiniteLossError

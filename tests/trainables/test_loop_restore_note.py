@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sentsweep.platform.driver.drain import evaluation_result
+from sentsweep.platform.results import evaluation_result
 from sentsweep.platform.search.searcher import FinalAwareASHA
 from sentsweep.trainables.checkpoints import STATE_FILE, StoredFolder
 from sentsweep.trainables.loop import EVALUATIONS_KEY, TrainingLoop

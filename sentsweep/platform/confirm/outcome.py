@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.stats import FIGURE_SUFFIXES, Candidate, SeedRun, choose_winner
-from sentsweep.platform.folder.retention import metric_value, rank_results
-from sentsweep.platform.search.searcher import is_final
+from sentsweep.platform.confirm.stats import Candidate, SeedRun, choose_winner
+from sentsweep.platform.results import FIGURE_SUFFIXES, is_final, metric_value, rank_results
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid

@@ -14,15 +14,9 @@ from typing import Any
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.outcome import ConfirmationOutcome
-from sentsweep.platform.confirm.stats import (
-    CHANGED_TAG,
-    CONFIRM_RANK_TAG,
-    CONFIRMS_TAG,
-    SEARCH_BEST_TAG,
-    STAGE_DIR,
-    ranked_by_rule,
-)
+from sentsweep.platform.confirm.stats import CONFIRM_RANK_TAG, CONFIRMS_TAG, SEARCH_BEST_TAG, STAGE_DIR, ranked_by_rule
 from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.tracking.vocabulary import CHANGED_TAG
 
 log = logging.getLogger("sentsweep.platform")
 

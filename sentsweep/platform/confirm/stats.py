@@ -41,10 +41,6 @@ CONFIRMS_TAG = "sentsweep.confirms_trial"
 CONFIRM_RANK_TAG = "sentsweep.confirm_rank"
 #: On the sweep's run: the search's own best trial, and whether the confirmed winner is another configuration.
 SEARCH_BEST_TAG = "sentsweep.search_best_trial_id"
-CHANGED_TAG = "sentsweep.winner_changed"
-#: Final figures recorded per seed (besides the sweep's metric): test suites and their averages, and SentEval's
-#: MRPC F1 and SICK-R Pearson / Spearman / MSE (``mrpc_f1``, ``sick_relatedness_*``).
-FIGURE_SUFFIXES = ("_test", "_all", "_avg7", "_avg", "_acc", "_f1", "_pearson", "_spearman", "_mse")
 #: The confidence level of the interval.
 LEVEL = 0.95
 

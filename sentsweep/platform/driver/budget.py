@@ -37,14 +37,11 @@ from ray.tune import Callback, Stopper
 
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.search.objectives import TIME_TOTAL_KEY, Objective, objective_value
+from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
-#: The parent run's tag saying why the sweep stopped.
-STOP_REASON_TAG = "sentsweep.stop_reason"
-#: What the runs of the trials the budget stopped say, and how the stop's line begins.
-STOPPED_REASON = "stopped by budget"
 
 _COMPUTE = Objective("compute_seconds", "min")
 _GPU = Objective("gpu_seconds", "min")

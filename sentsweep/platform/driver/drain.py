@@ -25,27 +25,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sentsweep.trainables.loop import EVALUATIONS_KEY
-from sentsweep.trainables.stop_flag import DRAINING_KEY, StopFlag
+from sentsweep.platform.results import is_draining
+from sentsweep.trainables.stop_flag import StopFlag
 
 logger = logging.getLogger(__name__)
-_ITERATION = "training_iteration"
-
-
-def is_draining(result: Mapping[str, Any] | None) -> bool:
-    """Whether a (flattened) Tune result is a trial's draining report."""
-    return bool(result) and result.get(DRAINING_KEY) == 1.0
-
-
-def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them
-    (:data:`~sentsweep.trainables.loop.EVALUATIONS_KEY`: from the state it restored). Tune's own count also counts
-    draining reports, and continues from the checkpoint its snapshot named when the trial resumed from an older
-    one or from scratch. The result itself when it carries no count (a report that is no evaluation)."""
-    evaluations = result.get(EVALUATIONS_KEY)
-    if evaluations is None or _ITERATION not in result:
-        return result
-    return {**result, _ITERATION: int(evaluations)}
 
 
 class Drain:

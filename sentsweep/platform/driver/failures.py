@@ -19,28 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-from sentsweep.trainables.infeasible import INFEASIBLE_KEY, INFEASIBLE_KINDS, InfeasibleKind
-from sentsweep.trainables.method import FAILED_KEY, FAILURE_REASON_KEY
+from sentsweep.platform.results import failure_reason, infeasibility, is_failed
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
-
-
-def is_failed(result: dict[str, Any] | None) -> bool:
-    """Whether a Tune result is the terminal report of a deterministic failure."""
-    return bool(result) and result.get(FAILED_KEY) == 1.0
-
-
-def infeasibility(result: dict[str, Any] | None) -> InfeasibleKind | None:
-    """Why a failed trial's settings are infeasible (``diverged``, ``out_of_memory``), or None: a failure to
-    tell Optuna as a constraint violation rather than FAIL (:mod:`sentsweep.platform.search.searcher`)."""
-    kind = (result or {}).get(INFEASIBLE_KEY) if is_failed(result) else None
-    return kind if kind in INFEASIBLE_KINDS else None
-
-
-def failure_reason(result: dict[str, Any] | None) -> str:
-    """The reason a deterministic failure reported (its exception type and message)."""
-    return str((result or {}).get(FAILURE_REASON_KEY) or "failed")
 
 
 class FailureLines(Callback):

@@ -34,7 +34,6 @@ from sentsweep.platform.confirm.stage import StageTrials, run_confirmation
 from sentsweep.platform.confirm.stage_run import end_stage_run, schedule_stage_run_if_answered
 from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.drain import Drain
-from sentsweep.platform.driver.failures import is_failed
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.driver.outcome import SweepOutcome
 from sentsweep.platform.driver.preflight import check_sweep
@@ -55,8 +54,8 @@ from sentsweep.platform.folder.location import SweepLocation, SweepManifest, loc
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.report.notify import SweepNotifier
+from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.search_state import mark_search_over, search_results
-from sentsweep.platform.search.searcher import is_final
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun

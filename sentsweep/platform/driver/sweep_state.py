@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-STATUS_TAG = "sentsweep.status"
+from sentsweep.tracking.vocabulary import STATUS_TAG
+
 SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]
-#: The MLflow run status each state closes the parent with.
-RUN_STATUS: dict[str, str] = {"running": "RUNNING", "finished": "FINISHED", "interrupted": "KILLED",
-                              "crashed": "FAILED", "failed": "FAILED"}
 RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
 
 

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from sentsweep.platform.search.searcher import FINAL_KEY
+from sentsweep.platform.results import FINAL_KEY
 from sentsweep.tracking.vocabulary import OUTPUT_DIR
 from sentsweep.trainables.checkpoints import StoredFolder
 

@@ -22,12 +22,11 @@ Pruning never waits for MLflow: what finalize uploads is kept in the sweep folde
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sentsweep.platform.search.searcher import is_final
+from sentsweep.platform.results import rank_results
 from sentsweep.trainables.checkpoints import BEST_DIR, NEXT_SUFFIX, BestFolder, StoredFolder, pick_best
 from sentsweep.trainables.tune_checkpoints import WORK_DIR
 
@@ -37,20 +36,6 @@ if TYPE_CHECKING:
 
 #: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
 CHECKPOINT_PREFIX = "checkpoint_"
-
-
-def metric_value(result: Result, metric: str) -> float | None:
-    """The trial's last reported value of ``metric`` when finite."""
-    value = (result.metrics or {}).get(metric)
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
-    """Trials without an error that reported ``metric``, best first: those that made their final report, then
-    the others (pruned by the scheduler), each group by the metric."""
-    ok = [r for r in results if r.error is None and metric_value(r, metric) is not None]
-    sign = -1.0 if mode == "max" else 1.0
-    return sorted(ok, key=lambda r: (not is_final(r.metrics), sign * (metric_value(r, metric) or 0.0)))
 
 
 def result_trial_id(result: Result) -> str:

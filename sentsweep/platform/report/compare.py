@@ -24,13 +24,16 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
-from sentsweep.platform.confirm.stats import CHANGED_TAG
-from sentsweep.platform.search.pareto_front import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
 from sentsweep.tables import markdown_table
 from sentsweep.tracking.placement import placement_label
 from sentsweep.tracking.vocabulary import (
+    CHANGED_TAG,
     CONFIRMATION_ROLE,
+    OBJECTIVES_TAG,
     PARENT_TAG,
+    PARETO_ARTIFACTS,
+    PARETO_NAME,
+    PARETO_TAG,
     REASON_TAG,
     ROLE_TAG,
     SWEEP_TAG,

@@ -32,9 +32,8 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.stats import FIGURE_SUFFIXES
 from sentsweep.platform.driver.interrupt import folder_command
-from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, rank_results, trial_folder
+from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
 from sentsweep.platform.report.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -44,6 +43,7 @@ from sentsweep.platform.report.export import (
     has_artifact,
 )
 from sentsweep.platform.report.plots import sweep_plots, trial_records
+from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results
 from sentsweep.platform.search.pareto_front import record_front
 from sentsweep.platform.search.searcher import scheduler_label
 from sentsweep.platform.tracking.reachability import store_answers

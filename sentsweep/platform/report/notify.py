@@ -227,7 +227,7 @@ def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None,
         return outcome.best_trial_id, _finite(outcome.best_value)
     if outcome.results is None or not outcome.counts.get("finished"):
         return None, None
-    from sentsweep.platform.folder.retention import metric_value, rank_results
+    from sentsweep.platform.results import metric_value, rank_results
 
     ranked = rank_results(outcome.results, metric, mode)
     if not ranked:

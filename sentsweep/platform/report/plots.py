@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.driver.failures import infeasibility, is_failed
-from sentsweep.platform.search.searcher import is_final
+from sentsweep.platform.results import infeasibility, is_failed, is_final
 from sentsweep.platform.search.warm_start import is_warm_start
 
 if TYPE_CHECKING:

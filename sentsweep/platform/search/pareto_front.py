@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.search.pareto import pareto_front
+from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid
@@ -31,15 +32,6 @@ if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.search.objectives import Objective
     from sentsweep.platform.tracking.parent_run import SweepRun
-
-#: The parent run's tag listing the front's trial ids (comma-separated, best first objective first).
-PARETO_TAG = "sentsweep.pareto"
-#: The parent run's tag with the sweep's objectives (``"stsb_dev max; compute_seconds min"``).
-OBJECTIVES_TAG = "sentsweep.objectives"
-#: Where the plot and its CSV go on the parent run.
-PARETO_ARTIFACTS = "pareto"
-#: The name of the plot and of its CSV.
-PARETO_NAME = "pareto_front"
 
 
 #: A finished trial as :func:`front_rows` takes it: its id, its final result, its searched params and its selected
@@ -72,10 +64,9 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
 def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
     """The finished trials of Tune's results as :func:`front_rows` takes them, each with its selected report among
     its evaluation reports (the final one, which repeats the best value, left out)."""
-    from sentsweep.platform.driver.drain import is_draining
     from sentsweep.platform.report.plots import trial_status
+    from sentsweep.platform.results import is_draining, is_final
     from sentsweep.platform.search.objectives import select_report
-    from sentsweep.platform.search.searcher import is_final
 
     finished: list[FinishedTrial] = []
     for result in results:

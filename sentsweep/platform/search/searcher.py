@@ -38,23 +38,22 @@ from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.drain import evaluation_result, is_draining
-from sentsweep.platform.driver.failures import failure_reason, infeasibility, is_failed
+from sentsweep.platform.results import (
+    evaluation_result,
+    failure_reason,
+    infeasibility,
+    is_draining,
+    is_failed,
+    is_final,
+)
 from sentsweep.platform.search.objectives import Objective, objective_values, select_report
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import unseen_points
 
-#: The key a trainable's last report carries once the trial has run to its end.
-FINAL_KEY = "final"
 #: The user attribute of an Optuna trial naming its Tune trial.
 TUNE_TRIAL_ATTR = "tune_trial_id"
 #: Why a trial the driver lost before Tune saved it was told FAIL on resume.
 LOST_REASON = "lost with the driver: not in the experiment state the sweep resumed from"
-
-
-def is_final(result: dict[str, Any] | None) -> bool:
-    """Whether a (flattened) Tune result is a trial's final report."""
-    return bool(result) and result.get(FINAL_KEY) == 1.0
 
 
 class PruningAwareOptunaSearch(Searcher):

@@ -26,7 +26,7 @@ from mlflow.exceptions import MlflowException
 
 from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
+from sentsweep.platform.driver.sweep_state import SweepState
 from sentsweep.platform.folder.location import locate
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
@@ -36,7 +36,9 @@ from sentsweep.tracking.provenance import experiment_tags, mark_training_experim
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
     ROLE_TAG,
+    RUN_STATUS,
     SPACE_TAG,
+    STATUS_TAG,
     SWEEP_DIR_TAG,
     SWEEP_TAG,
     param_value,

@@ -23,15 +23,12 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 from ray.tune import Callback
 
-from sentsweep.platform.driver.budget import STOPPED_REASON
-from sentsweep.platform.driver.drain import evaluation_result
-from sentsweep.platform.driver.failures import failure_reason, is_failed
 from sentsweep.platform.driver.interrupt import superseded
-from sentsweep.platform.search.searcher import is_final
+from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
-from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, STOPPED_REASON, TRIAL_ID_TAG
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 
