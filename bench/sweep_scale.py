@@ -107,7 +107,7 @@ def folder_bytes(uri: str, endpoint_url: str | None) -> dict[str, int]:
     """Bytes of the sweep folder's own files (Tune's and the searcher's state) by name, and ``"*"``: all of it."""
     import pyarrow.fs
 
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
 
     location = locate(uri, endpoint_url)
     fs, path = (location.filesystem, location.fs_path) if location.filesystem else \

@@ -245,7 +245,7 @@ def test_a_resume_given_a_config_with_uri_credentials_refuses_to_send_them_too(
     """``--resume-interrupted`` resumes with the YAML's config: the credentials its URIs carry are the ones the
     workers would get (the stored config holds none), so a joined cluster refuses them without the flag."""
     from sentsweep.platform.driver.sweep import resume_sweep
-    from sentsweep.platform.folder.location import SweepManifest, new_sweep_location
+    from sentsweep.platform.location import SweepManifest, new_sweep_location
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "")  # unset, and restored after the test

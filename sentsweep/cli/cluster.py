@@ -175,7 +175,7 @@ def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
     from sentsweep.cluster.credentials import forwarded_env, held_back
     from sentsweep.cluster.jobspec import JobOptions
     from sentsweep.cluster.placement import DRIVER_NUM_CPUS, parse_driver_resources
-    from sentsweep.platform.folder.identity import OWNER_ENV, sweep_owner
+    from sentsweep.platform.identity import OWNER_ENV, sweep_owner
 
     env = forwarded_env(os.environ, args.forward_env, args.env)
     env.setdefault(OWNER_ENV, sweep_owner(os.environ))  # who submitted: part of the sweep's identity

@@ -22,7 +22,7 @@ from sentsweep.cli.common import (
     add_trust_storage,
 )
 from sentsweep.platform.config import DEFAULT_TRACKING_URI
-from sentsweep.platform.driver.interrupt import folder_command
+from sentsweep.platform.location import folder_command
 
 if TYPE_CHECKING:
     from sentsweep.platform.driver.outcome import SweepOutcome

@@ -5,9 +5,12 @@
 
 One sub-package per concern, each naming its public face in its ``__init__``: ``driver`` (run and resume a
 sweep), ``search`` (the searcher, ASHA, objectives, the study store, warm start), ``confirm`` (the confirmation
-stage), ``folder`` (the sweep folder: location, manifest, lock, retention, trust), ``tracking`` (the MLflow view:
+stage), ``folder`` (the sweep folder's lock, retention and trust), ``tracking`` (the MLflow view:
 the trials' runs, the parent run, sync) and ``report`` (finalize, export, plots, compare, notifications).
-``config`` is the typed sweep config. The Ray Jobs client is :mod:`sentsweep.cluster`, the commands are in
+Below them lie the modules every part reads: ``config`` (the typed sweep config), ``location`` and
+``identity`` (where the sweep folder is, its manifest and owner), ``results`` (how a trial's Tune results read) and
+``s3`` (the S3 client of a folder on ``s3://``). Only the driver imports across sub-packages.
+The Ray Jobs client is :mod:`sentsweep.cluster`, the commands are in
 :mod:`sentsweep.cli`. Names are imported lazily, so ``import sentsweep.platform`` does not start importing Ray
 or MLflow.
 """

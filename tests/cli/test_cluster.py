@@ -280,7 +280,7 @@ def sweep_job(ray_head: Head, tiny_bert_dir: Path, tmp_path_factory: pytest.Temp
 def test_submitted_sweep_succeeds_and_logs_to_mlflow(sweep_job: SubmittedSweep, ray_head: Head) -> None:
     from mlflow import MlflowClient
 
-    from sentsweep.platform.folder.location import MANIFEST
+    from sentsweep.platform.location import MANIFEST
     from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_TAG
 
     assert sweep_job.status == 0, sweep_job.out[-3000:] + sweep_job.err[-3000:]

@@ -15,7 +15,7 @@ def test_a_sweep_folder_on_the_s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> N
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
 
     with s3_server(bucket="probe") as s3:
         for name, value in s3.client_env().items():

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.folder.location import SweepLocation, SweepManifest, locate
 from sentsweep.platform.folder.trust import TRACKING_URI_ENV
+from sentsweep.platform.location import SweepLocation, SweepManifest, locate
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG, TRIAL_ID_TAG
 from tests.platform.sweep_toy import toy_config
 from tests.tracking.restartable_mlflow import RETRY_ENV

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyarrow.fs
 
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 
 #: What pyarrow's S3 file system raises when the endpoint does not answer.
 BLIP = "When reading information for key '{path}' in bucket 'sentsweep': AWS Error NETWORK_CONNECTION: curlCode: 28"

@@ -194,7 +194,7 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     from sentsweep.platform.confirm.state import read_state
     from sentsweep.platform.confirm.stats import STATE_FILE
     from sentsweep.platform.driver.sweep import run_sweep
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
     from sentsweep.platform.report.compare import compare, render
     from sentsweep.platform.report.export import BEST_WEIGHTS, has_artifact
     from sentsweep.tracking.vocabulary import CHANGED_TAG

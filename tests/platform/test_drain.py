@@ -126,7 +126,7 @@ def test_on_s3_the_marker_is_an_object_in_the_sweep_folder(s3_endpoint: str, mon
     """A sweep folder on S3 (moto): the drain writes and removes the marker there, read at the object-store cadence."""
     from ray.tune.experiment import Trial
 
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
     from sentsweep.trainables.stop_flag import REMOTE_CHECK_EVERY_S, STOP_MARKER
     from tests.platform.conftest import BUCKET
     from tools.harness.s3_server import DUMMY_KEYS

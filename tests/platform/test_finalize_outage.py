@@ -78,7 +78,7 @@ def test_finalize_in_an_outage_is_delivered_by_sync(tmp_path, tiny_bert_dir, ser
 
 def test_sync_delivers_an_upload_and_refuses_a_folder_without_a_sweep(tmp_path, tiny_bert_dir, tracking_uri,
                                                                        capsys):
-    from sentsweep.platform.folder.location import SweepManifest, new_sweep_location
+    from sentsweep.platform.location import SweepManifest, new_sweep_location
     from sentsweep.platform.tracking.parent_run import SweepRun
     from tests.platform.sweep_toy import TOY_SPACE, toy_config
 

@@ -13,8 +13,8 @@ from mlflow import MlflowClient
 from sentsweep.cli import main
 from sentsweep.errors import ConfigError
 from sentsweep.platform.driver.sweep import resume_sweep
-from sentsweep.platform.folder.location import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.folder.trust import TRACKING_URI_ENV, trusted_tracking_uri
+from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.tracking.run_writes import PENDING_FILE
 from sentsweep.platform.tracking.sync import sync_sweep
 from tests.platform.capture_server import capturing_server
@@ -96,7 +96,7 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
     """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
     over with a warning (and starts anew) instead."""
     from sentsweep.platform.driver.autoresume import previous_sweep
-    from sentsweep.platform.folder.identity import sweep_owner
+    from sentsweep.platform.identity import sweep_owner
     from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
     location, parent, _ = remote_sweep

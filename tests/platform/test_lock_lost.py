@@ -15,9 +15,9 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops, superseded
 from sentsweep.platform.driver.stopping import StopWatch
-from sentsweep.platform.folder.location import locate
 from sentsweep.platform.folder.lock import LockLost, LockRecord
 from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore
+from sentsweep.platform.location import locate
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, STATUS_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
 from sentsweep.trainables.method import GPUS_KEY

@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from sentsweep.platform.folder.location import locate
+from sentsweep.platform.location import locate
 from sentsweep.platform.report.compare import compare, render
 from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_TAG
 

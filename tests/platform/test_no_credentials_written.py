@@ -168,7 +168,7 @@ def test_sync_and_compare_without_a_login_say_so_in_one_line(tmp_path, auth_serv
 
     from sentsweep.cli import main
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.folder.location import SweepManifest, locate
+    from sentsweep.platform.location import SweepManifest, locate
 
     for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
         monkeypatch.delenv(name, raising=False)

@@ -60,7 +60,7 @@ def _wait_for_a_finished_and_a_running_trial(client: MlflowClient, driver: subpr
 # About 65 s on a quiet 2-core machine: in the default run, since surviving a crash is the platform's promise.
 def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.driver.sweep import resume_sweep
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, scheduler={"type": "fifo"},

@@ -86,7 +86,7 @@ def test_a_failed_restore_leaves_the_parent_as_it_was(tmp_path, tiny_bert_dir, t
     from mlflow import MlflowClient
 
     from sentsweep.platform.driver.sweep import resume_sweep
-    from sentsweep.platform.folder.location import SweepManifest, new_sweep_location
+    from sentsweep.platform.location import SweepManifest, new_sweep_location
     from sentsweep.platform.tracking.parent_run import SweepRun
     from sentsweep.tracking.vocabulary import STATUS_TAG
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config

@@ -22,7 +22,7 @@ def _trial_runs(client: MlflowClient) -> list:
 @pytest.mark.slow  # about 3 Tune starts: over the fast suite's 40 s on 2 cores
 def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.driver.sweep import resume_sweep
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,

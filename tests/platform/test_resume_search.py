@@ -178,7 +178,7 @@ def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert
     driver lost while Tune uploaded its files), resumes to exactly ``num_samples`` trials, each with one Optuna trial
     and one MLflow run, none left RUNNING."""
     from sentsweep.platform.driver.sweep import resume_sweep
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
 
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=4, max_concurrent_trials=1,
                         scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5}, time_budget_s=240)

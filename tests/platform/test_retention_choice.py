@@ -15,7 +15,7 @@ from ray.tune import Checkpoint, Result
 from sentsweep.platform.confirm.outcome import ConfirmationOutcome
 from sentsweep.platform.confirm.stats import Candidate, SeedRun
 from sentsweep.platform.driver.outcome import SweepOutcome
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.report.finalize import prune_stages
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.tracking.parent_run import SweepRun

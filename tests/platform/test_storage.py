@@ -7,7 +7,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.folder.location import SweepManifest, locate, new_sweep_location
+from sentsweep.platform.location import SweepManifest, locate, new_sweep_location
 
 
 def test_local_folder_round_trip(tmp_path):

@@ -13,7 +13,7 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.state import read_state, write_state
 from sentsweep.platform.confirm.stats import STATE_FILE
 from sentsweep.platform.driver.sweep import _state_after
-from sentsweep.platform.folder.location import MANIFEST, SweepManifest, locate
+from sentsweep.platform.location import MANIFEST, SweepManifest, locate
 from tests.platform.flaky_storage import flaky_location
 
 

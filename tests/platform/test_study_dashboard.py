@@ -16,7 +16,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig, parse_sweep_config
-from sentsweep.platform.folder.location import SweepManifest, locate
+from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.search.dashboard import sweep_study_storage
 from sentsweep.platform.search.searcher import build_searcher

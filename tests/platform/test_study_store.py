@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.folder.location import locate
+from sentsweep.platform.location import locate
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.s3 import s3_client
 from sentsweep.platform.search.journal_s3 import S3JournalBackend

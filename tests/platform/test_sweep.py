@@ -10,7 +10,7 @@ import pytest
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from sentsweep.platform.folder.location import CONFIG_COPY, MANIFEST, locate
+from sentsweep.platform.location import CONFIG_COPY, MANIFEST, locate
 from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG

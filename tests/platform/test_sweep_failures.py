@@ -10,7 +10,7 @@ from pathlib import Path
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from sentsweep.platform.folder.location import locate
+from sentsweep.platform.location import locate
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, REASON_TAG, STATUS_TAG
 
 

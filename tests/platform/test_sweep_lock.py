@@ -27,7 +27,6 @@ from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops
 from sentsweep.platform.driver.stopping import StopWatch
 from sentsweep.platform.driver.sweep_state import RESUMABLE, is_resumable
 from sentsweep.platform.folder import lock_stores
-from sentsweep.platform.folder.location import locate
 from sentsweep.platform.folder.lock import (
     EXPIRY_FACTOR,
     GIVE_UP_FACTOR,
@@ -38,6 +37,7 @@ from sentsweep.platform.folder.lock import (
     pid_namespace,
 )
 from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore, S3LockStore, Stored, lock_store
+from sentsweep.platform.location import locate
 from sentsweep.tracking.vocabulary import RUN_STATUS
 
 INTERVAL = 30.0

@@ -11,9 +11,9 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.folder.location import SweepManifest, locate
 from sentsweep.platform.folder.lock import LockHeldError, LockRecord, SweepLock
 from sentsweep.platform.folder.lock_stores import LOCK_FILE
+from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.tracking.run_writes import PENDING_FILE
 from sentsweep.platform.tracking.sync import sync_sweep
 

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 from sentsweep.data.source import SAMPLE_DIR
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.folder.location import SweepManifest, locate
+from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from sentsweep.platform.folder.location import locate
+from sentsweep.platform.location import locate
 from sentsweep.platform.search.warm_start import WARM_START_ATTR
 
 pytestmark = pytest.mark.slow  # a second sweep of the toy (about a minute on 2 cores)

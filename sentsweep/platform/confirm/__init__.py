@@ -10,10 +10,8 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
-    "CHANGED_TAG": "sentsweep.tracking.vocabulary",
     "Candidate": "sentsweep.platform.confirm.stats",
     "ConfirmationOutcome": "sentsweep.platform.confirm.outcome",
-    "FIGURE_SUFFIXES": "sentsweep.platform.results",
     "StageTrials": "sentsweep.platform.confirm.stage",
     "end_stage_run": "sentsweep.platform.confirm.stage_run",
     "read_state": "sentsweep.platform.confirm.state",

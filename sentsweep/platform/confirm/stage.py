@@ -44,7 +44,7 @@ from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted
 from sentsweep.platform.driver.progress import ProgressCallback
 from sentsweep.platform.driver.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.driver.trial_files import storage_trimming
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 

@@ -8,7 +8,7 @@ import logging
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.state import stage_location
 from sentsweep.platform.confirm.stats import Candidate
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG

@@ -8,7 +8,7 @@ import posixpath
 from typing import Any
 
 from sentsweep.platform.confirm.stats import STAGE_DIR, STATE_FILE, Candidate, SeedRun
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 
 
 def stage_location(location: SweepLocation) -> SweepLocation:

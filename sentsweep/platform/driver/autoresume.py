@@ -5,8 +5,8 @@ head is lost, KubeRay retries the job (``backoffLimit``) on a fresh cluster with
 and the sweep must continue from its folder in shared storage rather than start over.
 
 A sweep's folder is ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (see
-:func:`~sentsweep.platform.folder.location.new_sweep_location`) holding its manifest. Only folders of the same
-identity (:mod:`~sentsweep.platform.folder.identity`) are considered: the config's name and the owner recorded
+:func:`~sentsweep.platform.location.new_sweep_location`) holding its manifest. Only folders of the same
+identity (:mod:`~sentsweep.platform.identity`) are considered: the config's name and the owner recorded
 in the manifest (another user's run of the same config is theirs; a manifest without an owner, from before
 owners were recorded, belongs to nobody). Of those, only the newest, and only when its parent run is
 resumable (:func:`~sentsweep.platform.driver.sweep_state.is_resumable`): interrupted by a signal, crashed, or left
@@ -32,11 +32,10 @@ import pyarrow.fs
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.interrupt import is_shared_folder
 from sentsweep.platform.driver.sweep_state import is_resumable
-from sentsweep.platform.folder.identity import sweep_owner
-from sentsweep.platform.folder.location import SweepManifest, locate
 from sentsweep.platform.folder.trust import same_folder
+from sentsweep.platform.identity import sweep_owner
+from sentsweep.platform.location import SweepManifest, is_shared_folder, locate
 from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"

@@ -23,12 +23,13 @@ with the reason ``interrupted``, and :class:`SweepInterrupted`, which the CLI tu
 from __future__ import annotations
 
 import contextlib
-import shlex
 import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
+
+from sentsweep.platform.location import folder_command
 
 if TYPE_CHECKING:
     from sentsweep.platform.driver.drain import Drain
@@ -38,23 +39,6 @@ if TYPE_CHECKING:
 INTERRUPTED_EXIT = 75
 #: The reason tag of an unfinished trial's run when its sweep was stopped.
 INTERRUPTED_REASON = "interrupted"
-
-
-def is_shared_folder(uri: str) -> bool:
-    """Whether a sweep folder lies in storage others may write: an object store's URI (``s3://...``), not a local
-    path or ``file://`` (:mod:`~sentsweep.platform.folder.trust`)."""
-    return "://" in uri and not uri.startswith("file://")
-
-
-def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:
-    """``sentsweep COMMAND SWEEP_DIR`` (``resume``, ``sync``) as a user can paste it: a shared folder's command names
-    its tracking server, which such a folder is not trusted to name (:mod:`~sentsweep.platform.folder.trust`)."""
-    from sentsweep.credentials import mask_uri
-
-    line = f"sentsweep {command} {shlex.quote(sweep_dir)}"
-    if tracking_uri and is_shared_folder(sweep_dir):
-        line += f" --tracking-uri {shlex.quote(mask_uri(tracking_uri))}"
-    return line
 
 
 class SweepInterrupted(KeyboardInterrupt):

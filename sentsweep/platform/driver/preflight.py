@@ -104,7 +104,7 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
     import pyarrow
     import pyarrow.fs
 
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
 
     root = config.storage_path.rstrip("/")
     probe = locate(f"{root}/.sentsweep-probe-{secrets.token_hex(4)}", config.storage_endpoint_url)

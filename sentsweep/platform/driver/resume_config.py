@@ -23,7 +23,7 @@ from sentsweep.platform.tracking.parent_run import flatten
 if TYPE_CHECKING:
     from ray.tune import Tuner
 
-    from sentsweep.platform.folder.location import SweepLocation, SweepManifest
+    from sentsweep.platform.location import SweepLocation, SweepManifest
     from sentsweep.platform.tracking.parent_run import SweepRun
 
 #: The parent run's tag naming the changes the latest resume made to the config (JSON ``{field: [old, new]}``;

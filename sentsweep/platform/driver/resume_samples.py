@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ray.tune import Tuner
 
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.folder.location import SweepLocation
+    from sentsweep.platform.location import SweepLocation
 
 logger = logging.getLogger(__name__)
 

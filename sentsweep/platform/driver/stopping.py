@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
     from sentsweep.platform.driver.drain import Drain
-    from sentsweep.platform.folder.location import SweepLocation
+    from sentsweep.platform.location import SweepLocation
     from sentsweep.platform.tracking.parent_run import SweepRun
 
 

@@ -50,9 +50,9 @@ from sentsweep.platform.driver.specs import (
 from sentsweep.platform.driver.stopping import close_interrupted_trials, unfinished_trials
 from sentsweep.platform.driver.sweep_state import SweepState
 from sentsweep.platform.driver.tuner import build_tuner, trial_dirname, tune_trainable
-from sentsweep.platform.folder.location import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
+from sentsweep.platform.location import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.search_state import mark_search_over, search_results

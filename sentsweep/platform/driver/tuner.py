@@ -16,7 +16,7 @@ from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles
 from sentsweep.platform.driver.stopping import StopWatch
 from sentsweep.platform.driver.trial import run_once
 from sentsweep.platform.driver.trial_files import storage_trimming
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.search.searcher import build_scheduler, build_searcher, scheduler_label
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.tracking.parent_run import SweepRun

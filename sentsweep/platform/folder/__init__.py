@@ -1,5 +1,5 @@
-"""The sweep folder, a sweep's single source of truth: where it is (local or ``s3://``), its manifest and identity,
-the lock that lets one driver run it, what it keeps afterwards, and which stored state this process may trust.
+"""What a sweep folder holds besides its address (:mod:`sentsweep.platform.location`): the lock that lets one driver
+run it, what it keeps afterwards, and which stored state this process may trust.
 
 The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
 """
@@ -11,21 +11,13 @@ from sentsweep.lazy_exports import lazy_exports
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
     "LockLost": "sentsweep.platform.folder.lock",
-    "OWNER_ENV": "sentsweep.platform.folder.identity",
-    "SweepLocation": "sentsweep.platform.folder.location",
     "SweepLock": "sentsweep.platform.folder.lock",
-    "SweepManifest": "sentsweep.platform.folder.location",
     "checkpoint_folder": "sentsweep.platform.folder.retention",
     "keep_best_weights_only": "sentsweep.platform.folder.retention",
-    "locate": "sentsweep.platform.folder.location",
-    "metric_value": "sentsweep.platform.results",
-    "new_sweep_location": "sentsweep.platform.folder.location",
     "prune_sweep": "sentsweep.platform.folder.retention",
-    "rank_results": "sentsweep.platform.results",
     "refuse_foreign_parent": "sentsweep.platform.folder.trust",
     "refuse_untrusted_state": "sentsweep.platform.folder.trust",
     "same_folder": "sentsweep.platform.folder.trust",
-    "sweep_owner": "sentsweep.platform.folder.identity",
     "trial_folder": "sentsweep.platform.folder.retention",
     "trusted_tracking_uri": "sentsweep.platform.folder.trust",
 }

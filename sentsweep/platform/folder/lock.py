@@ -42,11 +42,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.errors import SentsweepError, StorageError
-from sentsweep.platform.folder.identity import sweep_owner
+from sentsweep.platform.identity import sweep_owner
 
 if TYPE_CHECKING:
-    from sentsweep.platform.folder.location import SweepLocation
     from sentsweep.platform.folder.lock_stores import LockStore
+    from sentsweep.platform.location import SweepLocation
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.s3 import s3_client
 
 if TYPE_CHECKING:
-    from sentsweep.platform.folder.location import SweepLocation
+    from sentsweep.platform.location import SweepLocation
 
 #: The lock's name in the sweep folder.
 LOCK_FILE = "driver.lock"

@@ -29,8 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 from sentsweep.config import in_platform_pod
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
-from sentsweep.platform.driver.interrupt import is_shared_folder
-from sentsweep.platform.folder.location import MANIFEST, SweepLocation, SweepManifest
+from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, is_shared_folder
 from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 if TYPE_CHECKING:

@@ -32,8 +32,8 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.interrupt import folder_command
 from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
+from sentsweep.platform.location import folder_command
 from sentsweep.platform.report.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
     from sentsweep.platform.driver.outcome import SweepOutcome
-    from sentsweep.platform.folder.location import SweepLocation
+    from sentsweep.platform.location import SweepLocation
     from sentsweep.platform.tracking.parent_run import SweepRun
 
 BEST_TRIAL_TAG = "sentsweep.best_trial_id"

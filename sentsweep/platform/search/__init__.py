@@ -10,13 +10,8 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
-    "FINAL_KEY": "sentsweep.platform.results",
     "JOURNAL_FILE": "sentsweep.platform.search.study_store",
-    "OBJECTIVES_TAG": "sentsweep.tracking.vocabulary",
     "Objective": "sentsweep.platform.search.objectives",
-    "PARETO_ARTIFACTS": "sentsweep.tracking.vocabulary",
-    "PARETO_NAME": "sentsweep.tracking.vocabulary",
-    "PARETO_TAG": "sentsweep.tracking.vocabulary",
     "PruningAwareOptunaSearch": "sentsweep.platform.search.searcher",
     "StudyStore": "sentsweep.platform.search.study_store",
     "TIME_TOTAL_KEY": "sentsweep.platform.search.objectives",
@@ -25,7 +20,6 @@ _WHERE: dict[str, str] = {
     "build_searcher": "sentsweep.platform.search.searcher",
     "check_objectives": "sentsweep.platform.search.objectives",
     "extra_dev_sets": "sentsweep.platform.search.objectives",
-    "is_final": "sentsweep.platform.results",
     "is_warm_start": "sentsweep.platform.search.warm_start",
     "load_history": "sentsweep.platform.search.warm_start",
     "load_study": "sentsweep.platform.search.study_store",

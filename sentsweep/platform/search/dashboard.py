@@ -17,7 +17,7 @@ from sentsweep.errors import ConfigError
 def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tuple[optuna.storages.BaseStorage, str]:
     """The journal storage of an existing sweep folder and its study's name; a clear error when it has none."""
     from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
     from sentsweep.platform.search.study_store import StudyStore
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))

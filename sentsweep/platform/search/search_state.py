@@ -10,7 +10,7 @@ back when the mark holds the sweep's current bounds, or when the confirmation st
 a lifted stop) asks for more search, and fits again.
 
 The mark is read as the sweep folder's other state (:meth:`SweepLocation.read_optional
-<sentsweep.platform.folder.location.SweepLocation.read_optional>`): absent only when the file is missing; a storage that
+<sentsweep.platform.location.SweepLocation.read_optional>`): absent only when the file is missing; a storage that
 does not answer stops the resume (:class:`~sentsweep.errors.StorageError`) instead of fitting again.
 """
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.state import read_state
-from sentsweep.platform.folder.location import SweepLocation
+from sentsweep.platform.location import SweepLocation
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner

@@ -7,7 +7,7 @@ The searcher (:mod:`.searcher`) keeps its study in Optuna's :class:`~optuna.stor
 - a warm start reads another sweep's journal (:func:`load_study`, then ``Study.add_trials``: :mod:`.warm_start`);
 - ``sentsweep dashboard`` serves it with optuna-dashboard, live while the sweep runs (:mod:`.dashboard`);
 - the plots and the final report read it (:meth:`SweepLocation.load_study
-  <sentsweep.platform.folder.location.SweepLocation.load_study>`).
+  <sentsweep.platform.location.SweepLocation.load_study>`).
 
 In a local sweep folder the journal is the file :data:`JOURNAL_FILE` (Optuna's
 :class:`~optuna.storages.journal.JournalFileBackend`); on ``s3://`` it is the objects under :data:`JOURNAL_FILE`

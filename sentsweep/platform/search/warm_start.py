@@ -52,7 +52,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     """The earlier sweep's finished trials as trials of the space ``define_by_run`` (see the module docstring);
     refused when ``config`` (the new sweep's) measures otherwise."""
     from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.folder.location import locate
+    from sentsweep.platform.location import locate
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()

@@ -27,7 +27,7 @@ from mlflow.exceptions import MlflowException
 from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.driver.sweep_state import SweepState
-from sentsweep.platform.folder.location import locate
+from sentsweep.platform.location import locate
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store

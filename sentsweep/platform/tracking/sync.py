@@ -24,9 +24,9 @@ from mlflow.entities import Metric
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirm.state import read_state, stage_location
-from sentsweep.platform.folder.location import SweepManifest, locate
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
+from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile

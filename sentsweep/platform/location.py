@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError, validation_message
 from sentsweep.platform.config import SWEEP_NAME, SweepConfig
-from sentsweep.platform.folder.identity import sweep_owner
+from sentsweep.platform.identity import sweep_owner
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
@@ -228,3 +229,20 @@ def new_sweep_location(config: SweepConfig, now: float | None = None,
     root = config.storage_path.rstrip("/")
     name = f"{config.name}-{stamp}" + (f"-{suffix}" if suffix else "")
     return locate(f"{root}/{name}", config.storage_endpoint_url)
+
+
+def is_shared_folder(uri: str) -> bool:
+    """Whether a sweep folder lies in storage others may write: an object store's URI (``s3://...``), not a local
+    path or ``file://`` (:mod:`~sentsweep.platform.folder.trust`)."""
+    return "://" in uri and not uri.startswith("file://")
+
+
+def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:
+    """``sentsweep COMMAND SWEEP_DIR`` (``resume``, ``sync``) as a user can paste it: a shared folder's command names
+    its tracking server, which such a folder is not trusted to name (:mod:`~sentsweep.platform.folder.trust`)."""
+    from sentsweep.credentials import mask_uri
+
+    line = f"sentsweep {command} {shlex.quote(sweep_dir)}"
+    if tracking_uri and is_shared_folder(sweep_dir):
+        line += f" --tracking-uri {shlex.quote(mask_uri(tracking_uri))}"
+    return line
