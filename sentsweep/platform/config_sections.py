@@ -75,7 +75,7 @@ class CheckpointSettings(ConfigSection):
 
 
 class ConfirmConfig(ConfigSection):
-    """The confirmation stage after the search (:mod:`sentsweep.platform.confirm.stage`): the ``top_k`` best
+    """The confirmation stage after the search (:mod:`sentsweep.platform.driver.confirmation`): the ``top_k`` best
     configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over those further seeds
     (the search's own run, selected on its value, is reported apart)."""
 

@@ -25,7 +25,7 @@ TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
 #: The :data:`ROLE_TAG` of a sweep's confirmation run (a child of the sweep's run; the confirmation trials' runs are
-#: its children: :mod:`sentsweep.platform.confirm.stage`).
+#: its children: :mod:`sentsweep.platform.driver.confirmation`).
 CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
@@ -95,3 +95,5 @@ OBJECTIVES_TAG = "sentsweep.objectives"
 PARETO_ARTIFACTS = "pareto"
 #: The name of the plot and of its CSV.
 PARETO_NAME = "pareto_front"
+#: The states of a sweep, as its parent run's :data:`STATUS_TAG` records them.
+SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]

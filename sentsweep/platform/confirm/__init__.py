@@ -1,5 +1,5 @@
-"""The confirmation stage: the search's best configurations trained again with further seeds, their figures, and
-the winner chosen by a rule.
+"""The confirmation stage's decisions: the search's best configurations, their figures over further seeds, and the
+winner chosen by a rule. The driver runs the stage (:mod:`sentsweep.platform.driver.confirmation`).
 
 The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
 """
@@ -12,11 +12,7 @@ from sentsweep.lazy_exports import lazy_exports
 _WHERE: dict[str, str] = {
     "Candidate": "sentsweep.platform.confirm.stats",
     "ConfirmationOutcome": "sentsweep.platform.confirm.outcome",
-    "StageTrials": "sentsweep.platform.confirm.stage",
-    "end_stage_run": "sentsweep.platform.confirm.stage_run",
     "read_state": "sentsweep.platform.confirm.state",
-    "run_confirmation": "sentsweep.platform.confirm.stage",
-    "schedule_stage_run_if_answered": "sentsweep.platform.confirm.stage_run",
     "stage_location": "sentsweep.platform.confirm.state",
 }
 __all__ = sorted(_WHERE)

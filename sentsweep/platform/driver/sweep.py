@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
-from sentsweep.platform.confirm.stage import StageTrials, run_confirmation
-from sentsweep.platform.confirm.stage_run import end_stage_run, schedule_stage_run_if_answered
 from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
+from sentsweep.platform.driver.confirmation import StageTrials, run_confirmation
+from sentsweep.platform.driver.confirmation_run import end_stage_run, schedule_stage_run_if_answered
 from sentsweep.platform.driver.drain import Drain
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted, graceful_stops
 from sentsweep.platform.driver.outcome import SweepOutcome
@@ -48,7 +48,6 @@ from sentsweep.platform.driver.specs import (
     validate_trials,
 )
 from sentsweep.platform.driver.stopping import close_interrupted_trials, unfinished_trials
-from sentsweep.platform.driver.sweep_state import SweepState
 from sentsweep.platform.driver.tuner import build_tuner, trial_dirname, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
@@ -60,6 +59,7 @@ from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
+from sentsweep.tracking.vocabulary import SweepState
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
@@ -203,7 +203,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
            stops: StopSignals, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
            finalize: bool, echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None,
            notifier: SweepNotifier | None = None) -> SweepOutcome:
-    """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`..confirm.stage`), then
+    """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`.confirmation`), then
     close the parent run the way the sweep ended (and notify it: :mod:`..report.notify`)."""
 
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:

@@ -18,11 +18,8 @@ the tag (a sweep from before the tag) counts as interrupted.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from sentsweep.tracking.vocabulary import STATUS_TAG
 
-SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]
 RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
 
 

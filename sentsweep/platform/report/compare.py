@@ -1,7 +1,7 @@
 """Read sweeps back from MLflow: sweeps and their trials side by side, as tables and plots.
 
 A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run
-id in ``mlflow.parentRunId``, and its confirmation stage (:mod:`..confirm.stage`) is the child run tagged
+id in ``mlflow.parentRunId``, and its confirmation stage (:mod:`..driver.confirmation`) is the child run tagged
 ``sentsweep.role=confirmation``, whose per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``,
 ``_high``, ``_n``, ``_search``) make the confirmation table. A multi-objective sweep's Pareto front (its tag and
 ``pareto/pareto_front.csv``, :mod:`..search.pareto_front`) makes the Pareto table. Everything here is a query: it works

@@ -182,7 +182,7 @@ def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float
 
 
 def confirmed_choice(outcome: SweepOutcome) -> Result | None:
-    """The weights the confirmation stage chose (:mod:`sentsweep.platform.confirm.stage`): the confirmed winner's
+    """The weights the confirmation stage chose (:mod:`sentsweep.platform.driver.confirmation`): the confirmed winner's
     seed closest to its mean; None when the stage did not run. Every seed's figures are on the sweep's run
     already (``confirmed_*`` metrics, ``confirmation/seeds.csv``)."""
     if outcome.confirmation is None:

@@ -43,7 +43,7 @@ from sentsweep.credentials import MASK, mask_text, secret_values
 if TYPE_CHECKING:
     from sentsweep.platform.config import NotifyConfig, SweepConfig
     from sentsweep.platform.driver.outcome import SweepOutcome
-    from sentsweep.platform.driver.sweep_state import SweepState
+    from sentsweep.tracking.vocabulary import SweepState
 
 #: The event a parent run's end state sends (``running`` sends none).
 STATE_EVENTS: dict[str, str] = {"finished": "end", "failed": "failure", "crashed": "failure",

@@ -3,8 +3,8 @@
 
 - ``pareto_front`` (multi-objective sweeps, :mod:`..search.pareto_front`): the finished trials on the first two
   objectives, the Pareto front highlighted and connected;
-- ``confirmation/intervals`` (the confirmation stage, :mod:`..confirm.stage`): per configuration its further seeds,
-  their mean and 95% interval, and the search run that selected it apart; the rule's winner marked.
+- ``confirmation/intervals`` (the confirmation stage, :mod:`..driver.confirmation`): per configuration its
+  further seeds, their mean and 95% interval, and the search run that selected it apart; the rule's winner marked.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from mlflow.exceptions import MlflowException
 
 from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.sweep_state import SweepState
 from sentsweep.platform.location import locate
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
@@ -41,6 +40,7 @@ from sentsweep.tracking.vocabulary import (
     STATUS_TAG,
     SWEEP_DIR_TAG,
     SWEEP_TAG,
+    SweepState,
     param_value,
 )
 
@@ -113,7 +113,7 @@ class SweepRun:
     sweep_name: str
     fs: pyarrow.fs.FileSystem
     path: str
-    #: the confirmation stage's run, scheduled as the sweep began (:func:`~..confirm.stage_run.schedule_stage_run`)
+    #: the confirmation stage's run, scheduled as the sweep began (:mod:`..driver.confirmation_run`)
     stage_run_id: str | None = None
     _writes: RunWrites | None = field(default=None, init=False, repr=False)
 

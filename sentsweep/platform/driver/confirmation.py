@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.outcome import ConfirmationOutcome, decide, select_candidates
-from sentsweep.platform.confirm.record import record
-from sentsweep.platform.confirm.stage_run import stage_params, stage_run, stage_run_id
 from sentsweep.platform.confirm.state import candidate_from, read_state, stage_location, stage_points, write_state
 from sentsweep.platform.confirm.stats import further_seeds
+from sentsweep.platform.driver.confirmation_record import record
+from sentsweep.platform.driver.confirmation_run import stage_params, stage_run, stage_run_id
 from sentsweep.platform.driver.failures import FailureLines
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted
 from sentsweep.platform.driver.progress import ProgressCallback
