@@ -150,7 +150,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    from sentsweep.platform.tracking.sync import sync_sweep
+    from sentsweep.platform.driver.sync import sync_sweep
 
     done = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri)
     if done.waiting:

@@ -46,7 +46,7 @@ from sentsweep.platform.config_sections import (
 
 if TYPE_CHECKING:
     from sentsweep.credentials import UriKind
-    from sentsweep.platform.search.objectives import Objective
+    from sentsweep.platform.objectives import Objective
 
 #: What this module exports: the config, its helpers, and its sections (kept in :mod:`.config_sections`).
 __all__ = [
@@ -113,7 +113,7 @@ class SweepConfig(ConfigSection):
     warm_start: str | None = Field(None, description="an earlier sweep folder whose finished trials the searcher "
                                    "starts from (platform/search/warm_start.py)")
     objectives: list[str] | None = Field(None, description="multi-objective: 'METRIC max|min' entries, the first "
-                                         "being metric and mode (platform/search/objectives.py); null: metric alone")
+                                         "being metric and mode (platform/objectives.py); null: metric alone")
     #: the variables resolved() set, each with the field whose URI carried it
     _credential_env: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -160,11 +160,11 @@ class SweepConfig(ConfigSection):
 
     @model_validator(mode="after")
     def _check_objectives(self) -> SweepConfig:
-        """``objectives`` checked (:func:`~sentsweep.platform.search.objectives.check_objectives`); the first one is
+        """``objectives`` checked (:func:`~sentsweep.platform.objectives.check_objectives`); the first one is
         ``metric`` and ``mode``, which the config may repeat but not contradict."""
         if self.objectives is None:
             return self
-        from sentsweep.platform.search.objectives import check_objectives, extra_dev_sets
+        from sentsweep.platform.objectives import check_objectives, extra_dev_sets
 
         try:
             objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
@@ -186,10 +186,10 @@ class SweepConfig(ConfigSection):
 
     @property
     def objective_list(self) -> tuple[Objective, ...]:
-        """The sweep's objectives (:mod:`..search.objectives`); empty for a single-metric sweep."""
+        """The sweep's objectives (:mod:`..objectives`); empty for a single-metric sweep."""
         if not self.objectives:
             return ()
-        from sentsweep.platform.search.objectives import parse_objective
+        from sentsweep.platform.objectives import parse_objective
 
         return tuple(parse_objective(e) for e in self.objectives)
 

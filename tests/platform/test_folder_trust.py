@@ -13,10 +13,10 @@ from mlflow import MlflowClient
 from sentsweep.cli import main
 from sentsweep.errors import ConfigError
 from sentsweep.platform.driver.sweep import resume_sweep
+from sentsweep.platform.driver.sync import sync_sweep
 from sentsweep.platform.folder.trust import TRACKING_URI_ENV, trusted_tracking_uri
 from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.tracking.run_writes import PENDING_FILE
-from sentsweep.platform.tracking.sync import sync_sweep
 from tests.platform.capture_server import capturing_server
 from tests.platform.conftest import BUCKET
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE

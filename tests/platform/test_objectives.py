@@ -9,7 +9,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import parse_sweep_config
-from sentsweep.platform.search.objectives import (
+from sentsweep.platform.objectives import (
     Objective,
     extra_dev_sets,
     objective_value,

@@ -6,9 +6,8 @@ import math
 
 import pytest
 
-from sentsweep.platform.search.objectives import parse_objective
-from sentsweep.platform.search.pareto import dominates, pareto_front
-from sentsweep.platform.search.pareto_front import front_rows
+from sentsweep.platform.objectives import dominates, pareto_front, parse_objective
+from sentsweep.platform.report.pareto_front import front_rows
 
 
 def test_dominance_needs_at_least_as_good_everywhere_and_better_somewhere():

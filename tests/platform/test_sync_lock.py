@@ -11,11 +11,11 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.driver.sync import sync_sweep
 from sentsweep.platform.folder.lock import LockHeldError, LockRecord, SweepLock
 from sentsweep.platform.folder.lock_stores import LOCK_FILE
 from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.tracking.run_writes import PENDING_FILE
-from sentsweep.platform.tracking.sync import sync_sweep
 
 
 def test_sync_is_refused_while_a_driver_holds_the_sweep_and_delivers_once_it_is_gone(

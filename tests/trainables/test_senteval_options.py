@@ -6,7 +6,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation import SENTEVAL_OPTION_FIELDS, SentEvalOptions
-from sentsweep.platform.report.finalize import SENTEVAL_SETTINGS
+from sentsweep.platform.driver.finalize import SENTEVAL_SETTINGS
 from sentsweep.trainables.registry import METHODS
 
 

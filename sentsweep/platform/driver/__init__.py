@@ -10,6 +10,8 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
+    "sync_sweep": "sentsweep.platform.driver.sync",
+    "finalize_sweep": "sentsweep.platform.driver.finalize",
     "AUTH_MODE_ENV": "sentsweep.platform.driver.local_ray",
     "CLUSTER_MODE_ENV": "sentsweep.platform.driver.local_ray",
     "FailureLines": "sentsweep.platform.driver.failures",

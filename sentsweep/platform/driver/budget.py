@@ -5,7 +5,7 @@ What each limit counts:
 - ``gpu_hours``: the trials' compute, summed over the trials. A trial's compute is its ``time_total_s`` (Tune's
   running total of its seconds, which a trial restored from a checkpoint continues) x the GPUs it holds. A
   fractional GPU counts its fraction; a CPU-only trial counts its seconds, so the same budget works on CPU. It
-  is the ``compute_seconds`` objective (:mod:`..search.objectives`).
+  is the ``compute_seconds`` objective (:mod:`..objectives`).
 - ``wall_hours``: the driver's time in Tune's loop, summed over the sweep's sessions.
 
 The count is rebuilt from what Tune restores. At every step of Tune's loop :class:`BudgetStopper` (a
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback, Stopper
 
 from sentsweep.platform.config import BudgetConfig
-from sentsweep.platform.search.objectives import TIME_TOTAL_KEY, Objective, objective_value
+from sentsweep.platform.objectives import TIME_TOTAL_KEY, Objective, objective_value
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ Per configuration, over its further seeds (the search's own run left out: the co
 value, so counting it again would inflate the figures), :mod:`.stats` gives the mean, the standard
 deviation and the 95% t interval; the winner is chosen by ``confirm.rule`` (``lower_bound`` by default) and the
 sweep's final evaluation, export and registration use the winner's further seed closest to that mean
-(:func:`sentsweep.platform.report.finalize.finalize_sweep`). Every seed's figures (dev and test) are recorded:
+(:func:`sentsweep.platform.driver.finalize.finalize_sweep`). Every seed's figures (dev and test) are recorded:
 ``confirmation/seeds.csv`` (the search's run too, ``original`` 1) and ``summary.csv`` (the search's value in
 ``search_value``) on the confirmation run, ``confirmed_*`` metrics (the further seeds') on the sweep's run, and the
 sweep folder's :data:`~.stats.STATE_FILE`.

@@ -6,7 +6,7 @@
 The path of a sweep (DESIGN.md): validate the config against the method's trial config, open the MLflow
 parent run, write the sweep folder's manifest, run the Tuner (each trial logs its own child run, the
 driver-side callbacks close what workers cannot and print progress), then
-:func:`sentsweep.platform.report.finalize.finalize_sweep` evaluates, plots, exports and registers the best
+:func:`sentsweep.platform.driver.finalize.finalize_sweep` evaluates, plots, exports and registers the best
 trial. :func:`resume_sweep` restores an interrupted sweep from its folder (``Tuner.restore`` with
 ``resume_errored``) and reattaches to the same parent run.
 
@@ -269,7 +269,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         return outcome
     try:
         if finalize:
-            from sentsweep.platform.report.finalize import finalize_sweep
+            from sentsweep.platform.driver.finalize import finalize_sweep
 
             finalize_sweep(outcome, config, location, sweep, echo=echo)
         _refuse_if_superseded(stops)

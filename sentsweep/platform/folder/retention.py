@@ -2,7 +2,7 @@
 
 While a sweep runs, each trial holds its latest checkpoint (plus the previous one, the fallback when the latest is
 corrupt: ``checkpoint.num_to_keep``, default 2) and its ``best/`` folder (:mod:`sentsweep.trainables.checkpoints`).
-After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.report.finalize.finalize_sweep`):
+After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.driver.finalize.finalize_sweep`):
 
 - the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen: finished trials
   first, then by the metric), and the trial whose weights finalize evaluated and exported (``keep``: the

@@ -1,5 +1,5 @@
-"""After the search: the winner's evaluation, plots, export and registration; ``sentsweep compare``; webhook
-notifications.
+"""What a sweep shows: its plots and Pareto front, the winner's export, ``sentsweep compare`` and webhook
+notifications. The driver's :mod:`~sentsweep.platform.driver.finalize` calls them after the search.
 
 The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
 """
@@ -10,12 +10,12 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
+    "record_front": "sentsweep.platform.report.pareto_front",
     "SweepNotifier": "sentsweep.platform.report.notify",
     "compare": "sentsweep.platform.report.compare",
     "compare_plots": "sentsweep.platform.report.compare",
     "confirmation_plot": "sentsweep.platform.report.selection_plots",
     "export_run": "sentsweep.platform.report.export",
-    "finalize_sweep": "sentsweep.platform.report.finalize",
     "find_sweeps": "sentsweep.platform.report.compare",
     "pareto_plot": "sentsweep.platform.report.selection_plots",
     "protocol_table": "sentsweep.platform.report.protocols",

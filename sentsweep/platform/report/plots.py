@@ -221,7 +221,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 def _first_objective(study: optuna.Study) -> Callable[[optuna.trial.FrozenTrial], float] | None:
     """The target of Optuna's importance and history for a multi-objective study: its first objective (the
-    sweep's metric, :mod:`..search.objectives`); None (the one value) for a single-objective study."""
+    sweep's metric, :mod:`..objectives`); None (the one value) for a single-objective study."""
     if len(study.directions) < 2:
         return None
     return lambda trial: trial.values[0]

@@ -1,7 +1,7 @@
 """Plots of how a sweep's winner is selected: PNG artifacts, each with the same data as a CSV beside it
 (:func:`~.plots.save_plot`).
 
-- ``pareto_front`` (multi-objective sweeps, :mod:`..search.pareto_front`): the finished trials on the first two
+- ``pareto_front`` (multi-objective sweeps, :mod:`.pareto_front`): the finished trials on the first two
   objectives, the Pareto front highlighted and connected;
 - ``confirmation/intervals`` (the confirmation stage, :mod:`..driver.confirmation`): per configuration its
   further seeds, their mean and 95% interval, and the search run that selected it apart; the rule's winner marked.
@@ -18,12 +18,12 @@ from sentsweep.platform.report.plots import pyplot, save_plot
 
 if TYPE_CHECKING:
     from sentsweep.platform.confirm.stats import Candidate
-    from sentsweep.platform.search.objectives import Objective
+    from sentsweep.platform.objectives import Objective
 
 
 def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
                 name: str = "pareto_front") -> list[Path]:
-    """The finished trials (``rows``: :func:`~sentsweep.platform.search.pareto_front.front_rows`, with ``on_front``)
+    """The finished trials (``rows``: :func:`~sentsweep.platform.report.pareto_front.front_rows`, with ``on_front``)
     on the
     second objective (x) against the first (y); the front highlighted, labelled with its trial ids and, for two
     objectives, connected in order of x. With three or more, the front is over all of them and the title says that

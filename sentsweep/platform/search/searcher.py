@@ -38,6 +38,7 @@ from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.objectives import Objective, objective_values, select_report
 from sentsweep.platform.results import (
     evaluation_result,
     failure_reason,
@@ -46,7 +47,6 @@ from sentsweep.platform.results import (
     is_failed,
     is_final,
 )
-from sentsweep.platform.search.objectives import Objective, objective_values, select_report
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import unseen_points
 

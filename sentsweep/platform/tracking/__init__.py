@@ -1,5 +1,5 @@
 """The MLflow view of a sweep folder, written by the driver alone: the parent run, the trials' runs, the checks
-of the tracking store, and ``sentsweep sync``, which reconciles MLflow with the folder.
+of the tracking store, and the reconcile of MLflow with the folder that ``sentsweep sync`` runs.
 
 The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
 """
@@ -20,7 +20,6 @@ _WHERE: dict[str, str] = {
     "package_versions": "sentsweep.platform.tracking.parent_run",
     "refuse_sqlite_on_cluster": "sentsweep.platform.tracking.store",
     "store_answers": "sentsweep.platform.tracking.reachability",
-    "sync_sweep": "sentsweep.platform.tracking.sync",
     "trial_outcome": "sentsweep.platform.tracking.trial_runs_callback",
 }
 __all__ = sorted(_WHERE)

@@ -2,7 +2,7 @@
 
 After the search, every finished trial (made its final report, feasible: the trials the study was told COMPLETE with
 values) gets its objectives' values from its final result and its selected report, the same figures the searcher was
-told (:func:`~sentsweep.platform.search.objectives.objective_values`); the trials no other one dominates
+told (:func:`~sentsweep.platform.objectives.objective_values`); the trials no other one dominates
 (:mod:`.pareto`)
 are the front. The parent run gets:
 
@@ -23,26 +23,26 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.platform.search.pareto import pareto_front
+from sentsweep.platform.objectives import pareto_front
 from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid
 
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.search.objectives import Objective
+    from sentsweep.platform.objectives import Objective
     from sentsweep.platform.tracking.parent_run import SweepRun
 
 
 #: A finished trial as :func:`front_rows` takes it: its id, its final result, its searched params and its selected
-#: report (:func:`~sentsweep.platform.search.objectives.select_report`; None: the final result has every objective).
+#: report (:func:`~sentsweep.platform.objectives.select_report`; None: the final result has every objective).
 FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
 
 
 def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
     """One row per trial whose every objective is a finite number: ``trial_id``, each objective's value,
     ``on_front`` (1 or 0), the params; the front first, each part by the first objective, best first."""
-    from sentsweep.platform.search.objectives import objective_values
+    from sentsweep.platform.objectives import objective_values
 
     rows = []
     for trial_id, result, params, selected in trials:
@@ -64,9 +64,9 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
 def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
     """The finished trials of Tune's results as :func:`front_rows` takes them, each with its selected report among
     its evaluation reports (the final one, which repeats the best value, left out)."""
+    from sentsweep.platform.objectives import select_report
     from sentsweep.platform.report.plots import trial_status
     from sentsweep.platform.results import is_draining, is_final
-    from sentsweep.platform.search.objectives import select_report
 
     finished: list[FinishedTrial] = []
     for result in results:

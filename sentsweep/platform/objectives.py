@@ -13,7 +13,7 @@ what Tune and ASHA rank by (ASHA stops trials on the first objective alone, at e
 stage re-runs, and what picks the one trial the final evaluation, export and registration use: the finished trial
 with the best first objective (it is always on the Pareto front, up to a tie on the first objective). The searcher
 (Optuna's TPE, which is multi-objective in Optuna >= 3.x) is told every objective of a finished trial; the Pareto
-front of the finished trials (:mod:`.pareto`) is tagged on the sweep, plotted and listed by ``compare``.
+front of the finished trials (:func:`pareto_front`) is tagged on the sweep, plotted and listed by ``compare``.
 
 An objective must be a figure every evaluation report carries:
 
@@ -29,6 +29,13 @@ An objective must be a figure every evaluation report carries:
 A finished trial's value of a further dev metric is its value at the *selected* report (:func:`select_report`: the
 first where the first objective was at its best, i.e. the weights the trial keeps and exports), since its final
 report carries only the first objective's best value and the test metrics; its costs are its final report's.
+
+A point *a* dominates *b* when it is at least as good in every objective and strictly better in one (Deb et al.,
+2002, "A fast and elitist multiobjective genetic algorithm: NSGA-II", Sec. III-A); the Pareto front is the set of
+points no other point dominates, and equal points are on it together:
+
+>>> pareto_front([(80.0, 30.0), (82.0, 50.0), (79.0, 40.0)], ["max", "min"])
+[0, 1]
 """
 
 from __future__ import annotations
@@ -150,3 +157,25 @@ def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],
                      selected: Mapping[str, Any] | None = None) -> list[float | None]:
     """Every objective's value in ``result`` (:func:`objective_value`), in order."""
     return [objective_value(result, o, selected) for o in objectives]
+
+
+def _at_least_as_good(a: float, b: float, mode: str) -> bool:
+    return a >= b if mode == "max" else a <= b
+
+
+def dominates(a: Sequence[float], b: Sequence[float], modes: Sequence[str]) -> bool:
+    """Whether ``a`` dominates ``b``: at least as good in every objective (``modes``: ``max``/``min`` each) and
+    strictly better in at least one."""
+    if not len(a) == len(b) == len(modes):
+        raise ValueError(f"points of {len(a)} and {len(b)} values for {len(modes)} objectives")
+    if any(m not in ("max", "min") for m in modes):
+        raise ValueError(f"modes are max or min, not {list(modes)}")
+    return all(_at_least_as_good(x, y, m) for x, y, m in zip(a, b, modes, strict=True)) and \
+        any(x != y for x, y in zip(a, b, strict=True))
+
+
+def pareto_front(points: Sequence[Sequence[float]], modes: Sequence[str]) -> list[int]:
+    """The indices, in order, of the points no other point dominates; a point with a NaN value is never on the front
+    (nor does it dominate another)."""
+    usable = [i for i, p in enumerate(points) if all(math.isfinite(float(v)) for v in p)]
+    return [i for i in usable if not any(dominates(points[j], points[i], modes) for j in usable if j != i)]

@@ -42,9 +42,9 @@ from sentsweep.platform.report.export import (
     export_sentence_transformer,
     has_artifact,
 )
+from sentsweep.platform.report.pareto_front import record_front
 from sentsweep.platform.report.plots import sweep_plots, trial_records
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results
-from sentsweep.platform.search.pareto_front import record_front
 from sentsweep.platform.search.searcher import scheduler_label
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.tracking.provenance import protocol_record
