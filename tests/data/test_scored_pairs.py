@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from sentsweep.cli import main
-from sentsweep.data import corpus, scored_pairs
+from sentsweep.data import SAMPLE_DIR, corpus, scored_pairs
 from sentsweep.data.catalogue import CustomSource
 from sentsweep.data.prepare import prepare
 from sentsweep.data.prepared import PreparedScoredPairs
@@ -161,7 +161,8 @@ def test_cosent_trains_on_prepared_pairs_with_their_range(tmp_path: Path, tiny_b
                     ("sentence1", "sentence2", "score"))
     prepare("unit", from_path=source, custom=CustomSource("scored-pairs", score_range=(0.0, 1.0)),
             log=lambda _: None)
-    base = {"model": str(tiny_bert_dir), "train_data": "prepared:unit", "device": "cpu", "max_dev_pairs": 20}
+    base = {"model": str(tiny_bert_dir), "train_data": "prepared:unit", "device": "cpu", "max_dev_pairs": 20,
+            "data_dir": str(SAMPLE_DIR)}
     data = load_train_pairs(COSENT.parse(base))
     assert (data.label_min, data.label_max, data.num_labels, data.first[0]) == (0.0, 1.0, None, PAIRS[0][0])
     mse = CosentTask(COSENT.parse({**base, "loss": "mse"})).pair_loss
@@ -169,6 +170,9 @@ def test_cosent_trains_on_prepared_pairs_with_their_range(tmp_path: Path, tiny_b
     assert mse(same, same, targets).item() == pytest.approx(((1 - targets) ** 2).mean().item(), rel=1e-6)
     contrastive = CosentTask(COSENT.parse({**base, "loss": "contrastive"})).pair_loss
     assert contrastive.get_config_dict()["positive_threshold"] == 0.5
+    result, _ = COSENT.train_standalone({**base, "max_steps": 2, "eval_every": 2, "batch_size": 2,
+                                         "test_tasks": "stsb_test"}, output_dir=tmp_path / "run", log=lambda _: None)
+    assert [row["step"] for row in result.state.history] == [2] and (tmp_path / "run" / "best").is_dir()
     for wrong, field in (({"loss": "softmax"}, "needs class labels"), ({"train_split": "dev"}, "has no splits"),
                          ({"train_data": "mine.csv"}, "unknown training set 'mine.csv'")):
         with pytest.raises(ConfigError, match=field):
