@@ -47,7 +47,8 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
     prep.add_argument("--revision", default=None, help="hub revision (default: the catalogue's)")
     prep.add_argument("--force", action="store_true", help="prepare again even when a complete copy exists")
     prep.set_defaults(handler=cmd_prepare)
-    listing = actions.add_parser("list", help="the catalogue, and which datasets are staged under ROOT")
+    listing = actions.add_parser("list", help="the catalogue, and which datasets (the catalogue's and your own) "
+                                 "are staged under ROOT")
     listing.add_argument("--to", default=None, metavar="ROOT", help="storage root (as for prepare)")
     listing.set_defaults(handler=cmd_list)
 
@@ -79,13 +80,17 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from sentsweep.data.catalogue import CATALOGUE
-    from sentsweep.data.prepare import staged
+    from sentsweep.data.prepare import staged, staged_elsewhere
 
     for name, entry in CATALOGUE.items():
         store, manifest = staged(name, args.to)
         state = f"staged, {manifest['rows']:,} rows" if manifest else "not staged"
         sources = " + ".join(s.repo_id for s in entry.sources)
         print(f"{name:<12} {entry.kind:<15} {state:<24} {sources}  ({store.uri})")
+    for store, manifest in staged_elsewhere(args.to):
+        state = f"staged, {manifest.get('rows', 0):,} rows"
+        print(f"{manifest.get('name', '?'):<12} {manifest.get('kind', '?'):<15} {state:<24} "
+              f"{manifest.get('description', 'your own')}  ({store.uri})")
     return 0
 
 

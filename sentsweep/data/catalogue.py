@@ -193,4 +193,5 @@ def custom_entry(name: str, spec: CustomSource, from_path: Path | None) -> Prepa
         return Preparable(name, spec.kind, (source,), f"{spec.hub} ({spec.subset}, {spec.split})",
                           "see the dataset card")
     source = HubSource("local", ("*",), fmt, columns=columns, score_range=spec.score_range)
-    return Preparable(name, spec.kind, (source,), f"local {fmt} data", "as the source's")
+    assert from_path is not None
+    return Preparable(name, spec.kind, (source,), f"{from_path.name} ({fmt})", "as the source's")

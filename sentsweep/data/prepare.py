@@ -29,7 +29,7 @@ from sentsweep.data.catalogue import (
 from sentsweep.data.hub import hub_files
 from sentsweep.data.prepared import WRITERS, manifest_for
 from sentsweep.data.scored_files import ScoreRange, stream_scored_pairs
-from sentsweep.data.staging import Store, dataset_store, publish, read_manifest, work_folder
+from sentsweep.data.staging import Store, dataset_store, default_root, publish, read_manifest, store_at, work_folder
 from sentsweep.data.streams import stream_glove, stream_nli_pairs, stream_parquet_text, stream_text_file
 from sentsweep.errors import DataError
 
@@ -191,6 +191,18 @@ def _write(entry: Preparable, local: Path | None, work: Path, *, hub_cache: str 
     return manifest_for(work, entry.name, entry.kind, writer.rows,
                         {**extra, "description": entry.description, "licence": entry.licence},
                         {"sources": sources})
+
+
+def staged_elsewhere(root: str | None = None) -> list[tuple[Store, dict[str, Any]]]:
+    """The prepared datasets under ``root`` that are not in the catalogue (your own), by name."""
+    import pyarrow.fs
+
+    base = store_at(root or default_root())
+    listing = base.fs.get_file_info(pyarrow.fs.FileSelector(base.path, allow_not_found=True))
+    names = sorted(info.base_name for info in listing if info.type == pyarrow.fs.FileType.Directory
+                   and not info.base_name.startswith(".") and info.base_name not in CATALOGUE)
+    found = [staged(name, root) for name in names]
+    return [(store, manifest) for store, manifest in found if manifest is not None]
 
 
 def staged(name: str, root: str | None = None) -> tuple[Store, dict[str, Any] | None]:

@@ -51,7 +51,8 @@ def _write(path: Path, fmt: str, rows: list[tuple[str, str, float]], names: tupl
 
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl"])
-def test_each_text_format_round_trips_with_its_range(tmp_path: Path, fmt: str) -> None:
+def test_each_text_format_round_trips_with_its_range(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     fmt: str) -> None:
     source = _write(tmp_path / f"pairs.{fmt}", fmt, PAIRS, ("left", "right", "gold"))
     argv = ["data", "prepare", "mine", "--kind", "scored-pairs", "--from", str(source), "--columns",
             "left,right,gold", "--score-range", "0,5"]
@@ -62,6 +63,10 @@ def test_each_text_format_round_trips_with_its_range(tmp_path: Path, fmt: str) -
     assert pairs[0:2] == list(pairs)[0:2]
     manifest = json.loads((tmp_path / "prepared" / "mine" / "manifest.json").read_text())
     assert (manifest["kind"], manifest["rows"], manifest["score_range"]) == ("scored-pairs", 3, [0.0, 5.0])
+    capsys.readouterr()
+    assert main(["data", "list"]) == 0
+    (mine,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mine ")]
+    assert "scored-pairs" in mine and "staged, 3 rows" in mine and f"pairs.{fmt} ({fmt})" in mine
 
 
 BAD_ROWS = [
@@ -192,3 +197,26 @@ def test_the_preflight_names_the_field_of_a_missing_or_wrong_prepared_set(tmp_pa
         with pytest.raises(DataError, match=rf"^field 'fixed\.train_data': .*{message}"):
             check_data(trial, lambda field: f"fixed.{field}")
     assert np.load(tmp_path / "prepared" / "a-corpus" / "doc_starts.npy").tolist() == [0, 2]
+
+
+def test_a_prepared_training_set_is_a_dataset_input_named_by_its_manifest(tmp_path: Path) -> None:
+    """MLflow's dataset input of a prepared set: its name, a digest that follows its files, its store."""
+    from types import SimpleNamespace
+
+    from sentsweep.data.source import resolve_data_dir
+    from sentsweep.tracking.datasets import training_record
+
+    source = _write(tmp_path / "pairs.csv", "csv", PAIRS, ("sentence1", "sentence2", "score"))
+    pairs = CustomSource("scored-pairs", score_range=(0.0, 5.0))
+    prepare("mine", from_path=source, custom=pairs, log=lambda _: None)
+    data = resolve_data_dir(SAMPLE_DIR)
+    config = SimpleNamespace(train_data="prepared:mine", max_train_pairs=2)
+    record = training_record(config, data)
+    assert record is not None and record.name == "mine[2 sampled]" and record.context == "training"
+    assert record.source == str(tmp_path / "prepared" / "mine") and json.loads(record.profile)["rows"] == 3
+    _write(source, "csv", PAIRS[:2], ("sentence1", "sentence2", "score"))
+    prepare("mine", from_path=source, custom=pairs, force=True, log=lambda _: None)
+    changed = training_record(config, data)
+    assert changed is not None and changed.digest != record.digest
+    corpus_config = SimpleNamespace(corpus="prepared:absent", max_sentences=None)
+    assert training_record(corpus_config, data) is None
