@@ -36,8 +36,8 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
                       "documents, parquet-text (corpus); parquet-nli; glove (default: the catalogue's)")
     prep.add_argument("--hub", default=None, metavar="REPO",
                       help="a hub dataset of your own, read from its parquet conversion (SUBSET/SPLIT/*.parquet)")
-    prep.add_argument("--subset", default="default", help="the hub dataset's subset (config) (default: default)")
-    prep.add_argument("--split", default="train", help="the hub dataset's split (default: train)")
+    prep.add_argument("--subset", default=None, help="with --hub: the dataset's subset (config) (default: default)")
+    prep.add_argument("--split", default=None, help="with --hub: the dataset's split (default: train)")
     prep.add_argument("--columns", default=None, metavar="A,B,SCORE",
                       help="the columns to read: scored pairs SENTENCE1,SENTENCE2,SCORE (default: "
                       "sentence1,sentence2,score); parquet-text TEXT (default: text)")
@@ -59,12 +59,14 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from sentsweep.data.scored_files import ScoreRange
 
     custom = None
+    if args.hub is None and (args.subset is not None or args.split is not None):
+        raise DataError("--subset and --split pick the files of a hub dataset: give --hub REPO too")
     if args.kind is not None or args.hub is not None:
         if args.kind is None:
             raise DataError("--hub needs --kind (scored-pairs or corpus)")
         score_range = ScoreRange.parse(args.score_range) if args.score_range is not None else None
         custom = CustomSource(
-            args.kind, hub=args.hub, subset=args.subset, split=args.split,
+            args.kind, hub=args.hub, subset=args.subset or "default", split=args.split or "train",
             columns=tuple(c.strip() for c in args.columns.split(",")) if args.columns is not None else None,
             score_range=(score_range.low, score_range.high) if score_range is not None else None)
     elif args.columns is not None or args.score_range is not None:

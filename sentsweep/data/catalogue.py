@@ -180,6 +180,9 @@ def custom_entry(name: str, spec: CustomSource, from_path: Path | None) -> Prepa
     if from_path is None and spec.hub is None:
         raise DataError(f"{name!r} is not in the catalogue ({', '.join(CATALOGUE)}): a dataset of your own needs "
                         "--from PATH or --hub REPO, and --kind")
+    if spec.hub is not None and spec.kind == "vectors":
+        raise DataError("--hub reads a dataset's parquet conversion: scored pairs, a corpus or labelled pairs, "
+                        "not vectors")
     fmt = _custom_format(spec, from_path)
     if spec.kind == "scored-pairs" and spec.score_range is None:
         raise DataError("scored pairs need --score-range LOW,HIGH: the scale of the scores (e.g. 0,5); a score "

@@ -109,6 +109,8 @@ def resolve_entry(name: str, from_path: Path | None, custom: CustomSource | None
                         "a dataset of your own")
     if fmt is None:
         return entry
+    if FORMAT_KINDS.get(fmt, entry.kind) != entry.kind:
+        raise DataError(f"--format {fmt} makes {FORMAT_KINDS[fmt]} data; {name} is {entry.kind} data")
     if len(entry.sources) != 1:
         raise DataError(f"{name}: --format applies to one-source datasets only")
     return replace(entry, sources=(replace(entry.sources[0], format=fmt),))

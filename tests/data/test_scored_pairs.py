@@ -104,6 +104,8 @@ def test_a_bad_row_is_one_line_naming_file_and_line(tmp_path: Path, capsys: pyte
     (["--kind", "scored-pairs", "--score-range", "0,5", "--columns", "a,b"], "reads columns s1,s2,score"),
     (["--kind", "corpus", "--score-range", "0,5", "--format", "lines"], "applies to scored pairs, not corpus"),
     (["--score-range", "0,5"], "give --kind too"),
+    (["--kind", "vectors", "--hub", "org/name"], "not vectors"),
+    (["--kind", "scored-pairs", "--score-range", "0,5", "--split", "test"], "give --hub REPO too"),
 ])
 def test_a_bad_description_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                                        message: str) -> None:
@@ -112,6 +114,16 @@ def test_a_bad_description_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and message in err, err
     assert not (tmp_path / "prepared").exists()
+
+
+def test_a_catalogue_dataset_keeps_its_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = _write(tmp_path / "pairs.csv", "csv", PAIRS, ("sentence1", "sentence2", "score"))
+    assert main(["data", "prepare", "wiki1m", "--from", str(source), "--format", "csv"]) == 2
+    assert "--format csv makes scored-pairs data; wiki1m is corpus data" in capsys.readouterr().err
+    assert main(["data", "prepare", "wiki1m", "--from", str(source), "--kind", "scored-pairs"]) == 2
+    assert "wiki1m is corpus data, not scored-pairs" in capsys.readouterr().err
+    assert main(["data", "prepare", "wiki1m", "--from", str(source), "--kind", "corpus", "--hub", "a/b"]) == 2
+    assert "choose another name for a dataset of your own" in capsys.readouterr().err
 
 
 def _scored_parquet(path: Path, rows: list[tuple[str, str, float | None]]) -> Path:
