@@ -88,10 +88,9 @@ class Preparable:
     uncased: bool | None = None  # vectors: every word lower-case
 
 
-_PARQUET = HUB_PARQUET
-_SNLI = HubSource("stanfordnlp/snli", ("plain_text/train/*.parquet",), "parquet-nli", revision=_PARQUET,
+_SNLI = HubSource("stanfordnlp/snli", ("plain_text/train/*.parquet",), "parquet-nli", revision=HUB_PARQUET,
                   columns={"premise": "premise", "hypothesis": "hypothesis", "label": "label"})
-_MNLI = HubSource("nyu-mll/multi_nli", ("default/train/*.parquet",), "parquet-nli", revision=_PARQUET,
+_MNLI = HubSource("nyu-mll/multi_nli", ("default/train/*.parquet",), "parquet-nli", revision=HUB_PARQUET,
                   columns={"premise": "premise", "hypothesis": "hypothesis", "label": "label"})
 
 _ENTRIES: tuple[Preparable, ...] = (
@@ -109,7 +108,7 @@ _ENTRIES: tuple[Preparable, ...] = (
                "SNLI train then MultiNLI train: CoSENT's (and SBERT's) NLI training set", "as SNLI and MultiNLI"),
     Preparable(
         "bookcorpus", "corpus",
-        (HubSource("bookcorpus/bookcorpus", ("plain_text/train/*.parquet",), "parquet-text", revision=_PARQUET,
+        (HubSource("bookcorpus/bookcorpus", ("plain_text/train/*.parquet",), "parquet-text", revision=HUB_PARQUET,
                    columns={"text": "text"}),),
         "BookCorpus, 74M sentences in reading order (book boundaries are not marked: one document); the "
         "large ordered corpus of Quick-Thoughts, the hub stand-in for the multi-view paper's UMBC",
