@@ -1,5 +1,6 @@
-"""``docs/own-data.md`` followed as a user would: its commands run on tiny files written here, each of its sweep
-configs passes the pre-start checks on the data they prepared, and its error lines are what ``prepare`` prints."""
+"""``docs/own-data.md`` followed as a user would: its commands (prepare, negate, parse) run on tiny files written
+here, each of its sweep configs passes the pre-start checks on the data they prepared, and its error lines are what
+``prepare`` prints."""
 
 from __future__ import annotations
 
@@ -83,16 +84,19 @@ def user_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_page_has_a_command_and_a_config_for_each_method() -> None:
     configs = [re.search(r"^method: (\w+)", body, re.MULTILINE) for body in blocks("yaml")]
     assert [m.group(1) for m in configs if m] == ["cosent", "sncse", "multiview"]
-    kinds = [argv[argv.index("--kind") + 1] for argv in commands()]
+    kinds = [argv[argv.index("--kind") + 1] for argv in commands() if argv[:2] == ["data", "prepare"]]
     assert kinds.count("scored-pairs") == 3 and kinds.count("corpus") == 2
     assert any("--hub" in argv for argv in commands())
+    assert [argv[0] for argv in commands() if argv[0] != "data"] == ["negate", "parse"]
 
 
 def test_the_commands_then_each_config_passes_the_pre_start_checks(user_folder: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     for argv in commands():
         assert main(argv) == 0, capsys.readouterr().err
-        assert f"configs name it: prepared:{argv[2]}" in capsys.readouterr().out
+        said = f"configs name it: prepared:{argv[2]}" if argv[0] == "data" else {"negate": "-> ",
+                                                                                "parse": ": parsed in "}[argv[0]]
+        assert said in capsys.readouterr().out
     for number, body in enumerate(blocks("yaml")):
         path = user_folder / f"sweep-{number}.yaml"
         path.write_text(body, encoding="utf-8")
