@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from sentsweep.data.prepared import open_prepared
+from sentsweep.data.prepared import is_prepared_ref, open_prepared
 from sentsweep.data.records import NLI_LABELS, LabelledPair, ScoredPair
 from sentsweep.data.registry import locate, prepared_split
 from sentsweep.data.source import DataSource
@@ -86,11 +86,17 @@ _LABELLED_READERS: dict[str, Callable[..., list[LabelledPair]]] = {
 }
 
 
-def scored_pairs(name: str, split: str, data_dir: str | Path | DataSource | None = None) -> list[ScoredPair]:
+def scored_pairs(name: str, split: str | None,
+                 data_dir: str | Path | DataSource | None = None) -> Sequence[ScoredPair]:
     """Pairs with a real-valued gold score.
 
-    ``stsb``: train/dev/test, gold 0-5. ``sickr``: train/trial/test, gold 1-5.
+    ``stsb``: train/dev/test, gold 0-5. ``sickr``: train/trial/test, gold 1-5. ``prepared:NAME`` (or
+    ``prepared:URI``): scored pairs of your own staged by ``sentsweep data prepare NAME --kind scored-pairs``, one
+    set (``split`` is not read), memory-mapped as a :class:`~sentsweep.data.prepared.PreparedScoredPairs` that
+    knows its ``score_range``.
     """
+    if is_prepared_ref(name):
+        return open_prepared(name, "scored-pairs")
     info, paths = locate(name, "scored-pairs", split, data_dir)
     return _SCORED_READERS[info.format](*paths)
 

@@ -16,10 +16,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sentsweep.data.catalogue import CATALOGUE, FORMATS, TEXT_FORMATS, HubSource, Preparable, local_entry
+from sentsweep.data.catalogue import (
+    CATALOGUE,
+    FORMAT_KINDS,
+    FORMATS,
+    TEXT_FORMATS,
+    CustomSource,
+    HubSource,
+    Preparable,
+    custom_entry,
+)
 from sentsweep.data.hub import hub_files
 from sentsweep.data.prepared import WRITERS, manifest_for
-from sentsweep.data.staging import Store, dataset_store, publish, read_manifest, work_folder
+from sentsweep.data.scored_files import ScoreRange, stream_scored_pairs
+from sentsweep.data.staging import Store, dataset_store, default_root, publish, read_manifest, store_at, work_folder
 from sentsweep.data.streams import stream_glove, stream_nli_pairs, stream_parquet_text, stream_text_file
 from sentsweep.errors import DataError
 
@@ -76,23 +86,31 @@ def stream(source: HubSource, files: list[Path]) -> Iterator[Any]:
     elif source.format == "glove":
         for path in files:
             yield from stream_glove(path, source.member)
+    elif FORMAT_KINDS.get(source.format) == "scored-pairs":
+        assert source.score_range is not None  # custom_entry refuses scored pairs without a range
+        yield from stream_scored_pairs(files, source.format, columns, ScoreRange(*source.score_range))
     else:
         raise DataError(f"unknown source format {source.format!r}; formats: {', '.join(FORMATS)}")
 
 
-def resolve_entry(name: str, from_path: Path | None, kind: str | None, fmt: str | None) -> Preparable:
+def resolve_entry(name: str, from_path: Path | None, custom: CustomSource | None, fmt: str | None) -> Preparable:
     """The catalogue entry ``name`` (``fmt`` overriding its format, for a local file in another layout), or
-    for a name outside the catalogue a local entry, which needs ``from_path``, ``kind`` and ``fmt``."""
+    for a name outside the catalogue the dataset ``custom`` describes (local files or a hub repository)."""
     if name not in CATALOGUE:
-        if from_path is None or kind is None or fmt is None:
-            raise DataError(f"{name!r} is not in the catalogue ({', '.join(CATALOGUE)}): a local dataset needs "
-                            "--from PATH, --kind and --format")
-        return local_entry(name, kind, fmt, "*")
+        if custom is None:
+            raise DataError(f"{name!r} is not in the catalogue ({', '.join(CATALOGUE)}): a dataset of your own needs "
+                            "--from PATH (or --hub REPO) and --kind")
+        return custom_entry(name, replace(custom, format=fmt or custom.format), from_path)
     entry = CATALOGUE[name]
-    if kind is not None and kind != entry.kind:
-        raise DataError(f"{name} is {entry.kind} data, not {kind}")
+    if custom is not None and custom.kind != entry.kind:
+        raise DataError(f"{name} is {entry.kind} data, not {custom.kind}")
+    if custom is not None and custom != CustomSource(entry.kind):
+        raise DataError(f"{name} is in the catalogue, which says where it comes from: choose another name for "
+                        "a dataset of your own")
     if fmt is None:
         return entry
+    if FORMAT_KINDS.get(fmt, entry.kind) != entry.kind:
+        raise DataError(f"--format {fmt} makes {FORMAT_KINDS[fmt]} data; {name} is {entry.kind} data")
     if len(entry.sources) != 1:
         raise DataError(f"{name}: --format applies to one-source datasets only")
     return replace(entry, sources=(replace(entry.sources[0], format=fmt),))
@@ -105,6 +123,7 @@ def prepare(
     from_path: str | Path | None = None,
     kind: str | None = None,
     fmt: str | None = None,
+    custom: CustomSource | None = None,
     hub_cache: str | Path | None = None,
     revision: str | None = None,
     force: bool = False,
@@ -113,23 +132,42 @@ def prepare(
     """Stage dataset ``name`` under ``to`` (default: ``SENTSWEEP_PREPARED``, else ``<cache>/prepared``).
 
     An existing complete copy is kept unless ``force``. ``from_path`` reads local files instead of the
-    hub; ``kind`` and ``fmt`` describe a local dataset outside the catalogue.
+    hub. A dataset outside the catalogue is described by ``custom`` (or by ``kind`` alone, with ``fmt``): its
+    kind, a hub repository, the columns to read and the range of its scores. A source that fails (a bad row)
+    leaves nothing behind: no work folder, and no root folder that this call made.
     """
     start = time.perf_counter()
     local = Path(from_path) if from_path is not None else None
-    entry = resolve_entry(name, local, kind, fmt)
+    if custom is None and kind is not None:
+        custom = CustomSource(kind)
+    entry = resolve_entry(name, local, custom, fmt)
     store = dataset_store(name, to)
     existing = read_manifest(store)
     if existing is not None and not force:
         return PrepareResult(existing, store.uri, True, time.perf_counter() - start)
+    made = _first_missing(Path(store.path).parent) if store.is_local else None
     work = work_folder(store)
     try:
         manifest = _write(entry, local, work, hub_cache=hub_cache, revision=revision, log=log)
         publish(work, manifest, store)
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
     finally:
         if work.exists():
             shutil.rmtree(work)
     return PrepareResult(manifest, store.uri, False, time.perf_counter() - start)
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet (None when ``folder`` exists)."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing = path
+    return missing
 
 
 def _write(entry: Preparable, local: Path | None, work: Path, *, hub_cache: str | Path | None,
@@ -148,9 +186,25 @@ def _write(entry: Preparable, local: Path | None, work: Path, *, hub_cache: str 
     extra = writer.close()
     if writer.rows == 0:
         raise DataError(f"{entry.name}: the source gave no rows")
+    ranges = {s.score_range for s in entry.sources if s.score_range is not None}
+    if ranges:
+        (score_range,) = ranges
+        extra["score_range"] = list(score_range)
     return manifest_for(work, entry.name, entry.kind, writer.rows,
                         {**extra, "description": entry.description, "licence": entry.licence},
                         {"sources": sources})
+
+
+def staged_elsewhere(root: str | None = None) -> list[tuple[Store, dict[str, Any]]]:
+    """The prepared datasets under ``root`` that are not in the catalogue (your own), by name."""
+    import pyarrow.fs
+
+    base = store_at(root or default_root())
+    listing = base.fs.get_file_info(pyarrow.fs.FileSelector(base.path, allow_not_found=True))
+    names = sorted(info.base_name for info in listing if info.type == pyarrow.fs.FileType.Directory
+                   and not info.base_name.startswith(".") and info.base_name not in CATALOGUE)
+    found = [staged(name, root) for name in names]
+    return [(store, manifest) for store, manifest in found if manifest is not None]
 
 
 def staged(name: str, root: str | None = None) -> tuple[Store, dict[str, Any] | None]:

@@ -5,6 +5,8 @@ A dataset folder (see :mod:`sentsweep.data.staging` for where it lives) holds, b
 - ``corpus``: text column ``sentences`` (every sentence in reading order), text column ``titles`` and
   ``doc_starts.npy`` (int64, the first sentence of each document, then the sentence count);
 - ``labelled-pairs``: text columns ``s1`` and ``s2`` and ``labels.npy`` (int8; NLI as NLI_LABELS indices);
+- ``scored-pairs``: text columns ``s1`` and ``s2`` and ``scores.npy`` (float64), the manifest's ``score_range``
+  the ``[low, high]`` every score lies in;
 - ``vectors``: text column ``words`` and ``vectors.npy`` (float32, one row per word, in file order);
 
 plus ``manifest.json``: name, kind, rows, each file's bytes and SHA-256, a digest over them, where the
@@ -22,12 +24,12 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from sentsweep.data.columns import NpyRowWriter, TextColumn, TextColumnWriter
-from sentsweep.data.records import Document, LabelledPair
+from sentsweep.data.records import Document, LabelledPair, ScoredPair
 from sentsweep.data.registry import PREPARED_PREFIX
 from sentsweep.data.staging import (
     Store,
@@ -43,6 +45,7 @@ from sentsweep.errors import DataError
 
 PREFIX = PREPARED_PREFIX
 FORMAT_VERSION = 1
+_Pair = TypeVar("_Pair", LabelledPair, ScoredPair)
 
 
 def is_prepared_ref(value: str) -> bool:
@@ -98,30 +101,64 @@ class CorpusWriter:
         return {"documents": len(self.titled)}
 
 
-class PairsWriter:
-    """Labelled pairs, row by row."""
+class _PairWriter:
+    """The two sentence columns of a pairs dataset, row by row; subclasses keep the value of each row."""
 
-    kind = "labelled-pairs"
+    kind = ""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.s1 = TextColumnWriter(folder, "s1")
         self.s2 = TextColumnWriter(folder, "s2")
-        self.labels = bytearray()
 
-    def add(self, pair: LabelledPair) -> None:
-        self.s1.append(pair.s1)
-        self.s2.append(pair.s2)
-        self.labels.append(pair.label)
+    def _add_sentences(self, s1: str, s2: str) -> None:
+        self.s1.append(s1)
+        self.s2.append(s2)
 
     @property
     def rows(self) -> int:
         return len(self.s1)
 
-    def close(self) -> dict[str, Any]:
+    def _close_sentences(self) -> None:
         self.s1.close()
         self.s2.close()
+
+
+class PairsWriter(_PairWriter):
+    """Labelled pairs, row by row."""
+
+    kind = "labelled-pairs"
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.labels = bytearray()
+
+    def add(self, pair: LabelledPair) -> None:
+        self._add_sentences(pair.s1, pair.s2)
+        self.labels.append(pair.label)
+
+    def close(self) -> dict[str, Any]:
+        self._close_sentences()
         np.save(self.folder / "labels.npy", np.frombuffer(bytes(self.labels), dtype=np.int8))
+        return {}
+
+
+class ScoredPairsWriter(_PairWriter):
+    """Scored pairs, row by row (the score range is the source's: the caller adds it to the manifest)."""
+
+    kind = "scored-pairs"
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.scores = array.array("d")
+
+    def add(self, pair: ScoredPair) -> None:
+        self._add_sentences(pair.s1, pair.s2)
+        self.scores.append(pair.score)
+
+    def close(self) -> dict[str, Any]:
+        self._close_sentences()
+        np.save(self.folder / "scores.npy", np.frombuffer(self.scores, dtype=np.float64))
         return {}
 
 
@@ -156,8 +193,8 @@ class VectorsWriter:
         return {"dim": self.matrix.dim, "uncased": self.lowercase}
 
 
-WRITERS: dict[str, type[CorpusWriter] | type[PairsWriter] | type[VectorsWriter]] = {
-    w.kind: w for w in (CorpusWriter, PairsWriter, VectorsWriter)
+WRITERS: dict[str, type[CorpusWriter] | type[PairsWriter] | type[ScoredPairsWriter] | type[VectorsWriter]] = {
+    w.kind: w for w in (CorpusWriter, PairsWriter, ScoredPairsWriter, VectorsWriter)
 }
 
 
@@ -196,28 +233,55 @@ class PreparedCorpus:
         ]
 
 
-class PreparedPairs(Sequence[LabelledPair]):
-    """Prepared labelled pairs, read on demand (a LabelledPair is built per access)."""
+class _PreparedPairColumns(Sequence[_Pair]):
+    """Pairs read on demand from the text columns ``s1``, ``s2`` and one value per row (a record per access)."""
+
+    values: np.ndarray
 
     def __init__(self, folder: Path) -> None:
         self.s1, self.s2 = TextColumn(folder, "s1"), TextColumn(folder, "s2")
-        self.labels = np.load(folder / "labels.npy", mmap_mode="r")
+
+    def _record(self, s1: str, s2: str, value: Any) -> _Pair:
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self.s1)
 
     @overload
-    def __getitem__(self, index: int) -> LabelledPair: ...
+    def __getitem__(self, index: int) -> _Pair: ...
     @overload
-    def __getitem__(self, index: slice) -> list[LabelledPair]: ...
-    def __getitem__(self, index: int | slice) -> LabelledPair | list[LabelledPair]:
+    def __getitem__(self, index: slice) -> list[_Pair]: ...
+    def __getitem__(self, index: int | slice) -> _Pair | list[_Pair]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return LabelledPair(self.s1[index], self.s2[index], int(self.labels[index]))
+        return self._record(self.s1[index], self.s2[index], self.values[index].item())
 
-    def __iter__(self) -> Iterator[LabelledPair]:
-        labels = iter(self.labels.tolist())
-        return (LabelledPair(a, b, next(labels)) for a, b in zip(self.s1, self.s2, strict=True))
+    def __iter__(self) -> Iterator[_Pair]:
+        values = iter(self.values.tolist())
+        return (self._record(a, b, next(values)) for a, b in zip(self.s1, self.s2, strict=True))
+
+
+class PreparedPairs(_PreparedPairColumns[LabelledPair]):
+    """Prepared labelled pairs (``labels``: the int8 classes, memory-mapped)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.values = self.labels = np.load(folder / "labels.npy", mmap_mode="r")
+
+    def _record(self, s1: str, s2: str, value: Any) -> LabelledPair:
+        return LabelledPair(s1, s2, int(value))
+
+
+class PreparedScoredPairs(_PreparedPairColumns[ScoredPair]):
+    """Prepared scored pairs (``scores``, memory-mapped) and the ``score_range`` every score lies in."""
+
+    def __init__(self, folder: Path, score_range: tuple[float, float]) -> None:
+        super().__init__(folder)
+        self.values = self.scores = np.load(folder / "scores.npy", mmap_mode="r")
+        self.score_range = score_range
+
+    def _record(self, s1: str, s2: str, value: Any) -> ScoredPair:
+        return ScoredPair(s1, s2, float(value))
 
 
 @dataclass
@@ -249,7 +313,8 @@ def open_manifest(ref: str, kind: str) -> tuple[Store, dict[str, Any]]:
 
 def open_prepared(ref: str, kind: str) -> Any:
     """A prepared dataset, memory-mapped from a local folder (copied once per machine when remote):
-    :class:`PreparedCorpus`, :class:`PreparedPairs` or :class:`PreparedVectors` by ``kind``."""
+    :class:`PreparedCorpus`, :class:`PreparedPairs`, :class:`PreparedScoredPairs` or :class:`PreparedVectors`
+    by ``kind``."""
     store, manifest = open_manifest(ref, kind)
     folder = local_folder(store, manifest)
     if kind == "corpus":
@@ -257,5 +322,8 @@ def open_prepared(ref: str, kind: str) -> Any:
                               np.load(folder / "doc_starts.npy"), np.load(folder / "doc_titled.npy"))
     if kind == "labelled-pairs":
         return PreparedPairs(folder)
+    if kind == "scored-pairs":
+        low, high = manifest["score_range"]
+        return PreparedScoredPairs(folder, (float(low), float(high)))
     return PreparedVectors(TextColumn(folder, "words"), np.load(folder / "vectors.npy", mmap_mode="r"),
                            bool(manifest.get("uncased")), store.uri)

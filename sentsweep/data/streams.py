@@ -75,7 +75,7 @@ def stream_text_file(path: Path, fmt: str) -> Iterator[DocumentStart | str]:
     return stream_one_document(lines) if fmt == "lines" else stream_documents(lines)
 
 
-def _parquet_batches(paths: Sequence[Path], columns: Sequence[str]) -> Iterator[tuple[Path, dict[str, list]]]:
+def parquet_batches(paths: Sequence[Path], columns: Sequence[str]) -> Iterator[tuple[Path, dict[str, list]]]:
     import pyarrow.parquet as pq
 
     for path in paths:
@@ -94,7 +94,7 @@ def _parquet_batches(paths: Sequence[Path], columns: Sequence[str]) -> Iterator[
 def stream_parquet_text(paths: Sequence[Path], column: str) -> Iterator[DocumentStart | str]:
     """Parquet files with one sentence a row, in order, as one document (blank rows skipped)."""
     yield DocumentStart(None)
-    for _, batch in _parquet_batches(paths, [column]):
+    for _, batch in parquet_batches(paths, [column]):
         yield from (text for value in batch[column] if value and (text := str(value).strip()))
 
 
@@ -118,7 +118,7 @@ def stream_nli_pairs(paths: Sequence[Path], columns: Mapping[str, str]) -> Itera
     """
     premise, hypothesis, label = columns["premise"], columns["hypothesis"], columns["label"]
     maps: dict[Path, Mapping[int | str, int]] = {}
-    for path, batch in _parquet_batches(paths, [premise, hypothesis, label]):
+    for path, batch in parquet_batches(paths, [premise, hypothesis, label]):
         if path not in maps:
             found = nli_label_map(parquet_label_names(path, label)) or nli_label_map(HUB_NLI_NAMES)
             assert found is not None

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.data.registry import REGISTRY
+from sentsweep.data.registry import PREPARED_PREFIX, REGISTRY
 from sentsweep.data.source import DataSource, resolve_data_dir
 from sentsweep.evaluation.metric_names import STS_TASK_SPLITS, task_data_splits
 from sentsweep.evaluation.metric_protocols import TASK_FILES, FileSpec, file_sha256
@@ -86,10 +86,38 @@ def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, contex
     return files_record(name, files, context, limit, sample_seed)
 
 
+def prepared_record(ref: str, context: str, limit: int | None = None,
+                    sample_seed: int | None = None) -> DatasetRecord | None:
+    """The record of a dataset staged by ``sentsweep data prepare`` (``prepared:NAME``): its manifest's name and
+    digest (a SHA-256 over its files), its store as the source; None when it is not prepared."""
+    from sentsweep.data.prepared import ref_store
+    from sentsweep.data.staging import read_manifest
+
+    store = ref_store(ref)
+    manifest = read_manifest(store)
+    if manifest is None:
+        return None
+    sampled = limit is not None and sample_seed is not None
+    digest = hashlib.sha256(f"{manifest.get('digest')} {limit} seed {sample_seed if sampled else None}".encode())
+    profile: dict[str, Any] = {"kind": manifest.get("kind"), "rows": manifest.get("rows"),
+                               "bytes": manifest.get("bytes")}
+    name = str(manifest.get("name", ref))
+    if sampled:
+        profile.update(sampled_rows=limit, sample_seed=sample_seed)
+        name = f"{name}[{limit} sampled]"
+    elif limit is not None:
+        profile["first_rows"] = limit
+        name = f"{name}[:{limit}]"
+    return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], store.uri, context,
+                         json.dumps(profile, sort_keys=True))
+
+
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
     """The training data a config names: ``train_data`` + ``train_split`` (pairs; ``max_train_pairs`` of them, a
-    seeded sample) or ``corpus``."""
+    seeded sample) or ``corpus``; a ``prepared:NAME`` one by its manifest (:func:`prepared_record`)."""
     train_data = getattr(config, "train_data", None)
+    if train_data is not None and train_data.startswith(PREPARED_PREFIX):
+        return prepared_record(train_data, TRAINING, getattr(config, "max_train_pairs", None), SAMPLE_SEED)
     if train_data is not None and train_data in REGISTRY:
         split = getattr(config, "train_split", None)
         return _registered(f"{train_data}/{split}" if split else train_data, [(train_data, split)], source,
@@ -98,6 +126,8 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
     if corpus is None:
         return None
     limit = getattr(config, "max_sentences", None)
+    if corpus.startswith(PREPARED_PREFIX) and "," not in corpus:
+        return prepared_record(corpus, TRAINING, limit)
     if corpus in REGISTRY:
         return _registered(corpus, [(corpus, None)], source, TRAINING, limit)
     path = Path(corpus).expanduser()

@@ -2,9 +2,10 @@
 
 Training data (``train_data``): ``stsb`` (scores 0-5), ``sickr`` (1-5), ``snli`` (NLI labels,
 contradiction < neutral < entailment; offline only dev/test exist, so ``train_split`` defaults to
-``train`` and must be set to ``dev`` for offline runs), ``mrpc`` (binary). The loss is CoSENT (eq. 10)
-or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder with eq. 11,
-``scale`` (lambda) multiplying its raw scores as the equation writes it; it reads the [CLS] state, so
+``train`` and must be set to ``dev`` for offline runs), ``mrpc`` (binary), or ``prepared:NAME``: scored pairs of
+your own (``sentsweep data prepare NAME --kind scored-pairs``), whose score range comes with them. The loss is
+CoSENT (eq. 10) or one of the paper's baselines (``loss``); ``architecture: cross`` trains the cross-encoder with
+eq. 11, ``scale`` (lambda) multiplying its raw scores as the equation writes it; it reads the [CLS] state, so
 ``pooling`` is refused with it. Dev selection: Spearman x100 on
 ``dev_data`` (STS-B dev by default; ``nli``: SNLI dev against its labels, as the reference selects its NLI transfer)
 every ``eval_every`` steps; a dev set that is the training split is refused.
@@ -23,6 +24,8 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from sentsweep import data as datasets
+from sentsweep.data.prepared import PreparedScoredPairs, is_prepared_ref
+from sentsweep.data.registry import PREPARED_PREFIX
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation import evaluate
 from sentsweep.evaluation.metric_names import task_data_splits
@@ -86,10 +89,19 @@ class CosentConfig(TrialConfig):
     mining: Literal["hardest", "random"] = "hardest"
     positive_threshold: float | None = Field(None, description="contrastive/triplet: labels above it are "
                                              "positives (default: the middle of the label range; SICK: 3.0)")
-    train_data: Literal["stsb", "sickr", "snli", "mrpc"] = "stsb"
-    train_split: str = "train"
+    train_data: str = Field("stsb", description="stsb, sickr, snli, mrpc, or prepared:NAME: scored pairs of your own "
+                            "(sentsweep data prepare NAME --kind scored-pairs)")
+    train_split: str = Field("train", description="the split of a registered train_data (not read for prepared:NAME)")
     max_train_pairs: int | None = Field(None, gt=0, description="train on this many pairs, a seeded sample across "
                                         "the file (sentsweep.evaluation.sts.sample_indices); null: all")
+
+    @field_validator("train_data")
+    @classmethod
+    def _a_training_set(cls, value: str) -> str:
+        if value in TRAIN_SETS or (is_prepared_ref(value) and value != PREPARED_PREFIX):
+            return value
+        raise ValueError(f"unknown training set '{value}': {', '.join(TRAIN_SETS)}, or prepared:NAME for scored "
+                         "pairs of your own")
 
     @field_validator("pooling")
     @classmethod
@@ -104,8 +116,11 @@ class CosentConfig(TrialConfig):
     def _consistent(self) -> CosentConfig:
         if self.architecture == "cross" and self.loss != "cosent":
             raise ValueError("the cross-encoder is trained with loss 'cosent' only (eq. 11)")
-        if self.loss == "softmax" and TRAIN_SETS[self.train_data][3] is None:
+        if self.loss == "softmax" and (self.train_data not in TRAIN_SETS or TRAIN_SETS[self.train_data][3] is None):
             raise ValueError(f"loss 'softmax' needs class labels; '{self.train_data}' has graded scores")
+        if self.train_data not in TRAIN_SETS and "train_split" in self.model_fields_set:
+            raise ConfigError(f"'{self.train_data}' is one set of pairs and has no splits: remove train_split",
+                              field="train_split")
         for field, dev_set in [("dev_data", self.dev_data), *(("extra_dev_data", d) for d in self.extra_dev_data)]:
             if (self.train_data, self.train_split) in task_data_splits(DEV_SETS[dev_set]):
                 raise ConfigError(f"'{dev_set}' scores {self.train_data} {self.train_split}, the split this trial "
@@ -124,26 +139,36 @@ class CosentConfig(TrialConfig):
 
 @dataclass
 class PairData:
+    """The training pairs, their labels and the range the labels lie in (``num_labels``: classes, None for
+    graded scores)."""
+
     first: list[str]
     second: list[str]
     labels: Tensor
+    label_min: float
+    label_max: float
+    num_labels: int | None
 
 
 def load_train_pairs(config: CosentConfig) -> PairData:
     """The training pairs as parallel lists and a float label tensor (labels kept unnormalised); ``max_train_pairs``
     of them, a seeded sample in file order, when given. Not the first rows: STS-B's files are sorted by genre (its
-    train set opens with 2000 captions), so a cut at the top would train on captions alone."""
-    kind = TRAIN_SETS[config.train_data][0]
+    train set opens with 2000 captions), so a cut at the top would train on captions alone. Prepared pairs of your
+    own bring their score range; a registered set's is in :data:`TRAIN_SETS`."""
+    kind, label_min, label_max, num_labels = TRAIN_SETS.get(config.train_data, ("scored", 0.0, 0.0, None))
     if kind == "scored":
         rows = datasets.scored_pairs(config.train_data, config.train_split, data_dir=config.data_dir)
         labels = [p.score for p in rows]
+        if isinstance(rows, PreparedScoredPairs):
+            label_min, label_max = rows.score_range
     else:
         rows = datasets.labelled_pairs(config.train_data, config.train_split, data_dir=config.data_dir)
         labels = [float(p.label) for p in rows]
     if config.max_train_pairs is not None:
         kept = sample_indices(len(rows), config.max_train_pairs)
         rows, labels = [rows[i] for i in kept], [labels[i] for i in kept]
-    return PairData([p.s1 for p in rows], [p.s2 for p in rows], torch.tensor(labels, dtype=torch.float32))
+    return PairData([p.s1 for p in rows], [p.s2 for p in rows], torch.tensor(labels, dtype=torch.float32),
+                    label_min, label_max, num_labels)
 
 
 class CosentTask:
@@ -153,7 +178,7 @@ class CosentTask:
         self.config = config
         self.train = load_train_pairs(config)
         self.dev = config.dev_evaluator(DEV_BATCH_SIZE)
-        _, label_min, label_max, num_labels = TRAIN_SETS[config.train_data]
+        label_min, label_max, num_labels = self.train.label_min, self.train.label_max, self.train.num_labels
         if config.architecture == "bi":
             encoder = with_eval_max_length(TransformerEncoder(
                 config.model,

@@ -23,6 +23,7 @@ from sentsweep.data.prepared import open_prepared
 from sentsweep.data.staging import Store, local_folder, publish, read_manifest, work_folder
 from sentsweep.errors import DataError
 from sentsweep.methods.multiview.vocab import load_word_vectors
+from tests.data.hub_cache import hf_cache_file
 
 WIKI = ["YMCA in South Australia", "", "  Dr. Smith said: café ", "# not a title in the lines format"]
 
@@ -83,17 +84,6 @@ def test_titled_documents_read_as_the_small_file_loader(tmp_path: Path) -> None:
     assert [list(d.sentences) for d in prepared] == [list(d.sentences) for d in expected]
 
 
-def _hf_cache_file(cache: Path, repo: str, relative: str, *, kind: str = "datasets", commit: str = "c0ffee",
-                   ref: str = "main") -> Path:
-    """A file where the hub's cache keeps it: ``<kind>--org--name/snapshots/<commit>/<relative>`` plus the ref."""
-    folder = cache / f"{kind}--{repo.replace('/', '--')}"
-    (folder / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
-    (folder / "refs" / ref).write_text(commit)
-    path = folder / "snapshots" / commit / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def _nli_parquet(path: Path, labels: list[int], *, hub_features: bool) -> None:
     table = pa.table({"premise": [f"p{i}" for i in range(len(labels))],
                       "hypothesis": [f"h{i}" for i in range(len(labels))], "label": labels})
@@ -106,11 +96,11 @@ def _nli_parquet(path: Path, labels: list[int], *, hub_features: bool) -> None:
 
 def test_hub_paths_offline_from_the_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "hf"
-    _hf_cache_file(cache, "princeton-nlp/datasets-for-simcse", "wiki1m_for_simcse.txt").write_text("s1\ns2\n")
+    hf_cache_file(cache, "princeton-nlp/datasets-for-simcse", "wiki1m_for_simcse.txt").write_text("s1\ns2\n")
     parquet = "refs/convert/parquet"
-    _nli_parquet(_hf_cache_file(cache, "stanfordnlp/snli", "plain_text/train/0000.parquet", ref=parquet),
+    _nli_parquet(hf_cache_file(cache, "stanfordnlp/snli", "plain_text/train/0000.parquet", ref=parquet),
                  [0, 1, 2, -1], hub_features=True)
-    _nli_parquet(_hf_cache_file(cache, "nyu-mll/multi_nli", "default/train/0000.parquet", ref=parquet,
+    _nli_parquet(hf_cache_file(cache, "nyu-mll/multi_nli", "default/train/0000.parquet", ref=parquet,
                                 commit="beef"), [2, 0], hub_features=False)
     root = tmp_path / "prepared"
     monkeypatch.setenv("SENTSWEEP_PREPARED", str(root))
@@ -249,7 +239,7 @@ def test_cli_prepare_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "staged, 2 rows" in out and "glove-840b" in out
     assert main(["data", "prepare", "umbc", "--to", str(tmp_path / "s")]) == 2
-    assert "needs --from PATH, --kind and --format" in capsys.readouterr().err
+    assert "a dataset of your own needs --from PATH (or --hub REPO) and --kind" in capsys.readouterr().err
 
 
 def test_the_sweep_preflight_opens_a_prepared_corpus(tmp_path: Path) -> None:

@@ -18,11 +18,12 @@ folder or Ray exist. Each failure is one :class:`~sentsweep.errors.ConfigError` 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -210,14 +211,29 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
         kind = REGISTRY[train].kind if train in REGISTRY else "scored-pairs"
         loader = datasets.labelled_pairs if kind == "labelled-pairs" else datasets.scored_pairs
         split = getattr(trial, "train_split", "train")
-        if not loader(train, split, data_dir=trial.data_dir):
+        with _naming_field(field_of("train_data")):
+            rows = loader(train, split, data_dir=trial.data_dir)
+        if not rows:
             raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
                             "rows", file=_split_file(train, kind, split, trial.data_dir))
     corpora = getattr(trial, "corpus", None)
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
-        _check_corpus_head(name, trial.data_dir)
+        with _naming_field(field_of("corpus")):
+            _check_corpus_head(name, trial.data_dir)
     check_dev_sets(trial, field_of)
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
+
+
+@contextlib.contextmanager
+def _naming_field(field: str) -> Iterator[None]:
+    """A DataError that names no file (a prepared dataset that is not there, or of another kind) names the field
+    that asked for it."""
+    try:
+        yield
+    except DataError as exc:
+        if exc.file is not None:
+            raise
+        raise DataError(f"field '{field}': {exc.message}") from None
 
 
 def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
