@@ -247,7 +247,7 @@ def test_a_cluster_scoped_object_in_an_overlay_is_caught(tmp_path: Path) -> None
 
 
 def test_a_name_suffix_gives_each_sweep_its_own_objects(tmp_path: Path) -> None:
-    """docs/cluster.md: one kustomization per sweep with a nameSuffix; the RayJob and its ConfigMap are renamed
+    """docs/operate.md: one kustomization per sweep with a nameSuffix; the RayJob and its ConfigMap are renamed
     (the reference follows), the platform's Secrets are not."""
     copy = tmp_path / "k8s"
     shutil.copytree(K8S, copy, ignore=shutil.ignore_patterns("*.env"))
@@ -648,7 +648,7 @@ def test_internet_egress_that_also_opens_the_internal_ranges_is_caught(tmp_path:
 
 
 def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path: Path) -> None:
-    """docs/cluster.md: a team that downloads from the Hugging Face hub adds k8s/components/hf-hub-egress."""
+    """docs/security.md: a team that downloads from the Hugging Face hub adds k8s/components/hf-hub-egress."""
     copy = tmp_path / "k8s"
     shutil.copytree(K8S, copy, ignore=shutil.ignore_patterns("*.env"))
     team = copy / "hf"
