@@ -61,7 +61,7 @@ test-all: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q
 
 bench: setup
-	@echo "bench data: $${SENTSWEEP_DATA:-the bundled sample; README's figures use SENTSWEEP_DATA=../shared/data}"
+	@echo "bench data: $${SENTSWEEP_DATA:-the bundled sample; docs/benchmarks.md's figures use the full research data}"
 	$(RUN_ENV) $(PY) -m bench.encode
 	$(RUN_ENV) $(PY) -m bench.train_cosent
 	$(RUN_ENV) $(PY) -m bench.train_sncse

@@ -31,7 +31,7 @@ HISTORY = re.compile(
     r"|\bpreviously\b"
     r"|\b(?:it|which|this|that) used to\b"
     r"|\bused to be\b"
-    r"|METHODS\.md"
+    r"|(?-i:METHODS\.md)"
     r"|\.\./shared\b"
     r"|/work/shared\b",
     re.IGNORECASE,

@@ -1,4 +1,4 @@
-"""Who holds which MinIO user (security review M6): MLflow's artifacts are out of the Ray pods' reach.
+"""Who holds which MinIO user: MLflow's artifacts are out of the Ray pods' reach.
 
 The bucket has two users (docs/security.md, "Who holds which credential"): the Ray pods' (Secret
 :data:`RAY_SECRET`, policy ``$POLICY``: the bucket, with an explicit Deny on MLflow's artifacts prefix)
