@@ -18,8 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: The most words a sentence may average across README.md and docs/.
 MAX_AVERAGE_WORDS = 25.0
 
-#: Development history: numbered work periods, issue, review and finding numbers, withdrawn figures, and the
-#: files of the project's brief that are not in the repository.
+#: Development history: numbered work periods, issue, review and finding numbers, withdrawn figures.
 HISTORY = re.compile(
     r"\b(?:security |SRE |referee )?reviews? (?:\d|[HML]\d)"
     r"|\bsessions? \d"
@@ -30,12 +29,14 @@ HISTORY = re.compile(
     r"|\bwithdrawn\b"
     r"|\bpreviously\b"
     r"|\b(?:it|which|this|that) used to\b"
-    r"|\bused to be\b"
-    r"|(?-i:METHODS\.md)"
-    r"|\.\./shared\b"
-    r"|/work/shared\b",
+    r"|\bused to be\b",
     re.IGNORECASE,
 )
+
+#: Files outside the repository: the project brief's method notes and the research data's folder. The tests may
+#: look for the data there (``tests/conftest.py``); nothing a user reads or runs may.
+OUTSIDE = re.compile(r"METHODS\.md|\.\./shared\b|/work/shared\b")
+OUTSIDE_ALLOWED = ("tests/",)
 
 #: A calendar date; allowed only where a benchmark says when it was measured and in the changelog.
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
@@ -43,7 +44,8 @@ DATED_PAGES = frozenset({"docs/benchmarks.md", "CHANGELOG.md"})
 
 #: Where code comments and docstrings are searched for history (the bundled sample data is text of others).
 CODE_ROOTS = ("sentsweep", "tools", "bench", "configs", "k8s", "docker", "tests")
-CODE_SUFFIXES = frozenset({".py", ".yaml", ".yml", ".toml", ".cfg", ".txt", ".md", ".env.example"})
+CODE_SUFFIXES = frozenset({".py", ".yaml", ".yml", ".toml", ".cfg", ".txt", ".md", ".example", ".sh", ".Dockerfile"})
+CODE_NAMES = frozenset({"Dockerfile", "Makefile"})
 CODE_SKIP = ("sentsweep/data/sample/", "tools/doc_style.py", "tests/tools/test_doc_style.py")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -129,11 +131,13 @@ def average_words(pages: list[PageProse]) -> float:
 
 
 def history_lines(path: Path, repo: Path = REPO) -> list[str]:
-    """``path:line: text`` for each line that tells development history (or dates a page that may not be)."""
+    """``path:line: text`` for each line that tells history, names a file outside the repository, or dates a page."""
     relative = str(path.relative_to(repo))
     hits = []
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-        if HISTORY.search(line) or (relative not in DATED_PAGES and relative.endswith(".md") and DATE.search(line)):
+        outside = OUTSIDE.search(line) and not relative.startswith(OUTSIDE_ALLOWED)
+        dated = relative not in DATED_PAGES and relative.endswith(".md") and DATE.search(line)
+        if HISTORY.search(line) or outside or dated:
             hits.append(f"{relative}:{number}: {line.strip()[:160]}")
     return hits
 
@@ -144,7 +148,8 @@ def code_files(repo: Path = REPO) -> list[Path]:
     for root in CODE_ROOTS:
         for path in sorted((repo / root).rglob("*")):
             relative = str(path.relative_to(repo))
-            if path.is_file() and path.suffix in CODE_SUFFIXES and not relative.startswith(CODE_SKIP):
+            readable = path.suffix in CODE_SUFFIXES or path.name in CODE_NAMES
+            if path.is_file() and readable and not relative.startswith(CODE_SKIP):
                 found.append(path)
     found.extend(path for path in (repo / "Makefile", repo / "pyproject.toml") if path.is_file())
     return found
