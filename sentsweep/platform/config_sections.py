@@ -26,7 +26,7 @@ class SchedulerConfig(ConfigSection):
     """Early stopping: ASHA on ``training_iteration`` (one per dev evaluation) or none (fifo)."""
 
     type: Literal["asha", "fifo"] = "asha"
-    #: 2, not 1: in the recorded CoSENT table (bench/data/cosent_grid.csv, README "Does the search pay?") the best
+    #: 2, not 1: in the recorded CoSENT table (bench/data/cosent_grid.csv, docs/benchmarks.md) the best
     #: configuration (a high learning rate) is behind at its first dev evaluation and ahead from its second, so a
     #: grace of 1 stops it early: TPE + ASHA found it in 1 of 30 replays at grace 1, in 11 of 30 at grace 2. The full
     #: 100-step table (bench/data/cosent_grid_100steps.csv) agrees: its best points (cls pooling) start low, and

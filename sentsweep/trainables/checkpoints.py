@@ -77,7 +77,7 @@ def failed_outside_the_checkpoint(exc: BaseException) -> bool:
     """Whether reading a checkpoint failed for a reason outside it, which a later attempt may not meet: the node's
     disk full, a storage or network error (``OSError`` but a missing file), no memory (host or GPU). Such a
     checkpoint is not skipped for an older one or for a fresh start; the attempt fails instead, and Tune retries
-    it from the same checkpoint (SRE review 18, H3: a full disk took a trial back to step 0 before)."""
+    it from the same checkpoint (a full disk must not take a trial back to step 0)."""
     if isinstance(exc, MemoryError | torch.OutOfMemoryError):
         return True
     if isinstance(exc, RuntimeError) and any(words in str(exc) for words in HOST_OUT_OF_MEMORY):

@@ -6,8 +6,8 @@ several joined by commas), parsed once (spaCy + the ``constituency`` backend) an
 ``batch_size`` consecutive sentences of the document stream, never shuffled inside; the order of the
 batches is shuffled each epoch. Loss: the two-matrix Quick-Thoughts objective
 (:func:`~sentsweep.methods.multiview.objective.multiview_contrastive_loss`).
-Dev selection: Spearman x100 of the cosine of ``[f; g]`` on STS-B dev (``stsb_dev``, the default: METHODS.md's
-shared rule, as the paper names no selection set) or SICK-R trial (``sickr_trial``) every ``eval_every`` steps.
+Dev selection: Spearman x100 of the cosine of ``[f; g]`` on STS-B dev (``stsb_dev``, the default: the other
+methods' rule, as the paper names no selection set) or SICK-R trial (``sickr_trial``) every ``eval_every`` steps.
 Final: SentEval transfer tasks and the STS suite (``test_tasks``) on the best weights.
 
 Defaults are the paper's (section 4.1): views (dep, const), Adam lr 5e-4, batch 400, gradient-norm clip
@@ -76,7 +76,7 @@ class MultiviewConfig(TrialConfig):
     constituency: str = "derived"
     spacy_model: str | None = None
     respect_documents: bool = True
-    dev_data: Literal["stsb", "sickr"] = "stsb"  # METHODS.md: selection on STS-B dev; the paper names none
+    dev_data: Literal["stsb", "sickr"] = "stsb"  # selection on STS-B dev, as the other methods; the paper names none
     encode_batch_size: int = Field(256, ge=1)
     # the paper's optimisation instead of the shared defaults
     optimizer: Literal["adamw", "adam"] = "adam"

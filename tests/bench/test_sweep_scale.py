@@ -70,7 +70,7 @@ def test_the_proxy_forwards_every_request_and_counts_it_with_the_server_s_time(u
     assert [(r.method, r.path, r.status) for r in seen] == [
         ("GET", "/api/2.0/mlflow/runs/get", 200), ("POST", "/api/2.0/mlflow/runs/log-batch", 200),
         ("PUT", "/slow/mlflow-artifacts/artifacts/1/r/a.json", 200), ("GET", "/missing", 404)]
-    assert seen[2].seconds >= 0.5 > 0.25 > seen[0].seconds  # room for a pause of the test process (flake review 14)
+    assert seen[2].seconds >= 0.5 > 0.25 > seen[0].seconds  # room for a pause of the test process
     assert endpoint(seen[2]) == "PUT /slow/mlflow-artifacts/artifacts/…"
     assert endpoint(Request("POST", "/api/2.0/mlflow/runs/create", 200, 0.0, 0.0)) == \
         "POST /api/2.0/mlflow/runs/create"

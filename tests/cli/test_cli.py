@@ -70,7 +70,7 @@ def test_evaluate_writes_json_with_protocols_and_csv(tiny_bert_dir: Path, tmp_pa
 def test_evaluate_on_the_bundled_sample_says_so(tiny_bert_dir: Path, shared_data: Path,
                                                monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """Review 19: without $SENTSWEEP_DATA or --data-dir, ``evaluate`` scored the bundled sample (a few hundred rows a
+    """Without $SENTSWEEP_DATA or --data-dir, ``evaluate`` scored the bundled sample (a few hundred rows a
     task) without a word; now one line on stderr says so, and nothing with real data."""
     monkeypatch.delenv("SENTSWEEP_DATA", raising=False)
     assert main(["evaluate", "--model", str(tiny_bert_dir), "--tasks", "stsb_test"]) == 0

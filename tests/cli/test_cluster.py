@@ -338,7 +338,7 @@ def test_jobs_status_logs_and_list(sweep_job: SubmittedSweep, ray_head: Head) ->
                                                            "ENTRYPOINT"]
     (row,) = [line for line in out.splitlines() if line.startswith(sweep_job.job_id)]
     assert row.split()[1] == "SUCCEEDED" and "submit-tiny" in row
-    # a job submitted without sentsweep, a login in its entrypoint: masked in all three (SRE review 16)
+    # a job submitted without sentsweep, a login in its entrypoint: masked in all three
     jobs = ray_head.jobs()
     other = jobs.client.submit_job(entrypoint="echo http://someone:hunter2-pw@mlflow.example:5000")
     assert jobs.wait(other, timeout=60, poll=0.2) == "SUCCEEDED"

@@ -2,7 +2,7 @@
 logical GPUs each), an S3 endpoint (moto) for Tune's storage and MLflow's artifacts, and an MLflow tracking server
 on PostgreSQL (:mod:`tools.harness.local_stack`), started once and shared; a scenario restarts only what it kills.
 
-Point the same tests at your own services (docs/cluster.md, "Before your first cluster sweep"):
+Point the same tests at your own services (docs/deploy.md, "Before your first cluster sweep"):
 
 - ``SENTSWEEP_TEST_STORAGE=s3://bucket/prefix`` (+ ``SENTSWEEP_TEST_STORAGE_ENDPOINT=http://minio:9000``, keys in
   the usual ``AWS_*`` variables): no local S3 endpoint;

@@ -69,7 +69,7 @@ def _lose_and_resume(cluster: Target, tiny_bert_dir: Path, tmp_path: Path, name:
     finally:
         driver.kill()
     snapshotted = snapshot_checkpoint_steps(cluster, sweep_folder(cluster, name))  # what the resume restores
-    cut_short = [r for r in settled_runs(cluster, experiment) if r.info.status == "RUNNING"]  # F4, review 14
+    cut_short = [r for r in settled_runs(cluster, experiment) if r.info.status == "RUNNING"]
     if lose_head:
         cluster.stack.restart_ray()  # every node stopped, the head included; a fresh cluster started
     folder = sweep_folder(cluster, name)

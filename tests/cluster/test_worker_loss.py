@@ -24,7 +24,7 @@ from tests.cluster.scenario import (
 from tests.cluster.target import Target, record
 
 pytestmark = pytest.mark.cluster
-MAX_STEPS = 16  # the moment (a trial at step 4-10) spans several polls of MLflow (flake review 14, F5)
+MAX_STEPS = 16  # the moment (a trial at step 4-10) spans several polls of MLflow
 
 
 def test_a_lost_worker_nodes_trials_resume_on_the_other_node(cluster: Target, tiny_bert_dir: Path,

@@ -51,8 +51,7 @@ def test_local_task_names_follow_ours() -> None:
 
 
 def test_stsb_dev_and_test_are_two_tasks_and_the_split_names_stay_local() -> None:
-    """``stsb`` is STS-B dev and test, as for our backend: both figures, each its own (referee review 20, finding 3:
-    the two sets shared one MTEB task name, the dev figure was lost, and ``stsb_dev`` went to the hub's registry)."""
+    """``stsb`` is STS-B dev and test, as for our backend: both figures, each its own."""
     embedder = WeightedHashingEmbedder()
     ours = evaluate_sts(embedder, "stsb", SAMPLE_DIR)
     theirs = evaluate_mteb(embedder, "stsb", SAMPLE_DIR)

@@ -36,7 +36,7 @@ def test_stsb_test_equals_sentence_transformers_evaluator(minilm_path: str, data
                                              [p.score / 5.0 for p in pairs], name="stsb-test")
     reference = 100.0 * evaluator(model)["stsb-test_spearman_cosine"]
     assert ours == pytest.approx(reference, abs=0.01)
-    if len(pairs) == 1379:  # the full test set: the MiniLM figure of issue 2
+    if len(pairs) == 1379:  # the full test set: MiniLM's published figure
         assert ours == pytest.approx(82.03, abs=0.05)
 
 
@@ -69,7 +69,7 @@ def _snli_dev_examples(data_dir: Path, limit: int | None) -> list:
 
 
 def test_nli_dev_equals_sentence_transformers_evaluator(minilm_path: str, snli_dev: tuple[Path, int | None]) -> None:
-    """Review 13: ``nli_dev`` (``dev_data: nli``) is the CoSENT reference's selection figure: its
+    """``nli_dev`` (``dev_data: nli``) is the CoSENT reference's selection figure: its
     ``EmbeddingSimilarityEvaluator.from_input_examples`` on the NLI dev rows (main similarity cosine, Spearman),
     x100, equal to 1e-4 on the same pairs (a ``max_dev_pairs`` sample when the set is cut)."""
     from sentence_transformers import SentenceTransformer

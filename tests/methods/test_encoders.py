@@ -176,7 +176,7 @@ def test_prompt_fit_ends_on_characters_split_into_several_tokens(minilm_path: st
     assert len(tokenizer(prompt.render(fitted[0]))["input_ids"]) <= 32
 
 
-# -- evaluation precision (review 10, finding 5) ---------------------------------------------------------------
+# -- evaluation precision ---------------------------------------------------------------
 class _FakeCuda:
     """Stands for a CUDA device where there is none: the decision reads ``device.type`` only."""
 

@@ -116,8 +116,7 @@ def test_a_manifest_that_cannot_be_read_stops_the_search(tmp_path: Path, trackin
 def test_a_folder_naming_another_tracking_server_is_skipped_without_contacting_it(
         tmp_path: Path, tracking_uri: str) -> None:
     """A manifest planted in the shared storage, newest, of the same name and owner, naming a server that records
-    what it is sent (the login MLflow's client sends with every request): it is skipped, and nothing reaches it
-    (review 13, finding 3)."""
+    what it is sent (the login MLflow's client sends with every request): it is skipped, and nothing reaches it."""
     import json
 
     with capturing_server() as (capture_uri, heard):

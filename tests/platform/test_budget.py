@@ -57,7 +57,7 @@ def test_compute_is_each_trials_latest_time_total_times_the_gpus_it_holds() -> N
 
 
 def test_a_resume_continues_from_the_restored_trials_and_never_counts_downtime() -> None:
-    """Session 1 runs 50 s of driver time, then the driver dies; the sweep lies dead for hours; session 2 restores
+    """A first driver runs 50 s, then dies; the sweep lies dead for hours; a second driver restores
     Tune's snapshot: the stopper copy Tune pickled, its callback state, the trials' last results."""
     first_clock = Clock(100.0)
     with driving("toy-1", SweepBudget(BudgetConfig(gpu_hours=1.0, wall_hours=1.0), clock=first_clock)) as first:

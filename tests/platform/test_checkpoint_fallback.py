@@ -45,7 +45,7 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
     (trial_id,) = {r["trial_id"] for r in reports}
     printed = capsys.readouterr().out.splitlines()
     assert f"trial {trial_id} resumed from checkpoint 2 (not the checkpoint Tune named): {reason}" in printed
-    # MLflow keeps one point per step: step 4, trained again, is not logged twice (SRE review 18, M2)
+    # MLflow keeps one point per step: step 4, trained again, is not logged twice
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [2, 4, 6]
     session = Path(ray._private.worker.global_worker.node.get_session_dir_path())
     logs = "".join(p.read_text(errors="replace") for p in (session / "logs").glob("worker-*.out"))

@@ -75,7 +75,7 @@ def test_the_representative_seed_is_closest_to_the_mean():
 
 
 def test_the_confirmed_figures_leave_out_the_search_run():
-    """The winner's curse (referee review 20, finding 1): the candidate was selected on its search run's value, so
+    """The winner's curse: the candidate was selected on its search run's value, so
     the mean, the interval, the rule and the exported seed rest on the further seeds alone."""
     c = Candidate(1, "t", {}, [SeedRun("t", 42, 90.0, True)] + [SeedRun(f"t{i}", 43 + i, 80.0) for i in range(3)])
     assert c.interval.mean == 80.0 and c.interval.n == 3 and c.interval.std == 0.0
@@ -157,7 +157,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     assert (float(summary["mean"]), summary["n"], float(summary["search_value"])) == (81.0, "2", 90.0)
     seeds = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "seeds.csv").open()))
     assert [(r["trial"], r["original"]) for r in seeds] == [("s1", "1"), ("c1", "0"), ("c2", "0")]
-    # the intervals plot (issue 16, item 6) beside the tables, its data in a CSV
+    # the intervals plot beside the tables, its data in a CSV
     assert (tmp_path / "stage" / "confirmation" / "intervals.png").stat().st_size > 10_000
     plotted = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "intervals.csv").open()))
     assert [(r["trial"], r["search_run"], float(r["mean"]), r["n"]) for r in plotted] == [
@@ -246,7 +246,7 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
 
 
 def test_a_stage_that_never_runs_leaves_no_scheduled_run(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
-    """SRE review 20, L3: the stage's run is scheduled as the sweep begins; a sweep that ends without the stage (no
+    """The stage's run is scheduled as the sweep begins; a sweep that ends without the stage (no
     finished trial reported the metric: here every dev figure is NaN) ended with that run SCHEDULED for good."""
     from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config

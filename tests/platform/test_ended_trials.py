@@ -41,7 +41,7 @@ def trained_trial(tmp_path: Path, trial_id: str):
 
 
 def test_an_ended_trial_keeps_its_best_weights_and_loses_its_checkpoints(tmp_path: Path) -> None:
-    """SRE review 18, M5: ended trials kept every checkpoint (weights and optimizer state) until finalize."""
+    """Ended trials kept every checkpoint (weights and optimizer state) until finalize."""
     from ray.tune.experiment import Trial
 
     ended, folder = trained_trial(tmp_path, "t1")

@@ -10,7 +10,7 @@ from sentsweep.platform.report.export import EXPORTED_MODEL_TAG, export_run
 
 
 def test_runs_naming_each_other_end_in_one_line(tracking_uri, tmp_path) -> None:
-    """Security review 20: two runs whose tags name each other (anyone who may tag runs can write them) sent the
+    """Two runs whose tags name each other (anyone who may tag runs can write them) sent the
     export into a recursion without end (a RecursionError's traceback); now the named run is not followed further."""
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = client.create_experiment("e")

@@ -1,6 +1,6 @@
 """A sweep folder in shared storage is written by anyone with the bucket's keys: ``sync``, ``resume`` and
 ``dashboard`` contact only the servers its user names and act only on the folder's own sweep run
-(:mod:`sentsweep.platform.folder.trust`; security review 14, H2). Real parts: moto's S3 server, a sqlite MLflow store,
+(:mod:`sentsweep.platform.folder.trust`). Real parts: moto's S3 server, a sqlite MLflow store,
 an HTTP server that records what reaches it."""
 
 from __future__ import annotations
@@ -117,14 +117,14 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
     planted = locate(f"{root}/{config.name}-20991231-235959-beef", s3_endpoint)  # newer by its own word
     planted.write_text(MANIFEST, folder.read_manifest().model_copy(update={"sweep_name": planted.name,
                                                                           "created": 4e9}).model_dump_json())
-    found = previous_sweep(config)  # security review 17, L1: the planted one is passed over, not the sweep
+    found = previous_sweep(config)  # the planted one is passed over, not the sweep
     assert found is not None and found.uri == folder.uri
 
 
 @pytest.mark.parametrize("planted", ["http://evil.example\\@mlflow:5000", "http://evil.example\t@mlflow:5000",
                                      "http://evil.example @mlflow:5000"])
 def test_a_stored_uri_the_http_client_reads_otherwise_is_refused(tmp_path, planted):
-    """Security review 17, H1: urlsplit reads the host of ``http://evil\\@mlflow:5000`` as mlflow (so it matched the
+    """``urlsplit`` reads the host of ``http://evil\\@mlflow:5000`` as mlflow (so it matched the
     declared server), urllib3 as evil (which got the login). Such a stored URI is refused before any contact."""
     location = SweepLocation(str(tmp_path), "toy", None, str(tmp_path / "toy"))
     manifest = SweepManifest(sweep_name="toy", config={}, parent_run_id="p", experiment_id="1",
@@ -137,10 +137,10 @@ def test_a_stored_uri_the_http_client_reads_otherwise_is_refused(tmp_path, plant
 
 def test_a_shared_folder_is_resumed_outside_the_cluster_only_when_its_writers_are_trusted(
         remote_sweep, s3_endpoint, tracking_uri, private_cache, monkeypatch):
-    """Security review 19, M3: a resume unpickles Tune's state (``tuner.pkl``: the trainable, the searcher), which
+    """A resume unpickles Tune's state (``tuner.pkl``: the trainable, the searcher), which
     any job with the bucket's keys (every trial on the cluster) could replace with code. On a workstation that code
     would run with the user's credentials: refused, one line, before anything is unpickled, unless ``--trust-storage``
-    or in one of the platform's Ray pods (which hold those keys already; review 20, M3: not any pod of any
+    or in one of the platform's Ray pods (which hold those keys already; not any pod of any
     namespace). A local folder is the user's own."""
     from sentsweep.config import KUBERNETES_ENV, PLATFORM_POD_ENV
     from sentsweep.platform.folder.trust import refuse_untrusted_state

@@ -71,7 +71,7 @@ print("after", os.environ.get("RAY_AUTH_MODE"), os.environ.get("RAY_AUTH_TOKEN")
 
 def test_a_local_sweeps_ray_takes_a_token_of_its_session_and_writes_none(tmp_path) -> None:
     """Ray 2.60 turns token authentication on for a new local cluster and writes the token to ~/.ray/auth_token
-    under the usual umask, readable by the host's other users (review 13, finding 5): the sweep's Ray takes a
+    under the usual umask, readable by the host's other users: the sweep's Ray takes a
     token drawn for the session, held in the environment only; a process without it cannot join."""
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("RAY_ADDRESS", "RAY_AUTH"))}

@@ -134,7 +134,7 @@ def test_a_server_error_is_retried_and_a_client_error_is_not(hook: Hook) -> None
 
 
 def test_a_redirect_is_not_followed(hook: Hook) -> None:
-    """Security review 20, L6: urllib followed a receiver's 302 with a GET of any address it named (a metadata
+    """urllib would follow a receiver's 302 with a GET of any address it named (a metadata
     service, a cluster-internal one) and reported the notification delivered."""
     from tests.platform.capture_server import capturing_server
 

@@ -99,9 +99,8 @@ def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_
 
 def test_a_paper_config_on_the_bundled_sample_is_refused_and_a_demo_warned(tmp_path, monkeypatch, caplog) -> None:
     """Without data_dir or $SENTSWEEP_DATA the data resolve to the bundled sample (500 STS-B train pairs, 300 test):
-    every paper config asks for the full data and is refused, naming data_dir; a demo config runs with a warning
-    (review 13: the CoSENT paper configs, and the GPU RayJob that runs one, trained and reported on the sample).
-    Each trains in fp32, as the papers' reference code does (referee review 19: the CoSENT ones used autocast)."""
+    every paper config asks for the full data and is refused, naming data_dir; a demo config runs with a warning.
+    Each trains in fp32, as the papers' reference code does."""
     import logging
 
     from sentsweep.platform.config import load_sweep_config

@@ -1,5 +1,5 @@
 """A stop (an eviction's SIGTERM, Ctrl+C) in a tracking outage closes no run and waits for nothing: the interrupted
-trials' runs stay RUNNING for the resume, and the stop goes on to ``SweepInterrupted`` (SRE review 18, M4)."""
+trials' runs stay RUNNING for the resume, and the stop goes on to ``SweepInterrupted``."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ def test_an_earlier_sweep_on_other_data_files_is_refused(tmp_path, monkeypatch):
                    encoding="utf-8")
     with pytest.raises(ConfigError, match=r"the files stsb_dev reads \(sha256 [0-9a-f]{12} vs [0-9a-f]{12}"):
         load_history(earlier, old_space, config=_config(metric="stsb_dev", data_dir=str(copy)))
-    # a data directory without the metric's files: unknown, not the digest of nothing (review 16b L5)
+    # a data directory without the metric's files: unknown, not the digest of nothing
     (tmp_path / "empty").mkdir()
     assert measured_data(_config(metric="stsb_dev", data_dir=str(tmp_path / "empty"))) == {}
     # data that do not resolve on this machine (the workers' directory): nothing to compare, no error

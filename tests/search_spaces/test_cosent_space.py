@@ -79,7 +79,7 @@ def _searched(config: CosentConfig) -> dict[str, object]:
 def test_the_nli_sweep_starts_at_the_papers_nli_setting(family: str, pooling: str, tiny_bert_dir: Path,
                                                          roberta_config_dir: Path) -> None:
     """CoSENT section 4.1: NLI training with batch 64, first_last pooling for BERT, cls for RoBERTa. The first
-    trial of configs/paper-cosent-nli.yaml used to be the STS defaults (mean, 16)."""
+    trial of configs/paper-cosent-nli.yaml is that setting, not the STS defaults (mean, 16)."""
     model = str(tiny_bert_dir if family == "bert" else roberta_config_dir)
     source = REPO / "configs" / "paper-cosent-nli.yaml"
     config = load_sweep_config(source).model_copy(update={"model": model})
@@ -96,7 +96,7 @@ def test_the_nli_sweep_starts_at_the_papers_nli_setting(family: str, pooling: st
 
 
 def test_the_nli_paper_config_selects_on_nli_dev_and_logs_stsb_dev(tiny_bert_dir: Path) -> None:
-    """Review 13: the CoSENT reference selects its NLI transfer on NLI dev (no STS data); configs/paper-cosent-nli
+    """The CoSENT reference selects its NLI transfer on NLI dev (no STS data); configs/paper-cosent-nli
     ranks trials and checkpoints by nli_dev (SNLI dev) and scores STS-B dev beside it, for comparison only."""
     source = REPO / "configs" / "paper-cosent-nli.yaml"
     config = load_sweep_config(source).model_copy(update={"model": str(tiny_bert_dir)})
@@ -131,8 +131,8 @@ def test_a_cross_encoder_sweep_does_not_search_pooling() -> None:
 
 @pytest.mark.parametrize("loss", ["mse", "contrastive", "triplet", "softmax"])
 def test_a_space_searching_lambda_under_a_fixed_baseline_loss_is_refused(loss: str) -> None:
-    """Referee review 18: with ``fixed.loss`` a baseline, the ``cosent`` space searched lambda, which that loss does
-    not take (METHODS.md: a parameter that does nothing is never searched); ``cosent-losses`` stays allowed."""
+    """With ``fixed.loss`` a baseline, the ``cosent`` space searched lambda, which that loss does
+    not take (a parameter that does nothing is never searched); ``cosent-losses`` stays allowed."""
     config = SweepConfig(name="s", method="cosent", fixed={"loss": loss, "train_data": "snli"} if loss == "softmax"
                          else {"loss": loss})
     with pytest.raises(ConfigError, match=f"space 'cosent' searches scale, which loss '{loss}' .* does not take"):

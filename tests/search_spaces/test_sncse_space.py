@@ -99,7 +99,7 @@ def test_spaces_pickle(spec) -> None:
     assert pickle.loads(pickle.dumps(spec.define_by_run)) is spec.define_by_run  # Tune saves its searcher
 
 
-# -- a sweep's first point takes its model family's lambda (review 10, finding 6) ------------------------------
+# -- a sweep's first point takes its model family's lambda ------------------------------
 @pytest.mark.parametrize("space", ["sncse", "sncse-demo"])
 @pytest.mark.parametrize(("family", "lam"), [("bert", 1e-3), ("roberta", 5e-4)])
 def test_the_sweep_starts_at_its_model_familys_lambda(space: str, family: str, lam: float, tiny_bert_dir: Path,

@@ -86,7 +86,7 @@ def test_two_users_with_a_policy_each_and_a_second_run_is_harmless(tmp_path: Pat
         "admin user add root mlflow-user",
         "admin policy attach root sentsweep-mlflow-artifacts --user mlflow-user",
         "ls root", "mb --ignore-existing root/sentsweep"]
-    # the root login from the environment, never written into mc's config file (`mc alias set`: SRE review 16)
+    # the root login from the environment, never written into mc's config file (`mc alias set`)
     hosts = set((tmp_path / "state" / "mc_host.log").read_text().splitlines())
     assert hosts == {"http://root:root-pass@minio:9000"}
 
@@ -122,7 +122,7 @@ def test_one_user_for_both_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_root_password_a_url_cannot_hold_as_it_is_is_refused_before_mc_runs(tmp_path: Path) -> None:
-    """Review 16b M2: the root login goes into MC_HOST_root unencoded; a '/' (half of `openssl rand -base64`'s
+    """The root login goes into MC_HOST_root unencoded; a '/' (half of `openssl rand -base64`'s
     outputs) made mc fail to parse it and the script wait for MinIO for ever."""
     done = _run(tmp_path, MINIO_ROOT_PASSWORD="abc/def+ghi=")
     assert done.returncode == 1

@@ -222,7 +222,7 @@ class _Unfetchable(StoredFolder):
 
 
 def test_a_checkpoint_the_node_cannot_read_fails_the_attempt_and_keeps_the_best(tmp_path: Path) -> None:
-    """SRE review 18, H3: a full disk (or a storage error, or no memory) while fetching a checkpoint was taken for a
+    """A full disk (or a storage error, or no memory) while fetching a checkpoint was taken for a
     corrupt checkpoint: the trial started again from step 0 and its first evaluation replaced the kept best
     weights with worse ones. Now the attempt fails (Tune retries it from the same checkpoint) and best/ stays."""
     trial = tmp_path / "trial"
@@ -268,7 +268,7 @@ def test_an_unreadable_checkpoint_is_retried_by_tune_not_ended_or_taught_as_infe
 
 
 def test_the_hosts_out_of_memory_error_is_a_failure_outside_the_checkpoint() -> None:
-    """Diff review 18: torch's CPU allocator raises a plain RuntimeError, which counted as a corrupt checkpoint."""
+    """torch's CPU allocator raises a plain RuntimeError on no memory: not a corrupt checkpoint."""
     from sentsweep.trainables.checkpoints import failed_outside_the_checkpoint
 
     with pytest.raises(RuntimeError) as host:

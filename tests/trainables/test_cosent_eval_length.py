@@ -81,7 +81,7 @@ def test_the_cross_encoder_scores_whole_pairs(tiny_bert_dir: Path, long_sentence
 
 def test_a_transformer_by_name_or_folder_evaluates_at_the_models_limit(minilm_path: str) -> None:
     """``sentsweep evaluate --model minilm`` (a name, a hub id, a plain model folder) encodes up to the model's
-    limit, as the trained models evaluate, unless a max length is given (referee review 20, finding 4: it was 128)."""
+    limit, as the trained models evaluate, unless a max length is given."""
     from sentsweep.trainables.registry import load_encoder
 
     by_name = load_encoder("minilm", device="cpu")

@@ -53,9 +53,8 @@ def test_pooling_is_refused_with_the_cross_encoder() -> None:
 
 
 def test_the_cross_encoder_applies_lambda_as_eq_11_writes_it(tiny_bert_dir: Path) -> None:
-    """L = log(1 + sum exp(lambda (f(k,l) - f(i,j)))): ``scale`` multiplies the raw scores (it used to be
-    built with lambda = 1 whatever the config said, while the space searched it); unset, lambda is the
-    config's 20, as for the bi-encoder (not 1, as the loss's docstring used to say)."""
+    """L = log(1 + sum exp(lambda (f(k,l) - f(i,j)))): ``scale`` multiplies the raw scores, so
+    searching it changes the loss; unset, lambda is the config's 20, as for the bi-encoder."""
     losses = {}
     for scale in (1.0, 20.0, None):
         given = {} if scale is None else {"scale": scale}
@@ -79,8 +78,7 @@ def test_a_saved_cross_encoder_is_refused_as_an_embedder(tiny_bert_dir: Path, tm
 
 def test_the_baselines_map_sick_scores_as_the_cosent_reference_does(tiny_bert_dir: Path) -> None:
     """The MSE baseline's targets on SICK are score / 5 (1..5 -> 0.2..1.0, the reference's ``utils.get_sick``), and
-    the contrastive baselines split SICK at 3.0 (``relatedness_score > 3.0``); STS-B stays / 5 and 2.5 (referee
-    review 13, finding 4: SICK had been mapped onto 0..1)."""
+    the contrastive baselines split SICK at 3.0 (``relatedness_score > 3.0``); STS-B stays / 5 and 2.5."""
     sick = torch.tensor([1.0, 3.0, 5.0])
     same = torch.ones(3, 4)  # cosine 1 for every pair: the loss is the mean of (1 - target)^2
     for data, threshold in (("sickr", 3.0), ("stsb", 2.5)):
@@ -103,7 +101,7 @@ def _kept_genres(data_dir: Path, max_train_pairs: int) -> list[str]:
 
 def test_max_train_pairs_is_a_sample_across_the_genre_sorted_file() -> None:
     """STS-B's files are sorted by genre (the bundled sample's first 100 training rows are all captions): the kept
-    pairs are the seeded sample the dev side uses, across the file (referee review 20, finding 5)."""
+    pairs are the seeded sample the dev side uses, across the file."""
     from sentsweep.data import SAMPLE_DIR
 
     assert set(_kept_genres(SAMPLE_DIR, 100)) == {"main-captions", "main-forum", "main-news"}

@@ -1,5 +1,5 @@
 """The dev sets a trial selects on (``dev_data``) or scores beside (``extra_dev_data``): STS-B dev, SICK-R trial and
-SNLI dev against its NLI labels (``nli``, review 13: the CoSENT reference selects its NLI transfer on NLI dev). The
+SNLI dev against its NLI labels (``nli``: the CoSENT reference selects its NLI transfer on NLI dev). The
 metric follows the dev set; a metric naming another dev set is refused, naming the field."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_dev_data_nli_selects_on_nli_dev() -> None:
 ])
 def test_a_metric_of_another_dev_set_is_refused(raw: dict[str, str], named: str) -> None:
     """The loop selects on the set of ``dev_data``; a sweep ranking by another dev set's metric would find it in
-    no report, so an explicit mismatch is one error naming the field (it used to be rewritten silently)."""
+    no report, so an explicit mismatch is one error naming the field (never rewritten silently)."""
     with pytest.raises(ConfigError, match=f"is not the metric of dev_data .*selects on '{named}'") as err:
         parse_config(TrialConfig, raw, "trial.yaml")
     assert err.value.field == "metric" and err.value.file == "trial.yaml" and "\n" not in str(err.value)

@@ -1,4 +1,4 @@
-"""The cluster path of docs/cluster.md on one machine: an S3 endpoint (:mod:`~tools.harness.s3_server`),
+"""The cluster path of docs/deploy.md on one machine: an S3 endpoint (:mod:`~tools.harness.s3_server`),
 PostgreSQL (:mod:`~tools.harness.postgres`), an MLflow tracking server on it with its artifacts proxied to the
 S3 bucket (:mod:`~tools.harness.mlflow_server`) and a Ray head with worker nodes
 (:mod:`~tools.harness.ray_cluster`, with token auth), every node holding the S3 and MLflow client variables as a

@@ -44,7 +44,7 @@ from tools.k8s_check.objects import (
 SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
 URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^@\s/]+@", re.IGNORECASE)
 PLACEHOLDER = "change-me"
-#: The digest the committed overlays carry until an image is pushed (docs/cluster.md, "Images by digest").
+#: The digest the committed overlays carry until an image is pushed (docs/deploy.md, "Images by digest").
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 #: The address the committed overlays give the Kubernetes API server until it is patched in (a documentation
 #: address, RFC 5737: reaches nothing; k8s/overlays/*/kube-api.yaml).

@@ -1,4 +1,4 @@
-"""Where pods run: node disk (ephemeral storage) and spot capacity (SRE review 16, findings 8 and 4).
+"""Where pods run: node disk (ephemeral storage) and spot capacity.
 
 - **node disk**: in a pod with disk-backed emptyDirs that have a ``sizeLimit``, every container (init containers
   and the Ray autoscaler sidecar of the head included) has ``requests`` and ``limits`` for ``ephemeral-storage``,

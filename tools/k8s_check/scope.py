@@ -1,4 +1,4 @@
-"""What a namespace's kustomization may own: no cluster-scoped object but its own Namespace (SRE review 16, finding 9).
+"""What a namespace's kustomization may own: no cluster-scoped object but its own Namespace.
 
 A cluster-scoped object (a PriorityClass, a ClusterRole, a StorageClass, ...) applied with a team's overlay is owned
 by that overlay: a ``kubectl delete -k`` of it deletes the object for every namespace that uses it (two teams on
@@ -13,7 +13,7 @@ but a Namespace that one of the namespaced objects lives in. A kustomization of 
 
 The namespace's guard rails (:data:`GUARD_RAIL_KINDS`: the Namespace with its Pod Security labels, ResourceQuotas,
 LimitRanges) are the cluster admin's, in a kustomization of their own (``k8s/namespace``, the team example's
-``namespace``; security review 19): one that also deploys workloads is refused (:func:`check_guard_rails`). Applied
+``namespace``): one that also deploys workloads is refused (:func:`check_guard_rails`). Applied
 with the platform, they need rights Kubernetes' namespace ``admin`` role does not give, and given those rights a
 team could relax its own Pod Security level, raise its quota or its share of the preempting PriorityClass; and a
 ``kubectl delete -k`` of the overlay would delete the Namespace, and every volume in it, with the workloads.

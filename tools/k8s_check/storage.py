@@ -1,6 +1,6 @@
-"""Who holds which MinIO user (security review M6): MLflow's artifacts are out of the Ray pods' reach.
+"""Who holds which MinIO user: MLflow's artifacts are out of the Ray pods' reach.
 
-The bucket has two users (docs/cluster.md, "Who holds which credential"): the Ray pods' (Secret
+The bucket has two users (docs/security.md, "Who holds which credential"): the Ray pods' (Secret
 :data:`RAY_SECRET`, policy ``$POLICY``: the bucket, with an explicit Deny on MLflow's artifacts prefix)
 and the tracking server's (Secret :data:`MLFLOW_SECRET`, policy ``$MLFLOW_POLICY``: that prefix only).
 A Ray worker runs trial code, so with the server's keys (or without the Deny) a trial could overwrite

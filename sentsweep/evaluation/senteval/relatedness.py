@@ -7,7 +7,7 @@ no weight decay), batches of 64, 50 epochs between checks of the dev Pearson cor
 predicted score ``p . [1, 2, 3, 4, 5]`` (a NaN correlation counts 0), the best model kept, stopping after 4
 checks without improvement in all (or 1000 epochs). The criterion is Facebook's toolkit's (Pearson), the one the
 multi-view paper's SICK-R r (Table 1) came from; SimCSE's copy of the toolkit checks the dev Spearman instead (the
-same stopping epoch and test figures for all-MiniLM-L6-v2; referee review 17). Reported on test: Pearson and
+same stopping epoch and test figures for all-MiniLM-L6-v2). Reported on test: Pearson and
 Spearman x100 and the MSE of the predicted score (raw, in squared score units). Seeded as the toolkit
 (``torch.manual_seed`` and ``np.random.seed`` with the seed), through a private RandomState and a forked torch RNG.
 """

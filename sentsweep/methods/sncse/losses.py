@@ -1,4 +1,4 @@
-"""SNCSE losses (seed paper 002, eqs. 3-9; METHODS.md, "SNCSE").
+"""SNCSE losses (the SNCSE paper, eqs. 3-9).
 
 ``z1``, ``z2``, ``z3`` are the anchor, positive and soft-negative embeddings of a batch (after the
 training MLP), each ``(batch, dim)``: row ``i`` of all three comes from sentence ``i``.

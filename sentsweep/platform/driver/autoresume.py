@@ -103,7 +103,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
             continue
         found.append((manifest.created, uri, manifest))
     # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
-    # next (a manifest planted with a later time would otherwise hide the sweep to resume: security review 17, L1)
+    # next (a manifest planted with a later time would otherwise hide the sweep to resume)
     for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
         previous = PreviousSweep(uri, manifest, *_run_state(manifest))
         if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):

@@ -58,7 +58,7 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
 def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
     """Whether the sweep's data resolve to the bundled sample (a few hundred pairs a set: figures not comparable to
     any paper's), said in a warning; refused when the config asks for the full data (``full_data``, the paper
-    configs): a paper's sweep on the sample used to train on 9% of STS-B and report sample test figures, silently."""
+    configs): a paper's sweep on the sample would train on 9% of STS-B and report sample test figures."""
     import logging
 
     from sentsweep.data.source import DATA_ENV
@@ -69,7 +69,7 @@ def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
     if config.full_data:
         raise ConfigError(f"resolves to the bundled data sample, and this config needs the full data (full_data: "
                           f"true): set data_dir, or {DATA_ENV}, to a directory in the SentEval layout (see "
-                          "../shared/data/MANIFEST.md)", field="data_dir", file=source)
+                          "docs/own-data.md)", field="data_dir", file=source)
     logging.getLogger(__name__).warning(warning)
     return True
 
@@ -77,7 +77,7 @@ def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
 def sample_data_warning(data_dir: str | None) -> str | None:
     """The one line that says ``data_dir`` (None: ``$SENTSWEEP_DATA``, else the bundled sample) resolves to the
     bundled sample; None for real data. ``sentsweep evaluate`` and ``train`` print it too: on the sample an evaluation
-    still "succeeds" (a few hundred rows a task), with figures that mean nothing (review 19)."""
+    still "succeeds" (a few hundred rows a task), with figures that mean nothing."""
     from sentsweep.data.source import resolve_data_dir
 
     if not resolve_data_dir(data_dir).is_sample:

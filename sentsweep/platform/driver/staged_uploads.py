@@ -8,7 +8,7 @@ uploads back to back, each pass about four files per trial ever started: request
 requests per sweep with their square. Measured with ``bench.sweep_scale`` (trivial trials, S3 on moto): the
 upload thread held 68% of the driver's CPU samples at 120 trials, the S3 server 56% of a core, and the seconds per
 ended trial rose from 5.8 to 13.5 within 125 trials; with the shedding below, 100 trials cost 0.56x the platform
-wall per trial (docs/cluster.md, "At scale").
+wall per trial (docs/benchmarks.md, "500 trials on the local cluster").
 
 :class:`ShedUploadedTrialFiles` deletes, from the driver's staging folder only, the logger files of trials that have
 finished (``TERMINATED``) once the storage holds a copy of the same size; later snapshots then upload the running

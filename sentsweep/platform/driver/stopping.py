@@ -75,8 +75,8 @@ def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
     Best effort, at once: a stop (an eviction's SIGTERM, with its grace period) must end with
     :class:`SweepInterrupted` however the tracking store is. When the store does not answer (a probe,
 :func:`~sentsweep.platform.tracking.reachability.probe`) or a call fails, the runs are left RUNNING with a warning;
-    the resume reattaches them (SRE review 18, M4: a stop in an outage spent MLflow's retry budget here, about 4
-    minutes, then failed with status 1)."""
+    the resume reattaches them. MLflow's own retries would take about 4 minutes in an outage, longer than an
+    eviction's grace period."""
     from mlflow.exceptions import MlflowException
 
     from sentsweep.platform.tracking.reachability import first_line, store_answers

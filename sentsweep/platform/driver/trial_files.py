@@ -5,8 +5,7 @@ and the optimizer state (about 3x the weights with Adam), and the trial keeps it
 (:mod:`sentsweep.trainables.checkpoints`). Tune never deletes the last checkpoints of a trial that has ended, and
 the after-sweep retention (:mod:`..folder.retention`) runs only when the sweep is finalized: a sweep of 500 BERT-base
 trials
-held about 3 GB per trial ended, 1.5 TB, until its end, and a sweep that never reached finalize kept it all (SRE
-review 18, M5).
+would hold about 3 GB per trial ended, 1.5 TB, until its end, and a sweep that never reached finalize would keep it all.
 
 :class:`TrimEndedTrials` (a driver-side Tune callback) does for each trial that ended normally (``TERMINATED``:
 finished, or stopped by the scheduler) what the retention does at the end for a kept trial

@@ -54,7 +54,7 @@ def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None
     such code gains nothing those pods do not already hold; anywhere else (a workstation, a notebook or CI pod) it
     would run with that place's credentials (a kubeconfig, cloud keys, a service account). So a shared folder is
     resumed elsewhere only when the user says its writers are trusted (``trust_storage``, ``--trust-storage``;
-    security reviews 19, M3, and 20, M3: any pod of any namespace counted as the platform's before). ``sync``,
+    a pod of another namespace is not the platform's). ``sync``,
     ``dashboard``, ``compare`` and ``--warm-start`` read JSON only."""
     if trust_storage or not is_remote_folder(location) or in_platform_pod():
         return
@@ -68,7 +68,7 @@ def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:
     """A :class:`ConfigError` when a stored URI holds a backslash, a control character or a space in its authority.
     Python's ``urlsplit`` and the HTTP clients (WHATWG's URL rules: ``\\`` ends the authority, tabs and newlines are
     dropped) read such URIs differently: ``http://evil\\@mlflow:5000`` names ``mlflow`` to ``urlsplit`` (and so to
-    :func:`_same_server`) and ``evil`` to urllib3, which would get the login (security review 17, H1)."""
+    :func:`_same_server`) and ``evil`` to urllib3, which would get the login."""
     netloc = urlsplit(uri).netloc
     if "\\" in uri or any(ord(c) < 32 or ord(c) == 127 for c in uri) or any(c.isspace() for c in netloc):
         raise ConfigError(f"the sweep's {what} {mask_uri(uri)!r} is not a plain URI (a backslash, a control "

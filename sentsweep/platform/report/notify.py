@@ -122,7 +122,7 @@ def _describe(exc: Exception) -> str:
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     """A redirect is an error (``HTTP 302``), never followed: urllib would turn the POST into a GET of any address the
-    receiver names (an instance's metadata service, a cluster-internal one), unchecked (security review 20, L6)."""
+    receiver names (an instance's metadata service, a cluster-internal one), unchecked."""
 
     def redirect_request(self, *args: Any) -> None:
         return None

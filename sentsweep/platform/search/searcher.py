@@ -312,8 +312,8 @@ def build_sampler(config: SweepConfig) -> optuna.samplers.TPESampler:
     Why Hyperopt's split by default: replayed against the recorded CoSENT tables (``bench/search_table.py replay``,
     100 seeds, TPE + ASHA with the paper's defaults first), the good group of ``ceil(0.25 sqrt(n))`` trials reached
     the target in 77% of the seeds on the 100-step table and 53% on the 30-step one, against 50% and 41% with
-    Optuna's ``ceil(0.1 n)`` (README, "Does the search pay?"). Optuna deprecated the ``gamma`` argument in 4.9 (to be
-    removed in 6.0): the pinned 5.x keeps it.
+    Optuna's ``ceil(0.1 n)`` (docs/benchmarks.md, "Does the search pay?"). Optuna deprecated the ``gamma``
+    argument in 4.9 (to be removed in 6.0): the pinned 5.x keeps it.
 
     The choice under concurrency: Optuna's start-up counts finished trials (COMPLETE or PRUNED), not suggestions,
     and it stays so. A running trial is no observation: constant liar only keeps later suggestions away from it.

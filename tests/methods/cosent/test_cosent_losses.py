@@ -327,7 +327,7 @@ def test_contrastive_matches_sentence_transformers_cosine_distance(epsilon: floa
 
 def test_the_default_contrastive_baseline_is_the_papers() -> None:
     """The CoSENT paper keeps epsilon at 0 in every evaluation, and its reference code trains the baseline with
-    sentence-transformers' ContrastiveLoss, cosine distance, margin 1 (referee review 19: the default was 0.5)."""
+    sentence-transformers' ContrastiveLoss, cosine distance, margin 1."""
     from sentsweep.trainables.cosent import CosentConfig
 
     u, v, g = _batch(7, 16)

@@ -159,7 +159,6 @@ CASES: list[tuple[str, str, str]] = [
         "be-modal",
     ),
     # a negative word the parser does not take for the clause's negation right after the operator: no doubled "not"
-    # (referee review 18)
     ("He is not only a singer but also an actor.",
      "It is not true that he is not only a singer but also an actor.", "fallback-not-true"),
     ("He is no longer active.", "It is not true that he is no longer active.", "fallback-not-true"),

@@ -177,7 +177,7 @@ def test_mlp_is_initialised_as_the_reference(tiny_bert_dir: Path) -> None:
     assert float(model.mlp.dense.weight.detach().std()) == pytest.approx(0.02, rel=0.3)  # 32 x 32 weights
 
 
-# -- soft negatives that truncation makes identical to the positive (review 10, finding 4) -------------------
+# -- soft negatives that truncation makes identical to the positive -------------------
 #: The negation edit ("not") lies past the 14-token sentence budget of max_length 24 in the long pair only.
 LONG = "the man is playing the guitar and the dog is riding the horse and the cat is eating food"
 LONG_NEG = "the man is playing the guitar and the dog is riding the horse and the cat is not eating food"

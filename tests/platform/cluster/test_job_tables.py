@@ -1,5 +1,5 @@
 """What `sentsweep jobs` shows of a cluster's jobs, which include jobs submitted without sentsweep: a URI's password
-in an entrypoint or a message is masked, also where the entrypoint is cut to the table's width (SRE review 16)."""
+in an entrypoint or a message is masked, also where the entrypoint is cut to the table's width."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_a_password_in_a_message_or_entrypoint_of_one_job_is_masked() -> None:
 
 
 def test_a_local_secret_in_an_entrypoint_is_masked_before_the_cut() -> None:
-    """Review 16b L1: the environment's secrets were redacted after the cut, which could leave a secret's start."""
+    """The environment's secrets were redacted after the cut, which could leave a secret's start."""
     token = "tok_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
     table = jobs_table([_job(f"python -m train --ray-token {token} --x 1")], secrets=[token])
     assert "tok_ABC" not in table and "--ray-token ***" in table
@@ -48,7 +48,7 @@ def test_a_followed_log_is_masked_also_where_a_chunk_splits_a_uri() -> None:
 
 
 def test_a_followed_progress_bar_is_shown_at_each_carriage_return() -> None:
-    """Security review 17 (low): a bar redrawn with \\r was held until its first newline."""
+    """A bar redrawn with \\r was held until its first newline."""
     from sentsweep.cli.cluster import MaskedLines
 
     shown: list[str] = []

@@ -138,7 +138,7 @@ def test_overlay_shapes(rendered: dict[str, k8s_check.Rendered]) -> None:
 
 
 def test_in_gpu_spot_only_the_spot_group_may_run_on_spot_nodes(rendered: dict[str, k8s_check.Rendered]) -> None:
-    """SRE review 16, finding 4: the head, the other groups, the submitter and the platform's pods had no affinity,
+    """The head, the other groups, the submitter and the platform's pods had no affinity,
     so on an untainted spot pool a reclaim could take the head or postgres-0. Each now has ONE required term that
     excludes every spot label (the terms are ORed)."""
     objects = rendered["overlays/gpu-spot"].objects + rendered["overlays/gpu-spot/sweep"].objects
@@ -177,7 +177,7 @@ def test_spot_exclusions_follow_node_selector_semantics() -> None:
     gpu_nodes = [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]
     assert spot_labels_allowed(spec(excluded, gpu_nodes, selector={"karpenter.sh/capacity-type": "on-demand"})) == \
         everything[:4]  # a second term without exclusions lets the pod onto spot nodes again
-    # a term without requirements matches no node (Kubernetes' semantics), so it opens nothing (review 17, low)
+    # a term without requirements matches no node (Kubernetes' semantics), so it opens nothing
     assert spot_labels_allowed(spec(excluded, [], selector={"karpenter.sh/capacity-type": "on-demand"})) == []
     assert runs_on_spot(spec([{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]))
     assert not runs_on_spot(spec(excluded))
@@ -188,7 +188,7 @@ def test_spot_exclusions_follow_node_selector_semantics() -> None:
 
 
 def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_check.Rendered]) -> None:
-    """SRE review 16, finding 9: the platform's pods and the Ray heads run at sentsweep-platform in the gpu overlays
+    """The platform's pods and the Ray heads run at sentsweep-platform in the gpu overlays
     (the local overlay, for a bare cluster, names no class: a pod naming a missing one is refused); the classes are
     cluster-scoped, so k8s/cluster (a cluster admin's) owns them and no overlay does."""
     cluster = k8s_check.render(K8S / "cluster")
@@ -216,7 +216,7 @@ def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_c
 
 def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_pods(
         rendered: dict[str, k8s_check.Rendered]) -> None:
-    """Security review 17 (low): a PriorityClass is open to every namespace, so the team example bounds the pods it
+    """A PriorityClass is open to every namespace, so the team example bounds the pods it
     runs at sentsweep-platform with a scoped quota, which must still admit the platform's own: each Deployment's and
     StatefulSet's replicas and rolling-update surge, and one head per RayCluster the namespace may hold."""
     objects = [o for path in ("examples/team/namespace", "examples/team", "examples/team/sweep")
@@ -236,7 +236,7 @@ def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_po
     assert needed <= int(scoped[0]["spec"]["hard"]["pods"]) <= needed + 2, needed
 
 def test_a_cluster_scoped_object_in_an_overlay_is_caught(tmp_path: Path) -> None:
-    """SRE review 16, finding 9: gpu-spot owned the PriorityClass sentsweep-spot, so deleting one team's overlay
+    """If gpu-spot owned the PriorityClass sentsweep-spot, so deleting one team's overlay
     deleted it for every team. The overlays' own Namespace stays allowed."""
     new = _planted(tmp_path, ("overlays/gpu-spot", "overlays/gpu-spot/sweep"), {
         "overlays/gpu-spot/kustomization.yaml": ("resources:\n- ../gpu\n", "resources:\n- ../gpu\n- ../../cluster\n")})
@@ -247,7 +247,7 @@ def test_a_cluster_scoped_object_in_an_overlay_is_caught(tmp_path: Path) -> None
 
 
 def test_a_name_suffix_gives_each_sweep_its_own_objects(tmp_path: Path) -> None:
-    """docs/cluster.md: one kustomization per sweep with a nameSuffix; the RayJob and its ConfigMap are renamed
+    """docs/operate.md: one kustomization per sweep with a nameSuffix; the RayJob and its ConfigMap are renamed
     (the reference follows), the platform's Secrets are not."""
     copy = tmp_path / "k8s"
     shutil.copytree(K8S, copy, ignore=shutil.ignore_patterns("*.env"))
@@ -338,7 +338,7 @@ def test_a_plaintext_password_in_a_deployment_is_caught(tmp_path: Path) -> None:
 
 def test_a_password_in_a_url_is_caught(tmp_path: Path) -> None:
     after = "        - name: MLFLOW_AUTH_CONFIG_PATH\n"
-    for password in ("hunter2", "$(PGPASSWORD)"):  # a reference too: the URL reaches command lines (SRE review 16)
+    for password in ("hunter2", "$(PGPASSWORD)"):  # a reference too: the URL reaches command lines
         new = _planted(tmp_path / password[-3:], ("overlays/local",), {"base/mlflow.yaml": (
             "postgresql+psycopg2://$(PG_USER)@postgres:5432/mlflow_auth\n" + after,
             f"postgresql+psycopg2://mlflow:{password}@postgres:5432/mlflow_auth\n" + after)})
@@ -550,7 +550,7 @@ def test_an_autoscaler_without_its_token_is_caught(tmp_path: Path) -> None:
 
 
 def test_an_autoscaler_sharing_the_heads_tmp_or_a_user_site_is_caught(tmp_path: Path) -> None:
-    """Security review 19, H1: the token holder shared the head's /tmp as its home, so code in ray-head (any holder of
+    """The token holder shared the head's /tmp as its home, so code in ray-head (any holder of
     the Ray token) could plant a .pth file it imports at its next start, and act with its token."""
     shared = "    - name: autoscaler-tmp\n      mountPath: /tmp\n"
     new = _planted(tmp_path, ("overlays/local",), {"base/raycluster.yaml": (shared, shared.replace("autoscaler-tmp",
@@ -565,7 +565,7 @@ def test_an_autoscaler_sharing_the_heads_tmp_or_a_user_site_is_caught(tmp_path: 
 
 
 def test_a_ray_container_without_the_platform_pod_marker_is_caught(tmp_path: Path) -> None:
-    """Security review 20, M3: a resume unpickles the sweep's state without --trust-storage only in the platform's Ray
+    """A resume unpickles the sweep's state without --trust-storage only in the platform's Ray
     pods, told apart by SENTSWEEP_PLATFORM_POD=1 (KUBERNETES_SERVICE_HOST is in every pod of every namespace); a Ray
     container without it would refuse the RayJob's --resume-interrupted."""
     lines = (K8S / "base" / "raycluster.yaml").read_text().splitlines(keepends=True)
@@ -579,7 +579,7 @@ def test_a_ray_container_without_the_platform_pod_marker_is_caught(tmp_path: Pat
 
 
 def test_the_namespaces_guard_rails_deployed_with_the_platform_are_caught(tmp_path: Path) -> None:
-    """Security review 19, M1 and M2: the overlays held the Namespace (its Pod Security labels) and the team example its
+    """The overlays held the Namespace (its Pod Security labels) and the team example its
     quotas and LimitRange: a team could not apply them with the namespace admin role, or, given the rights, could
     relax its own Pod Security level and raise its quota; and `kubectl delete -k` of the overlay deleted the Namespace
     and every volume in it. They are the cluster admin's kustomization (k8s/namespace), refused in the platform's."""
@@ -620,7 +620,7 @@ def test_an_ip_block_open_to_the_metadata_endpoint_is_caught(tmp_path: Path) -> 
 
 def test_egress_to_public_addresses_without_the_opt_in_is_caught(tmp_path: Path) -> None:
     """The API server egress of the Ray head pods was 0.0.0.0/0 on 443: the ray-head container (tracking and
-    bucket keys, submitted jobs) could send anything out (review 13, finding 4)."""
+    bucket keys, submitted jobs) could send anything out."""
     new = _planted(tmp_path, LOCAL, {"overlays/local/kube-api.yaml": (
         "        cidr: 192.0.2.1/32\n", "        cidr: 0.0.0.0/0\n        except:\n        - 169.254.169.254/32\n")})
     assert new == ["NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 0.0.0.0/0 reaches public addresses (the "
@@ -629,7 +629,7 @@ def test_egress_to_public_addresses_without_the_opt_in_is_caught(tmp_path: Path)
 
 
 def test_internet_egress_that_also_opens_the_internal_ranges_is_caught(tmp_path: Path) -> None:
-    """SRE review 16, finding 6: the opt-in internet egress (0.0.0.0/0 on 443) reached every private address too:
+    """The opt-in internet egress (0.0.0.0/0 on 443) reached every private address too:
     other tenants' pods, ingress controllers, cloud private endpoints."""
     new = _planted(tmp_path, LOCAL, {"overlays/local/kube-api.yaml": (
         "  name: kube-api-egress\nspec:\n  egress:\n  - to:\n    - ipBlock:\n        cidr: 192.0.2.1/32\n",
@@ -648,7 +648,7 @@ def test_internet_egress_that_also_opens_the_internal_ranges_is_caught(tmp_path:
 
 
 def test_the_hf_hub_component_opens_https_but_not_the_metadata_endpoint(tmp_path: Path) -> None:
-    """docs/cluster.md: a team that downloads from the Hugging Face hub adds k8s/components/hf-hub-egress."""
+    """docs/security.md: a team that downloads from the Hugging Face hub adds k8s/components/hf-hub-egress."""
     copy = tmp_path / "k8s"
     shutil.copytree(K8S, copy, ignore=shutil.ignore_patterns("*.env"))
     team = copy / "hf"
@@ -731,7 +731,7 @@ MLFLOW_S3_KEYS = "".join(f"        - name: {key}\n          valueFrom:\n        
 
 
 def test_a_tracking_server_without_its_own_minio_user_is_caught(tmp_path: Path) -> None:
-    """Security review M6: the MLflow server's keys are mlflow-storage-credentials, not the Ray pods'."""
+    """The MLflow server's keys are mlflow-storage-credentials, not the Ray pods'."""
     new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (
         MLFLOW_S3_KEYS, MLFLOW_S3_KEYS.replace("mlflow-storage-credentials", "storage-credentials"))})
     where = "Deployment/mlflow: spec.template.spec.containers[mlflow]: the tracking server"
@@ -764,7 +764,7 @@ MLFLOW_KEYS_ELSEWHERE = [
 @pytest.mark.parametrize(("rel", "anchor", "where", "indent"), MLFLOW_KEYS_ELSEWHERE)
 def test_the_mlflow_minio_user_outside_the_tracking_server_is_caught(tmp_path: Path, rel: str, anchor: str,
                                                                      where: str, indent: str) -> None:
-    """Security review M6: a Ray pod (trial code), a RayJob or the backup holding MLflow's MinIO user could
+    """A Ray pod (trial code), a RayJob or the backup holding MLflow's MinIO user could
     overwrite or delete every artifact and registered model in S3."""
     new = _planted(tmp_path, LOCAL, {rel: (anchor, _holding_the_mlflow_keys(indent) + anchor)})
     assert new == [f"{where}: holds Secret 'mlflow-storage-credentials' (the MinIO user of MLflow's artifacts): "
@@ -778,7 +778,7 @@ RAY_DENY = ('  "{\\"Effect\\": \\"Deny\\", \\"Action\\": [\\"s3:*\\"], \\"Resour
 
 
 def test_a_ray_policy_without_the_deny_on_mlflow_artifacts_is_caught(tmp_path: Path) -> None:
-    """Security review M6: the Ray pods' MinIO user is denied MLflow's artifacts prefix (a Deny wins)."""
+    """The Ray pods' MinIO user is denied MLflow's artifacts prefix (a Deny wins)."""
     message = ("Job/bootstrap: spec.template.spec.initContainers[minio-users]: the Ray pods' MinIO policy "
                "(minio-users.sh: put_policy \"$POLICY\") {}: it needs a Deny of s3:* on "
                "arn:aws:s3:::sentsweep/mlflow-artifacts and arn:aws:s3:::sentsweep/mlflow-artifacts/* (MLflow's "
@@ -831,13 +831,13 @@ def test_no_seccomp_profile_and_the_nodes_namespaces_are_caught(tmp_path: Path) 
         "StatefulSet/minio: spec.template.spec: shares the node's namespaces (hostNetwork) [policy]"]
 
 
-# -- node disk and spot capacity (SRE review 16, findings 8 and 4) -------------------------------------------------
+# -- node disk and spot capacity -------------------------------------------------
 
 SPOT = ("overlays/gpu-spot", "overlays/gpu-spot/sweep")
 
 
 def test_a_container_without_ephemeral_storage_is_caught(tmp_path: Path) -> None:
-    """Finding 8: emptyDirs of up to 70Gi a pod and no ephemeral-storage requests, so the scheduler placed pods
+    """EmptyDirs of up to 70Gi a pod and no ephemeral-storage requests, so the scheduler placed pods
     without counting node disk. An overlay that replaces a container's resources whole must keep it too."""
     new = _planted(tmp_path, ("overlays/local",), {"base/postgres.yaml": (
         "            ephemeral-storage: 128Mi\n", "")})
@@ -871,7 +871,7 @@ HEAD_OFF_SPOT = ("  path: /spec/headGroupSpec/template/spec/affinity\n  value:\n
 
 
 def test_a_pod_that_may_land_on_spot_nodes_is_caught(tmp_path: Path) -> None:
-    """Finding 4: with a spot group deployed, every other pod excludes each spot label (Karpenter's too) in every
+    """With a spot group deployed, every other pod excludes each spot label (Karpenter's too) in every
     required term; a term is ORed with the others, so one more term without the exclusions reopens spot nodes."""
     new = _planted(tmp_path, SPOT, {"components/spot-gpu/off-spot.yaml": (
         "              - {key: karpenter.sh/capacity-type, operator: NotIn, values: [spot]}\n", "")})

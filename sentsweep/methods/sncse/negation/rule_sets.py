@@ -1,6 +1,6 @@
 """The negation rule sets an SNCSE run can choose (``negation_rules``): the one place for their names and default.
 
-- ``project`` (the default): :mod:`~sentsweep.methods.sncse.negation.rules`, METHODS.md's rules with the reference's
+- ``project`` (the default): :mod:`~sentsweep.methods.sncse.negation.rules`, the paper's rules with the reference's
   bugs fixed and the departures its docstring lists;
 - ``reference``: :mod:`~sentsweep.methods.sncse.negation.reference`, the SNCSE repository's
   ``generate_soft_negative_samples.py`` and ``train_SNCSE.py`` lookup, bug-compatible, for reproduction rows.

@@ -1,8 +1,8 @@
 """The negation rules of SNCSE's soft negatives (seed paper 002, section 3), on one spaCy-parsed sentence.
 
 SNCSE (seed paper 002, section 3, "soft negative samples") negates each training sentence with rules on
-spaCy's parse and uses ``neg(s)`` as a soft negative. The rules here follow METHODS.md and fix the
-reference implementation's known bugs, with two departures from METHODS.md's rule 1 (which removes the first
+spaCy's parse and uses ``neg(s)`` as a soft negative. The rules here follow the paper and fix the
+reference implementation's known bugs, with two departures from its rule 1 (which removes the first
 ``not``/``n't`` with dependency ``neg`` anywhere): ``never`` also counts as an existing negation, and only the main
 clause's negation is removed (a negated subordinate clause leaves the main clause to rule 2, which negates it):
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
 RULES_VERSION = "2"
 #: Negative words of a clause that the parser does not take for its negation ("not" in "not only", "no" in "no longer"):
-#: a clause that holds one goes to the fallback, not to a doubled "not" (referee review 18: "is not not only").
+#: a clause that holds one goes to the fallback, not to a doubled "not" ("is not not only").
 _OTHER_NEGATIVES = frozenset({"not", "no", "never", "n't", "n’t"})
 #: Every rule name :func:`negate_doc` can report, in the order they are tried.
 RULES: tuple[str, ...] = (
