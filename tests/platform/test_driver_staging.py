@@ -28,8 +28,8 @@ def staged_trial(tmp_path: Path, trial_id: str, *, filesystem: pyarrow.fs.FileSy
     bucket.mkdir(exist_ok=True)
     filesystem = filesystem or pyarrow.fs.SubTreeFileSystem(str(bucket), pyarrow.fs.LocalFileSystem())
     local = isinstance(filesystem, pyarrow.fs.LocalFileSystem)
-    storage = StorageContext(storage_path=str(bucket / "sweeps") if local else "sweeps", experiment_dir_name=f"exp-{tmp_path.name}",
-                             storage_filesystem=filesystem)
+    storage = StorageContext(storage_path=str(bucket / "sweeps") if local else "sweeps",
+                             experiment_dir_name=f"exp-{tmp_path.name}", storage_filesystem=filesystem)
     trial = Trial("__fake", stub=True, storage=storage, trial_id=trial_id)
     trial.init_local_path()
     for name, data in {**LOGGER_FILES, "error.txt": b"ValueError: x"}.items():

@@ -104,6 +104,7 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
                   and needle in p.read_bytes())
 
 
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_server, ray_tmp, capfd, monkeypatch):
     from tests.platform.sweep_toy import toy_config
 
