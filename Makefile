@@ -53,7 +53,10 @@ test-latest: $(VENV_LATEST)/.sentsweep-installed
 
 # The cluster scenarios (docs/deploy.md, "Before your first cluster sweep"): a local Ray head and two worker
 # nodes, S3 (moto), MLflow on PostgreSQL, shared by the scenarios. SENTSWEEP_TEST_STORAGE(_ENDPOINT),
-# SENTSWEEP_TEST_TRACKING_URI and SENTSWEEP_TEST_RAY_ADDRESS point them at your own services.
+# SENTSWEEP_TEST_TRACKING_URI and SENTSWEEP_TEST_RAY_ADDRESS point them at your own services. It also runs
+# the tests whose sweep has a process and a Ray of its own: a local sweep killed, stopped by SIGTERM, cut from its
+# MLflow server, run against a password-protected one, started twice on a fresh sqlite file; a local sweep's Ray
+# probed for its ports and token; the overhead bench.
 test-cluster: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m cluster
 

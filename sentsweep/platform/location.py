@@ -42,6 +42,8 @@ CONFIG_COPY = "sweep.yaml"
 #: pause before the second try (doubled before each further one).
 READ_ATTEMPTS = 3
 READ_BACKOFF_S = 0.5
+#: How the pause between tries is waited (a test puts a recorder here, so that no test waits).
+pause: Callable[[float], None] = time.sleep
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTE
                                    f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
                                    "answers", file=file) from exc
             log.warning("reading %s failed (%s); trying again", file, exc)
-            time.sleep(backoff_s * 2 ** (attempt - 1))
+            pause(backoff_s * 2 ** (attempt - 1))
     return None  # not reached: attempts >= 1
 
 

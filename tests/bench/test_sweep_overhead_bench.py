@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tools.harness.processes import repo_pythonpath
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_the_overhead_bench_matches_every_run_to_a_trial_and_prints_its_figures() -> None:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled",
            "PYTHONPATH": repo_pythonpath()}

@@ -86,6 +86,7 @@ def _until(condition, what: str, process: subprocess.Popen, log: Path, timeout: 
 
 
 # About 3 minutes on a quiet 2-core machine (three Ray starts).
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_sigterm_interrupts_then_resume_finishes(tmp_path, tiny_bert_dir, tracking_uri, capsys,
                                                 monkeypatch) -> None:
     from sentsweep.cli import main

@@ -24,8 +24,8 @@ from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from sentsweep import data as datasets
-from sentsweep.evaluation import evaluate
-from sentsweep.evaluation.sts import STSB_DEV
+from sentsweep.evaluation.metric_protocols import attach_protocols
+from sentsweep.evaluation.sts import STSB_DEV, StsEvaluator
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 from sentsweep.platform.config import SweepConfig
 from sentsweep.search_spaces.spec import SearchSpaceSpec
@@ -118,7 +118,10 @@ class ToyMethod(Method[ToyConfig, ToyTask]):
         return ToyTask(config)
 
     def final_evaluation(self, task: ToyTask, config: ToyConfig) -> dict[str, float]:
-        return dict(evaluate(task.encoder, config.test_tasks, data_dir=config.data_dir).metrics)
+        """The STS test sets of ``test_tasks``, ``max_dev_pairs`` pairs of each (a seeded sample, as for dev: the
+        full STS-B test set costs seconds a trial), with their protocols recorded as the real methods' are."""
+        sets = StsEvaluator(config.test_tasks, config.data_dir, max_pairs=config.max_dev_pairs)
+        return dict(attach_protocols(sets(task.encoder), task.encoder).metrics)
 
     def load_encoder(self, folder: Path, device: str | None = None) -> TransformerEncoder:
         return TransformerEncoder.load(folder, device=device)

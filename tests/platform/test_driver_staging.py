@@ -1,14 +1,17 @@
-"""The driver sheds a finished trial's logger files once its storage holds them (``platform/driver/staged_uploads.py``):
-real Tune trials on a remote-type pyarrow file system (a sub-tree file system: not ``LocalFileSystem``)."""
+"""The driver sheds a finished trial's logger files once its storage holds them, and uploads them before a trial
+restarts (``platform/driver/staged_uploads.py``): real Tune trials on a remote-type pyarrow file system (a sub-tree
+file system: not ``LocalFileSystem``) and on a local folder."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, shed_uploaded
+from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, UploadLogsBeforeRestart, shed_uploaded
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -24,8 +27,9 @@ def staged_trial(tmp_path: Path, trial_id: str, *, filesystem: pyarrow.fs.FileSy
     bucket = tmp_path / "bucket"
     bucket.mkdir(exist_ok=True)
     filesystem = filesystem or pyarrow.fs.SubTreeFileSystem(str(bucket), pyarrow.fs.LocalFileSystem())
-    storage = StorageContext(storage_path="sweeps", experiment_dir_name=f"exp-{tmp_path.name}",
-                             storage_filesystem=filesystem)
+    local = isinstance(filesystem, pyarrow.fs.LocalFileSystem)
+    storage = StorageContext(storage_path=str(bucket / "sweeps") if local else "sweeps",
+                             experiment_dir_name=f"exp-{tmp_path.name}", storage_filesystem=filesystem)
     trial = Trial("__fake", stub=True, storage=storage, trial_id=trial_id)
     trial.init_local_path()
     for name, data in {**LOGGER_FILES, "error.txt": b"ValueError: x"}.items():
@@ -85,3 +89,49 @@ def test_the_callback_sheds_finished_trials_only_and_keeps_errored_ones(tmp_path
     assert local_names(finished) == {"error.txt"}
     assert local_names(errored) == {*LOGGER_FILES, "error.txt"}
     assert callback.__getstate__()["_finished"] == {}  # nothing of the trials goes into tuner.pkl
+
+
+@dataclass(eq=False)
+class RestartingTrial:
+    """What Tune's logger callbacks and :class:`UploadLogsBeforeRestart` read of a trial starting again from a
+    checkpoint (the staged trial's folders; a checkpoint to restart from)."""
+
+    local_path: str
+    storage: Any
+    checkpoint: object = "checkpoint_000001"
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def init_local_path(self) -> None:
+        Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+
+def restarted_with_a_stale_upload(tmp_path: Path, trial_id: str, *, local: bool) -> RestartingTrial:
+    """A trial whose storage ``result.json`` lacks the last staged line (a restart before Tune's next snapshot)."""
+    staged = staged_trial(tmp_path, trial_id, filesystem=pyarrow.fs.LocalFileSystem() if local else None)
+    (Path(staged.local_path) / "result.json").write_bytes(b'{"step": 2}\n{"step": 4}\n')
+    upload(staged, ["result.json"], truncate=len(b'{"step": 4}\n'))
+    return RestartingTrial(staged.local_path, staged.storage)
+
+def staged_lines(trial) -> list[str]:
+    return (Path(trial.local_path) / "result.json").read_text().splitlines()
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local-folder", "remote"])
+def test_a_restarted_trial_keeps_the_lines_reported_since_the_last_snapshot(tmp_path, local) -> None:
+    from ray.tune.logger import JsonLoggerCallback
+
+    unguarded = restarted_with_a_stale_upload(tmp_path, f"u{int(local)}", local=local)
+    JsonLoggerCallback().on_trial_start(0, [unguarded], unguarded)
+    assert staged_lines(unguarded) == ['{"step": 2}'], "Tune's logger copies the storage's file over the staged one"
+
+    trial = restarted_with_a_stale_upload(tmp_path, f"g{int(local)}", local=local)
+    UploadLogsBeforeRestart().on_trial_start(0, [trial], trial)
+    JsonLoggerCallback().on_trial_start(0, [trial], trial)
+    assert staged_lines(trial) == ['{"step": 2}', '{"step": 4}']
+
+
+def test_a_fresh_trial_uploads_nothing(tmp_path) -> None:
+    trial = staged_trial(tmp_path, "t6")
+    UploadLogsBeforeRestart().on_trial_start(0, [trial], trial)
+    remote = trial.storage.storage_filesystem.get_file_info(trial.storage.trial_fs_path)
+    assert remote.type == pyarrow.fs.FileType.NotFound

@@ -1,4 +1,5 @@
-"""A local sweep's Ray listens on the loopback interface only (no unauthenticated port on the host's network)."""
+"""A local sweep's Ray listens on the loopback interface only (no unauthenticated port on the host's network).
+Each test starts that Ray in a process of its own: run by make test-cluster (CI runs both)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tools.harness.processes import REPO, repo_pythonpath
+
+pytestmark = pytest.mark.cluster  # a Ray of its own, in a process of its own
 
 #: Starts the sweep's own local Ray (:func:`~sentsweep.platform.driver.ray_session.ray_session`, ray imported first, as
 #: in a notebook) and prints the address of every listening socket of the driver and of the processes Ray started.

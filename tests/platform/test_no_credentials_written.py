@@ -54,11 +54,12 @@ class AuthServer:
 
 
 @pytest.fixture
-def auth_server(tmp_path: Path) -> Iterator[AuthServer]:
-    """``mlflow server --app-name basic-auth`` on sqlite, one worker, its only account ``USER``/``SECRET``
-    (the admin); anonymous requests get 401."""
+def auth_server(tmp_path: Path, mlflow_template: Path) -> Iterator[AuthServer]:
+    """``mlflow server --app-name basic-auth`` on sqlite (a copy of the session's schema), one worker, its only
+    account ``USER``/``SECRET`` (the admin); anonymous requests get 401."""
     root = tmp_path / "mlflow"
     root.mkdir()
+    shutil.copy(mlflow_template, root / "mlflow.db")
     config = root / "basic_auth.ini"
     config.write_text(f"[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///{root / 'auth.db'}\n"
                       "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
@@ -104,6 +105,7 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
                   and needle in p.read_bytes())
 
 
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_server, ray_tmp, capfd, monkeypatch):
     from tests.platform.sweep_toy import toy_config
 

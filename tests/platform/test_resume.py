@@ -57,7 +57,8 @@ def _wait_for_a_finished_and_a_running_trial(client: MlflowClient, driver: subpr
     pytest.fail("no moment with a finished and a training trial in time")
 
 
-# About 65 s on a quiet 2-core machine: in the default run, since surviving a crash is the platform's promise.
+# About 65 s on a quiet 2-core machine.
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     from sentsweep.platform.driver.sweep import resume_sweep
     from sentsweep.platform.location import locate

@@ -13,20 +13,32 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.state import read_state, write_state
 from sentsweep.platform.confirm.stats import STATE_FILE
 from sentsweep.platform.driver.sweep import _state_after
-from sentsweep.platform.location import MANIFEST, SweepManifest, locate
+from sentsweep.platform import location as location_module
+from sentsweep.platform.location import MANIFEST, READ_BACKOFF_S, SweepManifest, locate
 from tests.platform.flaky_storage import flaky_location
 
 
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses a read takes between its tries, recorded instead of waited."""
+    taken: list[float] = []
+    monkeypatch.setattr(location_module, "pause", taken.append)
+    return taken
+
+
 # -- reading: only a missing file is absent ---------------------------------------------------------------------
-def test_a_storage_blip_reading_the_confirmation_state_is_not_a_stage_not_begun(tmp_path: Path) -> None:
+def test_a_storage_blip_reading_the_confirmation_state_is_not_a_stage_not_begun(tmp_path: Path, pauses) -> None:
     location, storage = flaky_location(tmp_path)
     assert read_state(location) is None  # missing: the stage has not begun
+    assert pauses == []  # a missing file is not tried again
     write_state(location, {"status": "running", "candidates": []})
     storage.fail("open_input_stream", STATE_FILE, times=1)
     assert read_state(location) == {"status": "running", "candidates": []}
+    assert pauses == [READ_BACKOFF_S]
     storage.fail("open_input_stream", STATE_FILE, times=3)
     with pytest.raises(StorageError, match="confirmation.json: the storage did not answer"):
         read_state(location)
+    assert pauses == [READ_BACKOFF_S, READ_BACKOFF_S, 2 * READ_BACKOFF_S]  # doubled before each further try
 
 
 def test_a_cut_short_confirmation_state_is_one_line_naming_it(tmp_path: Path) -> None:
@@ -45,7 +57,7 @@ def test_a_cut_short_manifest_is_one_line_naming_it(tmp_path: Path) -> None:
         locate(str(tmp_path)).read_manifest()
 
 
-def test_a_manifest_the_storage_does_not_serve_is_not_a_missing_one(tmp_path: Path) -> None:
+def test_a_manifest_the_storage_does_not_serve_is_not_a_missing_one(tmp_path: Path, pauses) -> None:
     location, storage = flaky_location(tmp_path)
     with pytest.raises(ConfigError, match="not a sentsweep sweep folder"):
         location.read_manifest()

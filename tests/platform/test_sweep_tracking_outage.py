@@ -62,6 +62,7 @@ def _wait(condition, driver: subprocess.Popen, timeout: float, what: str) -> Non
         time.sleep(0.3)
 
 
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_a_long_outage_neither_stops_nor_holds_the_sweep_and_sync_completes_mlflow(tmp_path, tiny_bert_dir,
                                                                                      server, capsys):
     from tests.platform.sweep_toy import toy_config

@@ -32,6 +32,7 @@ print("COUNTS", outcome.counts)
 """
 
 
+@pytest.mark.cluster  # a sweep in a process of its own, with its own Ray: run by make test-cluster (CI runs both)
 def test_two_sweeps_started_together_on_a_fresh_sqlite_file(tmp_path, tiny_bert_dir):
     from tests.platform.sweep_toy import toy_config
 

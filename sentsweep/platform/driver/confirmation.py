@@ -42,6 +42,7 @@ from sentsweep.platform.driver.confirmation_run import stage_params, stage_run, 
 from sentsweep.platform.driver.failures import FailureLines
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted
 from sentsweep.platform.driver.progress import ProgressCallback
+from sentsweep.platform.driver.staged_uploads import UploadLogsBeforeRestart
 from sentsweep.platform.driver.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.driver.trial_files import storage_trimming
 from sentsweep.platform.location import SweepLocation
@@ -80,7 +81,7 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, len(points)), FailureLines(), StopWatch(),
-                   *storage_trimming(config)],
+                   UploadLogsBeforeRestart(), *storage_trimming(config)],
         verbose=0)
     # the points replace every value; Tune wants each of their keys in the space
     return tune.Tuner(trials.trainable, param_space=dict(points[0]), tune_config=tune_config, run_config=run_config)

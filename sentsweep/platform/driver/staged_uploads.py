@@ -15,10 +15,16 @@ finished (``TERMINATED``) once the storage holds a copy of the same size; later 
 trials' files alone. The storage copies stay: Tune's ``ResultGrid`` (learning curves, ``compare``, the plots) reads
 them there. Errored trials keep their files (a resume may run them again, appending to them) and so do error files.
 A sweep on a local folder is left alone: its snapshot is a local copy.
+
+:class:`UploadLogsBeforeRestart` guards the other direction. When a trial restarts from a checkpoint (a retry
+after an error), Tune's JSON and CSV loggers copy the storage's ``result.json`` and ``progress.csv`` over the
+staging folder's. The storage copy is only as new as the last snapshot, so the lines reported since then were
+lost. The callback uploads the staging copies first, so the loggers copy back what they wrote.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import time
 from pathlib import Path
@@ -26,6 +32,8 @@ from typing import Any
 
 from ray.tune import Callback
 from ray.tune.experiment import Trial
+
+logger = logging.getLogger(__name__)
 
 #: The files Tune's default logger callbacks write per trial (and nothing a resume or the tracking callback reads).
 LOGGER_FILES = ("result.json", "progress.csv", "params.json", "params.pkl")
@@ -92,3 +100,36 @@ class ShedUploadedTrialFiles(Callback):
         for trial_id, trial in list(self._finished.items()):
             if trial.status != Trial.TERMINATED or shed_uploaded(trial):
                 del self._finished[trial_id]
+
+
+#: The files Tune's logger callbacks copy from the storage over the staging folder when a trial restarts.
+RESTORED_LOGGER_FILES = ("result.json", "progress.csv")
+
+
+def upload_restored_logs(trial: Trial) -> None:
+    """Upload ``trial``'s :data:`RESTORED_LOGGER_FILES` from the driver's staging folder to its storage folder."""
+    storage = trial.storage
+    if storage is None or not trial.local_path:
+        return
+    import pyarrow.fs
+
+    for name in RESTORED_LOGGER_FILES:
+        local = Path(trial.local_path, name)
+        if local.is_file():
+            storage.storage_filesystem.create_dir(storage.trial_fs_path)
+            pyarrow.fs.copy_files(str(local), posixpath.join(storage.trial_fs_path, name),
+                                  source_filesystem=pyarrow.fs.LocalFileSystem(),
+                                  destination_filesystem=storage.storage_filesystem)
+
+
+class UploadLogsBeforeRestart(Callback):
+    """Driver-side: before a trial restarts from a checkpoint, :func:`upload_restored_logs` (Tune calls the sweep's
+    callbacks before its own loggers, which then copy the storage's files back)."""
+
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        if trial.checkpoint is None:  # the loggers' own condition for copying from the storage
+            return
+        try:
+            upload_restored_logs(trial)
+        except OSError as error:  # the storage does not answer: Tune's loggers restore what it holds
+            logger.warning("trial %s: its result files were not uploaded before its restart: %s", trial, error)

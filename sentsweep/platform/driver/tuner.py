@@ -12,7 +12,7 @@ from sentsweep.platform.driver.checkpoint_restore import with_checkpoint_fallbac
 from sentsweep.platform.driver.failures import FailureLines
 from sentsweep.platform.driver.progress import ProgressCallback
 from sentsweep.platform.driver.specs import SearchSpaceLike, TrainableLike, space_points, trial_param_space
-from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles
+from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, UploadLogsBeforeRestart
 from sentsweep.platform.driver.stopping import StopWatch
 from sentsweep.platform.driver.trial import run_once
 from sentsweep.platform.driver.trial_files import storage_trimming
@@ -65,7 +65,8 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
-                   StopWatch(), budget, ShedUploadedTrialFiles(), *storage_trimming(config)],
+                   StopWatch(), budget, ShedUploadedTrialFiles(), UploadLogsBeforeRestart(),
+                   *storage_trimming(config)],
         verbose=0,
     )
     return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config),
