@@ -73,7 +73,9 @@ class SweepConfig(ConfigSection):
 
     name: str
     method: str
-    search_space: str | None = Field(None, description="a SEARCH_SPACES key (default: the method's)")
+    search_space: str | dict[str, Any] | None = Field(
+        None, description="a shipped space's name, or a mapping of the method's config fields to distributions "
+        "(see 'Search spaces' below); default: the space named after the method")
     fixed: dict[str, Any] = Field(default_factory=dict, description="trial settings set in every trial")
     num_samples: int = Field(8, ge=1)
     max_concurrent_trials: int | None = Field(None, ge=1)
@@ -200,6 +202,10 @@ class SweepConfig(ConfigSection):
 
     @property
     def space_name(self) -> str:
+        """The space's name: a shipped one's, ``custom`` for one written here (``BASE+custom`` on top of one)."""
+        if isinstance(self.search_space, dict):
+            base = self.search_space.get("base")
+            return f"{base}+custom" if base else "custom"
         return self.search_space or self.method
 
     @property

@@ -1,7 +1,7 @@
 """The typed trial config every method's config subclasses, and its parsing into one clear error.
 
 A method's defaults live in its config class and nowhere else: the loop settings, the loss arguments
-and the first point of the method's search spaces (:func:`sentsweep.search_spaces.spec.default_point`)
+and the first point of the method's search spaces (:func:`sentsweep.search_spaces.binding.bind`)
 are all read from it. Each invariant between fields is checked once, in a validator here or in the
 method's config.
 """
