@@ -39,7 +39,7 @@ def test_the_shipped_sweep_configs_are_found():
 @pytest.fixture
 def hub_configs_offline(monkeypatch, tmp_path):
     """A hub model that is neither a folder nor cached reads its config from a BERT stand-in (the shipped configs
-    name bert-base-uncased): an NLI sweep's first point needs the model's family (search_spaces/cosent.py, and
+    name bert-base-uncased): an NLI sweep's first point needs the model's family (search_spaces/spec.py, and
     sncse.py's lambda), and these tests run offline. Preflight, not this test, checks that the model itself is there."""
     from huggingface_hub import try_to_load_from_cache
     from transformers import BertConfig

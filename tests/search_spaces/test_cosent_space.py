@@ -57,7 +57,7 @@ def test_unknown_space_names_the_field() -> None:
         get_search_space("nope")
 
 
-# -- the space a sweep runs: its first point from the sweep's own settings (search_spaces/cosent.py) ----------
+# -- the space a sweep runs: its first point from the sweep's own settings (search_spaces/spec.py) ------------
 REPO = Path(__file__).resolve().parents[2]
 POOLINGS = ["mean", "cls", "max", "first_last"]
 SEARCHED = ("scale", "pooling", "lr", "batch_size", "warmup_ratio")
