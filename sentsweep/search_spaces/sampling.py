@@ -173,6 +173,9 @@ def parse_entry(name: str, raw: Any) -> Param:
     if kind in VALUE_KINDS:
         if not args:
             raise SpaceSyntaxError(name, f"{kind} needs at least one value")
+        if not all(v is None or isinstance(v, bool | int | float | str) for v in args):
+            raise SpaceSyntaxError(name, f"{kind} takes plain values (text, numbers, true/false, null), "
+                                   f"got {list(args)}")
         if len({repr(v) for v in args}) != len(args):
             raise SpaceSyntaxError(name, f"{kind} lists a value twice: {list(args)}")
         return Param(name, kind, values=tuple(args), when=when)

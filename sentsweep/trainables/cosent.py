@@ -86,8 +86,8 @@ class CosentConfig(TrialConfig):
     margin: float = Field(5.0, gt=0, description="triplet baseline: the margin")
     distance: Literal["euclidean", "cosine"] = Field("euclidean", description="contrastive and triplet baselines: the "
         "distance")
-    mining: Literal["hardest", "random"] = Field("hardest", description="triplet baseline: the negative of each "
-        "anchor in a batch")
+    mining: Literal["hardest", "random"] = Field("hardest", description="triplet baseline: how each anchor's "
+                                                 "negative is picked in the batch")
     positive_threshold: float | None = Field(None, description="contrastive/triplet: labels above it are "
                                              "positives (default: the middle of the label range; SICK: 3.0)")
     train_data: Literal["stsb", "sickr", "snli", "mrpc"] = Field("stsb", description="the training pairs: stsb, "

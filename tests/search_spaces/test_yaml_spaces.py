@@ -89,6 +89,7 @@ MISTAKES = [
     ({"scale": {"quniform": [1, 5]}}, "search_space.scale", r"quniform takes \[lo, hi, q\]"),
     ({"batch_size": {"randint": [8, 64.5]}}, "search_space.batch_size", "randint takes two integers"),
     ({"pooling": {"choice": ["mean", "mean"]}}, "search_space.pooling", "lists a value twice"),
+    ({"extra_dev_data": {"choice": [["sickr"], []]}}, "search_space.extra_dev_data", "takes plain values"),
     ({"margin": {"uniform": ["scale + 1", 9]}}, "search_space.margin", "names 'scale', which is not a range"),
     ({"scale": {"uniform": [1, 40], "when": {"los": "cosent"}}}, "search_space.scale.when.los", "not a field"),
     ({"loss": {"choice": ["cosent", "mse"]}, "margin": {"uniform": [1, 2], "when": {"loss": "triplet"}}},
