@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.sentsweep-installed
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled
 
-.PHONY: setup demo test test-latest test-cluster test-all bench lint k8s-check clean
+.PHONY: setup demo test test-latest test-cluster test-all bench lint k8s-check config-reference clean
 
 setup: $(STAMP)
 
@@ -91,6 +91,10 @@ k8s-check: setup
 	$(PY) -m tools.k8s_check k8s/examples/team/namespace k8s/examples/team k8s/examples/team/sweep
 	$(PY) -m tools.k8s_check k8s/cluster
 	$(VENV)/bin/hadolint docker/Dockerfile docker/mlflow.Dockerfile
+
+# docs/configuration.md from the typed configs (tests/platform/test_config_reference.py fails when it is stale).
+config-reference: setup
+	$(VENV)/bin/sentsweep config reference > docs/configuration.md
 
 clean:
 	rm -rf $(VENV) $(VENV_LATEST) .pytest_cache build *.egg-info

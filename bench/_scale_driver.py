@@ -29,8 +29,7 @@ from bench._measure import peak_rss_mib
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.evaluation.sts import STSB_DEV
-from sentsweep.search_spaces.cosent import COSENT_SPACE
-from sentsweep.search_spaces.spec import SearchSpaceSpec
+from sentsweep.search_spaces import SEARCH_SPACES, PythonSpace
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.registry import trainable_spec
 from sentsweep.trainables.trial_config import TrialConfig
@@ -93,7 +92,8 @@ class TrivialMethod(Method[TrivialConfig, TrivialTask]):
 
 TRIVIAL = TrivialMethod()
 TRIVIAL_TRAINABLE = trainable_spec(TRIVIAL)
-TRIVIAL_SPACE = SearchSpaceSpec("scale-trivial", TRIVIAL.name, COSENT_SPACE.define_by_run, COSENT_SPACE.first_point,
+COSENT_SPACE = SEARCH_SPACES["cosent"]
+TRIVIAL_SPACE = PythonSpace("scale-trivial", TRIVIAL.name, COSENT_SPACE.define_by_run, COSENT_SPACE.first_point,
                                 "the CoSENT space on the trivial method")
 
 

@@ -38,7 +38,7 @@ from ray.tune.schedulers import TrialScheduler
 from bench.search_grid import PARAMS, Config, Curve, GridTable, config_of
 from sentsweep.platform.config import SchedulerConfig, SweepConfig
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_scheduler, build_searcher
-from sentsweep.search_spaces.cosent import COSENT_SPACE
+from sentsweep.search_spaces import SEARCH_SPACES
 
 METRIC = "stsb_dev"
 ITERATION = "training_iteration"
@@ -97,7 +97,7 @@ class ReplaySpace:
     distributions: dict[str, BaseDistribution] = field(init=False)
 
     def __post_init__(self) -> None:
-        real = space_distributions(COSENT_SPACE.define_by_run)
+        real = space_distributions(SEARCH_SPACES["cosent"].define_by_run)
         self.distributions = {}
         for name in PARAMS:
             dist, values = real[name], self.table.values(name)
@@ -124,7 +124,7 @@ class ReplaySpace:
 
     def first_point(self) -> dict[str, Any]:
         """The space's first point (the paper's setting) on the table's settings."""
-        return {name: COSENT_SPACE.first_point[name] for name in PARAMS}
+        return {name: SEARCH_SPACES["cosent"].first_point[name] for name in PARAMS}
 
     def snap(self, params: dict[str, Any]) -> Config:
         """The grid point nearest a suggestion (log distance where the space is log-uniform)."""

@@ -24,7 +24,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from sentsweep.cli import cluster, data, preprocess, studies, sweeps, training
+from sentsweep.cli import cluster, data, preprocess, reference, studies, sweeps, training
 from sentsweep.cli.common import write_error_log
 from sentsweep.credentials import masked_output
 from sentsweep.errors import SentsweepError
@@ -34,7 +34,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     *training.COMMANDS, *preprocess.COMMANDS, *data.COMMANDS, *sweeps.COMMANDS, *studies.COMMANDS,
-    *cluster.COMMANDS,
+    *cluster.COMMANDS, *reference.COMMANDS,
 )
 """Every sub-command, in the order ``sentsweep --help`` lists them."""
 

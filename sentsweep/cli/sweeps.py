@@ -41,6 +41,10 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
                    "Kubernetes RayJob runs); the config must be the sweep's own (see --allow-change)")
     add_allow_change(p)
     add_trust_storage(p)
+    p.add_argument("--check", action="store_true", help="run the checks a sweep makes before Ray starts (config, "
+                   "search space, data, model, storage, tracking), print the space, the first point, the trials, "
+                   "the resources per trial and where runs go, and exit 0 (or 2 naming the mistake); starts "
+                   "nothing and leaves nothing behind")
     p.add_argument("--warm-start", default=None, metavar="SWEEP", help="start the search from an earlier sweep's "
                    "finished trials (its folder; the same space or the overlapping parameters)")
     p.set_defaults(handler=cmd_sweep)
@@ -120,6 +124,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raw["warm_start"] = args.warm_start
     config = parse_sweep_config(raw, args.config)
     _quiet_libraries()
+    if args.check:
+        from sentsweep.platform.driver.dry_run import check_only
+
+        check_only(config, args.config)
+        return 0
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials
         from sentsweep.platform.driver.autoresume import interrupted_sweep

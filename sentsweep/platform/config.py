@@ -71,42 +71,50 @@ refuses them (:func:`sentsweep.cluster.credentials.refuse_credentials`)."""
 class SweepConfig(ConfigSection):
     """One sweep: which method and space, how many trials, how to stop them, where results go."""
 
-    name: str
-    method: str
-    search_space: str | None = Field(None, description="a SEARCH_SPACES key (default: the method's)")
+    name: str = Field(description="the sweep's name: its folder (with a short suffix) and its MLflow parent run")
+    method: str = Field(description="the training method: cosent, sncse or multiview (see Method configs)")
+    search_space: str | dict[str, Any] | None = Field(
+        None, description="a shipped space's name, or a mapping of the method's config fields to distributions "
+        "(see 'Search spaces' below); default: the space named after the method")
     fixed: dict[str, Any] = Field(default_factory=dict, description="trial settings set in every trial")
-    num_samples: int = Field(8, ge=1)
-    max_concurrent_trials: int | None = Field(None, ge=1)
-    time_budget_s: float | None = Field(None, gt=0)
+    num_samples: int = Field(8, ge=1, description="trials the search runs (the first points included)")
+    max_concurrent_trials: int | None = Field(None, ge=1, description="trials running at once (null: as many as the "
+        "resources allow)")
+    time_budget_s: float | None = Field(None, gt=0, description="seconds after which Tune starts no new trial and "
+                                                                 "stops the running ones (null: none)")
     stop_grace_s: float = Field(20.0, ge=0, description="on SIGINT/SIGTERM, how long running trials get to "
                                 "checkpoint where they are before Tune stops (0: not at all); below Kubernetes' "
                                 "default terminationGracePeriodSeconds (30)")
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
-    metric: str = STSB_DEV
-    mode: Literal["max", "min"] = "max"
+    metric: str = Field(STSB_DEV, description="the dev metric trials are ranked by (default: the metric of "
+                                               "fixed.dev_data)")
+    mode: Literal["max", "min"] = Field("max", description="max or min: whether a higher metric is better")
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
-    storage_path: str = "./ray_results"
+    storage_path: str = Field("./ray_results", description="where sweep folders go: a local folder, or s3:// (gs://) "
+                                                            "for a cluster")
     storage_endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO) for s3://")
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    seed: int = 0
+    seed: int = Field(0, description="seeds the sampler (TPE) and, unless fixed.seed is set, every trial")
     startup_trials: int | None = Field(None, ge=1, description="random trials before TPE (Optuna: 10)")
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
         "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 "
         "(platform/search/searcher.py, build_sampler); "
         "one objective only: a multi-objective study keeps Optuna's split")
-    data_dir: str | None = None
+    data_dir: str | None = Field(None, description="the data directory in the SentEval layout (null: $SENTSWEEP_DATA, "
+                                                    "else the bundled sample)")
     full_data: bool = Field(False, description="refuse the bundled data sample (what data_dir null resolves to "
                             "without $SENTSWEEP_DATA): the paper configs' figures need the full sets")
-    model: str | None = None
+    model: str | None = Field(None, description="the encoder every trial starts from: an alias (minilm), a local "
+                                                 "folder or a hub id (null: the method's)")
     max_failures: int = Field(1, ge=-1, description="retries per trial after a crash; -1: unlimited")
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     confirm: ConfirmConfig = Field(default_factory=ConfirmConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     final_tasks: str = Field("sts", description="test suite for the best trial after the sweep")
-    export: bool = True
-    plots: bool = True
+    export: bool = Field(True, description="export the best model as a sentence-transformers folder after the sweep")
+    plots: bool = Field(True, description="draw the sweep's plots (history, importances, dev curves) after the sweep")
     register_model: str | None = Field(None, description="model-registry name for the best model")
     optuna_storage: str | None = Field(None, exclude=True, description="not a setting: the study lives in the "
                                        "sweep folder (platform/search/study_store.py); refused when set, null ignored")
@@ -200,6 +208,10 @@ class SweepConfig(ConfigSection):
 
     @property
     def space_name(self) -> str:
+        """The space's name: a shipped one's, ``custom`` for one written here (``BASE+custom`` on top of one)."""
+        if isinstance(self.search_space, dict):
+            base = self.search_space.get("base")
+            return f"{base}+custom" if base else "custom"
         return self.search_space or self.method
 
     @property

@@ -25,32 +25,35 @@ class ConfigSection(BaseModel):
 class SchedulerConfig(ConfigSection):
     """Early stopping: ASHA on ``training_iteration`` (one per dev evaluation) or none (fifo)."""
 
-    type: Literal["asha", "fifo"] = "asha"
+    type: Literal["asha", "fifo"] = Field("asha", description="asha stops weak trials at their dev evaluations; fifo "
+                                                               "runs every trial to its end")
     #: 2, not 1: in the recorded CoSENT table (bench/data/cosent_grid.csv, docs/benchmarks.md) the best
     #: configuration (a high learning rate) is behind at its first dev evaluation and ahead from its second, so a
     #: grace of 1 stops it early: TPE + ASHA found it in 1 of 30 replays at grace 1, in 11 of 30 at grace 2. The full
     #: 100-step table (bench/data/cosent_grid_100steps.csv) agrees: its best points (cls pooling) start low, and
     #: TPE + ASHA reaches them in 27% of replays at grace 1, 60% at grace 2 (grace 3: 70%, at more trial-seconds).
-    grace_period: int = Field(2, ge=1)
-    reduction_factor: float = Field(2.0, gt=1)
+    grace_period: int = Field(2, ge=1, description="dev evaluations a trial gets before ASHA may stop it")
+    reduction_factor: float = Field(2.0, gt=1, description="ASHA keeps the best 1/factor of the trials at each rung")
     max_t: int = Field(10_000, ge=1, description="places the rungs (grace * factor^k below max_t); "
                        "trials still end at their own step budget")
-    brackets: int = Field(1, ge=1)
+    brackets: int = Field(1, ge=1, description="ASHA brackets (1: one rung ladder)")
 
 
 class ResourcesConfig(ConfigSection):
     """Per-trial resources; fractions share a device (``gpu: 0.25`` puts four trials on one GPU)."""
 
-    cpu: float = Field(1.0, gt=0)
-    gpu: float = Field(0.0, ge=0)
+    cpu: float = Field(1.0, gt=0, description="CPUs per trial (fractions share a core)")
+    gpu: float = Field(0.0, ge=0, description="GPUs per trial (0.25 puts four trials on one GPU)")
 
 
 class TrackingConfig(ConfigSection):
     """Where the sweep's MLflow runs go (an embedded sqlite store by default, or a server URL)."""
 
-    uri: str = DEFAULT_TRACKING_URI
-    artifact_location: str | None = DEFAULT_ARTIFACTS
-    experiment: str = "sentsweep"
+    uri: str = Field(DEFAULT_TRACKING_URI, description="the MLflow store: sqlite:///FILE, a folder, or an http(s) "
+                                                        "server")
+    artifact_location: str | None = Field(DEFAULT_ARTIFACTS, description="where a new experiment keeps artifacts "
+        "(null: the server's choice)")
+    experiment: str = Field("sentsweep", description="the MLflow experiment the sweep's runs go to")
     system_metrics: bool = Field(False, description="system metrics (CPU, memory; GPU memory with CUDA) "
                                  "sampled in every trial and logged on its run")
     system_metrics_interval_s: float = Field(10.0, gt=0, description="seconds between system-metric samples")
@@ -93,8 +96,10 @@ class BudgetConfig(ConfigSection):
     seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
     no new trial starts and Tune stops the running ones."""
 
-    gpu_hours: float | None = Field(None, gt=0)
-    wall_hours: float | None = Field(None, gt=0)
+    gpu_hours: float | None = Field(None, gt=0, description="trial compute to spend: GPU-hours, or wall hours for "
+                                                             "CPU-only trials (null: no limit)")
+    wall_hours: float | None = Field(None, gt=0, description="the driver's hours to spend, across resumes (null: no "
+                                                              "limit)")
 
 
 NotifyEvent = Literal["end", "failure", "budget", "interrupted"]
@@ -109,7 +114,8 @@ class NotifyConfig(ConfigSection):
 
     webhook_env: str | None = Field(None, description="the environment variable holding the webhook URL "
                                     "(null: no notifications)")
-    on: list[NotifyEvent] = Field(default_factory=lambda: ["end", "failure", "budget"])
+    on: list[NotifyEvent] = Field(default_factory=lambda: ["end", "failure", "budget"], description=
+        "the events that send a notification: end, failure, budget, interrupted")
     timeout_s: float = Field(5.0, gt=0, description="seconds per attempt")
     retries: int = Field(2, ge=0, description="further attempts after a connection error, a timeout, HTTP 429 or 5xx")
 

@@ -75,18 +75,22 @@ class CosentConfig(TrialConfig):
     one that is set."""
 
     epochs: float = Field(4.0, gt=0)
-    architecture: Literal["bi", "cross"] = "bi"
+    architecture: Literal["bi", "cross"] = Field("bi", description="bi: a bi-encoder scoring cosines (eq. 10); cross: "
+                                                                    "a cross-encoder scoring pairs (eq. 11)")
     eval_max_length: EvalMaxLength = None
     pooling: Literal["cls", "mean", "max", "first_last"] | None = Field(
         None, description="bi-encoder only; unset: mean, or the NLI setting's by model family")
-    loss: Literal["cosent", "mse", "softmax", "contrastive", "triplet"] = "cosent"
-    scale: float = Field(20.0, gt=0)
+    loss: Literal["cosent", "mse", "softmax", "contrastive", "triplet"] = Field("cosent", description=
+        "cosent, or a baseline: mse, softmax (class labels), contrastive (eq. 2), triplet")
+    scale: float = Field(20.0, gt=0, description="CoSENT's lambda: the scale of the cosine differences (eq. 10)")
     epsilon: float = Field(0.0, description="contrastive baseline: the threshold of eq. 2 (the paper keeps it at 0 "
                            "in every evaluation; its reference, sentence-transformers' ContrastiveLoss with cosine "
                            "distance and margin 1, is epsilon 0)")
-    margin: float = Field(5.0, gt=0)
-    distance: Literal["euclidean", "cosine"] = "euclidean"
-    mining: Literal["hardest", "random"] = "hardest"
+    margin: float = Field(5.0, gt=0, description="triplet baseline: the margin")
+    distance: Literal["euclidean", "cosine"] = Field("euclidean", description="contrastive and triplet baselines: the "
+        "distance")
+    mining: Literal["hardest", "random"] = Field("hardest", description="triplet baseline: how each anchor's "
+                                                 "negative is picked in the batch")
     positive_threshold: float | None = Field(None, description="contrastive/triplet: labels above it are "
                                              "positives (default: the middle of the label range; SICK: 3.0)")
     train_data: str = Field("stsb", description="stsb, sickr, snli, mrpc, or prepared:NAME: scored pairs of your own "

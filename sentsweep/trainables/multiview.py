@@ -62,22 +62,26 @@ class MultiviewConfig(TrialConfig):
                                  description="two of bow, seq, dep, const joined by '+' (unordered)")
     hidden_size: int = Field(2400, ge=2, description="per view; the embedding is [f; g], twice this")
     word_vectors: str = Field("glove-6b-50d", description="glove-6b-50d (offline), a GloVe text file, random")
-    freeze_vectors: bool = True
+    freeze_vectors: bool = Field(True, description="keep the pretrained word vectors fixed")
     vocab_size: int = Field(50_000, ge=10, description="trainable vocabulary: most frequent corpus words")
     max_vectors: int | None = Field(None, ge=1, description="keep the first N rows of the vector file")
     word_dim: int = Field(300, ge=2, description="width of a Xavier-initialised trainable table")
     trainable_init: str = Field(
         "xavier", description="a trainable table's start: xavier (the paper's; word_vectors then serve the vocabulary "
         "expansion only) or vectors (word_vectors where they have the word, their width)")
-    lowercase: bool | None = None
+    lowercase: bool | None = Field(None, description="lowercase words before lookup (null: when the word vectors "
+                                   "are uncased, or there are none)")
     corpus: str = Field("enwiki", description="registered corpora or text files, comma-separated; a file is read as "
                         "titled documents (blank lines between documents, a '# ' line opening one is its title)")
-    max_sentences: int | None = Field(None, ge=2)
-    constituency: str = "derived"
-    spacy_model: str | None = None
-    respect_documents: bool = True
+    max_sentences: int | None = Field(None, ge=2, description="train on the corpus's first N sentences (null: all)")
+    constituency: str = Field("derived", description="constituency trees: derived (from the dependency parse), "
+                              "derived-xbar, benepar, stanza, or auto (a parser when installed)")
+    spacy_model: str | None = Field(None, description="the spaCy pipeline that parses the corpus (null: the first "
+                                    "one installed)")
+    respect_documents: bool = Field(True, description="neighbouring sentences across a document boundary are not "
+                                    "positives")
     dev_data: Literal["stsb", "sickr"] = "stsb"  # selection on STS-B dev, as the other methods; the paper names none
-    encode_batch_size: int = Field(256, ge=1)
+    encode_batch_size: int = Field(256, ge=1, description="sentences per batch when encoding for evaluation")
     # the paper's optimisation instead of the shared defaults
     optimizer: Literal["adamw", "adam"] = "adam"
     lr: float = Field(5e-4, gt=0)

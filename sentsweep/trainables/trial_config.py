@@ -1,7 +1,7 @@
 """The typed trial config every method's config subclasses, and its parsing into one clear error.
 
 A method's defaults live in its config class and nowhere else: the loop settings, the loss arguments
-and the first point of the method's search spaces (:func:`sentsweep.search_spaces.spec.default_point`)
+and the first point of the method's search spaces (:func:`sentsweep.search_spaces.spec.bind`)
 are all read from it. Each invariant between fields is checked once, in a validator here or in the
 method's config.
 """
@@ -42,36 +42,40 @@ class TrialConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
-    model: str = "minilm"
-    max_length: int = Field(64, ge=8)
-    batch_size: int = Field(16, ge=2)
-    seed: int = 42
-    optimizer: Literal["adamw", "adam"] = "adamw"
-    lr: float = Field(2e-5, gt=0)
-    weight_decay: float = Field(0.01, ge=0)
-    warmup_ratio: float = Field(0.1, ge=0, lt=1)
-    lr_schedule: Literal["linear", "constant"] = "linear"
-    max_grad_norm: float | None = Field(1.0, gt=0)
-    epochs: float = Field(1.0, gt=0)
-    max_steps: int | None = Field(None, gt=0)
-    eval_every: int = Field(125, gt=0)
+    model: str = Field("minilm", description="the encoder to train: an alias (minilm), a local folder or a hub id")
+    max_length: int = Field(64, ge=8, description="tokens per training sentence")
+    batch_size: int = Field(16, ge=2, description="training pairs or sentences per step")
+    seed: int = Field(42, description="the trial's seed (weights, data order, dropout)")
+    optimizer: Literal["adamw", "adam"] = Field("adamw", description="the optimiser: adamw or adam")
+    lr: float = Field(2e-5, gt=0, description="peak learning rate")
+    weight_decay: float = Field(0.01, ge=0, description="the optimiser's weight decay")
+    warmup_ratio: float = Field(0.1, ge=0, lt=1, description="share of the steps with a linear warmup")
+    lr_schedule: Literal["linear", "constant"] = Field("linear", description="the learning rate after warmup: linear "
+        "decay to 0, or constant")
+    max_grad_norm: float | None = Field(1.0, gt=0, description="gradient clipping norm (null: none)")
+    epochs: float = Field(1.0, gt=0, description="passes over the training data (with max_steps, whichever ends first)")
+    max_steps: int | None = Field(None, gt=0, description="training steps at most (null: epochs decide)")
+    eval_every: int = Field(125, gt=0, description="steps between dev evaluations (each one a report to Tune and a "
+                                                    "rung for ASHA)")
     checkpoint_every: int = Field(1, ge=1, description="a checkpoint every N dev evaluations (and at the last)")
     dev_data: DevSet = Field("stsb", description="dev set of model selection (STS-B dev, SICK-R trial, SNLI dev "
                              "against its labels)")
     extra_dev_data: list[DevSet] = Field(
         default_factory=list, description="further dev sets scored at every evaluation (a multi-objective sweep's "
         "other objectives); model selection stays on dev_data")
-    metric: str = STSB_DEV
-    mode: Literal["max", "min"] = "max"
+    metric: str = Field(STSB_DEV, description="the dev metric the trial selects its best weights on")
+    mode: Literal["max", "min"] = Field("max", description="max or min: whether a higher metric is better")
     amp: bool = Field(True, description="bf16/fp16 autocast of training steps on a GPU")
     eval_amp: bool = Field(EVAL_AMP, description="autocast of evaluation (dev selection, test suites, diagnostics) "
                            "on a GPU; off: float32, as the references evaluate")
-    eval_at_start: bool = False
-    device: str | None = None
-    data_dir: str | None = None
+    eval_at_start: bool = Field(False, description="score the dev set before the first step too")
+    device: str | None = Field(None, description="cpu, cuda or cuda:N (null: the GPU when there is one)")
+    data_dir: str | None = Field(None, description="the data directory (null: $SENTSWEEP_DATA, else the bundled "
+                                                    "sample)")
     max_dev_pairs: int | None = Field(None, gt=0, description="score this many pairs of each dev set, a seeded "
                                       "sample across the file (sentsweep.evaluation.sts.sampled_pairs); null: all")
-    test_tasks: str = "sts"
+    test_tasks: str = Field("sts", description="the test suite of the trial's best weights: sts, senteval, task "
+                                                "names, comma-separated")
     # SentEval options of the test suite, one per SentEvalOptions field (SENTEVAL_OPTION_FIELDS)
     senteval_setting: str = Field(_SENTEVAL.setting, description=SENTEVAL_OPTION_HELP["setting"])
     senteval_kfold: int | None = Field(_SENTEVAL.kfold, ge=2, description=SENTEVAL_OPTION_HELP["kfold"])

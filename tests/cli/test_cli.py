@@ -113,9 +113,12 @@ def test_every_command_in_one_parser_in_help_order() -> None:
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     assert list(sub.choices) == ["evaluate", "train", "negate", "parse", "neighbours", "data", "sweep", "resume",
-                                 "sync", "compare", "export", "dashboard", "submit", "jobs"]
+                                 "sync", "compare", "export", "dashboard", "submit", "jobs", "config"]
     args = parser.parse_args(["sweep", "demo.yaml", "--resume-interrupted"])
     assert (args.config, args.resume_interrupted) == ("demo.yaml", True)
+    args = parser.parse_args(["sweep", "demo.yaml", "--check"])
+    assert args.check is True and args.handler.__name__ == "cmd_sweep"
+    assert parser.parse_args(["config", "reference"]).handler.__name__ == "cmd_reference"
 
 
 def test_python_dash_m_runs_the_same_command() -> None:

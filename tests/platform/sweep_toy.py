@@ -28,7 +28,7 @@ from sentsweep.evaluation.metric_protocols import attach_protocols
 from sentsweep.evaluation.sts import STSB_DEV, StsEvaluator
 from sentsweep.methods.encoders import EncoderSettings, TransformerEncoder
 from sentsweep.platform.config import SweepConfig
-from sentsweep.search_spaces.spec import SearchSpaceSpec
+from sentsweep.search_spaces import PythonSpace
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.registry import trainable_spec
 from sentsweep.trainables.trial_config import TrialConfig
@@ -155,8 +155,8 @@ def faulty_space(trial: optuna.Trial) -> dict[str, Any] | None:
     return FAULTS.get(trial.number)
 
 
-TOY_SPACE = SearchSpaceSpec("toy", "toy", toy_space, {"lr": 1e-3, "scale": 1.0})
-FAULTY_SPACE = SearchSpaceSpec("toy-faulty", "toy", faulty_space, {"lr": 1e-3, "scale": 1.0})
+TOY_SPACE = PythonSpace("toy", "toy", toy_space, {"lr": 1e-3, "scale": 1.0})
+FAULTY_SPACE = PythonSpace("toy-faulty", "toy", faulty_space, {"lr": 1e-3, "scale": 1.0})
 
 
 def toy_config(tmp_path: Path, model: Path, tracking_uri: str, **overrides: Any) -> SweepConfig:

@@ -39,7 +39,7 @@ def test_the_shipped_sweep_configs_are_found():
 @pytest.fixture
 def hub_configs_offline(monkeypatch, tmp_path):
     """A hub model that is neither a folder nor cached reads its config from a BERT stand-in (the shipped configs
-    name bert-base-uncased): an NLI sweep's first point needs the model's family (search_spaces/cosent.py, and
+    name bert-base-uncased): an NLI sweep's first point needs the model's family (search_spaces/spec.py, and
     sncse.py's lambda), and these tests run offline. Preflight, not this test, checks that the model itself is there."""
     from huggingface_hub import try_to_load_from_cache
     from transformers import BertConfig
@@ -116,12 +116,12 @@ def test_relative_paths_are_resolved_for_trial_workers(tmp_path):
 
 def test_trial_settings_are_checked_against_the_method_before_ray_starts():
     config = SweepConfig(name="s", method="cosent", fixed={"max_step": 4})
-    trainable, space = resolve_specs(config, "sweep.yaml")
-    with pytest.raises(ConfigError) as err:
-        validate_trials(config, trainable, space, "sweep.yaml")
+    with pytest.raises(ConfigError) as err:  # the space's first point is the defaults of these settings
+        resolve_specs(config, "sweep.yaml")
     assert err.value.field == "fixed.max_step" and err.value.file == "sweep.yaml"
     searched = SweepConfig(name="s", method="cosent", fixed={"lr": 1e-5})
-    with pytest.raises(ConfigError, match="searched by space 'cosent'"):
+    trainable, space = resolve_specs(searched, "sweep.yaml")
+    with pytest.raises(ConfigError, match="'lr' is set by space 'cosent'"):
         validate_trials(searched, trainable, space, "sweep.yaml")
 
 

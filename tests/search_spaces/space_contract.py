@@ -49,7 +49,7 @@ class SpaceContract:
             assert space.sample(study.ask()) == point
 
     def test_the_searcher_suggests_and_pickles(self, space: SearchSpaceSpec, tmp_path: Path) -> None:
-        assert pickle.loads(pickle.dumps(space.define_by_run)) is space.define_by_run
+        assert pickle.loads(pickle.dumps(space.define_by_run)) == space.define_by_run
         config = SweepConfig.model_validate({"name": "s", "method": space.method, "search_space": space.name})
         searcher = build_searcher(config, space.define_by_run, [space.first_point])
         first = searcher.suggest("t1")

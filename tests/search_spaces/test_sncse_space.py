@@ -7,14 +7,11 @@ from pathlib import Path
 import optuna
 import pytest
 
-from sentsweep.search_spaces import get_search_space
-from sentsweep.search_spaces.sncse import (
-    PAPER_DEFAULTS,
-    SNCSE_ABLATION_SPACE,
-    SNCSE_DEMO_SPACE,
-    SNCSE_SPACE,
-)
+from sentsweep.search_spaces import SEARCH_SPACES, get_search_space
 from sentsweep.trainables.sncse import SNCSE
+
+SNCSE_SPACE, SNCSE_DEMO_SPACE, SNCSE_ABLATION_SPACE = (SEARCH_SPACES[n] for n in ("sncse", "sncse-demo",
+                                                                                  "sncse-ablation"))
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,7 +46,7 @@ def test_alpha_below_beta_on_every_trial_and_every_config_parses(spec) -> None:
 
 
 def test_first_point_is_the_papers_setting() -> None:
-    assert PAPER_DEFAULTS == {
+    assert SNCSE_SPACE.first_point == {
         "loss": "bml",
         "alpha": 0.1,
         "beta": 0.3,
@@ -58,7 +55,7 @@ def test_first_point_is_the_papers_setting() -> None:
         "lr": 1e-5,
         "batch_size": 256,
     }
-    assert SNCSE_SPACE.first_point == PAPER_DEFAULTS and SNCSE_SPACE.method == "sncse"
+    assert SNCSE_SPACE.method == "sncse"
     assert SNCSE_DEMO_SPACE.first_point["batch_size"] == 32
     # the first point names exactly what the space suggests on its branch
     study = optuna.create_study()
@@ -96,7 +93,7 @@ def test_sweep_configs_validate(path: str, space) -> None:
 def test_spaces_pickle(spec) -> None:
     import pickle
 
-    assert pickle.loads(pickle.dumps(spec.define_by_run)) is spec.define_by_run  # Tune saves its searcher
+    assert pickle.loads(pickle.dumps(spec.define_by_run)) == spec.define_by_run  # Tune saves its searcher
 
 
 # -- a sweep's first point takes its model family's lambda ------------------------------
@@ -104,8 +101,8 @@ def test_spaces_pickle(spec) -> None:
 @pytest.mark.parametrize(("family", "lam"), [("bert", 1e-3), ("roberta", 5e-4)])
 def test_the_sweep_starts_at_its_model_familys_lambda(space: str, family: str, lam: float, tiny_bert_dir: Path,
                                                       tmp_path: Path) -> None:
-    """SNCSE section 3.2: lambda 1e-3 for BERT, 5e-4 for RoBERTa. The first point used to pin BERT's for every
-    model; it is now computed from the sweep's model when the sweep starts (resolve_specs)."""
+    """SNCSE section 3.2: lambda 1e-3 for BERT, 5e-4 for RoBERTa, computed from the sweep's model when the sweep
+    starts (resolve_specs)."""
     from transformers import RobertaConfig
 
     from sentsweep.platform.config import SweepConfig
@@ -128,11 +125,13 @@ def test_the_sweep_starts_at_its_model_familys_lambda(space: str, family: str, l
 
 
 def test_a_space_without_lambda_in_its_first_point_reads_no_model(tmp_path: Path) -> None:
-    """The ablation space fixes lambda by the trial config (default_lambda at training): no config is read."""
+    """The ablation space leaves lambda to the trial config (default_lambda at training), and lr and batch size set
+    in fixed need no model size: no model config is read."""
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.driver.specs import resolve_specs
 
-    config = SweepConfig(name="s", method="sncse", search_space="sncse-ablation", model=str(tmp_path / "absent"))
+    config = SweepConfig(name="s", method="sncse", search_space="sncse-ablation", model=str(tmp_path / "absent"),
+                         fixed={"lr": 1e-5, "batch_size": 64})
     _, spec = resolve_specs(config, "sweep.yaml")
     assert spec.first_point == SNCSE_ABLATION_SPACE.first_point
 

@@ -37,6 +37,9 @@ class SearchSpaceLike(Protocol):
     first_point: dict[str, Any]
     extra_points: tuple[dict[str, Any], ...]
 
+    @property
+    def fixed(self) -> dict[str, Any]: ...
+
     def for_settings(self, settings: Mapping[str, Any]) -> SearchSpaceLike: ...
 
 
@@ -58,16 +61,15 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
 
             trainable = get_trainable(config.method)
         if space is None:
-            from sentsweep.search_spaces import get_search_space
+            from sentsweep.search_spaces import space_for
 
-            space = get_search_space(config.space_name)
+            space = space_for(config.search_space or config.method, config.method, source)
         if space.method != config.method:
             raise ConfigError(f"search space '{space.name}' is for method '{space.method}', "
                               f"not '{config.method}'", field="search_space")
         space = space.for_settings(trial_param_space(config))
     except ConfigError as exc:
-        raise ConfigError(str(exc).split(": ", 1)[-1], field=_settings_field(config, exc.field),
-                          file=source) from None
+        raise ConfigError(exc.message, field=_settings_field(config, exc.field), file=exc.file or source) from None
     except ValidationError as exc:
         raise _settings_error(exc, config, source) from None
     return trainable, space
@@ -105,12 +107,15 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
     from pydantic import ValidationError
 
     points = space_points(space)
-    searched = sorted(set(config.fixed) & set().union(*points))
+    fixed_here = getattr(space, "fixed", {})
+    searched = sorted(set(config.fixed) & set().union(*points, fixed_here))
     if searched:
-        raise ConfigError(f"'{searched[0]}' is searched by space '{space.name}'; remove it from fixed or "
-                          "use a space without it", field=f"fixed.{searched[0]}", file=source)
+        name = searched[0]
+        raise ConfigError(f"'{name}' is set by space '{space.name}'; remove it from fixed, or fix it in the space: "
+                          f"search_space: {{base: {config.space_name.removesuffix('+custom')}, {name}: VALUE}}",
+                          field=f"fixed.{name}", file=source)
     try:
-        return [trainable.config_cls.model_validate({**trial_param_space(config), **point})
+        return [trainable.config_cls.model_validate({**trial_param_space(config), **fixed_here, **point})
                 for point in points]
     except ValidationError as exc:
         raise _settings_error(exc, config, source) from None

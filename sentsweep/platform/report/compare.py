@@ -36,6 +36,7 @@ from sentsweep.tracking.vocabulary import (
     PARETO_TAG,
     REASON_TAG,
     ROLE_TAG,
+    SPACE_TAG,
     SWEEP_TAG,
     TRIAL_ID_TAG,
 )
@@ -151,8 +152,8 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     statuses = [STATUS_NAMES.get(t.info.status, t.info.status.lower()) for t in trials]
     row: dict[str, Any] = {
         "sweep": tags.get(SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
-        "space": params.get("search_space") if params.get("search_space") not in (None, "None")
-        else params.get("method"), "status": sweep.info.status.lower(), "trials": len(trials),
+        "space": tags.get(SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
+        "trials": len(trials),
         **{s: statuses.count(s) for s in ("finished", "pruned", "failed", "running")},
         "metric": metric, "best": _metric(sweep, f"best_{metric}"),
         "best_trial": tags.get("sentsweep.best_trial_id", ""),

@@ -137,8 +137,11 @@ class SweepRun:
             folder = Path(tmp)
             (folder / "sweep.yaml").write_text(config.to_yaml())
             (folder / "first_point.json").write_text(json.dumps(first_point or {}, indent=2, default=str))
-            with contextlib.suppress(OSError, TypeError):  # no source for a lambda typed at a prompt
-                (folder / "search_space.py").write_text(inspect.getsource(define_by_run))
+            if hasattr(define_by_run, "describe"):  # a YAML space (sentsweep.search_spaces.YamlSpace)
+                (folder / "search_space.txt").write_text("\n".join(define_by_run.describe()) + "\n")
+            else:
+                with contextlib.suppress(OSError, TypeError):  # no source for a lambda typed at a prompt
+                    (folder / "search_space.py").write_text(inspect.getsource(define_by_run))
             client.log_artifacts(sweep.run_id, tmp, "sweep")
         return sweep
 

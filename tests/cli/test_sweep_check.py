@@ -1,0 +1,65 @@
+"""``sentsweep sweep CONFIG --check``: the pre-start checks without Ray, what the sweep would run, exit 0 or 2, and
+nothing left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sentsweep.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _check(config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+           capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    monkeypatch.chdir(tmp_path)
+    code = main(["sweep", str(config), "--check"])
+    out, err = capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in tmp_path.iterdir() if p.suffix == ".yaml"]
+    return code, out, err
+
+
+@pytest.mark.parametrize(("name", "space", "first"), [
+    ("demo.yaml", "'cosent'", "first point: scale=20, pooling=mean, lr=2e-05, batch_size=16, warmup_ratio=0.1"),
+    ("cosent-mean-pooling.yaml", "'custom'", "first point: scale=20, lr=2e-05"),
+    ("sncse-space.yaml", "'custom'", "first point: alpha=0.1, beta=0.3, temperature=0.05, lr=1e-05"),
+])
+def test_check_prints_what_the_sweep_runs_and_leaves_nothing(name: str, space: str, first: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _check(REPO / "configs" / name, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert f"search space {space}" in lines[0]
+    assert first in lines
+    assert "resources per trial: 1 CPU, 0 GPU" in lines
+    assert any(line.startswith("trials: 8, 2 at a time;") for line in lines)
+    assert f"tracking: sqlite:///{tmp_path}/mlruns.db" in out
+    assert lines[-1].startswith("checks passed: config, search space, data, model, storage, tracking")
+
+
+def test_the_user_configs_search_what_they_say(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = _check(REPO / "configs" / "cosent-mean-pooling.yaml", tmp_path, monkeypatch, capsys)
+    assert "  pooling: fixed 'mean'\n  scale: uniform [5, 40]\n  lr: loguniform [1e-05, 0.0001]\n" in out
+    _, out, _ = _check(REPO / "configs" / "sncse-space.yaml", tmp_path, monkeypatch, capsys)
+    assert "  alpha: uniform [0, 0.3]\n  beta: loguniform [alpha + 0.01, 2]\n" in out
+
+
+@pytest.mark.parametrize(("name", "change", "field"), [
+    ("cosent-mean-pooling.yaml", {"pooling": "avg"}, "search_space.pooling"),
+    ("sncse-space.yaml", {"gamma": {"uniform": [0, 1]}}, "search_space.gamma"),
+    ("sncse-space.yaml", {"temperature": {"loguniform": [0, 0.1]}}, "search_space.temperature"),
+])
+def test_a_mistake_is_one_line_and_exit_2(name: str, change: dict, field: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = yaml.safe_load((REPO / "configs" / name).read_text())
+    raw["search_space"] = {**raw["search_space"], **change}
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    code, out, err = _check(config, tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"sentsweep sweep: error: {config}: field '{field}': "), err
