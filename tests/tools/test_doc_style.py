@@ -19,10 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 #: README.md's size limit: what it is, the two commands, a sweep config, the commands, the Python example, links.
 README_MAX_BYTES = 12 * 1024
 
-#: Pages another part of the project writes (the generated configuration reference, the own-data walk-through);
-#: a link to one is checked once the page exists.
-PAGES_WRITTEN_ELSEWHERE = frozenset({"docs/configuration.md", "docs/own-data.md"})
-
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 _BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
 
@@ -96,8 +92,7 @@ def test_every_relative_link_of_readme_and_docs_names_a_file_of_the_repository()
     for page in doc_style.user_pages():
         for target in _links(page):
             resolved = (page.parent / target).resolve()
-            relative = resolved.relative_to(REPO) if resolved.is_relative_to(REPO) else resolved
-            if not resolved.exists() and str(relative) not in PAGES_WRITTEN_ELSEWHERE:
+            if not resolved.exists():
                 broken.append(f"{page.relative_to(REPO)}: {target}")
     assert broken == []
 
