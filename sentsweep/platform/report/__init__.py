@@ -12,7 +12,7 @@ from sentsweep.lazy_exports import lazy_exports
 _WHERE: dict[str, str] = {
     "SweepNotifier": "sentsweep.platform.report.notify",
     "compare": "sentsweep.platform.report.compare",
-    "compare_plots": "sentsweep.platform.report.compare",
+    "compare_plots": "sentsweep.platform.report.compare_plots",
     "confirmation_plot": "sentsweep.platform.report.selection_plots",
     "export_run": "sentsweep.platform.report.export",
     "finalize_sweep": "sentsweep.platform.report.finalize",

@@ -28,6 +28,7 @@ from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.driver.sweep_state import RUN_STATUS, STATUS_TAG, SweepState
 from sentsweep.platform.folder.location import locate
+from sentsweep.platform.tracking.descriptions import experiment_description, searched_names, sweep_description
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
@@ -35,6 +36,7 @@ from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
+    NOTE_TAG,
     ROLE_TAG,
     SPACE_TAG,
     SWEEP_DIR_TAG,
@@ -118,13 +120,17 @@ class SweepRun:
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
              first_point: dict[str, Any] | None) -> SweepRun:
-        """Create the parent run: config as params, git SHA, versions, seed, the search space."""
+        """Create the parent run: config as params, git SHA, versions, seed, the search space; the run's and the
+        experiment's descriptions (:mod:`.descriptions`)."""
         prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
+        searched = searched_names(first_point)
+        client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: config.space_name, STATUS_TAG: "running", **source_tags(SWEEP_SOURCE)}
+                SPACE_TAG: str(config.space_name), STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
+                NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
         run = create_unique_run(client, experiment_id, tags, sweep_name, {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name})
         fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
@@ -187,10 +193,13 @@ class SweepRun:
         that an outage delays the upload instead of losing it."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
-    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0) -> str | None:
-        """Register the run's logged model at ``artifact_path`` as a version of ``name`` (after its upload); the
-        version, or None when MLflow has not answered within ``wait_s`` (registered by a resume or ``sync``)."""
-        self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path})
+    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
+                       tags: dict[str, str] | None = None) -> str | None:
+        """Register the run's logged model at ``artifact_path`` as a version of ``name`` (after its upload), with
+        ``description`` and ``tags`` on the version; the version, or None when MLflow has not answered within
+        ``wait_s`` (registered by a resume or ``sync``)."""
+        self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
+                         "description": description, "tags": tags or {}})
         self.writes.flush(wait_s)
         return self.writes.registered.get(name)
 
