@@ -5,7 +5,8 @@
   a tag for lookups.
 - A trial's run is named after its label and its searched values: ``t03 scale=22.4 lr=3.5e-05``.
 - Bookkeeping values of a report (the step, the epoch, seconds, GPUs, the final flag) go to MLflow under
-  :data:`SYS_PREFIX`, a chart section of its own, so that a run's charts open on the figures that matter.
+  :data:`SYS_PREFIX`, the prefix MLflow's UI shows on a run's "System metrics" tab beside the sampled CPU and GPU
+  figures, so that its "Model metrics" tab holds only the figures that matter.
 - MLflow 3's UI keeps a per-browser switch between its GenAI and model-training views (GenAI by default) and
   follows a ``workflowType`` query parameter over it, so every link this project prints carries
   ``workflowType=machine_learning``.
@@ -17,8 +18,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-#: The prefix of a trial's bookkeeping metrics in MLflow (a chart section apart from the figures).
-SYS_PREFIX = "sys/"
+#: The prefix of a trial's bookkeeping metrics in MLflow (its UI charts them on a tab apart from the figures).
+SYS_PREFIX = "system/"
 #: Report keys that are bookkeeping, not figures of the training.
 BOOKKEEPING_KEYS = frozenset({"step", "epoch", "gpus", "final", "failed", "evaluations", "wall_seconds",
                               "gpu_seconds", "attempt_seconds", "training_iteration", "time_total_s",

@@ -126,6 +126,7 @@ def test_reconcile_completes_histories_ends_runs_and_is_idempotent(sweep, tmp_pa
         "done": "finished", "cut": "interrupted", "bad": "failed"}
     assert {t: run_outcome(r) for t, r in runs_by_trial.items()} == {
         "done": "finished", "cut": "interrupted", "bad": "failed"}
+    assert runs_by_trial["bad"].data.tags["mlflow.note.content"] == "**Failed**: DataError: no rows."
 
 
 def test_bookkeeping_goes_under_sys_and_figures_stay_as_they_are(sweep) -> None:
@@ -135,8 +136,8 @@ def test_bookkeeping_goes_under_sys_and_figures_stay_as_they_are(sweep) -> None:
     runs.deliver("t1", [{"training_iteration": 1, "step": 8, "epoch": 0.5, "gpus": 0.0, "wall_seconds": 3.0,
                          "stsb_dev": 70.0, "train_loss": 1.5, "time_this_iter_s": 2.0}])
     run = client.get_run(run_id)
-    assert set(run.data.metrics) == {"stsb_dev", "train_loss", "sys/step", "sys/epoch", "sys/gpus",
-                                     "sys/wall_seconds", "sys/training_iteration"}
+    assert set(run.data.metrics) == {"stsb_dev", "train_loss", "system/step", "system/epoch", "system/gpus",
+                                     "system/wall_seconds", "system/training_iteration"}
     assert run.info.run_name == "t01 lr=0.001" and run.data.tags[TRIAL_NUMBER_TAG] == "1"
     assert points(client, run_id, "stsb_dev") == [(8, 70.0)]
 
@@ -183,8 +184,8 @@ def test_steps_trained_again_after_a_fallback_are_not_logged_twice_and_the_final
     assert reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent)).reports == 0
     (run,) = children(client, experiment_id)
     assert points(client, run.info.run_id, "loss") == [(0, 3.0), (2, 2.0), (4, 1.0), (6, 0.5), (6, 0.5)]
-    assert run.data.metrics["sys/final"] == 1.0 and run.info.status == "FINISHED"
-    assert "final" not in run.data.metrics, "bookkeeping is charted apart, under sys/"
+    assert run.data.metrics["system/final"] == 1.0 and run.info.status == "FINISHED"
+    assert "final" not in run.data.metrics, "bookkeeping is charted apart, under system/"
 
 
 def test_draining_reports_are_skipped_and_folders_without_reports_ignored(sweep, tmp_path: Path) -> None:

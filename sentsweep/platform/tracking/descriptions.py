@@ -45,7 +45,8 @@ def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[s
         f"- Tag `{OUTCOME_TAG}` says how a trial ended: finished, pruned (stopped early by the scheduler; its run is "
         "FINISHED, its figures are those of the steps it ran), stopped (by the budget), failed or interrupted.",
         f"- {columns_to_add(config.metric, searched)}",
-        f"- Bookkeeping (step, epoch, seconds, GPUs, the final flag) is charted under `{SYS_PREFIX}`.",
+        f"- Bookkeeping (step, epoch, seconds, GPUs, the final flag) is under `{SYS_PREFIX}`, on a trial's "
+        "**System metrics** tab; its **Model metrics** tab holds the figures.",
         f"- [The experiment's runs]({ui_link(tracking_uri, experiment_id)}) on MLflow's model-training view.",
     ])
 

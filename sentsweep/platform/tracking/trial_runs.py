@@ -36,6 +36,7 @@ from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
+    NOTE_TAG,
     OUTCOME_TAG,
     OUTPUT_DIR,
     PARENT_TAG,
@@ -274,8 +275,9 @@ class TrialRuns:
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
         """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`) and ``outcome`` (tag
-        :data:`OUTCOME_TAG`), a finished trial's ``output`` folder uploaded first as the root of its artifacts; a run
-        that ended already keeps its status unless ``overwrite``. Whether the run was ended here."""
+        :data:`OUTCOME_TAG`, and the run's description), a finished trial's ``output`` folder uploaded first as the
+        root of its artifacts; a run that ended already keeps its status unless ``overwrite``. Whether the run was
+        ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
         if run.info.status in TERMINAL and not overwrite:
             return False
@@ -289,6 +291,8 @@ class TrialRuns:
             self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
         if outcome:
             self.client.set_tag(run.info.run_id, OUTCOME_TAG, outcome)
+            self.client.set_tag(run.info.run_id, NOTE_TAG, f"**{outcome.capitalize()}**"
+                                + (f": {reason[:2000]}." if reason else "."))
         self.client.set_terminated(run.info.run_id, status=status)
         return True
 
