@@ -40,11 +40,14 @@ def best_so_far_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
 
 
 def curve_rows(client: MlflowClient, sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per dev evaluation of each trial of a sweep (its step and value)."""
+    """One row per dev evaluation of each trial of a sweep (its step and value; at a step logged twice, the first
+    value: a finished trial's final report repeats its best value at its last step)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     rows = []
     for trial in trials:
-        points = sorted({(h.step, h.value) for h in client.get_metric_history(trial.info.run_id, metric)})
+        history = sorted(client.get_metric_history(trial.info.run_id, metric), key=lambda h: (h.timestamp, h.step))
+        first = {h.step: h.value for h in reversed(history)}
+        points = sorted(first.items())
         rows.extend({"sweep": sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8]), "trial": run_label(trial),
                      "outcome": run_outcome(trial), "step": step, metric: value, "points": len(points)}
                     for step, value in points)
@@ -85,7 +88,10 @@ def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) 
         ax_curves.plot([], [], "-", color=color, label=name)
     shown = " / ".join(sorted(metrics)) or STSB_DEV
     ax_best.set_ylabel(f"best {shown} so far (dev)")
-    ax_best.set_xlabel("trial (numbered as in the tables: t03 is 3)")
+    numbers = sorted({r["number"] for r in best_rows})
+    if numbers and len(numbers) <= 30:
+        ax_best.set_xticks(numbers, [f"t{n:02d}" for n in numbers], fontsize=8)
+    ax_best.set_xlabel("trial (as in the tables)")
     ax_curves.set_ylabel(f"{shown} (dev)")
     ax_curves.set_xlabel("training step")
     legend = [Line2D([], [], color="black", linestyle=":", marker="x", markersize=7,
