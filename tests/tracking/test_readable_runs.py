@@ -134,3 +134,13 @@ def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
 
     trials = [_Trial("a", "RUNNING", {"stsb_dev": 60.0}), _Trial("b", "RUNNING", {"best_stsb_dev": 80.0})]
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)
+
+
+def test_the_sweep_prints_its_runs_page_on_a_tracking_server() -> None:
+    from types import SimpleNamespace
+
+    from sentsweep.platform.tracking.parent_run import run_page
+
+    served = SimpleNamespace(tracking_uri="https://mlflow.example", experiment_id="2", run_id="r1")
+    assert run_page(served) == " at https://mlflow.example/#/experiments/2/runs/r1?workflowType=machine_learning"
+    assert run_page(SimpleNamespace(tracking_uri="sqlite:///mlruns.db", experiment_id="2", run_id="r1")) == ""

@@ -33,6 +33,7 @@ from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
 from sentsweep.platform.tracking.trial_runs import create_unique_run
+from sentsweep.tracking.names import ui_link
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
@@ -76,6 +77,14 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def run_page(sweep: SweepRun) -> str:
+    """``" at <address>"``: the run's page on MLflow's model-training view, when MLflow is a server (a local store's
+    pages are served by ``mlflow ui``, whose address the sweep does not know)."""
+    if not sweep.tracking_uri.startswith(("http://", "https://")):
+        return ""
+    return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
