@@ -240,7 +240,9 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
         stage = confirmation_run(client, sweep)
         if stage is not None:
             confirm_table.extend(confirmation_rows(sweep, stage, labels_by_id(trials)))
-        front_table.extend(pareto_rows(client, sweep))
+        labels = labels_by_id(trials)
+        front_table.extend({**row, "trial": _named(labels, str(row.get("trial", "")))}
+                           for row in pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
     table.attrs["confirmation"] = pd.DataFrame(confirm_table)
     table.attrs["pareto"] = pd.DataFrame(front_table)
