@@ -189,16 +189,23 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
     from mlflow import MlflowClient
 
     from sentsweep.platform.report.compare import compare, render
+    from sentsweep.tracking.names import ui_link
 
-    sweep_table, trial_table = compare(MlflowClient(tracking_uri=tracking_uri), sweeps=sweeps)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    sweep_table, trial_table = compare(client, sweeps=sweeps)
     print("\n" + render(sweep_table, trial_table))
-    print(f"browse the runs: mlflow ui --backend-store-uri {tracking_uri}  (then open http://127.0.0.1:5000)")
+    link = ui_link(tracking_uri, client.get_run(sweeps[0]).info.experiment_id) if sweeps else ""
+    if tracking_uri.startswith(("http://", "https://")):
+        print(f"browse the runs: {link}")
+    else:
+        print(f"browse the runs: mlflow ui --backend-store-uri {tracking_uri}  (then open http://127.0.0.1:5000{link})")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentsweep.credentials import explain_refused_credentials
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.report.compare import compare, compare_plots, find_sweeps, render, sweep_runs
+    from sentsweep.platform.report.compare import compare, find_sweeps, render, sweep_runs
+    from sentsweep.platform.report.compare_plots import compare_plots
     from sentsweep.platform.report.protocols import protocol_table, render_protocols
     from sentsweep.platform.tracking.store import open_client
 

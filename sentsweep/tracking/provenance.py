@@ -1,9 +1,10 @@
 """MLflow's own provenance conventions, filled so that its UI shows them without clicks.
 
-- The experiment is a model-training experiment: MLflow 3.x reads the experiment tag
-  ``mlflow.experimentKind`` (``custom_model_development`` for training, ``genai_development`` for GenAI;
-  without it the UI infers a kind and opens an experiment of training runs on its empty GenAI
-  "Overview" page). :func:`mark_training_experiment` sets it on experiments that have no kind yet.
+- The experiment is a model-training experiment: the experiment tag ``mlflow.experimentKind``
+  (``custom_model_development`` for training, ``genai_development`` for GenAI), which MLflow's API and its older
+  UIs read. :func:`mark_training_experiment` sets it on experiments that have no kind yet. MLflow 3.17's UI opens
+  every experiment on its GenAI overview unless its address asks for the training view: the links this project
+  prints do (:func:`sentsweep.tracking.names.ui_link`).
 - Runs carry ``mlflow.source.name``, ``mlflow.source.type`` and ``mlflow.source.git.commit`` (the UI's
   Source column): :func:`source_tags`.
 - Each evaluation metric's protocol (:mod:`sentsweep.evaluation.metric_protocols`) goes on its run as a

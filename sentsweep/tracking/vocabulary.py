@@ -33,6 +33,18 @@ ATTEMPT_TAG = "sentsweep.attempt"
 #: attempt finds its own run instead of reattaching to it.
 TOKEN_TAG = "sentsweep.attempt_token"
 SWEEP_DIR_TAG = "sentsweep.sweep_dir"
+#: The trial's place in the order Tune created the trials (from 1): its label ``t03``
+#: (:mod:`sentsweep.tracking.names`).
+TRIAL_NUMBER_TAG = "sentsweep.trial_number"
+#: How a trial ended, in words MLflow's statuses lack: :data:`OUTCOMES`.
+OUTCOME_TAG = "sentsweep.outcome"
+#: A trial's outcome and the MLflow status its run ends in. A trial that ASHA or a stopper ended early ran as
+#: asked and its figures are complete for the steps it ran: its run is FINISHED, and the tag says it was pruned.
+#: KILLED is kept for a trial that was cut off and that a resume continues.
+OUTCOMES: dict[str, str] = {"finished": "FINISHED", "pruned": "FINISHED", "stopped": "FINISHED",
+                            "failed": "FAILED", "interrupted": "KILLED", "not started": "KILLED"}
+#: MLflow's description of an experiment, a run or a model version (markdown, shown on its page).
+NOTE_TAG = "mlflow.note.content"
 #: The role of a trial's child run (:data:`ROLE_TAG`).
 TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
@@ -63,6 +75,16 @@ def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str 
     several)."""
     runs = trial_runs(client, experiment_id, parent_run_id, trial_id)
     return runs[0] if runs else None
+
+
+def run_outcome(run: Run) -> str:
+    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words (a run without the tag that was
+    KILLED was pruned, stopped or interrupted: ``pruned``)."""
+    tag = run.data.tags.get(OUTCOME_TAG)
+    if tag:
+        return tag
+    return {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}.get(
+        run.info.status, run.info.status.lower())
 
 
 def param_value(value: Any) -> str:

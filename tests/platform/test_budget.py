@@ -176,7 +176,8 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
     assert parent.data.metrics["budget_compute_seconds"] == pytest.approx(counted)
     before_wall = parent.data.metrics["budget_wall_seconds"]
     (stopped,) = client.search_runs([first.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
-    assert (stopped.info.status, stopped.data.tags[REASON_TAG]) == ("KILLED", STOPPED_REASON)
+    assert (stopped.info.status, stopped.data.tags[REASON_TAG]) == ("FINISHED", STOPPED_REASON)
+    assert stopped.data.tags["sentsweep.outcome"] == "stopped"
 
     started = time.monotonic()
     outcome = resume_sweep(first.sweep_dir, overrides=["budget.gpu_hours=1.0"], allow_change=["budget"],

@@ -1,18 +1,88 @@
-"""The comparison table's columns: only the params that differ between the trials that logged them."""
+"""The comparison tables: only the params that differ between the trials that logged them, one label per trial in
+every table, outcomes from their tag (a pruned trial's run is FINISHED), bookkeeping read under ``system/``; the
+protocol table folded to one row per protocol; the compare plots' data."""
 
 from __future__ import annotations
 
-from mlflow.entities import Param, Run, RunData, RunInfo
+import csv
+from pathlib import Path
 
-from sentsweep.platform.report.compare import _searched
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
+
+from sentsweep.platform.report.compare import _searched, labels_by_id, sweep_row, trial_rows
+from sentsweep.platform.report.compare_plots import compare_plots
+from sentsweep.platform.report.protocols import fold_protocols
+from sentsweep.tracking.vocabulary import OUTCOME_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
 
 
-def _run(run_id: str, params: dict[str, str]) -> Run:
-    info = RunInfo(run_id=run_id, experiment_id="0", user_id="u", status="FINISHED", start_time=0,
+def _run(run_id: str, params: dict[str, str] | None = None, tags: dict[str, str] | None = None,
+         metrics: dict[str, float] | None = None, status: str = "FINISHED") -> Run:
+    info = RunInfo(run_id=run_id, experiment_id="0", user_id="u", status=status, start_time=0,
                    end_time=1, lifecycle_stage="active")
-    return Run(info, RunData(params=[Param(k, v) for k, v in params.items()]))
+    return Run(info, RunData(params=[Param(k, v) for k, v in (params or {}).items()],
+                             tags=[RunTag(k, v) for k, v in (tags or {}).items()],
+                             metrics=[Metric(k, v, 0, 0) for k, v in (metrics or {}).items()]))
 
 
 def test_a_trial_without_params_does_not_widen_the_table() -> None:
     trials = [_run("a", {"lr": "1e-5", "epochs": "4"}), _run("b", {"lr": "2e-5", "epochs": "4"}), _run("c", {})]
     assert _searched(trials) == ["lr"]
+
+
+def _trial(number: int, tune_id: str, outcome: str | None, status: str, **metrics: float) -> Run:
+    tags = {TRIAL_ID_TAG: tune_id, TRIAL_NUMBER_TAG: str(number), **({OUTCOME_TAG: outcome} if outcome else {})}
+    return _run(tune_id, {"lr": str(number)}, tags, metrics, status)
+
+
+def test_every_table_names_a_trial_by_its_label_and_its_outcome() -> None:
+    sweep = _run("s", {"metric": "stsb_dev"}, {"sentsweep.best_trial_id": "bb"}, {"best_stsb_dev": 80.0})
+    trials = [_trial(1, "aa", "finished", "FINISHED", best_stsb_dev=80.0, **{"system/step": 16.0,
+                                                                           "system/wall_seconds": 9.0}),
+              _trial(2, "bb", "pruned", "FINISHED", stsb_dev=60.0, step=8.0),  # bookkeeping logged before system/
+              _trial(3, "cc", None, "KILLED")]  # a run ended before outcomes were tagged
+    rows = trial_rows(sweep, trials)
+    assert [(r["trial"], r["status"], r["step"]) for r in rows][:2] == [("t01", "finished", 16.0),
+                                                                       ("t02", "pruned", 8.0)]
+    assert rows[2]["trial"] == "t03" and rows[2]["status"] == "pruned"
+    assert rows[0]["wall_s"] == 9.0
+    row = sweep_row(sweep, trials)
+    assert (row["finished"], row["pruned"], row["best_trial"]) == (1, 2, "t02")
+    assert labels_by_id(trials) == {"aa": "t01", "bb": "t02", "cc": "t03"}
+
+
+def test_the_protocol_table_folds_to_one_row_per_protocol() -> None:
+    parts = {"aggregation": "spearman", "classifier": "none", "max length": "max_length 32", "pooling": "mean",
+             "precision": "float32", "eval code": "e1", "code": "c1"}
+    table = pd.DataFrame([{"metric": f"sts{i}_test", "protocol": f"id{i}", "runs": 2, "task/split": f"sts{i}/test",
+                           "data": f"data {i}", **parts} for i in range(6)]
+                         + [{"metric": "stsb_dev", "protocol": "idd", "runs": 4, "task/split": "stsb/dev",
+                             "data": "data d", **parts, "max length": "max_length 128"}])
+    folded = fold_protocols(table)
+    assert len(folded) == 2
+    first = folded.iloc[0]
+    assert (first["metrics"], first["figures"], first["max length"]) == (6, 12, "max_length 32")
+    assert first["examples"] == "sts0_test, sts1_test, sts2_test, sts3_test (+2)"
+
+
+def test_compare_plots_draw_every_trial_numbered_as_in_the_tables(tracking_uri: str, tmp_path: Path) -> None:
+    client = MlflowClient(tracking_uri)
+    experiment = client.create_experiment("plots")
+    sweep = client.create_run(experiment, tags={ROLE_TAG: "sweep", "sentsweep.sweep": "s1"})
+    client.log_param(sweep.info.run_id, "metric", "stsb_dev")
+    for number, tune_id, outcome, values in ((2, "bb", "pruned", [50.0]), (1, "aa", "finished", [60.0, 70.0])):
+        run = client.create_run(experiment, tags={PARENT_TAG: sweep.info.run_id, ROLE_TAG: "trial",
+                                                  TRIAL_ID_TAG: tune_id, TRIAL_NUMBER_TAG: str(number),
+                                                  OUTCOME_TAG: outcome})
+        for step, value in enumerate(values, 1):
+            client.log_metric(run.info.run_id, "stsb_dev", value, step=8 * step)
+        client.set_terminated(run.info.run_id, "FINISHED")
+    paths = compare_plots(client, [client.get_run(sweep.info.run_id)], tmp_path)
+    assert [p.name for p in paths] == ["best_so_far.png", "dev_curves.png"]
+    with (tmp_path / "best_so_far.csv").open() as f:
+        best = list(csv.DictReader(f))
+    assert [(r["trial"], r["number"], r["best_so_far"]) for r in best] == [("t01", "1", "70.0"), ("t02", "2", "70.0")]
+    with (tmp_path / "dev_curves.csv").open() as f:
+        curves = list(csv.DictReader(f))
+    assert [(r["trial"], r["outcome"], r["points"]) for r in curves if r["trial"] == "t02"] == [("t02", "pruned", "1")]

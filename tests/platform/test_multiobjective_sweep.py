@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from sentsweep.platform.location import locate
 from sentsweep.platform.report.compare import compare, render
-from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_TAG
+from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARENT_TAG, PARETO_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
 
 pytestmark = pytest.mark.slow  # a toy sweep of 5 trials (about a minute on 2 cores)
 
@@ -57,7 +57,11 @@ def test_two_objective_sweep_records_and_lists_its_pareto_front(tmp_path, tiny_b
 
     sweeps, trials = compare(client, sweeps=[outcome.parent_run_id])
     listed = sweeps.attrs["pareto"]
-    assert list(listed["trial"]) == front and {"stsb_dev", "compute_seconds", "lr", "scale"} <= set(listed.columns)
+    labels = {t.data.tags[TRIAL_ID_TAG]: f"t{int(t.data.tags[TRIAL_NUMBER_TAG]):02d}"
+              for t in client.search_runs([parent.info.experiment_id], f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
+              if TRIAL_NUMBER_TAG in t.data.tags}
+    assert list(listed["trial"]) == [labels[t] for t in front]  # named as in the trials table
+    assert {"stsb_dev", "compute_seconds", "lr", "scale"} <= set(listed.columns)
     assert "## Pareto front" in render(sweeps, trials)
 
 

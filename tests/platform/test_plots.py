@@ -1,6 +1,6 @@
 """The sweep's plots: learning curves over training steps with ASHA's stops marked, parallel coordinates that keep
-pruned trials (at their last value) and trials without a value, parameter importance with its trial count; each
-PNG with its data as CSV."""
+pruned trials (at their last value) and trials without a value, an optimisation history of every trial by its
+number, parameter importance with its trial count (none below its threshold); each PNG with its data as CSV."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import math
 import optuna
 import pytest
 
-from sentsweep.platform.driver.failures import FAILED_KEY
-from sentsweep.platform.report.plots import TrialRecord, sweep_plots, trial_status
+from sentsweep.platform.report.plots import MIN_IMPORTANCE_TRIALS, TrialRecord, sweep_plots, trial_status
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.trainables.infeasible import INFEASIBLE_KEY
+from sentsweep.trainables.method import FAILED_KEY
 
 
 def _records() -> list[TrialRecord]:
@@ -49,7 +49,8 @@ def test_every_plot_with_its_data(tmp_path):
     assert not skipped
     names = {p.name for p in written}
     assert {"learning_curves.png", "learning_curves.csv", "parallel_coordinate.png", "parallel_coordinate.csv",
-            "param_importances.png", "param_importances.csv", "optimization_history.png"} <= names
+            "param_importances.png", "param_importances.csv", "optimization_history.png",
+            "optimization_history.csv"} <= names
     curves = _rows(tmp_path / "learning_curves.csv")
     assert [float(r["step"]) for r in curves if r["trial_id"] == "a"] == [125, 250, 375, 500]  # steps, not indices
     stops = [(r["trial_id"], float(r["step"])) for r in curves if r["stopped_here"] == "1"]
@@ -60,6 +61,21 @@ def test_every_plot_with_its_data(tmp_path):
     importance = _rows(tmp_path / "param_importances.csv")
     assert {r["param"] for r in importance} == {"lr", "pooling"}
     assert {r["n_trials"] for r in importance} == {"11"}  # the infeasible trial is not a basis
+    history = _rows(tmp_path / "optimization_history.csv")
+    assert [(r["trial"], r["number"], r["status"]) for r in history] == [
+        ("a", "1", "finished"), ("b", "2", "finished"), ("c", "3", "pruned"), ("d", "4", "pruned"),
+        ("e", "5", "infeasible"), ("f", "6", "failed")]  # every trial, pruned and failed ones too
+    assert [r["stsb_dev"] for r in history] == ["75.5", "73.0", "40.0", "61.0", "", ""]
+    assert [r["best_so_far"] for r in history] == ["75.5"] * 6  # finished trials only
+
+
+def test_a_trial_is_numbered_by_its_label_in_every_plot(tmp_path):
+    records = [TrialRecord(t, s, {"lr": lr}, [10], [v], label=f"t0{i}")
+               for i, (t, s, lr, v) in enumerate([("x1", "finished", 1e-4, 70.0), ("x2", "pruned", 1e-3, 50.0)], 1)]
+    sweep_plots(None, records, "stsb_dev", tmp_path, mode="min")
+    assert [r["trial"] for r in _rows(tmp_path / "optimization_history.csv")] == ["t01", "t02"]
+    assert {r["trial"] for r in _rows(tmp_path / "learning_curves.csv")} == {"t01", "t02"}
+    assert {r["trial"] for r in _rows(tmp_path / "parallel_coordinate.csv")} == {"t01", "t02"}
 
 
 def test_too_few_trials_skip_the_importance_with_the_reason(tmp_path):
@@ -67,8 +83,21 @@ def test_too_few_trials_skip_the_importance_with_the_reason(tmp_path):
     study.add_trial(optuna.trial.create_trial(params={"lr": 1e-3}, distributions={
         "lr": optuna.distributions.FloatDistribution(1e-5, 1e-1, log=True)}, value=1.0))
     written, skipped = sweep_plots(study, _records()[:1], "stsb_dev", tmp_path)
-    assert "at least 2" in skipped["param_importances"]
+    assert f"at least {MIN_IMPORTANCE_TRIALS}" in skipped["param_importances"]
     assert (tmp_path / "learning_curves.png").exists()
+
+
+def test_the_importance_needs_its_threshold_of_finished_feasible_trials(tmp_path):
+    study = _study()  # 11 feasible trials of 12
+    few = optuna.create_study(direction="maximize")
+    few.add_trials([t for t in study.trials if not t.constraints][:MIN_IMPORTANCE_TRIALS - 1])
+    _, skipped = sweep_plots(few, _records(), "stsb_dev", tmp_path)
+    assert skipped["param_importances"].startswith(f"ValueError: {MIN_IMPORTANCE_TRIALS - 1} finished feasible")
+    enough = optuna.create_study(direction="maximize")
+    enough.add_trials([t for t in study.trials if not t.constraints][:MIN_IMPORTANCE_TRIALS])
+    _, skipped = sweep_plots(enough, _records(), "stsb_dev", tmp_path)
+    assert "param_importances" not in skipped
+    assert {r["n_trials"] for r in _rows(tmp_path / "param_importances.csv")} == {str(MIN_IMPORTANCE_TRIALS)}
 
 
 @pytest.mark.parametrize(("metrics", "error", "status"), [

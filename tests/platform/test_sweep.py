@@ -13,7 +13,15 @@ from optuna.trial import TrialState
 from sentsweep.platform.location import CONFIG_COPY, MANIFEST, locate
 from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.results import FINAL_KEY
-from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import (
+    OUTCOME_TAG,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    SWEEP_TAG,
+    TRIAL_ID_TAG,
+    TRIAL_NUMBER_TAG,
+)
 
 
 @pytest.fixture(scope="module")
@@ -64,29 +72,34 @@ def test_one_child_run_per_trial_with_status_and_reason(toy_sweep, children):
     assert len(children) == 5
     assert len({r.data.tags[TRIAL_ID_TAG] for r in children}) == 5
     assert all(r.data.tags[SWEEP_TAG] == toy_sweep.sweep_name for r in children)
-    statuses = sorted(r.info.status for r in children)
-    assert statuses == ["FAILED", "FAILED", "FINISHED", "KILLED", "KILLED"]
+    statuses = sorted((r.info.status, r.data.tags[OUTCOME_TAG]) for r in children)
+    assert statuses == [("FAILED", "failed"), ("FAILED", "failed"), ("FINISHED", "finished"), ("FINISHED", "pruned"),
+                        ("FINISHED", "pruned")]  # stopped early by ASHA: finished as the search meant
+    numbers = sorted(int(r.data.tags[TRIAL_NUMBER_TAG]) for r in children)
+    assert numbers == [1, 2, 3, 4, 5]
+    assert all(r.info.run_name.startswith(f"t{int(r.data.tags[TRIAL_NUMBER_TAG]):02d}") for r in children)
     (raised,) = _by_fault(children, "fail_at_step")
     assert raised.info.status == "FAILED"
     assert "RuntimeError: toy failure at step 1" in raised.data.tags[REASON_TAG]
     (nan,) = _by_fault(children, "nan_at_step")
     assert nan.info.status == "FAILED"
     assert "non-finite loss nan at step 2" in nan.data.tags[REASON_TAG]
-    pruned = [r for r in children if r.info.status == "KILLED"]
+    pruned = [r for r in children if r.data.tags[OUTCOME_TAG] == "pruned"]
     assert all(r.data.params["dev_penalty"] == "30.0" for r in pruned)
     assert all(r.data.tags[REASON_TAG] == "pruned by ASHA at iteration 1 (step 2)" for r in pruned)
-    assert all(r.data.metrics["wall_seconds"] > 0 for r in pruned)
+    assert all(r.data.metrics["system/wall_seconds"] > 0 for r in pruned)
 
 
 def test_finished_trial_params_metrics_and_artifacts(toy_sweep, children, client):
-    (done,) = [r for r in children if r.info.status == "FINISHED"]
+    (done,) = [r for r in children if r.data.tags[OUTCOME_TAG] == "finished"]
     assert done.info.run_id == toy_sweep.best_run_id
     assert done.data.params["lr"] == "0.001" and done.data.params["scale"] == "1.0"  # the first point
     assert "tracking" not in done.data.params
     curve = client.get_metric_history(done.info.run_id, "train_loss")
     assert [m.step for m in curve] == [2, 4, 6]
     metrics = done.data.metrics
-    assert metrics[FINAL_KEY] == 1.0 and "stsb_test" in metrics and metrics["wall_seconds"] > 0
+    assert metrics[f"system/{FINAL_KEY}"] == 1.0 and "stsb_test" in metrics and metrics["system/wall_seconds"] > 0
+    assert FINAL_KEY not in metrics and "wall_seconds" not in metrics  # bookkeeping is on the System metrics tab
     # the weights are uploaded once, as the sweep's exported model; the trial's run points at it
     assert done.data.tags[EXPORTED_MODEL_TAG] == f"runs:/{toy_sweep.parent_run_id}/best_model"
     assert "best" not in {f.path for f in client.list_artifacts(done.info.run_id)}

@@ -16,7 +16,15 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.tracking.deliverer import Backoff, Deliverer
 from sentsweep.platform.tracking.trial_runs import TrialFolder, TrialRuns, reconcile, trial_folders
-from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, RUN_RECORD_KEY, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import (
+    ATTEMPT_TAG,
+    OUTCOME_TAG,
+    REASON_TAG,
+    RUN_RECORD_KEY,
+    TRIAL_ID_TAG,
+    TRIAL_NUMBER_TAG,
+    run_outcome,
+)
 
 
 def write_trial(experiment: Path, trial_id: str, results: list[dict[str, Any]], output: bool = False) -> Path:
@@ -114,6 +122,40 @@ def test_reconcile_completes_histories_ends_runs_and_is_idempotent(sweep, tmp_pa
     assert points(client, runs_by_trial["cut"].info.run_id, "stsb_dev") == [(5, 0.2)]
     assert runs_by_trial["bad"].data.tags[REASON_TAG] == "DataError: no rows"
     assert "failed" not in runs_by_trial["bad"].data.metrics
+    assert {t: r.data.tags[OUTCOME_TAG] for t, r in runs_by_trial.items()} == {
+        "done": "finished", "cut": "interrupted", "bad": "failed"}
+    assert {t: run_outcome(r) for t, r in runs_by_trial.items()} == {
+        "done": "finished", "cut": "interrupted", "bad": "failed"}
+    assert runs_by_trial["bad"].data.tags["mlflow.note.content"] == "**Failed**: DataError: no rows."
+
+
+def test_bookkeeping_goes_under_sys_and_figures_stay_as_they_are(sweep) -> None:
+    client, experiment_id, parent = sweep
+    runs = TrialRuns(client, experiment_id, parent)
+    run_id = runs.run_id("t1", name="t01 lr=0.001", number=1)
+    runs.deliver("t1", [{"training_iteration": 1, "step": 8, "epoch": 0.5, "gpus": 0.0, "wall_seconds": 3.0,
+                         "stsb_dev": 70.0, "train_loss": 1.5, "time_this_iter_s": 2.0}])
+    run = client.get_run(run_id)
+    assert set(run.data.metrics) == {"stsb_dev", "train_loss", "system/step", "system/epoch", "system/gpus",
+                                     "system/wall_seconds", "system/training_iteration"}
+    assert run.info.run_name == "t01 lr=0.001" and run.data.tags[TRIAL_NUMBER_TAG] == "1"
+    assert points(client, run_id, "stsb_dev") == [(8, 70.0)]
+
+
+def test_a_run_logged_before_bookkeeping_moved_keeps_its_mark(sweep) -> None:
+    """A run whose iterations were logged under their own key (an older sweep resumed) keeps its mark: nothing is
+    logged twice."""
+    client, experiment_id, parent = sweep
+    runs = TrialRuns(client, experiment_id, parent)
+    run_id = runs.run_id("t1")
+    client.log_metric(run_id, "training_iteration", 1, step=10)
+    client.log_metric(run_id, "loss", 2.0, step=10)
+    again = TrialRuns(client, experiment_id, parent)
+    again.run_id("t1", name="t01")
+    assert again.deliver("t1", [{"training_iteration": 1, "step": 10, "loss": 2.0},
+                                {"training_iteration": 2, "step": 20, "loss": 1.0}]) == 1
+    assert points(client, run_id, "loss") == [(10, 2.0), (20, 1.0)]
+    assert client.get_run(run_id).info.run_name == "t01", "a run named by its id gets the trial's name"
 
 
 def test_a_resumed_trial_reattaches_to_its_run_and_continues_above_its_mark(sweep, tmp_path: Path) -> None:
@@ -142,7 +184,8 @@ def test_steps_trained_again_after_a_fallback_are_not_logged_twice_and_the_final
     assert reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent)).reports == 0
     (run,) = children(client, experiment_id)
     assert points(client, run.info.run_id, "loss") == [(0, 3.0), (2, 2.0), (4, 1.0), (6, 0.5), (6, 0.5)]
-    assert run.data.metrics["final"] == 1.0 and run.info.status == "FINISHED"
+    assert run.data.metrics["system/final"] == 1.0 and run.info.status == "FINISHED"
+    assert "final" not in run.data.metrics, "bookkeeping is charted apart, under system/"
 
 
 def test_draining_reports_are_skipped_and_folders_without_reports_ignored(sweep, tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ from sentsweep.platform.driver.trial_files import storage_trimming
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
+from sentsweep.tracking.names import CONFIRMATION_PREFIX
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
@@ -79,9 +80,11 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
         name=stage.name, storage_path=stage.storage_path, storage_filesystem=stage.filesystem,
         failure_config=tune.FailureConfig(max_failures=config.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu),
-                   ProgressCallback(config.metric, config.mode, len(points)), FailureLines(), StopWatch(),
-                   UploadLogsBeforeRestart(), *storage_trimming(config)],
+        callbacks=[TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
+                                     label_prefix=CONFIRMATION_PREFIX),
+                   ProgressCallback(config.metric, config.mode, len(points), label_prefix=CONFIRMATION_PREFIX),
+                   FailureLines(CONFIRMATION_PREFIX), StopWatch(), UploadLogsBeforeRestart(),
+                   *storage_trimming(config)],
         verbose=0)
     # the points replace every value; Tune wants each of their keys in the space
     return tune.Tuner(trials.trainable, param_space=dict(points[0]), tune_config=tune_config, run_config=run_config)

@@ -16,6 +16,7 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.outcome import ConfirmationOutcome
 from sentsweep.platform.confirm.stats import CONFIRM_RANK_TAG, CONFIRMS_TAG, SEARCH_BEST_TAG, STAGE_DIR, ranked_by_rule
 from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.tracking.names import CONFIRMATION_PREFIX, trial_label
 from sentsweep.tracking.vocabulary import CHANGED_TAG
 
 log = logging.getLogger("sentsweep.platform")
@@ -59,8 +60,16 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
     echo(f"confirmed winner: #{outcome.winner.rank} by its {outcome.rule.replace('_', ' ')} (order {order}; "
          + ("changed from the single-seed ranking" if outcome.changed else "the single-seed best held")
-         + f"); its weights: trial {outcome.chosen.trial_id}, seed {outcome.chosen.seed} "
+         + f"); its weights: trial {_chosen_label(outcome)}, seed {outcome.chosen.seed} "
          f"({metric} {outcome.chosen.value:.2f}, closest to the mean)")
+
+
+def _chosen_label(outcome: ConfirmationOutcome) -> str:
+    """The chosen seed's label among the confirmation trials (``c01``), or its id (a search trial's run)."""
+    ids = [str((r.metrics or {}).get("trial_id")) for r in outcome.results or []]
+    if outcome.chosen.original or outcome.chosen.trial_id not in ids:
+        return outcome.chosen.trial_id
+    return trial_label(ids.index(outcome.chosen.trial_id) + 1, CONFIRMATION_PREFIX) or outcome.chosen.trial_id
 
 
 def _tag_stage_runs(outcome: ConfirmationOutcome, run: SweepRun) -> None:

@@ -20,17 +20,23 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback
 
 from sentsweep.platform.results import failure_reason, infeasibility, is_failed
+from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
 
 class FailureLines(Callback):
-    """One line per deterministically failed trial: ``trial 3c1f2a0b failed (not retried): DataError: ...``."""
+    """One line per deterministically failed trial: ``trial t03 failed (not retried): DataError: ...``, the trial
+    named by its label (``label_prefix`` and its number, :mod:`sentsweep.tracking.names`)."""
+
+    def __init__(self, label_prefix: str = SEARCH_PREFIX) -> None:
+        self.label_prefix = label_prefix
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         if is_failed(trial.last_result):
             kind = infeasibility(trial.last_result)
             told = f"; Optuna told: infeasible ({kind})" if kind else ""
-            print(f"trial {trial.trial_id} failed (not retried): {failure_reason(trial.last_result)}{told}",
+            label = trial_label(trials.index(trial) + 1, self.label_prefix) if trial in trials else trial.trial_id
+            print(f"trial {label} failed (not retried): {failure_reason(trial.last_result)}{told}",
                   file=sys.stdout, flush=True)

@@ -34,6 +34,7 @@ from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
 from sentsweep.platform.location import folder_command
+from sentsweep.platform.report.best_label import BEST_LABEL_TAG, best_label, version_about
 from sentsweep.platform.report.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -108,14 +109,15 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     # before the tags below; only when MLflow answered (an outage would make each call wait out its retries)
     earlier = _sweep_run(sweep) if outcome.best_run_id else None
     recorded = recorded_finals(sweep, earlier, outcome.best_trial_id) if config.final_tasks and earlier else None
-    tags = {BEST_TRIAL_TAG: outcome.best_trial_id}
+    label = best_label(outcome)
+    tags = {BEST_TRIAL_TAG: outcome.best_trial_id, BEST_LABEL_TAG: label}
     if outcome.best_run_id:
         tags[BEST_RUN_TAG] = outcome.best_run_id
     sweep.set_tags(tags)
     best_key = f"best_{config.metric}"
     if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
         sweep.log_metrics({best_key: outcome.best_value})
-    echo(f"best trial {outcome.best_trial_id}: {config.metric} {outcome.best_value:.2f} with "
+    echo(f"best trial {label}: {config.metric} {outcome.best_value:.2f} with "
          + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
                       if k in outcome.best_config}))
     with best_weights(best, config.mode) as weights:
@@ -128,7 +130,9 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                     if headline and len(headline) < len(outcome.final_metrics) else ""))
         if config.export or config.register_model:
             try:
-                outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep)
+                about = version_about(outcome, config, sweep, varying_keys(outcome.results)) \
+                    if config.register_model else None
+                outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
             except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
                 echo(f"not exported: {exc}")
                 sweep.set_tags({"sentsweep.export_skipped": str(exc)[:500]})
@@ -255,11 +259,12 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     return metrics
 
 
-def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
-                sweep: SweepRun) -> tuple[str | None, str | None]:
+def export_best(weights: Path, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
+                about: tuple[str, dict[str, str]] | None = None) -> tuple[str | None, str | None]:
     """The best weights as an MLflow sentence-transformers model, logged once to the parent run's
     ``best_model/`` (its ``model.sentence_transformer/`` also copied to a local sweep folder), and registered
-    from that logged copy when ``register_model`` is set. Returns where the sentence-transformers folder is
+    from that logged copy when ``register_model`` is set, with ``about`` (a description and tags:
+    :func:`~.best_label.version_about`) on the version. Returns where the sentence-transformers folder is
     and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
@@ -281,7 +286,9 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation,
         # moved into the sweep folder's uploads: sent in the background, or by a resume or sync
         sweep.log_artifacts(model_dir, BEST_MODEL, move=True)
     # registered from the logged copy (no second upload), after its upload
-    version = sweep.register_model(config.register_model, BEST_MODEL) if config.register_model else None
+    description, tags = about or (None, None)
+    version = sweep.register_model(config.register_model, BEST_MODEL, description=description, tags=tags) \
+        if config.register_model else None
     return exported, version
 
 
@@ -297,7 +304,7 @@ def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], No
     metric = config.metric if config else "metric"
     stopped_by = scheduler_label(config) if config else "ASHA"
     with tempfile.TemporaryDirectory() as tmp:
-        written, skipped = sweep_plots(study, records, metric, tmp, stopped_by)
+        written, skipped = sweep_plots(study, records, metric, tmp, stopped_by, config.mode if config else "max")
         if skipped:
             (Path(tmp) / "skipped.txt").write_text("".join(f"{k}: {v}\n" for k, v in skipped.items()))
         sweep.log_artifacts(tmp, "plots")

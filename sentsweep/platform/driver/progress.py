@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback
 
 from sentsweep.platform.tracking.trial_runs_callback import trial_outcome
+from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 from sentsweep.trainables.restore_note import restore_line
 
 if TYPE_CHECKING:
@@ -26,8 +27,10 @@ if TYPE_CHECKING:
 class ProgressCallback(Callback):
     """Prints trials done / running / pruned / failed and the best value so far."""
 
-    def __init__(self, metric: str, mode: str, num_samples: int, every_s: float = 30.0) -> None:
+    def __init__(self, metric: str, mode: str, num_samples: int, every_s: float = 30.0,
+                 label_prefix: str = SEARCH_PREFIX) -> None:
         self.metric = metric
+        self.label_prefix = label_prefix
         self.mode = mode
         self.num_samples = num_samples
         self.every_s = every_s
@@ -56,15 +59,15 @@ class ProgressCallback(Callback):
         return "pruned" if trial is ending and outcome == "running" else outcome
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
-        """The best value any trial reported so far, and its trial id."""
+        """The best value any trial reported so far, and its trial's label (:mod:`sentsweep.tracking.names`)."""
         found: tuple[str, float] | None = None
-        for trial in trials:
+        for number, trial in enumerate(trials, 1):
             result = trial.last_result or {}
             value = result.get(f"best_{self.metric}", result.get(self.metric))
             if not isinstance(value, int | float) or math.isnan(value):
                 continue
             if found is None or (value > found[1] if self.mode == "max" else value < found[1]):
-                found = (trial.trial_id, float(value))
+                found = (trial_label(number, self.label_prefix) or trial.trial_id, float(value))
         return found
 
     def _print(self, trials: list[Trial], ending: Trial | None = None) -> None:

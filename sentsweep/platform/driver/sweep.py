@@ -57,7 +57,7 @@ from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.search_state import mark_search_over, search_results
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
-from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.platform.tracking.parent_run import SweepRun, run_page
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.tracking.vocabulary import SweepState
 
@@ -109,7 +109,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
             raise
         echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
-             f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}"
+             f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
              + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
             return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
@@ -167,7 +167,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             check_sweep(config, trials, location.uri)
         if finalize:
             schedule_stage_run_if_answered(sweep, config)
-        echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id})")
+        echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id}{run_page(sweep)})")
         notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
         def restore() -> Tuner:

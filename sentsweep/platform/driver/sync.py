@@ -79,7 +79,7 @@ def _sync_stages(client: MlflowClient, manifest: SweepManifest, stages: list[tup
     """The trials' runs of each stage (``(folder path, run id)``), then each run's saved writes."""
     for path, run_id in stages:
         runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))
-        found = reconcile(fs, path, runs, ended_reason="interrupted with the sweep (resume continues it)")
+        found = reconcile(fs, path, runs)
         done.trials.trials += found.trials
         done.trials.reports += found.reports
         done.trials.ended += found.ended

@@ -13,7 +13,7 @@ _WHERE: dict[str, str] = {
     "record_front": "sentsweep.platform.report.pareto_front",
     "SweepNotifier": "sentsweep.platform.report.notify",
     "compare": "sentsweep.platform.report.compare",
-    "compare_plots": "sentsweep.platform.report.compare",
+    "compare_plots": "sentsweep.platform.report.compare_plots",
     "confirmation_plot": "sentsweep.platform.report.selection_plots",
     "export_run": "sentsweep.platform.report.export",
     "find_sweeps": "sentsweep.platform.report.compare",

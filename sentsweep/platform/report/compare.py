@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -24,7 +23,9 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
+from sentsweep.platform.report.best_label import BEST_LABEL_TAG
 from sentsweep.tables import markdown_table
+from sentsweep.tracking.names import SEARCH_PREFIX, tracked_key, trial_label
 from sentsweep.tracking.placement import placement_label
 from sentsweep.tracking.vocabulary import (
     CHANGED_TAG,
@@ -39,12 +40,15 @@ from sentsweep.tracking.vocabulary import (
     SPACE_TAG,
     SWEEP_TAG,
     TRIAL_ID_TAG,
+    TRIAL_NUMBER_TAG,
+    run_outcome,
 )
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
 SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_avg", "_acc")
-STATUS_NAMES = {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}
+#: The outcome columns of the sweeps table; those after the first four only when a trial ended so.
+OUTCOME_COLUMNS = ("finished", "pruned", "failed", "running", "stopped", "interrupted", "not started")
 
 
 def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> list[str]:
@@ -80,12 +84,30 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
     return chosen
 
 
+def trial_number(run: Run) -> int | None:
+    """A trial run's number (:data:`TRIAL_NUMBER_TAG`), None on a run without it."""
+    text = run.data.tags.get(TRIAL_NUMBER_TAG, "")
+    return int(text) if text.isdigit() else None
+
+
+def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
+    """A trial run's label (``t03``), or Tune's trial id on a run without a number."""
+    return trial_label(trial_number(run), prefix) or run.data.tags.get(TRIAL_ID_TAG, run.info.run_id[:8])
+
+
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
-    """The search's trials of a sweep (its child runs but the confirmation stage's), oldest first."""
+    """The search's trials of a sweep (its child runs but the confirmation stage's), by number (those without one
+    after, oldest first)."""
     query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}'"
     runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
                               order_by=["attributes.start_time ASC"], max_results=10_000)
-    return [r for r in runs if r.data.tags.get(ROLE_TAG) != CONFIRMATION_ROLE]
+    trials = [r for r in runs if r.data.tags.get(ROLE_TAG) != CONFIRMATION_ROLE]
+    return sorted(trials, key=lambda r: (trial_number(r) is None, trial_number(r) or 0))
+
+
+def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
+    """Tune's trial id -> the trial's label, for the tables that name a trial."""
+    return {t.data.tags[TRIAL_ID_TAG]: run_label(t) for t in trials if TRIAL_ID_TAG in t.data.tags}
 
 
 def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
@@ -95,20 +117,26 @@ def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
     return found[0] if found else None
 
 
-def confirmation_rows(sweep: Run, stage: Run) -> list[dict[str, Any]]:
+def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One row per confirmed configuration: its single-seed rank and value, the further seeds' mean, sd and 95%
-    interval, and which one the rule chose."""
+    interval, and which one the rule chose; the search trial named by its label (``labels``: by Tune's id)."""
     m, tags = stage.data.metrics, stage.data.tags
+    labels = labels or {}
     ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
     winner = tags.get("sentsweep.confirm.winner_rank", "")
     return [{"sweep": sweep.data.tags.get(SWEEP_TAG, ""), "rank": rank,
-             "trial": tags.get(f"sentsweep.confirm.r{rank}_trial", ""), "search": m.get(f"r{rank}_search", math.nan),
+             "trial": _named(labels, tags.get(f"sentsweep.confirm.r{rank}_trial", "")),
+             "search": m.get(f"r{rank}_search", math.nan),
              "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
              "sd": m.get(f"r{rank}_std", math.nan), "low": m.get(f"r{rank}_low", math.nan),
              "high": m.get(f"r{rank}_high", math.nan),
              "winner": f"yes ({tags.get('sentsweep.confirm.rule', '')})" if str(rank) == winner else "",
-             "status": STATUS_NAMES.get(stage.info.status, stage.info.status.lower())}
+             "status": stage.info.status.lower()}
             for rank in ranks]
+
+
+def _named(labels: dict[str, str], trial_id: str) -> str:
+    return labels.get(trial_id, trial_id)
 
 
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
@@ -133,6 +161,11 @@ def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
             for row in front.to_dict("records")]
 
 
+def _bookkeeping(metrics: dict[str, float], key: str) -> float:
+    """A bookkeeping value of a trial run, under its MLflow key or, logged before it moved there, its own."""
+    return metrics.get(tracked_key(key), metrics.get(key, math.nan))
+
+
 def _metric(run: Run, key: str) -> float:
     value = run.data.metrics.get(key)
     return float(value) if value is not None else math.nan
@@ -149,14 +182,15 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     """One sweep: outcome counts, best value, its test metrics, time."""
     params, tags = sweep.data.params, sweep.data.tags
     metric = params.get("metric", STSB_DEV)
-    statuses = [STATUS_NAMES.get(t.info.status, t.info.status.lower()) for t in trials]
+    statuses = [run_outcome(t) for t in trials]
+    best_id = tags.get("sentsweep.best_trial_id", "")
     row: dict[str, Any] = {
         "sweep": tags.get(SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
         "space": tags.get(SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
         "trials": len(trials),
-        **{s: statuses.count(s) for s in ("finished", "pruned", "failed", "running")},
+        **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
         "metric": metric, "best": _metric(sweep, f"best_{metric}"),
-        "best_trial": tags.get("sentsweep.best_trial_id", ""),
+        "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
@@ -179,13 +213,12 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     for trial in trials:
         m = trial.data.metrics
         row: dict[str, Any] = {
-            "sweep": sweep.data.tags.get(SWEEP_TAG, ""), "trial": trial.data.tags.get(TRIAL_ID_TAG, ""),
-            "status": STATUS_NAMES.get(trial.info.status, trial.info.status.lower()),
-            metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": m.get("step", math.nan),
+            "sweep": sweep.data.tags.get(SWEEP_TAG, ""), "trial": run_label(trial), "status": run_outcome(trial),
+            metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": _bookkeeping(m, "step"),
         }
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: _number(trial.data.params.get(k)) for k in searched})
-        row.update(wall_s=m.get("wall_seconds", math.nan), placement=placement_label(trial.data.tags),
+        row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
                    reason=trial.data.tags.get(REASON_TAG, ""),
                    run_id=trial.info.run_id)
         rows.append(row)
@@ -210,8 +243,10 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
         trial_table.extend(trial_rows(sweep, trials))
         stage = confirmation_run(client, sweep)
         if stage is not None:
-            confirm_table.extend(confirmation_rows(sweep, stage))
-        front_table.extend(pareto_rows(client, sweep))
+            confirm_table.extend(confirmation_rows(sweep, stage, labels_by_id(trials)))
+        labels = labels_by_id(trials)
+        front_table.extend({**row, "trial": _named(labels, str(row.get("trial", "")))}
+                           for row in pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
     table.attrs["confirmation"] = pd.DataFrame(confirm_table)
     table.attrs["pareto"] = pd.DataFrame(front_table)
@@ -255,48 +290,3 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
         text += ("\n## Pareto front\n\nThe finished trials no other one beats on every objective (multi-objective "
                  f"sweeps), best first objective first.\n\n{to_markdown(front)}\n")
     return text
-
-
-def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) -> list[Path]:
-    """Best-so-far per sweep (by trial start) and every trial's dev curve, side by side, as PNGs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    fig_best, ax_best = plt.subplots(figsize=(8, 5))
-    fig_curves, ax_curves = plt.subplots(figsize=(8, 5))
-    for index, sweep in enumerate(sweeps):
-        name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
-        metric = sweep.data.params.get("metric", STSB_DEV)
-        better = max if sweep.data.params.get("mode", "max") == "max" else min
-        trials = trial_runs(client, sweep)
-        values = [t.data.metrics.get(f"best_{metric}", t.data.metrics.get(metric)) for t in trials]
-        best_so_far, current = [], None
-        for v in values:
-            if v is not None and not math.isnan(v):
-                current = v if current is None else better(current, v)
-            best_so_far.append(math.nan if current is None else current)
-        ax_best.plot(range(1, len(trials) + 1), best_so_far, marker="o", label=name)
-        color = f"C{index % 10}"
-        for trial in trials:
-            history = client.get_metric_history(trial.info.run_id, metric)
-            steps = sorted({(h.step, h.value) for h in history})
-            style = "-" if trial.info.status == "FINISHED" else ":"
-            ax_curves.plot([s for s, _ in steps], [v for _, v in steps], style, color=color, alpha=0.7)
-        ax_curves.plot([], [], "-", color=color, label=name)
-        ax_best.set_ylabel(f"best {metric} so far")
-        ax_curves.set_ylabel(metric)
-    ax_best.set_xlabel("trial")
-    ax_curves.set_xlabel("step (dotted: pruned, failed or running)")
-    paths = []
-    for fig, ax, name in ((fig_best, ax_best, "best_so_far"), (fig_curves, ax_curves, "dev_curves")):
-        if sweeps:
-            ax.legend(fontsize=8)
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        paths.append(path)
-    return paths

@@ -5,7 +5,7 @@ workflows, ...) show; the same facts, structured, are under ``"sentsweep"``::
 
     {"text": "sentsweep: sweep demo-1a2b finished: best stsb_dev 81.20 (trial 3f0c_00002); ...",
      "sentsweep": {"event": "end", "sweep": "demo-1a2b", "status": "finished", "metric": "stsb_dev",
-                   "best_trial": "3f0c_00002", "best_value": 81.2, "mlflow_run_id": "...",
+                   "best_trial": "t03", "best_value": 81.2, "mlflow_run_id": "...",
                    "sweep_folder": "/work/ray_results/demo-1a2b", "reason": null,
                    "counts": {"finished": 6, "pruned": 2, "failed": 0}}}
 
@@ -222,9 +222,12 @@ class SweepNotifier:
 
 
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
-    """The best trial and value: finalize's, else the best trial of the results (a sweep run without finalize)."""
+    """The best trial (by its label, as in the log and the tables) and value: finalize's, else the best trial of the
+    results (a sweep run without finalize)."""
+    from sentsweep.platform.report.best_label import best_label, result_label
+
     if outcome.best_trial_id is not None:
-        return outcome.best_trial_id, _finite(outcome.best_value)
+        return best_label(outcome), _finite(outcome.best_value)
     if outcome.results is None or not outcome.counts.get("finished"):
         return None, None
     from sentsweep.platform.results import metric_value, rank_results
@@ -232,7 +235,7 @@ def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None,
     ranked = rank_results(outcome.results, metric, mode)
     if not ranked:
         return None, None
-    return str(ranked[0].metrics.get("trial_id")), metric_value(ranked[0], metric)
+    return result_label(outcome.results, str(ranked[0].metrics.get("trial_id"))), metric_value(ranked[0], metric)
 
 
 def _finite(value: Any) -> float | None:

@@ -5,9 +5,10 @@
 - ``parallel_coordinate``: every trial, pruned ones at their last reported value, coloured by status (finished,
   pruned, infeasible, failed); trials without any value sit on a "no value" line below the metric's axis;
 - ``param_importances``: fANOVA importance of the searched parameters, titled with the number of finished,
-  feasible trials it rests on;
-- ``optimization_history``: Optuna's own, from the study (a multi-objective sweep's importance and history are of
-  its first objective).
+  feasible trials it rests on, and not drawn below :data:`MIN_IMPORTANCE_TRIALS` of them (a multi-objective
+  sweep's importance is of its first objective);
+- ``optimization_history``: every trial's value by its number (``t03`` is 3, as in the tables and the runs'
+  names: :mod:`sentsweep.tracking.names`), coloured by how it ended, with the best finished value so far.
 
 The plots of how the winner is selected (the Pareto front, the confirmation intervals) are in
 :mod:`.selection_plots`.
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sentsweep.platform.results import infeasibility, is_failed, is_final
 from sentsweep.platform.search.warm_start import is_warm_start
+from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 
 if TYPE_CHECKING:
     import optuna
@@ -40,8 +42,8 @@ Status = Literal["finished", "pruned", "infeasible", "failed"]
 #: Colour of each way a trial ends, the same in every plot.
 STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "infeasible": "tab:red",
                                      "failed": "tab:gray"}
-#: Optuna's plots still drawn from the study.
-STUDY_PLOTS = ("optimization_history",)
+#: The fewest finished, feasible trials an importance is drawn from (fewer rank parameters by noise).
+MIN_IMPORTANCE_TRIALS = 8
 
 
 @dataclass
@@ -53,10 +55,21 @@ class TrialRecord:
     params: dict[str, Any]
     steps: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
+    #: the trial's label, ``t03`` (:mod:`sentsweep.tracking.names`); its id when not given
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.trial_id
 
     @property
     def last_value(self) -> float | None:
         return self.values[-1] if self.values else None
+
+    def value(self, mode: str = "max") -> float | None:
+        """The value the trial stands for: a finished trial's best, else its last reported one."""
+        if self.status != "finished" or not self.values:
+            return self.last_value
+        return max(self.values) if mode == "max" else min(self.values)
 
 
 def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Status:
@@ -68,15 +81,18 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
     return "finished" if is_final(dict(metrics or {})) else "pruned"
 
 
-def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results: the parameters ``searched``, the (step, value) of each dev report (the
-    final report, which repeats the best value, and non-finite values left out)."""
+def trial_records(results: ResultGrid, metric: str, searched: Sequence[str],
+                  prefix: str = SEARCH_PREFIX) -> list[TrialRecord]:
+    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.best_label`): the
+    parameters ``searched``, the (step, value) of each dev report (the final report, which repeats the best value,
+    and non-finite values left out)."""
     records = []
-    for result in results:
+    for number, result in enumerate(results, 1):
         config = result.config or {}
         record = TrialRecord(str((result.metrics or {}).get("trial_id", getattr(result, "path", "?"))),
                              trial_status(result.metrics, bool(result.error)),
-                             {k: config[k] for k in searched if k in config})
+                             {k: config[k] for k in searched if k in config},
+                             label=trial_label(number, prefix) or "")
         frame = result.metrics_dataframe
         if frame is not None and metric in frame and "step" in frame:
             final = frame.get("final")
@@ -145,7 +161,7 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
         if r.status == "pruned" and r.steps:
             ax.plot(r.steps[-1], r.values[-1], color=colour, marker="x", markersize=9, markeredgewidth=2)
         for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True)):
-            rows.append({"trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
+            rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
                          "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)})
     ax.set_xlabel("training step (optimizer updates)")
     ax.set_ylabel(f"{metric} (dev)")
@@ -203,7 +219,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
         ys.append(metric_transform(r.last_value) if r.last_value is not None else no_value)
         ax.plot(range(len(axes)), ys, color=STATUS_COLOURS[r.status], alpha=0.75,
                 linewidth=2.0 if r.status == "finished" else 1.2)
-        rows.append({"trial_id": r.trial_id, "status": r.status, **r.params, metric: r.last_value})
+        rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, **r.params, metric: r.last_value})
     for i in range(len(axes)):
         ax.axvline(i, color="black", linewidth=0.8)
     ax.axhline(no_value, color="lightgray", linestyle=":", linewidth=1)
@@ -242,8 +258,9 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
 
     plt = pyplot()
     trials = feasible_finished(study)
-    if len(trials) < 2:
-        raise ValueError(f"{len(trials)} finished feasible trial(s): an importance needs at least 2")
+    if len(trials) < MIN_IMPORTANCE_TRIALS:
+        raise ValueError(f"{len(trials)} finished feasible trial(s): an importance needs at least "
+                         f"{MIN_IMPORTANCE_TRIALS}")
     basis = optuna.create_study(directions=study.directions)
     basis.add_trials(trials)
     with warnings.catch_warnings():
@@ -266,41 +283,41 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     return save_plot(figure, rows, out_dir, "param_importances")
 
 
-def study_plots(study: Any, out_dir: str | Path, metric: str | None = None) -> tuple[list[Path], dict[str, str]]:
-    """Optuna's plots of :data:`STUDY_PLOTS` (PNG only; the value axis named ``metric``); returns them and, per
-    skipped plot, why."""
-    import optuna
-    from optuna.visualization import matplotlib as ovm
-
+def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path,
+                         mode: str = "max") -> list[Path]:
+    """Every trial's value (:meth:`TrialRecord.value`) by its number, coloured by how it ended; a trial without a
+    value is a mark on the axis; the line is the best finished, feasible value so far."""
     plt = pyplot()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    skipped: dict[str, str] = {}
-    for name in STUDY_PLOTS:
-        draw: Callable[..., Any] = getattr(ovm, f"plot_{name}")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                warnings.simplefilter("ignore", UserWarning)
-                drawn = draw(study, target=_first_objective(study))
-            axes = drawn.flat[0] if hasattr(drawn, "flat") else drawn
-            if metric:
-                axes.set_ylabel(f"{metric} (dev; grey: infeasible)")
-            figure = axes.get_figure()
-            figure.set_size_inches(8, 5)
-            path = out / f"{name}.png"
-            figure.savefig(path, dpi=110, bbox_inches="tight")
-            plt.close(figure)
-            written.append(path)
-        except Exception as exc:  # e.g. a study without a finished trial
-            skipped[name] = f"{type(exc).__name__}: {exc}"
-            plt.close("all")
-    return written, skipped
+    figure, ax = plt.subplots(figsize=(8, 5))
+    better = max if mode == "max" else min
+    rows, best = [], None
+    for number, r in enumerate(records, 1):
+        value = r.value(mode)
+        if r.status == "finished" and value is not None:
+            best = value if best is None else better(best, value)
+        rows.append({"trial": r.label, "number": number, "status": r.status, metric: value, "best_so_far": best})
+    for status in STATUS_COLOURS:
+        shown = [row for row in rows if row["status"] == status and row[metric] is not None]
+        ax.scatter([row["number"] for row in shown], [row[metric] for row in shown], color=STATUS_COLOURS[status],
+                   marker="o" if status == "finished" else "s", s=36, zorder=3)
+    missing = [row["number"] for row in rows if row[metric] is None]
+    if missing:
+        ax.plot(missing, [0] * len(missing), "|", color=STATUS_COLOURS["failed"], markersize=14,
+                transform=ax.get_xaxis_transform(), clip_on=False)
+    ax.step([row["number"] for row in rows], [math.nan if row["best_so_far"] is None else row["best_so_far"]
+                                              for row in rows], where="post", color="black", linewidth=1.2)
+    ax.set_xticks([row["number"] for row in rows], [row["trial"] for row in rows],
+                  rotation=90 if len(rows) > 20 else 0, fontsize=7 if len(rows) > 20 else 8)
+    ax.set_xlabel("trial (as in the tables and the runs' names)")
+    ax.set_ylabel(f"{metric} (dev; pruned: its last value)")
+    ax.set_title(f"Optimization history of {len(records)} trials (line: best finished so far)")
+    ax.grid(alpha=0.3)
+    _status_legend(ax, [r.status for r in records], outside=True)
+    return save_plot(figure, rows, out_dir, "optimization_history")
 
 
 def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
-                stopped_by: str = "ASHA") -> tuple[list[Path], dict[str, str]]:
+                stopped_by: str = "ASHA", mode: str = "max") -> tuple[list[Path], dict[str, str]]:
     """Every plot of a sweep (see the module docstring): the files written and, per skipped plot, why."""
     out = Path(out_dir)
     written: list[Path] = []
@@ -308,6 +325,7 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
     draws: dict[str, Callable[[], list[Path]]] = {
         "learning_curves": lambda: learning_curves(records, metric, out, stopped_by),
         "parallel_coordinate": lambda: parallel_coordinates(records, metric, out),
+        "optimization_history": lambda: optimization_history(records, metric, out, mode),
     }
     if study is not None:
         draws["param_importances"] = lambda: param_importances(study, out)
@@ -320,8 +338,4 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
         except (ValueError, RuntimeError) as exc:  # too few trials to rank, nothing varies
             skipped[name] = f"{type(exc).__name__}: {exc}"
             pyplot().close("all")
-    if study is not None:
-        more, why = study_plots(study, out, metric)
-        written += more
-        skipped.update(why)
     return written, skipped

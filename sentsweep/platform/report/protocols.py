@@ -123,10 +123,42 @@ def _difference(line: str, other: str) -> str:
     return ", ".join(changed[:3])
 
 
+#: The parts that tell one figure's task apart from another's under one protocol (folded by :func:`fold_protocols`).
+PER_TASK_PARTS = ("task/split", "data")
+#: How many metric names a folded row shows before it counts the rest.
+SHOWN_METRICS = 4
+
+
+def fold_protocols(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per protocol: the rows of :func:`protocol_table` that differ only in their task (its split and data
+    file) folded into one, with how many metrics and figures it covers and the first few metric names."""
+    if table.empty:
+        return table
+    key = [c for c in table.columns if c not in ("metric", "protocol", "runs", "mixed", *PER_TASK_PARTS)]
+    rows = []
+    for values, group in table.fillna("").groupby(key, sort=False):
+        row = {"metrics": len(group), "figures": int(group["runs"].sum()), "examples": _first(group["metric"]),
+               "ids": _first(group["protocol"]),
+               **dict(zip(key, values if isinstance(values, tuple) else (values,), strict=True))}
+        if "mixed" in group.columns and group["mixed"].astype(bool).any():
+            row["mixed"] = "; ".join(m for m in group["mixed"] if m)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _first(values: Iterable[str]) -> str:
+    """The first :data:`SHOWN_METRICS` of ``values``, and how many more."""
+    names = list(dict.fromkeys(values))
+    more = len(names) - SHOWN_METRICS
+    return ", ".join(names[:SHOWN_METRICS]) + (f" (+{more})" if more > 0 else "")
+
+
 def render_protocols(table: pd.DataFrame) -> str:
-    """The protocol table as a markdown section (after the sweeps and trials tables)."""
+    """The protocol table, folded to one row per protocol (:func:`fold_protocols`), as a markdown section (last, after
+    the sweeps and trials tables)."""
     from sentsweep.platform.report.compare import to_markdown
 
     note = ("\n\nSeveral protocols for one metric (--mixed-protocols): its figures are not comparable."
             if "mixed" in table.columns else "")
-    return f"## Protocols\n\n{to_markdown(table)}{note}\n"
+    return ("## Protocols\n\nEach protocol the figures above were measured under, with the metrics it covers "
+            f"(one task and data file each).\n\n{to_markdown(fold_protocols(table))}{note}\n")

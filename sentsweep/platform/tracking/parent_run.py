@@ -27,13 +27,16 @@ from mlflow.exceptions import MlflowException
 from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
+from sentsweep.platform.tracking.descriptions import experiment_description, searched_names, sweep_description
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
 from sentsweep.platform.tracking.trial_runs import create_unique_run
+from sentsweep.tracking.names import ui_link
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
+    NOTE_TAG,
     ROLE_TAG,
     RUN_STATUS,
     SPACE_TAG,
@@ -78,6 +81,14 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def run_page(sweep: SweepRun) -> str:
+    """``" at <address>"``: the run's page on MLflow's model-training view, when MLflow is a server (a local store's
+    pages are served by ``mlflow ui``, whose address the sweep does not know)."""
+    if not sweep.tracking_uri.startswith(("http://", "https://")):
+        return ""
+    return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
+
+
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
     """The id of experiment ``name``, created (with ``artifact_location``) when missing."""
     found = client.get_experiment_by_name(name)
@@ -120,13 +131,17 @@ class SweepRun:
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
              first_point: dict[str, Any] | None) -> SweepRun:
-        """Create the parent run: config as params, git SHA, versions, seed, the search space."""
+        """Create the parent run: config as params, git SHA, versions, seed, the search space; the run's and the
+        experiment's descriptions (:mod:`.descriptions`)."""
         prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
+        searched = searched_names(first_point)
+        client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: config.space_name, STATUS_TAG: "running", **source_tags(SWEEP_SOURCE)}
+                SPACE_TAG: str(config.space_name), STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
+                NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
         run = create_unique_run(client, experiment_id, tags, sweep_name, {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name})
         fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
@@ -192,10 +207,13 @@ class SweepRun:
         that an outage delays the upload instead of losing it."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
-    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0) -> str | None:
-        """Register the run's logged model at ``artifact_path`` as a version of ``name`` (after its upload); the
-        version, or None when MLflow has not answered within ``wait_s`` (registered by a resume or ``sync``)."""
-        self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path})
+    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
+                       tags: dict[str, str] | None = None) -> str | None:
+        """Register the run's logged model at ``artifact_path`` as a version of ``name`` (after its upload), with
+        ``description`` and ``tags`` on the version; the version, or None when MLflow has not answered within
+        ``wait_s`` (registered by a resume or ``sync``)."""
+        self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
+                         "description": description, "tags": tags or {}})
         self.writes.flush(wait_s)
         return self.writes.registered.get(name)
 

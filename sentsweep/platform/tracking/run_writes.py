@@ -176,6 +176,7 @@ class RunWrites:
             self._artifacts(run_id, write["dir"], write["path"])
         elif op == "register":
             self._register(run_id, write["name"], write["path"])
+            self._describe_version(write["name"], write.get("description"), write.get("tags") or {})
         elif op == "status":
             run = self.client.get_run(run_id)
             if write.get("if_running") and run.info.status in TERMINAL:
@@ -218,6 +219,16 @@ class RunWrites:
                                       destination_filesystem=pyarrow.fs.LocalFileSystem())
                 local = tmp
             self.client.log_artifacts(run_id, local, artifact_path)
+
+    def _describe_version(self, name: str, description: str | None, tags: dict[str, str]) -> None:
+        """The registered version's description and tags (replaced: a second delivery changes nothing)."""
+        version = self.registered.get(name)
+        if version is None:
+            return
+        if description:
+            self.client.update_model_version(name, version, description=description)
+        for key, value in tags.items():
+            self.client.set_model_version_tag(name, version, key, str(value))
 
     def _register(self, run_id: str, name: str, path: str) -> None:
         """Register the run's model at ``path`` as a version of ``name``, unless a version of ``name`` already

@@ -32,9 +32,12 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
 from sentsweep.tracking.datasets import log_dataset_inputs
+from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
+    NOTE_TAG,
+    OUTCOME_TAG,
     OUTPUT_DIR,
     PARENT_TAG,
     REASON_TAG,
@@ -43,6 +46,7 @@ from sentsweep.tracking.vocabulary import (
     SWEEP_TAG,
     TERMINAL,
     TRIAL_ID_TAG,
+    TRIAL_NUMBER_TAG,
     TRIAL_ROLE,
     find_trial_run,
     numeric_metrics,
@@ -116,8 +120,15 @@ def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[T
 
 
 def report_metrics(result: dict[str, Any]) -> dict[str, float]:
-    """The figures of one report that go on the run (Tune's bookkeeping left out)."""
-    return {k: v for k, v in numeric_metrics(result).items() if k not in NOT_METRICS}
+    """The values of one report that go on the run, by MLflow key: Tune's bookkeeping left out, the trial's own
+    under :data:`~sentsweep.tracking.names.SYS_PREFIX` (:func:`~sentsweep.tracking.names.tracked_key`)."""
+    return {tracked_key(k): v for k, v in numeric_metrics(result).items() if k not in NOT_METRICS}
+
+
+def held_keys(metrics: dict[str, float], keys: Iterable[str]) -> set[str]:
+    """Those of report ``keys`` a run's ``metrics`` hold, under their MLflow key or, logged before bookkeeping
+    moved under its prefix, their own."""
+    return {k for k in keys if tracked_key(k) in metrics or k in metrics}
 
 
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
@@ -169,11 +180,13 @@ class TrialRuns:
         """Read the trial's run and mark back from MLflow before its next delivery (after a failed one)."""
         self.marks.pop(trial_id, None)
 
-    def run_id(self, trial_id: str, *, new_attempt: bool = False) -> str:
-        """The trial's run: found by its tag (its mark read back) or created. ``new_attempt``: Tune started the
-        trial (again), so a run an earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the
-        attempt. Params come with the trial's run record (the values
-        its typed config validated, defaults included), and MLflow never changes a param."""
+    def run_id(self, trial_id: str, *, new_attempt: bool = False, name: str | None = None,
+               number: int | None = None) -> str:
+        """The trial's run: found by its tag (its mark read back) or created, named ``name`` (default: the trial's
+        id) and tagged with its ``number`` when known. ``new_attempt``: Tune started the trial (again), so a run an
+        earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the attempt. Params come with
+        the trial's run record (the values its typed config validated, defaults included), and MLflow never
+        changes a param."""
         run_id = self.run_ids.get(trial_id)
         if run_id is not None and trial_id in self.marks and not new_attempt:
             return run_id
@@ -182,13 +195,20 @@ class TrialRuns:
             tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1", PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id}
             if self.sweep_name:
                 tags[SWEEP_TAG] = self.sweep_name
-            run = create_unique_run(self.client, self.experiment_id, tags, trial_id,
+            if number is not None:
+                tags[TRIAL_NUMBER_TAG] = str(number)
+            run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id,
                                     {PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id})
             self.marks[trial_id], self.terminal[trial_id] = -1, set()
         else:
-            history = self.client.get_metric_history(run.info.run_id, MARK_KEY)
+            history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
+                       for m in self.client.get_metric_history(run.info.run_id, key)]
             self.marks[trial_id] = max((int(m.step) for m in history), default=-1)
-            self.terminal[trial_id] = set(TERMINAL_KEYS) & set(run.data.metrics)
+            self.terminal[trial_id] = held_keys(run.data.metrics, TERMINAL_KEYS)
+            if name and run.info.run_name != name:  # a run a sync created, named by its id
+                self.client.update_run(run.info.run_id, name=name)
+                if number is not None:
+                    self.client.set_tag(run.info.run_id, TRIAL_NUMBER_TAG, str(number))
             if new_attempt:
                 if run.info.status in TERMINAL:
                     self.client.update_run(run.info.run_id, status="RUNNING")
@@ -213,7 +233,7 @@ class TrialRuns:
             self._log_record(run_id, result.get(RUN_RECORD_KEY))
             stamp = self.now_ms()
             points = [Metric(k, v, stamp, step) for k, v in report_metrics(result).items()]
-            points.sort(key=lambda m: m.key == MARK_KEY)  # the mark last: a cut batch is delivered again
+            points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
             for start in range(0, len(points), MAX_METRICS_PER_BATCH):
                 self.client.log_batch(run_id, metrics=points[start:start + MAX_METRICS_PER_BATCH])
             self.marks[trial_id] = max(mark, step)
@@ -253,10 +273,11 @@ class TrialRuns:
             self.client.log_batch(run_id, params=missing[start:start + MAX_PARAMS_PER_BATCH])
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
-            output: tuple[pyarrow.fs.FileSystem, str] | None = None) -> bool:
-        """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`), a finished trial's ``output``
-        folder uploaded first as the root of its artifacts; a run that ended already keeps its status unless
-        ``overwrite``. Whether the run was ended here."""
+            output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
+        """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`) and ``outcome`` (tag
+        :data:`OUTCOME_TAG`, and the run's description), a finished trial's ``output`` folder uploaded first as the
+        root of its artifacts; a run that ended already keeps its status unless ``overwrite``. Whether the run was
+        ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
         if run.info.status in TERMINAL and not overwrite:
             return False
@@ -268,6 +289,10 @@ class TrialRuns:
                 self.client.log_artifacts(run.info.run_id, tmp)
         if reason:
             self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
+        if outcome:
+            self.client.set_tag(run.info.run_id, OUTCOME_TAG, outcome)
+            self.client.set_tag(run.info.run_id, NOTE_TAG, f"**{outcome.capitalize()}**"
+                                + (f": {reason[:2000]}." if reason else "."))
         self.client.set_terminated(run.info.run_id, status=status)
         return True
 
@@ -304,12 +329,12 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = "ended with the sweep (pruned, stopped or interrupted)") -> Reconciled:
+              ended_reason: str = "interrupted with the sweep (resume continues it)") -> Reconciled:
     """Make MLflow hold what the experiment folder holds: every trial's run, its params, every report above
     its mark, its outputs, and an end for every run still RUNNING (no trial runs while this is called).
 
     Idempotent: a second call logs nothing and ends nothing. A trial whose last report is final or failed ends
-    FINISHED or FAILED; any other RUNNING run ends KILLED with ``ended_reason``.
+    FINISHED or FAILED; any other RUNNING run ends KILLED (outcome ``interrupted``) with ``ended_reason``.
     """
     done = Reconciled()
     for folder in trial_folders(fs, experiment_path):
@@ -319,11 +344,12 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         runs.run_id(folder.trial_id)
         done.reports += runs.deliver(folder.trial_id, results)
         ended = final_status(results[-1] if results else None)
-        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output()):
+        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
+                                          outcome=ended[0].lower()):
             done.ended += 1
     for run in runs.running_children():
         trial_id = run.data.tags.get(TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
-        runs.end(trial_id, "KILLED", ended_reason)
+        runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")
         done.ended += 1
     return done

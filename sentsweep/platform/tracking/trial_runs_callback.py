@@ -2,12 +2,12 @@
 (:mod:`sentsweep.platform.tracking.trial_runs`).
 
 On each trial event it hands a job to a background :class:`~sentsweep.platform.tracking.deliverer.Deliverer`, so no
-MLflow
-call runs in Tune's event loop. The driver knows what a trial cannot tell: a trial stopped by ASHA ends inside
-``tune.report`` (its run ends KILLED, ``pruned by ASHA at iteration N``); a worker that died ends FAILED with the
-error Tune recorded. At the end of the experiment each trial's run is brought up to its folder, ended, and the
-sweep's totals go on the parent run, waiting at most ``end_wait_s``: in an outage the sweep exits and
-``sentsweep sync`` completes the runs from the folder.
+MLflow call runs in Tune's event loop. The driver knows what a trial cannot tell: a trial stopped by ASHA ends inside
+``tune.report`` (its run ends FINISHED with outcome ``pruned``, ``pruned by ASHA at iteration N``); a worker that died
+ends FAILED with the error Tune recorded (:data:`~sentsweep.tracking.vocabulary.OUTCOMES`). Each run is named after
+the trial's label and searched values (:mod:`sentsweep.tracking.names`). At the end of the experiment each trial's
+run is brought up to its folder, ended, and the sweep's totals go on the parent run, waiting at most ``end_wait_s``:
+in an outage the sweep exits and ``sentsweep sync`` completes the runs from the folder.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from sentsweep.platform.results import evaluation_result, failure_reason, is_fai
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
-from sentsweep.tracking.vocabulary import PARENT_TAG, REASON_TAG, ROLE_TAG, STOPPED_REASON, TRIAL_ID_TAG
+from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
+from sentsweep.tracking.vocabulary import OUTCOMES, PARENT_TAG, REASON_TAG, ROLE_TAG, STOPPED_REASON, TRIAL_ID_TAG
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 
@@ -77,30 +78,31 @@ def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
     return totals
 
 
-def completed_status(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
-    """The status and reason of a trial Tune completed (its last report decides)."""
+def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
+    """The outcome (:data:`~sentsweep.tracking.vocabulary.OUTCOMES`) and reason of a trial Tune completed (its last
+    report decides)."""
     result = trial.last_result or {}
     if is_final(result):
-        return "FINISHED", None
+        return "finished", None
     if is_failed(result):
-        return "FAILED", failure_reason(result)
+        return "failed", failure_reason(result)
     if result.get("training_iteration"):
-        return "KILLED", (f"pruned by {scheduler_label} at iteration "
+        return "pruned", (f"pruned by {scheduler_label} at iteration "
                           f"{evaluation_result(result)['training_iteration']} (step {int(result.get('step', 0))})")
-    return "KILLED", "stopped before it started"
+    return "not started", "stopped before it started"
 
 
-def ended_status(trial: Trial) -> tuple[str, str | None]:
-    """The status and reason of a trial still open when the experiment ended."""
+def ended_outcome(trial: Trial) -> tuple[str, str | None]:
+    """The outcome and reason of a trial still open when the experiment ended."""
     outcome = trial_outcome(trial)
     if outcome == "finished":
-        return "FINISHED", None
+        return "finished", None
     if outcome == "failed":
         result = trial.last_result or {}
-        return "FAILED", failure_reason(result) if is_failed(result) else last_error_line(trial)
+        return "failed", failure_reason(result) if is_failed(result) else last_error_line(trial)
     if trial.status == "TERMINATED":
-        return "KILLED", STOPPED_REASON  # a stopper ended it: the budget or time_budget_s
-    return "KILLED", "interrupted with the sweep (resume continues it)"
+        return "stopped", STOPPED_REASON  # a stopper ended it: the budget or time_budget_s
+    return "interrupted", "interrupted with the sweep (resume continues it)"
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
@@ -115,11 +117,14 @@ def trial_folder(trial: Trial) -> TrialFolder:
 
 
 class TrialRunsCallback(Callback):
-    """Writes each trial's child run under ``settings["parent_run_id"]`` from the driver, in the background."""
+    """Writes each trial's child run under ``settings["parent_run_id"]`` from the driver, in the background; its
+    trials' labels start with ``label_prefix`` (``t`` for the search, ``c`` for the confirmation stage)."""
 
     def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
-                 end_wait_s: float = END_WAIT_S) -> None:
+                 end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX) -> None:
         self.settings = settings
+        self.label_prefix = label_prefix
+        self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
         self.scheduler_label = scheduler_label
         self.gpu_per_trial = gpu_per_trial
         self.end_wait_s = end_wait_s
@@ -129,7 +134,21 @@ class TrialRunsCallback(Callback):
         self._seen: set[str] = set()  # trials this driver session delivered to
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
-        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set()}
+        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
+
+    def _number(self, trials: list[Trial], trial: Trial) -> None:
+        """Remember the trial's number: its place in Tune's list of trials (the order Tune created them)."""
+        numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
+        if trial.trial_id not in numbers and trial in trials:
+            numbers[trial.trial_id] = trials.index(trial) + 1
+
+    def _name(self, trial: Trial) -> tuple[str, int | None]:
+        """The trial run's name and number (:func:`~sentsweep.tracking.names.run_name`)."""
+        number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
+        values = {k: v for k, v in (getattr(trial, "evaluated_params", None) or {}).items()
+                  if isinstance(v, int | float | str | bool)}
+        prefix = self.__dict__.get("label_prefix", SEARCH_PREFIX)
+        return run_name(trial_label(number, prefix), trial.trial_id, values), number
 
     @property
     def runs(self) -> TrialRuns:
@@ -154,10 +173,11 @@ class TrialRunsCallback(Callback):
         yet (a resume) or an earlier delivery failed, then ``results``; returns the run's id (``new_attempt``:
         Tune just started the trial)."""
         runs = self.runs
+        name, number = self._name(trial)
         if trial.trial_id in self._behind or trial.trial_id not in self._seen:
             self._behind.discard(trial.trial_id)
             runs.forget(trial.trial_id)
-            runs.run_id(trial.trial_id, new_attempt=new_attempt)
+            runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
             new_attempt = False
             try:
                 runs.deliver(trial.trial_id, trial_folder(trial).results())
@@ -165,23 +185,27 @@ class TrialRunsCallback(Callback):
                 self._behind.add(trial.trial_id)
                 raise
             self._seen.add(trial.trial_id)
-        run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt)
+        run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
         runs.deliver(trial.trial_id, results)
         return run_id
 
-    def _end(self, trial: Trial, status: str, reason: str | None, *, overwrite: bool = True) -> None:
+    def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
-        if status != "FINISHED":  # a trial that failed before its first report: the settings Tune sampled
+        status = OUTCOMES[outcome]
+        if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
             settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
             self.runs.log_params(trial.trial_id, settings, only_if_none=True)
-        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output())
+        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
+                      outcome=outcome)
 
     # -- Tune hooks ----------------------------------------------------------------------------
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._number(trials, trial)
         self._submit(trial, lambda: self.catch_up(trial, [], new_attempt=True))
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
+        self._number(trials, trial)
         self._submit(trial, lambda: self._deliver_result(trial, result))
 
     def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
@@ -193,11 +217,13 @@ class TrialRunsCallback(Callback):
             self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1])
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        status, reason = completed_status(trial, self.scheduler_label)
-        self._submit(trial, lambda: self._end(trial, status, reason))
+        self._number(trials, trial)
+        outcome, reason = completed_outcome(trial, self.scheduler_label)
+        self._submit(trial, lambda: self._end(trial, outcome, reason))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._submit(trial, lambda: self._end(trial, "FAILED", last_error_line(trial), overwrite=False))
+        self._number(trials, trial)
+        self._submit(trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         lost = superseded()
@@ -212,8 +238,9 @@ class TrialRunsCallback(Callback):
         for trial in trials:
             if trial.status == "PENDING" and trial.trial_id not in self.runs.run_ids:
                 continue
-            status, reason = ended_status(trial)  # only a run still RUNNING: a trial's own end is kept
-            deliverer.submit(trial.trial_id, lambda t=trial, s=status, r=reason: self._end(t, s, r, overwrite=False),
+            self._number(trials, trial)
+            outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
+            deliverer.submit(trial.trial_id, lambda t=trial, o=outcome, r=reason: self._end(t, o, r, overwrite=False),
                              force=True)
         totals = sweep_totals(trials, self.gpu_per_trial)
         deliverer.submit("totals", lambda: self.log_totals(totals), force=True)

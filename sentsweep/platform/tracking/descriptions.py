@@ -1,0 +1,87 @@
+"""The markdown MLflow shows on an experiment's, a sweep run's and a registered model version's page.
+
+MLflow keeps each as the tag :data:`~sentsweep.tracking.vocabulary.NOTE_TAG`. They say what the sweep searched, how
+its trials are named and ended, which columns of the runs table hold the figures that matter (MLflow's table shows
+no metric until one is picked), and where the bookkeeping went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sentsweep.tracking.names import SYS_PREFIX, figure, ui_link
+from sentsweep.tracking.vocabulary import OUTCOME_TAG, TRIAL_ID_TAG
+
+if TYPE_CHECKING:
+    from sentsweep.platform.config import SweepConfig
+
+
+def searched_names(first_point: Mapping[str, Any] | None) -> list[str]:
+    """The searched parameters, as the first point names them (empty when the sweep has none)."""
+    return sorted(first_point or {})
+
+
+def columns_to_add(metric: str, searched: Sequence[str]) -> str:
+    """The runs table's columns to add, in MLflow's groups."""
+    params = ", ".join(f"`{p}`" for p in searched) or "the searched ones"
+    return (f"Columns to add (**Columns** above the table): Metrics `{metric}` and `best_{metric}`; Params {params}; "
+            f"Tags `{OUTCOME_TAG}`.")
+
+
+def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[str], tracking_uri: str,
+                      experiment_id: str) -> str:
+    """The sweep run's description: what it searched, for what, how its trials are named and ended."""
+    space = config.space_name if isinstance(config.space_name, str) else "the space in its config"
+    scheduler = "ASHA stops weak trials early" if config.scheduler.type == "asha" else "every trial runs to its end"
+    searched_text = ", ".join(f"`{p}`" for p in searched) or "no parameter"
+    return "\n".join([
+        f"**{sweep_name}**: {config.num_samples} trials of `{config.method}` over the space `{space}`, searching "
+        f"{searched_text} for the {'highest' if config.mode == 'max' else 'lowest'} dev `{config.metric}`; "
+        f"{scheduler}.",
+        "",
+        "- Expand this run's row for its trials. Each is named after its number and searched values "
+        "(`t03 scale=22.4 lr=3.5e-05`); the number is the one `sentsweep compare` and the plots use.",
+        f"- Tag `{OUTCOME_TAG}` says how a trial ended: finished, pruned (stopped early by the scheduler; its run is "
+        "FINISHED, its figures are those of the steps it ran), stopped (by the budget), failed or interrupted.",
+        f"- {columns_to_add(config.metric, searched)}",
+        f"- Bookkeeping (step, epoch, seconds, GPUs, the final flag) is under `{SYS_PREFIX}`, on a trial's "
+        "**System metrics** tab; its **Model metrics** tab holds the figures.",
+        f"- [The experiment's runs]({ui_link(tracking_uri, experiment_id)}) on MLflow's model-training view.",
+    ])
+
+
+def experiment_description(config: SweepConfig, sweep_name: str, searched: Sequence[str]) -> str:
+    """The experiment's description: how its sweeps are laid out, and the latest sweep."""
+    return "\n".join([
+        "Sweeps of `sentsweep`: each sweep is a run (tag `sentsweep.role` = sweep) whose child runs are its trials "
+        "and, when it confirms its best, a confirmation run.",
+        "",
+        "Use the **Model training** view (top left) to see the runs.",
+        f"{columns_to_add(config.metric, searched)}",
+        "",
+        f"Latest sweep: `{sweep_name}`, `{config.method}` searching {', '.join(searched) or 'no parameter'} for "
+        f"dev `{config.metric}`.",
+    ])
+
+
+def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
+                       sweep_name: str, trial_run_id: str | None) -> dict[str, str]:
+    """A registered version's tags: the trial (label and Tune's id), its configuration, its figures, the sweep."""
+    tags = {"trial": trial, TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
+            **{f"param.{k}": figure(v) for k, v in values.items()},
+            **{k: figure(float(v)) for k, v in figures.items()}}
+    if trial_run_id:
+        tags["trial_run_id"] = trial_run_id
+    return {k: str(v)[:5000] for k, v in tags.items()}
+
+
+def model_version_description(trial: str, values: Mapping[str, Any], figures: Mapping[str, float],
+                              sweep_name: str, trial_link: str | None) -> str:
+    """A registered version's description: which trial of which sweep, its configuration and figures."""
+    config = ", ".join(f"{k}={figure(v)}" for k, v in values.items()) or "the sweep's defaults"
+    shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
+    where = f"[its run]({trial_link})" if trial_link else "its run"
+    return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
+            f"Figures: {shown or 'none recorded'}.\n\n"
+            "The model was logged on the sweep's run (`best_model/`); the tags name the trial.")

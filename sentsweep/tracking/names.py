@@ -1,0 +1,68 @@
+"""How a person sees a trial and its figures: its label, its run's name, its bookkeeping metrics, and UI links.
+
+- A trial's label is ``t03`` (the search) or ``c03`` (the confirmation stage): the trial's place in the order Tune
+  created the trials, from 1. Tables, plots, the log and the run's name use it; Tune's trial id stays on the run as
+  a tag for lookups.
+- A trial's run is named after its label and its searched values: ``t03 scale=22.4 lr=3.5e-05``.
+- Bookkeeping values of a report (the step, the epoch, seconds, GPUs, the final flag) go to MLflow under
+  :data:`SYS_PREFIX`, the prefix MLflow's UI shows on a run's "System metrics" tab beside the sampled CPU and GPU
+  figures, so that its "Model metrics" tab holds only the figures that matter.
+- MLflow 3's UI keeps a per-browser switch between its GenAI and model-training views (GenAI by default) and
+  follows a ``workflowType`` query parameter over it, so every link this project prints carries
+  ``workflowType=machine_learning``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+#: The prefix of a trial's bookkeeping metrics in MLflow (its UI charts them on a tab apart from the figures).
+SYS_PREFIX = "system/"
+#: Report keys that are bookkeeping, not figures of the training.
+BOOKKEEPING_KEYS = frozenset({"step", "epoch", "gpus", "final", "failed", "evaluations", "wall_seconds",
+                              "gpu_seconds", "attempt_seconds", "training_iteration", "time_total_s",
+                              "compute_seconds"})
+#: The label's letter of a search trial and of a confirmation trial.
+SEARCH_PREFIX = "t"
+CONFIRMATION_PREFIX = "c"
+#: The longest run name the label and its values make (MLflow's UI cuts longer ones).
+MAX_RUN_NAME = 120
+#: The query parameter that opens MLflow 3's UI on its model-training view.
+TRAINING_VIEW = "workflowType=machine_learning"
+
+
+def tracked_key(key: str) -> str:
+    """The MLflow metric key of a report key: bookkeeping under :data:`SYS_PREFIX`, a figure as it is."""
+    return f"{SYS_PREFIX}{key}" if key in BOOKKEEPING_KEYS else key
+
+
+def figure(value: Any, digits: int = 3) -> str:
+    """A value as a person reads it: a float from 1 to 100000 to at most two decimals (``81.85``, ``22.4``), any
+    other float to ``digits`` significant digits (``3.5e-05``, ``0.125``), anything else as ``str``."""
+    if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
+        return str(value)
+    if 1 <= abs(value) < 1e5:
+        return f"{value:.2f}".rstrip("0").rstrip(".")
+    return f"{value:.{digits}g}"
+
+
+def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:
+    """``t03`` for the third trial Tune created (``prefix`` ``c`` in the confirmation stage); None when unknown."""
+    return f"{prefix}{number:02d}" if number is not None else None
+
+
+def run_name(label: str | None, trial_id: str, values: Mapping[str, Any]) -> str:
+    """A trial run's name: its label (else Tune's trial id) and its searched values at a readable precision."""
+    parts = [label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items())]
+    name = " ".join(parts)
+    return name if len(name) <= MAX_RUN_NAME else name[:MAX_RUN_NAME - 3] + "..."
+
+
+def ui_link(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The MLflow UI page of an experiment (or of one of its runs) on its model-training view. For a tracking
+    server the full address; for a local store the part after the address ``mlflow ui`` prints."""
+    base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else ""
+    page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
+    return f"{base}/{page}?{TRAINING_VIEW}"

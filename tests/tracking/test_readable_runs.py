@@ -1,0 +1,146 @@
+"""What a person reads in MLflow: trials' names and labels, values at a readable precision, links that open on the
+model-training view, the sweep's and the experiment's descriptions, a registered version's description and tags
+(real MLflow sqlite for the writes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.fs
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.platform.config import parse_sweep_config
+from sentsweep.platform.tracking.descriptions import (
+    experiment_description,
+    model_version_description,
+    model_version_tags,
+    sweep_description,
+)
+from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.platform.tracking.run_writes import RunWrites
+from sentsweep.tracking.names import figure, run_name, tracked_key, trial_label, ui_link
+from sentsweep.tracking.vocabulary import NOTE_TAG, OUTCOME_TAG, OUTCOMES
+
+
+@pytest.mark.parametrize(("value", "shown"), [(22.4, "22.4"), (3.5e-05, "3.5e-05"), (87.8612, "87.86"),
+                                              (20.0, "20"), (0.12345, "0.123"), (16, "16"), ("mean", "mean"),
+                                              (True, "True")])
+def test_values_are_shown_at_a_readable_precision(value, shown) -> None:
+    assert figure(value) == shown
+
+
+def test_a_trial_run_is_named_after_its_label_and_searched_values() -> None:
+    assert trial_label(3) == "t03" and trial_label(12, "c") == "c12" and trial_label(None) is None
+    assert run_name("t03", "a5c2b788", {"scale": 22.4, "lr": 3.5e-05}) == "t03 scale=22.4 lr=3.5e-05"
+    assert run_name(None, "a5c2b788", {}) == "a5c2b788"
+    assert len(run_name("t03", "x", {f"p{i}": 1.0 / 3 for i in range(40)})) <= 120
+
+
+def test_bookkeeping_keys_go_under_sys() -> None:
+    assert [tracked_key(k) for k in ("stsb_dev", "train_loss", "lr", "epoch", "final", "attempt_seconds")] == [
+        "stsb_dev", "train_loss", "lr", "system/epoch", "system/final", "system/attempt_seconds"]
+
+
+def test_a_pruned_trial_ends_finished_and_an_interrupted_one_killed() -> None:
+    assert OUTCOMES["pruned"] == OUTCOMES["stopped"] == OUTCOMES["finished"] == "FINISHED"
+    assert OUTCOMES["failed"] == "FAILED" and OUTCOMES["interrupted"] == "KILLED"
+
+
+def test_links_open_on_the_model_training_view() -> None:
+    assert ui_link("http://mlflow:5000/", "4", "abc") == \
+        "http://mlflow:5000/#/experiments/4/runs/abc?workflowType=machine_learning"
+    assert ui_link("sqlite:///mlruns.db", "4") == "/#/experiments/4?workflowType=machine_learning"
+
+
+def _config(tmp_path: Path, uri: str):
+    return parse_sweep_config({"name": "demo", "method": "cosent", "metric": "stsb_dev", "num_samples": 5,
+                               "storage_path": str(tmp_path / "runs"),
+                               "tracking": {"uri": uri, "experiment": "readable"}}, "sweep.yaml")
+
+
+def test_the_descriptions_say_what_was_searched_and_which_columns_to_add(tmp_path: Path) -> None:
+    config = _config(tmp_path, "http://mlflow:5000")
+    text = sweep_description(config, "demo-1", ["lr", "scale"], config.tracking.uri, "4")
+    assert "5 trials of `cosent`" in text and "`lr`, `scale`" in text
+    assert "Metrics `stsb_dev` and `best_stsb_dev`" in text and f"Tags `{OUTCOME_TAG}`" in text
+    assert "pruned (stopped early" in text and "`system/`" in text and "System metrics" in text
+    assert "http://mlflow:5000/#/experiments/4?workflowType=machine_learning" in text
+    overview = experiment_description(config, "demo-1", ["lr", "scale"])
+    assert "Model training" in overview and "Latest sweep: `demo-1`" in overview and "lr, scale" in overview
+
+
+def test_a_sweep_run_and_its_experiment_carry_their_descriptions(tracking_uri: str, tmp_path: Path) -> None:
+    config = _config(tmp_path, tracking_uri)
+    sweep = SweepRun.open(config, "demo-1", str(tmp_path / "runs" / "demo-1"), None, {"lr": 2e-5, "scale": 20.0})
+    client = MlflowClient(tracking_uri)
+    run = client.get_run(sweep.run_id)
+    assert "searching `lr`, `scale` for the highest dev `stsb_dev`" in run.data.tags[NOTE_TAG]
+    experiment = client.get_experiment(sweep.experiment_id)
+    assert "Columns to add" in experiment.tags[NOTE_TAG]
+
+
+def test_a_registered_version_names_its_trial_configuration_and_figures(tracking_uri: str, tmp_path: Path) -> None:
+    client = MlflowClient(tracking_uri)
+    experiment = client.create_experiment("registry")
+    run_id = client.create_run(experiment).info.run_id
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "MLmodel").write_text("flavors: {}\n")  # what MLflow registers from a run
+    client.log_artifacts(run_id, str(tmp_path / "model"), "best_model")
+    figures = {"dev_stsb_dev": 82.3812, "test_stsb_test": 79.1, "confirmed_stsb_dev_mean": 81.95}
+    description = model_version_description("t03", {"scale": 22.4}, figures, "demo-1", "http://x/#/run")
+    tags = model_version_tags("t03", "a5c2b788", {"scale": 22.4}, figures, "demo-1", "trial-run")
+    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"))
+    write = {"op": "register", "run": run_id, "name": "toy-model", "path": "best_model", "description": description,
+             "tags": tags}
+    writes.apply(write)
+    writes.apply(write)  # delivered twice (an answer lost): still one version, the same text
+    (version,) = client.search_model_versions("name = 'toy-model'")
+    assert version.description == description and "The best trial **t03** of sweep `demo-1`" in description
+    assert "scale=22.4" in description and "dev_stsb_dev 82.38" in description
+    assert {k: version.tags[k] for k in ("trial", "sentsweep.trial_id", "sweep", "param.scale", "dev_stsb_dev",
+                                         "test_stsb_test", "confirmed_stsb_dev_mean", "trial_run_id")} == {
+        "trial": "t03", "sentsweep.trial_id": "a5c2b788", "sweep": "demo-1", "param.scale": "22.4",
+        "dev_stsb_dev": "82.38", "test_stsb_test": "79.1", "confirmed_stsb_dev_mean": "81.95",
+        "trial_run_id": "trial-run"}
+
+
+class _Trial:
+    """What the driver's callbacks read of a Tune trial."""
+
+    def __init__(self, trial_id: str, status: str, last_result: dict | None, params: dict | None = None) -> None:
+        self.trial_id, self.status, self.last_result = trial_id, status, last_result
+        self.evaluated_params = params or {}
+
+
+def test_the_driver_names_each_outcome_and_each_trial_by_its_number() -> None:
+    from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback, completed_outcome, ended_outcome
+
+    pruned = _Trial("b", "TERMINATED", {"training_iteration": 1, "step": 8})
+    assert completed_outcome(pruned, "ASHA") == ("pruned", "pruned by ASHA at iteration 1 (step 8)")
+    assert completed_outcome(_Trial("a", "TERMINATED", {"final": 1.0}), "ASHA") == ("finished", None)
+    assert completed_outcome(_Trial("c", "TERMINATED", {}), "ASHA")[0] == "not started"
+    assert ended_outcome(_Trial("d", "TERMINATED", {"training_iteration": 2}))[0] == "stopped"
+    assert ended_outcome(_Trial("e", "RUNNING", {"training_iteration": 2}))[0] == "interrupted"
+    trials = [_Trial("a", "RUNNING", None, {"scale": 22.4}), _Trial("b", "RUNNING", None, {"lr": 3.5e-05})]
+    callback = TrialRunsCallback({}, "ASHA", 0.0, label_prefix="c")
+    callback._number(trials, trials[1])
+    assert callback._name(trials[1]) == ("c02 lr=3.5e-05", 2)
+    assert callback._name(trials[0]) == ("a scale=22.4", None), "a trial not seen yet: its id"
+
+
+def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
+    from sentsweep.platform.driver.progress import ProgressCallback
+
+    trials = [_Trial("a", "RUNNING", {"stsb_dev": 60.0}), _Trial("b", "RUNNING", {"best_stsb_dev": 80.0})]
+    assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)
+
+
+def test_the_sweep_prints_its_runs_page_on_a_tracking_server() -> None:
+    from types import SimpleNamespace
+
+    from sentsweep.platform.tracking.parent_run import run_page
+
+    served = SimpleNamespace(tracking_uri="https://mlflow.example", experiment_id="2", run_id="r1")
+    assert run_page(served) == " at https://mlflow.example/#/experiments/2/runs/r1?workflowType=machine_learning"
+    assert run_page(SimpleNamespace(tracking_uri="sqlite:///mlruns.db", experiment_id="2", run_id="r1")) == ""
