@@ -32,6 +32,8 @@ from sentsweep.tracking.vocabulary import (
     CONFIRMATION_ROLE,
     PARENT_TAG,
     REASON_TAG,
+    REFERENCE_TAG,
+    REFERENCE_TRIAL_TAG,
     ROLE_TAG,
     SWEEP_TAG,
     TRIAL_ID_TAG,
@@ -154,6 +156,8 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "metric": metric, "best": _metric(sweep, f"best_{metric}"),
         "best_trial": tags.get("sentsweep.best_trial_id", ""),
     }
+    if REFERENCE_TRIAL_TAG in tags:  # the paper's setting, run as a protected reference trial
+        row["reference_trial"] = tags[REFERENCE_TRIAL_TAG]
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     metric_mean = f"confirmed_{metric}_mean"
@@ -171,6 +175,7 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     last attempt ran (``placement``: node and Ray's GPU ids, :mod:`sentsweep.tracking.placement`)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
+    labelled = any(REFERENCE_TAG in t.data.tags for t in trials)
     rows = []
     for trial in trials:
         m = trial.data.metrics
@@ -179,6 +184,8 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
             "status": STATUS_NAMES.get(trial.info.status, trial.info.status.lower()),
             metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": m.get("step", math.nan),
         }
+        if labelled:  # the paper's setting, which no scheduler stops
+            row["reference"] = trial.data.tags.get(REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: _number(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=m.get("wall_seconds", math.nan), placement=placement_label(trial.data.tags),
