@@ -31,7 +31,8 @@ def staged(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> dic
     cache = root / "hf"
     for name in ("config.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
         if (tiny_bert_dir / name).is_file():
-            hf_cache_file(cache, "bert-base-uncased", name, kind="models").write_bytes((tiny_bert_dir / name).read_bytes())
+            model_file = hf_cache_file(cache, "bert-base-uncased", name, kind="models")
+            model_file.write_bytes((tiny_bert_dir / name).read_bytes())
     hf_cache_file(cache, "princeton-nlp/datasets-for-simcse", "wiki1m_for_simcse.txt").write_text(
         "\n".join(SENTENCES) + "\n")
     parquet = "refs/convert/parquet"
