@@ -2,8 +2,9 @@
 
 The trial is the config's reference trial (its space's first point on top of its ``fixed`` settings), with the
 model replaced by ``--model`` (default ``minilm``, the offline model: the papers' ``bert-base-uncased`` needs the
-hub), trained for ``--steps`` steps with AMP on (``--no-amp``: fp32) and one dev evaluation at the end, no test suite.
-Prints the device, the wall seconds of setup and of training, steps/s and the peak CUDA memory (on a GPU).
+hub), trained for ``--steps`` steps with AMP on (``--no-amp``: fp32), one dev evaluation at the end and SICK-R
+trial (500 pairs) as its test suite. Prints the device, the wall seconds of setup and of training, steps/s and the
+peak CUDA memory (on a GPU).
 
     python -m bench.paper_first_steps [--config configs/paper-cosent-stsb.yaml] [--steps 50] [--device cuda]
 """
@@ -24,7 +25,8 @@ def first_trial(config_path: str, model: str, steps: int, device: str, amp: bool
     config = load_sweep_config(config_path).model_copy(update={"model": model})
     _, space = resolve_specs(config, config_path)
     return {**trial_param_space(config), **space_points(space)[0], "max_steps": steps, "eval_every": steps,
-            "amp": amp, "device": device, "test_tasks": "", "max_dev_pairs": dev_pairs, "system_metrics": False}
+            "amp": amp, "device": device, "test_tasks": "sickr_trial", "max_dev_pairs": dev_pairs,
+            "system_metrics": False}
 
 
 def main(argv: list[str] | None = None) -> None:

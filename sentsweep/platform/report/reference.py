@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sentsweep.platform.driver.outcome import SweepOutcome
     from sentsweep.platform.tracking.parent_run import SweepRun
 
+
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
     """The first trial (by Tune's trial id) whose settings hold ``point``."""
     matches = [r for r in results if is_reference(r.config, point)]
@@ -50,16 +51,16 @@ def _cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def winner_cell(outcome: SweepOutcome, key: str) -> str:
-    """The tuned winner's figure: the confirmation's interval over its further seeds, else the chosen trial's."""
+def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
+    """The tuned winner's figure ``key`` (None: the sweep's dev metric): the confirmation's interval over its further
+    seeds, else the chosen trial's single value."""
     confirmation = outcome.confirmation
     if confirmation is not None:
         runs = confirmation.winner.further_runs
-        values = [r.value if key == "__metric__" else (r.metrics.get(key, math.nan)) for r in runs]
-        summary = interval([v for v in values if v is not None])
+        summary = interval([r.value if key is None else r.metrics.get(key, math.nan) for r in runs])
         if summary.n:
             return summary.describe()
-    value = outcome.best_value if key == "__metric__" else outcome.final_metrics.get(key)
+    value = outcome.best_value if key is None else outcome.final_metrics.get(key)
     return f"{_cell(_number(value))} (1 run)"
 
 
@@ -93,7 +94,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
         lines.append(f"  {key:<14} {_cell(paper):>8}  {_cell(_number(ref_metrics.get(key))):>22}  "
                      f"{winner_cell(outcome, key)}")
     lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(_number(ref_metrics.get(config.metric))):>22}  "
-                 f"{winner_cell(outcome, '__metric__')}  (dev: selection)")
+                 f"{winner_cell(outcome, None)}  (dev: selection)")
     lines.append(f"  what differs: selection on {config.metric} here; the paper's: {ref.selection or 'not given'}; "
                  "the winner was chosen on this dev set, so it is no reproduction")
     changed = changed_settings(point, outcome.best_config)
