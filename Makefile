@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.sentsweep-installed
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled
 
-.PHONY: setup demo test test-latest test-cluster test-all bench lint k8s-check config-reference clean
+.PHONY: setup demo test test-latest test-cluster test-all bench gpu-check lint k8s-check config-reference clean
 
 setup: $(STAMP)
 
@@ -78,6 +78,10 @@ bench: setup
 	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100 --table bench/data/cosent_grid_100steps.csv
 	$(RUN_ENV) $(PY) -m bench.search_table replay --repeats 100 --concurrency 1 --table bench/data/cosent_grid_wide.csv \
 		--only lr=5e-06,1e-05,2e-05,5e-05,0.0001
+
+# The GPU check (bench/gpu_check.sh): run it whenever a machine with a GPU is available; at most 8 minutes there.
+gpu-check: setup
+	PYTHON=$(PY) bench/gpu_check.sh
 
 lint: setup
 	$(VENV)/bin/ruff check sentsweep tests bench tools

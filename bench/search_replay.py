@@ -6,7 +6,7 @@ Optuna),
 for TPE built by :func:`~sentsweep.platform.search.searcher.build_searcher` itself (seeded multivariate TPE, constant
 liar, the
 sweep's ``startup_trials``, the paper's defaults first), for the baselines with Optuna's ``RandomSampler`` or
-``GridSampler``. The scheduler is the sweep's own (:func:`~sentsweep.platform.search.searcher.build_scheduler`: Ray's
+``GridSampler``. The scheduler is the sweep's own (:func:`~sentsweep.platform.search.scheduler.build_scheduler`: Ray's
 ASHA
 with the sweep's grace period and reduction factor, or FIFO), driven as Tune's controller drives it: each report
 goes to the scheduler, then (unless it said STOP) to the searcher; a stopped or finished trial is completed on
@@ -37,7 +37,8 @@ from ray.tune.schedulers import TrialScheduler
 
 from bench.search_grid import PARAMS, Config, Curve, GridTable, config_of
 from sentsweep.platform.config import SchedulerConfig, SweepConfig
-from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_scheduler, build_searcher
+from sentsweep.platform.search.scheduler import build_scheduler
+from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_searcher
 from sentsweep.search_spaces import SEARCH_SPACES
 
 METRIC = "stsb_dev"

@@ -11,6 +11,7 @@ Prints training pairs/s of each with the peak RSS of its timed phase, the ratio 
 and the STS-B test Spearman of both models (equal quality: +- 0.5).
 
     python -m bench.train_cosent [--pairs 1600] [--batch-size 16] [--max-length 64] [--warmup-pairs 160]
+        [--device cuda] [--amp]
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def run_ours(args: argparse.Namespace, test, pairs: int) -> tuple[float, float]:
     raw = {"model": "minilm", "loss": "cosent", "scale": 20.0, "batch_size": args.batch_size, "epochs": 1,
            "max_length": args.max_length, "lr": 2e-5, "warmup_ratio": 0.1, "seed": args.seed,
            "max_train_pairs": pairs, "eval_every": 10**9, "max_dev_pairs": 50, "test_tasks": "stsb_test",
-           "data_dir": args.data_dir}
+           "data_dir": args.data_dir, "device": args.device, "amp": args.amp}
     config = COSENT.parse(raw)
     task = COSENT.build_task(config)
     from sentsweep.trainables.loop import TrainingLoop
@@ -67,14 +68,15 @@ def run_reference(args: argparse.Namespace, train, test) -> tuple[float, float]:
     from torch.utils.data import DataLoader
 
     torch.manual_seed(args.seed)
-    model = SentenceTransformer(resolve_model_path("minilm"), device="cpu")
+    model = SentenceTransformer(resolve_model_path("minilm"), device=args.device)
     model.max_seq_length = args.max_length
     examples = [InputExample(texts=[p.s1, p.s2], label=p.score) for p in train]
     loader = DataLoader(examples, batch_size=args.batch_size, shuffle=True)
     steps = len(loader)
     start = time.perf_counter()
     model.fit([(loader, losses.CoSENTLoss(model, scale=20.0))], epochs=1, warmup_steps=int(0.1 * steps),
-              optimizer_params={"lr": 2e-5}, weight_decay=0.01, max_grad_norm=1.0, show_progress_bar=False)
+              optimizer_params={"lr": 2e-5}, weight_decay=0.01, max_grad_norm=1.0, show_progress_bar=False,
+              use_amp=args.amp and args.device.startswith("cuda"))
     seconds = time.perf_counter() - start
     return seconds, _test_spearman(lambda s: model.encode(s, batch_size=128), test) if test else float("nan")
 
@@ -124,6 +126,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--test-pairs", type=int, default=None, help="STS-B test pairs scored (default: all)")
+    parser.add_argument("--device", default="cpu", help="both sides' device (cuda: the GPU check)")
+    parser.add_argument("--amp", action=argparse.BooleanOptionalAction, default=False,
+                        help="autocast on CUDA, both sides (sentence-transformers' use_amp)")
     parser.add_argument("--side", choices=sorted(SIDES), default=None, help="run one side here (JSON line)")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)

@@ -39,6 +39,7 @@ from sentsweep.platform.config_sections import (
     ConfirmConfig,
     NotifyConfig,
     NotifyEvent,
+    ReferenceConfig,
     ResourcesConfig,
     SchedulerConfig,
     TrackingConfig,
@@ -51,9 +52,9 @@ if TYPE_CHECKING:
 #: What this module exports: the config, its helpers, and its sections (kept in :mod:`.config_sections`).
 __all__ = [
     "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
-    "CheckpointSettings", "ConfigSection", "ConfirmConfig", "NotifyConfig", "NotifyEvent", "ResourcesConfig",
-    "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri", "joins_ray_cluster", "load_sweep_config",
-    "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
+    "CheckpointSettings", "ConfigSection", "ConfirmConfig", "NotifyConfig", "NotifyEvent", "ReferenceConfig",
+    "ResourcesConfig", "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri", "joins_ray_cluster",
+    "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
 ]
 
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
@@ -110,6 +111,8 @@ class SweepConfig(ConfigSection):
     max_failures: int = Field(1, ge=-1, description="retries per trial after a crash; -1: unlimited")
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     confirm: ConfirmConfig = Field(default_factory=ConfirmConfig)
+    reference: ReferenceConfig | None = Field(None, description="the paper's setting as a protected, labelled "
+                                              "reference trial ('paper'); null: none")
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     final_tasks: str = Field("sts", description="test suite for the best trial after the sweep")

@@ -1,5 +1,5 @@
 """The sweep config's nested sections (``scheduler``, ``resources``, ``tracking``, ``checkpoint``, ``confirm``,
-``budget``, ``notify``), each a typed, validated part of :class:`~sentsweep.platform.config.SweepConfig`.
+``reference``, ``budget``, ``notify``), each a typed, validated part of :class:`~sentsweep.platform.config.SweepConfig`.
 
 Import them from :mod:`sentsweep.platform.config`, which exports them all.
 """
@@ -87,6 +87,25 @@ class ConfirmConfig(ConfigSection):
                        "rest on these; the search's own run is reported apart)")
     rule: Literal["mean", "lower_bound"] = Field(
         "lower_bound", description="the winner: best mean, or best pessimistic end of the 95% interval")
+
+
+class ReferenceConfig(ConfigSection):
+    """The paper's setting as a reference trial (:mod:`sentsweep.platform.search.scheduler`): the space's first point
+    runs as a trial that no scheduler stops, tagged ``sentsweep.reference`` in MLflow, and the final summary puts the
+    paper's figures, that trial's and the tuned winner's side by side (:mod:`sentsweep.platform.report.reference`).
+    ``reference: paper`` is short for ``reference: {setting: paper}``."""
+
+    setting: Literal["paper"] = "paper"
+    source: str = Field("", description="where the paper's figures come from (paper, table, row)")
+    figures: dict[str, float] = Field(default_factory=dict, description="the paper's test figures, by this "
+                                      "project's metric names (sts_avg7, stsb_test, mr_acc, ...)")
+    selection: str = Field("", description="what the paper selected its checkpoint on, shown beside this sweep's "
+                           "dev metric")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        return {"setting": data} if isinstance(data, str) else data
 
 
 class BudgetConfig(ConfigSection):

@@ -83,3 +83,10 @@ def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
 #: Final figures recorded per seed (besides the sweep's metric): test suites and their averages, and SentEval's
 #: MRPC F1 and SICK-R Pearson / Spearman / MSE (``mrpc_f1``, ``sick_relatedness_*``).
 FIGURE_SUFFIXES = ("_test", "_all", "_avg7", "_avg", "_acc", "_f1", "_pearson", "_spearman", "_mse")
+
+
+def is_reference(trial_config: Mapping[str, Any] | None, point: Mapping[str, Any] | None) -> bool:
+    """Whether a trial's settings hold every setting of the reference ``point`` (the space's first point)."""
+    if not point or not trial_config:
+        return False
+    return all(k in trial_config and trial_config[k] == v for k, v in point.items())

@@ -49,6 +49,10 @@ NOTE_TAG = "mlflow.note.content"
 TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
+#: On a reference trial's run (the paper's setting, never stopped by a scheduler): its setting, ``paper``; on the
+#: sweep's run: that trial's id.
+REFERENCE_TAG = "sentsweep.reference"
+REFERENCE_TRIAL_TAG = "sentsweep.reference_trial_id"
 #: The key of a trial's report that carries its run record: ``{"tags": {...}, "inputs": [...], "protocols":
 #: {metric: {"compact": ..., "full": {...}}}}`` (:mod:`sentsweep.platform.tracking.trial_runs` writes it to the run).
 RUN_RECORD_KEY = "sentsweep_run"

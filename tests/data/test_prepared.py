@@ -9,9 +9,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.fs
-import pyarrow.parquet as pq
 import pytest
 
 from sentsweep.cli import main
@@ -23,7 +21,7 @@ from sentsweep.data.prepared import open_prepared
 from sentsweep.data.staging import Store, local_folder, publish, read_manifest, work_folder
 from sentsweep.errors import DataError
 from sentsweep.methods.multiview.vocab import load_word_vectors
-from tests.data.hub_cache import hf_cache_file
+from tests.data.hub_cache import hf_cache_file, nli_parquet
 
 WIKI = ["YMCA in South Australia", "", "  Dr. Smith said: café ", "# not a title in the lines format"]
 
@@ -84,23 +82,13 @@ def test_titled_documents_read_as_the_small_file_loader(tmp_path: Path) -> None:
     assert [list(d.sentences) for d in prepared] == [list(d.sentences) for d in expected]
 
 
-def _nli_parquet(path: Path, labels: list[int], *, hub_features: bool) -> None:
-    table = pa.table({"premise": [f"p{i}" for i in range(len(labels))],
-                      "hypothesis": [f"h{i}" for i in range(len(labels))], "label": labels})
-    if hub_features:
-        names = ["entailment", "neutral", "contradiction"]
-        info = {"info": {"features": {"label": {"names": names, "_type": "ClassLabel"}}}}
-        table = table.replace_schema_metadata({b"huggingface": json.dumps(info).encode()})
-    pq.write_table(table, path)
-
-
 def test_hub_paths_offline_from_the_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "hf"
     hf_cache_file(cache, "princeton-nlp/datasets-for-simcse", "wiki1m_for_simcse.txt").write_text("s1\ns2\n")
     parquet = "refs/convert/parquet"
-    _nli_parquet(hf_cache_file(cache, "stanfordnlp/snli", "plain_text/train/0000.parquet", ref=parquet),
+    nli_parquet(hf_cache_file(cache, "stanfordnlp/snli", "plain_text/train/0000.parquet", ref=parquet),
                  [0, 1, 2, -1], hub_features=True)
-    _nli_parquet(hf_cache_file(cache, "nyu-mll/multi_nli", "default/train/0000.parquet", ref=parquet,
+    nli_parquet(hf_cache_file(cache, "nyu-mll/multi_nli", "default/train/0000.parquet", ref=parquet,
                                 commit="beef"), [2, 0], hub_features=False)
     root = tmp_path / "prepared"
     monkeypatch.setenv("SENTSWEEP_PREPARED", str(root))

@@ -47,6 +47,7 @@ class ToyConfig(TrialConfig):
     dev_penalty: float = 0.0
     corrupt_at_step: int | None = None  # truncate the latest persisted checkpoint's state.pt, then raise
     step_log: str | None = None  # a file that gets one line per training step (to count the steps trained)
+    wait_for_steps: int = 0  # before its first step: wait until step_log holds this many lines (other trials' steps)
 
 
 class ToyTask:
@@ -74,6 +75,8 @@ class ToyTask:
             _truncate_latest_checkpoint()
         if self.config.sleep_s:
             time.sleep(self.config.sleep_s)
+        if self.calls == 1 and self.config.wait_for_steps:
+            _wait_for_lines(Path(str(self.config.step_log)), self.config.wait_for_steps)
         if self.config.step_log:
             with open(self.config.step_log, "a") as log:
                 log.write("step\n")
@@ -96,6 +99,16 @@ class ToyTask:
 
     def load(self, directory: Path) -> None:
         self.encoder.model.load_state_dict(load_file(str(directory / "model.safetensors")))
+
+
+def _wait_for_lines(path: Path, lines: int, timeout_s: float = 300.0) -> None:
+    """Block until ``path`` holds ``lines`` lines (another trial's steps), at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= lines:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{path} did not reach {lines} lines in {timeout_s:.0f} s")
 
 
 def _truncate_latest_checkpoint() -> None:

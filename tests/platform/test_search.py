@@ -6,11 +6,10 @@ import math
 
 import pytest
 from optuna.trial import TrialState
-from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.results import FINAL_KEY
-from sentsweep.platform.search.searcher import build_sampler, build_scheduler, build_searcher
+from sentsweep.platform.search.searcher import build_sampler, build_searcher
 
 
 def space(trial):
@@ -67,22 +66,3 @@ def test_trial_states_reach_optuna_truthfully():
     assert searcher.study.trials[1].intermediate_values == {1: 0.5}  # Optuna keeps the last as its value
 
 
-class _Trial:
-    trial_id = "t"
-
-
-def test_asha_places_rungs_below_max_t_but_never_stops_a_trial_for_reaching_it():
-    asha = build_scheduler(SweepConfig(name="s", method="toy", scheduler={"grace_period": 1, "max_t": 2}))
-    assert isinstance(asha, ASHAScheduler)
-    asha.set_search_properties("score", "max")
-    asha.on_trial_add(None, _Trial())
-    decisions = [asha.on_trial_result(None, _Trial(), {"training_iteration": i, "score": 1.0})
-                 for i in (1, 2, 3)]
-    decisions.append(asha.on_trial_result(None, _Trial(), {"training_iteration": 4, "score": 1.0,
-                                                            FINAL_KEY: 1.0}))
-    assert decisions == [TrialScheduler.CONTINUE] * 4
-
-
-def test_scheduler_choice():
-    fifo = build_scheduler(SweepConfig(name="s", method="toy", scheduler={"type": "fifo"}))
-    assert type(fifo).__name__ == "FIFOScheduler"

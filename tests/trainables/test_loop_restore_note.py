@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from sentsweep.platform.results import evaluation_result
-from sentsweep.platform.search.searcher import FinalAwareASHA
+from sentsweep.platform.search.scheduler import FinalAwareASHA
 from sentsweep.trainables.checkpoints import STATE_FILE, StoredFolder
 from sentsweep.trainables.loop import EVALUATIONS_KEY, TrainingLoop
 from sentsweep.trainables.restore_note import (

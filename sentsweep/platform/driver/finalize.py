@@ -45,8 +45,9 @@ from sentsweep.platform.report.export import (
 )
 from sentsweep.platform.report.pareto_front import record_front
 from sentsweep.platform.report.plots import sweep_plots, trial_records
+from sentsweep.platform.report.reference import report_reference
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results
-from sentsweep.platform.search.searcher import scheduler_label
+from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.tracking.provenance import protocol_record
 from sentsweep.tracking.vocabulary import find_trial_run
@@ -145,6 +146,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                      f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
         _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
                                 exported=outcome.export_dir is not None, parent_run_id=parent)
+    if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
+        report_reference(config, outcome, sweep, echo)
     prune_stages(outcome, config, location, sweep, echo)
 
 

@@ -32,3 +32,4 @@ class SweepOutcome:
     fit_started: float = 0.0  # epoch seconds when Tuner.fit began
     results: ResultGrid | None = field(default=None, repr=False)
     confirmation: ConfirmationOutcome | None = field(default=None, repr=False)  # the confirmation stage's decision
+    reference_point: dict[str, Any] | None = None  # the reference trial's settings (the paper's), when one ran

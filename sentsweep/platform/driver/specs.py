@@ -48,6 +48,12 @@ def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
     return [space.first_point, *getattr(space, "extra_points", ())]
 
 
+def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, Any] | None:
+    """The point of the sweep's reference trial when it sets ``reference``: the space's first point, the paper's
+    setting, which no scheduler stops (:mod:`sentsweep.platform.search.scheduler`)."""
+    return space_points(space)[0] if config.reference else None
+
+
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
                   space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
     """The method's trainable and the search space, from the registries unless given; the space is the one

@@ -25,7 +25,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import SentsweepError, StorageError
@@ -43,6 +43,7 @@ from sentsweep.platform.driver.resume_samples import refuse_fewer_samples
 from sentsweep.platform.driver.specs import (
     SearchSpaceLike,
     TrainableLike,
+    reference_setting,
     resolve_specs,
     trial_param_space,
     validate_trials,
@@ -114,7 +115,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         try:
             return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
                           sweep, stops, address=address, worker_env=worker_env, log_to_driver=log_to_driver,
-                          finalize=finalize, echo=echo, stage=_stage_trials(trainable, config), notifier=notifier)
+                          finalize=finalize, echo=echo, stage=_stage_trials(trainable, config), notifier=notifier,
+                          reference=reference_setting(config, space))
         finally:
             lock.release()
 
@@ -180,7 +182,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
         return _drive(restore, config, location, sweep, stops, address=address, worker_env=worker_env,
                       log_to_driver=log_to_driver, finalize=finalize, echo=echo, reopen=True,
-                      stage=_stage_trials(trainable, config), notifier=notifier)
+                      stage=_stage_trials(trainable, config), notifier=notifier,
+                      reference=reference_setting(config, space))
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
@@ -202,9 +205,10 @@ def _stage_trials(trainable: TrainableLike, config: SweepConfig) -> StageTrials:
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
            stops: StopSignals, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
            finalize: bool, echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None,
-           notifier: SweepNotifier | None = None) -> SweepOutcome:
+           notifier: SweepNotifier | None = None, reference: dict[str, Any] | None = None) -> SweepOutcome:
     """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`.confirmation`), then
-    close the parent run the way the sweep ended (and notify it: :mod:`..report.notify`)."""
+    close the parent run the way the sweep ended (and notify it: :mod:`..report.notify`); ``reference``: the
+    paper's setting the reference trial runs (:func:`reference_setting`)."""
 
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
         sweep.close(state, reason)
@@ -261,7 +265,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     sweep.log_metrics({"sweep_wall_seconds": wall + _previous_wall(sweep)})
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
-                           confirmation=confirmation)
+                           confirmation=confirmation, reference_point=reference)
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: "
          + ", ".join(f"{v} {k}" for k, v in counts.items()))
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job

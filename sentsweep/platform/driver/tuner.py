@@ -11,13 +11,20 @@ from sentsweep.platform.driver.budget import BudgetStopper
 from sentsweep.platform.driver.checkpoint_restore import with_checkpoint_fallback
 from sentsweep.platform.driver.failures import FailureLines
 from sentsweep.platform.driver.progress import ProgressCallback
-from sentsweep.platform.driver.specs import SearchSpaceLike, TrainableLike, space_points, trial_param_space
+from sentsweep.platform.driver.specs import (
+    SearchSpaceLike,
+    TrainableLike,
+    reference_setting,
+    space_points,
+    trial_param_space,
+)
 from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, UploadLogsBeforeRestart
 from sentsweep.platform.driver.stopping import StopWatch
 from sentsweep.platform.driver.trial import run_once
 from sentsweep.platform.driver.trial_files import storage_trimming
 from sentsweep.platform.location import SweepLocation
-from sentsweep.platform.search.searcher import build_scheduler, build_searcher, scheduler_label
+from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
+from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
@@ -49,9 +56,10 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
 
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
                               store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
+    reference = reference_setting(config, space)  # the paper's setting: never stopped, tagged
     tune_config = tune.TuneConfig(
         metric=config.metric, mode=config.mode, search_alg=searcher,
-        scheduler=build_scheduler(config), num_samples=config.num_samples,
+        scheduler=build_scheduler(config, reference), num_samples=config.num_samples,
         max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
         reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
     )
@@ -63,7 +71,9 @@ def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpac
         # (loop.py), and a score order may delete the very checkpoint Tune's last snapshot would
         # restore from after a driver crash.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu),
+        callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
+                                     reference=reference, reference_setting=config.reference.setting
+                                     if config.reference else None),
                    ProgressCallback(config.metric, config.mode, config.num_samples), FailureLines(),
                    StopWatch(), budget, ShedUploadedTrialFiles(), UploadLogsBeforeRestart(),
                    *storage_trimming(config)],

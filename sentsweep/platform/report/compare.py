@@ -36,6 +36,8 @@ from sentsweep.tracking.vocabulary import (
     PARETO_NAME,
     PARETO_TAG,
     REASON_TAG,
+    REFERENCE_TAG,
+    REFERENCE_TRIAL_TAG,
     ROLE_TAG,
     SPACE_TAG,
     SWEEP_TAG,
@@ -192,6 +194,8 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "metric": metric, "best": _metric(sweep, f"best_{metric}"),
         "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
+    if REFERENCE_TRIAL_TAG in tags:  # the paper's setting, run as a protected reference trial
+        row["reference_trial"] = tags[REFERENCE_TRIAL_TAG]
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     metric_mean = f"confirmed_{metric}_mean"
@@ -209,6 +213,7 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     last attempt ran (``placement``: node and Ray's GPU ids, :mod:`sentsweep.tracking.placement`)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
+    labelled = any(REFERENCE_TAG in t.data.tags for t in trials)
     rows = []
     for trial in trials:
         m = trial.data.metrics
@@ -216,6 +221,8 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
             "sweep": sweep.data.tags.get(SWEEP_TAG, ""), "trial": run_label(trial), "status": run_outcome(trial),
             metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": _bookkeeping(m, "step"),
         }
+        if labelled:  # the paper's setting, which no scheduler stops
+            row["reference"] = trial.data.tags.get(REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: _number(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),

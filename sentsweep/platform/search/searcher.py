@@ -1,4 +1,4 @@
-"""The searcher and the scheduler of a sweep: seeded multivariate TPE (Optuna) and ASHA.
+"""The searcher of a sweep: seeded multivariate TPE (Optuna); its scheduler is in :mod:`.scheduler`.
 
 :class:`PruningAwareOptunaSearch` is a Ray Tune ``Searcher`` on Optuna's public ask-and-tell API, its study in the
 sweep folder's journal (:mod:`.study_store`). It tells Optuna the truth about how a trial ended: COMPLETE only when
@@ -33,7 +33,6 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
@@ -265,23 +264,6 @@ def infeasible_value(study: optuna.Study) -> float | list[float]:
     return worst if len(worst) > 1 else worst[0]
 
 
-class FinalAwareASHA(ASHAScheduler):
-    """ASHA whose ``max_t`` only places the rungs: a trial ends at its own step budget.
-
-    Ray's ASHA stops every trial at ``max_t``; ours would then miss their final report (test metrics,
-    ``final: 1.0``) and count as pruned. The final report itself is never a reason to stop either, nor a draining
-    report (a stopping sweep's checkpoint, :mod:`sentsweep.platform.driver.drain`); rungs count evaluations.
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(stop_last_trials=False, **kwargs)
-
-    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
-        if is_final(result) or is_draining(result):
-            return TrialScheduler.CONTINUE
-        return super().on_trial_result(tune_controller, trial, evaluation_result(result))
-
-
 #: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
 OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
 
@@ -359,17 +341,3 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
                                     sampler=build_sampler(config), store=store, study_name=study_name or config.name,
                                     points=unseen_points([p for p in points or [] if p], history),
                                     objectives=config.objective_list, history=history)
-
-
-def build_scheduler(config: SweepConfig) -> TrialScheduler:
-    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO (no early stopping)."""
-    s = config.scheduler
-    if s.type == "fifo":
-        return FIFOScheduler()
-    return FinalAwareASHA(time_attr="training_iteration", max_t=s.max_t, grace_period=s.grace_period,
-                          reduction_factor=s.reduction_factor, brackets=s.brackets)
-
-
-def scheduler_label(config: SweepConfig) -> str:
-    """How the scheduler is named in a pruned trial's reason."""
-    return "ASHA" if config.scheduler.type == "asha" else "the sweep"

@@ -24,12 +24,20 @@ from mlflow.entities import Metric
 from ray.tune import Callback
 
 from sentsweep.platform.driver.interrupt import superseded
-from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final
+from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final, is_reference
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
-from sentsweep.tracking.vocabulary import OUTCOMES, PARENT_TAG, REASON_TAG, ROLE_TAG, STOPPED_REASON, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import (
+    OUTCOMES,
+    PARENT_TAG,
+    REASON_TAG,
+    REFERENCE_TAG,
+    ROLE_TAG,
+    STOPPED_REASON,
+    TRIAL_ID_TAG,
+)
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 from sentsweep.trainables.stop_flag import DRAINING_KEY
 
@@ -121,10 +129,15 @@ class TrialRunsCallback(Callback):
     trials' labels start with ``label_prefix`` (``t`` for the search, ``c`` for the confirmation stage)."""
 
     def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
-                 end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX) -> None:
+                 end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX,
+                 reference: dict[str, Any] | None = None, reference_setting: str | None = None) -> None:
+        """``reference``: the point of the sweep's reference trial, whose run is tagged
+        :data:`~sentsweep.tracking.vocabulary.REFERENCE_TAG` = ``reference_setting``."""
         self.settings = settings
         self.label_prefix = label_prefix
         self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
+        self.reference = reference
+        self.reference_setting = reference_setting
         self.scheduler_label = scheduler_label
         self.gpu_per_trial = gpu_per_trial
         self.end_wait_s = end_wait_s
@@ -201,7 +214,13 @@ class TrialRunsCallback(Callback):
     # -- Tune hooks ----------------------------------------------------------------------------
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._number(trials, trial)
-        self._submit(trial, lambda: self.catch_up(trial, [], new_attempt=True))
+        self._submit(trial, lambda: self._start(trial))
+
+    def _start(self, trial: Trial) -> None:
+        """The trial's run for its new attempt, tagged when it is the reference trial."""
+        run_id = self.catch_up(trial, [], new_attempt=True)
+        if self.reference_setting and is_reference(trial.config, self.reference):
+            self.runs.client.set_tag(run_id, REFERENCE_TAG, self.reference_setting)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
