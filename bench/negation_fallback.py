@@ -7,7 +7,7 @@ sample without ``--data-dir``) with each rule set, and prints the sentences per 
 fallback examples. The document titles (the ``# Title`` lines, title-like text such as "YMCA in South Australia")
 are counted apart: they are not training sentences of this corpus, but title-like lines are in wiki1m's.
 
-    python -m bench.negation_fallback [--data-dir ../shared/data] [--examples 8] [--rules project,reference]
+    python -m bench.negation_fallback [--data-dir DATA] [--examples 8] [--rules project,reference]
 """
 
 from __future__ import annotations
