@@ -53,7 +53,7 @@ def probe(uri: str) -> str | None:
     return None
 
 
-def refuse_unanswered_store(uri: str, field: str = "--tracking-uri") -> None:
+def refuse_unanswered_store(uri: str, field: str | None = None) -> None:
     """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now
     (:func:`probe`): a command that needs MLflow before it can start says so in one line, not after the
     client's retries."""
