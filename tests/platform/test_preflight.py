@@ -174,3 +174,25 @@ def test_an_empty_training_set_names_its_file_and_field(tmp_path, tiny_bert_dir)
                        "no rows") as err:
         check_data(trial, lambda name: f"fixed.{name}")
     assert err.value.file == str(train) and str(err.value).startswith(f"{train}: ")
+
+
+def test_a_resume_whose_tracking_server_is_down_says_so_in_one_line(tmp_path, capsys) -> None:
+    """The manifest's server does not answer: one line naming it, exit 2, the folder untouched (no lock)."""
+    from sentsweep.cli import main
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.location import SweepManifest, locate
+
+    uri = f"http://127.0.0.1:{_free_port()}"
+    config = SweepConfig(name="down", method="cosent", storage_path=str(tmp_path / "ray_results"),
+                         tracking={"uri": uri, "experiment": "down"})
+    location = locate(str(tmp_path / "ray_results" / "down"))
+    location.write_manifest(SweepManifest(sweep_name="down", config=config.model_dump(mode="json"),
+                                          parent_run_id="0" * 32, experiment_id="1", tracking_uri=uri,
+                                          created=0.0), config)
+    before = sorted(p.name for p in (tmp_path / "ray_results" / "down").iterdir())
+    capsys.readouterr()
+    assert main(["resume", location.uri]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"MLflow server {uri} does not answer" in err[0], err
+    assert "unexpected error" not in err[0] and "Traceback" not in err[0]
+    assert sorted(p.name for p in (tmp_path / "ray_results" / "down").iterdir()) == before

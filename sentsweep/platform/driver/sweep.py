@@ -59,6 +59,7 @@ from sentsweep.platform.search.search_state import mark_search_over, search_resu
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
+from sentsweep.platform.tracking.reachability import refuse_unanswered_store
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.tracking.vocabulary import SweepState
 
@@ -155,6 +156,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
+    refuse_unanswered_store(uri)
     with explain_refused_credentials(uri):
         refuse_foreign_parent(client, manifest, location)
     refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled

@@ -53,6 +53,19 @@ def probe(uri: str) -> str | None:
     return None
 
 
+def refuse_unanswered_store(uri: str, field: str | None = None) -> None:
+    """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now
+    (:func:`probe`): a command that needs MLflow before it can start says so in one line, not after the
+    client's retries."""
+    reason = probe(uri)
+    if reason is not None:
+        from sentsweep.credentials import mask_uri
+        from sentsweep.errors import ConfigError
+
+        raise ConfigError(f"MLflow server {mask_uri(uri)} does not answer ({reason}); start it and run this again "
+                          "(nothing was done)", field=field)
+
+
 def store_answers(uri: str) -> bool:
     """Whether the tracking store at ``uri`` answers now (:func:`probe`)."""
     return probe(uri) is None
