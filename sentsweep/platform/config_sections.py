@@ -1,5 +1,6 @@
 """The sweep config's nested sections (``scheduler``, ``resources``, ``tracking``, ``checkpoint``, ``confirm``,
-``budget``, ``notify``), each a typed, validated part of :class:`~sentsweep.platform.config.SweepConfig`.
+``budget``, ``notify``, ``convergence``), each a typed, validated part of
+:class:`~sentsweep.platform.config.SweepConfig`.
 
 Import them from :mod:`sentsweep.platform.config`, which exports them all.
 """
@@ -95,6 +96,18 @@ class BudgetConfig(ConfigSection):
 
     gpu_hours: float | None = Field(None, gt=0)
     wall_hours: float | None = Field(None, gt=0)
+
+
+class ConvergenceConfig(ConfigSection):
+    """When ``stop_when: converged`` ends the search (:mod:`sentsweep.platform.search.convergence`): once the regret
+    bound of Optuna's terminator over at least ``min_trials`` finished trials is below the seed-to-seed noise sd.
+    The noise is ``noise_sd``, or measured by re-running the first point with ``noise_seeds`` further seeds."""
+
+    noise_sd: float | None = Field(None, gt=0, description="the metric's seed-to-seed standard deviation (null: "
+                                   "measured in the sweep from the first point's replicas)")
+    noise_seeds: int = Field(2, ge=1, le=5, description="further seeds the first point runs with to measure "
+                             "the noise (when noise_sd is null); they count among num_samples")
+    min_trials: int = Field(10, ge=2, description="finished trials before the terminator is asked")
 
 
 NotifyEvent = Literal["end", "failure", "budget", "interrupted"]

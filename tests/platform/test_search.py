@@ -9,7 +9,8 @@ from optuna.trial import TrialState
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search.searcher import FINAL_KEY, build_sampler, build_scheduler, build_searcher
+from sentsweep.platform.search.samplers import build_sampler
+from sentsweep.platform.search.searcher import FINAL_KEY, build_scheduler, build_searcher
 
 
 def space(trial):

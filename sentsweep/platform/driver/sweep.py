@@ -32,7 +32,13 @@ from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import StageTrials, run_confirmation
 from sentsweep.platform.confirm.stage_run import end_stage_run, schedule_stage_run_if_answered
-from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
+from sentsweep.platform.driver.budget import (
+    STOP_REASON_TAG,
+    SweepBudget,
+    driving,
+    record_budget,
+    record_stage_compute,
+)
 from sentsweep.platform.driver.drain import Drain
 from sentsweep.platform.driver.failures import is_failed
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted, graceful_stops
@@ -55,6 +61,7 @@ from sentsweep.platform.folder.location import SweepLocation, SweepManifest, loc
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.report.notify import SweepNotifier
+from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.search_state import mark_search_over, search_results
 from sentsweep.platform.search.searcher import is_final
 from sentsweep.platform.search.warm_start import load_history, measured_data
@@ -240,6 +247,9 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(budget, sweep.log_metrics, sweep.set_tags,
                               notifier.budget_spent if notifier is not None else None)
+                if config.stop_when == "converged" and not budget.spent:
+                    record_convergence(location.load_study(), sweep.set_tags, sweep.log_metrics, echo,
+                                       STOP_REASON_TAG)
             if unfinished is None and finalize and stage is not None:
                 confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo,
                                                 fresh=not reopen)

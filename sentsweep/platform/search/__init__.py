@@ -33,7 +33,7 @@ _WHERE: dict[str, str] = {
     "measured_data": "sentsweep.platform.search.warm_start",
     "objective_value": "sentsweep.platform.search.objectives",
     "parse_objective": "sentsweep.platform.search.objectives",
-    "random_suggestions": "sentsweep.platform.search.searcher",
+    "random_suggestions": "sentsweep.platform.search.samplers",
     "record_front": "sentsweep.platform.search.pareto_front",
     "scheduler_label": "sentsweep.platform.search.searcher",
     "search_results": "sentsweep.platform.search.search_state",
