@@ -34,9 +34,10 @@ import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 from ray.tune.schedulers import TrialScheduler
+from ray.tune.search import Searcher
 
 from bench.search_grid import PARAMS, Config, Curve, GridTable, config_of
-from sentsweep.platform.config import SchedulerConfig, SweepConfig
+from sentsweep.platform.config import ConvergenceConfig, SchedulerConfig, SweepConfig
 from sentsweep.platform.search.scheduler import build_scheduler
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_searcher
 from sentsweep.search_spaces import SEARCH_SPACES
@@ -50,7 +51,7 @@ class Strategy:
     """A search strategy: the sampler, whether ASHA stops trials, whether the paper's defaults go first."""
 
     name: str
-    sampler: str  # "tpe", "random" or "grid"
+    sampler: str  # "tpe", "gp", "random" or "grid"
     asha: bool
     defaults_first: bool = False
 
@@ -73,12 +74,19 @@ class SearchSettings:
     grace_period: int = SchedulerConfig.model_fields["grace_period"].default
     reduction_factor: float = SchedulerConfig.model_fields["reduction_factor"].default
     tpe_gamma: str = SweepConfig.model_fields["tpe_gamma"].default
+    #: ``stop_when: converged`` with this noise sd (None: the search runs its trials); its ``min_trials``
+    noise_sd: float | None = None
+    min_trials: int = ConvergenceConfig.model_fields["min_trials"].default
 
-    def sweep_config(self, seed: int, asha: bool) -> SweepConfig:
+    def sweep_config(self, seed: int, asha: bool, searcher: str = "tpe") -> SweepConfig:
         scheduler = SchedulerConfig(type="asha" if asha else "fifo", grace_period=self.grace_period,
                                     reduction_factor=self.reduction_factor)
+        converged = self.noise_sd is not None
         return SweepConfig(name="replay", method="cosent", seed=seed, startup_trials=self.startup_trials,
-                           tpe_gamma=self.tpe_gamma, scheduler=scheduler)
+                           tpe_gamma=self.tpe_gamma, scheduler=scheduler,
+                           searcher=searcher if searcher in ("tpe", "gp", "random") else "tpe",
+                           stop_when="converged" if converged else "num_samples",
+                           convergence=ConvergenceConfig(noise_sd=self.noise_sd, min_trials=self.min_trials))
 
 
 def space_distributions(define_by_run: Callable[[optuna.Trial], Any]) -> dict[str, BaseDistribution]:
@@ -144,8 +152,9 @@ class ReplaySpace:
 
 
 def make_searcher(strategy: Strategy, space: ReplaySpace, config: SweepConfig) -> PruningAwareOptunaSearch:
-    """The sweep's searcher for ``strategy`` (TPE: :func:`build_searcher` itself)."""
-    if strategy.sampler == "tpe":
+    """The sweep's searcher for ``strategy`` (TPE, GP, and any sampler with the defaults first:
+    :func:`build_searcher` itself, as a sweep with ``searcher: <sampler>`` builds it)."""
+    if strategy.sampler in ("tpe", "gp") or strategy.defaults_first or config.stop_when == "converged":
         points = [space.first_point()] if strategy.defaults_first else []
         return build_searcher(config, space.define_by_run, points)
     if strategy.sampler == "random":
@@ -176,6 +185,8 @@ class Trace:
     runs: list[tuple[Config, int]] = field(default_factory=list)
     #: How the searcher told Optuna each trial ended (state name -> count).
     states: dict[str, int] = field(default_factory=dict)
+    #: Whether the searcher ended the search (``Searcher.FINISHED``: converged, or a grid done).
+    finished_by_searcher: bool = False
 
     def seconds_to(self, target: float, wall: bool = False) -> float:
         """Trial-seconds (or wall seconds) at the first report that reached ``target``; inf when none did."""
@@ -202,17 +213,18 @@ class _Running:
 
 
 def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, concurrency: int = 1,
-           settings: SearchSettings = SearchSettings(), space: ReplaySpace | None = None) -> Trace:
-    """One replay of ``strategy`` (seed ``seed``) until ``cap_s`` trial-seconds are spent (grid: or the grid is
-    done), ``concurrency`` trials at a time."""
+           settings: SearchSettings = SearchSettings(), space: ReplaySpace | None = None,
+           num_samples: int | None = None) -> Trace:
+    """One replay of ``strategy`` (seed ``seed``) until ``cap_s`` trial-seconds are spent, ``num_samples`` trials
+    started or the searcher ended the search (grid: or the grid is done), ``concurrency`` trials at a time."""
     space = space or ReplaySpace(table)
-    config = settings.sweep_config(seed, strategy.asha)
+    config = settings.sweep_config(seed, strategy.asha, strategy.sampler)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         searcher = make_searcher(strategy, space, config)
     scheduler = build_scheduler(config)
     scheduler.set_search_properties(config.metric, config.mode)
-    max_trials = len(table.curves) if strategy.sampler == "grid" else None
+    max_trials = len(table.curves) if strategy.sampler == "grid" else num_samples
     np.random.seed(seed)  # Ray's ASHA picks a bracket with NumPy's global generator
     trace, events, running = Trace(), [], {}
     finished_seconds, now, counter = 0.0, 0.0, itertools.count()
@@ -225,6 +237,9 @@ def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, con
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             params = searcher.suggest(trial_id)
+        if params == Searcher.FINISHED:
+            trace.finished_by_searcher = True
+            return
         curve = table.curves[space.snap(params)]
         handle = TrialHandle(trial_id)
         scheduler.on_trial_add(None, handle)
@@ -246,7 +261,7 @@ def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, con
         finished_seconds += at - run.start
 
     while True:
-        while (len(running) < concurrency and spent_at(now) < cap_s
+        while (len(running) < concurrency and spent_at(now) < cap_s and not trace.finished_by_searcher
                and (max_trials is None or trace.trials < max_trials)):
             launch()
         if not events:

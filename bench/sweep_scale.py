@@ -20,7 +20,7 @@ timed at the server's front door. Printed, for both sweeps and as a ratio of thi
 - MLflow requests per trial (by endpoint below) and the server's p50 / p95 latency;
 - the searcher's ``suggest`` time: its random start-up, its first and last ten model-made suggestions;
 - TPE's start-up under concurrency: suggestions made before any trial finished, and how many of them TPE's model
-  made (:func:`sentsweep.platform.search.searcher.build_sampler` documents the choice).
+  made (:func:`sentsweep.platform.search.samplers.build_tpe` documents the choice).
 
     python -m bench.sweep_scale --trials 500 --concurrent 16                  # reference: 100 trials
     python -m bench.sweep_scale --trials 500 --concurrent 16 --max-minutes 35 # else 250 trials, said so
@@ -280,7 +280,7 @@ def report(reference: dict[str, Any], this: dict[str, Any], args: argparse.Names
     print_table("MLflow requests per trial, by endpoint", ["request", f"{r} trials", f"{n} trials"],
                 [[e, reference["by_endpoint"][e] / r, this["by_endpoint"][e] / n] for e in endpoints])
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.search.searcher import random_suggestions
+    from sentsweep.platform.search.samplers import random_suggestions
 
     fewest, most = random_suggestions(SweepConfig(name="s", method="m", num_samples=n,
                                                   max_concurrent_trials=args.concurrent))

@@ -37,6 +37,7 @@ from sentsweep.platform.config_sections import (
     CheckpointSettings,
     ConfigSection,
     ConfirmConfig,
+    ConvergenceConfig,
     NotifyConfig,
     NotifyEvent,
     ReferenceConfig,
@@ -52,9 +53,9 @@ if TYPE_CHECKING:
 #: What this module exports: the config, its helpers, and its sections (kept in :mod:`.config_sections`).
 __all__ = [
     "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
-    "CheckpointSettings", "ConfigSection", "ConfirmConfig", "NotifyConfig", "NotifyEvent", "ReferenceConfig",
-    "ResourcesConfig", "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri", "joins_ray_cluster",
-    "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
+    "CheckpointSettings", "ConfigSection", "ConfirmConfig", "ConvergenceConfig", "NotifyConfig", "NotifyEvent",
+    "ReferenceConfig", "ResourcesConfig", "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri",
+    "joins_ray_cluster", "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
 ]
 
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
@@ -100,8 +101,16 @@ class SweepConfig(ConfigSection):
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
         "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 "
-        "(platform/search/searcher.py, build_sampler); "
+        "(platform/search/samplers.py, build_tpe); "
         "one objective only: a multi-objective study keeps Optuna's split")
+    searcher: Literal["tpe", "gp", "random", "grid"] = Field(
+        "tpe", description="Optuna's sampler: tpe (multivariate, constant liar), gp (Gaussian process), random, or "
+        "grid (categorical choices x grid_points values per range)")
+    grid_points: int = Field(3, ge=2, description="searcher grid: values per numeric range, ends included")
+    stop_when: Literal["num_samples", "converged"] = Field(
+        "num_samples", description="converged: end the search once Optuna's terminator finds no gain above the "
+        "seed noise (convergence section); num_samples and budget still bound it")
+    convergence: ConvergenceConfig = Field(default_factory=ConvergenceConfig)
     data_dir: str | None = Field(None, description="the data directory in the SentEval layout (null: $SENTSWEEP_DATA, "
                                                     "else the bundled sample)")
     full_data: bool = Field(False, description="refuse the bundled data sample (what data_dir null resolves to "

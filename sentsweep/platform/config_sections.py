@@ -1,5 +1,6 @@
 """The sweep config's nested sections (``scheduler``, ``resources``, ``tracking``, ``checkpoint``, ``confirm``,
-``reference``, ``budget``, ``notify``), each a typed, validated part of :class:`~sentsweep.platform.config.SweepConfig`.
+``reference``, ``budget``, ``notify``, ``convergence``), each a typed, validated part of
+:class:`~sentsweep.platform.config.SweepConfig`.
 
 Import them from :mod:`sentsweep.platform.config`, which exports them all.
 """
@@ -119,6 +120,21 @@ class BudgetConfig(ConfigSection):
                                                              "CPU-only trials (null: no limit)")
     wall_hours: float | None = Field(None, gt=0, description="the driver's hours to spend, across resumes (null: no "
                                                               "limit)")
+
+
+class ConvergenceConfig(ConfigSection):
+    """When ``stop_when: converged`` ends the search (:mod:`sentsweep.platform.search.convergence`): once the regret
+    bound of Optuna's terminator over at least ``min_trials`` finished trials is below the seed-to-seed noise sd.
+    The noise is ``noise_sd``, or measured by re-running the first point with ``noise_seeds`` further seeds."""
+
+    noise_sd: float | None = Field(None, gt=0, description="the metric's seed-to-seed standard deviation (null: "
+                                   "measured in the sweep from the first point's replicas)")
+    noise_seeds: int = Field(2, ge=1, le=5, description="further seeds the first point runs with to measure "
+                             "the noise (when noise_sd is null); they count among num_samples")
+    #: 20, Optuna's own ``Terminator`` minimum: replayed on the 30-step CoSENT table (docs/benchmarks-search.md), 10
+    #: let the regret bound end TPE sweeps on the plateau around the paper's defaults (within one noise sd of the
+    #: best in 10-17% of seeds against 33-40% for the fixed budget); 20 kept the fixed budget's share.
+    min_trials: int = Field(20, ge=2, description="finished trials before the terminator is asked")
 
 
 NotifyEvent = Literal["end", "failure", "budget", "interrupted"]

@@ -193,10 +193,10 @@ def toy_config(tmp_path: Path, model: Path, tracking_uri: str, **overrides: Any)
     return SweepConfig.model_validate(raw)
 
 
-def interrupt_once_started(root: Path, trials: int, done: threading.Event) -> None:
+def interrupt_once_started(root: Path, trials: int, done: threading.Event, deadline_s: float = 240) -> None:
     """SIGINT to this process (Tune's handler: a graceful stop) once ``trials`` trials have started under ``root``,
     seen from their folders' ``params.json`` (run in a thread beside the sweep; ``done`` ends it)."""
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + deadline_s
     while not done.is_set() and time.monotonic() < deadline:
         if len(list(root.glob("*/*/params.json"))) >= trials:
             os.kill(os.getpid(), signal.SIGINT)
@@ -204,7 +204,7 @@ def interrupt_once_started(root: Path, trials: int, done: threading.Event) -> No
         time.sleep(0.05)
 
 
-def interrupted_sweep(config: SweepConfig, trials: int) -> Path:
+def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240) -> Path:
     """Run the toy sweep ``config`` (no finalize, no preflight) until ``trials`` trials have started, then stop it
     as SIGINT does (:func:`interrupt_once_started`); its folder, with the state Tune saved."""
     import pytest
@@ -214,7 +214,8 @@ def interrupted_sweep(config: SweepConfig, trials: int) -> Path:
 
     root = Path(config.storage_path)
     done = threading.Event()
-    watcher = threading.Thread(target=interrupt_once_started, args=(root, trials, done), daemon=True)
+    watcher = threading.Thread(target=interrupt_once_started, args=(root, trials, done, deadline_s),
+                               daemon=True)
     watcher.start()
     try:
         with pytest.raises(SweepInterrupted):

@@ -9,7 +9,8 @@ from optuna.trial import TrialState
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.results import FINAL_KEY
-from sentsweep.platform.search.searcher import build_sampler, build_searcher
+from sentsweep.platform.search.samplers import build_sampler
+from sentsweep.platform.search.searcher import build_searcher
 
 
 def space(trial):

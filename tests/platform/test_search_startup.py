@@ -1,4 +1,4 @@
-"""TPE's start-up under concurrency (sentsweep.platform.search.searcher.build_sampler): it counts finished trials, so
+"""TPE's start-up under concurrency (sentsweep.platform.search.samplers.build_tpe): it counts finished trials, so
 the
 first ``max_concurrent_trials`` suggestions are random and TPE begins once ``startup_trials`` trials have finished,
 running ones (constant liar) or not. Real Optuna, no Ray."""
@@ -12,7 +12,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search.searcher import OPTUNA_STARTUP_TRIALS, build_sampler, random_suggestions
+from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS, build_sampler, random_suggestions
 from tests.platform.tpe_spy import model_made
 
 

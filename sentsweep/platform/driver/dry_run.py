@@ -41,7 +41,7 @@ def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = No
     """What a sweep of ``config`` over ``space`` runs: the space, the first points, the trials, the resources per
     trial and where its folder and runs go."""
     from sentsweep.credentials import mask_uri
-    from sentsweep.platform.search.searcher import OPTUNA_STARTUP_TRIALS
+    from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS
 
     points = space_points(space)
     describe = getattr(space, "describe", None)

@@ -55,13 +55,14 @@ from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrus
 from sentsweep.platform.location import SweepLocation, SweepManifest, locate, new_sweep_location
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
+from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.search_state import mark_search_over, search_results
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
 from sentsweep.platform.tracking.reachability import refuse_unanswered_store
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
-from sentsweep.tracking.vocabulary import SweepState
+from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
@@ -245,6 +246,9 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(budget, sweep.log_metrics, sweep.set_tags,
                               notifier.budget_spent if notifier is not None else None)
+                if config.stop_when == "converged" and not budget.spent:
+                    record_convergence(location.load_study(), sweep.set_tags, sweep.log_metrics, echo,
+                                       STOP_REASON_TAG)
             if unfinished is None and finalize and stage is not None:
                 confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo,
                                                 fresh=not reopen)

@@ -22,7 +22,7 @@ _WHERE: dict[str, str] = {
     "load_study": "sentsweep.platform.search.study_store",
     "mark_search_over": "sentsweep.platform.search.search_state",
     "measured_data": "sentsweep.platform.search.warm_start",
-    "random_suggestions": "sentsweep.platform.search.searcher",
+    "random_suggestions": "sentsweep.platform.search.samplers",
     "scheduler_label": "sentsweep.platform.search.scheduler",
     "search_results": "sentsweep.platform.search.search_state",
     "serve_dashboard": "sentsweep.platform.search.dashboard",

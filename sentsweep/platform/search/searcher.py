@@ -1,4 +1,5 @@
-"""The searcher of a sweep: seeded multivariate TPE (Optuna); its scheduler is in :mod:`.scheduler`.
+"""The searcher of a sweep: an Optuna sampler (:mod:`.samplers`; seeded multivariate TPE by default) on the sweep
+folder's study; its scheduler is in :mod:`.scheduler`.
 
 :class:`PruningAwareOptunaSearch` is a Ray Tune ``Searcher`` on Optuna's public ask-and-tell API, its study in the
 sweep folder's journal (:mod:`.study_store`). It tells Optuna the truth about how a trial ended: COMPLETE only when
@@ -24,7 +25,6 @@ is PRUNED without them. A further dev metric is told at the trial's selected rep
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import warnings
@@ -45,6 +45,19 @@ from sentsweep.platform.results import (
     is_draining,
     is_failed,
     is_final,
+)
+from sentsweep.platform.search.convergence import (
+    CONVERGED_ATTR,
+    NOISE_SEED_ATTR,
+    ConvergenceCheck,
+    replica_points,
+)
+from sentsweep.platform.search.samplers import (
+    build_sampler,
+    grid_done,
+    is_feasible,
+    uniform_constraint_keys,
+    with_constraint_keys,
 )
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import unseen_points
@@ -68,10 +81,13 @@ class PruningAwareOptunaSearch(Searcher):
     def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
                  sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
                  points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
-                 history: Sequence[FrozenTrial] = ()) -> None:
+                 history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
+                 convergence: ConvergenceCheck | None = None) -> None:
         """A new study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials)
-        and ``points`` queued first. With two or more ``objectives`` the study gets their directions; ``metric``
-        and ``mode`` are then the first objective's, which is all Tune sees of the searcher."""
+        and ``points`` queued first, the noise ``replicas`` (``(params, user_attrs)``: the first point again with
+        further seeds, :mod:`.convergence`) right after the first of them. With two or more ``objectives`` the study
+        gets their directions; ``metric`` and ``mode`` are then the first objective's, which is all Tune sees of the
+        searcher. ``convergence``: ends the search once it answers (``stop_when: converged``)."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
@@ -83,10 +99,13 @@ class PruningAwareOptunaSearch(Searcher):
         modes = [o.mode for o in self.objectives] or [mode]
         self.directions = ["maximize" if m == "max" else "minimize" for m in modes]
         self.points = [dict(p) for p in points]
+        self.convergence = convergence
         self._forget()
         self.study.add_trials(history)
-        for point in self.points:
+        for i, point in enumerate(self.points):
             self.study.enqueue_trial(point)
+            for params, attrs in replicas if i == 0 else ():
+                self.study.enqueue_trial(params, user_attrs=attrs)
 
     def _forget(self) -> None:
         self._study: optuna.Study | None = None
@@ -138,15 +157,36 @@ class PruningAwareOptunaSearch(Searcher):
             else:
                 self._trials[tune_id] = optuna.Trial(self._study, self._trial_id(trial.number))
 
-    def suggest(self, trial_id: str) -> dict | None:
+    def suggest(self, trial_id: str) -> dict | str | None:
         study = self.study
         if trial_id not in self._trials:
+            if self.search_ended():
+                return Searcher.FINISHED
             trial = study.ask()
             trial.set_user_attr(TUNE_TRIAL_ATTR, trial_id)
             self._trials[trial_id] = trial
         trial = self._trials[trial_id]
         extra = self.space(trial) or {}
+        if NOISE_SEED_ATTR in trial.user_attrs:  # the first point again, with a further seed
+            extra["seed"] = int(trial.user_attrs[NOISE_SEED_ATTR])
         return {**trial.params, **extra}
+
+    def search_ended(self) -> bool:
+        """Whether no new trial should start: a grid sampler's grid is done, or the search converged (decided once,
+        kept in the study's user attributes, so a resumed searcher reads it back)."""
+        study = self.study
+        if grid_done(self.sampler, study):
+            return True
+        if self.convergence is None:
+            return False
+        if CONVERGED_ATTR in study.user_attrs:
+            return True
+        trials = study.get_trials(deepcopy=False)
+        decision = self.convergence.check(trials, started=sum(TUNE_TRIAL_ATTR in t.user_attrs for t in trials))
+        if decision is None:
+            return False
+        study.set_user_attr(CONVERGED_ATTR, decision.record())
+        return True
 
     def running(self) -> dict[str, int]:
         """The Tune trials whose Optuna trial is still running, with its number."""
@@ -172,6 +212,7 @@ class PruningAwareOptunaSearch(Searcher):
             return
         ot_trial = self._trials[trial_id]
         value: Any = result.get(self.metric) if result else None
+        kind = None
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
         elif is_failed(result):  # a deterministic failure (sentsweep.platform.driver.failures)
@@ -191,6 +232,9 @@ class PruningAwareOptunaSearch(Searcher):
             finite = all(v is not None and math.isfinite(float(v)) for v in values)
             state = TrialState.COMPLETE if finite else TrialState.FAIL
             value = (values if self.objectives else value) if finite else None
+        if state == TrialState.COMPLETE:
+            for key in set(uniform_constraint_keys(self.sampler)) - {kind}:
+                ot_trial.set_constraint(key, 0.0)
         self.study.tell(ot_trial, value, state=state)
         self._told.add(trial_id)
 
@@ -253,7 +297,7 @@ def infeasible_value(study: optuna.Study) -> float | list[float]:
     report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation. A
     multi-objective study gets the worst of each objective over its feasible finished trials."""
     feasible = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-                if not t.constraints]
+                if is_feasible(t)]
     worst = []
     for i, direction in enumerate(study.directions):
         seen = [v for t in feasible
@@ -264,80 +308,31 @@ def infeasible_value(study: optuna.Study) -> float | list[float]:
     return worst if len(worst) > 1 else worst[0]
 
 
-#: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
-OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
-
-
-def default_gamma(n: int) -> int:
-    """Optuna's good-group size for n finished trials: ``min(ceil(0.1 n), 25)`` (``optuna.samplers.TPESampler``,
-    its default ``gamma``)."""
-    return min(math.ceil(0.1 * n), 25)
-
-
-def hyperopt_default_gamma(n: int) -> int:
-    """Hyperopt's good-group size for n finished trials: ``min(ceil(0.25 sqrt(n)), 25)`` (Bergstra et al. 2011, as
-    Optuna defines it for ``TPESampler.hyperopt_parameters``)."""
-    return min(math.ceil(0.25 * n**0.5), 25)
-
-
-#: TPE's split of n finished trials into its "good" and "bad" groups (``tpe_gamma``): the size of the good group.
-#: Optuna's default (``ceil(0.1 n)``, at most 25) and Hyperopt's (``ceil(0.25 sqrt(n))``, at most 25: Bergstra et al.,
-#: the sweep's default). A multi-objective study keeps Optuna's own multi-objective split (``ceil(0.1 n)``, no cap).
-TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamma, "optuna": default_gamma}
-
-
-def build_sampler(config: SweepConfig) -> optuna.samplers.TPESampler:
-    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` (default
-    :data:`OPTUNA_STARTUP_TRIALS`) *finished* trials, whatever the concurrency; its good group is ``tpe_gamma``'s
-    (:data:`TPE_GAMMAS`).
-
-    Why Hyperopt's split by default: replayed against the recorded CoSENT tables (``bench/search_table.py replay``,
-    100 seeds, TPE + ASHA with the paper's defaults first), the good group of ``ceil(0.25 sqrt(n))`` trials reached
-    the target in 77% of the seeds on the 100-step table and 53% on the 30-step one, against 50% and 41% with
-    Optuna's ``ceil(0.1 n)`` (docs/benchmarks.md, "Does the search pay?"). Optuna deprecated the ``gamma``
-    argument in 4.9 (to be removed in 6.0): the pinned 5.x keeps it.
-
-    The choice under concurrency: Optuna's start-up counts finished trials (COMPLETE or PRUNED), not suggestions,
-    and it stays so. A running trial is no observation: constant liar only keeps later suggestions away from it.
-    So with ``max_concurrent_trials`` c, the first c suggestions are all random (no trial has finished when they
-    are made), and TPE makes its first suggestion once ``startup_trials`` trials have finished: up to
-    ``startup_trials + c - 1`` searched suggestions are random (:func:`random_suggestions`), 25 of a 500-trial
-    sweep at the default and 16 concurrent. Counting suggestions instead (a start-up lowered by
-    c - 1) would have TPE split one or two observations into its good and bad groups among up to c - 1 lies, i.e.
-    exploit at random; a sweep that wants TPE sooner lowers ``startup_trials`` itself, knowing that."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        warnings.filterwarnings("ignore", message=".*`gamma`.*", category=FutureWarning)  # deprecated in 4.9, kept
-        startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
-        gamma = TPE_GAMMAS[config.tpe_gamma] if len(config.modes) == 1 else None
-        return optuna.samplers.TPESampler(seed=config.seed, multivariate=True, constant_liar=True,
-                                          n_startup_trials=startup, gamma=gamma)
-
-
-def random_suggestions(config: SweepConfig) -> tuple[int, int]:
-    """The fewest and the most searched suggestions of a sweep that are random before TPE models the space
-    (:func:`build_sampler`), capped at ``num_samples``; the space's first points come on top, as given.
-
-    The first ``max_concurrent_trials`` suggestions are made together (Tune fills every free slot at the start),
-    so the fewest is the larger of the start-up and the concurrency, reached when the first trials end together;
-    the most, ``startup + concurrency - 1``, when they end one at a time, each freeing the slot of the next."""
-    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
-    concurrency = config.max_concurrent_trials or config.num_samples
-    return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
 
 
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
                    points: list[dict[str, Any]] | None, *, store: StudyStore | None = None, study_name: str = "",
                    history: Sequence[FrozenTrial] = ()) -> PruningAwareOptunaSearch:
-    """Seeded TPE (:func:`build_sampler`) over a define-by-run space, its study in ``store`` (the sweep folder's
-    journal; None: in memory); ``points`` go first, in order (the paper's setting, then any preset points of the
-    space), except those ``history`` (an earlier sweep's trials: :mod:`.warm_start`) holds already; the study starts
-    with ``history``."""
+    """The sweep's sampler (:func:`.samplers.build_sampler`) over a define-by-run space, its study in ``store`` (the
+    sweep folder's journal; None: in memory); ``points`` go first, in order (the paper's setting, then any preset
+    points of the space), except those ``history`` (an earlier sweep's trials: :mod:`.warm_start`) holds already; the
+    study starts with ``history``. With ``stop_when: converged`` the first point's noise replicas follow it and the
+    search ends when :class:`.convergence.ConvergenceCheck` answers."""
     told = {len(t.values) for t in history if t.values is not None}
     if told - {len(config.modes)}:
         raise ConfigError(f"the earlier sweep's trials carry {max(told)} objective value(s), this sweep has "
                           f"{len(config.modes)} objective(s): warm start needs the same objectives", field="warm_start")
-    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode,
-                                    sampler=build_sampler(config), store=store, study_name=study_name or config.name,
-                                    points=unseen_points([p for p in points or [] if p], history),
-                                    objectives=config.objective_list, history=history)
+    queued = unseen_points([p for p in points or [] if p], history)
+    convergence, replicas = None, []
+    if config.stop_when == "converged":
+        convergence = ConvergenceCheck(config.convergence, "maximize" if config.mode == "max" else "minimize",
+                                       config.seed)
+        replicas = replica_points(queued[0] if queued else None, config.convergence,
+                                  int(config.fixed.get("seed", config.seed)))
+    sampler = build_sampler(config, define_by_run)
+    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
+                                    store=store, study_name=study_name or config.name, points=queued,
+                                    objectives=config.objective_list,
+                                    history=with_constraint_keys(history, uniform_constraint_keys(sampler)),
+                                    replicas=replicas, convergence=convergence)
+

@@ -1,0 +1,181 @@
+"""Which sampler, and when to stop: the sweep's samplers and ``stop_when: converged`` replayed on a recorded table.
+
+Per sampler (``searcher: tpe | gp | random``, the paper's defaults first as every sweep runs them, with and without
+ASHA), over seeds 0 .. repeats-1, one trial at a time (:func:`bench.search_replay.replay`):
+
+- the trial-seconds to come within one noise sd of the table's best (median and 95% interval over the seeds; a
+  seed that never got there within the cap of 2x the grid's trial-seconds counts as infinite), and the ratio of the
+  median to random search's (no ASHA);
+- a fixed budget of ``num_samples`` trials (default: as many as the table has points) against the same sweep with
+  ``stop_when: converged`` (``num_samples`` its upper limit; the noise sd given, as ``convergence.noise_sd``): the
+  share of the fixed budget's trial-seconds saved (per seed, then the median and mean), the final regret (the
+  table's best minus the best dev value any report showed), and the share of seeds whose regret is within one
+  noise sd.
+
+The fixed budget's figures are read off the capped replay: at one trial at a time, a sweep of ``num_samples``
+trials is the capped replay's first ``num_samples`` trials (the convergence check draws no number from the
+sampler's generator, so the converged replay is a prefix of the same sequence too).
+
+    python -m bench.search_converged --table bench/data/cosent_grid_100steps.csv --noise-sd 0.2 [--repeats 100]
+        [--samplers tpe,gp,random] [--min-trials 10] [--num-samples 32] [--only lr=...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.search_grid import GridTable, read_table
+from bench.search_replay import ReplaySpace, SearchSettings, Strategy, Trace, replay
+
+#: The reference of the ratios.
+REFERENCE = "random"
+
+
+def interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """The lower end, the median and the upper end of the central ``level`` share of ``values`` (inf-safe: each is
+    one of the values)."""
+    low, mid, high = np.quantile(np.asarray(values, dtype=float), [(1 - level) / 2, 0.5, (1 + level) / 2],
+                                 method="inverted_cdf")
+    return float(low), float(mid), float(high)
+
+
+def prefix(trace: Trace, table: GridTable, trials: int) -> tuple[float, float]:
+    """Trial-seconds and the incumbent of the first ``trials`` trials of a one-at-a-time replay."""
+    spent, best = 0.0, -math.inf
+    for config, reports in trace.runs[:trials]:
+        curve = table.curves[config]
+        spent += curve.seconds[max(reports, 1) - 1]
+        best = max(best, *curve.values[:max(reports, 1)])
+    return spent, best
+
+
+@dataclass(frozen=True)
+class SamplerFigures:
+    """One strategy's figures over the seeds."""
+
+    name: str
+    to_target: tuple[float, ...]  # trial-seconds to within the noise of the best, per seed (inf: never)
+    fixed_spent: tuple[float, ...]
+    fixed_regret: tuple[float, ...]
+    converged_spent: tuple[float, ...]
+    converged_regret: tuple[float, ...]
+    converged_trials: tuple[int, ...]
+    converged_by_check: tuple[bool, ...]  # whether the terminator ended it (else num_samples did)
+    seconds: float  # the replays' own time
+
+    def saved(self) -> np.ndarray:
+        return 1 - np.asarray(self.converged_spent) / np.asarray(self.fixed_spent)
+
+
+def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: float, num_samples: int,
+            settings: SearchSettings, cap_s: float, space: ReplaySpace) -> SamplerFigures:
+    """``repeats`` seeds of ``strategy``: a capped replay (to target, and the fixed budget's prefix) and a converged
+    one."""
+    started = time.process_time()
+    target = table.best - noise_sd
+    converged_settings = SearchSettings(**{**settings.__dict__, "noise_sd": noise_sd})
+    rows = []
+    for seed in range(repeats):
+        capped = replay(table, strategy, seed, cap_s=cap_s, settings=settings, space=space)
+        fixed_spent, fixed_best = prefix(capped, table, num_samples)
+        stopped = replay(table, strategy, seed, cap_s=cap_s, settings=converged_settings, space=space,
+                         num_samples=num_samples)
+        rows.append((capped.seconds_to(target), fixed_spent, table.best - fixed_best, stopped.spent[-1],
+                     table.best - stopped.incumbent[-1], stopped.trials, stopped.finished_by_searcher))
+    columns = list(zip(*rows, strict=True))
+    return SamplerFigures(strategy.name, *(tuple(c) for c in columns), time.process_time() - started)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f}" if math.isfinite(value) else "inf"
+
+
+def sampler_rows(figures: Sequence[SamplerFigures]) -> list[list[str]]:
+    """Trial-seconds to target, median [95% interval], seeds reaching it, ratio of medians to random's."""
+    ref = next((f for f in figures if f.name == REFERENCE), None)
+    rows = []
+    for f in figures:
+        low, mid, high = interval(f.to_target)
+        base = interval(ref.to_target)[1] if ref is not None else math.nan
+        ratio = f"{mid / base:.2f}x" if math.isfinite(mid) and math.isfinite(base) and base > 0 else "n/a"
+        reached = np.mean([math.isfinite(v) for v in f.to_target])
+        rows.append([f.name, f"{_seconds(mid)} [{_seconds(low)}, {_seconds(high)}]", f"{reached:.0%}", ratio])
+    return rows
+
+
+def converged_rows(figures: Sequence[SamplerFigures], noise_sd: float) -> list[list[str]]:
+    """Per strategy: the fixed budget's trial-seconds and regret, the converged sweep's trials, the share of
+    trial-seconds saved (median, mean), its regret and the share of seeds within one noise sd (fixed budget's
+    share alongside)."""
+    rows = []
+    for f in figures:
+        saved = f.saved()
+        fixed_low, fixed_mid, fixed_high = interval(f.fixed_regret)
+        low, mid, high = interval(f.converged_regret)
+        within = np.mean(np.asarray(f.converged_regret) <= noise_sd + 1e-9)
+        fixed_within = np.mean(np.asarray(f.fixed_regret) <= noise_sd + 1e-9)
+        rows.append([f.name, f"{np.median(f.fixed_spent):.0f}", f"{np.median(f.converged_trials):.0f}",
+                     f"{np.mean(f.converged_by_check):.0%}", f"{np.median(saved):.0%} / {np.mean(saved):.0%}",
+                     f"{fixed_mid:.2f} [{fixed_low:.2f}, {fixed_high:.2f}]", f"{mid:.2f} [{low:.2f}, {high:.2f}]",
+                     f"{within:.0%} (fixed: {fixed_within:.0%})"])
+    return rows
+
+
+SAMPLER_HEADER = ["strategy", "trial-s to within the noise: median [95%]", "seeds reaching it", "ratio to random"]
+CONVERGED_HEADER = ["strategy", "fixed budget trial-s (median)", "converged: trials (median)",
+                    "ended by the terminator", "trial-s saved: median / mean", "fixed: regret median [95%]",
+                    "converged: regret median [95%]", "regret <= noise sd"]
+
+
+def strategies(samplers: Sequence[str]) -> list[Strategy]:
+    """Each sampler with ASHA and without, the paper's defaults first."""
+    return [Strategy(f"{s} + ASHA" if asha else s, s, asha, True) for s in samplers for asha in (True, False)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    import optuna
+
+    from bench.common import print_table
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--table", type=Path, required=True)
+    parser.add_argument("--noise-sd", type=float, required=True, help="the metric's seed-to-seed sd on this table")
+    parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--samplers", default="tpe,random", help="comma-separated: tpe, gp, random")
+    parser.add_argument("--min-trials", type=int, default=SearchSettings().min_trials)
+    parser.add_argument("--num-samples", type=int, default=None, help="the fixed budget (default: the table's size)")
+    parser.add_argument("--cap", type=float, default=2.0, help="share of the grid's trial-seconds per capped replay")
+    parser.add_argument("--only", action="append", default=[], metavar="SETTING=V1,V2")
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    table = read_table(args.table, "cpu_seconds")
+    for only in args.only:
+        name, _, values = only.partition("=")
+        table = table.restricted(name, values.split(","))
+    space = ReplaySpace(table)
+    full = sum(c.seconds[-1] for c in table.curves.values())
+    num_samples = args.num_samples or len(table.curves)
+    settings = SearchSettings(min_trials=args.min_trials)
+    figures = []
+    for strategy in strategies(args.samplers.split(",")):
+        figures.append(measure(table, strategy, repeats=args.repeats, noise_sd=args.noise_sd,
+                               num_samples=num_samples, settings=settings, cap_s=args.cap * full, space=space))
+        print(f"{strategy.name}: {figures[-1].seconds:.0f} CPU-s", file=sys.stderr, flush=True)
+    print(f"table {args.table}: {len(table.curves)} points, best {table.best:.2f}, noise sd {args.noise_sd}, target "
+          f"{table.best - args.noise_sd:.2f}; {args.repeats} seeds; fixed budget {num_samples} trials; converged: "
+          f"min_trials {args.min_trials}; cap {args.cap * full:.0f} trial-s")
+    print_table("Trial-seconds to within the noise of the best", SAMPLER_HEADER, sampler_rows(figures))
+    print_table("stop_when: converged against the fixed budget", CONVERGED_HEADER,
+                converged_rows(figures, args.noise_sd))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""When to stop searching: Optuna's terminator against the seed-to-seed noise (``stop_when: converged``).
+
+Optuna's terminator (``optuna.terminator``; Makarova et al. 2022, "Automatic Termination for Hyperparameter
+Optimization") ends a search once the improvement still possible is smaller than the error of the objective
+itself: ``Terminator.should_terminate`` is ``improvement < error``. Here the improvement is the regret bound of
+``RegretBoundEvaluator``: a Gaussian process fitted to the best half of the finished trials bounds how far the
+best value so far may lie below the optimum, ``max_x ucb(x) - max_t lcb(x_t)``. The error is the seed-to-seed
+standard deviation of the metric (``StaticErrorEvaluator(noise_sd)``): a configuration retrained with another seed
+moves by about that much, so a search that can gain less than it has nothing left to find that a rerun would not
+undo.
+
+The noise is ``convergence.noise_sd`` when the config gives it, or measured in the sweep: the first point (the
+paper's setting) is queued again with ``noise_seeds`` further seeds (:func:`replica_seeds`) right after it, and the
+standard deviation of the dev values of its runs at the last evaluation they all reached is the noise
+(:func:`measured_noise`; a replica the scheduler stopped still counts up to where it ran).
+
+:class:`ConvergenceCheck` is pure: it reads frozen trials, and its evaluator is injected (a fake in tests). The
+searcher asks it before each new trial and ends the search (``Searcher.FINISHED``) when it answers.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import optuna
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from sentsweep.platform.config_sections import ConvergenceConfig
+from sentsweep.platform.search.samplers import is_feasible
+
+#: The user attribute of an Optuna trial that re-runs the first point with a further seed (its seed).
+NOISE_SEED_ATTR = "noise_seed"
+#: The study's user attribute holding the decision that ended the search (:meth:`Converged.record`).
+CONVERGED_ATTR = "converged"
+#: How far the noise replicas' seeds lie from the trials' seed (apart from the confirmation stage's, which follow it).
+REPLICA_SEED_OFFSET = 1000
+
+
+class ImprovementEvaluator(Protocol):
+    """Optuna's ``BaseImprovementEvaluator``: the improvement still possible over ``trials``."""
+
+    def evaluate(self, trials: list[FrozenTrial], study_direction: StudyDirection) -> float: ...
+
+
+@dataclass(frozen=True)
+class Converged:
+    """Why the search ended: at which trial (the number of trials started), over how many finished trials, the
+    regret bound and the noise at that moment, and where the noise came from (``measured`` or ``config``)."""
+
+    trial: int
+    finished: int
+    regret_bound: float
+    noise_sd: float
+    noise_source: str
+    evaluator: str
+
+    def line(self) -> str:
+        """The line the driver prints."""
+        return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < noise sd "
+                f"{self.noise_sd:.3g} ({self.noise_source}) over {self.finished} finished trials; no new trial "
+                "started, the running ones finish")
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Converged:
+        return cls(**{k: record[k] for k in cls.__dataclass_fields__})
+
+
+def replica_seeds(seed: int, count: int) -> list[int]:
+    """The seeds of the first point's noise replicas: ``seed + 1001, + 1002, ...`` (the confirmation stage takes
+    ``seed + 1, + 2, ...``, so a replica never repeats a confirmation run)."""
+    return [seed + REPLICA_SEED_OFFSET + k for k in range(1, count + 1)]
+
+
+def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
+                   seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(params, user_attrs)`` of the noise replicas to queue after the first point: none when the config gives
+    ``noise_sd`` or there is no first point."""
+    if not first_point or settings.noise_sd is not None:
+        return []
+    return [(dict(first_point), {NOISE_SEED_ATTR: s}) for s in replica_seeds(seed, settings.noise_seeds)]
+
+
+def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
+    """The value of each trial at the last evaluation every one of them reached (None when they share none)."""
+    common = set.intersection(*(set(t.intermediate_values) for t in trials))
+    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in trials)]
+    if finite:
+        step = max(finite)
+        return [t.intermediate_values[step] for t in trials]
+    if all(t.state == TrialState.COMPLETE and t.value is not None for t in trials):
+        return [float(t.value) for t in trials]
+    return None
+
+
+def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
+    """The sample standard deviation of the first point's runs: the first trial whose params the replicas
+    (:data:`NOISE_SEED_ATTR`) share, and the replicas, each at the last evaluation all of them reached. None until
+    two of them have a value there."""
+    replicas = [t for t in trials if NOISE_SEED_ATTR in t.user_attrs]
+    if not replicas:
+        return None
+    params = replicas[0].params
+    original = next((t for t in trials if NOISE_SEED_ATTR not in t.user_attrs and t.params == params), None)
+    runs = [t for t in ([original] if original else []) + replicas
+            if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and (t.intermediate_values or t.value is not None)]
+    if len(runs) < 2:
+        return None
+    values = _last_values(runs)
+    return statistics.stdev(values) if values is not None and len(values) >= 2 else None
+
+
+def default_evaluator(seed: int) -> ImprovementEvaluator:
+    """Optuna's regret bound (``RegretBoundEvaluator``), seeded; it needs at least ``min_trials`` finished trials,
+    which :class:`ConvergenceCheck` enforces, so its own minimum is lowered to 1."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        from optuna.terminator import RegretBoundEvaluator
+
+        return RegretBoundEvaluator(min_n_trials=1, seed=seed)
+
+
+class ConvergenceCheck:
+    """Whether a search has converged: ``regret bound < noise sd`` over the finished, feasible trials, once at least
+    ``min_trials`` of them exist and the noise is known. ``evaluator`` (default :func:`default_evaluator`) computes
+    the regret bound."""
+
+    def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
+                 evaluator: Callable[[], ImprovementEvaluator] | None = None) -> None:
+        self.settings = settings
+        self.direction = StudyDirection.MAXIMIZE if direction == "maximize" else StudyDirection.MINIMIZE
+        self.seed = seed
+        self.evaluator = evaluator
+
+    def noise(self, trials: Sequence[FrozenTrial]) -> tuple[float, str] | None:
+        """The noise sd and its source: the config's ``noise_sd``, else :func:`measured_noise` (None until known).
+        A measured sd of 0 (identical runs: a deterministic trial) stays 0, so the search stops only once the regret
+        bound is 0 too."""
+        if self.settings.noise_sd is not None:
+            return self.settings.noise_sd, "config"
+        measured = measured_noise(trials)
+        return None if measured is None else (measured, "measured")
+
+    def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
+        """The decision over a study's ``trials`` when ``started`` trials have been started; None: go on."""
+        finished = [t for t in trials if t.state == TrialState.COMPLETE and is_feasible(t)
+                    and t.value is not None and math.isfinite(t.value)]
+        if len(finished) < self.settings.min_trials:
+            return None
+        noise = self.noise(trials)
+        if noise is None:
+            return None
+        evaluator = (self.evaluator or (lambda: default_evaluator(self.seed)))()
+        try:
+            bound = float(evaluator.evaluate(list(finished), self.direction))
+        except ValueError:  # Optuna's evaluators refuse an empty intersection of the trials' search spaces
+            return None
+        if not bound < noise[0]:
+            return None
+        return Converged(started, len(finished), bound, noise[0], noise[1], type(evaluator).__name__)
+
+
+def converged_of(study: optuna.Study) -> Converged | None:
+    """The decision that ended the study's search (None: it did not converge)."""
+    record = study.user_attrs.get(CONVERGED_ATTR)
+    return Converged.from_record(record) if isinstance(record, dict) else None
+
+
+def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
+                       log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
+                       stop_reason_tag: str) -> Converged | None:
+    """After the search: when the study converged, its line printed and its decision on the parent run (the
+    ``stop_reason_tag`` and ``sentsweep.converged.*`` tags, the ``converged_*`` metrics); the decision."""
+    decision = converged_of(study) if study is not None else None
+    if decision is None:
+        return None
+    echo(decision.line())
+    set_tags({stop_reason_tag: decision.line(), "sentsweep.converged.noise_source": decision.noise_source,
+              "sentsweep.converged.evaluator": decision.evaluator})
+    log_metrics({"converged_trial": float(decision.trial), "converged_finished_trials": float(decision.finished),
+                 "converged_regret_bound": decision.regret_bound, "converged_noise_sd": decision.noise_sd})
+    return decision

@@ -1,0 +1,201 @@
+"""The sweep's Optuna sampler, by ``searcher``: ``tpe`` (the default), ``gp``, ``random`` or ``grid``.
+
+Every choice runs inside the same :class:`~.searcher.PruningAwareOptunaSearch`, so each keeps what the searcher does
+around the sampler: the paper's defaults first (``Study.enqueue_trial``), pruned trials told PRUNED with their
+intermediate values, infeasible trials told with a constraint violation, warm start from an earlier sweep's trials,
+and resume from the sweep folder's journal. What each sampler makes of that:
+
+- ``tpe``: seeded multivariate TPE with constant liar (:func:`build_tpe`); it models pruned trials and constraints.
+- ``gp``: Optuna's ``GPSampler`` (a Gaussian process with log expected improvement), seeded, after the same random
+  start-up; it learns from finished trials only (a pruned trial teaches it nothing) and reads constraints.
+- ``random``: Optuna's ``RandomSampler``, seeded.
+- ``grid``: every combination of the space's categorical choices and ``grid_points`` values per numeric range (log
+  spaced on a log range, ends included: :func:`space_grid`), in a seeded order; the search ends once the grid is
+  done (:func:`grid_done`), whatever ``num_samples`` allows.
+
+OptunaHub's ``AutoSampler`` is not offered: the ``optunahub`` package installs from PyPI, but it downloads each
+sampler's code from GitHub when the sampler is loaded, and a sweep fetches nothing at run time.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from sentsweep.platform.config import SweepConfig
+from sentsweep.trainables.infeasible import INFEASIBLE_KINDS
+
+#: How many times the space is run on a throwaway study to find every parameter it may suggest (its branches).
+SPACE_DRAWS = 64
+
+
+#: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
+OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
+
+
+def default_gamma(n: int) -> int:
+    """Optuna's good-group size for n finished trials: ``min(ceil(0.1 n), 25)`` (``optuna.samplers.TPESampler``,
+    its default ``gamma``)."""
+    return min(math.ceil(0.1 * n), 25)
+
+
+def hyperopt_default_gamma(n: int) -> int:
+    """Hyperopt's good-group size for n finished trials: ``min(ceil(0.25 sqrt(n)), 25)`` (Bergstra et al. 2011, as
+    Optuna defines it for ``TPESampler.hyperopt_parameters``)."""
+    return min(math.ceil(0.25 * n**0.5), 25)
+
+
+#: TPE's split of n finished trials into its "good" and "bad" groups (``tpe_gamma``): the size of the good group.
+#: Optuna's default (``ceil(0.1 n)``, at most 25) and Hyperopt's (``ceil(0.25 sqrt(n))``, at most 25: Bergstra et al.,
+#: the sweep's default). A multi-objective study keeps Optuna's own multi-objective split (``ceil(0.1 n)``, no cap).
+TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamma, "optuna": default_gamma}
+
+
+def build_tpe(config: SweepConfig) -> optuna.samplers.TPESampler:
+    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` (default
+    :data:`OPTUNA_STARTUP_TRIALS`) *finished* trials, whatever the concurrency; its good group is ``tpe_gamma``'s
+    (:data:`TPE_GAMMAS`).
+
+    Why Hyperopt's split by default: replayed against the recorded CoSENT tables (``bench/search_table.py replay``,
+    100 seeds, TPE + ASHA with the paper's defaults first), the good group of ``ceil(0.25 sqrt(n))`` trials reached
+    the target in 77% of the seeds on the 100-step table and 53% on the 30-step one, against 50% and 41% with
+    Optuna's ``ceil(0.1 n)`` (README, "Does the search pay?"). Optuna deprecated the ``gamma`` argument in 4.9 (to be
+    removed in 6.0): the pinned 5.x keeps it.
+
+    The choice under concurrency: Optuna's start-up counts finished trials (COMPLETE or PRUNED), not suggestions,
+    and it stays so. A running trial is no observation: constant liar only keeps later suggestions away from it.
+    So with ``max_concurrent_trials`` c, the first c suggestions are all random (no trial has finished when they
+    are made), and TPE makes its first suggestion once ``startup_trials`` trials have finished: up to
+    ``startup_trials + c - 1`` searched suggestions are random (:func:`random_suggestions`), 25 of a 500-trial
+    sweep at the default and 16 concurrent. Counting suggestions instead (a start-up lowered by
+    c - 1) would have TPE split one or two observations into its good and bad groups among up to c - 1 lies, i.e.
+    exploit at random; a sweep that wants TPE sooner lowers ``startup_trials`` itself, knowing that."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message=".*`gamma`.*", category=FutureWarning)  # deprecated in 4.9, kept
+        startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+        gamma = TPE_GAMMAS[config.tpe_gamma] if len(config.modes) == 1 else None
+        return optuna.samplers.TPESampler(seed=config.seed, multivariate=True, constant_liar=True,
+                                          n_startup_trials=startup, gamma=gamma)
+
+
+def random_suggestions(config: SweepConfig) -> tuple[int, int]:
+    """The fewest and the most searched suggestions of a sweep that are random before TPE models the space
+    (:func:`build_tpe`), capped at ``num_samples``; the space's first points come on top, as given.
+
+    The first ``max_concurrent_trials`` suggestions are made together (Tune fills every free slot at the start),
+    so the fewest is the larger of the start-up and the concurrency, reached when the first trials end together;
+    the most, ``startup + concurrency - 1``, when they end one at a time, each freeing the slot of the next."""
+    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+    concurrency = config.max_concurrent_trials or config.num_samples
+    return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
+
+
+def build_sampler(config: SweepConfig, define_by_run: Callable[[optuna.Trial], Any] | None = None
+                  ) -> optuna.samplers.BaseSampler:
+    """The sampler ``config.searcher`` names, seeded with ``config.seed``; ``grid`` needs the space
+    (``define_by_run``)."""
+    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if config.searcher == "gp":
+            return optuna.samplers.GPSampler(seed=config.seed, n_startup_trials=startup)
+        if config.searcher == "random":
+            return optuna.samplers.RandomSampler(seed=config.seed)
+        if config.searcher == "grid":
+            if define_by_run is None:
+                raise ValueError("a grid sampler needs the search space")
+            return SweepGridSampler(space_grid(define_by_run, config.grid_points), seed=config.seed)
+    return build_tpe(config)
+
+
+class SweepGridSampler(optuna.samplers.GridSampler):
+    """Optuna's ``GridSampler`` that leaves the end of the search to the searcher (:func:`grid_done`): its own
+    ``after_trial`` calls ``Study.stop``, which only ``Study.optimize`` allows (a sweep asks and tells)."""
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
+                    values: Sequence[float] | None) -> None:
+        return None
+
+
+def grid_done(sampler: optuna.samplers.BaseSampler, study: optuna.Study) -> bool:
+    """Whether a grid sampler has handed out its whole grid (never for the other samplers)."""
+    return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
+
+
+def space_distributions(define_by_run: Callable[[optuna.Trial], Any],
+                        draws: int = SPACE_DRAWS) -> dict[str, BaseDistribution]:
+    """Every parameter a define-by-run space may suggest, with its distribution (read by running it ``draws``
+    times on a throwaway in-memory study, so that each branch shows its parameters)."""
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    found: dict[str, BaseDistribution] = {}
+    for _ in range(draws):
+        trial = study.ask()
+        define_by_run(trial)
+        found.update({k: v for k, v in trial.distributions.items() if k not in found})
+        study.tell(trial, 0.0)
+    return found
+
+
+def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
+    """The grid of one distribution: a categorical's choices; ``points`` values over a numeric range, ends included,
+    log spaced on a log range (an integer range's rounded, without repeats; a stepped range's on its steps)."""
+    if isinstance(dist, CategoricalDistribution):
+        return list(dist.choices)
+    if not isinstance(dist, FloatDistribution | IntDistribution):
+        raise ValueError(f"no grid for {dist}")
+    low, high = float(dist.low), float(dist.high)
+    raw = np.geomspace(low, high, points) if dist.log else np.linspace(low, high, points)
+    if dist.step is not None:
+        raw = low + np.round((raw - low) / dist.step) * dist.step
+    if isinstance(dist, IntDistribution):
+        return list(dict.fromkeys(int(round(v)) for v in raw))
+    return list(dict.fromkeys(float(v) for v in raw))
+
+
+def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dict[str, list[Any]]:
+    """The grid of a space (:func:`grid_values` of each parameter it may suggest)."""
+    grid = {name: grid_values(dist, points) for name, dist in space_distributions(define_by_run).items()}
+    if not grid:
+        raise ValueError("the search space suggests no parameter: nothing to grid")
+    return grid
+
+
+def grid_size(grid: dict[str, list[Any]]) -> int:
+    """The number of points of a grid."""
+    return math.prod(len(values) for values in grid.values())
+
+
+def uniform_constraint_keys(sampler: optuna.samplers.BaseSampler) -> tuple[str, ...]:
+    """The constraint keys every finished trial must carry for ``sampler``: Optuna's ``GPSampler`` refuses a study
+    whose finished trials carry different keys, so under it each COMPLETE trial carries every infeasibility kind
+    (0: satisfied); the other samplers read a missing key as satisfied and get none."""
+    return INFEASIBLE_KINDS if isinstance(sampler, optuna.samplers.GPSampler) else ()
+
+
+def with_constraint_keys(trials: Sequence[FrozenTrial], keys: Sequence[str]) -> list[FrozenTrial]:
+    """Copies of ``trials`` (a warm start's) whose COMPLETE ones carry each of ``keys`` (0 where they lacked it)."""
+    if not keys:
+        return list(trials)
+    out = []
+    for trial in trials:
+        trial = copy.deepcopy(trial)
+        if trial.state == TrialState.COMPLETE:
+            for key in set(keys) - set(trial.constraints):
+                trial.set_constraint(key, 0.0)
+        out.append(trial)
+    return out
+
+
+def is_feasible(trial: FrozenTrial) -> bool:
+    """Whether a trial satisfies its constraints (Optuna's convention: a value above 0 is a violation)."""
+    return not any(v > 0 for v in trial.constraints.values())

@@ -1,0 +1,46 @@
+"""The sampler and ``stop_when: converged`` study (bench/search_converged.py) on the tiny synthetic table of
+test_search_table: no training; the sweep's own searcher, its samplers and its convergence check."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import optuna
+import pytest
+
+from bench.search_converged import converged_rows, interval, measure, prefix, sampler_rows, strategies
+from bench.search_replay import ReplaySpace, SearchSettings, replay
+from tests.bench.test_search_table import table, table_path  # noqa: F401 - the shared fixtures
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def test_interval_takes_values_and_keeps_inf():
+    assert interval([1.0, 2.0, 3.0, math.inf]) == (1.0, 2.0, math.inf)
+
+
+def test_the_fixed_budget_is_the_prefix_of_the_capped_replay(table) -> None:  # noqa: F811
+    random = strategies(["random"])[1]
+    capped = replay(table, random, seed=2, cap_s=1000.0)
+    short = replay(table, random, seed=2, cap_s=1000.0, num_samples=5)
+    assert short.runs == capped.runs[:5]
+    assert prefix(capped, table, 5) == (pytest.approx(short.spent[-1]), short.incumbent[-1])
+
+
+def test_a_converged_replay_stops_early_and_its_figures_are_read_per_seed(table) -> None:  # noqa: F811
+    space = ReplaySpace(table)
+    settings = SearchSettings(min_trials=4)
+    tpe_asha, tpe = strategies(["tpe"])
+    stopped = replay(table, tpe, 0, cap_s=1000.0, settings=SearchSettings(min_trials=4, noise_sd=5.0), space=space,
+                     num_samples=32)
+    assert stopped.finished_by_searcher and 4 <= stopped.trials < 32  # a large noise: it ends soon after 4
+    figures = measure(table, tpe, repeats=3, noise_sd=5.0, num_samples=32, settings=settings, cap_s=1000.0,
+                      space=space)
+    assert all(figures.converged_by_check) and (figures.saved() > 0).all()
+    assert np.all(np.asarray(figures.converged_spent) < np.asarray(figures.fixed_spent))
+    rows = converged_rows([figures], 5.0)
+    assert rows[0][0] == "tpe" and rows[0][3] == "100%"
+    ref = measure(table, strategies(["random"])[1], repeats=3, noise_sd=5.0, num_samples=32, settings=settings,
+                  cap_s=1000.0, space=space)
+    assert sampler_rows([figures, ref])[1][3] == "1.00x"  # random search is its own reference

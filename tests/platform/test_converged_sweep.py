@@ -1,0 +1,44 @@
+"""A real toy sweep (Ray Tune, Optuna, MLflow sqlite) with ``stop_when: converged``: stopped mid-search by SIGINT,
+resumed, and ended by the terminator; the count of trials started stays right, and the parent run records why."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from mlflow import MlflowClient
+
+from sentsweep.platform.driver.budget import STOP_REASON_TAG
+from sentsweep.platform.search.convergence import converged_of
+from sentsweep.platform.search.searcher import TUNE_TRIAL_ATTR
+from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
+
+
+# A few minutes on a loaded 2-core machine: a toy sweep stopped at its second trial, then its resume.
+@pytest.mark.slow
+def test_a_converged_sweep_stopped_mid_search_resumes_to_the_same_count(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                       ray_session):
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.location import locate
+
+    # a noise the toy's regret bound is always below: the search ends at the first check, once 4 trials finished
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=10, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5}, time_budget_s=1200,
+                        stop_when="converged", convergence={"noise_sd": 1000.0, "min_trials": 4})
+    folder = interrupted_sweep(config, 2, deadline_s=1200)  # Ray's workers start slowly on a loaded machine
+    assert converged_of(locate(str(folder)).load_study()) is None  # stopped before the terminator was asked
+    lines: list[str] = []
+    outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                           echo=lines.append)
+    study = locate(str(folder)).load_study()
+    decision = converged_of(study)
+    assert decision is not None and decision.noise_source == "config" and decision.regret_bound < 1000.0
+    # the decision was taken when the fifth trial was asked for: 4 started, and no trial after them
+    assert decision.trial == 4 == len(list(outcome.results)) == sum(outcome.counts.values())
+    named = Counter(t.user_attrs[TUNE_TRIAL_ATTR] for t in study.trials if TUNE_TRIAL_ATTR in t.user_attrs)
+    assert len(named) == 4 and set(named.values()) == {1}  # one Optuna trial per Tune trial, across the resume
+    assert [line for line in lines if line.startswith("search converged at trial 4: regret bound")]
+    parent = MlflowClient(tracking_uri=tracking_uri).get_run(outcome.parent_run_id)
+    assert parent.data.tags[STOP_REASON_TAG] == decision.line()
+    assert parent.data.metrics["converged_trial"] == 4 and parent.data.metrics["converged_noise_sd"] == 1000.0
+    assert parent.data.metrics["converged_regret_bound"] == pytest.approx(decision.regret_bound)

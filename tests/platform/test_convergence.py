@@ -1,0 +1,151 @@
+"""``stop_when: converged``: the terminator's regret bound against the seed noise
+(sentsweep.platform.search.convergence), with a fake evaluator, and the searcher that ends the search on it (pickled
+and restored as a resume does)."""
+
+from __future__ import annotations
+
+import pickle
+
+import optuna
+import pytest
+from optuna.trial import TrialState, create_trial
+from ray.tune.search import Searcher
+
+from sentsweep.platform.config import ConvergenceConfig, SweepConfig
+from sentsweep.platform.results import FINAL_KEY
+from sentsweep.platform.search.convergence import (
+    CONVERGED_ATTR,
+    NOISE_SEED_ATTR,
+    Converged,
+    ConvergenceCheck,
+    converged_of,
+    measured_noise,
+    record_convergence,
+    replica_seeds,
+)
+from sentsweep.platform.search.searcher import build_searcher
+from sentsweep.platform.search.study_store import StudyStore
+
+X = optuna.distributions.FloatDistribution(0.0, 1.0)
+
+
+class FakeBound:
+    """A regret bound that says ``bound`` and records the trials it was given."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+        self.seen: list[int] = []
+
+    def evaluate(self, trials, study_direction):
+        self.seen.append(len(trials))
+        return self.bound
+
+
+def _trial(x: float, value: float | None, state=TrialState.COMPLETE, steps=None, **attrs):
+    return create_trial(params={"x": x}, distributions={"x": X}, value=value, state=state,
+                        intermediate_values=steps or {}, user_attrs=attrs)
+
+
+def test_replica_seeds_stay_clear_of_the_confirmation_stages():
+    assert replica_seeds(42, 3) == [1043, 1044, 1045]
+
+
+def test_noise_is_the_sd_of_the_first_points_runs_at_their_last_common_step():
+    trials = [_trial(0.5, 87.0, steps={1: 80.0, 2: 86.0, 3: 87.0}),
+              _trial(0.2, 70.0),  # another point: not part of the noise
+              _trial(0.5, None, TrialState.PRUNED, steps={1: 81.0, 2: 86.4}, **{NOISE_SEED_ATTR: 1043}),
+              _trial(0.5, 86.9, steps={1: 79.0, 2: 85.6, 3: 86.9}, **{NOISE_SEED_ATTR: 1044})]
+    assert measured_noise(trials) == pytest.approx(0.4)  # sd of 86.0, 86.4, 85.6 at step 2
+    assert measured_noise(trials[:2]) is None  # no replica yet
+    assert measured_noise(trials[:1] + [_trial(0.5, None, TrialState.RUNNING, **{NOISE_SEED_ATTR: 1043})]) is None
+
+
+def test_the_check_waits_for_min_trials_and_the_noise_then_compares_the_bound():
+    settings = ConvergenceConfig(min_trials=3)
+    fake = FakeBound(0.1)
+    check = ConvergenceCheck(settings, "maximize", evaluator=lambda: fake)
+    first = _trial(0.5, 87.0, steps={1: 87.0})
+    replica = _trial(0.5, 86.6, steps={1: 86.6}, **{NOISE_SEED_ATTR: 1043})
+    assert check.check([first, _trial(0.1, 80.0)], started=2) is None and fake.seen == []  # 2 < min_trials
+    assert check.check([first, _trial(0.1, 80.0), _trial(0.9, 81.0)], started=3) is None  # no noise yet
+    infeasible = _trial(0.3, 10.0)
+    infeasible.set_constraint("diverged", 1.0)
+    trials = [first, replica, _trial(0.1, 80.0), infeasible, _trial(0.7, None, TrialState.PRUNED, steps={1: 70.0})]
+    decision = check.check(trials, started=6)
+    assert fake.seen == [3]  # finished and feasible only: the pruned and infeasible trials are left out
+    assert decision == Converged(6, 3, 0.1, pytest.approx(0.2828, abs=1e-4), "measured", "FakeBound")
+    assert ConvergenceCheck(settings, "maximize", evaluator=lambda: FakeBound(0.3)).check(trials, 6) is None
+    given = ConvergenceCheck(ConvergenceConfig(min_trials=3, noise_sd=0.5), "maximize",
+                             evaluator=lambda: FakeBound(0.3)).check([first, _trial(0.1, 80.0), _trial(0.9, 1.0)], 3)
+    assert given is not None and (given.noise_sd, given.noise_source) == (0.5, "config")
+
+
+def test_optunas_regret_bound_is_the_default_evaluator():
+    trials = [_trial(x / 20, 80 + 5 * (x / 20)) for x in range(20)]
+    decision = ConvergenceCheck(ConvergenceConfig(noise_sd=100.0), "maximize").check(trials, 20)
+    assert decision is not None and decision.evaluator == "RegretBoundEvaluator" and decision.regret_bound < 100
+
+
+def space(trial):
+    trial.suggest_float("x", 0.0, 1.0)
+
+
+def _config(**convergence):
+    return SweepConfig(name="s", method="toy", seed=3, metric="score", startup_trials=2, stop_when="converged",
+                       fixed={"seed": 7}, convergence=ConvergenceConfig(**{"min_trials": 4, **convergence}))
+
+
+def _finish(searcher, trial_id, value):
+    searcher.on_trial_result(trial_id, {"score": value, "training_iteration": 1})
+    searcher.on_trial_complete(trial_id, {"score": value, "training_iteration": 2, FINAL_KEY: 1.0})
+
+
+def test_the_searcher_reruns_the_first_point_with_further_seeds_then_ends_when_converged(tmp_path):
+    store = StudyStore(str(tmp_path))
+    searcher = build_searcher(_config(), space, [{"x": 0.5}], store=store, study_name="s")
+    searcher.convergence.evaluator = lambda: FakeBound(0.05)
+    suggested = [searcher.suggest(f"t{i}") for i in range(3)]
+    assert suggested == [{"x": 0.5}, {"x": 0.5, "seed": 1008}, {"x": 0.5, "seed": 1009}]
+    for i, value in enumerate((87.0, 87.2, 86.8)):
+        _finish(searcher, f"t{i}", value)
+    assert searcher.suggest("t3") not in (None, Searcher.FINISHED)  # 3 finished < min_trials 4
+    _finish(searcher, "t3", 60.0)
+    assert searcher.suggest("t4") == Searcher.FINISHED  # bound 0.05 < noise sd 0.2
+    decision = converged_of(searcher.study)
+    assert decision.trial == 4 and decision.finished == 4 and decision.noise_sd == pytest.approx(0.2)
+    searcher.convergence.evaluator = None  # a fake is no part of what Tune pickles
+    restored = pickle.loads(pickle.dumps(searcher))  # a resume: the decision is read back from the journal
+    restored.convergence.evaluator = lambda: FakeBound(10.0)
+    assert restored.suggest("t5") == Searcher.FINISHED
+    assert CONVERGED_ATTR in restored.study.user_attrs
+
+
+def test_without_converged_nothing_is_queued_or_checked():
+    config = SweepConfig(name="s", method="toy", metric="score")
+    searcher = build_searcher(config, space, [{"x": 0.5}])
+    assert searcher.convergence is None
+    assert searcher.suggest("t0") == {"x": 0.5} and "seed" not in searcher.suggest("t1")
+    given = build_searcher(_config(noise_sd=0.3), space, [{"x": 0.5}])
+    assert given.suggest("t0") == {"x": 0.5} and "seed" not in given.suggest("t1")  # noise given: no replicas
+
+
+def test_the_parent_run_records_why_the_search_stopped():
+    study = optuna.create_study(direction="maximize")
+    tags, metrics, lines = {}, {}, []
+    assert record_convergence(study, tags.update, metrics.update, lines.append, "reason") is None and not tags
+    decision = Converged(12, 9, 0.11, 0.25, "measured", "RegretBoundEvaluator")
+    study.set_user_attr(CONVERGED_ATTR, decision.record())
+    assert record_convergence(study, tags.update, metrics.update, lines.append, "reason") == decision
+    assert lines == [decision.line()] and lines[0].startswith("search converged at trial 12: regret bound 0.11 <")
+    assert tags["reason"] == decision.line() and tags["sentsweep.converged.noise_source"] == "measured"
+    assert metrics == {"converged_trial": 12.0, "converged_finished_trials": 9.0, "converged_regret_bound": 0.11,
+                       "converged_noise_sd": 0.25}
+
+
+@pytest.mark.parametrize("bad", [{"noise_sd": 0}, {"noise_seeds": 0}, {"min_trials": 1}])
+def test_bad_convergence_settings_name_the_field(bad):
+    from sentsweep.errors import ConfigError
+    from sentsweep.platform.config import parse_sweep_config
+
+    with pytest.raises(ConfigError, match=f"convergence.{next(iter(bad))}"):
+        parse_sweep_config({"name": "s", "method": "toy", "stop_when": "converged", "convergence": bad})
