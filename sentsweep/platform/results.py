@@ -12,10 +12,15 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.trainables.infeasible import INFEASIBLE_KEY, INFEASIBLE_KINDS, InfeasibleKind
-from sentsweep.trainables.loop import EVALUATIONS_KEY
-from sentsweep.trainables.method import FAILED_KEY, FAILURE_REASON_KEY
-from sentsweep.trainables.stop_flag import DRAINING_KEY
+from sentsweep.trainables.report_keys import (
+    DRAINING_KEY,
+    EVALUATIONS_KEY,
+    FAILED_KEY,
+    FAILURE_REASON_KEY,
+    INFEASIBLE_KEY,
+    INFEASIBLE_KINDS,
+    InfeasibleKind,
+)
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid

@@ -15,17 +15,12 @@ infeasible. No Ray import here.
 from __future__ import annotations
 
 import gc
-from typing import Literal
 
 import torch
 
 from sentsweep.trainables.loop import NonFiniteLossError
+from sentsweep.trainables.report_keys import InfeasibleKind
 
-#: The key of a failure report (:func:`sentsweep.trainables.method.failure_report`) naming why the trial's
-#: settings are infeasible: one of :data:`INFEASIBLE_KINDS`.
-INFEASIBLE_KEY = "infeasible"
-InfeasibleKind = Literal["diverged", "out_of_memory"]
-INFEASIBLE_KINDS: tuple[InfeasibleKind, ...] = ("diverged", "out_of_memory")
 #: What running out of memory raises: CUDA's allocator (``torch.OutOfMemoryError``, also
 #: ``torch.cuda.OutOfMemoryError``) and Python's (``MemoryError``, e.g. a CPU trial's allocation failing).
 OUT_OF_MEMORY_ERRORS: tuple[type[BaseException], ...] = (torch.OutOfMemoryError, MemoryError)

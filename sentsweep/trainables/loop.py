@@ -37,13 +37,13 @@ from sentsweep.trainables.checkpoints import BEST_DIR, MODEL_DIR, BestFolder, St
 from sentsweep.trainables.loop_checkpoints import LoopCheckpoints
 from sentsweep.trainables.loop_state import LoopConfig, LoopResult, LoopState
 from sentsweep.trainables.optimizer import build_optimizer, linear_schedule, seed_everything
+from sentsweep.trainables.report_keys import EVALUATIONS_KEY
 from sentsweep.trainables.stop_flag import StopCheck, draining_report
 from sentsweep.trainables.train_task import ReportFn, TrainTask
 
-#: The evaluations a trial made so far, in each evaluation's report: counted from the state it restored, so that a
-#: trial resumed from an older checkpoint or from scratch counts as it trained (Tune's ``training_iteration``
-#: counts reports, draining ones included, and continues from the checkpoint Tune's snapshot named).
-EVALUATIONS_KEY = "evaluations"
+# EVALUATIONS_KEY, in each evaluation's report, is counted from the state the trial restored, so that a trial resumed
+# from an older checkpoint or from scratch counts as it trained (Tune's ``training_iteration`` counts reports,
+# draining ones included, and continues from the checkpoint Tune's snapshot named).
 
 
 class NonFiniteLossError(SentsweepError):

@@ -37,23 +37,21 @@ from sentsweep.evaluation.metric_protocols import collect_protocols
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.tracking.vocabulary import OUTPUT_DIR
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, StoredFolder
-from sentsweep.trainables.infeasible import INFEASIBLE_KEY, OUT_OF_MEMORY_ERRORS, infeasible_kind, release_memory
+from sentsweep.trainables.infeasible import OUT_OF_MEMORY_ERRORS, infeasible_kind, release_memory
 from sentsweep.trainables.loop import TrainingLoop
 from sentsweep.trainables.loop_state import LoopResult
 from sentsweep.trainables.optimizer import seed_everything
+from sentsweep.trainables.report_keys import DRAINING_KEY, FAILED_KEY, FAILURE_REASON_KEY, INFEASIBLE_KEY
 from sentsweep.trainables.restore_note import take_tune_fallback
 from sentsweep.trainables.run_record import RunRecord
-from sentsweep.trainables.stop_flag import DRAINING_KEY, StopCheck, StopFlag
+from sentsweep.trainables.stop_flag import StopCheck, StopFlag
 from sentsweep.trainables.train_task import ReportFn, TrainTask
 from sentsweep.trainables.trial_config import TrialConfig, parse_config
 
 ConfigT = TypeVar("ConfigT", bound=TrialConfig)
-#: The keys of a trial's terminal report when it failed for a reason a retry cannot fix (a
-#: :class:`~sentsweep.errors.SentsweepError`: DataError, ConfigError, NonFiniteLossError). Tune retries a
-#: trial that raises (``max_failures``) and has no per-exception setting, so such a trial reports these
-#: (and ``done``) and returns instead: the platform counts it failed and tells Optuna FAIL.
-FAILED_KEY = "failed"
-FAILURE_REASON_KEY = "failure_reason"
+# A trial that failed for a reason a retry cannot fix (a SentsweepError: DataError, ConfigError,
+# NonFiniteLossError) reports FAILED_KEY and FAILURE_REASON_KEY (and ``done``) and returns: Tune retries a trial that
+# raises (``max_failures``) and has no per-exception setting. The platform counts it failed and tells Optuna FAIL.
 #: The GPUs a trial holds, in every report: its compute is Tune's ``time_total_s`` x these (the ``compute_seconds``
 #: objective and the sweep's budget, :mod:`sentsweep.platform.driver.budget`).
 GPUS_KEY = "gpus"

@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
-#: The key (1.0) of a trial's draining report: a checkpoint at the step reached, not an evaluation (its metric
-#: repeats the last evaluation's value, NaN before the first); schedulers and searchers skip it.
-DRAINING_KEY = "sentsweep_draining"
+from sentsweep.trainables.report_keys import DRAINING_KEY
+
+# A draining report (DRAINING_KEY) repeats the last evaluation's metric value, NaN before the first; schedulers and
+# searchers skip it.
 #: The stop marker's name in the experiment folder.
 STOP_MARKER = "sentsweep_stop"
 #: How often (seconds) a trial reads the marker on a local or shared disk, and on an object store (S3).

@@ -28,8 +28,7 @@ from sentsweep.platform.folder.lock_stores import LOCK_FILE
 from sentsweep.platform.results import evaluation_result
 from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, STATUS_TAG, TRIAL_ID_TAG
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
-from sentsweep.trainables.loop import EVALUATIONS_KEY
-from sentsweep.trainables.stop_flag import DRAINING_KEY
+from sentsweep.trainables.report_keys import DRAINING_KEY, EVALUATIONS_KEY
 from tests.platform.sweep_toy import toy_config
 from tools.harness.processes import repo_pythonpath
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from sentsweep.tracking.vocabulary import ROLE_TAG
-from sentsweep.trainables.loop import EVALUATIONS_KEY
+from sentsweep.trainables.report_keys import EVALUATIONS_KEY
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY
 
 

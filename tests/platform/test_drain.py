@@ -10,8 +10,8 @@ import pytest
 
 from sentsweep.platform.driver.drain import Drain
 from sentsweep.platform.results import evaluation_result, is_draining
-from sentsweep.trainables.loop import EVALUATIONS_KEY
-from sentsweep.trainables.stop_flag import DRAINING_KEY, StopFlag
+from sentsweep.trainables.report_keys import DRAINING_KEY, EVALUATIONS_KEY
+from sentsweep.trainables.stop_flag import StopFlag
 
 
 def test_evaluation_result_counts_evaluations_not_reports() -> None:

@@ -13,9 +13,9 @@ from optuna.trial import TrialState
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.results import FINAL_KEY, infeasibility
 from sentsweep.platform.search.searcher import build_searcher, infeasible_value
-from sentsweep.trainables.infeasible import INFEASIBLE_KEY
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report
+from sentsweep.trainables.report_keys import INFEASIBLE_KEY
 
 #: Learning rates above this diverge (a NaN loss); the best feasible one is just below it.
 DIVERGES_ABOVE = 3e-3

@@ -12,8 +12,7 @@ import pytest
 
 from sentsweep.platform.report.plots import MIN_IMPORTANCE_TRIALS, TrialRecord, sweep_plots, trial_status
 from sentsweep.platform.results import FINAL_KEY
-from sentsweep.trainables.infeasible import INFEASIBLE_KEY
-from sentsweep.trainables.method import FAILED_KEY
+from sentsweep.trainables.report_keys import FAILED_KEY, INFEASIBLE_KEY
 
 
 def _records() -> list[TrialRecord]:

@@ -15,8 +15,7 @@ from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.search.samplers import build_sampler, grid_size, grid_values, space_grid
 from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore
-from sentsweep.trainables.infeasible import INFEASIBLE_KEY
-from sentsweep.trainables.method import FAILED_KEY
+from sentsweep.trainables.report_keys import FAILED_KEY, INFEASIBLE_KEY
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "gp": optuna.samplers.GPSampler,
             "random": optuna.samplers.RandomSampler, "grid": optuna.samplers.GridSampler}

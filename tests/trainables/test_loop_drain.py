@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
-from sentsweep.trainables.loop import EVALUATIONS_KEY, TrainingLoop
-from sentsweep.trainables.stop_flag import DRAINING_KEY
+from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.report_keys import DRAINING_KEY, EVALUATIONS_KEY
 from tests.trainables.test_loop import RegressionTask, _config
 
 

@@ -13,7 +13,8 @@ import pytest
 from sentsweep.platform.results import evaluation_result
 from sentsweep.platform.search.scheduler import FinalAwareASHA
 from sentsweep.trainables.checkpoints import STATE_FILE, StoredFolder
-from sentsweep.trainables.loop import EVALUATIONS_KEY, TrainingLoop
+from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.report_keys import EVALUATIONS_KEY
 from sentsweep.trainables.restore_note import (
     RESTORE_REASON_KEY,
     RESTORED_FROM_KEY,

@@ -30,7 +30,7 @@ from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
-from sentsweep.trainables.stop_flag import DRAINING_KEY
+from sentsweep.trainables.report_keys import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")
 

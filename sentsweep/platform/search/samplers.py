@@ -32,7 +32,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.trainables.infeasible import INFEASIBLE_KINDS
+from sentsweep.trainables.report_keys import INFEASIBLE_KINDS
 
 #: How many times the space is run on a throwaway study to find every parameter it may suggest (its branches).
 SPACE_DRAWS = 64

@@ -38,8 +38,8 @@ from sentsweep.tracking.vocabulary import (
     STOPPED_REASON,
     TRIAL_ID_TAG,
 )
+from sentsweep.trainables.report_keys import DRAINING_KEY
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
-from sentsweep.trainables.stop_flag import DRAINING_KEY
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
