@@ -147,7 +147,9 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     outcome = ConfirmationOutcome("stage", "lower_bound", [c], c, c.representative())
     sweep, run = Logged(tmp_path / "sweep"), Logged(tmp_path / "stage")
     lines: list[str] = []
-    record(outcome, SimpleNamespace(metric="stsb_dev", mode="max", plots=True), sweep, run, lines.append)
+    record(outcome, SimpleNamespace(metric="stsb_dev", mode="max", plots=True), sweep, run, lines.append,
+           {"s1": "t04"})
+    assert lines[0].startswith("  #1 (trial t04, ")  # the search trial by its label, as every table names it
     assert sweep.metrics["confirmed_stsb_dev_mean"] == 81.0 and sweep.metrics["confirmed_seeds"] == 2.0
     assert sweep.metrics["confirmed_stsb_test_mean"] == 76.0
     assert run.metrics["r1_mean"] == 81.0 and run.metrics["r1_n"] == 2.0 and run.metrics["r1_search"] == 90.0

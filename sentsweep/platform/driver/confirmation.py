@@ -37,7 +37,7 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.outcome import ConfirmationOutcome, decide, select_candidates
 from sentsweep.platform.confirm.state import candidate_from, read_state, stage_location, stage_points, write_state
 from sentsweep.platform.confirm.stats import further_seeds
-from sentsweep.platform.driver.confirmation_record import record
+from sentsweep.platform.driver.confirmation_record import record, search_labels
 from sentsweep.platform.driver.confirmation_run import stage_params, stage_run, stage_run_id
 from sentsweep.platform.driver.failures import FailureLines
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted
@@ -146,7 +146,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
     write_state(location, state)
-    record(outcome, config, sweep, run, echo)
+    record(outcome, config, sweep, run, echo, search_labels(results))
     run.close("finished")
     run.flush()
     return outcome

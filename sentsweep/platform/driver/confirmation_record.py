@@ -8,7 +8,7 @@ import json
 import logging
 import math
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,32 @@ from sentsweep.tracking.vocabulary import CHANGED_TAG
 log = logging.getLogger("sentsweep.platform")
 
 
+def search_labels(results: Iterable[Any] | None) -> dict[str, str]:
+    """Each search trial's label (``t03``) by its Tune id, numbered as Tune lists the trials (as ``ResultGrid`` keeps
+    them)."""
+    labels = {}
+    for number, result in enumerate(results or [], 1):
+        trial_id = str((result.metrics or {}).get("trial_id", ""))
+        if trial_id:
+            labels[trial_id] = trial_label(number) or trial_id
+    return labels
+
+
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,
-           echo: Callable[[str], None] = print) -> None:
+           echo: Callable[[str], None] = print, labels: dict[str, str] | None = None) -> None:
     """The figures on the confirmation run (per rank) and on the sweep's run (the winner's): the further seeds',
-    the search's run apart (``r<rank>_search``); the seeds' table, a line per configuration."""
+    the search's run apart (``r<rank>_search``); the seeds' table, a line per configuration, each naming its search
+    trial by its label (``labels``: Tune's id when it has none)."""
     metric = config.metric
+    labels = labels or {}
     per_rank: dict[str, float] = {}
     for c in outcome.candidates:
         iv = c.interval
         per_rank.update({f"r{c.rank}_mean": iv.mean, f"r{c.rank}_std": iv.std, f"r{c.rank}_low": iv.low,
                          f"r{c.rank}_high": iv.high, f"r{c.rank}_n": float(iv.n),
                          f"r{c.rank}_search": c.search_value})
-        echo(f"  #{c.rank} (trial {c.trial_id}{', ' + _describe(c.params) if c.params else ''}): {metric} "
+        named = labels.get(c.trial_id, c.trial_id) + (", " + _describe(c.params) if c.params else "")
+        echo(f"  #{c.rank} (trial {named}): {metric} "
              f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
     run.log_metrics(_finite(per_rank))
     run.set_tags({f"sentsweep.confirm.r{c.rank}_trial": c.trial_id for c in outcome.candidates}
