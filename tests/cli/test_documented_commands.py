@@ -82,6 +82,8 @@ def _command(line: str) -> list[str] | None:
         words = shlex.split(text)
     except ValueError:  # an unbalanced quote: the prose around a command
         return None
+    if words and words[0].endswith(":"):  # a line the CLI prints (``sentsweep data: error: ...``), not a command
+        return None
     words = [w.split("/")[0] if ALTERNATIVES.fullmatch(w) else w for w in words]  # --pip/--uv: either one
     return [w for w in words if w not in ("...", "…") and not w.startswith(("<", "`"))]
 

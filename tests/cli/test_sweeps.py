@@ -33,7 +33,8 @@ def test_compare_csv_and_plots(toy_sweep, tmp_path, capsys):
     table = pd.read_csv(out)
     assert len(table) == 5 and {"status", "reason", "lr", "scale", "stsb_dev"} <= set(table.columns)
     assert sorted(table["status"]) == ["failed", "failed", "finished", "pruned", "pruned"]
-    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"best_so_far.png", "dev_curves.png"}
+    plots = {f"{name}.{kind}" for name in ("best_so_far", "dev_curves") for kind in ("png", "csv")}  # with its data
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == plots
     assert "wrote" in capsys.readouterr().out
 
 

@@ -33,7 +33,7 @@ def test_cosent_sweep_end_to_end(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     assert sorted(r.info.status for r in children) == ["FINISHED", "FINISHED"]
     paper = [r for r in children if r.data.params["scale"] == "20.0" and r.data.params["pooling"] == "mean"]
     assert paper, "the paper's defaults run first"
-    assert {"stsb_dev", "stsb_test", "train_loss", "wall_seconds"} <= set(children[0].data.metrics)
+    assert {"stsb_dev", "stsb_test", "train_loss", "system/wall_seconds"} <= set(children[0].data.metrics)
     assert set(outcome.final_metrics) == {"stsb_test", "sickr_test"}
     (weights,) = (tmp_path / "ray_results").glob("*/*/best")  # the best trial's weights, kept once
     sentences = ["a man is playing a guitar .", "a woman is eating food"]

@@ -44,7 +44,7 @@ def test_the_reference_is_the_trial_with_the_papers_settings():
 def test_without_confirmation_the_winner_is_one_run_beside_the_paper_and_its_setting():
     lines = side_by_side(CONFIG, _outcome(RESULTS), RESULTS[0], PAPER)
     assert "Table IV" in lines[0] and "no confirmation" in lines[1]
-    assert lines[2].split()[-3:] == ["t1", "trial", "t2"]
+    assert lines[2].split()[-3:] == ["t01", "trial", "t02"]  # labels: their places in the results
     assert lines[3].split() == ["stsb_test", "85.75", "83.50", "84.00", "(1", "run)"]
     assert lines[4].split()[:4] == ["stsb_dev", "-", "70.00", "80.00"]
     assert "the paper's: not stated" in lines[5]

@@ -14,8 +14,8 @@ from mlflow import MlflowClient
 from sentsweep.platform.config import load_sweep_config
 from sentsweep.platform.report.compare import compare
 from sentsweep.platform.results import is_final
-from sentsweep.search_spaces.spec import SearchSpaceSpec
-from sentsweep.tracking.vocabulary import PARENT_TAG, REFERENCE_TAG, REFERENCE_TRIAL_TAG, TRIAL_ID_TAG
+from sentsweep.search_spaces.python_space import PythonSpace
+from sentsweep.tracking.vocabulary import PARENT_TAG, REFERENCE_TAG, REFERENCE_TRIAL_TAG, RUN_NAME_TAG, TRIAL_ID_TAG
 from tests.platform.sweep_toy import TOY_TRAINABLE, toy_config, toy_space
 
 PAPER_POINT = {"lr": 1e-3, "scale": 1.0}
@@ -35,7 +35,7 @@ def worst_paper_space(trial: optuna.Trial) -> dict[str, Any] | None:
     return {**log, "dev_penalty": 30.0, "wait_for_steps": 5} if trial.params == PAPER_POINT else log
 
 
-SPACE = SearchSpaceSpec("toy-worst-paper", "toy", worst_paper_space, dict(PAPER_POINT))
+SPACE = PythonSpace("toy-worst-paper", "toy", worst_paper_space, dict(PAPER_POINT))
 
 
 def test_the_reference_trial_is_the_worst_at_the_first_rung_and_still_finishes(tmp_path, tiny_bert_dir,
@@ -67,9 +67,10 @@ def test_the_reference_trial_is_the_worst_at_the_first_rung_and_still_finishes(t
               if TRIAL_ID_TAG in r.data.tags}  # the search's trials (the confirmation stage's run holds its own)
     assert tagged.pop(ref_id) == "paper" and set(tagged.values()) == {None}
     assert client.get_run(outcome.parent_run_id).data.tags[REFERENCE_TRIAL_TAG] == ref_id
+    ref_label = next(r.data.tags[RUN_NAME_TAG].split()[0] for r in children if r.data.tags.get(TRIAL_ID_TAG) == ref_id)
     sweeps, trials = compare(client, ["toy"])
-    assert sweeps.loc[0, "reference_trial"] == ref_id
-    assert dict(zip(trials["trial"], trials["reference"], strict=True))[ref_id] == "paper"
+    assert sweeps.loc[0, "reference_trial"] == ref_label  # named by its label, as every table names trials
+    assert dict(zip(trials["trial"], trials["reference"], strict=True))[ref_label] == "paper"
 
     start = next(i for i, line in enumerate(lines) if line.startswith("paper vs paper setting vs tuned winner"))
     summary = lines[start:]
@@ -78,5 +79,5 @@ def test_the_reference_trial_is_the_worst_at_the_first_rung_and_still_finishes(t
     assert any(line.split()[:2] == ["stsb_test", "85.75"] for line in summary), summary
     assert "tuned winner (confirmation, lower_bound)" in summary[1]
     assert any("+-" in line and "(n=2" in line for line in summary), "the winner's confirmation interval"
-    assert any(f"trial {ref_id}" in line for line in summary)
+    assert any(f"trial {ref_label}" in line for line in summary)
     assert any("what differs: selection on stsb_dev here" in line for line in summary)

@@ -195,7 +195,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
     if REFERENCE_TRIAL_TAG in tags:  # the paper's setting, run as a protected reference trial
-        row["reference_trial"] = tags[REFERENCE_TRIAL_TAG]
+        row["reference_trial"] = _named(labels_by_id(trials), tags[REFERENCE_TRIAL_TAG])
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     metric_mean = f"confirmed_{metric}_mean"

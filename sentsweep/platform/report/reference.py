@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.stats import interval
 from sentsweep.platform.folder.retention import result_trial_id
+from sentsweep.platform.report.best_label import best_label, result_label
 from sentsweep.platform.results import FIGURE_SUFFIXES, is_reference
 from sentsweep.tracking.vocabulary import REFERENCE_TRIAL_TAG
 
@@ -87,8 +88,8 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     rule = f"confirmation, {outcome.confirmation.rule}" if outcome.confirmation is not None else "no confirmation"
     lines = [f"paper vs paper setting vs tuned winner ({ref.source or 'paper figures: none given'}):",
              f"  {'figure':<14} {'paper':>8}  {'paper setting (ours)':>22}  tuned winner ({rule})"]
-    ours = f"trial {ref_id}" if ref_id else "did not run"
-    lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {outcome.best_trial_id}")
+    ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
+    lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
     for key in figure_keys(config, reference):
         paper = ref.figures.get(key)
         lines.append(f"  {key:<14} {_cell(paper):>8}  {_cell(_number(ref_metrics.get(key))):>22}  "
