@@ -100,6 +100,7 @@ def test_a_long_outage_neither_stops_nor_holds_the_sweep_and_sync_completes_mlfl
     finals = _finished_in_folder(sweep_root)
     assert len(finals) == 2 and exited - max(finals) < 60, f"exited {exited - max(finals):.0f} s after its last trial"
     assert "sentsweep sync" in output  # the driver said how MLflow is completed
+    assert "MLflow has not taken all of the sweep's run yet" in output  # and that the parent run's writes wait
 
     server.start()
     sweep_dir = next(p for p in sweep_root.iterdir() if p.is_dir())

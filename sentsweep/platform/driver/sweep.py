@@ -52,7 +52,7 @@ from sentsweep.platform.driver.stopping import close_interrupted_trials, unfinis
 from sentsweep.platform.driver.tuner import build_tuner, trial_dirname, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
-from sentsweep.platform.location import SweepLocation, SweepManifest, locate, new_sweep_location
+from sentsweep.platform.location import SweepLocation, SweepManifest, folder_command, locate, new_sweep_location
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.convergence import record_convergence
@@ -221,7 +221,9 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             why = (f"the confirmation stage did not run: no finished trial reported {config.metric}" if finalize
                    else "the sweep was finished without its final stages (--no-finalize)")
             end_stage_run(sweep, config, location, why)
-        sweep.flush()  # what MLflow has not taken is saved in the sweep folder (a resume or sync delivers it)
+        if not sweep.flush():  # what MLflow has not taken is saved in the sweep folder
+            echo("MLflow has not taken all of the sweep's run yet; it waits in the sweep folder, and "
+                 f"{folder_command('sync', location.uri, sweep.tracking_uri)} delivers it once MLflow answers")
         if notifier is not None:
             notifier.sweep_ended(state, reason, outcome)
 
