@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench.common import print_table
 from sentsweep.platform.config import SweepConfig
-from sentsweep.tracking.vocabulary import PARENT_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG, TRIAL_ID_TAG
 
 
 def tiny_model(root: Path) -> str:
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(int(config.resources.cpu))  # what Ray gives each trial (OMP_NUM_THREADS)
         bare: list[float] = []
         for run in runs:
-            trial = next(r for r in outcome.results if r.metrics.get("trial_id") == run.info.run_name)
+            trial = next(r for r in outcome.results if r.metrics.get("trial_id") == run.data.tags[TRIAL_ID_TAG])
             raw = {k: v for k, v in trial.config.items() if k != "tracking"}
             start = time.perf_counter()
             method.train_standalone(raw, log=lambda line: None)

@@ -123,3 +123,5 @@ PARETO_ARTIFACTS = "pareto"
 PARETO_NAME = "pareto_front"
 #: The states of a sweep, as its parent run's :data:`STATUS_TAG` records them.
 SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]
+#: The reason tag of an unfinished trial's run when its sweep was stopped (its outcome: ``interrupted``).
+INTERRUPTED_REASON = "interrupted with the sweep (resume continues it)"

@@ -22,11 +22,18 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.evaluation.sts import STSB_DEV
-from sentsweep.platform.driver.interrupt import INTERRUPTED_EXIT, INTERRUPTED_REASON
+from sentsweep.platform.driver.interrupt import INTERRUPTED_EXIT
 from sentsweep.platform.folder.lock import LockRecord
 from sentsweep.platform.folder.lock_stores import LOCK_FILE
 from sentsweep.platform.results import evaluation_result
-from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG, STATUS_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import (
+    INTERRUPTED_REASON,
+    OUTCOME_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    STATUS_TAG,
+    TRIAL_ID_TAG,
+)
 from sentsweep.trainables.checkpoints import CHECKPOINT_MARKER
 from sentsweep.trainables.report_keys import DRAINING_KEY, EVALUATIONS_KEY
 from tests.platform.sweep_toy import toy_config
@@ -111,7 +118,8 @@ def test_sigterm_interrupts_then_resume_finishes(tmp_path, tiny_bert_dir, tracki
     assert "SIGTERM" in parent.data.tags[REASON_TAG]
     trials = _runs(client, "trial")
     assert trials and not [r for r in trials if r.info.status == "RUNNING"]
-    assert [r for r in trials if r.data.tags.get(REASON_TAG) == INTERRUPTED_REASON and r.info.status == "KILLED"]
+    assert [r for r in trials if r.data.tags.get(OUTCOME_TAG) == "interrupted" and r.info.status == "KILLED"
+            and r.data.tags.get(REASON_TAG) == INTERRUPTED_REASON]
     assert not [r for r in trials if r.info.status == "FAILED"]
     assert LockRecord.parse((sweep_dir / LOCK_FILE).read_bytes()).released, "the interrupted sweep gave its lock back"
 

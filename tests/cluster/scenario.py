@@ -21,6 +21,7 @@ import yaml
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from tests.cluster.target import Target
@@ -144,7 +145,7 @@ def training_with_checkpoint(runs: list[Run], min_step: int = 2, max_step: int |
     """Runs still RUNNING that logged a dev evaluation (so a checkpoint) at ``min_step`` or later, and none
     after ``max_step`` (so that they still have steps to train when the test strikes)."""
     return [r for r in runs if r.info.status == "RUNNING" and NODE_ID_TAG in r.data.tags
-            and min_step <= r.data.metrics.get("step", 0) <= (max_step or float("inf"))]
+            and min_step <= r.data.metrics.get(tracked_key("step"), 0) <= (max_step or float("inf"))]
 
 
 def settled_runs(target: Target, experiment: str, quiet_s: float = 3.0, timeout: float = 60.0) -> list[Run]:

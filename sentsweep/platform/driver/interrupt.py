@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 #: The exit status of a sweep stopped by SIGINT or SIGTERM after Tune saved its state: ``EX_TEMPFAIL``
 #: (sysexits.h, "try again later"); ``sentsweep resume DIR`` continues it.
 INTERRUPTED_EXIT = 75
-#: The reason tag of an unfinished trial's run when its sweep was stopped.
-INTERRUPTED_REASON = "interrupted"
 
 
 class SweepInterrupted(KeyboardInterrupt):

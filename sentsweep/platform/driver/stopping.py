@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-from sentsweep.platform.driver.interrupt import INTERRUPTED_REASON, active_stops
+from sentsweep.platform.driver.interrupt import active_stops
 from sentsweep.platform.folder.lock import LockLost
+from sentsweep.tracking.vocabulary import INTERRUPTED_REASON
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial

@@ -36,6 +36,7 @@ from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
+    INTERRUPTED_REASON,
     NOTE_TAG,
     OUTCOME_TAG,
     OUTPUT_DIR,
@@ -329,7 +330,7 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = "interrupted with the sweep (resume continues it)") -> Reconciled:
+              ended_reason: str = INTERRUPTED_REASON) -> Reconciled:
     """Make MLflow hold what the experiment folder holds: every trial's run, its params, every report above
     its mark, its outputs, and an end for every run still RUNNING (no trial runs while this is called).
 

@@ -30,6 +30,7 @@ from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.tracking.vocabulary import (
+    INTERRUPTED_REASON,
     OUTCOMES,
     PARENT_TAG,
     REASON_TAG,
@@ -110,7 +111,7 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
         return "failed", failure_reason(result) if is_failed(result) else last_error_line(trial)
     if trial.status == "TERMINATED":
         return "stopped", STOPPED_REASON  # a stopper ended it: the budget or time_budget_s
-    return "interrupted", "interrupted with the sweep (resume continues it)"
+    return "interrupted", INTERRUPTED_REASON
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
