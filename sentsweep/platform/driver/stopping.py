@@ -81,7 +81,7 @@ def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
     from mlflow.exceptions import MlflowException
 
     from sentsweep.platform.tracking.reachability import first_line, store_answers
-    from sentsweep.tracking.vocabulary import REASON_TAG, find_trial_run
+    from sentsweep.tracking.vocabulary import OUTCOME_TAG, REASON_TAG, find_trial_run
 
     if trial_ids and not store_answers(sweep.tracking_uri):
         logger.warning("the tracking store does not answer: the runs of %d interrupted trial(s) stay RUNNING until "
@@ -93,6 +93,7 @@ def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
             if run is None or run.info.status == "FINISHED":
                 continue
             sweep.client.set_tag(run.info.run_id, REASON_TAG, INTERRUPTED_REASON)
+            sweep.client.set_tag(run.info.run_id, OUTCOME_TAG, "interrupted")
             if run.info.status != "KILLED":
                 sweep.client.set_terminated(run.info.run_id, status="KILLED")
         except (MlflowException, OSError) as exc:
