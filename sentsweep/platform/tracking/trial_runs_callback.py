@@ -23,7 +23,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 from ray.tune import Callback
 
-from sentsweep.platform.driver.interrupt import superseded
+from sentsweep.platform.driver.interrupt import active_stops, superseded
 from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final, is_reference
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
@@ -109,8 +109,9 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
     if outcome == "failed":
         result = trial.last_result or {}
         return "failed", failure_reason(result) if is_failed(result) else last_error_line(trial)
-    if trial.status == "TERMINATED":
-        return "stopped", STOPPED_REASON  # a stopper ended it: the budget or time_budget_s
+    stops = active_stops()
+    if trial.status == "TERMINATED" and not (stops is not None and stops.received):
+        return "stopped", STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
     return "interrupted", INTERRUPTED_REASON
 
 
