@@ -59,13 +59,19 @@ def files_record(name: str, files: Sequence[Path], context: str, limit: int | No
         digest.update(path.name.encode("utf-8") + b"\0" + file_sha256(path).encode())
     source = str(files[0]) if len(files) == 1 else os.path.commonpath([str(p) for p in files])
     profile: dict[str, Any] = {"files": [p.name for p in files], "bytes": sum(p.stat().st_size for p in files)}
-    if sampled:
-        profile.update(sampled_rows=limit, sample_seed=sample_seed)
-        name = f"{name}[{limit} sampled]"
-    elif limit is not None:
-        profile["first_rows"] = limit
-        name = f"{name}[:{limit}]"
+    name = _limited(name, profile, limit, sample_seed)
     return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], source, context, json.dumps(profile, sort_keys=True))
+
+
+def _limited(name: str, profile: dict[str, Any], limit: int | None, sample_seed: int | None) -> str:
+    """``name`` marked with how many rows were kept (``[100 sampled]``, ``[:100]``), noted in ``profile`` too."""
+    if limit is not None and sample_seed is not None:
+        profile.update(sampled_rows=limit, sample_seed=sample_seed)
+        return f"{name}[{limit} sampled]"
+    if limit is not None:
+        profile["first_rows"] = limit
+        return f"{name}[:{limit}]"
+    return name
 
 
 def _registry_files(specs: Sequence[FileSpec], source: DataSource) -> list[Path]:
@@ -101,13 +107,7 @@ def prepared_record(ref: str, context: str, limit: int | None = None,
     digest = hashlib.sha256(f"{manifest.get('digest')} {limit} seed {sample_seed if sampled else None}".encode())
     profile: dict[str, Any] = {"kind": manifest.get("kind"), "rows": manifest.get("rows"),
                                "bytes": manifest.get("bytes")}
-    name = str(manifest.get("name", ref))
-    if sampled:
-        profile.update(sampled_rows=limit, sample_seed=sample_seed)
-        name = f"{name}[{limit} sampled]"
-    elif limit is not None:
-        profile["first_rows"] = limit
-        name = f"{name}[:{limit}]"
+    name = _limited(str(manifest.get("name", ref)), profile, limit, sample_seed)
     return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], store.uri, context,
                          json.dumps(profile, sort_keys=True))
 
