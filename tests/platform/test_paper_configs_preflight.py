@@ -16,8 +16,7 @@ import pytest
 from sentsweep.data.prepare import prepare
 from sentsweep.errors import DataError
 from sentsweep.platform.config import load_sweep_config
-from sentsweep.platform.driver.preflight import check_sweep
-from sentsweep.platform.driver.specs import resolve_specs, validate_trials
+from sentsweep.platform.driver.dry_run import check_only
 from tests.data.hub_cache import hf_cache_file, nli_parquet
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("paper-*.yaml"))
@@ -65,14 +64,15 @@ def offline_hub(staged: dict[str, Path], shared_data: Path, monkeypatch: pytest.
 
 
 def _preflight(path: Path, tmp_path: Path) -> None:
-    """What ``run_sweep`` checks before Ray starts, on the config with local storage and tracking."""
+    """What ``sentsweep sweep CONFIG --check`` runs (the checks ``run_sweep`` makes before Ray starts), on the config
+    with local storage and tracking."""
     config = load_sweep_config(path).model_copy(update={
         "storage_path": str(tmp_path / "ray_results"), "storage_endpoint_url": None})
     config.tracking = config.tracking.model_copy(update={"uri": f"sqlite:///{tmp_path / 'mlruns.db'}",
                                                          "artifact_location": str(tmp_path / "artifacts")})
-    config = config.resolved(environ={})
-    trainable, space = resolve_specs(config, str(path))
-    check_sweep(config, validate_trials(config, trainable, space, str(path)), str(path))
+    lines: list[str] = []
+    check_only(config, str(path), lines.append)
+    assert lines[-1].startswith("checks passed"), lines
 
 
 def test_every_paper_config_is_checked():
