@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import array
 import time
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,8 +242,9 @@ class _PreparedPairColumns(Sequence[_Pair]):
     def __init__(self, folder: Path) -> None:
         self.s1, self.s2 = TextColumn(folder, "s1"), TextColumn(folder, "s2")
 
+    @abstractmethod
     def _record(self, s1: str, s2: str, value: Any) -> _Pair:
-        raise NotImplementedError
+        """The record of one row: its two sentences and its value (a label or a score)."""
 
     def __len__(self) -> int:
         return len(self.s1)
