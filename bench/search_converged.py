@@ -18,6 +18,7 @@ sampler's generator, so the converged replay is a prefix of the same sequence to
 
     python -m bench.search_converged --table bench/data/cosent_grid_100steps.csv --noise-sd 0.2 [--repeats 100]
         [--samplers tpe,gp,random] [--min-trials 10] [--num-samples 32] [--only lr=...]
+        [--evaluators regret_bound,emmr]   # --noise-sd defaults to the table's own, from its seeds
 """
 
 from __future__ import annotations
@@ -78,10 +79,11 @@ class SamplerFigures:
 def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: float, num_samples: int,
             settings: SearchSettings, cap_s: float, space: ReplaySpace) -> SamplerFigures:
     """``repeats`` seeds of ``strategy``: a capped replay (to target, and the fixed budget's prefix) and a converged
-    one."""
+    one (its improvement evaluator ``settings.evaluator``)."""
     started = time.process_time()
     target = table.best - noise_sd
     converged_settings = SearchSettings(**{**settings.__dict__, "noise_sd": noise_sd})
+    name = strategy.name if settings.evaluator == "regret_bound" else f"{strategy.name}, {settings.evaluator}"
     rows = []
     for seed in range(repeats):
         capped = replay(table, strategy, seed, cap_s=cap_s, settings=settings, space=space)
@@ -91,7 +93,7 @@ def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: flo
         rows.append((capped.seconds_to(target), fixed_spent, table.best - fixed_best, stopped.spent[-1],
                      table.best - stopped.incumbent[-1], stopped.trials, stopped.finished_by_searcher))
     columns = list(zip(*rows, strict=True))
-    return SamplerFigures(strategy.name, *(tuple(c) for c in columns), time.process_time() - started)
+    return SamplerFigures(name, *(tuple(c) for c in columns), time.process_time() - started)
 
 
 def _seconds(value: float) -> str:
@@ -147,10 +149,12 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--table", type=Path, required=True)
-    parser.add_argument("--noise-sd", type=float, required=True, help="the metric's seed-to-seed sd on this table")
+    parser.add_argument("--noise-sd", type=float, default=None, help="the metric's seed-to-seed sd on this table "
+                        "(default: measured from the table's seeds)")
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--samplers", default="tpe,random", help="comma-separated: tpe, gp, random")
     parser.add_argument("--min-trials", type=int, default=SearchSettings().min_trials)
+    parser.add_argument("--evaluators", default="regret_bound", help="comma-separated: regret_bound, emmr")
     parser.add_argument("--num-samples", type=int, default=None, help="the fixed budget (default: the table's size)")
     parser.add_argument("--cap", type=float, default=2.0, help="share of the grid's trial-seconds per capped replay")
     parser.add_argument("--only", action="append", default=[], metavar="SETTING=V1,V2")
@@ -160,21 +164,27 @@ def main(argv: list[str] | None = None) -> None:
     for only in args.only:
         name, _, values = only.partition("=")
         table = table.restricted(name, values.split(","))
-    space = ReplaySpace(table)
+    space = ReplaySpace.for_table(table)
+    noise_sd = args.noise_sd if args.noise_sd is not None else table.noise_sd()
+    if noise_sd is None:
+        raise SystemExit(f"{args.table}: no configuration has a second seed: give --noise-sd")
     full = sum(c.seconds[-1] for c in table.curves.values())
     num_samples = args.num_samples or len(table.curves)
-    settings = SearchSettings(min_trials=args.min_trials)
     figures = []
-    for strategy in strategies(args.samplers.split(",")):
-        figures.append(measure(table, strategy, repeats=args.repeats, noise_sd=args.noise_sd,
-                               num_samples=num_samples, settings=settings, cap_s=args.cap * full, space=space))
-        print(f"{strategy.name}: {figures[-1].seconds:.0f} CPU-s", file=sys.stderr, flush=True)
-    print(f"table {args.table}: {len(table.curves)} points, best {table.best:.2f}, noise sd {args.noise_sd}, target "
-          f"{table.best - args.noise_sd:.2f}; {args.repeats} seeds; fixed budget {num_samples} trials; converged: "
-          f"min_trials {args.min_trials}; cap {args.cap * full:.0f} trial-s")
-    print_table("Trial-seconds to within the noise of the best", SAMPLER_HEADER, sampler_rows(figures))
-    print_table("stop_when: converged against the fixed budget", CONVERGED_HEADER,
-                converged_rows(figures, args.noise_sd))
+    for evaluator in args.evaluators.split(","):
+        settings = SearchSettings(min_trials=args.min_trials, evaluator=evaluator)
+        for strategy in strategies(args.samplers.split(",")):
+            figures.append(measure(table, strategy, repeats=args.repeats, noise_sd=noise_sd,
+                                   num_samples=num_samples, settings=settings, cap_s=args.cap * full, space=space))
+            print(f"{figures[-1].name}: {figures[-1].seconds:.0f} CPU-s", file=sys.stderr, flush=True)
+    source = "given" if args.noise_sd is not None else f"measured from {len(table.replicas)} points' seeds"
+    print(f"table {args.table}: {len(table.curves)} points, best {table.best:.2f}, noise sd {noise_sd:.3f} ({source}), "
+          f"target {table.best - noise_sd:.2f}; {args.repeats} seeds; fixed budget {num_samples} trials; converged: "
+          f"min_trials {args.min_trials}; cap {args.cap * full:.0f} trial-s; space: "
+          f"{space.space or 'the table grid'}")
+    first = [f for f in figures if ", " not in f.name]
+    print_table("Trial-seconds to within the noise of the best", SAMPLER_HEADER, sampler_rows(first))
+    print_table("stop_when: converged against the fixed budget", CONVERGED_HEADER, converged_rows(figures, noise_sd))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from bench.search_grid import PARAMS, Config, append_rows, read_rows, recorded_c
 from sentsweep.evaluation.sts import SAMPLE_SEED
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.method import Method
 from sentsweep.trainables.optimizer import seed_everything
 
 
@@ -93,20 +94,20 @@ def trial_config(config: Config, settings: RecordSettings) -> dict[str, Any]:
     }
 
 
-def run_grid_point(config: Config, settings: RecordSettings) -> list[dict[str, Any]]:
-    """Train one grid point; the table rows of its reports (step, dev value, cumulative seconds)."""
-    parsed = COSENT.parse(trial_config(config, settings), source=f"grid point {config}")
+def run_trial(method: Method, raw: dict[str, Any], label: dict[str, Any]) -> list[dict[str, Any]]:
+    """Train one trial of ``method`` as a sweep trial trains it (without Ray); the table rows of its reports:
+    ``label`` (the grid point, and its seed), the step, the dev value and the cumulative seconds."""
+    parsed = method.parse(raw, source=f"grid point {label}")
     started, cpu_started = time.perf_counter(), time.process_time()
     rows: list[dict[str, Any]] = []
 
     def report(metrics: dict[str, float], checkpoint: Path | None) -> None:
-        rows.append({**dict(zip(PARAMS, config, strict=True)), "step": int(metrics["step"]),
-                     "stsb_dev": round(float(metrics[parsed.metric]), 4),
+        rows.append({**label, "step": int(metrics["step"]), "stsb_dev": round(float(metrics[parsed.metric]), 4),
                      "seconds": round(time.perf_counter() - started, 2),
                      "cpu_seconds": round(time.process_time() - cpu_started, 2)})
 
     seed_everything(parsed.seed)
-    task = COSENT.build_task(parsed)
+    task = method.build_task(parsed)
     loop = TrainingLoop(task, parsed.loop_config(), report=report)
     try:
         loop.run()
@@ -115,14 +116,33 @@ def run_grid_point(config: Config, settings: RecordSettings) -> list[dict[str, A
     return rows
 
 
+def run_grid_point(config: Config, settings: RecordSettings) -> list[dict[str, Any]]:
+    """Train one CoSENT grid point; the table rows of its reports."""
+    return run_trial(COSENT, trial_config(config, settings), dict(zip(PARAMS, config, strict=True)))
+
+
+def machine_line(seconds: float) -> str:
+    """The provenance line naming the machine, torch's threads, the last trial's time and the table's CPU time."""
+    return (f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores (shared), torch "
+            f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; last trial "
+            f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} CPU-minutes in the table")
+
+
+def table_cpu_seconds(path: Path) -> float:
+    """The CPU seconds of every trial in the table (each trial's last report)."""
+    last: dict[tuple[str, ...], float] = {}
+    for row in read_rows(path):
+        key = tuple(v for k, v in row.items() if k not in ("step", "stsb_dev", "seconds", "cpu_seconds"))
+        last[key] = max(last.get(key, 0.0), float(row["cpu_seconds"]))
+    return sum(last.values())
+
+
 def provenance(settings: RecordSettings, grid: Grid, command: str, seconds: float) -> list[str]:
     """The table's ``#`` header: how it was made (rewritten after every trial, so it names the last command)."""
     model = "offline all-MiniLM-L6-v2" if settings.model == "minilm" else settings.model
     return [
         f"made by: {command}",
-        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores (shared), torch "
-        f"{torch.__version__} on CPU with {torch.get_num_threads()} threads; last trial "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {seconds / 60:.0f} CPU-minutes in the table",
+        machine_line(seconds),
         f"trials: CoSENT, {model}, {train_description(settings)}, "
         f"{settings.steps} steps, dev ({dev_description(settings)}, Spearman x100) every "
         f"{settings.eval_every} steps, max length {settings.max_length}, seed 42, warmup 0.1, weight decay 0.01",
@@ -162,8 +182,7 @@ def record(path: Path, settings: RecordSettings, grid: Grid, command: str,
     for index, config in enumerate(todo, 1):
         rows = run_grid_point(config, settings)
         append_rows(path, rows)
-        total = sum(float(r["cpu_seconds"]) for r in read_rows(path) if int(r["step"]) == settings.steps)
-        write_provenance(path, provenance(settings, grid, command, total))
+        write_provenance(path, provenance(settings, grid, command, table_cpu_seconds(path)))
         curve = " ".join(f"{r['stsb_dev']:.2f}" for r in rows)
         log(f"[{index}/{len(todo)}] {dict(zip(PARAMS, config, strict=True))}: {curve} in {rows[-1]['seconds']:.0f} s "
             f"({dt.datetime.now(dt.UTC):%H:%M:%S} UTC)")

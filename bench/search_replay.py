@@ -36,11 +36,12 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
-from bench.search_grid import PARAMS, Config, Curve, GridTable, config_of
+from bench.search_grid import Config, Curve, GridTable, config_of
 from sentsweep.platform.config import ConvergenceConfig, SchedulerConfig, SweepConfig
 from sentsweep.platform.search.scheduler import build_scheduler
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_searcher
 from sentsweep.search_spaces import SEARCH_SPACES
+from sentsweep.trainables.registry import get_method
 
 METRIC = "stsb_dev"
 ITERATION = "training_iteration"
@@ -77,6 +78,8 @@ class SearchSettings:
     #: ``stop_when: converged`` with this noise sd (None: the search runs its trials); its ``min_trials``
     noise_sd: float | None = None
     min_trials: int = ConvergenceConfig.model_fields["min_trials"].default
+    #: the improvement the check compares with the noise: Optuna's ``regret_bound`` (the sweep's) or ``emmr``
+    evaluator: str = "regret_bound"
 
     def sweep_config(self, seed: int, asha: bool, searcher: str = "tpe") -> SweepConfig:
         scheduler = SchedulerConfig(type="asha" if asha else "fifo", grace_period=self.grace_period,
@@ -97,18 +100,34 @@ def space_distributions(define_by_run: Callable[[optuna.Trial], Any]) -> dict[st
     return dict(trial.distributions)
 
 
+def table_distribution(values: list[Any]) -> BaseDistribution:
+    """A setting's distribution from its grid values alone: floats spanning a decade or more log-uniform over their
+    range, other floats uniform, strings and integers the recorded choices."""
+    if all(isinstance(v, float) for v in values) and len(values) > 1:
+        low, high = min(values), max(values)
+        return FloatDistribution(low, high, log=low > 0 and high / low >= 10)
+    return CategoricalDistribution(values)
+
+
 @dataclass
 class ReplaySpace:
-    """The sweep's space (``cosent``) cut down to the table: its ranges for the continuous settings, its choices
-    that the table recorded for the categorical ones, the settings the table fixed (warmup) left out."""
+    """The space a replay searches. With ``space`` (a shipped search space: ``cosent`` for the CoSENT tables) it is
+    that space cut down to the table: its ranges for the continuous settings, its choices that the table recorded
+    for the categorical ones, the settings the table fixed (warmup) left out. Without (``None``: the multi-view
+    table, whose grid is CPU-sized and lies outside the paper-scale shipped space) each setting's distribution is
+    its grid values' (:func:`table_distribution`); the first point is then the method's defaults, snapped."""
 
     table: GridTable
+    space: str | None = "cosent"
     distributions: dict[str, BaseDistribution] = field(init=False)
 
     def __post_init__(self) -> None:
-        real = space_distributions(SEARCH_SPACES["cosent"].define_by_run)
+        if self.space is None:
+            self.distributions = {name: table_distribution(self.table.values(name)) for name in self.table.params}
+            return
+        real = space_distributions(SEARCH_SPACES[self.space].define_by_run)
         self.distributions = {}
-        for name in PARAMS:
+        for name in self.table.params:
             dist, values = real[name], self.table.values(name)
             if isinstance(dist, CategoricalDistribution):
                 outside = [v for v in values if v not in dist.choices]
@@ -124,6 +143,11 @@ class ReplaySpace:
             else:
                 raise ValueError(f"'{name}': the replay snaps floats and categoricals only, not {dist}")
 
+    @classmethod
+    def for_table(cls, table: GridTable) -> ReplaySpace:
+        """The CoSENT tables on the sweep's ``cosent`` space; any other table on its own grid."""
+        return cls(table, "cosent" if table.method == "cosent" else None)
+
     def define_by_run(self, trial: optuna.Trial) -> None:
         for name, dist in self.distributions.items():
             if isinstance(dist, CategoricalDistribution):
@@ -132,23 +156,30 @@ class ReplaySpace:
                 trial.suggest_float(name, dist.low, dist.high, log=dist.log)
 
     def first_point(self) -> dict[str, Any]:
-        """The space's first point (the paper's setting) on the table's settings."""
-        return {name: SEARCH_SPACES["cosent"].first_point[name] for name in PARAMS}
+        """The space's first point (the paper's setting) on the table's settings; for a table's own grid the
+        method's defaults, snapped to the grid."""
+        if self.space is not None:
+            return {name: SEARCH_SPACES[self.space].first_point[name] for name in self.table.params}
+        defaults = get_method(self.table.method).config_cls()
+        point = {name: getattr(defaults, name) for name in self.table.params}
+        return self.table.named(self.snap({k: v if isinstance(v, int | float) else str(v) for k, v in point.items()}))
 
     def snap(self, params: dict[str, Any]) -> Config:
-        """The grid point nearest a suggestion (log distance where the space is log-uniform)."""
+        """The grid point nearest a suggestion (log distance where the space is log-uniform; numbers off a
+        categorical grid to the nearest choice)."""
         snapped = {}
-        for name in PARAMS:
-            value, dist = params[name], self.distributions[name]
-            if isinstance(dist, CategoricalDistribution):
+        for name in self.table.params:
+            value, dist, values = params[name], self.distributions[name], self.table.values(name)
+            if isinstance(value, str) or value in values:
                 snapped[name] = value
                 continue
-            scale: Callable[[float], float] = math.log if getattr(dist, "log", False) else float
-            snapped[name] = min(self.table.values(name), key=lambda v: abs(scale(v) - scale(float(value))))
-        return config_of(snapped)
+            log = getattr(dist, "log", False) or not isinstance(dist, FloatDistribution)
+            scale: Callable[[float], float] = math.log if log and min(values) > 0 else float
+            snapped[name] = min(values, key=lambda v: abs(scale(v) - scale(float(value))))
+        return config_of(snapped, self.table.params)
 
     def grid(self) -> dict[str, list[Any]]:
-        return {name: self.table.values(name) for name in PARAMS}
+        return {name: self.table.values(name) for name in self.table.params}
 
 
 def make_searcher(strategy: Strategy, space: ReplaySpace, config: SweepConfig) -> PruningAwareOptunaSearch:
@@ -163,6 +194,17 @@ def make_searcher(strategy: Strategy, space: ReplaySpace, config: SweepConfig) -
         sampler = optuna.samplers.GridSampler(space.grid(), seed=config.seed)
     return PruningAwareOptunaSearch(space.define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
                                     study_name=config.name)
+
+
+def emmr_evaluator(seed: int) -> Any:
+    """Optuna's Expected Minimum Model Regret (``EMMREvaluator``; Ishibashi et al. 2023), compared with the noise
+    sd as the regret bound is: an upper bound, in the metric's units, on how much the expected minimum regret may
+    still fall."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from optuna.terminator import EMMREvaluator
+
+        return EMMREvaluator(min_n_trials=2, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -217,11 +259,13 @@ def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, con
            num_samples: int | None = None) -> Trace:
     """One replay of ``strategy`` (seed ``seed``) until ``cap_s`` trial-seconds are spent, ``num_samples`` trials
     started or the searcher ended the search (grid: or the grid is done), ``concurrency`` trials at a time."""
-    space = space or ReplaySpace(table)
+    space = space or ReplaySpace.for_table(table)
     config = settings.sweep_config(seed, strategy.asha, strategy.sampler)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         searcher = make_searcher(strategy, space, config)
+    if searcher.convergence is not None and settings.evaluator == "emmr":
+        searcher.convergence.evaluator = lambda: emmr_evaluator(seed)
     scheduler = build_scheduler(config)
     scheduler.set_search_properties(config.metric, config.mode)
     max_trials = len(table.curves) if strategy.sampler == "grid" else num_samples

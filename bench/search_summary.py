@@ -55,7 +55,7 @@ def run_all(table: GridTable, strategies: Sequence[Strategy], *, repeats: int, c
             cap_s: float, budget_s: float, tolerance: float, settings: SearchSettings = SearchSettings(),
             log: Callable[[str], None] = lambda message: None) -> list[Summary]:
     """Every strategy at every concurrency, ``repeats`` seeds each (seeds 0 .. repeats-1)."""
-    space = ReplaySpace(table)
+    space = ReplaySpace.for_table(table)
     summaries = []
     for concurrency in concurrencies:
         for strategy in strategies:

@@ -9,6 +9,7 @@ ASHA rungs, TPE alone, random search with and without ASHA, and grid search agai
 and its regret after a fixed budget, with the ratio to random search measured in the same run.
 
     python -m bench.search_table record [--limit N]   # resumes the table in the repository with its settings
+    python -m bench.search_table record-multiview --table T.csv [--part 1/2]   # the multi-view grid
     python -m bench.search_table merge PART.csv PART.csv --table OUT.csv   # parts recorded side by side
     python -m bench.search_table replay [--only pooling=mean] [--repeats 30] [--concurrency 1,16] [--grace-period 2]
 """
@@ -64,6 +65,39 @@ def _cmd_record(args: argparse.Namespace) -> None:
                               dev_pairs=args.dev_pairs, max_length=args.max_length, data_dir=args.data_dir)
     grid = Grid(scale=args.scale, lr=args.lr, pooling=args.pooling, batch_size=args.batch_size)
     record(args.table, settings, grid, _this_command(), log=lambda m: print(m, flush=True), limit=args.limit)
+
+
+def _add_record_multiview(sub: argparse._SubParsersAction) -> None:
+    from bench.search_record_multiview import MultiviewGrid, MultiviewSettings
+
+    p = sub.add_parser("record-multiview", help="train the multi-view grid's trials, some with several seeds")
+    s, g = MultiviewSettings(), MultiviewGrid()
+    p.add_argument("--table", type=Path, required=True)
+    p.add_argument("--steps", type=int, default=s.steps)
+    p.add_argument("--reports", type=int, default=s.reports, help="dev evaluations per trial")
+    p.add_argument("--sentences", type=int, default=s.sentences, help="the corpus's first N sentences")
+    p.add_argument("--views", type=lambda t: tuple(t.split(",")), default=g.views)
+    p.add_argument("--hidden-size", type=lambda t: tuple(int(v) for v in t.split(",")), default=g.hidden_size)
+    p.add_argument("--lr", type=_floats, default=g.lr)
+    p.add_argument("--part", default="1/1", help="K/N: record every N-th trial from the K-th (N processes side by "
+                   "side, each into its own --table; merge them after)")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--data-dir", default=None)
+    p.set_defaults(handler=_cmd_record_multiview)
+
+
+def _cmd_record_multiview(args: argparse.Namespace) -> None:
+    import torch
+
+    from bench.search_record_multiview import MultiviewGrid, MultiviewSettings, record_multiview
+
+    torch.set_num_threads(1)
+    index, _, parts = args.part.partition("/")
+    settings = MultiviewSettings(steps=args.steps, reports=args.reports, sentences=args.sentences,
+                                 data_dir=args.data_dir)
+    grid = MultiviewGrid(views=args.views, hidden_size=args.hidden_size, lr=args.lr)
+    record_multiview(args.table, settings, grid, _this_command(), log=lambda m: print(m, flush=True),
+                     part=(int(index), int(parts)), limit=args.limit)
 
 
 def _add_merge(sub: argparse._SubParsersAction) -> None:
@@ -126,7 +160,7 @@ def _cmd_replay(args: argparse.Namespace) -> None:
     if not table.is_complete():
         raise SystemExit(f"{args.table}: the grid is incomplete ({len(table.curves)} points): record the rest first")
     try:
-        ReplaySpace(table)
+        ReplaySpace.for_table(table)
     except ValueError as error:
         raise SystemExit(f"{args.table}: {error}") from None
     full = sum(c.seconds[-1] for c in table.curves.values())
@@ -151,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_record(sub)
+    _add_record_multiview(sub)
     _add_merge(sub)
     _add_replay(sub)
     args = parser.parse_args(argv)
