@@ -9,8 +9,8 @@ ASHA), over seeds 0 .. repeats-1, one trial at a time (:func:`bench.search_repla
 - a fixed budget of ``num_samples`` trials (default: as many as the table has points) against the same sweep with
   ``stop_when: converged`` (``num_samples`` its upper limit; the noise sd given, as ``convergence.noise_sd``): the
   share of the fixed budget's trial-seconds saved (per seed, then the median and mean), the final regret (the
-  table's best minus the best dev value any report showed), and the share of seeds whose regret is within one
-  noise sd.
+  table's best minus the best dev value any report showed), the share of seeds whose regret is within one
+  noise sd, and the share whose best is within one noise sd of the same seed's fixed budget (what stopping cost).
 
 The fixed budget's figures are read off the capped replay: at one trial at a time, a sweep of ``num_samples``
 trials is the capped replay's first ``num_samples`` trials (the convergence check draws no number from the
@@ -124,17 +124,19 @@ def converged_rows(figures: Sequence[SamplerFigures], noise_sd: float) -> list[l
         low, mid, high = interval(f.converged_regret)
         within = np.mean(np.asarray(f.converged_regret) <= noise_sd + 1e-9)
         fixed_within = np.mean(np.asarray(f.fixed_regret) <= noise_sd + 1e-9)
+        # what stopping cost against the same seed's fixed budget: its best minus the stopped sweep's best
+        kept = np.mean(np.asarray(f.converged_regret) - np.asarray(f.fixed_regret) <= noise_sd + 1e-9)
         rows.append([f.name, f"{np.median(f.fixed_spent):.0f}", f"{np.median(f.converged_trials):.0f}",
                      f"{np.mean(f.converged_by_check):.0%}", f"{np.median(saved):.0%} / {np.mean(saved):.0%}",
                      f"{fixed_mid:.2f} [{fixed_low:.2f}, {fixed_high:.2f}]", f"{mid:.2f} [{low:.2f}, {high:.2f}]",
-                     f"{within:.0%} (fixed: {fixed_within:.0%})"])
+                     f"{within:.0%} (fixed: {fixed_within:.0%})", f"{kept:.0%}"])
     return rows
 
 
 SAMPLER_HEADER = ["strategy", "trial-s to within the noise: median [95%]", "seeds reaching it", "ratio to random"]
 CONVERGED_HEADER = ["strategy", "fixed budget trial-s (median)", "converged: trials (median)",
                     "ended by the terminator", "trial-s saved: median / mean", "fixed: regret median [95%]",
-                    "converged: regret median [95%]", "regret <= noise sd"]
+                    "converged: regret median [95%]", "regret <= noise sd", "within noise sd of the fixed budget"]
 
 
 def strategies(samplers: Sequence[str]) -> list[Strategy]:

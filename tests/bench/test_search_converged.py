@@ -41,6 +41,8 @@ def test_a_converged_replay_stops_early_and_its_figures_are_read_per_seed(table)
     assert np.all(np.asarray(figures.converged_spent) < np.asarray(figures.fixed_spent))
     rows = converged_rows([figures], 5.0)
     assert rows[0][0] == "tpe" and rows[0][3] == "100%"
+    kept = np.asarray(figures.converged_regret) - np.asarray(figures.fixed_regret) <= 5.0
+    assert rows[0][-1] == f"{kept.mean():.0%}"
     ref = measure(table, strategies(["random"])[1], repeats=3, noise_sd=5.0, num_samples=32, settings=settings,
                   cap_s=1000.0, space=space)
     assert sampler_rows([figures, ref])[1][3] == "1.00x"  # random search is its own reference
