@@ -9,12 +9,8 @@ manifest when the folder is created.
 from __future__ import annotations
 
 import getpass
-import json
 import os
 from collections.abc import Mapping
-from typing import Any
-
-from sentsweep.data.cache import content_hash
 
 OWNER_ENV = "SENTSWEEP_OWNER"
 
@@ -32,8 +28,3 @@ def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
     except (KeyError, OSError):  # a uid without an entry (containers)
         return "unknown"
 
-
-def config_hash(config: Mapping[str, Any]) -> str:
-    """SHA-256 (16 hex digits) of a validated config's JSON form (``model_dump(mode="json")``), keys sorted."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return content_hash([text])[:16]

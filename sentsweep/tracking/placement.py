@@ -13,7 +13,6 @@ from __future__ import annotations
 NODE_IP_TAG = "node_ip"
 NODE_ID_TAG = "node_id"
 GPU_IDS_TAG = "gpu_ids"
-PLACEMENT_TAGS = (NODE_IP_TAG, NODE_ID_TAG, GPU_IDS_TAG)
 
 
 def placement_tags() -> dict[str, str]:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.code_version import git_commit
-from sentsweep.evaluation.metric_protocols import MetricProtocol, compact_id
+from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.tracking.vocabulary import GIT_TAG
 
 if TYPE_CHECKING:
@@ -84,8 +84,3 @@ def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mappin
         client.log_batch(run_id, tags=tags[start:start + MAX_TAGS_PER_BATCH])
     client.log_dict(run_id, {k: p.get("full", {}) for k, p in sorted(record.items())}, PROTOCOLS_ARTIFACT)
 
-
-def protocol_ids(tags: Mapping[str, str]) -> dict[str, str]:
-    """Metric key -> protocol id, from a run's tags (:func:`protocol_entries`' compact lines)."""
-    return {k.removeprefix(PROTOCOL_TAG_PREFIX): compact_id(v) for k, v in tags.items()
-            if k.startswith(PROTOCOL_TAG_PREFIX)}

@@ -29,9 +29,6 @@ ROLE_TAG = "sentsweep.role"
 CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
-#: The attempt (a random token) that last opened or reattached to a trial's run: a retried create of the same
-#: attempt finds its own run instead of reattaching to it.
-TOKEN_TAG = "sentsweep.attempt_token"
 SWEEP_DIR_TAG = "sentsweep.sweep_dir"
 #: The trial's place in the order Tune created the trials (from 1): its label ``t03``
 #: (:mod:`sentsweep.tracking.names`).

@@ -170,11 +170,6 @@ def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dic
     return grid
 
 
-def grid_size(grid: dict[str, list[Any]]) -> int:
-    """The number of points of a grid."""
-    return math.prod(len(values) for values in grid.values())
-
-
 def uniform_constraint_keys(sampler: optuna.samplers.BaseSampler) -> tuple[str, ...]:
     """The constraint keys every finished trial must carry for ``sampler``: Optuna's ``GPSampler`` refuses a study
     whose finished trials carry different keys, so under it each COMPLETE trial carries every infeasibility kind

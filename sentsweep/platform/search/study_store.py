@@ -66,11 +66,6 @@ class StudyStore:
                               file=self.journal_uri)
         return optuna.storages.JournalStorage(backend)
 
-    def open(self, study_name: str, directions: list[str], sampler: optuna.samplers.BaseSampler) -> optuna.Study:
-        """The sweep's study, created on first use, else continued as the journal holds it."""
-        return optuna.create_study(storage=self.storage(), study_name=study_name, directions=directions,
-                                   sampler=sampler, pruner=optuna.pruners.NopPruner(), load_if_exists=True)
-
 
 def load_study(store: StudyStore) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""

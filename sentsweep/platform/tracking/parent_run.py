@@ -24,7 +24,6 @@ from mlflow import MlflowClient
 from mlflow.entities import Param
 from mlflow.exceptions import MlflowException
 
-from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
 from sentsweep.platform.tracking.descriptions import experiment_description, searched_names, sweep_description
@@ -51,11 +50,6 @@ from sentsweep.tracking.vocabulary import (
 SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
-
-
-def git_sha(start: Path | None = None) -> str | None:
-    """The commit of the checkout holding the ``sentsweep`` package (None outside a git checkout)."""
-    return git_commit(start)
 
 
 def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str]:

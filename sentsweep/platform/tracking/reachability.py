@@ -16,23 +16,11 @@ PROBE_TIMEOUT_S = 3.0
 PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
 #: The HTTP statuses MLflow's client retries: a probe answered with one of them got no answer from the store.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-#: What the message of an MLflow error names when the server's database failed (lowercase). MLflow's server answers
-#: every SQLAlchemyError but an OperationalError as BAD_REQUEST, HTTP 400, which its client does not retry: such an
-#: error is an outage, never a refusal.
-DATABASE_FAILURES = ("sqlalchemy", "psycopg", "pymysql", "sqlite3", "queuepool", "operationalerror",
-                     "connection already closed", "could not connect", "server closed the connection",
-                     "pendingrollback", "database is locked")
 
 
 def first_line(exc: BaseException) -> str:
     """The first line of ``exc``'s message (300 characters at most), else its type's name."""
     return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-
-
-def is_database_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` names a failure of the MLflow server's database (:data:`DATABASE_FAILURES`)."""
-    text = str(exc).lower()
-    return any(marker in text for marker in DATABASE_FAILURES)
 
 
 def probe(uri: str) -> str | None:
