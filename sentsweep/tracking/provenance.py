@@ -37,8 +37,6 @@ LOCAL_SOURCE = "LOCAL"
 PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
 #: The run artifact holding every metric's full protocol: ``{metric: MetricProtocol.to_dict()}``.
 PROTOCOLS_ARTIFACT = "protocols.json"
-#: MLflow's limit on the tags of one ``log_batch``.
-MAX_TAGS_PER_BATCH = 100
 
 
 def experiment_tags() -> dict[str, str]:
@@ -80,7 +78,6 @@ def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mappin
     if not record:
         return
     tags = [RunTag(f"{PROTOCOL_TAG_PREFIX}{k}", str(p.get("compact", ""))) for k, p in sorted(record.items())]
-    for start in range(0, len(tags), MAX_TAGS_PER_BATCH):
-        client.log_batch(run_id, tags=tags[start:start + MAX_TAGS_PER_BATCH])
+    client.log_batch(run_id, tags=tags)
     client.log_dict(run_id, {k: p.get("full", {}) for k, p in sorted(record.items())}, PROTOCOLS_ARTIFACT)
 

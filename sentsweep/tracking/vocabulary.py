@@ -9,6 +9,7 @@ run (:data:`CONFIRMATION_ROLE`) whose children are its trials' runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -86,6 +87,14 @@ def run_outcome(run: Run) -> str:
         return tag
     return {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}.get(
         run.info.status, run.info.status.lower())
+
+
+def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
+    """The ``params`` the run lacks: MLflow never changes a param."""
+    from mlflow.entities import Param
+
+    held = client.get_run(run_id).data.params
+    client.log_batch(run_id, params=[Param(k, param_value(v)) for k, v in params.items() if k not in held])
 
 
 def param_value(value: Any) -> str:
