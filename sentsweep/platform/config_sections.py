@@ -1,9 +1,5 @@
-"""The sweep config's nested sections (``scheduler``, ``resources``, ``tracking``, ``checkpoint``, ``confirm``,
-``reference``, ``budget``, ``notify``, ``convergence``), each a typed, validated part of
-:class:`~sentsweep.platform.config.SweepConfig`.
-
-Import them from :mod:`sentsweep.platform.config`, which exports them all.
-"""
+"""The sweep config's nested sections, each a typed part of :class:`~sentsweep.platform.config.SweepConfig`
+(which exports them all)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A sweep's identity, which ``sentsweep sweep --resume-interrupted`` matches before continuing a folder: its
-name (the folder's prefix), the hash of its validated config, and its owner.
-
-The owner is ``$SENTSWEEP_OWNER`` when set (``sentsweep submit`` sets it to the submitting user; set it in a
-RayJob, whose pods all run as the same user), else the login name of the process. It is recorded in the sweep's
-manifest when the folder is created.
+"""A sweep's owner: ``$SENTSWEEP_OWNER`` when set (``sentsweep submit`` sets it to the submitting user), else the
+login name of the process. The manifest records it when the folder is created.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""An Optuna journal backend on S3: the study of a sweep folder on ``s3://`` lives in the bucket beside it.
+"""An Optuna journal backend on S3 (``BaseJournalBackend``): the study of a sweep folder on ``s3://``.
 
-Optuna's :class:`~optuna.storages.JournalStorage` needs a backend that appends logs in one order for every
-writer (:class:`~optuna.storages.journal.BaseJournalBackend`). On S3 each append is one object,
-``<prefix>/<batch number, 12 digits>.jsonl``, written with a conditional PUT (``If-None-Match: *``): of two writers
-that take the same next number, S3 accepts one and refuses the other (412), which reads what it missed and takes
-the number after. Readers list the objects after the last one they read, in the order of their names.
-
-A bucket that does not answer after boto3's few tries is a :class:`~sentsweep.errors.StorageError` naming the journal:
-the study is the sweep's state, and a sweep that ends on it is resumable.
+Each append is one object, ``<prefix>/<batch number, 12 digits>.jsonl``, written with a conditional PUT
+(``If-None-Match: *``): of two writers that take the same number, S3 accepts one and refuses the other (412), which
+reads what it missed and takes the next number. Readers list the objects after the last one they read. A bucket
+that does not answer is a :class:`~sentsweep.errors.StorageError` naming the journal.
 """
 
 from __future__ import annotations
@@ -41,8 +37,7 @@ class S3JournalBackend(BaseJournalBackend):
         self._batches: list[list[dict[str, Any]]] = []  # every batch read so far, in order
 
     def _answered(self, call: Callable[..., T], **kwargs: Any) -> T:
-        """``call(**kwargs)``'s answer; a bucket that did not answer (or refused otherwise than a taken number) is a
-        :class:`StorageError` naming the journal."""
+        """``call(**kwargs)``'s answer; any failure but a taken number is a :class:`StorageError`."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -68,8 +63,8 @@ class S3JournalBackend(BaseJournalBackend):
                 yield item["Key"]
 
     def _refresh(self) -> None:
-        """Read the batches written since the last read, :data:`READERS` at a time (a gap in the numbers ends the read:
-        that batch is being written)."""
+        """Read the batches written since the last read (a gap in the numbers ends the read: that batch is being
+        written)."""
         keys = []
         for key in self._new_keys():
             if key != self._key(len(self._batches) + len(keys)):

@@ -1,18 +1,7 @@
-"""The sweep's Optuna study: one journal in the sweep folder, written as the searcher works.
-
-The searcher (:mod:`.searcher`) keeps its study in Optuna's :class:`~optuna.storages.JournalStorage`, and every
-``ask``, report and ``tell`` is appended there as it happens. That journal is the study's only record:
-
-- a resumed sweep's searcher continues from it (:meth:`StudyStore.open`), not from a pickled copy;
-- a warm start reads another sweep's journal (:func:`load_study`, then ``Study.add_trials``: :mod:`.warm_start`);
-- ``sentsweep dashboard`` serves it with optuna-dashboard, live while the sweep runs (:mod:`.dashboard`);
-- the plots and the final report read it (:meth:`SweepLocation.load_study
-  <sentsweep.platform.location.SweepLocation.load_study>`).
-
-In a local sweep folder the journal is the file :data:`JOURNAL_FILE` (Optuna's
-:class:`~optuna.storages.journal.JournalFileBackend`); on ``s3://`` it is the objects under :data:`JOURNAL_FILE`
-in the bucket (:class:`~.journal_s3.S3JournalBackend`, conditional writes). The journal holds JSON only: reading it
-runs no code from the folder.
+"""The sweep's Optuna study: one journal in the sweep folder (Optuna's ``JournalStorage``), written as the searcher
+works. It is the study's only record: a resumed searcher continues from it, a warm start and the plots read it,
+``sentsweep dashboard`` serves it. In a local folder it is the file :data:`JOURNAL_FILE`; on ``s3://`` the objects
+under that name (:class:`~.journal_s3.S3JournalBackend`). The journal holds JSON only: reading it runs no code.
 """
 
 from __future__ import annotations
@@ -32,20 +21,17 @@ JOURNAL_FILE = "optuna_journal.log"
 
 @dataclass(frozen=True)
 class StudyStore:
-    """Where a sweep folder's journal is: the folder's URI and the S3 endpoint (None: AWS, or a local folder).
-    Pickled with the searcher in place of the study."""
+    """Where a sweep folder's journal is: the folder's URI and the S3 endpoint (None: AWS, or a local folder)."""
 
     uri: str
     endpoint_url: str | None = None
 
     @property
     def journal_uri(self) -> str:
-        """How users name the journal (in messages)."""
         return posixpath.join(self.uri, JOURNAL_FILE)
 
     def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage:
-        """Optuna's journal storage on the sweep folder; ``create=False`` refuses a folder without a journal
-        (a :class:`ConfigError` naming it) instead of starting an empty one there."""
+        """Optuna's journal storage on the sweep folder; ``create=False`` refuses a folder without a journal."""
         if "://" not in self.uri:
             path = Path(self.uri) / JOURNAL_FILE
             if not create and not path.is_file():
