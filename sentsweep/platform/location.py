@@ -184,18 +184,9 @@ class SweepLocation:
         return load_study(StudyStore(self.uri, self.endpoint_url))
 
 
-def s3_filesystem(endpoint_url: str) -> pyarrow.fs.S3FileSystem:
-    """An S3 filesystem on a custom endpoint (MinIO): ``http://minio:9000``."""
-    parsed = urlparse(endpoint_url)
-    if not parsed.scheme or not parsed.netloc:
-        raise ConfigError(f"'{endpoint_url}' is not a URL like http://host:port",
-                          field="storage_endpoint_url")
-    return pyarrow.fs.S3FileSystem(endpoint_override=parsed.netloc, scheme=parsed.scheme,
-                                   allow_bucket_creation=True)
-
-
 def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
-    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``."""
+    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``; on a custom S3 endpoint (MinIO:
+    ``http://minio:9000``) Ray gets the prefix-stripped path with an S3 filesystem there."""
     uri = uri.rstrip("/")
     if "://" not in uri:
         path = Path(uri).expanduser().resolve()
@@ -205,8 +196,12 @@ def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
     if endpoint_url:
         if parsed.scheme != "s3":
             raise ConfigError("a storage endpoint needs an s3:// path", field="storage_endpoint_url")
-        parent = posixpath.dirname(f"{parsed.netloc}{parsed.path}")
-        return SweepLocation(parent, name, s3_filesystem(endpoint_url), uri, endpoint_url)
+        endpoint = urlparse(endpoint_url)
+        if not endpoint.scheme or not endpoint.netloc:
+            raise ConfigError(f"'{endpoint_url}' is not a URL like http://host:port", field="storage_endpoint_url")
+        fs = pyarrow.fs.S3FileSystem(endpoint_override=endpoint.netloc, scheme=endpoint.scheme,
+                                     allow_bucket_creation=True)
+        return SweepLocation(posixpath.dirname(f"{parsed.netloc}{parsed.path}"), name, fs, uri, endpoint_url)
     return SweepLocation(uri.rsplit("/", 1)[0], name, None, uri)
 
 

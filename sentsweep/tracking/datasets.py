@@ -69,19 +69,12 @@ def _limited(name: str, profile: dict[str, Any], limit: int | None, sample_seed:
     return name
 
 
-def _registry_files(specs: Sequence[FileSpec], source: DataSource) -> list[Path]:
-    files: list[Path] = []
-    for name, split in specs:
-        info = REGISTRY[name]
-        for wanted in [split] if split else list(info.files):
-            files.extend(source.path(f) for f in info.files.get(wanted, ()))
-    return files
-
-
 def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, context: str,
                 limit: int | None = None, sample_seed: int | None = None) -> DatasetRecord | None:
-    """The record of registry files, None when any is absent (a task skipped for lack of data)."""
-    files = _registry_files(specs, source)
+    """The record of registry files (a split None: all of them), None when any is absent (a task skipped for lack
+    of data)."""
+    files = [source.path(f) for name, split in specs for wanted in ([split] if split else list(REGISTRY[name].files))
+             for f in REGISTRY[name].files.get(wanted, ())]
     if not files or not all(p.is_file() for p in files):
         return None
     return files_record(name, files, context, limit, sample_seed)
@@ -130,15 +123,11 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
     return files_record(path.name, [path], TRAINING, limit) if path.is_file() else None
 
 
-def _task_specs(task: str) -> list[FileSpec]:
-    """The registry files an STS task reads (a year's every subset: split None)."""
-    return [(name, None if split == "all" else split) for name, split in task_data_splits(task)]
-
-
-def _spec_name(spec: FileSpec) -> str:
-    """A dataset input's name: ``stsb/dev``, or ``sts12`` for every split."""
-    name, split = spec
-    return name if split is None else f"{name}/{split}"
+def _sts_records(task: str, source: DataSource, context: str, limit: int | None = None,
+                 sample_seed: int | None = None) -> list[DatasetRecord | None]:
+    """One record per registry set an STS task reads, named ``stsb/dev`` (``sts12`` for a year's every subset)."""
+    return [_registered(name if split == "all" else f"{name}/{split}", [(name, None if split == "all" else split)],
+                        source, context, limit, sample_seed) for name, split in task_data_splits(task)]
 
 
 def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
@@ -146,15 +135,14 @@ def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
     task = str(getattr(config, "dev_metric", ""))
     if task not in STS_TASK_SPLITS:
         return None
-    (spec,) = _task_specs(task)
-    return _registered(_spec_name(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None),
-                       SAMPLE_SEED)
+    (record,) = _sts_records(task, source, VALIDATION, getattr(config, "max_dev_pairs", None), SAMPLE_SEED)
+    return record
 
 
 def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:
     """One record per test task that has its data (``sts`` and ``senteval`` groups expanded)."""
     sts, senteval, _ = split_tasks(tasks)
-    records = [_registered(_spec_name(spec), [spec], source, TEST) for task in sts for spec in _task_specs(task)]
+    records = [record for task in sts for record in _sts_records(task, source, TEST)]
     records += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
     return list({r.name: r for r in records if r is not None}.values())
 
@@ -176,25 +164,20 @@ def dataset_inputs(records: Sequence[DatasetRecord]) -> list[dict[str, Any]]:
 def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
     """One MLflow dataset input per record, tagged with its context; logging the same records again adds nothing
     (MLflow keeps a dataset once per experiment and an input once per run)."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import Dataset, DatasetInput, InputTag
     from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
     inputs = []
     for record in datasets:
-        meta = MetaDataset(_dataset_source(record["source"]), name=record["name"], digest=record["digest"])
-        fields = meta.to_dict()
+        with warnings.catch_warnings():  # MLflow registers the local source twice and warns that it is ambiguous
+            warnings.simplefilter("ignore")
+            found = resolve_dataset_source(record["source"])
+        fields = MetaDataset(found, name=record["name"], digest=record["digest"]).to_dict()
         entity = Dataset(fields["name"], fields["digest"], fields["source_type"], fields["source"],
                          fields.get("schema"), record.get("profile") or None)
         inputs.append(DatasetInput(entity, [InputTag(MLFLOW_DATASET_CONTEXT, record["context"])]))
     if inputs:
         client.log_inputs(run_id, datasets=inputs)
 
-
-def _dataset_source(location: str) -> Any:
-    """MLflow's dataset source for a location."""
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-
-    with warnings.catch_warnings():  # MLflow registers the local source twice and warns that it is ambiguous
-        warnings.simplefilter("ignore")
-        return resolve_dataset_source(location)

@@ -20,7 +20,7 @@ from mlflow.exceptions import MlflowException
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
-from sentsweep.platform.tracking.descriptions import experiment_description, searched_names, sweep_description
+from sentsweep.platform.tracking.descriptions import experiment_description, sweep_description
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
@@ -119,7 +119,7 @@ class SweepRun:
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
-        searched = searched_names(first_point)
+        searched = sorted(first_point or {})
         client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
                 SPACE_TAG: str(config.space_name), STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -29,6 +28,7 @@ from mlflow.entities import Metric, RunTag
 
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params
 
@@ -197,14 +197,7 @@ class RunWrites:
         self.client.log_batch(run_id, metrics=fresh)
 
     def _artifacts(self, run_id: str, folder: str, artifact_path: str) -> None:
-        source = posixpath.join(self.path, folder)
-        with tempfile.TemporaryDirectory() as tmp:
-            if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
-                local = source
-            else:
-                pyarrow.fs.copy_files(source, tmp, source_filesystem=self.fs,
-                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
-                local = tmp
+        with local_folder(self.fs, posixpath.join(self.path, folder)) as local:
             self.client.log_artifacts(run_id, local, artifact_path)
 
     def _describe_version(self, name: str, description: str | None, tags: dict[str, str]) -> None:

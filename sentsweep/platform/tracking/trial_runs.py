@@ -14,6 +14,7 @@ answer was lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import posixpath
 import tempfile
@@ -105,6 +106,17 @@ def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[T
         if results and results[0].get("trial_id"):
             folder.trial_id = str(results[0]["trial_id"])
             yield folder
+
+
+@contextlib.contextmanager
+def local_folder(fs: pyarrow.fs.FileSystem, path: str) -> Iterator[str]:
+    """Folder ``path`` of ``fs`` as a local folder: itself on a local file system, else a temporary copy."""
+    if isinstance(fs, pyarrow.fs.LocalFileSystem):
+        yield path
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        pyarrow.fs.copy_files(path, tmp, source_filesystem=fs, destination_filesystem=pyarrow.fs.LocalFileSystem())
+        yield tmp
 
 
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
@@ -253,11 +265,8 @@ class TrialRuns:
         if run.info.status in TERMINAL and not overwrite:
             return False
         if output is not None and status == "FINISHED":
-            fs, path = output
-            with tempfile.TemporaryDirectory() as tmp:
-                pyarrow.fs.copy_files(path, tmp, source_filesystem=fs,
-                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
-                self.client.log_artifacts(run.info.run_id, tmp)
+            with local_folder(*output) as local:
+                self.client.log_artifacts(run.info.run_id, local)
         if reason:
             self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
         if outcome:
