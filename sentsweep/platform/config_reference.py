@@ -54,12 +54,8 @@ def _type(annotation: Any) -> tuple[str, list[Any]]:
 
 
 def _bounds(info: FieldInfo) -> list[str]:
-    out = []
-    for meta in info.metadata:
-        for kind, sign, attr in _BOUNDS:
-            if isinstance(meta, kind):
-                out.append(f"{sign} {getattr(meta, attr):g}")
-    return out
+    return [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
+            if isinstance(meta, kind)]
 
 
 def _value(value: Any) -> str:

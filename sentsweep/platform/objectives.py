@@ -139,17 +139,13 @@ def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],
     return [objective_value(result, o, selected) for o in objectives]
 
 
-def _at_least_as_good(a: float, b: float, mode: str) -> bool:
-    return a >= b if mode == "max" else a <= b
-
-
 def dominates(a: Sequence[float], b: Sequence[float], modes: Sequence[str]) -> bool:
     """Whether ``a`` dominates ``b`` under ``modes`` (``max``/``min`` each)."""
     if not len(a) == len(b) == len(modes):
         raise ValueError(f"points of {len(a)} and {len(b)} values for {len(modes)} objectives")
     if any(m not in ("max", "min") for m in modes):
         raise ValueError(f"modes are max or min, not {list(modes)}")
-    return all(_at_least_as_good(x, y, m) for x, y, m in zip(a, b, modes, strict=True)) and \
+    return all(x >= y if m == "max" else x <= y for x, y, m in zip(a, b, modes, strict=True)) and \
         any(x != y for x, y in zip(a, b, strict=True))
 
 

@@ -53,22 +53,16 @@ OUTPUT_DIR = "output"
 MAX_PARAM_LENGTH = 6000
 
 
-def trial_runs(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> list[Run]:
-    """The active child runs of ``trial_id`` under ``parent_run_id``, oldest first (start time, then run id, so that
-    every process agrees on which comes first)."""
+def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
+                   trial_id: str) -> Run | None:
+    """The active child run of ``trial_id`` under ``parent_run_id``; of several, the oldest (start time, then run
+    id, so that every process agrees on which)."""
     query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
     if parent_run_id:
         query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
     runs = client.search_runs([experiment_id], filter_string=query, order_by=["attributes.start_time ASC"],
                               max_results=10)
-    return sorted(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id))
-
-
-def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
-                   trial_id: str) -> Run | None:
-    """The child run of ``trial_id`` under ``parent_run_id`` (the first of :func:`trial_runs`)."""
-    runs = trial_runs(client, experiment_id, parent_run_id, trial_id)
-    return runs[0] if runs else None
+    return min(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id), default=None)
 
 
 def run_outcome(run: Run) -> str:
