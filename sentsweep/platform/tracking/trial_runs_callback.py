@@ -167,9 +167,10 @@ class TrialRunsCallback(Callback):
             self._deliverer = Deliverer(on_failure=self._behind.add)
         return self._deliverer
 
-    def _submit(self, trial: Trial, job: Any, *, force: bool = False) -> None:
+    def _submit(self, trials: list[Trial], trial: Trial, job: Any) -> None:
+        self._number(trials, trial)
         if superseded() is None:  # a driver that lost the sweep leaves its runs to the new holder
-            self.deliverer.submit(trial.trial_id, job, force=force)
+            self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
         """The id of the trial's run, holding every report: from the folder first when this session has not
@@ -200,10 +201,8 @@ class TrialRunsCallback(Callback):
         self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
                       outcome=outcome)
 
-    # -- Tune hooks ----------------------------------------------------------------------------
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._number(trials, trial)
-        self._submit(trial, lambda: self._start(trial))
+        self._submit(trials, trial, lambda: self._start(trial))
 
     def _start(self, trial: Trial) -> None:
         run_id = self.catch_up(trial, [], new_attempt=True)
@@ -212,8 +211,7 @@ class TrialRunsCallback(Callback):
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
-        self._number(trials, trial)
-        self._submit(trial, lambda: self._deliver_result(trial, result))
+        self._submit(trials, trial, lambda: self._deliver_result(trial, result))
 
     def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
         """The report; a trial that resumed elsewhere than the checkpoint Tune named is tagged where and why."""
@@ -224,13 +222,11 @@ class TrialRunsCallback(Callback):
             self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1])
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._number(trials, trial)
         outcome, reason = completed_outcome(trial, self.scheduler_label)
-        self._submit(trial, lambda: self._end(trial, outcome, reason))
+        self._submit(trials, trial, lambda: self._end(trial, outcome, reason))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._number(trials, trial)
-        self._submit(trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
+        self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         lost = superseded()
