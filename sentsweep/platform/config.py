@@ -4,16 +4,10 @@
 >>> config.method, config.num_samples, config.scheduler.type  # doctest: +SKIP
 ('cosent', 8, 'asha')
 
-Every error a user can make (bad YAML, an unknown or mistyped field, a value out of range) raises
-:class:`~sentsweep.errors.ConfigError` naming the field and the file (and the line, for YAML syntax).
-Relative paths (storage, data, the sqlite database, artifacts) are resolved against the current
-directory when the sweep starts (:meth:`SweepConfig.resolved`), because Ray runs each trial in its own
-working directory. The same step takes credentials off the URIs (``http://user:pass@mlflow:5000``,
-``s3://KEY:SECRET@bucket/x``) into the standard environment variables (:mod:`sentsweep.credentials`), so a
-resolved config, and all that is made of it, holds none.
-
-The nested sections (``scheduler``, ``confirm``, ``budget``, ...) live in :mod:`.config_sections`; this module
-exports them too.
+Every error a user can make raises :class:`~sentsweep.errors.ConfigError` naming the field and the file (and the
+line, for YAML syntax). :meth:`SweepConfig.resolved` makes relative paths absolute, because Ray runs each trial in
+its own working directory, and moves credentials off the URIs (``http://user:pass@mlflow:5000``) into the standard
+environment variables, so a resolved config holds none. The nested sections live in :mod:`.config_sections`.
 """
 
 from __future__ import annotations
@@ -50,7 +44,6 @@ if TYPE_CHECKING:
     from sentsweep.credentials import UriKind
     from sentsweep.platform.objectives import Objective
 
-#: What this module exports: the config, its helpers, and its sections (kept in :mod:`.config_sections`).
 __all__ = [
     "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
     "CheckpointSettings", "ConfigSection", "ConfirmConfig", "ConvergenceConfig", "NotifyConfig", "NotifyEvent",
@@ -65,9 +58,8 @@ CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
     ("tracking.uri", "tracking"), ("tracking.artifact_location", "storage"), ("storage_path", "storage"),
     ("storage_endpoint_url", "storage"), ("warm_start", "storage"),
 )
-"""The URI fields that may carry credentials in their user-info, by dotted name, with the kind of each
-(:func:`sentsweep.credentials.split_uri`): :meth:`SweepConfig.resolved` takes them off, ``sentsweep submit``
-refuses them (:func:`sentsweep.cluster.credentials.refuse_credentials`)."""
+"""The URI fields that may carry credentials, by dotted name, with the kind of each: :meth:`SweepConfig.resolved`
+takes them off, ``sentsweep submit`` refuses them."""
 
 
 class SweepConfig(ConfigSection):
@@ -168,9 +160,8 @@ class SweepConfig(ConfigSection):
 
     @model_validator(mode="after")
     def _metric_follows_the_dev_set(self) -> SweepConfig:
-        """Without ``metric`` (and ``objectives``), the sweep ranks by the metric of ``fixed.dev_data``, which is what
-        its trials select on and report (``dev_data: sickr``: sickr_trial; it ranked by stsb_dev, which no trial
-        reported, and failed at the first report)."""
+        """Without ``metric`` (and ``objectives``), the sweep ranks by the metric of ``fixed.dev_data``, which its
+        trials select on and report."""
         if "metric" in self.model_fields_set or self.objectives is not None:
             return self
         from sentsweep.trainables.trial_config import DEV_SETS
@@ -180,8 +171,8 @@ class SweepConfig(ConfigSection):
 
     @model_validator(mode="after")
     def _check_objectives(self) -> SweepConfig:
-        """``objectives`` checked (:func:`~sentsweep.platform.objectives.check_objectives`); the first one is
-        ``metric`` and ``mode``, which the config may repeat but not contradict."""
+        """``objectives`` checked; the first one is ``metric`` and ``mode``, which the config may repeat but not
+        contradict."""
         if self.objectives is None:
             return self
         from sentsweep.platform.objectives import check_objectives, extra_dev_sets
@@ -206,7 +197,7 @@ class SweepConfig(ConfigSection):
 
     @property
     def objective_list(self) -> tuple[Objective, ...]:
-        """The sweep's objectives (:mod:`..objectives`); empty for a single-metric sweep."""
+        """The sweep's objectives; empty for a single-metric sweep."""
         if not self.objectives:
             return ()
         from sentsweep.platform.objectives import parse_objective
@@ -215,7 +206,7 @@ class SweepConfig(ConfigSection):
 
     @property
     def modes(self) -> list[str]:
-        """The mode of each objective (``[mode]`` for a single-metric sweep), for an Optuna study's directions."""
+        """The mode of each objective (``[mode]`` for a single-metric sweep)."""
         return [o.mode for o in self.objective_list] or [self.mode]
 
     @property
@@ -231,10 +222,9 @@ class SweepConfig(ConfigSection):
         return "://" in self.storage_path and not self.storage_path.startswith("file://")
 
     def resolved(self, base: Path | None = None, environ: MutableMapping[str, str] | None = None) -> SweepConfig:
-        """A copy with relative local paths made absolute against ``base`` (default: the cwd), and the
-        credentials of its URIs (tracking, artifacts, storage, endpoint) moved into ``environ`` (default: this
-        process's environment, which MLflow, pyarrow and a local Ray's workers read); a variable already set
-        there to another value is a :class:`ConfigError`. Resolving a resolved config changes nothing."""
+        """A copy with relative local paths made absolute against ``base`` (default: the cwd), and the credentials
+        of its URIs moved into ``environ`` (default: this process's, which MLflow, pyarrow and a local Ray read); a
+        variable already set there to another value is a :class:`ConfigError`. Idempotent."""
         from sentsweep.credentials import CredentialSplit
 
         self.refuse_stray_credentials()
@@ -265,9 +255,8 @@ class SweepConfig(ConfigSection):
 
     def refuse_stray_credentials(self) -> None:
         """A :class:`ConfigError` naming the field (never the value) when a string outside
-        :data:`CREDENTIAL_FIELDS` (``fixed.*``, ``data_dir``, ``model``, ...) carries a password in a URI's
-        user-info (``prepared:s3://KEY:SECRET@bucket/x``): nothing takes it off there, and those values go into
-        Tune's param space, every trial's ``params.json`` and ``result.json`` and MLflow's params."""
+        :data:`CREDENTIAL_FIELDS` carries a password in a URI's user-info: nothing takes it off there, and those
+        values go into every trial's params and MLflow's."""
         from sentsweep.credentials import mask_uri
 
         split = {name for name, _ in CREDENTIAL_FIELDS}
@@ -282,15 +271,12 @@ class SweepConfig(ConfigSection):
         return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
 
     def worker_credentials(self, ray_address: str | None, forward: bool = False) -> dict[str, str]:
-        """What the workers get in the ``runtime_env`` of ``ray.init(address=ray_address)`` when it joins a
-        running cluster (:func:`joins_ray_cluster`): the variables :meth:`resolved` took off this config's URIs.
-        A Ray started here inherits them from this process instead; credentials that were in the environment
-        already are not sent (a cluster's nodes have their own: Kubernetes Secrets), nor the tracking server's (the
-        driver alone writes to MLflow).
+        """What the workers get in the ``runtime_env`` when ``ray.init(address=ray_address)`` joins a running
+        cluster: the variables :meth:`resolved` took off this config's URIs, but the tracking server's (the driver
+        alone writes to MLflow). A Ray started here inherits them instead.
 
-        Only with ``forward`` (``--forward-credentials``): Ray keeps a driver's ``runtime_env`` in its job table,
-        and the dashboard's Jobs API (``ray list jobs``, the Jobs page) returns it, ``env_vars`` included, to
-        anyone who can reach the cluster's dashboard. Without it, credentials that would be sent are a
+        Only with ``forward`` (``--forward-credentials``): Ray's Jobs API returns a job's ``runtime_env`` to anyone
+        who can reach the cluster's dashboard. Without it, credentials that would be sent are a
         :class:`ConfigError` naming the variables (never a value), before anything starts."""
         if not joins_ray_cluster(ray_address):
             return {}
@@ -310,7 +296,7 @@ class SweepConfig(ConfigSection):
 
 
 def _strings(value: Any, field: str = "") -> list[tuple[str, str]]:
-    """``(dotted field, string)`` of every string in a dumped config (``fixed.extra_dev_data[1]``)."""
+    """``(dotted field, string)`` of every string in a dumped config."""
     if isinstance(value, str):
         return [(field, value)]
     if isinstance(value, dict):
@@ -328,8 +314,7 @@ def _absolute(path: str, base: Path) -> Path:
 
 def resolve_sweep_folder(sweep_dir: str, endpoint_url: str | None = None,
                          environ: MutableMapping[str, str] | None = None) -> tuple[str, str | None]:
-    """A sweep folder and its storage endpoint as ``resume`` is given them, their credentials moved into
-    ``environ`` as :meth:`SweepConfig.resolved` does."""
+    """A sweep folder and its endpoint as ``resume`` is given them, their credentials moved into ``environ``."""
     from sentsweep.credentials import CredentialSplit
 
     split = CredentialSplit()
@@ -339,8 +324,7 @@ def resolve_sweep_folder(sweep_dir: str, endpoint_url: str | None = None,
 
 
 def joins_ray_cluster(address: str | None) -> bool:
-    """Whether ``ray.init(address)`` joins a running cluster (an address, or ``RAY_ADDRESS`` as a Ray job's
-    driver has) rather than starting Ray here."""
+    """Whether ``ray.init(address)`` joins a running cluster (an address, or ``RAY_ADDRESS``)."""
     return address not in (None, "", "local") or bool(os.environ.get("RAY_ADDRESS"))
 
 

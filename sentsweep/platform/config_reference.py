@@ -1,10 +1,6 @@
-"""The configuration reference (``docs/configuration.md``), generated from the typed configs.
-
-:func:`reference` writes one table per part of the sweep config (:class:`~sentsweep.platform.config.SweepConfig`
-and its sections) and per method config (the settings every method shares, then what each method adds or sets
-otherwise), each field with its type, default, allowed values and meaning, all read from the pydantic models. The
-search-space syntax and the shipped spaces follow. ``sentsweep config reference`` prints it; a test fails when the
-file in the repository differs.
+"""The configuration reference (``docs/configuration.md``), generated from the typed configs' fields: one table
+per part of the sweep config and per method config, then the search-space syntax and the shipped spaces.
+``sentsweep config reference`` prints it; a test fails when the file in the repository differs.
 """
 
 from __future__ import annotations
@@ -58,12 +54,8 @@ def _type(annotation: Any) -> tuple[str, list[Any]]:
 
 
 def _bounds(info: FieldInfo) -> list[str]:
-    out = []
-    for meta in info.metadata:
-        for kind, sign, attr in _BOUNDS:
-            if isinstance(meta, kind):
-                out.append(f"{sign} {getattr(meta, attr):g}")
-    return out
+    return [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
+            if isinstance(meta, kind)]
 
 
 def _value(value: Any) -> str:

@@ -1,9 +1,5 @@
-"""The sweep config's nested sections (``scheduler``, ``resources``, ``tracking``, ``checkpoint``, ``confirm``,
-``reference``, ``budget``, ``notify``, ``convergence``), each a typed, validated part of
-:class:`~sentsweep.platform.config.SweepConfig`.
-
-Import them from :mod:`sentsweep.platform.config`, which exports them all.
-"""
+"""The sweep config's nested sections, each a typed part of :class:`~sentsweep.platform.config.SweepConfig`
+(which exports them all)."""
 
 from __future__ import annotations
 
@@ -61,12 +57,10 @@ class TrackingConfig(ConfigSection):
 
 
 class CheckpointSettings(ConfigSection):
-    """Checkpoint retention (the layout: ``sentsweep.trainables.checkpoints``; the cadence is the trial setting
-    ``checkpoint_every``). While a trial runs, Tune keeps its ``num_to_keep`` most recent checkpoints (the
-    previous one is the fallback when the latest is corrupt) and its ``best/`` weights; ``trim_ended_after_s``
-    (two minutes) after a trial ended (finished, or stopped by the scheduler) it keeps its ``best/`` weights
-    alone (``platform/driver/trial_files.py``); after the sweep, only the ``keep_trials`` best trials keep weights
-    (their ``best/``), the rest is pruned (``platform/folder/retention.py``). ``keep_trials: null`` keeps every
+    """Checkpoint retention (the cadence is the trial setting ``checkpoint_every``). While a trial runs, Tune keeps
+    its ``num_to_keep`` most recent checkpoints (the previous one is the fallback when the latest is corrupt) and its
+    ``best/`` weights; ``trim_ended_after_s`` after a trial ended it keeps its ``best/`` weights alone; after the
+    sweep, only the ``keep_trials`` best trials keep their ``best/`` weights. ``keep_trials: null`` keeps every
     checkpoint of every trial."""
 
     num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
@@ -79,9 +73,8 @@ class CheckpointSettings(ConfigSection):
 
 
 class ConfirmConfig(ConfigSection):
-    """The confirmation stage after the search (:mod:`sentsweep.platform.driver.confirmation`): the ``top_k`` best
-    configurations re-run with ``seeds`` further seeds; the winner is chosen by ``rule`` over those further seeds
-    (the search's own run, selected on its value, is reported apart)."""
+    """The confirmation stage after the search: the ``top_k`` best configurations re-run with ``seeds`` further
+    seeds; the winner is chosen by ``rule`` over those further seeds (the search's own run is reported apart)."""
 
     top_k: int = Field(3, ge=0, description="configurations to confirm (0: no confirmation stage)")
     seeds: int = Field(3, ge=1, description="further seeds per configuration (the figures and the rule "
@@ -91,10 +84,9 @@ class ConfirmConfig(ConfigSection):
 
 
 class ReferenceConfig(ConfigSection):
-    """The paper's setting as a reference trial (:mod:`sentsweep.platform.search.scheduler`): the space's first point
-    runs as a trial that no scheduler stops, tagged ``sentsweep.reference`` in MLflow, and the final summary puts the
-    paper's figures, that trial's and the tuned winner's side by side (:mod:`sentsweep.platform.report.reference`).
-    ``reference: paper`` is short for ``reference: {setting: paper}``."""
+    """The paper's setting as a reference trial: the space's first point runs as a trial that no scheduler stops,
+    tagged ``sentsweep.reference`` in MLflow, and the final summary puts the paper's figures, that trial's and the
+    tuned winner's side by side. ``reference: paper`` is short for ``reference: {setting: paper}``."""
 
     setting: Literal["paper"] = "paper"
     source: str = Field("", description="where the paper's figures come from (paper, table, row)")
@@ -110,7 +102,7 @@ class ReferenceConfig(ConfigSection):
 
 
 class BudgetConfig(ConfigSection):
-    """A sweep's compute budget (:mod:`sentsweep.platform.driver.budget`), counted across resumes, never downtime.
+    """A sweep's compute budget, counted across resumes, never downtime.
 
     ``gpu_hours``: the trials' compute, GPU-seconds (seconds x GPUs held) for trials holding a GPU and wall
     seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
@@ -123,9 +115,9 @@ class BudgetConfig(ConfigSection):
 
 
 class ConvergenceConfig(ConfigSection):
-    """When ``stop_when: converged`` ends the search (:mod:`sentsweep.platform.search.convergence`): once the regret
-    bound of Optuna's terminator over at least ``min_trials`` finished trials is below the seed-to-seed noise sd.
-    The noise is ``noise_sd``, or measured by re-running the first point with ``noise_seeds`` further seeds."""
+    """When ``stop_when: converged`` ends the search: once the regret bound of Optuna's terminator over at least
+    ``min_trials`` finished trials is below the seed-to-seed noise sd. The noise is ``noise_sd``, or measured by
+    re-running the first point with ``noise_seeds`` further seeds."""
 
     noise_sd: float | None = Field(None, gt=0, description="the metric's seed-to-seed standard deviation (null: "
                                    "measured in the sweep from the first point's replicas)")
@@ -141,11 +133,10 @@ NotifyEvent = Literal["end", "failure", "budget", "interrupted"]
 
 
 class NotifyConfig(ConfigSection):
-    """Webhook notifications (:mod:`sentsweep.platform.report.notify`): a JSON POST, Slack-compatible, on each event of
-    ``on`` (``end``: the sweep finished; ``failure``: it failed or crashed; ``budget``: its budget was spent;
-    ``interrupted``: SIGINT/SIGTERM stopped it). The URL is a secret (a Slack webhook's path is its key), so the
-    config names the environment variable that holds it, read by the driver when it sends; the URL itself is
-    written nowhere."""
+    """Webhook notifications: a JSON POST, Slack-compatible, on each event of ``on`` (``end``: the sweep finished;
+    ``failure``: it failed or crashed; ``budget``: its budget was spent; ``interrupted``: SIGINT/SIGTERM stopped it).
+    The URL is a secret (a Slack webhook's path is its key), so the config names the environment variable that holds
+    it; the URL itself is written nowhere."""
 
     webhook_env: str | None = Field(None, description="the environment variable holding the webhook URL "
                                     "(null: no notifications)")

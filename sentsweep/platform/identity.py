@@ -1,20 +1,12 @@
-"""A sweep's identity, which ``sentsweep sweep --resume-interrupted`` matches before continuing a folder: its
-name (the folder's prefix), the hash of its validated config, and its owner.
-
-The owner is ``$SENTSWEEP_OWNER`` when set (``sentsweep submit`` sets it to the submitting user; set it in a
-RayJob, whose pods all run as the same user), else the login name of the process. It is recorded in the sweep's
-manifest when the folder is created.
+"""A sweep's owner: ``$SENTSWEEP_OWNER`` when set (``sentsweep submit`` sets it to the submitting user), else the
+login name of the process. The manifest records it when the folder is created.
 """
 
 from __future__ import annotations
 
 import getpass
-import json
 import os
 from collections.abc import Mapping
-from typing import Any
-
-from sentsweep.data.cache import content_hash
 
 OWNER_ENV = "SENTSWEEP_OWNER"
 
@@ -32,8 +24,3 @@ def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
     except (KeyError, OSError):  # a uid without an entry (containers)
         return "unknown"
 
-
-def config_hash(config: Mapping[str, Any]) -> str:
-    """SHA-256 (16 hex digits) of a validated config's JSON form (``model_dump(mode="json")``), keys sorted."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return content_hash([text])[:16]

@@ -1,18 +1,14 @@
 """Sweep folders: where Ray keeps a sweep (local or S3/MinIO) and the manifest that resumes it.
 
-A sweep folder is Ray Tune's experiment folder ``<storage_path>/<sweep name>`` plus
-``sentsweep_sweep.json``: the validated config, the MLflow parent run and experiment, and the tracking
-URI, so that ``sentsweep resume SWEEP_DIR`` needs nothing else. On S3 with a custom endpoint (MinIO),
-the folder is reached through a :class:`pyarrow.fs.S3FileSystem` (credentials from the usual
-``AWS_*`` variables or instance metadata, read by pyarrow) and Ray receives the prefix-stripped path
-with that filesystem, as its storage docs prescribe.
+A sweep folder is Ray Tune's experiment folder ``<storage_path>/<sweep name>`` plus ``sentsweep_sweep.json``: the
+validated config, the MLflow parent run and experiment, and the tracking URI, so that ``sentsweep resume SWEEP_DIR``
+needs nothing else. On S3 with a custom endpoint (MinIO) Ray gets the prefix-stripped path with a
+:class:`pyarrow.fs.S3FileSystem`, as its storage docs prescribe.
 
-The state a sweep keeps in its folder (the manifest, ``confirmation.json``, ``search.json``) is
-written whole or not at all: on a local folder through a temporary file renamed over the old one
-(:func:`~sentsweep.data.cache.atomic_write`), on S3 by one PUT. It is read with :meth:`SweepLocation.read_optional`:
-only a missing file (``FileNotFoundError``) reads as absent; any other ``OSError`` (an S3 network error or 5xx,
-a failing disk) is tried again a few times and then is a :class:`~sentsweep.errors.StorageError` naming the file,
-never "absent" (which would start a count, a search or a sweep afresh over the one stored).
+The state a sweep keeps in its folder is written whole or not at all (a temporary file renamed over the old one, or
+one PUT). Only a missing file reads as absent; any other ``OSError`` is tried again a few times and then is a
+:class:`~sentsweep.errors.StorageError` naming the file, never "absent", which would start a count, a search or a
+sweep afresh over the one stored.
 """
 
 from __future__ import annotations
@@ -38,8 +34,7 @@ from sentsweep.platform.identity import sweep_owner
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
-#: How many times a sweep-folder read is tried when the storage fails (not when the file is missing), and the
-#: pause before the second try (doubled before each further one).
+#: How many times a sweep-folder read is tried when the storage fails, and the first pause (doubled each time).
 READ_ATTEMPTS = 3
 READ_BACKOFF_S = 0.5
 #: How the pause between tries is waited (a test puts a recorder here, so that no test waits).
@@ -50,9 +45,8 @@ log = logging.getLogger(__name__)
 
 def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTEMPTS,
                  backoff_s: float = READ_BACKOFF_S) -> bytes | None:
-    """What ``read()`` returns; None when it raises ``FileNotFoundError`` (the file is absent). Another ``OSError``
-    (the storage did not answer) is tried again ``attempts`` times in all, then raised as a :class:`StorageError`
-    naming ``file``."""
+    """What ``read()`` returns; None when the file is absent. Another ``OSError`` is tried ``attempts`` times in
+    all, then raised as a :class:`StorageError` naming ``file``."""
     for attempt in range(1, attempts + 1):
         try:
             return read()
@@ -79,16 +73,14 @@ class SweepManifest(BaseModel):
     experiment_id: str
     tracking_uri: str
     created: float
-    owner: str | None = None  # who started it (sweep_identity.sweep_owner); stamped by write_manifest
-    #: SHA-256 of the files each ranking metric reads, as the data resolved when the sweep began
-    #: (:func:`~sentsweep.platform.search.warm_start.measured_data`); None in folders written before it was kept
+    owner: str | None = None  # who started it; stamped by write_manifest
+    #: SHA-256 of the files each ranking metric reads, as the data resolved when the sweep began (None: not kept)
     data_sha256: dict[str, str] | None = None
 
     @field_validator("sweep_name")
     @classmethod
     def _a_folder_name(cls, value: str) -> str:
-        """A name, never a path: it names folders (of the storage, of the cache), and a manifest planted in a shared
-        bucket must not point them elsewhere."""
+        """A name, never a path: a manifest planted in a shared bucket must not point folders elsewhere."""
         if not SWEEP_NAME.fullmatch(value):
             raise ValueError(f"{value!r} is not a sweep name (letters, digits, '.', '_', '-'; a letter or digit "
                              "first)")
@@ -99,8 +91,7 @@ class SweepManifest(BaseModel):
         return SweepConfig.model_validate({**SINCE_ADDED, **self.config})
 
 
-#: Sweep settings added after sweeps were stored without them, with the behaviour those sweeps had (a resumed
-#: sweep's searcher is restored from its checkpoint as it was: its record says so too).
+#: Sweep settings added after sweeps were stored without them, with the behaviour those sweeps had.
 SINCE_ADDED: dict[str, Any] = {"tpe_gamma": "optuna"}
 
 
@@ -112,26 +103,24 @@ class SweepLocation:
     name: str
     filesystem: pyarrow.fs.FileSystem | None
     uri: str  # how users name the folder (a local path or s3://bucket/...)
-    endpoint_url: str | None = None  # the S3-compatible endpoint of ``filesystem`` (storage_endpoint_url), if any
+    endpoint_url: str | None = None  # the S3-compatible endpoint of ``filesystem``, if any
 
     @property
     def fs_path(self) -> str:
         return posixpath.join(self.storage_path, self.name)
 
     def resolve(self) -> tuple[pyarrow.fs.FileSystem, str]:
-        """The folder's file system and its path there (resolved from the URI when no custom one was given)."""
+        """The folder's file system and its path there."""
         if self.filesystem is not None:
             return self.filesystem, self.fs_path
         fs, path = pyarrow.fs.FileSystem.from_uri(self.uri)
         return fs, path
 
     def file_uri(self, filename: str) -> str:
-        """How users name the file ``filename`` of the folder (in messages)."""
         return posixpath.join(self.uri, filename)
 
     def write_text(self, filename: str, text: str) -> None:
-        """Write ``filename`` whole or not at all: on a local folder a temporary file beside it, flushed to disk and
-        renamed over it (a kill or a full disk mid-write leaves the old file); elsewhere (S3) one PUT."""
+        """Write ``filename`` whole or not at all: locally a temporary file renamed over it; on S3 one PUT."""
         fs, path = self.resolve()
         if isinstance(fs, pyarrow.fs.LocalFileSystem):
             with atomic_write(Path(path) / filename) as out:
@@ -147,13 +136,12 @@ class SweepLocation:
             return stream.readall()
 
     def read_optional(self, filename: str) -> bytes | None:
-        """``filename``'s bytes, None when it does not exist; a storage that fails is tried again, then a
-        :class:`StorageError` (:func:`read_or_none`)."""
+        """``filename``'s bytes, None when it does not exist (:func:`read_or_none`)."""
         return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
 
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
-        """``filename`` as a JSON object, None when it does not exist (:meth:`read_optional`); one that does not parse
-        is a :class:`ConfigError` naming the file and ``what`` it holds."""
+        """``filename`` as a JSON object, None when it does not exist; one that does not parse is a
+        :class:`ConfigError` naming the file and ``what`` it holds."""
         raw = self.read_optional(filename)
         if raw is None:
             return None
@@ -178,8 +166,7 @@ class SweepLocation:
         self.write_text(CONFIG_COPY, config.to_yaml())
 
     def read_manifest(self) -> SweepManifest:
-        """The folder's manifest; a :class:`ConfigError` when it has none or an unreadable one, a
-        :class:`StorageError` when the storage does not answer."""
+        """The folder's manifest; a :class:`ConfigError` when it has none or an unreadable one."""
         raw = self.read_optional(MANIFEST)
         if raw is None:
             raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST})", file=self.uri)
@@ -191,25 +178,15 @@ class SweepLocation:
                               file=self.file_uri(MANIFEST)) from None
 
     def load_study(self) -> Any | None:
-        """The sweep's Optuna study as its journal holds it (:mod:`sentsweep.platform.search.study_store`); None before
-        the first suggestion."""
+        """The sweep's Optuna study as its journal holds it; None before the first suggestion."""
         from sentsweep.platform.search.study_store import StudyStore, load_study
 
         return load_study(StudyStore(self.uri, self.endpoint_url))
 
 
-def s3_filesystem(endpoint_url: str) -> pyarrow.fs.S3FileSystem:
-    """An S3 filesystem on a custom endpoint (MinIO): ``http://minio:9000``."""
-    parsed = urlparse(endpoint_url)
-    if not parsed.scheme or not parsed.netloc:
-        raise ConfigError(f"'{endpoint_url}' is not a URL like http://host:port",
-                          field="storage_endpoint_url")
-    return pyarrow.fs.S3FileSystem(endpoint_override=parsed.netloc, scheme=parsed.scheme,
-                                   allow_bucket_creation=True)
-
-
 def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
-    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``."""
+    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``; on a custom S3 endpoint (MinIO:
+    ``http://minio:9000``) Ray gets the prefix-stripped path with an S3 filesystem there."""
     uri = uri.rstrip("/")
     if "://" not in uri:
         path = Path(uri).expanduser().resolve()
@@ -219,8 +196,12 @@ def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
     if endpoint_url:
         if parsed.scheme != "s3":
             raise ConfigError("a storage endpoint needs an s3:// path", field="storage_endpoint_url")
-        parent = posixpath.dirname(f"{parsed.netloc}{parsed.path}")
-        return SweepLocation(parent, name, s3_filesystem(endpoint_url), uri, endpoint_url)
+        endpoint = urlparse(endpoint_url)
+        if not endpoint.scheme or not endpoint.netloc:
+            raise ConfigError(f"'{endpoint_url}' is not a URL like http://host:port", field="storage_endpoint_url")
+        fs = pyarrow.fs.S3FileSystem(endpoint_override=endpoint.netloc, scheme=endpoint.scheme,
+                                     allow_bucket_creation=True)
+        return SweepLocation(posixpath.dirname(f"{parsed.netloc}{parsed.path}"), name, fs, uri, endpoint_url)
     return SweepLocation(uri.rsplit("/", 1)[0], name, None, uri)
 
 
@@ -234,14 +215,13 @@ def new_sweep_location(config: SweepConfig, now: float | None = None,
 
 
 def is_shared_folder(uri: str) -> bool:
-    """Whether a sweep folder lies in storage others may write: an object store's URI (``s3://...``), not a local
-    path or ``file://`` (:mod:`~sentsweep.platform.folder.trust`)."""
+    """Whether a sweep folder lies in storage others may write: an object store's URI, not a local path."""
     return "://" in uri and not uri.startswith("file://")
 
 
 def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:
-    """``sentsweep COMMAND SWEEP_DIR`` (``resume``, ``sync``) as a user can paste it: a shared folder's command names
-    its tracking server, which such a folder is not trusted to name (:mod:`~sentsweep.platform.folder.trust`)."""
+    """``sentsweep COMMAND SWEEP_DIR`` as a user can paste it: a shared folder's command names its tracking server,
+    which such a folder is not trusted to name."""
     from sentsweep.credentials import mask_uri
 
     line = f"sentsweep {command} {shlex.quote(sweep_dir)}"

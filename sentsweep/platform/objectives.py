@@ -3,36 +3,19 @@
 >>> parse_objective("compute_seconds min")
 Objective(metric='compute_seconds', mode='min')
 
-A sweep may search for the trade-off between several objectives instead of one metric::
+``objectives: ["stsb_dev max", "compute_seconds min"]`` searches for the trade-off between several objectives. The
+first is the sweep's ``metric`` and ``mode``: what Tune and ASHA rank by, what the confirmation stage re-runs, and
+what picks the trial the final evaluation and export use (it is always on the Pareto front). The searcher is told
+every objective of a finished trial; the Pareto front of the finished trials is tagged, plotted and compared.
 
-    objectives: ["stsb_dev max", "compute_seconds min"]
-
-each entry ``"METRIC max"`` or ``"METRIC min"``, at least two, no metric twice. The first objective is the sweep's
-primary metric: ``metric`` and ``mode`` are set to it (a config that also sets them differently is refused). It is
-what Tune and ASHA rank by (ASHA stops trials on the first objective alone, at every rung), what the confirmation
-stage re-runs, and what picks the one trial the final evaluation, export and registration use: the finished trial
-with the best first objective (it is always on the Pareto front, up to a tie on the first objective). The searcher
-(Optuna's TPE, which is multi-objective in Optuna >= 3.x) is told every objective of a finished trial; the Pareto
-front of the finished trials (:func:`pareto_front`) is tagged on the sweep, plotted and listed by ``compare``.
-
-An objective must be a figure every evaluation report carries:
-
-- the first objective: the trial's dev metric, the one model selection uses
-  (:data:`~sentsweep.trainables.trial_config.DEV_SETS`: ``stsb_dev``, or ``sickr_trial`` with
-  ``fixed: {dev_data: sickr}``, ``nli_dev`` with ``fixed: {dev_data: nli}``);
-- the others: another dev metric, whose set the config adds to the trials' ``extra_dev_data`` (scored at every
-  evaluation beside the selection's; :func:`extra_dev_sets`), or a cost of :data:`COST_METRICS`, derived here from
-  each report: ``compute_seconds``, the trial's seconds so far (Tune's ``time_total_s``, which a restored trial
-  continues) x the GPUs it holds, or its seconds alone for a CPU-only trial (what ``budget.gpu_hours`` counts,
-  :mod:`..driver.budget`), and ``gpu_seconds``, seconds x GPUs (only for a sweep whose trials hold GPUs; 0 on CPU).
-
-A finished trial's value of a further dev metric is its value at the *selected* report (:func:`select_report`: the
-first where the first objective was at its best, i.e. the weights the trial keeps and exports), since its final
-report carries only the first objective's best value and the test metrics; its costs are its final report's.
+The first objective is the trial's dev metric; the others another dev metric (whose set the trials then score too,
+:func:`extra_dev_sets`) or a cost of :data:`COST_METRICS`, derived from each report: ``compute_seconds`` (Tune's
+``time_total_s`` x the GPUs held, or seconds alone on CPU: what ``budget.gpu_hours`` counts) and ``gpu_seconds``.
+A further dev metric's value is the one at the trial's *selected* report (:func:`select_report`: the weights it
+keeps); its costs are its final report's.
 
 A point *a* dominates *b* when it is at least as good in every objective and strictly better in one (Deb et al.,
-2002, "A fast and elitist multiobjective genetic algorithm: NSGA-II", Sec. III-A); the Pareto front is the set of
-points no other point dominates, and equal points are on it together:
+2002, NSGA-II, Sec. III-A); the Pareto front is the set of points no other point dominates:
 
 >>> pareto_front([(80.0, 30.0), (82.0, 50.0), (79.0, 40.0)], ["max", "min"])
 [0, 1]
@@ -48,7 +31,7 @@ from typing import Any, Literal
 from sentsweep.trainables.method import GPUS_KEY
 from sentsweep.trainables.trial_config import DEV_SETS
 
-#: The cost objectives, derived from a report's seconds and GPUs (see the module docstring).
+#: The cost objectives, derived from a report's seconds and GPUs.
 COST_METRICS = ("compute_seconds", "gpu_seconds")
 #: Tune's running total of a trial's seconds, in every result (continued from the checkpoint after a restore).
 TIME_TOTAL_KEY = "time_total_s"
@@ -68,12 +51,11 @@ class Objective:
 
     @property
     def label(self) -> str:
-        """An axis label: the metric, its unit or set, and its direction."""
+        """An axis label: the metric, its unit, and its direction."""
         what = _UNITS.get(self.metric, "dev")
         return f"{self.metric} ({what}; {'higher' if self.mode == 'max' else 'lower'} is better)"
 
     def better(self, a: float, b: float) -> bool:
-        """Whether ``a`` is strictly better than ``b`` for this objective."""
         return a > b if self.mode == "max" else a < b
 
 
@@ -89,9 +71,9 @@ def parse_objective(text: str, where: str = "objectives") -> Objective:
 
 
 def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float = 0.0) -> tuple[Objective, ...]:
-    """The objectives of a config's ``objectives:`` list, checked (a ValueError naming the entry otherwise):
-    at least two, no metric twice, the first the trial's dev metric (of ``dev_data``), the others that dev metric
-    or a cost (``gpu_seconds`` only when trials hold ``gpus`` > 0)."""
+    """The objectives of a config's ``objectives:`` list, checked (a ValueError naming the entry otherwise): at
+    least two, no metric twice, the first the trial's dev metric, the others a reported one (``gpu_seconds`` only
+    when trials hold GPUs)."""
     if len(entries) < 2:
         raise ValueError("objectives: list at least 2 ('METRIC max|min' each); a single one is metric and mode")
     objectives = tuple(parse_objective(e, f"objectives.{i}") for i, e in enumerate(entries))
@@ -116,8 +98,7 @@ def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float
 
 
 def extra_dev_sets(objectives: Sequence[Objective]) -> list[str]:
-    """The ``dev_data`` names of the dev metrics among the objectives after the first (the sets the trials must
-    score beside their selection set: ``extra_dev_data``)."""
+    """The ``dev_data`` names of the dev metrics among the objectives after the first (``extra_dev_data``)."""
     by_metric = {metric: name for name, metric in DEV_SETS.items()}
     return [by_metric[o.metric] for o in objectives[1:] if o.metric in by_metric]
 
@@ -136,9 +117,8 @@ def select_report(current: Mapping[str, Any] | None, report: Mapping[str, Any],
 
 def objective_value(result: Mapping[str, Any], objective: Objective,
                     selected: Mapping[str, Any] | None = None) -> float | None:
-    """``objective``'s value in one (flattened) Tune result: the reported metric (else its value in ``selected``,
-    the trial's selected report), or a cost derived from the result's seconds and GPUs; None when neither carries
-    it."""
+    """``objective``'s value in one Tune result: the reported metric (else its value in ``selected``), or a cost
+    derived from the result's seconds and GPUs; None when neither carries it."""
     if objective.metric not in COST_METRICS:
         value = result.get(objective.metric)
         if value is None and selected is not None:
@@ -159,23 +139,17 @@ def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],
     return [objective_value(result, o, selected) for o in objectives]
 
 
-def _at_least_as_good(a: float, b: float, mode: str) -> bool:
-    return a >= b if mode == "max" else a <= b
-
-
 def dominates(a: Sequence[float], b: Sequence[float], modes: Sequence[str]) -> bool:
-    """Whether ``a`` dominates ``b``: at least as good in every objective (``modes``: ``max``/``min`` each) and
-    strictly better in at least one."""
+    """Whether ``a`` dominates ``b`` under ``modes`` (``max``/``min`` each)."""
     if not len(a) == len(b) == len(modes):
         raise ValueError(f"points of {len(a)} and {len(b)} values for {len(modes)} objectives")
     if any(m not in ("max", "min") for m in modes):
         raise ValueError(f"modes are max or min, not {list(modes)}")
-    return all(_at_least_as_good(x, y, m) for x, y, m in zip(a, b, modes, strict=True)) and \
+    return all(x >= y if m == "max" else x <= y for x, y, m in zip(a, b, modes, strict=True)) and \
         any(x != y for x, y in zip(a, b, strict=True))
 
 
 def pareto_front(points: Sequence[Sequence[float]], modes: Sequence[str]) -> list[int]:
-    """The indices, in order, of the points no other point dominates; a point with a NaN value is never on the front
-    (nor does it dominate another)."""
+    """The indices, in order, of the points no other point dominates; a point with a NaN is never on it."""
     usable = [i for i, p in enumerate(points) if all(math.isfinite(float(v)) for v in p)]
     return [i for i in usable if not any(dominates(points[j], points[i], modes) for j in usable if j != i)]

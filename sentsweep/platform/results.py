@@ -1,9 +1,7 @@
 """How the platform reads a trial's Tune results: the final report, a failure, a draining report, a metric.
 
-Every sub-package reads results the same way, so these readers live here, below all of them. A trial writes what
-they read (:mod:`sentsweep.trainables`): :data:`FINAL_KEY` on its last report, a failure's reason and kind
-(:mod:`sentsweep.trainables.method`, :mod:`sentsweep.trainables.infeasible`), a draining report
-(:mod:`sentsweep.trainables.stop_flag`) and its evaluation count (:mod:`sentsweep.trainables.loop`).
+Every sub-package reads results the same way, so these readers live below all of them; :mod:`sentsweep.trainables`
+writes what they read.
 """
 
 from __future__ import annotations
@@ -31,24 +29,21 @@ FINAL_KEY = "final"
 
 
 def is_final(result: dict[str, Any] | None) -> bool:
-    """Whether a (flattened) Tune result is a trial's final report."""
     return bool(result) and result.get(FINAL_KEY) == 1.0
 
 
 def is_failed(result: dict[str, Any] | None) -> bool:
-    """Whether a Tune result is the terminal report of a deterministic failure."""
+    """Whether a result is the terminal report of a deterministic failure."""
     return bool(result) and result.get(FAILED_KEY) == 1.0
 
 
 def infeasibility(result: dict[str, Any] | None) -> InfeasibleKind | None:
-    """Why a failed trial's settings are infeasible (``diverged``, ``out_of_memory``), or None: a failure to
-    tell Optuna as a constraint violation rather than FAIL (:mod:`sentsweep.platform.search.searcher`)."""
+    """Why a failed trial's settings are infeasible (``diverged``, ``out_of_memory``), or None."""
     kind = (result or {}).get(INFEASIBLE_KEY) if is_failed(result) else None
     return kind if kind in INFEASIBLE_KINDS else None
 
 
 def failure_reason(result: dict[str, Any] | None) -> str:
-    """The reason a deterministic failure reported (its exception type and message)."""
     return str((result or {}).get(FAILURE_REASON_KEY) or "failed")
 
 
@@ -56,15 +51,12 @@ _ITERATION = "training_iteration"
 
 
 def is_draining(result: Mapping[str, Any] | None) -> bool:
-    """Whether a (flattened) Tune result is a trial's draining report."""
     return bool(result) and result.get(DRAINING_KEY) == 1.0
 
 
 def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them
-    (:data:`~sentsweep.trainables.loop.EVALUATIONS_KEY`: from the state it restored). Tune's own count also counts
-    draining reports, and continues from the checkpoint its snapshot named when the trial resumed from an older
-    one or from scratch. The result itself when it carries no count (a report that is no evaluation)."""
+    """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them, from the
+    state it restored: Tune's own count also counts draining reports, and is off after a checkpoint fallback."""
     evaluations = result.get(EVALUATIONS_KEY)
     if evaluations is None or _ITERATION not in result:
         return result
@@ -72,26 +64,24 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def metric_value(result: Result, metric: str) -> float | None:
-    """The trial's last reported value of ``metric`` when finite."""
+    """The trial's last value of ``metric`` when finite."""
     value = (result.metrics or {}).get(metric)
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
-    """Trials without an error that reported ``metric``, best first: those that made their final report, then
-    the others (pruned by the scheduler), each group by the metric."""
+    """Trials without an error that reported ``metric``, best first: finished ones, then pruned ones."""
     ok = [r for r in results if r.error is None and metric_value(r, metric) is not None]
     sign = -1.0 if mode == "max" else 1.0
     return sorted(ok, key=lambda r: (not is_final(r.metrics), sign * (metric_value(r, metric) or 0.0)))
 
 
-#: Final figures recorded per seed (besides the sweep's metric): test suites and their averages, and SentEval's
-#: MRPC F1 and SICK-R Pearson / Spearman / MSE (``mrpc_f1``, ``sick_relatedness_*``).
+#: Final figures recorded per seed besides the sweep's metric (test suites, averages, SentEval's).
 FIGURE_SUFFIXES = ("_test", "_all", "_avg7", "_avg", "_acc", "_f1", "_pearson", "_spearman", "_mse")
 
 
 def is_reference(trial_config: Mapping[str, Any] | None, point: Mapping[str, Any] | None) -> bool:
-    """Whether a trial's settings hold every setting of the reference ``point`` (the space's first point)."""
+    """Whether a trial's settings hold every setting of the reference ``point``."""
     if not point or not trial_config:
         return False
     return all(k in trial_config and trial_config[k] == v for k, v in point.items())

@@ -1,7 +1,5 @@
-"""The one place an S3 client is built for a sweep folder on ``s3://`` (its Optuna journal, its driver lock).
-
-Credentials are the environment's (the ``AWS_*`` variables); the endpoint is the sweep's ``storage_endpoint_url``
-(else ``AWS_ENDPOINT_URL``). A custom endpoint (MinIO, moto, Ceph) gets path-style addressing.
+"""The one place an S3 client is built for a sweep folder on ``s3://``, with the environment's credentials; a
+custom endpoint (MinIO, moto) gets path-style addressing.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """A trial's training, dev and test data as MLflow dataset inputs (the UI's Dataset column).
 
-MLflow's convention: a run logs each dataset it used with ``log_inputs`` (``mlflow.log_input``), a dataset
-being a name, a digest and a source, tagged with its role (``mlflow.data.context``: ``training``,
-``validation``, ``test``). The data here are local files in the SentEval layout, so each dataset is a
-:class:`mlflow.data.meta_dataset.MetaDataset` whose source is the file (or folder) and whose digest is
-SHA-256 over the files' contents: two runs that trained on the same bytes show the same digest.
-
-:func:`trial_datasets` reads what a trial config names (``train_data``/``train_split`` or ``corpus``,
-``dev_data``, ``test_tasks``, and their row limits) through the data registry, inside the trial (which
-reports them as plain data); :func:`log_dataset_inputs` writes them on the run from the driver.
+Each dataset is a :class:`mlflow.data.meta_dataset.MetaDataset` whose source is the local file (or folder) and
+whose digest is SHA-256 over the files' contents, tagged with its role (``mlflow.data.context``). A trial reads
+what its config names (:func:`trial_datasets`) and reports it as plain data; the driver logs it
+(:func:`log_dataset_inputs`).
 """
 
 from __future__ import annotations
@@ -34,7 +29,7 @@ if TYPE_CHECKING:
 
 #: MLflow's dataset contexts (the values of the input tag ``mlflow.data.context``).
 TRAINING, VALIDATION, TEST = "training", "validation", "test"
-#: Digest length (hex), as MLflow's own digests are short.
+#: Digest length (hex), as MLflow's own are short.
 DIGEST_CHARS = 16
 
 
@@ -51,8 +46,8 @@ class DatasetRecord:
 
 def files_record(name: str, files: Sequence[Path], context: str, limit: int | None = None,
                  sample_seed: int | None = None) -> DatasetRecord:
-    """The record of ``files`` read as one dataset: cut to its first ``limit`` rows when given, or to ``limit`` rows
-    drawn with ``sample_seed`` when that is given too (a dev set: :func:`sentsweep.evaluation.sts.sampled_pairs`)."""
+    """The record of ``files`` read as one dataset: cut to its first ``limit`` rows, or to ``limit`` rows drawn with
+    ``sample_seed`` when that is given too."""
     sampled = limit is not None and sample_seed is not None
     digest = hashlib.sha256((f"{limit} seed {sample_seed}" if sampled else f"{limit}").encode())
     for path in files:
@@ -64,7 +59,7 @@ def files_record(name: str, files: Sequence[Path], context: str, limit: int | No
 
 
 def _limited(name: str, profile: dict[str, Any], limit: int | None, sample_seed: int | None) -> str:
-    """``name`` marked with how many rows were kept (``[100 sampled]``, ``[:100]``), noted in ``profile`` too."""
+    """``name`` marked with how many rows were kept (``[100 sampled]``, ``[:100]``), noted in ``profile``."""
     if limit is not None and sample_seed is not None:
         profile.update(sampled_rows=limit, sample_seed=sample_seed)
         return f"{name}[{limit} sampled]"
@@ -74,19 +69,12 @@ def _limited(name: str, profile: dict[str, Any], limit: int | None, sample_seed:
     return name
 
 
-def _registry_files(specs: Sequence[FileSpec], source: DataSource) -> list[Path]:
-    files: list[Path] = []
-    for name, split in specs:
-        info = REGISTRY[name]
-        for wanted in [split] if split else list(info.files):
-            files.extend(source.path(f) for f in info.files.get(wanted, ()))
-    return files
-
-
 def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, context: str,
                 limit: int | None = None, sample_seed: int | None = None) -> DatasetRecord | None:
-    """The record of registry files, None when any is absent (a task skipped for lack of data)."""
-    files = _registry_files(specs, source)
+    """The record of registry files (a split None: all of them), None when any is absent (a task skipped for lack
+    of data)."""
+    files = [source.path(f) for name, split in specs for wanted in ([split] if split else list(REGISTRY[name].files))
+             for f in REGISTRY[name].files.get(wanted, ())]
     if not files or not all(p.is_file() for p in files):
         return None
     return files_record(name, files, context, limit, sample_seed)
@@ -94,8 +82,8 @@ def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, contex
 
 def prepared_record(ref: str, context: str, limit: int | None = None,
                     sample_seed: int | None = None) -> DatasetRecord | None:
-    """The record of a dataset staged by ``sentsweep data prepare`` (``prepared:NAME``): its manifest's name and
-    digest (a SHA-256 over its files), its store as the source; None when it is not prepared."""
+    """The record of a ``prepared:NAME`` dataset: its manifest's name and digest, its store as the source; None when
+    it is not prepared."""
     from sentsweep.data.prepared import ref_store
     from sentsweep.data.staging import read_manifest
 
@@ -113,8 +101,8 @@ def prepared_record(ref: str, context: str, limit: int | None = None,
 
 
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The training data a config names: ``train_data`` + ``train_split`` (pairs; ``max_train_pairs`` of them, a
-    seeded sample) or ``corpus``; a ``prepared:NAME`` one by its manifest (:func:`prepared_record`)."""
+    """The training data a config names: ``train_data`` + ``train_split`` (``max_train_pairs`` of them, a seeded
+    sample) or ``corpus``."""
     train_data = getattr(config, "train_data", None)
     if train_data is not None and train_data.startswith(PREPARED_PREFIX):
         return prepared_record(train_data, TRAINING, getattr(config, "max_train_pairs", None), SAMPLE_SEED)
@@ -135,32 +123,26 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
     return files_record(path.name, [path], TRAINING, limit) if path.is_file() else None
 
 
-def _task_specs(task: str) -> list[FileSpec]:
-    """The registry files an STS task reads (a year's every subset: split None)."""
-    return [(name, None if split == "all" else split) for name, split in task_data_splits(task)]
-
-
-def _spec_name(spec: FileSpec) -> str:
-    """A dataset input's name: ``stsb/dev``, or ``sts12`` for every split."""
-    name, split = spec
-    return name if split is None else f"{name}/{split}"
+def _sts_records(task: str, source: DataSource, context: str, limit: int | None = None,
+                 sample_seed: int | None = None) -> list[DatasetRecord | None]:
+    """One record per registry set an STS task reads, named ``stsb/dev`` (``sts12`` for a year's every subset)."""
+    return [_registered(name if split == "all" else f"{name}/{split}", [(name, None if split == "all" else split)],
+                        source, context, limit, sample_seed) for name, split in task_data_splits(task)]
 
 
 def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The dev set of model selection (that of ``dev_data``: the config's ``dev_metric``, such as ``snli/dev`` for
-    ``nli_dev``; ``max_dev_pairs`` of its pairs, a seeded sample)."""
+    """The dev set of model selection (``max_dev_pairs`` of its pairs, a seeded sample)."""
     task = str(getattr(config, "dev_metric", ""))
     if task not in STS_TASK_SPLITS:
         return None
-    (spec,) = _task_specs(task)
-    return _registered(_spec_name(spec), [spec], source, VALIDATION, getattr(config, "max_dev_pairs", None),
-                       SAMPLE_SEED)
+    (record,) = _sts_records(task, source, VALIDATION, getattr(config, "max_dev_pairs", None), SAMPLE_SEED)
+    return record
 
 
 def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:
     """One record per test task that has its data (``sts`` and ``senteval`` groups expanded)."""
     sts, senteval, _ = split_tasks(tasks)
-    records = [_registered(_spec_name(spec), [spec], source, TEST) for task in sts for spec in _task_specs(task)]
+    records = [record for task in sts for record in _sts_records(task, source, TEST)]
     records += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
     return list({r.name: r for r in records if r is not None}.values())
 
@@ -180,30 +162,22 @@ def dataset_inputs(records: Sequence[DatasetRecord]) -> list[dict[str, Any]]:
 
 
 def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
-    """One MLflow dataset input per record (:func:`dataset_inputs`), tagged with its context.
-
-    MLflow stores a dataset once per experiment (by name and digest) and an input once per run, so logging the
-    same records again adds nothing.
-    """
+    """One MLflow dataset input per record, tagged with its context; logging the same records again adds nothing
+    (MLflow keeps a dataset once per experiment and an input once per run)."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import Dataset, DatasetInput, InputTag
     from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
     inputs = []
     for record in datasets:
-        meta = MetaDataset(_dataset_source(record["source"]), name=record["name"], digest=record["digest"])
-        fields = meta.to_dict()
+        with warnings.catch_warnings():  # MLflow registers the local source twice and warns that it is ambiguous
+            warnings.simplefilter("ignore")
+            found = resolve_dataset_source(record["source"])
+        fields = MetaDataset(found, name=record["name"], digest=record["digest"]).to_dict()
         entity = Dataset(fields["name"], fields["digest"], fields["source_type"], fields["source"],
                          fields.get("schema"), record.get("profile") or None)
         inputs.append(DatasetInput(entity, [InputTag(MLFLOW_DATASET_CONTEXT, record["context"])]))
     if inputs:
         client.log_inputs(run_id, datasets=inputs)
 
-
-def _dataset_source(location: str) -> Any:
-    """MLflow's dataset source for a location (a local path: ``LocalArtifactDatasetSource``; ``s3://``...)."""
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-
-    with warnings.catch_warnings():  # MLflow registers the local source twice and warns that it is ambiguous
-        warnings.simplefilter("ignore")
-        return resolve_dataset_source(location)

@@ -1,15 +1,9 @@
 """How a person sees a trial and its figures: its label, its run's name, its bookkeeping metrics, and UI links.
 
-- A trial's label is ``t03`` (the search) or ``c03`` (the confirmation stage): the trial's place in the order Tune
-  created the trials, from 1. Tables, plots, the log and the run's name use it; Tune's trial id stays on the run as
-  a tag for lookups.
-- A trial's run is named after its label and its searched values: ``t03 scale=22.4 lr=3.5e-05``.
-- Bookkeeping values of a report (the step, the epoch, seconds, GPUs, the final flag) go to MLflow under
-  :data:`SYS_PREFIX`, the prefix MLflow's UI shows on a run's "System metrics" tab beside the sampled CPU and GPU
-  figures, so that its "Model metrics" tab holds only the figures that matter.
-- MLflow 3's UI keeps a per-browser switch between its GenAI and model-training views (GenAI by default) and
-  follows a ``workflowType`` query parameter over it, so every link this project prints carries
-  ``workflowType=machine_learning``.
+A trial's label is ``t03`` (the search) or ``c03`` (the confirmation stage): its place in the order Tune created
+the trials. Its run is named after the label and its searched values: ``t03 scale=22.4 lr=3.5e-05``. Bookkeeping
+values go to MLflow under :data:`SYS_PREFIX`, which MLflow's UI shows on the "System metrics" tab. Links carry
+``workflowType=machine_learning``, which opens MLflow 3's UI on its model-training view rather than GenAI's.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-#: The prefix of a trial's bookkeeping metrics in MLflow (its UI charts them on a tab apart from the figures).
+#: The prefix of a trial's bookkeeping metrics in MLflow.
 SYS_PREFIX = "system/"
 #: Report keys that are bookkeeping, not figures of the training.
 BOOKKEEPING_KEYS = frozenset({"step", "epoch", "gpus", "final", "failed", "evaluations", "wall_seconds",
@@ -39,8 +33,8 @@ def tracked_key(key: str) -> str:
 
 
 def figure(value: Any, digits: int = 3) -> str:
-    """A value as a person reads it: a float from 1 to 100000 to at most two decimals (``81.85``, ``22.4``), any
-    other float to ``digits`` significant digits (``3.5e-05``, ``0.125``), anything else as ``str``."""
+    """A value as a person reads it: a float from 1 to 100000 to at most two decimals (``81.85``), any other float
+    to ``digits`` significant digits (``3.5e-05``), anything else as ``str``."""
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
         return str(value)
     if 1 <= abs(value) < 1e5:
@@ -61,8 +55,8 @@ def run_name(label: str | None, trial_id: str, values: Mapping[str, Any]) -> str
 
 
 def ui_link(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
-    """The MLflow UI page of an experiment (or of one of its runs) on its model-training view. For a tracking
-    server the full address; for a local store the part after the address ``mlflow ui`` prints."""
+    """The MLflow UI page of an experiment (or of one of its runs): the full address for a tracking server, else the
+    part after the address ``mlflow ui`` prints."""
     base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else ""
     page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
     return f"{base}/{page}?{TRAINING_VIEW}"

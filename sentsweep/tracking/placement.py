@@ -1,11 +1,5 @@
-"""Where Ray placed a trial: the MLflow tags ``node_ip``, ``node_id`` and ``gpu_ids`` of its child run.
-
-Read inside the trial from Ray's runtime context (``ray.get_runtime_context()``, ``ray.get_gpu_ids()``) as an
-attempt starts and reported with its first report (:mod:`sentsweep.trainables.run_record`), set again by every
-later attempt (a trial restored on another node shows where it ran
-last; ``sentsweep.attempt`` counts the attempts). ``gpu_ids`` are Ray's ids, which may be logical GPUs: a
-trial on a node without CUDA trains on the CPU whatever it was given (``gpu: 0.5`` on a test cluster).
-``sentsweep compare`` shows them (:mod:`sentsweep.platform.report.compare`).
+"""Where Ray placed a trial: the MLflow tags ``node_ip``, ``node_id`` and ``gpu_ids`` of its child run, read inside
+the trial as an attempt starts and reported with its first report. ``gpu_ids`` are Ray's ids, which may be logical.
 """
 
 from __future__ import annotations
@@ -13,12 +7,10 @@ from __future__ import annotations
 NODE_IP_TAG = "node_ip"
 NODE_ID_TAG = "node_id"
 GPU_IDS_TAG = "gpu_ids"
-PLACEMENT_TAGS = (NODE_IP_TAG, NODE_ID_TAG, GPU_IDS_TAG)
 
 
 def placement_tags() -> dict[str, str]:
-    """The placement of the calling Ray task or actor (``gpu_ids`` comma-separated, empty without a GPU); ``{}``
-    outside Ray and in a Ray driver (a process that called ``ray.init`` places nothing: it has no task id)."""
+    """The placement of the calling Ray task or actor; ``{}`` outside Ray and in a Ray driver (no task id)."""
     try:
         import ray
 

@@ -1,17 +1,9 @@
 """MLflow's own provenance conventions, filled so that its UI shows them without clicks.
 
-- The experiment is a model-training experiment: the experiment tag ``mlflow.experimentKind``
-  (``custom_model_development`` for training, ``genai_development`` for GenAI), which MLflow's API and its older
-  UIs read. :func:`mark_training_experiment` sets it on experiments that have no kind yet. MLflow 3.17's UI opens
-  every experiment on its GenAI overview unless its address asks for the training view: the links this project
-  prints do (:func:`sentsweep.tracking.names.ui_link`).
-- Runs carry ``mlflow.source.name``, ``mlflow.source.type`` and ``mlflow.source.git.commit`` (the UI's
-  Source column): :func:`source_tags`.
-- Each evaluation metric's protocol (:mod:`sentsweep.evaluation.metric_protocols`) goes on its run as a
-  compact tag ``sentsweep.protocol.<metric>`` and, in full, in the artifact ``protocols.json``:
-  :func:`protocol_record` describes them (a trial reports it with its results), :func:`log_protocols` writes it.
-
-Dataset inputs (the UI's Dataset column) are :mod:`sentsweep.tracking.datasets`'.
+- An experiment is tagged a model-training one (``mlflow.experimentKind``) unless it has a kind.
+- Runs carry ``mlflow.source.name``, ``mlflow.source.type`` and ``mlflow.source.git.commit`` (:func:`source_tags`).
+- Each metric's protocol goes on its run as a compact tag ``sentsweep.protocol.<metric>`` and, in full, in the
+  artifact ``protocols.json``: a trial reports :func:`protocol_record`, the driver writes it (:func:`log_protocols`).
 """
 
 from __future__ import annotations
@@ -20,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.code_version import git_commit
-from sentsweep.evaluation.metric_protocols import MetricProtocol, compact_id
+from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.tracking.vocabulary import GIT_TAG
 
 if TYPE_CHECKING:
@@ -37,8 +29,6 @@ LOCAL_SOURCE = "LOCAL"
 PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
 #: The run artifact holding every metric's full protocol: ``{metric: MetricProtocol.to_dict()}``.
 PROTOCOLS_ARTIFACT = "protocols.json"
-#: MLflow's limit on the tags of one ``log_batch``.
-MAX_TAGS_PER_BATCH = 100
 
 
 def experiment_tags() -> dict[str, str]:
@@ -64,11 +54,8 @@ def source_tags(name: str) -> dict[str, str]:
 
 def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "",
                     keys: Any = None) -> dict[str, dict[str, Any]]:
-    """``protocols`` as plain data: ``{metric: {"compact": line, "full": dict}}``.
-
-    ``prefix`` is put before each metric key (the sweep's ``final_`` figures); ``keys`` (when given) keeps
-    only the protocols of those metrics (the ones the run logged).
-    """
+    """``protocols`` as plain data: ``{prefix + metric: {"compact": line, "full": dict}}``, only those of ``keys``
+    when given."""
     return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())
             if keys is None or k in keys}
 
@@ -80,12 +67,6 @@ def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mappin
     if not record:
         return
     tags = [RunTag(f"{PROTOCOL_TAG_PREFIX}{k}", str(p.get("compact", ""))) for k, p in sorted(record.items())]
-    for start in range(0, len(tags), MAX_TAGS_PER_BATCH):
-        client.log_batch(run_id, tags=tags[start:start + MAX_TAGS_PER_BATCH])
+    client.log_batch(run_id, tags=tags)
     client.log_dict(run_id, {k: p.get("full", {}) for k, p in sorted(record.items())}, PROTOCOLS_ARTIFACT)
 
-
-def protocol_ids(tags: Mapping[str, str]) -> dict[str, str]:
-    """Metric key -> protocol id, from a run's tags (:func:`protocol_entries`' compact lines)."""
-    return {k.removeprefix(PROTOCOL_TAG_PREFIX): compact_id(v) for k, v in tags.items()
-            if k.startswith(PROTOCOL_TAG_PREFIX)}

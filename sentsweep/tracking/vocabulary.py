@@ -1,14 +1,11 @@
-"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load).
-
-Tags, statuses and the key of a trial's run record live here, below both :mod:`sentsweep.trainables` (a
-trial reports what its run needs) and :mod:`sentsweep.platform` (the driver writes every run), so neither
-imports the other for them. A sweep is a parent run; each trial is
-one child run carrying :data:`TRIAL_ID_TAG`, reattached to after a restore; a confirmation stage is one more child
-run (:data:`CONFIRMATION_ROLE`) whose children are its trials' runs.
+"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load): tags,
+statuses and the key of a trial's run record. A sweep is a parent run; each trial is one child run carrying
+:data:`TRIAL_ID_TAG`; a confirmation stage is one more child run whose children are its trials' runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -24,17 +21,12 @@ GIT_TAG = "mlflow.source.git.commit"
 TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
-#: The :data:`ROLE_TAG` of a sweep's confirmation run (a child of the sweep's run; the confirmation trials' runs are
-#: its children: :mod:`sentsweep.platform.driver.confirmation`).
+#: The :data:`ROLE_TAG` of a sweep's confirmation run.
 CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
-#: The attempt (a random token) that last opened or reattached to a trial's run: a retried create of the same
-#: attempt finds its own run instead of reattaching to it.
-TOKEN_TAG = "sentsweep.attempt_token"
 SWEEP_DIR_TAG = "sentsweep.sweep_dir"
-#: The trial's place in the order Tune created the trials (from 1): its label ``t03``
-#: (:mod:`sentsweep.tracking.names`).
+#: The trial's place in the order Tune created the trials (from 1).
 TRIAL_NUMBER_TAG = "sentsweep.trial_number"
 #: How a trial ended, in words MLflow's statuses lack: :data:`OUTCOMES`.
 OUTCOME_TAG = "sentsweep.outcome"
@@ -53,8 +45,7 @@ SPACE_TAG = "sentsweep.search_space"
 #: sweep's run: that trial's id.
 REFERENCE_TAG = "sentsweep.reference"
 REFERENCE_TRIAL_TAG = "sentsweep.reference_trial_id"
-#: The key of a trial's report that carries its run record: ``{"tags": {...}, "inputs": [...], "protocols":
-#: {metric: {"compact": ..., "full": {...}}}}`` (:mod:`sentsweep.platform.tracking.trial_runs` writes it to the run).
+#: The key of a trial's report that carries its run record: ``{"params", "tags", "inputs", "protocols"}``.
 RUN_RECORD_KEY = "sentsweep_run"
 #: The folder of a trial's outputs (history, final metrics, method extras) in its trial folder: its run's artifacts.
 OUTPUT_DIR = "output"
@@ -62,33 +53,33 @@ OUTPUT_DIR = "output"
 MAX_PARAM_LENGTH = 6000
 
 
-def trial_runs(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> list[Run]:
-    """The active child runs of ``trial_id`` under ``parent_run_id``, oldest first (start time, then run id: every
-    process agrees on which comes first, twins of one create included, whose start times are equal)."""
+def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
+                   trial_id: str) -> Run | None:
+    """The active child run of ``trial_id`` under ``parent_run_id``; of several, the oldest (start time, then run
+    id, so that every process agrees on which)."""
     query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
     if parent_run_id:
         query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
     runs = client.search_runs([experiment_id], filter_string=query, order_by=["attributes.start_time ASC"],
                               max_results=10)
-    return sorted(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id))
-
-
-def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
-                   trial_id: str) -> Run | None:
-    """The child run of ``trial_id`` under ``parent_run_id`` (the first of :func:`trial_runs`, should there be
-    several)."""
-    runs = trial_runs(client, experiment_id, parent_run_id, trial_id)
-    return runs[0] if runs else None
+    return min(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id), default=None)
 
 
 def run_outcome(run: Run) -> str:
-    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words (a run without the tag that was
-    KILLED was pruned, stopped or interrupted: ``pruned``)."""
+    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words (KILLED: ``pruned``)."""
     tag = run.data.tags.get(OUTCOME_TAG)
     if tag:
         return tag
     return {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}.get(
         run.info.status, run.info.status.lower())
+
+
+def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
+    """The ``params`` the run lacks: MLflow never changes a param."""
+    from mlflow.entities import Param
+
+    held = client.get_run(run_id).data.params
+    client.log_batch(run_id, params=[Param(k, param_value(v)) for k, v in params.items() if k not in held])
 
 
 def param_value(value: Any) -> str:

@@ -15,9 +15,8 @@ from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.s3 import s3_client
-from sentsweep.platform.search.journal_s3 import S3JournalBackend
 from sentsweep.platform.search.searcher import build_searcher
-from sentsweep.platform.search.study_store import JOURNAL_FILE, StudyStore, load_study
+from sentsweep.platform.search.study_store import JOURNAL_FILE, S3JournalBackend, StudyStore, load_study
 from tests.platform.conftest import BUCKET
 from tools.harness.processes import free_port
 from tools.harness.s3_server import DUMMY_KEYS

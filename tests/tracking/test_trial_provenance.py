@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.fs
 from mlflow import MlflowClient
 
-from sentsweep.evaluation.metric_protocols import MetricProtocol
+from sentsweep.evaluation.metric_protocols import MetricProtocol, compact_id
 from sentsweep.platform.tracking.parent_run import ensure_experiment
 from sentsweep.platform.tracking.trial_runs import TrialRuns, reconcile
 from sentsweep.tracking.provenance import (
@@ -21,7 +21,6 @@ from sentsweep.tracking.provenance import (
     SOURCE_NAME_TAG,
     SOURCE_TYPE_TAG,
     TRAINING_KIND,
-    protocol_ids,
 )
 from sentsweep.tracking.vocabulary import GIT_TAG
 from sentsweep.trainables.cosent import COSENT
@@ -85,7 +84,8 @@ def test_a_trials_reports_carry_its_source_datasets_and_protocols(tiny_bert_dir:
     assert len(by_context["test"].digest) == 16 and json.loads(by_context["test"].profile)["bytes"] > 0
 
     # every logged evaluation metric has its protocol, as a compact tag and in protocols.json
-    ids = protocol_ids(tags)
+    ids = {k.removeprefix(PROTOCOL_TAG_PREFIX): compact_id(v) for k, v in tags.items()
+           if k.startswith(PROTOCOL_TAG_PREFIX)}
     assert set(ids) == {"stsb_test", "stsb_dev"} and set(ids) <= set(final)
     stored = client.download_artifacts(run.info.run_id, PROTOCOLS_ARTIFACT)
     protocols = {k: MetricProtocol.from_dict(v) for k, v in json.loads(Path(stored).read_text()).items()}

@@ -1,21 +1,15 @@
 """When to stop searching: Optuna's terminator against the seed-to-seed noise (``stop_when: converged``).
 
-Optuna's terminator (``optuna.terminator``; Makarova et al. 2022, "Automatic Termination for Hyperparameter
-Optimization") ends a search once the improvement still possible is smaller than the error of the objective
-itself: ``Terminator.should_terminate`` is ``improvement < error``. Here the improvement is the regret bound of
-``RegretBoundEvaluator``: a Gaussian process fitted to the best half of the finished trials bounds how far the
-best value so far may lie below the optimum, ``max_x ucb(x) - max_t lcb(x_t)``. The error is the seed-to-seed
-standard deviation of the metric (``StaticErrorEvaluator(noise_sd)``): a configuration retrained with another seed
-moves by about that much, so a search that can gain less than it has nothing left to find that a rerun would not
-undo.
+Optuna's terminator (Makarova et al. 2022, "Automatic Termination for Hyperparameter Optimization") ends a search
+once ``improvement < error``. The improvement is the regret bound of ``RegretBoundEvaluator``: a Gaussian process
+fitted to the best finished trials bounds how far the best value may lie below the optimum,
+``max_x ucb(x) - max_t lcb(x_t)``. The error is the seed-to-seed standard deviation of the metric: a search that
+can gain less than that has nothing left to find that a rerun would not undo.
 
-The noise is ``convergence.noise_sd`` when the config gives it, or measured in the sweep: the first point (the
-paper's setting) is queued again with ``noise_seeds`` further seeds (:func:`replica_seeds`) right after it, and the
-standard deviation of the dev values of its runs at the last evaluation they all reached is the noise
-(:func:`measured_noise`; a replica the scheduler stopped still counts up to where it ran).
-
-:class:`ConvergenceCheck` is pure: it reads frozen trials, and its evaluator is injected (a fake in tests). The
-searcher asks it before each new trial and ends the search (``Searcher.FINISHED``) when it answers.
+The noise is ``convergence.noise_sd``, or measured: the first point is queued again with ``noise_seeds`` further
+seeds right after it, and the noise is the standard deviation of its runs' dev values at the last evaluation they
+all reached (:func:`measured_noise`). :class:`ConvergenceCheck` is pure: it reads frozen trials, and its evaluator
+is injected.
 """
 
 from __future__ import annotations
@@ -50,8 +44,8 @@ class ImprovementEvaluator(Protocol):
 
 @dataclass(frozen=True)
 class Converged:
-    """Why the search ended: at which trial (the number of trials started), over how many finished trials, the
-    regret bound and the noise at that moment, and where the noise came from (``measured`` or ``config``)."""
+    """Why the search ended: at which trial, over how many finished trials, the regret bound and the noise, and
+    where the noise came from (``measured`` or ``config``)."""
 
     trial: int
     finished: int
@@ -61,7 +55,6 @@ class Converged:
     evaluator: str
 
     def line(self) -> str:
-        """The line the driver prints."""
         return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < noise sd "
                 f"{self.noise_sd:.3g} ({self.noise_source}) over {self.finished} finished trials; no new trial "
                 "started, the running ones finish")
@@ -82,8 +75,7 @@ def replica_seeds(seed: int, count: int) -> list[int]:
 
 def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
                    seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``(params, user_attrs)`` of the noise replicas to queue after the first point: none when the config gives
-    ``noise_sd`` or there is no first point."""
+    """``(params, user_attrs)`` of the noise replicas to queue after the first point (none with ``noise_sd``)."""
     if not first_point or settings.noise_sd is not None:
         return []
     return [(dict(first_point), {NOISE_SEED_ATTR: s}) for s in replica_seeds(seed, settings.noise_seeds)]
@@ -102,9 +94,8 @@ def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
 
 
 def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
-    """The sample standard deviation of the first point's runs: the first trial whose params the replicas
-    (:data:`NOISE_SEED_ATTR`) share, and the replicas, each at the last evaluation all of them reached. None until
-    two of them have a value there."""
+    """The sample standard deviation of the first point's runs (the original and its replicas) at the last
+    evaluation all of them reached; None until two of them have a value there."""
     replicas = [t for t in trials if NOISE_SEED_ATTR in t.user_attrs]
     if not replicas:
         return None
@@ -119,8 +110,7 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
 
 
 def default_evaluator(seed: int) -> ImprovementEvaluator:
-    """Optuna's regret bound (``RegretBoundEvaluator``), seeded; it needs at least ``min_trials`` finished trials,
-    which :class:`ConvergenceCheck` enforces, so its own minimum is lowered to 1."""
+    """Optuna's ``RegretBoundEvaluator``, seeded; :class:`ConvergenceCheck` enforces ``min_trials`` itself."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         from optuna.terminator import RegretBoundEvaluator
@@ -130,8 +120,7 @@ def default_evaluator(seed: int) -> ImprovementEvaluator:
 
 class ConvergenceCheck:
     """Whether a search has converged: ``regret bound < noise sd`` over the finished, feasible trials, once at least
-    ``min_trials`` of them exist and the noise is known. ``evaluator`` (default :func:`default_evaluator`) computes
-    the regret bound."""
+    ``min_trials`` of them exist and the noise is known."""
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
                  evaluator: Callable[[], ImprovementEvaluator] | None = None) -> None:
@@ -141,9 +130,7 @@ class ConvergenceCheck:
         self.evaluator = evaluator
 
     def noise(self, trials: Sequence[FrozenTrial]) -> tuple[float, str] | None:
-        """The noise sd and its source: the config's ``noise_sd``, else :func:`measured_noise` (None until known).
-        A measured sd of 0 (identical runs: a deterministic trial) stays 0, so the search stops only once the regret
-        bound is 0 too."""
+        """The noise sd and its source (None until known); a measured 0 (a deterministic trial) stays 0."""
         if self.settings.noise_sd is not None:
             return self.settings.noise_sd, "config"
         measured = measured_noise(trials)
@@ -177,8 +164,8 @@ def converged_of(study: optuna.Study) -> Converged | None:
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
                        log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
                        stop_reason_tag: str) -> Converged | None:
-    """After the search: when the study converged, its line printed and its decision on the parent run (the
-    ``stop_reason_tag`` and ``sentsweep.converged.*`` tags, the ``converged_*`` metrics); the decision."""
+    """After the search: when the study converged, its line printed and its decision on the parent run as tags
+    and metrics; the decision."""
     decision = converged_of(study) if study is not None else None
     if decision is None:
         return None

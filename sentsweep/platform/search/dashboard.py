@@ -1,7 +1,5 @@
-"""``sentsweep dashboard SWEEP``: optuna-dashboard on the sweep's study, as its journal holds it (live while it runs).
-
-The dashboard reads the journal in the sweep folder (:mod:`.study_store`), local or on S3; no database is involved.
-It listens on loopback only, and :func:`guarded` makes it answer the user who started it alone.
+"""``sentsweep dashboard SWEEP``: optuna-dashboard on the sweep's journal, live while it runs, on loopback only and
+answering the user who started it alone (:func:`guarded`).
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from sentsweep.errors import ConfigError
 
 
 def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tuple[optuna.storages.BaseStorage, str]:
-    """The journal storage of an existing sweep folder and its study's name; a clear error when it has none."""
+    """The journal storage of an existing sweep folder and its study's name."""
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.location import locate
     from sentsweep.platform.search.study_store import StudyStore
@@ -26,10 +24,8 @@ def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tupl
 
 
 def dashboard_cookie(port: int) -> str:
-    """The name of the cookie a browser gets once it opened the dashboard's URL with its token (:func:`guarded`).
-
-    Browsers keep cookies per host, not per port: with one name for all, a second dashboard opened on another port
-    would overwrite the first one's token in the browser and lock it out."""
+    """The name of the token's cookie: one per port, since browsers keep cookies per host, and a second dashboard
+    would otherwise overwrite the first one's token."""
     return f"sentsweep-dashboard-{port}"
 
 
@@ -38,12 +34,10 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def guarded(app: Any, port: int, token: str) -> Any:
-    """``app`` (a WSGI application) answering only requests that name ``127.0.0.1:port`` or ``localhost:port`` as
-    their Host (a page elsewhere cannot reach it through DNS rebinding) and carry ``token``: in the query
-    (``?token=``, which then sets an HttpOnly, SameSite=Strict cookie) or in that cookie; a request that changes
-    something must come from the dashboard's own page (``Origin``, ``Sec-Fetch-Site``). optuna-dashboard's API
-    deletes studies and tells trials, without authentication of its own: without this, any user of the host (the
-    loopback port is theirs too) could, with the database login of whoever serves it."""
+    """``app`` (a WSGI application) answering only requests whose Host is ``127.0.0.1:port`` or ``localhost:port``
+    (no DNS rebinding) and that carry ``token``, in the query (which sets an HttpOnly, SameSite=Strict cookie) or
+    in that cookie; a change must come from the dashboard's own page. optuna-dashboard's API deletes studies and
+    tells trials without authentication of its own, and every user of the host can reach a loopback port."""
     import hmac
     import http.cookies
     from urllib.parse import parse_qs
@@ -53,10 +47,9 @@ def guarded(app: Any, port: int, token: str) -> Any:
     name = dashboard_cookie(port)
 
     def same_origin(environ: dict[str, Any]) -> bool:
-        """Whether a browser sent the request from the dashboard's own page. Browsers keep cookies per host, not per
-        port, so a page served on another loopback port gets this port's cookie sent with its requests too; it
-        cannot forge ``Origin`` or ``Sec-Fetch-Site``, which browsers put on every request that changes state.
-        A client that is no browser sends neither and must hold the token."""
+        """Whether a browser sent the request from the dashboard's own page: a page on another loopback port gets
+        this port's cookie too, but cannot forge ``Origin`` or ``Sec-Fetch-Site``. A client that is no browser
+        sends neither and must hold the token."""
         origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
         return (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
 
@@ -87,8 +80,8 @@ def guarded(app: Any, port: int, token: str) -> Any:
 
 def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1",
                      port: int = 8080) -> tuple[Any, str]:
-    """optuna-dashboard on ``storage`` (the sweep's journal) behind :func:`guarded`, listening on ``host:port``
-    (not yet serving), and the URL to open, with a token drawn for the session."""
+    """optuna-dashboard on ``storage`` behind :func:`guarded`, listening on ``host:port`` (not yet serving), and the
+    URL to open, with a token drawn for the session."""
     import secrets
     import socketserver
     from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server

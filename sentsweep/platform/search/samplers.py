@@ -1,20 +1,11 @@
 """The sweep's Optuna sampler, by ``searcher``: ``tpe`` (the default), ``gp``, ``random`` or ``grid``.
 
-Every choice runs inside the same :class:`~.searcher.PruningAwareOptunaSearch`, so each keeps what the searcher does
-around the sampler: the paper's defaults first (``Study.enqueue_trial``), pruned trials told PRUNED with their
-intermediate values, infeasible trials told with a constraint violation, warm start from an earlier sweep's trials,
-and resume from the sweep folder's journal. What each sampler makes of that:
-
-- ``tpe``: seeded multivariate TPE with constant liar (:func:`build_tpe`); it models pruned trials and constraints.
-- ``gp``: Optuna's ``GPSampler`` (a Gaussian process with log expected improvement), seeded, after the same random
-  start-up; it learns from finished trials only (a pruned trial teaches it nothing) and reads constraints.
-- ``random``: Optuna's ``RandomSampler``, seeded.
-- ``grid``: every combination of the space's categorical choices and ``grid_points`` values per numeric range (log
-  spaced on a log range, ends included: :func:`space_grid`), in a seeded order; the search ends once the grid is
-  done (:func:`grid_done`), whatever ``num_samples`` allows.
-
-OptunaHub's ``AutoSampler`` is not offered: the ``optunahub`` package installs from PyPI, but it downloads each
-sampler's code from GitHub when the sampler is loaded, and a sweep fetches nothing at run time.
+Each runs inside the same searcher, so each gets the paper's defaults first, pruned trials told PRUNED,
+infeasible trials told with a constraint violation, warm start and resume. ``tpe`` is seeded multivariate TPE with
+constant liar (:func:`build_tpe`); ``gp`` is Optuna's ``GPSampler`` after the same random start-up (it learns from
+finished trials only); ``grid`` is every combination of the space's choices and ``grid_points`` values per range
+(:func:`space_grid`), after which the search ends. OptunaHub's ``AutoSampler`` is not offered: it downloads its
+code when loaded, and a sweep fetches nothing at run time.
 """
 
 from __future__ import annotations
@@ -36,8 +27,6 @@ from sentsweep.trainables.report_keys import INFEASIBLE_KINDS
 
 #: How many times the space is run on a throwaway study to find every parameter it may suggest (its branches).
 SPACE_DRAWS = 64
-
-
 #: TPE's random start-up when a sweep sets no ``startup_trials``: Optuna's own default, read from its signature.
 OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).parameters["n_startup_trials"].default
 
@@ -61,24 +50,17 @@ TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamm
 
 
 def build_tpe(config: SweepConfig) -> optuna.samplers.TPESampler:
-    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` (default
-    :data:`OPTUNA_STARTUP_TRIALS`) *finished* trials, whatever the concurrency; its good group is ``tpe_gamma``'s
-    (:data:`TPE_GAMMAS`).
+    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` *finished* trials, whatever
+    the concurrency; its good group is ``tpe_gamma``'s (:data:`TPE_GAMMAS`).
 
     Why Hyperopt's split by default: replayed against the recorded CoSENT tables (``bench/search_table.py replay``,
-    100 seeds, TPE + ASHA with the paper's defaults first), the good group of ``ceil(0.25 sqrt(n))`` trials reached
-    the target in 77% of the seeds on the 100-step table and 53% on the 30-step one, against 50% and 41% with
-    Optuna's ``ceil(0.1 n)`` (README, "Does the search pay?"). Optuna deprecated the ``gamma`` argument in 4.9 (to be
-    removed in 6.0): the pinned 5.x keeps it.
+    100 seeds), ``ceil(0.25 sqrt(n))`` reached the target in 77% of the seeds on the 100-step table and 53% on the
+    30-step one, against 50% and 41% with Optuna's ``ceil(0.1 n)``. Optuna deprecated ``gamma`` in 4.9; 5.x keeps it.
 
-    The choice under concurrency: Optuna's start-up counts finished trials (COMPLETE or PRUNED), not suggestions,
-    and it stays so. A running trial is no observation: constant liar only keeps later suggestions away from it.
-    So with ``max_concurrent_trials`` c, the first c suggestions are all random (no trial has finished when they
-    are made), and TPE makes its first suggestion once ``startup_trials`` trials have finished: up to
-    ``startup_trials + c - 1`` searched suggestions are random (:func:`random_suggestions`), 25 of a 500-trial
-    sweep at the default and 16 concurrent. Counting suggestions instead (a start-up lowered by
-    c - 1) would have TPE split one or two observations into its good and bad groups among up to c - 1 lies, i.e.
-    exploit at random; a sweep that wants TPE sooner lowers ``startup_trials`` itself, knowing that."""
+    Why finished trials: a running trial is no observation, and constant liar only keeps suggestions away from it.
+    With ``max_concurrent_trials`` c, up to ``startup_trials + c - 1`` suggestions are random
+    (:func:`random_suggestions`). Counting suggestions instead would have TPE split one or two observations among
+    up to c - 1 lies, i.e. exploit at random; a sweep that wants TPE sooner lowers ``startup_trials``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*`gamma`.*", category=FutureWarning)  # deprecated in 4.9, kept
@@ -89,12 +71,10 @@ def build_tpe(config: SweepConfig) -> optuna.samplers.TPESampler:
 
 
 def random_suggestions(config: SweepConfig) -> tuple[int, int]:
-    """The fewest and the most searched suggestions of a sweep that are random before TPE models the space
-    (:func:`build_tpe`), capped at ``num_samples``; the space's first points come on top, as given.
-
-    The first ``max_concurrent_trials`` suggestions are made together (Tune fills every free slot at the start),
-    so the fewest is the larger of the start-up and the concurrency, reached when the first trials end together;
-    the most, ``startup + concurrency - 1``, when they end one at a time, each freeing the slot of the next."""
+    """The fewest and the most searched suggestions that are random before TPE models the space, capped at
+    ``num_samples``: the first ``max_concurrent_trials`` suggestions are made together, so the fewest is the larger
+    of the start-up and the concurrency (the first trials end together), the most ``startup + concurrency - 1``
+    (they end one at a time)."""
     startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
     concurrency = config.max_concurrent_trials or config.num_samples
     return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
@@ -102,8 +82,7 @@ def random_suggestions(config: SweepConfig) -> tuple[int, int]:
 
 def build_sampler(config: SweepConfig, define_by_run: Callable[[optuna.Trial], Any] | None = None
                   ) -> optuna.samplers.BaseSampler:
-    """The sampler ``config.searcher`` names, seeded with ``config.seed``; ``grid`` needs the space
-    (``define_by_run``)."""
+    """The sampler ``config.searcher`` names, seeded; ``grid`` needs the space (``define_by_run``)."""
     startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -134,8 +113,8 @@ def grid_done(sampler: optuna.samplers.BaseSampler, study: optuna.Study) -> bool
 
 def space_distributions(define_by_run: Callable[[optuna.Trial], Any],
                         draws: int = SPACE_DRAWS) -> dict[str, BaseDistribution]:
-    """Every parameter a define-by-run space may suggest, with its distribution (read by running it ``draws``
-    times on a throwaway in-memory study, so that each branch shows its parameters)."""
+    """Every parameter a define-by-run space may suggest, with its distribution (it runs ``draws`` times on a
+    throwaway study, so that each branch shows its parameters)."""
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     found: dict[str, BaseDistribution] = {}
     for _ in range(draws):
@@ -170,15 +149,10 @@ def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dic
     return grid
 
 
-def grid_size(grid: dict[str, list[Any]]) -> int:
-    """The number of points of a grid."""
-    return math.prod(len(values) for values in grid.values())
-
-
 def uniform_constraint_keys(sampler: optuna.samplers.BaseSampler) -> tuple[str, ...]:
-    """The constraint keys every finished trial must carry for ``sampler``: Optuna's ``GPSampler`` refuses a study
-    whose finished trials carry different keys, so under it each COMPLETE trial carries every infeasibility kind
-    (0: satisfied); the other samplers read a missing key as satisfied and get none."""
+    """The constraint keys every finished trial must carry for ``sampler``: Optuna's ``GPSampler`` refuses trials
+    with different keys, so each COMPLETE trial carries every infeasibility kind (0: satisfied); other samplers
+    read a missing key as satisfied."""
     return INFEASIBLE_KINDS if isinstance(sampler, optuna.samplers.GPSampler) else ()
 
 

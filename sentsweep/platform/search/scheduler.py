@@ -1,13 +1,4 @@
-"""The scheduler of a sweep: ASHA that lets each trial reach its own end, and never stops the reference trial.
-
-:class:`FinalAwareASHA` is Ray's ASHA with two changes. Its ``max_t`` only places the rungs: a trial ends at its own
-step budget, so it makes its final report (test metrics, ``final: 1.0``). And the reference trial, the paper's
-setting of a sweep that sets ``reference`` (:class:`~sentsweep.platform.config.ReferenceConfig`), is never stopped:
-its value still enters each rung it reaches, so the other trials' cut-offs count it, but the decision for it is
-always CONTINUE. Without that a paper config could end with no test figure for the paper's own setting.
-
-A trial is the reference trial when its settings hold the space's first point (:func:`is_reference`): the searcher
-asks for that point first, and Tune's trial config carries the sampled settings as they are.
+"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the reference trial, or FIFO.
 """
 
 from __future__ import annotations
@@ -22,13 +13,11 @@ from sentsweep.platform.results import evaluation_result, is_draining, is_final,
 
 
 class FinalAwareASHA(ASHAScheduler):
-    """ASHA whose ``max_t`` only places the rungs: a trial ends at its own step budget; the trial holding
-    ``reference`` (the paper's setting) is never stopped.
-
-    Ray's ASHA stops every trial at ``max_t``; ours would then miss their final report (test metrics,
-    ``final: 1.0``) and count as pruned. The final report itself is never a reason to stop either, nor a draining
-    report (a stopping sweep's checkpoint, :mod:`sentsweep.platform.driver.drain`); rungs count evaluations.
-    """
+    """Ray's ASHA, with two changes. ``max_t`` only places the rungs: a trial ends at its own step budget and makes
+    its final report (Ray's ASHA stops it at ``max_t``, without test metrics). The reference trial (holding
+    ``reference``, the space's first point) enters each rung it reaches but is never stopped, so a paper config
+    always ends with the paper's own figures. Neither a final nor a draining report is a reason to stop; rungs
+    count evaluations."""
 
     def __init__(self, reference: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)
@@ -44,8 +33,8 @@ class FinalAwareASHA(ASHAScheduler):
 
 
 def build_scheduler(config: SweepConfig, reference: Mapping[str, Any] | None = None) -> TrialScheduler:
-    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO (no early stopping); ``reference``: the
-    point whose trial ASHA never stops (the space's first point, when the sweep sets ``reference``)."""
+    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO; ``reference``: the point whose trial ASHA
+    never stops."""
     s = config.scheduler
     if s.type == "fifo":
         return FIFOScheduler()

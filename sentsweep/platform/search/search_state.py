@@ -1,17 +1,9 @@
 """Whether a sweep's search is over: ``search.json`` in the sweep folder, so that a resume does not fit it again.
 
-Tune's ``fit`` returning (not stopped by a signal) ends the search; what follows (the confirmation stage, finalize:
-evaluation, export, registration) may still crash. A resume of such a sweep must read the search's results back
-(``Tuner.get_results``) rather than fit the restored Tuner again, which would train the errored trials once more
-and could change the winner after it was registered. :func:`mark_search_over` records the end, with the settings
-that bound the search (``num_samples``, ``time_budget_s``, ``budget``); :func:`search_results` reads the results
-back when the mark holds the sweep's current bounds, or when the confirmation stage began (its own
-``confirmation.json``). A resume that changes a bound (``--allow-change num_samples`` or ``budget``: more trials,
-a lifted stop) asks for more search, and fits again.
-
-The mark is read as the sweep folder's other state (:meth:`SweepLocation.read_optional
-<sentsweep.platform.location.SweepLocation.read_optional>`): absent only when the file is missing; a storage that
-does not answer stops the resume (:class:`~sentsweep.errors.StorageError`) instead of fitting again.
+After ``fit`` returned, the confirmation stage and finalize may still crash. A resume must then read the search's
+results back (``Tuner.get_results``): fitting the restored Tuner again would train the errored trials once more and
+could change a registered winner. The mark records the bounds of the search (``num_samples``, ``time_budget_s``,
+``budget``); a resume that changes one asks for more search, and fits again.
 """
 
 from __future__ import annotations
@@ -44,7 +36,7 @@ def mark_search_over(location: SweepLocation, config: SweepConfig) -> None:
 
 
 def read_mark(location: SweepLocation) -> dict[str, Any] | None:
-    """The sweep folder's mark (None when the search has not ended); an unreadable one is a :class:`ConfigError`."""
+    """The sweep folder's mark (None when the search has not ended)."""
     return location.read_json_object(SEARCH_FILE, "whether the search is over")
 
 
@@ -55,9 +47,8 @@ def search_over(location: SweepLocation, config: SweepConfig) -> bool:
 
 
 def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False) -> ResultGrid:
-    """The search's results: read back without fitting when the search is over (:func:`search_over`) or the
-    confirmation stage began; otherwise the Tuner fitted. A ``fresh`` sweep (a new folder, not a resume) always
-    fits: a state file found in its folder was planted there, never written by it."""
+    """The search's results: read back when the search is over or the confirmation stage began, else fitted. A
+    ``fresh`` sweep always fits: a state file in its new folder was planted there."""
     if not fresh and (read_state(location) is not None or search_over(location, config)):
         return tuner.get_results()
     return tuner.fit()

@@ -1,26 +1,16 @@
-"""The searcher of a sweep: an Optuna sampler (:mod:`.samplers`; seeded multivariate TPE by default) on the sweep
-folder's study; its scheduler is in :mod:`.scheduler`.
+"""The sweep's searcher: a Ray Tune ``Searcher`` on Optuna's ask-and-tell API, its study in the sweep folder's
+journal (:mod:`.study_store`), its sampler from :mod:`.samplers`.
 
-:class:`PruningAwareOptunaSearch` is a Ray Tune ``Searcher`` on Optuna's public ask-and-tell API, its study in the
-sweep folder's journal (:mod:`.study_store`). It tells Optuna the truth about how a trial ended: COMPLETE only when
-its trainable made its final report (``final: 1.0``, see :func:`sentsweep.trainables.method.run_trial`); one the
-scheduler stopped before that is PRUNED (its intermediate values stay in the study, where TPE uses them as it does
-for pruned trials), a crashed one is FAIL, and one whose final value is NaN is FAIL too. (Ray's own ``OptunaSearch``
-tells a stopped trial COMPLETE with its last intermediate value, and leaves a NaN one RUNNING.)
+It tells Optuna how a trial ended: COMPLETE only when the trainable made its final report (``final: 1.0``); one the
+scheduler stopped before that is PRUNED (TPE uses its intermediate values), a crashed one or one whose final value
+is NaN is FAIL. (Ray's own ``OptunaSearch`` tells a stopped trial COMPLETE with its last value, and leaves a NaN
+one RUNNING.) A trial whose settings are infeasible (it diverged or ran out of memory) is not a FAIL, which TPE
+ignores and so keeps proposing: it is COMPLETE with a constraint violation (``Trial.set_constraint``), which puts
+it in TPE's "bad" group and out of ``Study.best_trial``.
 
-A trial whose settings are infeasible (it diverged or ran out of memory: :mod:`sentsweep.trainables.infeasible`)
-is not a FAIL, which TPE ignores and so keeps proposing the same divergent learning rates: it is told as COMPLETE
-with a constraint violation (Optuna's ``Trial.set_constraint``, key ``diverged`` or ``out_of_memory``, value 1).
-TPE puts infeasible trials in its "bad" group by their violation, whatever their value, and ``Study.best_trial``
-skips them; the value they carry (:func:`infeasible_value`: the worst value the study has seen) only keeps the
-optimisation-history plot on its scale.
-
-A multi-objective sweep (``objectives:``, :mod:`.objectives`) gets a study with one direction per objective, told every
-objective of a finished trial (costs derived from its report); the same TPE sampler handles it (Optuna's TPE is
-multi-objective), with constant liar, constraints and warm start (from a sweep with the same directions) as for one
-metric. Tune, ASHA and Tune's concurrency limiter see the searcher as single-objective on the first
-objective (which every report carries); Optuna keeps no intermediate values for several objectives, so a pruned trial
-is PRUNED without them. A further dev metric is told at the trial's selected report (:func:`.objectives.select_report`).
+A multi-objective sweep gets one direction per objective and tells every objective of a finished trial; Tune and
+ASHA see the first objective only. Optuna keeps no intermediate values for several objectives, so a further dev
+metric is told at the trial's selected report (:func:`~sentsweep.platform.objectives.select_report`).
 """
 
 from __future__ import annotations
@@ -69,25 +59,19 @@ LOST_REASON = "lost with the driver: not in the experiment state the sweep resum
 
 
 class PruningAwareOptunaSearch(Searcher):
-    """Ray Tune's searcher over an Optuna study kept in the sweep folder's journal (:mod:`.study_store`).
-
-    It asks Optuna for each Tune trial (the Optuna trial carries the Tune trial's id, :data:`TUNE_TRIAL_ATTR`),
-    reports each evaluation, and tells each end: scheduler-stopped trials PRUNED, NaN results FAIL, infeasible ones
-    COMPLETE with a constraint violation; a stopping sweep's draining reports are skipped
-    (:mod:`sentsweep.platform.driver.drain`). What it pickles is where the study is, never the study: a restored
-    searcher
-    reads the journal, the study's only record, and knows again which Optuna trial each Tune trial is."""
+    """Ray Tune's searcher over an Optuna study in the sweep folder's journal. Each Optuna trial carries its Tune
+    trial's id (:data:`TUNE_TRIAL_ATTR`); a stopping sweep's draining reports are skipped. It pickles where the
+    study is, never the study: a restored searcher reads the journal again."""
 
     def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
                  sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
                  points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
                  history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
                  convergence: ConvergenceCheck | None = None) -> None:
-        """A new study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials)
-        and ``points`` queued first, the noise ``replicas`` (``(params, user_attrs)``: the first point again with
-        further seeds, :mod:`.convergence`) right after the first of them. With two or more ``objectives`` the study
-        gets their directions; ``metric`` and ``mode`` are then the first objective's, which is all Tune sees of the
-        searcher. ``convergence``: ends the search once it answers (``stop_when: converged``)."""
+        """A study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials) and
+        ``points`` queued first, the noise ``replicas`` (``(params, user_attrs)``) right after the first of them.
+        With two or more ``objectives`` the study gets their directions, and Tune sees the first one. ``convergence``
+        ends the search once it answers."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
@@ -107,21 +91,19 @@ class PruningAwareOptunaSearch(Searcher):
             for params, attrs in replicas if i == 0 else ():
                 self.study.enqueue_trial(params, user_attrs=attrs)
 
-    def _forget(self) -> None:
+    def _forget(self, selected: dict[str, Any] | None = None) -> None:
         self._study: optuna.Study | None = None
         self._storage: optuna.storages.BaseStorage | None = None
         self._trials: dict[str, optuna.Trial] = {}  # Tune trial id -> its running Optuna trial
         self._told: set[str] = set()  # Tune trials whose end Optuna was told
-        self._selected: dict[str, Any] = {}  # Tune trial id -> its selected report (multi-objective)
+        self._selected: dict[str, Any] = dict(selected or {})  # Tune trial id -> its selected report
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_study", "_storage", "_trials", "_told")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        selected = state.get("_selected", {})
-        self._forget()
-        self._selected = selected
+        self._forget(state.get("_selected"))
 
     @property
     def study(self) -> optuna.Study:
@@ -141,9 +123,8 @@ class PruningAwareOptunaSearch(Searcher):
             self._storage.get_study_id_from_name(self.study_name), number)
 
     def _adopt_journal(self) -> None:
-        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it. A study
-        that holds Tune's trials already is a resumed one: the sampler, restored as it was when the sweep began, gets
-        fresh random numbers (``BaseSampler.reseed_rng``), else its random start-up would propose its first points
+        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it. A resumed
+        study's sampler gets fresh random numbers (``reseed_rng``), else its start-up would propose its first points
         again."""
         trials = self._study.get_trials(deepcopy=False)
         if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
@@ -172,8 +153,8 @@ class PruningAwareOptunaSearch(Searcher):
         return {**trial.params, **extra}
 
     def search_ended(self) -> bool:
-        """Whether no new trial should start: a grid sampler's grid is done, or the search converged (decided once,
-        kept in the study's user attributes, so a resumed searcher reads it back)."""
+        """Whether no new trial should start: the grid is done, or the search converged (decided once, kept in the
+        study's user attributes)."""
         study = self.study
         if grid_done(self.sampler, study):
             return True
@@ -198,11 +179,7 @@ class PruningAwareOptunaSearch(Searcher):
         if is_draining(result) or trial_id not in self._trials or trial_id in self._told:
             return
         if not self.objectives:
-            value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
-            if value is not None and step is not None:
-                with warnings.catch_warnings():  # a step reported again (a trial resumed from a checkpoint): ignored
-                    warnings.simplefilter("ignore")
-                    self._trials[trial_id].report(float(value), int(step))
+            self._report(trial_id, result)
         elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
             self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
@@ -225,7 +202,8 @@ class PruningAwareOptunaSearch(Searcher):
                 state, value = TrialState.COMPLETE, infeasible_value(self.study)
         elif not is_final(result):
             state, value = TrialState.PRUNED, None
-            self._report_last(trial_id, result)
+            if not self.objectives:  # Ray withholds the result that made the scheduler stop a trial
+                self._report(trial_id, result, finite=True)
         else:
             values = objective_values(result, self.objectives, self._selected.pop(trial_id, None)) \
                 if self.objectives else [value]
@@ -238,22 +216,19 @@ class PruningAwareOptunaSearch(Searcher):
         self.study.tell(ot_trial, value, state=state)
         self._told.add(trial_id)
 
-    def _report_last(self, trial_id: str, result: dict) -> None:
-        """Ray withholds the result that made the scheduler stop a trial; Optuna should see it (one objective only:
-        Optuna keeps no intermediate values for several)."""
-        if self.objectives:
-            return
+    def _report(self, trial_id: str, result: dict, *, finite: bool = False) -> None:
+        """The trial's value at this evaluation (one objective only: Optuna keeps no intermediate values for several);
+        ``finite``: a NaN is not reported."""
         value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
-        if value is None or step is None or not math.isfinite(float(value)):
+        if value is None or step is None or (finite and not math.isfinite(float(value))):
             return
-        with warnings.catch_warnings():  # Optuna ignores (and warns about) a step reported twice
+        with warnings.catch_warnings():  # a step reported again (a trial resumed from a checkpoint): ignored
             warnings.simplefilter("ignore")
             self._trials[trial_id].report(float(value), int(step))
 
     def forget_lost(self, restored: set[str]) -> int:
-        """Tell FAIL each running Optuna trial whose Tune trial is not among ``restored`` (the trials Tune resumes):
-        it was lost with the driver; a point to evaluate first that no other trial holds is queued again. How
-        many were lost."""
+        """Tell FAIL each running Optuna trial whose Tune trial is not among ``restored`` (lost with the driver), and
+        queue again the first points no other trial holds; how many were lost."""
         lost = [(tune_id, number) for tune_id, number in self.running().items() if tune_id not in restored]
         study = self.study
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):  # asked, not yet a Tune trial
@@ -271,17 +246,14 @@ class PruningAwareOptunaSearch(Searcher):
         return len(lost)
 
     def save(self, checkpoint_path: str) -> None:
-        """Tune's searcher state, as JSON: the reports selected so far (multi-objective); the study is in the journal,
-        the rest of the searcher in the Tuner Tune saved when the sweep began."""
+        """Tune's searcher state, as JSON: the reports selected so far (multi-objective); the study is in the
+        journal."""
         with open(checkpoint_path, "w", encoding="utf-8") as out:
             json.dump({"selected": self._selected}, out, default=_plain)
 
     def restore(self, checkpoint_path: str) -> None:
-        """The searcher as :meth:`save` left it; its study is read again from the journal."""
         with open(checkpoint_path, encoding="utf-8") as saved:
-            selected = dict(json.load(saved).get("selected") or {})
-        self._forget()
-        self._selected = selected
+            self._forget(json.load(saved).get("selected"))
 
 
 def _plain(value: Any) -> Any:
@@ -293,9 +265,8 @@ def _plain(value: Any) -> Any:
 
 
 def infeasible_value(study: optuna.Study) -> float | list[float]:
-    """The value an infeasible trial is told with: the worst value the study has seen (a finished trial's or a
-    report's), 0.0 before any; never the best, since Optuna ranks infeasible trials by their violation. A
-    multi-objective study gets the worst of each objective over its feasible finished trials."""
+    """The value an infeasible trial is told with: the worst value the study has seen (of each objective), 0.0
+    before any. It only keeps the history plot on its scale: Optuna ranks infeasible trials by their violation."""
     feasible = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
                 if is_feasible(t)]
     worst = []
@@ -308,16 +279,12 @@ def infeasible_value(study: optuna.Study) -> float | list[float]:
     return worst if len(worst) > 1 else worst[0]
 
 
-
-
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
                    points: list[dict[str, Any]] | None, *, store: StudyStore | None = None, study_name: str = "",
                    history: Sequence[FrozenTrial] = ()) -> PruningAwareOptunaSearch:
-    """The sweep's sampler (:func:`.samplers.build_sampler`) over a define-by-run space, its study in ``store`` (the
-    sweep folder's journal; None: in memory); ``points`` go first, in order (the paper's setting, then any preset
-    points of the space), except those ``history`` (an earlier sweep's trials: :mod:`.warm_start`) holds already; the
-    study starts with ``history``. With ``stop_when: converged`` the first point's noise replicas follow it and the
-    search ends when :class:`.convergence.ConvergenceCheck` answers."""
+    """The sweep's searcher over a define-by-run space, its study in ``store`` (None: in memory), starting with
+    ``history`` (a warm start's trials); ``points`` go first, in order, except those ``history`` holds. With
+    ``stop_when: converged`` the first point's noise replicas follow it."""
     told = {len(t.values) for t in history if t.values is not None}
     if told - {len(config.modes)}:
         raise ConfigError(f"the earlier sweep's trials carry {max(told)} objective value(s), this sweep has "

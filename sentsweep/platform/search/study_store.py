@@ -1,30 +1,29 @@
-"""The sweep's Optuna study: one journal in the sweep folder, written as the searcher works.
+"""The sweep's Optuna study: one journal in the sweep folder (Optuna's ``JournalStorage``), written as the searcher
+works. It is the study's only record: a resumed searcher continues from it, a warm start and the plots read it,
+``sentsweep dashboard`` serves it. In a local folder it is the file :data:`JOURNAL_FILE`; on ``s3://`` the objects
+under that name (:class:`S3JournalBackend`). The journal holds JSON only: reading it runs no code.
 
-The searcher (:mod:`.searcher`) keeps its study in Optuna's :class:`~optuna.storages.JournalStorage`, and every
-``ask``, report and ``tell`` is appended there as it happens. That journal is the study's only record:
-
-- a resumed sweep's searcher continues from it (:meth:`StudyStore.open`), not from a pickled copy;
-- a warm start reads another sweep's journal (:func:`load_study`, then ``Study.add_trials``: :mod:`.warm_start`);
-- ``sentsweep dashboard`` serves it with optuna-dashboard, live while the sweep runs (:mod:`.dashboard`);
-- the plots and the final report read it (:meth:`SweepLocation.load_study
-  <sentsweep.platform.location.SweepLocation.load_study>`).
-
-In a local sweep folder the journal is the file :data:`JOURNAL_FILE` (Optuna's
-:class:`~optuna.storages.journal.JournalFileBackend`); on ``s3://`` it is the objects under :data:`JOURNAL_FILE`
-in the bucket (:class:`~.journal_s3.S3JournalBackend`, conditional writes). The journal holds JSON only: reading it
-runs no code from the folder.
+On S3 each append is one object, ``<prefix>/<batch number, 12 digits>.jsonl``, written with a conditional PUT
+(``If-None-Match: *``): of two writers that take the same number, S3 accepts one and refuses the other (412), which
+reads what it missed and takes the next number. Readers list the objects after the last one they read. A bucket
+that does not answer is a :class:`~sentsweep.errors.StorageError` naming the journal.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import optuna
+from optuna.storages.journal import BaseJournalBackend
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, StorageError
 
 #: The study's journal in the sweep folder (a file; on S3, a folder of numbered objects).
 JOURNAL_FILE = "optuna_journal.log"
@@ -32,20 +31,17 @@ JOURNAL_FILE = "optuna_journal.log"
 
 @dataclass(frozen=True)
 class StudyStore:
-    """Where a sweep folder's journal is: the folder's URI and the S3 endpoint (None: AWS, or a local folder).
-    Pickled with the searcher in place of the study."""
+    """Where a sweep folder's journal is: the folder's URI and the S3 endpoint (None: AWS, or a local folder)."""
 
     uri: str
     endpoint_url: str | None = None
 
     @property
     def journal_uri(self) -> str:
-        """How users name the journal (in messages)."""
         return posixpath.join(self.uri, JOURNAL_FILE)
 
     def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage:
-        """Optuna's journal storage on the sweep folder; ``create=False`` refuses a folder without a journal
-        (a :class:`ConfigError` naming it) instead of starting an empty one there."""
+        """Optuna's journal storage on the sweep folder; ``create=False`` refuses a folder without a journal."""
         if "://" not in self.uri:
             path = Path(self.uri) / JOURNAL_FILE
             if not create and not path.is_file():
@@ -57,7 +53,6 @@ class StudyStore:
             raise ConfigError(f"a sweep folder on {parsed.scheme}:// cannot hold the Optuna study: use a local "
                               "folder or s3://", field="storage_path")
         from sentsweep.platform.s3 import s3_client
-        from sentsweep.platform.search.journal_s3 import S3JournalBackend
 
         backend = S3JournalBackend(parsed.netloc, posixpath.join(parsed.path.lstrip("/"), JOURNAL_FILE),
                                    s3_client(self.endpoint_url))
@@ -65,11 +60,6 @@ class StudyStore:
             raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)",
                               file=self.journal_uri)
         return optuna.storages.JournalStorage(backend)
-
-    def open(self, study_name: str, directions: list[str], sampler: optuna.samplers.BaseSampler) -> optuna.Study:
-        """The sweep's study, created on first use, else continued as the journal holds it."""
-        return optuna.create_study(storage=self.storage(), study_name=study_name, directions=directions,
-                                   sampler=sampler, pruner=optuna.pruners.NopPruner(), load_if_exists=True)
 
 
 def load_study(store: StudyStore) -> optuna.Study | None:
@@ -85,3 +75,80 @@ def load_study(store: StudyStore) -> optuna.Study | None:
     except ValueError:
         raise ConfigError("the journal does not hold exactly one study", file=store.journal_uri) from None
     return optuna.load_study(study_name=summary.study_name, storage=storage)
+
+
+T = TypeVar("T")
+
+#: The digits of a batch's number in its object name (names sort as numbers).
+DIGITS = 12
+#: How many batches a read fetches at once (a resumed sweep reads its whole journal).
+READERS = 16
+#: S3's answers to a conditional PUT whose object another writer created first.
+TAKEN = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
+
+
+class S3JournalBackend(BaseJournalBackend):
+    """Optuna journal logs as numbered objects under ``s3://bucket/prefix/``."""
+
+    def __init__(self, bucket: str, prefix: str, client: Any) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client = client
+        self._batches: list[list[dict[str, Any]]] = []  # every batch read so far, in order
+
+    def _answered(self, call: Callable[..., T], **kwargs: Any) -> T:
+        """``call(**kwargs)``'s answer; any failure but a taken number is a :class:`StorageError`."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return call(**kwargs)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in TAKEN:
+                raise
+            raise StorageError(f"the storage did not answer (ClientError: {exc})",
+                               file=f"s3://{self.bucket}/{self.prefix}") from None
+        except BotoCoreError as exc:
+            raise StorageError(f"the storage did not answer ({type(exc).__name__}: {exc})",
+                               file=f"s3://{self.bucket}/{self.prefix}") from None
+
+    def _key(self, number: int) -> str:
+        return f"{self.prefix}/{number:0{DIGITS}d}.jsonl"
+
+    def _new_keys(self) -> Iterator[str]:
+        """The names of the batches written after the last one read, in order."""
+        paginator = self.client.get_paginator("list_objects_v2")
+        start = self._key(len(self._batches) - 1) if self._batches else ""
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/", StartAfter=start):
+            for item in page.get("Contents", []):
+                yield item["Key"]
+
+    def _refresh(self) -> None:
+        """Read the batches written since the last read (a gap in the numbers ends the read: that batch is being
+        written)."""
+        keys = []
+        for key in self._new_keys():
+            if key != self._key(len(self._batches) + len(keys)):
+                break
+            keys.append(key)
+        with ThreadPoolExecutor(max_workers=READERS) as pool:
+            bodies = pool.map(lambda key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
+            for body in bodies:
+                self._batches.append([json.loads(line) for line in body.decode("utf-8").splitlines() if line])
+
+    def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
+        self._answered(self._refresh)
+        logs = [log for batch in self._batches for log in batch]
+        return logs[log_number_from:]
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        body = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
+        from botocore.exceptions import ClientError
+
+        while True:
+            self._answered(self._refresh)
+            key = self._key(len(self._batches))
+            try:
+                self._answered(self.client.put_object, Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*")
+                return
+            except ClientError:  # another writer took this number: read its batch, take the next one
+                continue

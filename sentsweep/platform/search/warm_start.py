@@ -1,24 +1,17 @@
 """Warm start: a new sweep's searcher begins with an earlier sweep's finished trials as its history.
 
-``sentsweep sweep CONFIG --warm-start SWEEP`` (or ``warm_start: SWEEP`` in the config) reads the earlier sweep's
-study from its folder's journal (:mod:`.study_store`: JSON, never unpickled) and adds its COMPLETE and
-PRUNED trials, infeasible ones with their constraints, to the new searcher's study before the first suggestion
-(``Study.add_trials``). TPE then treats them as trials it has seen: its random start-up counts them, and its
-densities start from them.
+``sentsweep sweep CONFIG --warm-start SWEEP`` (or ``warm_start: SWEEP``) reads the earlier sweep's study from its
+journal (JSON, never unpickled) and adds its COMPLETE and PRUNED trials, constraints included, to the new study
+before the first suggestion (``Study.add_trials``): TPE's start-up counts them, and its densities start from them.
 
-The spaces need not be the same: each earlier trial is placed in the new space by running the new space's
-define-by-run function on a probe that answers with the trial's parameters (so conditional parameters follow the
-earlier choices); a parameter the new space does not have, or whose value lies outside the new range or choices, is left
-out, and a trial with no parameter left is skipped. FAIL trials teach TPE nothing and are skipped too. The trials
-carry the user attribute ``warm_start_from`` (the earlier sweep's name): the plots leave them out, and a warm start
-from this sweep does not take them again. Points to evaluate first that the history already holds are dropped.
+Each earlier trial is placed in the new space by running the new define-by-run function on a probe that answers
+with the trial's parameters, so conditional parameters follow the earlier choices; a parameter the new space lacks
+or does not allow is left out, and a trial with none left is skipped. The trials carry ``warm_start_from`` (the
+earlier sweep's name): the plots leave them out, and a warm start from this sweep does not take them again.
 
-The earlier values must be the same measurement as the new sweep's (:func:`refuse_another_measurement`): the same
-metric, direction and objectives, on the same dev set cut the same way, read from the same files (the sweep
-folder keeps their SHA-256 as the data resolved when it began: the bundled sample's STS-B dev is not the full one).
-TPE splits its history at a quantile of the values, so figures of another dev set (STS-B dev against SICK-R trial)
-or another sample of one (the first 100 caption pairs score ~93, a sample across genres ~88) would mislead it without
-any error.
+The earlier values must be the same measurement (:func:`refuse_another_measurement`): the same metric, direction
+and objectives, on the same dev set cut the same way, read from the same files. TPE splits its history at a
+quantile of the values, so figures of another dev set, or another sample of one, would mislead it without error.
 """
 
 from __future__ import annotations
@@ -39,8 +32,6 @@ if TYPE_CHECKING:
 WARM_START_ATTR = "warm_start_from"
 #: The states of earlier trials that carry something TPE uses.
 _TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
-
-
 #: Sweep settings that make two sweeps' values one measurement (the ranking), and trial settings (``fixed``) that do
 #: (the dev protocol: which set, how many of its pairs, how long the evaluated sentences may be).
 SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
@@ -49,21 +40,20 @@ TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
 
 def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                  endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
-    """The earlier sweep's finished trials as trials of the space ``define_by_run`` (see the module docstring);
-    refused when ``config`` (the new sweep's) measures otherwise."""
+    """The earlier sweep's finished trials as trials of the space ``define_by_run``; refused when ``config`` (the
+    new sweep's) measures otherwise."""
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.location import locate
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
-    name = manifest.sweep_name
     if config is not None:
         refuse_another_measurement(manifest.sweep_config(), config, manifest.data_sha256)
     study = location.load_study()
     if study is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
-    return history_trials(study, define_by_run, name)
+    return history_trials(study, define_by_run, manifest.sweep_name)
 
 
 def is_warm_start(trial: FrozenTrial) -> bool:
@@ -72,10 +62,8 @@ def is_warm_start(trial: FrozenTrial) -> bool:
 
 
 def measured_data(config: SweepConfig) -> dict[str, str]:
-    """SHA-256 of the files each ranking metric of ``config`` reads (``metric`` and the objectives' metrics that
-    name a data file, e.g. ``stsb_dev``: STS-B dev), in the data as they resolve now (``data_dir``, else
-    ``$SENTSWEEP_DATA``, else the bundled sample): kept in the sweep folder's manifest for a later warm start. Empty
-    when the data do not resolve here (a driver without the workers' data directory): nothing is compared then."""
+    """SHA-256 of the files each ranking metric of ``config`` reads, in the data as they resolve now: kept in the
+    manifest for a later warm start. Empty when the data do not resolve here (nothing is compared then)."""
     from sentsweep.errors import DataError
     from sentsweep.evaluation.metric_protocols import metric_data_sha256
 
@@ -89,10 +77,9 @@ def measured_data(config: SweepConfig) -> dict[str, str]:
 
 def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
                                earlier_data: Mapping[str, str] | None = None) -> None:
-    """A :class:`ConfigError` (field ``warm_start``) naming each setting where the earlier sweep's values were
-    measured otherwise than the new sweep's will be (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`, and the
-    files a ranking metric reads: ``earlier_data``, the earlier folder's :func:`measured_data`, against the new
-    sweep's; a folder written before they were kept is not compared on them)."""
+    """A :class:`ConfigError` (field ``warm_start``) naming each setting where the earlier sweep measured otherwise
+    than ``config`` will (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`, and ``earlier_data``, the files a
+    ranking metric read)."""
     differences = [f"{field} {getattr(earlier, field)!r} vs {getattr(config, field)!r}" for field in SWEEP_MEASUREMENT
                    if getattr(earlier, field) != getattr(config, field)]
     differences += [f"fixed.{field} {_trial_setting(earlier, field)!r} vs {_trial_setting(config, field)!r}"
@@ -109,7 +96,7 @@ def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
 
 
 def _trial_setting(config: SweepConfig, field: str) -> Any:
-    """A trial setting of ``config``: its ``fixed`` value, else the trial configs' default (None when it has none)."""
+    """A trial setting of ``config``: its ``fixed`` value, else the trial configs' default."""
     from sentsweep.trainables.trial_config import TrialConfig
 
     default = TrialConfig.model_fields[field].default if field in TrialConfig.model_fields else None
@@ -136,8 +123,7 @@ def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], 
 
 
 class _EarlierValues(optuna.samplers.BaseSampler):
-    """Samples an earlier trial's value where the new space allows it, else the new distribution's first value
-    (only the distributions asked for matter: they are what :func:`_distributions_at` reads)."""
+    """Samples an earlier trial's value where the new space allows it, else the new distribution's first value."""
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.params = params
@@ -159,7 +145,7 @@ class _EarlierValues(optuna.samplers.BaseSampler):
 
 
 def _allows(distribution: BaseDistribution, value: Any) -> bool:
-    """Whether ``distribution`` holds ``value`` (Optuna's own check, as it makes when a trial is created)."""
+    """Whether ``distribution`` holds ``value`` (Optuna's own check when a trial is created)."""
     if value is None:
         return False
     try:
@@ -171,8 +157,7 @@ def _allows(distribution: BaseDistribution, value: Any) -> bool:
 
 def _distributions_at(define_by_run: Callable[[optuna.Trial], Any],
                       params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
-    """The distributions the space asks for when its earlier parameters are ``params`` (conditional parameters
-    follow the earlier choices)."""
+    """The distributions the space asks for when its earlier parameters are ``params``."""
     probe = optuna.create_study(sampler=_EarlierValues(params))
     trial = probe.ask()
     define_by_run(trial)

@@ -1,20 +1,14 @@
 """Deliveries to MLflow off the caller's thread: a bounded queue, one thread, and a back-off after a failure.
 
-Ray Tune calls the driver's callbacks from its event loop, and an MLflow client waits out its retry budget
-(minutes, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``) when the server does not answer. So the callback only hands jobs
-to a :class:`Deliverer`, which never blocks: a job is dropped when the queue is full or while MLflow is backed off
-after a failure, and its key (a trial) is reported to ``on_failure``. Nothing is lost by a drop: every job's data
-is in the sweep folder, and the next job of that key delivers it from there
-(:mod:`sentsweep.platform.tracking.trial_runs`).
-
-The back-off doubles from ``first_s`` to ``max_s`` after each failure and ends at the first success
-(:class:`Backoff`, on an injected clock).
+Ray Tune calls the driver's callbacks from its event loop, and an MLflow client waits out its retry budget when
+the server does not answer. So the callback only hands jobs to a :class:`Deliverer`, which never blocks: a job is
+dropped when the queue is full or while MLflow is backed off, and its key (a trial) is reported to ``on_failure``.
+Nothing is lost by a drop: the data is in the sweep folder, and the next job of that key delivers it from there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import queue
@@ -22,23 +16,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 log = logging.getLogger("sentsweep.tracking")
 
 Job = Callable[[], None]
-F = TypeVar("F", bound=Callable[..., Any])
 
 #: MLflow's HTTP retries in a sweep's driver: a call to a server that does not answer fails within seconds, not after
-#: MLflow's default budget of minutes, so the deliverer's own back-off and the sweep folder take over. A variable
-#: the user set is kept.
+#: MLflow's default budget of minutes, and the deliverer's back-off takes over. A variable the user set is kept.
 DRIVER_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 
 
 @contextlib.contextmanager
 def quick_failures(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
-    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) while the block runs, except where set."""
+    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) while the block runs, except where set; as a
+    decorator (:data:`failing_quickly`), while the function runs."""
     environ = os.environ if environ is None else environ
     added = {name: value for name, value in DRIVER_RETRIES.items() if name not in environ}
     environ.update(added)
@@ -49,15 +41,8 @@ def quick_failures(environ: MutableMapping[str, str] | None = None) -> Iterator[
             environ.pop(name, None)
 
 
-def failing_quickly(function: F) -> F:
-    """``function`` run under :func:`quick_failures` (a sweep's run and resume)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with quick_failures():
-            return function(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+#: Runs a function (a sweep's run and resume) under :func:`quick_failures`.
+failing_quickly = quick_failures()
 
 
 @dataclass
@@ -99,7 +84,7 @@ class Deliverer:
 
     def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
         """Queue ``job`` for ``key`` without waiting; False (and ``on_failure(key)``) when it is dropped.
-        ``force``: tried even while backed off (the end of a sweep)."""
+        ``force``: tried even while backed off."""
         if not force and not self.backoff.allows():
             self.on_failure(key)
             return False
@@ -114,7 +99,7 @@ class Deliverer:
         return True
 
     def run_one(self, key: str, job: Job, force: bool = False) -> bool:
-        """Run one job now (the thread's body; tests call it directly); whether it succeeded."""
+        """Run one job now (the thread's body); whether it succeeded."""
         if not force and not self.backoff.allows():
             self.on_failure(key)
             return False
@@ -145,7 +130,7 @@ class Deliverer:
     def drain(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
               poll: Callable[[float], None] = time.sleep) -> bool:
         """Wait until every queued job ran, at most ``timeout_s``; whether they all did. A thread still inside an
-        MLflow call is left behind (a daemon): the sweep exits, and ``sentsweep sync`` completes the runs."""
+        MLflow call is left behind (a daemon)."""
         deadline = clock() + timeout_s
         while self._jobs.unfinished_tasks:
             if clock() >= deadline:

@@ -1,8 +1,6 @@
-"""The markdown MLflow shows on an experiment's, a sweep run's and a registered model version's page.
-
-MLflow keeps each as the tag :data:`~sentsweep.tracking.vocabulary.NOTE_TAG`. They say what the sweep searched, how
-its trials are named and ended, which columns of the runs table hold the figures that matter (MLflow's table shows
-no metric until one is picked), and where the bookkeeping went.
+"""The markdown MLflow shows on an experiment's, a sweep run's and a registered model version's page (the tag
+:data:`~sentsweep.tracking.vocabulary.NOTE_TAG`): what the sweep searched, how its trials are named and ended, and
+which columns of the runs table to add (MLflow's table shows no metric until one is picked).
 """
 
 from __future__ import annotations
@@ -15,11 +13,6 @@ from sentsweep.tracking.vocabulary import OUTCOME_TAG, TRIAL_ID_TAG
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
-
-
-def searched_names(first_point: Mapping[str, Any] | None) -> list[str]:
-    """The searched parameters, as the first point names them (empty when the sweep has none)."""
-    return sorted(first_point or {})
 
 
 def columns_to_add(metric: str, searched: Sequence[str]) -> str:

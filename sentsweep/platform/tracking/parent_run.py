@@ -1,11 +1,5 @@
-"""MLflow on the driver: the sweep's parent run (:class:`SweepRun`).
-
-The trials' child runs are written by :class:`~sentsweep.platform.tracking.trial_runs_callback.TrialRunsCallback` from
-what Tune delivers and the sweep folder holds; the parent run's own writes go through
-:class:`~sentsweep.platform.tracking.run_writes.RunWrites`. Neither makes an MLflow call on the sweep's path: a sweep
-never
-stops, nor waits, because MLflow is down.
-"""
+"""The sweep's parent run (:class:`SweepRun`), whose writes go through :class:`~.run_writes.RunWrites`, in the
+background: a sweep never stops, nor waits, because MLflow is down."""
 
 from __future__ import annotations
 
@@ -24,10 +18,9 @@ from mlflow import MlflowClient
 from mlflow.entities import Param
 from mlflow.exceptions import MlflowException
 
-from sentsweep.code_version import git_commit
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
-from sentsweep.platform.tracking.descriptions import experiment_description, searched_names, sweep_description
+from sentsweep.platform.tracking.descriptions import experiment_description, sweep_description
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
@@ -51,11 +44,6 @@ from sentsweep.tracking.vocabulary import (
 SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
-
-
-def git_sha(start: Path | None = None) -> str | None:
-    """The commit of the checkout holding the ``sentsweep`` package (None outside a git checkout)."""
-    return git_commit(start)
 
 
 def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str]:
@@ -82,8 +70,7 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def run_page(sweep: SweepRun) -> str:
-    """``" at <address>"``: the run's page on MLflow's model-training view, when MLflow is a server (a local store's
-    pages are served by ``mlflow ui``, whose address the sweep does not know)."""
+    """``" at <address>"``: the run's page, when MLflow is a server (the sweep does not know ``mlflow ui``'s)."""
     if not sweep.tracking_uri.startswith(("http://", "https://")):
         return ""
     return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
@@ -108,14 +95,9 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
 
 @dataclass
 class SweepRun:
-    """The parent run of a sweep (or, for the confirmation stage, the stage's run), and the settings of the trials'
-    child runs (:meth:`trial_settings`, for :class:`~.trial_runs_callback.TrialRunsCallback`).
-
-    Opening it needs MLflow; every write after goes through
-    :class:`~sentsweep.platform.tracking.run_writes.RunWrites`, in
-    the background, and what MLflow has not taken when the session ends (:meth:`flush`) is saved in ``folder``
-    (``fs``, ``path``: the sweep's or the stage's folder) for a resume or ``sentsweep sync``.
-    """
+    """The parent run of a sweep (or the confirmation stage's run). Opening it needs MLflow; every write after goes
+    through :class:`~.run_writes.RunWrites`, and what MLflow has not taken when the session ends (:meth:`flush`) is
+    saved in the folder ``fs``, ``path`` (the sweep's or the stage's) for a resume or ``sentsweep sync``."""
 
     client: MlflowClient
     tracking_uri: str
@@ -124,20 +106,20 @@ class SweepRun:
     sweep_name: str
     fs: pyarrow.fs.FileSystem
     path: str
-    #: the confirmation stage's run, scheduled as the sweep began (:mod:`..driver.confirmation_run`)
+    #: the confirmation stage's run, scheduled as the sweep began
     stage_run_id: str | None = None
     _writes: RunWrites | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
              first_point: dict[str, Any] | None) -> SweepRun:
-        """Create the parent run: config as params, git SHA, versions, seed, the search space; the run's and the
-        experiment's descriptions (:mod:`.descriptions`)."""
+        """Create the parent run: config and package versions as params, source tags, the space as artifacts, the
+        run's and the experiment's descriptions."""
         prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment,
                                           config.tracking.artifact_location)
-        searched = searched_names(first_point)
+        searched = sorted(first_point or {})
         client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
                 SPACE_TAG: str(config.space_name), STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
@@ -163,9 +145,8 @@ class SweepRun:
     @classmethod
     def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str, fs: pyarrow.fs.FileSystem,
                path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
-        """An existing run, its status unchanged (``sentsweep resume``; see :meth:`reopen`), with the writes an
-        earlier session saved in its folder queued first: those acting on this run or ``runs`` (the sweep's other
-        run), a registration only as ``register`` (:meth:`RunWrites.load`)."""
+        """An existing run, its status unchanged, with the writes an earlier session saved in its folder queued
+        first (:meth:`RunWrites.load`: those acting on this run or ``runs``, a registration only as ``register``)."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs,
                     path)
         sweep.writes.load({run_id, *runs}, register)
@@ -183,7 +164,7 @@ class SweepRun:
         self.set_tags({STATUS_TAG: "running"})
 
     def trial_settings(self) -> dict[str, Any]:
-        """Where the trials' child runs go (:class:`~.trial_runs_callback.TrialRunsCallback`)."""
+        """Where the trials' child runs go."""
         return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name}
 
@@ -198,20 +179,17 @@ class SweepRun:
         self.writes.metrics(self.run_id, metrics, step)
 
     def log_protocols(self, record: dict[str, Any]) -> None:
-        """Metric protocols (:func:`~sentsweep.tracking.provenance.protocol_record`) on the run."""
         if record:
             self.writes.put({"op": "protocols", "run": self.run_id, "record": record})
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str, *, move: bool = False) -> None:
-        """Upload a folder to the run's ``artifact_path``: kept in the sweep folder first (moved when ``move``), so
-        that an outage delays the upload instead of losing it."""
+        """Upload a folder to the run's ``artifact_path``, kept in the sweep folder first (moved when ``move``)."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
     def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
-        """Register the run's logged model at ``artifact_path`` as a version of ``name`` (after its upload), with
-        ``description`` and ``tags`` on the version; the version, or None when MLflow has not answered within
-        ``wait_s`` (registered by a resume or ``sync``)."""
+        """Register the run's model at ``artifact_path`` as a version of ``name``, with ``description`` and ``tags``;
+        the version, or None when MLflow has not answered within ``wait_s`` (a resume or ``sync`` registers it)."""
         self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
                          "description": description, "tags": tags or {}})
         self.writes.flush(wait_s)
@@ -223,25 +201,22 @@ class SweepRun:
 
     def upload_to_trial(self, trial_id: str, local_dir: str | Path, artifact_path: str,
                         parent_run_id: str | None = None) -> None:
-        """A folder to ``trial_id``'s run under ``parent_run_id`` (default: this run), kept in the sweep folder
-        first."""
+        """A folder to ``trial_id``'s run under ``parent_run_id`` (default: this run)."""
         self.writes.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
                            kept_as=f"trials/{trial_id}/{artifact_path}")
 
     def close(self, state: SweepState, reason: str | None = None) -> None:
-        """End the run in ``state`` (:mod:`~sentsweep.platform.driver.sweep_state`: its tag and MLflow status)."""
+        """End the run in ``state`` (its tag and MLflow status)."""
         self.set_tags({STATUS_TAG: state})
         self.writes.put({"op": "status", "run": self.run_id, "status": RUN_STATUS[state],
                          "reason": reason[:5000] if reason else None})
 
     def flush(self, timeout_s: float = 20.0) -> bool:
-        """Deliver what waits for at most ``timeout_s``; what is left is saved in the folder. Whether MLflow has
-        everything."""
+        """Deliver what waits for at most ``timeout_s``; whether MLflow has everything."""
         return self.writes.flush(timeout_s)
 
     def previous_max(self, key: str) -> float:
-        """The largest value of metric ``key`` logged by earlier sessions of this sweep (0 when MLflow does
-        not answer at once)."""
+        """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer at once)."""
         if not store_answers(self.tracking_uri):
             return 0.0
         try:

@@ -1,9 +1,7 @@
 """Whether a tracking server's store answers now, asked once without MLflow's retries.
 
-MLflow's ``/health`` answers without touching the store, so it answers while the server's database is down, and
-every call then waits out the client's retry budget (about 4 minutes by default). :func:`probe` asks the store
-itself (one experiment search, no retries, :data:`PROBE_TIMEOUT_S`), so that the driver can skip a call that cannot
-succeed instead of waiting.
+MLflow's ``/health`` answers while the server's database is down, and every call then waits out the client's retry
+budget (minutes). :func:`probe` asks the store itself, once, so that the driver skips a call that cannot succeed.
 """
 
 from __future__ import annotations
@@ -12,27 +10,15 @@ from urllib.parse import urlsplit
 
 #: Seconds a probe of a tracking server's store may take.
 PROBE_TIMEOUT_S = 3.0
-#: What the probe asks: one experiment, read from the store (``/health`` reads nothing).
+#: What the probe asks: one experiment, read from the store.
 PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
 #: The HTTP statuses MLflow's client retries: a probe answered with one of them got no answer from the store.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-#: What the message of an MLflow error names when the server's database failed (lowercase). MLflow's server answers
-#: every SQLAlchemyError but an OperationalError as BAD_REQUEST, HTTP 400, which its client does not retry: such an
-#: error is an outage, never a refusal.
-DATABASE_FAILURES = ("sqlalchemy", "psycopg", "pymysql", "sqlite3", "queuepool", "operationalerror",
-                     "connection already closed", "could not connect", "server closed the connection",
-                     "pendingrollback", "database is locked")
 
 
 def first_line(exc: BaseException) -> str:
     """The first line of ``exc``'s message (300 characters at most), else its type's name."""
     return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-
-
-def is_database_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` names a failure of the MLflow server's database (:data:`DATABASE_FAILURES`)."""
-    text = str(exc).lower()
-    return any(marker in text for marker in DATABASE_FAILURES)
 
 
 def probe(uri: str) -> str | None:
@@ -54,9 +40,8 @@ def probe(uri: str) -> str | None:
 
 
 def refuse_unanswered_store(uri: str, field: str | None = None) -> None:
-    """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now
-    (:func:`probe`): a command that needs MLflow before it can start says so in one line, not after the
-    client's retries."""
+    """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now: a command
+    that needs MLflow says so in one line, not after the client's retries."""
     reason = probe(uri)
     if reason is not None:
         from sentsweep.credentials import mask_uri

@@ -1,13 +1,10 @@
-"""The driver's writes to its own runs (the sweep's parent run, the confirmation run, a trial's tags from finalize).
+"""The driver's writes to its own runs (the parent run, the confirmation run, a trial's tags from finalize).
 
-Trials' runs are rebuilt from the trials' folders (:mod:`sentsweep.platform.tracking.trial_runs`). What the driver
-itself
-writes (totals, finalize's figures, tags, artifacts, a registration, the parent's status) has no such source, so
-:class:`RunWrites` keeps the writes MLflow has not taken yet in memory, in order, and delivers them from a
-background thread (:class:`~sentsweep.platform.tracking.deliverer.Deliverer`): no MLflow call on the sweep's path.
-When the
-session ends (:meth:`RunWrites.flush`) with writes still waiting, they are saved whole in the sweep folder
-(:data:`PENDING_FILE`); a resume or ``sentsweep sync`` delivers them and removes the file.
+Trials' runs are rebuilt from the trials' folders (:mod:`.trial_runs`). What the driver itself writes (totals,
+figures, tags, artifacts, a registration, a status) has no such source, so :class:`RunWrites` keeps the writes
+MLflow has not taken yet, in order, and delivers them from a background thread: no MLflow call on the sweep's path.
+Writes still waiting when the session ends are saved in the sweep folder (:data:`PENDING_FILE`); a resume or
+``sentsweep sync`` delivers them and removes the file.
 
 Every write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing: tags and
 artifacts are replaced, a metric point MLflow holds at that step with that value is not logged again, a model is
@@ -19,7 +16,6 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -28,12 +24,13 @@ from typing import Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, RunTag
 
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.provenance import log_protocols
-from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, param_value
+from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params
 
 #: The writes a session left undelivered, in its sweep (or stage) folder.
 PENDING_FILE = "mlflow_pending.json"
@@ -72,7 +69,6 @@ class RunWrites:
         self._delivering = threading.Lock()  # one delivery at a time: the background one or a caller's
         self._deliverer = Deliverer(on_failure=lambda key: None)
 
-    # -- queueing ---------------------------------------------------------------------------------
     def put(self, write: Write) -> None:
         """Queue ``write`` and have it delivered in the background."""
         with self._lock:
@@ -86,9 +82,8 @@ class RunWrites:
     def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
                move: bool = False) -> None:
         """Keep a copy of ``local_dir`` in the folder's :data:`UPLOADS_DIR` (under ``kept_as``, default
-        ``artifact_path``; moved when ``move`` on the same file system), then queue its upload to ``target`` (``{"run":
-        id}``, or ``{"parent": id, "trial": id}`` for a trial's run): the copy outlives the session, so a later
-        ``sync`` still has it."""
+        ``artifact_path``; moved when ``move`` on a local folder), then queue its upload to ``target`` (``{"run": id}``,
+        or ``{"parent": id, "trial": id}``): the copy outlives the session, so a later ``sync`` still has it."""
         relative = posixpath.join(UPLOADS_DIR, kept_as or artifact_path)
         kept = posixpath.join(self.path, relative)
         if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
@@ -104,7 +99,6 @@ class RunWrites:
                                   destination_filesystem=self.fs)
         self.put({"op": "artifacts", **target, "dir": relative, "path": artifact_path})
 
-    # -- delivery ---------------------------------------------------------------------------------
     def deliver(self) -> int:
         """Deliver the waiting writes in order (the first failure stops and raises); how many were delivered."""
         done = 0
@@ -121,9 +115,8 @@ class RunWrites:
                 done += 1
 
     def flush(self, timeout_s: float) -> bool:
-        """Deliver what waits, for at most ``timeout_s`` (not at all when the store does not answer a probe at once);
-        save what is left in the folder (or remove a saved file once nothing is left). Whether MLflow has
-        everything."""
+        """Deliver what waits, for at most ``timeout_s`` (not at all when the store does not answer a probe); save
+        what is left in the folder, or remove the saved file. Whether MLflow has everything."""
         if self.pending and store_answers(self.client.tracking_uri):
             self._deliverer.submit("writes", self.deliver, force=True)
             self._deliverer.drain(timeout_s)
@@ -160,14 +153,9 @@ class RunWrites:
         op = write["op"]
         run_id = write.get("run") or self._trial_run(write)
         if op == "tags":
-            tags = [RunTag(k, str(v)) for k, v in write["tags"].items()]
-            for start in range(0, len(tags), 100):
-                self.client.log_batch(run_id, tags=tags[start:start + 100])
+            self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in write["tags"].items()])
         elif op == "params":
-            held = self.client.get_run(run_id).data.params
-            params = [Param(k, param_value(v)) for k, v in write["params"].items() if k not in held]
-            for start in range(0, len(params), 100):
-                self.client.log_batch(run_id, params=params[start:start + 100])
+            log_missing_params(self.client, run_id, write["params"])
         elif op == "metrics":
             self._metrics(run_id, write["points"])
         elif op == "protocols":
@@ -206,22 +194,13 @@ class RunWrites:
                 held[key] = {(m.step, m.value) for m in self.client.get_metric_history(run_id, key)}
             if (int(step), float(value)) not in held[key]:
                 fresh.append(Metric(key, float(value), int(stamp), int(step)))
-        for start in range(0, len(fresh), 1000):
-            self.client.log_batch(run_id, metrics=fresh[start:start + 1000])
+        self.client.log_batch(run_id, metrics=fresh)
 
     def _artifacts(self, run_id: str, folder: str, artifact_path: str) -> None:
-        source = posixpath.join(self.path, folder)
-        with tempfile.TemporaryDirectory() as tmp:
-            if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
-                local = source
-            else:
-                pyarrow.fs.copy_files(source, tmp, source_filesystem=self.fs,
-                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
-                local = tmp
+        with local_folder(self.fs, posixpath.join(self.path, folder)) as local:
             self.client.log_artifacts(run_id, local, artifact_path)
 
     def _describe_version(self, name: str, description: str | None, tags: dict[str, str]) -> None:
-        """The registered version's description and tags (replaced: a second delivery changes nothing)."""
         version = self.registered.get(name)
         if version is None:
             return
@@ -231,8 +210,7 @@ class RunWrites:
             self.client.set_model_version_tag(name, version, key, str(value))
 
     def _register(self, run_id: str, name: str, path: str) -> None:
-        """Register the run's model at ``path`` as a version of ``name``, unless a version of ``name`` already
-        comes from this run (that version is the one reported)."""
+        """Register the run's model at ``path`` as a version of ``name``, unless one already comes from this run."""
         import mlflow
 
         existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")

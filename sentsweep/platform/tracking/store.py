@@ -1,11 +1,4 @@
-"""Checks and set-up of the tracking store that a sweep needs before any trial starts.
-
-- :func:`prepare_store`: a new sqlite file gets MLflow's schema from the driver, under a file lock beside
-  it (:func:`sentsweep.data.cache.file_lock`), so that two sweeps started at once on a fresh file do not
-  both run MLflow's migrations (the second died with ``duplicate column name``).
-- :func:`refuse_sqlite_on_cluster`: a sqlite file is one machine's; trials on other nodes would each write
-  their own copy (or share one over a network file system, which sqlite's locking does not survive).
-"""
+"""Checks and set-up of the tracking store that a sweep needs before any trial starts."""
 
 from __future__ import annotations
 
@@ -27,13 +20,12 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 def sqlite_path(uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` tracking URI, else None."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return Path(uri.removeprefix("sqlite:///")).expanduser()
+    return Path(uri.removeprefix("sqlite:///")).expanduser() if uri.startswith("sqlite:///") else None
 
 
 def prepare_store(uri: str) -> None:
-    """Create the schema of a sqlite tracking file once, serialised across processes (nothing for a server)."""
+    """Create the schema of a sqlite tracking file under a file lock beside it, so that two sweeps started at once on
+    a fresh file do not both run MLflow's migrations (nothing for a server)."""
     path = sqlite_path(uri)
     if path is None:
         return
@@ -52,11 +44,8 @@ def is_remote_address(address: str | None) -> bool:
 
 
 def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
-    """:class:`ConfigError` when ``uri`` is a sqlite file and Ray spans more than one node.
-
-    Call it once connected to Ray: a remote ``address``, or more than one alive node in ``ray.nodes()``,
-    is a cluster; a single-node local Ray is fine.
-    """
+    """:class:`ConfigError` when ``uri`` is a sqlite file and Ray spans more than one node (a remote ``address``, or
+    more than one alive node once connected): each node would write its own copy of the file."""
     if sqlite_path(uri) is None:
         return
     nodes = 0
@@ -70,16 +59,14 @@ def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
                           "`mlflow server` and pass its http:// URI", field="tracking.uri")
 
 
-#: MLflow's credential variables: the driver's alone (workers write nothing to MLflow), hidden from a local Ray's
-#: processes as they start (:func:`hidden_from_workers`), since workers inherit the driver's environment.
+#: MLflow's credential variables: the driver's alone, hidden from a local Ray's processes as they start.
 TRACKING_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
                            "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH")
 
 
 @contextlib.contextmanager
 def hidden_from_workers(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
-    """Take :data:`TRACKING_CREDENTIAL_ENV` out of ``environ`` (default: this process's) for the block (the start of
-    a local Ray, whose processes copy the environment), and put them back after."""
+    """Take :data:`TRACKING_CREDENTIAL_ENV` out of ``environ`` (default: this process's) for the block."""
     environ = os.environ if environ is None else environ
     kept = {name: environ.pop(name) for name in TRACKING_CREDENTIAL_ENV if name in environ}
     try:

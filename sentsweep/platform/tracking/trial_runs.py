@@ -1,36 +1,34 @@
 """The MLflow child runs of a sweep's trials, written from what Tune holds of each trial.
 
-A trial's run is a child of the sweep's parent run (tag ``mlflow.parentRunId``) carrying ``sentsweep.trial_id``:
-one run per trial, found again by that tag by every later attempt and every later driver. Everything a run
-holds comes from the trial's Tune results (one JSON line per report in the trial folder's ``result.json``):
+A trial's run is a child of the sweep's parent run carrying ``sentsweep.trial_id``, found again by that tag by every
+later attempt and driver. It holds what the trial folder's ``result.json`` holds: every numeric entry of a report at
+the report's ``step``, the run record a report carries (:data:`~sentsweep.tracking.vocabulary.RUN_RECORD_KEY`), and,
+once the trial ended, its ``output/`` folder and final status.
 
-- every numeric entry of a report, at the report's ``step`` (the loop's training step);
-- the run record a report carries under :data:`~sentsweep.tracking.vocabulary.RUN_RECORD_KEY` (tags such as the
-  source and placement, dataset inputs, metric protocols);
-- the trial's ``output/`` folder once it ended, and its final status.
-
-The high-water mark of a trial is the last step its run holds (the largest step of its ``training_iteration``
-metric in MLflow). Only reports at a later step are delivered (and the terminal report once, which repeats the last
-evaluation's step), so a report is never logged twice, nor the steps an attempt restored from an earlier checkpoint
-trains again: MLflow keeps a second row for a point logged again even with the same key, step and timestamp.
-The mark is kept in memory while deliveries succeed; after a failure it is read back from MLflow before the next
-delivery, which may have reached the server although its answer was lost.
+The high-water mark of a trial is the last step its run holds (of its ``training_iteration`` metric). Only reports
+at a later step are delivered, and the terminal report once, so no report is logged twice: MLflow keeps a second
+row for a point logged again even with the same key, step and timestamp. The mark is kept in memory while
+deliveries succeed; after a failure it is read back from MLflow, which may have taken the delivery although its
+answer was lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import logging
 import posixpath
 import tempfile
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, RunTag
 
+from sentsweep.platform.results import failure_reason, is_failed, is_final
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.provenance import log_protocols
@@ -50,25 +48,16 @@ from sentsweep.tracking.vocabulary import (
     TRIAL_NUMBER_TAG,
     TRIAL_ROLE,
     find_trial_run,
+    log_missing_params,
     numeric_metrics,
-    param_value,
 )
 
-log = logging.getLogger("sentsweep.tracking")
-
-#: The metric every delivered report carries (Tune numbers a trial's reports 1, 2, ...): the high-water mark is
-#: the last step at which the run holds it.
+#: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
-#: Keys of a trial's terminal report (its final figures), delivered once even at the mark's step. The report of a
-#: failure carries no figure of the training (its metric is NaN): its reason goes on the run as its end.
+#: Keys of a trial's terminal report, delivered once even at the mark's step.
 TERMINAL_KEYS = ("final",)
-FAILED_KEY = "failed"
 #: A trial folder's reports (Tune's JSON logger).
 RESULTS_FILE = "result.json"
-#: MLflow's limits per ``log_batch`` call.
-MAX_METRICS_PER_BATCH = 1000
-MAX_PARAMS_PER_BATCH = 100
-MAX_TAGS_PER_BATCH = 100
 #: Result keys that are Tune's bookkeeping, not figures of the trial.
 NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterations_since_restore",
                          "time_since_restore", "timesteps_since_restore", "timesteps_total", "episodes_total"})
@@ -76,7 +65,7 @@ NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterat
 
 @dataclass
 class TrialFolder:
-    """One trial as its folder holds it: ``fs`` and ``path`` of the trial folder, the trial's id and params."""
+    """One trial as its folder holds it: ``fs`` and ``path`` of the trial folder, the trial's id."""
 
     fs: pyarrow.fs.FileSystem
     path: str
@@ -89,7 +78,7 @@ class TrialFolder:
         try:
             with self.fs.open_input_stream(posixpath.join(self.path, RESULTS_FILE)) as stream:
                 text = stream.readall().decode("utf-8", errors="replace")
-        except (FileNotFoundError, OSError):
+        except OSError:
             return []
         found = []
         for line in text.splitlines():
@@ -107,39 +96,43 @@ class TrialFolder:
 
 
 def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[TrialFolder]:
-    """The trials of a Tune experiment folder: each sub-folder with a ``params.json`` and a report."""
+    """The trials of a Tune experiment folder: each sub-folder with a report naming its trial."""
     infos = fs.get_file_info(pyarrow.fs.FileSelector(experiment_path, allow_not_found=True))
     for info in sorted(infos, key=lambda i: i.path):
         if info.type != pyarrow.fs.FileType.Directory:
             continue
         folder = TrialFolder(fs, info.path, "")
         results = folder.results()
-        if not results or not results[0].get("trial_id"):
-            continue
-        folder.trial_id = str(results[0]["trial_id"])
-        yield folder
+        if results and results[0].get("trial_id"):
+            folder.trial_id = str(results[0]["trial_id"])
+            yield folder
 
 
-def report_metrics(result: dict[str, Any]) -> dict[str, float]:
-    """The values of one report that go on the run, by MLflow key: Tune's bookkeeping left out, the trial's own
-    under :data:`~sentsweep.tracking.names.SYS_PREFIX` (:func:`~sentsweep.tracking.names.tracked_key`)."""
-    return {tracked_key(k): v for k, v in numeric_metrics(result).items() if k not in NOT_METRICS}
-
-
-def held_keys(metrics: dict[str, float], keys: Iterable[str]) -> set[str]:
-    """Those of report ``keys`` a run's ``metrics`` hold, under their MLflow key or, logged before bookkeeping
-    moved under its prefix, their own."""
-    return {k for k in keys if tracked_key(k) in metrics or k in metrics}
+@contextlib.contextmanager
+def local_folder(fs: pyarrow.fs.FileSystem, path: str) -> Iterator[str]:
+    """Folder ``path`` of ``fs`` as a local folder: itself on a local file system, else a temporary copy."""
+    if isinstance(fs, pyarrow.fs.LocalFileSystem):
+        yield path
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        pyarrow.fs.copy_files(path, tmp, source_filesystem=fs, destination_filesystem=pyarrow.fs.LocalFileSystem())
+        yield tmp
 
 
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
     """FINISHED or FAILED (with its reason) when the trial's last report says so; None otherwise."""
-    result = result or {}
-    if result.get(FAILED_KEY) == 1.0:
-        return "FAILED", str(result.get("failure_reason") or "failed")
-    if result.get("final") == 1.0:
-        return "FINISHED", None
-    return None
+    if is_failed(result):
+        return "FAILED", failure_reason(result)
+    return ("FINISHED", None) if is_final(result) else None
+
+
+def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
+                   kinds: tuple[str, ...]) -> dict[str, float]:
+    """A sweep's totals: its trials by outcome (``trials_<kind>``, ``trials_total``), and the seconds and GPU
+    seconds they ran (Tune's ``time_total_s``)."""
+    counts = Counter(outcomes)
+    return {**{f"trials_{k}": float(counts[k]) for k in kinds}, "trials_total": float(len(outcomes)),
+            "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
 
 
 def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, str], run_name: str,
@@ -159,14 +152,12 @@ def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, 
 class TrialRuns:
     """The child runs of the trials under one parent run, with each trial's high-water mark.
 
-    ``now_ms`` is the clock of the points' timestamps (injected in tests); a report holding a true value under one
-    of ``skip_keys`` (a checkpoint written at a stop, which is no evaluation) is not logged.
+    ``now_ms`` is the clock of the points' timestamps; a report holding a true value under one of ``skip_keys`` (a
+    checkpoint written at a stop, which is no evaluation) is not logged.
     """
 
     def __init__(self, client: MlflowClient, experiment_id: str, parent_run_id: str, sweep_name: str | None = None,
                  now_ms: Callable[[], int] | None = None, skip_keys: tuple[str, ...] = ()) -> None:
-        import time
-
         self.client = client
         self.experiment_id = experiment_id
         self.parent_run_id = parent_run_id
@@ -185,9 +176,7 @@ class TrialRuns:
                number: int | None = None) -> str:
         """The trial's run: found by its tag (its mark read back) or created, named ``name`` (default: the trial's
         id) and tagged with its ``number`` when known. ``new_attempt``: Tune started the trial (again), so a run an
-        earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the attempt. Params come with
-        the trial's run record (the values its typed config validated, defaults included), and MLflow never
-        changes a param."""
+        earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the attempt."""
         run_id = self.run_ids.get(trial_id)
         if run_id is not None and trial_id in self.marks and not new_attempt:
             return run_id
@@ -205,7 +194,8 @@ class TrialRuns:
             history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
                        for m in self.client.get_metric_history(run.info.run_id, key)]
             self.marks[trial_id] = max((int(m.step) for m in history), default=-1)
-            self.terminal[trial_id] = held_keys(run.data.metrics, TERMINAL_KEYS)
+            held = run.data.metrics  # a key logged before bookkeeping moved under its prefix counts too
+            self.terminal[trial_id] = {k for k in TERMINAL_KEYS if tracked_key(k) in held or k in held}
             if name and run.info.run_name != name:  # a run a sync created, named by its id
                 self.client.update_run(run.info.run_id, name=name)
                 if number is not None:
@@ -219,8 +209,9 @@ class TrialRuns:
         return run.info.run_id
 
     def deliver(self, trial_id: str, results: Iterable[dict[str, Any]]) -> int:
-        """Log the reports above the trial's mark, in order; the mark follows each report MLflow took.
-        Returns how many reports were logged."""
+        """Log the reports above the trial's mark, in order; the mark follows each report MLflow took. Returns how
+        many reports were logged. A failure's report carries no figure (its metric is NaN): its reason goes on the
+        run as its end."""
         run_id = self.run_ids[trial_id]
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
@@ -228,29 +219,28 @@ class TrialRuns:
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            skipped = result.get(FAILED_KEY) == 1.0 or any(result.get(k) for k in self.skip_keys)
+            skipped = is_failed(result) or any(result.get(k) for k in self.skip_keys)
             if skipped or not (step > mark or ends - held):
                 continue
             self._log_record(run_id, result.get(RUN_RECORD_KEY))
             stamp = self.now_ms()
-            points = [Metric(k, v, stamp, step) for k, v in report_metrics(result).items()]
+            points = [Metric(tracked_key(k), v, stamp, step) for k, v in numeric_metrics(result).items()
+                      if k not in NOT_METRICS]
             points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
-            for start in range(0, len(points), MAX_METRICS_PER_BATCH):
-                self.client.log_batch(run_id, metrics=points[start:start + MAX_METRICS_PER_BATCH])
+            self.client.log_batch(run_id, metrics=points)
             self.marks[trial_id] = max(mark, step)
             held |= ends
             logged += 1
         return logged
 
     def _log_record(self, run_id: str, record: Any) -> None:
-        """Tags, dataset inputs and metric protocols a report carries (each write replaces or adds once)."""
+        """Params, tags, dataset inputs and metric protocols a report carries (each write replaces or adds once)."""
         if not isinstance(record, dict):
             return
-        tags = {str(k): str(v) for k, v in (record.get("tags") or {}).items()}
-        self._log_params(run_id, record.get("params") or {})
-        items = [RunTag(k, v) for k, v in tags.items()]
-        for start in range(0, len(items), MAX_TAGS_PER_BATCH):
-            self.client.log_batch(run_id, tags=items[start:start + MAX_TAGS_PER_BATCH])
+        if record.get("params"):
+            log_missing_params(self.client, run_id, record["params"])
+        tags = record.get("tags") or {}
+        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
         inputs = record.get("inputs")
         if isinstance(inputs, str):  # a trial reports them as JSON text
             inputs = json.loads(inputs)
@@ -259,19 +249,11 @@ class TrialRuns:
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
     def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
-        """The params the trial's run lacks (MLflow never changes one); ``only_if_none``: only when it has none (a
-        trial that failed before its first report: its sampled settings, as Tune holds them)."""
-        self._log_params(self.run_ids[trial_id], params, only_if_none=only_if_none)
-
-    def _log_params(self, run_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
-        if not params:
-            return
-        held = self.client.get_run(run_id).data.params
-        if only_if_none and held:
-            return
-        missing = [Param(k, param_value(v)) for k, v in params.items() if k not in held]
-        for start in range(0, len(missing), MAX_PARAMS_PER_BATCH):
-            self.client.log_batch(run_id, params=missing[start:start + MAX_PARAMS_PER_BATCH])
+        """The params the trial's run lacks; ``only_if_none``: only when it has none (a trial that failed before its
+        first report: its sampled settings, as Tune holds them)."""
+        run_id = self.run_ids[trial_id]
+        if params and not (only_if_none and self.client.get_run(run_id).data.params):
+            log_missing_params(self.client, run_id, params)
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
@@ -283,11 +265,8 @@ class TrialRuns:
         if run.info.status in TERMINAL and not overwrite:
             return False
         if output is not None and status == "FINISHED":
-            fs, path = output
-            with tempfile.TemporaryDirectory() as tmp:
-                pyarrow.fs.copy_files(path, tmp, source_filesystem=fs,
-                                      destination_filesystem=pyarrow.fs.LocalFileSystem())
-                self.client.log_artifacts(run.info.run_id, tmp)
+            with local_folder(*output) as local:
+                self.client.log_artifacts(run.info.run_id, local)
         if reason:
             self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
         if outcome:
@@ -297,27 +276,16 @@ class TrialRuns:
         self.client.set_terminated(run.info.run_id, status=status)
         return True
 
-    def running_children(self) -> list[Any]:
-        """The child runs of trials under the parent run that are still RUNNING."""
-        query = (f"tags.`{PARENT_TAG}` = '{self.parent_run_id}' and tags.`{ROLE_TAG}` = '{TRIAL_ROLE}' "
-                 "and attributes.status = 'RUNNING'")
-        return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
-
 
 def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
-    """The sweep's totals as its folder tells them (a trial's last report: final, failed, else stopped early):
-    trials by outcome, and the seconds and GPU seconds they ran (Tune's ``time_total_s``)."""
-    counts = {"finished": 0, "pruned": 0, "failed": 0}
-    seconds = 0.0
+    """:func:`outcome_totals` as the folder tells them (a trial's last report: final, failed, else pruned)."""
+    outcomes, seconds = [], 0.0
     for folder in trial_folders(fs, experiment_path):
         last = folder.results()[-1]
         ended = final_status(last)
-        counts["failed" if ended and ended[0] == "FAILED" else "finished" if ended else "pruned"] += 1
+        outcomes.append("failed" if ended and ended[0] == "FAILED" else "finished" if ended else "pruned")
         seconds += float(last.get("time_total_s") or 0.0)
-    totals = {f"trials_{k}": float(v) for k, v in counts.items()}
-    totals.update(trials_total=float(sum(counts.values())), trial_seconds=seconds,
-                  gpu_seconds=seconds * gpu_per_trial)
-    return totals
+    return outcome_totals(outcomes, seconds, gpu_per_trial, ("finished", "pruned", "failed"))
 
 
 @dataclass
@@ -348,7 +316,9 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
                                           outcome=ended[0].lower()):
             done.ended += 1
-    for run in runs.running_children():
+    query = (f"tags.`{PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{ROLE_TAG}` = '{TRIAL_ROLE}' "
+             "and attributes.status = 'RUNNING'")
+    for run in runs.client.search_runs([runs.experiment_id], filter_string=query, max_results=10_000):
         trial_id = run.data.tags.get(TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")

@@ -1,20 +1,16 @@
-"""The driver's Tune callback that writes every trial's MLflow child run
-(:mod:`sentsweep.platform.tracking.trial_runs`).
+"""The driver's Tune callback that writes every trial's MLflow child run (:mod:`.trial_runs`).
 
-On each trial event it hands a job to a background :class:`~sentsweep.platform.tracking.deliverer.Deliverer`, so no
-MLflow call runs in Tune's event loop. The driver knows what a trial cannot tell: a trial stopped by ASHA ends inside
-``tune.report`` (its run ends FINISHED with outcome ``pruned``, ``pruned by ASHA at iteration N``); a worker that died
-ends FAILED with the error Tune recorded (:data:`~sentsweep.tracking.vocabulary.OUTCOMES`). Each run is named after
-the trial's label and searched values (:mod:`sentsweep.tracking.names`). At the end of the experiment each trial's
-run is brought up to its folder, ended, and the sweep's totals go on the parent run, waiting at most ``end_wait_s``:
-in an outage the sweep exits and ``sentsweep sync`` completes the runs from the folder.
+On each trial event it hands a job to a background :class:`~.deliverer.Deliverer`, so no MLflow call runs in
+Tune's event loop. The driver knows what a trial cannot tell: a trial ASHA stopped ends FINISHED with outcome
+``pruned``; a worker that died ends FAILED with the error Tune recorded. At the end of the experiment each run is
+brought up to its folder and ended, and the sweep's totals go on the parent run, waiting at most ``end_wait_s``: in
+an outage the sweep exits and ``sentsweep sync`` completes the runs from the folder.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +23,7 @@ from sentsweep.platform.driver.interrupt import active_stops, superseded
 from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final, is_reference
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns
+from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, outcome_totals
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.tracking.vocabulary import (
     INTERRUPTED_REASON,
@@ -48,8 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sentsweep.tracking")
 #: Trial settings that are not params of its run (how it is tracked, not how it trains).
 UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
-#: Seconds the end of an experiment waits for MLflow before the sweep goes on without it (none when its store does
-#: not answer a probe at once).
+#: Seconds the end of an experiment waits for MLflow (none when its store does not answer a probe at once).
 END_WAIT_S = 20.0
 
 
@@ -77,19 +72,14 @@ def last_error_line(trial: Trial) -> str:
 
 
 def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
-    """Trials by outcome, and the wall and GPU seconds the trials used."""
-    counts = Counter(trial_outcome(t) for t in trials)
-    trial_seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
-    totals = {f"trials_{k}": float(counts.get(k, 0)) for k in ("finished", "pruned", "failed", "running",
-                                                                "pending")}
-    totals.update({"trials_total": float(len(trials)), "trial_seconds": trial_seconds,
-                   "gpu_seconds": trial_seconds * gpu_per_trial})
-    return totals
+    """:func:`~.trial_runs.outcome_totals` as Tune holds the trials."""
+    seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
+    return outcome_totals([trial_outcome(t) for t in trials], seconds, gpu_per_trial,
+                          ("finished", "pruned", "failed", "running", "pending"))
 
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
-    """The outcome (:data:`~sentsweep.tracking.vocabulary.OUTCOMES`) and reason of a trial Tune completed (its last
-    report decides)."""
+    """The outcome and reason of a trial Tune completed (its last report decides)."""
     result = trial.last_result or {}
     if is_final(result):
         return "finished", None
@@ -116,9 +106,8 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
-    """Where the driver reads a trial's reports: its local copy when it has one (a remote sweep folder is synced
-    from it; :mod:`..driver.staged_uploads` removes it once the storage holds it), else the trial's folder in the sweep
-    folder; outputs are always there."""
+    """Where the driver reads a trial's reports: its local copy when it has one, else its folder in the sweep
+    folder; outputs are always read from the sweep folder."""
     storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
     local = trial.local_path
     if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
@@ -133,8 +122,7 @@ class TrialRunsCallback(Callback):
     def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
                  end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX,
                  reference: dict[str, Any] | None = None, reference_setting: str | None = None) -> None:
-        """``reference``: the point of the sweep's reference trial, whose run is tagged
-        :data:`~sentsweep.tracking.vocabulary.REFERENCE_TAG` = ``reference_setting``."""
+        """``reference``: the point of the sweep's reference trial, whose run is tagged ``reference_setting``."""
         self.settings = settings
         self.label_prefix = label_prefix
         self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
@@ -152,13 +140,13 @@ class TrialRunsCallback(Callback):
         return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
-        """Remember the trial's number: its place in Tune's list of trials (the order Tune created them)."""
+        """Remember the trial's number: its place in Tune's list of trials."""
         numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
         if trial.trial_id not in numbers and trial in trials:
             numbers[trial.trial_id] = trials.index(trial) + 1
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
-        """The trial run's name and number (:func:`~sentsweep.tracking.names.run_name`)."""
+        """The trial run's name and number."""
         number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
         values = {k: v for k, v in (getattr(trial, "evaluated_params", None) or {}).items()
                   if isinstance(v, int | float | str | bool)}
@@ -179,14 +167,14 @@ class TrialRunsCallback(Callback):
             self._deliverer = Deliverer(on_failure=self._behind.add)
         return self._deliverer
 
-    def _submit(self, trial: Trial, job: Any, *, force: bool = False) -> None:
+    def _submit(self, trials: list[Trial], trial: Trial, job: Any) -> None:
+        self._number(trials, trial)
         if superseded() is None:  # a driver that lost the sweep leaves its runs to the new holder
-            self.deliverer.submit(trial.trial_id, job, force=force)
+            self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The trial's run, holding every report: from the folder first when this session has not delivered to it
-        yet (a resume) or an earlier delivery failed, then ``results``; returns the run's id (``new_attempt``:
-        Tune just started the trial)."""
+        """The id of the trial's run, holding every report: from the folder first when this session has not
+        delivered to it yet (a resume) or an earlier delivery failed, then ``results``."""
         runs = self.runs
         name, number = self._name(trial)
         if trial.trial_id in self._behind or trial.trial_id not in self._seen:
@@ -213,24 +201,20 @@ class TrialRunsCallback(Callback):
         self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
                       outcome=outcome)
 
-    # -- Tune hooks ----------------------------------------------------------------------------
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._number(trials, trial)
-        self._submit(trial, lambda: self._start(trial))
+        self._submit(trials, trial, lambda: self._start(trial))
 
     def _start(self, trial: Trial) -> None:
-        """The trial's run for its new attempt, tagged when it is the reference trial."""
         run_id = self.catch_up(trial, [], new_attempt=True)
         if self.reference_setting and is_reference(trial.config, self.reference):
             self.runs.client.set_tag(run_id, REFERENCE_TAG, self.reference_setting)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
-        self._number(trials, trial)
-        self._submit(trial, lambda: self._deliver_result(trial, result))
+        self._submit(trials, trial, lambda: self._deliver_result(trial, result))
 
     def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
-        """The report, and a trial that resumed elsewhere than the checkpoint Tune named tagged where and why."""
+        """The report; a trial that resumed elsewhere than the checkpoint Tune named is tagged where and why."""
         run_id = self.catch_up(trial, [result])
         note = restore_note(result)
         if note is not None:
@@ -238,13 +222,11 @@ class TrialRunsCallback(Callback):
             self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1])
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._number(trials, trial)
         outcome, reason = completed_outcome(trial, self.scheduler_label)
-        self._submit(trial, lambda: self._end(trial, outcome, reason))
+        self._submit(trials, trial, lambda: self._end(trial, outcome, reason))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._number(trials, trial)
-        self._submit(trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
+        self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         lost = superseded()
@@ -271,18 +253,14 @@ class TrialRunsCallback(Callback):
                         "from the sweep folder (a resume does too)")
 
     def log_totals(self, totals: dict[str, float]) -> None:
-        """The sweep's totals on the parent run, at step 0."""
         stamp = self.runs.now_ms()
         self.runs.client.log_batch(self.settings["parent_run_id"],
                                    metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
-        """Delete child runs of trials the sweep no longer has.
-
-        A trial created after Tune's last experiment snapshot is lost when the driver dies; the restored searcher
-        proposes a new trial (new id) instead. Its run would be a duplicate left RUNNING, so it is closed, deleted
-        (MLflow keeps deleted runs restorable), and named on the parent run.
-        """
+        """Close and delete the child runs of trials the sweep no longer has, named on the parent run: a trial
+        created after Tune's last snapshot is lost when the driver dies, and its run would be a duplicate left
+        RUNNING (MLflow keeps deleted runs restorable)."""
         client, parent = self.runs.client, self.settings["parent_run_id"]
         query = f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
