@@ -96,11 +96,52 @@ def test_ray_trial_storage(ray_session, tmp_path: Path) -> None:
     assert result.metrics["working"]
 
 
+# -- MLflow ------------------------------------------------------------------------------------------------------
+def test_mlflow_request_once_asks_once_and_returns_any_status() -> None:
+    """A store that answers 503 (a status MLflow's client retries) is asked exactly once, and the 503 comes back."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from sentsweep._compat.mlflow import request_once
+
+    _require("mlflow.utils.rest_utils", "http_request")
+    _require("mlflow.utils.credentials", "get_default_host_creds")
+    asked: list[str] = []
+
+    class Unavailable(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the handler's API
+            asked.append(self.path)
+            self.send_response(503)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        response = request_once(f"http://127.0.0.1:{server.server_address[1]}", "/api/2.0/mlflow/experiments/search",
+                                {"max_results": 1}, 5.0)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert response.status_code == 503
+    assert asked == ["/api/2.0/mlflow/experiments/search?max_results=1"], "MLflow's http_request retried"
+
+
+def test_mlflow_dataset_context_tag() -> None:
+    from sentsweep._compat.mlflow import dataset_context_tag
+
+    assert _require("mlflow.utils.mlflow_tags", "MLFLOW_DATASET_CONTEXT") == dataset_context_tag()
+    assert dataset_context_tag() == "mlflow.data.context", "MLflow renamed the dataset context tag"
+
+
 # -- the rest of the package -------------------------------------------------------------------------------------
 #: What names a private part of Ray or MLflow in source code.
 PRIVATE = re.compile(r"ray\._private|ray\._raylet|ray\.[a-z_.]*\._internal|internal_kv|_local_tuner"
                      r"|mlflow\.[a-z_.]*\._|from mlflow[a-z_.]* import _|_to_mlflow_entity"
-                     r"|mlflow\.system_metrics\.metrics")
+                     r"|mlflow\.system_metrics\.metrics|mlflow\.utils")
 
 
 def test_no_private_ray_or_mlflow_name_outside_compat() -> None:

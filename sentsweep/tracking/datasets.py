@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentsweep._compat.mlflow import dataset_context_tag
 from sentsweep.data.registry import PREPARED_PREFIX, REGISTRY
 from sentsweep.data.source import DataSource, resolve_data_dir
 from sentsweep.evaluation.metric_names import STS_TASK_SPLITS, task_data_splits
@@ -167,7 +168,6 @@ def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dic
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import Dataset, DatasetInput, InputTag
-    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
     inputs = []
     for record in datasets:
@@ -177,7 +177,7 @@ def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dic
         fields = MetaDataset(found, name=record["name"], digest=record["digest"]).to_dict()
         entity = Dataset(fields["name"], fields["digest"], fields["source_type"], fields["source"],
                          fields.get("schema"), record.get("profile") or None)
-        inputs.append(DatasetInput(entity, [InputTag(MLFLOW_DATASET_CONTEXT, record["context"])]))
+        inputs.append(DatasetInput(entity, [InputTag(dataset_context_tag(), record["context"])]))
     if inputs:
         client.log_inputs(run_id, datasets=inputs)
 

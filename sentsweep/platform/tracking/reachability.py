@@ -26,12 +26,10 @@ def probe(uri: str) -> str | None:
     status but those MLflow's client retries is an answer, a refusal (401, 403) included: calls then fail at once."""
     if urlsplit(uri).scheme not in ("http", "https"):
         return None
-    from mlflow.utils.credentials import get_default_host_creds
-    from mlflow.utils.rest_utils import http_request
+    from sentsweep._compat.mlflow import request_once
 
     try:
-        response = http_request(get_default_host_creds(uri), PROBE_ENDPOINT, "GET", params={"max_results": 1},
-                                max_retries=0, timeout=PROBE_TIMEOUT_S, raise_on_status=False)
+        response = request_once(uri, PROBE_ENDPOINT, {"max_results": 1}, PROBE_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - no answer at all: a refused connection, a timeout, TLS
         return first_line(exc)
     if response.status_code in RETRIED_STATUSES:
