@@ -93,7 +93,7 @@ class ConfirmConfig(ConfigSection):
 class ReferenceConfig(ConfigSection):
     """The paper's setting as a reference trial (:mod:`sentsweep.platform.search.scheduler`): the space's first point
     runs as a trial that no scheduler stops, tagged ``sentsweep.reference`` in MLflow, and the final summary puts the
-    paper's figures, that trial's and the tuned winner's side by side (:mod:`sentsweep.platform.report.reference`).
+    paper's figures, that trial's and the tuned winner's side by side (:mod:`sentsweep.platform.report.winner`).
     ``reference: paper`` is short for ``reference: {setting: paper}``."""
 
     setting: Literal["paper"] = "paper"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sentsweep.platform.results import rank_results
+from sentsweep.platform.results import rank_results, result_trial_id
 from sentsweep.trainables.checkpoints import BEST_DIR, NEXT_SUFFIX, BestFolder, StoredFolder, pick_best
 from sentsweep.trainables.tune_checkpoints import WORK_DIR
 
@@ -36,11 +36,6 @@ if TYPE_CHECKING:
 
 #: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
 CHECKPOINT_PREFIX = "checkpoint_"
-
-
-def result_trial_id(result: Result) -> str:
-    """The trial id a result reported (its folder's name when it reported none)."""
-    return str((result.metrics or {}).get("trial_id", trial_folder(result).name))
 
 
 def trial_folder(result: Result) -> StoredFolder:

@@ -42,7 +42,7 @@ from sentsweep.credentials import MASK, mask_text, secret_values
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import NotifyConfig, SweepConfig
-    from sentsweep.platform.driver.outcome import SweepOutcome
+    from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.tracking.vocabulary import SweepState
 
 #: The event a parent run's end state sends (``running`` sends none).
@@ -224,7 +224,7 @@ class SweepNotifier:
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
     """The best trial (by its label, as in the log and the tables) and value: finalize's, else the best trial of the
     results (a sweep run without finalize)."""
-    from sentsweep.platform.report.best_label import best_label, result_label
+    from sentsweep.platform.report.winner import best_label, result_label
 
     if outcome.best_trial_id is not None:
         return best_label(outcome), _finite(outcome.best_value)

@@ -11,7 +11,7 @@
   names: :mod:`sentsweep.tracking.names`), coloured by how it ended, with the best finished value so far.
 
 The plots of how the winner is selected (the Pareto front, the confirmation intervals) are in
-:mod:`.selection_plots`.
+:mod:`.selection`.
 
 The trials come from Tune's results (:func:`trial_records`: the reports' steps and values, how each trial ended),
 the importance and the history from the study (its journal in the sweep folder: :mod:`..search.study_store`).
@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.results import infeasibility, is_failed, is_final
-from sentsweep.platform.search.warm_start import is_warm_start
+from sentsweep.platform.results import infeasibility, is_failed, is_final, is_warm_start
 from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 
 if TYPE_CHECKING:
@@ -83,7 +82,7 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str],
                   prefix: str = SEARCH_PREFIX) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.best_label`): the
+    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.winner`): the
     parameters ``searched``, the (step, value) of each dev report (the final report, which repeats the best value,
     and non-finite values left out)."""
     records = []

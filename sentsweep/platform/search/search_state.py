@@ -21,7 +21,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.state import read_state
 from sentsweep.platform.location import SweepLocation
 
 if TYPE_CHECKING:
@@ -54,10 +53,11 @@ def search_over(location: SweepLocation, config: SweepConfig) -> bool:
     return mark is not None and mark.get("bounds") == search_bounds(config)
 
 
-def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False) -> ResultGrid:
+def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
+                   stage_began: bool = False) -> ResultGrid:
     """The search's results: read back without fitting when the search is over (:func:`search_over`) or the
-    confirmation stage began; otherwise the Tuner fitted. A ``fresh`` sweep (a new folder, not a resume) always
-    fits: a state file found in its folder was planted there, never written by it."""
-    if not fresh and (read_state(location) is not None or search_over(location, config)):
+    confirmation stage began (``stage_began``); otherwise the Tuner fitted. A ``fresh`` sweep (a new folder, not a
+    resume) always fits: a state file found in its folder was planted there, never written by it."""
+    if not fresh and (stage_began or search_over(location, config)):
         return tuner.get_results()
     return tuner.fit()
