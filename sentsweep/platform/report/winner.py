@@ -113,7 +113,7 @@ def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Resul
     return min(matches, key=result_trial_id) if matches else None
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
@@ -134,7 +134,7 @@ def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
         if summary.n:
             return summary.describe()
     value = outcome.best_value if key is None else outcome.final_metrics.get(key)
-    return f"{_cell(_number(value))} (1 run)"
+    return f"{_cell(finite_number(value))} (1 run)"
 
 
 def figure_keys(config: SweepConfig, reference: Result | None) -> list[str]:
@@ -142,7 +142,7 @@ def figure_keys(config: SweepConfig, reference: Result | None) -> list[str]:
     keys = list(config.reference.figures) if config.reference else []
     if not keys and reference is not None:
         keys = sorted(k for k, v in (reference.metrics or {}).items()
-                      if k.endswith(FIGURE_SUFFIXES) and _number(v) is not None and k != config.metric)
+                      if k.endswith(FIGURE_SUFFIXES) and finite_number(v) is not None and k != config.metric)
     return keys
 
 
@@ -158,9 +158,9 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
     lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
     for key in figure_keys(config, reference):
-        lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(_number(ref_metrics.get(key))):>22}  "
+        lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(finite_number(ref_metrics.get(key))):>22}  "
                      f"{winner_cell(outcome, key)}")
-    lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(_number(ref_metrics.get(config.metric))):>22}  "
+    lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(finite_number(ref_metrics.get(config.metric))):>22}  "
                  f"{winner_cell(outcome, None)}  (dev: selection)")
     lines.append(f"  what differs: selection on {config.metric} here; the paper's: {ref.selection or 'not given'}; "
                  "the winner was chosen on this dev set, so it is no reproduction")
