@@ -77,25 +77,14 @@ class ClusterJobs:
         self.address = address
         self.token = token
         if client is None:
-            client = self._connect(address, token)
+            from ray.job_submission import JobSubmissionClient
+
+            with self._errors(connecting=True):
+                client = JobSubmissionClient(address, headers=token.headers() if token else None)
         self.client = client
 
-    @staticmethod
-    def _connect(address: str, token: RayToken | None) -> JobSubmissionClient:
-        from ray.job_submission import JobSubmissionClient
-
-        try:
-            return JobSubmissionClient(address, headers=token.headers() if token else None)
-        except _client_errors() as exc:
-            status = _auth_status(exc)
-            if status is not None:
-                raise auth_failure(status, address, token) from None
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ClusterError(f"cannot reach the Ray dashboard at {address} ({reason}); is the head running "
-                               "and its port 8265 reachable (e.g. kubectl port-forward)?") from None
-
     @contextlib.contextmanager
-    def _errors(self, job_id: str | None = None) -> Iterator[None]:
+    def _errors(self, job_id: str | None = None, *, connecting: bool = False) -> Iterator[None]:
         try:
             yield
         except _client_errors() as exc:
@@ -103,6 +92,9 @@ class ClusterJobs:
             if status is not None:
                 raise auth_failure(status, self.address, self.token) from None
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if connecting:
+                raise ClusterError(f"cannot reach the Ray dashboard at {self.address} ({text}); is the head running "
+                                   "and its port 8265 reachable (e.g. kubectl port-forward)?") from None
             if job_id is not None and ("404" in text or "does not exist" in text):
                 raise ClusterError(f"no job '{job_id}' on the Ray cluster at {self.address} "
                                    f"(sentsweep jobs list --address {self.address})") from None

@@ -1,6 +1,5 @@
 """What a job's requests and environment carry from this one: the Ray token, the forwarded variables, and what is
-shown of them (names and masks, never values). Splitting credentials off a URI, masking URIs and redacting text are
-:mod:`sentsweep.credentials`' (the sweep driver does the same), re-exported here for the job's side.
+shown of them (names and masks, never values; masking URIs and redacting text are :mod:`sentsweep.credentials`').
 
 The Ray token of a cluster with token auth (Ray 2.52+, ``RAY_AUTH_MODE=token``) is found where Ray's own Jobs SDK
 looks, first found wins: ``--token-file PATH``; ``$RAY_AUTH_TOKEN``; the file named by ``$RAY_AUTH_TOKEN_PATH``
@@ -15,12 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentsweep.credentials import MASK, UriKind, mask_uri, redact, split_credentials, split_uri
+from sentsweep.credentials import MASK, UriKind, mask_uri, split_uri
 from sentsweep.errors import ConfigError, SentsweepError
-
-__all__ = ["CREDENTIAL_ENV", "MASK", "AuthenticationRequired", "RayToken", "auth_failure", "find_token",
-           "forwarded_env", "held_back", "local_secrets", "mask_uri", "masked", "redact", "refuse_credentials",
-           "split_credentials"]
 
 TOKEN_ENV = "RAY_AUTH_TOKEN"
 TOKEN_PATH_ENV = "RAY_AUTH_TOKEN_PATH"
@@ -146,7 +141,7 @@ def held_back(environ: Mapping[str, str], forwarded: Mapping[str, str]) -> list[
 
 
 def local_secrets(environ: Mapping[str, str]) -> list[str]:
-    """Values of the :data:`CREDENTIAL_ENV` set in ``environ``: what :func:`redact` removes from shown text."""
+    """Values of the :data:`CREDENTIAL_ENV` set in ``environ``: what is redacted from shown text."""
     return [environ[name] for name in CREDENTIAL_ENV if environ.get(name)]
 
 

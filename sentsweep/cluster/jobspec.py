@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sentsweep.cluster.credentials import mask_uri, masked, refuse_credentials
+from sentsweep.cluster.credentials import masked, refuse_credentials
 from sentsweep.cluster.prepare import (
     PreparedConfig,
     StagedDir,
@@ -24,6 +24,7 @@ from sentsweep.cluster.prepare import (
     pinned_requirements,
     stage_working_dir,
 )
+from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import is_server_uri
 
@@ -55,29 +56,6 @@ def parse_driver_resources(text: str) -> dict[str, float]:
     return {str(name): float(amount) for name, amount in value.items()}
 
 
-def describe_placement(num_cpus: float | None, num_gpus: float | None,
-                       resources: Mapping[str, float] | None) -> str:
-    """What the driver asks for and which nodes that admits, for a job's summary."""
-    asks = [f"{num_cpus:g} CPU" if num_cpus else "", f"{num_gpus:g} GPU" if num_gpus else "",
-            json.dumps(dict(resources)) if resources else ""]
-    asked = " + ".join(a for a in asks if a) or "nothing"
-    if resources:
-        return f"{asked}: a node that offers {', '.join(sorted(resources))} (not the head)"
-    return f"{asked}: any node, the head included (--driver-resources puts it on a worker)"
-
-
-def cli_entrypoint(command: str, *args: str, python: str = "python", finalize: bool = True,
-                   verbose: bool = False) -> str:
-    """``python -m sentsweep.cli COMMAND ARGS [--no-finalize] [--verbose]``, shell-quoted (not the ``sentsweep``
-    console script, which a working-dir copy does not install)."""
-    argv = [python, "-m", "sentsweep.cli", command, *args]
-    if not finalize:
-        argv.append("--no-finalize")
-    if verbose:
-        argv.append("--verbose")
-    return shlex.join(argv)
-
-
 @dataclass(frozen=True)
 class JobOptions:
     """How a job is packaged and run (the submit command's flags)."""
@@ -94,8 +72,26 @@ class JobOptions:
 
     @property
     def driver_line(self) -> str:
-        """Where the driver may run, for the summary."""
-        return describe_placement(self.entrypoint_num_cpus, self.entrypoint_num_gpus, self.entrypoint_resources)
+        """What the driver asks for and which nodes that admits, for the summary."""
+        cpus, gpus, resources = self.entrypoint_num_cpus, self.entrypoint_num_gpus, self.entrypoint_resources
+        asks = [f"{cpus:g} CPU" if cpus else "", f"{gpus:g} GPU" if gpus else "",
+                json.dumps(dict(resources)) if resources else ""]
+        asked = " + ".join(a for a in asks if a) or "nothing"
+        if resources:
+            return f"{asked}: a node that offers {', '.join(sorted(resources))} (not the head)"
+        return f"{asked}: any node, the head included (--driver-resources puts it on a worker)"
+
+    def entrypoint(self, command: str, *args: str) -> str:
+        """``python -m sentsweep.cli COMMAND ARGS [--no-finalize] [--verbose]``, shell-quoted (not the ``sentsweep``
+        console script, which a working-dir copy does not install)."""
+        argv = [self.python, "-m", "sentsweep.cli", command, *args]
+        argv += (["--no-finalize"] if not self.finalize else []) + (["--verbose"] if self.verbose else [])
+        return shlex.join(argv)
+
+    def placement(self) -> tuple[float | None, float | None, dict[str, float] | None]:
+        """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
+        resources = dict(self.entrypoint_resources) if self.entrypoint_resources else None
+        return self.entrypoint_num_cpus, self.entrypoint_num_gpus, resources
 
 
 @dataclass
@@ -147,8 +143,7 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
         env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
     staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
     assert staged.config_path is not None
-    entrypoint = cli_entrypoint("sweep", staged.config_path, python=options.python, finalize=options.finalize,
-                                verbose=options.verbose)
+    entrypoint = options.entrypoint("sweep", staged.config_path)
     storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
                                      if config.storage_endpoint_url else "")
     summary = [
@@ -163,7 +158,7 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
     metadata = {"sentsweep": sentsweep.__version__, "kind": "sweep", "sweep": config.name,
                 "config": prepared.filename, "method": config.method, "ship": options.ship}
     return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary,
-                   list(prepared.warnings), staged, *_placement(options))
+                   list(prepared.warnings), staged, *options.placement())
 
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
@@ -187,8 +182,7 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     staged = None
     if options.ship == "project":
         staged = stage_working_dir(workdir, include_code=True)
-    entrypoint = cli_entrypoint("resume", *args, python=options.python, finalize=options.finalize,
-                                verbose=options.verbose)
+    entrypoint = options.entrypoint("resume", *args)
     summary = [
         f"resume {sweep_dir}",
         f"  code:        {_code_line(options, staged)}",
@@ -199,10 +193,4 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     metadata = {"sentsweep": sentsweep.__version__, "kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1],
                 "ship": options.ship}
     return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, [], staged,
-                   *_placement(options))
-
-
-def _placement(options: JobOptions) -> tuple[float | None, float | None, dict[str, float] | None]:
-    """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
-    resources = dict(options.entrypoint_resources) if options.entrypoint_resources else None
-    return options.entrypoint_num_cpus, options.entrypoint_num_gpus, resources
+                   *options.placement())

@@ -20,10 +20,7 @@ from sentsweep.cluster.credentials import (
     find_token,
     forwarded_env,
     held_back,
-    mask_uri,
     masked,
-    redact,
-    split_credentials,
 )
 from sentsweep.cluster.jobspec import (
     DRIVER_RESOURCES,
@@ -33,6 +30,7 @@ from sentsweep.cluster.jobspec import (
     parse_driver_resources,
 )
 from sentsweep.cluster.prepare import prepare_config, stage_working_dir
+from sentsweep.credentials import mask_uri, redact, split_credentials
 from sentsweep.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
