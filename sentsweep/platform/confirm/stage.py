@@ -1,13 +1,10 @@
-"""The confirmation stage's decisions: the search's best configurations as candidates, each confirmation trial
-matched to its configuration, the winner by the declared rule, and the stage's state in the sweep folder.
+"""The confirmation stage's decisions and state: the search's best configurations as candidates, each confirmation
+trial matched to its configuration, and the winner by ``confirm.rule``.
 
-The winner is chosen by ``confirm.rule``: ``mean``, the best mean; or ``lower_bound`` (the default), the best
-pessimistic end of the interval (:mod:`sentsweep.platform.outcome`): its lower end when the metric is maximised,
-its upper end when it is minimised. Ties go to the better mean, then to the configuration the search ranked
-higher; with one finished further seed the interval is infinite, so ``lower_bound`` ranks such candidates below
-any with an interval and, among themselves (``confirm.seeds: 1``), by their mean. The weights the sweep then
-evaluates and exports are the winner's further seed whose value is closest to the mean of its further seeds (not
-its luckiest one); the search's run only when none of its further seeds finished.
+``mean`` takes the best mean; ``lower_bound`` (the default) the best pessimistic end of the interval
+(:mod:`sentsweep.platform.outcome`). Ties go to the better mean, then to the higher search rank; one further seed
+has an infinite interval, so ``lower_bound`` ranks such candidates last and, among themselves, by their mean. The
+weights used afterwards are the winner's further seed closest to their mean (not its luckiest one).
 """
 
 from __future__ import annotations

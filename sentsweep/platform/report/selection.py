@@ -1,15 +1,13 @@
 """How a sweep's winner is selected, recorded and drawn (each PNG with its data as a CSV: :func:`~.plots.save_plot`).
 
-The Pareto front of a multi-objective sweep (``objectives:``, :mod:`sentsweep.platform.objectives`): after the search,
-every finished trial (made its final report, feasible) gets its objectives' values from its final result and its
-selected report, the same figures the searcher was told; the trials no other one dominates are the front. The parent
-run gets the tag :data:`PARETO_TAG` (the front's trial ids, best first objective first) and :data:`OBJECTIVES_TAG`
-(the objectives as configured), ``pareto/pareto_front.png`` (:func:`pareto_plot`) and ``pareto/pareto_front.csv``
-(every finished trial with its objective values, ``on_front`` 1 or 0, and its searched parameters), from which
-``sentsweep compare`` lists the front.
+A multi-objective sweep's Pareto front: every finished, feasible trial gets its objectives' values (the figures the
+searcher was told, :func:`~sentsweep.platform.objectives.objective_values`); those no other one dominates are the
+front. The parent run gets :data:`PARETO_TAG` (the front's trial ids, best first objective first),
+:data:`OBJECTIVES_TAG`, ``pareto/pareto_front.png`` and ``pareto/pareto_front.csv`` (every finished trial, its
+objective values, ``on_front`` and its searched parameters), from which ``sentsweep compare`` lists the front.
 
-The confirmation stage's ``confirmation/intervals`` (:func:`confirmation_plot`): per configuration its further
-seeds, their mean and 95% interval, and the search run that selected it apart; the rule's winner marked.
+The confirmation stage's ``intervals`` plot: per configuration its further seeds, their mean and 95% interval,
+and the search run that selected it apart.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The sweep's winner as people see it: its label in the log and the tables, what its registered version says,
-and, for a sweep with ``reference``, the paper's figure, our run of the paper's setting and the winner side by side.
+"""The sweep's winner as people see it: its label (``t03``, its place in Tune's list of trials, as in the run's
+name), what its registered version says, and, for a sweep with ``reference``, a side-by-side summary.
 
-A trial's label (``t03``, ``c02``; :mod:`sentsweep.tracking.names`) is its place in Tune's list of trials, which a
-``ResultGrid`` keeps in the same order; the driver's tracking callback names the trial's run with the same number.
-
-A paper config runs the paper's setting as its reference trial (:mod:`sentsweep.platform.search.scheduler`) and then
-searches around it. Its tuned winner was selected on this project's dev set, which is not the paper's, so it is no
-reproduction. The side-by-side summary therefore shows three columns for each figure: ``paper`` (the config's
-``reference.figures``), ``paper setting (ours)`` (the reference trial's final report) and ``tuned winner`` (the
-confirmation's mean and 95% interval over the winner's further seeds, else the best trial's final figures). Then
-what differs: the dev metric each selected on, and the settings the search changed.
+A paper config runs the paper's setting as its reference trial, then searches around it. Its tuned winner was
+selected on this project's dev set, not the paper's, so it is no reproduction. The summary shows, for each figure,
+the paper's (``reference.figures``), our run of the paper's setting, and the tuned winner (the confirmation's mean
+and 95% interval over its further seeds, else its single run); then what differs.
 """
 
 from __future__ import annotations
