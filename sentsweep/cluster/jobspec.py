@@ -133,32 +133,35 @@ def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
     return code
 
 
-def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
-    """The job that runs ``prepared`` (staging its working dir, if any, in ``workdir``)."""
+def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
+         head: str, details: list[str], metadata: dict[str, str], warnings: list[str]) -> JobSpec:
+    """The job that runs ``sentsweep COMMAND ARGS``, with its summary (``head``, then ``details`` among the rest)."""
     import sentsweep
 
+    entrypoint = options.entrypoint(command, *args)
+    summary = [head, f"  code:        {_code_line(options, staged)}", f"  entrypoint:  {entrypoint}", *details,
+               f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
+    metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
+    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, warnings, staged,
+                   *options.placement())
+
+
+def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
+    """The job that runs ``prepared`` (staging its working dir, if any, in ``workdir``)."""
     config = prepared.config
     env_vars = dict(options.env)  # what --forward-env and --env name; prepare_config refused URI credentials
     if is_server_uri(config.tracking.uri):
         env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
     staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
     assert staged.config_path is not None
-    entrypoint = options.entrypoint("sweep", staged.config_path)
     storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
                                      if config.storage_endpoint_url else "")
-    summary = [
-        f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
-        f"  code:        {_code_line(options, staged)}",
-        f"  entrypoint:  {entrypoint}",
-        f"  storage:     {storage}",
-        f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})",
-        f"  environment: {masked(env_vars)}",
-        f"  driver:      {options.driver_line}",
-    ]
-    metadata = {"sentsweep": sentsweep.__version__, "kind": "sweep", "sweep": config.name,
-                "config": prepared.filename, "method": config.method, "ship": options.ship}
-    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary,
-                   list(prepared.warnings), staged, *options.placement())
+    return _job(options, staged, env_vars, "sweep", [staged.config_path],
+                f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
+                [f"  storage:     {storage}",
+                 f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})"],
+                {"kind": "sweep", "sweep": config.name, "config": prepared.filename, "method": config.method},
+                list(prepared.warnings))
 
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
@@ -167,8 +170,6 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`).
     ``tracking_uri``: the server the sweep was tracked at, for the job's ``$MLFLOW_TRACKING_URI`` (a shared folder's
     resume contacts only a server its user names, :mod:`~sentsweep.platform.folder.trust`); else the cluster's."""
-    import sentsweep
-
     refuse_credentials(sweep_dir, "storage", "--resume")
     refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
     if is_relative_path(sweep_dir):
@@ -179,18 +180,6 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     env_vars = dict(options.env)
     if tracking_uri:
         env_vars["MLFLOW_TRACKING_URI"] = tracking_uri
-    staged = None
-    if options.ship == "project":
-        staged = stage_working_dir(workdir, include_code=True)
-    entrypoint = options.entrypoint("resume", *args)
-    summary = [
-        f"resume {sweep_dir}",
-        f"  code:        {_code_line(options, staged)}",
-        f"  entrypoint:  {entrypoint}",
-        f"  environment: {masked(env_vars)}",
-        f"  driver:      {options.driver_line}",
-    ]
-    metadata = {"sentsweep": sentsweep.__version__, "kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1],
-                "ship": options.ship}
-    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, [], staged,
-                   *options.placement())
+    staged = stage_working_dir(workdir, include_code=True) if options.ship == "project" else None
+    return _job(options, staged, env_vars, "resume", args, f"resume {sweep_dir}", [],
+                {"kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1]}, [])

@@ -44,16 +44,12 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
         values = objective_values(result, objectives, selected)
         if all(v is not None and math.isfinite(v) for v in values):
             rows.append({"trial_id": trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
-                         **params})
-    front = set(pareto_front([[row[o.metric] for o in objectives] for row in rows], [o.mode for o in objectives]))
-    for i, row in enumerate(rows):
-        row["on_front"] = int(i in front)
-    first = objectives[0]
-    sign = -1.0 if first.mode == "max" else 1.0
-    rows.sort(key=lambda r: (-r["on_front"], sign * r[first.metric], r["trial_id"]))
-    return [{"trial_id": r["trial_id"], **{o.metric: r[o.metric] for o in objectives}, "on_front": r["on_front"],
-             **{k: v for k, v in r.items() if k not in ("trial_id", "on_front", *(o.metric for o in objectives))}}
-            for r in rows]
+                         "on_front": 0, **params})
+    for i in pareto_front([[row[o.metric] for o in objectives] for row in rows], [o.mode for o in objectives]):
+        rows[i]["on_front"] = 1
+    sign = -1.0 if objectives[0].mode == "max" else 1.0
+    rows.sort(key=lambda r: (-r["on_front"], sign * r[objectives[0].metric], r["trial_id"]))
+    return rows
 
 
 def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
