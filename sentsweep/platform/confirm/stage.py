@@ -9,6 +9,7 @@ weights used afterwards are the winner's further seed closest to their mean (not
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import posixpath
@@ -64,13 +65,7 @@ def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> li
 
 def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
     """``count`` seeds after ``original`` (``original + 1, + 2, ...``), skipping any in ``taken``."""
-    seeds: list[int] = []
-    candidate = original
-    while len(seeds) < count:
-        candidate += 1
-        if candidate not in taken and candidate != original:
-            seeds.append(candidate)
-    return seeds
+    return list(itertools.islice((s for s in itertools.count(original + 1) if s not in taken), count))
 
 
 def _trial_id(result: Result) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,9 +129,7 @@ def pyplot() -> Any:
 def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (), outside: bool = False) -> None:
     from matplotlib.lines import Line2D
 
-    counts: dict[str, int] = {}
-    for s in statuses:
-        counts[s] = counts.get(s, 0) + 1
+    counts = Counter(statuses)
     handles = [Line2D([], [], color=STATUS_COLOURS[s], label=f"{s} ({counts[s]})")  # type: ignore[index]
                for s in STATUS_COLOURS if s in counts]
     placement = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}
