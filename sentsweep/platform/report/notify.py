@@ -1,7 +1,9 @@
 """Webhook notifications of a sweep (``notify:`` in the sweep config): its end, its failure, its spent budget.
 
 A JSON POST, Slack-compatible: ``{"text": "..."}`` is what Slack's incoming webhooks (and Mattermost's, Teams'
-workflows, ...) show; the same facts, structured, are under ``"sentsweep"`` (:class:`SweepNotice`). Events:
+workflows, ...) show; the same facts, structured, are under ``"sentsweep"`` (:class:`SweepNotice`: ``event``,
+``sweep``, ``status``, ``metric``, ``best_trial``, ``best_value``, ``mlflow_run_id``, ``sweep_folder``, ``reason``,
+``counts``). Events:
 ``end`` when the parent run closes ``finished``, ``failure`` when it closes ``failed`` or ``crashed``,
 ``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the budget stopped the search.
 
