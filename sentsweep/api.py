@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sentsweep.evaluation.protocols import Embedder
     from sentsweep.evaluation.results import EvalResult
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.driver.outcome import SweepOutcome
+    from sentsweep.platform.outcome import SweepOutcome
 
 __all__ = ["TrainedRun", "evaluate", "load_encoder", "resume", "sweep", "train"]
 

@@ -45,7 +45,7 @@ DATABASE_PASSWORD = "PGPASSWORD"
 SECRET_ENV: tuple[str, ...] = (TRACKING_PASSWORD, "MLFLOW_TRACKING_TOKEN", ACCESS_KEY, SECRET_KEY,
                                "AWS_SESSION_TOKEN", DATABASE_PASSWORD, "RAY_AUTH_TOKEN", "HF_TOKEN")
 """Variables whose values are never shown (:func:`secret_values`): the URIs' credentials above, the Ray
-cluster's token (``sentsweep submit`` and ``jobs`` send it; :mod:`sentsweep.cluster.auth`) and the
+cluster's token (``sentsweep submit`` and ``jobs`` send it; :mod:`sentsweep.cluster.credentials`) and the
 Hugging Face Hub's token."""
 
 UriKind = Literal["tracking", "storage"]

@@ -160,8 +160,7 @@ def test_masks() -> None:
 
 
 def test_the_ray_and_hub_tokens_are_masked_and_still_never_forwarded() -> None:
-    from sentsweep.cluster.auth import TOKEN_ENV
-    from sentsweep.cluster.credentials import CREDENTIAL_ENV, forwarded_env
+    from sentsweep.cluster.credentials import CREDENTIAL_ENV, TOKEN_ENV, forwarded_env
 
     assert {TOKEN_ENV, "HF_TOKEN"} <= set(SECRET_ENV) & set(CREDENTIAL_ENV)
     env = {"RAY_AUTH_TOKEN": f"ray-{SECRET}", "HF_TOKEN": f"hf_{SECRET}"}

@@ -1,5 +1,6 @@
 """The one-way imports of DESIGN.md: the science (methods, data, evaluation) never loads Ray or MLflow; only
-the CLI (``sentsweep/cli/``) knows argparse, and nothing below it imports the CLI."""
+the CLI (``sentsweep/cli/``) knows argparse, and nothing below it imports the CLI; inside ``sentsweep/platform``,
+only the driver imports across its sibling sub-packages."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ def test_science_modules_import_without_ray_or_mlflow() -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
-
 def _imports(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -52,3 +52,19 @@ def test_only_the_cli_knows_argparse_and_nothing_below_imports_it() -> None:
                        if any(m == "sentsweep.cli" or m.startswith("sentsweep.cli.") for m in _imports(path)))
     assert argparse_users == [], argparse_users
     assert cli_users == [], cli_users
+
+
+def test_only_the_driver_imports_across_the_platform_sub_packages() -> None:
+    platform = Path(sentsweep.__file__).resolve().parent / "platform"
+    subs = {p.name for p in platform.iterdir() if (p / "__init__.py").is_file()}
+    assert {"driver", "search", "confirm", "folder", "tracking", "report"} <= subs
+    crossing = []
+    for path in platform.rglob("*.py"):
+        own = path.relative_to(platform).parts[0]
+        if own not in subs or own == "driver":
+            continue
+        for name in _imports(path):
+            parts = name.split(".")
+            if parts[:2] == ["sentsweep", "platform"] and len(parts) > 2 and parts[2] in subs - {own}:
+                crossing.append(f"{path.relative_to(platform).as_posix()} imports {name}")
+    assert crossing == [], crossing

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sentsweep.cli.common import NO_FINALIZE_HELP, add_overrides
-from sentsweep.cluster.placement import DRIVER_RESOURCES
+from sentsweep.cluster.jobspec import DRIVER_RESOURCES
 from sentsweep.credentials import mask_text
 from sentsweep.errors import ConfigError
 
@@ -110,9 +110,9 @@ def _add_jobs(sub: argparse._SubParsersAction) -> None:
 
 
 def _connect(args: argparse.Namespace) -> ClusterJobs:
-    """The cluster's jobs at ``--address`` (or the environment's), with the token (:mod:`~.cluster.auth`)."""
-    from sentsweep.cluster.auth import find_token
+    """The cluster's jobs at ``--address`` (or the environment's), with the token (:mod:`~.cluster.credentials`)."""
     from sentsweep.cluster.client import ClusterJobs, resolve_address
+    from sentsweep.cluster.credentials import find_token
 
     token = find_token(args.token_file, os.environ)
     return ClusterJobs(resolve_address(args.address, os.environ), token=token)
@@ -173,8 +173,7 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
 def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
     """The job's options from the flags, and the names of the local credentials it does not get."""
     from sentsweep.cluster.credentials import forwarded_env, held_back
-    from sentsweep.cluster.jobspec import JobOptions
-    from sentsweep.cluster.placement import DRIVER_NUM_CPUS, parse_driver_resources
+    from sentsweep.cluster.jobspec import DRIVER_NUM_CPUS, JobOptions, parse_driver_resources
     from sentsweep.platform.identity import OWNER_ENV, sweep_owner
 
     env = forwarded_env(os.environ, args.forward_env, args.env)
@@ -193,8 +192,7 @@ def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
 def cmd_submit(args: argparse.Namespace) -> int:
     from sentsweep.cluster.client import resolve_address
     from sentsweep.cluster.jobspec import build_resume_job, build_sweep_job
-    from sentsweep.cluster.prepare import prepare_config
-    from sentsweep.cluster.staging import job_workdir
+    from sentsweep.cluster.prepare import job_workdir, prepare_config
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")
@@ -236,7 +234,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sentsweep.cluster.job_tables import describe_job, jobs_table
+    from sentsweep.cluster.client import describe_job, jobs_table
 
     jobs = _connect(args)
     # Every job of the cluster is shown, also those submitted without sentsweep (`ray job submit`): entrypoints,

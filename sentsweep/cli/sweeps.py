@@ -25,7 +25,7 @@ from sentsweep.platform.config import DEFAULT_TRACKING_URI
 from sentsweep.platform.location import folder_command
 
 if TYPE_CHECKING:
-    from sentsweep.platform.driver.outcome import SweepOutcome
+    from sentsweep.platform.outcome import SweepOutcome
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:

@@ -1,7 +1,9 @@
-"""The jobs of one Ray cluster through its dashboard's Jobs API: submit, status, logs, follow, stop, list.
+"""The jobs of one Ray cluster through its dashboard's Jobs API (submit, status, logs, follow, stop, list), and the
+jobs as ``sentsweep jobs`` shows them: never a job's runtime environment, and passwords of URIs in entrypoints and
+messages masked (the list holds jobs submitted without sentsweep too).
 
 Ray is imported only when a client connects; every failure is one :class:`ClusterError` line, and a missing
-or refused token one :class:`~.auth.AuthenticationRequired` line. The token (:mod:`.auth`) is sent as the
+or refused token one :class:`~.credentials.AuthenticationRequired` line. The token is sent as the
 ``Authorization`` header of every request, whatever ``RAY_AUTH_MODE`` this process has.
 """
 
@@ -10,21 +12,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sentsweep.cluster.auth import RayToken, auth_failure
+from sentsweep.cluster.credentials import RayToken, auth_failure
 from sentsweep.cluster.jobspec import JobSpec
+from sentsweep.credentials import mask_text, mask_uri
 from sentsweep.errors import SentsweepError
+from sentsweep.tables import aligned_table
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails, JobSubmissionClient
 
+#: The Ray dashboard of a head on this machine (or a port-forwarded one).
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
-"""The Ray dashboard of a head on this machine (or a port-forwarded one)."""
-
+#: Where the default address comes from, in order (the ``ray job`` CLI reads the same two).
 ADDRESS_ENV = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
-"""Where the default address comes from, in order (the ``ray job`` CLI reads the same two)."""
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 
@@ -73,25 +77,14 @@ class ClusterJobs:
         self.address = address
         self.token = token
         if client is None:
-            client = self._connect(address, token)
+            from ray.job_submission import JobSubmissionClient
+
+            with self._errors(connecting=True):
+                client = JobSubmissionClient(address, headers=token.headers() if token else None)
         self.client = client
 
-    @staticmethod
-    def _connect(address: str, token: RayToken | None) -> JobSubmissionClient:
-        from ray.job_submission import JobSubmissionClient
-
-        try:
-            return JobSubmissionClient(address, headers=token.headers() if token else None)
-        except _client_errors() as exc:
-            status = _auth_status(exc)
-            if status is not None:
-                raise auth_failure(status, address, token) from None
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ClusterError(f"cannot reach the Ray dashboard at {address} ({reason}); is the head running "
-                               "and its port 8265 reachable (e.g. kubectl port-forward)?") from None
-
     @contextlib.contextmanager
-    def _errors(self, job_id: str | None = None) -> Iterator[None]:
+    def _errors(self, job_id: str | None = None, *, connecting: bool = False) -> Iterator[None]:
         try:
             yield
         except _client_errors() as exc:
@@ -99,6 +92,9 @@ class ClusterJobs:
             if status is not None:
                 raise auth_failure(status, self.address, self.token) from None
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if connecting:
+                raise ClusterError(f"cannot reach the Ray dashboard at {self.address} ({text}); is the head running "
+                                   "and its port 8265 reachable (e.g. kubectl port-forward)?") from None
             if job_id is not None and ("404" in text or "does not exist" in text):
                 raise ClusterError(f"no job '{job_id}' on the Ray cluster at {self.address} "
                                    f"(sentsweep jobs list --address {self.address})") from None
@@ -166,3 +162,57 @@ class ClusterJobs:
 def exit_status(status: str) -> int:
     """The exit status a command reports for a finished job: 0 when it SUCCEEDED, else 1."""
     return 0 if status == "SUCCEEDED" else 1
+
+
+def _when(ms: int | None) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S") if ms else "-"
+
+
+def _duration(start: int | None, end: int | None) -> str:
+    if not start:
+        return "-"
+    seconds = int(((end or time.time() * 1000) - start) / 1000)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def job_name(info: JobDetails) -> str:
+    """The submission id a user gave or Ray picked (else the driver's job id)."""
+    return info.submission_id or info.job_id or "?"
+
+
+def describe_job(info: JobDetails) -> str:
+    """A job's status, message, entrypoint, sweep, times and exit code (never its runtime environment)."""
+    status = getattr(info.status, "value", info.status)
+    metadata = info.metadata or {}
+    lines = [f"job {job_name(info)}: {status}"]
+    if info.message:
+        lines.append(f"  message:    {mask_uri(info.message.strip())}")
+    if metadata.get("sweep"):
+        lines.append(f"  sweep:      {metadata['sweep']} ({metadata.get('kind', 'sweep')}, "
+                     f"config {metadata.get('config', '-')}, code {metadata.get('ship', '-')})")
+    lines.append(f"  entrypoint: {mask_uri(info.entrypoint)}")
+    lines.append(f"  started:    {_when(info.start_time)}   ended: {_when(info.end_time)}   "
+                 f"duration: {_duration(info.start_time, info.end_time)}")
+    if info.driver_exit_code is not None:
+        lines.append(f"  exit code:  {info.driver_exit_code}")
+    if info.error_type:
+        lines.append(f"  error:      {info.error_type}")
+    return "\n".join(lines)
+
+
+def jobs_table(jobs: Sequence[JobDetails], secrets: Sequence[str] = ()) -> str:
+    """Jobs newest first: id, status, start, duration, sweep, entrypoint (URIs' passwords and ``secrets`` masked
+    before it is cut to the table's width)."""
+    ordered = sorted(jobs, key=lambda j: j.start_time or 0, reverse=True)
+    if not ordered:
+        return "no jobs"
+    rows = [(job_name(info), str(getattr(info.status, "value", info.status)), _when(info.start_time),
+             _duration(info.start_time, info.end_time), (info.metadata or {}).get("sweep", "-"),
+             _shortened(mask_text(info.entrypoint, secrets))) for info in ordered]
+    return aligned_table(rows, ("JOB", "STATUS", "STARTED", "DURATION", "SWEEP", "ENTRYPOINT"))
+
+
+def _shortened(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters (masked before: a cut could split a URI's password from its ``@``)."""
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,38 +1,92 @@
-"""What a job's environment gets from this one, and what is shown of it: forwarded variables and masks (values
-are never printed or logged). Splitting credentials off a URI, masking URIs and redacting text are
-:mod:`sentsweep.credentials`' (the sweep driver does the same), re-exported here for the job's side."""
+"""What a job's requests and environment carry from this one: the Ray token, the forwarded variables, and what is
+shown of them (names and masks, never values; masking URIs and redacting text are :mod:`sentsweep.credentials`').
+
+The Ray token of a cluster with token auth (Ray 2.52+, ``RAY_AUTH_MODE=token``) is found where Ray's own Jobs SDK
+looks, first found wins: ``--token-file PATH``; ``$RAY_AUTH_TOKEN``; the file named by ``$RAY_AUTH_TOKEN_PATH``
+(unreadable or empty is an error, as in Ray); ``~/.ray/auth_token``, only when ``RAY_AUTH_MODE=token`` (a local
+cluster's token is not sent to another address unasked). It travels as ``Authorization: Bearer ...`` on every Jobs
+API request, and never in a job's runtime environment: the cluster's pods have their own (KubeRay injects it).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from sentsweep.cluster.auth import RAY_AUTH_ENV
-from sentsweep.credentials import MASK, UriKind, mask_uri, redact, split_credentials, split_uri
-from sentsweep.errors import ConfigError
+from sentsweep.credentials import MASK, UriKind, mask_uri, split_uri
+from sentsweep.errors import ConfigError, SentsweepError
 
-__all__ = ["CREDENTIAL_ENV", "MASK", "forwarded_env", "held_back", "local_secrets", "mask_uri", "masked", "redact",
-           "refuse_credentials", "split_credentials"]
+TOKEN_ENV = "RAY_AUTH_TOKEN"
+TOKEN_PATH_ENV = "RAY_AUTH_TOKEN_PATH"
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+DEFAULT_TOKEN_FILE = Path("~/.ray/auth_token")
+#: Variables that carry the cluster's token: never forwarded into a job.
+RAY_AUTH_ENV = (TOKEN_ENV, TOKEN_PATH_ENV)
+WHERE = f"--token-file PATH, ${TOKEN_ENV} or ${TOKEN_PATH_ENV}"
 
+#: Credentials and endpoints a submitting environment commonly holds. None is forwarded into a job unless
+#: ``--forward-env NAME`` names it (the cluster's pods have their own, from Kubernetes Secrets); the Ray token never
+#: is. Their values are redacted from whatever ``sentsweep`` shows.
 CREDENTIAL_ENV: tuple[str, ...] = (
-    "MLFLOW_TRACKING_USERNAME",
-    "MLFLOW_TRACKING_PASSWORD",
-    "MLFLOW_TRACKING_TOKEN",
-    "MLFLOW_TRACKING_INSECURE_TLS",
-    "MLFLOW_S3_ENDPOINT_URL",
-    "MLFLOW_S3_IGNORE_TLS",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_DEFAULT_REGION",
-    "AWS_REGION",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "HF_TOKEN",
+    "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_INSECURE_TLS",
+    "MLFLOW_S3_ENDPOINT_URL", "MLFLOW_S3_IGNORE_TLS", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "HF_TOKEN",
     *RAY_AUTH_ENV,
 )
-"""Credentials and endpoints a submitting environment commonly holds. None is forwarded into a job unless
-``--forward-env NAME`` names it (the cluster's pods have their own, from Kubernetes Secrets); the Ray token
-never is. Their values are redacted from whatever ``sentsweep`` shows."""
+
+
+class AuthenticationRequired(SentsweepError):
+    """No token, an unreadable one, or one the cluster refused (one line, starting "authentication required")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"authentication required: {reason}")
+
+
+@dataclass(frozen=True)
+class RayToken:
+    """A token and where it came from (the source may be shown; the value never)."""
+
+    value: str = field(repr=False)
+    source: str
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.value}"}
+
+
+def _read(path: Path, source: str) -> RayToken:
+    try:
+        value = path.expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise AuthenticationRequired(f"cannot read the Ray token file {path} ({source}): "
+                                     f"{exc.strerror or type(exc).__name__}") from None
+    if not value:
+        raise AuthenticationRequired(f"the Ray token file {path} ({source}) is empty")
+    return RayToken(value, f"{source} {path}")
+
+
+def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> RayToken | None:
+    """The token to send, from the first source that has one (see the module); None when there is none."""
+    if token_file:
+        return _read(Path(token_file), "--token-file")
+    value = environ.get(TOKEN_ENV, "").strip()
+    if value:
+        return RayToken(value, f"${TOKEN_ENV}")
+    path = environ.get(TOKEN_PATH_ENV, "").strip()
+    if path:
+        return _read(Path(path), f"${TOKEN_PATH_ENV}")
+    if environ.get(AUTH_MODE_ENV, "").strip().lower() == "token" and DEFAULT_TOKEN_FILE.expanduser().is_file():
+        return _read(DEFAULT_TOKEN_FILE, "the default")
+    return None
+
+
+def auth_failure(status: int, address: str, token: RayToken | None) -> AuthenticationRequired:
+    """What an HTTP 401 (no token) or 403 (a refused token) from the dashboard at ``address`` means."""
+    if token is None or status == 401:
+        return AuthenticationRequired(f"the Ray cluster at {address} requires a token; give it with {WHERE} "
+                                      "(on Kubernetes: the Secret ray-auth, key auth_token)")
+    return AuthenticationRequired(f"the Ray cluster at {address} refused the token from {token.source} "
+                                  "(a token of another cluster, or rotated?)")
 
 
 def refuse_credentials(uri: str | None, kind: UriKind, field: str, file: str | None = None) -> None:
@@ -40,9 +94,8 @@ def refuse_credentials(uri: str | None, kind: UriKind, field: str, file: str | N
     user-info: a password (masked by :func:`mask_uri`, an unencoded ``/`` in it included) or a login that
     :func:`~sentsweep.credentials.split_uri` would move into a variable. A submitted job's config, entrypoint
     and runtime environment are readable by everyone who can read the cluster's Jobs API, so a submitted sweep
-    takes its credentials from the pods (Kubernetes Secrets), or from a variable named by ``--forward-env``;
-    nothing is moved into the job's environment unasked. A database user name (``postgresql://user@db/x``) is
-    no credential and stays."""
+    takes its credentials from the pods (Kubernetes Secrets), or from a variable named by ``--forward-env``.
+    A database user name (``postgresql://user@db/x``) is no credential and stays."""
     if uri is None:
         return
     try:
@@ -88,7 +141,7 @@ def held_back(environ: Mapping[str, str], forwarded: Mapping[str, str]) -> list[
 
 
 def local_secrets(environ: Mapping[str, str]) -> list[str]:
-    """Values of the :data:`CREDENTIAL_ENV` set in ``environ``: what :func:`redact` removes from shown text."""
+    """Values of the :data:`CREDENTIAL_ENV` set in ``environ``: what is redacted from shown text."""
     return [environ[name] for name in CREDENTIAL_ENV if environ.get(name)]
 
 

@@ -1,34 +1,59 @@
 """The Ray job that runs a sweep or resumes one: its entrypoint (an ordinary ``sentsweep`` command), runtime
 environment (working dir, requirements, variables), where its driver may run, metadata, and a summary safe
-to print."""
+to print.
+
+Where the driver runs: Ray starts a job's driver on a node that has every resource it asks for
+(``entrypoint_num_cpus``/``_num_gpus`` and custom ``entrypoint_resources``, ``--driver-resources``); a custom
+resource offered only by workers keeps the driver, and the best trial's final evaluation that runs in it, off the
+head, which then only coordinates."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sentsweep.cluster.credentials import mask_uri, masked, refuse_credentials
-from sentsweep.cluster.placement import describe_placement
-from sentsweep.cluster.prepare import PreparedConfig, is_relative_path
-from sentsweep.cluster.staging import StagedDir, pinned_requirements, stage_working_dir
+from sentsweep.cluster.credentials import masked, refuse_credentials
+from sentsweep.cluster.prepare import (
+    PreparedConfig,
+    StagedDir,
+    is_relative_path,
+    pinned_requirements,
+    stage_working_dir,
+)
+from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import is_server_uri
 
 Ship = Literal["project", "installed"]
 
-def cli_entrypoint(command: str, *args: str, python: str = "python", finalize: bool = True,
-                   verbose: bool = False) -> str:
-    """``python -m sentsweep.cli COMMAND ARGS [--no-finalize] [--verbose]``, shell-quoted (not the ``sentsweep``
-    console script, which a working-dir copy does not install)."""
-    argv = [python, "-m", "sentsweep.cli", command, *args]
-    if not finalize:
-        argv.append("--no-finalize")
-    if verbose:
-        argv.append("--verbose")
-    return shlex.join(argv)
+#: ``--driver-resources`` without a value: the custom resource that only the ``cpu`` worker group of
+#: ``k8s/base/raycluster.yaml`` offers (``rayStartParams.resources``). A cluster that offers it nowhere (a plain
+#: ``ray start --head``) never starts such a job, hence no default.
+DRIVER_RESOURCES: dict[str, float] = {"sweep_driver": 1}
+#: The driver's CPUs when ``--driver-resources`` is given without ``--entrypoint-num-cpus``.
+DRIVER_NUM_CPUS = 1.0
+
+
+def parse_driver_resources(text: str) -> dict[str, float]:
+    """``--driver-resources '{"NAME": AMOUNT, ...}'``: positive amounts of custom resources."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not JSON ({exc.msg}): give an object such as '{json.dumps(DRIVER_RESOURCES)}'",
+                          field="--driver-resources") from None
+    if not isinstance(value, dict) or not value:
+        raise ConfigError("give a JSON object of resource names and amounts", field="--driver-resources")
+    for name, amount in value.items():
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or amount <= 0:
+            raise ConfigError(f"resource '{name}' needs a positive amount, not {amount!r}", field="--driver-resources")
+        if name in ("CPU", "GPU", "memory"):
+            raise ConfigError(f"'{name}' is not a custom resource: use --entrypoint-num-cpus/--entrypoint-num-gpus",
+                              field="--driver-resources")
+    return {str(name): float(amount) for name, amount in value.items()}
 
 
 @dataclass(frozen=True)
@@ -47,8 +72,26 @@ class JobOptions:
 
     @property
     def driver_line(self) -> str:
-        """Where the driver may run, for the summary."""
-        return describe_placement(self.entrypoint_num_cpus, self.entrypoint_num_gpus, self.entrypoint_resources)
+        """What the driver asks for and which nodes that admits, for the summary."""
+        cpus, gpus, resources = self.entrypoint_num_cpus, self.entrypoint_num_gpus, self.entrypoint_resources
+        asks = [f"{cpus:g} CPU" if cpus else "", f"{gpus:g} GPU" if gpus else "",
+                json.dumps(dict(resources)) if resources else ""]
+        asked = " + ".join(a for a in asks if a) or "nothing"
+        if resources:
+            return f"{asked}: a node that offers {', '.join(sorted(resources))} (not the head)"
+        return f"{asked}: any node, the head included (--driver-resources puts it on a worker)"
+
+    def entrypoint(self, command: str, *args: str) -> str:
+        """``python -m sentsweep.cli COMMAND ARGS [--no-finalize] [--verbose]``, shell-quoted (not the ``sentsweep``
+        console script, which a working-dir copy does not install)."""
+        argv = [self.python, "-m", "sentsweep.cli", command, *args]
+        argv += (["--no-finalize"] if not self.finalize else []) + (["--verbose"] if self.verbose else [])
+        return shlex.join(argv)
+
+    def placement(self) -> tuple[float | None, float | None, dict[str, float] | None]:
+        """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
+        resources = dict(self.entrypoint_resources) if self.entrypoint_resources else None
+        return self.entrypoint_num_cpus, self.entrypoint_num_gpus, resources
 
 
 @dataclass
@@ -90,33 +133,35 @@ def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
     return code
 
 
-def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
-    """The job that runs ``prepared`` (staging its working dir, if any, in ``workdir``)."""
+def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
+         head: str, details: list[str], metadata: dict[str, str], warnings: list[str]) -> JobSpec:
+    """The job that runs ``sentsweep COMMAND ARGS``, with its summary (``head``, then ``details`` among the rest)."""
     import sentsweep
 
+    entrypoint = options.entrypoint(command, *args)
+    summary = [head, f"  code:        {_code_line(options, staged)}", f"  entrypoint:  {entrypoint}", *details,
+               f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
+    metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
+    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, warnings, staged,
+                   *options.placement())
+
+
+def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
+    """The job that runs ``prepared`` (staging its working dir, if any, in ``workdir``)."""
     config = prepared.config
     env_vars = dict(options.env)  # what --forward-env and --env name; prepare_config refused URI credentials
     if is_server_uri(config.tracking.uri):
         env_vars.setdefault("MLFLOW_TRACKING_URI", config.tracking.uri)
     staged = stage_working_dir(workdir, config=prepared, include_code=options.ship == "project")
     assert staged.config_path is not None
-    entrypoint = cli_entrypoint("sweep", staged.config_path, python=options.python, finalize=options.finalize,
-                                verbose=options.verbose)
     storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
                                      if config.storage_endpoint_url else "")
-    summary = [
-        f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
-        f"  code:        {_code_line(options, staged)}",
-        f"  entrypoint:  {entrypoint}",
-        f"  storage:     {storage}",
-        f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})",
-        f"  environment: {masked(env_vars)}",
-        f"  driver:      {options.driver_line}",
-    ]
-    metadata = {"sentsweep": sentsweep.__version__, "kind": "sweep", "sweep": config.name,
-                "config": prepared.filename, "method": config.method, "ship": options.ship}
-    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary,
-                   list(prepared.warnings), staged, *_placement(options))
+    return _job(options, staged, env_vars, "sweep", [staged.config_path],
+                f"sweep {config.name}: {config.num_samples} trials of {config.method} from {prepared.source}",
+                [f"  storage:     {storage}",
+                 f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})"],
+                {"kind": "sweep", "sweep": config.name, "config": prepared.filename, "method": config.method},
+                list(prepared.warnings))
 
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
@@ -125,8 +170,6 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`).
     ``tracking_uri``: the server the sweep was tracked at, for the job's ``$MLFLOW_TRACKING_URI`` (a shared folder's
     resume contacts only a server its user names, :mod:`~sentsweep.platform.folder.trust`); else the cluster's."""
-    import sentsweep
-
     refuse_credentials(sweep_dir, "storage", "--resume")
     refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
     if is_relative_path(sweep_dir):
@@ -137,25 +180,6 @@ def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
     env_vars = dict(options.env)
     if tracking_uri:
         env_vars["MLFLOW_TRACKING_URI"] = tracking_uri
-    staged = None
-    if options.ship == "project":
-        staged = stage_working_dir(workdir, include_code=True)
-    entrypoint = cli_entrypoint("resume", *args, python=options.python, finalize=options.finalize,
-                                verbose=options.verbose)
-    summary = [
-        f"resume {sweep_dir}",
-        f"  code:        {_code_line(options, staged)}",
-        f"  entrypoint:  {entrypoint}",
-        f"  environment: {masked(env_vars)}",
-        f"  driver:      {options.driver_line}",
-    ]
-    metadata = {"sentsweep": sentsweep.__version__, "kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1],
-                "ship": options.ship}
-    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, [], staged,
-                   *_placement(options))
-
-
-def _placement(options: JobOptions) -> tuple[float | None, float | None, dict[str, float] | None]:
-    """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
-    resources = dict(options.entrypoint_resources) if options.entrypoint_resources else None
-    return options.entrypoint_num_cpus, options.entrypoint_num_gpus, resources
+    staged = stage_working_dir(workdir, include_code=True) if options.ship == "project" else None
+    return _job(options, staged, env_vars, "resume", args, f"resume {sweep_dir}", [],
+                {"kind": "resume", "sweep": sweep_dir.rstrip("/").rsplit("/")[-1]}, [])

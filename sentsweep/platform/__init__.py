@@ -16,7 +16,7 @@ from sentsweep.lazy_exports import lazy_exports
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
     "SweepConfig": "sentsweep.platform.config",
-    "SweepOutcome": "sentsweep.platform.driver.outcome",
+    "SweepOutcome": "sentsweep.platform.outcome",
     "compare": "sentsweep.platform.report.compare",
     "export_sentence_transformer": "sentsweep.platform.report.export",
     "load_sweep_config": "sentsweep.platform.config",

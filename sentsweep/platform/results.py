@@ -1,4 +1,5 @@
-"""How the platform reads a trial's Tune results: the final report, a failure, a draining report, a metric.
+"""How the platform reads a trial's Tune results (the final report, a failure, a draining report, a metric), and
+whether a study's trial came from a warm start.
 
 Every sub-package reads results the same way, so these readers live below all of them; :mod:`sentsweep.trainables`
 writes what they read.
@@ -7,6 +8,7 @@ writes what they read.
 from __future__ import annotations
 
 import math
+import posixpath
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ from sentsweep.trainables.report_keys import (
 )
 
 if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
     from ray.tune import Result, ResultGrid
 
 
@@ -69,6 +72,11 @@ def metric_value(result: Result, metric: str) -> float | None:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
+def result_trial_id(result: Result) -> str:
+    """The trial id a result reported (its folder's name when it reported none)."""
+    return str((result.metrics or {}).get("trial_id", posixpath.basename(result.path.rstrip("/"))))
+
+
 def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:
     """Trials without an error that reported ``metric``, best first: finished ones, then pruned ones."""
     ok = [r for r in results if r.error is None and metric_value(r, metric) is not None]
@@ -85,3 +93,12 @@ def is_reference(trial_config: Mapping[str, Any] | None, point: Mapping[str, Any
     if not point or not trial_config:
         return False
     return all(k in trial_config and trial_config[k] == v for k, v in point.items())
+
+
+#: The user attribute of a study's trial that came from an earlier sweep (its name).
+WARM_START_ATTR = "warm_start_from"
+
+
+def is_warm_start(trial: FrozenTrial) -> bool:
+    """Whether a trial of a study came from an earlier sweep."""
+    return WARM_START_ATTR in trial.user_attrs

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from sentsweep.cli import main
-from sentsweep.cluster.auth import RayToken
 from sentsweep.cluster.client import TERMINAL, ClusterError, ClusterJobs
+from sentsweep.cluster.credentials import RayToken
 from tools.harness.processes import free_port
 from tools.harness.ray_head import RayHead
 from tools.harness.ray_head import ray_head as ray_head_process

@@ -10,17 +10,14 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.confirm.stats import (
+from sentsweep.platform.confirm.stage import (
     CONFIRM_RANK_TAG,
     CONFIRMS_TAG,
-    Candidate,
-    SeedRun,
     choose_winner,
     further_seeds,
-    interval,
     ranked_by_rule,
-    t_quantile,
 )
+from sentsweep.platform.outcome import Candidate, SeedRun, interval, t_quantile
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG
 
 
@@ -120,8 +117,8 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     import shutil
     from types import SimpleNamespace
 
-    from sentsweep.platform.confirm.outcome import ConfirmationOutcome
     from sentsweep.platform.driver.confirmation_record import record
+    from sentsweep.platform.outcome import ConfirmationOutcome
 
     class Logged:
         def __init__(self, folder: Path) -> None:
@@ -167,7 +164,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
 
 
 def test_the_per_seed_figures_keep_mrpc_f1_and_sick_relatedness():
-    from sentsweep.platform.confirm.outcome import figures
+    from sentsweep.platform.confirm.stage import figures
 
     final = {"stsb_dev": 80.0, "stsb_test": 78.0, "mrpc_acc": 70.0, "mrpc_f1": 80.5,
              "sick_relatedness_pearson": 85.0, "sick_relatedness_spearman": 79.0, "sick_relatedness_mse": 0.3,
@@ -193,8 +190,7 @@ class _Planted:
 # About 60-90 s on a loaded 2-core machine: the search (3 trials) and the stage (4 trials); in `make test` all the
 # same (the only run of the whole stage there).
 def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_session):
-    from sentsweep.platform.confirm.state import read_state
-    from sentsweep.platform.confirm.stats import STATE_FILE
+    from sentsweep.platform.confirm.stage import STATE_FILE, read_state
     from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.platform.location import locate
     from sentsweep.platform.report.compare import compare, render

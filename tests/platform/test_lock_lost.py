@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops, superseded
+from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops
 from sentsweep.platform.driver.stopping import StopWatch
 from sentsweep.platform.folder.lock import LockLost, LockRecord
 from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore
 from sentsweep.platform.location import locate
+from sentsweep.platform.stops import superseded
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, STATUS_TAG, SWEEP_TAG, TRIAL_ID_TAG, TRIAL_ROLE
 from sentsweep.trainables.method import GPUS_KEY

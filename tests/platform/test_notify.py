@@ -18,7 +18,7 @@ import pytest
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import NotifyConfig, SweepConfig, parse_sweep_config
 from sentsweep.platform.driver.budget import SweepBudget, record_budget
-from sentsweep.platform.driver.outcome import SweepOutcome
+from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier, masked_url
 from tools.harness.processes import LOOPBACK, free_port
 

@@ -6,10 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentsweep.platform.config import parse_sweep_config
-from sentsweep.platform.confirm.outcome import ConfirmationOutcome
-from sentsweep.platform.confirm.stats import Candidate, SeedRun
-from sentsweep.platform.driver.outcome import SweepOutcome
-from sentsweep.platform.report.reference import find_reference, side_by_side
+from sentsweep.platform.outcome import Candidate, ConfirmationOutcome, SeedRun, SweepOutcome
+from sentsweep.platform.report.winner import find_reference, side_by_side
 
 PAPER = {"lr": 2e-5, "scale": 20.0}
 CONFIG = parse_sweep_config({"name": "s", "method": "toy", "metric": "stsb_dev", "reference": {

@@ -12,11 +12,9 @@ import pytest
 from mlflow import MlflowClient
 from ray.tune import Checkpoint, Result
 
-from sentsweep.platform.confirm.outcome import ConfirmationOutcome
-from sentsweep.platform.confirm.stats import Candidate, SeedRun
 from sentsweep.platform.driver.finalize import prune_stages
-from sentsweep.platform.driver.outcome import SweepOutcome
 from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.outcome import Candidate, ConfirmationOutcome, SeedRun, SweepOutcome
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR

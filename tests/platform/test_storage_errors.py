@@ -11,8 +11,7 @@ import pytest
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform import location as location_module
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.state import read_state, write_state
-from sentsweep.platform.confirm.stats import STATE_FILE
+from sentsweep.platform.confirm.stage import STATE_FILE, read_state, write_state
 from sentsweep.platform.driver.sweep import _state_after
 from sentsweep.platform.location import MANIFEST, READ_BACKOFF_S, SweepManifest, locate
 from tests.platform.flaky_storage import flaky_location

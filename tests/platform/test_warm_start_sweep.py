@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from sentsweep.platform.location import locate
-from sentsweep.platform.search.warm_start import WARM_START_ATTR
+from sentsweep.platform.results import WARM_START_ATTR
 
 pytestmark = pytest.mark.slow  # a second sweep of the toy (about a minute on 2 cores)
 

@@ -10,10 +10,11 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
-    "Candidate": "sentsweep.platform.confirm.stats",
-    "ConfirmationOutcome": "sentsweep.platform.confirm.outcome",
-    "read_state": "sentsweep.platform.confirm.state",
-    "stage_location": "sentsweep.platform.confirm.state",
+    "choose_winner": "sentsweep.platform.confirm.stage",
+    "decide": "sentsweep.platform.confirm.stage",
+    "read_state": "sentsweep.platform.confirm.stage",
+    "select_candidates": "sentsweep.platform.confirm.stage",
+    "stage_location": "sentsweep.platform.confirm.stage",
 }
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

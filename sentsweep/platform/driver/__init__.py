@@ -21,7 +21,7 @@ _WHERE: dict[str, str] = {
     "StopSignals": "sentsweep.platform.driver.interrupt",
     "StopWatch": "sentsweep.platform.driver.stopping",
     "SweepInterrupted": "sentsweep.platform.driver.interrupt",
-    "SweepOutcome": "sentsweep.platform.driver.outcome",
+    "SweepOutcome": "sentsweep.platform.outcome",
     "SweepState": "sentsweep.tracking.vocabulary",
     "TOKEN_ENV": "sentsweep.platform.driver.local_ray",
     "TOKEN_PATH_ENV": "sentsweep.platform.driver.local_ray",
@@ -37,7 +37,7 @@ _WHERE: dict[str, str] = {
     "sample_data_warning": "sentsweep.platform.driver.preflight",
     "session_token": "sentsweep.platform.driver.local_ray",
     "storage_trimming": "sentsweep.platform.driver.trial_files",
-    "superseded": "sentsweep.platform.driver.interrupt",
+    "superseded": "sentsweep.platform.stops",
     "unfinished_trials": "sentsweep.platform.driver.stopping",
     "validate_trials": "sentsweep.platform.driver.specs",
 }

@@ -8,15 +8,16 @@ configurations (Tune's basic generator, no searcher, no early stopping) in the s
 Each trial is an MLflow child run of the sweep's ``confirmation`` run, itself a child of the sweep's run.
 
 Per configuration, over its further seeds (the search's own run left out: the configuration was selected on its
-value, so counting it again would inflate the figures), :mod:`.stats` gives the mean, the standard
+value, so counting it again would inflate the figures), :mod:`~sentsweep.platform.outcome` gives the mean, the standard
 deviation and the 95% t interval; the winner is chosen by ``confirm.rule`` (``lower_bound`` by default) and the
 sweep's final evaluation, export and registration use the winner's further seed closest to that mean
 (:func:`sentsweep.platform.driver.finalize.finalize_sweep`). Every seed's figures (dev and test) are recorded:
 ``confirmation/seeds.csv`` (the search's run too, ``original`` 1) and ``summary.csv`` (the search's value in
 ``search_value``) on the confirmation run, ``confirmed_*`` metrics (the further seeds') on the sweep's run, and the
-sweep folder's :data:`~.stats.STATE_FILE`.
+sweep folder's :data:`~sentsweep.platform.confirm.stage.STATE_FILE`.
 
-The stage survives a resume: :data:`~.stats.STATE_FILE` in the sweep folder says the search is over (a resumed sweep
+The stage survives a resume: :data:`~sentsweep.platform.confirm.stage.STATE_FILE` in the sweep folder says the
+search is over (a resumed sweep
 reads the search's results back instead of fitting it again,
 :func:`~sentsweep.platform.search.search_state.search_results`)
 and holds the candidates;
@@ -34,9 +35,16 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.outcome import ConfirmationOutcome, decide, select_candidates
-from sentsweep.platform.confirm.state import candidate_from, read_state, stage_location, stage_points, write_state
-from sentsweep.platform.confirm.stats import further_seeds
+from sentsweep.platform.confirm.stage import (
+    candidate_from,
+    decide,
+    further_seeds,
+    read_state,
+    select_candidates,
+    stage_location,
+    stage_points,
+    write_state,
+)
 from sentsweep.platform.driver.confirmation_record import record, search_labels
 from sentsweep.platform.driver.confirmation_run import stage_params, stage_run, stage_run_id
 from sentsweep.platform.driver.failures import FailureLines
@@ -46,6 +54,7 @@ from sentsweep.platform.driver.staged_uploads import UploadLogsBeforeRestart
 from sentsweep.platform.driver.stopping import StopWatch, close_interrupted_trials, unfinished_trials
 from sentsweep.platform.driver.trial_files import storage_trimming
 from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.outcome import ConfirmationOutcome
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.names import CONFIRMATION_PREFIX

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.outcome import ConfirmationOutcome
-from sentsweep.platform.confirm.stats import CONFIRM_RANK_TAG, CONFIRMS_TAG, SEARCH_BEST_TAG, STAGE_DIR, ranked_by_rule
+from sentsweep.platform.confirm.stage import CONFIRM_RANK_TAG, CONFIRMS_TAG, SEARCH_BEST_TAG, STAGE_DIR, ranked_by_rule
+from sentsweep.platform.outcome import ConfirmationOutcome
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, trial_label
 from sentsweep.tracking.vocabulary import CHANGED_TAG
@@ -120,7 +120,7 @@ def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path
 
 def _plot_intervals(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:
     """``intervals.png`` (and its CSV) beside the tables; a plot that fails is a warning, never a failed stage."""
-    from sentsweep.platform.report.selection_plots import confirmation_plot
+    from sentsweep.platform.report.selection import confirmation_plot
 
     try:
         confirmation_plot(outcome.candidates, outcome.winner, outcome.rule, config.metric, folder)

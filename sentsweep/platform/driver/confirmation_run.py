@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.state import stage_location
-from sentsweep.platform.confirm.stats import Candidate
+from sentsweep.platform.confirm.stage import stage_location
 from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.outcome import Candidate
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG

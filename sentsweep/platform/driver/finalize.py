@@ -34,7 +34,6 @@ from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
 from sentsweep.platform.location import folder_command
-from sentsweep.platform.report.best_label import BEST_LABEL_TAG, best_label, version_about
 from sentsweep.platform.report.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
@@ -43,9 +42,9 @@ from sentsweep.platform.report.export import (
     export_sentence_transformer,
     has_artifact,
 )
-from sentsweep.platform.report.pareto_front import record_front
 from sentsweep.platform.report.plots import sweep_plots, trial_records
-from sentsweep.platform.report.reference import report_reference
+from sentsweep.platform.report.selection import record_front
+from sentsweep.platform.report.winner import BEST_LABEL_TAG, best_label, report_reference, version_about
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.reachability import store_answers
@@ -57,8 +56,8 @@ if TYPE_CHECKING:
     from mlflow.entities import Run
     from ray.tune import Result, ResultGrid
 
-    from sentsweep.platform.driver.outcome import SweepOutcome
     from sentsweep.platform.location import SweepLocation
+    from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.platform.tracking.parent_run import SweepRun
 
 BEST_TRIAL_TAG = "sentsweep.best_trial_id"
@@ -131,7 +130,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                     if headline and len(headline) < len(outcome.final_metrics) else ""))
         if config.export or config.register_model:
             try:
-                about = version_about(outcome, config, sweep, varying_keys(outcome.results)) \
+                about = version_about(outcome, config, varying_keys(outcome.results)) \
                     if config.register_model else None
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
             except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
@@ -267,8 +266,8 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
     """The best weights as an MLflow sentence-transformers model, logged once to the parent run's
     ``best_model/`` (its ``model.sentence_transformer/`` also copied to a local sweep folder), and registered
     from that logged copy when ``register_model`` is set, with ``about`` (a description and tags:
-    :func:`~.best_label.version_about`) on the version. Returns where the sentence-transformers folder is
-    and the registered version."""
+    :func:`~sentsweep.platform.report.winner.version_about`) on the version. Returns where the
+    sentence-transformers folder is and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
 

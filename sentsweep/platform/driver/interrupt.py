@@ -30,6 +30,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from sentsweep.platform.location import folder_command
+from sentsweep.platform.stops import ACTIVE
 
 if TYPE_CHECKING:
     from sentsweep.platform.driver.drain import Drain
@@ -65,7 +66,7 @@ class StopSignals:
         #: not renew it (it gave it up): the line :class:`~sentsweep.platform.folder.lock.LockLost` carries.
         #: No drain then: the stop marker is in the sweep's folder, so writing it would stop the new holder's trials
         #: too; and nothing the driver keeps for the sweep (its trials' runs) is
-        #: written any more (:func:`superseded`).
+        #: written any more (:func:`~sentsweep.platform.stops.superseded`).
         self.superseded: str | None = None
 
     def supersede(self, reason: str) -> None:
@@ -117,23 +118,6 @@ class StopSignals:
         signal.signal(signal.SIGINT, on_sigint)
 
 
-#: The stop signals of the sweep this process drives (set inside :func:`graceful_stops`).
-_ACTIVE: list[StopSignals] = []
-
-
-def active_stops() -> StopSignals | None:
-    """The :class:`StopSignals` of the innermost :func:`graceful_stops` block, if any."""
-    return _ACTIVE[-1] if _ACTIVE else None
-
-
-def superseded() -> str | None:
-    """Why this driver no longer holds its sweep (:attr:`StopSignals.superseded` of :func:`active_stops`); None while it
-    does (or outside a sweep). Driver-side code that would write the sweep's shared state (its trials' runs) does
-    nothing then: that state is the new holder's."""
-    stops = active_stops()
-    return stops.superseded if stops is not None else None
-
-
 @contextlib.contextmanager
 def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
     """SIGTERM handled by ``stops`` inside the block (the previous handler back after it).
@@ -145,10 +129,10 @@ def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
         yield stops
         return
     previous = signal.signal(signal.SIGTERM, stops.handle)
-    _ACTIVE.append(stops)
+    ACTIVE.append(stops)
     try:
         yield stops
     finally:
-        _ACTIVE.pop()
+        ACTIVE.pop()
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-from sentsweep.platform.driver.interrupt import active_stops
 from sentsweep.platform.folder.lock import LockLost
+from sentsweep.platform.stops import active_stops
 from sentsweep.tracking.vocabulary import INTERRUPTED_REASON
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 class StopWatch(Callback):
     """Records a SIGINT during ``fit`` in the driver's :class:`~sentsweep.platform.driver.interrupt.StopSignals` and
     feeds its :class:`~sentsweep.platform.driver.drain.Drain` with Tune's results and steps (pickled into the sweep's
-    ``tuner.pkl``, it finds the current driver's through :func:`~sentsweep.platform.driver.interrupt.active_stops`,
+    ``tuner.pkl``, it finds the current driver's through :func:`~sentsweep.platform.stops.active_stops`,
     also after a restore)."""
 
     def setup(self, **info: Any) -> None:

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.confirm.stage import read_state
 from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.confirmation import StageTrials, run_confirmation
 from sentsweep.platform.driver.confirmation_run import end_stage_run, schedule_stage_run_if_answered
 from sentsweep.platform.driver.drain import Drain
 from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted, graceful_stops
-from sentsweep.platform.driver.outcome import SweepOutcome
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session
 from sentsweep.platform.driver.resume_config import apply_resume_config, resume_config
@@ -53,6 +53,7 @@ from sentsweep.platform.driver.tuner import build_tuner, trial_dirname, tune_tra
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.location import SweepLocation, SweepManifest, folder_command, locate, new_sweep_location
+from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.convergence import record_convergence
@@ -241,7 +242,8 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             if reopen:
                 sweep.reopen()
                 opened = True
-            results = search_results(tuner, location, config, fresh=not reopen)
+            results = search_results(tuner, location, config, fresh=not reopen,
+                                     stage_began=reopen and read_state(location) is not None)
             _refuse_if_superseded(stops)
             unfinished = unfinished_trials(location) if stops.received else None
             if unfinished is None:

@@ -23,7 +23,7 @@ from mlflow.entities import Metric
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.platform.config import resolve_sweep_folder
-from sentsweep.platform.confirm.state import read_state, stage_location
+from sentsweep.platform.confirm.stage import read_state, stage_location
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
 from sentsweep.platform.location import SweepManifest, locate

@@ -1,31 +1,20 @@
 """One driver per sweep: a lock object in the sweep folder, ``<sweep folder>/driver.lock``.
 
-The lock is a small JSON record: a random token, who holds it (owner, host, pid and PID namespace), its last
-heartbeat and when it expires. Every change is a compare-and-set on the object's version
-(:class:`~sentsweep.platform.folder.lock_stores.LockStore`): a create that fails if the object exists, and a replace
-that
-fails if someone else wrote it since it was read. A local folder does this with ``os.link`` and a kernel lock held
-for one read and one rename; ``s3://`` with S3's conditional writes (``If-None-Match: *`` and ``If-Match: ETag``).
-So of two drivers that take the lock at the same moment, exactly one succeeds; the other is refused.
+The lock is a small JSON record (:class:`LockRecord`): a random token, its holder, its last heartbeat and its
+expiry. Every change is a compare-and-set on the object's version (:mod:`.lock_stores`), so of two drivers that
+take the lock at the same moment, exactly one succeeds.
 
-The driver that runs or resumes a sweep takes the lock (:meth:`SweepLock.acquire`); a daemon thread renews it
-every ``interval_s`` seconds. The lock expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat, or at once
-when its holder was a process of this host and PID namespace that is gone (a driver killed here frees its sweep at
-once). A second ``sentsweep resume`` (or ``sentsweep sync``) of a sweep whose lock is live is refused with
-:class:`LockHeldError`, naming the holder. Expiry compares the holder's clock with the reader's, so the machines'
-clocks must agree to well within one interval (NTP does).
+The driver that runs or resumes a sweep takes the lock; a daemon thread renews it every ``interval_s`` seconds.
+The lock expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat, or at once when its holder was a process
+of this host and PID namespace that is gone. A second ``resume`` or ``sync`` of a sweep whose lock is live is refused
+with :class:`LockHeldError`, naming the holder. Expiry compares the holder's clock with the reader's, so the
+machines' clocks must agree to well within one interval (NTP does).
 
-A renewal that finds another token has lost the lock: a holder paused for longer than the expiry may find that
-another driver took the sweep over. It never writes the lock again: the heartbeat stops, :attr:`SweepLock.lost`
-says why, and ``on_lost`` is called with that line, so that the driver stops the sweep (:class:`LockLost`, raised
-by :class:`~sentsweep.platform.driver.stopping.StopWatch` at Tune's next step) and leaves the parent run, its trials'
-runs
-and the budget count to the new holder.
-
-A storage that fails while the lock is renewed (an S3 outage, a full disk) is tried again every
-``interval_s / 6`` seconds. Once the lock has gone :data:`GIVE_UP_FACTOR` intervals without a renewal, its holder
-gives it up as above, one interval before another driver may take it over: two drivers never run a sweep at once,
-and a storage outage of more than two intervals stops the sweep (resumable once the lock expired).
+A renewal that finds another token has lost the lock: it never writes it again, :attr:`SweepLock.lost` says why,
+and ``on_lost`` gets that line, so that the driver stops the sweep (:class:`LockLost`) and leaves the parent run,
+its trials' runs and the budget count to the new holder. A storage that fails while the lock is renewed is tried
+again every ``interval_s / 6`` seconds; after :data:`GIVE_UP_FACTOR` intervals without a renewal, its holder gives
+the lock up, one interval before another driver may take it over: two drivers never run a sweep at once.
 """
 
 from __future__ import annotations
@@ -147,9 +136,7 @@ class SweepLock:
         self.on_lost = on_lost
         self.clock = clock
         self.token = secrets.token_hex(16)
-        #: Why the lock was lost (one line), once a renewal found another token or failed for too long; None while
-        #: held.
-        self.lost: str | None = None
+        self.lost: str | None = None  # why the lock was lost (one line); None while held
         self._version: str | None = None  # the store's version of what this holder last wrote
         self._renewed = 0.0  # clock time of that write
         self._failing = False  # the last renewal failed (one warning per storage outage)

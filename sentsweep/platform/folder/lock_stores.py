@@ -1,9 +1,6 @@
-"""Where a sweep's lock lives (:mod:`~sentsweep.platform.folder.lock`): one small object in the sweep folder,
-changed only by compare-and-set on its version.
-
-A :class:`LockStore` reads the object with its version, creates it only if it does not exist, and replaces it
-only if it is still the version read; a write whose condition fails returns None. Any other failure of the storage
-is a :class:`~sentsweep.errors.StorageError` naming the object.
+"""Where a sweep's lock lives: one small object in the sweep folder, changed only by compare-and-set on its version.
+A write whose condition fails returns None; any other failure of the storage is a
+:class:`~sentsweep.errors.StorageError` naming the object.
 """
 
 from __future__ import annotations

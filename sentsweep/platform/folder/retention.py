@@ -1,23 +1,18 @@
 """What a sweep folder keeps once the sweep is over: the best weights of its top trials, nothing else heavy.
 
 While a sweep runs, each trial holds its latest checkpoint (plus the previous one, the fallback when the latest is
-corrupt: ``checkpoint.num_to_keep``, default 2) and its ``best/`` folder (:mod:`sentsweep.trainables.checkpoints`).
-After it (:func:`prune_sweep`, called at the end of :func:`~sentsweep.platform.driver.finalize.finalize_sweep`):
+corrupt: ``checkpoint.num_to_keep``) and its ``best/`` folder (:mod:`sentsweep.trainables.checkpoints`). After it
+(:func:`prune_sweep`, at the end of finalize):
 
-- the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen: finished trials
-  first, then by the metric), and the trial whose weights finalize evaluated and exported (``keep``: the
-  confirmation stage's chosen seed need not be the top trial of either stage), keep their best weights in
-  ``<trial>/best/`` (made from the last checkpoint's ``model/`` by a hard link or a server-side copy when that
-  is where they were) and lose their checkpoints: optimizer state has no use once the sweep is over;
+- the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen), and the trial whose
+  weights finalize evaluated and exported (``keep``), keep their best weights in ``<trial>/best/`` and lose their
+  checkpoints: optimizer state has no use once the sweep is over;
 - every other trial loses its checkpoints and its ``best/`` folder;
-- a ``work/`` folder a killed attempt left in a trial folder is removed, and so is every weight in a trial
-  folder Tune no longer knows (a trial started after the last experiment snapshot of a killed driver is not
-  restored: Tune starts a new trial instead, and the old folder would stay forever).
+- a ``work/`` folder a killed attempt left is removed, and so is every weight in a trial folder Tune no longer knows
+  (a trial started after the last experiment snapshot of a killed driver is not restored: Tune starts a new one).
 
-Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`.
-
-Pruning never waits for MLflow: what finalize uploads is kept in the sweep folder's ``uploads/`` first
-(:mod:`sentsweep.platform.tracking.run_writes`), and the trials' ``output/`` folders are not pruned.
+Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`. What finalize uploads is
+kept in the sweep folder's ``uploads/`` first, and the trials' ``output/`` folders are not pruned.
 """
 
 from __future__ import annotations
@@ -26,7 +21,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sentsweep.platform.results import rank_results
+from sentsweep.platform.results import rank_results, result_trial_id
 from sentsweep.trainables.checkpoints import BEST_DIR, NEXT_SUFFIX, BestFolder, StoredFolder, pick_best
 from sentsweep.trainables.tune_checkpoints import WORK_DIR
 
@@ -36,11 +31,6 @@ if TYPE_CHECKING:
 
 #: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
 CHECKPOINT_PREFIX = "checkpoint_"
-
-
-def result_trial_id(result: Result) -> str:
-    """The trial id a result reported (its folder's name when it reported none)."""
-    return str((result.metrics or {}).get("trial_id", trial_folder(result).name))
 
 
 def trial_folder(result: Result) -> StoredFolder:

@@ -1,23 +1,17 @@
 """The servers and runs a stored sweep folder may make this process contact: those its user names.
 
-``resume``, ``sync`` and ``dashboard`` start from a sweep folder's manifest (``sentsweep_sweep.json``), which names
-the MLflow tracking server, the sweep's parent run and (in its config) the Optuna storage. Whoever can write the
-folder wrote them: for a folder in shared storage (``s3://...``), anyone holding the bucket's keys. MLflow's client
-sends the login it finds (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``, ``MLFLOW_TRACKING_TOKEN``,
-``~/.mlflow/credentials``) to whatever host it is given, and an Optuna storage URL is opened with ``PGPASSWORD``; a
-``sync`` acts with that login on the runs the manifest names. So, before anything is contacted:
+``resume``, ``sync`` and ``dashboard`` start from a sweep folder's manifest, which names the MLflow tracking server,
+the sweep's parent run and the Optuna storage. Whoever can write the folder wrote them: for a folder in shared
+storage (``s3://...``), anyone holding the bucket's keys. MLflow's client sends the login it finds to whatever host
+it is given, and ``sync`` acts with that login on the runs the manifest names. So, before anything is contacted:
 
-- a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``, MLflow's
-  own variable) must be the one the manifest names;
-- a remote folder whose user declared none is refused, naming the server (declare it if it is yours);
-- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs (a
-  path on a volume others can write, a FUSE mount of a bucket, is not told apart: declare the server there);
-- a remote folder's parent run must be that folder's own (:func:`refuse_foreign_parent`: the run's
-  ``sentsweep.sweep_dir`` tag, written when the sweep began), and the MLflow writes a session saved there act on
-  that run, its confirmation run and their children only (:mod:`sentsweep.platform.tracking.run_writes`);
+- a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``) must be
+  the one the manifest names, and a remote folder whose user declared none is refused, naming the server;
+- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs;
+- a remote folder's parent run must be that folder's own (its ``sentsweep.sweep_dir`` tag);
 - a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it;
 - a remote folder is resumed (its Tune and searcher state unpickled) only in one of the platform's Ray pods, or
-  with ``--trust-storage`` (:func:`refuse_untrusted_state`).
+  with ``--trust-storage``.
 """
 
 from __future__ import annotations
@@ -39,24 +33,15 @@ if TYPE_CHECKING:
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 
-def is_remote_folder(location: SweepLocation) -> bool:
-    """Whether the folder lies in storage others may write (:func:`~..driver.interrupt.is_shared_folder`)."""
-    return is_shared_folder(location.uri)
-
-
 def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None:
     """A :class:`ConfigError` when resuming the folder would unpickle what others may have written, here.
 
-    A resume restores Ray Tune's experiment (``tuner.pkl``, the trainable and the searcher, pickled) and the
-    confirmation stage's: unpickling runs whatever code the files name. A folder in shared storage is written by every
-    job holding the bucket's keys (on the cluster, every Ray pod: any trial). In one of the platform's Ray pods
-    (:func:`~sentsweep.config.in_platform_pod`: ``sentsweep submit --resume``, a RayJob's ``--resume-interrupted``)
-    such code gains nothing those pods do not already hold; anywhere else (a workstation, a notebook or CI pod) it
-    would run with that place's credentials (a kubeconfig, cloud keys, a service account). So a shared folder is
-    resumed elsewhere only when the user says its writers are trusted (``trust_storage``, ``--trust-storage``;
-    a pod of another namespace is not the platform's). ``sync``,
-    ``dashboard``, ``compare`` and ``--warm-start`` read JSON only."""
-    if trust_storage or not is_remote_folder(location) or in_platform_pod():
+    Unpickling Tune's and the searcher's state runs whatever code the files name. A shared folder is written by
+    every job holding the bucket's keys (on the cluster, every Ray pod). In one of the platform's Ray pods
+    (:func:`~sentsweep.config.in_platform_pod`) such code gains nothing those pods do not already hold; anywhere
+    else it would run with that place's credentials, so it is resumed there only with ``--trust-storage``.
+    ``sync``, ``dashboard``, ``compare`` and ``--warm-start`` read JSON only."""
+    if trust_storage or not is_shared_folder(location.uri) or in_platform_pod():
         return
     raise ConfigError(f"resuming {location.uri} unpickles Ray Tune's and the searcher's state, which anyone who can "
                       "write that storage could have replaced with code that would run here, with your credentials: "
@@ -94,10 +79,10 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
     stored = manifest.tracking_uri
     refuse_unplain(stored, "tracking URI", location)
     source = "--tracking-uri"
-    if declared is None and is_remote_folder(location):
+    if declared is None and is_shared_folder(location.uri):
         declared, source = os.environ.get(TRACKING_URI_ENV) or None, f"${TRACKING_URI_ENV}"
     if declared is None:
-        if is_remote_folder(location):
+        if is_shared_folder(location.uri):
             raise ConfigError(f"a folder in shared storage could have been written by anyone with its keys, so your "
                               f"MLflow login goes only to a server you name: pass --tracking-uri (or set "
                               f"{TRACKING_URI_ENV}) naming your tracking server (this folder names "
@@ -122,7 +107,7 @@ def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, locatio
     if run.info.experiment_id != manifest.experiment_id:
         refusal = (f"run {manifest.parent_run_id} is in experiment {run.info.experiment_id}, not in the sweep's "
                    f"({manifest.experiment_id})")
-    elif is_remote_folder(location) and not same_folder(run.data.tags.get(SWEEP_DIR_TAG), location.uri):
+    elif is_shared_folder(location.uri) and not same_folder(run.data.tags.get(SWEEP_DIR_TAG), location.uri):
         refusal = (f"run {manifest.parent_run_id} is the sweep run of "
                    f"{run.data.tags.get(SWEEP_DIR_TAG) or 'no sweep folder'}, not of {location.uri}")
     if refusal is not None:

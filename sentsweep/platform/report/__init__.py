@@ -10,14 +10,14 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every public name and the module it lives in.
 _WHERE: dict[str, str] = {
-    "record_front": "sentsweep.platform.report.pareto_front",
+    "record_front": "sentsweep.platform.report.selection",
     "SweepNotifier": "sentsweep.platform.report.notify",
     "compare": "sentsweep.platform.report.compare",
     "compare_plots": "sentsweep.platform.report.compare_plots",
-    "confirmation_plot": "sentsweep.platform.report.selection_plots",
+    "confirmation_plot": "sentsweep.platform.report.selection",
     "export_run": "sentsweep.platform.report.export",
     "find_sweeps": "sentsweep.platform.report.compare",
-    "pareto_plot": "sentsweep.platform.report.selection_plots",
+    "pareto_plot": "sentsweep.platform.report.selection",
     "protocol_table": "sentsweep.platform.report.protocols",
     "render": "sentsweep.platform.report.compare",
     "render_protocols": "sentsweep.platform.report.protocols",

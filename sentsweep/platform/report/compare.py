@@ -1,14 +1,10 @@
 """Read sweeps back from MLflow: sweeps and their trials side by side, as tables and plots.
 
-A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run
-id in ``mlflow.parentRunId``, and its confirmation stage (:mod:`..driver.confirmation`) is the child run tagged
-``sentsweep.role=confirmation``, whose per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``,
-``_high``, ``_n``, ``_search``) make the confirmation table. A multi-objective sweep's Pareto front (its tag and
-``pareto/pareto_front.csv``, :mod:`.pareto_front`) makes the Pareto table. Everything here is a query: it works
-against the embedded sqlite store and against a tracking server alike, while sweeps run or after they end.
-
->>> sweeps, trials = compare(MlflowClient("sqlite:///mlruns.db"))   # doctest: +SKIP
->>> print(to_markdown(sweeps))                                        # doctest: +SKIP
+A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run id in
+``mlflow.parentRunId``; its confirmation stage is the child run tagged ``sentsweep.role=confirmation``, whose
+per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``, ``_high``, ``_n``, ``_search``) make the
+confirmation table; a multi-objective sweep's front (:mod:`.selection`) makes the Pareto table. Everything here is a
+query, against the embedded sqlite store or a tracking server alike, while sweeps run or after they end.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
-from sentsweep.platform.report.best_label import BEST_LABEL_TAG
+from sentsweep.platform.report.winner import BEST_LABEL_TAG
 from sentsweep.tables import markdown_table
 from sentsweep.tracking.names import SEARCH_PREFIX, tracked_key, trial_label
 from sentsweep.tracking.placement import placement_label

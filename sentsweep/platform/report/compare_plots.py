@@ -1,9 +1,6 @@
 """``sentsweep compare --plots``: the best value so far and every trial's dev curve of the selected sweeps, read
-from MLflow.
-
-Trials are numbered as in the tables (``t03`` is trial 3: :mod:`sentsweep.tracking.names`). A trial that reported
-once (a trial ASHA stopped at its first evaluation) is drawn as a marker, since a single point draws no line; a
-pruned trial's last point is an ``x``. Each PNG comes with a CSV of what it draws (:func:`~.plots.save_plot`).
+from MLflow. Trials are numbered as in the tables; a trial that reported once is drawn as a marker, and a pruned
+trial's last point is an ``x``. Each PNG comes with a CSV of what it draws (:func:`~.plots.save_plot`).
 """
 
 from __future__ import annotations

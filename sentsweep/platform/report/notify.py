@@ -1,26 +1,16 @@
 """Webhook notifications of a sweep (``notify:`` in the sweep config): its end, its failure, its spent budget.
 
 A JSON POST, Slack-compatible: ``{"text": "..."}`` is what Slack's incoming webhooks (and Mattermost's, Teams'
-workflows, ...) show; the same facts, structured, are under ``"sentsweep"``::
+workflows, ...) show; the same facts, structured, are under ``"sentsweep"`` (:class:`SweepNotice`: ``event``,
+``sweep``, ``status``, ``metric``, ``best_trial``, ``best_value``, ``mlflow_run_id``, ``sweep_folder``, ``reason``,
+``counts``). Events:
+``end`` when the parent run closes ``finished``, ``failure`` when it closes ``failed`` or ``crashed``,
+``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the budget stopped the search.
 
-    {"text": "sentsweep: sweep demo-1a2b finished: best stsb_dev 81.20 (trial 3f0c_00002); ...",
-     "sentsweep": {"event": "end", "sweep": "demo-1a2b", "status": "finished", "metric": "stsb_dev",
-                   "best_trial": "t03", "best_value": 81.2, "mlflow_run_id": "...",
-                   "sweep_folder": "/work/ray_results/demo-1a2b", "reason": null,
-                   "counts": {"finished": 6, "pruned": 2, "failed": 0}}}
-
-Events (:data:`~sentsweep.platform.config_sections.NotifyEvent`): ``end`` when the parent run closes ``finished``,
-``failure`` when it closes ``failed`` or ``crashed``, ``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the
-budget stopped the search (:mod:`..driver.budget`; sent when the search ends). A resume that cannot
-restore the sweep leaves its parent as it was, and sends nothing.
-
-The webhook URL is a secret (a Slack webhook's path is its key): the config names the environment variable
-holding it (``notify.webhook_env``), which the driver reads when it sends, so the URL is never in ``sweep.yaml``,
-the manifest, MLflow params or tags, or Tune's state; it is shown only as ``scheme://host/***``.
-
-Sending never fails the sweep: an attempt times out after ``timeout_s``; a connection error, a timeout, HTTP 429
-or 5xx is retried ``retries`` times (0.5 s, 1 s, ... apart); what still fails is one warning line. The standard
-library's ``urllib`` sends it (no dependency).
+The webhook URL is a secret (a Slack webhook's path is its key): the config names the environment variable holding
+it (``notify.webhook_env``), read when sending, so the URL is never stored; it is shown only as
+``scheme://host/***``. Sending never fails the sweep: an attempt times out after ``timeout_s``; a connection error,
+a timeout, HTTP 429 or 5xx is retried ``retries`` times (0.5 s, 1 s, ... apart); what still fails is one warning.
 """
 
 from __future__ import annotations
@@ -28,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import math
 import os
 import time
 import urllib.error
@@ -42,7 +31,7 @@ from sentsweep.credentials import MASK, mask_text, secret_values
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import NotifyConfig, SweepConfig
-    from sentsweep.platform.driver.outcome import SweepOutcome
+    from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.tracking.vocabulary import SweepState
 
 #: The event a parent run's end state sends (``running`` sends none).
@@ -74,7 +63,9 @@ class SweepNotice:
 
     def text(self) -> str:
         """The one-line message a chat shows."""
-        what = {"end": f"finished: {self._best()}", "budget": "spent its budget",
+        best = ("no best trial" if self.best_value is None
+                else f"best {self.metric} {self.best_value:.2f} (trial {self.best_trial})")
+        what = {"end": f"finished: {best}", "budget": "spent its budget",
                 "interrupted": "was interrupted", "failure": f"{self.status}"}[self.event]
         parts = [f"sentsweep: sweep {self.sweep} {what}"]
         if self.reason:
@@ -83,11 +74,6 @@ class SweepNotice:
             parts.append(", ".join(f"{n} {kind}" for kind, n in self.counts.items()))
         parts.append(f"MLflow run {self.mlflow_run_id}; folder {self.sweep_folder}")
         return "; ".join(parts)
-
-    def _best(self) -> str:
-        if self.best_value is None:
-            return "no best trial"
-        return f"best {self.metric} {self.best_value:.2f} (trial {self.best_trial})"
 
     def payload(self) -> dict[str, Any]:
         return {"text": self.text(), "sentsweep": asdict(self)}
@@ -121,8 +107,8 @@ def _describe(exc: Exception) -> str:
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an error (``HTTP 302``), never followed: urllib would turn the POST into a GET of any address the
-    receiver names (an instance's metadata service, a cluster-internal one), unchecked."""
+    """A redirect is an error, never followed: urllib would turn the POST into a GET of any address the receiver
+    names (an instance's metadata service, a cluster-internal one)."""
 
     def redirect_request(self, *args: Any) -> None:
         return None
@@ -130,8 +116,7 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int, backoff_s: float = 0.5) -> int:
     """POST ``body`` as JSON to ``url``; the number of attempts it took. Raises :class:`NotifyError` (naming the
-    last error, never the URL) when every attempt failed or the answer says not to retry (HTTP 4xx but 429, and a
-    redirect, which is not followed)."""
+    last error, never the URL) when every attempt failed or the answer says not to retry (HTTP 4xx but 429)."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise NotifyError("the webhook URL is not an http(s) URL")
     data = json.dumps(body, allow_nan=False).encode()
@@ -204,7 +189,7 @@ class SweepNotifier:
     def send(self, notice: SweepNotice) -> bool:
         """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one warning line."""
         url = self.url
-        if url is None or not self.wants(notice.event):
+        if url is None or notice.event not in self.settings.on:
             return False
         secrets = [url, *secret_values(self.environ)]
         if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short
@@ -224,10 +209,10 @@ class SweepNotifier:
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
     """The best trial (by its label, as in the log and the tables) and value: finalize's, else the best trial of the
     results (a sweep run without finalize)."""
-    from sentsweep.platform.report.best_label import best_label, result_label
+    from sentsweep.platform.report.winner import best_label, finite_number, result_label
 
     if outcome.best_trial_id is not None:
-        return best_label(outcome), _finite(outcome.best_value)
+        return best_label(outcome), finite_number(outcome.best_value)
     if outcome.results is None or not outcome.counts.get("finished"):
         return None, None
     from sentsweep.platform.results import metric_value, rank_results
@@ -236,7 +221,3 @@ def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None,
     if not ranked:
         return None, None
     return result_label(outcome.results, str(ranked[0].metrics.get("trial_id"))), metric_value(ranked[0], metric)
-
-
-def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None

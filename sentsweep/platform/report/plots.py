@@ -1,22 +1,16 @@
-"""Plots of a sweep that people read: PNG artifacts, each with the same data as a CSV beside it.
+"""Plots of a sweep that people read: PNG artifacts, each with the same data as a CSV beside it (:func:`save_plot`).
 
-- ``learning_curves``: the dev metric of every trial over *training steps* (the ``step`` each report carries, not
-  the report's index), coloured by how the trial ended, with an ``x`` where the scheduler (ASHA) stopped it;
-- ``parallel_coordinate``: every trial, pruned ones at their last reported value, coloured by status (finished,
-  pruned, infeasible, failed); trials without any value sit on a "no value" line below the metric's axis;
-- ``param_importances``: fANOVA importance of the searched parameters, titled with the number of finished,
-  feasible trials it rests on, and not drawn below :data:`MIN_IMPORTANCE_TRIALS` of them (a multi-objective
-  sweep's importance is of its first objective);
-- ``optimization_history``: every trial's value by its number (``t03`` is 3, as in the tables and the runs'
-  names: :mod:`sentsweep.tracking.names`), coloured by how it ended, with the best finished value so far.
+- ``learning_curves``: the dev metric of every trial over training steps, coloured by how the trial ended, with an
+  ``x`` where the scheduler (ASHA) stopped it;
+- ``parallel_coordinate``: every trial, pruned ones at their last reported value, coloured by status; trials
+  without any value sit on a "no value" line below the metric's axis;
+- ``param_importances``: fANOVA importance of the searched parameters over at least :data:`MIN_IMPORTANCE_TRIALS`
+  finished, feasible trials (a multi-objective sweep's: of its first objective);
+- ``optimization_history``: every trial's value by its number (``t03`` is 3, as in the tables and the runs' names),
+  coloured by how it ended, with the best finished value so far.
 
-The plots of how the winner is selected (the Pareto front, the confirmation intervals) are in
-:mod:`.selection_plots`.
-
-The trials come from Tune's results (:func:`trial_records`: the reports' steps and values, how each trial ended),
-the importance and the history from the study (its journal in the sweep folder: :mod:`..search.study_store`).
-Everything is
-drawn offline with matplotlib's Agg backend. :func:`save_plot` is how a new plot joins them (a PNG and its CSV).
+The trials come from Tune's results (:func:`trial_records`), the importance from the study in the sweep folder. The
+plots of how the winner is selected are in :mod:`.selection`. Everything is drawn offline (matplotlib's Agg).
 """
 
 from __future__ import annotations
@@ -24,14 +18,14 @@ from __future__ import annotations
 import csv
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.results import infeasibility, is_failed, is_final
-from sentsweep.platform.search.warm_start import is_warm_start
-from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
+from sentsweep.platform.results import infeasibility, is_failed, is_final, is_warm_start
+from sentsweep.tracking.names import trial_label
 
 if TYPE_CHECKING:
     import optuna
@@ -81,9 +75,8 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
     return "finished" if is_final(dict(metrics or {})) else "pruned"
 
 
-def trial_records(results: ResultGrid, metric: str, searched: Sequence[str],
-                  prefix: str = SEARCH_PREFIX) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.best_label`): the
+def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
+    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.winner`): the
     parameters ``searched``, the (step, value) of each dev report (the final report, which repeats the best value,
     and non-finite values left out)."""
     records = []
@@ -92,7 +85,7 @@ def trial_records(results: ResultGrid, metric: str, searched: Sequence[str],
         record = TrialRecord(str((result.metrics or {}).get("trial_id", getattr(result, "path", "?"))),
                              trial_status(result.metrics, bool(result.error)),
                              {k: config[k] for k in searched if k in config},
-                             label=trial_label(number, prefix) or "")
+                             label=trial_label(number) or "")
         frame = result.metrics_dataframe
         if frame is not None and metric in frame and "step" in frame:
             final = frame.get("final")
@@ -136,9 +129,7 @@ def pyplot() -> Any:
 def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (), outside: bool = False) -> None:
     from matplotlib.lines import Line2D
 
-    counts: dict[str, int] = {}
-    for s in statuses:
-        counts[s] = counts.get(s, 0) + 1
+    counts = Counter(statuses)
     handles = [Line2D([], [], color=STATUS_COLOURS[s], label=f"{s} ({counts[s]})")  # type: ignore[index]
                for s in STATUS_COLOURS if s in counts]
     placement = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}
@@ -235,14 +226,6 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     return save_plot(figure, rows, out_dir, "parallel_coordinate")
 
 
-def _first_objective(study: optuna.Study) -> Callable[[optuna.trial.FrozenTrial], float] | None:
-    """The target of Optuna's importance and history for a multi-objective study: its first objective (the
-    sweep's metric, :mod:`..objectives`); None (the one value) for a single-objective study."""
-    if len(study.directions) < 2:
-        return None
-    return lambda trial: trial.values[0]
-
-
 def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     """The trials an importance can rest on: this sweep's own COMPLETE trials that were feasible."""
     from optuna.trial import TrialState
@@ -252,8 +235,8 @@ def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 
 
 def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list[Path]:
-    """fANOVA importance (seeded) over :func:`feasible_finished` trials, with how many there are; raises
-    ValueError when fewer than two trials or no varying parameter leave nothing to rank."""
+    """fANOVA importance (seeded) over :func:`feasible_finished` trials, with how many there are; ValueError when
+    too few trials or no varying parameter leave nothing to rank."""
     import optuna
 
     plt = pyplot()
@@ -266,7 +249,8 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         importance = optuna.importance.get_param_importances(
-            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed), target=_first_objective(study))
+            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed),
+            target=(lambda t: t.values[0]) if len(study.directions) > 1 else None)  # the first objective
     if not importance:
         raise ValueError("no parameter varies among the finished trials")
     names = list(importance)[::-1]

@@ -1,11 +1,9 @@
 """The protocols behind the figures ``sentsweep compare`` puts side by side, and the refusal to rank a mix.
 
-Each evaluation metric of a trial run (and each ``final_`` figure of a sweep's parent run) carries its
-protocol as a compact tag (:mod:`sentsweep.tracking.provenance`). :func:`protocol_table` lists, per
-metric, every protocol its figures were measured under and where; when one metric was measured under
-several (another max length, classifier setting, data file, evaluation code...), or recorded on some runs
-and not on others, the figures are not comparable and :class:`MixedProtocolsError` names them, unless the
-caller allows it (``--mixed-protocols``): then the table says which figure is which.
+Each evaluation figure carries its protocol as a compact tag (:mod:`sentsweep.tracking.provenance`). When one
+metric was measured under several protocols (another max length, classifier, data file, evaluation code...), or
+recorded on some runs and not others, its figures are not comparable: :class:`MixedProtocolsError` names them,
+unless ``--mixed-protocols`` allows it and the table says which figure is which.
 """
 
 from __future__ import annotations

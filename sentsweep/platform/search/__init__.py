@@ -17,7 +17,7 @@ _WHERE: dict[str, str] = {
     "build_scheduler": "sentsweep.platform.search.scheduler",
     "build_searcher": "sentsweep.platform.search.searcher",
     "is_reference": "sentsweep.platform.results",
-    "is_warm_start": "sentsweep.platform.search.warm_start",
+    "is_warm_start": "sentsweep.platform.results",
     "load_history": "sentsweep.platform.search.warm_start",
     "load_study": "sentsweep.platform.search.study_store",
     "mark_search_over": "sentsweep.platform.search.search_state",

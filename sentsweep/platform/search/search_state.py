@@ -13,7 +13,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.confirm.state import read_state
 from sentsweep.platform.location import SweepLocation
 
 if TYPE_CHECKING:
@@ -46,9 +45,10 @@ def search_over(location: SweepLocation, config: SweepConfig) -> bool:
     return mark is not None and mark.get("bounds") == search_bounds(config)
 
 
-def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False) -> ResultGrid:
-    """The search's results: read back when the search is over or the confirmation stage began, else fitted. A
-    ``fresh`` sweep always fits: a state file in its new folder was planted there."""
-    if not fresh and (read_state(location) is not None or search_over(location, config)):
+def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
+                   stage_began: bool = False) -> ResultGrid:
+    """The search's results: read back when the search is over or the confirmation stage began (``stage_began``),
+    else fitted. A ``fresh`` sweep always fits: a state file in its new folder was planted there."""
+    if not fresh and (stage_began or search_over(location, config)):
         return tuner.get_results()
     return tuner.fit()

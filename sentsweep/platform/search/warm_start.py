@@ -24,12 +24,11 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform.results import WARM_START_ATTR, is_warm_start
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
 
-#: The user attribute of a trial that came from an earlier sweep (its name).
-WARM_START_ATTR = "warm_start_from"
 #: The states of earlier trials that carry something TPE uses.
 _TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
 #: Sweep settings that make two sweeps' values one measurement (the ranking), and trial settings (``fixed``) that do
@@ -54,11 +53,6 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
     return history_trials(study, define_by_run, manifest.sweep_name)
-
-
-def is_warm_start(trial: FrozenTrial) -> bool:
-    """Whether a trial of a study came from an earlier sweep."""
-    return WARM_START_ATTR in trial.user_attrs
 
 
 def measured_data(config: SweepConfig) -> dict[str, str]:

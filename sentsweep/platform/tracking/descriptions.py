@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sentsweep.tracking.names import SYS_PREFIX, figure, ui_link
-from sentsweep.tracking.vocabulary import OUTCOME_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.names import SYS_PREFIX, ui_link
+from sentsweep.tracking.vocabulary import OUTCOME_TAG
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
@@ -56,25 +56,3 @@ def experiment_description(config: SweepConfig, sweep_name: str, searched: Seque
         f"Latest sweep: `{sweep_name}`, `{config.method}` searching {', '.join(searched) or 'no parameter'} for "
         f"dev `{config.metric}`.",
     ])
-
-
-def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
-                       sweep_name: str, trial_run_id: str | None) -> dict[str, str]:
-    """A registered version's tags: the trial (label and Tune's id), its configuration, its figures, the sweep."""
-    tags = {"trial": trial, TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
-            **{f"param.{k}": figure(v) for k, v in values.items()},
-            **{k: figure(float(v)) for k, v in figures.items()}}
-    if trial_run_id:
-        tags["trial_run_id"] = trial_run_id
-    return {k: str(v)[:5000] for k, v in tags.items()}
-
-
-def model_version_description(trial: str, values: Mapping[str, Any], figures: Mapping[str, float],
-                              sweep_name: str, trial_link: str | None) -> str:
-    """A registered version's description: which trial of which sweep, its configuration and figures."""
-    config = ", ".join(f"{k}={figure(v)}" for k, v in values.items()) or "the sweep's defaults"
-    shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
-    where = f"[its run]({trial_link})" if trial_link else "its run"
-    return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
-            f"Figures: {shown or 'none recorded'}.\n\n"
-            "The model was logged on the sweep's run (`best_model/`); the tags name the trial.")

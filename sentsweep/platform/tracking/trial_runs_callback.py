@@ -19,8 +19,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 from ray.tune import Callback
 
-from sentsweep.platform.driver.interrupt import active_stops, superseded
 from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final, is_reference
+from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, outcome_totals

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ray.job_submission import JobDetails, JobStatus, JobType
 
-from sentsweep.cluster.job_tables import describe_job, jobs_table
+from sentsweep.cluster.client import describe_job, jobs_table
 
 LOGIN = "http://someone:hunter2-long-password-here@mlflow.example:5000"
 

@@ -13,20 +13,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentsweep.cluster.auth import AuthenticationRequired, auth_failure, find_token
 from sentsweep.cluster.client import resolve_address
 from sentsweep.cluster.credentials import (
+    AuthenticationRequired,
+    auth_failure,
+    find_token,
     forwarded_env,
     held_back,
-    mask_uri,
     masked,
-    redact,
-    split_credentials,
 )
-from sentsweep.cluster.jobspec import JobOptions, build_resume_job, build_sweep_job
-from sentsweep.cluster.placement import DRIVER_RESOURCES, parse_driver_resources
-from sentsweep.cluster.prepare import prepare_config
-from sentsweep.cluster.staging import stage_working_dir
+from sentsweep.cluster.jobspec import (
+    DRIVER_RESOURCES,
+    JobOptions,
+    build_resume_job,
+    build_sweep_job,
+    parse_driver_resources,
+)
+from sentsweep.cluster.prepare import prepare_config, stage_working_dir
+from sentsweep.credentials import mask_uri, redact, split_credentials
 from sentsweep.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]

@@ -1,7 +1,7 @@
-"""The figures of the confirmation stage: each configuration's seeds summarised, and the winner chosen by a rule.
+"""What a sweep produced (:class:`SweepOutcome`), the confirmation stage's decision, and the seeds' statistics.
 
-A configuration the search ranked among its best is re-run with further seeds (:mod:`.stage`); its
-further seeds' values ``x_1..x_n`` of the sweep's metric give
+A configuration the search ranked among its best is re-run with further seeds (:mod:`.confirm`); its further
+seeds' values ``x_1..x_n`` of the sweep's metric give
 
 - the mean ``m = sum(x_i) / n`` and the sample standard deviation ``s`` (``n - 1`` in the denominator);
 - the 95% interval of the mean from Student's t distribution: ``m +- t(0.975, n - 1) * s / sqrt(n)``
@@ -9,38 +9,20 @@ further seeds' values ``x_1..x_n`` of the sweep's metric give
 
 The search's own run is left out of these figures: the configuration was selected *because* that run scored
 high, so counting it again would inflate the mean and widen the interval (the winner's curse). It is kept apart
-(:attr:`Candidate.search_run`, the ``search`` figures of the stage's tables).
-
-The winner is chosen by the declared rule (``confirm.rule``): ``mean``, the best mean; or ``lower_bound``
-(the default), the best pessimistic end of the interval: its lower end when the metric is maximised, its upper
-end when it is minimised. Ties go to the better mean, then to the configuration the search ranked higher; with
-one finished further seed the interval is infinite, so ``lower_bound`` ranks such candidates below any with an
-interval and, among themselves (``confirm.seeds: 1``), by their mean. The weights the sweep then evaluates and
-exports are the winner's further seed whose value is closest to the mean of its further seeds (not its luckiest
-one); the search's run only when none of its further seeds finished.
-
-No Ray and no MLflow here: these are plain numbers, unit-tested on their own, and the stage's names (which
-:mod:`..report.compare` reads back without importing Ray).
+(:attr:`Candidate.search_run`, the ``search`` figures of the stage's tables). No Ray and no MLflow here: the
+driver fills these, and the report reads them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-Rule = Literal["mean", "lower_bound"]
+if TYPE_CHECKING:
+    from ray.tune import Result, ResultGrid
 
-#: The stage's state in the sweep folder.
-STATE_FILE = "confirmation.json"
-#: The stage's Tune experiment, inside the sweep folder.
-STAGE_DIR = "confirmation"
-#: On each confirmation trial's run: the search trial it confirms, and that trial's rank in the search.
-CONFIRMS_TAG = "sentsweep.confirms_trial"
-CONFIRM_RANK_TAG = "sentsweep.confirm_rank"
-#: On the sweep's run: the search's own best trial, and whether the confirmed winner is another configuration.
-SEARCH_BEST_TAG = "sentsweep.search_best_trial_id"
 #: The confidence level of the interval.
 LEVEL = 0.95
 
@@ -140,39 +122,52 @@ class Candidate:
         return min(usable, key=lambda r: abs(r.value - mean) if math.isfinite(mean) else 0.0)
 
 
-def rule_score(summary: Interval, rule: Rule, mode: str) -> float:
-    """The figure ``rule`` ranks by, oriented so that larger is better."""
-    value = summary.mean if rule == "mean" else summary.pessimistic(mode)
-    if math.isnan(value):
-        return -math.inf
-    return value if mode == "max" else -value
+@dataclass
+class ConfirmationOutcome:
+    """What the stage decided: the candidates with all their seeds, the winner, the seed whose weights are used."""
+
+    run_id: str
+    rule: str
+    candidates: list[Candidate]
+    winner: Candidate
+    chosen: SeedRun
+    results: ResultGrid | None = None  # the confirmation trials
+
+    @property
+    def changed(self) -> bool:
+        """Whether the rule chose another configuration than the search's single-seed best."""
+        return self.winner.rank != 1
+
+    def chosen_result(self, search_results: Iterable[Result] | None) -> Result | None:
+        """The Tune result of the chosen seed (a search trial, or a confirmation trial)."""
+        pool = search_results if self.chosen.original else self.results
+        return next((r for r in pool or [] if str((r.metrics or {}).get("trial_id", "")) == self.chosen.trial_id),
+                    None)
+
+    def chosen_parent(self, sweep_run_id: str) -> str:
+        """The MLflow run the chosen trial's run is a child of."""
+        return sweep_run_id if self.chosen.original else self.run_id
 
 
-def _order(candidate: Candidate, rule: Rule, mode: str) -> tuple[float, float, int]:
-    """``candidate``'s place by ``rule``, larger first: the rule's figure, then the mean (``lower_bound``'s ties,
-    such as the infinite intervals of one further seed each), then the higher single-seed rank."""
-    summary = candidate.interval
-    return rule_score(summary, rule, mode), rule_score(summary, "mean", mode), -candidate.rank
+@dataclass
+class SweepOutcome:
+    """What a sweep produced: where it lives, how its trials ended, its best trial and model."""
 
-
-def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Candidate:
-    """The candidate ``rule`` prefers (ties: the better mean, then the higher single-seed rank)."""
-    if not candidates:
-        raise ValueError("no candidate to choose from")
-    return max(candidates, key=lambda c: _order(c, rule, mode))
-
-
-def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> list[Candidate]:
-    """All candidates, the rule's order (the winner first)."""
-    return sorted(candidates, key=lambda c: _order(c, rule, mode), reverse=True)
-
-
-def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
-    """``count`` seeds after ``original`` (``original + 1, + 2, ...``), skipping any in ``taken``."""
-    seeds: list[int] = []
-    candidate = original
-    while len(seeds) < count:
-        candidate += 1
-        if candidate not in taken and candidate != original:
-            seeds.append(candidate)
-    return seeds
+    sweep_name: str
+    sweep_dir: str
+    parent_run_id: str
+    experiment_id: str
+    tracking_uri: str
+    counts: dict[str, int]
+    wall_seconds: float
+    best_trial_id: str | None = None
+    best_run_id: str | None = None
+    best_value: float | None = None
+    best_config: dict[str, Any] = field(default_factory=dict)
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    export_dir: str | None = None
+    model_version: str | None = None
+    fit_started: float = 0.0  # epoch seconds when Tuner.fit began
+    results: ResultGrid | None = field(default=None, repr=False)
+    confirmation: ConfirmationOutcome | None = field(default=None, repr=False)  # the confirmation stage's decision
+    reference_point: dict[str, Any] | None = None  # the reference trial's settings (the paper's), when one ran

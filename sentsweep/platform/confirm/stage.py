@@ -1,0 +1,159 @@
+"""The confirmation stage's decisions and state: the search's best configurations as candidates, each confirmation
+trial matched to its configuration, and the winner by ``confirm.rule``.
+
+``mean`` takes the best mean; ``lower_bound`` (the default) the best pessimistic end of the interval
+(:mod:`sentsweep.platform.outcome`). Ties go to the better mean, then to the higher search rank; one further seed
+has an infinite interval, so ``lower_bound`` ranks such candidates last and, among themselves, by their mean. The
+weights used afterwards are the winner's further seed closest to their mean (not its luckiest one).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import posixpath
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.outcome import Candidate, ConfirmationOutcome, Interval, SeedRun
+from sentsweep.platform.results import FIGURE_SUFFIXES, is_final, metric_value, rank_results
+
+if TYPE_CHECKING:
+    from ray.tune import Result, ResultGrid
+
+Rule = Literal["mean", "lower_bound"]
+
+#: The stage's state in the sweep folder.
+STATE_FILE = "confirmation.json"
+#: The stage's Tune experiment, inside the sweep folder.
+STAGE_DIR = "confirmation"
+#: On each confirmation trial's run: the search trial it confirms, and that trial's rank in the search.
+CONFIRMS_TAG = "sentsweep.confirms_trial"
+CONFIRM_RANK_TAG = "sentsweep.confirm_rank"
+#: On the sweep's run: the search's own best trial.
+SEARCH_BEST_TAG = "sentsweep.search_best_trial_id"
+
+
+def rule_score(summary: Interval, rule: Rule, mode: str) -> float:
+    """The figure ``rule`` ranks by, oriented so that larger is better."""
+    value = summary.mean if rule == "mean" else summary.pessimistic(mode)
+    if math.isnan(value):
+        return -math.inf
+    return value if mode == "max" else -value
+
+
+def _order(candidate: Candidate, rule: Rule, mode: str) -> tuple[float, float, int]:
+    """``candidate``'s place by ``rule``, larger first: the rule's figure, then the mean, then the higher rank."""
+    summary = candidate.interval
+    return rule_score(summary, rule, mode), rule_score(summary, "mean", mode), -candidate.rank
+
+
+def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Candidate:
+    """The candidate ``rule`` prefers (ties: the better mean, then the higher single-seed rank)."""
+    if not candidates:
+        raise ValueError("no candidate to choose from")
+    return max(candidates, key=lambda c: _order(c, rule, mode))
+
+
+def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> list[Candidate]:
+    """All candidates, the rule's order (the winner first)."""
+    return sorted(candidates, key=lambda c: _order(c, rule, mode), reverse=True)
+
+
+def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
+    """``count`` seeds after ``original`` (``original + 1, + 2, ...``), skipping any in ``taken``."""
+    return list(itertools.islice((s for s in itertools.count(original + 1) if s not in taken), count))
+
+
+def _trial_id(result: Result) -> str:
+    return str((result.metrics or {}).get("trial_id", ""))
+
+
+def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:
+    """A run's recorded figures: the sweep's metric and its test suites."""
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)
+            and (k == metric or k.endswith(FIGURE_SUFFIXES))}
+
+
+def searched_keys(configs: list[dict[str, Any]]) -> list[str]:
+    """The trial settings that differ between the search's trials (what the search chose)."""
+    keys = dict.fromkeys(k for c in configs for k in c if k not in ("tracking", "seed"))
+    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
+
+
+def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Candidate], dict[str, dict]]:
+    """The ``top_k`` best finished trials as candidates (each with its own run as its first seed), and their trial
+    configs by trial id."""
+    finished = [r for r in rank_results(results, config.metric, config.mode) if is_final(r.metrics)]
+    searched = searched_keys([dict(r.config or {}) for r in results])
+    candidates, configs = [], {}
+    for rank, result in enumerate(finished[: config.confirm.top_k], start=1):
+        trial_config = {k: v for k, v in (result.config or {}).items() if k != "tracking"}
+        trial_id = _trial_id(result)
+        seed = int(trial_config.get("seed", config.seed))
+        value = metric_value(result, config.metric)
+        run = SeedRun(trial_id, seed, math.nan if value is None else value, True,
+                      figures(result.metrics or {}, config.metric))
+        candidates.append(Candidate(rank, trial_id, {k: trial_config.get(k) for k in searched}, [run]))
+        configs[trial_id] = trial_config
+    return candidates, configs
+
+
+def _identity(trial_config: dict[str, Any]) -> str:
+    """A configuration regardless of its seed."""
+    return json.dumps({k: v for k, v in trial_config.items() if k not in ("seed", "tracking")}, sort_keys=True,
+                      default=str)
+
+
+def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stage_results: ResultGrid,
+           config: SweepConfig, run_id: str) -> ConfirmationOutcome:
+    """Each candidate (its trial config in ``configs``) with all its seeds (a failed or unfinished seed counts NaN,
+    outside the figures), the winner by the rule over the further seeds, and the winner's further seed closest to
+    their mean."""
+    owners: dict[str, Candidate] = {}
+    for candidate in candidates:
+        candidate.runs = [r for r in candidate.runs if r.original]
+        owners.setdefault(_identity(configs[candidate.trial_id]), candidate)
+    for result in sorted(stage_results, key=lambda r: int((r.config or {}).get("seed", 0))):
+        trial_config = dict(result.config or {})
+        owner = owners.get(_identity(trial_config))
+        if owner is None:
+            continue
+        value = metric_value(result, config.metric) if is_final(result.metrics) else None
+        owner.runs.append(SeedRun(_trial_id(result), int(trial_config.get("seed", 0)),
+                                  math.nan if value is None else value, False,
+                                  figures(result.metrics or {}, config.metric)))
+    winner = choose_winner(candidates, config.confirm.rule, config.mode)
+    return ConfirmationOutcome(run_id, config.confirm.rule, candidates, winner, winner.representative(),
+                               stage_results)
+
+
+def stage_location(location: SweepLocation) -> SweepLocation:
+    """The stage's Tune experiment folder, ``<sweep folder>/confirmation``."""
+    root = location.uri if location.filesystem is None else location.fs_path
+    return SweepLocation(root, STAGE_DIR, location.filesystem, posixpath.join(location.uri, STAGE_DIR))
+
+
+def read_state(location: SweepLocation) -> dict[str, Any] | None:
+    """The stage's saved state (None before the stage began: the file is missing). A storage that does not answer
+    is a :class:`~sentsweep.errors.StorageError` (never "not begun", which would fit the search again), an
+    unreadable file a :class:`ConfigError` naming it."""
+    return location.read_json_object(STATE_FILE, "the confirmation stage's candidates and seeds")
+
+
+def write_state(location: SweepLocation, state: dict[str, Any]) -> None:
+    location.write_text(STATE_FILE, json.dumps(state, indent=1, default=str))
+
+
+def stage_points(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The confirmation trials' configs: every candidate with every further seed."""
+    return [{**state["configs"][c["trial_id"]], "seed": seed}
+            for c in state["candidates"] for seed in state["seeds"][c["trial_id"]]]
+
+
+def candidate_from(raw: dict[str, Any]) -> Candidate:
+    """A candidate as the state file holds it."""
+    return Candidate(raw["rank"], raw["trial_id"], raw["params"], [SeedRun(**r) for r in raw["runs"]])

@@ -1,0 +1,166 @@
+"""How a sweep's winner is selected, recorded and drawn (each PNG with its data as a CSV: :func:`~.plots.save_plot`).
+
+A multi-objective sweep's Pareto front: every finished, feasible trial gets its objectives' values (the figures the
+searcher was told, :func:`~sentsweep.platform.objectives.objective_values`); those no other one dominates are the
+front. The parent run gets :data:`PARETO_TAG` (the front's trial ids, best first objective first),
+:data:`OBJECTIVES_TAG`, ``pareto/pareto_front.png`` and ``pareto/pareto_front.csv`` (every finished trial, its
+objective values, ``on_front`` and its searched parameters), from which ``sentsweep compare`` lists the front.
+
+The confirmation stage's ``intervals`` plot: per configuration its further seeds, their mean and 95% interval,
+and the search run that selected it apart.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sentsweep.platform.objectives import objective_values, pareto_front, select_report
+from sentsweep.platform.report.plots import pyplot, save_plot, trial_status
+from sentsweep.platform.results import is_draining, is_final
+from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARETO_ARTIFACTS, PARETO_NAME, PARETO_TAG
+
+if TYPE_CHECKING:
+    from ray.tune import ResultGrid
+
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.objectives import Objective
+    from sentsweep.platform.outcome import Candidate
+    from sentsweep.platform.report.winner import SweepRunWrites
+
+#: A finished trial as :func:`front_rows` takes it: its id, its final result, its searched params and its selected
+#: report (:func:`~sentsweep.platform.objectives.select_report`; None: the final result has every objective).
+FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
+
+
+def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
+    """One row per trial whose every objective is a finite number: ``trial_id``, each objective's value,
+    ``on_front`` (1 or 0), the params; the front first, each part by the first objective, best first."""
+    rows = []
+    for trial_id, result, params, selected in trials:
+        values = objective_values(result, objectives, selected)
+        if all(v is not None and math.isfinite(v) for v in values):
+            rows.append({"trial_id": trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
+                         "on_front": 0, **params})
+    for i in pareto_front([[row[o.metric] for o in objectives] for row in rows], [o.mode for o in objectives]):
+        rows[i]["on_front"] = 1
+    sign = -1.0 if objectives[0].mode == "max" else 1.0
+    rows.sort(key=lambda r: (-r["on_front"], sign * r[objectives[0].metric], r["trial_id"]))
+    return rows
+
+
+def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
+    """The finished trials of Tune's results as :func:`front_rows` takes them, each with its selected report among
+    its evaluation reports (the final one, which repeats the best value, left out)."""
+    finished: list[FinishedTrial] = []
+    for result in results:
+        metrics = dict(result.metrics or {})
+        if trial_status(metrics, bool(result.error)) != "finished":
+            continue
+        selected = None
+        frame = result.metrics_dataframe
+        for report in frame.to_dict("records") if frame is not None else []:
+            if not is_final(report) and not is_draining(report):  # the reports the searcher selects from
+                selected = select_report(selected, report, first)
+        config = result.config or {}
+        finished.append((str(metrics.get("trial_id", "?")), metrics, {k: config[k] for k in searched if k in config},
+                         selected))
+    return finished
+
+
+def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
+                 echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Tag, plot and list the front of a multi-objective sweep on its parent run (nothing for one metric); returns
+    the rows (:func:`front_rows`)."""
+    objectives = config.objective_list
+    if not objectives:
+        return []
+    rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
+    front = [r for r in rows if r["on_front"]]
+    sweep.set_tags({PARETO_TAG: ",".join(r["trial_id"] for r in front),
+                    OBJECTIVES_TAG: "; ".join(str(o) for o in objectives)})
+    with tempfile.TemporaryDirectory() as tmp:
+        pareto_plot(rows, objectives, Path(tmp), PARETO_NAME)
+        sweep.log_artifacts(tmp, PARETO_ARTIFACTS)
+    echo(f"Pareto front ({' vs '.join(str(o) for o in objectives)}): {len(front)} of {len(rows)} finished trials: "
+         + ", ".join(r["trial_id"] + " (" + ", ".join(f"{r[o.metric]:.4g}" for o in objectives) + ")" for r in front))
+    return rows
+
+
+def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
+                name: str = "pareto_front") -> list[Path]:
+    """The finished trials (``rows``: :func:`front_rows`, with ``on_front``) on the second objective (x) against
+    the first (y); the front highlighted, labelled with its trial ids and, for two
+    objectives, connected in order of x. With three or more, the front is over all of them and the title says that
+    only the first two are drawn."""
+    plt = pyplot()
+    first, second = objectives[0], objectives[1]
+    front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
+    rest = [r for r in rows if not r.get("on_front")]
+    with plt.style.context("default"):  # Optuna's plots switch the global style to ggplot
+        figure, ax = plt.subplots(figsize=(8, 5.5))
+        ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
+                   label=f"finished trial, dominated ({len(rest)})", zorder=2)
+        if len(objectives) == 2 and len(front) > 1:
+            ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
+                    linestyle="--", alpha=0.8, zorder=3)
+        ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
+                   edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
+                   zorder=4)
+        for r in front:
+            ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xlabel(second.label)
+        ax.set_ylabel(first.label)
+        title = f"Pareto front of {len(rows)} finished trials"
+        if len(objectives) > 2:
+            title += (f"\n(front over all {len(objectives)} objectives: "
+                      f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, framealpha=0.9, loc="best")
+        return save_plot(figure, rows, out_dir, name)
+
+
+def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
+                      name: str = "intervals") -> list[Path]:
+    """One row per configuration (the search's rank, best at the top): its further seeds as dots, their mean with its
+    95% Student-t interval as a bar (none for a single seed), and the search run that selected it as a hollow
+    diamond, apart from the figures (it was chosen for its value); the winner's row named by ``rule``."""
+    plt = pyplot()
+    rows: list[dict[str, Any]] = []
+    with plt.style.context("default"):
+        figure, ax = plt.subplots(figsize=(8, 1.2 + 0.7 * len(candidates)))
+        for y, c in enumerate(candidates):
+            iv = c.interval
+            color = "tab:red" if c is winner else "tab:blue"
+            further = [r for r in c.further_runs if math.isfinite(r.value)]
+            ax.scatter([r.value for r in further], [y] * len(further), s=22, color=color, alpha=0.6, zorder=3)
+            if iv.n >= 2 and math.isfinite(iv.low) and math.isfinite(iv.high):
+                ax.errorbar(iv.mean, y, xerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="none", ecolor=color,
+                            elinewidth=2, capsize=5, zorder=2)
+            if math.isfinite(iv.mean):
+                ax.plot(iv.mean, y, "|", color=color, markersize=16, markeredgewidth=2.5, zorder=4)
+            if math.isfinite(c.search_value):
+                ax.scatter([c.search_value], [y], s=60, marker="D", facecolors="none", edgecolors="black",
+                           linewidths=1.2, zorder=5)
+            for r in c.runs:
+                rows.append({"rank": c.rank, "trial": r.trial_id, "seed": r.seed, "search_run": int(r.original),
+                             metric: r.value, "mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n,
+                             "winner": int(c is winner)})
+        ax.set_yticks(range(len(candidates)),
+                      [f"#{c.rank} {c.trial_id}" + (f"\n(winner, {rule.replace('_', ' ')})" if c is winner else "")
+                       for c in candidates], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"{metric} (dev)")
+        ax.set_title(f"Confirmation of the search's {len(candidates)} best configurations", fontsize=10)
+        ax.scatter([], [], s=22, color="tab:blue", label="further seed")
+        ax.errorbar([], [], xerr=[], fmt="|", color="tab:blue", label="their mean, 95% interval")
+        ax.scatter([], [], s=60, marker="D", facecolors="none", edgecolors="black",
+                   label="search run (selected on it: not in the mean)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+        ax.grid(axis="x", alpha=0.3)
+        return save_plot(figure, rows, out_dir, name)
