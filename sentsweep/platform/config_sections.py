@@ -84,16 +84,9 @@ class ConfirmConfig(ConfigSection):
 
 
 class ReferenceConfig(ConfigSection):
-<<<<<<< HEAD
     """The paper's setting as a reference trial: the space's first point runs as a trial that no scheduler stops,
     tagged ``sentsweep.reference`` in MLflow, and the final summary puts the paper's figures, that trial's and the
     tuned winner's side by side. ``reference: paper`` is short for ``reference: {setting: paper}``."""
-=======
-    """The paper's setting as a reference trial (:mod:`sentsweep.platform.search.scheduler`): the space's first point
-    runs as a trial that no scheduler stops, tagged ``sentsweep.reference`` in MLflow, and the final summary puts the
-    paper's figures, that trial's and the tuned winner's side by side (:mod:`sentsweep.platform.report.winner`).
-    ``reference: paper`` is short for ``reference: {setting: paper}``."""
->>>>>>> shrink-report
 
     setting: Literal["paper"] = "paper"
     source: str = Field("", description="where the paper's figures come from (paper, table, row)")

@@ -55,7 +55,8 @@ def _multiview_rows(seeds: dict[tuple, list[int]] | None = None) -> list[dict]:
 
 def test_a_table_of_another_method_is_replayed_on_its_own_grid(tmp_path: Path) -> None:
     path = tmp_path / "mv.csv"
-    append_rows(path, _multiview_rows({("dep+const", 256, 5e-4): [42, 43, 44]}), ["made by: a test", "method: multiview"])
+    rows = _multiview_rows({("dep+const", 256, 5e-4): [42, 43, 44]})
+    append_rows(path, rows, ["made by: a test", "method: multiview"])
     table = read_table(path)
     assert table.is_complete() and table.noise_sd() == pytest.approx(0.1)
     space = ReplaySpace.for_table(table)

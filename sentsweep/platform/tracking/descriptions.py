@@ -5,8 +5,8 @@ which columns of the runs table to add (MLflow's table shows no metric until one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sentsweep.tracking.names import SYS_PREFIX, ui_link
 from sentsweep.tracking.vocabulary import OUTCOME_TAG
