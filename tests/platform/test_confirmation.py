@@ -121,7 +121,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     from types import SimpleNamespace
 
     from sentsweep.platform.confirm.outcome import ConfirmationOutcome
-    from sentsweep.platform.driver.confirmation_record import record
+    from sentsweep.platform.driver.confirmation import record
 
     class Logged:
         def __init__(self, folder: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, UploadLogsBeforeRestart, shed_uploaded
+from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, UploadLogsBeforeRestart, shed_uploaded
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

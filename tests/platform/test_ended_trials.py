@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.trial_files import TrimEndedTrials, storage_trimming
+from sentsweep.platform.driver.callbacks import TrimEndedTrials, storage_trimming
 from sentsweep.trainables.checkpoints import BestFolder, StoredFolder
 from sentsweep.trainables.loop import TrainingLoop
 from tests.trainables.test_checkpoints import _persist_like_tune

@@ -1,25 +1,28 @@
 """Find a config's interrupted sweep, so that running the same command again continues it.
 
-``sentsweep sweep CONFIG --resume-interrupted`` is what a Kubernetes RayJob runs (k8s/sweep): when the
-head is lost, KubeRay retries the job (``backoffLimit``) on a fresh cluster with the same entrypoint,
-and the sweep must continue from its folder in shared storage rather than start over.
+``sentsweep sweep CONFIG --resume-interrupted`` is what a Kubernetes RayJob runs (k8s/sweep): when the head is lost,
+KubeRay retries the job on a fresh cluster with the same entrypoint, and the sweep must continue from its folder in
+shared storage rather than start over.
 
-A sweep's folder is ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>-<hex>`` (see
-:func:`~sentsweep.platform.location.new_sweep_location`) holding its manifest. Only folders of the same
-identity (:mod:`~sentsweep.platform.identity`) are considered: the config's name and the owner recorded
-in the manifest (another user's run of the same config is theirs; a manifest without an owner, from before
-owners were recorded, belongs to nobody). Of those, only the newest, and only when its parent run is
-resumable (:func:`~sentsweep.platform.driver.sweep_state.is_resumable`): interrupted by a signal, crashed, or left
-RUNNING by a killed driver (whose lock, :mod:`~sentsweep.platform.folder.lock`, must have expired: while it is
-live the resume is refused). A sweep that finished, or failed for a reason a resume cannot fix (a user
-error, no trial finished), is not continued: the command starts a new sweep.
-An older unfinished sweep is never picked up, so a finished sweep followed by a new command starts a new one.
-The config given to the command must be the sweep's own (:mod:`~sentsweep.platform.driver.resume_config`): a
-changed config is refused with the fields that differ.
-A folder without a manifest, or with one that is not a sweep's, is not a sweep and is passed over; a manifest the
-storage does not serve (an S3 outage, after a few tries) stops the command with a
-:class:`~sentsweep.errors.StorageError` naming it: that folder may be the sweep to continue, so neither a new
-sweep nor an older one is started in its place.
+Only folders of the same identity (:mod:`~sentsweep.platform.identity`) are considered: the config's name and the
+owner recorded in the manifest (another user's run of the same config is theirs). Of those, only the newest, and only
+when its parent run is resumable (:func:`is_resumable`). An older unfinished sweep is never picked up, so a finished
+sweep followed by a new command starts a new one. The config given must be the sweep's own (:mod:`.resume`). A folder
+without a sweep's manifest is passed over; a manifest the storage does not serve stops the command with a
+:class:`~sentsweep.errors.StorageError` naming it: that folder may be the sweep to continue.
+
+How a parent run ended is its ``sentsweep.status`` tag, beside MLflow's run status:
+
+- ``running``: a driver holds the sweep (its lock, :mod:`~sentsweep.platform.folder.lock`, says which);
+- ``finished``: the trials ran and finalize completed (FINISHED);
+- ``interrupted``: SIGINT or SIGTERM stopped it after Tune saved its state (KILLED); resumable;
+- ``crashed``: the driver raised an unexpected error (FAILED); resumable, since the cause may be passing (a tracking
+  or storage outage);
+- ``failed``: it cannot succeed as configured (a user error, or no trial finished; FAILED): ``--resume-interrupted``
+  starts a new sweep instead.
+
+A parent left RUNNING by a killed driver is resumable once its lock expired; while the lock is live, the resume is
+refused. A KILLED parent without the tag counts as interrupted.
 """
 
 from __future__ import annotations
@@ -32,15 +35,25 @@ import pyarrow.fs
 
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.sweep_state import is_resumable
 from sentsweep.platform.folder.trust import same_folder
 from sentsweep.platform.identity import sweep_owner
 from sentsweep.platform.location import SweepManifest, is_shared_folder, locate
-from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
+from sentsweep.tracking.vocabulary import STATUS_TAG, SWEEP_DIR_TAG
 
 _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
 
 log = logging.getLogger(__name__)
+
+RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
+
+
+def is_resumable(run_status: str, tags: dict[str, str]) -> bool:
+    """Whether a parent run of ``run_status`` and ``tags`` is a sweep to continue (a RUNNING one is, and its lock
+    decides whether now)."""
+    if run_status == "RUNNING":
+        return True
+    state = tags.get(STATUS_TAG)
+    return run_status == "KILLED" if state is None else state in RESUMABLE
 
 
 @dataclass(frozen=True)
@@ -73,12 +86,6 @@ def sweep_folders(config: SweepConfig) -> list[str]:
     return [f"{base}/{name}" for name in names]
 
 
-def same_sweep(manifest: SweepManifest, config: SweepConfig, owner: str) -> bool:
-    """Whether ``manifest`` is of the sweep ``config`` run by ``owner`` (its name and owner; whether its
-    config is the same is checked when resuming, :func:`~sentsweep.platform.driver.resume_config.resume_config`)."""
-    return manifest.owner == owner and manifest.config.get("name") == config.name
-
-
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
     """The newest sweep folder of ``config``'s identity (``owner``: default :func:`sweep_owner`) with a
     manifest, and its parent run's status; a :class:`StorageError` when a manifest cannot be read. ``config`` is a
@@ -95,7 +102,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
         except StorageError as exc:
             raise StorageError(f"{exc.message}; --resume-interrupted cannot tell whether this folder is the sweep to "
                                "continue, so it starts none", file=exc.file) from exc
-        if not same_sweep(manifest, config, owner):
+        if manifest.owner != owner or manifest.config.get("name") != config.name:  # another identity's
             continue
         if manifest.tracking_uri != config.tracking.uri:  # never contacted: a planted manifest would get the login
             log.warning("%s is not resumed: its manifest names the tracking server %s, not this config's %s",
