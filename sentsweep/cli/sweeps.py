@@ -125,7 +125,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = parse_sweep_config(raw, args.config)
     _quiet_libraries()
     if args.check:
-        from sentsweep.platform.driver.dry_run import check_only
+        from sentsweep.platform.driver.preflight import check_only
 
         check_only(config, args.config)
         return 0

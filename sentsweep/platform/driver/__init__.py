@@ -13,7 +13,7 @@ _WHERE: dict[str, str] = {
     "INTERRUPTED_EXIT": "sentsweep.platform.driver.interrupt",
     "SweepInterrupted": "sentsweep.platform.driver.interrupt",
     "SweepOutcome": "sentsweep.platform.driver.outcome",
-    "check_only": "sentsweep.platform.driver.dry_run",
+    "check_only": "sentsweep.platform.driver.preflight",
     "finalize_sweep": "sentsweep.platform.driver.finalize",
     "interrupted_sweep": "sentsweep.platform.driver.autoresume",
     "ray_session": "sentsweep.platform.driver.ray_session",

@@ -47,6 +47,7 @@ from sentsweep.platform.driver.interrupt import (
     close_interrupted_trials,
     unfinished_trials,
 )
+from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.driver.trainable import trial_dirname, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.tracking.parent_run import SweepRun
@@ -229,7 +230,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
         per_rank.update({f"r{c.rank}_mean": iv.mean, f"r{c.rank}_std": iv.std, f"r{c.rank}_low": iv.low,
                          f"r{c.rank}_high": iv.high, f"r{c.rank}_n": float(iv.n),
                          f"r{c.rank}_search": c.search_value})
-        named = labels.get(c.trial_id, c.trial_id) + (", " + describe_params(c.params) if c.params else "")
+        named = labels.get(c.trial_id, c.trial_id) + (", " + describe_settings(c.params) if c.params else "")
         echo(f"  #{c.rank} (trial {named}): {metric} "
              f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
     run.log_metrics(_finite(per_rank))
@@ -301,7 +302,3 @@ def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path
 
 def _finite(metrics: dict[str, float]) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
-
-
-def describe_params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
