@@ -131,7 +131,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials
-        from sentsweep.platform.driver.autoresume import interrupted_sweep
+        from sentsweep.platform.driver.resume import interrupted_sweep
 
         with explain_refused_credentials(config.tracking.uri):
             folder = interrupted_sweep(config.resolved())

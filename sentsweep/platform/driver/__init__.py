@@ -15,7 +15,7 @@ _WHERE: dict[str, str] = {
     "SweepOutcome": "sentsweep.platform.driver.outcome",
     "check_only": "sentsweep.platform.driver.preflight",
     "finalize_sweep": "sentsweep.platform.driver.finalize",
-    "interrupted_sweep": "sentsweep.platform.driver.autoresume",
+    "interrupted_sweep": "sentsweep.platform.driver.resume",
     "ray_session": "sentsweep.platform.driver.ray_session",
     "resolve_specs": "sentsweep.platform.driver.specs",
     "resume_sweep": "sentsweep.platform.driver.sweep",

@@ -12,6 +12,7 @@ the data parse: the training pairs, the first lines of each corpus, the dev sets
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import secrets
 import urllib.error
@@ -98,17 +99,13 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
     """Write and delete a probe file under ``storage_path``, and the folders it made (a sweep refused by a later check
     leaves nothing behind)."""
     import pyarrow
-    import pyarrow.fs
 
     from sentsweep.platform.location import locate
 
     root = config.storage_path.rstrip("/")
     probe = locate(f"{root}/.sentsweep-probe-{secrets.token_hex(4)}", config.storage_endpoint_url)
     try:
-        if probe.filesystem is not None:
-            fs, path = probe.filesystem, probe.fs_path
-        else:
-            fs, path = pyarrow.fs.FileSystem.from_uri(probe.uri)
+        fs, path = probe.resolve()
         folder = path.rsplit("/", 1)[0]
         made = _first_missing(fs, folder)
         fs.create_dir(folder, recursive=True)
@@ -126,13 +123,9 @@ def _first_missing(fs: Any, folder: str) -> str | None:
     """The outermost missing folder on the way to ``folder`` (None when it exists)."""
     import pyarrow.fs
 
-    missing = None
-    path = folder.rstrip("/")
+    missing, path = None, folder.rstrip("/")
     while path and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
-        missing, parent = path, path.rsplit("/", 1)[0]
-        if parent == path:
-            break
-        path = parent
+        missing, path = path, path.rpartition("/")[0]
     return missing
 
 
@@ -287,13 +280,9 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
         path = given if given.is_file() else under_root
         if not path.is_file():
             datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
-    lines: list[str] = []
     try:
         with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                lines.append(line)
-                if number >= CORPUS_HEAD_LINES:
-                    break
+            lines = list(itertools.islice(handle, CORPUS_HEAD_LINES))
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text ({exc.reason}) in its first {CORPUS_HEAD_LINES} lines", file=path) from None
     except OSError as exc:
