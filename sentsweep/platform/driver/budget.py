@@ -1,20 +1,11 @@
-"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``) as a Ray Tune ``Stopper``.
+"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``) as a Ray Tune ``Stopper`` (docs/architecture.md,
+"Budgets that survive a resume").
 
-``gpu_hours`` counts the trials' compute: each trial's ``time_total_s`` (Tune's running total, which a trial restored
-from a checkpoint continues) x the GPUs it holds, a fraction counting its fraction and a CPU-only trial its seconds
-(the ``compute_seconds`` objective, :mod:`..objectives`). ``wall_hours`` counts the driver's time in Tune's loop,
-summed over the sweep's sessions. The count is rebuilt from what Tune restores, so time the sweep lay dead is never
-counted and work a trial redoes after a crash counts once; the driver's time and the reason of a stop travel in
-Tune's callback state, saved with each experiment snapshot.
-
-Once a limit is spent, ``stop_all()`` is true: Tune starts no new trial and stops the running ones at once (they
-count as pruned). :func:`record_budget` puts the ``budget_*`` metrics and :data:`STOP_REASON_TAG` on the parent run
-and sends the ``budget`` notification. The confirmation stage has no stopper; :func:`record_stage_compute` adds its
-trials' compute to the metrics.
-
-Tune pickles a stopper into ``tuner.pkl`` and into each snapshot, and a restore may hand back either copy. So the
-stopper holds only the sweep's name: the count lives in the driver's :class:`SweepBudget`, made for each session with
-the limits of the config the sweep runs with (a resume may raise them), and found by that name (:func:`driving`).
+``gpu_hours`` counts each trial's ``time_total_s`` x the GPUs it holds (the ``compute_seconds`` objective), summed
+over trials, as Tune restores them: downtime is never counted, and work redone after a crash counts once.
+``wall_hours`` counts the driver's time in Tune's loop over all sessions, kept in Tune's callback state. Tune pickles
+the stopper and a restore may hand back either copy, so it holds only the sweep's name and counts into the driver's
+:class:`SweepBudget` of this session (:func:`driving`), which has the limits of the config the sweep runs with now.
 """
 
 from __future__ import annotations

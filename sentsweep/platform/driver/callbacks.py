@@ -1,20 +1,12 @@
 """The driver's Tune callbacks besides the trials' runs: progress and failure lines, the stop watch, and the storage
-kept from growing with the number of ended trials.
+kept from growing with the number of ended trials (docs/architecture.md, "Checkpoints").
 
-Tune pickles its callbacks into ``tuner.pkl``, so none holds trials in its pickled state, and those that act for the
-driver find it through :func:`~sentsweep.platform.driver.interrupt.active_stops`, also after a restore.
-
-Storage. Tune keeps every trial's logger files in the driver's staging folder and uploads the whole folder at every
-experiment snapshot, unchanged files again; with ``num_to_keep`` set a busy sweep snapshots back to back, so its
-requests grow with the square of its trials (docs/benchmarks.md, "500 trials on the local cluster").
-:class:`ShedUploadedTrialFiles` deletes a finished trial's logger files from the staging folder once the storage holds
-a copy of the same size (the storage copy stays: ``ResultGrid`` reads it). When a trial restarts from a checkpoint,
-Tune's loggers copy the storage's ``result.json`` and ``progress.csv`` over the staging folder's, losing the lines
-reported since the last snapshot: :class:`UploadLogsBeforeRestart` uploads the staging copies first.
-:class:`TrimEndedTrials` keeps, ``checkpoint.trim_ended_after_s`` after a trial ended normally, its best weights alone
-(:func:`~sentsweep.platform.folder.retention.keep_best_weights_only`): a sweep of 500 BERT-base trials would otherwise
-hold about 3 GB per ended trial until its end. It waits so that Tune has snapshotted the experiment since (a restored
-driver does not take the trial for a running one), and leaves errored trials alone (a resume may run them again).
+Tune pickles its callbacks into ``tuner.pkl``, so none keeps trials in its pickled state, and those that act for the
+driver find it through :func:`~sentsweep.platform.driver.interrupt.active_stops`, also after a restore. Tune uploads
+the driver's whole staging folder at every snapshot, so :class:`ShedUploadedTrialFiles` deletes a finished trial's
+logger files there once the storage holds them (docs/benchmarks.md, "500 trials on the local cluster"), and
+:class:`UploadLogsBeforeRestart` uploads a restarting trial's result files before Tune's loggers copy the storage's
+older ones back. :class:`TrimEndedTrials` keeps an ended trial's best weights alone.
 """
 
 from __future__ import annotations

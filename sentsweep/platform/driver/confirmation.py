@@ -1,20 +1,11 @@
-"""The confirmation stage: the search's best configurations re-run with further seeds, the winner by a rule.
+"""The confirmation stage: the search's ``confirm.top_k`` best configurations trained again with ``confirm.seeds``
+further seeds, the winner chosen by ``confirm.rule`` (docs/architecture.md, "Winners that hold").
 
-A single trial's dev value carries its seed's luck (half a point on STS-B between seeds is common), so the sweep's
-"best" may be the luckiest rather than the best. After the search, the ``confirm.top_k`` best finished trials'
-configurations are trained again with ``confirm.seeds`` further seeds (the same seeds for every configuration:
-the comparison is paired), as a second Tune experiment over the fixed list of configurations (no searcher, no early
-stopping) in the sweep folder's ``confirmation/``. Each trial is an MLflow child run of the sweep's ``confirmation``
-run, itself a child of the sweep's run. That run is scheduled as the sweep begins, while MLflow answers, so that the
-stage needs nothing of MLflow to begin hours later.
-
-Per configuration, over its further seeds (the search's own run left out: the configuration was selected on its
-value), :mod:`sentsweep.platform.confirm.stats` gives the mean, the standard deviation and the 95% t interval; the
-winner is chosen by ``confirm.rule`` and the sweep's final evaluation, export and registration use the winner's
-further seed closest to that mean. Every seed's figures are recorded: ``confirmation/seeds.csv`` and ``summary.csv``
-on the confirmation run, ``confirmed_*`` metrics on the sweep's run, and the stage's state file in the sweep folder.
-That file also says the search is over (a resumed sweep reads its results back instead of fitting it again) and
-holds the candidates; the stage's experiment is restored from its own folder, its unfinished trials continuing.
+The stage is a second Tune experiment over the fixed list of configurations in the sweep folder's ``confirmation/``;
+its trials are child runs of the sweep's ``confirmation`` run, which is scheduled as the sweep begins, while MLflow
+answers. Its state file says the search is over and holds the candidates, so a resume reads the search's results
+back and restores the stage's experiment. Every seed's figures are recorded (:func:`record`), the search's own run
+apart: the configuration was selected on its value.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """After the trials: the best trial on the full test suite, plots, the exported model, the registry.
 
-Everything lands on the sweep's parent run: ``best_<metric>`` (the best dev value), ``final_<task>`` (the test suite)
-metrics and ``best_eval/`` tables, ``plots/*.png``, and the best weights, uploaded once: ``best_model/``, an MLflow
-sentence-transformers model (its ``model.sentence_transformer/`` also written to a local sweep folder), from which
-``register_model`` registers a version (no second upload). The best trial's child run gets a tag pointing at it
-(``sentsweep export RUN_ID`` follows it); only when the weights cannot be exported (prompt pooling, multi-view) or
-``export`` is off do they go to the child run as ``best/`` instead.
-
-The best weights are found from Tune's registered checkpoint of the best trial: its ``checkpoint.json`` says whether
-its ``model/`` or the trial's ``best/`` holds them (:func:`sentsweep.trainables.checkpoints.pick_best`). Then the
-sweep folder is pruned (:mod:`sentsweep.platform.folder.retention`), the used weights kept. Every upload is kept in
-the sweep folder first and sent in the background, so an outage delays it (to a resume or ``sentsweep sync``) and
-never holds the pruning back. Reads of MLflow are tried only when the store answers a probe at once.
+Everything lands on the sweep's parent run: ``best_<metric>``, the ``final_<task>`` metrics and ``best_eval/``,
+``plots/``, and the best weights once, as the MLflow sentence-transformers model ``best_model/`` that
+``register_model`` registers; the best trial's run gets a tag pointing at it, or the weights as ``best/`` when they
+cannot be exported. Then the sweep folder is pruned (:mod:`sentsweep.platform.folder.retention`), the used weights
+kept. Uploads wait in the sweep folder and go in the background, and MLflow is read only when it answers a probe at
+once, so an outage never holds the sweep's end.
 """
 
 from __future__ import annotations

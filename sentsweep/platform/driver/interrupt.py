@@ -1,24 +1,13 @@
 """Graceful stops: SIGTERM is handled as Ctrl+C is, so Tune saves its state and the sweep can be resumed.
 
-Ray Tune catches SIGINT while ``Tuner.fit`` runs: it starts no new trial, ends the running ones at their next
-report, writes the experiment state one last time and returns (a second SIGINT skips the save). SIGTERM gets
-none of this: ``ray.init`` installs a handler that exits with status 1, so ``sentsweep jobs stop``, ``ray job
-stop`` or a pod eviction aborted a sweep without the save. :func:`graceful_stops` routes SIGTERM to the SIGINT
-handler in force (Tune's during ``fit``, Python's ``KeyboardInterrupt`` elsewhere). ``TUNE_DISABLE_SIGINT_HANDLER=1``
-turns Tune's handler off, and with it the save.
-
-During ``fit`` the first signal goes to a :class:`Drain` first. Tune cannot ask a function trainable for a
-checkpoint, and one reported after Tune's final snapshot is not in the saved state, so the trials are asked before
-Tune is told to stop: the drain writes the stop marker into the experiment folder
-(:class:`~sentsweep.trainables.stop_flag.StopFlag`), each running trial checkpoints at the step it reached and
-reports it marked :data:`~sentsweep.trainables.report_keys.DRAINING_KEY`, then waits. Once every trial that was
-running has drained, or ``stop_grace_s`` has passed, the drain calls Tune's SIGINT handler. A second signal calls it
-at once, a third (Tune's handler has put Python's back) skips Tune's save. ``stop_grace_s: 0`` turns draining off.
-A draining report is not an evaluation: the scheduler and the searcher skip it (:mod:`sentsweep.platform.results`).
-
-A stopped sweep leaves the trials' latest checkpoints, the parent run KILLED with ``sentsweep.status=interrupted``,
-every unfinished trial's run KILLED with the reason ``interrupted`` (:func:`close_interrupted_trials`), and
-:class:`SweepInterrupted`, which the CLI turns into exit status :data:`INTERRUPTED_EXIT` and the resume command.
+Ray Tune catches SIGINT during ``Tuner.fit`` (it starts no new trial, saves its state and returns); ``ray.init``'s
+SIGTERM handler exits at once. :func:`graceful_stops` routes SIGTERM to the SIGINT handler in force. During ``fit``
+the first signal goes to a :class:`Drain`: it writes the stop marker into the experiment folder
+(:class:`~sentsweep.trainables.stop_flag.StopFlag`), the running trials checkpoint at the step they reached, and once
+they have (or ``stop_grace_s`` passed) it calls Tune's handler; a second signal calls it at once, a third skips Tune's
+save. A stopped sweep's unfinished trials' runs end KILLED (:func:`close_interrupted_trials`), and
+:class:`SweepInterrupted` becomes exit status :data:`INTERRUPTED_EXIT` with the resume command (docs/architecture.md,
+"Checkpoints").
 """
 
 from __future__ import annotations
@@ -48,18 +37,11 @@ INTERRUPTED_EXIT = 75
 
 
 class SweepInterrupted(KeyboardInterrupt):
-    """A sweep stopped by a signal after Tune saved its state; :attr:`resume_command` continues it."""
+    """A sweep stopped by a signal after Tune saved its state; its message ends with the command that continues it."""
 
     def __init__(self, sweep_dir: str, signal_name: str = "SIGINT", tracking_uri: str | None = None) -> None:
-        self.sweep_dir = sweep_dir
-        self.signal_name = signal_name
-        self.tracking_uri = tracking_uri
         super().__init__(f"interrupted by {signal_name}; the sweep's state is saved; continue with: "
-                         f"{self.resume_command}")
-
-    @property
-    def resume_command(self) -> str:
-        return folder_command("resume", self.sweep_dir, self.tracking_uri)
+                         f"{folder_command('resume', sweep_dir, tracking_uri)}")
 
 
 class Drain:

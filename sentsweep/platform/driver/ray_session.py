@@ -1,21 +1,12 @@
 """The Ray a sweep runs in (:func:`ray_session`): a joined cluster, or a local Ray on the loopback interface with a
-token of its session, and the processes of killed drivers' local Rays ended at the next local start.
+token of its session, where the processes a killed driver's local Ray left are ended at the next local start.
 
-Loopback. On Linux ``ray.init(address="local")`` announces the machine's routable address and its processes listen
-there and on every interface, without authentication when ``RAY_AUTH_MODE=disabled`` (``make demo``): anybody who can
-reach a shared login or GPU node could run tasks as the sweep's owner, with the owner's tracking and bucket
-credentials. ``_node_ip_address="127.0.0.1"`` does not change this; Ray's single-machine mode does (read from
-``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray is imported; in the driver's Ray switched by
-:func:`sentsweep._compat.ray.set_single_machine`). ``tests/platform/test_local_ray.py`` lists the listening sockets
-of a local sweep's Ray and fails when this stops holding.
-
-Stale Rays. A driver's local Ray processes die with it, but the raylet's children do not: after a SIGKILL of the
-driver, Ray's ``DashboardAgent`` and ``RuntimeEnvAgent`` wait up to 60 s for the dead GCS before they exit, listening
-on their loopback ports all the while, and Ray offers no setting for this. So the driver marks the session folder of
-each local Ray it starts with :data:`DRIVER_MARKER` (its pid and start time). At the next local start,
-:func:`end_stale_sessions` ends (SIGTERM, then SIGKILL) this user's processes that hold a file of a marked session
-folder whose driver is gone, which are that Ray's processes (their logs are there), and removes the marker. Ray's logs
-stay. A folder without the marker (another program's Ray, or ``ray start``) is never touched.
+On Linux a local Ray otherwise listens on the machine's routable address and on every interface, unauthenticated with
+``RAY_AUTH_MODE=disabled``; Ray's single-machine mode keeps it on 127.0.0.1 (:func:`loopback_only`;
+``tests/platform/test_local_ray.py`` lists the listening sockets). After a driver's SIGKILL, Ray's ``DashboardAgent``
+and ``RuntimeEnvAgent`` keep listening for up to 60 s, and Ray has no setting for it, so the driver marks its local
+Ray's session folder with :data:`DRIVER_MARKER`, and :func:`end_stale_sessions` ends this user's processes holding
+files of a marked folder whose driver is gone. An unmarked folder (another program's Ray) is never touched.
 """
 
 from __future__ import annotations
@@ -30,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any
 
 from sentsweep._compat.ray import reload_auth_settings, set_single_machine
 from sentsweep.platform.config import joins_ray_cluster
@@ -138,14 +129,6 @@ def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
         apply(saved)
 
 
-class ProcessView(Protocol):
-    """What is read of a process (a :class:`psutil.Process` has it)."""
-
-    pid: int
-
-    def open_files(self) -> list: ...
-
-
 @dataclass(frozen=True)
 class Driver:
     """A driver process, by its pid and its start time (a pid alone may be reused)."""
@@ -185,8 +168,9 @@ def stale_sessions(root: Path, alive: Callable[[Driver], bool] = driver_alive) -
     return stale
 
 
-def holders(session_dir: Path, processes: Iterable[ProcessView]) -> list[int]:
-    """The pids of ``processes`` holding a file under ``session_dir`` open (those that cannot be read: skipped)."""
+def holders(session_dir: Path, processes: Iterable[Any]) -> list[int]:
+    """The pids of ``processes`` (each with psutil's ``pid`` and ``open_files()``) holding a file under
+    ``session_dir`` open (those that cannot be read: skipped)."""
     inside = str(session_dir.resolve()) + os.sep
     found = []
     for process in processes:
@@ -233,7 +217,7 @@ class Ender:
             self.kill(pid, sig)
 
 
-def own_processes() -> list[ProcessView]:
+def own_processes() -> list[Any]:
     """This user's processes, this one excepted."""
     import psutil
 
@@ -247,7 +231,7 @@ def own_processes() -> list[ProcessView]:
 
 
 def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,
-                       processes: Callable[[], Iterable[ProcessView]] = own_processes,
+                       processes: Callable[[], Iterable[Any]] = own_processes,
                        ender: Ender | None = None) -> dict[Path, list[int]]:
     """End the processes left by the local Rays under ``root`` whose driver is gone; the pids ended, by session
     folder."""

@@ -1,35 +1,19 @@
-"""A safe resume: the config the sweep was started with, and a restored search that agrees with its trials.
+"""Resuming a sweep: the config it was started with, a restored search that agrees with its trials, and the
+interrupted sweep of a config (docs/architecture.md, "Checkpoints").
 
-The manifest stores the validated config the sweep started with. A resume compares the config it is given
-(``sweep CONFIG --resume-interrupted``: the YAML and its ``--set`` overrides; ``resume DIR --set ...``: the stored
-config with the overrides) field by field, and refuses any difference on one line naming each field with its stored
-and given values. ``--allow-change FIELD,...`` lets through the fields a restored Tune experiment can take
-(:data:`CHANGEABLE`); the others are refused with the reason (:data:`FIXED_ON_RESUME`). Once the restore succeeded,
-an allowed change is written to the manifest: it is the sweep's config from then on.
+A resume compares the config it is given with the manifest's, field by field, and refuses any difference on one line
+naming each field with both values; ``--allow-change`` lets through the fields a restored Tune experiment can take
+(:data:`CHANGEABLE`), and an allowed change is written to the manifest. Tune restores the number of samples with its
+search generator (ray-project/ray#33495), and a driver lost while Tune saved leaves files of different saves, so
+:func:`resize_search` hands the restored Tuner a :class:`ResizableSearchGenerator` that takes the sweep's
+``num_samples`` and agrees with the trials of the newest experiment state: each sample runs once, and no Optuna
+trial is left RUNNING.
 
-Tune cannot change the number of trials on a resume (ray-project/ray#33495): it restores
-``SearchGenerator(ConcurrencyLimiter(searcher))`` from the folder's ``search_gen_state-*.json``, the total number of
-samples included. :func:`resize_search` hands the restored Tuner a :class:`ResizableSearchGenerator` whose state takes
-the sweep's current ``num_samples``. Tune also writes a snapshot as several files, and a driver lost while they were
-written leaves them from different saves, while the study is never behind (every ask and tell goes to its journal).
-So after its restore the generator makes the search agree with the trials of the newest experiment state
-(:func:`snapshot_trials`): its count of trials created is their number, the limiter's running trials are those not
-ended, and an Optuna trial whose Tune trial was lost is told FAIL. Each sample then runs once, and no Optuna trial is
-left RUNNING for constant liar to count for ever.
-
-``sentsweep sweep CONFIG --resume-interrupted`` (what a Kubernetes RayJob runs: KubeRay retries a lost head's job on a
-fresh cluster with the same entrypoint) continues the newest sweep folder of the config's identity
-(:mod:`~sentsweep.platform.identity`: its name and the owner the manifest records) when its parent run is resumable
-(:func:`is_resumable`); an older unfinished sweep is never picked up, so a finished sweep followed by a new command
-starts a new one. A folder without a sweep's manifest is passed over; a manifest the storage does not serve stops the
-command with a :class:`~sentsweep.errors.StorageError` naming it (that folder may be the sweep to continue).
-
-How a parent run ended is its ``sentsweep.status`` tag, beside MLflow's run status: ``running`` (a driver holds the
-sweep's lock), ``finished`` (FINISHED), ``interrupted`` (SIGINT or SIGTERM after Tune saved its state; KILLED),
-``crashed`` (an unexpected error, perhaps passing, such as an outage; FAILED), ``failed`` (it cannot succeed as
-configured: a user error, or no trial finished; FAILED). Interrupted and crashed sweeps are resumable, and a parent
-left RUNNING by a killed driver once its lock expired (a live lock refuses the resume). A KILLED parent without the
-tag counts as interrupted.
+``sweep CONFIG --resume-interrupted`` (what a Kubernetes RayJob runs again on a fresh cluster) continues the newest
+sweep folder of the config's identity (its name and owner) when its parent run is resumable (:func:`is_resumable`:
+its ``sentsweep.status`` is ``interrupted`` or ``crashed``, or it was left RUNNING by a killed driver whose lock
+expired); an older unfinished sweep is never picked up. A manifest the storage does not serve stops the command with
+a :class:`~sentsweep.errors.StorageError` naming it: that folder may be the sweep to continue.
 """
 
 from __future__ import annotations
@@ -317,7 +301,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
             continue
         if manifest.tracking_uri != config.tracking.uri:  # never contacted: a planted manifest would get the login
             logger.warning("%s is not resumed: its manifest names the tracking server %s, not this config's %s",
-                        uri, manifest.tracking_uri, config.tracking.uri)
+                           uri, manifest.tracking_uri, config.tracking.uri)
             continue
         found.append((manifest.created, uri, manifest))
     # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the

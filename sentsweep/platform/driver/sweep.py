@@ -3,13 +3,10 @@
 >>> outcome = run_sweep(load_sweep_config("configs/demo.yaml"))   # doctest: +SKIP
 >>> outcome.best_value, outcome.counts                             # doctest: +SKIP
 
-The path of a sweep (DESIGN.md): validate the config against the method's trial config and check what every trial
-needs (:mod:`.preflight`), take the sweep folder's lock, open the MLflow parent run, write the manifest, run the Tuner
-(the driver's callbacks write the trials' runs and print progress; SIGINT and SIGTERM stop it gracefully:
-:mod:`.interrupt`), run the confirmation stage (:mod:`.confirmation`), then :mod:`.finalize` evaluates, plots,
-exports and registers the best trial. :func:`resume_sweep` restores an interrupted sweep from its folder
-(``Tuner.restore`` with ``resume_errored``) with the config it was started with (:mod:`.resume`) and reattaches to
-the same parent run.
+The path of a sweep (docs/architecture.md): the checks before Ray starts (:mod:`.preflight`), the sweep folder's
+lock, the MLflow parent run and the manifest, the Tuner (SIGINT and SIGTERM stop it gracefully: :mod:`.interrupt`),
+the confirmation stage (:mod:`.confirmation`), then :mod:`.finalize`. :func:`resume_sweep` restores an interrupted
+sweep from its folder with the config it was started with (:mod:`.resume`) and reattaches to its parent run.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The trainable as Tune runs it (:func:`tune_trainable`): a finished trial never trains again, and a trial whose
 snapshotted checkpoint is gone restores from the newest one left.
 
-Tune restores a sweep from its last experiment snapshot, taken every few seconds. A trial that finished after that
-snapshot is restored as unfinished, from an earlier checkpoint. Its folder knows better: a finished attempt wrote its
-final metrics (``final: 1.0``) to ``output/final_metrics.json`` before its final report, so :func:`run_once` reports
-them again and returns, without loading a model (``restored_from_mlflow``: 1, so that the budget counts nothing).
-
-Tune deletes a trial's older checkpoints (``num_to_keep``) as soon as newer ones register, but snapshots only every
-so often, so after the driver is lost the snapshot may name a checkpoint that is gone, and ``Trainable.restore``
-fails the trial on every retry. :func:`with_checkpoint_fallback` then takes the newest ``checkpoint_*`` folder the
-trial still holds, or starts the trial afresh when none is left, with a warning and a note the trial reports
+A trial that finished after Tune's last experiment snapshot is restored as unfinished; its final metrics in its folder
+say otherwise (:func:`run_once`). Tune deletes older checkpoints (``num_to_keep``) as newer ones register but
+snapshots only every so often, so a restored snapshot may name a deleted checkpoint: :func:`with_checkpoint_fallback`
+takes the newest one left, or starts afresh, with a warning and a note the trial reports
 (:mod:`sentsweep.trainables.restore_note`).
 """
 
