@@ -1,4 +1,4 @@
-"""A trial that ended keeps its best weights alone until the sweep's end (``platform/driver/trial_files.py``): real Tune
+"""A trial that ended keeps its best weights alone until the sweep's end (``platform/driver/callbacks.py``): real Tune
 trial objects over a real training loop's checkpoints on the local file system."""
 
 from __future__ import annotations

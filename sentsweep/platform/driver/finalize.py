@@ -162,11 +162,9 @@ def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
 
 
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
-    """The test-suite figures an earlier finalize of this sweep recorded for trial ``trial_id`` (a finalize run again
-    after a crash past its evaluation, which on the full SentEval suite takes most of an hour on a CPU): the parent
-    run's (``run``) ``final_*`` metrics, when it names ``trial_id`` as its best trial and holds
-    ``best_eval/final_eval.json`` (logged after the metrics: the evaluation completed). None otherwise, or when
-    MLflow does not answer."""
+    """The parent run's (``run``) ``final_*`` metrics an earlier finalize recorded for trial ``trial_id`` (a full
+    SentEval suite takes most of an hour on a CPU), when it names ``trial_id`` its best trial and holds
+    ``best_eval/final_eval.json`` (logged after the metrics); else None."""
     try:
         if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not has_artifact(sweep.client, sweep.run_id,
                                                                               f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}"):
@@ -179,9 +177,8 @@ def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float
 
 def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
                             exported: bool, parent_run_id: str) -> None:
-    """The best trial's run (under ``parent_run_id``: the sweep's run, or the confirmation stage's for a confirmed
-    winner's seed) names the parent's exported model (a tag), or gets the weights once as ``best/`` (in the
-    background)."""
+    """The best trial's run (under ``parent_run_id``) names the parent's exported model, or gets the weights once as
+    ``best/``."""
     if exported:
         sweep.tag_trial(trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent_run_id)
         return
@@ -223,11 +220,9 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
 
 def export_best(weights: Path, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                 about: tuple[str, dict[str, str]] | None = None) -> tuple[str | None, str | None]:
-    """The best weights as an MLflow sentence-transformers model, logged once to the parent run's
-    ``best_model/`` (its ``model.sentence_transformer/`` also copied to a local sweep folder), and registered
-    from that logged copy when ``register_model`` is set, with ``about`` (a description and tags:
-    :func:`~.best_label.version_about`) on the version. Returns where the sentence-transformers folder is
-    and the registered version."""
+    """The best weights as an MLflow sentence-transformers model logged once to ``best_model/``, and registered from
+    that copy with ``about`` (a description and tags) when ``register_model`` is set; where the sentence-transformers
+    folder is, and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
 

@@ -216,13 +216,10 @@ def unfinished_trials(location: SweepLocation) -> list[str]:
 
 
 def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
-    """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run
-    that finished after Tune's last snapshot stays FINISHED: the resume reports it without training).
-
-    Best effort, at once: a stop (an eviction's SIGTERM, with its grace period) must end with
-    :class:`SweepInterrupted` however the tracking store is. When the store does not answer a probe, or a call
-    fails, the runs are left RUNNING with a warning and the resume reattaches them (MLflow's own retries would
-    outlast an eviction's grace period)."""
+    """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run that
+    finished after Tune's last snapshot stays FINISHED). Best effort, at once: a stop within an eviction's grace period
+    must end however MLflow is, so when it does not answer a probe or a call fails, the runs stay RUNNING with a
+    warning, and the resume reattaches them."""
     from mlflow.exceptions import MlflowException
 
     from sentsweep.platform.tracking.reachability import first_line, store_answers

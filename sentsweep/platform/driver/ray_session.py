@@ -50,9 +50,8 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
     """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a local one (and shut it down
     after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers).
 
-    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join the last
-    cluster anyone started on this machine with ``ray start`` (a colleague's, on a shared workstation), and run the
-    sweep there without the credentials and paths a cluster sweep gets."""
+    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join a cluster
+    somebody started on this machine with ``ray start``, without the credentials and paths a cluster sweep gets."""
     import ray
 
     if ray.is_initialized():
@@ -94,12 +93,9 @@ def loopback_only() -> Iterator[None]:
 
 @contextlib.contextmanager
 def session_token() -> Iterator[None]:
-    """Token authentication for a new local Ray, with a token of this session only.
-
-    Ray turns token authentication on for a new local cluster and writes the token to ``~/.ray/auth_token`` under the
-    usual umask, readable by the other users of a shared host. Here the token is drawn for the session and lives in
-    this process's environment, which Ray's processes inherit; nothing is written. ``RAY_AUTH_MODE=disabled`` (the
-    tests) and a token the user set themselves are left as they are."""
+    """Token authentication for a new local Ray with a token of this session, kept in this process's environment
+    (Ray's own would be written to ``~/.ray/auth_token``, readable by the other users of a shared host).
+    ``RAY_AUTH_MODE=disabled`` (the tests) and a token the user set are left as they are."""
     if os.environ.get(AUTH_MODE_ENV, "").lower() == "disabled" or os.environ.get(TOKEN_ENV) \
             or os.environ.get(TOKEN_PATH_ENV):
         yield

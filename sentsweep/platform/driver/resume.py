@@ -152,12 +152,8 @@ def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None
 
 class ResizableSearchGenerator(SearchGenerator):
     """Tune's :class:`SearchGenerator` whose restored total number of samples is ``num_samples``, and whose restored
-    search agrees with the restored trials.
-
-    A larger total than the saved one clears a saved "finished" flag (set when the searcher ran out or a stopper
-    ended the experiment), so that the new trials are created; so does ``reopen`` (the budget changed). ``storage``:
-    the sweep folder's file system and path, where the controller restores the trials from.
-    """
+    search agrees with the trials restored from ``storage`` (the sweep folder's file system and path). A larger total,
+    or ``reopen`` (the budget changed), clears a saved "finished" flag, so that new trials are created."""
 
     def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False,
                  storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
@@ -282,11 +278,9 @@ def sweep_folders(config: SweepConfig) -> list[str]:
 
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
-    """The newest sweep folder of ``config``'s identity (``owner``: default :func:`sweep_owner`) with a
-    manifest, and its parent run's status; a :class:`StorageError` when a manifest cannot be read. ``config`` is a
-    resolved one: a folder whose manifest names another tracking server than ``config.tracking.uri`` is skipped
-    before that server is contacted (the credentials of this process would go to it), and a shared folder whose parent
-    run is another folder's is passed over (a resume would refuse it: :mod:`..folder.trust`)."""
+    """The newest sweep folder of a resolved ``config``'s identity (``owner``: default :func:`sweep_owner`), and its
+    parent run's status. A manifest naming another tracking server is skipped before it is contacted (it would get
+    this process's credentials), and a shared folder whose parent run is another folder's is passed over."""
     owner = owner or sweep_owner()
     found: list[tuple[float, str, SweepManifest]] = []
     for uri in sweep_folders(config):
