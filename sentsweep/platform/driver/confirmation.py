@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,7 +139,9 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
     write_state(location, state)
-    record(outcome, config, sweep, run, echo, search_labels(results))
+    labels = {str(r.metrics["trial_id"]): trial_label(number) for number, r in enumerate(results, 1)
+              if (r.metrics or {}).get("trial_id")}  # as ResultGrid lists the search's trials
+    record(outcome, config, sweep, run, echo, labels)
     run.close("finished")
     run.flush()
     return outcome
@@ -196,16 +198,6 @@ def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun
     fs, path = stage_location(location).resolve()
     return SweepRun.attach(sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name, fs, path,
                            runs={sweep.run_id})
-
-
-def search_labels(results: Iterable[Any] | None) -> dict[str, str]:
-    """Each search trial's label (``t03``) by its Tune id, numbered as ``ResultGrid`` lists the trials."""
-    labels = {}
-    for number, result in enumerate(results or [], 1):
-        trial_id = str((result.metrics or {}).get("trial_id", ""))
-        if trial_id:
-            labels[trial_id] = trial_label(number) or trial_id
-    return labels
 
 
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,

@@ -41,6 +41,8 @@ TRACKING_TIMEOUT_S = 10.0
 
 def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None = None) -> None:
     """Every check on a resolved ``config`` and its validated trial configs."""
+    from sentsweep.data.spacy_models import resolve_spacy_model
+
     check_data_source(config, source)
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
@@ -51,7 +53,12 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
             continue
         seen.add(key)
         check_model(trial.model, settings_field(config, "model"), source)
-        check_spacy(trial, config, source)
+        for name in ("negation_model", "spacy_model"):  # the spaCy pipelines of SNCSE and multi-view
+            if hasattr(trial, name):
+                try:
+                    resolve_spacy_model(getattr(trial, name), field=settings_field(config, name))
+                except ConfigError as exc:
+                    raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
         check_data(trial, lambda name: settings_field(config, name))
     if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
@@ -176,23 +183,13 @@ def check_model(name: str, field: str = "model", source: str | None = None) -> N
                       "offline (HF_HUB_OFFLINE)", field=field, file=source)
 
 
-def check_spacy(trial: Any, config: SweepConfig, source: str | None = None) -> None:
-    """The spaCy pipeline of SNCSE's negation rules or multi-view's parses is installed."""
-    from sentsweep.data.spacy_models import resolve_spacy_model
-
-    for name in ("negation_model", "spacy_model"):
-        if hasattr(trial, name):
-            try:
-                resolve_spacy_model(getattr(trial, name), field=settings_field(config, name))
-            except ConfigError as exc:
-                raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
-
-
 def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets;
     ``field_of`` spells a trial field where the user set it (``fixed.dev_data`` in a sweep config)."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
+    from sentsweep.evaluation.sts import load_sts_sets
+    from sentsweep.trainables.trial_config import DEV_SETS
 
     train = getattr(trial, "train_data", None)
     if train is not None:
@@ -208,7 +205,12 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
         with _naming_field(field_of("corpus")):
             _check_corpus_head(name, trial.data_dir)
-    check_dev_sets(trial, field_of)
+    for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
+        try:  # a missing or malformed file: one DataError naming the file (and line) and the field
+            load_sts_sets([DEV_SETS[name]], trial.data_dir)
+        except DataError as exc:
+            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
+                            line=exc.line) from None
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
 
 
@@ -232,21 +234,6 @@ def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str |
     except DataError:
         return None
     return ", ".join(str(p) for p in paths) or None
-
-
-def check_dev_sets(trial: Any, field_of: Callable[[str], str] = str) -> None:
-    """The dev sets of ``dev_data`` and ``extra_dev_data`` load; a missing or malformed file is one DataError naming
-    the file (and line) and the field."""
-    from sentsweep.evaluation.sts import load_sts_sets
-    from sentsweep.trainables.trial_config import DEV_SETS
-
-    wanted = [("dev_data", trial.dev_data), *(("extra_dev_data", name) for name in trial.extra_dev_data)]
-    for field, name in wanted:
-        try:
-            load_sts_sets([DEV_SETS[name]], trial.data_dir)
-        except DataError as exc:
-            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
-                            line=exc.line) from None
 
 
 def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
