@@ -74,9 +74,8 @@ class StopWatch(Callback):
 
 
 class FailureLines(Callback):
-    """One line per deterministically failed trial (not retried: ``max_failures`` is for crashes), instead of Ray's
-    tracebacks: ``trial t03 failed (not retried): DataError: ...``, with what Optuna was told when it was infeasible
-    (a divergence or an out-of-memory error, :mod:`sentsweep.trainables.infeasible`)."""
+    """One line per deterministically failed trial instead of Ray's tracebacks, ``trial t03 failed (not retried):
+    DataError: ...``, with what Optuna was told when it was infeasible (:mod:`sentsweep.trainables.infeasible`)."""
 
     def __init__(self, label_prefix: str = SEARCH_PREFIX) -> None:
         self.label_prefix = label_prefix

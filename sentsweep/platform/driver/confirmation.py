@@ -85,9 +85,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
                      stops: StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
                      fresh: bool = False) -> ConfirmationOutcome | None:
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal during it raises
-    :class:`SweepInterrupted` once Tune saved the stage's state (``resume`` continues the stage). A ``fresh`` sweep
-    (a new folder, not a resume) begins the stage anew whatever its folder holds: a stage state or a Tune state
-    (``tuner.pkl``, unpickled by a restore) found there was planted by someone who can write the storage."""
+    :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew whatever its
+    folder holds: a state (or a ``tuner.pkl`` a restore would unpickle) found there was planted."""
     from ray import tune
 
     if config.confirm.top_k == 0:
@@ -148,9 +147,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
 
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
-    """Find or create the sweep's ``confirmation`` run (SCHEDULED) as the sweep begins or resumes, while MLflow
-    answers: the stage then needs nothing of MLflow to begin. Best effort: otherwise the stage creates it as it
-    begins, and the sweep starts all the same."""
+    """Find or create the sweep's ``confirmation`` run (SCHEDULED) while MLflow answers, as the sweep begins; best
+    effort: otherwise the stage creates it as it begins."""
     if config.confirm.top_k == 0:
         return
     try:
@@ -202,9 +200,8 @@ def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun
 
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,
            echo: Callable[[str], None] = print, labels: dict[str, str] | None = None) -> None:
-    """The figures on the confirmation run (per rank) and on the sweep's run (the winner's): the further seeds',
-    the search's run apart (``r<rank>_search``); the seeds' table, a line per configuration, each naming its search
-    trial by its label (``labels``: Tune's id when it has none)."""
+    """The further seeds' figures (the search's run apart) on the confirmation run per rank and on the sweep's run for
+    the winner, the tables, and a line per configuration naming its search trial by its label (``labels``)."""
     metric = config.metric
     labels = labels or {}
     per_rank: dict[str, float] = {}

@@ -151,8 +151,7 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
 
 
 def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
-    """``read()`` of MLflow, or None when the store does not answer at once or the read fails (tracking is best
-    effort: an outage must not lose the sweep's end)."""
+    """``read()`` of MLflow, or None when the store does not answer at once or the read fails."""
     if not store_answers(sweep.tracking_uri):
         return None
     try:
@@ -251,8 +250,7 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
 
 def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, results: ResultGrid | None,
               echo: Callable[[str], None] = print) -> None:
-    """The sweep's plots (the trials from ``results``, the study in the sweep folder) to ``plots/``, each PNG with
-    its CSV."""
+    """The plots of ``results`` and the sweep folder's study to ``plots/``, each PNG with its CSV."""
     study = location.load_study()
     records = trial_records(results, config.metric, varying_keys(results)) if results else []
     if study is None and not records:

@@ -279,9 +279,8 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
 
 
 def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[str], None] = print) -> None:
-    """``sentsweep sweep CONFIG --check``: a sweep's checks before Ray starts on ``config``, its warm start read, and
-    what it would run printed; without starting Ray, taking a lock or writing anything (the storage probe removes
-    what it made). A failure raises the same one-line error a sweep would."""
+    """``sentsweep sweep CONFIG --check``: a sweep's checks and warm start, and what it would run, printed; nothing is
+    started, locked or left written. A failure raises the same one-line error a sweep would."""
     from sentsweep.credentials import mask_uri
 
     resolved = config.resolved()
@@ -300,8 +299,7 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
 
 
 def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = None) -> list[str]:
-    """What a sweep of ``config`` over ``space`` runs: the space, the first points, the trials, the resources per
-    trial and where its folder and runs go."""
+    """What a sweep of ``config`` over ``space`` runs, its resources, and where its folder and runs go."""
     from sentsweep.credentials import mask_uri
     from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS
 

@@ -229,8 +229,7 @@ def own_processes() -> list[Any]:
 def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,
                        processes: Callable[[], Iterable[Any]] = own_processes,
                        ender: Ender | None = None) -> dict[Path, list[int]]:
-    """End the processes left by the local Rays under ``root`` whose driver is gone; the pids ended, by session
-    folder."""
+    """End what the local Rays under ``root`` whose driver is gone left; the pids ended, by session folder."""
     ended: dict[Path, list[int]] = {}
     stale = stale_sessions(root, alive)
     listed = list(processes()) if stale else []

@@ -107,9 +107,8 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
 
 def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
                         sweep: SweepRun) -> None:
-    """After ``Tuner.restore``: give ``tuner`` the time budget and the number of samples of ``config`` (and a search
-    again when the budget changed: the stopper of a budget still spent ends it at once), and record an allowed change
-    in the manifest and on the parent run (:data:`RESUME_CHANGES_TAG`)."""
+    """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config`` (reopening the
+    search when the budget changed), and record an allowed change in the manifest and on the parent run."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
         raise ConfigError("this Ray Tune version does not let a resume change the time budget",
@@ -175,9 +174,8 @@ class ResizableSearchGenerator(SearchGenerator):
         super().set_state(state)
 
     def restore_from_dir(self, dirpath: str) -> None:
-        """Tune's restore (from the driver's staging folder ``dirpath``), made to agree with the trials of the newest
-        experiment state in the sweep's storage (the staging folder of an earlier driver on this host may hold newer
-        files it never uploaded)."""
+        """Tune's restore from ``dirpath``, made to agree with the trials of the newest experiment state in the sweep's
+        storage (an earlier driver's staging folder on this host may hold files it never uploaded)."""
         self.restored = snapshot_trials(self.storage[1], self.storage[0]) if self.storage else snapshot_trials(dirpath)
         super().restore_from_dir(dirpath)
         if self.restored is not None:
@@ -311,8 +309,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
 
 
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
-    """The folder to resume for ``config`` and ``owner``, or None when the newest sweep of that identity
-    finished (or there is none)."""
+    """The folder to resume for ``config`` and ``owner``; None when the newest sweep of that identity is not one."""
     previous = previous_sweep(config, owner)
     return previous.uri if previous is not None and previous.interrupted else None
 

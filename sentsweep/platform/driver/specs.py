@@ -56,9 +56,8 @@ def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, 
 
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
                   space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
-    """The method's trainable and the search space, from the registries unless given; the space is the one
-    this sweep runs (``space.for_settings`` of the settings its trials share: a first point that depends on
-    ``fixed`` or the model, such as CoSENT's NLI setting)."""
+    """The method's trainable and the search space, from the registries unless given; the space is bound to the
+    settings the trials share (a first point may depend on ``fixed`` or the model, as CoSENT's NLI setting does)."""
     from pydantic import ValidationError
 
     try:

@@ -196,8 +196,7 @@ def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) 
 
 def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
                 location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
-    """The Tuner of a new sweep (everything Ray needs to restore it is pickled into its folder); ``history``:
-    an earlier sweep's trials to start from (:mod:`..search.warm_start`)."""
+    """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from (:mod:`..search.warm_start`)."""
     from ray import tune
 
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
@@ -231,8 +230,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
            stops: StopSignals, notifier: SweepNotifier, trainable: TrainableLike, space: SearchSpaceLike, *,
            address: str | None, worker_env: Mapping[str, str], log_to_driver: bool, finalize: bool,
            echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
-    """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``), then close the parent run the
-    way the sweep ended, and notify it."""
+    """The Tuner and the confirmation stage in a Ray session; the parent run closed as the sweep ended, notified."""
 
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
         sweep.close(state, reason)
