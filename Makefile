@@ -3,7 +3,7 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.sentsweep-installed
-# The offline defaults: no hub traffic. A sweep's local Ray takes a token of its session (platform/driver/local_ray.py);
+# The offline defaults: no hub traffic. A sweep's local Ray takes a token of its session (platform/driver/ray_session.py);
 # the tests that do not test authentication run their Ray without one.
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled

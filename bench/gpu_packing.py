@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="minilm", help="'minilm', 'tiny' (random 2-layer) or a folder")
     args = parser.parse_args(argv)
 
-    from sentsweep.platform.driver.local_ray import loopback_only, session_token
+    from sentsweep.platform.driver.ray_session import loopback_only, session_token
 
     gpus = 1 if torch.cuda.is_available() else 0
     device = torch.cuda.get_device_name() if gpus else "cpu"

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from mlflow import MlflowClient
 
-    from sentsweep.platform.driver.local_ray import loopback_only, session_token
+    from sentsweep.platform.driver.ray_session import loopback_only, session_token
     from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.trainables.registry import get_method
 

@@ -125,13 +125,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = parse_sweep_config(raw, args.config)
     _quiet_libraries()
     if args.check:
-        from sentsweep.platform.driver.dry_run import check_only
+        from sentsweep.platform.driver.preflight import check_only
 
         check_only(config, args.config)
         return 0
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials
-        from sentsweep.platform.driver.autoresume import interrupted_sweep
+        from sentsweep.platform.driver.resume import interrupted_sweep
 
         with explain_refused_credentials(config.tracking.uri):
             folder = interrupted_sweep(config.resolved())

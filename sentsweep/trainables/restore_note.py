@@ -3,14 +3,14 @@
 A trial resumes from an older checkpoint, or from scratch, in two cases:
 
 - the checkpoint Tune's snapshot names was deleted after the snapshot
-  (:mod:`sentsweep.platform.driver.checkpoint_restore` restores the newest one left, or none, and calls
+  (:mod:`sentsweep.platform.driver.trainable` restores the newest one left, or none, and calls
   :func:`note_tune_fallback` in the trial's process);
 - the checkpoint restored is corrupt, and the loop falls back to the previous one or to step 0
   (:meth:`sentsweep.trainables.loop.TrainingLoop.restore`).
 
 The trial's first report after such a restore carries :data:`RESTORED_FROM_KEY` (``checkpoint <step>`` or
 ``scratch``) and :data:`RESTORE_REASON_KEY`. The driver prints :func:`restore_line` and tags the trial's run with
-both (:mod:`sentsweep.platform.driver.progress`, :mod:`sentsweep.platform.tracking.parent_run`). No Ray import here.
+both (:mod:`sentsweep.platform.driver.callbacks`, :mod:`sentsweep.platform.tracking.parent_run`). No Ray import here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The stop marker of a draining sweep: how a trial on any node learns that its sweep is stopping.
 
-On the first SIGINT/SIGTERM the driver writes the marker (:mod:`sentsweep.platform.driver.drain`) and gives the running
-trials a grace period (``stop_grace_s``) to checkpoint where they are before Tune stops them. The marker is the
+On the first SIGINT/SIGTERM the driver writes the marker (:mod:`sentsweep.platform.driver.interrupt`) and gives the
+running trials a grace period (``stop_grace_s``) to checkpoint where they are before Tune stops them. The marker is the
 file :data:`STOP_MARKER` in the sweep's experiment folder, on the folder's own file system (a local or shared
 disk, or ``s3://``), so every trial that can write its checkpoints there can read it. A trial finds the folder
 through its Tune storage (:func:`sentsweep._compat.ray.trial_storage`). The driver removes the marker when its

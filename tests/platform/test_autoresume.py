@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 
 from sentsweep.errors import StorageError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.autoresume import interrupted_sweep, previous_sweep, sweep_folders
+from sentsweep.platform.driver.resume import interrupted_sweep, previous_sweep, sweep_folders
 from sentsweep.platform.identity import OWNER_ENV, sweep_owner
 from sentsweep.platform.location import MANIFEST, SweepManifest, locate, new_sweep_location
 from sentsweep.tracking.vocabulary import STATUS_TAG

@@ -10,7 +10,7 @@ from ray.train._internal.session import get_session
 from ray.train._internal.storage import StorageContext
 from ray.tune import Checkpoint
 
-from sentsweep.platform.driver.checkpoint_restore import newest_checkpoint, with_checkpoint_fallback
+from sentsweep.platform.driver.trainable import newest_checkpoint, with_checkpoint_fallback
 from sentsweep.trainables.checkpoints import StoredFolder
 from sentsweep.trainables.restore_note import take_tune_fallback
 

@@ -117,7 +117,7 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     import shutil
     from types import SimpleNamespace
 
-    from sentsweep.platform.driver.confirmation_record import record
+    from sentsweep.platform.driver.confirmation import record
     from sentsweep.platform.outcome import ConfirmationOutcome
 
     class Logged:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver.drain import Drain
+from sentsweep.platform.driver.interrupt import Drain
 from sentsweep.platform.results import evaluation_result, is_draining
 from sentsweep.trainables.report_keys import DRAINING_KEY, EVALUATIONS_KEY
 from sentsweep.trainables.stop_flag import StopFlag

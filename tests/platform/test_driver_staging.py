@@ -1,5 +1,5 @@
 """The driver sheds a finished trial's logger files once its storage holds them, and uploads them before a trial
-restarts (``platform/driver/staged_uploads.py``): real Tune trials on a remote-type pyarrow file system (a sub-tree
+restarts (``platform/driver/callbacks.py``): real Tune trials on a remote-type pyarrow file system (a sub-tree
 file system: not ``LocalFileSystem``) and on a local folder."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver.staged_uploads import ShedUploadedTrialFiles, UploadLogsBeforeRestart, shed_uploaded
+from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, UploadLogsBeforeRestart, shed_uploaded
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

@@ -1,4 +1,4 @@
-"""A trial that ended keeps its best weights alone until the sweep's end (``platform/driver/trial_files.py``): real Tune
+"""A trial that ended keeps its best weights alone until the sweep's end (``platform/driver/callbacks.py``): real Tune
 trial objects over a real training loop's checkpoints on the local file system."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.trial_files import TrimEndedTrials, storage_trimming
+from sentsweep.platform.driver.callbacks import TrimEndedTrials, storage_trimming
 from sentsweep.trainables.checkpoints import BestFolder, StoredFolder
 from sentsweep.trainables.loop import TrainingLoop
 from tests.trainables.test_checkpoints import _persist_like_tune

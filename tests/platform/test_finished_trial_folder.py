@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from sentsweep.platform.driver.trial import finished_metrics
+from sentsweep.platform.driver.trainable import finished_metrics
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.trainables.checkpoints import StoredFolder
 from tools.harness.processes import LOOPBACK, free_port

@@ -95,7 +95,7 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
         remote_sweep, s3_endpoint, tracking_uri, private_cache):
     """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
     over with a warning (and starts anew) instead."""
-    from sentsweep.platform.driver.autoresume import previous_sweep
+    from sentsweep.platform.driver.resume import previous_sweep
     from sentsweep.platform.identity import sweep_owner
     from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.cluster  # a Ray of its own, in a process of its own
 #: in a notebook) and prints the address of every listening socket of the driver and of the processes Ray started.
 PROBE = """
 import os, psutil, ray, time
-from sentsweep.platform.driver.local_ray import CLUSTER_MODE_ENV
+from sentsweep.platform.driver.ray_session import CLUSTER_MODE_ENV
 from sentsweep.platform.driver.ray_session import ray_session
 with ray_session():
     time.sleep(2)  # the agents open their ports after init returns

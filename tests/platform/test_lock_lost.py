@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from sentsweep.platform.driver.callbacks import StopWatch
 from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops
-from sentsweep.platform.driver.stopping import StopWatch
 from sentsweep.platform.folder.lock import LockLost, LockRecord
 from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore
 from sentsweep.platform.location import locate

@@ -16,7 +16,7 @@ import pytest
 from sentsweep.data.prepare import prepare
 from sentsweep.errors import DataError
 from sentsweep.platform.config import load_sweep_config
-from sentsweep.platform.driver.dry_run import check_only
+from sentsweep.platform.driver.preflight import check_only
 from tests.data.hub_cache import hf_cache_file, nli_parquet
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("paper-*.yaml"))

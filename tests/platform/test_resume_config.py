@@ -7,7 +7,7 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.resume_config import config_changes, resume_config
+from sentsweep.platform.driver.resume import config_changes, resume_config
 
 
 def _config(**update: object) -> SweepConfig:
@@ -72,7 +72,7 @@ def test_a_lifted_budget_reopens_a_search_it_had_ended() -> None:
     when the changed budget lifted the stop, or more samples were asked for."""
     from ray.tune.search.optuna import OptunaSearch
 
-    from sentsweep.platform.driver.resume_samples import ResizableSearchGenerator
+    from sentsweep.platform.driver.resume import ResizableSearchGenerator
 
     saved = {"counter": 2, "total_samples": 8, "finished": True, "experiment": None}
     for reopen, more, finished in ((False, 0, True), (True, 0, False), (False, 2, False)):

@@ -10,7 +10,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.driver.resume_config import RESUME_CHANGES_TAG
+from sentsweep.platform.driver.resume import RESUME_CHANGES_TAG
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 
 

@@ -1,4 +1,4 @@
-"""A resumed search agrees with the trials Tune restores (sentsweep.platform.driver.resume_samples): the study is read
+"""A resumed search agrees with the trials Tune restores (sentsweep.platform.driver.resume): the study is read
 from
 its journal, which is never behind, and Tune's snapshot files may come from different saves (a driver lost while
 Tune wrote or uploaded them). Each sample runs once, no Tune trial gets a second Optuna trial, none stays RUNNING."""
@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 from ray.tune.search import ConcurrencyLimiter, SearchGenerator
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.resume_samples import ResizableSearchGenerator
+from sentsweep.platform.driver.resume import ResizableSearchGenerator
 from sentsweep.platform.search.searcher import LOST_REASON, TUNE_TRIAL_ATTR, PruningAwareOptunaSearch, build_searcher
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sentsweep.platform.driver.stale_ray import (
+from sentsweep.platform.driver.ray_session import (
     DRIVER_MARKER,
     Driver,
     Ender,

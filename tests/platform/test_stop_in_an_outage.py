@@ -11,7 +11,7 @@ import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.driver.stopping import close_interrupted_trials
+from sentsweep.platform.driver.interrupt import close_interrupted_trials
 from sentsweep.platform.tracking.parent_run import SweepRun
 from tests.tracking.restartable_mlflow import RETRY_ENV
 from tools.harness.processes import LOOPBACK, free_port

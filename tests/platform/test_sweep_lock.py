@@ -23,9 +23,9 @@ import pytest
 
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError
+from sentsweep.platform.driver.callbacks import StopWatch
 from sentsweep.platform.driver.interrupt import StopSignals, graceful_stops
-from sentsweep.platform.driver.stopping import StopWatch
-from sentsweep.platform.driver.sweep_state import RESUMABLE, is_resumable
+from sentsweep.platform.driver.resume import RESUMABLE, is_resumable
 from sentsweep.platform.folder import lock_stores
 from sentsweep.platform.folder.lock import (
     EXPIRY_FACTOR,

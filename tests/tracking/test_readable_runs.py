@@ -126,7 +126,7 @@ def test_the_driver_names_each_outcome_and_each_trial_by_its_number() -> None:
 
 
 def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
-    from sentsweep.platform.driver.progress import ProgressCallback
+    from sentsweep.platform.driver.callbacks import ProgressCallback
 
     trials = [_Trial("a", "RUNNING", {"stsb_dev": 60.0}), _Trial("b", "RUNNING", {"best_stsb_dev": 80.0})]
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)

@@ -6,7 +6,6 @@ import pytest
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation import SENTEVAL_OPTION_FIELDS, SentEvalOptions
-from sentsweep.platform.driver.finalize import SENTEVAL_SETTINGS
 from sentsweep.trainables.registry import METHODS
 
 
@@ -25,6 +24,3 @@ def test_every_method_config_takes_every_senteval_option(name: str) -> None:
     with pytest.raises(ConfigError, match="senteval_setting.*valid names: test, fast, lbfgs"):
         method.parse({"senteval_setting": "slow"})
 
-
-def test_the_final_evaluation_forwards_the_same_names() -> None:
-    assert SENTEVAL_SETTINGS == SENTEVAL_OPTION_FIELDS

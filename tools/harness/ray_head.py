@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentsweep.platform.driver.local_ray import AUTH_MODE_ENV, CLUSTER_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV
+from sentsweep.platform.driver.ray_session import AUTH_MODE_ENV, CLUSTER_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV
 from tools.harness.processes import LOOPBACK, end_group, free_port, wait_for_port
 
 PORT_OPTIONS = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
@@ -89,11 +89,11 @@ def head_env(token: str | None, extra: Mapping[str, str] | None = None) -> dict[
 @contextlib.contextmanager
 def token_auth(token: str | None) -> Iterator[None]:
     """This process's Ray clients (``GcsClient``) send ``token`` inside (nothing changes without one); its Ray auth
-    variables are restored after (:func:`sentsweep.platform.driver.local_ray.ray_auth`: nothing written)."""
+    variables are restored after (:func:`sentsweep.platform.driver.ray_session.ray_auth`: nothing written)."""
     if token is None:
         yield
         return
-    from sentsweep.platform.driver.local_ray import ray_auth
+    from sentsweep.platform.driver.ray_session import ray_auth
 
     with ray_auth({**auth_env(token), TOKEN_PATH_ENV: None}):
         yield

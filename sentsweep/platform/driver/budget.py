@@ -1,29 +1,11 @@
-"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``) as a Ray Tune ``Stopper``.
+"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``) as a Ray Tune ``Stopper`` (docs/architecture.md,
+"Budgets that survive a resume").
 
-What each limit counts:
-
-- ``gpu_hours``: the trials' compute, summed over the trials. A trial's compute is its ``time_total_s`` (Tune's
-  running total of its seconds, which a trial restored from a checkpoint continues) x the GPUs it holds. A
-  fractional GPU counts its fraction; a CPU-only trial counts its seconds, so the same budget works on CPU. It
-  is the ``compute_seconds`` objective (:mod:`..objectives`).
-- ``wall_hours``: the driver's time in Tune's loop, summed over the sweep's sessions.
-
-The count is rebuilt from what Tune restores. At every step of Tune's loop :class:`BudgetStopper` (a
-``tune.Callback`` too) reads each trial's latest result, so a resumed sweep continues from the restored trials'
-``time_total_s``. Time the sweep lay dead is never counted, and work a trial redoes after a crash counts once.
-The driver's time and the reason of a stop travel in Tune's callback state (``Callback.get_state``), which
-Tune saves with each experiment snapshot and restores on resume.
-
-Once a limit is spent, ``stop_all()`` is true: Tune starts no new trial and stops the running ones at once
-(their last report stands; they count as pruned, and their runs say "stopped by budget"). The driver prints the
-reason, and :func:`record_budget` puts the ``budget_*`` metrics and :data:`STOP_REASON_TAG` on the parent run and
-sends the ``budget`` notification. The confirmation stage has no stopper: it runs its fixed trials, and
-:func:`record_stage_compute` adds their compute to the metrics.
-
-Tune pickles a stopper into ``tuner.pkl`` and into each experiment snapshot, and a restore may hand back either
-copy. So the stopper holds only the sweep's name: the count lives in the driver's :class:`SweepBudget`, made
-for each session with the limits of the config the sweep runs with (a resume may raise them:
-``--allow-change budget``), and found by that name (:func:`driving`).
+``gpu_hours`` counts each trial's ``time_total_s`` x the GPUs it holds (the ``compute_seconds`` objective), summed
+over trials, as Tune restores them: downtime is never counted, and work redone after a crash counts once.
+``wall_hours`` counts the driver's time in Tune's loop over all sessions, kept in Tune's callback state. Tune pickles
+the stopper and a restore may hand back either copy, so it holds only the sweep's name and counts into the driver's
+:class:`SweepBudget` of this session (:func:`driving`), which has the limits of the config the sweep runs with now.
 """
 
 from __future__ import annotations
@@ -57,16 +39,14 @@ def trial_compute(result: Mapping[str, Any] | None) -> tuple[float, float, float
 
 def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, float]:
     """The ``budget_*`` compute metrics of trials counted by :func:`trial_compute`."""
-    compute = gpu = wall = 0.0
-    for trial_compute_s, trial_gpu_s, trial_wall_s in counts:
-        compute, gpu, wall = compute + trial_compute_s, gpu + trial_gpu_s, wall + trial_wall_s
-    return {"budget_compute_seconds": compute, "budget_gpu_seconds": gpu, "budget_trial_seconds": wall}
+    columns = list(zip(*counts, strict=True)) or [(), (), ()]
+    names = ("budget_compute_seconds", "budget_gpu_seconds", "budget_trial_seconds")
+    return {name: float(sum(column)) for name, column in zip(names, columns, strict=True)}
 
 
 class SweepBudget:
-    """The budget of one sweep in its driver, for one session: the limits, the count, whether it is spent.
-
-    ``clock`` gives seconds (monotonic); ``echo`` prints the line of a stop."""
+    """The budget of one sweep in its driver, for one session: the limits, the count, whether it is spent;
+    ``clock`` gives seconds (monotonic), ``echo`` prints the line of a stop."""
 
     def __init__(self, budget: BudgetConfig, clock: Callable[[], float] = time.monotonic,
                  echo: Callable[[str], None] = print) -> None:
@@ -143,44 +123,35 @@ def driving(sweep_name: str, budget: SweepBudget) -> Iterator[SweepBudget]:
 
 
 class BudgetStopper(Stopper, Callback):
-    """The budget in Tune: the stopper (``RunConfig(stop=...)``) and a callback (``RunConfig(callbacks=[...])``)
-    of the same sweep; both count into the driven :class:`SweepBudget` of ``sweep_name``. Without one (Tune's
-    state read outside a driver) it counts nothing and never stops."""
+    """The budget in Tune: the stopper (``RunConfig(stop=...)``) and a callback of the same sweep, both counting into
+    the driven :class:`SweepBudget` of ``sweep_name``. Without one (Tune's state read outside a driver) it counts
+    nothing and never stops."""
 
     def __init__(self, sweep_name: str) -> None:
         self.sweep_name = sweep_name
 
-    def _budget(self) -> SweepBudget | None:
-        return _DRIVEN.get(self.sweep_name)
-
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        budget = self._budget()
-        if budget is not None:
+        if (budget := _DRIVEN.get(self.sweep_name)) is not None:
             budget.see(trial_id, result)
         return False  # stop_all stops every trial alike
 
     def stop_all(self) -> bool:
-        budget = self._budget()
-        return budget is not None and budget.check()
+        return (budget := _DRIVEN.get(self.sweep_name)) is not None and budget.check()
 
     def setup(self, **info: Any) -> None:
-        budget = self._budget()
-        if budget is not None:
+        if (budget := _DRIVEN.get(self.sweep_name)) is not None:
             budget.start()
 
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        budget = self._budget()
-        if budget is not None:
+        if (budget := _DRIVEN.get(self.sweep_name)) is not None:
             for trial in trials:
                 budget.see(trial.trial_id, trial.last_result)
 
     def get_state(self) -> dict[str, Any] | None:
-        budget = self._budget()
-        return budget.state() if budget is not None else None
+        return budget.state() if (budget := _DRIVEN.get(self.sweep_name)) is not None else None
 
     def set_state(self, state: dict[str, Any]) -> None:
-        budget = self._budget()
-        if budget is not None:
+        if (budget := _DRIVEN.get(self.sweep_name)) is not None:
             budget.restore(state)
 
 

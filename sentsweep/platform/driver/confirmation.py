@@ -1,80 +1,69 @@
-"""The confirmation stage: the search's best configurations re-run with further seeds, the winner by a rule.
+"""The confirmation stage: the search's ``confirm.top_k`` best configurations trained again with ``confirm.seeds``
+further seeds, the winner chosen by ``confirm.rule`` (docs/architecture.md, "Winners that hold").
 
-A single trial's dev value carries its seed's luck (half a point on STS-B between seeds is common), so the sweep's
-"best" may be the luckiest rather than the best. After the search, the ``confirm.top_k`` best finished trials'
-configurations are trained again with ``confirm.seeds`` further seeds (the same seeds for every configuration:
-the comparison is paired), as Ray trials in parallel: a second Tune experiment over the fixed list of
-configurations (Tune's basic generator, no searcher, no early stopping) in the sweep folder's ``confirmation/``.
-Each trial is an MLflow child run of the sweep's ``confirmation`` run, itself a child of the sweep's run.
-
-Per configuration, over its further seeds (the search's own run left out: the configuration was selected on its
-value, so counting it again would inflate the figures), :mod:`~sentsweep.platform.outcome` gives the mean, the standard
-deviation and the 95% t interval; the winner is chosen by ``confirm.rule`` (``lower_bound`` by default) and the
-sweep's final evaluation, export and registration use the winner's further seed closest to that mean
-(:func:`sentsweep.platform.driver.finalize.finalize_sweep`). Every seed's figures (dev and test) are recorded:
-``confirmation/seeds.csv`` (the search's run too, ``original`` 1) and ``summary.csv`` (the search's value in
-``search_value``) on the confirmation run, ``confirmed_*`` metrics (the further seeds') on the sweep's run, and the
-sweep folder's :data:`~sentsweep.platform.confirm.stage.STATE_FILE`.
-
-The stage survives a resume: :data:`~sentsweep.platform.confirm.stage.STATE_FILE` in the sweep folder says the
-search is over (a resumed sweep
-reads the search's results back instead of fitting it again,
-:func:`~sentsweep.platform.search.search_state.search_results`)
-and holds the candidates;
-the confirmation experiment is restored from its own folder, its unfinished trials continuing.
-
-This module runs the stage. Its parts: :mod:`.state` (the stage's folder and state file), :mod:`.outcome` (the
-candidates and the decision), :mod:`.stage_run` (its MLflow run), :mod:`.record` (its figures and tables).
+The stage is a second Tune experiment over the fixed list of configurations in the sweep folder's ``confirmation/``;
+its trials are child runs of the sweep's ``confirmation`` run, which is scheduled as the sweep begins, while MLflow
+answers. Its state file says the search is over and holds the candidates, so a resume reads the search's results
+back and restores the stage's experiment. Every seed's figures are recorded (:func:`record`), the search's own run
+apart: the configuration was selected on its value.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import logging
+import math
+import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.stage import (
+    CONFIRM_RANK_TAG,
+    CONFIRMS_TAG,
+    SEARCH_BEST_TAG,
+    STAGE_DIR,
     candidate_from,
     decide,
     further_seeds,
+    ranked_by_rule,
     read_state,
     select_candidates,
     stage_location,
     stage_points,
     write_state,
 )
-from sentsweep.platform.driver.confirmation_record import record, search_labels
-from sentsweep.platform.driver.confirmation_run import stage_params, stage_run, stage_run_id
-from sentsweep.platform.driver.failures import FailureLines
-from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted
-from sentsweep.platform.driver.progress import ProgressCallback
-from sentsweep.platform.driver.staged_uploads import UploadLogsBeforeRestart
-from sentsweep.platform.driver.stopping import StopWatch, close_interrupted_trials, unfinished_trials
-from sentsweep.platform.driver.trial_files import storage_trimming
+from sentsweep.platform.driver.callbacks import stage_callbacks
+from sentsweep.platform.driver.interrupt import (
+    StopSignals,
+    SweepInterrupted,
+    close_interrupted_trials,
+    unfinished_trials,
+)
+from sentsweep.platform.driver.specs import describe_settings
+from sentsweep.platform.driver.trainable import trial_dirname, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome
 from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
-from sentsweep.tracking.names import CONFIRMATION_PREFIX
+from sentsweep.tracking.names import CONFIRMATION_PREFIX, trial_label
+from sentsweep.tracking.vocabulary import CHANGED_TAG, CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
 
+    from sentsweep.platform.driver.specs import TrainableLike
 
-@dataclass
-class StageTrials:
-    """How the sweep runs a trial (given by :mod:`..driver.sweep`, which this module does not import)."""
-
-    trainable: Any  # the Tune trainable with its resources
-    reuse_actors: bool
-    dirname: Callable[[Any], str]
+log = logging.getLogger("sentsweep.platform")
 
 
 def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: SweepLocation, run: SweepRun,
-                      trials: StageTrials) -> Tuner:
-    """A Tune experiment over the fixed list ``points`` (no searcher, no early stopping)."""
+                      trainable: TrainableLike) -> Tuner:
+    """A Tune experiment over the fixed list ``points``, each trial run as the search runs it."""
     from ray import tune
     from ray.tune.search import BasicVariantGenerator
 
@@ -84,28 +73,26 @@ def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: 
                                       max_concurrent=config.max_concurrent_trials or 0)
     tune_config = tune.TuneConfig(
         metric=config.metric, mode=config.mode, search_alg=generator, num_samples=len(points),
-        reuse_actors=trials.reuse_actors, trial_dirname_creator=trials.dirname)
+        reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname)
     run_config = tune.RunConfig(
         name=stage.name, storage_path=stage.storage_path, storage_filesystem=stage.filesystem,
         failure_config=tune.FailureConfig(max_failures=config.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
         callbacks=[TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
                                      label_prefix=CONFIRMATION_PREFIX),
-                   ProgressCallback(config.metric, config.mode, len(points), label_prefix=CONFIRMATION_PREFIX),
-                   FailureLines(CONFIRMATION_PREFIX), StopWatch(), UploadLogsBeforeRestart(),
-                   *storage_trimming(config)],
+                   *stage_callbacks(config, len(points), CONFIRMATION_PREFIX)],
         verbose=0)
     # the points replace every value; Tune wants each of their keys in the space
-    return tune.Tuner(trials.trainable, param_space=dict(points[0]), tune_config=tune_config, run_config=run_config)
+    return tune.Tuner(tune_trainable(trainable, config), param_space=dict(points[0]), tune_config=tune_config,
+                      run_config=run_config)
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                     stops: StopSignals, trials: StageTrials, echo: Callable[[str], None] = print, *,
+                     stops: StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
                      fresh: bool = False) -> ConfirmationOutcome | None:
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal during it raises
-    :class:`SweepInterrupted` once Tune saved the stage's state (``resume`` continues the stage). A ``fresh`` sweep
-    (a new folder, not a resume) begins the stage anew whatever its folder holds: a stage state or a Tune state
-    (``tuner.pkl``, unpickled by a restore) found there was planted by someone who can write the storage."""
+    :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew whatever its
+    folder holds: a state (or a ``tuner.pkl`` a restore would unpickle) found there was planted."""
     from ray import tune
 
     if config.confirm.top_k == 0:
@@ -122,7 +109,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         write_state(location, state)  # from here on, a resume continues the stage
     candidates = [candidate_from(c) for c in state["candidates"]]
     if state["run_id"] is None:
-        state["run_id"] = stage_run_id(sweep, config)
+        state["run_id"] = _stage_run_id(sweep)
         write_state(location, state)
     stage = stage_location(location)
     run = stage_run(sweep, location, state["run_id"])
@@ -134,13 +121,15 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
          f"its {config.confirm.rule.replace('_', ' ')}")
     path = stage.uri if stage.filesystem is None else stage.fs_path
     if resumed and tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
-        tuner = tune.Tuner.restore(path, trials.trainable, resume_errored=True, storage_filesystem=stage.filesystem)
+        tuner = tune.Tuner.restore(path, tune_trainable(trainable, config), resume_errored=True,
+                                   storage_filesystem=stage.filesystem)
     else:
-        tuner = build_stage_tuner(points, config, stage, run, trials)
+        tuner = build_stage_tuner(points, config, stage, run, trainable)
     if state["status"] == "done":
         stage_results = tuner.get_results()
     else:
-        run.log_params(stage_params(config, candidates))  # logs only what is missing
+        run.log_params({"top_k": str(config.confirm.top_k), "seeds": str(config.confirm.seeds),  # what is missing
+                        "rule": config.confirm.rule, "candidates": ",".join(c.trial_id for c in candidates)})
         if resumed:
             run.reopen()
         else:  # the run scheduled as the sweep began (a failed sweep's reason, resumed by hand, removed)
@@ -155,7 +144,147 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
     write_state(location, state)
-    record(outcome, config, sweep, run, echo, search_labels(results))
+    labels = {str(r.metrics["trial_id"]): trial_label(number) for number, r in enumerate(results, 1)
+              if (r.metrics or {}).get("trial_id")}  # as ResultGrid lists the search's trials
+    record(outcome, config, sweep, run, echo, labels)
     run.close("finished")
     run.flush()
     return outcome
+
+
+def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
+    """Find or create the sweep's ``confirmation`` run (SCHEDULED) while MLflow answers, as the sweep begins; best
+    effort: otherwise the stage creates it as it begins."""
+    if config.confirm.top_k == 0:
+        return
+    try:
+        _stage_run_id(sweep)
+    except Exception as exc:  # noqa: BLE001 - best effort
+        log.warning("the confirmation stage's run was not scheduled (%s: %s): it is created when the stage begins",
+                    type(exc).__name__, exc)
+
+
+def _stage_run_id(sweep: SweepRun) -> str:
+    """The sweep's ``confirmation`` run: scheduled already, found, or created now."""
+    if sweep.stage_run_id is None:
+        sweep.stage_run_id = _find_stage_run(sweep)
+    if sweep.stage_run_id is None:
+        tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
+        run = create_unique_run(sweep.client, sweep.experiment_id, tags, f"{sweep.sweep_name}-confirmation", tags)
+        sweep.client.update_run(run.info.run_id, status="SCHEDULED")
+        sweep.stage_run_id = run.info.run_id
+    return sweep.stage_run_id
+
+
+def _find_stage_run(sweep: SweepRun) -> str | None:
+    query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+    found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
+    return found[0].info.run_id if found else None
+
+
+def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation, reason: str) -> None:
+    """End the stage's run KILLED with ``reason`` unless it ended already: the sweep ended for good without the stage
+    (it failed, or finished without it). A run this session did not schedule (``--no-finalize``) is looked up."""
+    if sweep.stage_run_id is None and config.confirm.top_k > 0:
+        try:
+            sweep.stage_run_id = _find_stage_run(sweep)
+        except Exception as exc:  # noqa: BLE001 - best effort: it stays SCHEDULED
+            log.warning("the confirmation stage's run was not looked up (%s: %s)", type(exc).__name__, exc)
+    if sweep.stage_run_id is not None:
+        run = stage_run(sweep, location, sweep.stage_run_id)
+        run.writes.put({"op": "status", "run": run.run_id, "status": "KILLED", "reason": reason[:5000],
+                        "if_running": True})
+        run.flush()
+
+
+def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun:
+    """The stage's run ``run_id``, with the writes an earlier session left in the stage's folder."""
+    fs, path = stage_location(location).resolve()
+    return SweepRun.attach(sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name, fs, path,
+                           runs={sweep.run_id})
+
+
+def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,
+           echo: Callable[[str], None] = print, labels: dict[str, str] | None = None) -> None:
+    """The further seeds' figures (the search's run apart) on the confirmation run per rank and on the sweep's run for
+    the winner, the tables, and a line per configuration naming its search trial by its label (``labels``)."""
+    metric = config.metric
+    labels = labels or {}
+    per_rank: dict[str, float] = {}
+    for c in outcome.candidates:
+        iv = c.interval
+        per_rank.update({f"r{c.rank}_mean": iv.mean, f"r{c.rank}_std": iv.std, f"r{c.rank}_low": iv.low,
+                         f"r{c.rank}_high": iv.high, f"r{c.rank}_n": float(iv.n),
+                         f"r{c.rank}_search": c.search_value})
+        named = labels.get(c.trial_id, c.trial_id) + (", " + describe_settings(c.params) if c.params else "")
+        echo(f"  #{c.rank} (trial {named}): {metric} "
+             f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
+    run.log_metrics(_finite(per_rank))
+    run.set_tags({f"sentsweep.confirm.r{c.rank}_trial": c.trial_id for c in outcome.candidates}
+                 | {"sentsweep.confirm.rule": outcome.rule, "sentsweep.confirm.winner_rank": str(outcome.winner.rank),
+                    "sentsweep.confirm.chosen_trial": outcome.chosen.trial_id})
+    iv = outcome.winner.interval
+    winner_figures = {f"confirmed_{metric}_mean": iv.mean, f"confirmed_{metric}_std": iv.std,
+                      f"confirmed_{metric}_low": iv.low, f"confirmed_{metric}_high": iv.high,
+                      "confirmed_seeds": float(iv.n)}
+    further = [r for r in outcome.winner.further_runs if math.isfinite(r.value)]
+    for key in sorted(set.intersection(*(set(r.metrics) for r in further)) - {metric} if further else ()):
+        values = [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]
+        if values:
+            winner_figures[f"confirmed_{key}_mean"] = sum(values) / len(values)
+    sweep.log_metrics(_finite(winner_figures))
+    sweep.set_tags({SEARCH_BEST_TAG: outcome.candidates[0].trial_id, CHANGED_TAG: str(outcome.changed).lower()})
+    for candidate in outcome.candidates:  # each stage trial's run names the candidate it confirms
+        for seed_run in candidate.further_runs:
+            run.tag_trial(seed_run.trial_id, {CONFIRMS_TAG: candidate.trial_id, CONFIRM_RANK_TAG: str(candidate.rank)})
+    with tempfile.TemporaryDirectory() as tmp:
+        write_tables(outcome, config, Path(tmp))
+        if config.plots:  # intervals.png and its CSV; a plot that fails is a warning, never a failed stage
+            from sentsweep.platform.report.selection import confirmation_plot
+
+            try:
+                confirmation_plot(outcome.candidates, outcome.winner, outcome.rule, config.metric, Path(tmp))
+            except Exception as exc:  # noqa: BLE001 - best effort, as the sweep's other plots
+                log.warning("no confirmation plot: %s: %s", type(exc).__name__, exc)
+        run.log_artifacts(tmp, STAGE_DIR)  # kept in the stage's folder, uploaded in the background
+        sweep.log_artifacts(tmp, STAGE_DIR)
+    order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
+    echo(f"confirmed winner: #{outcome.winner.rank} by its {outcome.rule.replace('_', ' ')} (order {order}; "
+         + ("changed from the single-seed ranking" if outcome.changed else "the single-seed best held")
+         + f"); its weights: trial {_chosen_label(outcome)}, seed {outcome.chosen.seed} "
+         f"({metric} {outcome.chosen.value:.2f}, closest to the mean)")
+
+
+def _chosen_label(outcome: ConfirmationOutcome) -> str:
+    """The chosen seed's label among the confirmation trials (``c01``), or its id (a search trial's run)."""
+    ids = [str((r.metrics or {}).get("trial_id")) for r in outcome.results or []]
+    if outcome.chosen.original or outcome.chosen.trial_id not in ids:
+        return outcome.chosen.trial_id
+    return trial_label(ids.index(outcome.chosen.trial_id) + 1, CONFIRMATION_PREFIX) or outcome.chosen.trial_id
+
+
+def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:
+    """``summary.csv`` (one row per configuration: the further seeds' figures, the search's value apart) and
+    ``seeds.csv`` (one row per seed, every figure; the search's run marked ``original`` 1)."""
+    summary, seeds = folder / "summary.csv", folder / "seeds.csv"
+    with summary.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["rank", "trial", "params", "n", "mean", "std", "low", "high", "search_value", "winner",
+                         "chosen_trial"])
+        for c in outcome.candidates:
+            iv = c.interval
+            writer.writerow([c.rank, c.trial_id, json.dumps(c.params, default=str), iv.n, iv.mean, iv.std, iv.low,
+                             iv.high, c.search_value, int(c is outcome.winner),
+                             outcome.chosen.trial_id if c is outcome.winner else ""])
+    keys = sorted({k for c in outcome.candidates for r in c.runs for k in r.metrics})
+    with seeds.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["rank", "trial", "seed", "original", config.metric, *[k for k in keys if k != config.metric]])
+        for c in outcome.candidates:
+            for r in c.runs:
+                writer.writerow([c.rank, r.trial_id, r.seed, int(r.original), r.value,
+                                 *[r.metrics.get(k, "") for k in keys if k != config.metric]])
+
+
+def _finite(metrics: dict[str, float]) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}

@@ -1,21 +1,11 @@
 """After the trials: the best trial on the full test suite, plots, the exported model, the registry.
 
-Everything lands on the sweep's parent run: ``best_<metric>`` (the best dev value), ``final_<task>``
-(the test suite) metrics and ``best_eval/`` tables, ``plots/*.png``, and the best weights, uploaded once:
-``best_model/``, an MLflow sentence-transformers model (``MLmodel`` + ``model.sentence_transformer/``, the
-latter also written to the sweep folder when it is local), from which ``register_model`` registers a version
-(no second upload). The best trial's child run gets a tag pointing at it (``sentsweep export RUN_ID`` follows
-it); only when the weights cannot be exported (prompt pooling, multi-view) or ``export`` is off do they go to the
-child run as ``best/`` instead.
-
-The best weights are found from Tune's registered checkpoint of the best trial: its ``checkpoint.json`` says
-whether its ``model/`` or the trial's ``best/`` folder holds them (:func:`sentsweep.trainables.checkpoints.
-pick_best`); nothing else of the checkpoint is read. Then the sweep folder is pruned
-(:mod:`sentsweep.platform.folder.retention`; :func:`prune_stages`), the used weights kept. Every upload is kept in the
-sweep folder first (:mod:`sentsweep.platform.tracking.run_writes`) and sent in the background, so an outage delays it
-(to
-a resume or ``sentsweep sync``) and never holds the pruning back. Reads of MLflow (the best trial's run, what an
-earlier finalize recorded) are tried only when the store answers a probe at once.
+Everything lands on the sweep's parent run: ``best_<metric>``, the ``final_<task>`` metrics and ``best_eval/``,
+``plots/``, and the best weights once, as the MLflow sentence-transformers model ``best_model/`` that
+``register_model`` registers; the best trial's run gets a tag pointing at it, or the weights as ``best/`` when they
+cannot be exported. Then the sweep folder is pruned (:mod:`sentsweep.platform.folder.retention`), the used weights
+kept. Uploads wait in the sweep folder and go in the background, and MLflow is read only when it answers a probe at
+once, so an outage never holds the sweep's end.
 """
 
 from __future__ import annotations
@@ -32,6 +22,7 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
 from sentsweep.platform.location import folder_command
 from sentsweep.platform.report.export import (
@@ -69,12 +60,6 @@ FINAL_EVAL_DIR = "best_eval"
 FINAL_EVAL_JSON = "final_eval.json"
 
 
-def select_best(results: ResultGrid, metric: str, mode: str) -> Result | None:
-    """The best trial among those that finished (else among all that reported the metric)."""
-    ranked = rank_results(results, metric, mode)
-    return ranked[0] if ranked else None
-
-
 @contextlib.contextmanager
 def best_weights(result: Result, mode: str) -> Iterator[Path]:
     """A local folder with the trial's best weights: its registered checkpoint's ``model/`` or its ``best/``
@@ -90,24 +75,28 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                    echo: Callable[[str], None] = print) -> None:
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
     if config.plots:
-        log_plots(location, sweep, echo, results=outcome.results, config=config)
+        log_plots(location, sweep, config, outcome.results, echo)
     if config.objectives and outcome.results:  # multi-objective: the Pareto front, tagged, plotted, listed
         record_front(outcome.results, config, sweep, varying_keys(outcome.results), echo)
-    best = confirmed_choice(outcome)
+    # the confirmed winner's seed closest to its mean, else the best trial (of those that finished, if any)
+    best = outcome.confirmation.chosen_result(outcome.results) if outcome.confirmation is not None else None
     # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
     parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None and outcome.confirmation \
         else sweep.run_id
     if best is None:
-        best = select_best(outcome.results, config.metric, config.mode) if outcome.results else None
+        ranked = rank_results(outcome.results, config.metric, config.mode) if outcome.results else []
+        best = ranked[0] if ranked else None
     if best is None:
         echo("no trial reported the metric: nothing to evaluate or export")
         return
     outcome.best_trial_id = str(best.metrics.get("trial_id"))
     outcome.best_value = float(best.metrics[config.metric])
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
-    outcome.best_run_id = _best_run_id(sweep, parent, outcome.best_trial_id)
+    found = _if_answered(sweep, lambda: find_trial_run(sweep.client, sweep.experiment_id, parent,
+                                                       outcome.best_trial_id))
+    outcome.best_run_id = found.info.run_id if found else None
     # before the tags below; only when MLflow answered (an outage would make each call wait out its retries)
-    earlier = _sweep_run(sweep) if outcome.best_run_id else None
+    earlier = _if_answered(sweep, lambda: sweep.client.get_run(sweep.run_id)) if outcome.best_run_id else None
     recorded = recorded_finals(sweep, earlier, outcome.best_trial_id) if config.final_tasks and earlier else None
     label = best_label(outcome)
     tags = {BEST_TRIAL_TAG: outcome.best_trial_id, BEST_LABEL_TAG: label}
@@ -118,8 +107,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
         sweep.log_metrics({best_key: outcome.best_value})
     echo(f"best trial {label}: {config.metric} {outcome.best_value:.2f} with "
-         + _describe({k: outcome.best_config[k] for k in varying_keys(outcome.results)
-                      if k in outcome.best_config}))
+         + describe_settings({k: outcome.best_config[k] for k in varying_keys(outcome.results)
+                              if k in outcome.best_config}))
     with best_weights(best, config.mode) as weights:
         if config.final_tasks:
             outcome.final_metrics = recorded or evaluate_best(weights, config, sweep, outcome.best_config)
@@ -152,31 +141,28 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
 
 def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                  echo: Callable[[str], None] = print) -> None:
-    """The sweep folder's retention (:func:`~sentsweep.platform.folder.retention.prune_sweep`) for the search and the
-    confirmation stage; the trial whose weights finalize used (``outcome.best_trial_id``) keeps them in either."""
+    """The sweep folder's retention for the search and the confirmation stage; the trial whose weights finalize used
+    keeps them in either."""
     keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
     for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
         if results is not None:
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
-def _sweep_run(sweep: SweepRun) -> Run | None:
-    """The sweep's parent run as MLflow holds it (what an earlier finalize left on it); None when MLflow does not
-    answer at once."""
+def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
+    """``read()`` of MLflow, or None when the store does not answer at once or the read fails."""
     if not store_answers(sweep.tracking_uri):
         return None
     try:
-        return sweep.client.get_run(sweep.run_id)
+        return read()
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
         return None
 
 
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
-    """The test-suite figures an earlier finalize of this sweep recorded for trial ``trial_id`` (a finalize run again
-    after a crash past its evaluation, which on the full SentEval suite takes most of an hour on a CPU): the parent
-    run's (``run``) ``final_*`` metrics, when it names ``trial_id`` as its best trial and holds
-    ``best_eval/final_eval.json`` (logged after the metrics: the evaluation completed). None otherwise, or when
-    MLflow does not answer."""
+    """The parent run's (``run``) ``final_*`` metrics an earlier finalize recorded for trial ``trial_id`` (a full
+    SentEval suite takes most of an hour on a CPU), when it names ``trial_id`` its best trial and holds
+    ``best_eval/final_eval.json`` (logged after the metrics); else None."""
     try:
         if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not has_artifact(sweep.client, sweep.run_id,
                                                                               f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}"):
@@ -187,32 +173,10 @@ def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float
     return finals or None
 
 
-def confirmed_choice(outcome: SweepOutcome) -> Result | None:
-    """The weights the confirmation stage chose (:mod:`sentsweep.platform.driver.confirmation`): the confirmed winner's
-    seed closest to its mean; None when the stage did not run. Every seed's figures are on the sweep's run
-    already (``confirmed_*`` metrics, ``confirmation/seeds.csv``)."""
-    if outcome.confirmation is None:
-        return None
-    return outcome.confirmation.chosen_result(outcome.results)
-
-
-def _best_run_id(sweep: SweepRun, parent_run_id: str, trial_id: str) -> str | None:
-    """The best trial's child run under ``parent_run_id`` (the sweep's, or the confirmation stage's); None when
-    MLflow does not answer at once (the tags on it are written in the background all the same)."""
-    if not store_answers(sweep.tracking_uri):
-        return None
-    try:
-        run = find_trial_run(sweep.client, sweep.experiment_id, parent_run_id, trial_id)
-    except Exception:  # noqa: BLE001 - tracking is best-effort: an outage must not lose the sweep's end
-        return None
-    return run.info.run_id if run else None
-
-
 def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
                             exported: bool, parent_run_id: str) -> None:
-    """The best trial's run (under ``parent_run_id``: the sweep's run, or the confirmation stage's for a confirmed
-    winner's seed) names the parent's exported model (a tag), or gets the weights once as ``best/`` (in the
-    background)."""
+    """The best trial's run (under ``parent_run_id``) names the parent's exported model, or gets the weights once as
+    ``best/``."""
     if exported:
         sweep.tag_trial(trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent_run_id)
         return
@@ -231,15 +195,6 @@ def varying_keys(results: ResultGrid) -> list[str]:
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
 
-def _describe(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-
-
-#: Trial settings that also shape the final SentEval protocol (the trial's own choice is kept): every
-#: ``senteval_*`` option of the trial configs, by its evaluate() name.
-SENTEVAL_SETTINGS = SENTEVAL_OPTION_FIELDS
-
-
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
                   trial_config: dict[str, Any] | None = None) -> dict[str, float]:
     """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run.
@@ -248,7 +203,7 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     from sentsweep.trainables.registry import load_encoder
 
     encoder = load_encoder(weights)
-    options = {name: (trial_config or {})[key] for key, name in SENTEVAL_SETTINGS.items()
+    options = {name: (trial_config or {})[key] for key, name in SENTEVAL_OPTION_FIELDS.items()
                if (trial_config or {}).get(key) is not None}
     result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
@@ -263,11 +218,9 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
 
 def export_best(weights: Path, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                 about: tuple[str, dict[str, str]] | None = None) -> tuple[str | None, str | None]:
-    """The best weights as an MLflow sentence-transformers model, logged once to the parent run's
-    ``best_model/`` (its ``model.sentence_transformer/`` also copied to a local sweep folder), and registered
-    from that logged copy when ``register_model`` is set, with ``about`` (a description and tags:
-    :func:`~sentsweep.platform.report.winner.version_about`) on the version. Returns where the
-    sentence-transformers folder is and the registered version."""
+    """The best weights as an MLflow sentence-transformers model logged once to ``best_model/``, and registered from
+    that copy with ``about`` (a description and tags) when ``register_model`` is set; where the sentence-transformers
+    folder is, and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
 
@@ -294,19 +247,16 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
     return exported, version
 
 
-def log_plots(location: SweepLocation, sweep: SweepRun, echo: Callable[[str], None] = print,
-              results: ResultGrid | None = None, config: SweepConfig | None = None) -> None:
-    """The sweep's plots (:mod:`.plots`: the trials from ``results``, the study as last checkpointed in the sweep
-    folder) to ``plots/``, each PNG with its CSV."""
+def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, results: ResultGrid | None,
+              echo: Callable[[str], None] = print) -> None:
+    """The plots of ``results`` and the sweep folder's study to ``plots/``, each PNG with its CSV."""
     study = location.load_study()
-    records = trial_records(results, config.metric, varying_keys(results)) if results and config else []
+    records = trial_records(results, config.metric, varying_keys(results)) if results else []
     if study is None and not records:
         echo("no searcher state in the sweep folder: no plots")
         return
-    metric = config.metric if config else "metric"
-    stopped_by = scheduler_label(config) if config else "ASHA"
     with tempfile.TemporaryDirectory() as tmp:
-        written, skipped = sweep_plots(study, records, metric, tmp, stopped_by, config.mode if config else "max")
+        written, skipped = sweep_plots(study, records, config.metric, tmp, scheduler_label(config), config.mode)
         if skipped:
             (Path(tmp) / "skipped.txt").write_text("".join(f"{k}: {v}\n" for k, v in skipped.items()))
         sweep.log_artifacts(tmp, "plots")

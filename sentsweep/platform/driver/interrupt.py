@@ -1,39 +1,36 @@
 """Graceful stops: SIGTERM is handled as Ctrl+C is, so Tune saves its state and the sweep can be resumed.
 
-Ray Tune (2.60, ``ray/tune/tune.py``) catches SIGINT (and SIGUSR1) while ``Tuner.fit`` runs: it starts no
-new trial, ends the running ones at their next report, writes the experiment state one last time and
-returns (a second SIGINT skips the save). SIGTERM gets none of this: ``ray.init`` installs a handler that
-exits with status 1 (a local node also kills its Ray processes first), so ``sentsweep jobs stop``, ``ray job
-stop`` or a pod eviction aborted a sweep without the save. :func:`graceful_stops` routes SIGTERM to the
-SIGINT handler in force (Tune's during ``fit``, Python's ``KeyboardInterrupt`` elsewhere), so both signals
-stop a sweep the same way. ``TUNE_DISABLE_SIGINT_HANDLER=1`` turns Tune's handler off, and with it the save.
-
-During ``fit`` the first signal does not reach Tune's handler at once: :class:`StopSignals` hands it to its
-:class:`~sentsweep.platform.driver.drain.Drain`, which lets the running trials checkpoint where they are for up to
-``stop_grace_s`` seconds and then calls Tune's handler; a second signal calls it at once, a third (Tune's handler
-has put Python's back) skips Tune's save.
-
-What a stopped sweep leaves (:func:`sentsweep.platform.driver.sweep.run_sweep`): the trials' latest reported
-checkpoints (at the step each reached, for the trials that drained within the grace period), the parent run KILLED with
-``sentsweep.status=interrupted`` (:mod:`~sentsweep.platform.driver.sweep_state`), every unfinished trial's run KILLED
-with the reason ``interrupted``, and :class:`SweepInterrupted`, which the CLI turns into exit status
-:data:`INTERRUPTED_EXIT` and the resume command.
+Ray Tune catches SIGINT during ``Tuner.fit`` (it starts no new trial, saves its state and returns); ``ray.init``'s
+SIGTERM handler exits at once. :func:`graceful_stops` routes SIGTERM to the SIGINT handler in force. During ``fit``
+the first signal goes to a :class:`Drain`: it writes the stop marker into the experiment folder
+(:class:`~sentsweep.trainables.stop_flag.StopFlag`), the running trials checkpoint at the step they reached, and once
+they have (or ``stop_grace_s`` passed) it calls Tune's handler; a second signal calls it at once, a third skips Tune's
+save. A stopped sweep's unfinished trials' runs end KILLED (:func:`close_interrupted_trials`), and
+:class:`SweepInterrupted` becomes exit status :data:`INTERRUPTED_EXIT` with the resume command (docs/architecture.md,
+"Checkpoints").
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform.location import folder_command
+from sentsweep.platform.results import is_draining
 from sentsweep.platform.stops import ACTIVE
+from sentsweep.trainables.stop_flag import StopFlag
 
 if TYPE_CHECKING:
-    from sentsweep.platform.driver.drain import Drain
+    from sentsweep.platform.location import SweepLocation
+    from sentsweep.platform.tracking.parent_run import SweepRun
+
+logger = logging.getLogger(__name__)
 
 #: The exit status of a sweep stopped by SIGINT or SIGTERM after Tune saved its state: ``EX_TEMPFAIL``
 #: (sysexits.h, "try again later"); ``sentsweep resume DIR`` continues it.
@@ -41,18 +38,77 @@ INTERRUPTED_EXIT = 75
 
 
 class SweepInterrupted(KeyboardInterrupt):
-    """A sweep stopped by a signal after Tune saved its state; :attr:`resume_command` continues it."""
+    """A sweep stopped by a signal after Tune saved its state; its message ends with the command that continues it."""
 
     def __init__(self, sweep_dir: str, signal_name: str = "SIGINT", tracking_uri: str | None = None) -> None:
-        self.sweep_dir = sweep_dir
-        self.signal_name = signal_name
-        self.tracking_uri = tracking_uri
         super().__init__(f"interrupted by {signal_name}; the sweep's state is saved; continue with: "
-                         f"{self.resume_command}")
+                         f"{folder_command('resume', sweep_dir, tracking_uri)}")
 
-    @property
-    def resume_command(self) -> str:
-        return folder_command("resume", self.sweep_dir, self.tracking_uri)
+
+class Drain:
+    """The driver's side of draining one sweep for up to ``grace_s`` seconds (0: no draining); the stop marker goes
+    in the experiment folder ``folder`` on ``filesystem``."""
+
+    def __init__(self, filesystem: Any, folder: str, grace_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.flag = StopFlag(filesystem, folder)
+        self.grace_s = grace_s
+        self._clock = clock
+        self._trials: list[Any] = []
+        self._waiting: set[str] = set()
+        self._drained: set[str] = set()
+        self._deadline: float | None = None
+        self._stop_tune: Callable[[], None] | None = None
+        self._announced = False
+
+    def begin(self, stop_tune: Callable[[], None]) -> bool:
+        """The first stop signal: write the marker and wait for the running trials (True); later signals, a zero grace
+        period or no running trial: False (the caller stops Tune now)."""
+        if self._deadline is not None:
+            self._stop_tune = None  # a second signal: Tune is stopped by the caller, not again by step()
+            return False
+        self._deadline = self._clock() + self.grace_s
+        self._waiting = {t.trial_id for t in self._trials if t.status == "RUNNING"}
+        if self.grace_s <= 0 or not self._waiting:
+            return False
+        try:
+            self.flag.raise_flag()
+        except Exception as exc:  # the folder cannot be written: stop as without draining
+            logger.warning("stopping without draining the trials (the stop marker could not be written: %s)", exc)
+            return False
+        self._stop_tune = stop_tune
+        return True
+
+    def on_result(self, trial_id: str, result: Mapping[str, Any]) -> None:
+        if is_draining(result):
+            self._drained.add(trial_id)
+
+    def step(self, trials: list[Any]) -> None:
+        """Called at the end of each step of Tune's loop: stop Tune once the drain is complete or overdue."""
+        self._trials = trials
+        if self._stop_tune is None:
+            return
+        pending = [t for t in trials if t.trial_id in self._waiting and t.status == "RUNNING"
+                   and (t.trial_id not in self._drained or t.is_saving)]
+        if not self._announced:
+            self._announced = True
+            logger.warning("stopping: %d running trial(s) checkpoint where they are (up to %.0f s); "
+                           "send the signal again to stop now", len(pending), self.grace_s)
+        overdue = self._deadline is not None and self._clock() >= self._deadline
+        if pending and not overdue:
+            return
+        if pending:
+            logger.warning("stopping: %d trial(s) did not checkpoint within %.0f s (stop_grace_s): they continue "
+                           "from their last checkpoint", len(pending), self.grace_s)
+        stop_tune, self._stop_tune = self._stop_tune, None
+        stop_tune()
+
+    def reset_flag(self) -> None:
+        """Remove the marker (a stale one of an earlier session, or this session's at its end)."""
+        try:
+            self.flag.lower_flag()
+        except Exception as exc:  # best-effort: the marker is the sweep's, a resume removes it first
+            logger.warning("could not remove the stop marker %s: %s", self.flag.path, exc)
 
 
 class StopSignals:
@@ -63,15 +119,12 @@ class StopSignals:
         self.received: str | None = None
         self.drain: Drain | None = None
         #: Set (from the lock's heartbeat thread) when another driver took over the sweep's lock, or this one could
-        #: not renew it (it gave it up): the line :class:`~sentsweep.platform.folder.lock.LockLost` carries.
-        #: No drain then: the stop marker is in the sweep's folder, so writing it would stop the new holder's trials
-        #: too; and nothing the driver keeps for the sweep (its trials' runs) is
-        #: written any more (:func:`~sentsweep.platform.stops.superseded`).
+        #: not renew it: the line :class:`~sentsweep.platform.folder.lock.LockLost` carries. No drain then (the stop
+        #: marker would stop the new holder's trials too), and the trials' runs are left alone (:func:`superseded`).
         self.superseded: str | None = None
 
     def supersede(self, reason: str) -> None:
-        """Another driver holds (or may take) the sweep now: stop at Tune's next step
-        (:class:`~sentsweep.platform.driver.stopping.StopWatch`), touching nothing the new holder uses."""
+        """Another driver holds (or may take) the sweep now: stop at Tune's next step, touching nothing of its."""
         self.superseded = self.superseded or reason
 
     @property
@@ -89,8 +142,7 @@ class StopSignals:
 
     @contextlib.contextmanager
     def draining(self, drain: Drain) -> Iterator[Drain]:
-        """``drain`` handles the first signal inside the block (its stop marker removed before and after: a marker
-        stays in the folder until deleted)."""
+        """``drain`` handles the first signal inside the block (its stop marker removed before and after)."""
         drain.reset_flag()
         self.drain = drain
         try:
@@ -102,7 +154,7 @@ class StopSignals:
 
     def watch_sigint(self) -> None:
         """Record a SIGINT too, then hand it to :attr:`drain`, else to the handler in force (called once Tune
-        installed its own, at the start of ``fit``: :class:`~sentsweep.platform.driver.stopping.StopWatch`)."""
+        installed its own, at the start of ``fit``)."""
         if threading.current_thread() is not threading.main_thread():
             return
         handler = signal.getsignal(signal.SIGINT)
@@ -136,3 +188,41 @@ def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
         ACTIVE.pop()
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
+
+def unfinished_trials(location: SweepLocation) -> list[str]:
+    """The ids of the trials Tune's saved experiment state holds as neither terminated nor errored (Tune's ``fit``
+    returns normally after a SIGINT, its in-memory trials all TERMINATED by its cleanup)."""
+    from ray.tune import ExperimentAnalysis
+
+    analysis = ExperimentAnalysis(location.uri if location.filesystem is None else location.fs_path,
+                                  storage_filesystem=location.filesystem)
+    return [t.trial_id for t in analysis.trials if t.status not in ("TERMINATED", "ERROR")]
+
+
+def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
+    """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run that
+    finished after Tune's last snapshot stays FINISHED). Best effort, at once: a stop within an eviction's grace period
+    must end however MLflow is, so when it does not answer a probe or a call fails, the runs stay RUNNING with a
+    warning, and the resume reattaches them."""
+    from mlflow.exceptions import MlflowException
+
+    from sentsweep.platform.tracking.reachability import first_line, store_answers
+    from sentsweep.tracking.vocabulary import INTERRUPTED_REASON, OUTCOME_TAG, REASON_TAG, find_trial_run
+
+    if trial_ids and not store_answers(sweep.tracking_uri):
+        logger.warning("the tracking store does not answer: the runs of %d interrupted trial(s) stay RUNNING until "
+                       "the sweep is resumed", len(trial_ids))
+        return
+    for trial_id in trial_ids:
+        try:
+            run = find_trial_run(sweep.client, sweep.experiment_id, sweep.run_id, trial_id)
+            if run is None or run.info.status == "FINISHED":
+                continue
+            sweep.client.set_tag(run.info.run_id, REASON_TAG, INTERRUPTED_REASON)
+            sweep.client.set_tag(run.info.run_id, OUTCOME_TAG, "interrupted")
+            if run.info.status != "KILLED":
+                sweep.client.set_terminated(run.info.run_id, status="KILLED")
+        except (MlflowException, OSError) as exc:
+            logger.warning("could not close the run of interrupted trial %s (%s); it stays RUNNING until the sweep "
+                           "is resumed", trial_id, first_line(exc))
+            return

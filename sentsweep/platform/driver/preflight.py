@@ -1,24 +1,18 @@
 """Checks before Ray starts: what would make every trial fail is reported once, on one line, up front.
 
-:func:`check_sweep` runs in the driver after the config is validated and before the parent run, the sweep
-folder or Ray exist. Each failure is one :class:`~sentsweep.errors.ConfigError` or
-:class:`~sentsweep.errors.DataError` naming the field or file:
-
-- storage: ``storage_path`` is writable (a probe file written and deleted, locally or on S3 through pyarrow);
-- tracking: the MLflow store is reachable (an ``http(s)`` server answers, a sqlite or file store's folder is
-  writable);
-- per distinct trial setting (the space's first points on top of ``fixed``): the model resolves offline (a
-  local folder, an alias whose package is installed, or a hub id in the Hugging Face cache; a hub id that is
-  not cached passes only when the hub may be reached), the spaCy pipeline of SNCSE (``negation_model``) and
-  multi-view (``spacy_model``) is installed, and the data parse: the training pairs (``train_data``,
-  ``train_split``), the first rows of each corpus (``corpus``), the dev sets (``dev_data``, ``extra_dev_data``:
-  a missing or malformed file is named with the field that asked for it) and the STS test sets of ``test_tasks``
-  and the sweep's ``final_tasks``.
+:func:`check_sweep` runs after the config is validated and before the parent run, the sweep folder or Ray exist.
+Each failure is one :class:`~sentsweep.errors.ConfigError` or :class:`~sentsweep.errors.DataError` naming the field
+or file: ``storage_path`` is writable (a probe written and deleted); the MLflow store answers or can be written; and
+per distinct trial setting (the space's first points on top of ``fixed``) the model resolves offline (a hub id that
+is not cached passes only when the hub may be reached), the spaCy pipeline of SNCSE and multi-view is installed, and
+the data parse: the training pairs, the first lines of each corpus, the dev sets and the STS test sets of
+``test_tasks`` and ``final_tasks``. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import secrets
 import urllib.error
@@ -30,6 +24,14 @@ from urllib.parse import urlparse
 
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
+from sentsweep.platform.driver.specs import (
+    SearchSpaceLike,
+    describe_settings,
+    resolve_specs,
+    settings_field,
+    space_points,
+    validate_trials,
+)
 
 #: Lines of a corpus read to check that it parses (corpora run to millions of lines).
 CORPUS_HEAD_LINES = 200
@@ -38,7 +40,9 @@ TRACKING_TIMEOUT_S = 10.0
 
 
 def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None = None) -> None:
-    """Every check of the module docstring on a resolved ``config`` and its validated trial configs."""
+    """Every check on a resolved ``config`` and its validated trial configs."""
+    from sentsweep.data.spacy_models import resolve_spacy_model
+
     check_data_source(config, source)
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
@@ -48,17 +52,21 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
         if key in seen:
             continue
         seen.add(key)
-        check_model(trial.model, _field(config, "model"), source)
-        check_spacy(trial, config, source)
-        check_data(trial, lambda name: _field(config, name))
+        check_model(trial.model, settings_field(config, "model"), source)
+        for name in ("negation_model", "spacy_model"):  # the spaCy pipelines of SNCSE and multi-view
+            if hasattr(trial, name):
+                try:
+                    resolve_spacy_model(getattr(trial, name), field=settings_field(config, name))
+                except ConfigError as exc:
+                    raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
+        check_data(trial, lambda name: settings_field(config, name))
     if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
 
 
 def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
-    """Whether the sweep's data resolve to the bundled sample (a few hundred pairs a set: figures not comparable to
-    any paper's), said in a warning; refused when the config asks for the full data (``full_data``, the paper
-    configs): a paper's sweep on the sample would train on 9% of STS-B and report sample test figures."""
+    """Whether the sweep's data resolve to the bundled sample, said in a warning; refused when the config asks for
+    the full data (``full_data``, the paper configs): a paper's sweep on the sample would report sample figures."""
     import logging
 
     from sentsweep.data.source import DATA_ENV
@@ -75,19 +83,14 @@ def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
 
 
 def sample_data_warning(data_dir: str | None) -> str | None:
-    """The one line that says ``data_dir`` (None: ``$SENTSWEEP_DATA``, else the bundled sample) resolves to the
-    bundled sample; None for real data. ``sentsweep evaluate`` and ``train`` print it too: on the sample an evaluation
-    still "succeeds" (a few hundred rows a task), with figures that mean nothing."""
+    """The line that says ``data_dir`` (None: ``$SENTSWEEP_DATA``, else the bundled sample) resolves to the bundled
+    sample; None for real data. ``sentsweep evaluate`` and ``train`` print it too."""
     from sentsweep.data.source import resolve_data_dir
 
     if not resolve_data_dir(data_dir).is_sample:
         return None
     return ("data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, figures not comparable to "
             "the papers'")
-
-
-def _field(config: SweepConfig, name: str) -> str:
-    return f"fixed.{name}" if name in config.fixed else name
 
 
 def _masked(uri: str) -> str:
@@ -100,20 +103,16 @@ def _masked(uri: str) -> str:
 
 
 def check_storage(config: SweepConfig, source: str | None = None) -> None:
-    """Write and delete a probe file under ``storage_path``; the folders the probe made are removed too, so that a
-    sweep refused by a later check leaves nothing behind."""
+    """Write and delete a probe file under ``storage_path``, and the folders it made (a sweep refused by a later check
+    leaves nothing behind)."""
     import pyarrow
-    import pyarrow.fs
 
     from sentsweep.platform.location import locate
 
     root = config.storage_path.rstrip("/")
     probe = locate(f"{root}/.sentsweep-probe-{secrets.token_hex(4)}", config.storage_endpoint_url)
     try:
-        if probe.filesystem is not None:
-            fs, path = probe.filesystem, probe.fs_path
-        else:
-            fs, path = pyarrow.fs.FileSystem.from_uri(probe.uri)
+        fs, path = probe.resolve()
         folder = path.rsplit("/", 1)[0]
         made = _first_missing(fs, folder)
         fs.create_dir(folder, recursive=True)
@@ -128,16 +127,12 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
 
 
 def _first_missing(fs: Any, folder: str) -> str | None:
-    """The outermost folder on the way to ``folder`` that does not exist yet (None when ``folder`` exists)."""
+    """The outermost missing folder on the way to ``folder`` (None when it exists)."""
     import pyarrow.fs
 
-    missing = None
-    path = folder.rstrip("/")
+    missing, path = None, folder.rstrip("/")
     while path and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
-        missing, parent = path, path.rsplit("/", 1)[0]
-        if parent == path:
-            break
-        path = parent
+        missing, path = path, path.rpartition("/")[0]
     return missing
 
 
@@ -188,23 +183,13 @@ def check_model(name: str, field: str = "model", source: str | None = None) -> N
                       "offline (HF_HUB_OFFLINE)", field=field, file=source)
 
 
-def check_spacy(trial: Any, config: SweepConfig, source: str | None = None) -> None:
-    """The spaCy pipeline of SNCSE's negation rules or multi-view's parses is installed."""
-    from sentsweep.data.spacy_models import resolve_spacy_model
-
-    for name in ("negation_model", "spacy_model"):
-        if hasattr(trial, name):
-            try:
-                resolve_spacy_model(getattr(trial, name), field=_field(config, name))
-            except ConfigError as exc:
-                raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
-
-
 def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets;
     ``field_of`` spells a trial field where the user set it (``fixed.dev_data`` in a sweep config)."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
+    from sentsweep.evaluation.sts import load_sts_sets
+    from sentsweep.trainables.trial_config import DEV_SETS
 
     train = getattr(trial, "train_data", None)
     if train is not None:
@@ -220,14 +205,18 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
         with _naming_field(field_of("corpus")):
             _check_corpus_head(name, trial.data_dir)
-    check_dev_sets(trial, field_of)
+    for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
+        try:  # a missing or malformed file: one DataError naming the file (and line) and the field
+            load_sts_sets([DEV_SETS[name]], trial.data_dir)
+        except DataError as exc:
+            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
+                            line=exc.line) from None
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
 
 
 @contextlib.contextmanager
 def _naming_field(field: str) -> Iterator[None]:
-    """A DataError that names no file (a prepared dataset that is not there, or of another kind) names the field
-    that asked for it."""
+    """A DataError that names no file (a prepared dataset missing, or of another kind) names the field instead."""
     try:
         yield
     except DataError as exc:
@@ -245,21 +234,6 @@ def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str |
     except DataError:
         return None
     return ", ".join(str(p) for p in paths) or None
-
-
-def check_dev_sets(trial: Any, field_of: Callable[[str], str] = str) -> None:
-    """The dev set of ``dev_data`` and those of ``extra_dev_data`` load; a missing or malformed file is one
-    DataError naming the file (and line) and the field."""
-    from sentsweep.evaluation.sts import load_sts_sets
-    from sentsweep.trainables.trial_config import DEV_SETS
-
-    wanted = [("dev_data", trial.dev_data), *(("extra_dev_data", name) for name in trial.extra_dev_data)]
-    for field, name in wanted:
-        try:
-            load_sts_sets([DEV_SETS[name]], trial.data_dir)
-        except DataError as exc:
-            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
-                            line=exc.line) from None
 
 
 def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
@@ -293,16 +267,64 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
         path = given if given.is_file() else under_root
         if not path.is_file():
             datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
-    lines: list[str] = []
     try:
         with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                lines.append(line)
-                if number >= CORPUS_HEAD_LINES:
-                    break
+            lines = list(itertools.islice(handle, CORPUS_HEAD_LINES))
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text ({exc.reason}) in its first {CORPUS_HEAD_LINES} lines", file=path) from None
     except OSError as exc:
         raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
     if not any(doc.sentences for doc in parse_documents(lines, default_title=name)):
         raise DataError(f"no sentence in its first {len(lines)} lines", file=path)
+
+
+def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[str], None] = print) -> None:
+    """``sentsweep sweep CONFIG --check``: a sweep's checks and warm start, and what it would run, printed; nothing is
+    started, locked or left written. A failure raises the same one-line error a sweep would."""
+    from sentsweep.credentials import mask_uri
+
+    resolved = config.resolved()
+    trainable, space = resolve_specs(resolved, source)
+    trials = validate_trials(resolved, trainable, space, source)
+    check_sweep(resolved, trials, source)
+    if resolved.warm_start:
+        from sentsweep.platform.search.warm_start import load_history
+
+        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
+    for line in summary(resolved, space, source):
+        echo(line)
+    if resolved.warm_start:
+        echo(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
+    echo("checks passed: config, search space, data, model, storage, tracking (Ray was not started)")
+
+
+def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = None) -> list[str]:
+    """What a sweep of ``config`` over ``space`` runs, its resources, and where its folder and runs go."""
+    from sentsweep.credentials import mask_uri
+    from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS
+
+    points = space_points(space)
+    describe = getattr(space, "describe", None)
+    lines = [f"sweep {config.name}{f' ({source})' if source else ''}: method {config.method}, "
+             f"search space '{space.name}'"]
+    lines += ["search space:", *(f"  {line}" for line in (describe() if describe else [str(space.define_by_run)]))]
+    shared = {**config.fixed, **getattr(space, "fixed", {})}
+    if shared:
+        lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
+    lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
+    lines += [f"then: {describe_settings(p, 4)}" for p in points[1:]]
+    if len(points) > config.num_samples:
+        lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {config.num_samples}: "
+                     f"the last {len(points) - config.num_samples} will not run")
+    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+    s = config.scheduler
+    stopping = (f"ASHA (grace {s.grace_period}, reduction {s.reduction_factor:g})" if s.type == "asha"
+                else "no early stopping")
+    lines.append(f"trials: {config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a time; "
+                 f"TPE after {startup} random; {stopping}; metric {config.metric} ({config.mode})")
+    lines.append(f"resources per trial: {config.resources.cpu:g} CPU, {config.resources.gpu:g} GPU")
+    lines.append(f"sweep folder: under {mask_uri(config.storage_path)} (made when the sweep starts)")
+    lines.append(f"tracking: {mask_uri(config.tracking.uri)}, experiment '{config.tracking.experiment}'"
+                 + (f", artifacts {mask_uri(config.tracking.artifact_location)}"
+                    if config.tracking.artifact_location else ""))
+    return lines

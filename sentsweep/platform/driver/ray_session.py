@@ -1,33 +1,57 @@
-"""The Ray a sweep runs in (:func:`ray_session`) and the environment of its workers (:data:`WORKER_ENV`)."""
+"""The Ray a sweep runs in (:func:`ray_session`): a joined cluster, or a local Ray on the loopback interface with a
+token of its session, where the processes a killed driver's local Ray left are ended at the next local start.
+
+On Linux a local Ray otherwise listens on the machine's routable address and on every interface, unauthenticated with
+``RAY_AUTH_MODE=disabled``; Ray's single-machine mode keeps it on 127.0.0.1 (:func:`loopback_only`;
+``tests/platform/test_local_ray.py`` lists the listening sockets). After a driver's SIGKILL, Ray's ``DashboardAgent``
+and ``RuntimeEnvAgent`` keep listening for up to 60 s, and Ray has no setting for it, so the driver marks its local
+Ray's session folder with :data:`DRIVER_MARKER`, and :func:`end_stale_sessions` ends this user's processes holding
+files of a marked folder whose driver is gone. An unmarked folder (another program's Ray) is never touched.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+import json
+import logging
+import os
+import secrets
+import signal
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from sentsweep._compat.ray import reload_auth_settings, set_single_machine
 from sentsweep.platform.config import joins_ray_cluster
-from sentsweep.platform.driver.local_ray import loopback_only, session_token
-from sentsweep.platform.driver.stale_ray import tidy_local_ray
 from sentsweep.platform.tracking.store import hidden_from_workers
+
+logger = logging.getLogger(__name__)
 
 #: Environment of every Ray worker of a sweep. ``TUNE_FUNCTION_THREAD_TIMEOUT_S``: how long a reused actor
 #: waits for the previous trial's thread to end (Ray's default, 2 s, is shorter than a stopped trial's
 #: teardown on a loaded node: closing its MLflow run, removing its work folder; a reset that times out fails
 #: the next trial with "Trainable runner reuse requires reset_config()").
 WORKER_ENV = {"TUNE_FUNCTION_THREAD_TIMEOUT_S": "120"}
+#: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
+CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: Ray's token authentication: its mode, the token itself and a file holding it.
+AUTH_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
+#: The file in a Ray session folder naming the sentsweep driver that started that Ray.
+DRIVER_MARKER = "sentsweep_driver.json"
+#: Seconds a stale process has to end after SIGTERM before it gets SIGKILL.
+TERM_GRACE_S = 5.0
 
 
 @contextlib.contextmanager
 def ray_session(address: str | None = None, *, log_to_driver: bool = False,
                 env: Mapping[str, str] | None = None) -> Iterator[None]:
     """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a local one (and shut it down
-    after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers:
-    :meth:`SweepConfig.worker_credentials`).
+    after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers).
 
-    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join the last
-    cluster anyone started on this machine with ``ray start`` (a colleague's, on a shared workstation), and run the
-    sweep there without the credentials and paths a cluster sweep gets. That local Ray listens on 127.0.0.1 only
-    (:func:`~sentsweep.platform.driver.local_ray.loopback_only`)."""
+    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join a cluster
+    somebody started on this machine with ``ray start``, without the credentials and paths a cluster sweep gets."""
     import ray
 
     if ray.is_initialized():
@@ -42,9 +66,193 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
             context = ray.init(address=address if joins else "local", include_dashboard=False,
                                log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
                                runtime_env={"env_vars": {**WORKER_ENV, **(env or {})}})
-        if not joins:  # what killed drivers' local Rays left is ended (:mod:`.stale_ray`)
+        if not joins:
             tidy_local_ray(context.address_info.get("session_dir"))
         try:
             yield
         finally:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """Ray started inside keeps every address on 127.0.0.1; the driver's setting is restored after. Both places
+    matter: the environment for the processes Ray starts, and the constant of the driver's already imported Ray."""
+    before_env = os.environ.get(CLUSTER_MODE_ENV)
+    os.environ[CLUSTER_MODE_ENV] = "0"
+    before_single = set_single_machine(True)
+    try:
+        yield
+    finally:
+        set_single_machine(before_single)
+        if before_env is None:
+            os.environ.pop(CLUSTER_MODE_ENV, None)
+        else:
+            os.environ[CLUSTER_MODE_ENV] = before_env
+
+
+@contextlib.contextmanager
+def session_token() -> Iterator[None]:
+    """Token authentication for a new local Ray with a token of this session, kept in this process's environment
+    (Ray's own would be written to ``~/.ray/auth_token``, readable by the other users of a shared host).
+    ``RAY_AUTH_MODE=disabled`` (the tests) and a token the user set are left as they are."""
+    if os.environ.get(AUTH_MODE_ENV, "").lower() == "disabled" or os.environ.get(TOKEN_ENV) \
+            or os.environ.get(TOKEN_PATH_ENV):
+        yield
+        return
+    with ray_auth({AUTH_MODE_ENV: "token", TOKEN_ENV: secrets.token_hex(32)}):
+        yield
+
+
+@contextlib.contextmanager
+def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
+    """This process's Ray auth variables set to ``values`` inside (None: unset), then restored; Ray's config and its
+    cached token read again at both ends. Nothing is written."""
+    saved = {name: os.environ.get(name) for name in values}
+
+    def apply(settings: Mapping[str, str | None]) -> None:
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        reload_auth_settings()
+
+    apply(values)
+    try:
+        yield
+    finally:
+        apply(saved)
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A driver process, by its pid and its start time (a pid alone may be reused)."""
+
+    pid: int
+    started: float
+
+
+def driver_alive(driver: Driver) -> bool:
+    """Whether the process ``driver`` names still runs (the same pid started at the same time)."""
+    import psutil
+
+    try:
+        return abs(psutil.Process(driver.pid).create_time() - driver.started) < 1.0
+    except psutil.Error:
+        return False
+
+
+def mark_session(session_dir: Path, driver: Driver) -> None:
+    """Name ``driver`` in the session folder of the local Ray it started."""
+    (session_dir / DRIVER_MARKER).write_text(json.dumps({"pid": driver.pid, "started": driver.started}))
+
+
+def stale_sessions(root: Path, alive: Callable[[Driver], bool] = driver_alive) -> list[Path]:
+    """The marked session folders under ``root`` (Ray's temp folder) whose driver is gone."""
+    stale = []
+    for marker in sorted(root.glob(f"session_*/{DRIVER_MARKER}")):
+        if marker.parent.is_symlink():  # Ray's ``session_latest`` names a folder listed anyway
+            continue
+        try:
+            named = json.loads(marker.read_text())
+            driver = Driver(int(named["pid"]), float(named["started"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # half-written by a driver killed while writing it: looked at no further
+        if not alive(driver):
+            stale.append(marker.parent)
+    return stale
+
+
+def holders(session_dir: Path, processes: Iterable[Any]) -> list[int]:
+    """The pids of ``processes`` (each with psutil's ``pid`` and ``open_files()``) holding a file under
+    ``session_dir`` open (those that cannot be read: skipped)."""
+    inside = str(session_dir.resolve()) + os.sep
+    found = []
+    for process in processes:
+        try:
+            paths = [f.path for f in process.open_files()]
+        except Exception:  # noqa: BLE001 - gone meanwhile, or another user's (psutil's AccessDenied)
+            continue
+        if any(path.startswith(inside) for path in paths):
+            found.append(process.pid)
+    return found
+
+
+def _exists(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@dataclass
+class Ender:
+    """Ends processes by pid: SIGTERM, then SIGKILL to those still there after ``grace_s`` (injectable for tests)."""
+
+    kill: Callable[[int, int], None] = os.kill
+    exists: Callable[[int], bool] = _exists
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    grace_s: float = TERM_GRACE_S
+
+    def end(self, pids: list[int]) -> None:
+        for pid in pids:
+            self._signal(pid, signal.SIGTERM)
+        deadline = self.clock() + self.grace_s
+        while any(self.exists(pid) for pid in pids) and self.clock() < deadline:
+            self.sleep(0.1)
+        for pid in pids:
+            if self.exists(pid):
+                self._signal(pid, signal.SIGKILL)
+
+    def _signal(self, pid: int, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.kill(pid, sig)
+
+
+def own_processes() -> list[Any]:
+    """This user's processes, this one excepted."""
+    import psutil
+
+    def uid(process: psutil.Process) -> int | None:
+        try:
+            return process.uids().real
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            return None
+
+    return [p for p in psutil.process_iter() if p.pid != os.getpid() and uid(p) == os.getuid()]
+
+
+def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,
+                       processes: Callable[[], Iterable[Any]] = own_processes,
+                       ender: Ender | None = None) -> dict[Path, list[int]]:
+    """End what the local Rays under ``root`` whose driver is gone left; the pids ended, by session folder."""
+    ended: dict[Path, list[int]] = {}
+    stale = stale_sessions(root, alive)
+    listed = list(processes()) if stale else []
+    for session in stale:
+        pids = holders(session, listed)
+        if pids:
+            (ender or Ender()).end(pids)
+            logger.warning("ended %d process(es) of the local Ray a killed driver left (%s)", len(pids), session.name)
+        (session / DRIVER_MARKER).unlink(missing_ok=True)
+        ended[session] = pids
+    return ended
+
+
+def tidy_local_ray(session_dir: str | None) -> None:
+    """Mark the session folder of the local Ray this driver started, and end what killed drivers' local Rays left
+    beside it. Best effort: a failure is logged, and the sweep goes on."""
+    if not session_dir:
+        return
+    try:
+        import psutil
+
+        session = Path(session_dir)
+        mark_session(session, Driver(os.getpid(), psutil.Process().create_time()))
+        end_stale_sessions(session.parent)
+    except Exception as exc:  # noqa: BLE001 - tidying never stops a sweep
+        logger.debug("could not tidy the local Ray sessions beside %s: %s", session_dir, exc)

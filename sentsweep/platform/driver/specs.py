@@ -56,9 +56,8 @@ def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, 
 
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
                   space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
-    """The method's trainable and the search space, from the registries unless given; the space is the one
-    this sweep runs (``space.for_settings`` of the settings its trials share: a first point that depends on
-    ``fixed`` or the model, such as CoSENT's NLI setting)."""
+    """The method's trainable and the search space, from the registries unless given; the space is bound to the
+    settings the trials share (a first point may depend on ``fixed`` or the model, as CoSENT's NLI setting does)."""
     from pydantic import ValidationError
 
     try:
@@ -75,20 +74,25 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
                               f"not '{config.method}'", field="search_space")
         space = space.for_settings(trial_param_space(config))
     except ConfigError as exc:
-        raise ConfigError(exc.message, field=_settings_field(config, exc.field), file=exc.file or source) from None
+        raise ConfigError(exc.message, field=settings_field(config, exc.field), file=exc.file or source) from None
     except ValidationError as exc:
         raise _settings_error(exc, config, source) from None
     return trainable, space
 
 
-def _settings_field(config: SweepConfig, name: str | None) -> str | None:
+def settings_field(config: SweepConfig, name: str | None) -> str | None:
     """A trial setting's place in the sweep config: ``fixed.NAME`` when ``fixed`` sets it."""
     return f"fixed.{name}" if name in config.fixed else name
 
 
 def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> ConfigError:
     """A trial config's first validation error (pydantic) as one ConfigError naming its sweep-config field."""
-    return config_error(exc, source, lambda name: _settings_field(config, name))
+    return config_error(exc, source, lambda name: settings_field(config, name))
+
+
+def describe_settings(values: Mapping[str, Any], digits: int = 3) -> str:
+    """``lr=2e-05, pooling=mean``: trial settings on one line, floats to ``digits`` significant digits."""
+    return ", ".join(f"{k}={v:.{digits}g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
 
 
 def trial_param_space(config: SweepConfig) -> dict[str, Any]:

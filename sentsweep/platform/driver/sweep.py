@@ -3,20 +3,10 @@
 >>> outcome = run_sweep(load_sweep_config("configs/demo.yaml"))   # doctest: +SKIP
 >>> outcome.best_value, outcome.counts                             # doctest: +SKIP
 
-The path of a sweep (DESIGN.md): validate the config against the method's trial config, open the MLflow
-parent run, write the sweep folder's manifest, run the Tuner (each trial logs its own child run, the
-driver-side callbacks close what workers cannot and print progress), then
-:func:`sentsweep.platform.driver.finalize.finalize_sweep` evaluates, plots, exports and registers the best
-trial. :func:`resume_sweep` restores an interrupted sweep from its folder (``Tuner.restore`` with
-``resume_errored``) and reattaches to the same parent run.
-
-The method and space of a sweep and its trials' shared settings are :mod:`.specs`', the Ray it runs in is
-:mod:`.ray_session`'s, and a new sweep's Tuner is built in :mod:`.tuner`.
-
-Around that path: checks before Ray starts (:mod:`.preflight`), one driver per sweep (:mod:`..folder.lock`), graceful
-stops on SIGINT and SIGTERM (:mod:`.interrupt`; running trials checkpoint first: :mod:`.drain`), the parent's end
-state (:mod:`.sweep_state`), a resume that keeps the sweep's config (:mod:`.resume_config`) and trials failing
-deterministically without retries (:mod:`.failures`).
+The path of a sweep (docs/architecture.md): the checks before Ray starts (:mod:`.preflight`), the sweep folder's
+lock, the MLflow parent run and the manifest, the Tuner (SIGINT and SIGTERM stop it gracefully: :mod:`.interrupt`),
+the confirmation stage (:mod:`.confirmation`), then :mod:`.finalize`. :func:`resume_sweep` restores an interrupted
+sweep from its folder with the config it was started with (:mod:`.resume`) and reattaches to its parent run.
 """
 
 from __future__ import annotations
@@ -25,31 +15,36 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state
-from sentsweep.platform.driver.budget import SweepBudget, driving, record_budget, record_stage_compute
-from sentsweep.platform.driver.confirmation import StageTrials, run_confirmation
-from sentsweep.platform.driver.confirmation_run import end_stage_run, schedule_stage_run_if_answered
-from sentsweep.platform.driver.drain import Drain
-from sentsweep.platform.driver.interrupt import StopSignals, SweepInterrupted, graceful_stops
+from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
+from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, stage_callbacks
+from sentsweep.platform.driver.confirmation import end_stage_run, run_confirmation, schedule_stage_run
+from sentsweep.platform.driver.interrupt import (
+    Drain,
+    StopSignals,
+    SweepInterrupted,
+    close_interrupted_trials,
+    graceful_stops,
+    unfinished_trials,
+)
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session
-from sentsweep.platform.driver.resume_config import apply_resume_config, resume_config
-from sentsweep.platform.driver.resume_samples import refuse_fewer_samples
+from sentsweep.platform.driver.resume import apply_resume_config, refuse_fewer_samples, resume_config
 from sentsweep.platform.driver.specs import (
     SearchSpaceLike,
     TrainableLike,
     reference_setting,
     resolve_specs,
+    space_points,
     trial_param_space,
     validate_trials,
 )
-from sentsweep.platform.driver.stopping import close_interrupted_trials, unfinished_trials
-from sentsweep.platform.driver.tuner import build_tuner, trial_dirname, tune_trainable
+from sentsweep.platform.driver.trainable import trial_dirname, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.location import SweepLocation, SweepManifest, folder_command, locate, new_sweep_location
@@ -57,15 +52,20 @@ from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.convergence import record_convergence
+from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
 from sentsweep.platform.search.search_state import mark_search_over, search_results
+from sentsweep.platform.search.searcher import build_searcher
+from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
 from sentsweep.platform.tracking.reachability import refuse_unanswered_store
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
+from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState
 
 if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
     from ray.tune import ResultGrid, Tuner
 
 
@@ -78,10 +78,9 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
 
     ``trainable`` and ``space`` default to the registries' entries for ``config.method`` and
     ``config.search_space``; ``address`` names a Ray cluster (default: the running or a new local Ray).
-    ``preflight``: check storage, tracking, model, spaCy and data before Ray starts (:mod:`.preflight`).
-    SIGINT or SIGTERM stop it gracefully (:mod:`.interrupt`): :class:`SweepInterrupted` is raised once Tune
-    saved its state. ``forward_credentials``: send the credentials taken off the config's URIs to a joined
-    cluster's workers (:meth:`~sentsweep.platform.config.SweepConfig.worker_credentials`).
+    ``preflight``: check storage, tracking, model, spaCy and data before Ray starts. SIGINT or SIGTERM raise
+    :class:`SweepInterrupted` once Tune saved its state. ``forward_credentials``: send the credentials taken off the
+    config's URIs to a joined cluster's workers (:meth:`~sentsweep.platform.config.SweepConfig.worker_credentials`).
     """
     config = config.resolved()
     worker_env = config.worker_credentials(address, forward_credentials)
@@ -106,7 +105,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
                                                   tracking_uri=sweep.tracking_uri, created=time.time(),
                                                   data_sha256=measured_data(config)), config)
             if finalize:  # after the manifest: the sweep is resumable whatever MLflow answers here
-                schedule_stage_run_if_answered(sweep, config)
+                schedule_stage_run(sweep, config)
         except BaseException as exc:
             sweep.close("crashed", f"{type(exc).__name__}: {exc}")
             sweep.flush()
@@ -117,9 +116,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
              + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
             return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
-                          sweep, stops, address=address, worker_env=worker_env, log_to_driver=log_to_driver,
-                          finalize=finalize, echo=echo, stage=_stage_trials(trainable, config), notifier=notifier,
-                          reference=reference_setting(config, space))
+                          sweep, stops, notifier, trainable, space, address=address, worker_env=worker_env,
+                          log_to_driver=log_to_driver, finalize=finalize, echo=echo)
         finally:
             lock.release()
 
@@ -136,9 +134,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
     The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
     ``--resume-interrupted``) or ``overrides`` (``KEY=VALUE`` on the stored config) that differ from it are
-    refused with the differing fields, except the ``allow_change`` ones a resume can take
-    (:mod:`.resume_config`). A live lock of another process on the sweep folder refuses the resume
-    (:class:`~sentsweep.platform.folder.lock.LockHeldError`); the parent run is marked RUNNING only once
+    refused with the differing fields, except the ``allow_change`` ones a resume can take (:mod:`.resume`). A live
+    lock of another process on the sweep folder refuses the resume; the parent run is marked RUNNING only once
     ``Tuner.restore`` succeeded. The manifest's tracking server is contacted only when ``tracking_uri`` (or a given
     ``config``'s) names it, or the folder is local, and its parent run must be the folder's; a folder in shared
     storage is restored outside a Kubernetes pod only with ``trust_storage`` (:mod:`..folder.trust`).
@@ -163,7 +160,6 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         refuse_foreign_parent(client, manifest, location)
     refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled
     stops = StopSignals()
-    # credentials from the environment only: a 401/403 anywhere here is one line naming the variables
     # the lock before anything is written to MLflow: a driver still running the sweep writes its runs itself
     lock = SweepLock.for_folder(location, manifest.sweep_name, on_lost=stops.supersede)
     with graceful_stops(stops), explain_refused_credentials(uri), lock:
@@ -172,7 +168,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         if preflight:
             check_sweep(config, trials, location.uri)
         if finalize:
-            schedule_stage_run_if_answered(sweep, config)
+            schedule_stage_run(sweep, config)
         echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id}{run_page(sweep)})")
         notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
@@ -184,10 +180,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             apply_resume_config(tuner, location, manifest, config, sweep)
             return tuner
 
-        return _drive(restore, config, location, sweep, stops, address=address, worker_env=worker_env,
-                      log_to_driver=log_to_driver, finalize=finalize, echo=echo, reopen=True,
-                      stage=_stage_trials(trainable, config), notifier=notifier,
-                      reference=reference_setting(config, space))
+        return _drive(restore, config, location, sweep, stops, notifier, trainable, space, address=address,
+                      worker_env=worker_env, log_to_driver=log_to_driver, finalize=finalize, echo=echo, reopen=True)
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
@@ -201,18 +195,43 @@ def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) 
     return given
 
 
-def _stage_trials(trainable: TrainableLike, config: SweepConfig) -> StageTrials:
-    """How the confirmation stage runs a trial: as the search does."""
-    return StageTrials(tune_trainable(trainable, config), trainable.reuse_actors, trial_dirname)
+def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
+                location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
+    """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from (:mod:`..search.warm_start`)."""
+    from ray import tune
+
+    searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
+                              store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
+    reference = reference_setting(config, space)  # the paper's setting: never stopped, tagged
+    tune_config = tune.TuneConfig(
+        metric=config.metric, mode=config.mode, search_alg=searcher,
+        scheduler=build_scheduler(config, reference), num_samples=config.num_samples,
+        max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
+        reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
+    )
+    budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback
+    run_config = tune.RunConfig(
+        name=location.name, storage_path=location.storage_path, storage_filesystem=location.filesystem,
+        stop=budget, failure_config=tune.FailureConfig(max_failures=config.max_failures),
+        # The most recent checkpoints, not the best-scoring: each one carries the best weights so far
+        # (loop.py), and a score order may delete the very checkpoint Tune's last snapshot would
+        # restore from after a driver crash.
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
+        callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
+                                     reference=reference, reference_setting=config.reference.setting
+                                     if config.reference else None),
+                   budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)],
+        verbose=0,
+    )
+    return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config),
+                      tune_config=tune_config, run_config=run_config)
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-           stops: StopSignals, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
-           finalize: bool, echo: Callable[[str], None], reopen: bool = False, stage: StageTrials | None = None,
-           notifier: SweepNotifier | None = None, reference: dict[str, Any] | None = None) -> SweepOutcome:
-    """Run the Tuner in a Ray session (then the confirmation stage when ``finalize``: :mod:`.confirmation`), then
-    close the parent run the way the sweep ended (and notify it: :mod:`..report.notify`); ``reference``: the
-    paper's setting the reference trial runs (:func:`reference_setting`)."""
+           stops: StopSignals, notifier: SweepNotifier, trainable: TrainableLike, space: SearchSpaceLike, *,
+           address: str | None, worker_env: Mapping[str, str], log_to_driver: bool, finalize: bool,
+           echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
+    """The Tuner and the confirmation stage in a Ray session; the parent run closed as the sweep ended, notified."""
 
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
         sweep.close(state, reason)
@@ -225,8 +244,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         if not sweep.flush():  # what MLflow has not taken is saved in the sweep folder
             echo("MLflow has not taken all of the sweep's run yet; it waits in the sweep folder, and "
                  f"{folder_command('sync', location.uri, sweep.tracking_uri)} delivers it once MLflow answers")
-        if notifier is not None:
-            notifier.sweep_ended(state, reason, outcome)
+        notifier.sweep_ended(state, reason, outcome)
 
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
@@ -248,14 +266,13 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             unfinished = unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 mark_search_over(location, config)  # a resume from here on reads the results back
-                record_budget(budget, sweep.log_metrics, sweep.set_tags,
-                              notifier.budget_spent if notifier is not None else None)
+                record_budget(budget, sweep.log_metrics, sweep.set_tags, notifier.budget_spent)
                 if config.stop_when == "converged" and not budget.spent:
                     record_convergence(location.load_study(), sweep.set_tags, sweep.log_metrics, echo,
                                        STOP_REASON_TAG)
-            if unfinished is None and finalize and stage is not None:
-                confirmation = run_confirmation(results, config, location, sweep, stops, stage, echo,
-                                                fresh=not reopen)
+                if finalize:
+                    confirmation = run_confirmation(results, config, location, sweep, stops, trainable, echo,
+                                                    fresh=not reopen)
                 if confirmation is not None and confirmation.results is not None:  # counted, never stopped
                     record_stage_compute(results, confirmation.results, sweep.log_metrics)
             _refuse_if_superseded(stops)
@@ -272,14 +289,14 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         raise interrupted
     wall = time.time() - started
     counts = outcome_counts(results)
-    sweep.log_metrics({"sweep_wall_seconds": wall + _previous_wall(sweep)})
+    sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})  # earlier sessions'
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
-                           confirmation=confirmation, reference_point=reference)
-    echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: "
-         + ", ".join(f"{v} {k}" for k, v in counts.items()))
+                           confirmation=confirmation, reference_point=reference_setting(config, space))
+    described = ", ".join(f"{v} {k}" for k, v in counts.items())
+    echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: {described}")
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
-        close("failed", "no trial finished: " + ", ".join(f"{v} {k}" for k, v in counts.items()), outcome)
+        close("failed", "no trial finished: " + described, outcome)
         return outcome
     try:
         if finalize:
@@ -296,8 +313,8 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
 
 def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) -> None:
-    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock (:mod:`..folder.lock`);
-    ``exc``: what ended the driver's work (a :class:`LockLost` from Tune's step passes on as it is)."""
+    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock; ``exc``: what ended the
+    driver's work (a :class:`LockLost` from Tune's step passes on as it is)."""
     if isinstance(exc, LockLost):
         raise exc
     if stops.superseded is not None:
@@ -305,10 +322,9 @@ def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) 
 
 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:
-    """How a sweep that raised ``exc`` ends: a user's error cannot be resumed away (a storage that did not answer,
-    :class:`StorageError`, is no user's error); a signal that skipped Tune's final save leaves the last periodic
-    snapshot, if there is one, to resume from."""
-    if isinstance(exc, StorageError):  # the storage did not answer: passing, not the user's error
+    """How a sweep that raised ``exc`` ends: a user's error cannot be resumed away (a storage that did not answer is
+    no user's error); a signal that skipped Tune's final save leaves the last periodic snapshot, if any, to resume."""
+    if isinstance(exc, StorageError):
         return "crashed"
     if isinstance(exc, SentsweepError):
         return "failed"
@@ -326,8 +342,3 @@ def outcome_counts(results: ResultGrid) -> dict[str, int]:
         key = "failed" if failed else "finished" if is_final(result.metrics) else "pruned"
         counts[key] += 1
     return counts
-
-
-def _previous_wall(sweep: SweepRun) -> float:
-    """Driver seconds logged by earlier sessions of this sweep (before a resume)."""
-    return sweep.previous_max("sweep_wall_seconds")

@@ -1,13 +1,9 @@
-"""``sentsweep sync SWEEP_DIR``: make MLflow hold what the sweep folder holds.
+"""``sentsweep sync SWEEP_DIR``: an idempotent reconcile of MLflow against the sweep folder.
 
-An idempotent reconcile, run after an outage (or any time): every trial's run gets every report above its
-high-water mark and its end (:func:`~sentsweep.platform.tracking.trial_runs.reconcile`: complete histories, no
-duplicate,
-no run left RUNNING), for the search and for the confirmation stage; the sweep's totals when its run lacks them;
-then the driver's own writes a session saved in the folder (:mod:`sentsweep.platform.tracking.run_writes`: finalize's
-figures, uploads, the registration, the runs' ends). Refused while a driver runs the sweep (it writes its runs
-itself); the manifest's tracking server and parent run are used only as :mod:`~sentsweep.platform.folder.trust`
-allows.
+Every trial's run of the search and the confirmation stage gets its reports above its high-water mark and its end
+(:func:`~sentsweep.platform.tracking.trial_runs.reconcile`), the sweep's run its totals, then the writes a driver saved
+in the folder are delivered. Refused while a driver holds the sweep's lock; the manifest's tracking server and parent
+run are used only as :mod:`~sentsweep.platform.folder.trust` allows.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ import posixpath
 import time
 from dataclasses import dataclass
 
-import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
@@ -26,7 +21,7 @@ from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state, stage_location
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
-from sentsweep.platform.location import SweepManifest, locate
+from sentsweep.platform.location import locate
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
@@ -65,32 +60,26 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
         stages = [(root, manifest.parent_run_id)]
         if stage_run:
             stages.append((posixpath.join(root, stage_location(location).name), stage_run))
-        try:
-            _sync_stages(client, manifest, stages, stage_run, register, uri, fs, done)
+        try:  # the trials' runs of each stage (its folder path, its run id), then each run's saved writes
+            for path, run_id in stages:
+                runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))
+                found = reconcile(fs, path, runs)
+                done.trials.trials += found.trials
+                done.trials.reports += found.reports
+                done.trials.ended += found.ended
+            parent = client.get_run(manifest.parent_run_id)
+            if "trials_total" not in parent.data.metrics:  # the totals the sweep's end could not write
+                gpu = float(manifest.config.get("resources", {}).get("gpu", 0.0))
+                totals = folder_totals(fs, root, gpu)
+                client.log_batch(parent.info.run_id,
+                                 metrics=[Metric(k, v, int(time.time() * 1000), 0) for k, v in totals.items()])
+            for path, run_id in stages:
+                others = {manifest.parent_run_id, *([stage_run] if stage_run else [])} - {run_id}
+                run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
+                                      runs=others, register=register)
+                done.writes += run.writes.deliver()
+                run.flush(0.0)  # nothing left: the saved file is removed
         except Exception as exc:  # noqa: BLE001 - MLflow stopped answering: what is left waits for the next sync
             log.warning("MLflow stopped answering during the sync (%s)", first_line(exc))
             done.waiting = True
     return done
-
-
-def _sync_stages(client: MlflowClient, manifest: SweepManifest, stages: list[tuple[str, str]],
-                 stage_run: str | None, register: str | None, uri: str, fs: pyarrow.fs.FileSystem,
-                 done: Synced) -> None:
-    """The trials' runs of each stage (``(folder path, run id)``), then each run's saved writes."""
-    for path, run_id in stages:
-        runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))
-        found = reconcile(fs, path, runs)
-        done.trials.trials += found.trials
-        done.trials.reports += found.reports
-        done.trials.ended += found.ended
-    parent = client.get_run(manifest.parent_run_id)
-    if "trials_total" not in parent.data.metrics:  # the totals the sweep's end could not write
-        gpu = float(manifest.config.get("resources", {}).get("gpu", 0.0))
-        client.log_batch(parent.info.run_id, metrics=[Metric(k, v, int(time.time() * 1000), 0)
-                                                      for k, v in folder_totals(fs, stages[0][0], gpu).items()])
-    for path, run_id in stages:
-        others = {manifest.parent_run_id, *([stage_run] if stage_run else [])} - {run_id}
-        run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path, runs=others,
-                              register=register)
-        done.writes += run.writes.deliver()
-        run.flush(0.0)  # nothing left: the saved file is removed

@@ -192,7 +192,7 @@ class PruningAwareOptunaSearch(Searcher):
         kind = None
         if error or not result:
             state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
-        elif is_failed(result):  # a deterministic failure (sentsweep.platform.driver.failures)
+        elif is_failed(result):  # a deterministic failure (failure_report in sentsweep.trainables)
             ot_trial.set_user_attr("fail_reason", failure_reason(result))
             kind = infeasibility(result)
             if kind is None:

@@ -1,0 +1,284 @@
+"""The driver's Tune callbacks besides the trials' runs: progress and failure lines, the stop watch, and the storage
+kept from growing with the number of ended trials (docs/architecture.md, "Checkpoints").
+
+Tune pickles its callbacks into ``tuner.pkl``, so none keeps trials in its pickled state, and those that act for the
+driver find it through :func:`~sentsweep.platform.driver.interrupt.active_stops`, also after a restore. Tune uploads
+the driver's whole staging folder at every snapshot, so :class:`ShedUploadedTrialFiles` deletes a finished trial's
+logger files there once the storage holds them (docs/benchmarks.md, "500 trials on the local cluster"), and
+:class:`UploadLogsBeforeRestart` uploads a restarting trial's result files before Tune's loggers copy the storage's
+older ones back. :class:`TrimEndedTrials` keeps an ended trial's best weights alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import posixpath
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ray.tune import Callback
+from ray.tune.experiment import Trial
+
+from sentsweep.platform.folder.lock import LockLost
+from sentsweep.platform.folder.retention import keep_best_weights_only
+from sentsweep.platform.results import failure_reason, infeasibility, is_failed
+from sentsweep.platform.stops import active_stops
+from sentsweep.platform.tracking.trial_runs_callback import trial_outcome
+from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
+from sentsweep.trainables.checkpoints import StoredFolder
+from sentsweep.trainables.restore_note import restore_line
+
+if TYPE_CHECKING:
+    from sentsweep.platform.config import SweepConfig
+
+logger = logging.getLogger(__name__)
+
+#: The files Tune's default logger callbacks write per trial (and nothing a resume or the tracking callback reads).
+LOGGER_FILES = ("result.json", "progress.csv", "params.json", "params.pkl")
+LOGGER_PREFIXES = ("events.out.tfevents",)
+#: The files Tune's logger callbacks copy from the storage over the staging folder when a trial restarts.
+RESTORED_LOGGER_FILES = ("result.json", "progress.csv")
+
+
+def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
+    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping."""
+    return [ProgressCallback(config.metric, config.mode, num_samples, label_prefix=label_prefix),
+            FailureLines(label_prefix), StopWatch(), UploadLogsBeforeRestart(), *storage_trimming(config)]
+
+
+class StopWatch(Callback):
+    """Records a SIGINT during ``fit`` in the driver's :class:`~sentsweep.platform.driver.interrupt.StopSignals`, feeds
+    its drain with Tune's results and steps, and ends ``fit`` (:class:`LockLost`) once the driver lost its lock."""
+
+    def setup(self, **info: Any) -> None:
+        stops = active_stops()
+        if stops is not None:
+            stops.watch_sigint()
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        stops = active_stops()
+        if stops is not None and stops.drain is not None:
+            stops.drain.on_result(trial.trial_id, result)
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        stops = active_stops()
+        if stops is not None and stops.superseded is not None:
+            # the lock was lost: Tune stops now, with no drain and no final save of its state
+            raise LockLost(stops.superseded)
+        if stops is not None and stops.drain is not None:
+            stops.drain.step(trials)
+
+
+class FailureLines(Callback):
+    """One line per deterministically failed trial instead of Ray's tracebacks, ``trial t03 failed (not retried):
+    DataError: ...``, with what Optuna was told when it was infeasible (:mod:`sentsweep.trainables.infeasible`)."""
+
+    def __init__(self, label_prefix: str = SEARCH_PREFIX) -> None:
+        self.label_prefix = label_prefix
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        if is_failed(trial.last_result):
+            kind = infeasibility(trial.last_result)
+            told = f"; Optuna told: infeasible ({kind})" if kind else ""
+            label = trial_label(trials.index(trial) + 1, self.label_prefix) if trial in trials else trial.trial_id
+            print(f"trial {label} failed (not retried): {failure_reason(trial.last_result)}{told}",
+                  file=sys.stdout, flush=True)
+
+
+class ProgressCallback(Callback):
+    """One line whenever a trial ends, and every ``every_s`` seconds in between::
+
+        [  41s] 5/8 trials: 2 finished, 2 running, 1 pruned, 0 failed | best stsb_dev 78.41 (t03)
+
+    and one line when a trial resumed elsewhere than the checkpoint Tune named
+    (:mod:`sentsweep.trainables.restore_note`)."""
+
+    def __init__(self, metric: str, mode: str, num_samples: int, every_s: float = 30.0,
+                 label_prefix: str = SEARCH_PREFIX) -> None:
+        self.metric, self.mode, self.num_samples = metric, mode, num_samples
+        self.every_s = every_s
+        self.label_prefix = label_prefix
+        self._start = time.monotonic()
+        self._last = 0.0
+
+    def setup(self, **info: Any) -> None:
+        self._start = time.monotonic()
+        self.num_samples = info.get("total_num_samples") or self.num_samples  # a resume may have changed it
+
+    def line(self, trials: list[Trial], ending: Trial | None = None) -> str:
+        """The progress line; ``ending`` is a trial Tune is completing (its status not yet updated)."""
+        counts = Counter("pruned" if t is ending and trial_outcome(t) == "running" else trial_outcome(t)
+                         for t in trials)
+        ended = counts["finished"] + counts["pruned"] + counts["failed"]
+        text = (f"[{time.monotonic() - self._start:5.0f}s] {ended}/{self.num_samples} trials: "
+                f"{counts['finished']} finished, {counts['running']} running, "
+                f"{counts['pruned']} pruned, {counts['failed']} failed")
+        best = self.best(trials)
+        return text + (f" | best {self.metric} {best[1]:.2f} ({best[0]})" if best is not None else "")
+
+    def best(self, trials: list[Trial]) -> tuple[str, float] | None:
+        """The best value any trial reported so far, and its trial's label."""
+        found: tuple[str, float] | None = None
+        for number, trial in enumerate(trials, 1):
+            result = trial.last_result or {}
+            value = result.get(f"best_{self.metric}", result.get(self.metric))
+            if not isinstance(value, int | float) or math.isnan(value):
+                continue
+            if found is None or (value > found[1] if self.mode == "max" else value < found[1]):
+                found = (trial_label(number, self.label_prefix) or trial.trial_id, float(value))
+        return found
+
+    def _print(self, trials: list[Trial], ending: Trial | None = None) -> None:
+        self._last = time.monotonic()
+        print(self.line(trials, ending), file=sys.stdout, flush=True)
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        if time.monotonic() - self._last >= self.every_s:
+            self._print(trials)
+
+    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
+        line = restore_line(trial.trial_id, result)
+        if line is not None:
+            print(line, file=sys.stdout, flush=True)
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._print(trials, ending=trial)
+
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._print(trials)
+
+
+def _on_remote_storage(trial: Trial) -> bool:
+    import pyarrow.fs
+
+    storage = trial.storage
+    return storage is not None and not isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem)
+
+
+def shed_uploaded(trial: Trial) -> bool:
+    """Delete ``trial``'s logger files from the driver's staging folder where its storage folder holds a file of the
+    same name and size; whether none is left to shed (False: try again later)."""
+    if not trial.local_path or not _on_remote_storage(trial):
+        return True
+    folder = Path(trial.local_path)
+    files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name in LOGGER_FILES or
+                                                                   p.name.startswith(LOGGER_PREFIXES))) \
+        if folder.is_dir() else []
+    if not files:
+        return True
+    import pyarrow.fs
+
+    storage = trial.storage
+    try:
+        infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
+                                                          for p in files])
+    except OSError:  # the storage does not answer: keep everything, try later
+        return False
+    left = 0
+    for path, info in zip(files, infos, strict=True):
+        if info.type == pyarrow.fs.FileType.File and info.size == path.stat().st_size:
+            path.unlink(missing_ok=True)
+        else:
+            left += 1
+    return left == 0
+
+
+class ShedUploadedTrialFiles(Callback):
+    """Every ``check_every_s`` seconds, :func:`shed_uploaded` for the trials that have finished."""
+
+    def __init__(self, check_every_s: float = 30.0) -> None:
+        self.check_every_s = check_every_s
+        self._finished: dict[str, Trial] = {}
+        self._last_check = time.monotonic()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_finished": {}}
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        if _on_remote_storage(trial):
+            self._finished[trial.trial_id] = trial
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        now = time.monotonic()
+        if not self._finished or now - self._last_check < self.check_every_s:
+            return
+        self._last_check = now
+        for trial_id, trial in list(self._finished.items()):
+            if trial.status != Trial.TERMINATED or shed_uploaded(trial):
+                del self._finished[trial_id]
+
+
+class UploadLogsBeforeRestart(Callback):
+    """Before a trial restarts from a checkpoint, upload its :data:`RESTORED_LOGGER_FILES` from the staging folder
+    (Tune calls the sweep's callbacks before its own loggers, which then copy the storage's files back)."""
+
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        storage = trial.storage
+        if trial.checkpoint is None or storage is None or not trial.local_path:  # the loggers copy nothing then
+            return
+        import pyarrow.fs
+
+        try:
+            for name in RESTORED_LOGGER_FILES:
+                local = Path(trial.local_path, name)
+                if local.is_file():
+                    storage.storage_filesystem.create_dir(storage.trial_fs_path)
+                    pyarrow.fs.copy_files(str(local), posixpath.join(storage.trial_fs_path, name),
+                                          source_filesystem=pyarrow.fs.LocalFileSystem(),
+                                          destination_filesystem=storage.storage_filesystem)
+        except OSError as error:  # the storage does not answer: Tune's loggers restore what it holds
+            logger.warning("trial %s: its result files were not uploaded before its restart: %s", trial, error)
+
+
+def storage_trimming(config: SweepConfig) -> list[Callback]:
+    """:class:`TrimEndedTrials`, unless the sweep keeps every weight (``keep_trials: null``) or its checkpoints to
+    its end (``trim_ended_after_s: null``)."""
+    settings = config.checkpoint
+    if settings.keep_trials is None or settings.trim_ended_after_s is None:
+        return []
+    return [TrimEndedTrials(config.mode, settings.trim_ended_after_s)]
+
+
+class TrimEndedTrials(Callback):
+    """``delay_s`` after a trial ended normally, keep its best weights and remove its checkpoints; a storage error is
+    a warning, tried again after another delay."""
+
+    def __init__(self, mode: str, delay_s: float = 120.0) -> None:
+        self.mode, self.delay_s = mode, delay_s
+        self._ended: dict[str, tuple[float, Trial]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_ended": {}}
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        self._ended[trial.trial_id] = (time.monotonic(), trial)
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        now = time.monotonic()
+        for trial_id, (ended, trial) in list(self._ended.items()):
+            if now - ended < self.delay_s:
+                continue
+            if trial.status != Trial.TERMINATED or trial.storage is None or self.trim(trial):  # errored, or running
+                del self._ended[trial_id]
+            else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
+                self._ended[trial_id] = (now, trial)
+
+    def trim(self, trial: Trial) -> bool:
+        """Keep ``trial``'s best weights alone; whether it is done (False: the storage failed, try later)."""
+        storage, checkpoint = trial.storage, trial.checkpoint
+        latest = StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None
+        try:
+            removed = keep_best_weights_only(StoredFolder(storage.storage_filesystem, storage.trial_fs_path),
+                                             latest, self.mode)
+        except OSError as exc:
+            logger.warning("trial %s ended, but its checkpoints could not be removed yet (%s); trying again later",
+                           trial.trial_id, exc)
+            return False
+        if removed:
+            logger.info("trial %s ended: kept its best weights, removed %.1f MiB of checkpoints", trial.trial_id,
+                        removed / 2**20)
+        return True

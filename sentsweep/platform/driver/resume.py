@@ -1,0 +1,327 @@
+"""Resuming a sweep: the config it was started with, a restored search that agrees with its trials, and the
+interrupted sweep of a config (docs/architecture.md, "Checkpoints").
+
+A resume compares the config it is given with the manifest's, field by field, and refuses any difference on one line
+naming each field with both values; ``--allow-change`` lets through the fields a restored Tune experiment can take
+(:data:`CHANGEABLE`), and an allowed change is written to the manifest. Tune restores the number of samples with its
+search generator (ray-project/ray#33495), and a driver lost while Tune saved leaves files of different saves, so
+:func:`resize_search` hands the restored Tuner a :class:`ResizableSearchGenerator` that takes the sweep's
+``num_samples`` and agrees with the trials of the newest experiment state: each sample runs once, and no Optuna
+trial is left RUNNING.
+
+``sweep CONFIG --resume-interrupted`` (what a Kubernetes RayJob runs again on a fresh cluster) continues the newest
+sweep folder of the config's identity (its name and owner) when its parent run is resumable (:func:`is_resumable`:
+its ``sentsweep.status`` is ``interrupted`` or ``crashed``, or it was left RUNNING by a killed driver whose lock
+expired); an older unfinished sweep is never picked up. A manifest the storage does not serve stops the command with
+a :class:`~sentsweep.errors.StorageError` naming it: that folder may be the sweep to continue.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import posixpath
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs
+from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
+from ray.tune.utils import flatten_dict
+
+from sentsweep._compat.ray import restored_tune_config
+from sentsweep.errors import ConfigError, StorageError
+from sentsweep.platform.config import BudgetConfig, SweepConfig
+from sentsweep.platform.folder.trust import same_folder
+from sentsweep.platform.identity import sweep_owner
+from sentsweep.platform.location import SweepManifest, is_shared_folder, locate
+from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
+from sentsweep.platform.tracking.parent_run import flatten
+from sentsweep.tracking.vocabulary import STATUS_TAG, SWEEP_DIR_TAG
+
+if TYPE_CHECKING:
+    from ray.tune import Tuner
+
+    from sentsweep.platform.location import SweepLocation
+    from sentsweep.platform.tracking.parent_run import SweepRun
+
+logger = logging.getLogger(__name__)
+
+#: The parent run's tag naming the changes the latest resume made to the config (JSON ``{field: [old, new]}``;
+#: the parent's params keep the values the sweep started with).
+RESUME_CHANGES_TAG = "sentsweep.resume_changes"
+#: Fields a resume may change when ``--allow-change`` names them (a section, ``budget``, stands for its fields, which
+#: may also be named alone: ``budget.gpu_hours``): Tune reads the time budget afresh on every ``fit``; the number of
+#: samples replaces the restored one (not below the trials already started); the compute budget, the stop grace and
+#: the notifications are the driver's own (the budget's count continues against the new limits).
+CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples", "budget", "stop_grace_s", "notify"})
+#: Fields users expect to change but Ray Tune keeps from the saved experiment, with the reason.
+FIXED_ON_RESUME: dict[str, str] = {
+    "max_concurrent_trials": "Ray Tune restores the concurrency limiter from the searcher's saved state",
+}
+#: The statuses of trials that will not run again (Tune resumes errored trials, but tells no searcher of them again).
+ENDED = frozenset({"TERMINATED", "ERROR"})
+#: Tune's experiment snapshots in a sweep folder (the newest name is the newest save).
+EXPERIMENT_STATE = "experiment_state-*.json"
+#: The stamp ending a sweep folder's name after the config's name.
+_STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
+
+
+def is_changeable(name: str, allowed: Collection[str] = CHANGEABLE) -> bool:
+    """Whether the dotted field ``name`` is one of ``allowed`` or lies in an ``allowed`` section."""
+    return name in allowed or name.split(".", 1)[0] in allowed
+
+
+def config_changes(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{field: (stored value, given value)}`` for every dotted field that differs."""
+    old, new = flatten(stored), flatten(given)
+    return {key: (old.get(key), new.get(key)) for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}
+
+
+def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collection[str] = (),
+                  source: str | None = None) -> SweepConfig:
+    """The config to resume with: ``stored``, with the ``allow``-ed :data:`CHANGEABLE` fields of ``given``; a
+    :class:`ConfigError` naming every field that differs otherwise, or that ``allow`` names and cannot change."""
+    unknown = [name for name in allow if not is_changeable(name)]
+    if unknown:
+        reasons = "; ".join(f"{name}: {FIXED_ON_RESUME.get(name, 'only ' + ', '.join(sorted(CHANGEABLE)) + ' can')}"
+                            for name in unknown)
+        raise ConfigError(f"cannot change on resume: {reasons}", field="--allow-change", file=source)
+    if given is None:
+        return stored
+    changes = config_changes(stored.model_dump(mode="json"), given.model_dump(mode="json"))
+    refused = {key: change for key, change in changes.items() if not is_changeable(key, allow)}
+    if refused:
+        fixed = [key for key in refused if key in FIXED_ON_RESUME]
+        allowable = [key for key in refused if is_changeable(key)]
+        hint = (f"; {fixed[0]}: {FIXED_ON_RESUME[fixed[0]]}" if fixed else
+                f"; {', '.join(allowable)} can change with --allow-change {','.join(allowable)}" if allowable else "")
+        described = ", ".join(f"{key} ({old!r} -> {new!r})" for key, (old, new) in refused.items())
+        raise ConfigError(f"the config differs from the one the sweep was started with: {described}; "
+                          f"run it unchanged, or start a new sweep{hint}", file=source)
+    fields = {key.split(".", 1)[0] for key in changes}  # every differing field of a section is allowed
+    return stored.model_copy(update={name: getattr(given, name) for name in fields})
+
+
+def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
+                        sweep: SweepRun) -> None:
+    """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config`` (reopening the
+    search when the budget changed), and record an allowed change in the manifest and on the parent run."""
+    tune_config = restored_tune_config(tuner)
+    if tune_config is None or not hasattr(tune_config, "time_budget_s"):
+        raise ConfigError("this Ray Tune version does not let a resume change the time budget",
+                          field="time_budget_s")
+    tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
+    changed_budget = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
+    resize_search(tuner, config.num_samples, reopen=changed_budget, storage=location.resolve())
+    changes = config_changes(manifest.config, config.model_dump(mode="json"))
+    if changes:
+        location.write_manifest(manifest.model_copy(update={"config": config.model_dump(mode="json")}), config)
+        sweep.set_tags({RESUME_CHANGES_TAG: json.dumps({key: list(change) for key, change in changes.items()})})
+
+
+@dataclass(frozen=True)
+class SnapshotTrial:
+    """What a resume restores of one trial: its id, status and last result."""
+
+    trial_id: str
+    status: str
+    last_result: dict[str, Any] = field(default_factory=dict)
+
+
+def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None) -> list[SnapshotTrial] | None:
+    """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None when
+    there is none."""
+    filesystem = filesystem or pyarrow.fs.LocalFileSystem()
+    infos = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
+    names = fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE)
+    if not names:
+        return None
+    with filesystem.open_input_stream(posixpath.join(folder, max(names))) as stream:
+        state = json.loads(stream.readall().decode("utf-8"))
+    trials = []
+    for trial_json, metadata_json in state.get("trial_data", []):
+        trial, metadata = json.loads(trial_json), json.loads(metadata_json)
+        trials.append(SnapshotTrial(str(trial["trial_id"]), str(trial["status"]),
+                                    dict(metadata.get("last_result") or {})))
+    return trials
+
+
+class ResizableSearchGenerator(SearchGenerator):
+    """Tune's :class:`SearchGenerator` whose restored total number of samples is ``num_samples``, and whose restored
+    search agrees with the trials restored from ``storage`` (the sweep folder's file system and path). A larger total,
+    or ``reopen`` (the budget changed), clears a saved "finished" flag, so that new trials are created."""
+
+    def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False,
+                 storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
+        super().__init__(searcher)
+        self.num_samples = num_samples
+        self.reopen = reopen
+        self.storage = storage
+        self.restored: list[SnapshotTrial] | None = None
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        saved, counter = int(state["total_samples"]), int(state["counter"])
+        state = {**state, "total_samples": self.num_samples}
+        if self.restored is not None and counter != len(self.restored):
+            logger.warning("the sweep's saved search counted %d trials, its saved trials are %d (a driver lost while "
+                           "Tune saved them): it continues from the trials", counter, len(self.restored))
+            state["counter"] = len(self.restored)
+        if self.num_samples > saved or self.reopen or state["counter"] < min(counter, self.num_samples):
+            state["finished"] = False  # more to create: new samples, a lifted stop, or trials a torn save lost
+        super().set_state(state)
+
+    def restore_from_dir(self, dirpath: str) -> None:
+        """Tune's restore from ``dirpath``, made to agree with the trials of the newest experiment state in the sweep's
+        storage (an earlier driver's staging folder on this host may hold files it never uploaded)."""
+        self.restored = snapshot_trials(self.storage[1], self.storage[0]) if self.storage else snapshot_trials(dirpath)
+        super().restore_from_dir(dirpath)
+        if self.restored is not None:
+            agree(self.searcher, self.restored)
+
+
+def agree(search: Searcher, trials: list[SnapshotTrial]) -> None:
+    """Make the limiter and the searcher inside ``search`` agree with ``trials``: the limiter's running trials are
+    those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for a trial Tune lost."""
+    running = {t.trial_id for t in trials if t.status not in ENDED}
+    while not isinstance(search, PruningAwareOptunaSearch) and hasattr(search, "searcher"):
+        if isinstance(search, ConcurrencyLimiter) and search.live_trials != running:
+            search.live_trials = set(running)
+            search.num_unfinished_live_trials = len(running)
+        search = search.searcher
+    if not isinstance(search, PruningAwareOptunaSearch):
+        return
+    untold = search.running()
+    for trial in trials:
+        if trial.status in ENDED and trial.trial_id in untold:
+            search.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
+                                     error=trial.status == "ERROR")
+    lost = search.forget_lost({t.trial_id for t in trials})
+    if lost:
+        logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
+
+
+def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False,
+                  storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
+    """Let the restored ``tuner`` run ``num_samples`` trials in total (also after earlier resumes). The chain is built
+    as ``tune.run`` would, and ``max_concurrent_trials`` is cleared so that ``tune.run`` does not wrap it again."""
+    tune_config = restored_tune_config(tuner)
+    if tune_config is None or tune_config.search_alg is None:
+        raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
+                          field="num_samples")
+    searcher = tune_config.search_alg  # the searcher inside Tune's wrappers
+    while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
+        searcher = searcher.searcher
+    if tune_config.max_concurrent_trials:
+        searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
+    tune_config.search_alg = ResizableSearchGenerator(searcher, num_samples, reopen, storage)
+    tune_config.max_concurrent_trials = None
+
+
+def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
+    """A :class:`ConfigError` when a resume lowers ``num_samples`` below the trials already started."""
+    if config.num_samples >= stored.num_samples:
+        return
+    filesystem, folder = location.resolve()
+    try:
+        trials = snapshot_trials(folder, filesystem) or []
+    except (OSError, ValueError, KeyError):  # no readable experiment state: Tuner.restore will say so
+        trials = []
+    if config.num_samples < len(trials):
+        ended = sum(t.status in ENDED for t in trials)
+        raise ConfigError(f"cannot lower num_samples to {config.num_samples}: the sweep already started "
+                          f"{len(trials)} trials ({ended} of them ended) and a resume continues every started trial; "
+                          f"use num_samples >= {len(trials)}", field="num_samples", file=location.uri)
+
+
+RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
+
+
+def is_resumable(run_status: str, tags: dict[str, str]) -> bool:
+    """Whether a parent run of ``run_status`` and ``tags`` is a sweep to continue (a RUNNING one is, and its lock
+    decides whether now)."""
+    if run_status == "RUNNING":
+        return True
+    state = tags.get(STATUS_TAG)
+    return run_status == "KILLED" if state is None else state in RESUMABLE
+
+
+@dataclass(frozen=True)
+class PreviousSweep:
+    """The newest sweep folder of a config's identity, and how its MLflow parent run ended."""
+
+    uri: str
+    manifest: SweepManifest
+    status: str
+    tags: dict[str, str]
+
+    @property
+    def interrupted(self) -> bool:
+        return is_resumable(self.status, self.tags)
+
+
+def sweep_folders(config: SweepConfig) -> list[str]:
+    """The sweep folders of ``config`` (its name, under its storage_path), oldest first by their stamp."""
+    root = config.storage_path.rstrip("/")
+    probe = locate(f"{root}/probe", config.storage_endpoint_url)
+    fs, path = probe.resolve()
+    pattern = re.compile("^" + re.escape(config.name) + _STAMP)
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(posixpath.dirname(path), allow_not_found=True))
+    names = sorted(i.base_name for i in infos if i.type == pyarrow.fs.FileType.Directory
+                   and pattern.match(i.base_name))
+    base = probe.uri.rsplit("/", 1)[0]
+    return [f"{base}/{name}" for name in names]
+
+
+def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
+    """The newest sweep folder of a resolved ``config``'s identity (``owner``: default :func:`sweep_owner`), and its
+    parent run's status. A manifest naming another tracking server is skipped before it is contacted (it would get
+    this process's credentials), and a shared folder whose parent run is another folder's is passed over."""
+    owner = owner or sweep_owner()
+    found: list[tuple[float, str, SweepManifest]] = []
+    for uri in sweep_folders(config):
+        try:
+            manifest = locate(uri, config.storage_endpoint_url).read_manifest()
+        except ConfigError:  # no manifest, or not a sweep's: not a sentsweep sweep (or not yet one)
+            continue
+        except StorageError as exc:
+            raise StorageError(f"{exc.message}; --resume-interrupted cannot tell whether this folder is the sweep to "
+                               "continue, so it starts none", file=exc.file) from exc
+        if manifest.owner != owner or manifest.config.get("name") != config.name:  # another identity's
+            continue
+        if manifest.tracking_uri != config.tracking.uri:  # never contacted: a planted manifest would get the login
+            logger.warning("%s is not resumed: its manifest names the tracking server %s, not this config's %s",
+                           uri, manifest.tracking_uri, config.tracking.uri)
+            continue
+        found.append((manifest.created, uri, manifest))
+    # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
+    # next (a manifest planted with a later time would otherwise hide the sweep to resume)
+    for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
+        previous = PreviousSweep(uri, manifest, *_run_state(manifest))
+        if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
+            logger.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied "
+                           "there)", uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume refuses it
+            continue
+        return previous
+    return None
+
+
+def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
+    """The folder to resume for ``config`` and ``owner``; None when the newest sweep of that identity is not one."""
+    previous = previous_sweep(config, owner)
+    return previous.uri if previous is not None and previous.interrupted else None
+
+
+def _run_state(manifest: SweepManifest) -> tuple[str, dict[str, str]]:
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id)
+    except MlflowException as exc:
+        if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
+            return "FINISHED", {}  # the run was deleted: nothing to reattach to, start anew
+        raise
+    return run.info.status, dict(run.data.tags)
