@@ -217,6 +217,23 @@ class SweepConfig(ConfigSection):
             return f"{base}+custom" if base else "custom"
         return self.search_space or self.method
 
+    def search_text(self) -> str:
+        """How the sweep searches and when it stops, in words: the sampler, the scheduler and ``stop_when``."""
+        start = f"after {self.startup_trials} random trials" if self.startup_trials is not None else \
+            "after Optuna's random start-up trials"
+        sampler = {"tpe": f"TPE {start}", "gp": f"a Gaussian process {start}", "random": "random sampling",
+                   "grid": "a grid"}[self.searcher]
+        s = self.scheduler
+        stopping = (f"ASHA stops weak trials early (grace {s.grace_period}, reduction {s.reduction_factor:g})"
+                    if s.type == "asha" else "every trial runs to its end")
+        if self.stop_when != "converged":
+            return f"{sampler}; {stopping}"
+        c = self.convergence
+        noise = f"noise sd {c.noise_sd:g}" if c.noise_sd is not None else \
+            f"the noise measured from {c.noise_seeds} further seeds of the first point"
+        return (f"{sampler}; {stopping}; the search ends once Optuna's regret bound over at least {c.min_trials} "
+                f"finished trials is below {noise}")
+
     @property
     def is_remote_storage(self) -> bool:
         return "://" in self.storage_path and not self.storage_path.startswith("file://")

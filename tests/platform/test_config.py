@@ -174,3 +174,18 @@ def test_without_a_metric_the_sweep_ranks_by_its_dev_sets() -> None:
     assert SweepConfig(name="s", method="cosent", fixed={"dev_data": "nli"}).metric == "nli_dev"
     assert SweepConfig(name="s", method="cosent").metric == "stsb_dev"
     assert SweepConfig(name="s", method="cosent", metric="stsb_test", fixed={"dev_data": "sickr"}).metric == "stsb_test"
+
+
+def test_the_search_in_words_names_the_sampler_the_scheduler_and_the_stop() -> None:
+    base = {"name": "s", "method": "cosent"}
+    fifo = {"type": "fifo"}
+    assert SweepConfig(**base, startup_trials=4, scheduler=fifo).search_text() == (
+        "TPE after 4 random trials; every trial runs to its end")
+    asha = SweepConfig(**base, searcher="random", scheduler={"type": "asha", "grace_period": 2}).search_text()
+    assert asha.startswith("random sampling; ASHA stops weak trials early (grace 2, reduction")
+    measured = SweepConfig(**base, searcher="gp", stop_when="converged", scheduler=fifo).search_text()
+    assert measured == ("a Gaussian process after Optuna's random start-up trials; every trial runs to its end; the "
+                        "search ends once Optuna's regret bound over at least 20 finished trials is below the noise "
+                        "measured from 2 further seeds of the first point")
+    given = SweepConfig(**base, stop_when="converged", convergence={"noise_sd": 0.3, "min_trials": 12}).search_text()
+    assert given.endswith("over at least 12 finished trials is below noise sd 0.3")

@@ -301,7 +301,6 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
 def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = None) -> list[str]:
     """What a sweep of ``config`` over ``space`` runs, its resources, and where its folder and runs go."""
     from sentsweep.credentials import mask_uri
-    from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS
 
     points = space_points(space)
     describe = getattr(space, "describe", None)
@@ -316,12 +315,10 @@ def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = No
     if len(points) > config.num_samples:
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {config.num_samples}: "
                      f"the last {len(points) - config.num_samples} will not run")
-    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
-    s = config.scheduler
-    stopping = (f"ASHA (grace {s.grace_period}, reduction {s.reduction_factor:g})" if s.type == "asha"
-                else "no early stopping")
-    lines.append(f"trials: {config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a time; "
-                 f"TPE after {startup} random; {stopping}; metric {config.metric} ({config.mode})")
+    bound = "up to " if config.stop_when == "converged" else ""
+    lines.append(f"trials: {bound}{config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a time; "
+                 f"metric {config.metric} ({config.mode})")
+    lines.append(f"search: {config.search_text()}")
     lines.append(f"resources per trial: {config.resources.cpu:g} CPU, {config.resources.gpu:g} GPU")
     lines.append(f"sweep folder: under {mask_uri(config.storage_path)} (made when the sweep starts)")
     lines.append(f"tracking: {mask_uri(config.tracking.uri)}, experiment '{config.tracking.experiment}'"

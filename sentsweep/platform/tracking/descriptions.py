@@ -26,12 +26,11 @@ def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[s
                       experiment_id: str) -> str:
     """The sweep run's description: what it searched, for what, how its trials are named and ended."""
     space = config.space_name if isinstance(config.space_name, str) else "the space in its config"
-    scheduler = "ASHA stops weak trials early" if config.scheduler.type == "asha" else "every trial runs to its end"
     searched_text = ", ".join(f"`{p}`" for p in searched) or "no parameter"
     return "\n".join([
-        f"**{sweep_name}**: {config.num_samples} trials of `{config.method}` over the space `{space}`, searching "
-        f"{searched_text} for the {'highest' if config.mode == 'max' else 'lowest'} dev `{config.metric}`; "
-        f"{scheduler}.",
+        f"**{sweep_name}**: {'up to ' if config.stop_when == 'converged' else ''}{config.num_samples} trials of "
+        f"`{config.method}` over the space `{space}`, searching {searched_text} for the "
+        f"{'highest' if config.mode == 'max' else 'lowest'} dev `{config.metric}`; {config.search_text()}.",
         "",
         "- Expand this run's row for its trials. Each is named after its number and searched values "
         "(`t03 scale=22.4 lr=3.5e-05`); the number is the one `sentsweep compare` and the plots use.",
