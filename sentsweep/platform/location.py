@@ -177,12 +177,6 @@ class SweepLocation:
             raise ConfigError(f"unreadable sweep manifest ({field + ': ' if field else ''}{message})",
                               file=self.file_uri(MANIFEST)) from None
 
-    def load_study(self) -> Any | None:
-        """The sweep's Optuna study as its journal holds it; None before the first suggestion."""
-        from sentsweep.platform.search.study_store import StudyStore, load_study
-
-        return load_study(StudyStore(self.uri, self.endpoint_url))
-
 
 def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
     """The :class:`SweepLocation` of an existing or new sweep folder ``uri``; on a custom S3 endpoint (MinIO:

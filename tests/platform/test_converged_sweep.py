@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 from sentsweep.platform.driver.budget import STOP_REASON_TAG
 from sentsweep.platform.search.convergence import converged_of
 from sentsweep.platform.search.searcher import TUNE_TRIAL_ATTR
+from sentsweep.platform.search.study_store import load_study
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
 
@@ -26,11 +27,11 @@ def test_a_converged_sweep_stopped_mid_search_resumes_to_the_same_count(tmp_path
                         scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5}, time_budget_s=1200,
                         stop_when="converged", convergence={"noise_sd": 1000.0, "min_trials": 4})
     folder = interrupted_sweep(config, 2, deadline_s=1200)  # Ray's workers start slowly on a loaded machine
-    assert converged_of(locate(str(folder)).load_study()) is None  # stopped before the terminator was asked
+    assert converged_of(load_study(locate(str(folder)))) is None  # stopped before the terminator was asked
     lines: list[str] = []
     outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
                            echo=lines.append)
-    study = locate(str(folder)).load_study()
+    study = load_study(locate(str(folder)))
     decision = converged_of(study)
     assert decision is not None and decision.noise_source == "config" and decision.regret_bound < 1000.0
     # the decision was taken when the fifth trial was asked for: 4 started, and no trial after them

@@ -19,7 +19,7 @@ from ray.tune.search import ConcurrencyLimiter, SearchGenerator
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.driver.resume import ResizableSearchGenerator
 from sentsweep.platform.search.searcher import LOST_REASON, TUNE_TRIAL_ATTR, PruningAwareOptunaSearch, build_searcher
-from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.platform.search.study_store import StudyStore, load_study
 from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
 
@@ -198,7 +198,7 @@ def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert
     assert len(runs) == 4 == len({r.data.tags[TRIAL_ID_TAG] for r in runs})
     assert lost["trial_id"] not in {r.data.tags[TRIAL_ID_TAG] for r in runs}  # its run deleted, another took its place
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4
-    study = locate(str(folder)).load_study()
+    study = load_study(locate(str(folder)))
     named = Counter(t.user_attrs[TUNE_TRIAL_ATTR] for t in study.trials)
     assert set(named.values()) == {1} and len(named) == 5  # one Optuna trial per Tune trial, the lost one included
     states = sorted(t.state.name for t in study.trials)

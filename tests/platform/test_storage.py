@@ -8,6 +8,7 @@ import pytest
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import SweepManifest, locate, new_sweep_location
+from sentsweep.platform.search.study_store import load_study
 
 
 def test_local_folder_round_trip(tmp_path):
@@ -20,7 +21,7 @@ def test_local_folder_round_trip(tmp_path):
     location.write_manifest(manifest, config)
     again = locate(location.uri)
     assert again.read_manifest().sweep_config() == config
-    assert set(again.list()) == {"sentsweep_sweep.json", "sweep.yaml"} and again.load_study() is None
+    assert set(again.list()) == {"sentsweep_sweep.json", "sweep.yaml"} and load_study(again) is None
 
 
 def test_s3_with_a_minio_endpoint_uses_a_custom_filesystem():

@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 from sentsweep.platform.location import CONFIG_COPY, MANIFEST, locate
 from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.results import FINAL_KEY
+from sentsweep.platform.search.study_store import load_study
 from sentsweep.tracking.vocabulary import (
     OUTCOME_TAG,
     PARENT_TAG,
@@ -106,7 +107,7 @@ def test_finished_trial_params_metrics_and_artifacts(toy_sweep, children, client
 
 
 def test_optuna_is_told_pruned_failed_and_infeasible_not_complete(toy_sweep):
-    study = locate(toy_sweep.sweep_dir).load_study()
+    study = load_study(locate(toy_sweep.sweep_dir))
     states = sorted(t.state.name for t in study.trials)
     assert states == sorted(["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "PRUNED"])  # the NaN trial: infeasible
     assert [t.number for t in study.trials if t.constraints] == [2]

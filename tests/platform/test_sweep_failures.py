@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 
 from sentsweep.platform.location import locate
+from sentsweep.platform.search.study_store import load_study
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, REASON_TAG, STATUS_TAG
 
 
@@ -31,7 +32,7 @@ def test_a_nan_loss_is_not_retried_and_fails_the_sweep(tmp_path, tiny_bert_dir, 
         assert run.info.status == "FAILED" and run.data.tags[ATTEMPT_TAG] == "1", "not retried"
         assert run.data.tags[REASON_TAG].startswith("NonFiniteLossError: ")
         assert "non-finite loss nan at step 2" in run.data.tags[REASON_TAG]
-    study = locate(outcome.sweep_dir).load_study()
+    study = load_study(locate(outcome.sweep_dir))
     assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.COMPLETE]
     assert all(t.constraints == {"diverged": 1.0} for t in study.trials)  # TPE learns the region
     assert all("non-finite loss" in t.user_attrs["fail_reason"] for t in study.trials)

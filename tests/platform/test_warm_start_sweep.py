@@ -9,6 +9,7 @@ import pytest
 
 from sentsweep.platform.location import locate
 from sentsweep.platform.results import WARM_START_ATTR
+from sentsweep.platform.search.study_store import load_study
 
 pytestmark = pytest.mark.slow  # a second sweep of the toy (about a minute on 2 cores)
 
@@ -18,8 +19,8 @@ def test_warm_started_sweep_starts_from_the_earlier_trials(toy_sweep, tmp_path, 
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
     earlier = locate(toy_sweep.sweep_dir)
-    taught = [t for t in earlier.load_study().trials if t.state.name in ("COMPLETE", "PRUNED")]
-    assert len(earlier.load_study().trials) == 5  # every trial of the earlier sweep, as it finished
+    taught = [t for t in load_study(earlier).trials if t.state.name in ("COMPLETE", "PRUNED")]
+    assert len(load_study(earlier).trials) == 5  # every trial of the earlier sweep, as it finished
 
     shutil.copy(mlflow_template, tmp_path / "mlruns.db")
     config = toy_config(tmp_path, tiny_bert_dir, f"sqlite:///{tmp_path / 'mlruns.db'}", num_samples=2,
@@ -27,10 +28,10 @@ def test_warm_started_sweep_starts_from_the_earlier_trials(toy_sweep, tmp_path, 
     lines: list[str] = []
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lines.append)
     assert f"warm start: {len(taught)} trials of {toy_sweep.sweep_dir}" in lines[0]
-    study = locate(outcome.sweep_dir).load_study()
+    study = load_study(locate(outcome.sweep_dir))
     prior = [t for t in study.trials if t.user_attrs.get(WARM_START_ATTR) == earlier.name]
     assert len(prior) == len(taught) == 4  # finished, infeasible and two pruned; the crash taught nothing
     assert len(study.trials) == len(taught) + 2
     # the paper point was evaluated by the earlier sweep: not again
     assert all(t.params != {"lr": 1e-3, "scale": 1.0} for t in study.trials if t not in prior)
-    assert len(earlier.load_study().trials) == 5  # the earlier journal was read, not written
+    assert len(load_study(earlier).trials) == 5  # the earlier journal was read, not written

@@ -38,6 +38,7 @@ from sentsweep.platform.report.selection import record_front
 from sentsweep.platform.report.winner import BEST_LABEL_TAG, best_label, report_reference, version_about
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results
 from sentsweep.platform.search.scheduler import scheduler_label
+from sentsweep.platform.search.study_store import load_study
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.tracking.provenance import protocol_record
 from sentsweep.tracking.vocabulary import find_trial_run
@@ -250,7 +251,7 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
 def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, results: ResultGrid | None,
               echo: Callable[[str], None] = print) -> None:
     """The plots of ``results`` and the sweep folder's study to ``plots/``, each PNG with its CSV."""
-    study = location.load_study()
+    study = load_study(location)
     records = trial_records(results, config.metric, varying_keys(results)) if results else []
     if study is None and not records:
         echo("no searcher state in the sweep folder: no plots")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.errors import SentsweepError, StorageError
+from sentsweep.errors import ConfigError, SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state
 from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
@@ -55,7 +55,7 @@ from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
 from sentsweep.platform.search.search_state import mark_search_over, search_results
 from sentsweep.platform.search.searcher import build_searcher
-from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.platform.search.study_store import StudyStore, load_study
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
@@ -173,15 +173,27 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
         def restore() -> Tuner:
-            tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
-                                       tune_trainable(trainable, config), resume_errored=True,
-                                       storage_filesystem=location.filesystem,
-                                       param_space=trial_param_space(config))
+            try:
+                tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
+                                           tune_trainable(trainable, config), resume_errored=True,
+                                           storage_filesystem=location.filesystem,
+                                           param_space=trial_param_space(config))
+            except (ImportError, AttributeError) as exc:
+                raise other_version_error(exc, location.uri) or exc from None
             apply_resume_config(tuner, location, manifest, config, sweep)
             return tuner
 
         return _drive(restore, config, location, sweep, stops, notifier, trainable, space, address=address,
                       worker_env=worker_env, log_to_driver=log_to_driver, finalize=finalize, echo=echo, reopen=True)
+
+
+def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
+    """The line for a sweep folder whose saved Tune state (``tuner.pkl``) names sentsweep code this version moved or
+    removed; None for any other import or attribute error."""
+    if "sentsweep" not in str(exc):
+        return None
+    return ConfigError(f"the sweep's saved Tune state was written by another version of sentsweep ({exc}); resume it "
+                       "with the version that started it", file=uri)
 
 
 def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
@@ -268,7 +280,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(budget, sweep.log_metrics, sweep.set_tags, notifier.budget_spent)
                 if config.stop_when == "converged" and not budget.spent:
-                    record_convergence(location.load_study(), sweep.set_tags, sweep.log_metrics, echo,
+                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo,
                                        STOP_REASON_TAG)
                 if finalize:
                     confirmation = run_confirmation(results, config, location, sweep, stops, trainable, echo,

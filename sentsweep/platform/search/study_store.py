@@ -24,6 +24,7 @@ import optuna
 from optuna.storages.journal import BaseJournalBackend
 
 from sentsweep.errors import ConfigError, StorageError
+from sentsweep.platform.location import SweepLocation
 
 #: The study's journal in the sweep folder (a file; on S3, a folder of numbered objects).
 JOURNAL_FILE = "optuna_journal.log"
@@ -62,8 +63,11 @@ class StudyStore:
         return optuna.storages.JournalStorage(backend)
 
 
-def load_study(store: StudyStore) -> optuna.Study | None:
-    """The study of a sweep folder as its journal holds it now; None when it has none yet."""
+def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
+    """The study of a sweep folder (its store, or its location) as its journal holds it now; None when it has none
+    yet."""
+    if isinstance(store, SweepLocation):
+        store = StudyStore(store.uri, store.endpoint_url)
     try:
         storage = store.storage(create=False)
     except ConfigError as exc:

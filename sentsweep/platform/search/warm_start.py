@@ -25,6 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.results import WARM_START_ATTR, is_warm_start
+from sentsweep.platform.search.study_store import load_study
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
@@ -48,7 +49,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     manifest = location.read_manifest()
     if config is not None:
         refuse_another_measurement(manifest.sweep_config(), config, manifest.data_sha256)
-    study = location.load_study()
+    study = load_study(location)
     if study is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
