@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.trainables.report_keys import (
@@ -102,3 +102,11 @@ WARM_START_ATTR = "warm_start_from"
 def is_warm_start(trial: FrozenTrial) -> bool:
     """Whether a trial of a study came from an earlier sweep."""
     return WARM_START_ATTR in trial.user_attrs
+
+
+def varying_keys(results: Iterable[Any], skip: tuple[str, ...] = ("tracking",)) -> list[str]:
+    """The trial settings that differ between the trials of ``results`` (Tune results: what the search chose), in
+    the order they first appear; the keys in ``skip`` left out."""
+    configs = [r.config or {} for r in results]
+    keys = dict.fromkeys(k for c in configs for k in c if k not in skip)
+    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]

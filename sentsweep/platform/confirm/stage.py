@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import Candidate, ConfirmationOutcome, Interval, SeedRun
-from sentsweep.platform.results import FIGURE_SUFFIXES, is_final, metric_value, rank_results
+from sentsweep.platform.results import FIGURE_SUFFIXES, is_final, metric_value, rank_results, varying_keys
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
@@ -78,17 +78,11 @@ def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:
             and (k == metric or k.endswith(FIGURE_SUFFIXES))}
 
 
-def searched_keys(configs: list[dict[str, Any]]) -> list[str]:
-    """The trial settings that differ between the search's trials (what the search chose)."""
-    keys = dict.fromkeys(k for c in configs for k in c if k not in ("tracking", "seed"))
-    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
-
-
 def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Candidate], dict[str, dict]]:
     """The ``top_k`` best finished trials as candidates (each with its own run as its first seed), and their trial
     configs by trial id."""
     finished = [r for r in rank_results(results, config.metric, config.mode) if is_final(r.metrics)]
-    searched = searched_keys([dict(r.config or {}) for r in results])
+    searched = varying_keys(results, skip=("tracking", "seed"))
     candidates, configs = [], {}
     for rank, result in enumerate(finished[: config.confirm.top_k], start=1):
         trial_config = {k: v for k, v in (result.config or {}).items() if k != "tracking"}

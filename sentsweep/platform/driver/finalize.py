@@ -36,7 +36,7 @@ from sentsweep.platform.report.export import (
 from sentsweep.platform.report.plots import sweep_plots, trial_records
 from sentsweep.platform.report.selection import record_front
 from sentsweep.platform.report.winner import BEST_LABEL_TAG, best_label, report_reference, version_about
-from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results
+from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_keys
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
 from sentsweep.platform.tracking.reachability import store_answers
@@ -187,13 +187,6 @@ def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, 
         logged = False
     if not logged:
         sweep.upload_to_trial(trial_id, weights, BEST_WEIGHTS, parent_run_id)
-
-
-def varying_keys(results: ResultGrid) -> list[str]:
-    """The trial settings that differ between trials (what the search chose)."""
-    configs = [r.config or {} for r in results]
-    keys = dict.fromkeys(k for c in configs for k in c if k != "tracking")
-    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
 
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
