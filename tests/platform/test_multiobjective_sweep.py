@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 
 from sentsweep.platform.location import locate
 from sentsweep.platform.report.compare import compare, render
+from sentsweep.platform.search.study_store import load_study
 from sentsweep.tracking.vocabulary import OBJECTIVES_TAG, PARENT_TAG, PARETO_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
 
 pytestmark = pytest.mark.slow  # a toy sweep of 5 trials (about a minute on 2 cores)
@@ -32,7 +33,7 @@ def test_two_objective_sweep_records_and_lists_its_pareto_front(tmp_path, tiny_b
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lines.append)
     assert outcome.counts["finished"] >= 1 and sum(outcome.counts.values()) == 5
 
-    study = locate(outcome.sweep_dir).load_study()
+    study = load_study(locate(outcome.sweep_dir))
     assert study.directions == [StudyDirection.MAXIMIZE, StudyDirection.MINIMIZE]
     complete = study.get_trials(states=(TrialState.COMPLETE,))
     assert len(complete) == outcome.counts["finished"]
@@ -77,7 +78,7 @@ def test_three_objectives_a_further_dev_set_and_a_confirmation_stage(tmp_path, t
                         fixed={"max_steps": 4}, confirm={"top_k": 2, "seeds": 1}, plots=False, export=False,
                         objectives=["stsb_dev max", "sickr_trial max", "compute_seconds min"])
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
-    study = locate(outcome.sweep_dir).load_study()
+    study = load_study(locate(outcome.sweep_dir))
     assert len(study.directions) == 3
     for trial, result in zip(study.get_trials(states=(TrialState.COMPLETE,)), outcome.results, strict=True):
         frame = result.metrics_dataframe

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from sentsweep.platform.search.study_store import load_study
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
 from tools.harness.processes import repo_pythonpath
 
@@ -106,7 +107,7 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FINISHED" and parent.data.metrics["trials_finished"] == 4
     # the study's journal: one Optuna trial per Tune trial (a trial Tune lost with the driver told FAIL), none RUNNING
-    study = locate(str(sweep_dir)).load_study()
+    study = load_study(locate(str(sweep_dir)))
     per_trial = Counter(t.user_attrs["tune_trial_id"] for t in study.trials)
     assert set(per_trial.values()) == {1}, per_trial
     assert sorted(t.state.name for t in study.trials if t.state.name != "FAIL") == ["COMPLETE"] * 4

@@ -40,10 +40,10 @@ def _run(searcher, trials: int) -> None:
 def test_a_local_journal_is_the_study_every_reader_sees(tmp_path):
     location = locate(str(tmp_path / "s-1"))
     (tmp_path / "s-1").mkdir()
-    assert location.load_study() is None and not (tmp_path / "s-1" / JOURNAL_FILE).exists()  # a reader creates none
+    assert load_study(location) is None and not (tmp_path / "s-1" / JOURNAL_FILE).exists()  # a reader creates none
     searcher = build_searcher(_config(), lr_space, [{"lr": 1e-3}], store=StudyStore(location.uri), study_name="s-1")
     _run(searcher, 3)
-    study = location.load_study()
+    study = load_study(location)
     assert study.study_name == "s-1" and [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
     assert study.trials[0].params == {"lr": 1e-3} and study.trials[0].intermediate_values == {1: 1e-3}
     assert [t.user_attrs["tune_trial_id"] for t in study.trials] == ["t0", "t1", "t2"]
@@ -68,7 +68,7 @@ def test_a_journal_on_s3_holds_the_study_and_continues_after_a_restore(s3_keys):
 
     store = StudyStore(f"s3://{BUCKET}/ray_results/s-2", s3_keys)
     location = locate(store.uri, s3_keys)
-    assert location.load_study() is None
+    assert load_study(location) is None
     searcher = build_searcher(_config(), lr_space, [], store=store, study_name="s-2")
     pickled = pickle.dumps(searcher)  # what Tune keeps of it: where the study is
     _run(searcher, 3)
