@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.sentsweep-installed
 RUN_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 TEST_ENV := $(RUN_ENV) RAY_AUTH_MODE=disabled
 
-.PHONY: setup demo test test-latest test-cluster test-all bench gpu-check lint k8s-check config-reference clean
+.PHONY: setup demo test test-latest test-slow test-cluster test-all bench gpu-check lint k8s-check config-reference clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,11 @@ test-latest: $(VENV_LATEST)/.sentsweep-installed
 # probed for its ports and token; the overhead bench.
 test-cluster: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m cluster
+
+# The long integration tests (each over about a minute): sweeps stopped and resumed mid-search, budgets, warm starts,
+# multi-objective sweeps, the STS reference figures. CI runs them after `make test`.
+test-slow: setup
+	$(TEST_ENV) $(VENV)/bin/pytest -q -m "slow and not cluster"
 
 test-all: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q
