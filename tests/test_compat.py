@@ -138,16 +138,17 @@ def test_mlflow_dataset_context_tag() -> None:
 
 
 # -- the rest of the package -------------------------------------------------------------------------------------
-#: What names a private part of Ray or MLflow in source code.
+#: What names a private part of Ray, MLflow or Optuna in source code.
 PRIVATE = re.compile(r"ray\._private|ray\._raylet|ray\.[a-z_.]*\._internal|internal_kv|_local_tuner"
                      r"|mlflow\.[a-z_.]*\._|from mlflow[a-z_.]* import _|_to_mlflow_entity"
-                     r"|mlflow\.system_metrics\.metrics|mlflow\.utils")
+                     r"|mlflow\.system_metrics\.metrics|mlflow\.utils"
+                     r"|optuna(?:\.[a-z]\w*)*\._|from optuna[a-z_.]* import _")
 
 
-def test_no_private_ray_or_mlflow_name_outside_compat() -> None:
+def test_no_private_ray_mlflow_or_optuna_name_outside_compat() -> None:
     root = Path(sentsweep.__file__).resolve().parent
     found = [f"{path.relative_to(root.parent)}:{number}: {line.strip()}"
              for path in sorted(root.rglob("*.py")) if not path.is_relative_to(root / "_compat")
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if PRIVATE.search(line)]
-    assert found == [], "private names of Ray or MLflow outside sentsweep/_compat:\n" + "\n".join(found)
+    assert found == [], "private names of Ray, MLflow or Optuna outside sentsweep/_compat:\n" + "\n".join(found)
