@@ -52,12 +52,12 @@ def restore_note(result: Mapping[str, Any] | None) -> tuple[str, str] | None:
     return restored, str((result or {}).get(RESTORE_REASON_KEY) or "")
 
 
-def restore_line(trial_id: str, result: Mapping[str, Any] | None) -> str | None:
-    """The one line the driver prints for a trial's fallback, e.g. ``trial 3c1f2a0b resumed from checkpoint 16
+def restore_line(label: str, result: Mapping[str, Any] | None) -> str | None:
+    """The one line the driver prints for a trial's fallback, e.g. ``trial t03 resumed from checkpoint 16
     (not the one Tune named): checkpoint_000002 is gone``."""
     note = restore_note(result)
     if note is None:
         return None
     restored, reason = note
     where = "restarted from scratch" if restored == SCRATCH else f"resumed from {restored}"
-    return f"trial {trial_id} {where} (not the checkpoint Tune named): {reason}"
+    return f"trial {label} {where} (not the checkpoint Tune named): {reason}"

@@ -84,9 +84,14 @@ class FailureLines(Callback):
         if is_failed(trial.last_result):
             kind = infeasibility(trial.last_result)
             told = f"; Optuna told: infeasible ({kind})" if kind else ""
-            label = trial_label(trials.index(trial) + 1, self.label_prefix) if trial in trials else trial.trial_id
+            label = label_of(trials, trial, self.label_prefix)
             print(f"trial {label} failed (not retried): {failure_reason(trial.last_result)}{told}",
                   file=sys.stdout, flush=True)
+
+
+def label_of(trials: list[Trial], trial: Trial, prefix: str = SEARCH_PREFIX) -> str:
+    """A trial's label (``t03``: its place in Tune's list of trials), else its Tune id."""
+    return trial_label(trials.index(trial) + 1, prefix) if trial in trials else trial.trial_id
 
 
 class ProgressCallback(Callback):
@@ -141,7 +146,7 @@ class ProgressCallback(Callback):
             self._print(trials)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
-        line = restore_line(trial.trial_id, result)
+        line = restore_line(label_of(trials, trial, self.label_prefix), result)
         if line is not None:
             print(line, file=sys.stdout, flush=True)
 
