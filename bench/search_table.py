@@ -34,6 +34,14 @@ def _floats(text: str) -> tuple[float, ...]:
     return tuple(float(v) for v in text.split(","))
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
+
+
+def _strings(text: str) -> tuple[str, ...]:
+    return tuple(text.split(","))
+
+
 def _add_record(sub: argparse._SubParsersAction) -> None:
     from bench.search_record import Grid, RecordSettings
 
@@ -48,8 +56,8 @@ def _add_record(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=None, help="default: $SENTSWEEP_DATA, else the bundled sample")
     p.add_argument("--scale", type=_floats, default=g.scale, help="comma-separated grid values")
     p.add_argument("--lr", type=_floats, default=g.lr)
-    p.add_argument("--pooling", type=lambda t: tuple(t.split(",")), default=g.pooling)
-    p.add_argument("--batch-size", type=lambda t: tuple(int(v) for v in t.split(",")), default=g.batch_size)
+    p.add_argument("--pooling", type=_strings, default=g.pooling)
+    p.add_argument("--batch-size", type=_ints, default=g.batch_size)
     p.add_argument("--limit", type=int, default=None, help="record at most this many grid points")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a loaded 2-core machine)")
     p.set_defaults(handler=_cmd_record)
@@ -76,8 +84,8 @@ def _add_record_multiview(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=s.steps)
     p.add_argument("--reports", type=int, default=s.reports, help="dev evaluations per trial")
     p.add_argument("--sentences", type=int, default=s.sentences, help="the corpus's first N sentences")
-    p.add_argument("--views", type=lambda t: tuple(t.split(",")), default=g.views)
-    p.add_argument("--hidden-size", type=lambda t: tuple(int(v) for v in t.split(",")), default=g.hidden_size)
+    p.add_argument("--views", type=_strings, default=g.views)
+    p.add_argument("--hidden-size", type=_ints, default=g.hidden_size)
     p.add_argument("--lr", type=_floats, default=g.lr)
     p.add_argument("--part", default="1/1", help="K/N: record every N-th trial from the K-th (N processes side by "
                    "side, each into its own --table; merge them after)")
