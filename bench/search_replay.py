@@ -78,8 +78,8 @@ class SearchSettings:
     #: ``stop_when: converged`` with this noise sd (None: the search runs its trials); its ``min_trials``
     noise_sd: float | None = None
     min_trials: int = ConvergenceConfig.model_fields["min_trials"].default
-    #: the improvement the check compares with the noise: Optuna's ``regret_bound`` (the sweep's) or ``emmr``
-    evaluator: str = "regret_bound"
+    #: the improvement the check compares with the noise (the sweep's ``convergence.evaluator``)
+    evaluator: str = ConvergenceConfig.model_fields["evaluator"].default
 
     def sweep_config(self, seed: int, asha: bool, searcher: str = "tpe") -> SweepConfig:
         scheduler = SchedulerConfig(type="asha" if asha else "fifo", grace_period=self.grace_period,
@@ -89,7 +89,8 @@ class SearchSettings:
                            tpe_gamma=self.tpe_gamma, scheduler=scheduler,
                            searcher=searcher if searcher in ("tpe", "gp", "random") else "tpe",
                            stop_when="converged" if converged else "num_samples",
-                           convergence=ConvergenceConfig(noise_sd=self.noise_sd, min_trials=self.min_trials))
+                           convergence=ConvergenceConfig(noise_sd=self.noise_sd, min_trials=self.min_trials,
+                                                         evaluator=self.evaluator))
 
 
 def space_distributions(define_by_run: Callable[[optuna.Trial], Any]) -> dict[str, BaseDistribution]:
@@ -196,17 +197,6 @@ def make_searcher(strategy: Strategy, space: ReplaySpace, config: SweepConfig) -
                                     study_name=config.name)
 
 
-def emmr_evaluator(seed: int) -> Any:
-    """Optuna's Expected Minimum Model Regret (``EMMREvaluator``; Ishibashi et al. 2023), compared with the noise
-    sd as the regret bound is: an upper bound, in the metric's units, on how much the expected minimum regret may
-    still fall."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from optuna.terminator import EMMREvaluator
-
-        return EMMREvaluator(min_n_trials=2, seed=seed)
-
-
 @dataclass(frozen=True)
 class TrialHandle:
     """What Ray's ASHA reads of a trial: its id."""
@@ -264,8 +254,6 @@ def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, con
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         searcher = make_searcher(strategy, space, config)
-    if searcher.convergence is not None and settings.evaluator == "emmr":
-        searcher.convergence.evaluator = lambda: emmr_evaluator(seed)
     scheduler = build_scheduler(config)
     scheduler.set_search_properties(config.metric, config.mode)
     max_trials = len(table.curves) if strategy.sampler == "grid" else num_samples

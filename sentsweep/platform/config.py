@@ -231,7 +231,8 @@ class SweepConfig(ConfigSection):
         c = self.convergence
         noise = f"noise sd {c.noise_sd:g}" if c.noise_sd is not None else \
             f"the noise measured from {c.noise_seeds} further seeds of the first point"
-        return (f"{sampler}; {stopping}; the search ends once Optuna's regret bound over at least {c.min_trials} "
+        bound = "regret bound" if c.evaluator == "regret_bound" else "expected minimum model regret"
+        return (f"{sampler}; {stopping}; the search ends once Optuna's {bound} over at least {c.min_trials} "
                 f"finished trials is below {noise}")
 
     @property

@@ -187,5 +187,7 @@ def test_the_search_in_words_names_the_sampler_the_scheduler_and_the_stop() -> N
     assert measured == ("a Gaussian process after Optuna's random start-up trials; every trial runs to its end; the "
                         "search ends once Optuna's regret bound over at least 20 finished trials is below the noise "
                         "measured from 2 further seeds of the first point")
-    given = SweepConfig(**base, stop_when="converged", convergence={"noise_sd": 0.3, "min_trials": 12}).search_text()
-    assert given.endswith("over at least 12 finished trials is below noise sd 0.3")
+    given = SweepConfig(**base, stop_when="converged", convergence={"noise_sd": 0.3, "min_trials": 12,
+                                                                    "evaluator": "emmr"}).search_text()
+    assert given.endswith("the search ends once Optuna's expected minimum model regret over at least 12 finished "
+                          "trials is below noise sd 0.3")

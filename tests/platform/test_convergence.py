@@ -80,10 +80,12 @@ def test_the_check_waits_for_min_trials_and_the_noise_then_compares_the_bound():
     assert given is not None and (given.noise_sd, given.noise_source) == (0.5, "config")
 
 
-def test_optunas_regret_bound_is_the_default_evaluator():
+def test_optunas_regret_bound_is_the_default_evaluator_and_emmr_the_other():
     trials = [_trial(x / 20, 80 + 5 * (x / 20)) for x in range(20)]
     decision = ConvergenceCheck(ConvergenceConfig(noise_sd=100.0), "maximize").check(trials, 20)
     assert decision is not None and decision.evaluator == "RegretBoundEvaluator" and decision.regret_bound < 100
+    emmr = ConvergenceCheck(ConvergenceConfig(noise_sd=100.0, evaluator="emmr"), "maximize").check(trials, 20)
+    assert emmr is not None and emmr.evaluator == "EMMREvaluator" and emmr.regret_bound < 100
 
 
 def space(trial):

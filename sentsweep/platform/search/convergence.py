@@ -109,12 +109,16 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
     return statistics.stdev(values) if values is not None and len(values) >= 2 else None
 
 
-def default_evaluator(seed: int) -> ImprovementEvaluator:
-    """Optuna's ``RegretBoundEvaluator``, seeded; :class:`ConvergenceCheck` enforces ``min_trials`` itself."""
+def default_evaluator(seed: int, name: str = "regret_bound") -> ImprovementEvaluator:
+    """Optuna's ``RegretBoundEvaluator`` (``regret_bound``) or ``EMMREvaluator`` (``emmr``; Ishibashi et al. 2023,
+    the expected minimum model regret), seeded; :class:`ConvergenceCheck` enforces ``min_trials`` itself. Both
+    answer in the metric's units, so both are compared with the noise sd."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        from optuna.terminator import RegretBoundEvaluator
+        from optuna.terminator import EMMREvaluator, RegretBoundEvaluator
 
+        if name == "emmr":
+            return EMMREvaluator(min_n_trials=2, seed=seed)
         return RegretBoundEvaluator(min_n_trials=1, seed=seed)
 
 
@@ -145,7 +149,7 @@ class ConvergenceCheck:
         noise = self.noise(trials)
         if noise is None:
             return None
-        evaluator = (self.evaluator or (lambda: default_evaluator(self.seed)))()
+        evaluator = (self.evaluator or (lambda: default_evaluator(self.seed, self.settings.evaluator)))()
         try:
             bound = float(evaluator.evaluate(list(finished), self.direction))
         except ValueError:  # Optuna's evaluators refuse an empty intersection of the trials' search spaces
