@@ -222,11 +222,13 @@ def merge_tables(parts: Sequence[Path], out: Path, command: str) -> int:
     """Write the rows of the tables ``parts`` (recorded side by side, e.g. one process per core) into ``out``, with
     every part's ``#`` lines kept under its name; the number of configurations written.
 
-    Refuses parts whose reports fall at different steps, and a configuration and seed recorded in two parts."""
+    Refuses parts of different methods, parts whose reports fall at different steps, and a configuration and seed
+    recorded in two parts."""
     rows: list[dict[str, str]] = []
     owner: dict[tuple[Config, str], Path] = {}
     steps: dict[Path, list[int]] = {}
     provenance = [f"merged by: {command}"]
+    methods: set[str] = set()
     for part in parts:
         part_rows = read_rows(part)
         if not part_rows:
@@ -241,7 +243,10 @@ def merge_tables(parts: Sequence[Path], out: Path, command: str) -> int:
         rows += part_rows
         provenance += [f"part {part.name}: {line[1:].strip()}" for line in part.read_text().splitlines()
                        if line.startswith("#") and not line.startswith("# " + METHOD_LINE)]
-        method = table_method(part)
+        methods.add(table_method(part))
+    if len(methods) > 1:
+        raise ValueError(f"the parts record different methods: {sorted(methods)}")
+    method = methods.pop()
     if len({tuple(s) for s in steps.values()}) > 1:
         raise ValueError("the parts report at different steps: " + "; ".join(f"{p}: {s}" for p, s in steps.items()))
     if out.exists():

@@ -83,7 +83,8 @@ def record_multiview(path: Path, settings: MultiviewSettings, grid: MultiviewGri
     """Record the (point, seed) trials ``path`` lacks (this process's ``part`` of them, at most ``limit``)."""
     index, parts = part
     mine = grid.trials()[index - 1::parts]
-    todo: Sequence[tuple[Config, int]] = [(p, s) for p, s in mine if p not in recorded_configs(path, s)]
+    done = {seed: recorded_configs(path, seed) for seed in {s for _, s in mine}}  # the table read once per seed
+    todo: Sequence[tuple[Config, int]] = [(p, s) for p, s in mine if p not in done[s]]
     log(f"{len(mine) - len(todo)} trials recorded already, {len(todo)} to record into {path}")
     todo = todo[:limit] if limit is not None else todo
     for number, (point, seed) in enumerate(todo, 1):

@@ -86,3 +86,7 @@ def test_parts_recorded_side_by_side_merge_with_their_seeds(tmp_path: Path) -> N
     assert merge_tables([tmp_path / "a.csv", tmp_path / "b.csv"], out, "merge a b") == 18
     merged = read_table(out)
     assert merged.method == "multiview" and len(merged.replicas) == 1 and merged.is_complete()
+    cosent = tmp_path / "cosent.csv"
+    append_rows(cosent, [r for r in rows if r["seed"] == 43], ["made by: a CoSENT part"])
+    with pytest.raises(ValueError, match="different methods"):
+        merge_tables([tmp_path / "a.csv", cosent], tmp_path / "mixed.csv", "merge")
