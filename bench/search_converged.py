@@ -10,7 +10,11 @@ ASHA), over seeds 0 .. repeats-1, one trial at a time (:func:`bench.search_repla
   ``stop_when: converged`` (``num_samples`` its upper limit; the noise sd given, as ``convergence.noise_sd``): the
   share of the fixed budget's trial-seconds saved (per seed, then the median and mean), the final regret (the
   table's best minus the best dev value any report showed), the share of seeds whose regret is within one
-  noise sd, and the share whose best is within one noise sd of the same seed's fixed budget (what stopping cost).
+  noise sd, and the share whose best is within one noise sd of the same seed's fixed budget (what stopping cost);
+- what any stop rule could save (:func:`bound_rows`): an oracle that knows the table's best stops each seed at the
+  first trial that came within one noise sd of it, and the smallest trial count shared by all seeds that keeps
+  90% of them within the noise. A stop rule never beats the fixed budget's share within the noise (it runs a
+  prefix of the same trials), and it cannot know when it got there, so the oracle's saving is its ceiling.
 
 The fixed budget's figures are read off the capped replay: at one trial at a time, a sweep of ``num_samples``
 trials is the capped replay's first ``num_samples`` trials (the convergence check draws no number from the
@@ -71,9 +75,32 @@ class SamplerFigures:
     converged_trials: tuple[int, ...]
     converged_by_check: tuple[bool, ...]  # whether the terminator ended it (else num_samples did)
     seconds: float  # the replays' own time
+    #: per seed, the trial-seconds and the incumbent after each of the fixed budget's first trials
+    prefixes: tuple[tuple[tuple[float, float], ...], ...] = ()
 
     def saved(self) -> np.ndarray:
         return 1 - np.asarray(self.converged_spent) / np.asarray(self.fixed_spent)
+
+    def within_at(self, trials: int, target: float) -> np.ndarray:
+        """Per seed, whether the first ``trials`` trials came within the noise (reached ``target``)."""
+        return np.asarray([p[min(trials, len(p)) - 1][1] >= target - 1e-9 for p in self.prefixes])
+
+    def oracle_saved(self, target: float) -> np.ndarray:
+        """Per seed, the share of the fixed budget saved by stopping at the first trial that reached ``target``
+        (nothing saved for a seed that never did)."""
+        saved = []
+        for steps in self.prefixes:
+            hit = next((spent for spent, best in steps if best >= target - 1e-9), steps[-1][0])
+            saved.append(1 - hit / steps[-1][0])
+        return np.asarray(saved)
+
+    def common_stop(self, target: float, share: float = 0.9) -> tuple[int, np.ndarray] | None:
+        """The smallest trial count at which at least ``share`` of the seeds reached ``target``, and per seed the
+        share of the fixed budget it saves; None when the fixed budget itself keeps fewer."""
+        for trials in range(1, max(len(p) for p in self.prefixes) + 1):
+            if self.within_at(trials, target).mean() >= share:
+                return trials, np.asarray([1 - p[min(trials, len(p)) - 1][0] / p[-1][0] for p in self.prefixes])
+        return None
 
 
 def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: float, num_samples: int,
@@ -84,16 +111,17 @@ def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: flo
     target = table.best - noise_sd
     converged_settings = SearchSettings(**{**settings.__dict__, "noise_sd": noise_sd})
     name = strategy.name if settings.evaluator == "regret_bound" else f"{strategy.name}, {settings.evaluator}"
-    rows = []
+    rows, prefixes = [], []
     for seed in range(repeats):
         capped = replay(table, strategy, seed, cap_s=cap_s, settings=settings, space=space)
         fixed_spent, fixed_best = prefix(capped, table, num_samples)
+        prefixes.append(tuple(prefix(capped, table, k) for k in range(1, min(num_samples, len(capped.runs)) + 1)))
         stopped = replay(table, strategy, seed, cap_s=cap_s, settings=converged_settings, space=space,
                          num_samples=num_samples)
         rows.append((capped.seconds_to(target), fixed_spent, table.best - fixed_best, stopped.spent[-1],
                      table.best - stopped.incumbent[-1], stopped.trials, stopped.finished_by_searcher))
     columns = list(zip(*rows, strict=True))
-    return SamplerFigures(name, *(tuple(c) for c in columns), time.process_time() - started)
+    return SamplerFigures(name, *(tuple(c) for c in columns), time.process_time() - started, tuple(prefixes))
 
 
 def _seconds(value: float) -> str:
@@ -133,6 +161,22 @@ def converged_rows(figures: Sequence[SamplerFigures], noise_sd: float) -> list[l
     return rows
 
 
+def bound_rows(figures: Sequence[SamplerFigures], target: float) -> list[list[str]]:
+    """Per strategy: the fixed budget's share of seeds within the noise, what the oracle saves (median / mean),
+    and the smallest shared trial count keeping 90% of the seeds within the noise with what it saves."""
+    rows = []
+    for f in figures:
+        oracle = f.oracle_saved(target)
+        common = f.common_stop(target)
+        shared = (f"{common[0]} trials: {np.median(common[1]):.0%} / {np.mean(common[1]):.0%}" if common
+                  else "none: the fixed budget keeps fewer than 90%")
+        rows.append([f.name, f"{f.within_at(max(map(len, f.prefixes)), target).mean():.0%}",
+                     f"{np.median(oracle):.0%} / {np.mean(oracle):.0%}", shared])
+    return rows
+
+
+BOUND_HEADER = ["strategy", "fixed budget: seeds within the noise", "oracle: trial-s saved, median / mean",
+                "one trial count for all seeds, 90% within the noise: saved median / mean"]
 SAMPLER_HEADER = ["strategy", "trial-s to within the noise: median [95%]", "seeds reaching it", "ratio to random"]
 CONVERGED_HEADER = ["strategy", "fixed budget trial-s (median)", "converged: trials (median)",
                     "ended by the terminator", "trial-s saved: median / mean", "fixed: regret median [95%]",
@@ -187,6 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     first = [f for f in figures if ", " not in f.name]
     print_table("Trial-seconds to within the noise of the best", SAMPLER_HEADER, sampler_rows(first))
     print_table("stop_when: converged against the fixed budget", CONVERGED_HEADER, converged_rows(figures, noise_sd))
+    print_table("What any stop rule could save", BOUND_HEADER, bound_rows(first, table.best - noise_sd))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import numpy as np
 import optuna
 import pytest
 
-from bench.search_converged import converged_rows, interval, measure, prefix, sampler_rows, strategies
+from bench.search_converged import bound_rows, converged_rows, interval, measure, prefix, sampler_rows, strategies
 from bench.search_replay import ReplaySpace, SearchSettings, replay
 from tests.bench.test_search_table import table, table_path  # noqa: F401 - the shared fixtures
 
@@ -46,3 +46,25 @@ def test_a_converged_replay_stops_early_and_its_figures_are_read_per_seed(table)
     ref = measure(table, strategies(["random"])[1], repeats=3, noise_sd=5.0, num_samples=32, settings=settings,
                   cap_s=1000.0, space=space)
     assert sampler_rows([figures, ref])[1][3] == "1.00x"  # random search is its own reference
+
+
+def test_the_oracle_stops_each_seed_where_it_first_came_within_the_noise(table) -> None:  # noqa: F811
+    space = ReplaySpace(table)
+    random = strategies(["random"])[1]
+    figures = measure(table, random, repeats=4, noise_sd=1.0, num_samples=12, settings=SearchSettings(min_trials=4),
+                      cap_s=1000.0, space=space)
+    target = table.best - 1.0
+    for seed, saved in enumerate(figures.oracle_saved(target)):
+        capped = replay(table, random, seed, cap_s=1000.0, space=space)
+        fixed_spent, _ = prefix(capped, table, 12)
+        hit = next((k for k in range(1, 13) if prefix(capped, table, k)[1] >= target), None)
+        expected = 0.0 if hit is None else 1 - prefix(capped, table, hit)[0] / fixed_spent
+        assert saved == pytest.approx(expected)
+    common = figures.common_stop(target, share=0.5)
+    if common is not None:
+        trials, _ = common
+        assert figures.within_at(trials, target).mean() >= 0.5
+        assert trials == 1 or figures.within_at(trials - 1, target).mean() < 0.5
+    assert figures.common_stop(target + 100.0) is None  # nothing reaches an unreachable target
+    row = bound_rows([figures], target + 100.0)[0]
+    assert row[1] == "0%" and row[2] == "0% / 0%" and row[3].startswith("none")
