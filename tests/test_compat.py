@@ -96,6 +96,42 @@ def test_ray_trial_storage(ray_session, tmp_path: Path) -> None:
     assert result.metrics["working"]
 
 
+def test_ray_trial_number_counts_creation_and_survives_restore(ray_session, tmp_path: Path) -> None:
+    """A trial's ``experiment_tag`` starts with a number that counts the trials in creation order, for a searcher's
+    trials and for plain variants, in the trial and in its results, and a restored experiment keeps it."""
+    from ray import tune
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.optuna import OptunaSearch
+
+    from sentsweep._compat.ray import trial_number
+
+    seen: dict[str, int | None] = {}
+
+    class Numbers(tune.Callback):
+        def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            seen[trial.trial_id] = trial_number(trial)
+
+    def trial(config: dict) -> None:
+        tune.report({"x": config["x"]})
+
+    searcher = ConcurrencyLimiter(OptunaSearch(metric="x", mode="max", seed=0), max_concurrent=1)
+    tuner = tune.Tuner(trial, param_space={"x": tune.uniform(0, 1)},
+                       tune_config=tune.TuneConfig(num_samples=3, search_alg=searcher),
+                       run_config=tune.RunConfig(name="numbers", storage_path=str(tmp_path), verbose=0,
+                                                 callbacks=[Numbers()]))
+    results = tuner.fit()
+    numbers = sorted(trial_number(r.metrics) for r in results)
+    assert numbers == [1, 2, 3], f"experiment_tag no longer starts with the trial's number: {numbers}"
+    assert list(seen.values()) == [1, 2, 3]  # in the order the trials started
+    restored = tune.Tuner.restore(str(tmp_path / "numbers"), trainable=trial).get_results()
+    by_id = {r.metrics["trial_id"]: trial_number(r.metrics) for r in restored}
+    assert by_id == seen
+    variants = tune.Tuner(trial, param_space={"x": tune.grid_search([0.1, 0.2])},
+                          run_config=tune.RunConfig(name="variants", storage_path=str(tmp_path), verbose=0)).fit()
+    assert sorted(trial_number(r.metrics) for r in variants) == [0, 1]
+    assert trial_number({}) is None and trial_number({"experiment_tag": "x_1"}) is None
+
+
 # -- MLflow ------------------------------------------------------------------------------------------------------
 def test_mlflow_request_once_asks_once_and_returns_any_status() -> None:
     """A store that answers 503 (a status MLflow's client retries) is asked exactly once, and the 503 comes back."""

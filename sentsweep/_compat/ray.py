@@ -9,7 +9,9 @@
 - ``Tuner._local_tuner._tune_config``: a restored Tuner's ``TuneConfig``, which a resume changes (the number of
   samples, the time budget) because ``Tuner.restore`` takes no new one (:func:`restored_tune_config`);
 - ``tune.get_context().get_storage()``: a DeveloperAPI whose ``StorageContext`` may change between minor
-  versions; :func:`trial_storage` copies the four paths sentsweep reads from it.
+  versions; :func:`trial_storage` copies the four paths sentsweep reads from it;
+- the form of a trial's ``experiment_tag`` (``"3_lr=0.001"``): its leading number counts the trials Tune created
+  (from 1 for a searcher's, from 0 for plain variants), and a restore keeps it (:func:`trial_number`).
 """
 
 from __future__ import annotations
@@ -72,3 +74,12 @@ def trial_storage() -> TrialStorage | None:
     return TrialStorage(storage.storage_filesystem, storage.experiment_fs_path, storage.trial_fs_path,
                         storage.trial_working_directory)
 
+
+
+def trial_number(trial_or_result: Any) -> int | None:
+    """The number Tune gave the trial when it created it, from its ``experiment_tag`` (a ``Trial`` or a result
+    dict); later trials have larger numbers; None when it has none."""
+    tag = (trial_or_result.get("experiment_tag") if isinstance(trial_or_result, dict)
+           else getattr(trial_or_result, "experiment_tag", None))
+    head = str(tag or "").split("_", 1)[0]
+    return int(head) if head.isdigit() else None
