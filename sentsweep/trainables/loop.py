@@ -35,6 +35,7 @@ from sentsweep.errors import ConfigError, SentsweepError
 from sentsweep.trainables.allocator import keep_freed_memory
 from sentsweep.trainables.checkpoints import BEST_DIR, MODEL_DIR, BestFolder, StoredFolder
 from sentsweep.trainables.loop_checkpoints import LoopCheckpoints
+from sentsweep.trainables.loop_folder import new_loop_folder
 from sentsweep.trainables.loop_state import LoopConfig, LoopResult, LoopState
 from sentsweep.trainables.optimizer import build_optimizer, linear_schedule, seed_everything
 from sentsweep.trainables.report_keys import EVALUATIONS_KEY
@@ -111,10 +112,10 @@ class TrainingLoop(LoopCheckpoints):
         use_fp16 = self.device.type == "cuda" and config.amp and not torch.cuda.is_bf16_supported()
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_fp16)
         # A temporary folder of our own goes with the loop: cleanup(), else when the loop is collected or the
-        # process exits (TemporaryDirectory's finalizer), so a caller that never calls cleanup() leaks nothing.
+        # process exits (TemporaryDirectory's finalizer); a SIGKILLed process's folder goes at the next loop.
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if work_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="sentsweep-loop-", ignore_cleanup_errors=True)
+            self._tmp = new_loop_folder()
             self._workdir = Path(self._tmp.name)
         else:
             shutil.rmtree(work_dir, ignore_errors=True)

@@ -159,7 +159,7 @@ def test_a_loop_without_a_work_dir_leaves_no_temp_folder_even_without_cleanup() 
     loop = TrainingLoop(RegressionTask(), _config())
     loop.run()
     folder = loop._workdir
-    assert folder.is_dir() and folder.name.startswith("sentsweep-loop-")
+    assert folder.is_dir() and folder.name.startswith(f"sentsweep-loop-{__import__('os').getpid()}-")
     del loop
     gc.collect()
     assert not folder.exists()
@@ -192,3 +192,25 @@ def test_the_fused_optimizer_takes_the_steps_of_the_default_one(kind: str) -> No
     for (name, a), b in zip(net.named_parameters(), twin.parameters(), strict=True):
         assert (a - b).abs().max().item() < 1e-6, name
     assert (net[0].weight - start).abs().max().item() > 1e-3  # the steps moved the weights
+
+
+def test_a_loop_folder_of_a_killed_process_goes_at_the_next_loop(tmp_path) -> None:
+    """SIGKILL runs no finalizer; the next loop removes the folders of processes that are gone, never a live one's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from sentsweep.trainables.loop_folder import PREFIX, remove_stale
+
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead_folder = tmp_path / f"{PREFIX}{killed.pid}-abc"
+    (dead_folder / "best").mkdir(parents=True)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait(timeout=30)
+    live_folder = tmp_path / f"{PREFIX}{os.getpid()}-def"
+    live_folder.mkdir()
+    other = tmp_path / f"{PREFIX}notapid"
+    other.mkdir()
+    assert remove_stale(tmp_path) == [dead_folder]
+    assert not dead_folder.exists() and live_folder.is_dir() and other.is_dir()
