@@ -1,9 +1,4 @@
-"""The method's trainable and search space of a sweep, and the settings its trials share, checked before Ray starts.
-
-:func:`resolve_specs` looks both up (the registries unless given), :func:`trial_param_space` is what every trial
-gets besides its sampled point, and :func:`validate_trials` fails on a ``fixed`` setting that is not a valid trial
-setting or that the space searches: one :class:`~sentsweep.errors.ConfigError` naming the sweep-config field.
-"""
+"""The method's trainable and search space of a sweep, and the settings its trials share, checked before Ray starts."""
 
 from __future__ import annotations
 
