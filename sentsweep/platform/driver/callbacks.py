@@ -68,13 +68,8 @@ def label_of(trials: list[Trial], trial: Trial, prefix: str = SEARCH_PREFIX) -> 
 
 
 class ProgressCallback(Callback):
-    """One line whenever a trial ends, and every ``every_s`` seconds in between::
-
-        [  41s] 5/8 trials: 2 finished, 2 running, 1 pruned, 0 failed | best stsb_dev 78.41 (t03)
-
-    one line when a trial resumed elsewhere than the checkpoint Tune named (:mod:`sentsweep.trainables.restore_note`),
-    and one line per deterministically failed trial instead of Ray's tracebacks, ``trial t03 failed (not retried):
-    DataError: ...``, with what Optuna was told when it was infeasible (:mod:`sentsweep.trainables.infeasible`)."""
+    """A progress line whenever a trial ends and every ``every_s`` seconds, a line when a trial resumed elsewhere
+    than the checkpoint Tune named, and a line per deterministically failed trial instead of Ray's tracebacks."""
 
     def __init__(self, metric: str, mode: str, num_samples: int, every_s: float = 30.0,
                  label_prefix: str = SEARCH_PREFIX) -> None:
@@ -135,16 +130,13 @@ class ProgressCallback(Callback):
         self._print(trials)
 
 
-def _on_remote_storage(trial: Trial) -> bool:
-    import pyarrow.fs
-
-    return trial.storage is not None and not isinstance(trial.storage.storage_filesystem, pyarrow.fs.LocalFileSystem)
-
-
 def shed_uploaded(trial: Trial) -> bool:
     """Delete ``trial``'s logger files from the driver's staging folder where its storage folder holds a file of the
     same name and size; whether none is left to shed (False: try again later)."""
-    if not trial.local_path or not _on_remote_storage(trial):
+    import pyarrow.fs
+
+    storage = trial.storage
+    if not trial.local_path or storage is None or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
         return True
     folder = Path(trial.local_path)
     files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name in LOGGER_FILES or
@@ -152,9 +144,6 @@ def shed_uploaded(trial: Trial) -> bool:
         if folder.is_dir() else []
     if not files:
         return True
-    import pyarrow.fs
-
-    storage = trial.storage
     try:
         infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
                                                           for p in files])
@@ -169,29 +158,42 @@ def shed_uploaded(trial: Trial) -> bool:
     return left == 0
 
 
-class ShedUploadedTrialFiles(Callback):
-    """Every ``check_every_s`` seconds, :func:`shed_uploaded` for the trials that have finished."""
+class EndedTrialsChore(Callback):
+    """Does :meth:`chore` for each trial that ended normally, ``delay_s`` after it ended, and again ``delay_s`` after
+    each time the storage failed (the chore returned False). Tune pickles the callback without its trials."""
 
-    def __init__(self, check_every_s: float = 30.0) -> None:
-        self.check_every_s = check_every_s
-        self._finished: dict[str, Trial] = {}
-        self._last_check = time.monotonic()
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self._ended: dict[str, tuple[float, Trial]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_finished": {}}
+        return {**self.__dict__, "_ended": {}}
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        if _on_remote_storage(trial):
-            self._finished[trial.trial_id] = trial
+        self._ended[trial.trial_id] = (time.monotonic(), trial)
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         now = time.monotonic()
-        if not self._finished or now - self._last_check < self.check_every_s:
-            return
-        self._last_check = now
-        for trial_id, trial in list(self._finished.items()):
-            if trial.status != Trial.TERMINATED or shed_uploaded(trial):
-                del self._finished[trial_id]
+        for trial_id, (ended, trial) in list(self._ended.items()):
+            if now - ended < self.delay_s:
+                continue
+            if trial.status != Trial.TERMINATED or trial.storage is None or self.chore(trial):  # errored, or done
+                del self._ended[trial_id]
+            else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
+                self._ended[trial_id] = (now, trial)
+
+    def chore(self, trial: Trial) -> bool:
+        raise NotImplementedError
+
+
+class ShedUploadedTrialFiles(EndedTrialsChore):
+    """:func:`shed_uploaded` for each finished trial."""
+
+    def __init__(self, delay_s: float = 30.0) -> None:
+        super().__init__(delay_s)
+
+    def chore(self, trial: Trial) -> bool:
+        return shed_uploaded(trial)
 
 
 class UploadLogsBeforeRestart(Callback):
@@ -225,31 +227,15 @@ def storage_trimming(config: SweepConfig) -> list[Callback]:
     return [TrimEndedTrials(config.mode, settings.trim_ended_after_s)]
 
 
-class TrimEndedTrials(Callback):
+class TrimEndedTrials(EndedTrialsChore):
     """``delay_s`` after a trial ended normally, keep its best weights and remove its checkpoints; a storage error is
     a warning, tried again after another delay."""
 
     def __init__(self, mode: str, delay_s: float = 120.0) -> None:
-        self.mode, self.delay_s = mode, delay_s
-        self._ended: dict[str, tuple[float, Trial]] = {}
+        super().__init__(delay_s)
+        self.mode = mode
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_ended": {}}
-
-    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._ended[trial.trial_id] = (time.monotonic(), trial)
-
-    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        now = time.monotonic()
-        for trial_id, (ended, trial) in list(self._ended.items()):
-            if now - ended < self.delay_s:
-                continue
-            if trial.status != Trial.TERMINATED or trial.storage is None or self.trim(trial):  # errored, or running
-                del self._ended[trial_id]
-            else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
-                self._ended[trial_id] = (now, trial)
-
-    def trim(self, trial: Trial) -> bool:
+    def chore(self, trial: Trial) -> bool:
         """Keep ``trial``'s best weights alone; whether it is done (False: the storage failed, try later)."""
         storage, checkpoint = trial.storage, trial.checkpoint
         latest = StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None

@@ -157,9 +157,8 @@ def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
 
 
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
-    """The parent run's (``run``) ``final_*`` metrics an earlier finalize recorded for trial ``trial_id`` (a full
-    SentEval suite takes most of an hour on a CPU), when it names ``trial_id`` its best trial and holds
-    ``best_eval/final_eval.json`` (logged after the metrics); else None."""
+    """The ``final_*`` metrics an earlier finalize recorded on the parent ``run`` for best trial ``trial_id`` (a full
+    SentEval suite takes most of an hour on a CPU); None unless its ``final_eval.json`` (logged last) is there."""
     if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _or_none(
             lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
         return None  # not recorded, or unknown while MLflow does not answer: evaluate again
@@ -190,9 +189,8 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
 
 def export_best(weights: Path, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                 about: tuple[str, dict[str, str]] | None = None) -> tuple[str | None, str | None]:
-    """The best weights as an MLflow sentence-transformers model logged once to ``best_model/``, and registered from
-    that copy with ``about`` (a description and tags) when ``register_model`` is set; where the sentence-transformers
-    folder is, and the registered version."""
+    """The best weights logged once as an MLflow sentence-transformers model, registered from that copy with
+    ``about`` (a description and tags); where the sentence-transformers folder is, and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
 

@@ -41,11 +41,8 @@ TERM_GRACE_S = 5.0
 @contextlib.contextmanager
 def ray_session(address: str | None = None, *, log_to_driver: bool = False,
                 env: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a local one (and shut it down
-    after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers).
-
-    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join a cluster
-    somebody started on this machine with ``ray start``, without the credentials and paths a cluster sweep gets."""
+    """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a new local one, never a cluster
+    somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``."""
     import ray
 
     if ray.is_initialized():
@@ -69,11 +66,8 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
 
 @contextlib.contextmanager
 def local_ray_settings() -> Iterator[None]:
-    """A Ray started inside keeps every address on 127.0.0.1 (in the environment for the processes Ray starts, and in
-    the constant of the driver's already imported Ray), and authenticates with a token of this session, kept in this
-    process's environment: Ray's own would be written to ``~/.ray/auth_token``, readable by the other users of a
-    shared host. ``RAY_AUTH_MODE=disabled`` (the tests) and a token the user set are left as they are. Everything is
-    restored after, and nothing is written."""
+    """A Ray started inside keeps every address on 127.0.0.1 and authenticates with a token kept in this process's
+    environment (Ray's own file would be readable by the other users of a shared host); restored after."""
     values = {CLUSTER_MODE_ENV: "0"}
     if os.environ.get(AUTH_MODE_ENV, "").lower() != "disabled" and not os.environ.get(TOKEN_ENV) \
             and not os.environ.get(TOKEN_PATH_ENV):
