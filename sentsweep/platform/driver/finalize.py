@@ -57,8 +57,7 @@ FINAL_EVAL_JSON = "final_eval.json"
 
 @contextlib.contextmanager
 def best_weights(result: Result, mode: str) -> Iterator[Path]:
-    """A local folder with the trial's best weights: its registered checkpoint's ``model/`` or its ``best/``
-    (:func:`~sentsweep.trainables.checkpoints.pick_best`), downloaded for the duration when remote."""
+    """A local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote."""
     source = pick_best(checkpoint_folder(result), BestFolder(trial_folder(result).child(BEST_DIR)), mode)
     if source is None:
         raise FileNotFoundError(f"trial {(result.metrics or {}).get('trial_id')} kept no best weights")
@@ -135,8 +134,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
 
 def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                  echo: Callable[[str], None] = print) -> None:
-    """The sweep folder's retention for the search and the confirmation stage; the trial whose weights finalize used
-    keeps them in either."""
+    """The sweep folder's retention for both stages; the trial whose weights finalize used keeps them."""
     keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
     for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
         if results is not None:

@@ -132,8 +132,7 @@ def stale_sessions(root: Path, alive: Callable[[Driver], bool] = driver_alive) -
 
 
 def holders(session_dir: Path, processes: Iterable[Any]) -> list[int]:
-    """The pids of ``processes`` (each with psutil's ``pid`` and ``open_files()``) holding a file under
-    ``session_dir`` open (those that cannot be read: skipped)."""
+    """The pids of ``processes`` (psutil's) holding a file under ``session_dir`` open (unreadable ones: skipped)."""
     inside = str(session_dir.resolve()) + os.sep
     found = []
     for process in processes:
@@ -211,8 +210,8 @@ def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_a
 
 
 def tidy_local_ray(session_dir: str | None) -> None:
-    """Mark the session folder of the local Ray this driver started, and end what killed drivers' local Rays left
-    beside it. Best effort: a failure is logged, and the sweep goes on."""
+    """Mark this driver's local Ray session folder, and end what killed drivers' local Rays left beside it (best
+    effort)."""
     if not session_dir:
         return
     try:
