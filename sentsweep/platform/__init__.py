@@ -1,12 +1,5 @@
-"""The sweep platform: Ray Tune + Optuna + ASHA, with MLflow as a view of the sweep folder.
-
->>> from sentsweep.platform import load_sweep_config, run_sweep      # doctest: +SKIP
->>> outcome = run_sweep(load_sweep_config("configs/demo.yaml"))      # doctest: +SKIP
-
-Sub-packages, each naming its public face in its ``__init__``: ``driver`` (run, resume and sync a sweep; the only
-part that imports the others), ``search``, ``confirm``, ``folder``, ``tracking`` and ``report``. Below them lie the
-modules every part reads: ``config``, ``location``, ``identity``, ``results``, ``objectives`` and ``s3``. Names are
-imported lazily, so ``import sentsweep.platform`` loads neither Ray nor MLflow.
+"""The sweep platform: Ray Tune + Optuna + ASHA, with MLflow as a view of the sweep folder. Sub-packages name their
+public faces in their ``__init__``; names are imported lazily, so importing the package loads neither Ray nor MLflow.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""The sweep config: a typed, validated YAML file (see ``configs/demo.yaml``).
-
->>> config = load_sweep_config("configs/demo.yaml")          # doctest: +SKIP
->>> config.method, config.num_samples, config.scheduler.type  # doctest: +SKIP
-('cosent', 8, 'asha')
-
-Every error a user can make raises :class:`~sentsweep.errors.ConfigError` naming the field and the file (and the
-line, for YAML syntax). :meth:`SweepConfig.resolved` makes relative paths absolute, because Ray runs each trial in
-its own working directory, and moves credentials off the URIs (``http://user:pass@mlflow:5000``) into the standard
-environment variables, so a resolved config holds none. The nested sections live in :mod:`.config_sections`.
+"""The sweep config: a typed, validated YAML file (see ``configs/demo.yaml``); every error names the field and the file.
+:meth:`SweepConfig.resolved` makes paths absolute and moves credentials off the URIs into the environment.
 """
 
 from __future__ import annotations
@@ -54,12 +46,10 @@ __all__ = [
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
 SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 
+#: The URI fields that may carry credentials, with the kind of each: :meth:`SweepConfig.resolved` takes them off.
 CREDENTIAL_FIELDS: tuple[tuple[str, UriKind], ...] = (
     ("tracking.uri", "tracking"), ("tracking.artifact_location", "storage"), ("storage_path", "storage"),
-    ("storage_endpoint_url", "storage"), ("warm_start", "storage"),
-)
-"""The URI fields that may carry credentials, by dotted name, with the kind of each: :meth:`SweepConfig.resolved`
-takes them off, ``sentsweep submit`` refuses them."""
+    ("storage_endpoint_url", "storage"), ("warm_start", "storage"))
 
 
 class SweepConfig(ConfigSection):
@@ -160,8 +150,7 @@ class SweepConfig(ConfigSection):
 
     @model_validator(mode="after")
     def _metric_follows_the_dev_set(self) -> SweepConfig:
-        """Without ``metric`` (and ``objectives``), the sweep ranks by the metric of ``fixed.dev_data``, which its
-        trials select on and report."""
+        """Without ``metric`` (and ``objectives``), the sweep ranks by the metric of ``fixed.dev_data``."""
         if "metric" in self.model_fields_set or self.objectives is not None:
             return self
         from sentsweep.trainables.trial_config import DEV_SETS
@@ -171,8 +160,7 @@ class SweepConfig(ConfigSection):
 
     @model_validator(mode="after")
     def _check_objectives(self) -> SweepConfig:
-        """``objectives`` checked; the first one is ``metric`` and ``mode``, which the config may repeat but not
-        contradict."""
+        """The first objective is ``metric`` and ``mode``, which the config may repeat but not contradict."""
         if self.objectives is None:
             return self
         from sentsweep.platform.objectives import check_objectives, extra_dev_sets
@@ -198,15 +186,12 @@ class SweepConfig(ConfigSection):
     @property
     def objective_list(self) -> tuple[Objective, ...]:
         """The sweep's objectives; empty for a single-metric sweep."""
-        if not self.objectives:
-            return ()
         from sentsweep.platform.objectives import parse_objective
 
-        return tuple(parse_objective(e) for e in self.objectives)
+        return tuple(parse_objective(e) for e in self.objectives or ())
 
     @property
     def modes(self) -> list[str]:
-        """The mode of each objective (``[mode]`` for a single-metric sweep)."""
         return [o.mode for o in self.objective_list] or [self.mode]
 
     @property
@@ -273,8 +258,7 @@ class SweepConfig(ConfigSection):
 
     def refuse_stray_credentials(self) -> None:
         """A :class:`ConfigError` naming the field (never the value) when a string outside
-        :data:`CREDENTIAL_FIELDS` carries a password in a URI's user-info: nothing takes it off there, and those
-        values go into every trial's params and MLflow's."""
+        :data:`CREDENTIAL_FIELDS` carries a password in a URI's user-info (it would reach every trial's params)."""
         from sentsweep.credentials import mask_uri
 
         split = {name for name, _ in CREDENTIAL_FIELDS}
@@ -285,17 +269,12 @@ class SweepConfig(ConfigSection):
                                   "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and a URI without them", field=field)
 
     def credential_uris(self) -> list[tuple[str, UriKind, str | None]]:
-        """``(field, kind, value)`` of each of :data:`CREDENTIAL_FIELDS`."""
         return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
 
     def worker_credentials(self, ray_address: str | None, forward: bool = False) -> dict[str, str]:
-        """What the workers get in the ``runtime_env`` when ``ray.init(address=ray_address)`` joins a running
-        cluster: the variables :meth:`resolved` took off this config's URIs, but the tracking server's (the driver
-        alone writes to MLflow). A Ray started here inherits them instead.
-
-        Only with ``forward`` (``--forward-credentials``): Ray's Jobs API returns a job's ``runtime_env`` to anyone
-        who can reach the cluster's dashboard. Without it, credentials that would be sent are a
-        :class:`ConfigError` naming the variables (never a value), before anything starts."""
+        """What a joined cluster's workers get in the ``runtime_env``: the variables :meth:`resolved` took off this
+        config's URIs, but the tracking server's. Only with ``forward``, since Ray's Jobs API shows a job's
+        ``runtime_env`` to anyone who can reach the dashboard; else a :class:`ConfigError` naming the variables."""
         if not joins_ray_cluster(ray_address):
             return {}
         sent = {name: os.environ[name] for name, field in self._credential_env.items()
@@ -314,7 +293,6 @@ class SweepConfig(ConfigSection):
 
 
 def _strings(value: Any, field: str = "") -> list[tuple[str, str]]:
-    """``(dotted field, string)`` of every string in a dumped config."""
     if isinstance(value, str):
         return [(field, value)]
     if isinstance(value, dict):

@@ -24,11 +24,8 @@ class SchedulerConfig(ConfigSection):
 
     type: Literal["asha", "fifo"] = Field("asha", description="asha stops weak trials at their dev evaluations; fifo "
                                                                "runs every trial to its end")
-    #: 2, not 1: in the recorded CoSENT table (bench/data/cosent_grid.csv, docs/benchmarks.md) the best
-    #: configuration (a high learning rate) is behind at its first dev evaluation and ahead from its second, so a
-    #: grace of 1 stops it early: TPE + ASHA found it in 1 of 30 replays at grace 1, in 11 of 30 at grace 2. The full
-    #: 100-step table (bench/data/cosent_grid_100steps.csv) agrees: its best points (cls pooling) start low, and
-    #: TPE + ASHA reaches them in 27% of replays at grace 1, 60% at grace 2 (grace 3: 70%, at more trial-seconds).
+    #: 2, not 1: in the recorded CoSENT tables (docs/benchmarks.md) the best configurations are behind at their first
+    #: dev evaluation and ahead from their second; TPE + ASHA found them in 1 of 30 replays at grace 1, 11 at grace 2.
     grace_period: int = Field(2, ge=1, description="dev evaluations a trial gets before ASHA may stop it")
     reduction_factor: float = Field(2.0, gt=1, description="ASHA keeps the best 1/factor of the trials at each rung")
     max_t: int = Field(10_000, ge=1, description="places the rungs (grace * factor^k below max_t); "
@@ -102,11 +99,7 @@ class ReferenceConfig(ConfigSection):
 
 
 class BudgetConfig(ConfigSection):
-    """A sweep's compute budget, counted across resumes, never downtime.
-
-    ``gpu_hours``: the trials' compute, GPU-seconds (seconds x GPUs held) for trials holding a GPU and wall
-    seconds for CPU-only trials; ``wall_hours``: the driver's time while the sweep ran. When either is spent
-    no new trial starts and Tune stops the running ones."""
+    """A sweep's compute budget, counted across resumes, never downtime."""
 
     gpu_hours: float | None = Field(None, gt=0, description="trial compute to spend: GPU-hours, or wall hours for "
                                                              "CPU-only trials (null: no limit)")
@@ -123,13 +116,11 @@ class ConvergenceConfig(ConfigSection):
                                    "measured in the sweep from the first point's replicas)")
     noise_seeds: int = Field(2, ge=1, le=5, description="further seeds the first point runs with to measure "
                              "the noise (when noise_sd is null); they count among num_samples")
-    #: 20, Optuna's own ``Terminator`` minimum: replayed on the 30-step CoSENT table (docs/benchmarks-search.md), 10
-    #: let the regret bound end TPE sweeps on the plateau around the paper's defaults (within one noise sd of the
-    #: best in 10-17% of seeds against 33-40% for the fixed budget); 20 kept the fixed budget's share.
+    #: 20, Optuna's own ``Terminator`` minimum: on the CoSENT table 10 let the regret bound end TPE sweeps on the
+    #: plateau around the paper's defaults; 20 kept the fixed budget's share (docs/benchmarks-search.md).
     min_trials: int = Field(20, ge=2, description="finished trials before the terminator is asked")
-    #: The regret bound by default: replayed over 100 seeds on the multi-view table, EMMR without ASHA ends a 32-trial
-    #: TPE sweep earlier and saves about a third of its trial-seconds, but fewer seeds end within one noise sd of the
-    #: best (docs/benchmarks-search.md).
+    #: The regret bound by default: EMMR ends sweeps earlier, but fewer end within one noise sd of the best
+    #: (docs/benchmarks-search.md).
     evaluator: Literal["regret_bound", "emmr"] = Field(
         "regret_bound", description="the improvement compared with the noise: Optuna's regret bound, or emmr "
         "(expected minimum model regret: stops earlier, at some cost in the best found)")

@@ -1,6 +1,4 @@
-"""A sweep's owner: ``$SENTSWEEP_OWNER`` when set (``sentsweep submit`` sets it to the submitting user), else the
-login name of the process. The manifest records it when the folder is created.
-"""
+"""A sweep's owner, which its manifest records: ``$SENTSWEEP_OWNER`` (``sentsweep submit`` sets it), else the login."""
 
 from __future__ import annotations
 

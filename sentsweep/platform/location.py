@@ -1,14 +1,6 @@
-"""Sweep folders: where Ray keeps a sweep (local or S3/MinIO) and the manifest that resumes it.
-
-A sweep folder is Ray Tune's experiment folder ``<storage_path>/<sweep name>`` plus ``sentsweep_sweep.json``: the
-validated config, the MLflow parent run and experiment, and the tracking URI, so that ``sentsweep resume SWEEP_DIR``
-needs nothing else. On S3 with a custom endpoint (MinIO) Ray gets the prefix-stripped path with a
-:class:`pyarrow.fs.S3FileSystem`, as its storage docs prescribe.
-
-The state a sweep keeps in its folder is written whole or not at all (a temporary file renamed over the old one, or
-one PUT). Only a missing file reads as absent; any other ``OSError`` is tried again a few times and then is a
-:class:`~sentsweep.errors.StorageError` naming the file, never "absent", which would start a count, a search or a
-sweep afresh over the one stored.
+"""Sweep folders: Tune's experiment folder (local or S3/MinIO) and the manifest that resumes it. A read that fails
+other than "not found" is tried again, then a :class:`~sentsweep.errors.StorageError`, never "absent" (which would
+start a count, a search or a sweep afresh over the one stored).
 """
 
 from __future__ import annotations
@@ -113,8 +105,7 @@ class SweepLocation:
         """The folder's file system and its path there."""
         if self.filesystem is not None:
             return self.filesystem, self.fs_path
-        fs, path = pyarrow.fs.FileSystem.from_uri(self.uri)
-        return fs, path
+        return pyarrow.fs.FileSystem.from_uri(self.uri)
 
     def file_uri(self, filename: str) -> str:
         return posixpath.join(self.uri, filename)
@@ -136,7 +127,6 @@ class SweepLocation:
             return stream.readall()
 
     def read_optional(self, filename: str) -> bytes | None:
-        """``filename``'s bytes, None when it does not exist (:func:`read_or_none`)."""
         return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
 
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
@@ -179,8 +169,8 @@ class SweepLocation:
 
 
 def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
-    """The :class:`SweepLocation` of an existing or new sweep folder ``uri``; on a custom S3 endpoint (MinIO:
-    ``http://minio:9000``) Ray gets the prefix-stripped path with an S3 filesystem there."""
+    """The :class:`SweepLocation` of a sweep folder ``uri``; on a custom S3 endpoint (MinIO: ``http://minio:9000``)
+    Ray gets the prefix-stripped path with an S3 filesystem there, as its storage docs prescribe."""
     uri = uri.rstrip("/")
     if "://" not in uri:
         path = Path(uri).expanduser().resolve()

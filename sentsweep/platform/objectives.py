@@ -1,24 +1,6 @@
-"""Multi-objective sweeps: the ``objectives:`` of a sweep config, and each objective's value in a trial's report.
-
->>> parse_objective("compute_seconds min")
-Objective(metric='compute_seconds', mode='min')
-
-``objectives: ["stsb_dev max", "compute_seconds min"]`` searches for the trade-off between several objectives. The
-first is the sweep's ``metric`` and ``mode``: what Tune and ASHA rank by, what the confirmation stage re-runs, and
-what picks the trial the final evaluation and export use (it is always on the Pareto front). The searcher is told
-every objective of a finished trial; the Pareto front of the finished trials is tagged, plotted and compared.
-
-The first objective is the trial's dev metric; the others another dev metric (whose set the trials then score too,
-:func:`extra_dev_sets`) or a cost of :data:`COST_METRICS`, derived from each report: ``compute_seconds`` (Tune's
-``time_total_s`` x the GPUs held, or seconds alone on CPU: what ``budget.gpu_hours`` counts) and ``gpu_seconds``.
-A further dev metric's value is the one at the trial's *selected* report (:func:`select_report`: the weights it
-keeps); its costs are its final report's.
-
-A point *a* dominates *b* when it is at least as good in every objective and strictly better in one (Deb et al.,
-2002, NSGA-II, Sec. III-A); the Pareto front is the set of points no other point dominates:
-
->>> pareto_front([(80.0, 30.0), (82.0, 50.0), (79.0, 40.0)], ["max", "min"])
-[0, 1]
+"""Multi-objective sweeps: the ``objectives:`` of a sweep config, each objective's value in a trial's report, and the
+Pareto front: a point *a* dominates *b* when it is at least as good in every objective and strictly better in one
+(Deb et al., 2002, NSGA-II, Sec. III-A).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""What a sweep produced (:class:`SweepOutcome`), the confirmation stage's decision, and the seeds' statistics.
-
-A configuration the search ranked among its best is re-run with further seeds (:mod:`.confirm`); its further
-seeds' values ``x_1..x_n`` of the sweep's metric give
-
-- the mean ``m = sum(x_i) / n`` and the sample standard deviation ``s`` (``n - 1`` in the denominator);
-- the 95% interval of the mean from Student's t distribution: ``m +- t(0.975, n - 1) * s / sqrt(n)``
-  (undefined, so infinitely wide, for one seed).
-
-The search's own run is left out of these figures: the configuration was selected *because* that run scored
-high, so counting it again would inflate the mean and widen the interval (the winner's curse). It is kept apart
-(:attr:`Candidate.search_run`, the ``search`` figures of the stage's tables). No Ray and no MLflow here: the
-driver fills these, and the report reads them.
+"""What a sweep produced (:class:`SweepOutcome`) and the confirmation stage's decision. A candidate's further seeds
+``x_1..x_n`` give the mean, the sample sd (``n - 1``) and the 95% interval ``m +- t(0.975, n - 1) * s / sqrt(n)``;
+the search's own run is left out (it was selected on its value: the winner's curse).
 """
 
 from __future__ import annotations

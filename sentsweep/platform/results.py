@@ -1,8 +1,5 @@
 """How the platform reads a trial's Tune results (the final report, a failure, a draining report, a metric), and
 whether a study's trial came from a warm start.
-
-Every sub-package reads results the same way, so these readers live below all of them; :mod:`sentsweep.trainables`
-writes what they read.
 """
 
 from __future__ import annotations

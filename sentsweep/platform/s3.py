@@ -1,6 +1,4 @@
-"""The one place an S3 client is built for a sweep folder on ``s3://``, with the environment's credentials; a
-custom endpoint (MinIO, moto) gets path-style addressing.
-"""
+"""The one place an S3 client is built for a sweep folder on ``s3://``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The stop signals of the sweep this process drives, where the code Tune unpickles from ``tuner.pkl`` (its
-callbacks and stoppers) finds them: the driver registers its :class:`~sentsweep.platform.driver.interrupt.StopSignals`
-here for the span of :func:`~sentsweep.platform.driver.interrupt.graceful_stops`."""
+"""The stop signals of the sweep this process drives, where the code Tune unpickles from ``tuner.pkl`` finds them."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def test_compute_is_each_trials_latest_time_total_times_the_gpus_it_holds() -> N
     budget.see("b", _result(8.0))  # CPU only: its seconds
     budget.see("c", _result(4.0, gpus=2.0))
     budget.see("d", {})  # no report yet
-    assert budget.compute_seconds() == 5.0 + 8.0 + 8.0
+    assert budget.figures()["budget_compute_seconds"] == 5.0 + 8.0 + 8.0
     budget.see("a", _result(30.0, gpus=0.5))  # the latest result replaces the one counted, it does not add to it
     assert budget.figures() == {"budget_compute_seconds": 31.0, "budget_gpu_seconds": 23.0,
                                 "budget_trial_seconds": 42.0, "budget_wall_seconds": 0.0}
@@ -70,7 +70,7 @@ def test_a_resume_continues_from_the_restored_trials_and_never_counts_downtime()
         first_clock.now = 150.0
         assert not stopper.stop_all()
         saved, snapshot = stopper.get_state(), pickle.dumps(stopper)
-    assert first.compute_seconds() == 25.0 and first.wall_seconds == 50.0
+    assert first.figures()["budget_compute_seconds"] == 25.0 and first.wall_seconds == 50.0
 
     second_clock = Clock(90_000.0)  # a new process, hours later
     with driving("toy-1", SweepBudget(BudgetConfig(gpu_hours=1.0, wall_hours=1.0), clock=second_clock)) as second:
@@ -80,11 +80,12 @@ def test_a_resume_continues_from_the_restored_trials_and_never_counts_downtime()
         # trial a restarts from the checkpoint it wrote at 15 s: Tune's time_total_s goes on from there
         trials = [FakeTrial("a", _result(20.0, gpus=1.0)), FakeTrial("b", _result(5.0, gpus=1.0))]
         restored.on_step_begin(1, trials)
-        assert second.compute_seconds() == 25.0, "the restored trials' count, not zero"
+        assert second.figures()["budget_compute_seconds"] == 25.0, "the restored trials' count, not zero"
         restored("a", _result(15.0 + 9.0, gpus=1.0))
         second_clock.now = 90_030.0
         assert not restored.stop_all()
-    assert second.compute_seconds() == 24.0 + 5.0, "Tune's figure for the trial: its redone seconds count once"
+    assert second.figures()["budget_compute_seconds"] == 24.0 + 5.0, \
+        "Tune's figure for the trial: its redone seconds count once"
     assert second.wall_seconds == 50.0 + 30.0, "the downtime between the sessions is not counted"
 
 

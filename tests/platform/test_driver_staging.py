@@ -82,13 +82,13 @@ def test_the_callback_sheds_finished_trials_only_and_keeps_errored_ones(tmp_path
         upload(trial, list(LOGGER_FILES))
     finished.set_status(Trial.TERMINATED)
     errored.set_status(Trial.ERROR)
-    callback = ShedUploadedTrialFiles(check_every_s=0.0)
+    callback = ShedUploadedTrialFiles(delay_s=0.0)
     callback.on_trial_complete(0, [finished, errored], finished)
     callback.on_trial_error(0, [finished, errored], errored)
     callback.on_step_end(1, [finished, errored])
     assert local_names(finished) == {"error.txt"}
     assert local_names(errored) == {*LOGGER_FILES, "error.txt"}
-    assert callback.__getstate__()["_finished"] == {}  # nothing of the trials goes into tuner.pkl
+    assert callback.__getstate__()["_ended"] == {}  # nothing of the trials goes into tuner.pkl
 
 
 @dataclass(eq=False)

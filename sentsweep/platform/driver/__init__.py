@@ -1,7 +1,5 @@
-"""Run and resume a sweep: the Tuner and its callbacks, signals and graceful stops, the budget, the local Ray, the
-checks before Ray starts, the confirmation stage, finalize and sync.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
+"""Run and resume a sweep. The names below are imported on first use, so importing the package loads neither Ray nor
+MLflow.
 """
 
 from __future__ import annotations

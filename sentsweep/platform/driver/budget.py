@@ -1,11 +1,5 @@
-"""A sweep's compute budget (``budget: {gpu_hours, wall_hours}``) as a Ray Tune ``Stopper`` (docs/architecture.md,
-"Budgets that survive a resume").
-
-``gpu_hours`` counts each trial's ``time_total_s`` x the GPUs it holds (the ``compute_seconds`` objective), summed
-over trials, as Tune restores them: downtime is never counted, and work redone after a crash counts once.
-``wall_hours`` counts the driver's time in Tune's loop over all sessions, kept in Tune's callback state. Tune pickles
-the stopper and a restore may hand back either copy, so it holds only the sweep's name and counts into the driver's
-:class:`SweepBudget` of this session (:func:`driving`), which has the limits of the config the sweep runs with now.
+"""A sweep's compute budget as a Ray Tune ``Stopper`` (docs/architecture.md, "Budgets that survive a resume"). Tune
+pickles the stopper, so it holds only the sweep's name and counts into the :class:`SweepBudget` :func:`driving` names.
 """
 
 from __future__ import annotations
@@ -13,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback, Stopper
@@ -44,42 +39,35 @@ def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, f
     return {name: float(sum(column)) for name, column in zip(names, columns, strict=True)}
 
 
+@dataclass
 class SweepBudget:
     """The budget of one sweep in its driver, for one session: the limits, the count, whether it is spent;
     ``clock`` gives seconds (monotonic), ``echo`` prints the line of a stop."""
 
-    def __init__(self, budget: BudgetConfig, clock: Callable[[], float] = time.monotonic,
-                 echo: Callable[[str], None] = print) -> None:
-        self.budget = budget
-        self.clock = clock
-        self.echo = echo
-        self.trials: dict[str, tuple[float, float, float]] = {}  # trial id -> its compute, GPU, wall seconds
-        self.wall_seconds = 0.0  # the driver's time in Tune's loop, earlier sessions included
-        self.spent: str | None = None  # why this session stopped the sweep (None: not stopped)
-        self.earlier: str | None = None  # the stop an earlier session recorded (restored with Tune's state)
-        self.ran = False  # whether Tune's loop ran in this session
-        self._tick: float | None = None
+    budget: BudgetConfig
+    clock: Callable[[], float] = time.monotonic
+    echo: Callable[[str], None] = print
+    trials: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # trial id -> trial_compute()
+    wall_seconds: float = 0.0  # the driver's time in Tune's loop, earlier sessions included
+    spent: str | None = None  # why this session stopped the sweep (None: not stopped)
+    earlier: str | None = None  # the stop an earlier session recorded (restored with Tune's state)
+    ran: bool = False  # whether Tune's loop ran in this session
+    _tick: float | None = None
 
     def restore(self, state: Mapping[str, Any]) -> None:
-        """Continue from an earlier session's state (:meth:`state`, which Tune saved)."""
+        """Continue from an earlier session's :meth:`state`, which Tune saved."""
         self.wall_seconds = float(state.get("wall_seconds", 0.0))
         self.earlier = state.get("stopped")
 
     def state(self) -> dict[str, Any]:
-        """What a resume continues from: the driver's time so far and the last stop's reason."""
         return {"wall_seconds": self.wall_seconds, "stopped": self.spent or self.earlier}
 
     def start(self) -> None:
-        """Tune's loop begins: the driver's clock runs from here."""
         self.ran = True
         self._tick = self.clock()
 
     def see(self, trial_id: str, result: Mapping[str, Any] | None) -> None:
-        """Count ``result`` as the latest result of trial ``trial_id`` (replacing the one counted before)."""
         self.trials[trial_id] = trial_compute(result)
-
-    def compute_seconds(self) -> float:
-        return sum(compute for compute, _, _ in self.trials.values())
 
     def check(self) -> bool:
         """Count the driver's time since the last check; whether the budget is spent (said once, then kept)."""
@@ -95,7 +83,7 @@ class SweepBudget:
 
     def exceeded(self) -> str | None:
         """Why the budget is spent by the count (None while it is not): the first limit reached."""
-        limits = (("gpu_hours", self.budget.gpu_hours, self.compute_seconds()),
+        limits = (("gpu_hours", self.budget.gpu_hours, sum(compute for compute, _, _ in self.trials.values())),
                   ("wall_hours", self.budget.wall_hours, self.wall_seconds))
         for name, hours, used in limits:
             if hours is not None and used >= hours * 3600:

@@ -1,12 +1,5 @@
 """The driver's Tune callbacks besides the trials' runs: progress and failure lines, the stop watch, and the storage
-kept from growing with the number of ended trials (docs/architecture.md, "Checkpoints").
-
-Tune pickles its callbacks into ``tuner.pkl``, so none keeps trials in its pickled state, and those that act for the
-driver find it through :func:`~sentsweep.platform.driver.interrupt.active_stops`, also after a restore. Tune uploads
-the driver's whole staging folder at every snapshot, so :class:`ShedUploadedTrialFiles` deletes a finished trial's
-logger files there once the storage holds them (docs/benchmarks.md, "500 trials on the local cluster"), and
-:class:`UploadLogsBeforeRestart` uploads a restarting trial's result files before Tune's loggers copy the storage's
-older ones back. :class:`TrimEndedTrials` keeps an ended trial's best weights alone.
+kept from growing with the ended trials. Tune pickles them into ``tuner.pkl``, so none keeps trials in its state.
 """
 
 from __future__ import annotations
@@ -40,14 +33,12 @@ logger = logging.getLogger(__name__)
 #: The files Tune's default logger callbacks write per trial (and nothing a resume or the tracking callback reads).
 LOGGER_FILES = ("result.json", "progress.csv", "params.json", "params.pkl")
 LOGGER_PREFIXES = ("events.out.tfevents",)
-#: The files Tune's logger callbacks copy from the storage over the staging folder when a trial restarts.
-RESTORED_LOGGER_FILES = ("result.json", "progress.csv")
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
     """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping."""
-    return [ProgressCallback(config.metric, config.mode, num_samples, label_prefix=label_prefix),
-            FailureLines(label_prefix), StopWatch(), UploadLogsBeforeRestart(), *storage_trimming(config)]
+    return [ProgressCallback(config.metric, config.mode, num_samples, label_prefix=label_prefix), StopWatch(),
+            UploadLogsBeforeRestart(), *storage_trimming(config)]
 
 
 class StopWatch(Callback):
@@ -55,38 +46,20 @@ class StopWatch(Callback):
     its drain with Tune's results and steps, and ends ``fit`` (:class:`LockLost`) once the driver lost its lock."""
 
     def setup(self, **info: Any) -> None:
-        stops = active_stops()
-        if stops is not None:
+        if (stops := active_stops()) is not None:
             stops.watch_sigint()
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
-        stops = active_stops()
-        if stops is not None and stops.drain is not None:
+        if (stops := active_stops()) is not None and stops.drain is not None:
             stops.drain.on_result(trial.trial_id, result)
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        stops = active_stops()
-        if stops is not None and stops.superseded is not None:
-            # the lock was lost: Tune stops now, with no drain and no final save of its state
+        if (stops := active_stops()) is None:
+            return
+        if stops.superseded is not None:  # the lock was lost: Tune stops now, with no drain and no final save
             raise LockLost(stops.superseded)
-        if stops is not None and stops.drain is not None:
+        if stops.drain is not None:
             stops.drain.step(trials)
-
-
-class FailureLines(Callback):
-    """One line per deterministically failed trial instead of Ray's tracebacks, ``trial t03 failed (not retried):
-    DataError: ...``, with what Optuna was told when it was infeasible (:mod:`sentsweep.trainables.infeasible`)."""
-
-    def __init__(self, label_prefix: str = SEARCH_PREFIX) -> None:
-        self.label_prefix = label_prefix
-
-    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        if is_failed(trial.last_result):
-            kind = infeasibility(trial.last_result)
-            told = f"; Optuna told: infeasible ({kind})" if kind else ""
-            label = label_of(trials, trial, self.label_prefix)
-            print(f"trial {label} failed (not retried): {failure_reason(trial.last_result)}{told}",
-                  file=sys.stdout, flush=True)
 
 
 def label_of(trials: list[Trial], trial: Trial, prefix: str = SEARCH_PREFIX) -> str:
@@ -95,12 +68,8 @@ def label_of(trials: list[Trial], trial: Trial, prefix: str = SEARCH_PREFIX) -> 
 
 
 class ProgressCallback(Callback):
-    """One line whenever a trial ends, and every ``every_s`` seconds in between::
-
-        [  41s] 5/8 trials: 2 finished, 2 running, 1 pruned, 0 failed | best stsb_dev 78.41 (t03)
-
-    and one line when a trial resumed elsewhere than the checkpoint Tune named
-    (:mod:`sentsweep.trainables.restore_note`)."""
+    """A progress line whenever a trial ends and every ``every_s`` seconds, a line when a trial resumed elsewhere
+    than the checkpoint Tune named, and a line per deterministically failed trial instead of Ray's tracebacks."""
 
     def __init__(self, metric: str, mode: str, num_samples: int, every_s: float = 30.0,
                  label_prefix: str = SEARCH_PREFIX) -> None:
@@ -126,7 +95,6 @@ class ProgressCallback(Callback):
         return text + (f" | best {self.metric} {best[1]:.2f} ({best[0]})" if best is not None else "")
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
-        """The best value any trial reported so far, and its trial's label."""
         found: tuple[str, float] | None = None
         for number, trial in enumerate(trials, 1):
             result = trial.last_result or {}
@@ -152,22 +120,23 @@ class ProgressCallback(Callback):
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials, ending=trial)
+        if is_failed(trial.last_result):
+            kind = infeasibility(trial.last_result)
+            told = f"; Optuna told: infeasible ({kind})" if kind else ""
+            print(f"trial {label_of(trials, trial, self.label_prefix)} failed (not retried): "
+                  f"{failure_reason(trial.last_result)}{told}", file=sys.stdout, flush=True)
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials)
 
 
-def _on_remote_storage(trial: Trial) -> bool:
-    import pyarrow.fs
-
-    storage = trial.storage
-    return storage is not None and not isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem)
-
-
 def shed_uploaded(trial: Trial) -> bool:
     """Delete ``trial``'s logger files from the driver's staging folder where its storage folder holds a file of the
     same name and size; whether none is left to shed (False: try again later)."""
-    if not trial.local_path or not _on_remote_storage(trial):
+    import pyarrow.fs
+
+    storage = trial.storage
+    if not trial.local_path or storage is None or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
         return True
     folder = Path(trial.local_path)
     files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name in LOGGER_FILES or
@@ -175,9 +144,6 @@ def shed_uploaded(trial: Trial) -> bool:
         if folder.is_dir() else []
     if not files:
         return True
-    import pyarrow.fs
-
-    storage = trial.storage
     try:
         infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
                                                           for p in files])
@@ -192,34 +158,47 @@ def shed_uploaded(trial: Trial) -> bool:
     return left == 0
 
 
-class ShedUploadedTrialFiles(Callback):
-    """Every ``check_every_s`` seconds, :func:`shed_uploaded` for the trials that have finished."""
+class EndedTrialsChore(Callback):
+    """Does :meth:`chore` for each trial that ended normally, ``delay_s`` after it ended, and again ``delay_s`` after
+    each time the storage failed (the chore returned False). Tune pickles the callback without its trials."""
 
-    def __init__(self, check_every_s: float = 30.0) -> None:
-        self.check_every_s = check_every_s
-        self._finished: dict[str, Trial] = {}
-        self._last_check = time.monotonic()
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self._ended: dict[str, tuple[float, Trial]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_finished": {}}
+        return {**self.__dict__, "_ended": {}}
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        if _on_remote_storage(trial):
-            self._finished[trial.trial_id] = trial
+        self._ended[trial.trial_id] = (time.monotonic(), trial)
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         now = time.monotonic()
-        if not self._finished or now - self._last_check < self.check_every_s:
-            return
-        self._last_check = now
-        for trial_id, trial in list(self._finished.items()):
-            if trial.status != Trial.TERMINATED or shed_uploaded(trial):
-                del self._finished[trial_id]
+        for trial_id, (ended, trial) in list(self._ended.items()):
+            if now - ended < self.delay_s:
+                continue
+            if trial.status != Trial.TERMINATED or trial.storage is None or self.chore(trial):  # errored, or done
+                del self._ended[trial_id]
+            else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
+                self._ended[trial_id] = (now, trial)
+
+    def chore(self, trial: Trial) -> bool:
+        raise NotImplementedError
+
+
+class ShedUploadedTrialFiles(EndedTrialsChore):
+    """:func:`shed_uploaded` for each finished trial."""
+
+    def __init__(self, delay_s: float = 30.0) -> None:
+        super().__init__(delay_s)
+
+    def chore(self, trial: Trial) -> bool:
+        return shed_uploaded(trial)
 
 
 class UploadLogsBeforeRestart(Callback):
-    """Before a trial restarts from a checkpoint, upload its :data:`RESTORED_LOGGER_FILES` from the staging folder
-    (Tune calls the sweep's callbacks before its own loggers, which then copy the storage's files back)."""
+    """Before a trial restarts from a checkpoint, upload its ``result.json`` and ``progress.csv`` from the staging
+    folder (Tune calls the sweep's callbacks before its own loggers, which then copy the storage's files back)."""
 
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         storage = trial.storage
@@ -228,7 +207,7 @@ class UploadLogsBeforeRestart(Callback):
         import pyarrow.fs
 
         try:
-            for name in RESTORED_LOGGER_FILES:
+            for name in ("result.json", "progress.csv"):
                 local = Path(trial.local_path, name)
                 if local.is_file():
                     storage.storage_filesystem.create_dir(storage.trial_fs_path)
@@ -248,31 +227,15 @@ def storage_trimming(config: SweepConfig) -> list[Callback]:
     return [TrimEndedTrials(config.mode, settings.trim_ended_after_s)]
 
 
-class TrimEndedTrials(Callback):
+class TrimEndedTrials(EndedTrialsChore):
     """``delay_s`` after a trial ended normally, keep its best weights and remove its checkpoints; a storage error is
     a warning, tried again after another delay."""
 
     def __init__(self, mode: str, delay_s: float = 120.0) -> None:
-        self.mode, self.delay_s = mode, delay_s
-        self._ended: dict[str, tuple[float, Trial]] = {}
+        super().__init__(delay_s)
+        self.mode = mode
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_ended": {}}
-
-    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        self._ended[trial.trial_id] = (time.monotonic(), trial)
-
-    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        now = time.monotonic()
-        for trial_id, (ended, trial) in list(self._ended.items()):
-            if now - ended < self.delay_s:
-                continue
-            if trial.status != Trial.TERMINATED or trial.storage is None or self.trim(trial):  # errored, or running
-                del self._ended[trial_id]
-            else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
-                self._ended[trial_id] = (now, trial)
-
-    def trim(self, trial: Trial) -> bool:
+    def chore(self, trial: Trial) -> bool:
         """Keep ``trial``'s best weights alone; whether it is done (False: the storage failed, try later)."""
         storage, checkpoint = trial.storage, trial.checkpoint
         latest = StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None

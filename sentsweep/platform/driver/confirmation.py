@@ -1,11 +1,5 @@
 """The confirmation stage: the search's ``confirm.top_k`` best configurations trained again with ``confirm.seeds``
-further seeds, the winner chosen by ``confirm.rule`` (docs/architecture.md, "Winners that hold").
-
-The stage is a second Tune experiment over the fixed list of configurations in the sweep folder's ``confirmation/``;
-its trials are child runs of the sweep's ``confirmation`` run, which is scheduled as the sweep begins, while MLflow
-answers. Its state file says the search is over and holds the candidates, so a resume reads the search's results
-back and restores the stage's experiment. Every seed's figures are recorded (:func:`record`), the search's own run
-apart: the configuration was selected on its value.
+further seeds, a second Tune experiment in ``confirmation/`` (docs/architecture.md, "Winners that hold").
 """
 
 from __future__ import annotations
@@ -44,9 +38,9 @@ from sentsweep.platform.driver.interrupt import (
     unfinished_trials,
 )
 from sentsweep.platform.driver.specs import describe_settings
-from sentsweep.platform.driver.trainable import trial_dirname, tune_trainable
+from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
-from sentsweep.platform.outcome import ConfirmationOutcome
+from sentsweep.platform.outcome import ConfirmationOutcome, Interval
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
@@ -64,35 +58,26 @@ log = logging.getLogger("sentsweep.platform")
 def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: SweepLocation, run: SweepRun,
                       trainable: TrainableLike) -> Tuner:
     """A Tune experiment over the fixed list ``points``, each trial run as the search runs it."""
-    from ray import tune
     from ray.tune.search import BasicVariantGenerator
 
     # each point replaces the space's values on purpose: Tune's warning about every differing value is noise
     logging.getLogger("ray.tune.search.variant_generator").setLevel(logging.ERROR)
     generator = BasicVariantGenerator(points_to_evaluate=[dict(p) for p in points],
                                       max_concurrent=config.max_concurrent_trials or 0)
-    tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode, search_alg=generator, num_samples=len(points),
-        reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname)
-    run_config = tune.RunConfig(
-        name=stage.name, storage_path=stage.storage_path, storage_filesystem=stage.filesystem,
-        failure_config=tune.FailureConfig(max_failures=config.max_failures),
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
-                                     label_prefix=CONFIRMATION_PREFIX),
-                   *stage_callbacks(config, len(points), CONFIRMATION_PREFIX)],
-        verbose=0)
+    callbacks = [TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
+                                   label_prefix=CONFIRMATION_PREFIX),
+                 *stage_callbacks(config, len(points), CONFIRMATION_PREFIX)]
     # the points replace every value; Tune wants each of their keys in the space
-    return tune.Tuner(tune_trainable(trainable, config), param_space=dict(points[0]), tune_config=tune_config,
-                      run_config=run_config)
+    return build_tuner(trainable, config, stage, dict(points[0]), callbacks, search_alg=generator,
+                       num_samples=len(points))
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                      stops: StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
                      fresh: bool = False) -> ConfirmationOutcome | None:
-    """Run (or continue) the stage; None when it is off or no trial finished. A stop signal during it raises
-    :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew whatever its
-    folder holds: a state (or a ``tuner.pkl`` a restore would unpickle) found there was planted."""
+    """Run (or continue) the stage; None when it is off or no trial finished. A stop signal raises
+    :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew: a state (or
+    a ``tuner.pkl``) found in its folder was planted."""
     from ray import tune
 
     if config.confirm.top_k == 0:
@@ -153,8 +138,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
 
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
-    """Find or create the sweep's ``confirmation`` run (SCHEDULED) while MLflow answers, as the sweep begins; best
-    effort: otherwise the stage creates it as it begins."""
+    """Find or create the sweep's ``confirmation`` run (SCHEDULED) as the sweep begins; best effort: otherwise the
+    stage creates it as it begins."""
     if config.confirm.top_k == 0:
         return
     try:
@@ -183,8 +168,8 @@ def _find_stage_run(sweep: SweepRun) -> str | None:
 
 
 def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation, reason: str) -> None:
-    """End the stage's run KILLED with ``reason`` unless it ended already: the sweep ended for good without the stage
-    (it failed, or finished without it). A run this session did not schedule (``--no-finalize``) is looked up."""
+    """End the stage's run KILLED with ``reason`` unless it ended: the sweep ended for good without the stage. A run
+    this session did not schedule (``--no-finalize``) is looked up."""
     if sweep.stage_run_id is None and config.confirm.top_k > 0:
         try:
             sweep.stage_run_id = _find_stage_run(sweep)
@@ -198,7 +183,6 @@ def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation,
 
 
 def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun:
-    """The stage's run ``run_id``, with the writes an earlier session left in the stage's folder."""
     fs, path = stage_location(location).resolve()
     return SweepRun.attach(sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name, fs, path,
                            runs={sweep.run_id})
@@ -207,15 +191,13 @@ def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,
            echo: Callable[[str], None] = print, labels: dict[str, str] | None = None) -> None:
     """The further seeds' figures (the search's run apart) on the confirmation run per rank and on the sweep's run for
-    the winner, the tables, and a line per configuration naming its search trial by its label (``labels``)."""
+    the winner, the tables, and a line per configuration naming its search trial by its label."""
     metric = config.metric
     labels = labels or {}
     per_rank: dict[str, float] = {}
     for c in outcome.candidates:
         iv = c.interval
-        per_rank.update({f"r{c.rank}_mean": iv.mean, f"r{c.rank}_std": iv.std, f"r{c.rank}_low": iv.low,
-                         f"r{c.rank}_high": iv.high, f"r{c.rank}_n": float(iv.n),
-                         f"r{c.rank}_search": c.search_value})
+        per_rank.update({f"r{c.rank}_{k}": v for k, v in _figures(iv).items()} | {f"r{c.rank}_search": c.search_value})
         named = labels.get(c.trial_id, c.trial_id) + (", " + describe_settings(c.params) if c.params else "")
         echo(f"  #{c.rank} (trial {named}): {metric} "
              f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
@@ -223,10 +205,8 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     run.set_tags({f"sentsweep.confirm.r{c.rank}_trial": c.trial_id for c in outcome.candidates}
                  | {"sentsweep.confirm.rule": outcome.rule, "sentsweep.confirm.winner_rank": str(outcome.winner.rank),
                     "sentsweep.confirm.chosen_trial": outcome.chosen.trial_id})
-    iv = outcome.winner.interval
-    winner_figures = {f"confirmed_{metric}_mean": iv.mean, f"confirmed_{metric}_std": iv.std,
-                      f"confirmed_{metric}_low": iv.low, f"confirmed_{metric}_high": iv.high,
-                      "confirmed_seeds": float(iv.n)}
+    winner_figures = {f"confirmed_{metric}_{k}": v for k, v in _figures(outcome.winner.interval).items() if k != "n"}
+    winner_figures["confirmed_seeds"] = float(outcome.winner.interval.n)
     further = [r for r in outcome.winner.further_runs if math.isfinite(r.value)]
     for key in sorted(set.intersection(*(set(r.metrics) for r in further)) - {metric} if further else ()):
         values = [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]
@@ -256,7 +236,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
 
 
 def _chosen_label(outcome: ConfirmationOutcome) -> str:
-    """The chosen seed's label among the confirmation trials (``c01``), or its id (a search trial's run)."""
+    """The chosen seed's label among the confirmation trials (``c01``), or its id."""
     ids = [str((r.metrics or {}).get("trial_id")) for r in outcome.results or []]
     if outcome.chosen.original or outcome.chosen.trial_id not in ids:
         return outcome.chosen.trial_id
@@ -264,8 +244,7 @@ def _chosen_label(outcome: ConfirmationOutcome) -> str:
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:
-    """``summary.csv`` (one row per configuration: the further seeds' figures, the search's value apart) and
-    ``seeds.csv`` (one row per seed, every figure; the search's run marked ``original`` 1)."""
+    """``summary.csv`` (a row per configuration, the search's value apart) and ``seeds.csv`` (a row per seed)."""
     summary, seeds = folder / "summary.csv", folder / "seeds.csv"
     with summary.open("w", newline="") as out:
         writer = csv.writer(out)
@@ -284,6 +263,10 @@ def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path
             for r in c.runs:
                 writer.writerow([c.rank, r.trial_id, r.seed, int(r.original), r.value,
                                  *[r.metrics.get(k, "") for k in keys if k != config.metric]])
+
+
+def _figures(iv: Interval) -> dict[str, float]:
+    return {"mean": iv.mean, "std": iv.std, "low": iv.low, "high": iv.high, "n": float(iv.n)}
 
 
 def _finite(metrics: dict[str, float]) -> dict[str, float]:

@@ -1,11 +1,5 @@
-"""After the trials: the best trial on the full test suite, plots, the exported model, the registry.
-
-Everything lands on the sweep's parent run: ``best_<metric>``, the ``final_<task>`` metrics and ``best_eval/``,
-``plots/``, and the best weights once, as the MLflow sentence-transformers model ``best_model/`` that
-``register_model`` registers; the best trial's run gets a tag pointing at it, or the weights as ``best/`` when they
-cannot be exported. Then the sweep folder is pruned (:mod:`sentsweep.platform.folder.retention`), the used weights
-kept. Uploads wait in the sweep folder and go in the background, and MLflow is read only when it answers a probe at
-once, so an outage never holds the sweep's end.
+"""After the trials: the best trial on the full test suite, plots, the exported and registered model, then retention.
+MLflow is read only when it answers a probe at once, so an outage never holds the sweep's end.
 """
 
 from __future__ import annotations
@@ -63,8 +57,7 @@ FINAL_EVAL_JSON = "final_eval.json"
 
 @contextlib.contextmanager
 def best_weights(result: Result, mode: str) -> Iterator[Path]:
-    """A local folder with the trial's best weights: its registered checkpoint's ``model/`` or its ``best/``
-    (:func:`~sentsweep.trainables.checkpoints.pick_best`), downloaded for the duration when remote."""
+    """A local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote."""
     source = pick_best(checkpoint_folder(result), BestFolder(trial_folder(result).child(BEST_DIR)), mode)
     if source is None:
         raise FileNotFoundError(f"trial {(result.metrics or {}).get('trial_id')} kept no best weights")
@@ -82,11 +75,9 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     # the confirmed winner's seed closest to its mean, else the best trial (of those that finished, if any)
     best = outcome.confirmation.chosen_result(outcome.results) if outcome.confirmation is not None else None
     # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
-    parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None and outcome.confirmation \
-        else sweep.run_id
-    if best is None:
-        ranked = rank_results(outcome.results, config.metric, config.mode) if outcome.results else []
-        best = ranked[0] if ranked else None
+    parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None else sweep.run_id
+    ranked = rank_results(outcome.results, config.metric, config.mode) if best is None and outcome.results else []
+    best = ranked[0] if ranked else best
     if best is None:
         echo("no trial reported the metric: nothing to evaluate or export")
         return
@@ -100,10 +91,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     earlier = _if_answered(sweep, lambda: sweep.client.get_run(sweep.run_id)) if outcome.best_run_id else None
     recorded = recorded_finals(sweep, earlier, outcome.best_trial_id) if config.final_tasks and earlier else None
     label = best_label(outcome)
-    tags = {BEST_TRIAL_TAG: outcome.best_trial_id, BEST_LABEL_TAG: label}
-    if outcome.best_run_id:
-        tags[BEST_RUN_TAG] = outcome.best_run_id
-    sweep.set_tags(tags)
+    sweep.set_tags({BEST_TRIAL_TAG: outcome.best_trial_id, BEST_LABEL_TAG: label}
+                   | ({BEST_RUN_TAG: outcome.best_run_id} if outcome.best_run_id else {}))
     best_key = f"best_{config.metric}"
     if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
         sweep.log_metrics({best_key: outcome.best_value})
@@ -133,8 +122,11 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
             elif config.register_model and outcome.export_dir:
                 echo(f"'{config.register_model}' is registered once MLflow answers "
                      f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
-        _point_trial_at_weights(sweep, outcome.best_trial_id, outcome.best_run_id, weights,
-                                exported=outcome.export_dir is not None, parent_run_id=parent)
+        if outcome.export_dir is not None:  # the best trial's run names the exported model, else gets the weights once
+            sweep.tag_trial(outcome.best_trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent)
+        elif not (outcome.best_run_id and _or_none(lambda: has_artifact(sweep.client, outcome.best_run_id,
+                                                                        BEST_WEIGHTS))):
+            sweep.upload_to_trial(outcome.best_trial_id, weights, BEST_WEIGHTS, parent)
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
     prune_stages(outcome, config, location, sweep, echo)
@@ -142,51 +134,34 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
 
 def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                  echo: Callable[[str], None] = print) -> None:
-    """The sweep folder's retention for the search and the confirmation stage; the trial whose weights finalize used
-    keeps them in either."""
+    """The sweep folder's retention for both stages; the trial whose weights finalize used keeps them."""
     keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
     for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
         if results is not None:
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
-def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
-    """``read()`` of MLflow, or None when the store does not answer at once or the read fails."""
-    if not store_answers(sweep.tracking_uri):
-        return None
+def _or_none(read: Callable[[], Any]) -> Any:
+    """``read()`` of MLflow, or None when it fails: unknown while MLflow does not answer."""
     try:
         return read()
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
         return None
 
 
+def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
+    """``read()`` of MLflow, or None when the store does not answer at once or the read fails."""
+    return _or_none(read) if store_answers(sweep.tracking_uri) else None
+
+
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
-    """The parent run's (``run``) ``final_*`` metrics an earlier finalize recorded for trial ``trial_id`` (a full
-    SentEval suite takes most of an hour on a CPU), when it names ``trial_id`` its best trial and holds
-    ``best_eval/final_eval.json`` (logged after the metrics); else None."""
-    try:
-        if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not has_artifact(sweep.client, sweep.run_id,
-                                                                              f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}"):
-            return None
-    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: evaluate again
-        return None
+    """The ``final_*`` metrics an earlier finalize recorded on the parent ``run`` for best trial ``trial_id`` (a full
+    SentEval suite takes most of an hour on a CPU); None unless its ``final_eval.json`` (logged last) is there."""
+    if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _or_none(
+            lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
+        return None  # not recorded, or unknown while MLflow does not answer: evaluate again
     finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
     return finals or None
-
-
-def _point_trial_at_weights(sweep: SweepRun, trial_id: str, run_id: str | None, weights: Path,
-                            exported: bool, parent_run_id: str) -> None:
-    """The best trial's run (under ``parent_run_id``) names the parent's exported model, or gets the weights once as
-    ``best/``."""
-    if exported:
-        sweep.tag_trial(trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent_run_id)
-        return
-    try:
-        logged = run_id is not None and has_artifact(sweep.client, run_id, BEST_WEIGHTS)
-    except Exception:  # noqa: BLE001 - unknown while MLflow does not answer: upload (the same files)
-        logged = False
-    if not logged:
-        sweep.upload_to_trial(trial_id, weights, BEST_WEIGHTS, parent_run_id)
 
 
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
@@ -212,9 +187,8 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
 
 def export_best(weights: Path, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                 about: tuple[str, dict[str, str]] | None = None) -> tuple[str | None, str | None]:
-    """The best weights as an MLflow sentence-transformers model logged once to ``best_model/``, and registered from
-    that copy with ``about`` (a description and tags) when ``register_model`` is set; where the sentence-transformers
-    folder is, and the registered version."""
+    """The best weights logged once as an MLflow sentence-transformers model, registered from that copy with
+    ``about`` (a description and tags); where the sentence-transformers folder is, and the registered version."""
     import mlflow
     from sentence_transformers import SentenceTransformer
 

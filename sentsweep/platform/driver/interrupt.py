@@ -1,13 +1,5 @@
-"""Graceful stops: SIGTERM is handled as Ctrl+C is, so Tune saves its state and the sweep can be resumed.
-
-Ray Tune catches SIGINT during ``Tuner.fit`` (it starts no new trial, saves its state and returns); ``ray.init``'s
-SIGTERM handler exits at once. :func:`graceful_stops` routes SIGTERM to the SIGINT handler in force. During ``fit``
-the first signal goes to a :class:`Drain`: it writes the stop marker into the experiment folder
-(:class:`~sentsweep.trainables.stop_flag.StopFlag`), the running trials checkpoint at the step they reached, and once
-they have (or ``stop_grace_s`` passed) it calls Tune's handler; a second signal calls it at once, a third skips Tune's
-save. A stopped sweep's unfinished trials' runs end KILLED (:func:`close_interrupted_trials`), and
-:class:`SweepInterrupted` becomes exit status :data:`INTERRUPTED_EXIT` with the resume command (docs/architecture.md,
-"Checkpoints").
+"""Graceful stops: SIGTERM is handled as Ctrl+C is, the running trials checkpoint first (:class:`Drain`), and Tune saves
+its state so that the sweep can be resumed (docs/architecture.md, "Checkpoints").
 """
 
 from __future__ import annotations
@@ -84,7 +76,7 @@ class Drain:
             self._drained.add(trial_id)
 
     def step(self, trials: list[Any]) -> None:
-        """Called at the end of each step of Tune's loop: stop Tune once the drain is complete or overdue."""
+        """At the end of each step of Tune's loop: stop Tune once the drain is complete or overdue."""
         self._trials = trials
         if self._stop_tune is None:
             return
@@ -104,7 +96,6 @@ class Drain:
         stop_tune()
 
     def reset_flag(self) -> None:
-        """Remove the marker (a stale one of an earlier session, or this session's at its end)."""
         try:
             self.flag.lower_flag()
         except Exception as exc:  # best-effort: the marker is the sweep's, a resume removes it first
@@ -118,9 +109,8 @@ class StopSignals:
     def __init__(self) -> None:
         self.received: str | None = None
         self.drain: Drain | None = None
-        #: Set (from the lock's heartbeat thread) when another driver took over the sweep's lock, or this one could
-        #: not renew it: the line :class:`~sentsweep.platform.folder.lock.LockLost` carries. No drain then (the stop
-        #: marker would stop the new holder's trials too), and the trials' runs are left alone (:func:`superseded`).
+        #: Set from the lock's heartbeat thread once another driver holds the sweep (the line of ``LockLost``). No
+        #: drain then (the stop marker would stop the new holder's trials too), and the trials' runs are left alone.
         self.superseded: str | None = None
 
     def supersede(self, reason: str) -> None:
@@ -172,11 +162,8 @@ class StopSignals:
 
 @contextlib.contextmanager
 def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
-    """SIGTERM handled by ``stops`` inside the block (the previous handler back after it).
-
-    Enter it again after ``ray.init``, which installs its own SIGTERM handler. Outside the main thread
-    (where Python allows no handler) it does nothing.
-    """
+    """SIGTERM handled by ``stops`` inside the block; enter it again after ``ray.init``, which installs its own
+    SIGTERM handler. Outside the main thread (where Python allows no handler) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield stops
         return
@@ -190,8 +177,8 @@ def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
 
 
 def unfinished_trials(location: SweepLocation) -> list[str]:
-    """The ids of the trials Tune's saved experiment state holds as neither terminated nor errored (Tune's ``fit``
-    returns normally after a SIGINT, its in-memory trials all TERMINATED by its cleanup)."""
+    """The trials Tune's saved experiment state holds as neither terminated nor errored (after a SIGINT, ``fit``
+    returns with its in-memory trials all TERMINATED by its cleanup)."""
     from ray.tune import ExperimentAnalysis
 
     analysis = ExperimentAnalysis(location.uri if location.filesystem is None else location.fs_path,
@@ -200,10 +187,9 @@ def unfinished_trials(location: SweepLocation) -> list[str]:
 
 
 def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:
-    """Close the runs of a stopped sweep's unfinished trials KILLED with the reason ``interrupted`` (a run that
-    finished after Tune's last snapshot stays FINISHED). Best effort, at once: a stop within an eviction's grace period
-    must end however MLflow is, so when it does not answer a probe or a call fails, the runs stay RUNNING with a
-    warning, and the resume reattaches them."""
+    """End the runs of a stopped sweep's unfinished trials KILLED (a run that finished after Tune's last snapshot
+    stays FINISHED). A stop within an eviction's grace period must end however MLflow is: when it does not answer,
+    the runs stay RUNNING with a warning, and the resume reattaches them."""
     from mlflow.exceptions import MlflowException
 
     from sentsweep.platform.tracking.reachability import first_line, store_answers

@@ -1,12 +1,5 @@
-"""Checks before Ray starts: what would make every trial fail is reported once, on one line, up front.
-
-:func:`check_sweep` runs after the config is validated and before the parent run, the sweep folder or Ray exist.
-Each failure is one :class:`~sentsweep.errors.ConfigError` or :class:`~sentsweep.errors.DataError` naming the field
-or file: ``storage_path`` is writable (a probe written and deleted); the MLflow store answers or can be written; and
-per distinct trial setting (the space's first points on top of ``fixed``) the model resolves offline (a hub id that
-is not cached passes only when the hub may be reached), the spaCy pipeline of SNCSE and multi-view is installed, and
-the data parse: the training pairs, the first lines of each corpus, the dev sets and the STS test sets of
-``test_tasks`` and ``final_tasks``. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`).
+"""Checks before Ray starts (:func:`check_sweep`): storage, tracking, model, spaCy and data, each failure one line
+naming the field or file. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`).
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
 from sentsweep.platform.driver.specs import (
@@ -65,8 +59,8 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
 
 
 def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
-    """Whether the sweep's data resolve to the bundled sample, said in a warning; refused when the config asks for
-    the full data (``full_data``, the paper configs): a paper's sweep on the sample would report sample figures."""
+    """Whether the sweep's data resolve to the bundled sample, said in a warning; refused with ``full_data`` (the
+    paper configs): a paper's sweep on the sample would report sample figures."""
     import logging
 
     from sentsweep.data.source import DATA_ENV
@@ -83,8 +77,7 @@ def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
 
 
 def sample_data_warning(data_dir: str | None) -> str | None:
-    """The line that says ``data_dir`` (None: ``$SENTSWEEP_DATA``, else the bundled sample) resolves to the bundled
-    sample; None for real data. ``sentsweep evaluate`` and ``train`` print it too."""
+    """The warning that ``data_dir`` resolves to the bundled sample; None for real data."""
     from sentsweep.data.source import resolve_data_dir
 
     if not resolve_data_dir(data_dir).is_sample:
@@ -94,18 +87,17 @@ def sample_data_warning(data_dir: str | None) -> str | None:
 
 
 def _masked(uri: str) -> str:
-    """``uri`` without its userinfo (never print a credential)."""
+    """``uri`` without its user-info (never print a credential)."""
     parsed = urlparse(uri)
     if parsed.username or parsed.password:
-        host = parsed.hostname or ""
-        return parsed._replace(netloc=host + (f":{parsed.port}" if parsed.port else "")).geturl()
+        return parsed._replace(netloc=(parsed.hostname or "") + (f":{parsed.port}" if parsed.port else "")).geturl()
     return uri
 
 
 def check_storage(config: SweepConfig, source: str | None = None) -> None:
-    """Write and delete a probe file under ``storage_path``, and the folders it made (a sweep refused by a later check
-    leaves nothing behind)."""
+    """Write and delete a probe file under ``storage_path``, and the folders it made (nothing is left behind)."""
     import pyarrow
+    import pyarrow.fs
 
     from sentsweep.platform.location import locate
 
@@ -114,7 +106,9 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
     try:
         fs, path = probe.resolve()
         folder = path.rsplit("/", 1)[0]
-        made = _first_missing(fs, folder)
+        made, parent = None, folder.rstrip("/")  # the outermost missing folder on the way to folder
+        while parent and fs.get_file_info(parent).type == pyarrow.fs.FileType.NotFound:
+            made, parent = parent, parent.rpartition("/")[0]
         fs.create_dir(folder, recursive=True)
         with fs.open_output_stream(path) as out:
             out.write(b"sentsweep storage probe\n")
@@ -124,16 +118,6 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
     except (OSError, pyarrow.ArrowException) as exc:
         message = " ".join(str(exc).split())[:300]
         raise ConfigError(f"cannot write to {_masked(root)}: {message}", field="storage_path", file=source) from None
-
-
-def _first_missing(fs: Any, folder: str) -> str | None:
-    """The outermost missing folder on the way to ``folder`` (None when it exists)."""
-    import pyarrow.fs
-
-    missing, path = None, folder.rstrip("/")
-    while path and fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
-        missing, path = path, path.rpartition("/")[0]
-    return missing
 
 
 def check_tracking(uri: str, source: str | None = None) -> None:
@@ -185,7 +169,7 @@ def check_model(name: str, field: str = "model", source: str | None = None) -> N
 
 def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets;
-    ``field_of`` spells a trial field where the user set it (``fixed.dev_data`` in a sweep config)."""
+    ``field_of`` spells a trial field where the user set it (``fixed.dev_data``)."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
     from sentsweep.evaluation.sts import load_sts_sets
@@ -216,7 +200,7 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
 
 @contextlib.contextmanager
 def _naming_field(field: str) -> Iterator[None]:
-    """A DataError that names no file (a prepared dataset missing, or of another kind) names the field instead."""
+    """A DataError that names no file (a prepared dataset missing) names the field instead."""
     try:
         yield
     except DataError as exc:
@@ -226,7 +210,6 @@ def _naming_field(field: str) -> Iterator[None]:
 
 
 def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
-    """The file (or files) a registered dataset's split is read from; None for a staged or unregistered one."""
     from sentsweep.data.registry import locate as locate_dataset
 
     try:
@@ -249,7 +232,6 @@ def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None
 
 
 def _check_corpus_head(name: str, data_dir: str | None) -> None:
-    """The corpus file exists and its first :data:`CORPUS_HEAD_LINES` lines decode and hold sentences."""
     from sentsweep import data as datasets
     from sentsweep.data.corpora import parse_documents
     from sentsweep.data.registry import PREPARED_PREFIX, REGISTRY
@@ -281,8 +263,6 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
 def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[str], None] = print) -> None:
     """``sentsweep sweep CONFIG --check``: a sweep's checks and warm start, and what it would run, printed; nothing is
     started, locked or left written. A failure raises the same one-line error a sweep would."""
-    from sentsweep.credentials import mask_uri
-
     resolved = config.resolved()
     trainable, space = resolve_specs(resolved, source)
     trials = validate_trials(resolved, trainable, space, source)
@@ -300,8 +280,6 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
 
 def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = None) -> list[str]:
     """What a sweep of ``config`` over ``space`` runs, its resources, and where its folder and runs go."""
-    from sentsweep.credentials import mask_uri
-
     points = space_points(space)
     describe = getattr(space, "describe", None)
     lines = [f"sweep {config.name}{f' ({source})' if source else ''}: method {config.method}, "
@@ -316,12 +294,10 @@ def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = No
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {config.num_samples}: "
                      f"the last {len(points) - config.num_samples} will not run")
     bound = "up to " if config.stop_when == "converged" else ""
-    lines.append(f"trials: {bound}{config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a time; "
-                 f"metric {config.metric} ({config.mode})")
-    lines.append(f"search: {config.search_text()}")
-    lines.append(f"resources per trial: {config.resources.cpu:g} CPU, {config.resources.gpu:g} GPU")
-    lines.append(f"sweep folder: under {mask_uri(config.storage_path)} (made when the sweep starts)")
-    lines.append(f"tracking: {mask_uri(config.tracking.uri)}, experiment '{config.tracking.experiment}'"
-                 + (f", artifacts {mask_uri(config.tracking.artifact_location)}"
-                    if config.tracking.artifact_location else ""))
-    return lines
+    artifacts = config.tracking.artifact_location
+    return [*lines, f"trials: {bound}{config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a "
+            f"time; metric {config.metric} ({config.mode})", f"search: {config.search_text()}",
+            f"resources per trial: {config.resources.cpu:g} CPU, {config.resources.gpu:g} GPU",
+            f"sweep folder: under {mask_uri(config.storage_path)} (made when the sweep starts)",
+            f"tracking: {mask_uri(config.tracking.uri)}, experiment '{config.tracking.experiment}'"
+            + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]

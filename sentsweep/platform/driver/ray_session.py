@@ -1,12 +1,6 @@
-"""The Ray a sweep runs in (:func:`ray_session`): a joined cluster, or a local Ray on the loopback interface with a
-token of its session, where the processes a killed driver's local Ray left are ended at the next local start.
-
-On Linux a local Ray otherwise listens on the machine's routable address and on every interface, unauthenticated with
-``RAY_AUTH_MODE=disabled``; Ray's single-machine mode keeps it on 127.0.0.1 (:func:`loopback_only`;
-``tests/platform/test_local_ray.py`` lists the listening sockets). After a driver's SIGKILL, Ray's ``DashboardAgent``
-and ``RuntimeEnvAgent`` keep listening for up to 60 s, and Ray has no setting for it, so the driver marks its local
-Ray's session folder with :data:`DRIVER_MARKER`, and :func:`end_stale_sessions` ends this user's processes holding
-files of a marked folder whose driver is gone. An unmarked folder (another program's Ray) is never touched.
+"""The Ray a sweep runs in: a joined cluster, or a local Ray on loopback with a token of its session. A killed driver's
+local Ray leaves agents listening, so the driver marks its session folder, and a later local start ends what a gone
+driver left (:func:`end_stale_sessions`); an unmarked folder (another program's Ray) is never touched.
 """
 
 from __future__ import annotations
@@ -47,11 +41,8 @@ TERM_GRACE_S = 5.0
 @contextlib.contextmanager
 def ray_session(address: str | None = None, *, log_to_driver: bool = False,
                 env: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a local one (and shut it down
-    after); the workers get :data:`WORKER_ENV` and ``env`` (credentials for a cluster's workers).
-
-    Without an address the local Ray is a new one (``address="local"``): ``ray.init()`` alone would join a cluster
-    somebody started on this machine with ``ray start``, without the credentials and paths a cluster sweep gets."""
+    """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a new local one, never a cluster
+    somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``."""
     import ray
 
     if ray.is_initialized():
@@ -60,8 +51,7 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
     joins = joins_ray_cluster(address)
     with contextlib.ExitStack() as local:
         if not joins:
-            local.enter_context(loopback_only())
-            local.enter_context(session_token())
+            local.enter_context(local_ray_settings())
         with hidden_from_workers() if not joins else contextlib.nullcontext():  # MLflow is the driver's alone
             context = ray.init(address=address if joins else "local", include_dashboard=False,
                                log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
@@ -75,54 +65,31 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
 
 
 @contextlib.contextmanager
-def loopback_only() -> Iterator[None]:
-    """Ray started inside keeps every address on 127.0.0.1; the driver's setting is restored after. Both places
-    matter: the environment for the processes Ray starts, and the constant of the driver's already imported Ray."""
-    before_env = os.environ.get(CLUSTER_MODE_ENV)
-    os.environ[CLUSTER_MODE_ENV] = "0"
+def local_ray_settings() -> Iterator[None]:
+    """A Ray started inside keeps every address on 127.0.0.1 and authenticates with a token kept in this process's
+    environment (Ray's own file would be readable by the other users of a shared host); restored after."""
+    values = {CLUSTER_MODE_ENV: "0"}
+    if os.environ.get(AUTH_MODE_ENV, "").lower() != "disabled" and not os.environ.get(TOKEN_ENV) \
+            and not os.environ.get(TOKEN_PATH_ENV):
+        values |= {AUTH_MODE_ENV: "token", TOKEN_ENV: secrets.token_hex(32)}
+    saved = {name: os.environ.get(name) for name in values}
     before_single = set_single_machine(True)
+    _set_environ(values)
     try:
         yield
     finally:
         set_single_machine(before_single)
-        if before_env is None:
-            os.environ.pop(CLUSTER_MODE_ENV, None)
+        _set_environ(saved)
+
+
+def _set_environ(values: Mapping[str, str | None]) -> None:
+    """This process's variables set to ``values`` (None: unset); Ray's auth config and cached token read again."""
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
         else:
-            os.environ[CLUSTER_MODE_ENV] = before_env
-
-
-@contextlib.contextmanager
-def session_token() -> Iterator[None]:
-    """Token authentication for a new local Ray with a token of this session, kept in this process's environment
-    (Ray's own would be written to ``~/.ray/auth_token``, readable by the other users of a shared host).
-    ``RAY_AUTH_MODE=disabled`` (the tests) and a token the user set are left as they are."""
-    if os.environ.get(AUTH_MODE_ENV, "").lower() == "disabled" or os.environ.get(TOKEN_ENV) \
-            or os.environ.get(TOKEN_PATH_ENV):
-        yield
-        return
-    with ray_auth({AUTH_MODE_ENV: "token", TOKEN_ENV: secrets.token_hex(32)}):
-        yield
-
-
-@contextlib.contextmanager
-def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
-    """This process's Ray auth variables set to ``values`` inside (None: unset), then restored; Ray's config and its
-    cached token read again at both ends. Nothing is written."""
-    saved = {name: os.environ.get(name) for name in values}
-
-    def apply(settings: Mapping[str, str | None]) -> None:
-        for name, value in settings.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        reload_auth_settings()
-
-    apply(values)
-    try:
-        yield
-    finally:
-        apply(saved)
+            os.environ[name] = value
+    reload_auth_settings()
 
 
 @dataclass(frozen=True)
@@ -165,8 +132,7 @@ def stale_sessions(root: Path, alive: Callable[[Driver], bool] = driver_alive) -
 
 
 def holders(session_dir: Path, processes: Iterable[Any]) -> list[int]:
-    """The pids of ``processes`` (each with psutil's ``pid`` and ``open_files()``) holding a file under
-    ``session_dir`` open (those that cannot be read: skipped)."""
+    """The pids of ``processes`` (psutil's) holding a file under ``session_dir`` open (unreadable ones: skipped)."""
     inside = str(session_dir.resolve()) + os.sep
     found = []
     for process in processes:
@@ -244,8 +210,8 @@ def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_a
 
 
 def tidy_local_ray(session_dir: str | None) -> None:
-    """Mark the session folder of the local Ray this driver started, and end what killed drivers' local Rays left
-    beside it. Best effort: a failure is logged, and the sweep goes on."""
+    """Mark this driver's local Ray session folder, and end what killed drivers' local Rays left beside it (best
+    effort)."""
     if not session_dir:
         return
     try:

@@ -1,19 +1,6 @@
-"""Resuming a sweep: the config it was started with, a restored search that agrees with its trials, and the
-interrupted sweep of a config (docs/architecture.md, "Checkpoints").
-
-A resume compares the config it is given with the manifest's, field by field, and refuses any difference on one line
-naming each field with both values; ``--allow-change`` lets through the fields a restored Tune experiment can take
-(:data:`CHANGEABLE`), and an allowed change is written to the manifest. Tune restores the number of samples with its
-search generator (ray-project/ray#33495), and a driver lost while Tune saved leaves files of different saves, so
-:func:`resize_search` hands the restored Tuner a :class:`ResizableSearchGenerator` that takes the sweep's
-``num_samples`` and agrees with the trials of the newest experiment state: each sample runs once, and no Optuna
-trial is left RUNNING.
-
-``sweep CONFIG --resume-interrupted`` (what a Kubernetes RayJob runs again on a fresh cluster) continues the newest
-sweep folder of the config's identity (its name and owner) when its parent run is resumable (:func:`is_resumable`:
-its ``sentsweep.status`` is ``interrupted`` or ``crashed``, or it was left RUNNING by a killed driver whose lock
-expired); an older unfinished sweep is never picked up. A manifest the storage does not serve stops the command with
-a :class:`~sentsweep.errors.StorageError` naming it: that folder may be the sweep to continue.
+"""Resuming a sweep: the config it was started with, a restored search that agrees with its trials (Tune restores the
+number of samples with its search generator, ray-project/ray#33495), and the interrupted sweep of a config
+(docs/architecture.md, "Checkpoints").
 """
 
 from __future__ import annotations
@@ -24,8 +11,7 @@ import logging
 import posixpath
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow.fs
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
@@ -52,10 +38,8 @@ logger = logging.getLogger(__name__)
 #: The parent run's tag naming the changes the latest resume made to the config (JSON ``{field: [old, new]}``;
 #: the parent's params keep the values the sweep started with).
 RESUME_CHANGES_TAG = "sentsweep.resume_changes"
-#: Fields a resume may change when ``--allow-change`` names them (a section, ``budget``, stands for its fields, which
-#: may also be named alone: ``budget.gpu_hours``): Tune reads the time budget afresh on every ``fit``; the number of
-#: samples replaces the restored one (not below the trials already started); the compute budget, the stop grace and
-#: the notifications are the driver's own (the budget's count continues against the new limits).
+#: Fields a resume may change when ``--allow-change`` names them (a section stands for its fields, which may also be
+#: named alone: ``budget.gpu_hours``): Tune reads these afresh, or they are the driver's own.
 CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples", "budget", "stop_grace_s", "notify"})
 #: Fields users expect to change but Ray Tune keeps from the saved experiment, with the reason.
 FIXED_ON_RESUME: dict[str, str] = {
@@ -70,7 +54,6 @@ _STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
 
 
 def is_changeable(name: str, allowed: Collection[str] = CHANGEABLE) -> bool:
-    """Whether the dotted field ``name`` is one of ``allowed`` or lies in an ``allowed`` section."""
     return name in allowed or name.split(".", 1)[0] in allowed
 
 
@@ -107,8 +90,8 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
 
 def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
                         sweep: SweepRun) -> None:
-    """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config`` (reopening the
-    search when the budget changed), and record an allowed change in the manifest and on the parent run."""
+    """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config``, and record an
+    allowed change in the manifest and on the parent run."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
         raise ConfigError("this Ray Tune version does not let a resume change the time budget",
@@ -122,18 +105,16 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
         sweep.set_tags({RESUME_CHANGES_TAG: json.dumps({key: list(change) for key, change in changes.items()})})
 
 
-@dataclass(frozen=True)
-class SnapshotTrial:
-    """What a resume restores of one trial: its id, status and last result."""
+class SnapshotTrial(NamedTuple):
+    """What a resume restores of one trial."""
 
     trial_id: str
     status: str
-    last_result: dict[str, Any] = field(default_factory=dict)
+    last_result: dict[str, Any]
 
 
 def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None) -> list[SnapshotTrial] | None:
-    """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None when
-    there is none."""
+    """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None: none."""
     filesystem = filesystem or pyarrow.fs.LocalFileSystem()
     infos = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
     names = fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE)
@@ -141,18 +122,15 @@ def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None
         return None
     with filesystem.open_input_stream(posixpath.join(folder, max(names))) as stream:
         state = json.loads(stream.readall().decode("utf-8"))
-    trials = []
-    for trial_json, metadata_json in state.get("trial_data", []):
-        trial, metadata = json.loads(trial_json), json.loads(metadata_json)
-        trials.append(SnapshotTrial(str(trial["trial_id"]), str(trial["status"]),
-                                    dict(metadata.get("last_result") or {})))
-    return trials
+    loaded = [(json.loads(trial), json.loads(metadata)) for trial, metadata in state.get("trial_data", [])]
+    return [SnapshotTrial(str(trial["trial_id"]), str(trial["status"]), dict(metadata.get("last_result") or {}))
+            for trial, metadata in loaded]
 
 
 class ResizableSearchGenerator(SearchGenerator):
-    """Tune's :class:`SearchGenerator` whose restored total number of samples is ``num_samples``, and whose restored
-    search agrees with the trials restored from ``storage`` (the sweep folder's file system and path). A larger total,
-    or ``reopen`` (the budget changed), clears a saved "finished" flag, so that new trials are created."""
+    """Tune's :class:`SearchGenerator` whose restored total is ``num_samples``, and whose restored search agrees with
+    the trials restored from ``storage`` (the sweep folder's file system and path). A larger total, or ``reopen``
+    (the budget changed), clears a saved "finished" flag, so that new trials are created."""
 
     def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False,
                  storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
@@ -174,8 +152,8 @@ class ResizableSearchGenerator(SearchGenerator):
         super().set_state(state)
 
     def restore_from_dir(self, dirpath: str) -> None:
-        """Tune's restore from ``dirpath``, made to agree with the trials of the newest experiment state in the sweep's
-        storage (an earlier driver's staging folder on this host may hold files it never uploaded)."""
+        """Tune's restore, made to agree with the trials of the newest experiment state in the sweep's storage (an
+        earlier driver's staging folder on this host may hold files it never uploaded)."""
         self.restored = snapshot_trials(self.storage[1], self.storage[0]) if self.storage else snapshot_trials(dirpath)
         super().restore_from_dir(dirpath)
         if self.restored is not None:
@@ -205,8 +183,8 @@ def agree(search: Searcher, trials: list[SnapshotTrial]) -> None:
 
 def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False,
                   storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
-    """Let the restored ``tuner`` run ``num_samples`` trials in total (also after earlier resumes). The chain is built
-    as ``tune.run`` would, and ``max_concurrent_trials`` is cleared so that ``tune.run`` does not wrap it again."""
+    """Let the restored ``tuner`` run ``num_samples`` trials in total. The chain is built as ``tune.run`` would, and
+    ``max_concurrent_trials`` is cleared so that ``tune.run`` does not wrap it again."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or tune_config.search_alg is None:
         raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
@@ -221,7 +199,6 @@ def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False,
 
 
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
-    """A :class:`ConfigError` when a resume lowers ``num_samples`` below the trials already started."""
     if config.num_samples >= stored.num_samples:
         return
     filesystem, folder = location.resolve()
@@ -240,16 +217,15 @@ RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
 
 
 def is_resumable(run_status: str, tags: dict[str, str]) -> bool:
-    """Whether a parent run of ``run_status`` and ``tags`` is a sweep to continue (a RUNNING one is, and its lock
-    decides whether now)."""
+    """Whether a parent run is a sweep to continue: ``interrupted`` or ``crashed``, or RUNNING (its lock decides
+    whether now)."""
     if run_status == "RUNNING":
         return True
     state = tags.get(STATUS_TAG)
     return run_status == "KILLED" if state is None else state in RESUMABLE
 
 
-@dataclass(frozen=True)
-class PreviousSweep:
+class PreviousSweep(NamedTuple):
     """The newest sweep folder of a config's identity, and how its MLflow parent run ended."""
 
     uri: str
@@ -276,9 +252,9 @@ def sweep_folders(config: SweepConfig) -> list[str]:
 
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:
-    """The newest sweep folder of a resolved ``config``'s identity (``owner``: default :func:`sweep_owner`), and its
-    parent run's status. A manifest naming another tracking server is skipped before it is contacted (it would get
-    this process's credentials), and a shared folder whose parent run is another folder's is passed over."""
+    """The newest sweep folder of a resolved ``config``'s identity (``owner``: default :func:`sweep_owner`). A
+    manifest naming another tracking server is skipped before it is contacted (it would get this process's
+    credentials), and a shared folder whose parent run is another folder's is passed over."""
     owner = owner or sweep_owner()
     found: list[tuple[float, str, SweepManifest]] = []
     for uri in sweep_folders(config):
@@ -309,7 +285,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
 
 
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
-    """The folder to resume for ``config`` and ``owner``; None when the newest sweep of that identity is not one."""
+    """The folder ``--resume-interrupted`` continues; None when the newest sweep of the identity is not to resume."""
     previous = previous_sweep(config, owner)
     return previous.uri if previous is not None and previous.interrupted else None
 

@@ -1,9 +1,4 @@
-"""The method's trainable and search space of a sweep, and the settings its trials share, checked before Ray starts.
-
-:func:`resolve_specs` looks both up (the registries unless given), :func:`trial_param_space` is what every trial
-gets besides its sampled point, and :func:`validate_trials` fails on a ``fixed`` setting that is not a valid trial
-setting or that the space searches: one :class:`~sentsweep.errors.ConfigError` naming the sweep-config field.
-"""
+"""The method's trainable and search space of a sweep, and the settings its trials share, checked before Ray starts."""
 
 from __future__ import annotations
 
@@ -50,7 +45,7 @@ def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
 
 def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, Any] | None:
     """The point of the sweep's reference trial when it sets ``reference``: the space's first point, the paper's
-    setting, which no scheduler stops (:mod:`sentsweep.platform.search.scheduler`)."""
+    setting, which no scheduler stops."""
     return space_points(space)[0] if config.reference else None
 
 
@@ -76,18 +71,13 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
     except ConfigError as exc:
         raise ConfigError(exc.message, field=settings_field(config, exc.field), file=exc.file or source) from None
     except ValidationError as exc:
-        raise _settings_error(exc, config, source) from None
+        raise config_error(exc, source, lambda name: settings_field(config, name)) from None
     return trainable, space
 
 
 def settings_field(config: SweepConfig, name: str | None) -> str | None:
     """A trial setting's place in the sweep config: ``fixed.NAME`` when ``fixed`` sets it."""
     return f"fixed.{name}" if name in config.fixed else name
-
-
-def _settings_error(exc: Any, config: SweepConfig, source: str | None) -> ConfigError:
-    """A trial config's first validation error (pydantic) as one ConfigError naming its sweep-config field."""
-    return config_error(exc, source, lambda name: settings_field(config, name))
 
 
 def describe_settings(values: Mapping[str, Any], digits: int = 3) -> str:
@@ -128,4 +118,4 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
         return [trainable.config_cls.model_validate({**trial_param_space(config), **fixed_here, **point})
                 for point in points]
     except ValidationError as exc:
-        raise _settings_error(exc, config, source) from None
+        raise config_error(exc, source, lambda name: settings_field(config, name)) from None

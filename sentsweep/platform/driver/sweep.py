@@ -1,12 +1,5 @@
-"""Run a sweep: Ray Tune's ``Tuner`` with Optuna (seeded TPE), ASHA, resources, failures and resume.
-
->>> outcome = run_sweep(load_sweep_config("configs/demo.yaml"))   # doctest: +SKIP
->>> outcome.best_value, outcome.counts                             # doctest: +SKIP
-
-The path of a sweep (docs/architecture.md): the checks before Ray starts (:mod:`.preflight`), the sweep folder's
-lock, the MLflow parent run and the manifest, the Tuner (SIGINT and SIGTERM stop it gracefully: :mod:`.interrupt`),
-the confirmation stage (:mod:`.confirmation`), then :mod:`.finalize`. :func:`resume_sweep` restores an interrupted
-sweep from its folder with the config it was started with (:mod:`.resume`) and reattaches to its parent run.
+"""Run a sweep (:func:`run_sweep`) or continue one from its folder (:func:`resume_sweep`): Ray Tune's ``Tuner`` with
+Optuna and ASHA, the confirmation stage, then finalize (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -44,7 +37,7 @@ from sentsweep.platform.driver.specs import (
     trial_param_space,
     validate_trials,
 )
-from sentsweep.platform.driver.trainable import trial_dirname, tune_trainable
+from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.location import SweepLocation, SweepManifest, folder_command, locate, new_sweep_location
@@ -74,14 +67,9 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
               space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
               forward_credentials: bool = False) -> SweepOutcome:
-    """Run a sweep to its end; ``source`` (the YAML path) is named in config errors.
-
-    ``trainable`` and ``space`` default to the registries' entries for ``config.method`` and
-    ``config.search_space``; ``address`` names a Ray cluster (default: the running or a new local Ray).
-    ``preflight``: check storage, tracking, model, spaCy and data before Ray starts. SIGINT or SIGTERM raise
-    :class:`SweepInterrupted` once Tune saved its state. ``forward_credentials``: send the credentials taken off the
-    config's URIs to a joined cluster's workers (:meth:`~sentsweep.platform.config.SweepConfig.worker_credentials`).
-    """
+    """Run a sweep to its end; ``source`` (the YAML path) is named in config errors. ``trainable`` and ``space``
+    default to the registries' entries; ``address`` names a Ray cluster (default: the running or a new local Ray).
+    SIGINT or SIGTERM raise :class:`SweepInterrupted` once Tune saved its state."""
     config = config.resolved()
     worker_env = config.worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, source, trainable, space)
@@ -115,7 +103,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
              + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
-            return _drive(lambda: build_tuner(config, trainable, space, location, sweep, history), config, location,
+            return _drive(lambda: new_tuner(config, trainable, space, location, sweep, history), config, location,
                           sweep, stops, notifier, trainable, space, address=address, worker_env=worker_env,
                           log_to_driver=log_to_driver, finalize=finalize, echo=echo)
         finally:
@@ -130,16 +118,10 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                  echo: Callable[[str], None] = print, preflight: bool = True,
                  forward_credentials: bool = False, tracking_uri: str | None = None,
                  trust_storage: bool = False) -> SweepOutcome:
-    """Continue an interrupted sweep from its folder: unfinished and errored trials run again.
-
-    The sweep continues with the config it was started with: ``config`` (a full config, e.g. the YAML of
-    ``--resume-interrupted``) or ``overrides`` (``KEY=VALUE`` on the stored config) that differ from it are
-    refused with the differing fields, except the ``allow_change`` ones a resume can take (:mod:`.resume`). A live
-    lock of another process on the sweep folder refuses the resume; the parent run is marked RUNNING only once
-    ``Tuner.restore`` succeeded. The manifest's tracking server is contacted only when ``tracking_uri`` (or a given
-    ``config``'s) names it, or the folder is local, and its parent run must be the folder's; a folder in shared
-    storage is restored outside a Kubernetes pod only with ``trust_storage`` (:mod:`..folder.trust`).
-    """
+    """Continue an interrupted sweep from its folder with the config it was started with: a ``config`` or
+    ``overrides`` (``KEY=VALUE``) that differ are refused, but for the ``allow_change`` fields (:mod:`.resume`). A
+    live lock of another process refuses it; the manifest's tracking server and a shared folder's Tune state are
+    trusted as :mod:`..folder.trust` allows."""
     from ray import tune
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
@@ -188,8 +170,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
 
 def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
-    """The line for a sweep folder whose saved Tune state (``tuner.pkl``) names sentsweep code this version moved or
-    removed; None for any other import or attribute error."""
+    """The line for a ``tuner.pkl`` naming sentsweep code this version moved or removed; None for another error."""
     if "sentsweep" not in str(exc):
         return None
     return ConfigError(f"the sweep's saved Tune state was written by another version of sentsweep ({exc}); resume it "
@@ -207,36 +188,21 @@ def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) 
     return given
 
 
-def build_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
-                location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
-    """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from (:mod:`..search.warm_start`)."""
-    from ray import tune
-
+def new_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike, location: SweepLocation,
+              sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
+    """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from."""
     searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
                               store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
     reference = reference_setting(config, space)  # the paper's setting: never stopped, tagged
-    tune_config = tune.TuneConfig(
-        metric=config.metric, mode=config.mode, search_alg=searcher,
-        scheduler=build_scheduler(config, reference), num_samples=config.num_samples,
-        max_concurrent_trials=config.max_concurrent_trials, time_budget_s=config.time_budget_s,
-        reuse_actors=trainable.reuse_actors, trial_dirname_creator=trial_dirname,
-    )
     budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback
-    run_config = tune.RunConfig(
-        name=location.name, storage_path=location.storage_path, storage_filesystem=location.filesystem,
-        stop=budget, failure_config=tune.FailureConfig(max_failures=config.max_failures),
-        # The most recent checkpoints, not the best-scoring: each one carries the best weights so far
-        # (loop.py), and a score order may delete the very checkpoint Tune's last snapshot would
-        # restore from after a driver crash.
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
-        callbacks=[TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
-                                     reference=reference, reference_setting=config.reference.setting
-                                     if config.reference else None),
-                   budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)],
-        verbose=0,
-    )
-    return tune.Tuner(tune_trainable(trainable, config), param_space=trial_param_space(config),
-                      tune_config=tune_config, run_config=run_config)
+    callbacks = [TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
+                                   reference=reference,
+                                   reference_setting=config.reference.setting if config.reference else None),
+                 budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)]
+    return build_tuner(trainable, config, location, trial_param_space(config), callbacks, stop=budget,
+                       search_alg=searcher, scheduler=build_scheduler(config, reference),
+                       num_samples=config.num_samples, max_concurrent_trials=config.max_concurrent_trials,
+                       time_budget_s=config.time_budget_s)
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
@@ -325,8 +291,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
 
 def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) -> None:
-    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock; ``exc``: what ended the
-    driver's work (a :class:`LockLost` from Tune's step passes on as it is)."""
+    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock (``exc``: what ended it)."""
     if isinstance(exc, LockLost):
         raise exc
     if stops.superseded is not None:

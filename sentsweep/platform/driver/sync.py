@@ -1,9 +1,5 @@
-"""``sentsweep sync SWEEP_DIR``: an idempotent reconcile of MLflow against the sweep folder.
-
-Every trial's run of the search and the confirmation stage gets its reports above its high-water mark and its end
-(:func:`~sentsweep.platform.tracking.trial_runs.reconcile`), the sweep's run its totals, then the writes a driver saved
-in the folder are delivered. Refused while a driver holds the sweep's lock; the manifest's tracking server and parent
-run are used only as :mod:`~sentsweep.platform.folder.trust` allows.
+"""``sentsweep sync SWEEP_DIR``: an idempotent reconcile of MLflow against the sweep folder, refused while a driver
+holds the sweep's lock.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The trainable as Tune runs it (:func:`tune_trainable`): a finished trial never trains again, and a trial whose
-snapshotted checkpoint is gone restores from the newest one left.
-
-A trial that finished after Tune's last experiment snapshot is restored as unfinished; its final metrics in its folder
-say otherwise (:func:`run_once`). Tune deletes older checkpoints (``num_to_keep``) as newer ones register but
-snapshots only every so often, so a restored snapshot may name a deleted checkpoint: :func:`with_checkpoint_fallback`
-takes the newest one left, or starts afresh, with a warning and a note the trial reports
-(:mod:`sentsweep.trainables.restore_note`).
+"""The trainable as Tune runs it: a finished trial never trains again (:func:`run_once`), and a trial whose snapshotted
+checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`).
 """
 
 from __future__ import annotations
@@ -22,8 +16,11 @@ from sentsweep.trainables.checkpoints import StoredFolder
 from sentsweep.trainables.restore_note import note_tune_fallback
 
 if TYPE_CHECKING:
+    from ray.tune import Tuner
+
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.driver.specs import TrainableLike
+    from sentsweep.platform.location import SweepLocation
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +30,24 @@ CHECKPOINT_PREFIX = "checkpoint_"
 def trial_dirname(trial: Any) -> str:
     """Short trial folders (Ray's default spells out every parameter)."""
     return f"{trial.trainable_name}_{trial.trial_id}"
+
+
+def build_tuner(trainable: TrainableLike, config: SweepConfig, location: SweepLocation, param_space: dict[str, Any],
+                callbacks: list[Any], stop: Any = None, **tune_config: Any) -> Tuner:
+    """A new Tune experiment in ``location``, as the search and the confirmation stage run theirs."""
+    from ray import tune
+
+    run_config = tune.RunConfig(
+        name=location.name, storage_path=location.storage_path, storage_filesystem=location.filesystem, stop=stop,
+        failure_config=tune.FailureConfig(max_failures=config.max_failures),
+        # The most recent checkpoints, not the best-scoring: each one carries the best weights so far (loop.py), and
+        # a score order may delete the very checkpoint Tune's last snapshot would restore from after a driver crash.
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=config.checkpoint.num_to_keep),
+        callbacks=callbacks, verbose=0)
+    return tune.Tuner(tune_trainable(trainable, config), param_space=param_space, run_config=run_config,
+                      tune_config=tune.TuneConfig(metric=config.metric, mode=config.mode, **tune_config,
+                                                  reuse_actors=trainable.reuse_actors,
+                                                  trial_dirname_creator=trial_dirname))
 
 
 def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
