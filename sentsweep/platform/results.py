@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sentsweep._compat.ray import trial_number
 from sentsweep.trainables.report_keys import (
     DRAINING_KEY,
     EVALUATIONS_KEY,
@@ -72,6 +73,18 @@ def metric_value(result: Result, metric: str) -> float | None:
 def result_trial_id(result: Result) -> str:
     """The trial id a result reported (its folder's name when it reported none)."""
     return str((result.metrics or {}).get("trial_id", posixpath.basename(result.path.rstrip("/"))))
+
+
+def creation_numbers(trials: Sequence[Any]) -> dict[str, int]:
+    """Trial id -> the trial's number in the order Tune created it (1, 2, ...), for Tune ``Trial`` objects or result
+    dicts. Tune's own count orders them, so a restore, which may reorder its list of trials, keeps every number;
+    a trial without that count keeps its place in the list."""
+    def key(item: tuple[int, Any]) -> tuple[float, int]:
+        number = trial_number(item[1])
+        return (math.inf if number is None else number, item[0])
+
+    ordered = sorted(enumerate(trials), key=key)
+    return {str(t["trial_id"] if isinstance(t, dict) else t.trial_id): n for n, (_, t) in enumerate(ordered, 1)}
 
 
 def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:

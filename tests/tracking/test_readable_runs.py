@@ -132,6 +132,25 @@ def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)
 
 
+def test_a_trial_keeps_its_label_when_a_resume_reorders_tunes_trials() -> None:
+    """Labels follow the order Tune created the trials (its ``experiment_tag`` count), not their place in the
+    list, which a restore may change; the progress line, the failure line and the trial runs agree."""
+    from sentsweep.platform.driver.callbacks import ProgressCallback, label_of
+    from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
+
+    first, second, third = (_Trial(t, "RUNNING", {"stsb_dev": v}) for t, v in (("a", 80.0), ("b", 60.0), ("c", 70.0)))
+    for number, trial in enumerate((first, second, third), 1):
+        trial.experiment_tag = f"{number}_lr=0.001"
+    restored = [third, second, first]  # the order a restore listed them in
+    assert [label_of(restored, t) for t in restored] == ["t03", "t02", "t01"]
+    assert ProgressCallback("stsb_dev", "max", 3).best(restored) == ("t01", 80.0)
+    callback = TrialRunsCallback({}, "ASHA", 0.0)
+    callback._number(restored, first)
+    assert callback._name(first)[1] == 1
+    untagged = [_Trial("x", "RUNNING", None), _Trial("y", "RUNNING", None)]  # no count: their place in the list
+    assert label_of(untagged, untagged[1]) == "t02"
+
+
 def test_the_sweep_prints_its_runs_page_on_a_tracking_server() -> None:
     from types import SimpleNamespace
 

@@ -18,7 +18,7 @@ from ray.tune.experiment import Trial
 
 from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import keep_best_weights_only
-from sentsweep.platform.results import failure_reason, infeasibility, is_failed
+from sentsweep.platform.results import creation_numbers, failure_reason, infeasibility, is_failed
 from sentsweep.platform.stops import active_stops
 from sentsweep.platform.tracking.trial_runs_callback import trial_outcome
 from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
@@ -63,8 +63,8 @@ class StopWatch(Callback):
 
 
 def label_of(trials: list[Trial], trial: Trial, prefix: str = SEARCH_PREFIX) -> str:
-    """A trial's label (``t03``: its place in Tune's list of trials), else its Tune id."""
-    return trial_label(trials.index(trial) + 1, prefix) if trial in trials else trial.trial_id
+    """A trial's label (``t03``: the third trial Tune created, also after a resume), else its Tune id."""
+    return trial_label(creation_numbers(trials).get(trial.trial_id), prefix) or trial.trial_id
 
 
 class ProgressCallback(Callback):
@@ -96,13 +96,14 @@ class ProgressCallback(Callback):
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
         found: tuple[str, float] | None = None
-        for number, trial in enumerate(trials, 1):
+        numbers = creation_numbers(trials)
+        for trial in trials:
             result = trial.last_result or {}
             value = result.get(f"best_{self.metric}", result.get(self.metric))
             if not isinstance(value, int | float) or math.isnan(value):
                 continue
             if found is None or (value > found[1] if self.mode == "max" else value < found[1]):
-                found = (trial_label(number, self.label_prefix) or trial.trial_id, float(value))
+                found = (trial_label(numbers[trial.trial_id], self.label_prefix) or trial.trial_id, float(value))
         return found
 
     def _print(self, trials: list[Trial], ending: Trial | None = None) -> None:

@@ -41,6 +41,7 @@ from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome, Interval
+from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
@@ -129,8 +130,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
     write_state(location, state)
-    labels = {str(r.metrics["trial_id"]): trial_label(number) for number, r in enumerate(results, 1)
-              if (r.metrics or {}).get("trial_id")}  # as ResultGrid lists the search's trials
+    numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
+    labels = {trial_id: trial_label(number) for trial_id, number in numbers.items()}
     record(outcome, config, sweep, run, echo, labels)
     run.close("finished")
     run.flush()
@@ -237,10 +238,10 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
 
 def _chosen_label(outcome: ConfirmationOutcome) -> str:
     """The chosen seed's label among the confirmation trials (``c01``), or its id."""
-    ids = [str((r.metrics or {}).get("trial_id")) for r in outcome.results or []]
-    if outcome.chosen.original or outcome.chosen.trial_id not in ids:
+    numbers = creation_numbers([r.metrics for r in outcome.results or [] if (r.metrics or {}).get("trial_id")])
+    if outcome.chosen.original or outcome.chosen.trial_id not in numbers:
         return outcome.chosen.trial_id
-    return trial_label(ids.index(outcome.chosen.trial_id) + 1, CONFIRMATION_PREFIX) or outcome.chosen.trial_id
+    return trial_label(numbers[outcome.chosen.trial_id], CONFIRMATION_PREFIX) or outcome.chosen.trial_id
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:

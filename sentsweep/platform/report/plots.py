@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.results import infeasibility, is_failed, is_final, is_warm_start
+from sentsweep.platform.results import creation_numbers, infeasibility, is_failed, is_final, is_warm_start
 from sentsweep.tracking.names import trial_label
 
 if TYPE_CHECKING:
@@ -76,16 +76,17 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.winner`): the
+    """Every trial of a sweep's results, labelled by the order Tune created them (as :mod:`.winner` does): the
     parameters ``searched``, the (step, value) of each dev report (the final report, which repeats the best value,
     and non-finite values left out)."""
     records = []
-    for number, result in enumerate(results, 1):
+    numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
+    for result in results:
         config = result.config or {}
         record = TrialRecord(str((result.metrics or {}).get("trial_id", getattr(result, "path", "?"))),
                              trial_status(result.metrics, bool(result.error)),
                              {k: config[k] for k in searched if k in config},
-                             label=trial_label(number) or "")
+                             label=trial_label(numbers.get(str((result.metrics or {}).get("trial_id")))) or "")
         frame = result.metrics_dataframe
         if frame is not None and metric in frame and "step" in frame:
             final = frame.get("final")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.platform.outcome import interval
-from sentsweep.platform.results import FIGURE_SUFFIXES, is_reference, result_trial_id
+from sentsweep.platform.results import FIGURE_SUFFIXES, creation_numbers, is_reference, result_trial_id
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, trial_label, ui_link
 from sentsweep.tracking.vocabulary import REFERENCE_TRIAL_TAG, TRIAL_ID_TAG
 
@@ -39,11 +39,10 @@ class SweepRunWrites(Protocol):
 
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
-    """The label of trial ``trial_id`` among ``results`` (Tune's id when it is not there)."""
-    for number, result in enumerate(results or [], 1):
-        if str((result.metrics or {}).get("trial_id")) == trial_id:
-            return trial_label(number, prefix) or trial_id
-    return trial_id
+    """The label of trial ``trial_id`` among ``results`` by the order Tune created them (Tune's id when it is not
+    there)."""
+    numbers = creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
+    return trial_label(numbers.get(trial_id), prefix) or trial_id
 
 
 def best_label(outcome: SweepOutcome) -> str:

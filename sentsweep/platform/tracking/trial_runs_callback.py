@@ -19,7 +19,14 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 from ray.tune import Callback
 
-from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final, is_reference
+from sentsweep.platform.results import (
+    creation_numbers,
+    evaluation_result,
+    failure_reason,
+    is_failed,
+    is_final,
+    is_reference,
+)
 from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
@@ -140,10 +147,10 @@ class TrialRunsCallback(Callback):
         return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
-        """Remember the trial's number: its place in Tune's list of trials."""
+        """Remember the trial's number: its place in the order Tune created the trials, which a resume keeps."""
         numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
         if trial.trial_id not in numbers and trial in trials:
-            numbers[trial.trial_id] = trials.index(trial) + 1
+            numbers[trial.trial_id] = creation_numbers(trials)[trial.trial_id]
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
         """The trial run's name and number."""
