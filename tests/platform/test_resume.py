@@ -85,6 +85,7 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
         driver.wait(timeout=30)
         log.close()
     before = {r.data.tags[TRIAL_ID_TAG]: r.info.status for r in _trial_runs(client)}
+    labels = {r.data.tags[TRIAL_ID_TAG]: r.info.run_name.split()[0] for r in _trial_runs(client)}
     assert list(before.values()).count("FINISHED") < 4  # killed mid-sweep: trials were left to run
     (sweep_dir,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
     assert locate(str(sweep_dir)).read_manifest().parent_run_id
@@ -97,6 +98,10 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     assert len(runs) == 4 == len({r.data.tags[TRIAL_ID_TAG] for r in runs})
     assert all(r.data.tags[PARENT_TAG] == outcome.parent_run_id for r in runs)
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4
+    after = {r.data.tags[TRIAL_ID_TAG]: r.info.run_name.split()[0] for r in runs}
+    kept = set(labels) & set(after)  # a trial Tune started after its last snapshot is not resumed: its run goes
+    assert kept and {t: after[t] for t in kept} == {t: labels[t] for t in kept}, "a resume renamed a trial"
+    assert sorted(after.values()) == ["t01", "t02", "t03", "t04"]
     for run in runs:  # every trial trained each step once (a restored one continues from its checkpoint)
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")]
         assert sorted(set(steps)) == [2, 4, 6, 8]
