@@ -1,7 +1,4 @@
-"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load): tags,
-statuses and the key of a trial's run record. A sweep is a parent run; each trial is one child run carrying
-:data:`TRIAL_ID_TAG`; a confirmation stage is one more child run whose children are its trials' runs.
-"""
+"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load)."""
 
 from __future__ import annotations
 
@@ -55,8 +52,7 @@ MAX_PARAM_LENGTH = 6000
 
 def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
                    trial_id: str) -> Run | None:
-    """The active child run of ``trial_id`` under ``parent_run_id``; of several, the oldest (start time, then run
-    id, so that every process agrees on which)."""
+    """The active child run of ``trial_id``; of several, the oldest, so that every process agrees."""
     query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
     if parent_run_id:
         query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
@@ -66,7 +62,7 @@ def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str 
 
 
 def run_outcome(run: Run) -> str:
-    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words (KILLED: ``pruned``)."""
+    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words."""
     tag = run.data.tags.get(OUTCOME_TAG)
     if tag:
         return tag
@@ -75,7 +71,6 @@ def run_outcome(run: Run) -> str:
 
 
 def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
-    """The ``params`` the run lacks: MLflow never changes a param."""
     from mlflow.entities import Param
 
     held = client.get_run(run_id).data.params
@@ -83,12 +78,11 @@ def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, A
 
 
 def param_value(value: Any) -> str:
-    """A config value as MLflow stores it: ``str``, cut to MLflow's length limit."""
     return str(value)[:MAX_PARAM_LENGTH]
 
 
 def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of a result (bools and strings dropped; NaN kept, MLflow stores it)."""
+    """The numeric entries of a result (bools dropped; NaN kept, MLflow stores it)."""
     return {k: float(v) for k, v in metrics.items()
             if isinstance(v, int | float) and not isinstance(v, bool)}
 

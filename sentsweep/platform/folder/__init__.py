@@ -1,8 +1,5 @@
-"""What a sweep folder holds besides its address (:mod:`sentsweep.platform.location`): the lock that lets one driver
-run it, what it keeps afterwards, and which stored state this process may trust.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
-"""
+"""What a sweep folder holds besides its address: the driver lock, what it keeps afterwards, and which stored
+state this process may trust. Names are imported on first use."""
 
 from __future__ import annotations
 

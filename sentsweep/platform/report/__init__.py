@@ -1,8 +1,5 @@
 """What a sweep shows: its plots and Pareto front, the winner's export, ``sentsweep compare`` and webhook
-notifications. The driver's :mod:`~sentsweep.platform.driver.finalize` calls them after the search.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
-"""
+notifications. Names are imported on first use, so importing the package loads neither Ray nor MLflow."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Read sweeps back from MLflow: sweeps and their trials side by side, as tables and plots.
-
-A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run id in
-``mlflow.parentRunId``; its confirmation stage is the child run tagged ``sentsweep.role=confirmation``, whose
-per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``, ``_high``, ``_n``, ``_search``) make the
-confirmation table; a multi-objective sweep's front (:mod:`.selection`) makes the Pareto table. Everything here is a
-query, against the embedded sqlite store or a tracking server alike, while sweeps run or after they end.
-"""
+"""Read sweeps back from MLflow (a sweep is a parent run tagged ``sentsweep.role=sweep``, its trials its child
+runs): sweeps, trials, confirmations and Pareto fronts side by side, while sweeps run or after they end."""
 
 from __future__ import annotations
 
@@ -50,7 +44,6 @@ OUTCOME_COLUMNS = ("finished", "pruned", "failed", "running", "stopped", "interr
 
 
 def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> list[str]:
-    """Ids of the named experiments (all active ones when ``names`` is empty)."""
     if not names:
         return [e.experiment_id for e in client.search_experiments()]
     ids = []
@@ -83,7 +76,6 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
 
 
 def trial_number(run: Run) -> int | None:
-    """A trial run's number (:data:`TRIAL_NUMBER_TAG`), None on a run without it."""
     text = run.data.tags.get(TRIAL_NUMBER_TAG, "")
     return int(text) if text.isdigit() else None
 
@@ -94,8 +86,7 @@ def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
 
 
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
-    """The search's trials of a sweep (its child runs but the confirmation stage's), by number (those without one
-    after, oldest first)."""
+    """The search's trials of a sweep (not its confirmation run), by number, those without one last."""
     query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}'"
     runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
                               order_by=["attributes.start_time ASC"], max_results=10_000)
@@ -104,20 +95,18 @@ def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
 
 
 def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
-    """Tune's trial id -> the trial's label, for the tables that name a trial."""
     return {t.data.tags[TRIAL_ID_TAG]: run_label(t) for t in trials if TRIAL_ID_TAG in t.data.tags}
 
 
 def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
-    """The sweep's confirmation stage run, if it has one."""
     query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
     found = client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1)
     return found[0] if found else None
 
 
 def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """One row per confirmed configuration: its single-seed rank and value, the further seeds' mean, sd and 95%
-    interval, and which one the rule chose; the search trial named by its label (``labels``: by Tune's id)."""
+    """One row per confirmed configuration: its search rank and value, its further seeds' mean, sd and 95%
+    interval, and whether the rule chose it."""
     m, tags = stage.data.metrics, stage.data.tags
     labels = labels or {}
     ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
@@ -138,9 +127,8 @@ def _named(labels: dict[str, str], trial_id: str) -> str:
 
 
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
-    """A multi-objective sweep's Pareto front, one row per trial on it (best first objective first): its objective
-    values and searched params from the parent's ``pareto_front.csv``, or only its id when that cannot be read;
-    none for a single-metric sweep or one whose front is not recorded yet."""
+    """A multi-objective sweep's front, one row per trial (best first objective first), from the parent's
+    ``pareto_front.csv``, or only the ids when that cannot be read; none for a single metric."""
     import tempfile
 
     tags = sweep.data.tags
@@ -170,14 +158,12 @@ def _metric(run: Run, key: str) -> float:
 
 
 def _searched(trials: list[Run]) -> list[str]:
-    """Params whose value differs between the trials of a sweep (a trial that logged none, having failed
-    before it started, does not make every param look searched)."""
+    """Params whose value differs between a sweep's trials (a trial that logged none does not count)."""
     keys = dict.fromkeys(k for t in trials for k in t.data.params)
     return [k for k in keys if len({t.data.params[k] for t in trials if k in t.data.params}) > 1]
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
-    """One sweep: outcome counts, best value, its test metrics, time."""
     params, tags = sweep.data.params, sweep.data.tags
     metric = params.get("metric", STSB_DEV)
     statuses = [run_outcome(t) for t in trials]
@@ -205,8 +191,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
 
 
 def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per trial: status and reason, its best dev value, test metrics, searched params, and where its
-    last attempt ran (``placement``: node and Ray's GPU ids, :mod:`sentsweep.tracking.placement`)."""
+    """One row per trial: status and reason, best dev value, test metrics, searched params, placement."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
     labelled = any(REFERENCE_TAG in t.data.tags for t in trials)
@@ -230,16 +215,14 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
 
 def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
                sweeps: Sequence[str] | None = None) -> list[tuple[Run, list[Run]]]:
-    """The selected sweeps' parent runs (newest first), each with its trial runs."""
     return [(sweep, trial_runs(client, sweep)) for sweep in find_sweeps(client, experiments, sweeps)]
 
 
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
             sweeps: Sequence[str] | None = None, *,
             found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sweeps table, trials table) for the selected sweeps (or for ``found``: :func:`sweep_runs`' answer);
-    the confirmation table (:func:`confirmation_rows`) rides along as ``sweeps.attrs["confirmation"]``, the Pareto
-    fronts of multi-objective sweeps (:func:`pareto_rows`) as ``sweeps.attrs["pareto"]``."""
+    """(sweeps table, trials table) of the selected sweeps (or ``found``); the confirmation and Pareto tables ride
+    along as ``sweeps.attrs["confirmation"]`` and ``sweeps.attrs["pareto"]``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []
     for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
@@ -257,7 +240,7 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
 
 
 def _number(text: str | None) -> Any:
-    """A param as MLflow stores it (a string), read back as a number where it is one."""
+    """A param read back as a number where it is one."""
     if text is None:
         return None
     for kind in (int, float):
@@ -269,7 +252,7 @@ def _number(text: str | None) -> Any:
 
 
 def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    """``table`` (those of ``columns`` it has) as a GitHub markdown table; ``(none)`` when it is empty."""
+    """``table`` (those of ``columns`` it has) as a markdown table; ``(none)`` when it is empty."""
     if table.empty:
         return "(none)"
     cols = [c for c in (columns or table.columns) if c in table.columns]
@@ -277,7 +260,7 @@ def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> st
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
-    """Both tables as markdown sections or as CSV (trials only, one header)."""
+    """Both tables as markdown sections, or the trials as CSV."""
     if fmt == "csv":
         return trials.to_csv(index=False)
     wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []

@@ -1,17 +1,6 @@
-"""Export an encoder as a sentence-transformers folder: ``SentenceTransformer(path).encode`` gives our
-embeddings.
-
-The folder is built from sentence-transformers' own modules, so loading it needs neither sentsweep nor
-``trust_remote_code``:
-
-- ``cls``, ``mean``, ``max``: ``Transformer`` + ``Pooling`` (same masking as
-  :func:`sentsweep.methods.encoders.pool`);
-- ``first_last``: ``Transformer`` (with hidden states) + ``WeightedLayerPooling`` over layers 1..L with
-  weight 1 on the first and the last layer and 0 elsewhere, which is exactly
-  ``(hidden_states[1] + hidden_states[-1]) / 2``, + mean ``Pooling``;
-- ``prompt_mask`` has no sentence-transformers equivalent (its template wraps the sentence on both
-  sides) and is refused with a clear error.
-"""
+"""Export an encoder as a sentence-transformers folder built from its own modules, so loading it needs neither
+sentsweep nor ``trust_remote_code``. ``first_last`` is ``WeightedLayerPooling`` with weight 1 on the first and
+last layer, then mean ``Pooling``; ``prompt_mask`` has no equivalent and is refused."""
 
 from __future__ import annotations
 
@@ -41,7 +30,6 @@ ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 
 def encoder_settings(weights_dir: str | Path) -> EncoderSettings:
-    """The pooling and length saved next to the weights (defaults when the file is absent)."""
     path = Path(weights_dir, ENCODER_CONFIG_FILE)
     return EncoderSettings(**json.loads(path.read_text())) if path.is_file() else EncoderSettings()
 
@@ -85,16 +73,14 @@ def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
 
 
 def has_artifact(client: MlflowClient, run_id: str, path: str) -> bool:
-    """Whether run ``run_id`` logged an artifact folder or file named ``path``."""
     parent, _, name = path.rpartition("/")
     return any(Path(f.path).name == name for f in client.list_artifacts(run_id, parent or None))
 
 
 def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite: bool = False,
                follow: bool = True) -> Path:
-    """Export the weights a run logged: a trial's ``best/`` folder, a sweep's ``best_model/``, or, for the best
-    trial of a sweep, the sweep's ``best_model/`` its tag names (one hop: ``follow`` is off for the run it names,
-    so tags pointing at each other end in one line, not in a recursion without end)."""
+    """Export the weights a run logged: a trial's ``best/``, a sweep's ``best_model/``, or the ``best_model/``
+    the run's tag names (one hop only, so tags pointing at each other end in one line)."""
     from mlflow.exceptions import MlflowException
 
     try:

@@ -1,17 +1,5 @@
-"""Plots of a sweep that people read: PNG artifacts, each with the same data as a CSV beside it (:func:`save_plot`).
-
-- ``learning_curves``: the dev metric of every trial over training steps, coloured by how the trial ended, with an
-  ``x`` where the scheduler (ASHA) stopped it;
-- ``parallel_coordinate``: every trial, pruned ones at their last reported value, coloured by status; trials
-  without any value sit on a "no value" line below the metric's axis;
-- ``param_importances``: fANOVA importance of the searched parameters over at least :data:`MIN_IMPORTANCE_TRIALS`
-  finished, feasible trials (a multi-objective sweep's: of its first objective);
-- ``optimization_history``: every trial's value by its number (``t03`` is 3, as in the tables and the runs' names),
-  coloured by how it ended, with the best finished value so far.
-
-The trials come from Tune's results (:func:`trial_records`), the importance from the study in the sweep folder. The
-plots of how the winner is selected are in :mod:`.selection`. Everything is drawn offline (matplotlib's Agg).
-"""
+"""Plots of a sweep (learning curves, parallel coordinates, fANOVA importances, optimization history) as PNGs,
+each with its data as a CSV beside it (:func:`save_plot`), drawn offline with matplotlib's Agg."""
 
 from __future__ import annotations
 
@@ -42,7 +30,7 @@ MIN_IMPORTANCE_TRIALS = 8
 
 @dataclass
 class TrialRecord:
-    """One trial as the plots see it: its searched parameters, its dev curve over steps, how it ended."""
+    """One trial as the plots see it: its searched parameters, its dev curve, how it ended."""
 
     trial_id: str
     status: Status
@@ -60,14 +48,13 @@ class TrialRecord:
         return self.values[-1] if self.values else None
 
     def value(self, mode: str = "max") -> float | None:
-        """The value the trial stands for: a finished trial's best, else its last reported one."""
+        """A finished trial's best value, else its last reported one."""
         if self.status != "finished" or not self.values:
             return self.last_value
         return max(self.values) if mode == "max" else min(self.values)
 
 
 def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Status:
-    """How a trial ended, from its last Tune result."""
     if error:
         return "failed"
     if is_failed(dict(metrics or {})):
@@ -76,9 +63,8 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by its place in them (Tune's order: :mod:`.winner`): the
-    parameters ``searched``, the (step, value) of each dev report (the final report, which repeats the best value,
-    and non-finite values left out)."""
+    """Every trial of a sweep's results, labelled by its place in them: the ``searched`` parameters and each
+    dev report's (step, value), the final report and non-finite values left out."""
     records = []
     for number, result in enumerate(results, 1):
         config = result.config or {}
@@ -100,7 +86,7 @@ def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> 
 
 
 def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, name: str) -> list[Path]:
-    """``<name>.png`` and ``<name>.csv`` (the plotted data, one row per point) in ``out_dir``; closes the figure."""
+    """``<name>.png`` and ``<name>.csv`` (the plotted data) in ``out_dir``; closes the figure."""
     import matplotlib.pyplot as plt
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -117,7 +103,6 @@ def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, nam
 
 
 def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (offline drawing)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -139,7 +124,7 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
 
 def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
                     stopped_by: str = "ASHA") -> list[Path]:
-    """The dev metric over training steps, one line per trial; ``x`` where ``stopped_by`` stopped a trial."""
+    """The dev metric over steps, one line per trial; ``x`` where ``stopped_by`` stopped a trial."""
     from matplotlib.lines import Line2D
 
     plt = pyplot()
@@ -165,7 +150,7 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
 
 
 def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], list[str], bool]:
-    """How a parameter's values map to [0, 1]: its transform, tick positions and labels, and whether log."""
+    """How a parameter's values map to [0, 1]: transform, tick positions and labels, and whether log."""
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
     if not numeric:
         choices = sorted({str(v) for v in values})
@@ -182,7 +167,6 @@ def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], l
 
 
 def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: Path) -> list[Path]:
-    """Every trial across its parameters and its (last reported) metric value, coloured by status."""
     plt = pyplot()
     names = list(dict.fromkeys(k for r in records for k in r.params))
     valued = [r.last_value for r in records if r.last_value is not None]
@@ -227,7 +211,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 
 def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """The trials an importance can rest on: this sweep's own COMPLETE trials that were feasible."""
+    """This sweep's own COMPLETE, feasible trials."""
     from optuna.trial import TrialState
 
     return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -235,8 +219,7 @@ def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 
 
 def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list[Path]:
-    """fANOVA importance (seeded) over :func:`feasible_finished` trials, with how many there are; ValueError when
-    too few trials or no varying parameter leave nothing to rank."""
+    """Seeded fANOVA importance over :func:`feasible_finished` trials; ValueError when nothing can be ranked."""
     import optuna
 
     plt = pyplot()
@@ -269,8 +252,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
 
 def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path,
                          mode: str = "max") -> list[Path]:
-    """Every trial's value (:meth:`TrialRecord.value`) by its number, coloured by how it ended; a trial without a
-    value is a mark on the axis; the line is the best finished, feasible value so far."""
+    """Every trial's value by number, coloured by how it ended; the line is the best finished value so far."""
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(8, 5))
     better = max if mode == "max" else min
@@ -302,7 +284,7 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
                 stopped_by: str = "ASHA", mode: str = "max") -> tuple[list[Path], dict[str, str]]:
-    """Every plot of a sweep (see the module docstring): the files written and, per skipped plot, why."""
+    """Every plot of a sweep: the files written and, per skipped plot, why."""
     out = Path(out_dir)
     written: list[Path] = []
     skipped: dict[str, str] = {}

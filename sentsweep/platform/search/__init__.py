@@ -1,8 +1,5 @@
-"""The search: the pruning-aware Optuna searcher and ASHA, the study store in the sweep folder, and warm starts
-from an earlier sweep's study.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
-"""
+"""The search: the pruning-aware Optuna searcher and ASHA, the study in the sweep folder, and warm starts.
+Names are imported on first use, so importing the package loads neither Ray nor MLflow."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The markdown MLflow shows on an experiment's, a sweep run's and a registered model version's page (the tag
-:data:`~sentsweep.tracking.vocabulary.NOTE_TAG`): what the sweep searched, how its trials are named and ended, and
-which columns of the runs table to add (MLflow's table shows no metric until one is picked).
-"""
+"""The markdown MLflow shows on an experiment's, a sweep run's and a model version's page."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ if TYPE_CHECKING:
 
 
 def columns_to_add(metric: str, searched: Sequence[str]) -> str:
-    """The runs table's columns to add, in MLflow's groups."""
     params = ", ".join(f"`{p}`" for p in searched) or "the searched ones"
     return (f"Columns to add (**Columns** above the table): Metrics `{metric}` and `best_{metric}`; Params {params}; "
             f"Tags `{OUTCOME_TAG}`.")
@@ -24,7 +20,6 @@ def columns_to_add(metric: str, searched: Sequence[str]) -> str:
 
 def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[str], tracking_uri: str,
                       experiment_id: str) -> str:
-    """The sweep run's description: what it searched, for what, how its trials are named and ended."""
     space = config.space_name if isinstance(config.space_name, str) else "the space in its config"
     searched_text = ", ".join(f"`{p}`" for p in searched) or "no parameter"
     return "\n".join([
@@ -44,7 +39,6 @@ def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[s
 
 
 def experiment_description(config: SweepConfig, sweep_name: str, searched: Sequence[str]) -> str:
-    """The experiment's description: how its sweeps are laid out, and the latest sweep."""
     return "\n".join([
         "Sweeps of `sentsweep`: each sweep is a run (tag `sentsweep.role` = sweep) whose child runs are its trials "
         "and, when it confirms its best, a confirmation run.",

@@ -1,5 +1,5 @@
-"""The sweep's parent run (:class:`SweepRun`), whose writes go through :class:`~.run_writes.RunWrites`, in the
-background: a sweep never stops, nor waits, because MLflow is down."""
+"""The sweep's parent run (:class:`SweepRun`): its writes go through :class:`~.run_writes.RunWrites` in the
+background, so a sweep never stops, nor waits, because MLflow is down."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def run_page(sweep: SweepRun) -> str:
-    """``" at <address>"``: the run's page, when MLflow is a server (the sweep does not know ``mlflow ui``'s)."""
+    """``" at <address>"``: the run's page when MLflow is a server (the sweep does not know ``mlflow ui``'s)."""
     if not sweep.tracking_uri.startswith(("http://", "https://")):
         return ""
     return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
@@ -95,9 +95,8 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
 
 @dataclass
 class SweepRun:
-    """The parent run of a sweep (or the confirmation stage's run). Opening it needs MLflow; every write after goes
-    through :class:`~.run_writes.RunWrites`, and what MLflow has not taken when the session ends (:meth:`flush`) is
-    saved in the folder ``fs``, ``path`` (the sweep's or the stage's) for a resume or ``sentsweep sync``."""
+    """The parent run of a sweep (or of its confirmation stage). Only :meth:`open` needs MLflow; what MLflow has
+    not taken at :meth:`flush` is saved in the folder ``fs``, ``path`` for a resume or ``sentsweep sync``."""
 
     client: MlflowClient
     tracking_uri: str
@@ -113,8 +112,7 @@ class SweepRun:
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
              first_point: dict[str, Any] | None) -> SweepRun:
-        """Create the parent run: config and package versions as params, source tags, the space as artifacts, the
-        run's and the experiment's descriptions."""
+        """Create the run: config and package versions as params, source tags, the space, the descriptions."""
         prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment,
@@ -145,8 +143,8 @@ class SweepRun:
     @classmethod
     def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str, fs: pyarrow.fs.FileSystem,
                path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
-        """An existing run, its status unchanged, with the writes an earlier session saved in its folder queued
-        first (:meth:`RunWrites.load`: those acting on this run or ``runs``, a registration only as ``register``)."""
+        """An existing run, its status unchanged, with the writes an earlier session saved queued first
+        (:meth:`RunWrites.load`: those acting on this run or ``runs``, a registration only as ``register``)."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs,
                     path)
         sweep.writes.load({run_id, *runs}, register)
@@ -159,12 +157,11 @@ class SweepRun:
         return self._writes
 
     def reopen(self) -> None:
-        """Mark the run RUNNING again: called once ``Tuner.restore`` succeeded."""
+        """Mark the run RUNNING again once ``Tuner.restore`` succeeded."""
         self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})
         self.set_tags({STATUS_TAG: "running"})
 
     def trial_settings(self) -> dict[str, Any]:
-        """Where the trials' child runs go."""
         return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name}
 
@@ -183,30 +180,27 @@ class SweepRun:
             self.writes.put({"op": "protocols", "run": self.run_id, "record": record})
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str, *, move: bool = False) -> None:
-        """Upload a folder to the run's ``artifact_path``, kept in the sweep folder first (moved when ``move``)."""
+        """Upload a folder, kept in the sweep folder first (moved when ``move``)."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
     def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
-        """Register the run's model at ``artifact_path`` as a version of ``name``, with ``description`` and ``tags``;
-        the version, or None when MLflow has not answered within ``wait_s`` (a resume or ``sync`` registers it)."""
+        """Register the model at ``artifact_path`` as a version of ``name``; the version, or None when MLflow
+        did not answer within ``wait_s`` (a resume or ``sync`` registers it)."""
         self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
                          "description": description, "tags": tags or {}})
         self.writes.flush(wait_s)
         return self.writes.registered.get(name)
 
     def tag_trial(self, trial_id: str, tags: dict[str, str], parent_run_id: str | None = None) -> None:
-        """Tags on ``trial_id``'s run under ``parent_run_id`` (default: this run)."""
         self.writes.put({"op": "tags", "parent": parent_run_id or self.run_id, "trial": trial_id, "tags": tags})
 
     def upload_to_trial(self, trial_id: str, local_dir: str | Path, artifact_path: str,
                         parent_run_id: str | None = None) -> None:
-        """A folder to ``trial_id``'s run under ``parent_run_id`` (default: this run)."""
         self.writes.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
                            kept_as=f"trials/{trial_id}/{artifact_path}")
 
     def close(self, state: SweepState, reason: str | None = None) -> None:
-        """End the run in ``state`` (its tag and MLflow status)."""
         self.set_tags({STATUS_TAG: state})
         self.writes.put({"op": "status", "run": self.run_id, "status": RUN_STATUS[state],
                          "reason": reason[:5000] if reason else None})
@@ -216,7 +210,7 @@ class SweepRun:
         return self.writes.flush(timeout_s)
 
     def previous_max(self, key: str) -> float:
-        """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer at once)."""
+        """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer)."""
         if not store_answers(self.tracking_uri):
             return 0.0
         try:

@@ -1,11 +1,6 @@
-"""The driver's Tune callback that writes every trial's MLflow child run (:mod:`.trial_runs`).
-
-On each trial event it hands a job to a background :class:`~.deliverer.Deliverer`, so no MLflow call runs in
-Tune's event loop. The driver knows what a trial cannot tell: a trial ASHA stopped ends FINISHED with outcome
-``pruned``; a worker that died ends FAILED with the error Tune recorded. At the end of the experiment each run is
-brought up to its folder and ended, and the sweep's totals go on the parent run, waiting at most ``end_wait_s``: in
-an outage the sweep exits and ``sentsweep sync`` completes the runs from the folder.
-"""
+"""The driver's Tune callback that writes every trial's child run (:mod:`.trial_runs`) through a background
+:class:`~.deliverer.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
+exits and ``sentsweep sync`` completes the runs from the folder."""
 
 from __future__ import annotations
 
@@ -60,7 +55,7 @@ def trial_outcome(trial: Trial) -> str:
 
 
 def last_error_line(trial: Trial) -> str:
-    """The last line of the error Tune recorded for a trial (the exception type and message)."""
+    """The last line of the error Tune recorded for a trial."""
     path = trial.error_file
     try:
         text = Path(path).read_text(errors="replace") if path else ""
@@ -72,14 +67,12 @@ def last_error_line(trial: Trial) -> str:
 
 
 def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
-    """:func:`~.trial_runs.outcome_totals` as Tune holds the trials."""
     seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
     return outcome_totals([trial_outcome(t) for t in trials], seconds, gpu_per_trial,
                           ("finished", "pruned", "failed", "running", "pending"))
 
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
-    """The outcome and reason of a trial Tune completed (its last report decides)."""
     result = trial.last_result or {}
     if is_final(result):
         return "finished", None
@@ -92,7 +85,6 @@ def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | No
 
 
 def ended_outcome(trial: Trial) -> tuple[str, str | None]:
-    """The outcome and reason of a trial still open when the experiment ended."""
     outcome = trial_outcome(trial)
     if outcome == "finished":
         return "finished", None
@@ -106,8 +98,7 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
-    """Where the driver reads a trial's reports: its local copy when it has one, else its folder in the sweep
-    folder; outputs are always read from the sweep folder."""
+    """Where the driver reads a trial's reports: its local copy when it has one, else the sweep folder."""
     storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
     local = trial.local_path
     if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
@@ -116,13 +107,11 @@ def trial_folder(trial: Trial) -> TrialFolder:
 
 
 class TrialRunsCallback(Callback):
-    """Writes each trial's child run under ``settings["parent_run_id"]`` from the driver, in the background; its
-    trials' labels start with ``label_prefix`` (``t`` for the search, ``c`` for the confirmation stage)."""
+    """Writes each trial's child run under ``settings["parent_run_id"]``; labels start with ``label_prefix``."""
 
     def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
                  end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX,
                  reference: dict[str, Any] | None = None, reference_setting: str | None = None) -> None:
-        """``reference``: the point of the sweep's reference trial, whose run is tagged ``reference_setting``."""
         self.settings = settings
         self.label_prefix = label_prefix
         self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
@@ -140,13 +129,11 @@ class TrialRunsCallback(Callback):
         return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
-        """Remember the trial's number: its place in Tune's list of trials."""
         numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
         if trial.trial_id not in numbers and trial in trials:
             numbers[trial.trial_id] = trials.index(trial) + 1
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
-        """The trial run's name and number."""
         number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
         values = {k: v for k, v in (getattr(trial, "evaluated_params", None) or {}).items()
                   if isinstance(v, int | float | str | bool)}
@@ -173,8 +160,8 @@ class TrialRunsCallback(Callback):
             self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The id of the trial's run, holding every report: from the folder first when this session has not
-        delivered to it yet (a resume) or an earlier delivery failed, then ``results``."""
+        """The id of the trial's run, holding every report: from the folder first on a resume or after a failed
+        delivery, then ``results``."""
         runs = self.runs
         name, number = self._name(trial)
         if trial.trial_id in self._behind or trial.trial_id not in self._seen:
@@ -214,7 +201,6 @@ class TrialRunsCallback(Callback):
         self._submit(trials, trial, lambda: self._deliver_result(trial, result))
 
     def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
-        """The report; a trial that resumed elsewhere than the checkpoint Tune named is tagged where and why."""
         run_id = self.catch_up(trial, [result])
         note = restore_note(result)
         if note is not None:
@@ -258,9 +244,8 @@ class TrialRunsCallback(Callback):
                                    metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
-        """Close and delete the child runs of trials the sweep no longer has, named on the parent run: a trial
-        created after Tune's last snapshot is lost when the driver dies, and its run would be a duplicate left
-        RUNNING (MLflow keeps deleted runs restorable)."""
+        """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
+        snapshot is lost with the driver, and its run would be a duplicate left RUNNING."""
         client, parent = self.runs.client, self.settings["parent_run_id"]
         query = f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
