@@ -118,27 +118,20 @@ def _sts_records(task: str, source: DataSource, context: str, limit: int | None 
                         source, context, limit, sample_seed) for name, split in task_data_splits(task)]
 
 
-def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    task = str(getattr(config, "dev_metric", ""))
-    if task not in STS_TASK_SPLITS:
-        return None
-    (record,) = _sts_records(task, source, VALIDATION, getattr(config, "max_dev_pairs", None), SAMPLE_SEED)
-    return record
-
-
-def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:
-    sts, senteval, _ = split_tasks(tasks)
-    records = [record for task in sts for record in _sts_records(task, source, TEST)]
-    records += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
-    return list({r.name: r for r in records if r is not None}.values())
-
-
 def trial_datasets(config: Any) -> list[DatasetRecord]:
+    """A trial config's training, dev (``max_dev_pairs`` of it, a seeded sample) and test datasets, those whose
+    files are there."""
     source = resolve_data_dir(getattr(config, "data_dir", None))
-    found = [training_record(config, source), dev_record(config, source)]
-    records = [r for r in found if r is not None]
-    tasks = getattr(config, "test_tasks", None)
-    return records + (test_records(tasks, source) if tasks else [])
+    records = [training_record(config, source)]
+    task = str(getattr(config, "dev_metric", ""))
+    if task in STS_TASK_SPLITS:
+        records += _sts_records(task, source, VALIDATION, getattr(config, "max_dev_pairs", None), SAMPLE_SEED)
+    if getattr(config, "test_tasks", None):
+        sts, senteval, _ = split_tasks(config.test_tasks)
+        tests = [record for task in sts for record in _sts_records(task, source, TEST)]
+        tests += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
+        records += {r.name: r for r in tests if r is not None}.values()
+    return [r for r in records if r is not None]
 
 
 def dataset_inputs(records: Sequence[DatasetRecord]) -> list[dict[str, Any]]:

@@ -98,21 +98,14 @@ def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
     return {t.data.tags[TRIAL_ID_TAG]: run_label(t) for t in trials if TRIAL_ID_TAG in t.data.tags}
 
 
-def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
-    query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
-    found = client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1)
-    return found[0] if found else None
-
-
-def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[dict[str, Any]]:
     """One row per confirmed configuration: its search rank and value, its further seeds' mean, sd and 95%
     interval, and whether the rule chose it."""
     m, tags = stage.data.metrics, stage.data.tags
-    labels = labels or {}
     ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
     winner = tags.get("sentsweep.confirm.winner_rank", "")
     return [{"sweep": sweep.data.tags.get(SWEEP_TAG, ""), "rank": rank,
-             "trial": _named(labels, tags.get(f"sentsweep.confirm.r{rank}_trial", "")),
+             "trial": labels.get(trial := tags.get(f"sentsweep.confirm.r{rank}_trial", ""), trial),
              "search": m.get(f"r{rank}_search", math.nan),
              "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
              "sd": m.get(f"r{rank}_std", math.nan), "low": m.get(f"r{rank}_low", math.nan),
@@ -120,10 +113,6 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str] | None = No
              "winner": f"yes ({tags.get('sentsweep.confirm.rule', '')})" if str(rank) == winner else "",
              "status": stage.info.status.lower()}
             for rank in ranks]
-
-
-def _named(labels: dict[str, str], trial_id: str) -> str:
-    return labels.get(trial_id, trial_id)
 
 
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
@@ -177,7 +166,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
     if REFERENCE_TRIAL_TAG in tags:  # the paper's setting, run as a protected reference trial
-        row["reference_trial"] = _named(labels_by_id(trials), tags[REFERENCE_TRIAL_TAG])
+        row["reference_trial"] = labels_by_id(trials).get(tags[REFERENCE_TRIAL_TAG], tags[REFERENCE_TRIAL_TAG])
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     metric_mean = f"confirmed_{metric}_mean"
@@ -227,11 +216,11 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
     for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
-        stage = confirmation_run(client, sweep)
-        if stage is not None:
-            confirm_table.extend(confirmation_rows(sweep, stage, labels_by_id(trials)))
         labels = labels_by_id(trials)
-        front_table.extend({**row, "trial": _named(labels, str(row.get("trial", "")))}
+        query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+        for stage in client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1):
+            confirm_table.extend(confirmation_rows(sweep, stage, labels))
+        front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}
                            for row in pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
     table.attrs["confirmation"] = pd.DataFrame(confirm_table)

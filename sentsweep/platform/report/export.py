@@ -29,11 +29,6 @@ EXPORTED_MODEL_TAG = "sentsweep.exported_model"
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 
-def encoder_settings(weights_dir: str | Path) -> EncoderSettings:
-    path = Path(weights_dir, ENCODER_CONFIG_FILE)
-    return EncoderSettings(**json.loads(path.read_text())) if path.is_file() else EncoderSettings()
-
-
 def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
                                 overwrite: bool = False) -> Path:
     """Write ``weights_dir`` (a :meth:`TransformerEncoder.save` folder) as a sentence-transformers model."""
@@ -45,7 +40,8 @@ def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
         raise ConfigError("a multi-view model (its own vocabulary, Tree-LSTMs and parser) has no "
                           "sentence-transformers equivalent; use its best/ folder with sentsweep "
                           "evaluate/neighbours", field="method", file=weights_dir)
-    settings = encoder_settings(weights_dir)
+    saved = weights_dir / ENCODER_CONFIG_FILE
+    settings = EncoderSettings(**json.loads(saved.read_text())) if saved.is_file() else EncoderSettings()
     if settings.pooling not in ST_POOLING:
         raise ConfigError(f"pooling '{settings.pooling}' has no sentence-transformers equivalent; "
                           f"export supports {', '.join(ST_POOLING)}", field="pooling", file=weights_dir)

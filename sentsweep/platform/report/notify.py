@@ -67,15 +67,11 @@ class SweepNotice:
 
 def masked_url(url: str) -> str:
     parts = urlsplit(url)
-    host = parts.hostname or "?"
-    return f"{parts.scheme or '?'}://{host}{f':{parts.port}' if _port(parts) else ''}/{MASK}"
-
-
-def _port(parts: Any) -> int | None:
     try:
-        return parts.port
-    except ValueError:
-        return None
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is no number
+        port = ""
+    return f"{parts.scheme or '?'}://{parts.hostname or '?'}{port}/{MASK}"
 
 
 def _retryable(exc: Exception) -> bool:

@@ -27,11 +27,6 @@ class MixedProtocolsError(ConfigError):
     """Figures of one metric measured under different protocols, put side by side without being allowed."""
 
 
-def run_protocols(run: Run) -> dict[str, str]:
-    return {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
-            if k.startswith(PROTOCOL_TAG_PREFIX)}
-
-
 def _label(sweep: Run, run: Run) -> str:
     name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
     trial = run.data.tags.get(TRIAL_ID_TAG)
@@ -50,7 +45,8 @@ def comparable(line: str) -> str:
 def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
     """metric -> :func:`comparable` key -> (its compact lines, the runs with a figure under it)."""
     runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
-    recorded = {id(run): run_protocols(run) for _, run in runs}
+    recorded = {id(run): {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
+                          if k.startswith(PROTOCOL_TAG_PREFIX)} for _, run in runs}
     metrics = {m for lines in recorded.values() for m in lines}
     seen: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
     for sweep, run in runs:

@@ -90,19 +90,6 @@ def grid_done(sampler: optuna.samplers.BaseSampler, study: optuna.Study) -> bool
     return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
 
 
-def space_distributions(define_by_run: Callable[[optuna.Trial], Any],
-                        draws: int = SPACE_DRAWS) -> dict[str, BaseDistribution]:
-    """Every parameter a define-by-run space may suggest (run ``draws`` times, so each branch shows)."""
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
-    found: dict[str, BaseDistribution] = {}
-    for _ in range(draws):
-        trial = study.ask()
-        define_by_run(trial)
-        found.update({k: v for k, v in trial.distributions.items() if k not in found})
-        study.tell(trial, 0.0)
-    return found
-
-
 def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
     """A categorical's choices, or ``points`` values over a numeric range, ends included (log spaced on a log
     range, rounded on an integer one, on the steps of a stepped one)."""
@@ -120,7 +107,16 @@ def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
 
 
 def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dict[str, list[Any]]:
-    grid = {name: grid_values(dist, points) for name, dist in space_distributions(define_by_run).items()}
+    """The grid of every parameter the space may suggest (it runs :data:`SPACE_DRAWS` times on a throwaway study,
+    so that each branch shows its parameters)."""
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    found: dict[str, BaseDistribution] = {}
+    for _ in range(SPACE_DRAWS):
+        trial = study.ask()
+        define_by_run(trial)
+        found.update({k: v for k, v in trial.distributions.items() if k not in found})
+        study.tell(trial, 0.0)
+    grid = {name: grid_values(dist, points) for name, dist in found.items()}
     if not grid:
         raise ValueError("the search space suggests no parameter: nothing to grid")
     return grid

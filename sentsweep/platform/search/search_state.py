@@ -31,15 +31,10 @@ def read_mark(location: SweepLocation) -> dict[str, Any] | None:
     return location.read_json_object(SEARCH_FILE, "whether the search is over")
 
 
-def search_over(location: SweepLocation, config: SweepConfig) -> bool:
-    mark = read_mark(location)
-    return mark is not None and mark.get("bounds") == search_bounds(config)
-
-
 def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
                    stage_began: bool = False) -> ResultGrid:
     """The search's results: read back when the search is over or the confirmation stage began, else fitted
     (always for a ``fresh`` sweep: a state file in its new folder was planted there)."""
-    if not fresh and (stage_began or search_over(location, config)):
+    if not fresh and (stage_began or (read_mark(location) or {}).get("bounds") == search_bounds(config)):
         return tuner.get_results()
     return tuner.fit()

@@ -88,7 +88,10 @@ def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], 
     for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
         if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
             continue
-        distributions = _overlap(trial.params, _distributions_at(define_by_run, trial.params))
+        probe = optuna.create_study(sampler=_EarlierValues(trial.params)).ask()
+        define_by_run(probe)  # the distributions the new space asks for at the earlier parameters
+        distributions = {name: d for name, d in probe.distributions.items()
+                         if name in trial.params and _allows(d, trial.params[name])}
         if not distributions:
             continue
         placed.append(optuna.trial.create_trial(
@@ -130,18 +133,6 @@ def _allows(distribution: BaseDistribution, value: Any) -> bool:
     except (ValueError, TypeError):  # outside the range, or a choice the new space does not offer
         return False
     return True
-
-
-def _distributions_at(define_by_run: Callable[[optuna.Trial], Any],
-                      params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
-    probe = optuna.create_study(sampler=_EarlierValues(params))
-    trial = probe.ask()
-    define_by_run(trial)
-    return dict(trial.distributions)
-
-
-def _overlap(params: Mapping[str, Any], distributions: Mapping[str, BaseDistribution]) -> dict[str, BaseDistribution]:
-    return {name: d for name, d in distributions.items() if name in params and _allows(d, params[name])}
 
 
 def unseen_points(points: Sequence[Mapping[str, Any]], history: Sequence[FrozenTrial]) -> list[dict[str, Any]]:

@@ -66,12 +66,6 @@ def last_error_line(trial: Trial) -> str:
     return (errors or lines or ["the trial failed (no error recorded)"])[-1][:5000]
 
 
-def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
-    seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
-    return outcome_totals([trial_outcome(t) for t in trials], seconds, gpu_per_trial,
-                          ("finished", "pruned", "failed", "running", "pending"))
-
-
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
     result = trial.last_result or {}
     if is_final(result):
@@ -231,7 +225,9 @@ class TrialRunsCallback(Callback):
             outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
             deliverer.submit(trial.trial_id, lambda t=trial, o=outcome, r=reason: self._end(t, o, r, overwrite=False),
                              force=True)
-        totals = sweep_totals(trials, self.gpu_per_trial)
+        seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
+        totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
+                                ("finished", "pruned", "failed", "running", "pending"))
         deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
         wait = self.end_wait_s if store_answers(self.settings["tracking_uri"]) else 0.0
         if not deliverer.drain(wait) or self._behind:
