@@ -20,7 +20,6 @@ SOURCE_NAME_TAG = "mlflow.source.name"
 SOURCE_TYPE_TAG = "mlflow.source.type"
 #: MLflow's source type of a run started from a local process (the others: NOTEBOOK, JOB, PROJECT, ...).
 LOCAL_SOURCE = "LOCAL"
-#: Tag prefix of a metric's compact protocol: ``sentsweep.protocol.stsb_test``.
 PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
 #: The run artifact holding every metric's full protocol: ``{metric: MetricProtocol.to_dict()}``.
 PROTOCOLS_ARTIFACT = "protocols.json"

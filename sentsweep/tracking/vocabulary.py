@@ -18,7 +18,6 @@ GIT_TAG = "mlflow.source.git.commit"
 TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
-#: The :data:`ROLE_TAG` of a sweep's confirmation run.
 CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
@@ -27,19 +26,16 @@ SWEEP_DIR_TAG = "sentsweep.sweep_dir"
 TRIAL_NUMBER_TAG = "sentsweep.trial_number"
 #: How a trial ended, in words MLflow's statuses lack: :data:`OUTCOMES`.
 OUTCOME_TAG = "sentsweep.outcome"
-#: A trial's outcome and the MLflow status its run ends in. A trial that ASHA or a stopper ended early ran as
-#: asked and its figures are complete for the steps it ran: its run is FINISHED, and the tag says it was pruned.
-#: KILLED is kept for a trial that was cut off and that a resume continues.
+#: A trial's outcome and its run's status: a trial a scheduler or stopper ended early is FINISHED (its figures are
+#: complete for the steps it ran); KILLED is kept for one cut off that a resume continues.
 OUTCOMES: dict[str, str] = {"finished": "FINISHED", "pruned": "FINISHED", "stopped": "FINISHED",
                             "failed": "FAILED", "interrupted": "KILLED", "not started": "KILLED"}
 #: MLflow's description of an experiment, a run or a model version (markdown, shown on its page).
 NOTE_TAG = "mlflow.note.content"
-#: The role of a trial's child run (:data:`ROLE_TAG`).
 TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
-#: On a reference trial's run (the paper's setting, never stopped by a scheduler): its setting, ``paper``; on the
-#: sweep's run: that trial's id.
+#: On a reference trial's run (the paper's setting): its setting, ``paper``; on the sweep's run: that trial's id.
 REFERENCE_TAG = "sentsweep.reference"
 REFERENCE_TRIAL_TAG = "sentsweep.reference_trial_id"
 #: The key of a trial's report that carries its run record: ``{"params", "tags", "inputs", "protocols"}``.
@@ -102,9 +98,8 @@ CHANGED_TAG = "sentsweep.winner_changed"
 PARETO_TAG = "sentsweep.pareto"
 #: The parent run's tag with the sweep's objectives (``"stsb_dev max; compute_seconds min"``).
 OBJECTIVES_TAG = "sentsweep.objectives"
-#: Where the plot and its CSV go on the parent run.
+#: Where the Pareto plot and its CSV go on the parent run, and their name.
 PARETO_ARTIFACTS = "pareto"
-#: The name of the plot and of its CSV.
 PARETO_NAME = "pareto_front"
 #: The states of a sweep, as its parent run's :data:`STATUS_TAG` records them.
 SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]

@@ -23,10 +23,8 @@ from sentsweep.platform.s3 import s3_client
 if TYPE_CHECKING:
     from sentsweep.platform.location import SweepLocation
 
-#: The lock's name in the sweep folder.
 LOCK_FILE = "driver.lock"
-#: S3's answers to a conditional write whose condition failed: the object exists (create), it changed or is gone
-#: (replace), or another conditional write of it is under way.
+#: S3's answers to a conditional write whose condition failed (or that races another conditional write).
 S3_CONFLICTS = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"})
 
 

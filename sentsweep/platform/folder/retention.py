@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 
-#: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
 CHECKPOINT_PREFIX = "checkpoint_"
 
 

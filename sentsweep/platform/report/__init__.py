@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name by the module it lives in.
 _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.report.compare": ("compare", "find_sweeps", "render", "sweep_runs"),
     "sentsweep.platform.report.compare_plots": ("compare_plots",),

@@ -18,14 +18,12 @@ from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-#: Artifact folders: a trial's best weights (sentsweep format), a sweep's exported best model (an MLflow
-#: sentence-transformers model whose ``model.sentence_transformer/`` is the sentence-transformers folder).
+#: Artifact folders: a trial's best weights, a sweep's exported model (an MLflow sentence-transformers model).
 BEST_WEIGHTS = "best"
 BEST_MODEL = "best_model"
 ST_SUBDIR = "model.sentence_transformer"
 #: On the best trial's run: the URI (``runs:/<parent>/best_model``) of the one exported copy of its weights.
 EXPORTED_MODEL_TAG = "sentsweep.exported_model"
-#: Our poolings that map onto sentence-transformers' Pooling modes.
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 #: The event a parent run's end state sends (``running`` sends none).
 STATE_EVENTS: dict[str, str] = {"finished": "end", "failed": "failure", "crashed": "failure",
                                 "interrupted": "interrupted"}
-#: The longest reason sent (an exception's message can be long).
 MAX_REASON = 500
 USER_AGENT = "sentsweep-notify"
 

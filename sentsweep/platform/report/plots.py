@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 
 Status = Literal["finished", "pruned", "infeasible", "failed"]
-#: Colour of each way a trial ends, the same in every plot.
 STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "infeasible": "tab:red",
                                      "failed": "tab:gray"}
 #: The fewest finished, feasible trials an importance is drawn from (fewer rank parameters by noise).

@@ -107,7 +107,6 @@ def _difference(line: str, other: str) -> str:
 
 #: The parts that tell one figure's task apart from another's under one protocol (folded by :func:`fold_protocols`).
 PER_TASK_PARTS = ("task/split", "data")
-#: How many metric names a folded row shows before it counts the rest.
 SHOWN_METRICS = 4
 
 

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from sentsweep.platform.outcome import Candidate
     from sentsweep.platform.report.winner import SweepRunWrites
 
-#: A finished trial as :func:`front_rows` takes it: its id, its final result, its searched params and its selected
-#: report (:func:`~sentsweep.platform.objectives.select_report`; None: the final result has every objective).
+#: A finished trial: its id, final result, searched params and selected report (None: the final result has all).
 FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name by the module it lives in.
 _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.results": ("is_reference", "is_warm_start"),
     "sentsweep.platform.search.dashboard": ("serve_dashboard", "sweep_study_storage"),

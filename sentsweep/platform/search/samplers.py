@@ -34,9 +34,7 @@ def hyperopt_default_gamma(n: int) -> int:
     return min(math.ceil(0.25 * n**0.5), 25)
 
 
-#: TPE's split of n finished trials into its "good" and "bad" groups (``tpe_gamma``): the size of the good group.
-#: Optuna's default (``ceil(0.1 n)``, at most 25) and Hyperopt's (``ceil(0.25 sqrt(n))``, at most 25: Bergstra et al.,
-#: the sweep's default). A multi-objective study keeps Optuna's own multi-objective split (``ceil(0.1 n)``, no cap).
+#: The size of TPE's good group by ``tpe_gamma`` (a multi-objective study keeps Optuna's own split).
 TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamma, "optuna": default_gamma}
 
 

@@ -13,7 +13,6 @@ from sentsweep.platform.location import SweepLocation
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
 
-#: The mark's file in the sweep folder.
 SEARCH_FILE = "search.json"
 
 

@@ -18,10 +18,8 @@ from sentsweep.platform.search.study_store import load_study
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
 
-#: The states of earlier trials that carry something TPE uses.
 _TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
-#: Sweep settings that make two sweeps' values one measurement (the ranking), and trial settings (``fixed``) that do
-#: (the dev protocol: which set, how many of its pairs, how long the evaluated sentences may be).
+#: Sweep settings (the ranking) and trial settings (the dev protocol) that make two sweeps' values one measurement.
 SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
 TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
 

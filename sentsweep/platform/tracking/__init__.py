@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name by the module it lives in.
 _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.tracking.parent_run": ("SweepRun", "flatten", "package_versions"),
     "sentsweep.platform.tracking.reachability": ("first_line", "store_answers"),

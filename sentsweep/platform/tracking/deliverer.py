@@ -18,8 +18,7 @@ log = logging.getLogger("sentsweep.tracking")
 
 Job = Callable[[], None]
 
-#: MLflow's HTTP retries in a sweep's driver: a call to a server that does not answer fails within seconds, not after
-#: MLflow's default budget of minutes, and the deliverer's back-off takes over. A variable the user set is kept.
+#: MLflow's HTTP retries in the driver: a call to a dead server fails in seconds, and the back-off takes over.
 DRIVER_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 

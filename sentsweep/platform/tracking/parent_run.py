@@ -1,5 +1,5 @@
-"""The sweep's parent run (:class:`SweepRun`): its writes go through :class:`~.run_writes.RunWrites` in the
-background, so a sweep never stops, nor waits, because MLflow is down."""
+"""The sweep's parent run (:class:`SweepRun`) and the markdown MLflow shows on its and its experiment's page. Its
+writes go through :class:`~.run_writes.RunWrites` in the background: a sweep never waits because MLflow is down."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib.metadata
 import inspect
 import json
 import tempfile
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,16 +20,16 @@ from mlflow.exceptions import MlflowException
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
-from sentsweep.platform.tracking.descriptions import experiment_description, sweep_description
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
 from sentsweep.platform.tracking.trial_runs import create_unique_run
-from sentsweep.tracking.names import ui_link
+from sentsweep.tracking.names import SYS_PREFIX, ui_link
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 from sentsweep.tracking.vocabulary import (
     METHOD_TAG,
     NOTE_TAG,
+    OUTCOME_TAG,
     ROLE_TAG,
     RUN_STATUS,
     SPACE_TAG,
@@ -40,7 +40,6 @@ from sentsweep.tracking.vocabulary import (
     param_value,
 )
 
-#: ``mlflow.source.name`` of a sweep's parent run.
 SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
@@ -74,6 +73,45 @@ def run_page(sweep: SweepRun) -> str:
     if not sweep.tracking_uri.startswith(("http://", "https://")):
         return ""
     return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
+
+
+def columns_to_add(metric: str, searched: Sequence[str]) -> str:
+    params = ", ".join(f"`{p}`" for p in searched) or "the searched ones"
+    return (f"Columns to add (**Columns** above the table): Metrics `{metric}` and `best_{metric}`; Params {params}; "
+            f"Tags `{OUTCOME_TAG}`.")
+
+
+def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[str], tracking_uri: str,
+                      experiment_id: str) -> str:
+    space = config.space_name if isinstance(config.space_name, str) else "the space in its config"
+    searched_text = ", ".join(f"`{p}`" for p in searched) or "no parameter"
+    return "\n".join([
+        f"**{sweep_name}**: {'up to ' if config.stop_when == 'converged' else ''}{config.num_samples} trials of "
+        f"`{config.method}` over the space `{space}`, searching {searched_text} for the "
+        f"{'highest' if config.mode == 'max' else 'lowest'} dev `{config.metric}`; {config.search_text()}.",
+        "",
+        "- Expand this run's row for its trials. Each is named after its number and searched values "
+        "(`t03 scale=22.4 lr=3.5e-05`); the number is the one `sentsweep compare` and the plots use.",
+        f"- Tag `{OUTCOME_TAG}` says how a trial ended: finished, pruned (stopped early by the scheduler; its run is "
+        "FINISHED, its figures are those of the steps it ran), stopped (by the budget), failed or interrupted.",
+        f"- {columns_to_add(config.metric, searched)}",
+        f"- Bookkeeping (step, epoch, seconds, GPUs, the final flag) is under `{SYS_PREFIX}`, on a trial's "
+        "**System metrics** tab; its **Model metrics** tab holds the figures.",
+        f"- [The experiment's runs]({ui_link(tracking_uri, experiment_id)}) on MLflow's model-training view.",
+    ])
+
+
+def experiment_description(config: SweepConfig, sweep_name: str, searched: Sequence[str]) -> str:
+    return "\n".join([
+        "Sweeps of `sentsweep`: each sweep is a run (tag `sentsweep.role` = sweep) whose child runs are its trials "
+        "and, when it confirms its best, a confirmation run.",
+        "",
+        "Use the **Model training** view (top left) to see the runs.",
+        f"{columns_to_add(config.metric, searched)}",
+        "",
+        f"Latest sweep: `{sweep_name}`, `{config.method}` searching {', '.join(searched) or 'no parameter'} for "
+        f"dev `{config.metric}`.",
+    ])
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-#: Seconds a probe of a tracking server's store may take.
 PROBE_TIMEOUT_S = 3.0
-#: What the probe asks: one experiment, read from the store.
 PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
 #: The HTTP statuses MLflow's client retries: a probe answered with one of them got no answer from the store.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})

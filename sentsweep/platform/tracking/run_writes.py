@@ -23,13 +23,11 @@ from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params
 
-#: The writes a session left undelivered, in its sweep (or stage) folder.
 PENDING_FILE = "mlflow_pending.json"
 #: The folder of the sweep folder holding what the driver uploads (finalize's plots, evaluation, model).
 UPLOADS_DIR = "uploads"
 
 Write = dict[str, Any]
-#: The kinds of write (:meth:`RunWrites.apply`).
 OPS = frozenset({"tags", "params", "metrics", "protocols", "artifacts", "register", "status", "running"})
 
 

@@ -47,7 +47,6 @@ from sentsweep.tracking.vocabulary import (
 MARK_KEY = "training_iteration"
 #: Keys of a trial's terminal report, delivered once even at the mark's step.
 TERMINAL_KEYS = ("final",)
-#: A trial folder's reports (Tune's JSON logger).
 RESULTS_FILE = "result.json"
 #: Result keys that are Tune's bookkeeping, not figures of the trial.
 NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterations_since_restore",
