@@ -25,12 +25,7 @@ from sentsweep.platform.results import (
     is_failed,
     is_final,
 )
-from sentsweep.platform.search.convergence import (
-    CONVERGED_ATTR,
-    NOISE_SEED_ATTR,
-    ConvergenceCheck,
-    replica_points,
-)
+from sentsweep.platform.search.convergence import CONVERGED_ATTR, NOISE_SEED_ATTR, ConvergenceCheck, replica_points
 from sentsweep.platform.search.samplers import (
     build_sampler,
     grid_done,
