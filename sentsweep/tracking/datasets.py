@@ -73,7 +73,6 @@ def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, contex
 
 def prepared_record(ref: str, context: str, limit: int | None = None,
                     sample_seed: int | None = None) -> DatasetRecord | None:
-    """The record of a ``prepared:NAME`` dataset; None when it is not prepared."""
     from sentsweep.data.prepared import ref_store
     from sentsweep.data.staging import read_manifest
 

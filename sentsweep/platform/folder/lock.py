@@ -44,7 +44,6 @@ class LockLost(SentsweepError):
 
 
 def pid_namespace() -> str | None:
-    """This process's PID namespace, None where ``/proc`` does not say."""
     try:
         return os.readlink("/proc/self/ns/pid")
     except OSError:
@@ -79,7 +78,6 @@ class LockRecord:
 
     @classmethod
     def parse(cls, data: bytes | None) -> LockRecord | None:
-        """The record in ``data``; None for none or an unreadable one."""
         if not data:
             return None
         try:

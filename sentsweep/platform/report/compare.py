@@ -81,7 +81,6 @@ def trial_number(run: Run) -> int | None:
 
 
 def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
-    """A trial run's label (``t03``), or Tune's trial id on a run without a number."""
     return trial_label(trial_number(run), prefix) or run.data.tags.get(TRIAL_ID_TAG, run.info.run_id[:8])
 
 
@@ -229,7 +228,6 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
 
 
 def _number(text: str | None) -> Any:
-    """A param read back as a number where it is one."""
     if text is None:
         return None
     for kind in (int, float):
@@ -249,7 +247,6 @@ def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> st
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
-    """Both tables as markdown sections, or the trials as CSV."""
     if fmt == "csv":
         return trials.to_csv(index=False)
     wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []

@@ -133,7 +133,6 @@ def _first(values: Iterable[str]) -> str:
 
 
 def render_protocols(table: pd.DataFrame) -> str:
-    """The folded protocol table as a markdown section."""
     from sentsweep.platform.report.compare import to_markdown
 
     note = ("\n\nSeveral protocols for one metric (--mixed-protocols): its figures are not comparable."

@@ -115,7 +115,6 @@ class ConvergenceCheck:
         self.evaluator = evaluator
 
     def noise(self, trials: Sequence[FrozenTrial]) -> tuple[float, str] | None:
-        """The noise sd and its source (None until known)."""
         if self.settings.noise_sd is not None:
             return self.settings.noise_sd, "config"
         measured = measured_noise(trials)

@@ -101,7 +101,6 @@ def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.
 
 def serve_dashboard(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1", port: int = 8080,
                     on_ready: Callable[[str], None] = print) -> None:
-    """Serve :func:`dashboard_server` until interrupted; ``on_ready`` gets the URL once it listens."""
     server, address = dashboard_server(storage, host, port)
     with server:
         on_ready(address)

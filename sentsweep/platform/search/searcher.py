@@ -88,7 +88,6 @@ class PruningAwareOptunaSearch(Searcher):
 
     @property
     def study(self) -> optuna.Study:
-        """The study, opened from the journal on first use."""
         if self._study is None:
             storage = self.store.storage() if self.store is not None else optuna.storages.InMemoryStorage()
             self._study = optuna.create_study(storage=storage, study_name=self.study_name, directions=self.directions,

@@ -25,8 +25,6 @@ JOURNAL_FILE = "optuna_journal.log"
 
 @dataclass(frozen=True)
 class StudyStore:
-    """Where a sweep folder's journal is: the folder's URI and its S3 endpoint."""
-
     uri: str
     endpoint_url: str | None = None
 

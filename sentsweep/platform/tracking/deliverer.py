@@ -92,7 +92,6 @@ class Deliverer:
         return True
 
     def run_one(self, key: str, job: Job, force: bool = False) -> bool:
-        """Run one job now (the thread's body); whether it succeeded."""
         if not force and not self.backoff.allows():
             self.on_failure(key)
             return False

@@ -79,7 +79,6 @@ class TrialFolder:
         return [r for r in found if isinstance(r, dict)]
 
     def output(self) -> tuple[pyarrow.fs.FileSystem, str] | None:
-        """The trial's ``output/`` folder, when the trial wrote one."""
         fs, root = self.storage or (self.fs, self.path)
         path = posixpath.join(root, OUTPUT_DIR)
         return (fs, path) if fs.get_file_info(path).type == pyarrow.fs.FileType.Directory else None
@@ -110,7 +109,6 @@ def local_folder(fs: pyarrow.fs.FileSystem, path: str) -> Iterator[str]:
 
 
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
-    """FINISHED or FAILED (with its reason) when the trial's last report says so; None otherwise."""
     if is_failed(result):
         return "FAILED", failure_reason(result)
     return ("FINISHED", None) if is_final(result) else None

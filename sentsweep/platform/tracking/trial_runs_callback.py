@@ -55,7 +55,6 @@ def trial_outcome(trial: Trial) -> str:
 
 
 def last_error_line(trial: Trial) -> str:
-    """The last line of the error Tune recorded for a trial."""
     path = trial.error_file
     try:
         text = Path(path).read_text(errors="replace") if path else ""
