@@ -15,28 +15,11 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.report.winner import BEST_LABEL_TAG
 from sentsweep.tables import markdown_table
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, tracked_key, trial_label
 from sentsweep.tracking.placement import placement_label
-from sentsweep.tracking.vocabulary import (
-    CHANGED_TAG,
-    CONFIRMATION_ROLE,
-    OBJECTIVES_TAG,
-    PARENT_TAG,
-    PARETO_ARTIFACTS,
-    PARETO_NAME,
-    PARETO_TAG,
-    REASON_TAG,
-    REFERENCE_TAG,
-    REFERENCE_TRIAL_TAG,
-    ROLE_TAG,
-    SPACE_TAG,
-    SWEEP_TAG,
-    TRIAL_ID_TAG,
-    TRIAL_NUMBER_TAG,
-    run_outcome,
-)
 
-SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
+SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
 SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_avg", "_acc")
 #: The outcome columns of the sweeps table; those after the first four only when a trial ended so.
@@ -65,36 +48,36 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
         return runs
     chosen = []
     for wanted in sweeps:
-        hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(SWEEP_TAG, "") == wanted]
-        hits = hits or [r for r in runs if r.data.tags.get(SWEEP_TAG, "").startswith(wanted)]
+        hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(vocab.SWEEP_TAG, "") == wanted]
+        hits = hits or [r for r in runs if r.data.tags.get(vocab.SWEEP_TAG, "").startswith(wanted)]
         if not hits:
             raise ConfigError(f"no sweep named '{wanted}' (known: "
-                              f"{', '.join(r.data.tags.get(SWEEP_TAG, '?') for r in runs) or 'none'})",
+                              f"{', '.join(r.data.tags.get(vocab.SWEEP_TAG, '?') for r in runs) or 'none'})",
                               field="--sweeps")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 
 
 def trial_number(run: Run) -> int | None:
-    text = run.data.tags.get(TRIAL_NUMBER_TAG, "")
+    text = run.data.tags.get(vocab.TRIAL_NUMBER_TAG, "")
     return int(text) if text.isdigit() else None
 
 
 def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
-    return trial_label(trial_number(run), prefix) or run.data.tags.get(TRIAL_ID_TAG, run.info.run_id[:8])
+    return trial_label(trial_number(run), prefix) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
 
 
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
     """The search's trials of a sweep (not its confirmation run), by number, those without one last."""
-    query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}'"
+    query = f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}'"
     runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
                               order_by=["attributes.start_time ASC"], max_results=10_000)
-    trials = [r for r in runs if r.data.tags.get(ROLE_TAG) != CONFIRMATION_ROLE]
+    trials = [r for r in runs if r.data.tags.get(vocab.ROLE_TAG) != vocab.CONFIRMATION_ROLE]
     return sorted(trials, key=lambda r: (trial_number(r) is None, trial_number(r) or 0))
 
 
 def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
-    return {t.data.tags[TRIAL_ID_TAG]: run_label(t) for t in trials if TRIAL_ID_TAG in t.data.tags}
+    return {t.data.tags[vocab.TRIAL_ID_TAG]: run_label(t) for t in trials if vocab.TRIAL_ID_TAG in t.data.tags}
 
 
 def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -103,7 +86,7 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[di
     m, tags = stage.data.metrics, stage.data.tags
     ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
     winner = tags.get("sentsweep.confirm.winner_rank", "")
-    return [{"sweep": sweep.data.tags.get(SWEEP_TAG, ""), "rank": rank,
+    return [{"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "rank": rank,
              "trial": labels.get(trial := tags.get(f"sentsweep.confirm.r{rank}_trial", ""), trial),
              "search": m.get(f"r{rank}_search", math.nan),
              "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
@@ -120,13 +103,14 @@ def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
     import tempfile
 
     tags = sweep.data.tags
-    if OBJECTIVES_TAG not in tags or PARETO_TAG not in tags:
+    if vocab.OBJECTIVES_TAG not in tags or vocab.PARETO_TAG not in tags:
         return []
-    base = {"sweep": tags.get(SWEEP_TAG, ""), "objectives": tags[OBJECTIVES_TAG]}
-    ids = [t for t in tags[PARETO_TAG].split(",") if t]
+    base = {"sweep": tags.get(vocab.SWEEP_TAG, ""), "objectives": tags[vocab.OBJECTIVES_TAG]}
+    ids = [t for t in tags[vocab.PARETO_TAG].split(",") if t]
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            path = client.download_artifacts(sweep.info.run_id, f"{PARETO_ARTIFACTS}/{PARETO_NAME}.csv", tmp)
+            name = f"{vocab.PARETO_ARTIFACTS}/{vocab.PARETO_NAME}.csv"
+            path = client.download_artifacts(sweep.info.run_id, name, tmp)
             table = pd.read_csv(path, dtype={"trial_id": str})
     except Exception:  # noqa: BLE001 - not uploaded yet (sync delivers it) or unreadable: the ids alone
         return [{**base, "trial": t} for t in ids]
@@ -154,25 +138,26 @@ def _searched(trials: list[Run]) -> list[str]:
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     params, tags = sweep.data.params, sweep.data.tags
     metric = params.get("metric", STSB_DEV)
-    statuses = [run_outcome(t) for t in trials]
+    statuses = [vocab.run_outcome(t) for t in trials]
     best_id = tags.get("sentsweep.best_trial_id", "")
     row: dict[str, Any] = {
-        "sweep": tags.get(SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
-        "space": tags.get(SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
+        "sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
+        "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
         "metric": metric, "best": _metric(sweep, f"best_{metric}"),
         "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
-    if REFERENCE_TRIAL_TAG in tags:  # the paper's setting, run as a protected reference trial
-        row["reference_trial"] = labels_by_id(trials).get(tags[REFERENCE_TRIAL_TAG], tags[REFERENCE_TRIAL_TAG])
+    reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
+    if reference is not None:  # the paper's setting, run as a protected reference trial
+        row["reference_trial"] = labels_by_id(trials).get(reference, reference)
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     metric_mean = f"confirmed_{metric}_mean"
     if metric_mean in sweep.data.metrics:  # the confirmation stage: the winner's seeds
         row.update(confirmed=_metric(sweep, metric_mean), confirmed_low=_metric(sweep, f"confirmed_{metric}_low"),
                    confirmed_high=_metric(sweep, f"confirmed_{metric}_high"),
-                   winner_changed=tags.get(CHANGED_TAG, ""))
+                   winner_changed=tags.get(vocab.CHANGED_TAG, ""))
     row.update(wall_s=_metric(sweep, "sweep_wall_seconds"), gpu_s=_metric(sweep, "gpu_seconds"),
                run_id=sweep.info.run_id)
     return row
@@ -182,20 +167,21 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     """One row per trial: status and reason, best dev value, test metrics, searched params, placement."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
-    labelled = any(REFERENCE_TAG in t.data.tags for t in trials)
+    labelled = any(vocab.REFERENCE_TAG in t.data.tags for t in trials)
     rows = []
     for trial in trials:
         m = trial.data.metrics
         row: dict[str, Any] = {
-            "sweep": sweep.data.tags.get(SWEEP_TAG, ""), "trial": run_label(trial), "status": run_outcome(trial),
+            "sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
+            "status": vocab.run_outcome(trial),
             metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": _bookkeeping(m, "step"),
         }
         if labelled:  # the paper's setting, which no scheduler stops
-            row["reference"] = trial.data.tags.get(REFERENCE_TAG, "")
+            row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: _number(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
-                   reason=trial.data.tags.get(REASON_TAG, ""),
+                   reason=trial.data.tags.get(vocab.REASON_TAG, ""),
                    run_id=trial.info.run_id)
         rows.append(row)
     return rows
@@ -216,7 +202,8 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
         labels = labels_by_id(trials)
-        query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+        query = (f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}' "
+                 f"and tags.`{vocab.ROLE_TAG}` = '{vocab.CONFIRMATION_ROLE}'")
         for stage in client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1):
             confirm_table.extend(confirmation_rows(sweep, stage, labels))
         front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}

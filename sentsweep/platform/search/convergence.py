@@ -7,7 +7,7 @@ import math
 import statistics
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import optuna
@@ -44,13 +44,6 @@ class Converged:
         return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < noise sd "
                 f"{self.noise_sd:.3g} ({self.noise_source}) over {self.finished} finished trials; no new trial "
                 "started, the running ones finish")
-
-    def record(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Converged:
-        return cls(**{k: record[k] for k in cls.__dataclass_fields__})
 
 
 def replica_seeds(seed: int, count: int) -> list[int]:
@@ -141,7 +134,7 @@ class ConvergenceCheck:
 
 def converged_of(study: optuna.Study) -> Converged | None:
     record = study.user_attrs.get(CONVERGED_ATTR)
-    return Converged.from_record(record) if isinstance(record, dict) else None
+    return Converged(**{k: record[k] for k in Converged.__dataclass_fields__}) if isinstance(record, dict) else None
 
 
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],

@@ -4,6 +4,7 @@ with a constraint violation, so TPE learns to avoid it. Several objectives are t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -143,7 +144,7 @@ class PruningAwareOptunaSearch(Searcher):
         decision = self.convergence.check(trials, started=sum(TUNE_TRIAL_ATTR in t.user_attrs for t in trials))
         if decision is None:
             return False
-        study.set_user_attr(CONVERGED_ATTR, decision.record())
+        study.set_user_attr(CONVERGED_ATTR, dataclasses.asdict(decision))
         return True
 
     def running(self) -> dict[str, int]:

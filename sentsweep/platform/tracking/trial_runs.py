@@ -20,28 +20,10 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
 from sentsweep.platform.results import failure_reason, is_failed, is_final
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.provenance import log_protocols
-from sentsweep.tracking.vocabulary import (
-    ATTEMPT_TAG,
-    INTERRUPTED_REASON,
-    NOTE_TAG,
-    OUTCOME_TAG,
-    OUTPUT_DIR,
-    PARENT_TAG,
-    REASON_TAG,
-    ROLE_TAG,
-    RUN_RECORD_KEY,
-    SWEEP_TAG,
-    TERMINAL,
-    TRIAL_ID_TAG,
-    TRIAL_NUMBER_TAG,
-    TRIAL_ROLE,
-    find_trial_run,
-    log_missing_params,
-    numeric_metrics,
-)
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
@@ -80,7 +62,7 @@ class TrialFolder:
 
     def output(self) -> tuple[pyarrow.fs.FileSystem, str] | None:
         fs, root = self.storage or (self.fs, self.path)
-        path = posixpath.join(root, OUTPUT_DIR)
+        path = posixpath.join(root, vocab.OUTPUT_DIR)
         return (fs, path) if fs.get_file_info(path).type == pyarrow.fs.FileType.Directory else None
 
 
@@ -158,19 +140,20 @@ class TrialRuns:
     def run_id(self, trial_id: str, *, new_attempt: bool = False, name: str | None = None,
                number: int | None = None) -> str:
         """The trial's run, found by its tag (its mark read back) or created. ``new_attempt``: Tune started the
-        trial again, so an ended run is marked RUNNING and :data:`ATTEMPT_TAG` counts the attempt."""
+        trial again, so an ended run is marked RUNNING and :data:`vocab.ATTEMPT_TAG` counts the attempt."""
         run_id = self.run_ids.get(trial_id)
         if run_id is not None and trial_id in self.marks and not new_attempt:
             return run_id
-        run = find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
+        run = vocab.find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
         if run is None:
-            tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1", PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id}
+            tags = {vocab.ROLE_TAG: vocab.TRIAL_ROLE, vocab.ATTEMPT_TAG: "1", vocab.PARENT_TAG: self.parent_run_id,
+                    vocab.TRIAL_ID_TAG: trial_id}
             if self.sweep_name:
-                tags[SWEEP_TAG] = self.sweep_name
+                tags[vocab.SWEEP_TAG] = self.sweep_name
             if number is not None:
-                tags[TRIAL_NUMBER_TAG] = str(number)
+                tags[vocab.TRIAL_NUMBER_TAG] = str(number)
             run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id,
-                                    {PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id})
+                                    {vocab.PARENT_TAG: self.parent_run_id, vocab.TRIAL_ID_TAG: trial_id})
             self.marks[trial_id], self.terminal[trial_id] = -1, set()
         else:
             history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
@@ -181,12 +164,12 @@ class TrialRuns:
             if name and run.info.run_name != name:  # a run a sync created, named by its id
                 self.client.update_run(run.info.run_id, name=name)
                 if number is not None:
-                    self.client.set_tag(run.info.run_id, TRIAL_NUMBER_TAG, str(number))
+                    self.client.set_tag(run.info.run_id, vocab.TRIAL_NUMBER_TAG, str(number))
             if new_attempt:
-                if run.info.status in TERMINAL:
+                if run.info.status in vocab.TERMINAL:
                     self.client.update_run(run.info.run_id, status="RUNNING")
-                attempt = int(run.data.tags.get(ATTEMPT_TAG, "1") or 1) + 1
-                self.client.set_tag(run.info.run_id, ATTEMPT_TAG, str(attempt))
+                attempt = int(run.data.tags.get(vocab.ATTEMPT_TAG, "1") or 1) + 1
+                self.client.set_tag(run.info.run_id, vocab.ATTEMPT_TAG, str(attempt))
         self.run_ids[trial_id] = run.info.run_id
         return run.info.run_id
 
@@ -203,9 +186,9 @@ class TrialRuns:
             skipped = is_failed(result) or any(result.get(k) for k in self.skip_keys)
             if skipped or not (step > mark or ends - held):
                 continue
-            self._log_record(run_id, result.get(RUN_RECORD_KEY))
+            self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
-            points = [Metric(tracked_key(k), v, stamp, step) for k, v in numeric_metrics(result).items()
+            points = [Metric(tracked_key(k), v, stamp, step) for k, v in vocab.numeric_metrics(result).items()
                       if k not in NOT_METRICS]
             points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
             self.client.log_batch(run_id, metrics=points)
@@ -218,7 +201,7 @@ class TrialRuns:
         if not isinstance(record, dict):
             return
         if record.get("params"):
-            log_missing_params(self.client, run_id, record["params"])
+            vocab.log_missing_params(self.client, run_id, record["params"])
         tags = record.get("tags") or {}
         self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
         inputs = record.get("inputs")
@@ -232,23 +215,23 @@ class TrialRuns:
         """The params the run lacks; ``only_if_none``: only when it has none (a trial that failed at once)."""
         run_id = self.run_ids[trial_id]
         if params and not (only_if_none and self.client.get_run(run_id).data.params):
-            log_missing_params(self.client, run_id, params)
+            vocab.log_missing_params(self.client, run_id, params)
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
         """End the trial's run in ``status`` with ``reason`` and ``outcome``, a finished trial's ``output`` uploaded
         first; an ended run keeps its status unless ``overwrite``. Whether it was ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
-        if run.info.status in TERMINAL and not overwrite:
+        if run.info.status in vocab.TERMINAL and not overwrite:
             return False
         if output is not None and status == "FINISHED":
             with local_folder(*output) as local:
                 self.client.log_artifacts(run.info.run_id, local)
         if reason:
-            self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
+            self.client.set_tag(run.info.run_id, vocab.REASON_TAG, reason[:5000])
         if outcome:
-            self.client.set_tag(run.info.run_id, OUTCOME_TAG, outcome)
-            self.client.set_tag(run.info.run_id, NOTE_TAG, f"**{outcome.capitalize()}**"
+            self.client.set_tag(run.info.run_id, vocab.OUTCOME_TAG, outcome)
+            self.client.set_tag(run.info.run_id, vocab.NOTE_TAG, f"**{outcome.capitalize()}**"
                                 + (f": {reason[:2000]}." if reason else "."))
         self.client.set_terminated(run.info.run_id, status=status)
         return True
@@ -273,7 +256,7 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = INTERRUPTED_REASON) -> Reconciled:
+              ended_reason: str = vocab.INTERRUPTED_REASON) -> Reconciled:
     """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
     A trial whose last report is final or failed ends FINISHED or FAILED; any other RUNNING run ends KILLED
@@ -289,10 +272,10 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
                                           outcome=ended[0].lower()):
             done.ended += 1
-    query = (f"tags.`{PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{ROLE_TAG}` = '{TRIAL_ROLE}' "
+    query = (f"tags.`{vocab.PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}' "
              "and attributes.status = 'RUNNING'")
     for run in runs.client.search_runs([runs.experiment_id], filter_string=query, max_results=10_000):
-        trial_id = run.data.tags.get(TRIAL_ID_TAG, "")
+        trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")
         done.ended += 1

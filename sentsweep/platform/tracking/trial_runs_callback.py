@@ -19,17 +19,8 @@ from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, outcome_totals
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
-from sentsweep.tracking.vocabulary import (
-    INTERRUPTED_REASON,
-    OUTCOMES,
-    PARENT_TAG,
-    REASON_TAG,
-    REFERENCE_TAG,
-    ROLE_TAG,
-    STOPPED_REASON,
-    TRIAL_ID_TAG,
-)
 from sentsweep.trainables.report_keys import DRAINING_KEY
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 
@@ -86,8 +77,8 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
         return "failed", failure_reason(result) if is_failed(result) else last_error_line(trial)
     stops = active_stops()
     if trial.status == "TERMINATED" and not (stops is not None and stops.received):
-        return "stopped", STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
-    return "interrupted", INTERRUPTED_REASON
+        return "stopped", vocab.STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
+    return "interrupted", vocab.INTERRUPTED_REASON
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
@@ -174,7 +165,7 @@ class TrialRunsCallback(Callback):
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
-        status = OUTCOMES[outcome]
+        status = vocab.OUTCOMES[outcome]
         if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
             settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
             self.runs.log_params(trial.trial_id, settings, only_if_none=True)
@@ -187,7 +178,7 @@ class TrialRunsCallback(Callback):
     def _start(self, trial: Trial) -> None:
         run_id = self.catch_up(trial, [], new_attempt=True)
         if self.reference_setting and is_reference(trial.config, self.reference):
-            self.runs.client.set_tag(run_id, REFERENCE_TAG, self.reference_setting)
+            self.runs.client.set_tag(run_id, vocab.REFERENCE_TAG, self.reference_setting)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
@@ -242,11 +233,11 @@ class TrialRunsCallback(Callback):
         """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
         snapshot is lost with the driver, and its run would be a duplicate left RUNNING."""
         client, parent = self.runs.client, self.settings["parent_run_id"]
-        query = f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{ROLE_TAG}` = 'trial'"
+        query = f"tags.`{vocab.PARENT_TAG}` = '{parent}' and tags.`{vocab.ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
-        orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
+        orphans = [r for r in runs if r.data.tags.get(vocab.TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:
-            client.set_tag(run.info.run_id, REASON_TAG, "lost with the driver before Tune saved its trial; "
+            client.set_tag(run.info.run_id, vocab.REASON_TAG, "lost with the driver before Tune saved its trial; "
                            "rerun as a new trial")
             if run.info.status != "KILLED":
                 client.set_terminated(run.info.run_id, status="KILLED")
