@@ -118,8 +118,7 @@ def _sts_records(task: str, source: DataSource, context: str, limit: int | None 
 
 
 def trial_datasets(config: Any) -> list[DatasetRecord]:
-    """A trial config's training, dev (``max_dev_pairs`` of it, a seeded sample) and test datasets, those whose
-    files are there."""
+    """A trial config's training, dev and test datasets whose files are there."""
     source = resolve_data_dir(getattr(config, "data_dir", None))
     records = [training_record(config, source)]
     task = str(getattr(config, "dev_metric", ""))

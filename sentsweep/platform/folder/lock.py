@@ -227,8 +227,7 @@ class SweepLock:
             self.on_lost(why)
 
     def release(self) -> None:
-        """Stop the heartbeat and mark the lock released if it is still this holder's; a failing storage leaves it
-        to expire."""
+        """Mark the lock released if still this holder's; a failing storage leaves it to expire."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=60)  # a renewal under way: bounded by the store's timeouts

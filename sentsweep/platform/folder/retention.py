@@ -72,8 +72,7 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
 
 
 def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:
-    """Make ``<trial>/best`` hold the trial's best weights, then remove its checkpoints and ``work/``;
-    the bytes listed as removed."""
+    """Keep the trial's best weights in ``<trial>/best``, removing its checkpoints; the bytes removed."""
     best = BestFolder(trial.child(BEST_DIR))
     best.settle()  # a replacement cut short: <trial>/best must hold the weights the user loads
     source = pick_best(checkpoint, best, mode)

@@ -50,8 +50,7 @@ def _same_server(a: str, b: str) -> bool:
 
 
 def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, declared: str | None) -> str:
-    """The manifest's tracking URI when the user declared it or the folder is local; else a
-    :class:`ConfigError`, nothing contacted."""
+    """The manifest's tracking URI, when the user declared it or the folder is local."""
     from sentsweep.platform.config import resolve_tracking_uri
 
     stored = manifest.tracking_uri

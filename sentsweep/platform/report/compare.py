@@ -81,8 +81,7 @@ def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
 
 
 def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[dict[str, Any]]:
-    """One row per confirmed configuration: its search rank and value, its further seeds' mean, sd and 95%
-    interval, and whether the rule chose it."""
+    """One row per confirmed configuration: its search value, its further seeds' summary, the rule's choice."""
     m, tags = stage.data.metrics, stage.data.tags
     ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
     winner = tags.get("sentsweep.confirm.winner_rank", "")
@@ -195,8 +194,7 @@ def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
             sweeps: Sequence[str] | None = None, *,
             found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sweeps table, trials table) of the selected sweeps (or ``found``); the confirmation and Pareto tables ride
-    along as ``sweeps.attrs["confirmation"]`` and ``sweeps.attrs["pareto"]``."""
+    """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []
     for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))

@@ -34,8 +34,7 @@ def best_so_far_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
 
 
 def curve_rows(client: MlflowClient, sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per dev evaluation of each trial (at a step logged twice, the first value: a final report
-    repeats the best value)."""
+    """One row per dev evaluation of each trial (at a step logged twice, the first value)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     rows = []
     for trial in trials:

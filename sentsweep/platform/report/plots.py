@@ -62,8 +62,7 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by its place in them: the ``searched`` parameters and each
-    dev report's (step, value), the final report and non-finite values left out."""
+    """Every trial of a sweep's results, labelled by its place: its ``searched`` parameters and finite dev curve."""
     records = []
     for number, result in enumerate(results, 1):
         config = result.config or {}

@@ -60,8 +60,7 @@ def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[
 
 
 def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: bool = False) -> pd.DataFrame:
-    """One row per (metric, protocol) of the runs, with how many runs have a figure under it; raises
-    :class:`MixedProtocolsError` when a metric has several, unless ``mixed_protocols``."""
+    """One row per (metric, protocol); :class:`MixedProtocolsError` for several, unless ``mixed_protocols``."""
     seen = _observations(found)
     mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
     if mixed and not mixed_protocols:

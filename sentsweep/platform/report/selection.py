@@ -27,8 +27,7 @@ FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, An
 
 
 def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
-    """One row per trial whose every objective is finite: ``trial_id``, the values, ``on_front``, the params;
-    the front first, each part by the first objective, best first."""
+    """One row per trial whose objectives are all finite, with ``on_front``; the front first, best first."""
     rows = []
     for trial_id, result, params, selected in trials:
         values = objective_values(result, objectives, selected)
@@ -80,8 +79,7 @@ def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites
 
 def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
                 name: str = "pareto_front") -> list[Path]:
-    """The finished trials on the second objective (x) against the first (y), the front highlighted and
-    labelled; with three or more objectives the title says only the first two are drawn."""
+    """The finished trials on the second objective (x) against the first (y), the front labelled."""
     plt = pyplot()
     first, second = objectives[0], objectives[1]
     front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
@@ -113,8 +111,7 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
 
 def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
                       name: str = "intervals") -> list[Path]:
-    """One row per configuration: its further seeds, their mean and 95% interval, and the search run that
-    selected it apart (a hollow diamond); the winner's row named by ``rule``."""
+    """Per configuration: its further seeds, their mean and 95% interval, and its search run apart."""
     plt = pyplot()
     rows: list[dict[str, Any]] = []
     with plt.style.context("default"):

@@ -86,8 +86,7 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
 
 
 def default_evaluator(seed: int, name: str = "regret_bound") -> ImprovementEvaluator:
-    """Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator`` (Ishibashi et al. 2023), seeded; both answer
-    in the metric's units."""
+    """Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator`` (Ishibashi et al. 2023), seeded."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         from optuna.terminator import EMMREvaluator, RegretBoundEvaluator

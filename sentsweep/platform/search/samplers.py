@@ -52,8 +52,7 @@ def build_tpe(config: SweepConfig) -> optuna.samplers.TPESampler:
 
 
 def random_suggestions(config: SweepConfig) -> tuple[int, int]:
-    """The fewest and the most random suggestions before TPE models the space: ``max(startup, concurrency)``
-    and ``startup + concurrency - 1``, capped at ``num_samples``."""
+    """The fewest and the most random suggestions before TPE models the space (capped at ``num_samples``)."""
     startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
     concurrency = config.max_concurrent_trials or config.num_samples
     return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
@@ -89,8 +88,7 @@ def grid_done(sampler: optuna.samplers.BaseSampler, study: optuna.Study) -> bool
 
 
 def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
-    """A categorical's choices, or ``points`` values over a numeric range, ends included (log spaced on a log
-    range, rounded on an integer one, on the steps of a stepped one)."""
+    """A categorical's choices, or ``points`` values over a numeric range, ends included."""
     if isinstance(dist, CategoricalDistribution):
         return list(dist.choices)
     if not isinstance(dist, FloatDistribution | IntDistribution):
@@ -105,8 +103,7 @@ def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
 
 
 def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dict[str, list[Any]]:
-    """The grid of every parameter the space may suggest (it runs :data:`SPACE_DRAWS` times on a throwaway study,
-    so that each branch shows its parameters)."""
+    """The grid of every parameter the space may suggest (each branch shows over :data:`SPACE_DRAWS` draws)."""
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     found: dict[str, BaseDistribution] = {}
     for _ in range(SPACE_DRAWS):

@@ -32,8 +32,7 @@ def read_mark(location: SweepLocation) -> dict[str, Any] | None:
 
 def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
                    stage_began: bool = False) -> ResultGrid:
-    """The search's results: read back when the search is over or the confirmation stage began, else fitted
-    (always for a ``fresh`` sweep: a state file in its new folder was planted there)."""
+    """The search's results: read back when the search is over or the stage began, else fitted."""
     if not fresh and (stage_began or (read_mark(location) or {}).get("bounds") == search_bounds(config)):
         return tuner.get_results()
     return tuner.fit()

@@ -44,16 +44,14 @@ LOST_REASON = "lost with the driver: not in the experiment state the sweep resum
 
 
 class PruningAwareOptunaSearch(Searcher):
-    """Ray Tune's searcher over an Optuna study in the sweep folder's journal; it pickles where the study is,
-    never the study."""
+    """Ray Tune's searcher over the journal's study; it pickles where the study is, never the study."""
 
     def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
                  sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
                  points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
                  history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
                  convergence: ConvergenceCheck | None = None) -> None:
-        """``history`` and ``points`` go first, the noise ``replicas`` right after the first point; with two or
-        more ``objectives`` Tune sees the first one."""
+        """``history`` and ``points`` go first, the noise ``replicas`` after the first point."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
@@ -202,8 +200,7 @@ class PruningAwareOptunaSearch(Searcher):
             self._trials[trial_id].report(float(value), int(step))
 
     def forget_lost(self, restored: set[str]) -> int:
-        """Tell FAIL each running trial lost with the driver (not in ``restored``), and queue again the first
-        points no other trial holds; how many were lost."""
+        """Tell FAIL each running trial lost with the driver, and queue the lost first points again."""
         lost = [(tune_id, number) for tune_id, number in self.running().items() if tune_id not in restored]
         study = self.study
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):  # asked, not yet a Tune trial

@@ -181,8 +181,7 @@ class SweepRun:
     @classmethod
     def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str, fs: pyarrow.fs.FileSystem,
                path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
-        """An existing run, its status unchanged, with the writes an earlier session saved queued first
-        (:meth:`RunWrites.load`: those acting on this run or ``runs``, a registration only as ``register``)."""
+        """An existing run, its status unchanged, with the writes an earlier session saved queued first."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs,
                     path)
         sweep.writes.load({run_id, *runs}, register)
@@ -223,8 +222,7 @@ class SweepRun:
 
     def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
-        """Register the model at ``artifact_path`` as a version of ``name``; the version, or None when MLflow
-        did not answer within ``wait_s`` (a resume or ``sync`` registers it)."""
+        """Register the model as a version of ``name``; None when MLflow did not answer within ``wait_s``."""
         self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
                          "description": description, "tags": tags or {}})
         self.writes.flush(wait_s)

@@ -16,8 +16,7 @@ def first_line(exc: BaseException) -> str:
 
 
 def probe(uri: str) -> str | None:
-    """Why the store of HTTP server ``uri`` does not answer, None when it does (or ``uri`` is not HTTP); any status
-    but those MLflow retries is an answer."""
+    """Why the store of HTTP server ``uri`` does not answer (any status MLflow does not retry is an answer)."""
     if urlsplit(uri).scheme not in ("http", "https"):
         return None
     from sentsweep._compat.mlflow import request_once

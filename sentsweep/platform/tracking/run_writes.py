@@ -32,8 +32,7 @@ OPS = frozenset({"tags", "params", "metrics", "protocols", "artifacts", "registe
 
 
 def admissible(write: Write, runs: Collection[str], register: str | None) -> bool:
-    """Whether a saved write acts on ``runs`` (or a trial's run under one), registers only ``register``, and
-    uploads only from :data:`UPLOADS_DIR`."""
+    """Whether a saved write acts on ``runs``, registers only ``register`` and uploads only from the folder."""
     target = write.get("run") if "run" in write else write.get("parent")
     if target not in runs or write.get("op") not in OPS:
         return False
@@ -102,8 +101,7 @@ class RunWrites:
                 done += 1
 
     def flush(self, timeout_s: float) -> bool:
-        """Deliver what waits for at most ``timeout_s`` (not at all when the store does not answer a probe), then
-        save what is left in the folder; whether MLflow has everything."""
+        """Deliver what waits for at most ``timeout_s``, then save what is left; whether MLflow has everything."""
         if self.pending and store_answers(self.client.tracking_uri):
             self._deliverer.submit("writes", self.deliver, force=True)
             self._deliverer.drain(timeout_s)

@@ -174,8 +174,7 @@ class TrialRuns:
         return run.info.run_id
 
     def deliver(self, trial_id: str, results: Iterable[dict[str, Any]]) -> int:
-        """Log the reports above the trial's mark, in order; how many. A failure's report carries no figure: its
-        reason goes on the run as its end."""
+        """Log the reports above the trial's mark, in order; how many (a failure's report carries no figure)."""
         run_id = self.run_ids[trial_id]
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
@@ -219,8 +218,8 @@ class TrialRuns:
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
-        """End the trial's run in ``status`` with ``reason`` and ``outcome``, a finished trial's ``output`` uploaded
-        first; an ended run keeps its status unless ``overwrite``. Whether it was ended here."""
+        """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
+        ``overwrite``. Whether it was ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
         if run.info.status in vocab.TERMINAL and not overwrite:
             return False

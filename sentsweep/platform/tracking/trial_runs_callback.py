@@ -144,8 +144,7 @@ class TrialRunsCallback(Callback):
             self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The id of the trial's run, holding every report: from the folder first on a resume or after a failed
-        delivery, then ``results``."""
+        """The trial's run id, holding the folder's reports first (a resume, a failed delivery), then ``results``."""
         runs = self.runs
         name, number = self._name(trial)
         if trial.trial_id in self._behind or trial.trial_id not in self._seen:
