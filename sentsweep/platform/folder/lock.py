@@ -136,13 +136,6 @@ class SweepLock:
         return LockRecord(sweep_owner(), socket.gethostname(), os.getpid(), pid_namespace(), self.token, now,
                           now + EXPIRY_FACTOR * self.interval_s, released)
 
-    def _refuse_if_live(self, held: LockRecord | None, now: float) -> None:
-        if held is None or held.expired(now):
-            return
-        raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat {now - held.heartbeat:.0f}s ago; "
-                            "stop that process, or retry after its lock expires (in "
-                            f"{max(held.expires - now, 0):.0f}s without a heartbeat; {self.store.uri})")
-
     def take(self) -> None:
         """Take the lock (no heartbeat): :class:`LockHeldError` while another live process holds it."""
         held = None
@@ -154,7 +147,11 @@ class SweepLock:
                 version = self.store.create(mine)
             else:
                 held = LockRecord.parse(stored.data)
-                self._refuse_if_live(held, now)
+                if held is not None and not held.expired(now):
+                    raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
+                                        f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
+                                        f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
+                                        f"{self.store.uri})")
                 version = self.store.replace(mine, stored.version)
             if version is not None:
                 self._version, self._renewed = version, now
