@@ -80,13 +80,11 @@ def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) 
                 ax_curves.plot(steps[-1], values[-1], "x", color=color, markersize=8, markeredgewidth=2)
         ax_curves.plot([], [], "-", color=color, label=name)
     shown = " / ".join(sorted(metrics)) or STSB_DEV
-    ax_best.set_ylabel(f"best {shown} so far (dev)")
     numbers = sorted({r["number"] for r in best_rows})
     if numbers and len(numbers) <= 30:
         ax_best.set_xticks(numbers, [f"t{n:02d}" for n in numbers], fontsize=8)
-    ax_best.set_xlabel("trial (as in the tables)")
-    ax_curves.set_ylabel(f"{shown} (dev)")
-    ax_curves.set_xlabel("training step")
+    ax_best.set(xlabel="trial (as in the tables)", ylabel=f"best {shown} so far (dev)")
+    ax_curves.set(xlabel="training step", ylabel=f"{shown} (dev)")
     legend = [Line2D([], [], color="black", linestyle=":", marker="x", markersize=7,
                      label="pruned (x: where it stopped)"),
               Line2D([], [], color="black", linestyle="--", label="failed, interrupted or running")]

@@ -137,9 +137,8 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
         for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True)):
             rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
                          "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)})
-    ax.set_xlabel("training step (optimizer updates)")
-    ax.set_ylabel(f"{metric} (dev)")
-    ax.set_title(f"Learning curves of {len(records)} trials")
+    ax.set(xlabel="training step (optimizer updates)", ylabel=f"{metric} (dev)",
+           title=f"Learning curves of {len(records)} trials")
     ax.grid(alpha=0.3)
     stop = Line2D([], [], color="black", marker="x", linestyle="none", markersize=8, markeredgewidth=2,
                   label=f"stopped by {stopped_by}")
@@ -200,8 +199,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
                 va="center")
     ax.set_xticks(range(len(axes)), [*names, f"{metric}\n(last reported)"], fontsize=8)
     ax.set_yticks([])
-    ax.set_ylim(no_value - 0.08, 1.08)
-    ax.set_xlim(-0.6, len(axes) - 0.4)
+    ax.set(xlim=(-0.6, len(axes) - 0.4), ylim=(no_value - 0.08, 1.08))
     ax.set_title(f"Parallel coordinates of {len(records)} trials\n(pruned ones at their last reported value)",
                  fontsize=10)
     _status_legend(ax, [r.status for r in records], outside=True)
@@ -240,8 +238,8 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     for i, n in enumerate(names):
         ax.annotate(f"{importance[n]:.2f}", (importance[n], i), xytext=(3, 0), textcoords="offset points",
                     va="center", fontsize=8)
-    ax.set_xlabel("fANOVA importance (share of the metric's variance)")
-    ax.set_xlim(0, max(1.0, max(importance.values()) * 1.15))
+    ax.set(xlabel="fANOVA importance (share of the metric's variance)",
+           xlim=(0, max(1.0, max(importance.values()) * 1.15)))
     ax.set_title(f"Parameter importance, resting on {len(trials)} finished feasible trials "
                  f"(of {len(study.trials)})" + ("; first objective" if len(study.directions) > 1 else ""))
     rows = [{"param": n, "importance": v, "n_trials": len(trials)} for n, v in importance.items()]
@@ -272,9 +270,8 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
                                               for row in rows], where="post", color="black", linewidth=1.2)
     ax.set_xticks([row["number"] for row in rows], [row["trial"] for row in rows],
                   rotation=90 if len(rows) > 20 else 0, fontsize=7 if len(rows) > 20 else 8)
-    ax.set_xlabel("trial (as in the tables and the runs' names)")
-    ax.set_ylabel(f"{metric} (dev; pruned: its last value)")
-    ax.set_title(f"Optimization history of {len(records)} trials (line: best finished so far)")
+    ax.set(xlabel="trial (as in the tables and the runs' names)", ylabel=f"{metric} (dev; pruned: its last value)",
+           title=f"Optimization history of {len(records)} trials (line: best finished so far)")
     ax.grid(alpha=0.3)
     _status_legend(ax, [r.status for r in records], outside=True)
     return save_plot(figure, rows, out_dir, "optimization_history")

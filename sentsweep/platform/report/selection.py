@@ -97,8 +97,7 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
         for r in front:
             ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
                         textcoords="offset points", fontsize=7)
-        ax.set_xlabel(second.label)
-        ax.set_ylabel(first.label)
+        ax.set(xlabel=second.label, ylabel=first.label)
         title = f"Pareto front of {len(rows)} finished trials"
         if len(objectives) > 2:
             title += (f"\n(front over all {len(objectives)} objectives: "

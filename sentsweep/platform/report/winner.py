@@ -117,14 +117,6 @@ def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
     return f"{_cell(finite_number(value))} (1 run)"
 
 
-def figure_keys(config: SweepConfig, reference: Result | None) -> list[str]:
-    keys = list(config.reference.figures) if config.reference else []
-    if not keys and reference is not None:
-        keys = sorted(k for k, v in (reference.metrics or {}).items()
-                      if k.endswith(FIGURE_SUFFIXES) and finite_number(v) is not None and k != config.metric)
-    return keys
-
-
 def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result | None,
                  point: Mapping[str, Any]) -> list[str]:
     ref = config.reference
@@ -135,7 +127,10 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
              f"  {'figure':<14} {'paper':>8}  {'paper setting (ours)':>22}  tuned winner ({rule})"]
     ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
     lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
-    for key in figure_keys(config, reference):
+    keys = list(ref.figures) or sorted(k for k, v in ref_metrics.items()  # the paper's, else our test figures
+                                       if k.endswith(FIGURE_SUFFIXES) and finite_number(v) is not None
+                                       and k != config.metric)
+    for key in keys:
         lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(finite_number(ref_metrics.get(key))):>22}  "
                      f"{winner_cell(outcome, key)}")
     lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(finite_number(ref_metrics.get(config.metric))):>22}  "

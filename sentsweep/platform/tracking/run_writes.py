@@ -75,10 +75,7 @@ class RunWrites:
         if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
             shutil.rmtree(kept, ignore_errors=True)
             Path(kept).parent.mkdir(parents=True, exist_ok=True)
-            if move:
-                shutil.move(local_dir, kept)  # a rename on the same file system
-            else:
-                shutil.copytree(local_dir, kept)
+            (shutil.move if move else shutil.copytree)(local_dir, kept)  # a move: a rename on one file system
         else:
             self.fs.delete_dir_contents(kept, missing_dir_ok=True)
             pyarrow.fs.copy_files(str(local_dir), kept, source_filesystem=pyarrow.fs.LocalFileSystem(),
