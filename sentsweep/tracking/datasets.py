@@ -47,18 +47,19 @@ def files_record(name: str, files: Sequence[Path], context: str, limit: int | No
         digest.update(path.name.encode("utf-8") + b"\0" + file_sha256(path).encode())
     source = str(files[0]) if len(files) == 1 else os.path.commonpath([str(p) for p in files])
     profile: dict[str, Any] = {"files": [p.name for p in files], "bytes": sum(p.stat().st_size for p in files)}
-    name = _limited(name, profile, limit, sample_seed)
-    return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], source, context, json.dumps(profile, sort_keys=True))
+    return _record(name, digest.hexdigest(), source, context, profile, limit, sample_seed)
 
 
-def _limited(name: str, profile: dict[str, Any], limit: int | None, sample_seed: int | None) -> str:
+def _record(name: str, digest: str, source: str, context: str, profile: dict[str, Any], limit: int | None,
+            sample_seed: int | None) -> DatasetRecord:
+    """A record named with the rows it keeps (``[100 sampled]``, ``[:100]``), noted in its profile too."""
     if limit is not None and sample_seed is not None:
         profile.update(sampled_rows=limit, sample_seed=sample_seed)
-        return f"{name}[{limit} sampled]"
-    if limit is not None:
+        name = f"{name}[{limit} sampled]"
+    elif limit is not None:
         profile["first_rows"] = limit
-        return f"{name}[:{limit}]"
-    return name
+        name = f"{name}[:{limit}]"
+    return DatasetRecord(name, digest[:DIGEST_CHARS], source, context, json.dumps(profile, sort_keys=True))
 
 
 def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, context: str,
@@ -84,9 +85,7 @@ def prepared_record(ref: str, context: str, limit: int | None = None,
     digest = hashlib.sha256(f"{manifest.get('digest')} {limit} seed {sample_seed if sampled else None}".encode())
     profile: dict[str, Any] = {"kind": manifest.get("kind"), "rows": manifest.get("rows"),
                                "bytes": manifest.get("bytes")}
-    name = _limited(str(manifest.get("name", ref)), profile, limit, sample_seed)
-    return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], store.uri, context,
-                         json.dumps(profile, sort_keys=True))
+    return _record(str(manifest.get("name", ref)), digest.hexdigest(), store.uri, context, profile, limit, sample_seed)
 
 
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
