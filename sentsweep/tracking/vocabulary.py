@@ -46,8 +46,7 @@ OUTPUT_DIR = "output"
 MAX_PARAM_LENGTH = 6000
 
 
-def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
-                   trial_id: str) -> Run | None:
+def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> Run | None:
     """The active child run of ``trial_id``; of several, the oldest, so that every process agrees."""
     query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
     if parent_run_id:
@@ -79,8 +78,7 @@ def param_value(value: Any) -> str:
 
 def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     """The numeric entries of a result (bools dropped; NaN kept, MLflow stores it)."""
-    return {k: float(v) for k, v in metrics.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 #: The parent run's tag with the sweep's state (running, finished, interrupted, crashed, failed).

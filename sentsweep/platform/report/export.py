@@ -27,8 +27,7 @@ EXPORTED_MODEL_TAG = "sentsweep.exported_model"
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 
-def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
-                                overwrite: bool = False) -> Path:
+def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``weights_dir`` (a :meth:`TransformerEncoder.save` folder) as a sentence-transformers model."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
@@ -45,8 +44,7 @@ def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
                           f"export supports {', '.join(ST_POOLING)}", field="pooling", file=weights_dir)
     if dest.exists() and any(dest.iterdir()):
         if not overwrite:
-            raise ConfigError("destination exists and is not empty (pass overwrite=True / --overwrite)",
-                              file=dest)
+            raise ConfigError("destination exists and is not empty (pass overwrite=True / --overwrite)", file=dest)
         shutil.rmtree(dest)
     first_last = settings.pooling == "first_last"
     transformer = Transformer(str(weights_dir), max_seq_length=settings.max_length,
@@ -90,8 +88,7 @@ def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite
             if dest.exists() and any(dest.iterdir()) and not overwrite:
                 raise ConfigError("destination exists and is not empty (use --overwrite)", file=dest)
             inner = f"{BEST_MODEL}/{ST_SUBDIR}"
-            local = client.download_artifacts(run_id, inner if has_artifact(client, run_id, inner) else BEST_MODEL,
-                                              tmp)
+            local = client.download_artifacts(run_id, inner if has_artifact(client, run_id, inner) else BEST_MODEL, tmp)
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(local, dest)
             return dest

@@ -120,8 +120,7 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
               **placement)
 
 
-def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
-                    stopped_by: str = "ASHA") -> list[Path]:
+def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, stopped_by: str = "ASHA") -> list[Path]:
     """The dev metric over steps, one line per trial; ``x`` where ``stopped_by`` stopped a trial."""
     from matplotlib.lines import Line2D
 
@@ -246,8 +245,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     return save_plot(figure, rows, out_dir, "param_importances")
 
 
-def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path,
-                         mode: str = "max") -> list[Path]:
+def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path, mode: str = "max") -> list[Path]:
     """Every trial's value by number, coloured by how it ended; the line is the best finished value so far."""
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(8, 5))

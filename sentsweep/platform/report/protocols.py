@@ -78,8 +78,7 @@ def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: 
             if metric in mixed:
                 row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
             rows.append(row)
-    return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS,
-                                       *(["mixed"] if mixed else [])])
+    return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS, *(["mixed"] if mixed else [])])
 
 
 def _refusal(mixed: dict[str, dict[str, tuple[list[str], list[str]]]]) -> str:

@@ -242,8 +242,7 @@ def infeasible_value(study: optuna.Study) -> float | list[float]:
         seen = [v for t in feasible
                 for v in ((t.values[i],) if t.values else ()) + tuple(t.intermediate_values.values())
                 if v is not None and math.isfinite(v)]
-        worst.append(0.0 if not seen else min(seen) if direction == optuna.study.StudyDirection.MAXIMIZE
-                     else max(seen))
+        worst.append(0.0 if not seen else min(seen) if direction == optuna.study.StudyDirection.MAXIMIZE else max(seen))
     return worst if len(worst) > 1 else worst[0]
 
 

@@ -37,8 +37,7 @@ class StudyStore:
         if "://" not in self.uri:
             path = Path(self.uri) / JOURNAL_FILE
             if not create and not path.is_file():
-                raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)",
-                                  file=str(path))
+                raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=str(path))
             return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
         parsed = urlparse(self.uri)
         if parsed.scheme != "s3":

@@ -79,8 +79,7 @@ def _trial_setting(config: SweepConfig, field: str) -> Any:
     return config.fixed.get(field, default)
 
 
-def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any],
-                   source: str) -> list[FrozenTrial]:
+def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any], source: str) -> list[FrozenTrial]:
     """``study``'s COMPLETE and PRUNED trials placed in the new space, marked as from ``source``."""
     placed = []
     for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
@@ -135,5 +134,4 @@ def _allows(distribution: BaseDistribution, value: Any) -> bool:
 
 def unseen_points(points: Sequence[Mapping[str, Any]], history: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
     """The points no history trial has already evaluated."""
-    return [dict(p) for p in points
-            if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]
+    return [dict(p) for p in points if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]

@@ -68,8 +68,7 @@ class Backoff:
 class Deliverer:
     """Runs submitted jobs in order on a daemon thread; a job that raises, or one dropped, reports its key."""
 
-    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None,
-                 capacity: int = 1000) -> None:
+    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None, capacity: int = 1000) -> None:
         self.on_failure = on_failure
         self.backoff = backoff or Backoff()
         self._jobs: queue.Queue[tuple[str, Job, bool] | None] = queue.Queue(maxsize=capacity)

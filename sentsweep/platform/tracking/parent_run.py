@@ -153,8 +153,7 @@ class SweepRun:
         """Create the run: config and package versions as params, source tags, the space, the descriptions."""
         prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
-        experiment_id = ensure_experiment(client, config.tracking.experiment,
-                                          config.tracking.artifact_location)
+        experiment_id = ensure_experiment(client, config.tracking.experiment, config.tracking.artifact_location)
         searched = sorted(first_point or {})
         client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
         tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
@@ -182,8 +181,7 @@ class SweepRun:
     def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str, fs: pyarrow.fs.FileSystem,
                path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
         """An existing run, its status unchanged, with the writes an earlier session saved queued first."""
-        sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs,
-                    path)
+        sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs, path)
         sweep.writes.load({run_id, *runs}, register)
         return sweep
 
