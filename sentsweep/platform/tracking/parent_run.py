@@ -24,21 +24,9 @@ from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
 from sentsweep.platform.tracking.trial_runs import create_unique_run
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SYS_PREFIX, ui_link
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
-from sentsweep.tracking.vocabulary import (
-    METHOD_TAG,
-    NOTE_TAG,
-    OUTCOME_TAG,
-    ROLE_TAG,
-    RUN_STATUS,
-    SPACE_TAG,
-    STATUS_TAG,
-    SWEEP_DIR_TAG,
-    SWEEP_TAG,
-    SweepState,
-    param_value,
-)
 
 SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
@@ -78,7 +66,7 @@ def run_page(sweep: SweepRun) -> str:
 def columns_to_add(metric: str, searched: Sequence[str]) -> str:
     params = ", ".join(f"`{p}`" for p in searched) or "the searched ones"
     return (f"Columns to add (**Columns** above the table): Metrics `{metric}` and `best_{metric}`; Params {params}; "
-            f"Tags `{OUTCOME_TAG}`.")
+            f"Tags `{vocab.OUTCOME_TAG}`.")
 
 
 def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[str], tracking_uri: str,
@@ -92,8 +80,8 @@ def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[s
         "",
         "- Expand this run's row for its trials. Each is named after its number and searched values "
         "(`t03 scale=22.4 lr=3.5e-05`); the number is the one `sentsweep compare` and the plots use.",
-        f"- Tag `{OUTCOME_TAG}` says how a trial ended: finished, pruned (stopped early by the scheduler; its run is "
-        "FINISHED, its figures are those of the steps it ran), stopped (by the budget), failed or interrupted.",
+        f"- Tag `{vocab.OUTCOME_TAG}` says how a trial ended: finished, pruned (stopped early by the scheduler; its "
+        "run is FINISHED, its figures are those of the steps it ran), stopped (by the budget), failed or interrupted.",
         f"- {columns_to_add(config.metric, searched)}",
         f"- Bookkeeping (step, epoch, seconds, GPUs, the final flag) is under `{SYS_PREFIX}`, on a trial's "
         "**System metrics** tab; its **Model metrics** tab holds the figures.",
@@ -155,16 +143,17 @@ class SweepRun:
         client = MlflowClient(tracking_uri=config.tracking.uri)
         experiment_id = ensure_experiment(client, config.tracking.experiment, config.tracking.artifact_location)
         searched = sorted(first_point or {})
-        client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
-        tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: str(config.space_name), STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
-                NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
-        run = create_unique_run(client, experiment_id, tags, sweep_name, {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name})
+        client.set_experiment_tag(experiment_id, vocab.NOTE_TAG, experiment_description(config, sweep_name, searched))
+        key = {vocab.ROLE_TAG: "sweep", vocab.SWEEP_TAG: sweep_name}
+        tags = {**key, vocab.SWEEP_DIR_TAG: sweep_dir, vocab.METHOD_TAG: config.method,
+                vocab.SPACE_TAG: str(config.space_name), vocab.STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
+                vocab.NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
+        run = create_unique_run(client, experiment_id, tags, sweep_name, key)
         fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
-        client.log_batch(sweep.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
+        client.log_batch(sweep.run_id, params=[Param(k, vocab.param_value(v)) for k, v in params.items()])
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / "sweep.yaml").write_text(config.to_yaml())
@@ -194,7 +183,7 @@ class SweepRun:
     def reopen(self) -> None:
         """Mark the run RUNNING again once ``Tuner.restore`` succeeded."""
         self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})
-        self.set_tags({STATUS_TAG: "running"})
+        self.set_tags({vocab.STATUS_TAG: "running"})
 
     def trial_settings(self) -> dict[str, Any]:
         return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
@@ -234,9 +223,9 @@ class SweepRun:
         self.writes.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
                            kept_as=f"trials/{trial_id}/{artifact_path}")
 
-    def close(self, state: SweepState, reason: str | None = None) -> None:
-        self.set_tags({STATUS_TAG: state})
-        self.writes.put({"op": "status", "run": self.run_id, "status": RUN_STATUS[state],
+    def close(self, state: vocab.SweepState, reason: str | None = None) -> None:
+        self.set_tags({vocab.STATUS_TAG: state})
+        self.writes.put({"op": "status", "run": self.run_id, "status": vocab.RUN_STATUS[state],
                          "reason": reason[:5000] if reason else None})
 
     def flush(self, timeout_s: float = 20.0) -> bool:
