@@ -30,7 +30,6 @@ def experiment_tags() -> dict[str, str]:
 
 
 def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
-    """Tag an experiment without a kind as a model-training one."""
     experiment = client.get_experiment(experiment_id)
     if EXPERIMENT_KIND_TAG not in experiment.tags:
         client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)

@@ -163,7 +163,6 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
 
 
 def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per trial: status and reason, best dev value, test metrics, searched params, placement."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
     labelled = any(vocab.REFERENCE_TAG in t.data.tags for t in trials)
@@ -224,7 +223,6 @@ def _number(text: str | None) -> Any:
 
 
 def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    """``table`` (those of ``columns`` it has) as a markdown table; ``(none)`` when it is empty."""
     if table.empty:
         return "(none)"
     cols = [c for c in (columns or table.columns) if c in table.columns]

@@ -147,7 +147,6 @@ class SweepNotifier:
         return event in self.settings.on and self.url is not None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
-        """Notify a parent run's end in ``state``; whether it was delivered."""
         event = STATE_EVENTS.get(state)
         if event is None or not self.wants(event):
             return False

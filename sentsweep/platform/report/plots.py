@@ -121,7 +121,6 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
 
 
 def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, stopped_by: str = "ASHA") -> list[Path]:
-    """The dev metric over steps, one line per trial; ``x`` where ``stopped_by`` stopped a trial."""
     from matplotlib.lines import Line2D
 
     plt = pyplot()
@@ -277,7 +276,6 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
                 stopped_by: str = "ASHA", mode: str = "max") -> tuple[list[Path], dict[str, str]]:
-    """Every plot of a sweep: the files written and, per skipped plot, why."""
     out = Path(out_dir)
     written: list[Path] = []
     skipped: dict[str, str] = {}

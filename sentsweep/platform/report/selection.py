@@ -42,7 +42,6 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
 
 
 def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
-    """The finished trials of Tune's results, each with its selected report (the final one left out)."""
     finished: list[FinishedTrial] = []
     for result in results:
         metrics = dict(result.metrics or {})
@@ -61,7 +60,6 @@ def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objecti
 
 def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
                  echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Tag, plot and list the front of a multi-objective sweep on its parent run; returns the rows."""
     objectives = config.objective_list
     if not objectives:
         return []

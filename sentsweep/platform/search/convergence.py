@@ -139,7 +139,6 @@ def converged_of(study: optuna.Study) -> Converged | None:
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
                        log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
                        stop_reason_tag: str) -> Converged | None:
-    """Print a converged study's line and put its decision on the parent run; the decision."""
     decision = converged_of(study) if study is not None else None
     if decision is None:
         return None

@@ -30,7 +30,6 @@ class FinalAwareASHA(ASHAScheduler):
 
 
 def build_scheduler(config: SweepConfig, reference: Mapping[str, Any] | None = None) -> TrialScheduler:
-    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO."""
     s = config.scheduler
     if s.type == "fifo":
         return FIFOScheduler()

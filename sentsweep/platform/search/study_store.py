@@ -33,7 +33,6 @@ class StudyStore:
         return posixpath.join(self.uri, JOURNAL_FILE)
 
     def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage:
-        """Optuna's journal storage on the sweep folder; ``create=False`` refuses a folder without a journal."""
         if "://" not in self.uri:
             path = Path(self.uri) / JOURNAL_FILE
             if not create and not path.is_file():

@@ -80,7 +80,6 @@ def _trial_setting(config: SweepConfig, field: str) -> Any:
 
 
 def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any], source: str) -> list[FrozenTrial]:
-    """``study``'s COMPLETE and PRUNED trials placed in the new space, marked as from ``source``."""
     placed = []
     for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
         if is_warm_start(trial):  # the earlier sweep's own history belongs to its source

@@ -54,7 +54,6 @@ class Backoff:
         return self.clock() >= self.retry_at
 
     def failed(self) -> float:
-        """Count a failure; the seconds until the next try."""
         self.failures += 1
         wait = min(self.max_s, self.first_s * 2 ** (self.failures - 1))
         self.retry_at = self.clock() + wait

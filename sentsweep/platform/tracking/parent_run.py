@@ -181,7 +181,6 @@ class SweepRun:
         return self._writes
 
     def reopen(self) -> None:
-        """Mark the run RUNNING again once ``Tuner.restore`` succeeded."""
         self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})
         self.set_tags({vocab.STATUS_TAG: "running"})
 
@@ -229,7 +228,6 @@ class SweepRun:
                          "reason": reason[:5000] if reason else None})
 
     def flush(self, timeout_s: float = 20.0) -> bool:
-        """Deliver what waits for at most ``timeout_s``; whether MLflow has everything."""
         return self.writes.flush(timeout_s)
 
     def previous_max(self, key: str) -> float:

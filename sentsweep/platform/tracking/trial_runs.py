@@ -98,7 +98,6 @@ def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None
 
 def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
                    kinds: tuple[str, ...]) -> dict[str, float]:
-    """A sweep's totals: trials by outcome, and the (GPU) seconds they ran (Tune's ``time_total_s``)."""
     counts = Counter(outcomes)
     return {**{f"trials_{k}": float(counts[k]) for k in kinds}, "trials_total": float(len(outcomes)),
             "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
@@ -237,7 +236,6 @@ class TrialRuns:
 
 
 def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
-    """:func:`outcome_totals` as the folder tells them (a last report final, failed, else pruned)."""
     outcomes, seconds = [], 0.0
     for folder in trial_folders(fs, experiment_path):
         last = folder.results()[-1]

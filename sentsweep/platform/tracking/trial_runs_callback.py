@@ -35,7 +35,6 @@ END_WAIT_S = 20.0
 
 
 def trial_outcome(trial: Trial) -> str:
-    """``finished``, ``pruned``, ``failed``, ``running`` or ``pending`` from Tune's view of a trial."""
     if trial.status == "ERROR" or is_failed(trial.last_result):
         return "failed"
     if is_final(trial.last_result):
