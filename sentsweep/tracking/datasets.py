@@ -1,10 +1,5 @@
-"""A trial's training, dev and test data as MLflow dataset inputs (the UI's Dataset column).
-
-Each dataset is a :class:`mlflow.data.meta_dataset.MetaDataset` whose source is the local file (or folder) and
-whose digest is SHA-256 over the files' contents, tagged with its role (``mlflow.data.context``). A trial reads
-what its config names (:func:`trial_datasets`) and reports it as plain data; the driver logs it
-(:func:`log_dataset_inputs`).
-"""
+"""A trial's training, dev and test data as MLflow dataset inputs: a trial reports the records as plain data
+(:func:`trial_datasets`), the driver logs them (:func:`log_dataset_inputs`)."""
 
 from __future__ import annotations
 
@@ -36,8 +31,6 @@ DIGEST_CHARS = 16
 
 @dataclass(frozen=True)
 class DatasetRecord:
-    """One dataset input of a run: name, digest, source (a local path) and context, plus a small profile."""
-
     name: str
     digest: str
     source: str
@@ -47,33 +40,31 @@ class DatasetRecord:
 
 def files_record(name: str, files: Sequence[Path], context: str, limit: int | None = None,
                  sample_seed: int | None = None) -> DatasetRecord:
-    """The record of ``files`` read as one dataset: cut to its first ``limit`` rows, or to ``limit`` rows drawn with
-    ``sample_seed`` when that is given too."""
+    """The record of ``files`` as one dataset, cut to ``limit`` rows (drawn with ``sample_seed`` when given)."""
     sampled = limit is not None and sample_seed is not None
     digest = hashlib.sha256((f"{limit} seed {sample_seed}" if sampled else f"{limit}").encode())
     for path in files:
         digest.update(path.name.encode("utf-8") + b"\0" + file_sha256(path).encode())
     source = str(files[0]) if len(files) == 1 else os.path.commonpath([str(p) for p in files])
     profile: dict[str, Any] = {"files": [p.name for p in files], "bytes": sum(p.stat().st_size for p in files)}
-    name = _limited(name, profile, limit, sample_seed)
-    return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], source, context, json.dumps(profile, sort_keys=True))
+    return _record(name, digest.hexdigest(), source, context, profile, limit, sample_seed)
 
 
-def _limited(name: str, profile: dict[str, Any], limit: int | None, sample_seed: int | None) -> str:
-    """``name`` marked with how many rows were kept (``[100 sampled]``, ``[:100]``), noted in ``profile``."""
+def _record(name: str, digest: str, source: str, context: str, profile: dict[str, Any], limit: int | None,
+            sample_seed: int | None) -> DatasetRecord:
+    """A record named with the rows it keeps (``[100 sampled]``, ``[:100]``), noted in its profile too."""
     if limit is not None and sample_seed is not None:
         profile.update(sampled_rows=limit, sample_seed=sample_seed)
-        return f"{name}[{limit} sampled]"
-    if limit is not None:
+        name = f"{name}[{limit} sampled]"
+    elif limit is not None:
         profile["first_rows"] = limit
-        return f"{name}[:{limit}]"
-    return name
+        name = f"{name}[:{limit}]"
+    return DatasetRecord(name, digest[:DIGEST_CHARS], source, context, json.dumps(profile, sort_keys=True))
 
 
 def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, context: str,
                 limit: int | None = None, sample_seed: int | None = None) -> DatasetRecord | None:
-    """The record of registry files (a split None: all of them), None when any is absent (a task skipped for lack
-    of data)."""
+    """The record of registry files (a split None: all of them); None when any is absent."""
     files = [source.path(f) for name, split in specs for wanted in ([split] if split else list(REGISTRY[name].files))
              for f in REGISTRY[name].files.get(wanted, ())]
     if not files or not all(p.is_file() for p in files):
@@ -83,8 +74,6 @@ def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, contex
 
 def prepared_record(ref: str, context: str, limit: int | None = None,
                     sample_seed: int | None = None) -> DatasetRecord | None:
-    """The record of a ``prepared:NAME`` dataset: its manifest's name and digest, its store as the source; None when
-    it is not prepared."""
     from sentsweep.data.prepared import ref_store
     from sentsweep.data.staging import read_manifest
 
@@ -96,14 +85,11 @@ def prepared_record(ref: str, context: str, limit: int | None = None,
     digest = hashlib.sha256(f"{manifest.get('digest')} {limit} seed {sample_seed if sampled else None}".encode())
     profile: dict[str, Any] = {"kind": manifest.get("kind"), "rows": manifest.get("rows"),
                                "bytes": manifest.get("bytes")}
-    name = _limited(str(manifest.get("name", ref)), profile, limit, sample_seed)
-    return DatasetRecord(name, digest.hexdigest()[:DIGEST_CHARS], store.uri, context,
-                         json.dumps(profile, sort_keys=True))
+    return _record(str(manifest.get("name", ref)), digest.hexdigest(), store.uri, context, profile, limit, sample_seed)
 
 
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The training data a config names: ``train_data`` + ``train_split`` (``max_train_pairs`` of them, a seeded
-    sample) or ``corpus``."""
+    """The training data a config names: ``train_data`` + ``train_split``, or ``corpus``."""
     train_data = getattr(config, "train_data", None)
     if train_data is not None and train_data.startswith(PREPARED_PREFIX):
         return prepared_record(train_data, TRAINING, getattr(config, "max_train_pairs", None), SAMPLE_SEED)
@@ -126,45 +112,31 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
 
 def _sts_records(task: str, source: DataSource, context: str, limit: int | None = None,
                  sample_seed: int | None = None) -> list[DatasetRecord | None]:
-    """One record per registry set an STS task reads, named ``stsb/dev`` (``sts12`` for a year's every subset)."""
     return [_registered(name if split == "all" else f"{name}/{split}", [(name, None if split == "all" else split)],
                         source, context, limit, sample_seed) for name, split in task_data_splits(task)]
 
 
-def dev_record(config: Any, source: DataSource) -> DatasetRecord | None:
-    """The dev set of model selection (``max_dev_pairs`` of its pairs, a seeded sample)."""
-    task = str(getattr(config, "dev_metric", ""))
-    if task not in STS_TASK_SPLITS:
-        return None
-    (record,) = _sts_records(task, source, VALIDATION, getattr(config, "max_dev_pairs", None), SAMPLE_SEED)
-    return record
-
-
-def test_records(tasks: str | Sequence[str], source: DataSource) -> list[DatasetRecord]:
-    """One record per test task that has its data (``sts`` and ``senteval`` groups expanded)."""
-    sts, senteval, _ = split_tasks(tasks)
-    records = [record for task in sts for record in _sts_records(task, source, TEST)]
-    records += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
-    return list({r.name: r for r in records if r is not None}.values())
-
-
 def trial_datasets(config: Any) -> list[DatasetRecord]:
-    """A trial config's training, dev and test datasets (those whose files are there)."""
+    """A trial config's training, dev and test datasets whose files are there."""
     source = resolve_data_dir(getattr(config, "data_dir", None))
-    found = [training_record(config, source), dev_record(config, source)]
-    records = [r for r in found if r is not None]
-    tasks = getattr(config, "test_tasks", None)
-    return records + (test_records(tasks, source) if tasks else [])
+    records = [training_record(config, source)]
+    task = str(getattr(config, "dev_metric", ""))
+    if task in STS_TASK_SPLITS:
+        records += _sts_records(task, source, VALIDATION, getattr(config, "max_dev_pairs", None), SAMPLE_SEED)
+    if getattr(config, "test_tasks", None):
+        sts, senteval, _ = split_tasks(config.test_tasks)
+        tests = [record for task in sts for record in _sts_records(task, source, TEST)]
+        tests += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
+        records += {r.name: r for r in tests if r is not None}.values()
+    return [r for r in records if r is not None]
 
 
 def dataset_inputs(records: Sequence[DatasetRecord]) -> list[dict[str, Any]]:
-    """``records`` as plain data, for a trial's report (:func:`log_dataset_inputs` reads them)."""
     return [asdict(r) for r in records]
 
 
 def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
-    """One MLflow dataset input per record, tagged with its context; logging the same records again adds nothing
-    (MLflow keeps a dataset once per experiment and an input once per run)."""
+    """One MLflow dataset input per record; logging the same records again adds nothing."""
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import Dataset, DatasetInput, InputTag

@@ -1,10 +1,5 @@
-"""How a person sees a trial and its figures: its label, its run's name, its bookkeeping metrics, and UI links.
-
-A trial's label is ``t03`` (the search) or ``c03`` (the confirmation stage): its place in the order Tune created
-the trials. Its run is named after the label and its searched values: ``t03 scale=22.4 lr=3.5e-05``. Bookkeeping
-values go to MLflow under :data:`SYS_PREFIX`, which MLflow's UI shows on the "System metrics" tab. Links carry
-``workflowType=machine_learning``, which opens MLflow 3's UI on its model-training view rather than GenAI's.
-"""
+"""How a person sees a trial: its label (``t03``, ``c03``), its run's name (``t03 scale=22.4 lr=3.5e-05``), its
+bookkeeping metrics (under :data:`SYS_PREFIX`: the UI's System metrics tab) and UI links."""
 
 from __future__ import annotations
 
@@ -28,13 +23,11 @@ TRAINING_VIEW = "workflowType=machine_learning"
 
 
 def tracked_key(key: str) -> str:
-    """The MLflow metric key of a report key: bookkeeping under :data:`SYS_PREFIX`, a figure as it is."""
     return f"{SYS_PREFIX}{key}" if key in BOOKKEEPING_KEYS else key
 
 
 def figure(value: Any, digits: int = 3) -> str:
-    """A value as a person reads it: a float from 1 to 100000 to at most two decimals (``81.85``), any other float
-    to ``digits`` significant digits (``3.5e-05``), anything else as ``str``."""
+    """A float from 1 to 100000 to at most two decimals, any other to ``digits`` significant digits."""
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
         return str(value)
     if 1 <= abs(value) < 1e5:
@@ -43,20 +36,17 @@ def figure(value: Any, digits: int = 3) -> str:
 
 
 def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:
-    """``t03`` for the third trial Tune created (``prefix`` ``c`` in the confirmation stage); None when unknown."""
     return f"{prefix}{number:02d}" if number is not None else None
 
 
 def run_name(label: str | None, trial_id: str, values: Mapping[str, Any]) -> str:
-    """A trial run's name: its label (else Tune's trial id) and its searched values at a readable precision."""
     parts = [label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items())]
     name = " ".join(parts)
     return name if len(name) <= MAX_RUN_NAME else name[:MAX_RUN_NAME - 3] + "..."
 
 
 def ui_link(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
-    """The MLflow UI page of an experiment (or of one of its runs): the full address for a tracking server, else the
-    part after the address ``mlflow ui`` prints."""
+    """The MLflow UI page of an experiment (or run): a server's full address, else the part after ``mlflow ui``'s."""
     base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else ""
     page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
     return f"{base}/{page}?{TRAINING_VIEW}"

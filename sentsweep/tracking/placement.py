@@ -1,6 +1,4 @@
-"""Where Ray placed a trial: the MLflow tags ``node_ip``, ``node_id`` and ``gpu_ids`` of its child run, read inside
-the trial as an attempt starts and reported with its first report. ``gpu_ids`` are Ray's ids, which may be logical.
-"""
+"""Where Ray placed a trial: the tags ``node_ip``, ``node_id`` and ``gpu_ids`` (Ray's, maybe logical) of its run."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ GPU_IDS_TAG = "gpu_ids"
 
 
 def placement_tags() -> dict[str, str]:
-    """The placement of the calling Ray task or actor; ``{}`` outside Ray and in a Ray driver (no task id)."""
+    """The placement of the calling Ray task or actor; ``{}`` outside Ray and in a driver."""
     try:
         import ray
 
@@ -26,7 +24,6 @@ def placement_tags() -> dict[str, str]:
 
 
 def placement_label(tags: dict[str, str]) -> str:
-    """``node <id8>@<ip> gpu <ids>`` for a table cell ("" when the run has no placement tags)."""
     if NODE_ID_TAG not in tags:
         return ""
     gpus = tags.get(GPU_IDS_TAG, "")

@@ -1,10 +1,5 @@
-"""MLflow's own provenance conventions, filled so that its UI shows them without clicks.
-
-- An experiment is tagged a model-training one (``mlflow.experimentKind``) unless it has a kind.
-- Runs carry ``mlflow.source.name``, ``mlflow.source.type`` and ``mlflow.source.git.commit`` (:func:`source_tags`).
-- Each metric's protocol goes on its run as a compact tag ``sentsweep.protocol.<metric>`` and, in full, in the
-  artifact ``protocols.json``: a trial reports :func:`protocol_record`, the driver writes it (:func:`log_protocols`).
-"""
+"""MLflow's provenance conventions (experiment kind, source tags) and each metric's protocol on its run: compact
+tags ``sentsweep.protocol.<metric>`` and, in full, the artifact ``protocols.json``."""
 
 from __future__ import annotations
 
@@ -25,26 +20,22 @@ SOURCE_NAME_TAG = "mlflow.source.name"
 SOURCE_TYPE_TAG = "mlflow.source.type"
 #: MLflow's source type of a run started from a local process (the others: NOTEBOOK, JOB, PROJECT, ...).
 LOCAL_SOURCE = "LOCAL"
-#: Tag prefix of a metric's compact protocol: ``sentsweep.protocol.stsb_test``.
 PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
 #: The run artifact holding every metric's full protocol: ``{metric: MetricProtocol.to_dict()}``.
 PROTOCOLS_ARTIFACT = "protocols.json"
 
 
 def experiment_tags() -> dict[str, str]:
-    """The tags an experiment is created with: a model-training experiment."""
     return {EXPERIMENT_KIND_TAG: TRAINING_KIND}
 
 
 def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
-    """Tag an experiment that has no kind yet as a model-training one (a kind someone chose is kept)."""
     experiment = client.get_experiment(experiment_id)
     if EXPERIMENT_KIND_TAG not in experiment.tags:
         client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
 
 
 def source_tags(name: str) -> dict[str, str]:
-    """``mlflow.source.name`` = ``name``, type LOCAL, and the git commit of the checkout when there is one."""
     tags = {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE}
     sha = git_commit()
     if sha:
@@ -54,14 +45,12 @@ def source_tags(name: str) -> dict[str, str]:
 
 def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "",
                     keys: Any = None) -> dict[str, dict[str, Any]]:
-    """``protocols`` as plain data: ``{prefix + metric: {"compact": line, "full": dict}}``, only those of ``keys``
-    when given."""
+    """``protocols`` as plain data ``{prefix + metric: {"compact", "full"}}``, only ``keys`` when given."""
     return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())
             if keys is None or k in keys}
 
 
 def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mapping[str, Any]]) -> None:
-    """Write a :func:`protocol_record` on a run: the compact tags, then ``protocols.json`` (replaced whole)."""
     from mlflow.entities import RunTag
 
     if not record:

@@ -1,7 +1,4 @@
-"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load): tags,
-statuses and the key of a trial's run record. A sweep is a parent run; each trial is one child run carrying
-:data:`TRIAL_ID_TAG`; a confirmation stage is one more child run whose children are its trials' runs.
-"""
+"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load)."""
 
 from __future__ import annotations
 
@@ -21,7 +18,6 @@ GIT_TAG = "mlflow.source.git.commit"
 TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"
 ROLE_TAG = "sentsweep.role"
-#: The :data:`ROLE_TAG` of a sweep's confirmation run.
 CONFIRMATION_ROLE = "confirmation"
 REASON_TAG = "sentsweep.status_reason"
 ATTEMPT_TAG = "sentsweep.attempt"
@@ -30,19 +26,16 @@ SWEEP_DIR_TAG = "sentsweep.sweep_dir"
 TRIAL_NUMBER_TAG = "sentsweep.trial_number"
 #: How a trial ended, in words MLflow's statuses lack: :data:`OUTCOMES`.
 OUTCOME_TAG = "sentsweep.outcome"
-#: A trial's outcome and the MLflow status its run ends in. A trial that ASHA or a stopper ended early ran as
-#: asked and its figures are complete for the steps it ran: its run is FINISHED, and the tag says it was pruned.
-#: KILLED is kept for a trial that was cut off and that a resume continues.
+#: A trial's outcome and its run's status: a trial a scheduler or stopper ended early is FINISHED (its figures are
+#: complete for the steps it ran); KILLED is kept for one cut off that a resume continues.
 OUTCOMES: dict[str, str] = {"finished": "FINISHED", "pruned": "FINISHED", "stopped": "FINISHED",
                             "failed": "FAILED", "interrupted": "KILLED", "not started": "KILLED"}
 #: MLflow's description of an experiment, a run or a model version (markdown, shown on its page).
 NOTE_TAG = "mlflow.note.content"
-#: The role of a trial's child run (:data:`ROLE_TAG`).
 TRIAL_ROLE = "trial"
 METHOD_TAG = "sentsweep.method"
 SPACE_TAG = "sentsweep.search_space"
-#: On a reference trial's run (the paper's setting, never stopped by a scheduler): its setting, ``paper``; on the
-#: sweep's run: that trial's id.
+#: On a reference trial's run (the paper's setting): its setting, ``paper``; on the sweep's run: that trial's id.
 REFERENCE_TAG = "sentsweep.reference"
 REFERENCE_TRIAL_TAG = "sentsweep.reference_trial_id"
 #: The key of a trial's report that carries its run record: ``{"params", "tags", "inputs", "protocols"}``.
@@ -53,10 +46,8 @@ OUTPUT_DIR = "output"
 MAX_PARAM_LENGTH = 6000
 
 
-def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None,
-                   trial_id: str) -> Run | None:
-    """The active child run of ``trial_id`` under ``parent_run_id``; of several, the oldest (start time, then run
-    id, so that every process agrees on which)."""
+def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> Run | None:
+    """The active child run of ``trial_id``; of several, the oldest, so that every process agrees."""
     query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
     if parent_run_id:
         query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
@@ -66,7 +57,7 @@ def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str 
 
 
 def run_outcome(run: Run) -> str:
-    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words (KILLED: ``pruned``)."""
+    """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words."""
     tag = run.data.tags.get(OUTCOME_TAG)
     if tag:
         return tag
@@ -75,7 +66,6 @@ def run_outcome(run: Run) -> str:
 
 
 def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
-    """The ``params`` the run lacks: MLflow never changes a param."""
     from mlflow.entities import Param
 
     held = client.get_run(run_id).data.params
@@ -83,14 +73,12 @@ def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, A
 
 
 def param_value(value: Any) -> str:
-    """A config value as MLflow stores it: ``str``, cut to MLflow's length limit."""
     return str(value)[:MAX_PARAM_LENGTH]
 
 
 def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of a result (bools and strings dropped; NaN kept, MLflow stores it)."""
-    return {k: float(v) for k, v in metrics.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+    """The numeric entries of a result (bools dropped; NaN kept, MLflow stores it)."""
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 #: The parent run's tag with the sweep's state (running, finished, interrupted, crashed, failed).
@@ -108,9 +96,8 @@ CHANGED_TAG = "sentsweep.winner_changed"
 PARETO_TAG = "sentsweep.pareto"
 #: The parent run's tag with the sweep's objectives (``"stsb_dev max; compute_seconds min"``).
 OBJECTIVES_TAG = "sentsweep.objectives"
-#: Where the plot and its CSV go on the parent run.
+#: Where the Pareto plot and its CSV go on the parent run, and their name.
 PARETO_ARTIFACTS = "pareto"
-#: The name of the plot and of its CSV.
 PARETO_NAME = "pareto_front"
 #: The states of a sweep, as its parent run's :data:`STATUS_TAG` records them.
 SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]

@@ -4,6 +4,7 @@ and restored as a resume does)."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import optuna
@@ -136,7 +137,7 @@ def test_the_parent_run_records_why_the_search_stopped():
     tags, metrics, lines = {}, {}, []
     assert record_convergence(study, tags.update, metrics.update, lines.append, "reason") is None and not tags
     decision = Converged(12, 9, 0.11, 0.25, "measured", "RegretBoundEvaluator")
-    study.set_user_attr(CONVERGED_ATTR, decision.record())
+    study.set_user_attr(CONVERGED_ATTR, dataclasses.asdict(decision))
     assert record_convergence(study, tags.update, metrics.update, lines.append, "reason") == decision
     assert lines == [decision.line()] and lines[0].startswith("search converged at trial 12: regret bound 0.11 <")
     assert tags["reason"] == decision.line() and tags["sentsweep.converged.noise_source"] == "measured"

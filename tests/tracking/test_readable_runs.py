@@ -12,8 +12,7 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.config import parse_sweep_config
 from sentsweep.platform.report.winner import model_version_description, model_version_tags
-from sentsweep.platform.tracking.descriptions import experiment_description, sweep_description
-from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.platform.tracking.parent_run import SweepRun, experiment_description, sweep_description
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.tracking.names import figure, run_name, tracked_key, trial_label, ui_link
 from sentsweep.tracking.vocabulary import NOTE_TAG, OUTCOME_TAG, OUTCOMES

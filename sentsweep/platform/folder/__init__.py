@@ -1,25 +1,16 @@
-"""What a sweep folder holds besides its address (:mod:`sentsweep.platform.location`): the lock that lets one driver
-run it, what it keeps afterwards, and which stored state this process may trust.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
-"""
+"""What a sweep folder holds besides its address: the driver lock, what it keeps afterwards, and which stored
+state this process may trust. Names are imported on first use."""
 
 from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name and the module it lives in.
-_WHERE: dict[str, str] = {
-    "LockLost": "sentsweep.platform.folder.lock",
-    "SweepLock": "sentsweep.platform.folder.lock",
-    "checkpoint_folder": "sentsweep.platform.folder.retention",
-    "keep_best_weights_only": "sentsweep.platform.folder.retention",
-    "prune_sweep": "sentsweep.platform.folder.retention",
-    "refuse_foreign_parent": "sentsweep.platform.folder.trust",
-    "refuse_untrusted_state": "sentsweep.platform.folder.trust",
-    "same_folder": "sentsweep.platform.folder.trust",
-    "trial_folder": "sentsweep.platform.folder.retention",
-    "trusted_tracking_uri": "sentsweep.platform.folder.trust",
-}
+_WHERE: dict[str, str] = {name: module for module, names in {
+    "sentsweep.platform.folder.lock": ("LockLost", "SweepLock"),
+    "sentsweep.platform.folder.retention": ("checkpoint_folder", "keep_best_weights_only", "prune_sweep",
+                                            "trial_folder"),
+    "sentsweep.platform.folder.trust": ("refuse_foreign_parent", "refuse_untrusted_state", "same_folder",
+                                        "trusted_tracking_uri"),
+}.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -1,21 +1,8 @@
-"""One driver per sweep: a lock object in the sweep folder, ``<sweep folder>/driver.lock``.
+"""One driver per sweep: a JSON lock object ``driver.lock`` in the sweep folder, changed only by compare-and-set.
 
-The lock is a small JSON record (:class:`LockRecord`): a random token, its holder, its last heartbeat and its
-expiry. Every change is a compare-and-set on the object's version (:mod:`.lock_stores`), so of two drivers that
-take the lock at the same moment, exactly one succeeds.
-
-The driver that runs or resumes a sweep takes the lock; a daemon thread renews it every ``interval_s`` seconds.
-The lock expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat, or at once when its holder was a process
-of this host and PID namespace that is gone. A second ``resume`` or ``sync`` of a sweep whose lock is live is refused
-with :class:`LockHeldError`, naming the holder. Expiry compares the holder's clock with the reader's, so the
-machines' clocks must agree to well within one interval (NTP does).
-
-A renewal that finds another token has lost the lock: it never writes it again, :attr:`SweepLock.lost` says why,
-and ``on_lost`` gets that line, so that the driver stops the sweep (:class:`LockLost`) and leaves the parent run,
-its trials' runs and the budget count to the new holder. A storage that fails while the lock is renewed is tried
-again every ``interval_s / 6`` seconds; after :data:`GIVE_UP_FACTOR` intervals without a renewal, its holder gives
-the lock up, one interval before another driver may take it over: two drivers never run a sweep at once.
-"""
+A daemon thread renews it every ``interval_s``; it expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat,
+or at once when its local holder is gone, and machines' clocks must agree within an interval. A holder that cannot
+renew for :data:`GIVE_UP_FACTOR` intervals gives it up, one interval before another driver may take it over."""
 
 from __future__ import annotations
 
@@ -53,11 +40,10 @@ class LockHeldError(SentsweepError):
 
 
 class LockLost(SentsweepError):
-    """Another driver took over the lock of the sweep this process drives, or this one could not renew it: it stops."""
+    """Another driver took over this sweep's lock, or this one could not renew it: it stops."""
 
 
 def pid_namespace() -> str | None:
-    """This process's PID namespace (``pid:[4026531836]``), None where ``/proc`` does not say (not Linux)."""
     try:
         return os.readlink("/proc/self/ns/pid")
     except OSError:
@@ -81,8 +67,6 @@ def _printable(text: object) -> str:
 
 @dataclass(frozen=True)
 class LockRecord:
-    """The content of the lock object."""
-
     owner: str
     host: str
     pid: int
@@ -94,7 +78,6 @@ class LockRecord:
 
     @classmethod
     def parse(cls, data: bytes | None) -> LockRecord | None:
-        """The record in ``data``; None for no object or an unreadable one (it holds nothing)."""
         if not data:
             return None
         try:
@@ -115,8 +98,8 @@ class LockRecord:
         return self.released or now > self.expires or (self.local() and not _alive(self.pid))
 
     def local(self) -> bool:
-        """Whether :attr:`pid` names a process this one can see: same host and same (known) PID namespace.
-        Containers sharing the host's network share its hostname, not its process ids."""
+        """Whether :attr:`pid` is visible here: same host and same known PID namespace (containers share a
+        hostname, not process ids)."""
         return self.host == socket.gethostname() and self.pid_ns is not None and self.pid_ns == pid_namespace()
 
     def holder(self) -> str:
@@ -124,9 +107,7 @@ class LockRecord:
 
 
 class SweepLock:
-    """The lock of one sweep folder: ``with SweepLock(store, sweep_name=...):`` holds it for the block.
-
-    ``clock`` gives epoch seconds (what records hold); tests inject one and drive :meth:`beat` themselves."""
+    """The lock of one sweep folder, held for a ``with`` block; ``clock`` gives epoch seconds."""
 
     def __init__(self, store: LockStore, *, sweep_name: str, interval_s: float | None = None,
                  on_lost: Callable[[str], None] | None = None, clock: Callable[[], float] = time.time) -> None:
@@ -147,7 +128,6 @@ class SweepLock:
     @classmethod
     def for_folder(cls, location: SweepLocation, sweep_name: str,
                    on_lost: Callable[[str], None] | None = None) -> SweepLock:
-        """The lock of the sweep folder ``location`` (:func:`~sentsweep.platform.folder.lock_stores.lock_store`)."""
         from sentsweep.platform.folder.lock_stores import lock_store
 
         return cls(lock_store(location), sweep_name=sweep_name, on_lost=on_lost)
@@ -156,16 +136,8 @@ class SweepLock:
         return LockRecord(sweep_owner(), socket.gethostname(), os.getpid(), pid_namespace(), self.token, now,
                           now + EXPIRY_FACTOR * self.interval_s, released)
 
-    def _refuse_if_live(self, held: LockRecord | None, now: float) -> None:
-        if held is None or held.expired(now):
-            return
-        raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat {now - held.heartbeat:.0f}s ago; "
-                            "stop that process, or retry after its lock expires (in "
-                            f"{max(held.expires - now, 0):.0f}s without a heartbeat; {self.store.uri})")
-
     def take(self) -> None:
-        """Take the lock: refused with :class:`LockHeldError` while another live process holds it; a storage that
-        fails is a :class:`~sentsweep.errors.StorageError`. No heartbeat (:meth:`acquire` starts one)."""
+        """Take the lock (no heartbeat): :class:`LockHeldError` while another live process holds it."""
         held = None
         for _ in range(TAKE_ATTEMPTS):
             now = self.clock()
@@ -175,7 +147,11 @@ class SweepLock:
                 version = self.store.create(mine)
             else:
                 held = LockRecord.parse(stored.data)
-                self._refuse_if_live(held, now)
+                if held is not None and not held.expired(now):
+                    raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
+                                        f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
+                                        f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
+                                        f"{self.store.uri})")
                 version = self.store.replace(mine, stored.version)
             if version is not None:
                 self._version, self._renewed = version, now
@@ -185,7 +161,6 @@ class SweepLock:
                             f"(last seen: {held.holder() if held else 'none'}); retry ({self.store.uri})")
 
     def acquire(self) -> None:
-        """Take the lock (:meth:`take`) and start the heartbeat thread."""
         self.take()
         self._thread = threading.Thread(target=self._run, name="sentsweep-lock", daemon=True)
         self._thread.start()
@@ -196,7 +171,7 @@ class SweepLock:
             delay = self.beat()
 
     def beat(self) -> float:
-        """One heartbeat: renew the lock if it is still this holder's; the seconds until the next one."""
+        """Renew the lock if it is still this holder's; the seconds until the next heartbeat."""
         with self._mutex:
             if self._stop.is_set() or self._version is None:
                 return self.interval_s
@@ -213,8 +188,7 @@ class SweepLock:
             return self.interval_s
 
     def _changed(self, now: float) -> float:
-        """The lock changed since this holder wrote it: its own write whose answer was lost (adopted), or another
-        driver's (lost)."""
+        """The lock changed: this holder's write whose answer was lost (adopted), or another driver's (lost)."""
         stored = self.store.read()
         held = LockRecord.parse(stored.data) if stored is not None else None
         if held is not None and stored is not None and held.token == self.token and not held.released:
@@ -226,7 +200,7 @@ class SweepLock:
         return self.interval_s
 
     def _failed(self, now: float, exc: Exception) -> float:
-        """A renewal the storage failed: try again soon, and give the lock up before it can expire."""
+        """A failed renewal: try again soon, and give the lock up before it can expire."""
         unrenewed = now - self._renewed
         if unrenewed >= GIVE_UP_FACTOR * self.interval_s:
             self._lose(f"the lock of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s "
@@ -240,7 +214,7 @@ class SweepLock:
         return self.interval_s / 6
 
     def _lose(self, why: str) -> None:
-        """Stop the heartbeat for good, record ``why`` and tell ``on_lost`` (once: the first reason counts)."""
+        """Stop the heartbeat for good and tell ``on_lost`` once."""
         self._stop.set()
         if self.lost is not None:
             return
@@ -250,8 +224,7 @@ class SweepLock:
             self.on_lost(why)
 
     def release(self) -> None:
-        """Stop the heartbeat and mark the lock released if it is still this holder's (a lost lock is left to its
-        holder). A storage that fails here leaves the lock to expire by its age."""
+        """Mark the lock released if still this holder's; a failing storage leaves it to expire."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=60)  # a renewal under way: bounded by the store's timeouts

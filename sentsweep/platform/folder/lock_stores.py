@@ -1,7 +1,5 @@
-"""Where a sweep's lock lives: one small object in the sweep folder, changed only by compare-and-set on its version.
-A write whose condition fails returns None; any other failure of the storage is a
-:class:`~sentsweep.errors.StorageError` naming the object.
-"""
+"""Where a sweep's lock lives: one object changed by compare-and-set on its version; a failed condition returns
+None, any other storage failure is a :class:`~sentsweep.errors.StorageError`."""
 
 from __future__ import annotations
 
@@ -25,17 +23,13 @@ from sentsweep.platform.s3 import s3_client
 if TYPE_CHECKING:
     from sentsweep.platform.location import SweepLocation
 
-#: The lock's name in the sweep folder.
 LOCK_FILE = "driver.lock"
-#: S3's answers to a conditional write whose condition failed: the object exists (create), it changed or is gone
-#: (replace), or another conditional write of it is under way.
+#: S3's answers to a conditional write whose condition failed (or that races another conditional write).
 S3_CONFLICTS = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"})
 
 
 @dataclass(frozen=True)
 class Stored:
-    """The lock object as read: its bytes and the store's version of them."""
-
     data: bytes
     version: str
 
@@ -65,14 +59,8 @@ _THREADS = threading.Lock()
 
 
 class LocalLockStore:
-    """The lock as a file of a local (or NFS-mounted) folder.
-
-    A create writes a temporary file and links it to the lock's name (``os.link`` fails if the name exists). A
-    replace reads the file and renames a temporary file over it while holding an exclusive ``flock`` on a guard
-    file beside it (``driver.lock.guard``), so that no other create or replace comes between the read and the
-    rename. The kernel drops that lock when its process dies: a killed process never leaves it held. Readers need no
-    lock: each version is a whole file put in place by one link or rename. The version is the content's SHA-256 (each
-    record holds a fresh token and time)."""
+    """The lock as a local (or NFS) file: a create links a temporary file to the name, a replace renames one over
+    it under an exclusive ``flock`` on a guard file (dropped when its process dies). The version is the SHA-256."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -130,12 +118,8 @@ class LocalLockStore:
 
 
 class S3LockStore:
-    """The lock as an object of an S3 bucket, changed by conditional writes: ``If-None-Match: *`` creates it only if
-    there is none, ``If-Match: <ETag>`` replaces it only if it is the version read (the ETag).
-
-    Credentials and endpoint are the sweep folder's: the ``AWS_*`` variables, and ``storage_endpoint_url`` (else
-    ``AWS_ENDPOINT_URL``). Each request gets 5 s to connect and 10 s to answer and is tried twice at most, so that a
-    renewal in an outage returns long before the lock could expire."""
+    """The lock as an S3 object: ``If-None-Match: *`` creates, ``If-Match: <ETag>`` replaces. Short timeouts and
+    two tries, so a renewal in an outage returns long before the lock could expire."""
 
     def __init__(self, bucket: str, key: str, *, endpoint_url: str | None = None, client: Any = None) -> None:
         self.bucket = bucket
@@ -144,8 +128,7 @@ class S3LockStore:
         self.client = client if client is not None else s3_client(endpoint_url, "prompt")
 
     def _call(self, request: Callable[[], Any], conflicts: frozenset[str]) -> Any:
-        """What ``request()`` returns; None when S3 answers with one of ``conflicts``; any other failure is a
-        :class:`~sentsweep.errors.StorageError`."""
+        """``request()``'s answer; None for one of ``conflicts``; any other failure a :class:`StorageError`."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -177,7 +160,6 @@ class S3LockStore:
 
 
 def lock_store(location: SweepLocation) -> LockStore:
-    """The store of ``location``'s lock (:data:`LOCK_FILE`): a local folder, or an ``s3://`` one."""
     parts = urlsplit(location.uri)
     if parts.scheme == "s3":
         return S3LockStore(parts.hostname or "", posixpath.join(parts.path.strip("/"), LOCK_FILE),

@@ -1,19 +1,5 @@
-"""What a sweep folder keeps once the sweep is over: the best weights of its top trials, nothing else heavy.
-
-While a sweep runs, each trial holds its latest checkpoint (plus the previous one, the fallback when the latest is
-corrupt: ``checkpoint.num_to_keep``) and its ``best/`` folder (:mod:`sentsweep.trainables.checkpoints`). After it
-(:func:`prune_sweep`, at the end of finalize):
-
-- the best ``checkpoint.keep_trials`` trials (default 1; ranked as the best trial is chosen), and the trial whose
-  weights finalize evaluated and exported (``keep``), keep their best weights in ``<trial>/best/`` and lose their
-  checkpoints: optimizer state has no use once the sweep is over;
-- every other trial loses its checkpoints and its ``best/`` folder;
-- a ``work/`` folder a killed attempt left is removed, and so is every weight in a trial folder Tune no longer knows
-  (a trial started after the last experiment snapshot of a killed driver is not restored: Tune starts a new one).
-
-Works on every filesystem a sweep can live on (local, S3/MinIO) through :mod:`pyarrow.fs`. What finalize uploads is
-kept in the sweep folder's ``uploads/`` first, and the trials' ``output/`` folders are not pruned.
-"""
+"""What a sweep folder keeps once the sweep is over: the best weights of its top ``checkpoint.keep_trials``
+trials (and of ``keep``) in ``<trial>/best/``, no checkpoint, no ``work/`` folder, no weight of a trial Tune lost."""
 
 from __future__ import annotations
 
@@ -29,7 +15,6 @@ if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
 
-#: Tune names a trial's checkpoints ``checkpoint_NNNNNN``.
 CHECKPOINT_PREFIX = "checkpoint_"
 
 
@@ -38,7 +23,6 @@ def trial_folder(result: Result) -> StoredFolder:
 
 
 def checkpoint_folder(result: Result) -> StoredFolder | None:
-    """Tune's registered (latest) checkpoint of a trial."""
     checkpoint = result.checkpoint
     return StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None
 
@@ -56,8 +40,7 @@ class PruneReport:
 
 def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
                 echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> PruneReport:
-    """Apply the after-sweep retention (see the module docstring); ``keep_trials`` None keeps every weight
-    (work folders go in any case); the trials whose ids are in ``keep`` keep theirs whatever their rank."""
+    """Apply the after-sweep retention; ``keep_trials`` None keeps every weight (work folders go in any case)."""
     report = PruneReport()
     known = {trial_folder(r).path.rstrip("/") for r in results}
     sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
@@ -89,9 +72,7 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
 
 
 def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:
-    """Make ``<trial>/best`` hold the trial's best weights (from ``checkpoint``'s ``model/`` when they are there,
-    by a hard link or a server-side copy), then remove its checkpoints and its ``work/`` folder; the bytes listed
-    as removed."""
+    """Keep the trial's best weights in ``<trial>/best``, removing its checkpoints; the bytes removed."""
     best = BestFolder(trial.child(BEST_DIR))
     best.settle()  # a replacement cut short: <trial>/best must hold the weights the user loads
     source = pick_best(checkpoint, best, mode)

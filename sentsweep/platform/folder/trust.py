@@ -1,18 +1,5 @@
-"""The servers and runs a stored sweep folder may make this process contact: those its user names.
-
-``resume``, ``sync`` and ``dashboard`` start from a sweep folder's manifest, which names the MLflow tracking server,
-the sweep's parent run and the Optuna storage. Whoever can write the folder wrote them: for a folder in shared
-storage (``s3://...``), anyone holding the bucket's keys. MLflow's client sends the login it finds to whatever host
-it is given, and ``sync`` acts with that login on the runs the manifest names. So, before anything is contacted:
-
-- a tracking URI the user declares (``--tracking-uri``; for a remote folder also ``$MLFLOW_TRACKING_URI``) must be
-  the one the manifest names, and a remote folder whose user declared none is refused, naming the server;
-- a folder given as a local path is the user's own disk: its manifest is trusted unless a declared URI differs;
-- a remote folder's parent run must be that folder's own (its ``sentsweep.sweep_dir`` tag);
-- a remote folder's Optuna storage is opened only when ``--optuna-storage`` names it;
-- a remote folder is resumed (its Tune and searcher state unpickled) only in one of the platform's Ray pods, or
-  with ``--trust-storage``.
-"""
+"""The servers and runs a stored sweep folder may make this process contact: those its user names. Whoever can
+write the folder wrote its manifest, and MLflow's client sends its login to any host it is given."""
 
 from __future__ import annotations
 
@@ -34,13 +21,8 @@ TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 
 def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None:
-    """A :class:`ConfigError` when resuming the folder would unpickle what others may have written, here.
-
-    Unpickling Tune's and the searcher's state runs whatever code the files name. A shared folder is written by
-    every job holding the bucket's keys (on the cluster, every Ray pod). In one of the platform's Ray pods
-    (:func:`~sentsweep.config.in_platform_pod`) such code gains nothing those pods do not already hold; anywhere
-    else it would run with that place's credentials, so it is resumed there only with ``--trust-storage``.
-    ``sync``, ``dashboard``, ``compare`` and ``--warm-start`` read JSON only."""
+    """A :class:`ConfigError` when resuming would unpickle state others may have written: a shared folder is
+    resumed only in the platform's Ray pods or with ``--trust-storage``."""
     if trust_storage or not is_shared_folder(location.uri) or in_platform_pod():
         return
     raise ConfigError(f"resuming {location.uri} unpickles Ray Tune's and the searcher's state, which anyone who can "
@@ -50,10 +32,8 @@ def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None
 
 
 def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:
-    """A :class:`ConfigError` when a stored URI holds a backslash, a control character or a space in its authority.
-    Python's ``urlsplit`` and the HTTP clients (WHATWG's URL rules: ``\\`` ends the authority, tabs and newlines are
-    dropped) read such URIs differently: ``http://evil\\@mlflow:5000`` names ``mlflow`` to ``urlsplit`` (and so to
-    :func:`_same_server`) and ``evil`` to urllib3, which would get the login."""
+    """A :class:`ConfigError` for a stored URI with a backslash, control character or space in its authority:
+    ``urlsplit`` and urllib3 read such a URI's host differently (``http://evil\\@mlflow``)."""
     netloc = urlsplit(uri).netloc
     if "\\" in uri or any(ord(c) < 32 or ord(c) == 127 for c in uri) or any(c.isspace() for c in netloc):
         raise ConfigError(f"the sweep's {what} {mask_uri(uri)!r} is not a plain URI (a backslash, a control "
@@ -61,8 +41,7 @@ def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:
 
 
 def _same_server(a: str, b: str) -> bool:
-    """Whether URIs ``a`` and ``b`` name one server and database: equal but for a login in them (stored URIs hold
-    none: :mod:`sentsweep.credentials`) and a trailing ``/``."""
+    """Whether URIs ``a`` and ``b`` are equal but for a login and a trailing ``/``."""
     def bare(uri: str) -> str:
         parts = urlsplit(uri)
         return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
@@ -71,9 +50,7 @@ def _same_server(a: str, b: str) -> bool:
 
 
 def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, declared: str | None) -> str:
-    """The tracking URI of the sweep in ``location`` that this process may contact with its login: the manifest's,
-    when the user declared it (``declared``: ``--tracking-uri`` or a resumed config's; for a remote folder also
-    ``$MLFLOW_TRACKING_URI``) or the folder is a local path; otherwise a :class:`ConfigError` and nothing contacted."""
+    """The manifest's tracking URI, when the user declared it or the folder is local."""
     from sentsweep.platform.config import resolve_tracking_uri
 
     stored = manifest.tracking_uri
@@ -95,13 +72,11 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
 
 
 def same_folder(recorded: str | None, folder: str) -> bool:
-    """Whether the folder a run recorded (its :data:`SWEEP_DIR_TAG`) is ``folder`` (a trailing ``/`` aside)."""
     return recorded is not None and recorded.rstrip("/") == folder.rstrip("/")
 
 
 def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> None:
-    """A :class:`ConfigError` when the manifest's parent run is not the sweep of this folder (another experiment's,
-    or, for a remote folder, another folder's); MLflow is asked once."""
+    """A :class:`ConfigError` when the manifest's parent run is not this folder's sweep."""
     run = client.get_run(manifest.parent_run_id)
     refusal = None
     if run.info.experiment_id != manifest.experiment_id:

@@ -1,28 +1,18 @@
 """What a sweep shows: its plots and Pareto front, the winner's export, ``sentsweep compare`` and webhook
-notifications. The driver's :mod:`~sentsweep.platform.driver.finalize` calls them after the search.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
-"""
+notifications. Names are imported on first use, so importing the package loads neither Ray nor MLflow."""
 
 from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name and the module it lives in.
-_WHERE: dict[str, str] = {
-    "record_front": "sentsweep.platform.report.selection",
-    "SweepNotifier": "sentsweep.platform.report.notify",
-    "compare": "sentsweep.platform.report.compare",
-    "compare_plots": "sentsweep.platform.report.compare_plots",
-    "confirmation_plot": "sentsweep.platform.report.selection",
-    "export_run": "sentsweep.platform.report.export",
-    "find_sweeps": "sentsweep.platform.report.compare",
-    "pareto_plot": "sentsweep.platform.report.selection",
-    "protocol_table": "sentsweep.platform.report.protocols",
-    "render": "sentsweep.platform.report.compare",
-    "render_protocols": "sentsweep.platform.report.protocols",
-    "sweep_runs": "sentsweep.platform.report.compare",
-    "trial_status": "sentsweep.platform.report.plots",
-}
+_WHERE: dict[str, str] = {name: module for module, names in {
+    "sentsweep.platform.report.compare": ("compare", "find_sweeps", "render", "sweep_runs"),
+    "sentsweep.platform.report.compare_plots": ("compare_plots",),
+    "sentsweep.platform.report.export": ("export_run",),
+    "sentsweep.platform.report.notify": ("SweepNotifier",),
+    "sentsweep.platform.report.plots": ("trial_status",),
+    "sentsweep.platform.report.protocols": ("protocol_table", "render_protocols"),
+    "sentsweep.platform.report.selection": ("confirmation_plot", "pareto_plot", "record_front"),
+}.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -1,11 +1,5 @@
-"""Read sweeps back from MLflow: sweeps and their trials side by side, as tables and plots.
-
-A sweep is a parent run tagged ``sentsweep.role=sweep``; its trials are the child runs carrying its run id in
-``mlflow.parentRunId``; its confirmation stage is the child run tagged ``sentsweep.role=confirmation``, whose
-per-configuration figures (``r<rank>_mean``, ``_std``, ``_low``, ``_high``, ``_n``, ``_search``) make the
-confirmation table; a multi-objective sweep's front (:mod:`.selection`) makes the Pareto table. Everything here is a
-query, against the embedded sqlite store or a tracking server alike, while sweeps run or after they end.
-"""
+"""Read sweeps back from MLflow (a sweep is a parent run tagged ``sentsweep.role=sweep``, its trials its child
+runs): sweeps, trials, confirmations and Pareto fronts side by side, while sweeps run or after they end."""
 
 from __future__ import annotations
 
@@ -21,28 +15,11 @@ from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.report.winner import BEST_LABEL_TAG
 from sentsweep.tables import markdown_table
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, tracked_key, trial_label
 from sentsweep.tracking.placement import placement_label
-from sentsweep.tracking.vocabulary import (
-    CHANGED_TAG,
-    CONFIRMATION_ROLE,
-    OBJECTIVES_TAG,
-    PARENT_TAG,
-    PARETO_ARTIFACTS,
-    PARETO_NAME,
-    PARETO_TAG,
-    REASON_TAG,
-    REFERENCE_TAG,
-    REFERENCE_TRIAL_TAG,
-    ROLE_TAG,
-    SPACE_TAG,
-    SWEEP_TAG,
-    TRIAL_ID_TAG,
-    TRIAL_NUMBER_TAG,
-    run_outcome,
-)
 
-SWEEP_FILTER = f"tags.`{ROLE_TAG}` = 'sweep'"
+SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
 SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_avg", "_acc")
 #: The outcome columns of the sweeps table; those after the first four only when a trial ended so.
@@ -50,7 +27,6 @@ OUTCOME_COLUMNS = ("finished", "pruned", "failed", "running", "stopped", "interr
 
 
 def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> list[str]:
-    """Ids of the named experiments (all active ones when ``names`` is empty)."""
     if not names:
         return [e.experiment_id for e in client.search_experiments()]
     ids = []
@@ -72,58 +48,45 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
         return runs
     chosen = []
     for wanted in sweeps:
-        hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(SWEEP_TAG, "") == wanted]
-        hits = hits or [r for r in runs if r.data.tags.get(SWEEP_TAG, "").startswith(wanted)]
+        hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(vocab.SWEEP_TAG, "") == wanted]
+        hits = hits or [r for r in runs if r.data.tags.get(vocab.SWEEP_TAG, "").startswith(wanted)]
         if not hits:
             raise ConfigError(f"no sweep named '{wanted}' (known: "
-                              f"{', '.join(r.data.tags.get(SWEEP_TAG, '?') for r in runs) or 'none'})",
+                              f"{', '.join(r.data.tags.get(vocab.SWEEP_TAG, '?') for r in runs) or 'none'})",
                               field="--sweeps")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 
 
 def trial_number(run: Run) -> int | None:
-    """A trial run's number (:data:`TRIAL_NUMBER_TAG`), None on a run without it."""
-    text = run.data.tags.get(TRIAL_NUMBER_TAG, "")
+    text = run.data.tags.get(vocab.TRIAL_NUMBER_TAG, "")
     return int(text) if text.isdigit() else None
 
 
 def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
-    """A trial run's label (``t03``), or Tune's trial id on a run without a number."""
-    return trial_label(trial_number(run), prefix) or run.data.tags.get(TRIAL_ID_TAG, run.info.run_id[:8])
+    return trial_label(trial_number(run), prefix) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
 
 
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
-    """The search's trials of a sweep (its child runs but the confirmation stage's), by number (those without one
-    after, oldest first)."""
-    query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}'"
+    """The search's trials of a sweep (not its confirmation run), by number, those without one last."""
+    query = f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}'"
     runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
                               order_by=["attributes.start_time ASC"], max_results=10_000)
-    trials = [r for r in runs if r.data.tags.get(ROLE_TAG) != CONFIRMATION_ROLE]
+    trials = [r for r in runs if r.data.tags.get(vocab.ROLE_TAG) != vocab.CONFIRMATION_ROLE]
     return sorted(trials, key=lambda r: (trial_number(r) is None, trial_number(r) or 0))
 
 
 def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
-    """Tune's trial id -> the trial's label, for the tables that name a trial."""
-    return {t.data.tags[TRIAL_ID_TAG]: run_label(t) for t in trials if TRIAL_ID_TAG in t.data.tags}
+    return {t.data.tags[vocab.TRIAL_ID_TAG]: run_label(t) for t in trials if vocab.TRIAL_ID_TAG in t.data.tags}
 
 
-def confirmation_run(client: MlflowClient, sweep: Run) -> Run | None:
-    """The sweep's confirmation stage run, if it has one."""
-    query = f"tags.`{PARENT_TAG}` = '{sweep.info.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
-    found = client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1)
-    return found[0] if found else None
-
-
-def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """One row per confirmed configuration: its single-seed rank and value, the further seeds' mean, sd and 95%
-    interval, and which one the rule chose; the search trial named by its label (``labels``: by Tune's id)."""
+def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """One row per confirmed configuration: its search value, its further seeds' summary, the rule's choice."""
     m, tags = stage.data.metrics, stage.data.tags
-    labels = labels or {}
     ranks = sorted({int(k[1:].split("_")[0]) for k in m if k.startswith("r") and k.endswith(("_mean", "_search"))})
     winner = tags.get("sentsweep.confirm.winner_rank", "")
-    return [{"sweep": sweep.data.tags.get(SWEEP_TAG, ""), "rank": rank,
-             "trial": _named(labels, tags.get(f"sentsweep.confirm.r{rank}_trial", "")),
+    return [{"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "rank": rank,
+             "trial": labels.get(trial := tags.get(f"sentsweep.confirm.r{rank}_trial", ""), trial),
              "search": m.get(f"r{rank}_search", math.nan),
              "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
              "sd": m.get(f"r{rank}_std", math.nan), "low": m.get(f"r{rank}_low", math.nan),
@@ -133,24 +96,20 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str] | None = No
             for rank in ranks]
 
 
-def _named(labels: dict[str, str], trial_id: str) -> str:
-    return labels.get(trial_id, trial_id)
-
-
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
-    """A multi-objective sweep's Pareto front, one row per trial on it (best first objective first): its objective
-    values and searched params from the parent's ``pareto_front.csv``, or only its id when that cannot be read;
-    none for a single-metric sweep or one whose front is not recorded yet."""
+    """A multi-objective sweep's front, one row per trial (best first objective first), from the parent's
+    ``pareto_front.csv``, or only the ids when that cannot be read; none for a single metric."""
     import tempfile
 
     tags = sweep.data.tags
-    if OBJECTIVES_TAG not in tags or PARETO_TAG not in tags:
+    if vocab.OBJECTIVES_TAG not in tags or vocab.PARETO_TAG not in tags:
         return []
-    base = {"sweep": tags.get(SWEEP_TAG, ""), "objectives": tags[OBJECTIVES_TAG]}
-    ids = [t for t in tags[PARETO_TAG].split(",") if t]
+    base = {"sweep": tags.get(vocab.SWEEP_TAG, ""), "objectives": tags[vocab.OBJECTIVES_TAG]}
+    ids = [t for t in tags[vocab.PARETO_TAG].split(",") if t]
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            path = client.download_artifacts(sweep.info.run_id, f"{PARETO_ARTIFACTS}/{PARETO_NAME}.csv", tmp)
+            name = f"{vocab.PARETO_ARTIFACTS}/{vocab.PARETO_NAME}.csv"
+            path = client.download_artifacts(sweep.info.run_id, name, tmp)
             table = pd.read_csv(path, dtype={"trial_id": str})
     except Exception:  # noqa: BLE001 - not uploaded yet (sync delivers it) or unreadable: the ids alone
         return [{**base, "trial": t} for t in ids]
@@ -170,59 +129,57 @@ def _metric(run: Run, key: str) -> float:
 
 
 def _searched(trials: list[Run]) -> list[str]:
-    """Params whose value differs between the trials of a sweep (a trial that logged none, having failed
-    before it started, does not make every param look searched)."""
+    """Params whose value differs between a sweep's trials (a trial that logged none does not count)."""
     keys = dict.fromkeys(k for t in trials for k in t.data.params)
     return [k for k in keys if len({t.data.params[k] for t in trials if k in t.data.params}) > 1]
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
-    """One sweep: outcome counts, best value, its test metrics, time."""
     params, tags = sweep.data.params, sweep.data.tags
     metric = params.get("metric", STSB_DEV)
-    statuses = [run_outcome(t) for t in trials]
+    statuses = [vocab.run_outcome(t) for t in trials]
     best_id = tags.get("sentsweep.best_trial_id", "")
     row: dict[str, Any] = {
-        "sweep": tags.get(SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
-        "space": tags.get(SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
+        "sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
+        "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
         "metric": metric, "best": _metric(sweep, f"best_{metric}"),
         "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
-    if REFERENCE_TRIAL_TAG in tags:  # the paper's setting, run as a protected reference trial
-        row["reference_trial"] = _named(labels_by_id(trials), tags[REFERENCE_TRIAL_TAG])
+    reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
+    if reference is not None:  # the paper's setting, run as a protected reference trial
+        row["reference_trial"] = labels_by_id(trials).get(reference, reference)
     row.update({k: v for k, v in sorted(sweep.data.metrics.items())
                 if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     metric_mean = f"confirmed_{metric}_mean"
     if metric_mean in sweep.data.metrics:  # the confirmation stage: the winner's seeds
         row.update(confirmed=_metric(sweep, metric_mean), confirmed_low=_metric(sweep, f"confirmed_{metric}_low"),
                    confirmed_high=_metric(sweep, f"confirmed_{metric}_high"),
-                   winner_changed=tags.get(CHANGED_TAG, ""))
+                   winner_changed=tags.get(vocab.CHANGED_TAG, ""))
     row.update(wall_s=_metric(sweep, "sweep_wall_seconds"), gpu_s=_metric(sweep, "gpu_seconds"),
                run_id=sweep.info.run_id)
     return row
 
 
 def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per trial: status and reason, its best dev value, test metrics, searched params, and where its
-    last attempt ran (``placement``: node and Ray's GPU ids, :mod:`sentsweep.tracking.placement`)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     searched = _searched(trials)
-    labelled = any(REFERENCE_TAG in t.data.tags for t in trials)
+    labelled = any(vocab.REFERENCE_TAG in t.data.tags for t in trials)
     rows = []
     for trial in trials:
         m = trial.data.metrics
         row: dict[str, Any] = {
-            "sweep": sweep.data.tags.get(SWEEP_TAG, ""), "trial": run_label(trial), "status": run_outcome(trial),
+            "sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
+            "status": vocab.run_outcome(trial),
             metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": _bookkeeping(m, "step"),
         }
         if labelled:  # the paper's setting, which no scheduler stops
-            row["reference"] = trial.data.tags.get(REFERENCE_TAG, "")
+            row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: _number(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
-                   reason=trial.data.tags.get(REASON_TAG, ""),
+                   reason=trial.data.tags.get(vocab.REASON_TAG, ""),
                    run_id=trial.info.run_id)
         rows.append(row)
     return rows
@@ -230,25 +187,23 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
 
 def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
                sweeps: Sequence[str] | None = None) -> list[tuple[Run, list[Run]]]:
-    """The selected sweeps' parent runs (newest first), each with its trial runs."""
     return [(sweep, trial_runs(client, sweep)) for sweep in find_sweeps(client, experiments, sweeps)]
 
 
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
             sweeps: Sequence[str] | None = None, *,
             found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(sweeps table, trials table) for the selected sweeps (or for ``found``: :func:`sweep_runs`' answer);
-    the confirmation table (:func:`confirmation_rows`) rides along as ``sweeps.attrs["confirmation"]``, the Pareto
-    fronts of multi-objective sweeps (:func:`pareto_rows`) as ``sweeps.attrs["pareto"]``."""
+    """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []
     for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
-        stage = confirmation_run(client, sweep)
-        if stage is not None:
-            confirm_table.extend(confirmation_rows(sweep, stage, labels_by_id(trials)))
         labels = labels_by_id(trials)
-        front_table.extend({**row, "trial": _named(labels, str(row.get("trial", "")))}
+        query = (f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}' "
+                 f"and tags.`{vocab.ROLE_TAG}` = '{vocab.CONFIRMATION_ROLE}'")
+        for stage in client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1):
+            confirm_table.extend(confirmation_rows(sweep, stage, labels))
+        front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}
                            for row in pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
     table.attrs["confirmation"] = pd.DataFrame(confirm_table)
@@ -257,7 +212,6 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
 
 
 def _number(text: str | None) -> Any:
-    """A param as MLflow stores it (a string), read back as a number where it is one."""
     if text is None:
         return None
     for kind in (int, float):
@@ -269,7 +223,6 @@ def _number(text: str | None) -> Any:
 
 
 def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    """``table`` (those of ``columns`` it has) as a GitHub markdown table; ``(none)`` when it is empty."""
     if table.empty:
         return "(none)"
     cols = [c for c in (columns or table.columns) if c in table.columns]
@@ -277,7 +230,6 @@ def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> st
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
-    """Both tables as markdown sections or as CSV (trials only, one header)."""
     if fmt == "csv":
         return trials.to_csv(index=False)
     wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []

@@ -1,7 +1,5 @@
-"""``sentsweep compare --plots``: the best value so far and every trial's dev curve of the selected sweeps, read
-from MLflow. Trials are numbered as in the tables; a trial that reported once is drawn as a marker, and a pruned
-trial's last point is an ``x``. Each PNG comes with a CSV of what it draws (:func:`~.plots.save_plot`).
-"""
+"""``sentsweep compare --plots``: the best value so far and every trial's dev curve of the selected sweeps, each
+PNG with a CSV of what it draws."""
 
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ CURVE_STYLES = {"finished": "-", "pruned": ":", "stopped": ":"}
 
 
 def best_so_far_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per trial of a sweep, by number: its value and the best value up to it."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     better = max if sweep.data.params.get("mode", "max") == "max" else min
     rows, current = [], None
@@ -37,8 +34,7 @@ def best_so_far_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
 
 
 def curve_rows(client: MlflowClient, sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per dev evaluation of each trial of a sweep (its step and value; at a step logged twice, the first
-    value: a finished trial's final report repeats its best value at its last step)."""
+    """One row per dev evaluation of each trial (at a step logged twice, the first value)."""
     metric = sweep.data.params.get("metric", STSB_DEV)
     rows = []
     for trial in trials:
@@ -84,13 +80,11 @@ def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) 
                 ax_curves.plot(steps[-1], values[-1], "x", color=color, markersize=8, markeredgewidth=2)
         ax_curves.plot([], [], "-", color=color, label=name)
     shown = " / ".join(sorted(metrics)) or STSB_DEV
-    ax_best.set_ylabel(f"best {shown} so far (dev)")
     numbers = sorted({r["number"] for r in best_rows})
     if numbers and len(numbers) <= 30:
         ax_best.set_xticks(numbers, [f"t{n:02d}" for n in numbers], fontsize=8)
-    ax_best.set_xlabel("trial (as in the tables)")
-    ax_curves.set_ylabel(f"{shown} (dev)")
-    ax_curves.set_xlabel("training step")
+    ax_best.set(xlabel="trial (as in the tables)", ylabel=f"best {shown} so far (dev)")
+    ax_curves.set(xlabel="training step", ylabel=f"{shown} (dev)")
     legend = [Line2D([], [], color="black", linestyle=":", marker="x", markersize=7,
                      label="pruned (x: where it stopped)"),
               Line2D([], [], color="black", linestyle="--", label="failed, interrupted or running")]

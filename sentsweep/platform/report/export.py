@@ -1,17 +1,6 @@
-"""Export an encoder as a sentence-transformers folder: ``SentenceTransformer(path).encode`` gives our
-embeddings.
-
-The folder is built from sentence-transformers' own modules, so loading it needs neither sentsweep nor
-``trust_remote_code``:
-
-- ``cls``, ``mean``, ``max``: ``Transformer`` + ``Pooling`` (same masking as
-  :func:`sentsweep.methods.encoders.pool`);
-- ``first_last``: ``Transformer`` (with hidden states) + ``WeightedLayerPooling`` over layers 1..L with
-  weight 1 on the first and the last layer and 0 elsewhere, which is exactly
-  ``(hidden_states[1] + hidden_states[-1]) / 2``, + mean ``Pooling``;
-- ``prompt_mask`` has no sentence-transformers equivalent (its template wraps the sentence on both
-  sides) and is refused with a clear error.
-"""
+"""Export an encoder as a sentence-transformers folder built from its own modules, so loading it needs neither
+sentsweep nor ``trust_remote_code``. ``first_last`` is ``WeightedLayerPooling`` with weight 1 on the first and
+last layer, then mean ``Pooling``; ``prompt_mask`` has no equivalent and is refused."""
 
 from __future__ import annotations
 
@@ -29,25 +18,16 @@ from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-#: Artifact folders: a trial's best weights (sentsweep format), a sweep's exported best model (an MLflow
-#: sentence-transformers model whose ``model.sentence_transformer/`` is the sentence-transformers folder).
+#: Artifact folders: a trial's best weights, a sweep's exported model (an MLflow sentence-transformers model).
 BEST_WEIGHTS = "best"
 BEST_MODEL = "best_model"
 ST_SUBDIR = "model.sentence_transformer"
 #: On the best trial's run: the URI (``runs:/<parent>/best_model``) of the one exported copy of its weights.
 EXPORTED_MODEL_TAG = "sentsweep.exported_model"
-#: Our poolings that map onto sentence-transformers' Pooling modes.
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 
-def encoder_settings(weights_dir: str | Path) -> EncoderSettings:
-    """The pooling and length saved next to the weights (defaults when the file is absent)."""
-    path = Path(weights_dir, ENCODER_CONFIG_FILE)
-    return EncoderSettings(**json.loads(path.read_text())) if path.is_file() else EncoderSettings()
-
-
-def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
-                                overwrite: bool = False) -> Path:
+def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``weights_dir`` (a :meth:`TransformerEncoder.save` folder) as a sentence-transformers model."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
@@ -57,14 +37,14 @@ def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
         raise ConfigError("a multi-view model (its own vocabulary, Tree-LSTMs and parser) has no "
                           "sentence-transformers equivalent; use its best/ folder with sentsweep "
                           "evaluate/neighbours", field="method", file=weights_dir)
-    settings = encoder_settings(weights_dir)
+    saved = weights_dir / ENCODER_CONFIG_FILE
+    settings = EncoderSettings(**json.loads(saved.read_text())) if saved.is_file() else EncoderSettings()
     if settings.pooling not in ST_POOLING:
         raise ConfigError(f"pooling '{settings.pooling}' has no sentence-transformers equivalent; "
                           f"export supports {', '.join(ST_POOLING)}", field="pooling", file=weights_dir)
     if dest.exists() and any(dest.iterdir()):
         if not overwrite:
-            raise ConfigError("destination exists and is not empty (pass overwrite=True / --overwrite)",
-                              file=dest)
+            raise ConfigError("destination exists and is not empty (pass overwrite=True / --overwrite)", file=dest)
         shutil.rmtree(dest)
     first_last = settings.pooling == "first_last"
     transformer = Transformer(str(weights_dir), max_seq_length=settings.max_length,
@@ -85,16 +65,14 @@ def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *,
 
 
 def has_artifact(client: MlflowClient, run_id: str, path: str) -> bool:
-    """Whether run ``run_id`` logged an artifact folder or file named ``path``."""
     parent, _, name = path.rpartition("/")
     return any(Path(f.path).name == name for f in client.list_artifacts(run_id, parent or None))
 
 
 def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite: bool = False,
                follow: bool = True) -> Path:
-    """Export the weights a run logged: a trial's ``best/`` folder, a sweep's ``best_model/``, or, for the best
-    trial of a sweep, the sweep's ``best_model/`` its tag names (one hop: ``follow`` is off for the run it names,
-    so tags pointing at each other end in one line, not in a recursion without end)."""
+    """Export the weights a run logged: a trial's ``best/``, a sweep's ``best_model/``, or the ``best_model/``
+    the run's tag names (one hop only, so tags pointing at each other end in one line)."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -110,8 +88,7 @@ def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite
             if dest.exists() and any(dest.iterdir()) and not overwrite:
                 raise ConfigError("destination exists and is not empty (use --overwrite)", file=dest)
             inner = f"{BEST_MODEL}/{ST_SUBDIR}"
-            local = client.download_artifacts(run_id, inner if has_artifact(client, run_id, inner) else BEST_MODEL,
-                                              tmp)
+            local = client.download_artifacts(run_id, inner if has_artifact(client, run_id, inner) else BEST_MODEL, tmp)
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(local, dest)
             return dest

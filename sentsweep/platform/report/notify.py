@@ -1,17 +1,6 @@
-"""Webhook notifications of a sweep (``notify:`` in the sweep config): its end, its failure, its spent budget.
-
-A JSON POST, Slack-compatible: ``{"text": "..."}`` is what Slack's incoming webhooks (and Mattermost's, Teams'
-workflows, ...) show; the same facts, structured, are under ``"sentsweep"`` (:class:`SweepNotice`: ``event``,
-``sweep``, ``status``, ``metric``, ``best_trial``, ``best_value``, ``mlflow_run_id``, ``sweep_folder``, ``reason``,
-``counts``). Events:
-``end`` when the parent run closes ``finished``, ``failure`` when it closes ``failed`` or ``crashed``,
-``interrupted`` on SIGINT/SIGTERM, ``budget`` once when the budget stopped the search.
-
-The webhook URL is a secret (a Slack webhook's path is its key): the config names the environment variable holding
-it (``notify.webhook_env``), read when sending, so the URL is never stored; it is shown only as
-``scheme://host/***``. Sending never fails the sweep: an attempt times out after ``timeout_s``; a connection error,
-a timeout, HTTP 429 or 5xx is retried ``retries`` times (0.5 s, 1 s, ... apart); what still fails is one warning.
-"""
+"""Webhook notifications of a sweep (``notify:``): its end, failure, interruption or spent budget, as a
+Slack-compatible JSON POST. The URL is a secret read from ``notify.webhook_env`` when sending, never stored, shown
+only as ``scheme://host/***``. Sending never fails the sweep: what still fails after the retries is one warning."""
 
 from __future__ import annotations
 
@@ -37,7 +26,6 @@ if TYPE_CHECKING:
 #: The event a parent run's end state sends (``running`` sends none).
 STATE_EVENTS: dict[str, str] = {"finished": "end", "failed": "failure", "crashed": "failure",
                                 "interrupted": "interrupted"}
-#: The longest reason sent (an exception's message can be long).
 MAX_REASON = 500
 USER_AGENT = "sentsweep-notify"
 
@@ -48,8 +36,6 @@ class NotifyError(Exception):
 
 @dataclass
 class SweepNotice:
-    """What a notification says: the structured part of the payload (``"sentsweep"``)."""
-
     event: str
     sweep: str
     status: str
@@ -62,7 +48,6 @@ class SweepNotice:
     counts: dict[str, int] = field(default_factory=dict)
 
     def text(self) -> str:
-        """The one-line message a chat shows."""
         best = ("no best trial" if self.best_value is None
                 else f"best {self.metric} {self.best_value:.2f} (trial {self.best_trial})")
         what = {"end": f"finished: {best}", "budget": "spent its budget",
@@ -80,21 +65,15 @@ class SweepNotice:
 
 
 def masked_url(url: str) -> str:
-    """What may be shown of a webhook URL: its scheme and host (``https://hooks.slack.com/***``)."""
     parts = urlsplit(url)
-    host = parts.hostname or "?"
-    return f"{parts.scheme or '?'}://{host}{f':{parts.port}' if _port(parts) else ''}/{MASK}"
-
-
-def _port(parts: Any) -> int | None:
     try:
-        return parts.port
-    except ValueError:
-        return None
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is no number
+        port = ""
+    return f"{parts.scheme or '?'}://{parts.hostname or '?'}{port}/{MASK}"
 
 
 def _retryable(exc: Exception) -> bool:
-    """A connection error or a timeout, HTTP 429 or 5xx: worth another attempt (a 4xx answer or a bad URL is not)."""
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code == 429 or exc.code >= 500
     return isinstance(exc, OSError | http.client.HTTPException)
@@ -107,16 +86,15 @@ def _describe(exc: Exception) -> str:
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an error, never followed: urllib would turn the POST into a GET of any address the receiver
-    names (an instance's metadata service, a cluster-internal one)."""
+    """A redirect is an error: urllib would turn the POST into a GET of any address the receiver names."""
 
     def redirect_request(self, *args: Any) -> None:
         return None
 
 
 def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int, backoff_s: float = 0.5) -> int:
-    """POST ``body`` as JSON to ``url``; the number of attempts it took. Raises :class:`NotifyError` (naming the
-    last error, never the URL) when every attempt failed or the answer says not to retry (HTTP 4xx but 429)."""
+    """POST ``body`` as JSON; the attempts it took. :class:`NotifyError` (never naming the URL) when all failed or
+    the answer says not to retry (HTTP 4xx but 429)."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise NotifyError("the webhook URL is not an http(s) URL")
     data = json.dumps(body, allow_nan=False).encode()
@@ -136,7 +114,7 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
 
 
 class SweepNotifier:
-    """Sends one sweep's notifications as its settings say (nothing when ``webhook_env`` is not set)."""
+    """Sends one sweep's notifications (nothing when ``webhook_env`` is not set)."""
 
     def __init__(self, settings: NotifyConfig, sweep: str, metric: str, mode: str, mlflow_run_id: str,
                  sweep_folder: str, *, echo: Callable[[str], None] = print, environ: Mapping[str, str] | None = None,
@@ -153,7 +131,7 @@ class SweepNotifier:
     @classmethod
     def for_sweep(cls, config: SweepConfig, sweep: str, mlflow_run_id: str, sweep_folder: str,
                   echo: Callable[[str], None] = print) -> SweepNotifier:
-        """The notifier of a sweep; says once, on one line, when its variable holds no URL."""
+        """The notifier of a sweep; says once when its variable holds no URL."""
         notifier = cls(config.notify, sweep, config.metric, config.mode, mlflow_run_id, sweep_folder, echo=echo)
         name = config.notify.webhook_env
         if name and not notifier.environ.get(name):
@@ -166,11 +144,9 @@ class SweepNotifier:
         return (self.environ.get(name) or None) if name else None
 
     def wants(self, event: str) -> bool:
-        """Whether ``event`` would be sent (it is one of ``on`` and the variable holds a URL)."""
         return event in self.settings.on and self.url is not None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
-        """Notify a parent run's end in ``state`` (its event: :data:`STATE_EVENTS`); whether it was delivered."""
         event = STATE_EVENTS.get(state)
         if event is None or not self.wants(event):
             return False
@@ -183,11 +159,10 @@ class SweepNotifier:
                                      best_value=best_value, counts=counts, **self.base))
 
     def budget_spent(self, reason: str) -> bool:
-        """Notify that the budget stopped the search (:func:`..driver.budget.record_budget`)."""
         return self.send(SweepNotice(event="budget", status="running", reason=reason, **self.base))
 
     def send(self, notice: SweepNotice) -> bool:
-        """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one warning line."""
+        """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one line."""
         url = self.url
         if url is None or notice.event not in self.settings.on:
             return False
@@ -207,8 +182,7 @@ class SweepNotifier:
 
 
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
-    """The best trial (by its label, as in the log and the tables) and value: finalize's, else the best trial of the
-    results (a sweep run without finalize)."""
+    """The best trial's label and value: finalize's, else the best of the results."""
     from sentsweep.platform.report.winner import best_label, finite_number, result_label
 
     if outcome.best_trial_id is not None:

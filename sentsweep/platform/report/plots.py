@@ -1,17 +1,5 @@
-"""Plots of a sweep that people read: PNG artifacts, each with the same data as a CSV beside it (:func:`save_plot`).
-
-- ``learning_curves``: the dev metric of every trial over training steps, coloured by how the trial ended, with an
-  ``x`` where the scheduler (ASHA) stopped it;
-- ``parallel_coordinate``: every trial, pruned ones at their last reported value, coloured by status; trials
-  without any value sit on a "no value" line below the metric's axis;
-- ``param_importances``: fANOVA importance of the searched parameters over at least :data:`MIN_IMPORTANCE_TRIALS`
-  finished, feasible trials (a multi-objective sweep's: of its first objective);
-- ``optimization_history``: every trial's value by its number (``t03`` is 3, as in the tables and the runs' names),
-  coloured by how it ended, with the best finished value so far.
-
-The trials come from Tune's results (:func:`trial_records`), the importance from the study in the sweep folder. The
-plots of how the winner is selected are in :mod:`.selection`. Everything is drawn offline (matplotlib's Agg).
-"""
+"""Plots of a sweep (learning curves, parallel coordinates, fANOVA importances, optimization history) as PNGs,
+each with its data as a CSV beside it (:func:`save_plot`), drawn offline with matplotlib's Agg."""
 
 from __future__ import annotations
 
@@ -33,7 +21,6 @@ if TYPE_CHECKING:
 
 
 Status = Literal["finished", "pruned", "infeasible", "failed"]
-#: Colour of each way a trial ends, the same in every plot.
 STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "infeasible": "tab:red",
                                      "failed": "tab:gray"}
 #: The fewest finished, feasible trials an importance is drawn from (fewer rank parameters by noise).
@@ -42,7 +29,7 @@ MIN_IMPORTANCE_TRIALS = 8
 
 @dataclass
 class TrialRecord:
-    """One trial as the plots see it: its searched parameters, its dev curve over steps, how it ended."""
+    """One trial as the plots see it: its searched parameters, its dev curve, how it ended."""
 
     trial_id: str
     status: Status
@@ -60,14 +47,13 @@ class TrialRecord:
         return self.values[-1] if self.values else None
 
     def value(self, mode: str = "max") -> float | None:
-        """The value the trial stands for: a finished trial's best, else its last reported one."""
+        """A finished trial's best value, else its last reported one."""
         if self.status != "finished" or not self.values:
             return self.last_value
         return max(self.values) if mode == "max" else min(self.values)
 
 
 def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Status:
-    """How a trial ended, from its last Tune result."""
     if error:
         return "failed"
     if is_failed(dict(metrics or {})):
@@ -76,9 +62,8 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by the order Tune created them (as :mod:`.winner` does): the
-    parameters ``searched``, the (step, value) of each dev report (the final report, which repeats the best value,
-    and non-finite values left out)."""
+    """Every trial of a sweep's results, labelled by the order Tune created them: its ``searched`` parameters and
+    finite dev curve."""
     records = []
     numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
     for result in results:
@@ -101,7 +86,7 @@ def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> 
 
 
 def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, name: str) -> list[Path]:
-    """``<name>.png`` and ``<name>.csv`` (the plotted data, one row per point) in ``out_dir``; closes the figure."""
+    """``<name>.png`` and ``<name>.csv`` (the plotted data) in ``out_dir``; closes the figure."""
     import matplotlib.pyplot as plt
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -118,7 +103,6 @@ def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, nam
 
 
 def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (offline drawing)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -138,9 +122,7 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
               **placement)
 
 
-def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
-                    stopped_by: str = "ASHA") -> list[Path]:
-    """The dev metric over training steps, one line per trial; ``x`` where ``stopped_by`` stopped a trial."""
+def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, stopped_by: str = "ASHA") -> list[Path]:
     from matplotlib.lines import Line2D
 
     plt = pyplot()
@@ -155,9 +137,8 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
         for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True)):
             rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
                          "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)})
-    ax.set_xlabel("training step (optimizer updates)")
-    ax.set_ylabel(f"{metric} (dev)")
-    ax.set_title(f"Learning curves of {len(records)} trials")
+    ax.set(xlabel="training step (optimizer updates)", ylabel=f"{metric} (dev)",
+           title=f"Learning curves of {len(records)} trials")
     ax.grid(alpha=0.3)
     stop = Line2D([], [], color="black", marker="x", linestyle="none", markersize=8, markeredgewidth=2,
                   label=f"stopped by {stopped_by}")
@@ -166,7 +147,7 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path,
 
 
 def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], list[str], bool]:
-    """How a parameter's values map to [0, 1]: its transform, tick positions and labels, and whether log."""
+    """How a parameter's values map to [0, 1]: transform, tick positions and labels, and whether log."""
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
     if not numeric:
         choices = sorted({str(v) for v in values})
@@ -183,7 +164,6 @@ def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], l
 
 
 def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: Path) -> list[Path]:
-    """Every trial across its parameters and its (last reported) metric value, coloured by status."""
     plt = pyplot()
     names = list(dict.fromkeys(k for r in records for k in r.params))
     valued = [r.last_value for r in records if r.last_value is not None]
@@ -219,8 +199,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
                 va="center")
     ax.set_xticks(range(len(axes)), [*names, f"{metric}\n(last reported)"], fontsize=8)
     ax.set_yticks([])
-    ax.set_ylim(no_value - 0.08, 1.08)
-    ax.set_xlim(-0.6, len(axes) - 0.4)
+    ax.set(xlim=(-0.6, len(axes) - 0.4), ylim=(no_value - 0.08, 1.08))
     ax.set_title(f"Parallel coordinates of {len(records)} trials\n(pruned ones at their last reported value)",
                  fontsize=10)
     _status_legend(ax, [r.status for r in records], outside=True)
@@ -228,7 +207,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 
 def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """The trials an importance can rest on: this sweep's own COMPLETE trials that were feasible."""
+    """This sweep's own COMPLETE, feasible trials."""
     from optuna.trial import TrialState
 
     return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -236,8 +215,7 @@ def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 
 
 def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list[Path]:
-    """fANOVA importance (seeded) over :func:`feasible_finished` trials, with how many there are; ValueError when
-    too few trials or no varying parameter leave nothing to rank."""
+    """Seeded fANOVA importance over :func:`feasible_finished` trials; ValueError when nothing can be ranked."""
     import optuna
 
     plt = pyplot()
@@ -260,18 +238,16 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     for i, n in enumerate(names):
         ax.annotate(f"{importance[n]:.2f}", (importance[n], i), xytext=(3, 0), textcoords="offset points",
                     va="center", fontsize=8)
-    ax.set_xlabel("fANOVA importance (share of the metric's variance)")
-    ax.set_xlim(0, max(1.0, max(importance.values()) * 1.15))
+    ax.set(xlabel="fANOVA importance (share of the metric's variance)",
+           xlim=(0, max(1.0, max(importance.values()) * 1.15)))
     ax.set_title(f"Parameter importance, resting on {len(trials)} finished feasible trials "
                  f"(of {len(study.trials)})" + ("; first objective" if len(study.directions) > 1 else ""))
     rows = [{"param": n, "importance": v, "n_trials": len(trials)} for n, v in importance.items()]
     return save_plot(figure, rows, out_dir, "param_importances")
 
 
-def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path,
-                         mode: str = "max") -> list[Path]:
-    """Every trial's value (:meth:`TrialRecord.value`) by its number, coloured by how it ended; a trial without a
-    value is a mark on the axis; the line is the best finished, feasible value so far."""
+def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path, mode: str = "max") -> list[Path]:
+    """Every trial's value by number, coloured by how it ended; the line is the best finished value so far."""
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(8, 5))
     better = max if mode == "max" else min
@@ -293,9 +269,8 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
                                               for row in rows], where="post", color="black", linewidth=1.2)
     ax.set_xticks([row["number"] for row in rows], [row["trial"] for row in rows],
                   rotation=90 if len(rows) > 20 else 0, fontsize=7 if len(rows) > 20 else 8)
-    ax.set_xlabel("trial (as in the tables and the runs' names)")
-    ax.set_ylabel(f"{metric} (dev; pruned: its last value)")
-    ax.set_title(f"Optimization history of {len(records)} trials (line: best finished so far)")
+    ax.set(xlabel="trial (as in the tables and the runs' names)", ylabel=f"{metric} (dev; pruned: its last value)",
+           title=f"Optimization history of {len(records)} trials (line: best finished so far)")
     ax.grid(alpha=0.3)
     _status_legend(ax, [r.status for r in records], outside=True)
     return save_plot(figure, rows, out_dir, "optimization_history")
@@ -303,7 +278,6 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
                 stopped_by: str = "ASHA", mode: str = "max") -> tuple[list[Path], dict[str, str]]:
-    """Every plot of a sweep (see the module docstring): the files written and, per skipped plot, why."""
     out = Path(out_dir)
     written: list[Path] = []
     skipped: dict[str, str] = {}

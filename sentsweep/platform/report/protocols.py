@@ -1,10 +1,5 @@
-"""The protocols behind the figures ``sentsweep compare`` puts side by side, and the refusal to rank a mix.
-
-Each evaluation figure carries its protocol as a compact tag (:mod:`sentsweep.tracking.provenance`). When one
-metric was measured under several protocols (another max length, classifier, data file, evaluation code...), or
-recorded on some runs and not others, its figures are not comparable: :class:`MixedProtocolsError` names them,
-unless ``--mixed-protocols`` allows it and the table says which figure is which.
-"""
+"""The protocols behind the figures ``sentsweep compare`` puts side by side: a metric measured under several is
+refused (:class:`MixedProtocolsError`) unless ``--mixed-protocols`` allows it."""
 
 from __future__ import annotations
 
@@ -32,12 +27,6 @@ class MixedProtocolsError(ConfigError):
     """Figures of one metric measured under different protocols, put side by side without being allowed."""
 
 
-def run_protocols(run: Run) -> dict[str, str]:
-    """Metric key -> compact protocol line, from a run's tags."""
-    return {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
-            if k.startswith(PROTOCOL_TAG_PREFIX)}
-
-
 def _label(sweep: Run, run: Run) -> str:
     name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
     trial = run.data.tags.get(TRIAL_ID_TAG)
@@ -45,9 +34,8 @@ def _label(sweep: Run, run: Run) -> str:
 
 
 def comparable(line: str) -> str:
-    """What two figures must share to be compared: a compact protocol line's parts but the id and those kept for the
-    record (:data:`RECORD_ONLY_PARTS`). Recomputed from the parts, not the recorded id, so that figures recorded
-    while pooling was still part of the id compare with later ones."""
+    """What two figures must share: a compact line's parts but the id and :data:`RECORD_ONLY_PARTS`
+    (recomputed from the parts, so lines recorded while pooling was in the id compare with later ones)."""
     if line == UNRECORDED:
         return UNRECORDED
     parts = [p.strip() for p in line.split("|")[1:]]
@@ -55,11 +43,10 @@ def comparable(line: str) -> str:
 
 
 def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
-    """metric -> :func:`comparable` key (or :data:`UNRECORDED`) -> (its compact lines, the runs with a figure under
-    it). One key has several lines when they differ only in parts kept for the record (pooling, the commit, and so
-    the id of a line recorded while pooling was part of it)."""
+    """metric -> :func:`comparable` key -> (its compact lines, the runs with a figure under it)."""
     runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
-    recorded = {id(run): run_protocols(run) for _, run in runs}
+    recorded = {id(run): {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
+                          if k.startswith(PROTOCOL_TAG_PREFIX)} for _, run in runs}
     metrics = {m for lines in recorded.values() for m in lines}
     seen: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
     for sweep, run in runs:
@@ -73,9 +60,7 @@ def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[
 
 
 def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: bool = False) -> pd.DataFrame:
-    """One row per (metric, protocol) of the selected sweeps' runs: the protocol's parts (every value seen, for a
-    part kept for the record only) and how many runs have a figure under it. Raises :class:`MixedProtocolsError`
-    when a metric has figures under more than one protocol, unless ``mixed_protocols``."""
+    """One row per (metric, protocol); :class:`MixedProtocolsError` for several, unless ``mixed_protocols``."""
     seen = _observations(found)
     mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
     if mixed and not mixed_protocols:
@@ -93,12 +78,10 @@ def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: 
             if metric in mixed:
                 row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
             rows.append(row)
-    return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS,
-                                       *(["mixed"] if mixed else [])])
+    return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS, *(["mixed"] if mixed else [])])
 
 
 def _refusal(mixed: dict[str, dict[str, tuple[list[str], list[str]]]]) -> str:
-    """One line: the first mixed metric, its protocols and a run of each, and how to allow it."""
     metric, protocols = next(iter(sorted(mixed.items())))
     first = next(iter(protocols.values()))[0][0]
     shown = "; ".join(f"{compact_id(lines[0])} ({len(where)} run(s), e.g. {where[0]}"
@@ -110,8 +93,7 @@ def _refusal(mixed: dict[str, dict[str, tuple[list[str], list[str]]]]) -> str:
 
 
 def _difference(line: str, other: str) -> str:
-    """The parts of the id in which two compact lines differ, as ``part theirs vs this`` (a value that names its
-    part, such as ``max_length 32``, is not named twice)."""
+    """The parts in which two compact lines differ, as ``part theirs vs this``."""
     if UNRECORDED in (line, other):
         return "no protocol recorded" if line == UNRECORDED else "recorded vs not recorded"
     mine, theirs = ([p.strip() for p in text.split("|")[1:]] for text in (line, other))
@@ -123,13 +105,11 @@ def _difference(line: str, other: str) -> str:
 
 #: The parts that tell one figure's task apart from another's under one protocol (folded by :func:`fold_protocols`).
 PER_TASK_PARTS = ("task/split", "data")
-#: How many metric names a folded row shows before it counts the rest.
 SHOWN_METRICS = 4
 
 
 def fold_protocols(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per protocol: the rows of :func:`protocol_table` that differ only in their task (its split and data
-    file) folded into one, with how many metrics and figures it covers and the first few metric names."""
+    """One row per protocol: :func:`protocol_table` rows that differ only in their task folded into one."""
     if table.empty:
         return table
     key = [c for c in table.columns if c not in ("metric", "protocol", "runs", "mixed", *PER_TASK_PARTS)]
@@ -145,15 +125,12 @@ def fold_protocols(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _first(values: Iterable[str]) -> str:
-    """The first :data:`SHOWN_METRICS` of ``values``, and how many more."""
     names = list(dict.fromkeys(values))
     more = len(names) - SHOWN_METRICS
     return ", ".join(names[:SHOWN_METRICS]) + (f" (+{more})" if more > 0 else "")
 
 
 def render_protocols(table: pd.DataFrame) -> str:
-    """The protocol table, folded to one row per protocol (:func:`fold_protocols`), as a markdown section (last, after
-    the sweeps and trials tables)."""
     from sentsweep.platform.report.compare import to_markdown
 
     note = ("\n\nSeveral protocols for one metric (--mixed-protocols): its figures are not comparable."

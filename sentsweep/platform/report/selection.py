@@ -1,14 +1,5 @@
-"""How a sweep's winner is selected, recorded and drawn (each PNG with its data as a CSV: :func:`~.plots.save_plot`).
-
-A multi-objective sweep's Pareto front: every finished, feasible trial gets its objectives' values (the figures the
-searcher was told, :func:`~sentsweep.platform.objectives.objective_values`); those no other one dominates are the
-front. The parent run gets :data:`PARETO_TAG` (the front's trial ids, best first objective first),
-:data:`OBJECTIVES_TAG`, ``pareto/pareto_front.png`` and ``pareto/pareto_front.csv`` (every finished trial, its
-objective values, ``on_front`` and its searched parameters), from which ``sentsweep compare`` lists the front.
-
-The confirmation stage's ``intervals`` plot: per configuration its further seeds, their mean and 95% interval,
-and the search run that selected it apart.
-"""
+"""How a sweep's winner is selected and drawn: a multi-objective sweep's Pareto front (tags, plot and CSV on the
+parent run) and the confirmation stage's intervals plot."""
 
 from __future__ import annotations
 
@@ -31,14 +22,12 @@ if TYPE_CHECKING:
     from sentsweep.platform.outcome import Candidate
     from sentsweep.platform.report.winner import SweepRunWrites
 
-#: A finished trial as :func:`front_rows` takes it: its id, its final result, its searched params and its selected
-#: report (:func:`~sentsweep.platform.objectives.select_report`; None: the final result has every objective).
+#: A finished trial: its id, final result, searched params and selected report (None: the final result has all).
 FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
 
 
 def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
-    """One row per trial whose every objective is a finite number: ``trial_id``, each objective's value,
-    ``on_front`` (1 or 0), the params; the front first, each part by the first objective, best first."""
+    """One row per trial whose objectives are all finite, with ``on_front``; the front first, best first."""
     rows = []
     for trial_id, result, params, selected in trials:
         values = objective_values(result, objectives, selected)
@@ -53,8 +42,6 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
 
 
 def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
-    """The finished trials of Tune's results as :func:`front_rows` takes them, each with its selected report among
-    its evaluation reports (the final one, which repeats the best value, left out)."""
     finished: list[FinishedTrial] = []
     for result in results:
         metrics = dict(result.metrics or {})
@@ -73,8 +60,6 @@ def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objecti
 
 def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
                  echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Tag, plot and list the front of a multi-objective sweep on its parent run (nothing for one metric); returns
-    the rows (:func:`front_rows`)."""
     objectives = config.objective_list
     if not objectives:
         return []
@@ -92,10 +77,7 @@ def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites
 
 def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
                 name: str = "pareto_front") -> list[Path]:
-    """The finished trials (``rows``: :func:`front_rows`, with ``on_front``) on the second objective (x) against
-    the first (y); the front highlighted, labelled with its trial ids and, for two
-    objectives, connected in order of x. With three or more, the front is over all of them and the title says that
-    only the first two are drawn."""
+    """The finished trials on the second objective (x) against the first (y), the front labelled."""
     plt = pyplot()
     first, second = objectives[0], objectives[1]
     front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
@@ -113,8 +95,7 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
         for r in front:
             ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
                         textcoords="offset points", fontsize=7)
-        ax.set_xlabel(second.label)
-        ax.set_ylabel(first.label)
+        ax.set(xlabel=second.label, ylabel=first.label)
         title = f"Pareto front of {len(rows)} finished trials"
         if len(objectives) > 2:
             title += (f"\n(front over all {len(objectives)} objectives: "
@@ -127,9 +108,7 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
 
 def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
                       name: str = "intervals") -> list[Path]:
-    """One row per configuration (the search's rank, best at the top): its further seeds as dots, their mean with its
-    95% Student-t interval as a bar (none for a single seed), and the search run that selected it as a hollow
-    diamond, apart from the figures (it was chosen for its value); the winner's row named by ``rule``."""
+    """Per configuration: its further seeds, their mean and 95% interval, and its search run apart."""
     plt = pyplot()
     rows: list[dict[str, Any]] = []
     with plt.style.context("default"):

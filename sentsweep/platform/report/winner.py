@@ -1,11 +1,5 @@
-"""The sweep's winner as people see it: its label (``t03``, its place in Tune's list of trials, as in the run's
-name), what its registered version says, and, for a sweep with ``reference``, a side-by-side summary.
-
-A paper config runs the paper's setting as its reference trial, then searches around it. Its tuned winner was
-selected on this project's dev set, not the paper's, so it is no reproduction. The summary shows, for each figure,
-the paper's (``reference.figures``), our run of the paper's setting, and the tuned winner (the confirmation's mean
-and 95% interval over its further seeds, else its single run); then what differs.
-"""
+"""The sweep's winner as people see it: its label, its registered version's description and tags, and, for a
+sweep with ``reference``, a side-by-side summary of the paper, our run of its setting, and the tuned winner."""
 
 from __future__ import annotations
 
@@ -31,8 +25,6 @@ BEST_LABEL_TAG = "sentsweep.best_trial"
 
 
 class SweepRunWrites(Protocol):
-    """What the report writes on the sweep's parent run (the driver's ``SweepRun``)."""
-
     def set_tags(self, tags: dict[str, str]) -> None: ...
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str) -> None: ...
@@ -46,7 +38,7 @@ def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = 
 
 
 def best_label(outcome: SweepOutcome) -> str:
-    """The best trial's label: a search trial's ``t03``, or a confirmation seed's ``c02 (a further seed of t03)``."""
+    """A search trial's ``t03``, or a confirmation seed's ``c02 (a further seed of t03)``."""
     trial_id = outcome.best_trial_id or ""
     stage = outcome.confirmation
     if stage is None or stage.chosen.original:
@@ -56,7 +48,6 @@ def best_label(outcome: SweepOutcome) -> str:
 
 
 def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]:
-    """The best trial's dev figure, its test figures and, after a confirmation, its configuration's seeds."""
     figures: dict[str, float] = {f"dev_{config.metric}": outcome.best_value} if outcome.best_value is not None else {}
     figures.update({f"test_{k}": v for k, v in (outcome.final_metrics or {}).items()
                     if k.endswith(FIGURE_SUFFIXES) and math.isfinite(v)})
@@ -70,7 +61,6 @@ def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]
 
 def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
                        sweep_name: str, trial_run_id: str | None) -> dict[str, str]:
-    """A registered version's tags: the trial (label and Tune's id), its configuration, its figures, the sweep."""
     tags = {"trial": trial, TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
             **{f"param.{k}": figure(v) for k, v in values.items()},
             **{k: figure(float(v)) for k, v in figures.items()}}
@@ -81,7 +71,6 @@ def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], fig
 
 def model_version_description(trial: str, values: Mapping[str, Any], figures: Mapping[str, float],
                               sweep_name: str, trial_link: str | None) -> str:
-    """A registered version's description: which trial of which sweep, its configuration and figures."""
     config = ", ".join(f"{k}={figure(v)}" for k, v in values.items()) or "the sweep's defaults"
     shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
     where = f"[its run]({trial_link})" if trial_link else "its run"
@@ -91,7 +80,6 @@ def model_version_description(trial: str, values: Mapping[str, Any], figures: Ma
 
 
 def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable[str]) -> tuple[str, dict[str, str]]:
-    """The registered version's description and tags: the trial, its configuration, its figures, the sweep."""
     label = best_label(outcome)
     values: dict[str, Any] = {k: outcome.best_config[k] for k in searched if k in (outcome.best_config or {})}
     figures = best_figures(outcome, config)
@@ -102,7 +90,6 @@ def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable
 
 
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
-    """The first trial (by Tune's trial id) whose settings hold ``point``."""
     matches = [r for r in results if is_reference(r.config, point)]
     return min(matches, key=result_trial_id) if matches else None
 
@@ -120,8 +107,7 @@ def _cell(value: float | None) -> str:
 
 
 def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
-    """The tuned winner's figure ``key`` (None: the sweep's dev metric): the confirmation's interval over its further
-    seeds, else the chosen trial's single value."""
+    """The winner's figure ``key`` (None: the dev metric): the confirmation's interval, else its single value."""
     if outcome.confirmation is not None:
         runs = outcome.confirmation.winner.further_runs
         summary = interval([r.value if key is None else r.metrics.get(key, math.nan) for r in runs])
@@ -131,18 +117,8 @@ def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
     return f"{_cell(finite_number(value))} (1 run)"
 
 
-def figure_keys(config: SweepConfig, reference: Result | None) -> list[str]:
-    """The figures to show: the paper's, else the reference trial's test figures."""
-    keys = list(config.reference.figures) if config.reference else []
-    if not keys and reference is not None:
-        keys = sorted(k for k, v in (reference.metrics or {}).items()
-                      if k.endswith(FIGURE_SUFFIXES) and finite_number(v) is not None and k != config.metric)
-    return keys
-
-
 def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result | None,
                  point: Mapping[str, Any]) -> list[str]:
-    """The summary's lines: a header, one line per figure and the sweep's metric, then what differs."""
     ref = config.reference
     ref_id = result_trial_id(reference) if reference is not None else None
     ref_metrics = (reference.metrics or {}) if reference is not None else {}
@@ -151,7 +127,10 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
              f"  {'figure':<14} {'paper':>8}  {'paper setting (ours)':>22}  tuned winner ({rule})"]
     ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
     lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
-    for key in figure_keys(config, reference):
+    keys = list(ref.figures) or sorted(k for k, v in ref_metrics.items()  # the paper's, else our test figures
+                                       if k.endswith(FIGURE_SUFFIXES) and finite_number(v) is not None
+                                       and k != config.metric)
+    for key in keys:
         lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(finite_number(ref_metrics.get(key))):>22}  "
                      f"{winner_cell(outcome, key)}")
     lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(finite_number(ref_metrics.get(config.metric))):>22}  "
@@ -167,8 +146,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
 
 def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRunWrites | None = None,
                      echo: Callable[[str], None] = print) -> list[str]:
-    """Echo the side-by-side lines of a sweep with ``reference`` (none without it), and put them on the sweep's run
-    (``reference/side_by_side.txt``, the reference trial's id as :data:`REFERENCE_TRIAL_TAG`); returns them."""
+    """Echo the side-by-side lines (none without ``reference``) and put them on the sweep's run; returns them."""
     point = outcome.reference_point
     if config.reference is None or outcome.results is None or point is None:
         return []

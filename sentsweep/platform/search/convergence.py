@@ -1,16 +1,5 @@
-"""When to stop searching: Optuna's terminator against the seed-to-seed noise (``stop_when: converged``).
-
-Optuna's terminator (Makarova et al. 2022, "Automatic Termination for Hyperparameter Optimization") ends a search
-once ``improvement < error``. The improvement is the regret bound of ``RegretBoundEvaluator``: a Gaussian process
-fitted to the best finished trials bounds how far the best value may lie below the optimum,
-``max_x ucb(x) - max_t lcb(x_t)``. The error is the seed-to-seed standard deviation of the metric: a search that
-can gain less than that has nothing left to find that a rerun would not undo.
-
-The noise is ``convergence.noise_sd``, or measured: the first point is queued again with ``noise_seeds`` further
-seeds right after it, and the noise is the standard deviation of its runs' dev values at the last evaluation they
-all reached (:func:`measured_noise`). :class:`ConvergenceCheck` is pure: it reads frozen trials, and its evaluator
-is injected.
-"""
+"""When to stop searching (``stop_when: converged``): Optuna's terminator (Makarova et al. 2022) ends a search once
+``regret bound < noise sd``, the noise configured or measured on replicas of the first point."""
 
 from __future__ import annotations
 
@@ -18,7 +7,7 @@ import math
 import statistics
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import optuna
@@ -37,15 +26,12 @@ REPLICA_SEED_OFFSET = 1000
 
 
 class ImprovementEvaluator(Protocol):
-    """Optuna's ``BaseImprovementEvaluator``: the improvement still possible over ``trials``."""
-
     def evaluate(self, trials: list[FrozenTrial], study_direction: StudyDirection) -> float: ...
 
 
 @dataclass(frozen=True)
 class Converged:
-    """Why the search ended: at which trial, over how many finished trials, the regret bound and the noise, and
-    where the noise came from (``measured`` or ``config``)."""
+    """Why the search ended: at which trial, over how many finished trials, the regret bound and the noise."""
 
     trial: int
     finished: int
@@ -59,30 +45,21 @@ class Converged:
                 f"{self.noise_sd:.3g} ({self.noise_source}) over {self.finished} finished trials; no new trial "
                 "started, the running ones finish")
 
-    def record(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Converged:
-        return cls(**{k: record[k] for k in cls.__dataclass_fields__})
-
 
 def replica_seeds(seed: int, count: int) -> list[int]:
-    """The seeds of the first point's noise replicas: ``seed + 1001, + 1002, ...`` (the confirmation stage takes
-    ``seed + 1, + 2, ...``, so a replica never repeats a confirmation run)."""
+    """The noise replicas' seeds, ``seed + 1001, ...``: apart from the confirmation stage's ``seed + 1, ...``."""
     return [seed + REPLICA_SEED_OFFSET + k for k in range(1, count + 1)]
 
 
 def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
                    seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``(params, user_attrs)`` of the noise replicas to queue after the first point (none with ``noise_sd``)."""
     if not first_point or settings.noise_sd is not None:
         return []
     return [(dict(first_point), {NOISE_SEED_ATTR: s}) for s in replica_seeds(seed, settings.noise_seeds)]
 
 
 def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
-    """The value of each trial at the last evaluation every one of them reached (None when they share none)."""
+    """Each trial's value at the last evaluation all of them reached (None when they share none)."""
     common = set.intersection(*(set(t.intermediate_values) for t in trials))
     finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in trials)]
     if finite:
@@ -94,8 +71,7 @@ def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
 
 
 def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
-    """The sample standard deviation of the first point's runs (the original and its replicas) at the last
-    evaluation all of them reached; None until two of them have a value there."""
+    """The sample sd of the first point's runs at the last evaluation all reached; None until two have one."""
     replicas = [t for t in trials if NOISE_SEED_ATTR in t.user_attrs]
     if not replicas:
         return None
@@ -110,9 +86,7 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
 
 
 def default_evaluator(seed: int, name: str = "regret_bound") -> ImprovementEvaluator:
-    """Optuna's ``RegretBoundEvaluator`` (``regret_bound``) or ``EMMREvaluator`` (``emmr``; Ishibashi et al. 2023,
-    the expected minimum model regret), seeded; :class:`ConvergenceCheck` enforces ``min_trials`` itself. Both
-    answer in the metric's units, so both are compared with the noise sd."""
+    """Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator`` (Ishibashi et al. 2023), seeded."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         from optuna.terminator import EMMREvaluator, RegretBoundEvaluator
@@ -123,8 +97,7 @@ def default_evaluator(seed: int, name: str = "regret_bound") -> ImprovementEvalu
 
 
 class ConvergenceCheck:
-    """Whether a search has converged: ``regret bound < noise sd`` over the finished, feasible trials, once at least
-    ``min_trials`` of them exist and the noise is known."""
+    """``regret bound < noise sd`` over the finished, feasible trials, given ``min_trials`` and the noise."""
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
                  evaluator: Callable[[], ImprovementEvaluator] | None = None) -> None:
@@ -134,14 +107,13 @@ class ConvergenceCheck:
         self.evaluator = evaluator
 
     def noise(self, trials: Sequence[FrozenTrial]) -> tuple[float, str] | None:
-        """The noise sd and its source (None until known); a measured 0 (a deterministic trial) stays 0."""
         if self.settings.noise_sd is not None:
             return self.settings.noise_sd, "config"
         measured = measured_noise(trials)
         return None if measured is None else (measured, "measured")
 
     def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
-        """The decision over a study's ``trials`` when ``started`` trials have been started; None: go on."""
+        """The decision once ``started`` trials have been started; None: go on."""
         finished = [t for t in trials if t.state == TrialState.COMPLETE and is_feasible(t)
                     and t.value is not None and math.isfinite(t.value)]
         if len(finished) < self.settings.min_trials:
@@ -160,16 +132,13 @@ class ConvergenceCheck:
 
 
 def converged_of(study: optuna.Study) -> Converged | None:
-    """The decision that ended the study's search (None: it did not converge)."""
     record = study.user_attrs.get(CONVERGED_ATTR)
-    return Converged.from_record(record) if isinstance(record, dict) else None
+    return Converged(**{k: record[k] for k in Converged.__dataclass_fields__}) if isinstance(record, dict) else None
 
 
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
                        log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
                        stop_reason_tag: str) -> Converged | None:
-    """After the search: when the study converged, its line printed and its decision on the parent run as tags
-    and metrics; the decision."""
     decision = converged_of(study) if study is not None else None
     if decision is None:
         return None

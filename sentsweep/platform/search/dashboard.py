@@ -13,7 +13,6 @@ from sentsweep.errors import ConfigError
 
 
 def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tuple[optuna.storages.BaseStorage, str]:
-    """The journal storage of an existing sweep folder and its study's name."""
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.location import locate
     from sentsweep.platform.search.study_store import StudyStore
@@ -24,8 +23,7 @@ def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tupl
 
 
 def dashboard_cookie(port: int) -> str:
-    """The name of the token's cookie: one per port, since browsers keep cookies per host, and a second dashboard
-    would otherwise overwrite the first one's token."""
+    """The token's cookie name: one per port, since browsers keep cookies per host, not per port."""
     return f"sentsweep-dashboard-{port}"
 
 
@@ -34,10 +32,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def guarded(app: Any, port: int, token: str) -> Any:
-    """``app`` (a WSGI application) answering only requests whose Host is ``127.0.0.1:port`` or ``localhost:port``
-    (no DNS rebinding) and that carry ``token``, in the query (which sets an HttpOnly, SameSite=Strict cookie) or
-    in that cookie; a change must come from the dashboard's own page. optuna-dashboard's API deletes studies and
-    tells trials without authentication of its own, and every user of the host can reach a loopback port."""
+    """``app`` answering only requests for ``127.0.0.1:port`` or ``localhost:port`` (no DNS rebinding) that carry
+    ``token`` (in the query, which sets an HttpOnly, SameSite=Strict cookie, or in that cookie); a change must come
+    from the dashboard's own page. optuna-dashboard has no authentication, and every local user reaches loopback."""
     import hmac
     import http.cookies
     from urllib.parse import parse_qs
@@ -47,9 +44,8 @@ def guarded(app: Any, port: int, token: str) -> Any:
     name = dashboard_cookie(port)
 
     def same_origin(environ: dict[str, Any]) -> bool:
-        """Whether a browser sent the request from the dashboard's own page: a page on another loopback port gets
-        this port's cookie too, but cannot forge ``Origin`` or ``Sec-Fetch-Site``. A client that is no browser
-        sends neither and must hold the token."""
+        """Whether a browser sent the request from the dashboard's page: another loopback page gets this port's
+        cookie too, but cannot forge ``Origin`` or ``Sec-Fetch-Site``."""
         origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
         return (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
 
@@ -80,8 +76,7 @@ def guarded(app: Any, port: int, token: str) -> Any:
 
 def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1",
                      port: int = 8080) -> tuple[Any, str]:
-    """optuna-dashboard on ``storage`` behind :func:`guarded`, listening on ``host:port`` (not yet serving), and the
-    URL to open, with a token drawn for the session."""
+    """optuna-dashboard on ``storage`` behind :func:`guarded`, bound to ``host:port``, and the URL to open."""
     import secrets
     import socketserver
     from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -106,7 +101,6 @@ def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.
 
 def serve_dashboard(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1", port: int = 8080,
                     on_ready: Callable[[str], None] = print) -> None:
-    """:func:`dashboard_server` until interrupted (blocks); ``on_ready`` gets the URL to open once it listens."""
     server, address = dashboard_server(storage, host, port)
     with server:
         on_ready(address)

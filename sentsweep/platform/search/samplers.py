@@ -1,12 +1,5 @@
-"""The sweep's Optuna sampler, by ``searcher``: ``tpe`` (the default), ``gp``, ``random`` or ``grid``.
-
-Each runs inside the same searcher, so each gets the paper's defaults first, pruned trials told PRUNED,
-infeasible trials told with a constraint violation, warm start and resume. ``tpe`` is seeded multivariate TPE with
-constant liar (:func:`build_tpe`); ``gp`` is Optuna's ``GPSampler`` after the same random start-up (it learns from
-finished trials only); ``grid`` is every combination of the space's choices and ``grid_points`` values per range
-(:func:`space_grid`), after which the search ends. OptunaHub's ``AutoSampler`` is not offered: it downloads its
-code when loaded, and a sweep fetches nothing at run time.
-"""
+"""The sweep's Optuna sampler, by ``searcher``: ``tpe`` (the default), ``gp``, ``random`` or ``grid``. OptunaHub's
+``AutoSampler`` is not offered: it downloads its code when loaded, and a sweep fetches nothing at run time."""
 
 from __future__ import annotations
 
@@ -32,35 +25,23 @@ OPTUNA_STARTUP_TRIALS: int = inspect.signature(optuna.samplers.TPESampler).param
 
 
 def default_gamma(n: int) -> int:
-    """Optuna's good-group size for n finished trials: ``min(ceil(0.1 n), 25)`` (``optuna.samplers.TPESampler``,
-    its default ``gamma``)."""
+    """Optuna's good-group size for n finished trials: ``min(ceil(0.1 n), 25)``."""
     return min(math.ceil(0.1 * n), 25)
 
 
 def hyperopt_default_gamma(n: int) -> int:
-    """Hyperopt's good-group size for n finished trials: ``min(ceil(0.25 sqrt(n)), 25)`` (Bergstra et al. 2011, as
-    Optuna defines it for ``TPESampler.hyperopt_parameters``)."""
+    """Hyperopt's good-group size for n finished trials: ``min(ceil(0.25 sqrt(n)), 25)`` (Bergstra et al. 2011)."""
     return min(math.ceil(0.25 * n**0.5), 25)
 
 
-#: TPE's split of n finished trials into its "good" and "bad" groups (``tpe_gamma``): the size of the good group.
-#: Optuna's default (``ceil(0.1 n)``, at most 25) and Hyperopt's (``ceil(0.25 sqrt(n))``, at most 25: Bergstra et al.,
-#: the sweep's default). A multi-objective study keeps Optuna's own multi-objective split (``ceil(0.1 n)``, no cap).
+#: The size of TPE's good group by ``tpe_gamma`` (a multi-objective study keeps Optuna's own split).
 TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamma, "optuna": default_gamma}
 
 
 def build_tpe(config: SweepConfig) -> optuna.samplers.TPESampler:
-    """Seeded multivariate TPE with constant liar; its start-up is ``startup_trials`` *finished* trials, whatever
-    the concurrency; its good group is ``tpe_gamma``'s (:data:`TPE_GAMMAS`).
-
-    Why Hyperopt's split by default: replayed against the recorded CoSENT tables (``bench/search_table.py replay``,
-    100 seeds), ``ceil(0.25 sqrt(n))`` reached the target in 77% of the seeds on the 100-step table and 53% on the
-    30-step one, against 50% and 41% with Optuna's ``ceil(0.1 n)``. Optuna deprecated ``gamma`` in 4.9; 5.x keeps it.
-
-    Why finished trials: a running trial is no observation, and constant liar only keeps suggestions away from it.
-    With ``max_concurrent_trials`` c, up to ``startup_trials + c - 1`` suggestions are random
-    (:func:`random_suggestions`). Counting suggestions instead would have TPE split one or two observations among
-    up to c - 1 lies, i.e. exploit at random; a sweep that wants TPE sooner lowers ``startup_trials``."""
+    """Seeded multivariate TPE with constant liar; its start-up counts *finished* trials and its good group is
+    ``tpe_gamma``'s. Hyperopt's split is the default: on the recorded CoSENT tables (100 seeds) it reached the target
+    in 77% and 53% of the seeds against Optuna's 50% and 41%."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*`gamma`.*", category=FutureWarning)  # deprecated in 4.9, kept
@@ -71,10 +52,7 @@ def build_tpe(config: SweepConfig) -> optuna.samplers.TPESampler:
 
 
 def random_suggestions(config: SweepConfig) -> tuple[int, int]:
-    """The fewest and the most searched suggestions that are random before TPE models the space, capped at
-    ``num_samples``: the first ``max_concurrent_trials`` suggestions are made together, so the fewest is the larger
-    of the start-up and the concurrency (the first trials end together), the most ``startup + concurrency - 1``
-    (they end one at a time)."""
+    """The fewest and the most random suggestions before TPE models the space (capped at ``num_samples``)."""
     startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
     concurrency = config.max_concurrent_trials or config.num_samples
     return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
@@ -82,7 +60,6 @@ def random_suggestions(config: SweepConfig) -> tuple[int, int]:
 
 def build_sampler(config: SweepConfig, define_by_run: Callable[[optuna.Trial], Any] | None = None
                   ) -> optuna.samplers.BaseSampler:
-    """The sampler ``config.searcher`` names, seeded; ``grid`` needs the space (``define_by_run``)."""
     startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -98,8 +75,8 @@ def build_sampler(config: SweepConfig, define_by_run: Callable[[optuna.Trial], A
 
 
 class SweepGridSampler(optuna.samplers.GridSampler):
-    """Optuna's ``GridSampler`` that leaves the end of the search to the searcher (:func:`grid_done`): its own
-    ``after_trial`` calls ``Study.stop``, which only ``Study.optimize`` allows (a sweep asks and tells)."""
+    """Optuna's ``GridSampler`` leaving the end of the search to the searcher: its ``after_trial`` calls
+    ``Study.stop``, which only ``Study.optimize`` allows."""
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
@@ -107,27 +84,11 @@ class SweepGridSampler(optuna.samplers.GridSampler):
 
 
 def grid_done(sampler: optuna.samplers.BaseSampler, study: optuna.Study) -> bool:
-    """Whether a grid sampler has handed out its whole grid (never for the other samplers)."""
     return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
 
 
-def space_distributions(define_by_run: Callable[[optuna.Trial], Any],
-                        draws: int = SPACE_DRAWS) -> dict[str, BaseDistribution]:
-    """Every parameter a define-by-run space may suggest, with its distribution (it runs ``draws`` times on a
-    throwaway study, so that each branch shows its parameters)."""
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
-    found: dict[str, BaseDistribution] = {}
-    for _ in range(draws):
-        trial = study.ask()
-        define_by_run(trial)
-        found.update({k: v for k, v in trial.distributions.items() if k not in found})
-        study.tell(trial, 0.0)
-    return found
-
-
 def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
-    """The grid of one distribution: a categorical's choices; ``points`` values over a numeric range, ends included,
-    log spaced on a log range (an integer range's rounded, without repeats; a stepped range's on its steps)."""
+    """A categorical's choices, or ``points`` values over a numeric range, ends included."""
     if isinstance(dist, CategoricalDistribution):
         return list(dist.choices)
     if not isinstance(dist, FloatDistribution | IntDistribution):
@@ -142,22 +103,27 @@ def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
 
 
 def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dict[str, list[Any]]:
-    """The grid of a space (:func:`grid_values` of each parameter it may suggest)."""
-    grid = {name: grid_values(dist, points) for name, dist in space_distributions(define_by_run).items()}
+    """The grid of every parameter the space may suggest (each branch shows over :data:`SPACE_DRAWS` draws)."""
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    found: dict[str, BaseDistribution] = {}
+    for _ in range(SPACE_DRAWS):
+        trial = study.ask()
+        define_by_run(trial)
+        found.update({k: v for k, v in trial.distributions.items() if k not in found})
+        study.tell(trial, 0.0)
+    grid = {name: grid_values(dist, points) for name, dist in found.items()}
     if not grid:
         raise ValueError("the search space suggests no parameter: nothing to grid")
     return grid
 
 
 def uniform_constraint_keys(sampler: optuna.samplers.BaseSampler) -> tuple[str, ...]:
-    """The constraint keys every finished trial must carry for ``sampler``: Optuna's ``GPSampler`` refuses trials
-    with different keys, so each COMPLETE trial carries every infeasibility kind (0: satisfied); other samplers
-    read a missing key as satisfied."""
+    """The constraint keys every finished trial must carry: ``GPSampler`` refuses trials with different keys."""
     return INFEASIBLE_KINDS if isinstance(sampler, optuna.samplers.GPSampler) else ()
 
 
 def with_constraint_keys(trials: Sequence[FrozenTrial], keys: Sequence[str]) -> list[FrozenTrial]:
-    """Copies of ``trials`` (a warm start's) whose COMPLETE ones carry each of ``keys`` (0 where they lacked it)."""
+    """Copies of ``trials`` whose COMPLETE ones carry each of ``keys`` (0 where they lacked it)."""
     if not keys:
         return list(trials)
     out = []
@@ -171,5 +137,5 @@ def with_constraint_keys(trials: Sequence[FrozenTrial], keys: Sequence[str]) -> 
 
 
 def is_feasible(trial: FrozenTrial) -> bool:
-    """Whether a trial satisfies its constraints (Optuna's convention: a value above 0 is a violation)."""
+    """Whether a trial satisfies its constraints (a value above 0 is a violation)."""
     return not any(v > 0 for v in trial.constraints.values())

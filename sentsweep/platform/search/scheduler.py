@@ -13,11 +13,8 @@ from sentsweep.platform.results import evaluation_result, is_draining, is_final,
 
 
 class FinalAwareASHA(ASHAScheduler):
-    """Ray's ASHA, with two changes. ``max_t`` only places the rungs: a trial ends at its own step budget and makes
-    its final report (Ray's ASHA stops it at ``max_t``, without test metrics). The reference trial (holding
-    ``reference``, the space's first point) enters each rung it reaches but is never stopped, so a paper config
-    always ends with the paper's own figures. Neither a final nor a draining report is a reason to stop; rungs
-    count evaluations."""
+    """Ray's ASHA where ``max_t`` only places the rungs (a trial makes its own final report), and the
+    reference trial enters each rung but is never stopped. Final and draining reports never stop a trial."""
 
     def __init__(self, reference: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)
@@ -33,8 +30,6 @@ class FinalAwareASHA(ASHAScheduler):
 
 
 def build_scheduler(config: SweepConfig, reference: Mapping[str, Any] | None = None) -> TrialScheduler:
-    """ASHA over ``training_iteration`` (one per dev evaluation), or FIFO; ``reference``: the point whose trial ASHA
-    never stops."""
     s = config.scheduler
     if s.type == "fifo":
         return FIFOScheduler()
@@ -43,5 +38,4 @@ def build_scheduler(config: SweepConfig, reference: Mapping[str, Any] | None = N
 
 
 def scheduler_label(config: SweepConfig) -> str:
-    """How the scheduler is named in a pruned trial's reason."""
     return "ASHA" if config.scheduler.type == "asha" else "the sweep"

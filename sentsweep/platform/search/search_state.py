@@ -1,10 +1,5 @@
-"""Whether a sweep's search is over: ``search.json`` in the sweep folder, so that a resume does not fit it again.
-
-After ``fit`` returned, the confirmation stage and finalize may still crash. A resume must then read the search's
-results back (``Tuner.get_results``): fitting the restored Tuner again would train the errored trials once more and
-could change a registered winner. The mark records the bounds of the search (``num_samples``, ``time_budget_s``,
-``budget``); a resume that changes one asks for more search, and fits again.
-"""
+"""Whether a sweep's search is over (``search.json``): a resume after ``fit`` returned reads the results back
+instead of training the errored trials again, unless a bound of the search changed."""
 
 from __future__ import annotations
 
@@ -18,37 +13,26 @@ from sentsweep.platform.location import SweepLocation
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
 
-#: The mark's file in the sweep folder.
 SEARCH_FILE = "search.json"
 
 
 def search_bounds(config: SweepConfig) -> dict[str, Any]:
-    """The settings of ``config`` that decide when the search ends."""
     return {"num_samples": config.num_samples, "time_budget_s": config.time_budget_s,
             "budget": config.budget.model_dump(mode="json")}
 
 
 def mark_search_over(location: SweepLocation, config: SweepConfig) -> None:
-    """Record in the sweep folder that the search ended under ``config``'s bounds."""
     mark = {"status": "over", "ended": time.time(), "bounds": search_bounds(config)}
     location.write_text(SEARCH_FILE, json.dumps(mark, indent=1))
 
 
 def read_mark(location: SweepLocation) -> dict[str, Any] | None:
-    """The sweep folder's mark (None when the search has not ended)."""
     return location.read_json_object(SEARCH_FILE, "whether the search is over")
-
-
-def search_over(location: SweepLocation, config: SweepConfig) -> bool:
-    """Whether the search ended under the bounds ``config`` has now."""
-    mark = read_mark(location)
-    return mark is not None and mark.get("bounds") == search_bounds(config)
 
 
 def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
                    stage_began: bool = False) -> ResultGrid:
-    """The search's results: read back when the search is over or the confirmation stage began (``stage_began``),
-    else fitted. A ``fresh`` sweep always fits: a state file in its new folder was planted there."""
-    if not fresh and (stage_began or search_over(location, config)):
+    """The search's results: read back when the search is over or the stage began, else fitted."""
+    if not fresh and (stage_began or (read_mark(location) or {}).get("bounds") == search_bounds(config)):
         return tuner.get_results()
     return tuner.fit()

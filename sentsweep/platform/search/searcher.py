@@ -1,20 +1,10 @@
-"""The sweep's searcher: a Ray Tune ``Searcher`` on Optuna's ask-and-tell API, its study in the sweep folder's
-journal (:mod:`.study_store`), its sampler from :mod:`.samplers`.
-
-It tells Optuna how a trial ended: COMPLETE only when the trainable made its final report (``final: 1.0``); one the
-scheduler stopped before that is PRUNED (TPE uses its intermediate values), a crashed one or one whose final value
-is NaN is FAIL. (Ray's own ``OptunaSearch`` tells a stopped trial COMPLETE with its last value, and leaves a NaN
-one RUNNING.) A trial whose settings are infeasible (it diverged or ran out of memory) is not a FAIL, which TPE
-ignores and so keeps proposing: it is COMPLETE with a constraint violation (``Trial.set_constraint``), which puts
-it in TPE's "bad" group and out of ``Study.best_trial``.
-
-A multi-objective sweep gets one direction per objective and tells every objective of a finished trial; Tune and
-ASHA see the first objective only. Optuna keeps no intermediate values for several objectives, so a further dev
-metric is told at the trial's selected report (:func:`~sentsweep.platform.objectives.select_report`).
-"""
+"""The sweep's searcher: a Ray Tune ``Searcher`` on Optuna's ask-and-tell API. A trial is COMPLETE only after its
+final report; one the scheduler stopped is PRUNED; a crashed or NaN one is FAIL; an infeasible one is COMPLETE
+with a constraint violation, so TPE learns to avoid it. Several objectives are told at the selected report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -36,12 +26,7 @@ from sentsweep.platform.results import (
     is_failed,
     is_final,
 )
-from sentsweep.platform.search.convergence import (
-    CONVERGED_ATTR,
-    NOISE_SEED_ATTR,
-    ConvergenceCheck,
-    replica_points,
-)
+from sentsweep.platform.search.convergence import CONVERGED_ATTR, NOISE_SEED_ATTR, ConvergenceCheck, replica_points
 from sentsweep.platform.search.samplers import (
     build_sampler,
     grid_done,
@@ -59,19 +44,14 @@ LOST_REASON = "lost with the driver: not in the experiment state the sweep resum
 
 
 class PruningAwareOptunaSearch(Searcher):
-    """Ray Tune's searcher over an Optuna study in the sweep folder's journal. Each Optuna trial carries its Tune
-    trial's id (:data:`TUNE_TRIAL_ATTR`); a stopping sweep's draining reports are skipped. It pickles where the
-    study is, never the study: a restored searcher reads the journal again."""
+    """Ray Tune's searcher over the journal's study; it pickles where the study is, never the study."""
 
     def __init__(self, space: Callable[[optuna.Trial], dict | None], *, metric: str, mode: str,
                  sampler: optuna.samplers.BaseSampler, study_name: str, store: StudyStore | None = None,
                  points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
                  history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
                  convergence: ConvergenceCheck | None = None) -> None:
-        """A study named ``study_name`` in ``store`` (None: in memory) with ``history`` (a warm start's trials) and
-        ``points`` queued first, the noise ``replicas`` (``(params, user_attrs)``) right after the first of them.
-        With two or more ``objectives`` the study gets their directions, and Tune sees the first one. ``convergence``
-        ends the search once it answers."""
+        """``history`` and ``points`` go first, the noise ``replicas`` after the first point."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
@@ -107,7 +87,6 @@ class PruningAwareOptunaSearch(Searcher):
 
     @property
     def study(self) -> optuna.Study:
-        """The Optuna study: opened from the journal on first use, with the Tune trials it knows."""
         if self._study is None:
             storage = self.store.storage() if self.store is not None else optuna.storages.InMemoryStorage()
             self._study = optuna.create_study(storage=storage, study_name=self.study_name, directions=self.directions,
@@ -118,14 +97,12 @@ class PruningAwareOptunaSearch(Searcher):
         return self._study
 
     def _trial_id(self, number: int) -> int:
-        """The storage's id of the study's trial ``number``."""
         return self._storage.get_trial_id_from_study_id_trial_number(
             self._storage.get_study_id_from_name(self.study_name), number)
 
     def _adopt_journal(self) -> None:
-        """Which Optuna trial each Tune trial is, and which were told their end, as the journal holds it. A resumed
-        study's sampler gets fresh random numbers (``reseed_rng``), else its start-up would propose its first points
-        again."""
+        """Which Optuna trial each Tune trial is, and which were told, from the journal; a resumed sampler is
+        reseeded, else its start-up would propose its first points again."""
         trials = self._study.get_trials(deepcopy=False)
         if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
             self.sampler.reseed_rng()
@@ -153,8 +130,7 @@ class PruningAwareOptunaSearch(Searcher):
         return {**trial.params, **extra}
 
     def search_ended(self) -> bool:
-        """Whether no new trial should start: the grid is done, or the search converged (decided once, kept in the
-        study's user attributes)."""
+        """Whether the grid is done or the search converged (decided once, kept in the study)."""
         study = self.study
         if grid_done(self.sampler, study):
             return True
@@ -166,11 +142,10 @@ class PruningAwareOptunaSearch(Searcher):
         decision = self.convergence.check(trials, started=sum(TUNE_TRIAL_ATTR in t.user_attrs for t in trials))
         if decision is None:
             return False
-        study.set_user_attr(CONVERGED_ATTR, decision.record())
+        study.set_user_attr(CONVERGED_ATTR, dataclasses.asdict(decision))
         return True
 
     def running(self) -> dict[str, int]:
-        """The Tune trials whose Optuna trial is still running, with its number."""
         self.study  # noqa: B018 - opens the journal
         return {tune_id: trial.number for tune_id, trial in self._trials.items() if tune_id not in self._told}
 
@@ -217,8 +192,6 @@ class PruningAwareOptunaSearch(Searcher):
         self._told.add(trial_id)
 
     def _report(self, trial_id: str, result: dict, *, finite: bool = False) -> None:
-        """The trial's value at this evaluation (one objective only: Optuna keeps no intermediate values for several);
-        ``finite``: a NaN is not reported."""
         value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
         if value is None or step is None or (finite and not math.isfinite(float(value))):
             return
@@ -227,8 +200,7 @@ class PruningAwareOptunaSearch(Searcher):
             self._trials[trial_id].report(float(value), int(step))
 
     def forget_lost(self, restored: set[str]) -> int:
-        """Tell FAIL each running Optuna trial whose Tune trial is not among ``restored`` (lost with the driver), and
-        queue again the first points no other trial holds; how many were lost."""
+        """Tell FAIL each running trial lost with the driver, and queue the lost first points again."""
         lost = [(tune_id, number) for tune_id, number in self.running().items() if tune_id not in restored]
         study = self.study
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):  # asked, not yet a Tune trial
@@ -246,8 +218,6 @@ class PruningAwareOptunaSearch(Searcher):
         return len(lost)
 
     def save(self, checkpoint_path: str) -> None:
-        """Tune's searcher state, as JSON: the reports selected so far (multi-objective); the study is in the
-        journal."""
         with open(checkpoint_path, "w", encoding="utf-8") as out:
             json.dump({"selected": self._selected}, out, default=_plain)
 
@@ -257,7 +227,6 @@ class PruningAwareOptunaSearch(Searcher):
 
 
 def _plain(value: Any) -> Any:
-    """A report's value as JSON holds it: a number as a float, anything else as its text."""
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -265,8 +234,7 @@ def _plain(value: Any) -> Any:
 
 
 def infeasible_value(study: optuna.Study) -> float | list[float]:
-    """The value an infeasible trial is told with: the worst value the study has seen (of each objective), 0.0
-    before any. It only keeps the history plot on its scale: Optuna ranks infeasible trials by their violation."""
+    """The worst value the study has seen (0.0 before any): it keeps the history plot on its scale."""
     feasible = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
                 if is_feasible(t)]
     worst = []
@@ -274,17 +242,14 @@ def infeasible_value(study: optuna.Study) -> float | list[float]:
         seen = [v for t in feasible
                 for v in ((t.values[i],) if t.values else ()) + tuple(t.intermediate_values.values())
                 if v is not None and math.isfinite(v)]
-        worst.append(0.0 if not seen else min(seen) if direction == optuna.study.StudyDirection.MAXIMIZE
-                     else max(seen))
+        worst.append(0.0 if not seen else min(seen) if direction == optuna.study.StudyDirection.MAXIMIZE else max(seen))
     return worst if len(worst) > 1 else worst[0]
 
 
 def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], dict | None],
                    points: list[dict[str, Any]] | None, *, store: StudyStore | None = None, study_name: str = "",
                    history: Sequence[FrozenTrial] = ()) -> PruningAwareOptunaSearch:
-    """The sweep's searcher over a define-by-run space, its study in ``store`` (None: in memory), starting with
-    ``history`` (a warm start's trials); ``points`` go first, in order, except those ``history`` holds. With
-    ``stop_when: converged`` the first point's noise replicas follow it."""
+    """The sweep's searcher; ``points`` go first except those ``history`` (a warm start) holds."""
     told = {len(t.values) for t in history if t.values is not None}
     if told - {len(config.modes)}:
         raise ConfigError(f"the earlier sweep's trials carry {max(told)} objective value(s), this sweep has "

@@ -1,13 +1,6 @@
-"""The sweep's Optuna study: one journal in the sweep folder (Optuna's ``JournalStorage``), written as the searcher
-works. It is the study's only record: a resumed searcher continues from it, a warm start and the plots read it,
-``sentsweep dashboard`` serves it. In a local folder it is the file :data:`JOURNAL_FILE`; on ``s3://`` the objects
-under that name (:class:`S3JournalBackend`). The journal holds JSON only: reading it runs no code.
-
-On S3 each append is one object, ``<prefix>/<batch number, 12 digits>.jsonl``, written with a conditional PUT
-(``If-None-Match: *``): of two writers that take the same number, S3 accepts one and refuses the other (412), which
-reads what it missed and takes the next number. Readers list the objects after the last one they read. A bucket
-that does not answer is a :class:`~sentsweep.errors.StorageError` naming the journal.
-"""
+"""The sweep's Optuna study: one journal in the sweep folder, its only record (JSON only: reading it runs no code).
+On S3 each append is one object written with ``If-None-Match: *``, so of two writers one wins and the other
+reads what it missed and takes the next number."""
 
 from __future__ import annotations
 
@@ -32,8 +25,6 @@ JOURNAL_FILE = "optuna_journal.log"
 
 @dataclass(frozen=True)
 class StudyStore:
-    """Where a sweep folder's journal is: the folder's URI and the S3 endpoint (None: AWS, or a local folder)."""
-
     uri: str
     endpoint_url: str | None = None
 
@@ -42,12 +33,10 @@ class StudyStore:
         return posixpath.join(self.uri, JOURNAL_FILE)
 
     def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage:
-        """Optuna's journal storage on the sweep folder; ``create=False`` refuses a folder without a journal."""
         if "://" not in self.uri:
             path = Path(self.uri) / JOURNAL_FILE
             if not create and not path.is_file():
-                raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)",
-                                  file=str(path))
+                raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=str(path))
             return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
         parsed = urlparse(self.uri)
         if parsed.scheme != "s3":
@@ -64,8 +53,7 @@ class StudyStore:
 
 
 def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
-    """The study of a sweep folder (its store, or its location) as its journal holds it now; None when it has none
-    yet."""
+    """The study of a sweep folder as its journal holds it now; None when it has none yet."""
     if isinstance(store, SweepLocation):
         store = StudyStore(store.uri, store.endpoint_url)
     try:
@@ -101,7 +89,7 @@ class S3JournalBackend(BaseJournalBackend):
         self._batches: list[list[dict[str, Any]]] = []  # every batch read so far, in order
 
     def _answered(self, call: Callable[..., T], **kwargs: Any) -> T:
-        """``call(**kwargs)``'s answer; any failure but a taken number is a :class:`StorageError`."""
+        """``call(**kwargs)``; any failure but a taken number is a :class:`StorageError`."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -119,7 +107,6 @@ class S3JournalBackend(BaseJournalBackend):
         return f"{self.prefix}/{number:0{DIGITS}d}.jsonl"
 
     def _new_keys(self) -> Iterator[str]:
-        """The names of the batches written after the last one read, in order."""
         paginator = self.client.get_paginator("list_objects_v2")
         start = self._key(len(self._batches) - 1) if self._batches else ""
         for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/", StartAfter=start):
@@ -127,8 +114,7 @@ class S3JournalBackend(BaseJournalBackend):
                 yield item["Key"]
 
     def _refresh(self) -> None:
-        """Read the batches written since the last read (a gap in the numbers ends the read: that batch is being
-        written)."""
+        """Read the batches written since the last read (a gap ends it: that batch is being written)."""
         keys = []
         for key in self._new_keys():
             if key != self._key(len(self._batches) + len(keys)):

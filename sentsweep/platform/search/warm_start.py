@@ -1,18 +1,6 @@
-"""Warm start: a new sweep's searcher begins with an earlier sweep's finished trials as its history.
-
-``sentsweep sweep CONFIG --warm-start SWEEP`` (or ``warm_start: SWEEP``) reads the earlier sweep's study from its
-journal (JSON, never unpickled) and adds its COMPLETE and PRUNED trials, constraints included, to the new study
-before the first suggestion (``Study.add_trials``): TPE's start-up counts them, and its densities start from them.
-
-Each earlier trial is placed in the new space by running the new define-by-run function on a probe that answers
-with the trial's parameters, so conditional parameters follow the earlier choices; a parameter the new space lacks
-or does not allow is left out, and a trial with none left is skipped. The trials carry ``warm_start_from`` (the
-earlier sweep's name): the plots leave them out, and a warm start from this sweep does not take them again.
-
-The earlier values must be the same measurement (:func:`refuse_another_measurement`): the same metric, direction
-and objectives, on the same dev set cut the same way, read from the same files. TPE splits its history at a
-quantile of the values, so figures of another dev set, or another sample of one, would mislead it without error.
-"""
+"""Warm start: a new sweep's study begins with an earlier sweep's COMPLETE and PRUNED trials, placed in the new
+space, from its JSON journal. Both must be the same measurement (:func:`refuse_another_measurement`): TPE splits
+its history at a quantile, so figures of another dev set would mislead it without error."""
 
 from __future__ import annotations
 
@@ -30,18 +18,15 @@ from sentsweep.platform.search.study_store import load_study
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
 
-#: The states of earlier trials that carry something TPE uses.
 _TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
-#: Sweep settings that make two sweeps' values one measurement (the ranking), and trial settings (``fixed``) that do
-#: (the dev protocol: which set, how many of its pairs, how long the evaluated sentences may be).
+#: Sweep settings (the ranking) and trial settings (the dev protocol) that make two sweeps' values one measurement.
 SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
 TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
 
 
 def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                  endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
-    """The earlier sweep's finished trials as trials of the space ``define_by_run``; refused when ``config`` (the
-    new sweep's) measures otherwise."""
+    """The earlier sweep's finished trials in the new space; refused when ``config`` measures otherwise."""
     from sentsweep.platform.config import resolve_sweep_folder
     from sentsweep.platform.location import locate
 
@@ -57,8 +42,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
 
 
 def measured_data(config: SweepConfig) -> dict[str, str]:
-    """SHA-256 of the files each ranking metric of ``config`` reads, in the data as they resolve now: kept in the
-    manifest for a later warm start. Empty when the data do not resolve here (nothing is compared then)."""
+    """SHA-256 of the files each ranking metric reads, kept in the manifest; empty when the data do not resolve."""
     from sentsweep.errors import DataError
     from sentsweep.evaluation.metric_protocols import metric_data_sha256
 
@@ -72,9 +56,7 @@ def measured_data(config: SweepConfig) -> dict[str, str]:
 
 def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
                                earlier_data: Mapping[str, str] | None = None) -> None:
-    """A :class:`ConfigError` (field ``warm_start``) naming each setting where the earlier sweep measured otherwise
-    than ``config`` will (:data:`SWEEP_MEASUREMENT`, :data:`TRIAL_MEASUREMENT`, and ``earlier_data``, the files a
-    ranking metric read)."""
+    """A :class:`ConfigError` naming each setting the earlier sweep measured otherwise."""
     differences = [f"{field} {getattr(earlier, field)!r} vs {getattr(config, field)!r}" for field in SWEEP_MEASUREMENT
                    if getattr(earlier, field) != getattr(config, field)]
     differences += [f"fixed.{field} {_trial_setting(earlier, field)!r} vs {_trial_setting(config, field)!r}"
@@ -91,21 +73,21 @@ def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
 
 
 def _trial_setting(config: SweepConfig, field: str) -> Any:
-    """A trial setting of ``config``: its ``fixed`` value, else the trial configs' default."""
     from sentsweep.trainables.trial_config import TrialConfig
 
     default = TrialConfig.model_fields[field].default if field in TrialConfig.model_fields else None
     return config.fixed.get(field, default)
 
 
-def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any],
-                   source: str) -> list[FrozenTrial]:
-    """``study``'s COMPLETE and PRUNED trials placed in the space of ``define_by_run``, marked as from ``source``."""
+def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any], source: str) -> list[FrozenTrial]:
     placed = []
     for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
         if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
             continue
-        distributions = _overlap(trial.params, _distributions_at(define_by_run, trial.params))
+        probe = optuna.create_study(sampler=_EarlierValues(trial.params)).ask()
+        define_by_run(probe)  # the distributions the new space asks for at the earlier parameters
+        distributions = {name: d for name, d in probe.distributions.items()
+                         if name in trial.params and _allows(d, trial.params[name])}
         if not distributions:
             continue
         placed.append(optuna.trial.create_trial(
@@ -118,7 +100,7 @@ def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], 
 
 
 class _EarlierValues(optuna.samplers.BaseSampler):
-    """Samples an earlier trial's value where the new space allows it, else the new distribution's first value."""
+    """Samples an earlier trial's value where the new space allows it, else the distribution's first value."""
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.params = params
@@ -140,7 +122,6 @@ class _EarlierValues(optuna.samplers.BaseSampler):
 
 
 def _allows(distribution: BaseDistribution, value: Any) -> bool:
-    """Whether ``distribution`` holds ``value`` (Optuna's own check when a trial is created)."""
     if value is None:
         return False
     try:
@@ -150,21 +131,6 @@ def _allows(distribution: BaseDistribution, value: Any) -> bool:
     return True
 
 
-def _distributions_at(define_by_run: Callable[[optuna.Trial], Any],
-                      params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
-    """The distributions the space asks for when its earlier parameters are ``params``."""
-    probe = optuna.create_study(sampler=_EarlierValues(params))
-    trial = probe.ask()
-    define_by_run(trial)
-    return dict(trial.distributions)
-
-
-def _overlap(params: Mapping[str, Any], distributions: Mapping[str, BaseDistribution]) -> dict[str, BaseDistribution]:
-    """The new space's distributions of the parameters ``params`` has, with a value the new space allows."""
-    return {name: d for name, d in distributions.items() if name in params and _allows(d, params[name])}
-
-
 def unseen_points(points: Sequence[Mapping[str, Any]], history: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
-    """The points to evaluate first that no history trial has already evaluated (same value for every key)."""
-    return [dict(p) for p in points
-            if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]
+    """The points no history trial has already evaluated."""
+    return [dict(p) for p in points if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]

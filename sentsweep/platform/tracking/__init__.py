@@ -1,26 +1,16 @@
-"""The MLflow view of a sweep folder, written by the driver alone: the parent run, the trials' runs, the checks
-of the tracking store, and the reconcile of MLflow with the folder that ``sentsweep sync`` runs.
-
-The names below are imported on first use, so importing the package loads neither Ray nor MLflow.
-"""
+"""The MLflow view of a sweep folder, written by the driver alone (parent run, trials' runs, store checks, the
+reconcile ``sentsweep sync`` runs). Names are imported on first use, so importing it loads neither Ray nor MLflow."""
 
 from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name and the module it lives in.
-_WHERE: dict[str, str] = {
-    "SweepRun": "sentsweep.platform.tracking.parent_run",
-    "TrialRunsCallback": "sentsweep.platform.tracking.trial_runs_callback",
-    "create_unique_run": "sentsweep.platform.tracking.trial_runs",
-    "first_line": "sentsweep.platform.tracking.reachability",
-    "flatten": "sentsweep.platform.tracking.parent_run",
-    "hidden_from_workers": "sentsweep.platform.tracking.store",
-    "open_client": "sentsweep.platform.tracking.store",
-    "package_versions": "sentsweep.platform.tracking.parent_run",
-    "refuse_sqlite_on_cluster": "sentsweep.platform.tracking.store",
-    "store_answers": "sentsweep.platform.tracking.reachability",
-    "trial_outcome": "sentsweep.platform.tracking.trial_runs_callback",
-}
+_WHERE: dict[str, str] = {name: module for module, names in {
+    "sentsweep.platform.tracking.parent_run": ("SweepRun", "flatten", "package_versions"),
+    "sentsweep.platform.tracking.reachability": ("first_line", "store_answers"),
+    "sentsweep.platform.tracking.store": ("hidden_from_workers", "open_client", "refuse_sqlite_on_cluster"),
+    "sentsweep.platform.tracking.trial_runs": ("create_unique_run",),
+    "sentsweep.platform.tracking.trial_runs_callback": ("TrialRunsCallback", "trial_outcome"),
+}.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -1,9 +1,6 @@
-"""Deliveries to MLflow off the caller's thread: a bounded queue, one thread, and a back-off after a failure.
+"""Deliveries to MLflow off Tune's event loop: a bounded queue, one thread, and a back-off after a failure.
 
-Ray Tune calls the driver's callbacks from its event loop, and an MLflow client waits out its retry budget when
-the server does not answer. So the callback only hands jobs to a :class:`Deliverer`, which never blocks: a job is
-dropped when the queue is full or while MLflow is backed off, and its key (a trial) is reported to ``on_failure``.
-Nothing is lost by a drop: the data is in the sweep folder, and the next job of that key delivers it from there.
+A dropped job loses nothing: its data is in the sweep folder, and the next job of its key delivers it from there.
 """
 
 from __future__ import annotations
@@ -21,16 +18,14 @@ log = logging.getLogger("sentsweep.tracking")
 
 Job = Callable[[], None]
 
-#: MLflow's HTTP retries in a sweep's driver: a call to a server that does not answer fails within seconds, not after
-#: MLflow's default budget of minutes, and the deliverer's back-off takes over. A variable the user set is kept.
+#: MLflow's HTTP retries in the driver: a call to a dead server fails in seconds, and the back-off takes over.
 DRIVER_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 
 
 @contextlib.contextmanager
 def quick_failures(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
-    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) while the block runs, except where set; as a
-    decorator (:data:`failing_quickly`), while the function runs."""
+    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) for the block, except where set."""
     environ = os.environ if environ is None else environ
     added = {name: value for name, value in DRIVER_RETRIES.items() if name not in environ}
     environ.update(added)
@@ -56,11 +51,9 @@ class Backoff:
     retry_at: float = field(default=float("-inf"))
 
     def allows(self) -> bool:
-        """Whether a delivery may be tried now."""
         return self.clock() >= self.retry_at
 
     def failed(self) -> float:
-        """Count a failure; the seconds until the next try."""
         self.failures += 1
         wait = min(self.max_s, self.first_s * 2 ** (self.failures - 1))
         self.retry_at = self.clock() + wait
@@ -74,8 +67,7 @@ class Backoff:
 class Deliverer:
     """Runs submitted jobs in order on a daemon thread; a job that raises, or one dropped, reports its key."""
 
-    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None,
-                 capacity: int = 1000) -> None:
+    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None, capacity: int = 1000) -> None:
         self.on_failure = on_failure
         self.backoff = backoff or Backoff()
         self._jobs: queue.Queue[tuple[str, Job, bool] | None] = queue.Queue(maxsize=capacity)
@@ -83,8 +75,7 @@ class Deliverer:
         self._warned = False
 
     def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
-        """Queue ``job`` for ``key`` without waiting; False (and ``on_failure(key)``) when it is dropped.
-        ``force``: tried even while backed off."""
+        """Queue ``job`` without waiting; False (and ``on_failure(key)``) when dropped; ``force``: even backed off."""
         if not force and not self.backoff.allows():
             self.on_failure(key)
             return False
@@ -99,7 +90,6 @@ class Deliverer:
         return True
 
     def run_one(self, key: str, job: Job, force: bool = False) -> bool:
-        """Run one job now (the thread's body); whether it succeeded."""
         if not force and not self.backoff.allows():
             self.on_failure(key)
             return False
@@ -129,8 +119,7 @@ class Deliverer:
 
     def drain(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
               poll: Callable[[float], None] = time.sleep) -> bool:
-        """Wait until every queued job ran, at most ``timeout_s``; whether they all did. A thread still inside an
-        MLflow call is left behind (a daemon)."""
+        """Wait at most ``timeout_s`` for the queued jobs; whether they all ran (a stuck daemon thread is left)."""
         deadline = clock() + timeout_s
         while self._jobs.unfinished_tasks:
             if clock() >= deadline:

@@ -1,5 +1,5 @@
-"""The sweep's parent run (:class:`SweepRun`), whose writes go through :class:`~.run_writes.RunWrites`, in the
-background: a sweep never stops, nor waits, because MLflow is down."""
+"""The sweep's parent run (:class:`SweepRun`) and the markdown MLflow shows on its and its experiment's page. Its
+writes go through :class:`~.run_writes.RunWrites` in the background: a sweep never waits because MLflow is down."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib.metadata
 import inspect
 import json
 import tempfile
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,27 +20,14 @@ from mlflow.exceptions import MlflowException
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import locate
-from sentsweep.platform.tracking.descriptions import experiment_description, sweep_description
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
 from sentsweep.platform.tracking.trial_runs import create_unique_run
-from sentsweep.tracking.names import ui_link
+from sentsweep.tracking import vocabulary as vocab
+from sentsweep.tracking.names import SYS_PREFIX, ui_link
 from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
-from sentsweep.tracking.vocabulary import (
-    METHOD_TAG,
-    NOTE_TAG,
-    ROLE_TAG,
-    RUN_STATUS,
-    SPACE_TAG,
-    STATUS_TAG,
-    SWEEP_DIR_TAG,
-    SWEEP_TAG,
-    SweepState,
-    param_value,
-)
 
-#: ``mlflow.source.name`` of a sweep's parent run.
 SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
@@ -70,10 +57,49 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def run_page(sweep: SweepRun) -> str:
-    """``" at <address>"``: the run's page, when MLflow is a server (the sweep does not know ``mlflow ui``'s)."""
+    """``" at <address>"``: the run's page when MLflow is a server (the sweep does not know ``mlflow ui``'s)."""
     if not sweep.tracking_uri.startswith(("http://", "https://")):
         return ""
     return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
+
+
+def columns_to_add(metric: str, searched: Sequence[str]) -> str:
+    params = ", ".join(f"`{p}`" for p in searched) or "the searched ones"
+    return (f"Columns to add (**Columns** above the table): Metrics `{metric}` and `best_{metric}`; Params {params}; "
+            f"Tags `{vocab.OUTCOME_TAG}`.")
+
+
+def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[str], tracking_uri: str,
+                      experiment_id: str) -> str:
+    space = config.space_name if isinstance(config.space_name, str) else "the space in its config"
+    searched_text = ", ".join(f"`{p}`" for p in searched) or "no parameter"
+    return "\n".join([
+        f"**{sweep_name}**: {'up to ' if config.stop_when == 'converged' else ''}{config.num_samples} trials of "
+        f"`{config.method}` over the space `{space}`, searching {searched_text} for the "
+        f"{'highest' if config.mode == 'max' else 'lowest'} dev `{config.metric}`; {config.search_text()}.",
+        "",
+        "- Expand this run's row for its trials. Each is named after its number and searched values "
+        "(`t03 scale=22.4 lr=3.5e-05`); the number is the one `sentsweep compare` and the plots use.",
+        f"- Tag `{vocab.OUTCOME_TAG}` says how a trial ended: finished, pruned (stopped early by the scheduler; its "
+        "run is FINISHED, its figures are those of the steps it ran), stopped (by the budget), failed or interrupted.",
+        f"- {columns_to_add(config.metric, searched)}",
+        f"- Bookkeeping (step, epoch, seconds, GPUs, the final flag) is under `{SYS_PREFIX}`, on a trial's "
+        "**System metrics** tab; its **Model metrics** tab holds the figures.",
+        f"- [The experiment's runs]({ui_link(tracking_uri, experiment_id)}) on MLflow's model-training view.",
+    ])
+
+
+def experiment_description(config: SweepConfig, sweep_name: str, searched: Sequence[str]) -> str:
+    return "\n".join([
+        "Sweeps of `sentsweep`: each sweep is a run (tag `sentsweep.role` = sweep) whose child runs are its trials "
+        "and, when it confirms its best, a confirmation run.",
+        "",
+        "Use the **Model training** view (top left) to see the runs.",
+        f"{columns_to_add(config.metric, searched)}",
+        "",
+        f"Latest sweep: `{sweep_name}`, `{config.method}` searching {', '.join(searched) or 'no parameter'} for "
+        f"dev `{config.metric}`.",
+    ])
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
@@ -95,9 +121,8 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
 
 @dataclass
 class SweepRun:
-    """The parent run of a sweep (or the confirmation stage's run). Opening it needs MLflow; every write after goes
-    through :class:`~.run_writes.RunWrites`, and what MLflow has not taken when the session ends (:meth:`flush`) is
-    saved in the folder ``fs``, ``path`` (the sweep's or the stage's) for a resume or ``sentsweep sync``."""
+    """The parent run of a sweep (or of its confirmation stage). Only :meth:`open` needs MLflow; what MLflow has
+    not taken at :meth:`flush` is saved in the folder ``fs``, ``path`` for a resume or ``sentsweep sync``."""
 
     client: MlflowClient
     tracking_uri: str
@@ -113,23 +138,22 @@ class SweepRun:
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
              first_point: dict[str, Any] | None) -> SweepRun:
-        """Create the parent run: config and package versions as params, source tags, the space as artifacts, the
-        run's and the experiment's descriptions."""
+        """Create the run: config and package versions as params, source tags, the space, the descriptions."""
         prepare_store(config.tracking.uri)
         client = MlflowClient(tracking_uri=config.tracking.uri)
-        experiment_id = ensure_experiment(client, config.tracking.experiment,
-                                          config.tracking.artifact_location)
+        experiment_id = ensure_experiment(client, config.tracking.experiment, config.tracking.artifact_location)
         searched = sorted(first_point or {})
-        client.set_experiment_tag(experiment_id, NOTE_TAG, experiment_description(config, sweep_name, searched))
-        tags = {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name, SWEEP_DIR_TAG: sweep_dir, METHOD_TAG: config.method,
-                SPACE_TAG: str(config.space_name), STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
-                NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
-        run = create_unique_run(client, experiment_id, tags, sweep_name, {ROLE_TAG: "sweep", SWEEP_TAG: sweep_name})
+        client.set_experiment_tag(experiment_id, vocab.NOTE_TAG, experiment_description(config, sweep_name, searched))
+        key = {vocab.ROLE_TAG: "sweep", vocab.SWEEP_TAG: sweep_name}
+        tags = {**key, vocab.SWEEP_DIR_TAG: sweep_dir, vocab.METHOD_TAG: config.method,
+                vocab.SPACE_TAG: str(config.space_name), vocab.STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
+                vocab.NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
+        run = create_unique_run(client, experiment_id, tags, sweep_name, key)
         fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
-        client.log_batch(sweep.run_id, params=[Param(k, param_value(v)) for k, v in params.items()])
+        client.log_batch(sweep.run_id, params=[Param(k, vocab.param_value(v)) for k, v in params.items()])
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / "sweep.yaml").write_text(config.to_yaml())
@@ -145,10 +169,8 @@ class SweepRun:
     @classmethod
     def attach(cls, tracking_uri: str, experiment_id: str, run_id: str, sweep_name: str, fs: pyarrow.fs.FileSystem,
                path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
-        """An existing run, its status unchanged, with the writes an earlier session saved in its folder queued
-        first (:meth:`RunWrites.load`: those acting on this run or ``runs``, a registration only as ``register``)."""
-        sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs,
-                    path)
+        """An existing run, its status unchanged, with the writes an earlier session saved queued first."""
+        sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs, path)
         sweep.writes.load({run_id, *runs}, register)
         return sweep
 
@@ -159,12 +181,10 @@ class SweepRun:
         return self._writes
 
     def reopen(self) -> None:
-        """Mark the run RUNNING again: called once ``Tuner.restore`` succeeded."""
         self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})
-        self.set_tags({STATUS_TAG: "running"})
+        self.set_tags({vocab.STATUS_TAG: "running"})
 
     def trial_settings(self) -> dict[str, Any]:
-        """Where the trials' child runs go."""
         return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id,
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name}
 
@@ -183,40 +203,35 @@ class SweepRun:
             self.writes.put({"op": "protocols", "run": self.run_id, "record": record})
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str, *, move: bool = False) -> None:
-        """Upload a folder to the run's ``artifact_path``, kept in the sweep folder first (moved when ``move``)."""
+        """Upload a folder, kept in the sweep folder first (moved when ``move``)."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
     def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
-        """Register the run's model at ``artifact_path`` as a version of ``name``, with ``description`` and ``tags``;
-        the version, or None when MLflow has not answered within ``wait_s`` (a resume or ``sync`` registers it)."""
+        """Register the model as a version of ``name``; None when MLflow did not answer within ``wait_s``."""
         self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
                          "description": description, "tags": tags or {}})
         self.writes.flush(wait_s)
         return self.writes.registered.get(name)
 
     def tag_trial(self, trial_id: str, tags: dict[str, str], parent_run_id: str | None = None) -> None:
-        """Tags on ``trial_id``'s run under ``parent_run_id`` (default: this run)."""
         self.writes.put({"op": "tags", "parent": parent_run_id or self.run_id, "trial": trial_id, "tags": tags})
 
     def upload_to_trial(self, trial_id: str, local_dir: str | Path, artifact_path: str,
                         parent_run_id: str | None = None) -> None:
-        """A folder to ``trial_id``'s run under ``parent_run_id`` (default: this run)."""
         self.writes.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
                            kept_as=f"trials/{trial_id}/{artifact_path}")
 
-    def close(self, state: SweepState, reason: str | None = None) -> None:
-        """End the run in ``state`` (its tag and MLflow status)."""
-        self.set_tags({STATUS_TAG: state})
-        self.writes.put({"op": "status", "run": self.run_id, "status": RUN_STATUS[state],
+    def close(self, state: vocab.SweepState, reason: str | None = None) -> None:
+        self.set_tags({vocab.STATUS_TAG: state})
+        self.writes.put({"op": "status", "run": self.run_id, "status": vocab.RUN_STATUS[state],
                          "reason": reason[:5000] if reason else None})
 
     def flush(self, timeout_s: float = 20.0) -> bool:
-        """Deliver what waits for at most ``timeout_s``; whether MLflow has everything."""
         return self.writes.flush(timeout_s)
 
     def previous_max(self, key: str) -> float:
-        """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer at once)."""
+        """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer)."""
         if not store_answers(self.tracking_uri):
             return 0.0
         try:

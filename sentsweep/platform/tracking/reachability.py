@@ -1,29 +1,22 @@
-"""Whether a tracking server's store answers now, asked once without MLflow's retries.
-
-MLflow's ``/health`` answers while the server's database is down, and every call then waits out the client's retry
-budget (minutes). :func:`probe` asks the store itself, once, so that the driver skips a call that cannot succeed.
-"""
+"""Whether a tracking server's store answers now, asked once without MLflow's retries (``/health`` answers while
+the server's database is down, and every call would wait out the client's retry budget)."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-#: Seconds a probe of a tracking server's store may take.
 PROBE_TIMEOUT_S = 3.0
-#: What the probe asks: one experiment, read from the store.
 PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
 #: The HTTP statuses MLflow's client retries: a probe answered with one of them got no answer from the store.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (300 characters at most), else its type's name."""
     return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
 
 
 def probe(uri: str) -> str | None:
-    """Why the store of the HTTP server ``uri`` does not answer, None when it does (or ``uri`` is not HTTP). Any
-    status but those MLflow's client retries is an answer, a refusal (401, 403) included: calls then fail at once."""
+    """Why the store of HTTP server ``uri`` does not answer (any status MLflow does not retry is an answer)."""
     if urlsplit(uri).scheme not in ("http", "https"):
         return None
     from sentsweep._compat.mlflow import request_once
@@ -38,8 +31,7 @@ def probe(uri: str) -> str | None:
 
 
 def refuse_unanswered_store(uri: str, field: str | None = None) -> None:
-    """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now: a command
-    that needs MLflow says so in one line, not after the client's retries."""
+    """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now."""
     reason = probe(uri)
     if reason is not None:
         from sentsweep.credentials import mask_uri
@@ -50,5 +42,4 @@ def refuse_unanswered_store(uri: str, field: str | None = None) -> None:
 
 
 def store_answers(uri: str) -> bool:
-    """Whether the tracking store at ``uri`` answers now (:func:`probe`)."""
     return probe(uri) is None

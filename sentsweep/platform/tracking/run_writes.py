@@ -1,15 +1,6 @@
-"""The driver's writes to its own runs (the parent run, the confirmation run, a trial's tags from finalize).
-
-Trials' runs are rebuilt from the trials' folders (:mod:`.trial_runs`). What the driver itself writes (totals,
-figures, tags, artifacts, a registration, a status) has no such source, so :class:`RunWrites` keeps the writes
-MLflow has not taken yet, in order, and delivers them from a background thread: no MLflow call on the sweep's path.
-Writes still waiting when the session ends are saved in the sweep folder (:data:`PENDING_FILE`); a resume or
-``sentsweep sync`` delivers them and removes the file.
-
-Every write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing: tags and
-artifacts are replaced, a metric point MLflow holds at that step with that value is not logged again, a model is
-registered once per run, a status is set only when it differs.
-"""
+"""The driver's writes to its own runs, delivered in order from a background thread: no MLflow call on the sweep's
+path. Writes left when the session ends wait in :data:`PENDING_FILE` for a resume or ``sentsweep sync``. Every
+write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing."""
 
 from __future__ import annotations
 
@@ -32,18 +23,16 @@ from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.provenance import log_protocols
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params
 
-#: The writes a session left undelivered, in its sweep (or stage) folder.
 PENDING_FILE = "mlflow_pending.json"
 #: The folder of the sweep folder holding what the driver uploads (finalize's plots, evaluation, model).
 UPLOADS_DIR = "uploads"
 
 Write = dict[str, Any]
-#: The kinds of write (:meth:`RunWrites.apply`).
 OPS = frozenset({"tags", "params", "metrics", "protocols", "artifacts", "register", "status", "running"})
 
 
 def admissible(write: Write, runs: Collection[str], register: str | None) -> bool:
-    """Whether a saved write acts within ``runs`` (see :meth:`RunWrites.load`)."""
+    """Whether a saved write acts on ``runs``, registers only ``register`` and uploads only from the folder."""
     target = write.get("run") if "run" in write else write.get("parent")
     if target not in runs or write.get("op") not in OPS:
         return False
@@ -54,8 +43,7 @@ def admissible(write: Write, runs: Collection[str], register: str | None) -> boo
 
 
 class RunWrites:
-    """Writes to runs of ``experiment_id``, delivered in order; those left at :meth:`flush` saved in ``folder``
-    (``fs``, ``path``: the sweep or stage folder)."""
+    """Writes to runs of ``experiment_id``; those left at :meth:`flush` saved in the folder ``fs``, ``path``."""
 
     def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str,
                  now_ms: Callable[[], int] | None = None) -> None:
@@ -70,7 +58,6 @@ class RunWrites:
         self._deliverer = Deliverer(on_failure=lambda key: None)
 
     def put(self, write: Write) -> None:
-        """Queue ``write`` and have it delivered in the background."""
         with self._lock:
             self.pending.append(write)
         self._deliverer.submit("writes", self.deliver)
@@ -81,18 +68,14 @@ class RunWrites:
 
     def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
                move: bool = False) -> None:
-        """Keep a copy of ``local_dir`` in the folder's :data:`UPLOADS_DIR` (under ``kept_as``, default
-        ``artifact_path``; moved when ``move`` on a local folder), then queue its upload to ``target`` (``{"run": id}``,
-        or ``{"parent": id, "trial": id}``): the copy outlives the session, so a later ``sync`` still has it."""
+        """Keep a copy of ``local_dir`` under the folder's :data:`UPLOADS_DIR` (moved when ``move``), then queue
+        its upload to ``target``: the copy outlives the session, so a later ``sync`` still has it."""
         relative = posixpath.join(UPLOADS_DIR, kept_as or artifact_path)
         kept = posixpath.join(self.path, relative)
         if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
             shutil.rmtree(kept, ignore_errors=True)
             Path(kept).parent.mkdir(parents=True, exist_ok=True)
-            if move:
-                shutil.move(local_dir, kept)  # a rename on the same file system
-            else:
-                shutil.copytree(local_dir, kept)
+            (shutil.move if move else shutil.copytree)(local_dir, kept)  # a move: a rename on one file system
         else:
             self.fs.delete_dir_contents(kept, missing_dir_ok=True)
             pyarrow.fs.copy_files(str(local_dir), kept, source_filesystem=pyarrow.fs.LocalFileSystem(),
@@ -100,7 +83,7 @@ class RunWrites:
         self.put({"op": "artifacts", **target, "dir": relative, "path": artifact_path})
 
     def deliver(self) -> int:
-        """Deliver the waiting writes in order (the first failure stops and raises); how many were delivered."""
+        """Deliver the waiting writes in order (the first failure raises); how many were delivered."""
         done = 0
         with self._delivering:
             while True:
@@ -115,8 +98,7 @@ class RunWrites:
                 done += 1
 
     def flush(self, timeout_s: float) -> bool:
-        """Deliver what waits, for at most ``timeout_s`` (not at all when the store does not answer a probe); save
-        what is left in the folder, or remove the saved file. Whether MLflow has everything."""
+        """Deliver what waits for at most ``timeout_s``, then save what is left; whether MLflow has everything."""
         if self.pending and store_answers(self.client.tracking_uri):
             self._deliverer.submit("writes", self.deliver, force=True)
             self._deliverer.drain(timeout_s)
@@ -132,11 +114,9 @@ class RunWrites:
         return not left
 
     def load(self, runs: Collection[str], register: str | None = None) -> int:
-        """Queue the writes an earlier session saved in the folder (before any new one); how many.
+        """Queue the writes an earlier session saved (before any new one); how many.
 
-        The file is as trustworthy as whoever can write the folder, so only writes to ``runs`` (the sweep's run and
-        its confirmation run) or to a trial's run under one of them are kept, a registration only as ``register``
-        (the sweep's own ``register_model``), and an upload only from the folder's :data:`UPLOADS_DIR`."""
+        Anyone who can write the folder can write the file, so only :func:`admissible` writes are kept."""
         try:
             with self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream:
                 saved = json.loads(stream.readall())
@@ -149,7 +129,8 @@ class RunWrites:
         return len(writes)
 
     def apply(self, write: Write) -> None:
-        """Deliver one write (idempotent: see the module docstring)."""
+        """Deliver one write: tags and artifacts are replaced, a metric point already held is skipped, a model is
+        registered once per run, a status is set only when it differs."""
         op = write["op"]
         run_id = write.get("run") or self._trial_run(write)
         if op == "tags":
@@ -210,7 +191,6 @@ class RunWrites:
             self.client.set_model_version_tag(name, version, key, str(value))
 
     def _register(self, run_id: str, name: str, path: str) -> None:
-        """Register the run's model at ``path`` as a version of ``name``, unless one already comes from this run."""
         import mlflow
 
         existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")

@@ -19,13 +19,12 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` tracking URI, else None."""
     return Path(uri.removeprefix("sqlite:///")).expanduser() if uri.startswith("sqlite:///") else None
 
 
 def prepare_store(uri: str) -> None:
-    """Create the schema of a sqlite tracking file under a file lock beside it, so that two sweeps started at once on
-    a fresh file do not both run MLflow's migrations (nothing for a server)."""
+    """Create a sqlite tracking file's schema under a file lock, so that two sweeps started at once on a fresh
+    file do not both run MLflow's migrations."""
     path = sqlite_path(uri)
     if path is None:
         return
@@ -44,8 +43,7 @@ def is_remote_address(address: str | None) -> bool:
 
 
 def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
-    """:class:`ConfigError` when ``uri`` is a sqlite file and Ray spans more than one node (a remote ``address``, or
-    more than one alive node once connected): each node would write its own copy of the file."""
+    """:class:`ConfigError` when ``uri`` is a sqlite file and Ray spans several nodes: each would write its own."""
     if sqlite_path(uri) is None:
         return
     nodes = 0
@@ -66,7 +64,6 @@ TRACKING_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD
 
 @contextlib.contextmanager
 def hidden_from_workers(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
-    """Take :data:`TRACKING_CREDENTIAL_ENV` out of ``environ`` (default: this process's) for the block."""
     environ = os.environ if environ is None else environ
     kept = {name: environ.pop(name) for name in TRACKING_CREDENTIAL_ENV if name in environ}
     try:

@@ -1,16 +1,7 @@
-"""The MLflow child runs of a sweep's trials, written from what Tune holds of each trial.
+"""The MLflow child runs of a sweep's trials, each found again by its ``sentsweep.trial_id`` tag.
 
-A trial's run is a child of the sweep's parent run carrying ``sentsweep.trial_id``, found again by that tag by every
-later attempt and driver. It holds what the trial folder's ``result.json`` holds: every numeric entry of a report at
-the report's ``step``, the run record a report carries (:data:`~sentsweep.tracking.vocabulary.RUN_RECORD_KEY`), and,
-once the trial ended, its ``output/`` folder and final status.
-
-The high-water mark of a trial is the last step its run holds (of its ``training_iteration`` metric). Only reports
-at a later step are delivered, and the terminal report once, so no report is logged twice: MLflow keeps a second
-row for a point logged again even with the same key, step and timestamp. The mark is kept in memory while
-deliveries succeed; after a failure it is read back from MLflow, which may have taken the delivery although its
-answer was lost.
-"""
+A trial's high-water mark is the last step its run holds. Only later reports, and the terminal report once, are
+logged: MLflow keeps a second row for a point logged again. After a failed delivery the mark is read back."""
 
 from __future__ import annotations
 
@@ -29,34 +20,15 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
 from sentsweep.platform.results import failure_reason, is_failed, is_final
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.provenance import log_protocols
-from sentsweep.tracking.vocabulary import (
-    ATTEMPT_TAG,
-    INTERRUPTED_REASON,
-    NOTE_TAG,
-    OUTCOME_TAG,
-    OUTPUT_DIR,
-    PARENT_TAG,
-    REASON_TAG,
-    ROLE_TAG,
-    RUN_RECORD_KEY,
-    SWEEP_TAG,
-    TERMINAL,
-    TRIAL_ID_TAG,
-    TRIAL_NUMBER_TAG,
-    TRIAL_ROLE,
-    find_trial_run,
-    log_missing_params,
-    numeric_metrics,
-)
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
 #: Keys of a trial's terminal report, delivered once even at the mark's step.
 TERMINAL_KEYS = ("final",)
-#: A trial folder's reports (Tune's JSON logger).
 RESULTS_FILE = "result.json"
 #: Result keys that are Tune's bookkeeping, not figures of the trial.
 NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterations_since_restore",
@@ -89,9 +61,8 @@ class TrialFolder:
         return [r for r in found if isinstance(r, dict)]
 
     def output(self) -> tuple[pyarrow.fs.FileSystem, str] | None:
-        """The trial's ``output/`` folder, when the trial wrote one."""
         fs, root = self.storage or (self.fs, self.path)
-        path = posixpath.join(root, OUTPUT_DIR)
+        path = posixpath.join(root, vocab.OUTPUT_DIR)
         return (fs, path) if fs.get_file_info(path).type == pyarrow.fs.FileType.Directory else None
 
 
@@ -110,7 +81,7 @@ def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[T
 
 @contextlib.contextmanager
 def local_folder(fs: pyarrow.fs.FileSystem, path: str) -> Iterator[str]:
-    """Folder ``path`` of ``fs`` as a local folder: itself on a local file system, else a temporary copy."""
+    """Folder ``path`` of ``fs`` as a local folder: itself, or a temporary copy."""
     if isinstance(fs, pyarrow.fs.LocalFileSystem):
         yield path
         return
@@ -120,7 +91,6 @@ def local_folder(fs: pyarrow.fs.FileSystem, path: str) -> Iterator[str]:
 
 
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
-    """FINISHED or FAILED (with its reason) when the trial's last report says so; None otherwise."""
     if is_failed(result):
         return "FAILED", failure_reason(result)
     return ("FINISHED", None) if is_final(result) else None
@@ -128,8 +98,6 @@ def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None
 
 def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
                    kinds: tuple[str, ...]) -> dict[str, float]:
-    """A sweep's totals: its trials by outcome (``trials_<kind>``, ``trials_total``), and the seconds and GPU
-    seconds they ran (Tune's ``time_total_s``)."""
     counts = Counter(outcomes)
     return {**{f"trials_{k}": float(counts[k]) for k in kinds}, "trials_total": float(len(outcomes)),
             "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
@@ -137,9 +105,8 @@ def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
 
 def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, str], run_name: str,
                       key: dict[str, str]) -> Any:
-    """Create a run, then keep only the oldest active run with the ``key`` tags: MLflow's client sends a create
-    again when a gateway lost its answer, and the server makes a twin, which is deleted here (MLflow keeps deleted
-    runs restorable)."""
+    """Create a run, keeping only the oldest active run with the ``key`` tags: MLflow's client resends a create
+    whose answer a gateway lost, and the twin the server made is deleted here."""
     created = client.create_run(experiment_id, tags=tags, run_name=run_name)
     query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in key.items())
     found = client.search_runs([experiment_id], filter_string=query, max_results=10)
@@ -150,11 +117,8 @@ def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, 
 
 
 class TrialRuns:
-    """The child runs of the trials under one parent run, with each trial's high-water mark.
-
-    ``now_ms`` is the clock of the points' timestamps; a report holding a true value under one of ``skip_keys`` (a
-    checkpoint written at a stop, which is no evaluation) is not logged.
-    """
+    """The trials' child runs under one parent run, with each trial's mark; reports with a true value under one of
+    ``skip_keys`` (a checkpoint at a stop, no evaluation) are not logged."""
 
     def __init__(self, client: MlflowClient, experiment_id: str, parent_run_id: str, sweep_name: str | None = None,
                  now_ms: Callable[[], int] | None = None, skip_keys: tuple[str, ...] = ()) -> None:
@@ -169,26 +133,26 @@ class TrialRuns:
         self.terminal: dict[str, set[str]] = {}  # the terminal keys each run holds
 
     def forget(self, trial_id: str) -> None:
-        """Read the trial's run and mark back from MLflow before its next delivery (after a failed one)."""
+        """Read the trial's mark back from MLflow before its next delivery (after a failed one)."""
         self.marks.pop(trial_id, None)
 
     def run_id(self, trial_id: str, *, new_attempt: bool = False, name: str | None = None,
                number: int | None = None) -> str:
-        """The trial's run: found by its tag (its mark read back) or created, named ``name`` (default: the trial's
-        id) and tagged with its ``number`` when known. ``new_attempt``: Tune started the trial (again), so a run an
-        earlier session ended is marked RUNNING again and :data:`ATTEMPT_TAG` counts the attempt."""
+        """The trial's run, found by its tag (its mark read back) or created. ``new_attempt``: Tune started the
+        trial again, so an ended run is marked RUNNING and :data:`vocab.ATTEMPT_TAG` counts the attempt."""
         run_id = self.run_ids.get(trial_id)
         if run_id is not None and trial_id in self.marks and not new_attempt:
             return run_id
-        run = find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
+        run = vocab.find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
         if run is None:
-            tags = {ROLE_TAG: TRIAL_ROLE, ATTEMPT_TAG: "1", PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id}
+            tags = {vocab.ROLE_TAG: vocab.TRIAL_ROLE, vocab.ATTEMPT_TAG: "1", vocab.PARENT_TAG: self.parent_run_id,
+                    vocab.TRIAL_ID_TAG: trial_id}
             if self.sweep_name:
-                tags[SWEEP_TAG] = self.sweep_name
+                tags[vocab.SWEEP_TAG] = self.sweep_name
             if number is not None:
-                tags[TRIAL_NUMBER_TAG] = str(number)
+                tags[vocab.TRIAL_NUMBER_TAG] = str(number)
             run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id,
-                                    {PARENT_TAG: self.parent_run_id, TRIAL_ID_TAG: trial_id})
+                                    {vocab.PARENT_TAG: self.parent_run_id, vocab.TRIAL_ID_TAG: trial_id})
             self.marks[trial_id], self.terminal[trial_id] = -1, set()
         else:
             history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
@@ -199,19 +163,17 @@ class TrialRuns:
             if name and run.info.run_name != name:  # a run a sync created, named by its id
                 self.client.update_run(run.info.run_id, name=name)
                 if number is not None:
-                    self.client.set_tag(run.info.run_id, TRIAL_NUMBER_TAG, str(number))
+                    self.client.set_tag(run.info.run_id, vocab.TRIAL_NUMBER_TAG, str(number))
             if new_attempt:
-                if run.info.status in TERMINAL:
+                if run.info.status in vocab.TERMINAL:
                     self.client.update_run(run.info.run_id, status="RUNNING")
-                attempt = int(run.data.tags.get(ATTEMPT_TAG, "1") or 1) + 1
-                self.client.set_tag(run.info.run_id, ATTEMPT_TAG, str(attempt))
+                attempt = int(run.data.tags.get(vocab.ATTEMPT_TAG, "1") or 1) + 1
+                self.client.set_tag(run.info.run_id, vocab.ATTEMPT_TAG, str(attempt))
         self.run_ids[trial_id] = run.info.run_id
         return run.info.run_id
 
     def deliver(self, trial_id: str, results: Iterable[dict[str, Any]]) -> int:
-        """Log the reports above the trial's mark, in order; the mark follows each report MLflow took. Returns how
-        many reports were logged. A failure's report carries no figure (its metric is NaN): its reason goes on the
-        run as its end."""
+        """Log the reports above the trial's mark, in order; how many (a failure's report carries no figure)."""
         run_id = self.run_ids[trial_id]
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
@@ -222,9 +184,9 @@ class TrialRuns:
             skipped = is_failed(result) or any(result.get(k) for k in self.skip_keys)
             if skipped or not (step > mark or ends - held):
                 continue
-            self._log_record(run_id, result.get(RUN_RECORD_KEY))
+            self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
-            points = [Metric(tracked_key(k), v, stamp, step) for k, v in numeric_metrics(result).items()
+            points = [Metric(tracked_key(k), v, stamp, step) for k, v in vocab.numeric_metrics(result).items()
                       if k not in NOT_METRICS]
             points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
             self.client.log_batch(run_id, metrics=points)
@@ -234,11 +196,10 @@ class TrialRuns:
         return logged
 
     def _log_record(self, run_id: str, record: Any) -> None:
-        """Params, tags, dataset inputs and metric protocols a report carries (each write replaces or adds once)."""
         if not isinstance(record, dict):
             return
         if record.get("params"):
-            log_missing_params(self.client, run_id, record["params"])
+            vocab.log_missing_params(self.client, run_id, record["params"])
         tags = record.get("tags") or {}
         self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
         inputs = record.get("inputs")
@@ -249,36 +210,32 @@ class TrialRuns:
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
     def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
-        """The params the trial's run lacks; ``only_if_none``: only when it has none (a trial that failed before its
-        first report: its sampled settings, as Tune holds them)."""
+        """The params the run lacks; ``only_if_none``: only when it has none (a trial that failed at once)."""
         run_id = self.run_ids[trial_id]
         if params and not (only_if_none and self.client.get_run(run_id).data.params):
-            log_missing_params(self.client, run_id, params)
+            vocab.log_missing_params(self.client, run_id, params)
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
-        """End the trial's run in ``status`` with ``reason`` (tag :data:`REASON_TAG`) and ``outcome`` (tag
-        :data:`OUTCOME_TAG`, and the run's description), a finished trial's ``output`` folder uploaded first as the
-        root of its artifacts; a run that ended already keeps its status unless ``overwrite``. Whether the run was
-        ended here."""
+        """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
+        ``overwrite``. Whether it was ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
-        if run.info.status in TERMINAL and not overwrite:
+        if run.info.status in vocab.TERMINAL and not overwrite:
             return False
         if output is not None and status == "FINISHED":
             with local_folder(*output) as local:
                 self.client.log_artifacts(run.info.run_id, local)
         if reason:
-            self.client.set_tag(run.info.run_id, REASON_TAG, reason[:5000])
+            self.client.set_tag(run.info.run_id, vocab.REASON_TAG, reason[:5000])
         if outcome:
-            self.client.set_tag(run.info.run_id, OUTCOME_TAG, outcome)
-            self.client.set_tag(run.info.run_id, NOTE_TAG, f"**{outcome.capitalize()}**"
+            self.client.set_tag(run.info.run_id, vocab.OUTCOME_TAG, outcome)
+            self.client.set_tag(run.info.run_id, vocab.NOTE_TAG, f"**{outcome.capitalize()}**"
                                 + (f": {reason[:2000]}." if reason else "."))
         self.client.set_terminated(run.info.run_id, status=status)
         return True
 
 
 def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
-    """:func:`outcome_totals` as the folder tells them (a trial's last report: final, failed, else pruned)."""
     outcomes, seconds = [], 0.0
     for folder in trial_folders(fs, experiment_path):
         last = folder.results()[-1]
@@ -290,21 +247,17 @@ def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial
 
 @dataclass
 class Reconciled:
-    """What one reconcile did: trials seen, reports logged, runs ended."""
-
     trials: int = 0
     reports: int = 0
     ended: int = 0
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = INTERRUPTED_REASON) -> Reconciled:
-    """Make MLflow hold what the experiment folder holds: every trial's run, its params, every report above
-    its mark, its outputs, and an end for every run still RUNNING (no trial runs while this is called).
+              ended_reason: str = vocab.INTERRUPTED_REASON) -> Reconciled:
+    """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
-    Idempotent: a second call logs nothing and ends nothing. A trial whose last report is final or failed ends
-    FINISHED or FAILED; any other RUNNING run ends KILLED (outcome ``interrupted``) with ``ended_reason``.
-    """
+    A trial whose last report is final or failed ends FINISHED or FAILED; any other RUNNING run ends KILLED
+    (outcome ``interrupted``) with ``ended_reason``."""
     done = Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
@@ -316,10 +269,10 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
                                           outcome=ended[0].lower()):
             done.ended += 1
-    query = (f"tags.`{PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{ROLE_TAG}` = '{TRIAL_ROLE}' "
+    query = (f"tags.`{vocab.PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}' "
              "and attributes.status = 'RUNNING'")
     for run in runs.client.search_runs([runs.experiment_id], filter_string=query, max_results=10_000):
-        trial_id = run.data.tags.get(TRIAL_ID_TAG, "")
+        trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")
         done.ended += 1

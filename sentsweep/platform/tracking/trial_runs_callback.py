@@ -1,11 +1,6 @@
-"""The driver's Tune callback that writes every trial's MLflow child run (:mod:`.trial_runs`).
-
-On each trial event it hands a job to a background :class:`~.deliverer.Deliverer`, so no MLflow call runs in
-Tune's event loop. The driver knows what a trial cannot tell: a trial ASHA stopped ends FINISHED with outcome
-``pruned``; a worker that died ends FAILED with the error Tune recorded. At the end of the experiment each run is
-brought up to its folder and ended, and the sweep's totals go on the parent run, waiting at most ``end_wait_s``: in
-an outage the sweep exits and ``sentsweep sync`` completes the runs from the folder.
-"""
+"""The driver's Tune callback that writes every trial's child run (:mod:`.trial_runs`) through a background
+:class:`~.deliverer.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
+exits and ``sentsweep sync`` completes the runs from the folder."""
 
 from __future__ import annotations
 
@@ -31,17 +26,8 @@ from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, outcome_totals
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
-from sentsweep.tracking.vocabulary import (
-    INTERRUPTED_REASON,
-    OUTCOMES,
-    PARENT_TAG,
-    REASON_TAG,
-    REFERENCE_TAG,
-    ROLE_TAG,
-    STOPPED_REASON,
-    TRIAL_ID_TAG,
-)
 from sentsweep.trainables.report_keys import DRAINING_KEY
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 
@@ -56,7 +42,6 @@ END_WAIT_S = 20.0
 
 
 def trial_outcome(trial: Trial) -> str:
-    """``finished``, ``pruned``, ``failed``, ``running`` or ``pending`` from Tune's view of a trial."""
     if trial.status == "ERROR" or is_failed(trial.last_result):
         return "failed"
     if is_final(trial.last_result):
@@ -67,7 +52,6 @@ def trial_outcome(trial: Trial) -> str:
 
 
 def last_error_line(trial: Trial) -> str:
-    """The last line of the error Tune recorded for a trial (the exception type and message)."""
     path = trial.error_file
     try:
         text = Path(path).read_text(errors="replace") if path else ""
@@ -78,15 +62,7 @@ def last_error_line(trial: Trial) -> str:
     return (errors or lines or ["the trial failed (no error recorded)"])[-1][:5000]
 
 
-def sweep_totals(trials: list[Trial], gpu_per_trial: float) -> dict[str, float]:
-    """:func:`~.trial_runs.outcome_totals` as Tune holds the trials."""
-    seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
-    return outcome_totals([trial_outcome(t) for t in trials], seconds, gpu_per_trial,
-                          ("finished", "pruned", "failed", "running", "pending"))
-
-
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
-    """The outcome and reason of a trial Tune completed (its last report decides)."""
     result = trial.last_result or {}
     if is_final(result):
         return "finished", None
@@ -99,7 +75,6 @@ def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | No
 
 
 def ended_outcome(trial: Trial) -> tuple[str, str | None]:
-    """The outcome and reason of a trial still open when the experiment ended."""
     outcome = trial_outcome(trial)
     if outcome == "finished":
         return "finished", None
@@ -108,13 +83,12 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
         return "failed", failure_reason(result) if is_failed(result) else last_error_line(trial)
     stops = active_stops()
     if trial.status == "TERMINATED" and not (stops is not None and stops.received):
-        return "stopped", STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
-    return "interrupted", INTERRUPTED_REASON
+        return "stopped", vocab.STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
+    return "interrupted", vocab.INTERRUPTED_REASON
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
-    """Where the driver reads a trial's reports: its local copy when it has one, else its folder in the sweep
-    folder; outputs are always read from the sweep folder."""
+    """Where the driver reads a trial's reports: its local copy when it has one, else the sweep folder."""
     storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
     local = trial.local_path
     if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
@@ -123,13 +97,11 @@ def trial_folder(trial: Trial) -> TrialFolder:
 
 
 class TrialRunsCallback(Callback):
-    """Writes each trial's child run under ``settings["parent_run_id"]`` from the driver, in the background; its
-    trials' labels start with ``label_prefix`` (``t`` for the search, ``c`` for the confirmation stage)."""
+    """Writes each trial's child run under ``settings["parent_run_id"]``; labels start with ``label_prefix``."""
 
     def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
                  end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX,
                  reference: dict[str, Any] | None = None, reference_setting: str | None = None) -> None:
-        """``reference``: the point of the sweep's reference trial, whose run is tagged ``reference_setting``."""
         self.settings = settings
         self.label_prefix = label_prefix
         self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
@@ -147,13 +119,12 @@ class TrialRunsCallback(Callback):
         return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
-        """Remember the trial's number: its place in the order Tune created the trials, which a resume keeps."""
+        """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
         numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
         if trial.trial_id not in numbers and trial in trials:
             numbers[trial.trial_id] = creation_numbers(trials)[trial.trial_id]
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
-        """The trial run's name and number."""
         number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
         values = {k: v for k, v in (getattr(trial, "evaluated_params", None) or {}).items()
                   if isinstance(v, int | float | str | bool)}
@@ -180,8 +151,7 @@ class TrialRunsCallback(Callback):
             self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The id of the trial's run, holding every report: from the folder first when this session has not
-        delivered to it yet (a resume) or an earlier delivery failed, then ``results``."""
+        """The trial's run id, holding the folder's reports first (a resume, a failed delivery), then ``results``."""
         runs = self.runs
         name, number = self._name(trial)
         if trial.trial_id in self._behind or trial.trial_id not in self._seen:
@@ -201,7 +171,7 @@ class TrialRunsCallback(Callback):
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
-        status = OUTCOMES[outcome]
+        status = vocab.OUTCOMES[outcome]
         if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
             settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
             self.runs.log_params(trial.trial_id, settings, only_if_none=True)
@@ -214,14 +184,13 @@ class TrialRunsCallback(Callback):
     def _start(self, trial: Trial) -> None:
         run_id = self.catch_up(trial, [], new_attempt=True)
         if self.reference_setting and is_reference(trial.config, self.reference):
-            self.runs.client.set_tag(run_id, REFERENCE_TAG, self.reference_setting)
+            self.runs.client.set_tag(run_id, vocab.REFERENCE_TAG, self.reference_setting)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
         self._submit(trials, trial, lambda: self._deliver_result(trial, result))
 
     def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
-        """The report; a trial that resumed elsewhere than the checkpoint Tune named is tagged where and why."""
         run_id = self.catch_up(trial, [result])
         note = restore_note(result)
         if note is not None:
@@ -252,7 +221,9 @@ class TrialRunsCallback(Callback):
             outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
             deliverer.submit(trial.trial_id, lambda t=trial, o=outcome, r=reason: self._end(t, o, r, overwrite=False),
                              force=True)
-        totals = sweep_totals(trials, self.gpu_per_trial)
+        seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
+        totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
+                                ("finished", "pruned", "failed", "running", "pending"))
         deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
         wait = self.end_wait_s if store_answers(self.settings["tracking_uri"]) else 0.0
         if not deliverer.drain(wait) or self._behind:
@@ -265,15 +236,14 @@ class TrialRunsCallback(Callback):
                                    metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
-        """Close and delete the child runs of trials the sweep no longer has, named on the parent run: a trial
-        created after Tune's last snapshot is lost when the driver dies, and its run would be a duplicate left
-        RUNNING (MLflow keeps deleted runs restorable)."""
+        """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
+        snapshot is lost with the driver, and its run would be a duplicate left RUNNING."""
         client, parent = self.runs.client, self.settings["parent_run_id"]
-        query = f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{ROLE_TAG}` = 'trial'"
+        query = f"tags.`{vocab.PARENT_TAG}` = '{parent}' and tags.`{vocab.ROLE_TAG}` = 'trial'"
         runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
-        orphans = [r for r in runs if r.data.tags.get(TRIAL_ID_TAG) not in trial_ids]
+        orphans = [r for r in runs if r.data.tags.get(vocab.TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:
-            client.set_tag(run.info.run_id, REASON_TAG, "lost with the driver before Tune saved its trial; "
+            client.set_tag(run.info.run_id, vocab.REASON_TAG, "lost with the driver before Tune saved its trial; "
                            "rerun as a new trial")
             if run.info.status != "KILLED":
                 client.set_terminated(run.info.run_id, status="KILLED")
