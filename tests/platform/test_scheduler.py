@@ -98,3 +98,27 @@ def test_reference_paper_is_short_for_the_paper_setting_and_figures_are_numbers(
         "setting": "paper", "source": "Table 2", "figures": {"sts_avg7": 78.97}}})
     assert full.reference.figures == {"sts_avg7": 78.97}
     assert parse_sweep_config({"name": "s", "method": "toy"}).reference is None
+
+
+def test_a_restored_asha_recalls_its_rungs_from_the_trials_reports() -> None:
+    """Tune saves no scheduler: a restored ASHA lets a poor trial past the first rung; one that recalled the past
+    reports stops it there, as the uninterrupted sweep would. FIFO has nothing to recall."""
+    from ray.tune.schedulers import FIFOScheduler
+
+    from sentsweep.platform.search.scheduler import recall
+
+    past = {f"o{i}": [{"training_iteration": 1, "score": 80.0 + i, "config": {"lr": 1e-4 * (i + 1)}},
+                      {"training_iteration": 2, "score": 81.0 + i, "config": {"lr": 1e-4 * (i + 1)}}]
+            for i in range(3)}
+    poor = {"training_iteration": 1, "score": 50.0}
+    empty = _asha()
+    empty.on_trial_add(None, _Trial("new"))
+    assert empty.on_trial_result(None, _Trial("new"), poor) == TrialScheduler.CONTINUE
+    restored = _asha()
+    assert recall(restored, past) == 3
+    restored.on_trial_add(None, _Trial("new"))
+    assert restored.on_trial_result(None, _Trial("new"), poor) == TrialScheduler.STOP
+    good = {"training_iteration": 1, "score": 90.0}
+    restored.on_trial_add(None, _Trial("good"))
+    assert restored.on_trial_result(None, _Trial("good"), good) == TrialScheduler.CONTINUE
+    assert recall(FIFOScheduler(), past) == 0

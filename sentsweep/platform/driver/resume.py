@@ -23,8 +23,10 @@ from sentsweep.platform.config import BudgetConfig, SweepConfig
 from sentsweep.platform.folder.trust import same_folder
 from sentsweep.platform.identity import sweep_owner
 from sentsweep.platform.location import SweepManifest, is_shared_folder, locate
+from sentsweep.platform.search.scheduler import recall
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
 from sentsweep.platform.tracking.parent_run import flatten
+from sentsweep.platform.tracking.trial_runs import trial_folders
 from sentsweep.tracking.vocabulary import STATUS_TAG, SWEEP_DIR_TAG
 
 if TYPE_CHECKING:
@@ -90,13 +92,16 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
 
 def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
                         sweep: SweepRun) -> None:
-    """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config``, and record an
-    allowed change in the manifest and on the parent run."""
+    """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config`` and its ASHA the
+    reports its rungs held (:func:`~sentsweep.platform.search.scheduler.recall`), and record an allowed change in
+    the manifest and on the parent run."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
         raise ConfigError("this Ray Tune version does not let a resume change the time budget",
                           field="time_budget_s")
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
+    fs, path = location.resolve()
+    recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(fs, path)})
     changed_budget = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
     resize_search(tuner, config.num_samples, reopen=changed_budget, storage=location.resolve())
     changes = config_changes(manifest.config, config.model_dump(mode="json"))

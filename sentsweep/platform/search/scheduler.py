@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
@@ -27,6 +28,31 @@ class FinalAwareASHA(ASHAScheduler):
         if is_reference(getattr(trial, "config", None), self.reference):
             return TrialScheduler.CONTINUE  # its value is in the rung; the decision is always to go on
         return action
+
+
+@dataclass(frozen=True)
+class PastTrial:
+    """What ASHA reads of a trial it meets again on a resume: its id and its config."""
+
+    trial_id: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def recall(scheduler: TrialScheduler, histories: Mapping[str, Sequence[dict[str, Any]]]) -> int:
+    """Give a restored ASHA the reports its rungs held before the stop; the number of trials recalled.
+
+    Tune saves no scheduler with the experiment, so a restored ASHA starts with empty rungs and lets the next trials
+    past rungs where the first run would have stopped them. Each trial's past reports (``histories``: trial id ->
+    its results in order) go through the scheduler again, its decisions ignored, so its rungs hold what they held.
+    FIFO has nothing to recall."""
+    if not isinstance(scheduler, FinalAwareASHA):
+        return 0
+    for trial_id, results in histories.items():
+        trial = PastTrial(trial_id, dict(results[0].get("config") or {}) if results else {})
+        scheduler.on_trial_add(None, trial)
+        for result in results:  # ASHA passes over a report without its metric or time
+            scheduler.on_trial_result(None, trial, result)
+    return len(histories)
 
 
 def build_scheduler(config: SweepConfig, reference: Mapping[str, Any] | None = None) -> TrialScheduler:
