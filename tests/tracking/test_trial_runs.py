@@ -256,3 +256,33 @@ def test_deliverer_drops_jobs_beyond_its_capacity_without_waiting() -> None:
 
     assert not deliverer.drain(3.0, clock=clock, poll=poll)  # gives up on its deadline
     assert len(waited) == 3
+
+
+def test_reconcile_ends_a_pruned_trial_as_pruned_and_names_runs_as_the_driver_would(sweep, tmp_path: Path) -> None:
+    """A trial whose last report Tune marked ``done`` without a final report was pruned: FINISHED, outcome pruned,
+    with the reason the driver gives. Runs get the driver's names and numbers, also runs an earlier sync named by
+    their Tune id; a finished run loses the reason of the interruption it recovered from."""
+    client, experiment_id, parent = sweep
+    write_trial(tmp_path, "low", [{"step": 8, "stsb_dev": 0.3, "done": True}])
+    write_trial(tmp_path, "cut", [{"step": 8, "stsb_dev": 0.6}])
+    write_trial(tmp_path, "best", [{"step": 8, "stsb_dev": 0.7}, {"step": 16, "stsb_dev": 0.8, "final": 1.0}])
+    fs = pyarrow.fs.LocalFileSystem()
+    reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent))  # an older sync: ids as names
+    runs = TrialRuns(client, experiment_id, parent)
+    runs.run_id("best")
+    runs.end("best", "KILLED", "interrupted with the sweep", overwrite=True, outcome="interrupted")
+    client.update_run(runs.run_ids["best"], status="RUNNING")
+    names = {"low": ("t02 lr=0.001", 2), "cut": ("t03 lr=0.01", 3), "best": ("t01 lr=0.0001", 1)}
+
+    reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent), names=names, scheduler_label="ASHA")
+
+    by_trial = {r.data.tags[TRIAL_ID_TAG]: r for r in children(client, experiment_id)}
+    assert {t: r.info.run_name for t, r in by_trial.items()} == {t: n for t, (n, _) in names.items()}
+    assert {t: r.data.tags[TRIAL_NUMBER_TAG] for t, r in by_trial.items()} == {"low": "2", "cut": "3", "best": "1"}
+    low = by_trial["low"]
+    assert (low.info.status, low.data.tags[OUTCOME_TAG]) == ("FINISHED", "pruned")
+    assert low.data.tags[REASON_TAG] == "pruned by ASHA at iteration 1 (step 8)"
+    assert (by_trial["cut"].info.status, by_trial["cut"].data.tags[OUTCOME_TAG]) == ("KILLED", "interrupted")
+    best = by_trial["best"]
+    assert (best.info.status, best.data.tags[OUTCOME_TAG]) == ("FINISHED", "finished")
+    assert REASON_TAG not in best.data.tags

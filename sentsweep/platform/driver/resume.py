@@ -111,11 +111,13 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
 
 
 class SnapshotTrial(NamedTuple):
-    """What a resume restores of one trial."""
+    """What a resume restores of one trial (and what a sync names its run by)."""
 
     trial_id: str
     status: str
     last_result: dict[str, Any]
+    experiment_tag: str = ""
+    evaluated_params: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never changed
 
 
 def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None) -> list[SnapshotTrial] | None:
@@ -128,7 +130,9 @@ def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None
     with filesystem.open_input_stream(posixpath.join(folder, max(names))) as stream:
         state = json.loads(stream.readall().decode("utf-8"))
     loaded = [(json.loads(trial), json.loads(metadata)) for trial, metadata in state.get("trial_data", [])]
-    return [SnapshotTrial(str(trial["trial_id"]), str(trial["status"]), dict(metadata.get("last_result") or {}))
+    return [SnapshotTrial(str(trial["trial_id"]), str(trial["status"]), dict(metadata.get("last_result") or {}),
+                          str(trial.get("experiment_tag") or ""),
+                          p if isinstance(p := trial.get("evaluated_params"), dict) else {})
             for trial, metadata in loaded]
 
 

@@ -9,21 +9,53 @@ import posixpath
 import time
 from dataclasses import dataclass
 
+import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.platform.config import resolve_sweep_folder
+from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state, stage_location
+from sentsweep.platform.driver.finalize import BEST_RUN_TAG, BEST_TRIAL_TAG
+from sentsweep.platform.driver.resume import snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
 from sentsweep.platform.location import locate
+from sentsweep.platform.results import creation_numbers
+from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
+from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
+from sentsweep.tracking.vocabulary import find_trial_run
 from sentsweep.trainables.report_keys import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")
+
+
+def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tuple[str, int]]:
+    """Trial id -> the name and number its run has when the driver creates it, from the experiment snapshot, for
+    the runs a sync creates or that were created under their Tune id."""
+    trials = snapshot_trials(path, fs) or []
+    numbers = creation_numbers([{"trial_id": t.trial_id, "experiment_tag": t.experiment_tag} for t in trials])
+    values = {t.trial_id: {k: v for k, v in t.evaluated_params.items() if isinstance(v, int | float | str | bool)}
+              for t in trials}
+    return {trial_id: (run_name(trial_label(number, prefix), trial_id, values[trial_id]), number)
+            for trial_id, number in numbers.items()}
+
+
+def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
+    """Tag the sweep run with its best trial's run when the sweep's end named the trial while its run did not
+    exist yet (MLflow was down)."""
+    tags = client.get_run(parent_run_id).data.tags
+    best = tags.get(BEST_TRIAL_TAG)
+    if not best or BEST_RUN_TAG in tags:
+        return
+    for stage_run in stage_runs:
+        found = find_trial_run(client, experiment_id, stage_run, best)
+        if found is not None:
+            client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
+            return
 
 
 @dataclass
@@ -52,6 +84,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     state = read_state(location)
     stage_run = state.get("run_id") if state else None
     register = manifest.config.get("register_model")
+    pruned_by = scheduler_label(SweepConfig.model_validate(manifest.config))
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         stages = [(root, manifest.parent_run_id)]
         if stage_run:
@@ -59,7 +92,9 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
         try:  # the trials' runs of each stage (its folder path, its run id), then each run's saved writes
             for path, run_id in stages:
                 runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))
-                found = reconcile(fs, path, runs)
+                search = run_id == manifest.parent_run_id
+                names = run_names(fs, path, SEARCH_PREFIX if search else CONFIRMATION_PREFIX)
+                found = reconcile(fs, path, runs, names=names, scheduler_label=pruned_by if search else None)
                 done.trials.trials += found.trials
                 done.trials.reports += found.reports
                 done.trials.ended += found.ended
@@ -75,6 +110,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
                                       runs=others, register=register)
                 done.writes += run.writes.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
+            link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
         except Exception as exc:  # noqa: BLE001 - MLflow stopped answering: what is left waits for the next sync
             log.warning("MLflow stopped answering during the sync (%s)", first_line(exc))
             done.waiting = True

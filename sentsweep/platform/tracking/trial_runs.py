@@ -11,7 +11,7 @@ import posixpath
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.platform.results import failure_reason, is_failed, is_final
+from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
@@ -88,6 +88,12 @@ def local_folder(fs: pyarrow.fs.FileSystem, path: str) -> Iterator[str]:
     with tempfile.TemporaryDirectory() as tmp:
         pyarrow.fs.copy_files(path, tmp, source_filesystem=fs, destination_filesystem=pyarrow.fs.LocalFileSystem())
         yield tmp
+
+
+def pruned_reason(result: dict[str, Any], scheduler_label: str) -> str:
+    """Why a trial ended at ``result``, a report that was neither final nor failed: its scheduler stopped it."""
+    return (f"pruned by {scheduler_label} at iteration {evaluation_result(result)['training_iteration']} "
+            f"(step {int(result.get('step', 0))})")
 
 
 def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
@@ -218,15 +224,18 @@ class TrialRuns:
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
         """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
-        ``overwrite``. Whether it was ended here."""
+        ``overwrite`` or it ended ``interrupted``, which a resume continues. Whether it was ended here."""
         run = self.client.get_run(self.run_ids[trial_id])
-        if run.info.status in vocab.TERMINAL and not overwrite:
+        provisional = run.data.tags.get(vocab.OUTCOME_TAG) == "interrupted" and outcome != "interrupted"
+        if run.info.status in vocab.TERMINAL and not (overwrite or provisional):
             return False
         if output is not None and status == "FINISHED":
             with local_folder(*output) as local:
                 self.client.log_artifacts(run.info.run_id, local)
         if reason:
             self.client.set_tag(run.info.run_id, vocab.REASON_TAG, reason[:5000])
+        elif vocab.REASON_TAG in run.data.tags:  # an earlier end's reason (interrupted) no longer holds
+            self.client.delete_tag(run.info.run_id, vocab.REASON_TAG)
         if outcome:
             self.client.set_tag(run.info.run_id, vocab.OUTCOME_TAG, outcome)
             self.client.set_tag(run.info.run_id, vocab.NOTE_TAG, f"**{outcome.capitalize()}**"
@@ -253,21 +262,28 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = vocab.INTERRUPTED_REASON) -> Reconciled:
+              ended_reason: str = vocab.INTERRUPTED_REASON, names: Mapping[str, tuple[str, int]] | None = None,
+              scheduler_label: str | None = None) -> Reconciled:
     """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
-    A trial whose last report is final or failed ends FINISHED or FAILED; any other RUNNING run ends KILLED
-    (outcome ``interrupted``) with ``ended_reason``."""
+    A trial whose last report is final or failed ends FINISHED or FAILED. With ``scheduler_label``, one whose last
+    report Tune marked ``done`` without either was pruned: FINISHED, outcome ``pruned``. Any other RUNNING run ends
+    KILLED (outcome ``interrupted``) with ``ended_reason``. ``names``: trial id -> its run's name and number."""
     done = Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
         results = folder.results()
         runs.forget(folder.trial_id)
-        runs.run_id(folder.trial_id)
+        name, number = (names or {}).get(folder.trial_id, (None, None))
+        runs.run_id(folder.trial_id, name=name, number=number)
         done.reports += runs.deliver(folder.trial_id, results)
-        ended = final_status(results[-1] if results else None)
+        last = results[-1] if results else None
+        ended = final_status(last)
+        outcome = ended[0].lower() if ended else None
+        if ended is None and last is not None and last.get("done") and scheduler_label:
+            ended, outcome = ("FINISHED", pruned_reason(last, scheduler_label)), "pruned"
         if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
-                                          outcome=ended[0].lower()):
+                                          outcome=outcome):
             done.ended += 1
     query = (f"tags.`{vocab.PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}' "
              "and attributes.status = 'RUNNING'")

@@ -16,7 +16,6 @@ from ray.tune import Callback
 
 from sentsweep.platform.results import (
     creation_numbers,
-    evaluation_result,
     failure_reason,
     is_failed,
     is_final,
@@ -25,7 +24,13 @@ from sentsweep.platform.results import (
 from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, outcome_totals
+from sentsweep.platform.tracking.trial_runs import (
+    RESULTS_FILE,
+    TrialFolder,
+    TrialRuns,
+    outcome_totals,
+    pruned_reason,
+)
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.trainables.report_keys import DRAINING_KEY
@@ -69,8 +74,7 @@ def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | No
     if is_failed(result):
         return "failed", failure_reason(result)
     if result.get("training_iteration"):
-        return "pruned", (f"pruned by {scheduler_label} at iteration "
-                          f"{evaluation_result(result)['training_iteration']} (step {int(result.get('step', 0))})")
+        return "pruned", pruned_reason(result, scheduler_label)
     return "not started", "stopped before it started"
 
 
