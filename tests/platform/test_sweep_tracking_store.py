@@ -75,5 +75,18 @@ def test_sqlite_on_a_remote_cluster_is_refused():
     assert not is_remote_address(None) and not is_remote_address("local") and not is_remote_address("auto")
 
 
-def test_sqlite_on_a_single_node_ray_is_fine(ray_session):
+def test_sqlite_with_a_local_ray_is_fine_as_only_the_driver_writes():
     refuse_sqlite_on_cluster("sqlite:///mlruns.db", None)
+    refuse_sqlite_on_cluster("sqlite:///mlruns.db", "127.0.0.1:6379")  # a local Ray of several nodes
+
+
+def test_sqlite_with_a_remote_cluster_is_refused_before_anything_is_created(tmp_path, tiny_bert_dir):
+    from sentsweep.platform.driver.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    config = toy_config(tmp_path, tiny_bert_dir, uri)
+    with pytest.raises(ConfigError, match="tracking.uri"):
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, address="ray://10.1.2.3:10001",
+                  echo=lambda line: None)
+    assert not (tmp_path / "ray_results").exists() and not (tmp_path / "mlruns.db").exists()

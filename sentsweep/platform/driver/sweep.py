@@ -74,6 +74,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     worker_env = config.worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, source, trainable, space)
     trials = validate_trials(config, trainable, space, source)
+    refuse_sqlite_on_cluster(config.tracking.uri, address)
     if preflight:
         check_sweep(config, trials, source)
     history = load_history(config.warm_start, space.define_by_run, config.storage_endpoint_url, config) \
@@ -136,6 +137,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     worker_env = (given if given is not None else config).worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
+    refuse_sqlite_on_cluster(uri, address)
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
     refuse_unanswered_store(uri)
     with explain_refused_credentials(uri):
@@ -233,7 +235,6 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         with ray_session(address, log_to_driver=log_to_driver, env=worker_env), \
                 graceful_stops(stops), stops.draining(Drain(*location.resolve(), config.stop_grace_s)), \
                 driving(sweep.sweep_name, SweepBudget(config.budget, echo=echo)) as budget:
-            refuse_sqlite_on_cluster(config.tracking.uri, address)  # Ray is connected: before the Tuner
             tuner = make_tuner()
             if reopen:
                 sweep.reopen()

@@ -43,17 +43,12 @@ def is_remote_address(address: str | None) -> bool:
 
 
 def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
-    """:class:`ConfigError` when ``uri`` is a sqlite file and Ray spans several nodes: each would write its own."""
-    if sqlite_path(uri) is None:
-        return
-    nodes = 0
-    if not is_remote_address(address):
-        import ray
+    """:class:`ConfigError` when ``uri`` is a sqlite file and ``address`` names a Ray cluster on another machine.
 
-        nodes = sum(1 for node in ray.nodes() if node.get("Alive")) if ray.is_initialized() else 1
-    if is_remote_address(address) or nodes > 1:
-        where = f"a Ray cluster at {address}" if is_remote_address(address) else f"a Ray cluster of {nodes} nodes"
-        raise ConfigError(f"a sqlite tracking store ({uri}) cannot be shared by the nodes of {where}; run "
+    Only the driver writes to MLflow, so a local Ray of several nodes shares the driver's file. A remote address
+    puts the driver's Tune run, or the driver itself, on another machine, where the file is not."""
+    if sqlite_path(uri) is not None and is_remote_address(address):
+        raise ConfigError(f"a sqlite tracking store ({uri}) cannot be shared with a Ray cluster at {address}; run "
                           "`mlflow server` and pass its http:// URI", field="tracking.uri")
 
 
