@@ -61,3 +61,18 @@ def restore_line(label: str, result: Mapping[str, Any] | None) -> str | None:
     restored, reason = note
     where = "restarted from scratch" if restored == SCRATCH else f"resumed from {restored}"
     return f"trial {label} {where} (not the checkpoint Tune named): {reason}"
+
+
+def retry_note(checkpoint_path: str | None, error: str) -> tuple[str, str]:
+    """Where a failed trial that Tune retries starts again (its latest checkpoint's folder, or scratch) and why."""
+    restored = f"checkpoint {checkpoint_path.rstrip('/').rsplit('/', 1)[-1]}" if checkpoint_path else SCRATCH
+    return restored, error
+
+
+def retry_line(label: str, note: tuple[str, str]) -> str:
+    """The one line the driver prints when Tune retries a failed trial, e.g. ``trial t03 failed and restarts from
+    scratch: ActorDiedError: the node was lost``."""
+    restored, error = note
+    where = "from scratch" if restored == SCRATCH else f"from {restored}"
+    error = error if len(error) <= 300 else error[:297] + "..."
+    return f"trial {label} failed and restarts {where}: {error}"

@@ -54,11 +54,13 @@ def test_a_lost_worker_nodes_trials_resume_on_the_other_node(cluster: Target, ti
         while ray is not None and len(ray.workers) < 2:  # the next scenarios get two worker nodes again
             ray.add_worker()
     assert status == 0, driver.output()[-4000:]
+    assert "failed and restarts from" in driver.output(), driver.output()[-4000:]  # one line per retried trial
     # the lost node's trials continue elsewhere, from their checkpoint (steps after it may be trained again)
     runs = assert_each_trial_once(cluster, experiment, 4, MAX_STEPS, cut_short=frozenset(moved))
     for run in runs:
         if run.data.tags[TRIAL_ID_TAG] in moved:
             assert int(run.data.tags[ATTEMPT_TAG]) >= 2, run.data.tags
+            assert run.data.tags.get("sentsweep.restored_from"), run.data.tags  # where its retry started
         if run.data.tags[TRIAL_ID_TAG] in checkpointed:
             assert steps_of(cluster, run).count(2) == 1, "a checkpointed trial started over instead of continuing"
     assert all(r.data.tags[NODE_ID_TAG] != victim_id for r in runs), "a trial ended on the lost node"

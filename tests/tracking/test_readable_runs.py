@@ -158,3 +158,25 @@ def test_the_sweep_prints_its_runs_page_on_a_tracking_server() -> None:
     served = SimpleNamespace(tracking_uri="https://mlflow.example", experiment_id="2", run_id="r1")
     assert run_page(served) == " at https://mlflow.example/#/experiments/2/runs/r1?workflowType=machine_learning"
     assert run_page(SimpleNamespace(tracking_uri="sqlite:///mlruns.db", experiment_id="2", run_id="r1")) == ""
+
+
+def test_a_retried_trial_is_named_in_one_line_with_where_it_restarts(tmp_path: Path, capsys) -> None:
+    """Tune retries a failed trial (a lost node): one line says so, from its latest checkpoint or from scratch, with
+    the error's last line instead of Tune's traceback."""
+    from types import SimpleNamespace
+
+    from sentsweep.platform.driver.callbacks import ProgressCallback
+    from sentsweep.trainables.restore_note import SCRATCH, retry_line, retry_note
+
+    error = tmp_path / "error.txt"
+    error.write_text("Failure # 1 (occurred at 2026)\nTraceback (most recent call last):\n  File x\n"
+                     "ray.exceptions.ActorDiedError: The actor died because its node was lost\n")
+    trial = _Trial("a", "PENDING", None)
+    trial.error_file, trial.checkpoint = str(error), None
+    ProgressCallback("stsb_dev", "max", 2).on_trial_recover(1, [trial], trial)
+    assert capsys.readouterr().out.strip() == ("trial t01 failed and restarts from scratch: ray.exceptions."
+                                               "ActorDiedError: The actor died because its node was lost")
+    trial.checkpoint = SimpleNamespace(path="/s/trial/checkpoint_000002/")
+    assert retry_note(trial.checkpoint.path, "x") == ("checkpoint checkpoint_000002", "x")
+    assert retry_note(None, "x") == (SCRATCH, "x")
+    assert retry_line("t02", ("checkpoint checkpoint_000002", "E" * 400)).endswith("E" * 297 + "...")

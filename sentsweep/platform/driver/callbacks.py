@@ -20,10 +20,10 @@ from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import keep_best_weights_only
 from sentsweep.platform.results import creation_numbers, failure_reason, infeasibility, is_failed
 from sentsweep.platform.stops import active_stops
-from sentsweep.platform.tracking.trial_runs_callback import trial_outcome
+from sentsweep.platform.tracking.trial_runs_callback import last_error_line, trial_outcome
 from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 from sentsweep.trainables.checkpoints import StoredFolder
-from sentsweep.trainables.restore_note import restore_line
+from sentsweep.trainables.restore_note import restore_line, retry_line, retry_note
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
@@ -129,6 +129,10 @@ class ProgressCallback(Callback):
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials)
+
+    def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
+        print(retry_line(label_of(trials, trial, self.label_prefix), note), file=sys.stdout, flush=True)
 
 
 def shed_uploaded(trial: Trial) -> bool:

@@ -34,7 +34,7 @@ from sentsweep.platform.tracking.trial_runs import (
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.trainables.report_keys import DRAINING_KEY
-from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note, retry_note
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -204,6 +204,15 @@ class TrialRunsCallback(Callback):
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         outcome, reason = completed_outcome(trial, self.scheduler_label)
         self._submit(trials, trial, lambda: self._end(trial, outcome, reason))
+
+    def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
+        self._submit(trials, trial, lambda: self._tag_retry(trial, note))
+
+    def _tag_retry(self, trial: Trial, note: tuple[str, str]) -> None:
+        run_id = self.catch_up(trial, [])
+        self.runs.client.set_tag(run_id, RESTORED_FROM_KEY, note[0])
+        self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1][:5000])
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
