@@ -160,6 +160,21 @@ class StopSignals:
         signal.signal(signal.SIGINT, on_sigint)
 
 
+
+class WithoutTunesResumeHint(logging.Filter):
+    """Drops Ray Tune's own hint after a stop (``Resume experiment with: Tuner.restore(...)``): the driver prints
+    the ``sentsweep resume`` command that continues a sweep, and Tune's would lose the sweep's own state."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Tuner.restore(" not in record.getMessage()
+
+
+def hide_tunes_resume_hint() -> None:
+    """Install :class:`WithoutTunesResumeHint` on Ray Tune's logger, once."""
+    tune_log = logging.getLogger("ray.tune.tune")
+    if not any(isinstance(f, WithoutTunesResumeHint) for f in tune_log.filters):
+        tune_log.addFilter(WithoutTunesResumeHint())
+
 @contextlib.contextmanager
 def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
     """SIGTERM handled by ``stops`` inside the block; enter it again after ``ray.init``, which installs its own

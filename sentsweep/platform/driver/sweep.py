@@ -23,6 +23,7 @@ from sentsweep.platform.driver.interrupt import (
     SweepInterrupted,
     close_interrupted_trials,
     graceful_stops,
+    hide_tunes_resume_hint,
     unfinished_trials,
 )
 from sentsweep.platform.driver.preflight import check_sweep
@@ -228,6 +229,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
+    hide_tunes_resume_hint()
     started = time.time()
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     confirmation = None
