@@ -131,8 +131,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     if args.resume_interrupted:
         from sentsweep.credentials import explain_refused_credentials
-        from sentsweep.platform.driver.resume import interrupted_sweep
+        from sentsweep.platform.driver.resume import interrupted_sweep, refuse_unchangeable
 
+        refuse_unchangeable(args.allow_change, args.config)  # also when nothing is resumed: a mistake either way
         with explain_refused_credentials(config.tracking.uri):
             folder = interrupted_sweep(config.resolved())
         if folder is not None:

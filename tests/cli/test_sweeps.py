@@ -72,6 +72,11 @@ def test_sweep_rejects_a_bad_config_before_starting_ray(tmp_path):
                 "--set", "fixed.max_step=3")
     with pytest.raises(ConfigError, match="not a sentsweep sweep folder"):
         run_cli("resume", str(tmp_path))
+    storage = tmp_path / "ray_results"
+    with pytest.raises(ConfigError, match="cannot change on resume: seed") as err:  # also with nothing to resume
+        run_cli("sweep", str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"), "--resume-interrupted",
+                "--allow-change", "seed", "--set", f"storage_path={storage}")
+    assert err.value.field == "--allow-change" and not storage.exists()
 
 
 def test_a_user_error_is_one_line_and_status_2(capsys):

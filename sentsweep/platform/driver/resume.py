@@ -65,15 +65,20 @@ def config_changes(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, t
     return {key: (old.get(key), new.get(key)) for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}
 
 
-def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collection[str] = (),
-                  source: str | None = None) -> SweepConfig:
-    """The config to resume with: ``stored``, with the ``allow``-ed :data:`CHANGEABLE` fields of ``given``; a
-    :class:`ConfigError` naming every field that differs otherwise, or that ``allow`` names and cannot change."""
+def refuse_unchangeable(allow: Collection[str], source: str | None = None) -> None:
+    """:class:`ConfigError` naming each ``--allow-change`` field that a resume cannot change."""
     unknown = [name for name in allow if not is_changeable(name)]
     if unknown:
         reasons = "; ".join(f"{name}: {FIXED_ON_RESUME.get(name, 'only ' + ', '.join(sorted(CHANGEABLE)) + ' can')}"
                             for name in unknown)
         raise ConfigError(f"cannot change on resume: {reasons}", field="--allow-change", file=source)
+
+
+def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collection[str] = (),
+                  source: str | None = None) -> SweepConfig:
+    """The config to resume with: ``stored``, with the ``allow``-ed :data:`CHANGEABLE` fields of ``given``; a
+    :class:`ConfigError` naming every field that differs otherwise, or that ``allow`` names and cannot change."""
+    refuse_unchangeable(allow, source)
     if given is None:
         return stored
     changes = config_changes(stored.model_dump(mode="json"), given.model_dump(mode="json"))
