@@ -104,14 +104,16 @@ def _quiet_libraries() -> None:
     """Optuna's INFO lines ("A new study created in memory/RDB ..."), transformers' progress bars ("Loading weights",
     "Writing model shards", as the best model is evaluated and exported) and Ray Tune's header boxes ("Configuration
     for experiment", the TensorBoard hint: its new output engine prints them at ``verbose=0`` too; the legacy engine,
-    which Ray keeps behind ``RAY_AIR_NEW_OUTPUT=0``, prints nothing there) interleaved with the sweep's progress lines
-    say nothing a user acts on: warnings only. A ``RAY_AIR_NEW_OUTPUT`` the user set is kept."""
+    which Ray keeps behind ``RAY_AIR_NEW_OUTPUT=0``, prints nothing there) and MLflow's "View run" line at each run's
+    end interleaved with the sweep's progress lines say nothing a user acts on: warnings only. The sweep prints its
+    own run page. A ``RAY_AIR_NEW_OUTPUT`` or ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` the user set is kept."""
     import optuna
     from transformers.utils import logging as transformers_logging
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     transformers_logging.disable_progress_bar()
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -162,6 +164,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from sentsweep.platform.driver.sync import sync_sweep
 
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # no "View run" line per run it ends
     done = sync_sweep(args.sweep_dir, args.storage_endpoint_url, tracking_uri=args.tracking_uri)
     if done.waiting:
         print(f"MLflow ({done.uri}) does not answer; run this again once it does")

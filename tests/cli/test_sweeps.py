@@ -95,3 +95,19 @@ def test_an_unexpected_error_is_one_line_naming_a_log_with_the_traceback(tmp_pat
     assert log.parent == private_cache / "logs" and log.name.startswith("sentsweep-")
     text = log.read_text()
     assert text.startswith("sentsweep compare --tracking-uri") and "Traceback (most recent call last)" in text
+
+
+def test_the_sweep_commands_quiet_library_lines_a_user_set_is_kept(monkeypatch) -> None:
+    """MLflow's "View run" line per run and Ray's header boxes are off unless the user turned them on."""
+    import os
+
+    from sentsweep.cli.sweeps import _quiet_libraries
+
+    monkeypatch.delenv("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", raising=False)
+    monkeypatch.setenv("RAY_AIR_NEW_OUTPUT", "1")
+    _quiet_libraries()
+    assert os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] == "true"
+    assert os.environ["RAY_AIR_NEW_OUTPUT"] == "1"
+    from mlflow.environment_variables import MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT
+
+    assert MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT.get() is True
