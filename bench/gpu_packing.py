@@ -44,16 +44,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="minilm", help="'minilm', 'tiny' (random 2-layer) or a folder")
     args = parser.parse_args(argv)
 
-    from sentsweep.platform.driver.ray_session import loopback_only, session_token
+    from sentsweep.platform.driver.ray_session import local_ray_settings
 
     gpus = 1 if torch.cuda.is_available() else 0
     device = torch.cuda.get_device_name() if gpus else "cpu"
     rows = []
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as session:
-        session.enter_context(session_token())
-        with loopback_only():
-            ray.init(address="local", num_cpus=max(2, args.packed), num_gpus=gpus, include_dashboard=False,
-                     log_to_driver=False, logging_level="WARNING")
+        session.enter_context(local_ray_settings())  # loopback addresses and the session's own token
+        ray.init(address="local", num_cpus=max(2, args.packed), num_gpus=gpus, include_dashboard=False,
+                 log_to_driver=False, logging_level="WARNING")
         try:
             for trials in (1, args.packed):
                 wall = packed_sweep(Path(tmp) / f"n{trials}", trials, args.steps, args.model, gpus)

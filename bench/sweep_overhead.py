@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from mlflow import MlflowClient
 
-    from sentsweep.platform.driver.ray_session import loopback_only, session_token
+    from sentsweep.platform.driver.ray_session import local_ray_settings
     from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.trainables.registry import get_method
 
@@ -83,10 +83,9 @@ def main(argv: list[str] | None = None) -> None:
         config = sweep_config(root, args)
         MlflowClient(tracking_uri=config.tracking.uri).search_experiments()  # create the schema untimed
         session = contextlib.ExitStack()  # the token of the session's Ray, for as long as it runs
-        session.enter_context(session_token())
-        with loopback_only():
-            ray.init(address="local", num_cpus=max(2, args.concurrency), include_dashboard=False,
-                     log_to_driver=False, logging_level="WARNING")
+        session.enter_context(local_ray_settings())  # loopback addresses and the session's own token
+        ray.init(address="local", num_cpus=max(2, args.concurrency), include_dashboard=False,
+                 log_to_driver=False, logging_level="WARNING")
         outcome = run_sweep(config, echo=lambda line: None)
         fit_started = outcome.fit_started
         client = MlflowClient(tracking_uri=config.tracking.uri)
