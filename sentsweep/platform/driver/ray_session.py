@@ -72,13 +72,23 @@ def local_ray_settings() -> Iterator[None]:
     if os.environ.get(AUTH_MODE_ENV, "").lower() != "disabled" and not os.environ.get(TOKEN_ENV) \
             and not os.environ.get(TOKEN_PATH_ENV):
         values |= {AUTH_MODE_ENV: "token", TOKEN_ENV: secrets.token_hex(32)}
-    saved = {name: os.environ.get(name) for name in values}
     before_single = set_single_machine(True)
+    try:
+        with ray_auth(values):
+            yield
+    finally:
+        set_single_machine(before_single)
+
+
+@contextlib.contextmanager
+def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
+    """This process's Ray variables set to ``values`` inside (None: unset), then restored; Ray's auth config and its
+    cached token read again at both ends. Nothing is written."""
+    saved = {name: os.environ.get(name) for name in values}
     _set_environ(values)
     try:
         yield
     finally:
-        set_single_machine(before_single)
         _set_environ(saved)
 
 
