@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG, NODE_IP_TAG
+from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from tests.cluster.scenario import (
     experiment_of,
     figures,
@@ -41,24 +42,32 @@ def test_half_gpu_trials_spread_over_both_worker_nodes(cluster: Target, tiny_ber
     record("placement", **figures(cluster, experiment_of(config), "placement", wall, 8), gpu_share=gpu_share(runs))
 
 
-def test_sqlite_tracking_is_refused_before_any_trial(cluster: Target, tiny_bert_dir: Path, tmp_path: Path) -> None:
-    database = tmp_path / "mlruns.db"
-    config = sweep_yaml(cluster, tmp_path, "sqlite-refused", tiny_bert_dir,
-                        tracking={"uri": f"sqlite:///{database}", "experiment": "sqlite-refused"})
-    status, out, wall = run_driver(cluster, ["sweep", str(config)], tmp_path)
-    assert status == 2, out[-4000:]
-    errors = [line for line in out.splitlines() if line.startswith("sentsweep sweep: error:")]
-    assert len(errors) == 1 and "mlflow server" in errors[0] and "sqlite" in errors[0], out[-4000:]
-    assert "Traceback" not in out
+def test_sqlite_tracking_is_the_drivers_alone(cluster: Target, tiny_bert_dir: Path, tmp_path: Path) -> None:
+    """Only the driver writes to MLflow: with a cluster on this machine it keeps the sqlite file, one run per trial;
+    a cluster on another machine is refused before anything is created."""
     from mlflow import MlflowClient
 
-    sqlite = MlflowClient(tracking_uri=f"sqlite:///{database}")
-    experiment = sqlite.get_experiment_by_name("sqlite-refused")
-    trials = sqlite.search_runs([experiment.experiment_id], "tags.`sentsweep.role` = 'trial'") if experiment else []
-    assert trials == []
-    bucket, prefix = cluster.bucket_and_prefix("sqlite-refused")
+    from sentsweep.platform.tracking.store import is_remote_address
+
+    database = tmp_path / "mlruns.db"
+    config = sweep_yaml(cluster, tmp_path, "sqlite-driver", tiny_bert_dir,
+                        tracking={"uri": f"sqlite:///{database}", "experiment": "sqlite-driver"})
+    status, out, wall = run_driver(cluster, ["sweep", str(config)], tmp_path)
+    assert "Traceback" not in out
+    bucket, prefix = cluster.bucket_and_prefix("sqlite-driver")
     keys = [item["Key"] for item in cluster.s3_client().list_objects_v2(Bucket=bucket, Prefix=prefix).get(
         "Contents", [])]
-    assert not [key for key in keys if "/checkpoint_" in key or "experiment_state" in key], keys
-    record("sqlite refused", trials=0, mlflow_runs=len(trials), running_left=0, s3_sweep_objects=len(keys),
-           wall_s=round(wall, 1), message=errors[0].split("error: ", 1)[1][:200])
+    if is_remote_address(cluster.ray_address):
+        errors = [line for line in out.splitlines() if line.startswith("sentsweep sweep: error:")]
+        assert status == 2 and len(errors) == 1 and "mlflow server" in errors[0], out[-4000:]
+        assert keys == [] and not database.exists()
+        record("sqlite refused", wall_s=round(wall, 1), message=errors[0].split("error: ", 1)[1][:200])
+        return
+    assert status == 0, out[-4000:]
+    sqlite = MlflowClient(tracking_uri=f"sqlite:///{database}")
+    experiment = sqlite.get_experiment_by_name("sqlite-driver")
+    trials = sqlite.search_runs([experiment.experiment_id], "tags.`sentsweep.role` = 'trial'")
+    assert len(trials) == 4 == len({r.data.tags[TRIAL_ID_TAG] for r in trials})
+    assert all(r.info.status == "FINISHED" for r in trials)
+    record("sqlite with a local cluster", trials=4, mlflow_runs=len(trials), running_left=0,
+           s3_sweep_objects=len(keys), wall_s=round(wall, 1))

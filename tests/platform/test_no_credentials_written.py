@@ -117,6 +117,8 @@ def test_no_credential_is_written_or_printed(tmp_path, tiny_bert_dir, auth_serve
     config_file = tmp_path / "sweep.yaml"  # the user's own file: the only place the password is written
     config_file.write_text(yaml.safe_dump(config.model_dump(mode="json")))
 
+    # MLflow's own "View run ... at: URL" line, off by default, on here: the URL it prints must not carry the password
+    monkeypatch.setenv("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "false")
     status = _run_cli(tmp_path, ray_tmp, "sweep", str(config_file), "--address", "local", "--verbose")
     sweep_out = capfd.readouterr()
     printed = sweep_out.out + sweep_out.err

@@ -124,7 +124,6 @@ def test_a_long_outage_neither_stops_nor_holds_the_sweep_and_sync_completes_mlfl
     parent = client.get_run(outcome["parent"])
     assert parent.info.status == "FINISHED" and parent.data.tags[STATUS_TAG] == "finished"
     assert sorted(r.info.run_name.split()[0] for r in runs) == ["t01", "t02"]  # named as the driver names them
-    assert parent.data.tags["sentsweep.best_run_id"] in {r.info.run_id for r in runs}
     assert parent.data.metrics["trials_finished"] == 2
     assert main(["sync", str(sweep_dir)]) == 0  # again: nothing twice
     again = client.search_runs([outcome["experiment"]], f"tags.`{ROLE_TAG}` = 'trial'")

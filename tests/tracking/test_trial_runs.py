@@ -286,3 +286,22 @@ def test_reconcile_ends_a_pruned_trial_as_pruned_and_names_runs_as_the_driver_wo
     best = by_trial["best"]
     assert (best.info.status, best.data.tags[OUTCOME_TAG]) == ("FINISHED", "finished")
     assert REASON_TAG not in best.data.tags
+
+
+def test_sync_links_the_sweep_run_to_its_best_trials_run_once(sweep) -> None:
+    """The sweep's end names its best trial while MLflow is down; its run exists only once sync made it."""
+    from sentsweep.platform.driver.finalize import BEST_RUN_TAG, BEST_TRIAL_TAG
+    from sentsweep.platform.driver.sync import link_best_run
+
+    client, experiment_id, parent = sweep
+    stage = client.create_run(experiment_id, run_name="confirmation").info.run_id
+    runs = TrialRuns(client, experiment_id, stage)
+    best = runs.run_id("seed2")
+    link_best_run(client, experiment_id, parent, [parent, stage])
+    assert BEST_RUN_TAG not in client.get_run(parent).data.tags  # no best trial named yet
+    client.set_tag(parent, BEST_TRIAL_TAG, "seed2")
+    link_best_run(client, experiment_id, parent, [parent, stage])
+    assert client.get_run(parent).data.tags[BEST_RUN_TAG] == best
+    client.set_tag(parent, BEST_RUN_TAG, "kept")
+    link_best_run(client, experiment_id, parent, [parent, stage])
+    assert client.get_run(parent).data.tags[BEST_RUN_TAG] == "kept"  # a link the sweep made stays
