@@ -114,8 +114,10 @@ def test_a_restored_asha_recalls_its_rungs_from_the_trials_reports() -> None:
     empty = _asha()
     empty.on_trial_add(None, _Trial("new"))
     assert empty.on_trial_result(None, _Trial("new"), poor) == TrialScheduler.CONTINUE
-    restored = _asha()
+    config = SweepConfig(name="s", method="toy", scheduler={"grace_period": 1, "reduction_factor": 2, "max_t": 8})
+    restored = build_scheduler(config)  # as Tuner.restore unpickles it: Tune tells the metric when fit begins
     assert recall(restored, past) == 3
+    assert restored.set_search_properties("score", "max")  # Tune's check at fit still passes
     restored.on_trial_add(None, _Trial("new"))
     assert restored.on_trial_result(None, _Trial("new"), poor) == TrialScheduler.STOP
     good = {"training_iteration": 1, "score": 90.0}

@@ -20,6 +20,29 @@ class FinalAwareASHA(ASHAScheduler):
     def __init__(self, reference: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)
         self.reference = dict(reference) if reference else None
+        self.recalled: dict[str, Sequence[dict[str, Any]]] | None = None  # reports to replay once the metric is set
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        taken = super().set_search_properties(metric, mode, **spec)
+        pending = self.__dict__.pop("recalled", None)  # a scheduler pickled before this attribute has none
+        self.recalled = None
+        if pending:
+            self._replay(pending)
+        return taken
+
+    def remember(self, histories: Mapping[str, Sequence[dict[str, Any]]]) -> None:
+        """Replay ``histories`` (trial id -> its reports) now, or once Tune tells the metric (:func:`recall`)."""
+        if self.metric is None:
+            self.recalled = dict(histories)
+        else:
+            self._replay(histories)
+
+    def _replay(self, histories: Mapping[str, Sequence[dict[str, Any]]]) -> None:
+        for trial_id, results in histories.items():
+            trial = PastTrial(trial_id, dict(results[0].get("config") or {}) if results else {})
+            self.on_trial_add(None, trial)
+            for result in results:  # ASHA passes over a report without its metric or time
+                self.on_trial_result(None, trial, result)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         if is_final(result) or is_draining(result):
@@ -44,14 +67,10 @@ def recall(scheduler: TrialScheduler, histories: Mapping[str, Sequence[dict[str,
     Tune saves no scheduler with the experiment, so a restored ASHA starts with empty rungs and lets the next trials
     past rungs where the first run would have stopped them. Each trial's past reports (``histories``: trial id ->
     its results in order) go through the scheduler again, its decisions ignored, so its rungs hold what they held.
-    FIFO has nothing to recall."""
+    A restored ASHA learns its metric when ``fit`` begins, so the reports wait for it. FIFO has nothing to recall."""
     if not isinstance(scheduler, FinalAwareASHA):
         return 0
-    for trial_id, results in histories.items():
-        trial = PastTrial(trial_id, dict(results[0].get("config") or {}) if results else {})
-        scheduler.on_trial_add(None, trial)
-        for result in results:  # ASHA passes over a report without its metric or time
-            scheduler.on_trial_result(None, trial, result)
+    scheduler.remember(histories)
     return len(histories)
 
 
