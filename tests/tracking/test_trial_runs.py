@@ -305,3 +305,17 @@ def test_sync_links_the_sweep_run_to_its_best_trials_run_once(sweep) -> None:
     client.set_tag(parent, BEST_RUN_TAG, "kept")
     link_best_run(client, experiment_id, parent, [parent, stage])
     assert client.get_run(parent).data.tags[BEST_RUN_TAG] == "kept"  # a link the sweep made stays
+
+
+def test_a_retried_attempt_moves_the_runs_placement_even_at_a_step_already_logged(sweep) -> None:
+    """A trial retried on another node from an older checkpoint first reports a step its first attempt logged: its
+    figures are not logged twice, but its run names the node it runs on now."""
+    client, experiment_id, parent = sweep
+    runs = TrialRuns(client, experiment_id, parent)
+    run_id = runs.run_id("moved")
+    first = {"training_iteration": 1, "step": 4, "stsb_dev": 0.4, RUN_RECORD_KEY: {"tags": {"node_id": "lost"}}}
+    retried = {"training_iteration": 1, "step": 4, "stsb_dev": 0.41, RUN_RECORD_KEY: {"tags": {"node_id": "other"}}}
+    assert runs.deliver("moved", [first]) == 1
+    assert runs.deliver("moved", [retried]) == 0
+    assert client.get_run(run_id).data.tags["node_id"] == "other"
+    assert points(client, run_id, "stsb_dev") == [(4, 0.4)]

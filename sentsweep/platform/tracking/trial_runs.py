@@ -188,7 +188,13 @@ class TrialRuns:
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
             skipped = is_failed(result) or any(result.get(k) for k in self.skip_keys)
-            if skipped or not (step > mark or ends - held):
+            if skipped:
+                continue
+            if not (step > mark or ends - held):
+                record = result.get(vocab.RUN_RECORD_KEY)
+                tags = record.get("tags") if isinstance(record, dict) else None
+                if tags:  # a retried attempt's placement, at a step its first attempt logged: where it runs now
+                    self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
                 continue
             self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
