@@ -4,6 +4,7 @@ kept from growing with the ended trials. Tune pickles them into ``tuner.pkl``, s
 
 from __future__ import annotations
 
+import abc
 import logging
 import math
 import posixpath
@@ -23,7 +24,7 @@ from sentsweep.platform.stops import active_stops
 from sentsweep.platform.tracking.trial_runs_callback import last_error_line, trial_outcome
 from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 from sentsweep.trainables.checkpoints import StoredFolder
-from sentsweep.trainables.restore_note import restore_line, retry_line, retry_note
+from sentsweep.trainables.restore_note import restore_line, restore_note, retry_line, retry_note
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
@@ -115,9 +116,8 @@ class ProgressCallback(Callback):
             self._print(trials)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
-        line = restore_line(label_of(trials, trial, self.label_prefix), result)
-        if line is not None:
-            print(line, file=sys.stdout, flush=True)
+        if restore_note(result) is not None:  # a trial's first report after a fallback: labels are read only then
+            print(restore_line(label_of(trials, trial, self.label_prefix), result), file=sys.stdout, flush=True)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials, ending=trial)
@@ -187,8 +187,9 @@ class EndedTrialsChore(Callback):
             else:  # the storage failed: tried again after another delay, not at every step of Tune's loop
                 self._ended[trial_id] = (now, trial)
 
+    @abc.abstractmethod
     def chore(self, trial: Trial) -> bool:
-        raise NotImplementedError
+        """Do the work for ``trial``; whether it is done (False: the storage failed, try again later)."""
 
 
 class ShedUploadedTrialFiles(EndedTrialsChore):

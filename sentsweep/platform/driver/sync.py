@@ -38,8 +38,7 @@ def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tu
     the runs a sync creates or that were created under their Tune id."""
     trials = snapshot_trials(path, fs) or []
     numbers = creation_numbers([{"trial_id": t.trial_id, "experiment_tag": t.experiment_tag} for t in trials])
-    values = {t.trial_id: {k: v for k, v in t.evaluated_params.items() if isinstance(v, int | float | str | bool)}
-              for t in trials}
+    values = {t.trial_id: t.evaluated_params for t in trials}
     return {trial_id: (run_name(trial_label(number, prefix), trial_id, values[trial_id]), number)
             for trial_id, number in numbers.items()}
 

@@ -130,9 +130,8 @@ class TrialRunsCallback(Callback):
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
         number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
-        values = {k: v for k, v in (getattr(trial, "evaluated_params", None) or {}).items()
-                  if isinstance(v, int | float | str | bool)}
         prefix = self.__dict__.get("label_prefix", SEARCH_PREFIX)
+        values = getattr(trial, "evaluated_params", None) or {}
         return run_name(trial_label(number, prefix), trial.trial_id, values), number
 
     @property
