@@ -104,15 +104,20 @@ class SamplerFigures:
 
 
 def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: float, num_samples: int,
-            settings: SearchSettings, cap_s: float, space: ReplaySpace) -> SamplerFigures:
+            settings: SearchSettings, cap_s: float, space: ReplaySpace, to_target_only: bool = False) -> SamplerFigures:
     """``repeats`` seeds of ``strategy``: a capped replay (to target, and the fixed budget's prefix) and a converged
-    one (its improvement evaluator ``settings.evaluator``)."""
+    one (its improvement evaluator ``settings.evaluator``); with ``to_target_only``, only the capped replay up to the
+    target."""
     started = time.process_time()
     target = table.best - noise_sd
     converged_settings = SearchSettings(**{**settings.__dict__, "noise_sd": noise_sd})
     name = strategy.name if settings.evaluator == "regret_bound" else f"{strategy.name}, {settings.evaluator}"
     rows, prefixes = [], []
     for seed in range(repeats):
+        if to_target_only:
+            capped = replay(table, strategy, seed, cap_s=cap_s, settings=settings, space=space, stop_at=target)
+            rows.append((capped.seconds_to(target), math.nan, math.nan, math.nan, math.nan, 0, False))
+            continue
         capped = replay(table, strategy, seed, cap_s=cap_s, settings=settings, space=space)
         fixed_spent, fixed_best = prefix(capped, table, num_samples)
         prefixes.append(tuple(prefix(capped, table, k) for k in range(1, min(num_samples, len(capped.runs)) + 1)))
@@ -204,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--num-samples", type=int, default=None, help="the fixed budget (default: the table's size)")
     parser.add_argument("--cap", type=float, default=2.0, help="share of the grid's trial-seconds per capped replay")
     parser.add_argument("--only", action="append", default=[], metavar="SETTING=V1,V2")
+    parser.add_argument("--to-target-only", action="store_true",
+                        help="only the trial-seconds to the target (each replay stops there): the first table")
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     table = read_table(args.table, "cpu_seconds")
@@ -221,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
         settings = SearchSettings(min_trials=args.min_trials, evaluator=evaluator)
         for strategy in strategies(args.samplers.split(",")):
             figures.append(measure(table, strategy, repeats=args.repeats, noise_sd=noise_sd,
-                                   num_samples=num_samples, settings=settings, cap_s=args.cap * full, space=space))
+                                   num_samples=num_samples, settings=settings, cap_s=args.cap * full, space=space,
+                                   to_target_only=args.to_target_only))
             print(f"{figures[-1].name}: {figures[-1].seconds:.0f} CPU-s", file=sys.stderr, flush=True)
     source = "given" if args.noise_sd is not None else f"measured from {len(table.replicas)} points' seeds"
     print(f"table {args.table}: {len(table.curves)} points, best {table.best:.2f}, noise sd {noise_sd:.3f} ({source}), "
@@ -230,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{space.space or 'the table grid'}")
     first = [f for f in figures if ", " not in f.name]
     print_table("Trial-seconds to within the noise of the best", SAMPLER_HEADER, sampler_rows(first))
+    if args.to_target_only:
+        return
     print_table("stop_when: converged against the fixed budget", CONVERGED_HEADER, converged_rows(figures, noise_sd))
     print_table("What any stop rule could save", BOUND_HEADER, bound_rows(first, table.best - noise_sd))
 

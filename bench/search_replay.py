@@ -246,9 +246,10 @@ class _Running:
 
 def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, concurrency: int = 1,
            settings: SearchSettings = SearchSettings(), space: ReplaySpace | None = None,
-           num_samples: int | None = None) -> Trace:
+           num_samples: int | None = None, stop_at: float = math.inf) -> Trace:
     """One replay of ``strategy`` (seed ``seed``) until ``cap_s`` trial-seconds are spent, ``num_samples`` trials
-    started or the searcher ended the search (grid: or the grid is done), ``concurrency`` trials at a time."""
+    started, the searcher ended the search (grid: or the grid is done) or a report reached ``stop_at``,
+    ``concurrency`` trials at a time."""
     space = space or ReplaySpace.for_table(table)
     config = settings.sweep_config(seed, strategy.asha, strategy.sampler)
     with warnings.catch_warnings():
@@ -308,6 +309,8 @@ def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, con
         trace.spent.append(spent_at(now))
         trace.wall.append(now)
         trace.incumbent.append(best)
+        if best >= stop_at:
+            return trace
         if scheduler.on_trial_result(None, run.handle, result) == TrialScheduler.STOP:
             trace.stopped_early += 1
             finish(trial_id, result, now)
