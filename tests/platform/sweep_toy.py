@@ -204,8 +204,8 @@ def interrupt_once_started(root: Path, trials: int, done: threading.Event, deadl
         time.sleep(0.05)
 
 
-def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240) -> Path:
-    """Run the toy sweep ``config`` (no finalize, no preflight) until ``trials`` trials have started, then stop it
+def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240, finalize: bool = False) -> Path:
+    """Run the toy sweep ``config`` (no preflight) until ``trials`` trials have started, then stop it
     as SIGINT does (:func:`interrupt_once_started`); its folder, with the state Tune saved."""
     import pytest
 
@@ -219,7 +219,7 @@ def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240)
     watcher.start()
     try:
         with pytest.raises(SweepInterrupted):
-            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=finalize, preflight=False,
                       echo=lambda line: None)
     finally:
         done.set()

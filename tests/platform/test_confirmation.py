@@ -259,3 +259,32 @@ def test_a_stage_that_never_runs_leaves_no_scheduled_run(tmp_path, tiny_bert_dir
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'")
     assert run.info.status == "KILLED"
     assert run.data.tags[REASON_TAG].startswith("the confirmation stage did not run")
+
+
+def test_a_stopped_sweep_ends_its_scheduled_stage_run_and_a_resume_runs_it(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                          ray_session):
+    """A sweep stopped mid-search (SIGINT) ends the stage's scheduled run KILLED, saying a resume runs the stage; the
+    resume schedules it again and finishes it, the reason cleared."""
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, interrupted_sweep, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "sleep_s": 0.5},
+                        confirm={"top_k": 1, "seeds": 1}, plots=False, export=False)
+    folder = interrupted_sweep(config, 1, deadline_s=600, finalize=True)
+    client = MlflowClient(tracking_uri=tracking_uri)
+
+    def stage_run():
+        experiments = [e.experiment_id for e in client.search_experiments()]
+        (run,) = client.search_runs(experiments, f"tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'")
+        return run
+
+    stopped = stage_run()
+    assert stopped.info.status == "KILLED"
+    assert stopped.data.tags[REASON_TAG].startswith("the sweep stopped before its confirmation stage ended")
+    outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False,
+                           echo=lambda line: None)
+    assert outcome.confirmation is not None
+    finished = stage_run()
+    assert finished.info.run_id == stopped.info.run_id and finished.info.status == "FINISHED"
+    assert REASON_TAG not in finished.data.tags

@@ -46,7 +46,14 @@ from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, trial_label
-from sentsweep.tracking.vocabulary import CHANGED_TAG, CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, SWEEP_TAG
+from sentsweep.tracking.vocabulary import (
+    CHANGED_TAG,
+    CONFIRMATION_ROLE,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    SWEEP_TAG,
+)
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
@@ -140,11 +147,15 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
     """Find or create the sweep's ``confirmation`` run (SCHEDULED) as the sweep begins; best effort: otherwise the
-    stage creates it as it begins."""
+    stage creates it as it begins. A run that ended with a stopped or failed session is scheduled again."""
     if config.confirm.top_k == 0:
         return
     try:
-        _stage_run_id(sweep)
+        run = sweep.client.get_run(_stage_run_id(sweep))
+        if run.info.status == "KILLED":
+            sweep.client.update_run(run.info.run_id, status="SCHEDULED")
+            if REASON_TAG in run.data.tags:
+                sweep.client.delete_tag(run.info.run_id, REASON_TAG)
     except Exception as exc:  # noqa: BLE001 - best effort
         log.warning("the confirmation stage's run was not scheduled (%s: %s): it is created when the stage begins",
                     type(exc).__name__, exc)

@@ -222,6 +222,9 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             why = (f"the confirmation stage did not run: no finished trial reported {config.metric}" if finalize
                    else "the sweep was finished without its final stages (--no-finalize)")
             end_stage_run(sweep, config, location, why)
+        elif state == "interrupted" and sweep.stage_run_id is not None:  # no lookup: a stop waits for nothing
+            end_stage_run(sweep, config, location, "the sweep stopped before its confirmation stage ended; a resume "
+                          "runs the stage")
         if not sweep.flush():  # what MLflow has not taken is saved in the sweep folder
             echo("MLflow has not taken all of the sweep's run yet; it waits in the sweep folder, and "
                  f"{folder_command('sync', location.uri, sweep.tracking_uri)} delivers it once MLflow answers")
