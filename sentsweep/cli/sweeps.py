@@ -106,7 +106,8 @@ def _quiet_libraries() -> None:
     for experiment", the TensorBoard hint: its new output engine prints them at ``verbose=0`` too; the legacy engine,
     which Ray keeps behind ``RAY_AIR_NEW_OUTPUT=0``, prints nothing there) and MLflow's "View run" line at each run's
     end interleaved with the sweep's progress lines say nothing a user acts on: warnings only. The sweep prints its
-    own run page. A ``RAY_AIR_NEW_OUTPUT`` or ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` the user set is kept."""
+    own run page. Tune's traceback of a failed trial is in the trial's ``error.txt``, and the sweep prints its last
+    line (``TUNE_PRINT_ALL_TRIAL_ERRORS=0``). A variable the user set is kept."""
     import optuna
     from transformers.utils import logging as transformers_logging
 
@@ -114,6 +115,7 @@ def _quiet_libraries() -> None:
     transformers_logging.disable_progress_bar()
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -147,7 +147,7 @@ def test_best_model_is_registered(toy_sweep, client):
 
 
 def test_a_sweep_without_a_finished_trial_closes_its_parent_failed(tmp_path, tiny_bert_dir, tracking_uri,
-                                                                   ray_session) -> None:
+                                                                   ray_session, capsys) -> None:
     from sentsweep.platform.driver.sweep import run_sweep
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
@@ -158,3 +158,7 @@ def test_a_sweep_without_a_finished_trial_closes_its_parent_failed(tmp_path, tin
     parent = MlflowClient(tracking_uri=tracking_uri).get_run(outcome.parent_run_id)
     assert parent.info.status == "FAILED"
     assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 2 failed"
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("trial t0")]
+    assert len(failed) == 2, "one line per failed trial"
+    assert all("failed: RuntimeError: toy failure at step 1 (traceback in " in line and line.endswith("error.txt)")
+               for line in failed)

@@ -4,6 +4,7 @@ model-training view, the sweep's and the experiment's descriptions, a registered
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow.fs
@@ -180,3 +181,26 @@ def test_a_retried_trial_is_named_in_one_line_with_where_it_restarts(tmp_path: P
     assert retry_note(trial.checkpoint.path, "x") == ("checkpoint checkpoint_000002", "x")
     assert retry_note(None, "x") == (SCRATCH, "x")
     assert retry_line("t02", ("checkpoint checkpoint_000002", "E" * 400)).endswith("E" * 297 + "...")
+
+
+def test_a_trial_that_fails_for_good_is_one_line_and_tunes_traceback_stays_in_its_file(tmp_path: Path, capsys,
+                                                                                       monkeypatch) -> None:
+    """A trial Tune does not retry: one line with the error's last line and where its traceback is; the CLI turns
+    Tune's own printed traceback off unless the user set ``TUNE_PRINT_ALL_TRIAL_ERRORS``."""
+    from sentsweep.cli.sweeps import _quiet_libraries
+    from sentsweep.platform.driver.callbacks import ProgressCallback
+
+    error = tmp_path / "error.txt"
+    error.write_text("Failure # 2\nTraceback (most recent call last):\n  File x\nRuntimeError: CUDA out of memory\n")
+    trial = _Trial("a", "ERROR", None)
+    trial.error_file = str(error)
+    ProgressCallback("stsb_dev", "max", 2).on_trial_error(1, [trial], trial)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"trial t01 failed: RuntimeError: CUDA out of memory (traceback in {error})"
+    for name in ("TUNE_PRINT_ALL_TRIAL_ERRORS", "RAY_AIR_NEW_OUTPUT", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test
+    _quiet_libraries()
+    assert os.environ["TUNE_PRINT_ALL_TRIAL_ERRORS"] == "0"
+    monkeypatch.setenv("TUNE_PRINT_ALL_TRIAL_ERRORS", "1")
+    _quiet_libraries()
+    assert os.environ["TUNE_PRINT_ALL_TRIAL_ERRORS"] == "1"
