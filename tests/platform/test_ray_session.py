@@ -48,3 +48,31 @@ def test_a_sweep_without_an_address_never_joins_the_clusters_ray_start_left_on_t
         assert _probe("plain", env) == head.gcs_address  # the trap: plain ray.init() joins the other cluster
         assert _probe("sweep", env) != head.gcs_address  # the sweep starts a Ray of its own
         assert _probe("sweep", {**env, "RAY_ADDRESS": head.gcs_address}) == head.gcs_address  # a job's driver joins
+
+
+def test_an_address_where_no_ray_answers_is_refused_at_once(monkeypatch) -> None:
+    """``ray.init`` waits without end for a cluster that is not there: the sweep refuses the address first, naming
+    where it came from; an address that answers, and the forms Ray resolves itself, pass."""
+    import socket
+
+    from sentsweep.errors import ConfigError
+    from sentsweep.platform.driver.ray_session import refuse_unanswered_ray
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        open_port = listening.getsockname()[1]
+        refuse_unanswered_ray(f"127.0.0.1:{open_port}")
+        refuse_unanswered_ray(f"ray://127.0.0.1:{open_port}")
+    with socket.socket() as closed:  # bound, never listening: refused
+        closed.bind(("127.0.0.1", 0))
+        closed_port = closed.getsockname()[1]
+        refused = rf"field '--address': no Ray cluster answers at 127.0.0.1:{closed_port} "
+        with pytest.raises(ConfigError, match=refused):
+            refuse_unanswered_ray(f"127.0.0.1:{closed_port}")
+        monkeypatch.setenv("RAY_ADDRESS", f"localhost:{closed_port}")
+        with pytest.raises(ConfigError, match="field 'RAY_ADDRESS': no Ray cluster answers at localhost:"):
+            refuse_unanswered_ray(None)
+    for resolved_by_ray in ("local", "auto", "http://head:8265"):
+        refuse_unanswered_ray(resolved_by_ray)

@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sentsweep._compat.ray import reload_auth_settings, set_single_machine
+from sentsweep.errors import ConfigError
 from sentsweep.platform.config import joins_ray_cluster
 from sentsweep.platform.tracking.store import hidden_from_workers
 
@@ -62,6 +64,27 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
             yield
         finally:
             ray.shutdown()
+
+
+def refuse_unanswered_ray(address: str | None, timeout_s: float = 5.0) -> None:
+    """:class:`ConfigError` when nothing listens where ``address`` (else ``RAY_ADDRESS``) names a Ray cluster:
+    ``ray.init`` would wait for it without end. Ray reaches a loopback host at the node's own address too."""
+    from ray.util import get_node_ip_address
+
+    given = address or os.environ.get("RAY_ADDRESS", "")
+    host, _, port = given.removeprefix("ray://").rpartition(":")
+    if "://" in host or not port.isdigit():
+        return  # "local", "auto" and other forms are Ray's to resolve
+    hosts = [host, get_node_ip_address()] if host in ("localhost", "127.0.0.1") else [host]
+    reason = ""
+    for name in hosts:
+        try:
+            socket.create_connection((name, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    raise ConfigError(f"no Ray cluster answers at {given} ({reason}); start one (`ray start --head`) or fix the "
+                      "address", field="--address" if address else "RAY_ADDRESS")
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from sentsweep.platform.driver.interrupt import (
     unfinished_trials,
 )
 from sentsweep.platform.driver.preflight import check_sweep
-from sentsweep.platform.driver.ray_session import ray_session
+from sentsweep.platform.driver.ray_session import ray_session, refuse_unanswered_ray
 from sentsweep.platform.driver.resume import apply_resume_config, refuse_fewer_samples, resume_config
 from sentsweep.platform.driver.specs import (
     SearchSpaceLike,
@@ -76,6 +76,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     trainable, space = resolve_specs(config, source, trainable, space)
     trials = validate_trials(config, trainable, space, source)
     refuse_sqlite_on_cluster(config.tracking.uri, address)
+    refuse_unanswered_ray(address)
     if preflight:
         check_sweep(config, trials, source)
     history = load_history(config.warm_start, space.define_by_run, config.storage_endpoint_url, config) \
@@ -139,6 +140,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     trainable, space = resolve_specs(config, location.uri, trainable, space)
     trials = validate_trials(config, trainable, space, location.uri)
     refuse_sqlite_on_cluster(uri, address)
+    refuse_unanswered_ray(address)
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
     refuse_unanswered_store(uri)
     with explain_refused_credentials(uri):
