@@ -1,6 +1,5 @@
 """Checks before Ray starts (:func:`check_sweep`): storage, tracking, model, spaCy and data, each failure one line
-naming the field or file. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`).
-"""
+naming the field or file. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
 from sentsweep.platform.driver.specs import (
-    SearchSpaceLike,
     describe_settings,
     resolve_specs,
     settings_field,
@@ -40,12 +38,7 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
     check_data_source(config, source)
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
-    seen: set[str] = set()
-    for trial in trials:
-        key = trial.model_dump_json(exclude={"tracking"})
-        if key in seen:
-            continue
-        seen.add(key)
+    for trial in {t.model_dump_json(exclude={"tracking"}): t for t in trials}.values():  # each distinct one once
         check_model(trial.model, settings_field(config, "model"), source)
         for name in ("negation_model", "spacy_model"):  # the spaCy pipelines of SNCSE and multi-view
             if hasattr(trial, name):
@@ -267,37 +260,33 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     trainable, space = resolve_specs(resolved, source)
     trials = validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
+    history = None
     if resolved.warm_start:
         from sentsweep.platform.search.warm_start import load_history
 
         history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
-    for line in summary(resolved, space, source):
-        echo(line)
-    if resolved.warm_start:
-        echo(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
-    echo("checks passed: config, search space, data, model, storage, tracking (Ray was not started)")
-
-
-def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = None) -> list[str]:
-    """What a sweep of ``config`` over ``space`` runs, its resources, and where its folder and runs go."""
     points = space_points(space)
     describe = getattr(space, "describe", None)
-    lines = [f"sweep {config.name}{f' ({source})' if source else ''}: method {config.method}, "
+    lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
              f"search space '{space.name}'"]
     lines += ["search space:", *(f"  {line}" for line in (describe() if describe else [str(space.define_by_run)]))]
-    shared = {**config.fixed, **getattr(space, "fixed", {})}
+    shared = {**resolved.fixed, **getattr(space, "fixed", {})}
     if shared:
         lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
     lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
     lines += [f"then: {describe_settings(p, 4)}" for p in points[1:]]
-    if len(points) > config.num_samples:
-        lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {config.num_samples}: "
-                     f"the last {len(points) - config.num_samples} will not run")
-    bound = "up to " if config.stop_when == "converged" else ""
-    artifacts = config.tracking.artifact_location
-    return [*lines, f"trials: {bound}{config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a "
-            f"time; metric {config.metric} ({config.mode})", f"search: {config.search_text()}",
-            f"resources per trial: {config.resources.cpu:g} CPU, {config.resources.gpu:g} GPU",
-            f"sweep folder: under {mask_uri(config.storage_path)} (made when the sweep starts)",
-            f"tracking: {mask_uri(config.tracking.uri)}, experiment '{config.tracking.experiment}'"
-            + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]
+    if len(points) > resolved.num_samples:
+        lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
+                     f"the last {len(points) - resolved.num_samples} will not run")
+    bound = "up to " if resolved.stop_when == "converged" else ""
+    artifacts = resolved.tracking.artifact_location
+    lines += [f"trials: {bound}{resolved.num_samples}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
+              f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
+              f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",
+              f"sweep folder: under {mask_uri(resolved.storage_path)} (made when the sweep starts)",
+              f"tracking: {mask_uri(resolved.tracking.uri)}, experiment '{resolved.tracking.experiment}'"
+              + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]
+    if history is not None:
+        lines.append(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
+    for line in [*lines, "checks passed: config, search space, data, model, storage, tracking (Ray was not started)"]:
+        echo(line)
