@@ -64,26 +64,21 @@ class SweepBudget:
         self.trials[trial_id] = trial_compute(result)
 
     def check(self) -> bool:
-        """Count the driver's time since the last check; whether the budget is spent (said once, then kept)."""
+        """Count the driver's time since the last check; whether the budget is spent: the first limit reached is said
+        once, then kept."""
         now = self.clock()
         if self._tick is not None:
             self.wall_seconds += now - self._tick
             self._tick = now
-        if self.spent is None:
-            self.spent = self.exceeded()
-            if self.spent is not None:
-                self.echo(self.spent)
-        return self.spent is not None
-
-    def exceeded(self) -> str | None:
-        """Why the budget is spent by the count (None while it is not): the first limit reached."""
         limits = (("gpu_hours", self.budget.gpu_hours, sum(compute for compute, _, _ in self.trials.values())),
                   ("wall_hours", self.budget.wall_hours, self.wall_seconds))
-        for name, hours, used in limits:
-            if hours is not None and used >= hours * 3600:
-                return (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
-                        "started, the running ones stopped at their last report")
-        return None
+        reached = [(name, hours, used) for name, hours, used in limits if hours is not None and used >= hours * 3600]
+        if self.spent is None and reached:
+            name, hours, used = reached[0]
+            self.spent = (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
+                          "started, the running ones stopped at their last report")
+            self.echo(self.spent)
+        return self.spent is not None
 
     def figures(self) -> dict[str, float]:
         """The parent run's ``budget_*`` metrics."""

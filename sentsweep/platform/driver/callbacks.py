@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.fs
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
@@ -35,9 +36,11 @@ LOGGER_PREFIXES = ("events.out.tfevents",)
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
-    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping."""
+    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping (no
+    :class:`TrimEndedTrials` when ``keep_trials`` or ``trim_ended_after_s`` is null)."""
+    delay_s = config.checkpoint.trim_ended_after_s if config.checkpoint.keep_trials is not None else None
     return [ProgressCallback(config.metric, config.mode, num_samples, label_prefix=label_prefix), StopWatch(),
-            UploadLogsBeforeRestart(), *storage_trimming(config)]
+            UploadLogsBeforeRestart(), *([TrimEndedTrials(config.mode, delay_s)] if delay_s is not None else [])]
 
 
 class StopWatch(Callback):
@@ -164,15 +167,11 @@ class ShedUploadedTrialFiles(EndedTrialsChore):
     holds a file of the same name and size."""
 
     def chore(self, trial: Trial) -> bool:
-        import pyarrow.fs
-
         storage = trial.storage
         if not trial.local_path or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
             return True
-        folder = Path(trial.local_path)
-        files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name in LOGGER_FILES or
-                                                                       p.name.startswith(LOGGER_PREFIXES))) \
-            if folder.is_dir() else []
+        files = [p for p in sorted(Path(trial.local_path).glob("*"))  # none when the folder is gone
+                 if p.is_file() and (p.name in LOGGER_FILES or p.name.startswith(LOGGER_PREFIXES))]
         if not files:
             return True
         try:
@@ -195,8 +194,6 @@ class UploadLogsBeforeRestart(Callback):
         storage = trial.storage
         if trial.checkpoint is None or storage is None or not trial.local_path:  # the loggers copy nothing then
             return
-        import pyarrow.fs
-
         try:
             for name in ("result.json", "progress.csv"):
                 local = Path(trial.local_path, name)
@@ -207,14 +204,6 @@ class UploadLogsBeforeRestart(Callback):
                                           destination_filesystem=storage.storage_filesystem)
         except OSError as error:  # the storage does not answer: Tune's loggers restore what it holds
             logger.warning("trial %s: its result files were not uploaded before its restart: %s", trial, error)
-
-
-def storage_trimming(config: SweepConfig) -> list[Callback]:
-    """:class:`TrimEndedTrials`, unless ``keep_trials`` or ``trim_ended_after_s`` is null (nothing is trimmed)."""
-    settings = config.checkpoint
-    if settings.keep_trials is None or settings.trim_ended_after_s is None:
-        return []
-    return [TrimEndedTrials(config.mode, settings.trim_ended_after_s)]
 
 
 class TrimEndedTrials(EndedTrialsChore):

@@ -39,7 +39,7 @@ from sentsweep.platform.driver.interrupt import (
 from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
-from sentsweep.platform.outcome import ConfirmationOutcome, Interval
+from sentsweep.platform.outcome import ConfirmationOutcome
 from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
@@ -186,7 +186,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     per_rank: dict[str, float] = {}
     for c in outcome.candidates:
         iv = c.interval
-        per_rank.update({f"r{c.rank}_{k}": v for k, v in _figures(iv).items()} | {f"r{c.rank}_search": c.search_value})
+        per_rank.update({f"r{c.rank}_{k}": v for k, v in asdict(iv).items()} | {f"r{c.rank}_search": c.search_value})
         named = labels.get(c.trial_id, c.trial_id) + (", " + describe_settings(c.params) if c.params else "")
         echo(f"  #{c.rank} (trial {named}): {metric} "
              f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
@@ -194,7 +194,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     run.set_tags({f"sentsweep.confirm.r{c.rank}_trial": c.trial_id for c in outcome.candidates}
                  | {"sentsweep.confirm.rule": outcome.rule, "sentsweep.confirm.winner_rank": str(outcome.winner.rank),
                     "sentsweep.confirm.chosen_trial": outcome.chosen.trial_id})
-    winner_figures = {f"confirmed_{metric}_{k}": v for k, v in _figures(outcome.winner.interval).items() if k != "n"}
+    winner_figures = {f"confirmed_{metric}_{k}": v for k, v in asdict(outcome.winner.interval).items() if k != "n"}
     winner_figures["confirmed_seeds"] = float(outcome.winner.interval.n)
     further = [r for r in outcome.winner.further_runs if math.isfinite(r.value)]
     for key in sorted(set.intersection(*(set(r.metrics) for r in further)) - {metric} if further else ()):
@@ -247,10 +247,6 @@ def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path
 def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
     with path.open("w", newline="") as out:
         csv.writer(out).writerows([header, *rows])
-
-
-def _figures(iv: Interval) -> dict[str, float]:
-    return {"mean": iv.mean, "std": iv.std, "low": iv.low, "high": iv.high, "n": float(iv.n)}
 
 
 def _finite(metrics: dict[str, float]) -> dict[str, float]:

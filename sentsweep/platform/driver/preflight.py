@@ -123,9 +123,8 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         except urllib.error.HTTPError:
             return  # it answered (an auth-protected health page still means reachable)
         except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({reason}); start it or fix the "
-                              "URI", field="tracking.uri", file=source) from None
+            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
+                              "it or fix the URI", field="tracking.uri", file=source) from None
         return
     folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
         Path(urlparse(uri).path) if uri.startswith("file://") else None)
@@ -183,23 +182,21 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
         with _naming_field(field_of("corpus")):
             _check_corpus_head(name, trial.data_dir)
     for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
-        try:  # a missing or malformed file: one DataError naming the file (and line) and the field
+        with _naming_field(field_of(field), name):  # a missing or malformed file: named with its line and the field
             load_sts_sets([DEV_SETS[name]], trial.data_dir)
-        except DataError as exc:
-            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
-                            line=exc.line) from None
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
 
 
 @contextlib.contextmanager
-def _naming_field(field: str) -> Iterator[None]:
-    """A DataError that names no file (a prepared dataset missing) names the field instead."""
+def _naming_field(field: str, name: str | None = None) -> Iterator[None]:
+    """A DataError names the field (and the set ``name``); one that names a file is kept as it is without ``name``."""
     try:
         yield
     except DataError as exc:
-        if exc.file is not None:
+        if exc.file is not None and name is None:
             raise
-        raise DataError(f"field '{field}': {exc.message}") from None
+        raise DataError(f"field '{field}'{f' ({name})' if name else ''}: {exc.message}", file=exc.file,
+                        line=exc.line) from None
 
 
 def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
@@ -238,8 +235,7 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
         _, (path,) = locate_dataset(name, "corpus", None, data_dir)
     else:
         given = Path(name).expanduser()
-        under_root = datasets.resolve_data_dir(data_dir).path(given)
-        path = given if given.is_file() else under_root
+        path = given if given.is_file() else datasets.resolve_data_dir(data_dir).path(given)
         if not path.is_file():
             datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
     try:

@@ -78,8 +78,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     with explain_refused_credentials(uri):  # a 401/403 is one line naming the variables
         refuse_foreign_parent(client, manifest, location)
     fs, root = location.resolve()
-    state = read_state(location)
-    stage_run = state.get("run_id") if state else None
+    stage_run = (read_state(location) or {}).get("run_id")
     pruned_by = scheduler_label(SweepConfig.model_validate(manifest.config))
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         stages = [(root, manifest.parent_run_id)]
