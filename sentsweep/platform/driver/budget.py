@@ -7,16 +7,14 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ray.tune import Callback, Stopper
+from ray.tune.experiment import Trial
 
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.objectives import TIME_TOTAL_KEY, Objective, objective_value
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
-
-if TYPE_CHECKING:
-    from ray.tune.experiment import Trial
 
 
 def trial_compute(result: Mapping[str, Any] | None) -> tuple[float, float, float]:

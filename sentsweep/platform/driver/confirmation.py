@@ -11,7 +11,11 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from ray import tune
+from ray.tune import Result, ResultGrid
+from ray.tune.search import BasicVariantGenerator
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.stage import (
@@ -36,7 +40,7 @@ from sentsweep.platform.driver.interrupt import (
     close_interrupted_trials,
     unfinished_trials,
 )
-from sentsweep.platform.driver.specs import describe_settings
+from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome
@@ -47,11 +51,6 @@ from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, trial_label
 from sentsweep.tracking.vocabulary import CHANGED_TAG, CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG
 
-if TYPE_CHECKING:
-    from ray.tune import Result, ResultGrid
-
-    from sentsweep.platform.driver.specs import TrainableLike
-
 log = logging.getLogger("sentsweep.platform")
 
 
@@ -61,9 +60,6 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal raises
     :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew: a state (or
     a ``tuner.pkl``) found in its folder was planted."""
-    from ray import tune
-    from ray.tune.search import BasicVariantGenerator
-
     if config.confirm.top_k == 0:
         return None
     state = None if fresh else read_state(location)
@@ -92,15 +88,14 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     if resumed and tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
         tuner = tune.Tuner.restore(path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
-    else:  # a Tune experiment over the fixed list of points, each trial run as the search runs it
-        # each point replaces the space's values on purpose: Tune's warning about every differing value is noise
+    else:  # a Tune experiment over the fixed points, each trial run as the search runs it; a point replaces the
+        # space's values on purpose (Tune's warning about every differing value is noise), and its keys are the space
         logging.getLogger("ray.tune.search.variant_generator").setLevel(logging.ERROR)
         generator = BasicVariantGenerator(points_to_evaluate=[dict(p) for p in points],
                                           max_concurrent=config.max_concurrent_trials or 0)
         callbacks = [TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
                                        label_prefix=CONFIRMATION_PREFIX),
                      *stage_callbacks(config, len(points), CONFIRMATION_PREFIX)]
-        # the points replace every value; Tune wants each of their keys in the space
         tuner = build_tuner(trainable, config, stage, dict(points[0]), callbacks, search_alg=generator,
                             num_samples=len(points))
     if state["status"] == "done":
@@ -198,8 +193,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     winner_figures["confirmed_seeds"] = float(outcome.winner.interval.n)
     further = [r for r in outcome.winner.further_runs if math.isfinite(r.value)]
     for key in sorted(set.intersection(*(set(r.metrics) for r in further)) - {metric} if further else ()):
-        values = [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]
-        if values:
+        if values := [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]:
             winner_figures[f"confirmed_{key}_mean"] = sum(values) / len(values)
     sweep.log_metrics(_finite(winner_figures))
     sweep.set_tags({SEARCH_BEST_TAG: outcome.candidates[0].trial_id, CHANGED_TAG: str(outcome.changed).lower()})

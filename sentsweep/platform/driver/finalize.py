@@ -116,8 +116,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                      f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
         if outcome.export_dir is not None:  # the best trial's run names the exported model, else gets the weights once
             sweep.tag_trial(outcome.best_trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent)
-        elif not (outcome.best_run_id and _or_none(lambda: has_artifact(sweep.client, outcome.best_run_id,
-                                                                        BEST_WEIGHTS))):
+        elif not (outcome.best_run_id and _if_answered(
+                sweep, lambda: has_artifact(sweep.client, outcome.best_run_id, BEST_WEIGHTS))):
             sweep.upload_to_trial(outcome.best_trial_id, weights, BEST_WEIGHTS, parent)
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
@@ -133,22 +133,20 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
-def _or_none(read: Callable[[], Any]) -> Any:
+def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
+    if not store_answers(sweep.tracking_uri):
+        return None
     try:
         return read()
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
         return None
 
 
-def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
-    return _or_none(read) if store_answers(sweep.tracking_uri) else None
-
-
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
     """The ``final_*`` metrics an earlier finalize recorded on the parent ``run`` for best trial ``trial_id`` (a full
     SentEval suite takes most of an hour on a CPU); None unless its ``final_eval.json`` (logged last) is there."""
-    if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _or_none(
-            lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
+    if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _if_answered(
+            sweep, lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
         return None  # not recorded, or unknown while MLflow does not answer: evaluate again
     finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
     return finals or None

@@ -164,6 +164,7 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     ``field_of`` spells a trial field where the user set it (``fixed.dev_data``)."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
+    from sentsweep.data.registry import locate as locate_dataset
     from sentsweep.evaluation.sts import load_sts_sets
     from sentsweep.trainables.trial_config import DEV_SETS
 
@@ -175,8 +176,12 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
         with _naming_field(field_of("train_data")):
             rows = loader(train, split, data_dir=trial.data_dir)
         if not rows:
+            try:
+                _, paths = locate_dataset(train, kind, split, trial.data_dir)
+            except DataError:
+                paths = []
             raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
-                            "rows", file=_split_file(train, kind, split, trial.data_dir))
+                            "rows", file=", ".join(str(p) for p in paths) or None)
     corpora = getattr(trial, "corpus", None)
     for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
         with _naming_field(field_of("corpus")):
@@ -197,16 +202,6 @@ def _naming_field(field: str, name: str | None = None) -> Iterator[None]:
             raise
         raise DataError(f"field '{field}'{f' ({name})' if name else ''}: {exc.message}", file=exc.file,
                         line=exc.line) from None
-
-
-def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
-    from sentsweep.data.registry import locate as locate_dataset
-
-    try:
-        _, paths = locate_dataset(name, kind, split, data_dir)
-    except DataError:
-        return None
-    return ", ".join(str(p) for p in paths) or None
 
 
 def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
@@ -256,11 +251,6 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     trainable, space = resolve_specs(resolved, source)
     trials = validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
-    history = None
-    if resolved.warm_start:
-        from sentsweep.platform.search.warm_start import load_history
-
-        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
     points = space_points(space)
     describe = getattr(space, "describe", None)
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
@@ -282,7 +272,10 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
               f"sweep folder: under {mask_uri(resolved.storage_path)} (made when the sweep starts)",
               f"tracking: {mask_uri(resolved.tracking.uri)}, experiment '{resolved.tracking.experiment}'"
               + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]
-    if history is not None:
+    if resolved.warm_start:  # read before anything is printed: a failure is the one line a sweep would say
+        from sentsweep.platform.search.warm_start import load_history
+
+        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
         lines.append(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
     for line in [*lines, "checks passed: config, search space, data, model, storage, tracking (Ray was not started)"]:
         echo(line)

@@ -9,9 +9,10 @@ import logging
 import posixpath
 import re
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow.fs
+from ray.tune import Tuner
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 from ray.tune.utils import flatten_dict
 
@@ -20,18 +21,12 @@ from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import BudgetConfig, SweepConfig
 from sentsweep.platform.folder.trust import same_folder
 from sentsweep.platform.identity import sweep_owner
-from sentsweep.platform.location import SweepManifest, is_shared_folder, locate
+from sentsweep.platform.location import SweepLocation, SweepManifest, is_shared_folder, locate
 from sentsweep.platform.search.scheduler import recall
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
-from sentsweep.platform.tracking.parent_run import flatten
+from sentsweep.platform.tracking.parent_run import SweepRun, flatten
 from sentsweep.platform.tracking.trial_runs import trial_folders
 from sentsweep.tracking.vocabulary import STATUS_TAG, SWEEP_DIR_TAG
-
-if TYPE_CHECKING:
-    from ray.tune import Tuner
-
-    from sentsweep.platform.location import SweepLocation
-    from sentsweep.platform.tracking.parent_run import SweepRun
 
 logger = logging.getLogger(__name__)
 
@@ -173,32 +168,29 @@ class ResizableSearchGenerator(SearchGenerator):
 
     def restore_from_dir(self, dirpath: str) -> None:
         """Tune's restore, made to agree with the trials of the newest experiment state in the sweep's storage (an
-        earlier driver's staging folder on this host may hold files it never uploaded)."""
-        self.restored = snapshot_trials(self.storage[1], self.storage[0]) if self.storage else snapshot_trials(dirpath)
+        earlier driver's staging folder on this host may hold files it never uploaded): the limiter's running trials
+        are those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for one Tune lost."""
+        trials = self.restored = snapshot_trials(*self.storage[::-1]) if self.storage else snapshot_trials(dirpath)
         super().restore_from_dir(dirpath)
-        if self.restored is not None:
-            agree(self.searcher, self.restored)
-
-
-def agree(search: Searcher, trials: list[SnapshotTrial]) -> None:
-    """Make the limiter and the searcher inside ``search`` agree with ``trials``: the limiter's running trials are
-    those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for a trial Tune lost."""
-    running = {t.trial_id for t in trials if t.status not in ENDED}
-    while not isinstance(search, PruningAwareOptunaSearch) and hasattr(search, "searcher"):
-        if isinstance(search, ConcurrencyLimiter) and search.live_trials != running:
-            search.live_trials = set(running)
-            search.num_unfinished_live_trials = len(running)
-        search = search.searcher
-    if not isinstance(search, PruningAwareOptunaSearch):
-        return
-    untold = search.running()
-    for trial in trials:
-        if trial.status in ENDED and trial.trial_id in untold:
-            search.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
-                                     error=trial.status == "ERROR")
-    lost = search.forget_lost({t.trial_id for t in trials})
-    if lost:
-        logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
+        if trials is None:
+            return
+        search = self.searcher
+        running = {t.trial_id for t in trials if t.status not in ENDED}
+        while not isinstance(search, PruningAwareOptunaSearch) and hasattr(search, "searcher"):
+            if isinstance(search, ConcurrencyLimiter) and search.live_trials != running:
+                search.live_trials = set(running)
+                search.num_unfinished_live_trials = len(running)
+            search = search.searcher
+        if not isinstance(search, PruningAwareOptunaSearch):
+            return
+        untold = search.running()
+        for trial in trials:
+            if trial.status in ENDED and trial.trial_id in untold:
+                search.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
+                                         error=trial.status == "ERROR")
+        lost = search.forget_lost({t.trial_id for t in trials})
+        if lost:
+            logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
 
 
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:

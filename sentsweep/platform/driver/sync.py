@@ -35,10 +35,9 @@ log = logging.getLogger("sentsweep.tracking")
 def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tuple[str, int]]:
     """Trial id -> the name and number the driver gives its run, from the experiment snapshot."""
     trials = snapshot_trials(path, fs) or []
-    numbers = creation_numbers([{"trial_id": t.trial_id, "experiment_tag": t.experiment_tag} for t in trials])
     values = {t.trial_id: t.evaluated_params for t in trials}
     return {trial_id: (run_name(trial_label(number, prefix), trial_id, values[trial_id]), number)
-            for trial_id, number in numbers.items()}
+            for trial_id, number in creation_numbers(trials).items()}
 
 
 def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
@@ -70,14 +69,13 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     uri = trusted_tracking_uri(manifest, location, tracking_uri)
-    done = Synced(uri, Reconciled())
     if not store_answers(uri):
-        done.waiting = True
-        return done
+        return Synced(uri, Reconciled(), waiting=True)
     client = MlflowClient(tracking_uri=uri)
     with explain_refused_credentials(uri):  # a 401/403 is one line naming the variables
         refuse_foreign_parent(client, manifest, location)
     fs, root = location.resolve()
+    done = Synced(uri, Reconciled())
     stage_run = (read_state(location) or {}).get("run_id")
     pruned_by = scheduler_label(SweepConfig.model_validate(manifest.config))
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
