@@ -159,10 +159,9 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     from sentsweep.evaluation import evaluate
     from sentsweep.trainables.registry import load_encoder
 
-    encoder = load_encoder(weights)
     options = {name: trial_config[key] for key, name in SENTEVAL_OPTION_FIELDS.items()
                if trial_config.get(key) is not None}
-    result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
+    result = evaluate(load_encoder(weights), config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
     sweep.log_protocols(protocol_record(result_protocols(result), prefix=FINAL_PREFIX))
@@ -196,11 +195,9 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
             exported = str(local)
         # moved into the sweep folder's uploads: sent in the background, or by a resume or sync
         sweep.log_artifacts(model_dir, BEST_MODEL, move=True)
-    # registered from the logged copy (no second upload), after its upload
-    description, tags = about or (None, None)
-    version = sweep.register_model(config.register_model, BEST_MODEL, description=description, tags=tags) \
-        if config.register_model else None
-    return exported, version
+    description, tags = about or (None, None)  # registered from the logged copy (no second upload), after its upload
+    return exported, (sweep.register_model(config.register_model, BEST_MODEL, description=description, tags=tags)
+                      if config.register_model else None)
 
 
 def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, results: ResultGrid | None,

@@ -182,8 +182,7 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
                 paths = []
             raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
                             "rows", file=", ".join(str(p) for p in paths) or None)
-    corpora = getattr(trial, "corpus", None)
-    for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
+    for name in (n.strip() for n in (getattr(trial, "corpus", None) or "").split(",") if n.strip()):
         with _naming_field(field_of("corpus")):
             _check_corpus_head(name, trial.data_dir)
     for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
