@@ -47,11 +47,9 @@ def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, 
     best = tags.get(BEST_TRIAL_TAG)
     if not best or BEST_RUN_TAG in tags:
         return
-    for stage_run in stage_runs:
-        found = find_trial_run(client, experiment_id, stage_run, best)
-        if found is not None:
-            client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
-            return
+    found = next((run for r in stage_runs if (run := find_trial_run(client, experiment_id, r, best)) is not None), None)
+    if found is not None:
+        client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
 
 
 @dataclass

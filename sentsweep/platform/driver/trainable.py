@@ -70,11 +70,10 @@ def run_once(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
 
         from sentsweep.trainables.tune_checkpoints import trial_folder
 
-        done = finished_metrics(trial_folder())
-        if done is not None:
+        if (done := finished_metrics(trial_folder())) is not None:
             tune.report(done)
-            return
-        function(config)
+        else:
+            function(config)
 
     return trainable
 
@@ -91,9 +90,8 @@ def with_checkpoint_fallback(train_func: Callable[[dict[str, Any]], Any]) -> typ
     from ray.tune.trainable.function_trainable import wrap_function
 
     name = getattr(train_func, "__name__", "func")  # as Tune names a function trainable
-    base = wrap_function(train_func, name=name)
 
-    class CheckpointFallback(base):  # type: ignore[misc, valid-type]
+    class CheckpointFallback(wrap_function(train_func, name=name)):  # type: ignore[misc]
         def restore(self, checkpoint_path: Any) -> None:
             checkpoint = getattr(checkpoint_path, "checkpoint", None)
             if checkpoint is None or (named := StoredFolder(checkpoint.filesystem, checkpoint.path)).exists():
