@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.fs
 import pytest
 
-from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, UploadLogsBeforeRestart, shed_uploaded
+from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, UploadLogsBeforeRestart
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -43,6 +43,10 @@ def upload(trial, names: list[str], *, truncate: int = 0) -> None:
     for name in names:
         with fs.open_output_stream(f"{folder}/{name}") as out:
             out.write((Path(trial.local_path) / name).read_bytes()[:-truncate or None])
+
+
+def shed_uploaded(trial) -> bool:
+    return ShedUploadedTrialFiles().chore(trial)
 
 
 def local_names(trial) -> set[str]:

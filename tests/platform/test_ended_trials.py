@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.driver.callbacks import TrimEndedTrials, storage_trimming
+from sentsweep.platform.driver.callbacks import TrimEndedTrials, stage_callbacks
 from sentsweep.trainables.checkpoints import BestFolder, StoredFolder
 from sentsweep.trainables.loop import TrainingLoop
 from tests.trainables.test_checkpoints import _persist_like_tune
@@ -67,6 +67,9 @@ def test_an_ended_trial_keeps_its_best_weights_and_loses_its_checkpoints(tmp_pat
 def test_a_sweep_that_keeps_every_weight_trims_nothing() -> None:
     keep_all = SweepConfig(name="s", method="cosent", checkpoint={"keep_trials": None})
     keep_to_the_end = SweepConfig(name="s", method="cosent", checkpoint={"trim_ended_after_s": None})
+    def storage_trimming(config: SweepConfig) -> list[TrimEndedTrials]:
+        return [c for c in stage_callbacks(config, 4) if isinstance(c, TrimEndedTrials)]
+
     assert storage_trimming(keep_all) == storage_trimming(keep_to_the_end) == []
     (trimming,) = storage_trimming(SweepConfig(name="s", method="cosent"))
     assert isinstance(trimming, TrimEndedTrials) and trimming.delay_s == 120.0

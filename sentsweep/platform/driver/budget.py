@@ -1,6 +1,5 @@
-"""A sweep's compute budget as a Ray Tune ``Stopper`` (docs/architecture.md, "Budgets that survive a resume"). Tune
-pickles the stopper, so it holds only the sweep's name and counts into the :class:`SweepBudget` :func:`driving` names.
-"""
+"""A sweep's compute budget as a Ray Tune ``Stopper``. Tune pickles the stopper, so it holds only the sweep's name and
+counts into the :class:`SweepBudget` :func:`driving` names (docs/architecture.md, "Budgets that survive a resume")."""
 
 from __future__ import annotations
 
@@ -8,28 +7,22 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ray.tune import Callback, Stopper
+from ray.tune.experiment import Trial
 
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.objectives import TIME_TOTAL_KEY, Objective, objective_value
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
-
-if TYPE_CHECKING:
-    from ray.tune.experiment import Trial
-
-
-_COMPUTE = Objective("compute_seconds", "min")
-_GPU = Objective("gpu_seconds", "min")
 
 
 def trial_compute(result: Mapping[str, Any] | None) -> tuple[float, float, float]:
     """Compute, GPU and wall seconds of a trial whose latest result is ``result`` (zeros before its first)."""
     if not result or not isinstance(result.get(TIME_TOTAL_KEY), int | float):
         return 0.0, 0.0, 0.0
-    return (objective_value(result, _COMPUTE) or 0.0, objective_value(result, _GPU) or 0.0,
-            float(result[TIME_TOTAL_KEY]))
+    return (objective_value(result, Objective("compute_seconds", "min")) or 0.0,
+            objective_value(result, Objective("gpu_seconds", "min")) or 0.0, float(result[TIME_TOTAL_KEY]))
 
 
 def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, float]:
@@ -41,8 +34,7 @@ def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, f
 
 @dataclass
 class SweepBudget:
-    """The budget of one sweep in its driver, for one session: the limits, the count, whether it is spent;
-    ``clock`` gives seconds (monotonic), ``echo`` prints the line of a stop."""
+    """The budget of one sweep in its driver, for one session: the limits, the count, whether it is spent."""
 
     budget: BudgetConfig
     clock: Callable[[], float] = time.monotonic
@@ -70,26 +62,21 @@ class SweepBudget:
         self.trials[trial_id] = trial_compute(result)
 
     def check(self) -> bool:
-        """Count the driver's time since the last check; whether the budget is spent (said once, then kept)."""
+        """Count the driver's time since the last check; whether the budget is spent: the first limit reached is said
+        once, then kept."""
         now = self.clock()
         if self._tick is not None:
             self.wall_seconds += now - self._tick
             self._tick = now
-        if self.spent is None:
-            self.spent = self.exceeded()
-            if self.spent is not None:
-                self.echo(self.spent)
-        return self.spent is not None
-
-    def exceeded(self) -> str | None:
-        """Why the budget is spent by the count (None while it is not): the first limit reached."""
         limits = (("gpu_hours", self.budget.gpu_hours, sum(compute for compute, _, _ in self.trials.values())),
                   ("wall_hours", self.budget.wall_hours, self.wall_seconds))
-        for name, hours, used in limits:
-            if hours is not None and used >= hours * 3600:
-                return (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
-                        "started, the running ones stopped at their last report")
-        return None
+        reached = [(name, hours, used) for name, hours, used in limits if hours is not None and used >= hours * 3600]
+        if self.spent is None and reached:
+            name, hours, used = reached[0]
+            self.spent = (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
+                          "started, the running ones stopped at their last report")
+            self.echo(self.spent)
+        return self.spent is not None
 
     def figures(self) -> dict[str, float]:
         """The parent run's ``budget_*`` metrics."""
@@ -111,9 +98,8 @@ def driving(sweep_name: str, budget: SweepBudget) -> Iterator[SweepBudget]:
 
 
 class BudgetStopper(Stopper, Callback):
-    """The budget in Tune: the stopper (``RunConfig(stop=...)``) and a callback of the same sweep, both counting into
-    the driven :class:`SweepBudget` of ``sweep_name``. Without one (Tune's state read outside a driver) it counts
-    nothing and never stops."""
+    """The stopper and a callback of a sweep, counting into its driven :class:`SweepBudget`. Without one (Tune's state
+    read outside a driver) it counts nothing and never stops."""
 
     def __init__(self, sweep_name: str) -> None:
         self.sweep_name = sweep_name
@@ -144,7 +130,7 @@ class BudgetStopper(Stopper, Callback):
 
 
 def record_budget(budget: SweepBudget, log_metrics: Callable[[dict[str, float]], None],
-                  set_tags: Callable[[dict[str, str]], None], notify: Callable[[str], Any] | None = None) -> None:
+                  set_tags: Callable[[dict[str, str]], None], notify: Callable[[str], Any]) -> None:
     """After the search: the counts on the parent run and, when the budget stopped it, why (the tag and the
     notification). Nothing when Tune's loop did not run in this session (the search was over already)."""
     if not budget.ran:
@@ -152,8 +138,7 @@ def record_budget(budget: SweepBudget, log_metrics: Callable[[dict[str, float]],
     log_metrics(budget.figures())
     if budget.spent:
         set_tags({STOP_REASON_TAG: budget.spent})
-        if notify is not None:
-            notify(budget.spent)
+        notify(budget.spent)
     elif budget.earlier:  # an earlier session's stop no longer holds
         set_tags({STOP_REASON_TAG: f"none: the budget changed on resume lifted the earlier stop ({budget.earlier})"})
 

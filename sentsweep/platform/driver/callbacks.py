@@ -1,6 +1,5 @@
 """The driver's Tune callbacks besides the trials' runs: progress and failure lines, the stop watch, and the storage
-kept from growing with the ended trials. Tune pickles them into ``tuner.pkl``, so none keeps trials in its state.
-"""
+kept from growing with the ended trials. Tune pickles them into ``tuner.pkl``, so none keeps trials in its state."""
 
 from __future__ import annotations
 
@@ -8,12 +7,12 @@ import abc
 import logging
 import math
 import posixpath
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.fs
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
@@ -37,9 +36,11 @@ LOGGER_PREFIXES = ("events.out.tfevents",)
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
-    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping."""
+    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping (no
+    :class:`TrimEndedTrials` when ``keep_trials`` or ``trim_ended_after_s`` is null)."""
+    delay_s = config.checkpoint.trim_ended_after_s if config.checkpoint.keep_trials is not None else None
     return [ProgressCallback(config.metric, config.mode, num_samples, label_prefix=label_prefix), StopWatch(),
-            UploadLogsBeforeRestart(), *storage_trimming(config)]
+            UploadLogsBeforeRestart(), *([TrimEndedTrials(config.mode, delay_s)] if delay_s is not None else [])]
 
 
 class StopWatch(Callback):
@@ -72,11 +73,10 @@ class ProgressCallback(Callback):
     """A progress line whenever a trial ends and every ``every_s`` seconds, a line when a trial resumed elsewhere
     than the checkpoint Tune named, and a line per deterministically failed trial instead of Ray's tracebacks."""
 
-    def __init__(self, metric: str, mode: str, num_samples: int, every_s: float = 30.0,
-                 label_prefix: str = SEARCH_PREFIX) -> None:
-        self.metric, self.mode, self.num_samples = metric, mode, num_samples
-        self.every_s = every_s
-        self.label_prefix = label_prefix
+    every_s = 30.0
+
+    def __init__(self, metric: str, mode: str, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> None:
+        self.metric, self.mode, self.num_samples, self.label_prefix = metric, mode, num_samples, label_prefix
         self._start = time.monotonic()
         self._last = 0.0
 
@@ -96,20 +96,18 @@ class ProgressCallback(Callback):
         return text + (f" | best {self.metric} {best[1]:.2f} ({best[0]})" if best is not None else "")
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
-        found: tuple[str, float] | None = None
-        numbers = creation_numbers(trials)
+        found: tuple[Trial, float] | None = None
         for trial in trials:
             result = trial.last_result or {}
             value = result.get(f"best_{self.metric}", result.get(self.metric))
-            if not isinstance(value, int | float) or math.isnan(value):
-                continue
-            if found is None or (value > found[1] if self.mode == "max" else value < found[1]):
-                found = (trial_label(numbers[trial.trial_id], self.label_prefix) or trial.trial_id, float(value))
-        return found
+            if isinstance(value, int | float) and not math.isnan(value) and (
+                    found is None or (value > found[1] if self.mode == "max" else value < found[1])):
+                found = (trial, float(value))
+        return None if found is None else (label_of(trials, found[0], self.label_prefix), found[1])
 
     def _print(self, trials: list[Trial], ending: Trial | None = None) -> None:
         self._last = time.monotonic()
-        print(self.line(trials, ending), file=sys.stdout, flush=True)
+        print(self.line(trials, ending), flush=True)
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         if time.monotonic() - self._last >= self.every_s:
@@ -117,7 +115,7 @@ class ProgressCallback(Callback):
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
         if restore_note(result) is not None:  # a trial's first report after a fallback: labels are read only then
-            print(restore_line(label_of(trials, trial, self.label_prefix), result), file=sys.stdout, flush=True)
+            print(restore_line(label_of(trials, trial, self.label_prefix), result), flush=True)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials, ending=trial)
@@ -125,7 +123,7 @@ class ProgressCallback(Callback):
             kind = infeasibility(trial.last_result)
             told = f"; Optuna told: infeasible ({kind})" if kind else ""
             print(f"trial {label_of(trials, trial, self.label_prefix)} failed (not retried): "
-                  f"{failure_reason(trial.last_result)}{told}", file=sys.stdout, flush=True)
+                  f"{failure_reason(trial.last_result)}{told}", flush=True)
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials)
@@ -134,42 +132,14 @@ class ProgressCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        print(retry_line(label_of(trials, trial, self.label_prefix), note), file=sys.stdout, flush=True)
-
-
-def shed_uploaded(trial: Trial) -> bool:
-    """Delete ``trial``'s logger files from the driver's staging folder where its storage folder holds a file of the
-    same name and size; whether none is left to shed (False: try again later)."""
-    import pyarrow.fs
-
-    storage = trial.storage
-    if not trial.local_path or storage is None or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
-        return True
-    folder = Path(trial.local_path)
-    files = sorted(p for p in folder.iterdir() if p.is_file() and (p.name in LOGGER_FILES or
-                                                                   p.name.startswith(LOGGER_PREFIXES))) \
-        if folder.is_dir() else []
-    if not files:
-        return True
-    try:
-        infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
-                                                          for p in files])
-    except OSError:  # the storage does not answer: keep everything, try later
-        return False
-    left = 0
-    for path, info in zip(files, infos, strict=True):
-        if info.type == pyarrow.fs.FileType.File and info.size == path.stat().st_size:
-            path.unlink(missing_ok=True)
-        else:
-            left += 1
-    return left == 0
+        print(retry_line(label_of(trials, trial, self.label_prefix), note), flush=True)
 
 
 class EndedTrialsChore(Callback):
     """Does :meth:`chore` for each trial that ended normally, ``delay_s`` after it ended, and again ``delay_s`` after
     each time the storage failed (the chore returned False). Tune pickles the callback without its trials."""
 
-    def __init__(self, delay_s: float) -> None:
+    def __init__(self, delay_s: float = 30.0) -> None:
         self.delay_s = delay_s
         self._ended: dict[str, tuple[float, Trial]] = {}
 
@@ -195,13 +165,27 @@ class EndedTrialsChore(Callback):
 
 
 class ShedUploadedTrialFiles(EndedTrialsChore):
-    """:func:`shed_uploaded` for each finished trial."""
-
-    def __init__(self, delay_s: float = 30.0) -> None:
-        super().__init__(delay_s)
+    """For each finished trial, delete its logger files from the driver's staging folder where its storage folder
+    holds a file of the same name and size."""
 
     def chore(self, trial: Trial) -> bool:
-        return shed_uploaded(trial)
+        storage = trial.storage
+        if not trial.local_path or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
+            return True
+        files = [p for p in sorted(Path(trial.local_path).glob("*"))  # none when the folder is gone
+                 if p.is_file() and (p.name in LOGGER_FILES or p.name.startswith(LOGGER_PREFIXES))]
+        if not files:
+            return True
+        try:
+            infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
+                                                              for p in files])
+        except OSError:  # the storage does not answer: keep everything, try later
+            return False
+        shed = [path for path, info in zip(files, infos, strict=True)
+                if info.type == pyarrow.fs.FileType.File and info.size == path.stat().st_size]
+        for path in shed:
+            path.unlink(missing_ok=True)
+        return len(shed) == len(files)
 
 
 class UploadLogsBeforeRestart(Callback):
@@ -212,8 +196,6 @@ class UploadLogsBeforeRestart(Callback):
         storage = trial.storage
         if trial.checkpoint is None or storage is None or not trial.local_path:  # the loggers copy nothing then
             return
-        import pyarrow.fs
-
         try:
             for name in ("result.json", "progress.csv"):
                 local = Path(trial.local_path, name)
@@ -226,25 +208,14 @@ class UploadLogsBeforeRestart(Callback):
             logger.warning("trial %s: its result files were not uploaded before its restart: %s", trial, error)
 
 
-def storage_trimming(config: SweepConfig) -> list[Callback]:
-    """:class:`TrimEndedTrials`, unless the sweep keeps every weight (``keep_trials: null``) or its checkpoints to
-    its end (``trim_ended_after_s: null``)."""
-    settings = config.checkpoint
-    if settings.keep_trials is None or settings.trim_ended_after_s is None:
-        return []
-    return [TrimEndedTrials(config.mode, settings.trim_ended_after_s)]
-
-
 class TrimEndedTrials(EndedTrialsChore):
-    """``delay_s`` after a trial ended normally, keep its best weights and remove its checkpoints; a storage error is
-    a warning, tried again after another delay."""
+    """``delay_s`` after a trial ended normally, keep its best weights and remove its checkpoints."""
 
-    def __init__(self, mode: str, delay_s: float = 120.0) -> None:
+    def __init__(self, mode: str, delay_s: float) -> None:
         super().__init__(delay_s)
         self.mode = mode
 
     def chore(self, trial: Trial) -> bool:
-        """Keep ``trial``'s best weights alone; whether it is done (False: the storage failed, try later)."""
         storage, checkpoint = trial.storage, trial.checkpoint
         latest = StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None
         try:

@@ -1,6 +1,5 @@
 """The confirmation stage: the search's ``confirm.top_k`` best configurations trained again with ``confirm.seeds``
-further seeds, a second Tune experiment in ``confirmation/`` (docs/architecture.md, "Winners that hold").
-"""
+further seeds, a second Tune experiment in ``confirmation/`` (docs/architecture.md, "Winners that hold")."""
 
 from __future__ import annotations
 
@@ -9,10 +8,14 @@ import json
 import logging
 import math
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from ray import tune
+from ray.tune import Result, ResultGrid
+from ray.tune.search import BasicVariantGenerator
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.stage import (
@@ -37,47 +40,18 @@ from sentsweep.platform.driver.interrupt import (
     close_interrupted_trials,
     unfinished_trials,
 )
-from sentsweep.platform.driver.specs import describe_settings
+from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
-from sentsweep.platform.outcome import ConfirmationOutcome, Interval
+from sentsweep.platform.outcome import ConfirmationOutcome
 from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
-from sentsweep.tracking.names import CONFIRMATION_PREFIX, trial_label
-from sentsweep.tracking.vocabulary import (
-    CHANGED_TAG,
-    CONFIRMATION_ROLE,
-    PARENT_TAG,
-    REASON_TAG,
-    ROLE_TAG,
-    SWEEP_TAG,
-)
-
-if TYPE_CHECKING:
-    from ray.tune import ResultGrid, Tuner
-
-    from sentsweep.platform.driver.specs import TrainableLike
+from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, trial_label
+from sentsweep.tracking.vocabulary import CHANGED_TAG, CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG
 
 log = logging.getLogger("sentsweep.platform")
-
-
-def build_stage_tuner(points: list[dict[str, Any]], config: SweepConfig, stage: SweepLocation, run: SweepRun,
-                      trainable: TrainableLike) -> Tuner:
-    """A Tune experiment over the fixed list ``points``, each trial run as the search runs it."""
-    from ray.tune.search import BasicVariantGenerator
-
-    # each point replaces the space's values on purpose: Tune's warning about every differing value is noise
-    logging.getLogger("ray.tune.search.variant_generator").setLevel(logging.ERROR)
-    generator = BasicVariantGenerator(points_to_evaluate=[dict(p) for p in points],
-                                      max_concurrent=config.max_concurrent_trials or 0)
-    callbacks = [TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
-                                   label_prefix=CONFIRMATION_PREFIX),
-                 *stage_callbacks(config, len(points), CONFIRMATION_PREFIX)]
-    # the points replace every value; Tune wants each of their keys in the space
-    return build_tuner(trainable, config, stage, dict(points[0]), callbacks, search_alg=generator,
-                       num_samples=len(points))
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
@@ -86,8 +60,6 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal raises
     :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew: a state (or
     a ``tuner.pkl``) found in its folder was planted."""
-    from ray import tune
-
     if config.confirm.top_k == 0:
         return None
     state = None if fresh else read_state(location)
@@ -116,8 +88,16 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     if resumed and tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
         tuner = tune.Tuner.restore(path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
-    else:
-        tuner = build_stage_tuner(points, config, stage, run, trainable)
+    else:  # a Tune experiment over the fixed points, each trial run as the search runs it; a point replaces the
+        # space's values on purpose (Tune's warning about every differing value is noise), and its keys are the space
+        logging.getLogger("ray.tune.search.variant_generator").setLevel(logging.ERROR)
+        generator = BasicVariantGenerator(points_to_evaluate=[dict(p) for p in points],
+                                          max_concurrent=config.max_concurrent_trials or 0)
+        callbacks = [TrialRunsCallback(run.trial_settings(), "the confirmation stage", config.resources.gpu,
+                                       label_prefix=CONFIRMATION_PREFIX),
+                     *stage_callbacks(config, len(points), CONFIRMATION_PREFIX)]
+        tuner = build_tuner(trainable, config, stage, dict(points[0]), callbacks, search_alg=generator,
+                            num_samples=len(points))
     if state["status"] == "done":
         stage_results = tuner.get_results()
     else:
@@ -137,9 +117,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
     write_state(location, state)
-    numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
-    labels = {trial_id: trial_label(number) for trial_id, number in numbers.items()}
-    record(outcome, config, sweep, run, echo, labels)
+    record(outcome, config, sweep, run, echo, _labels(results))
     run.close("finished")
     run.flush()
     return outcome
@@ -161,11 +139,13 @@ def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
                     type(exc).__name__, exc)
 
 
-def _stage_run_id(sweep: SweepRun) -> str:
-    """The sweep's ``confirmation`` run: scheduled already, found, or created now."""
+def _stage_run_id(sweep: SweepRun, create: bool = True) -> str | None:
+    """The sweep's ``confirmation`` run: known already, found, or (``create``) created now, SCHEDULED."""
     if sweep.stage_run_id is None:
-        sweep.stage_run_id = _find_stage_run(sweep)
-    if sweep.stage_run_id is None:
+        query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+        found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
+        sweep.stage_run_id = found[0].info.run_id if found else None
+    if sweep.stage_run_id is None and create:
         tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
         run = create_unique_run(sweep.client, sweep.experiment_id, tags, f"{sweep.sweep_name}-confirmation", tags)
         sweep.client.update_run(run.info.run_id, status="SCHEDULED")
@@ -173,18 +153,12 @@ def _stage_run_id(sweep: SweepRun) -> str:
     return sweep.stage_run_id
 
 
-def _find_stage_run(sweep: SweepRun) -> str | None:
-    query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
-    found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
-    return found[0].info.run_id if found else None
-
-
 def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation, reason: str) -> None:
     """End the stage's run KILLED with ``reason`` unless it ended: the sweep ended for good without the stage. A run
     this session did not schedule (``--no-finalize``) is looked up."""
     if sweep.stage_run_id is None and config.confirm.top_k > 0:
         try:
-            sweep.stage_run_id = _find_stage_run(sweep)
+            _stage_run_id(sweep, create=False)
         except Exception as exc:  # noqa: BLE001 - best effort: it stays SCHEDULED
             log.warning("the confirmation stage's run was not looked up (%s: %s)", type(exc).__name__, exc)
     if sweep.stage_run_id is not None:
@@ -201,15 +175,13 @@ def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun
 
 
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,
-           echo: Callable[[str], None] = print, labels: dict[str, str] | None = None) -> None:
-    """The further seeds' figures (the search's run apart) on the confirmation run per rank and on the sweep's run for
-    the winner, the tables, and a line per configuration naming its search trial by its label."""
+           echo: Callable[[str], None], labels: dict[str, str]) -> None:
+    """The further seeds' figures and tables on the confirmation run and the sweep's, and a line per configuration."""
     metric = config.metric
-    labels = labels or {}
     per_rank: dict[str, float] = {}
     for c in outcome.candidates:
         iv = c.interval
-        per_rank.update({f"r{c.rank}_{k}": v for k, v in _figures(iv).items()} | {f"r{c.rank}_search": c.search_value})
+        per_rank.update({f"r{c.rank}_{k}": v for k, v in asdict(iv).items()} | {f"r{c.rank}_search": c.search_value})
         named = labels.get(c.trial_id, c.trial_id) + (", " + describe_settings(c.params) if c.params else "")
         echo(f"  #{c.rank} (trial {named}): {metric} "
              f"{iv.describe()}, search run {c.search_value:.2f}{'  <- winner' if c is outcome.winner else ''}")
@@ -217,12 +189,11 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     run.set_tags({f"sentsweep.confirm.r{c.rank}_trial": c.trial_id for c in outcome.candidates}
                  | {"sentsweep.confirm.rule": outcome.rule, "sentsweep.confirm.winner_rank": str(outcome.winner.rank),
                     "sentsweep.confirm.chosen_trial": outcome.chosen.trial_id})
-    winner_figures = {f"confirmed_{metric}_{k}": v for k, v in _figures(outcome.winner.interval).items() if k != "n"}
+    winner_figures = {f"confirmed_{metric}_{k}": v for k, v in asdict(outcome.winner.interval).items() if k != "n"}
     winner_figures["confirmed_seeds"] = float(outcome.winner.interval.n)
     further = [r for r in outcome.winner.further_runs if math.isfinite(r.value)]
     for key in sorted(set.intersection(*(set(r.metrics) for r in further)) - {metric} if further else ()):
-        values = [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]
-        if values:
+        if values := [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]:
             winner_figures[f"confirmed_{key}_mean"] = sum(values) / len(values)
     sweep.log_metrics(_finite(winner_figures))
     sweep.set_tags({SEARCH_BEST_TAG: outcome.candidates[0].trial_id, CHANGED_TAG: str(outcome.changed).lower()})
@@ -241,44 +212,35 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
         run.log_artifacts(tmp, STAGE_DIR)  # kept in the stage's folder, uploaded in the background
         sweep.log_artifacts(tmp, STAGE_DIR)
     order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
+    chosen = outcome.chosen.trial_id  # the chosen seed's label among the confirmation trials (``c01``), or its id
+    chosen = chosen if outcome.chosen.original else _labels(outcome.results, CONFIRMATION_PREFIX).get(chosen, chosen)
     echo(f"confirmed winner: #{outcome.winner.rank} by its {outcome.rule.replace('_', ' ')} (order {order}; "
          + ("changed from the single-seed ranking" if outcome.changed else "the single-seed best held")
-         + f"); its weights: trial {_chosen_label(outcome)}, seed {outcome.chosen.seed} "
+         + f"); its weights: trial {chosen}, seed {outcome.chosen.seed} "
          f"({metric} {outcome.chosen.value:.2f}, closest to the mean)")
 
 
-def _chosen_label(outcome: ConfirmationOutcome) -> str:
-    """The chosen seed's label among the confirmation trials (``c01``), or its id."""
-    numbers = creation_numbers([r.metrics for r in outcome.results or [] if (r.metrics or {}).get("trial_id")])
-    if outcome.chosen.original or outcome.chosen.trial_id not in numbers:
-        return outcome.chosen.trial_id
-    return trial_label(numbers[outcome.chosen.trial_id], CONFIRMATION_PREFIX) or outcome.chosen.trial_id
+def _labels(results: Iterable[Result] | None, prefix: str = SEARCH_PREFIX) -> dict[str, str]:
+    numbers = creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
+    return {trial_id: trial_label(number, prefix) or trial_id for trial_id, number in numbers.items()}
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:
     """``summary.csv`` (a row per configuration, the search's value apart) and ``seeds.csv`` (a row per seed)."""
-    summary, seeds = folder / "summary.csv", folder / "seeds.csv"
-    with summary.open("w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(["rank", "trial", "params", "n", "mean", "std", "low", "high", "search_value", "winner",
-                         "chosen_trial"])
-        for c in outcome.candidates:
-            iv = c.interval
-            writer.writerow([c.rank, c.trial_id, json.dumps(c.params, default=str), iv.n, iv.mean, iv.std, iv.low,
-                             iv.high, c.search_value, int(c is outcome.winner),
-                             outcome.chosen.trial_id if c is outcome.winner else ""])
-    keys = sorted({k for c in outcome.candidates for r in c.runs for k in r.metrics})
-    with seeds.open("w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(["rank", "trial", "seed", "original", config.metric, *[k for k in keys if k != config.metric]])
-        for c in outcome.candidates:
-            for r in c.runs:
-                writer.writerow([c.rank, r.trial_id, r.seed, int(r.original), r.value,
-                                 *[r.metrics.get(k, "") for k in keys if k != config.metric]])
+    _write_csv(folder / "summary.csv", ["rank", "trial", "params", "n", "mean", "std", "low", "high", "search_value",
+                                        "winner", "chosen_trial"],
+               [[c.rank, c.trial_id, json.dumps(c.params, default=str), c.interval.n, c.interval.mean, c.interval.std,
+                 c.interval.low, c.interval.high, c.search_value, int(c is outcome.winner),
+                 outcome.chosen.trial_id if c is outcome.winner else ""] for c in outcome.candidates])
+    keys = sorted({k for c in outcome.candidates for r in c.runs for k in r.metrics} - {config.metric})
+    _write_csv(folder / "seeds.csv", ["rank", "trial", "seed", "original", config.metric, *keys],
+               [[c.rank, r.trial_id, r.seed, int(r.original), r.value, *[r.metrics.get(k, "") for k in keys]]
+                for c in outcome.candidates for r in c.runs])
 
 
-def _figures(iv: Interval) -> dict[str, float]:
-    return {"mean": iv.mean, "std": iv.std, "low": iv.low, "high": iv.high, "n": float(iv.n)}
+def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
+    with path.open("w", newline="") as out:
+        csv.writer(out).writerows([header, *rows])
 
 
 def _finite(metrics: dict[str, float]) -> dict[str, float]:

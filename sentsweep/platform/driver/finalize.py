@@ -1,14 +1,12 @@
 """After the trials: the best trial on the full test suite, plots, the exported and registered model, then retention.
-MLflow is read only when it answers a probe at once, so an outage never holds the sweep's end.
-"""
+MLflow is read only when it answers a probe at once, so an outage never holds the sweep's end."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +38,7 @@ from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
-    from ray.tune import Result, ResultGrid
+    from ray.tune import ResultGrid
 
     from sentsweep.platform.location import SweepLocation
     from sentsweep.platform.outcome import SweepOutcome
@@ -55,23 +53,14 @@ FINAL_EVAL_DIR = "best_eval"
 FINAL_EVAL_JSON = "final_eval.json"
 
 
-@contextlib.contextmanager
-def best_weights(result: Result, mode: str) -> Iterator[Path]:
-    """A local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote."""
-    source = pick_best(checkpoint_folder(result), BestFolder(trial_folder(result).child(BEST_DIR)), mode)
-    if source is None:
-        raise FileNotFoundError(f"trial {(result.metrics or {}).get('trial_id')} kept no best weights")
-    with tempfile.TemporaryDirectory() as tmp:
-        yield source.folder.fetch(Path(tmp) / "weights")
-
-
 def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
                    echo: Callable[[str], None] = print) -> None:
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
+    varying = varying_keys(outcome.results or ())
     if config.plots:
         log_plots(location, sweep, config, outcome.results, echo)
     if config.objectives and outcome.results:  # multi-objective: the Pareto front, tagged, plotted, listed
-        record_front(outcome.results, config, sweep, varying_keys(outcome.results), echo)
+        record_front(outcome.results, config, sweep, varying, echo)
     # the confirmed winner's seed closest to its mean, else the best trial (of those that finished, if any)
     best = outcome.confirmation.chosen_result(outcome.results) if outcome.confirmation is not None else None
     # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
@@ -97,9 +86,13 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
         sweep.log_metrics({best_key: outcome.best_value})
     echo(f"best trial {label}: {config.metric} {outcome.best_value:.2f} with "
-         + describe_settings({k: outcome.best_config[k] for k in varying_keys(outcome.results)
-                              if k in outcome.best_config}))
-    with best_weights(best, config.mode) as weights:
+         + describe_settings({k: outcome.best_config[k] for k in varying if k in outcome.best_config}))
+    # a local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote
+    source = pick_best(checkpoint_folder(best), BestFolder(trial_folder(best).child(BEST_DIR)), config.mode)
+    if source is None:
+        raise FileNotFoundError(f"trial {outcome.best_trial_id} kept no best weights")
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = source.folder.fetch(Path(tmp) / "weights")
         if config.final_tasks:
             outcome.final_metrics = recorded or evaluate_best(weights, config, sweep, outcome.best_config)
             headline = {k: v for k, v in outcome.final_metrics.items() if k.endswith(FIGURE_SUFFIXES)}
@@ -109,8 +102,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                     if headline and len(headline) < len(outcome.final_metrics) else ""))
         if config.export or config.register_model:
             try:
-                about = version_about(outcome, config, varying_keys(outcome.results)) \
-                    if config.register_model else None
+                about = version_about(outcome, config, varying) if config.register_model else None
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
             except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
                 echo(f"not exported: {exc}")
@@ -124,8 +116,8 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                      f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
         if outcome.export_dir is not None:  # the best trial's run names the exported model, else gets the weights once
             sweep.tag_trial(outcome.best_trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent)
-        elif not (outcome.best_run_id and _or_none(lambda: has_artifact(sweep.client, outcome.best_run_id,
-                                                                        BEST_WEIGHTS))):
+        elif not (outcome.best_run_id and _if_answered(
+                sweep, lambda: has_artifact(sweep.client, outcome.best_run_id, BEST_WEIGHTS))):
             sweep.upload_to_trial(outcome.best_trial_id, weights, BEST_WEIGHTS, parent)
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
@@ -141,40 +133,35 @@ def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLoca
             prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
 
 
-def _or_none(read: Callable[[], Any]) -> Any:
-    """``read()`` of MLflow, or None when it fails: unknown while MLflow does not answer."""
+def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
+    if not store_answers(sweep.tracking_uri):
+        return None
     try:
         return read()
     except Exception:  # noqa: BLE001 - unknown while MLflow does not answer
         return None
 
 
-def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
-    """``read()`` of MLflow, or None when the store does not answer at once or the read fails."""
-    return _or_none(read) if store_answers(sweep.tracking_uri) else None
-
-
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
     """The ``final_*`` metrics an earlier finalize recorded on the parent ``run`` for best trial ``trial_id`` (a full
     SentEval suite takes most of an hour on a CPU); None unless its ``final_eval.json`` (logged last) is there."""
-    if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _or_none(
-            lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
+    if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _if_answered(
+            sweep, lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
         return None  # not recorded, or unknown while MLflow does not answer: evaluate again
     finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
     return finals or None
 
 
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
-                  trial_config: dict[str, Any] | None = None) -> dict[str, float]:
+                  trial_config: dict[str, Any]) -> dict[str, float]:
     """The best weights on ``final_tasks``: ``final_<task>`` metrics and ``best_eval/`` on the parent run.
     SentEval uses the best trial's ``senteval_*`` options (setting, kfold, ...) when it set them."""
     from sentsweep.evaluation import evaluate
     from sentsweep.trainables.registry import load_encoder
 
-    encoder = load_encoder(weights)
-    options = {name: (trial_config or {})[key] for key, name in SENTEVAL_OPTION_FIELDS.items()
-               if (trial_config or {}).get(key) is not None}
-    result = evaluate(encoder, config.final_tasks, data_dir=config.data_dir, **options)
+    options = {name: trial_config[key] for key, name in SENTEVAL_OPTION_FIELDS.items()
+               if trial_config.get(key) is not None}
+    result = evaluate(load_encoder(weights), config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
     sweep.log_protocols(protocol_record(result_protocols(result), prefix=FINAL_PREFIX))
@@ -208,11 +195,9 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
             exported = str(local)
         # moved into the sweep folder's uploads: sent in the background, or by a resume or sync
         sweep.log_artifacts(model_dir, BEST_MODEL, move=True)
-    # registered from the logged copy (no second upload), after its upload
-    description, tags = about or (None, None)
-    version = sweep.register_model(config.register_model, BEST_MODEL, description=description, tags=tags) \
-        if config.register_model else None
-    return exported, version
+    description, tags = about or (None, None)  # registered from the logged copy (no second upload), after its upload
+    return exported, (sweep.register_model(config.register_model, BEST_MODEL, description=description, tags=tags)
+                      if config.register_model else None)
 
 
 def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, results: ResultGrid | None,

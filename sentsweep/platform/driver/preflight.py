@@ -1,6 +1,5 @@
 """Checks before Ray starts (:func:`check_sweep`): storage, tracking, model, spaCy and data, each failure one line
-naming the field or file. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`).
-"""
+naming the field or file. ``sentsweep sweep CONFIG --check`` runs them alone (:func:`check_only`)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
 from sentsweep.platform.driver.specs import (
-    SearchSpaceLike,
     describe_settings,
     resolve_specs,
     settings_field,
@@ -40,12 +38,7 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
     check_data_source(config, source)
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
-    seen: set[str] = set()
-    for trial in trials:
-        key = trial.model_dump_json(exclude={"tracking"})
-        if key in seen:
-            continue
-        seen.add(key)
+    for trial in {t.model_dump_json(exclude={"tracking"}): t for t in trials}.values():  # each distinct one once
         check_model(trial.model, settings_field(config, "model"), source)
         for name in ("negation_model", "spacy_model"):  # the spaCy pipelines of SNCSE and multi-view
             if hasattr(trial, name):
@@ -130,9 +123,8 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         except urllib.error.HTTPError:
             return  # it answered (an auth-protected health page still means reachable)
         except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({reason}); start it or fix the "
-                              "URI", field="tracking.uri", file=source) from None
+            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
+                              "it or fix the URI", field="tracking.uri", file=source) from None
         return
     folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
         Path(urlparse(uri).path) if uri.startswith("file://") else None)
@@ -172,6 +164,7 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     ``field_of`` spells a trial field where the user set it (``fixed.dev_data``)."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
+    from sentsweep.data.registry import locate as locate_dataset
     from sentsweep.evaluation.sts import load_sts_sets
     from sentsweep.trainables.trial_config import DEV_SETS
 
@@ -183,40 +176,31 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
         with _naming_field(field_of("train_data")):
             rows = loader(train, split, data_dir=trial.data_dir)
         if not rows:
+            try:
+                _, paths = locate_dataset(train, kind, split, trial.data_dir)
+            except DataError:
+                paths = []
             raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
-                            "rows", file=_split_file(train, kind, split, trial.data_dir))
-    corpora = getattr(trial, "corpus", None)
-    for name in (n.strip() for n in (corpora or "").split(",") if n.strip()):
+                            "rows", file=", ".join(str(p) for p in paths) or None)
+    for name in (n.strip() for n in (getattr(trial, "corpus", None) or "").split(",") if n.strip()):
         with _naming_field(field_of("corpus")):
             _check_corpus_head(name, trial.data_dir)
     for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
-        try:  # a missing or malformed file: one DataError naming the file (and line) and the field
+        with _naming_field(field_of(field), name):  # a missing or malformed file: named with its line and the field
             load_sts_sets([DEV_SETS[name]], trial.data_dir)
-        except DataError as exc:
-            raise DataError(f"field '{field_of(field)}' ({name}): {exc.message}", file=exc.file,
-                            line=exc.line) from None
     _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
 
 
 @contextlib.contextmanager
-def _naming_field(field: str) -> Iterator[None]:
-    """A DataError that names no file (a prepared dataset missing) names the field instead."""
+def _naming_field(field: str, name: str | None = None) -> Iterator[None]:
+    """A DataError names the field (and the set ``name``); one that names a file is kept as it is without ``name``."""
     try:
         yield
     except DataError as exc:
-        if exc.file is not None:
+        if exc.file is not None and name is None:
             raise
-        raise DataError(f"field '{field}': {exc.message}") from None
-
-
-def _split_file(name: str, kind: str, split: str, data_dir: str | None) -> str | None:
-    from sentsweep.data.registry import locate as locate_dataset
-
-    try:
-        _, paths = locate_dataset(name, kind, split, data_dir)
-    except DataError:
-        return None
-    return ", ".join(str(p) for p in paths) or None
+        raise DataError(f"field '{field}'{f' ({name})' if name else ''}: {exc.message}", file=exc.file,
+                        line=exc.line) from None
 
 
 def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
@@ -245,8 +229,7 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
         _, (path,) = locate_dataset(name, "corpus", None, data_dir)
     else:
         given = Path(name).expanduser()
-        under_root = datasets.resolve_data_dir(data_dir).path(given)
-        path = given if given.is_file() else under_root
+        path = given if given.is_file() else datasets.resolve_data_dir(data_dir).path(given)
         if not path.is_file():
             datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
     try:
@@ -267,37 +250,31 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     trainable, space = resolve_specs(resolved, source)
     trials = validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
-    if resolved.warm_start:
-        from sentsweep.platform.search.warm_start import load_history
-
-        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
-    for line in summary(resolved, space, source):
-        echo(line)
-    if resolved.warm_start:
-        echo(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
-    echo("checks passed: config, search space, data, model, storage, tracking (Ray was not started)")
-
-
-def summary(config: SweepConfig, space: SearchSpaceLike, source: str | None = None) -> list[str]:
-    """What a sweep of ``config`` over ``space`` runs, its resources, and where its folder and runs go."""
     points = space_points(space)
     describe = getattr(space, "describe", None)
-    lines = [f"sweep {config.name}{f' ({source})' if source else ''}: method {config.method}, "
+    lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
              f"search space '{space.name}'"]
     lines += ["search space:", *(f"  {line}" for line in (describe() if describe else [str(space.define_by_run)]))]
-    shared = {**config.fixed, **getattr(space, "fixed", {})}
+    shared = {**resolved.fixed, **getattr(space, "fixed", {})}
     if shared:
         lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
     lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
     lines += [f"then: {describe_settings(p, 4)}" for p in points[1:]]
-    if len(points) > config.num_samples:
-        lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {config.num_samples}: "
-                     f"the last {len(points) - config.num_samples} will not run")
-    bound = "up to " if config.stop_when == "converged" else ""
-    artifacts = config.tracking.artifact_location
-    return [*lines, f"trials: {bound}{config.num_samples}, {config.max_concurrent_trials or 'as many as fit'} at a "
-            f"time; metric {config.metric} ({config.mode})", f"search: {config.search_text()}",
-            f"resources per trial: {config.resources.cpu:g} CPU, {config.resources.gpu:g} GPU",
-            f"sweep folder: under {mask_uri(config.storage_path)} (made when the sweep starts)",
-            f"tracking: {mask_uri(config.tracking.uri)}, experiment '{config.tracking.experiment}'"
-            + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]
+    if len(points) > resolved.num_samples:
+        lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
+                     f"the last {len(points) - resolved.num_samples} will not run")
+    bound = "up to " if resolved.stop_when == "converged" else ""
+    artifacts = resolved.tracking.artifact_location
+    lines += [f"trials: {bound}{resolved.num_samples}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
+              f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
+              f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",
+              f"sweep folder: under {mask_uri(resolved.storage_path)} (made when the sweep starts)",
+              f"tracking: {mask_uri(resolved.tracking.uri)}, experiment '{resolved.tracking.experiment}'"
+              + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]
+    if resolved.warm_start:  # read before anything is printed: a failure is the one line a sweep would say
+        from sentsweep.platform.search.warm_start import load_history
+
+        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
+        lines.append(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
+    for line in [*lines, "checks passed: config, search space, data, model, storage, tracking (Ray was not started)"]:
+        echo(line)

@@ -1,7 +1,5 @@
 """Resuming a sweep: the config it was started with, a restored search that agrees with its trials (Tune restores the
-number of samples with its search generator, ray-project/ray#33495), and the interrupted sweep of a config
-(docs/architecture.md, "Checkpoints").
-"""
+number of samples with its search generator, ray-project/ray#33495), and the interrupted sweep of a config."""
 
 from __future__ import annotations
 
@@ -11,9 +9,10 @@ import logging
 import posixpath
 import re
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow.fs
+from ray.tune import Tuner
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 from ray.tune.utils import flatten_dict
 
@@ -22,18 +21,12 @@ from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import BudgetConfig, SweepConfig
 from sentsweep.platform.folder.trust import same_folder
 from sentsweep.platform.identity import sweep_owner
-from sentsweep.platform.location import SweepManifest, is_shared_folder, locate
+from sentsweep.platform.location import SweepLocation, SweepManifest, is_shared_folder, locate
 from sentsweep.platform.search.scheduler import recall
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
-from sentsweep.platform.tracking.parent_run import flatten
+from sentsweep.platform.tracking.parent_run import SweepRun, flatten
 from sentsweep.platform.tracking.trial_runs import trial_folders
 from sentsweep.tracking.vocabulary import STATUS_TAG, SWEEP_DIR_TAG
-
-if TYPE_CHECKING:
-    from ray.tune import Tuner
-
-    from sentsweep.platform.location import SweepLocation
-    from sentsweep.platform.tracking.parent_run import SweepRun
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +42,8 @@ FIXED_ON_RESUME: dict[str, str] = {
 }
 #: The statuses of trials that will not run again (Tune resumes errored trials, but tells no searcher of them again).
 ENDED = frozenset({"TERMINATED", "ERROR"})
+#: The parent run's states (its status tag) of a sweep to continue.
+RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
 #: Tune's experiment snapshots in a sweep folder (the newest name is the newest save).
 EXPERIMENT_STATE = "experiment_state-*.json"
 #: The stamp ending a sweep folder's name after the config's name.
@@ -98,17 +93,25 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
 def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepManifest, config: SweepConfig,
                         sweep: SweepRun) -> None:
     """After ``Tuner.restore``: give ``tuner`` the time budget and number of samples of ``config`` and its ASHA the
-    reports its rungs held (:func:`~sentsweep.platform.search.scheduler.recall`), and record an allowed change in
-    the manifest and on the parent run."""
+    reports its rungs held, and record an allowed change in the manifest and on the parent run."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
         raise ConfigError("this Ray Tune version does not let a resume change the time budget",
                           field="time_budget_s")
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
-    fs, path = location.resolve()
-    recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(fs, path)})
-    changed_budget = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
-    resize_search(tuner, config.num_samples, reopen=changed_budget, storage=location.resolve())
+    storage = location.resolve()
+    recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(*storage)})
+    if tune_config.search_alg is None:
+        raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
+                          field="num_samples")
+    searcher = tune_config.search_alg  # the searcher inside Tune's wrappers, chained again as ``tune.run`` would
+    while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
+        searcher = searcher.searcher
+    if tune_config.max_concurrent_trials:
+        searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
+    reopen = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
+    tune_config.search_alg = ResizableSearchGenerator(searcher, config.num_samples, reopen, storage)
+    tune_config.max_concurrent_trials = None  # so that ``tune.run`` does not wrap the searcher again
     changes = config_changes(manifest.config, config.model_dump(mode="json"))
     if changes:
         location.write_manifest(manifest.model_copy(update={"config": config.model_dump(mode="json")}), config)
@@ -149,9 +152,7 @@ class ResizableSearchGenerator(SearchGenerator):
     def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False,
                  storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
         super().__init__(searcher)
-        self.num_samples = num_samples
-        self.reopen = reopen
-        self.storage = storage
+        self.num_samples, self.reopen, self.storage = num_samples, reopen, storage
         self.restored: list[SnapshotTrial] | None = None
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -167,49 +168,29 @@ class ResizableSearchGenerator(SearchGenerator):
 
     def restore_from_dir(self, dirpath: str) -> None:
         """Tune's restore, made to agree with the trials of the newest experiment state in the sweep's storage (an
-        earlier driver's staging folder on this host may hold files it never uploaded)."""
-        self.restored = snapshot_trials(self.storage[1], self.storage[0]) if self.storage else snapshot_trials(dirpath)
+        earlier driver's staging folder on this host may hold files it never uploaded): the limiter's running trials
+        are those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for one Tune lost."""
+        trials = self.restored = snapshot_trials(*self.storage[::-1]) if self.storage else snapshot_trials(dirpath)
         super().restore_from_dir(dirpath)
-        if self.restored is not None:
-            agree(self.searcher, self.restored)
-
-
-def agree(search: Searcher, trials: list[SnapshotTrial]) -> None:
-    """Make the limiter and the searcher inside ``search`` agree with ``trials``: the limiter's running trials are
-    those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for a trial Tune lost."""
-    running = {t.trial_id for t in trials if t.status not in ENDED}
-    while not isinstance(search, PruningAwareOptunaSearch) and hasattr(search, "searcher"):
-        if isinstance(search, ConcurrencyLimiter) and search.live_trials != running:
-            search.live_trials = set(running)
-            search.num_unfinished_live_trials = len(running)
-        search = search.searcher
-    if not isinstance(search, PruningAwareOptunaSearch):
-        return
-    untold = search.running()
-    for trial in trials:
-        if trial.status in ENDED and trial.trial_id in untold:
-            search.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
-                                     error=trial.status == "ERROR")
-    lost = search.forget_lost({t.trial_id for t in trials})
-    if lost:
-        logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
-
-
-def resize_search(tuner: Tuner, num_samples: int, reopen: bool = False,
-                  storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
-    """Let the restored ``tuner`` run ``num_samples`` trials in total. The chain is built as ``tune.run`` would, and
-    ``max_concurrent_trials`` is cleared so that ``tune.run`` does not wrap it again."""
-    tune_config = restored_tune_config(tuner)
-    if tune_config is None or tune_config.search_alg is None:
-        raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
-                          field="num_samples")
-    searcher = tune_config.search_alg  # the searcher inside Tune's wrappers
-    while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
-        searcher = searcher.searcher
-    if tune_config.max_concurrent_trials:
-        searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
-    tune_config.search_alg = ResizableSearchGenerator(searcher, num_samples, reopen, storage)
-    tune_config.max_concurrent_trials = None
+        if trials is None:
+            return
+        search = self.searcher
+        running = {t.trial_id for t in trials if t.status not in ENDED}
+        while not isinstance(search, PruningAwareOptunaSearch) and hasattr(search, "searcher"):
+            if isinstance(search, ConcurrencyLimiter) and search.live_trials != running:
+                search.live_trials = set(running)
+                search.num_unfinished_live_trials = len(running)
+            search = search.searcher
+        if not isinstance(search, PruningAwareOptunaSearch):
+            return
+        untold = search.running()
+        for trial in trials:
+            if trial.status in ENDED and trial.trial_id in untold:
+                search.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
+                                         error=trial.status == "ERROR")
+        lost = search.forget_lost({t.trial_id for t in trials})
+        if lost:
+            logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
 
 
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
@@ -227,12 +208,8 @@ def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: S
                           f"use num_samples >= {len(trials)}", field="num_samples", file=location.uri)
 
 
-RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
-
-
 def is_resumable(run_status: str, tags: dict[str, str]) -> bool:
-    """Whether a parent run is a sweep to continue: ``interrupted`` or ``crashed``, or RUNNING (its lock decides
-    whether now)."""
+    """Whether a parent run is a sweep to continue; one RUNNING is, and its lock decides whether now."""
     if run_status == "RUNNING":
         return True
     state = tags.get(STATUS_TAG)
@@ -254,15 +231,12 @@ class PreviousSweep(NamedTuple):
 
 def sweep_folders(config: SweepConfig) -> list[str]:
     """The sweep folders of ``config`` (its name, under its storage_path), oldest first by their stamp."""
-    root = config.storage_path.rstrip("/")
-    probe = locate(f"{root}/probe", config.storage_endpoint_url)
+    probe = locate(f"{config.storage_path.rstrip('/')}/probe", config.storage_endpoint_url)
     fs, path = probe.resolve()
     pattern = re.compile("^" + re.escape(config.name) + _STAMP)
     infos = fs.get_file_info(pyarrow.fs.FileSelector(posixpath.dirname(path), allow_not_found=True))
-    names = sorted(i.base_name for i in infos if i.type == pyarrow.fs.FileType.Directory
-                   and pattern.match(i.base_name))
-    base = probe.uri.rsplit("/", 1)[0]
-    return [f"{base}/{name}" for name in names]
+    return [f"{probe.uri.rsplit('/', 1)[0]}/{i.base_name}" for i in sorted(infos, key=lambda i: i.base_name)
+            if i.type == pyarrow.fs.FileType.Directory and pattern.match(i.base_name)]
 
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:

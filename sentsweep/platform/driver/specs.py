@@ -44,9 +44,8 @@ def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
 
 
 def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, Any] | None:
-    """The point of the sweep's reference trial when it sets ``reference``: the space's first point, the paper's
-    setting, which no scheduler stops."""
-    return space_points(space)[0] if config.reference else None
+    """With ``reference``, the point of the sweep's reference trial: the paper's setting, which no scheduler stops."""
+    return space.first_point if config.reference else None
 
 
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
@@ -86,14 +85,9 @@ def describe_settings(values: Mapping[str, Any], digits: int = 3) -> str:
 
 
 def trial_param_space(config: SweepConfig) -> dict[str, Any]:
-    """The settings every trial shares: ``fixed`` plus the sweep's model, data, metric, seed and the system-metrics
-    switch (no tracking setting: the driver writes the trials' runs)."""
-    params = dict(config.fixed)
-    params.setdefault("seed", config.seed)
-    if config.model is not None:
-        params["model"] = config.model
-    if config.data_dir is not None:
-        params["data_dir"] = config.data_dir
+    """The settings every trial shares: ``fixed``, the sweep's model, data, metric, seed and system-metrics switch."""
+    params = {**config.fixed, "seed": config.fixed.get("seed", config.seed)}
+    params.update({k: v for k, v in (("model", config.model), ("data_dir", config.data_dir)) if v is not None})
     params.update(metric=config.metric, mode=config.mode)
     if config.tracking.system_metrics:
         params.update(system_metrics=True, system_metrics_interval_s=config.tracking.system_metrics_interval_s)
@@ -102,8 +96,7 @@ def trial_param_space(config: SweepConfig) -> dict[str, Any]:
 
 def validate_trials(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
                     source: str | None = None) -> list[TrialConfig]:
-    """Fail before Ray starts: ``fixed`` must be valid trial settings, and not fight the space; returns the
-    trial configs of the space's first points."""
+    """The trial configs of the space's first points; refused: ``fixed`` settings invalid or set by the space."""
     from pydantic import ValidationError
 
     points = space_points(space)

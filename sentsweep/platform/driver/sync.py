@@ -1,13 +1,12 @@
 """``sentsweep sync SWEEP_DIR``: an idempotent reconcile of MLflow against the sweep folder, refused while a driver
-holds the sweep's lock.
-"""
+holds the sweep's lock."""
 
 from __future__ import annotations
 
 import logging
 import posixpath
 import time
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import pyarrow.fs
 from mlflow import MlflowClient
@@ -34,13 +33,11 @@ log = logging.getLogger("sentsweep.tracking")
 
 
 def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tuple[str, int]]:
-    """Trial id -> the name and number its run has when the driver creates it, from the experiment snapshot, for
-    the runs a sync creates or that were created under their Tune id."""
+    """Trial id -> the name and number the driver gives its run, from the experiment snapshot."""
     trials = snapshot_trials(path, fs) or []
-    numbers = creation_numbers([{"trial_id": t.trial_id, "experiment_tag": t.experiment_tag} for t in trials])
     values = {t.trial_id: t.evaluated_params for t in trials}
     return {trial_id: (run_name(trial_label(number, prefix), trial_id, values[trial_id]), number)
-            for trial_id, number in numbers.items()}
+            for trial_id, number in creation_numbers(trials).items()}
 
 
 def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
@@ -50,11 +47,9 @@ def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, 
     best = tags.get(BEST_TRIAL_TAG)
     if not best or BEST_RUN_TAG in tags:
         return
-    for stage_run in stage_runs:
-        found = find_trial_run(client, experiment_id, stage_run, best)
-        if found is not None:
-            client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
-            return
+    found = next((run for r in stage_runs if (run := find_trial_run(client, experiment_id, r, best)) is not None), None)
+    if found is not None:
+        client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
 
 
 @dataclass
@@ -72,17 +67,14 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     uri = trusted_tracking_uri(manifest, location, tracking_uri)
-    done = Synced(uri, Reconciled())
     if not store_answers(uri):
-        done.waiting = True
-        return done
+        return Synced(uri, Reconciled(), waiting=True)
     client = MlflowClient(tracking_uri=uri)
     with explain_refused_credentials(uri):  # a 401/403 is one line naming the variables
         refuse_foreign_parent(client, manifest, location)
     fs, root = location.resolve()
-    state = read_state(location)
-    stage_run = state.get("run_id") if state else None
-    register = manifest.config.get("register_model")
+    done = Synced(uri, Reconciled())
+    stage_run = (read_state(location) or {}).get("run_id")
     pruned_by = scheduler_label(SweepConfig.model_validate(manifest.config))
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         stages = [(root, manifest.parent_run_id)]
@@ -94,19 +86,16 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
                 search = run_id == manifest.parent_run_id
                 names = run_names(fs, path, SEARCH_PREFIX if search else CONFIRMATION_PREFIX)
                 found = reconcile(fs, path, runs, names=names, scheduler_label=pruned_by if search else None)
-                done.trials.trials += found.trials
-                done.trials.reports += found.reports
-                done.trials.ended += found.ended
+                done.trials = Reconciled(*map(sum, zip(astuple(done.trials), astuple(found), strict=True)))
             parent = client.get_run(manifest.parent_run_id)
             if "trials_total" not in parent.data.metrics:  # the totals the sweep's end could not write
-                gpu = float(manifest.config.get("resources", {}).get("gpu", 0.0))
-                totals = folder_totals(fs, root, gpu)
+                totals = folder_totals(fs, root, float(manifest.config.get("resources", {}).get("gpu", 0.0)))
                 client.log_batch(parent.info.run_id,
                                  metrics=[Metric(k, v, int(time.time() * 1000), 0) for k, v in totals.items()])
             for path, run_id in stages:
-                others = {manifest.parent_run_id, *([stage_run] if stage_run else [])} - {run_id}
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
-                                      runs=others, register=register)
+                                      runs={r for _, r in stages} - {run_id},
+                                      register=manifest.config.get("register_model"))
                 done.writes += run.writes.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])

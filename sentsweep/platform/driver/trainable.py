@@ -1,6 +1,5 @@
 """The trainable as Tune runs it: a finished trial never trains again (:func:`run_once`), and a trial whose snapshotted
-checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`).
-"""
+checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sentsweep._compat.ray import with_checkpoint
+from sentsweep.platform.folder.retention import CHECKPOINT_PREFIX
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.tracking.vocabulary import OUTPUT_DIR
 from sentsweep.trainables.checkpoints import StoredFolder
@@ -23,9 +23,6 @@ if TYPE_CHECKING:
     from sentsweep.platform.location import SweepLocation
 
 logger = logging.getLogger(__name__)
-
-CHECKPOINT_PREFIX = "checkpoint_"
-
 
 def trial_dirname(trial: Any) -> str:
     """Short trial folders (Ray's default spells out every parameter)."""
@@ -54,16 +51,14 @@ def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
     """``trainable`` as Tune runs it: :func:`run_once`, :func:`with_checkpoint_fallback`, its resources attached."""
     from ray import tune
 
-    resources = {"cpu": config.resources.cpu, "gpu": config.resources.gpu}
-    return tune.with_resources(with_checkpoint_fallback(run_once(trainable.function)), resources)
+    return tune.with_resources(with_checkpoint_fallback(run_once(trainable.function)),
+                               {"cpu": config.resources.cpu, "gpu": config.resources.gpu})
 
 
 def finished_metrics(trial: StoredFolder) -> dict[str, float] | None:
     """The final metrics a finished attempt of this trial wrote to its folder, else None."""
     final = trial.child(OUTPUT_DIR).read_json("final_metrics.json")
-    if not final or final.get(FINAL_KEY) != 1.0:
-        return None
-    return {**final, "restored_from_mlflow": 1.0}
+    return {**final, "restored_from_mlflow": 1.0} if final and final.get(FINAL_KEY) == 1.0 else None
 
 
 def run_once(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -75,11 +70,10 @@ def run_once(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
 
         from sentsweep.trainables.tune_checkpoints import trial_folder
 
-        done = finished_metrics(trial_folder())
-        if done is not None:
+        if (done := finished_metrics(trial_folder())) is not None:
             tune.report(done)
-            return
-        function(config)
+        else:
+            function(config)
 
     return trainable
 
@@ -91,21 +85,16 @@ def newest_checkpoint(trial: StoredFolder) -> StoredFolder | None:
 
 
 def with_checkpoint_fallback(train_func: Callable[[dict[str, Any]], Any]) -> type:
-    """``train_func`` as Tune's function trainable class, restoring from the newest checkpoint left when the one
-    Tune's snapshot names is gone."""
+    """``train_func`` as a Tune trainable class that restores the newest checkpoint left when the named one is gone."""
     from ray.tune import Checkpoint
     from ray.tune.trainable.function_trainable import wrap_function
 
     name = getattr(train_func, "__name__", "func")  # as Tune names a function trainable
-    base = wrap_function(train_func, name=name)
 
-    class CheckpointFallback(base):  # type: ignore[misc, valid-type]
+    class CheckpointFallback(wrap_function(train_func, name=name)):  # type: ignore[misc]
         def restore(self, checkpoint_path: Any) -> None:
             checkpoint = getattr(checkpoint_path, "checkpoint", None)
-            if checkpoint is None:
-                return super().restore(checkpoint_path)
-            named = StoredFolder(checkpoint.filesystem, checkpoint.path)
-            if named.exists():
+            if checkpoint is None or (named := StoredFolder(checkpoint.filesystem, checkpoint.path)).exists():
                 return super().restore(checkpoint_path)
             newest = newest_checkpoint(named.parent())
             gone = f"{named.name} is gone (deleted after Tune's last snapshot)"
