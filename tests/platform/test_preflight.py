@@ -48,6 +48,9 @@ def test_an_unreachable_tracking_server_and_unwritable_storage(tmp_path) -> None
     with pytest.raises(ConfigError, match=rf"MLflow server http://127.0.0.1:{port} is not reachable") as err:
         check_tracking(f"http://user:SECRET@127.0.0.1:{port}")
     assert err.value.field == "tracking.uri" and "SECRET" not in str(err.value)
+    with pytest.raises(ConfigError, match=rf"MLflow server http://\[::1\]:{port} is not reachable") as err:
+        check_tracking(f"http://user:SECRET@[::1]:{port}")  # the host as written: brackets kept
+    assert "SECRET" not in str(err.value)
     check_tracking(f"sqlite:///{tmp_path / 'new' / 'mlruns.db'}")  # a folder that can be made
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

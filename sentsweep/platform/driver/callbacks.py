@@ -128,7 +128,7 @@ class ProgressCallback(Callback):
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials)
         print(f"trial {label_of(trials, trial, self.label_prefix)} failed: {last_error_line(trial)} (traceback in "
-              f"{trial.error_file})", file=sys.stdout, flush=True)
+              f"{trial.error_file})", flush=True)
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))

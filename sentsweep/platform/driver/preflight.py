@@ -83,7 +83,7 @@ def _masked(uri: str) -> str:
     """``uri`` without its user-info (never print a credential)."""
     parsed = urlparse(uri)
     if parsed.username or parsed.password:
-        return parsed._replace(netloc=(parsed.hostname or "") + (f":{parsed.port}" if parsed.port else "")).geturl()
+        return parsed._replace(netloc=parsed.netloc.rsplit("@", 1)[-1]).geturl()  # the host as written
     return uri
 
 
