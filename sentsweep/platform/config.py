@@ -83,7 +83,7 @@ class SweepConfig(ConfigSection):
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
         "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 "
-        "(platform/search/samplers.py, build_tpe); "
+        "(platform/search/samplers.py, build_sampler); "
         "one objective only: a multi-objective study keeps Optuna's split")
     searcher: Literal["tpe", "gp", "random", "grid"] = Field(
         "tpe", description="Optuna's sampler: tpe (multivariate, constant liar), gp (Gaussian process), random, or "

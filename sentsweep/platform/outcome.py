@@ -6,6 +6,7 @@ the search's own run is left out (it was selected on its value: the winner's cur
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,26 +41,20 @@ class Interval:
                 f"[{self.low:.{digits}f}, {self.high:.{digits}f}] (n={self.n}, sd {self.std:.{digits}f})")
 
 
-def t_quantile(level: float, dof: int) -> float:
-    """The two-sided ``level`` quantile of Student's t with ``dof`` degrees of freedom (``t(1 - a/2, dof)``)."""
-    from scipy.stats import t
-
-    return float(t.ppf(0.5 + level / 2, dof))
-
-
 def interval(values: Sequence[float], level: float = LEVEL) -> Interval:
     """Mean, sample standard deviation and the t interval of the mean over the finite ``values``; NaN figures
     for none, an infinite interval for one."""
+    from scipy.stats import t
+
     finite = [float(v) for v in values if math.isfinite(float(v))]
     n = len(finite)
     if n == 0:
         return Interval(0, math.nan, math.nan, math.nan, math.nan)
-    mean = sum(finite) / n
     if n == 1:
-        return Interval(1, mean, math.nan, -math.inf, math.inf)
-    std = math.sqrt(sum((v - mean) ** 2 for v in finite) / (n - 1))
-    half = t_quantile(level, n - 1) * std / math.sqrt(n)
-    return Interval(n, mean, std, mean - half, mean + half)
+        return Interval(1, finite[0], math.nan, -math.inf, math.inf)
+    mean, std = statistics.fmean(finite), statistics.stdev(finite)
+    low, high = t.interval(level, n - 1, loc=mean, scale=std / math.sqrt(n))
+    return Interval(n, mean, std, float(low), float(high))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from sentsweep.platform.confirm.stage import (
     further_seeds,
     ranked_by_rule,
 )
-from sentsweep.platform.outcome import Candidate, SeedRun, interval, t_quantile
+from sentsweep.platform.outcome import Candidate, SeedRun, interval
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG
 
 
@@ -36,7 +36,8 @@ def test_interval_is_the_t_interval_of_the_mean():
     assert iv.n == 4 and iv.mean == pytest.approx(80.5) and iv.std == pytest.approx(sd)
     half = 3.182446305284263 * sd / 2  # t(0.975, 3), from the table
     assert (iv.low, iv.high) == (pytest.approx(mean - half), pytest.approx(mean + half))
-    assert t_quantile(0.95, 1) == pytest.approx(12.706204736)
+    two = interval([1.0, 3.0])  # sd sqrt(2), n 2: the half-width is t(0.975, 1) itself
+    assert two.high - two.mean == pytest.approx(12.706204736)
 
 
 def test_interval_edge_cases():

@@ -10,15 +10,15 @@ import os
 import posixpath
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from sentsweep.data.cache import atomic_write
-from sentsweep.errors import ConfigError, StorageError
-from sentsweep.platform.s3 import s3_client
+from sentsweep.errors import ConfigError
+from sentsweep.platform.s3 import s3_call, s3_client, storage_error
 
 if TYPE_CHECKING:
     from sentsweep.platform.location import SweepLocation
@@ -49,11 +49,8 @@ class LockStore(Protocol):
         """Write ``data`` if the object is still ``version``; its new version, None if it changed or is gone."""
 
 
-def _storage_error(uri: str, exc: BaseException) -> StorageError:
-    return StorageError(f"the sweep's lock could not be read or written ({type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())})", file=uri)
-
-
+#: What a lock store's :class:`~sentsweep.errors.StorageError` says failed.
+FAILED = "the sweep's lock could not be read or written"
 #: ``flock`` excludes per open file, but NFS turns it into a per-process lock: threads of one process take this first.
 _THREADS = threading.Lock()
 
@@ -83,7 +80,7 @@ class LocalLockStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _storage_error(self.uri, exc) from exc
+            raise storage_error(FAILED, self.uri, exc) from exc
         return Stored(data, hashlib.sha256(data).hexdigest())
 
     def create(self, data: bytes) -> str | None:
@@ -101,7 +98,7 @@ class LocalLockStore:
                 finally:
                     os.unlink(tmp)
         except OSError as exc:
-            raise _storage_error(self.uri, exc) from exc
+            raise storage_error(FAILED, self.uri, exc) from exc
         return hashlib.sha256(data).hexdigest()
 
     def replace(self, data: bytes, version: str) -> str | None:
@@ -113,7 +110,7 @@ class LocalLockStore:
                 with atomic_write(self.path) as out:
                     out.write(data)
         except OSError as exc:
-            raise _storage_error(self.uri, exc) from exc
+            raise storage_error(FAILED, self.uri, exc) from exc
         return hashlib.sha256(data).hexdigest()
 
 
@@ -127,30 +124,17 @@ class S3LockStore:
         self.uri = f"s3://{bucket}/{key}"
         self.client = client if client is not None else s3_client(endpoint_url, "prompt")
 
-    def _call(self, request: Callable[[], Any], conflicts: frozenset[str]) -> Any:
-        """``request()``'s answer; None for one of ``conflicts``; any other failure a :class:`StorageError`."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return request()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in conflicts:
-                return None
-            raise _storage_error(self.uri, exc) from exc
-        except BotoCoreError as exc:
-            raise _storage_error(self.uri, exc) from exc
-
     def read(self) -> Stored | None:
         def get() -> Stored:
             answer = self.client.get_object(Bucket=self.bucket, Key=self.key)
             return Stored(answer["Body"].read(), answer["ETag"])
 
-        return self._call(get, frozenset({"NoSuchKey", "404"}))
+        return s3_call(get, self.uri, FAILED, {"NoSuchKey", "404"})
 
     def _put(self, data: bytes, **condition: str) -> str | None:
-        return self._call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
-                                                         ContentType="application/json", **condition)["ETag"],
-                          S3_CONFLICTS)
+        return s3_call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
+                                                      ContentType="application/json", **condition)["ETag"],
+                       self.uri, FAILED, S3_CONFLICTS)
 
     def create(self, data: bytes) -> str | None:
         return self._put(data, IfNoneMatch="*")

@@ -4,20 +4,22 @@ reads what it missed and takes the next number."""
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 import optuna
 from optuna.storages.journal import BaseJournalBackend
 
-from sentsweep.errors import ConfigError, StorageError
+from sentsweep.errors import ConfigError
 from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.s3 import T, s3_call, s3_client
 
 #: The study's journal in the sweep folder (a file; on S3, a folder of numbered objects).
 JOURNAL_FILE = "optuna_journal.log"
@@ -42,8 +44,6 @@ class StudyStore:
         if parsed.scheme != "s3":
             raise ConfigError(f"a sweep folder on {parsed.scheme}:// cannot hold the Optuna study: use a local "
                               "folder or s3://", field="storage_path")
-        from sentsweep.platform.s3 import s3_client
-
         backend = S3JournalBackend(parsed.netloc, posixpath.join(parsed.path.lstrip("/"), JOURNAL_FILE),
                                    s3_client(self.endpoint_url))
         if not create and not backend.read_logs(0):
@@ -69,8 +69,6 @@ def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
     return optuna.load_study(study_name=summary.study_name, storage=storage)
 
 
-T = TypeVar("T")
-
 #: The digits of a batch's number in its object name (names sort as numbers).
 DIGITS = 12
 #: How many batches a read fetches at once (a resumed sweep reads its whole journal).
@@ -88,20 +86,8 @@ class S3JournalBackend(BaseJournalBackend):
         self.client = client
         self._batches: list[list[dict[str, Any]]] = []  # every batch read so far, in order
 
-    def _answered(self, call: Callable[..., T], **kwargs: Any) -> T:
-        """``call(**kwargs)``; any failure but a taken number is a :class:`StorageError`."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return call(**kwargs)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in TAKEN:
-                raise
-            raise StorageError(f"the storage did not answer (ClientError: {exc})",
-                               file=f"s3://{self.bucket}/{self.prefix}") from None
-        except BotoCoreError as exc:
-            raise StorageError(f"the storage did not answer ({type(exc).__name__}: {exc})",
-                               file=f"s3://{self.bucket}/{self.prefix}") from None
+    def _answered(self, request: Callable[[], T], conflicts: frozenset[str] = frozenset()) -> T | None:
+        return s3_call(request, f"s3://{self.bucket}/{self.prefix}", "the storage did not answer", conflicts)
 
     def _key(self, number: int) -> str:
         return f"{self.prefix}/{number:0{DIGITS}d}.jsonl"
@@ -127,18 +113,13 @@ class S3JournalBackend(BaseJournalBackend):
 
     def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
         self._answered(self._refresh)
-        logs = [log for batch in self._batches for log in batch]
-        return logs[log_number_from:]
+        return [log for batch in self._batches for log in batch][log_number_from:]
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         body = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
-        from botocore.exceptions import ClientError
-
-        while True:
+        while True:  # another writer took this number: read its batch, take the next one
             self._answered(self._refresh)
             key = self._key(len(self._batches))
-            try:
-                self._answered(self.client.put_object, Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*")
+            put = functools.partial(self.client.put_object, Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*")
+            if self._answered(put, TAKEN) is not None:
                 return
-            except ClientError:  # another writer took this number: read its batch, take the next one
-                continue
