@@ -143,16 +143,13 @@ class SweepLock:
             now = self.clock()
             mine = self._record(now).to_bytes()
             stored = self.store.read()
-            if stored is None:
-                version = self.store.create(mine)
-            else:
-                held = LockRecord.parse(stored.data)
-                if held is not None and not held.expired(now):
-                    raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
-                                        f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
-                                        f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
-                                        f"{self.store.uri})")
-                version = self.store.replace(mine, stored.version)
+            held = LockRecord.parse(stored.data) if stored is not None else None
+            if held is not None and not held.expired(now):
+                raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
+                                    f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
+                                    f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
+                                    f"{self.store.uri})")
+            version = self.store.write(mine, stored.version if stored is not None else None)
             if version is not None:
                 self._version, self._renewed = version, now
                 return
@@ -177,7 +174,7 @@ class SweepLock:
                 return self.interval_s
             now = self.clock()
             try:
-                version = self.store.replace(self._record(now).to_bytes(), self._version)
+                version = self.store.write(self._record(now).to_bytes(), self._version)
                 if version is None:
                     return self._changed(now)
             except Exception as exc:  # noqa: BLE001 - a storage error (or any other) is retried, then gives up
@@ -233,7 +230,7 @@ class SweepLock:
                 return
             version, self._version = self._version, None
             try:
-                if self.store.replace(self._record(self.clock(), released=True).to_bytes(), version) is None:
+                if self.store.write(self._record(self.clock(), released=True).to_bytes(), version) is None:
                     log.debug("the lock of sweep %s changed before its release: left as it is", self.sweep_name)
             except StorageError as exc:
                 log.warning("the lock of sweep %s could not be released (%s): it expires in %.0fs", self.sweep_name,

@@ -8,7 +8,6 @@ import fcntl
 import hashlib
 import os
 import posixpath
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,11 +41,9 @@ class LockStore(Protocol):
     def read(self) -> Stored | None:
         """The object and its version; None when there is none."""
 
-    def create(self, data: bytes) -> str | None:
-        """Write ``data`` if there is no object; its version, None if there is one."""
-
-    def replace(self, data: bytes, version: str) -> str | None:
-        """Write ``data`` if the object is still ``version``; its new version, None if it changed or is gone."""
+    def write(self, data: bytes, version: str | None) -> str | None:
+        """Write ``data`` if the object is still ``version`` (None: if there is none); its new version, None if it
+        changed."""
 
 
 #: What a lock store's :class:`~sentsweep.errors.StorageError` says failed.
@@ -56,8 +53,8 @@ _THREADS = threading.Lock()
 
 
 class LocalLockStore:
-    """The lock as a local (or NFS) file: a create links a temporary file to the name, a replace renames one over
-    it under an exclusive ``flock`` on a guard file (dropped when its process dies). The version is the SHA-256."""
+    """The lock as a local (or NFS) file, compared and renamed over under an exclusive ``flock`` on a guard file
+    (dropped when its process dies). The version is the SHA-256."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -83,29 +80,11 @@ class LocalLockStore:
             raise storage_error(FAILED, self.uri, exc) from exc
         return Stored(data, hashlib.sha256(data).hexdigest())
 
-    def create(self, data: bytes) -> str | None:
-        try:
-            with self._guarded():
-                fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-                try:
-                    with os.fdopen(fd, "wb") as out:
-                        out.write(data)
-                        out.flush()
-                        os.fsync(out.fileno())
-                    os.link(tmp, self.path)
-                except FileExistsError:
-                    return None
-                finally:
-                    os.unlink(tmp)
-        except OSError as exc:
-            raise storage_error(FAILED, self.uri, exc) from exc
-        return hashlib.sha256(data).hexdigest()
-
-    def replace(self, data: bytes, version: str) -> str | None:
+    def write(self, data: bytes, version: str | None) -> str | None:
         try:
             with self._guarded():
                 current = self.read()
-                if current is None or current.version != version:
+                if (current.version if current is not None else None) != version:
                     return None
                 with atomic_write(self.path) as out:
                     out.write(data)
@@ -131,16 +110,11 @@ class S3LockStore:
 
         return s3_call(get, self.uri, FAILED, {"NoSuchKey", "404"})
 
-    def _put(self, data: bytes, **condition: str) -> str | None:
+    def write(self, data: bytes, version: str | None) -> str | None:
+        condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
         return s3_call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
                                                       ContentType="application/json", **condition)["ETag"],
                        self.uri, FAILED, S3_CONFLICTS)
-
-    def create(self, data: bytes) -> str | None:
-        return self._put(data, IfNoneMatch="*")
-
-    def replace(self, data: bytes, version: str) -> str | None:
-        return self._put(data, IfMatch=version)
 
 
 def lock_store(location: SweepLocation) -> LockStore:
