@@ -1,11 +1,6 @@
 """The Ray job that runs a sweep or resumes one: its entrypoint (an ordinary ``sentsweep`` command), runtime
-environment (working dir, requirements, variables), where its driver may run, metadata, and a summary safe
-to print.
-
-Where the driver runs: Ray starts a job's driver on a node that has every resource it asks for
-(``entrypoint_num_cpus``/``_num_gpus`` and custom ``entrypoint_resources``, ``--driver-resources``); a custom
-resource offered only by workers keeps the driver, and the best trial's final evaluation that runs in it, off the
-head, which then only coordinates."""
+environment, where its driver may run (a custom resource only workers offer keeps it off the head), metadata, and
+a summary safe to print."""
 
 from __future__ import annotations
 
@@ -109,41 +104,29 @@ class JobSpec:
     entrypoint_resources: dict[str, float] | None = None
 
 
-def _runtime_env(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]) -> dict[str, Any]:
-    runtime_env: dict[str, Any] = {}
-    if staged is not None:
-        runtime_env["working_dir"] = str(staged.path)
-    if options.installer:
-        packages = pinned_requirements()
-        key = "pip_check" if options.installer == "pip" else "uv_check"
-        runtime_env[options.installer] = {"packages": packages, key: False}
-    if env_vars:
-        runtime_env["env_vars"] = env_vars
-    return runtime_env
+def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
+         head: str, details: list[str], metadata: dict[str, str], warnings: list[str]) -> JobSpec:
+    """The job that runs ``sentsweep COMMAND ARGS``, with its summary (``head``, then ``details`` among the rest)."""
+    import sentsweep
 
-
-def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
+    runtime_env: dict[str, Any] = {"working_dir": str(staged.path)} if staged is not None else {}
     if options.ship == "installed":
         code = "the cluster's installed sentsweep (working_dir: the config only)"
     else:
         assert staged is not None
         code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
     if options.installer:
-        code += f"; {options.installer} installs {len(pinned_requirements())} pinned requirements"
-    return code
-
-
-def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
-         head: str, details: list[str], metadata: dict[str, str], warnings: list[str]) -> JobSpec:
-    """The job that runs ``sentsweep COMMAND ARGS``, with its summary (``head``, then ``details`` among the rest)."""
-    import sentsweep
-
+        packages = pinned_requirements()
+        key = "pip_check" if options.installer == "pip" else "uv_check"
+        runtime_env[options.installer] = {"packages": packages, key: False}
+        code += f"; {options.installer} installs {len(packages)} pinned requirements"
+    if env_vars:
+        runtime_env["env_vars"] = env_vars
     entrypoint = options.entrypoint(command, *args)
-    summary = [head, f"  code:        {_code_line(options, staged)}", f"  entrypoint:  {entrypoint}", *details,
+    summary = [head, f"  code:        {code}", f"  entrypoint:  {entrypoint}", *details,
                f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
     metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
-    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, warnings, staged,
-                   *options.placement())
+    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, staged, *options.placement())
 
 
 def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:

@@ -1,7 +1,6 @@
-"""What a job ships: the sweep config (``--set`` and the storage and tracking options baked in, validated here, so
-errors name the field and the file before anything reaches the cluster), and the folder Ray uploads as its
-``working_dir`` (the package and project files without :data:`EXCLUDES`, and the config), with the pinned
-requirements ``--pip``/``--uv`` install."""
+"""What a job ships: the sweep config (``--set`` and the storage and tracking options baked in, validated here),
+and the folder Ray uploads as its ``working_dir`` (the package and project files without :data:`EXCLUDES`, and
+the config), with the pinned requirements ``--pip``/``--uv`` install."""
 
 from __future__ import annotations
 
@@ -34,11 +33,8 @@ class PreparedConfig:
 def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: str | None = None,
                    storage_endpoint_url: str | None = None, tracking_uri: str | None = None,
                    check_trials: bool = True) -> PreparedConfig:
-    """Read ``path``, apply ``--set`` overrides and the storage and tracking options, and validate it all
-    here (errors name the field and the file) before anything reaches the cluster.
-
-    A credential in any URI field (:data:`~sentsweep.platform.config.CREDENTIAL_FIELDS`) is refused, naming
-    the field or the option that gave it (:func:`~.credentials.refuse_credentials`): the YAML is uploaded to
+    """Read ``path``, apply ``--set`` overrides and the storage and tracking options, and validate it all here. A
+    credential in any URI field is refused, naming the field or the option that gave it: the YAML is uploaded to
     the cluster, where every user of the Jobs API can read it."""
     from sentsweep.yaml_io import apply_overrides, read_yaml
 
