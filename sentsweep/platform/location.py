@@ -5,12 +5,14 @@ start a count, a search or a sweep afresh over the one stored).
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
+import os
 import posixpath
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError, validation_message
 from sentsweep.platform.config import SWEEP_NAME, SweepConfig
-from sentsweep.platform.identity import sweep_owner
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
@@ -32,7 +33,24 @@ READ_BACKOFF_S = 0.5
 #: How the pause between tries is waited (a test puts a recorder here, so that no test waits).
 pause: Callable[[float], None] = time.sleep
 
+#: Who a sweep's manifest names as its owner (``sentsweep submit`` sets it); else the login name.
+OWNER_ENV = "SENTSWEEP_OWNER"
+
 log = logging.getLogger(__name__)
+
+
+def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
+    """``$SENTSWEEP_OWNER``, else the login name (``$USER``, ``$LOGNAME``, the password database), else
+    ``unknown``."""
+    environ = os.environ if environ is None else environ
+    for name in (OWNER_ENV, "USER", "LOGNAME"):
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a uid without an entry (containers)
+        return "unknown"
 
 
 def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTEMPTS,

@@ -1,8 +1,6 @@
-"""One driver per sweep: a JSON lock object ``driver.lock`` in the sweep folder, changed only by compare-and-set.
-
-A daemon thread renews it every ``interval_s``; it expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat,
-or at once when its local holder is gone, and machines' clocks must agree within an interval. A holder that cannot
-renew for :data:`GIVE_UP_FACTOR` intervals gives it up, one interval before another driver may take it over."""
+"""One driver per sweep: a JSON lock ``driver.lock`` in the sweep folder, changed only by compare-and-set, renewed by
+a daemon thread, expired after :data:`EXPIRY_FACTOR` intervals without a heartbeat (machines' clocks must agree within
+one) or at once when its local holder is gone. A holder unrenewed for :data:`GIVE_UP_FACTOR` intervals gives it up."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from sentsweep.errors import SentsweepError, StorageError
-from sentsweep.platform.identity import sweep_owner
+from sentsweep.platform.location import sweep_owner
 
 if TYPE_CHECKING:
     from sentsweep.platform.folder.lock_stores import LockStore
@@ -56,7 +54,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's live process
-        return True
+        pass
     return True
 
 
