@@ -68,10 +68,6 @@ class SweepGridSampler(optuna.samplers.GridSampler):
         return None
 
 
-def grid_done(sampler: optuna.samplers.BaseSampler, study: optuna.Study) -> bool:
-    return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
-
-
 def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
     """A categorical's choices, or ``points`` values over a numeric range, ends included."""
     if isinstance(dist, CategoricalDistribution):
