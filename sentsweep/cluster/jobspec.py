@@ -149,10 +149,9 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
                      storage_endpoint_url: str | None = None, tracking_uri: str | None = None) -> JobSpec:
-    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3). Both go
-    into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`).
-    ``tracking_uri``: the server the sweep was tracked at, for the job's ``$MLFLOW_TRACKING_URI`` (a shared folder's
-    resume contacts only a server its user names, :mod:`~sentsweep.platform.folder.trust`); else the cluster's."""
+    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3), tracked at
+    ``tracking_uri`` (the job's ``$MLFLOW_TRACKING_URI``; else the cluster's). Credentials in any of them are refused:
+    they would be in the entrypoint."""
     refuse_credentials(sweep_dir, "storage", "--resume")
     refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
     if is_relative_path(sweep_dir):

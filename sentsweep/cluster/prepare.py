@@ -136,8 +136,7 @@ def project_dirs() -> tuple[Path, Path | None]:
 
 def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, include_code: bool = True,
                       package_dir: Path | None = None, project_dir: Path | None = None) -> StagedDir:
-    """Copy what a job needs into ``dest``: the package (without :data:`EXCLUDES`) and
-    :data:`PROJECT_FILES` when ``include_code``, and the config as ``configs/<file>``."""
+    """Copy the package and :data:`PROJECT_FILES` (when ``include_code``) and the config into ``dest``."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     if include_code:
@@ -166,8 +165,7 @@ def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, inclu
 
 
 def pinned_requirements(project_dir: Path | None = None) -> list[str]:
-    """The project's runtime requirements (pinned ``==`` in ``pyproject.toml``; else the installed
-    distribution's metadata), as ``--pip``/``--uv`` install them on the cluster."""
+    """The pinned runtime requirements of ``pyproject.toml`` (else of the installed distribution's metadata)."""
     if project_dir is None:
         project_dir = project_dirs()[1]
     if project_dir is not None:

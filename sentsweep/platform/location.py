@@ -40,8 +40,7 @@ log = logging.getLogger(__name__)
 
 
 def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
-    """``$SENTSWEEP_OWNER``, else the login name (``$USER``, ``$LOGNAME``, the password database), else
-    ``unknown``."""
+    """``$SENTSWEEP_OWNER``, else the login name (``$USER``, ``$LOGNAME``, the password database), else unknown."""
     environ = os.environ if environ is None else environ
     for name in (OWNER_ENV, "USER", "LOGNAME"):
         value = environ.get(name, "").strip()
@@ -51,25 +50,6 @@ def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # a uid without an entry (containers)
         return "unknown"
-
-
-def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTEMPTS,
-                 backoff_s: float = READ_BACKOFF_S) -> bytes | None:
-    """What ``read()`` returns; None when the file is absent. Another ``OSError`` is tried ``attempts`` times in
-    all, then raised as a :class:`StorageError` naming ``file``."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if attempt == attempts:
-                raise StorageError(f"the storage did not answer after {attempts} tries ({type(exc).__name__}: "
-                                   f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
-                                   "answers", file=file) from exc
-            log.warning("reading %s failed (%s); trying again", file, exc)
-            pause(backoff_s * 2 ** (attempt - 1))
-    return None  # not reached: attempts >= 1
 
 
 class SweepManifest(BaseModel):
@@ -145,7 +125,21 @@ class SweepLocation:
             return stream.readall()
 
     def read_optional(self, filename: str) -> bytes | None:
-        return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
+        """``filename``'s bytes; None when it is absent. Another ``OSError`` is tried :data:`READ_ATTEMPTS` times in
+        all, then raised as a :class:`StorageError` naming the file."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return self.read_bytes(filename)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if attempt == READ_ATTEMPTS:
+                    raise StorageError(f"the storage did not answer after {READ_ATTEMPTS} tries ({type(exc).__name__}: "
+                                       f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
+                                       "answers", file=self.file_uri(filename)) from exc
+                log.warning("reading %s failed (%s); trying again", self.file_uri(filename), exc)
+                pause(READ_BACKOFF_S * 2 ** (attempt - 1))
+        return None  # not reached: READ_ATTEMPTS >= 1
 
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
         """``filename`` as a JSON object, None when it does not exist; one that does not parse is a

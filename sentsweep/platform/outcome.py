@@ -42,8 +42,7 @@ class Interval:
 
 
 def interval(values: Sequence[float], level: float = LEVEL) -> Interval:
-    """Mean, sample standard deviation and the t interval of the mean over the finite ``values``; NaN figures
-    for none, an infinite interval for one."""
+    """The finite ``values``' mean, sample sd and t interval of the mean (NaN for none, infinite for one)."""
     from scipy.stats import t
 
     finite = [float(v) for v in values if math.isfinite(float(v))]
@@ -70,8 +69,7 @@ class SeedRun:
 
 @dataclass
 class Candidate:
-    """A configuration being confirmed: its place in the search's single-seed ranking and its seeds (the search's
-    run, ``original``, and the further seeds)."""
+    """A configuration being confirmed: its rank in the search and its seeds (the search's run and the further)."""
 
     rank: int  # 1: the search's best trial
     trial_id: str  # the search trial it comes from

@@ -76,9 +76,8 @@ def result_trial_id(result: Result) -> str:
 
 
 def creation_numbers(trials: Sequence[Any]) -> dict[str, int]:
-    """Trial id -> the trial's number in the order Tune created it (1, 2, ...), for Tune ``Trial`` objects or result
-    dicts. Tune's own count orders them, so a restore, which may reorder its list of trials, keeps every number;
-    a trial without that count keeps its place in the list."""
+    """Trial id -> its number in the order Tune created it (1, 2, ...), for Tune ``Trial`` objects or result dicts:
+    Tune's own count survives a restore that reorders the trials (a trial without it keeps its place in the list)."""
     def key(item: tuple[int, Any]) -> tuple[float, int]:
         number = trial_number(item[1])
         return (math.inf if number is None else number, item[0])
@@ -115,8 +114,7 @@ def is_warm_start(trial: FrozenTrial) -> bool:
 
 
 def varying_keys(results: Iterable[Any], skip: tuple[str, ...] = ("tracking",)) -> list[str]:
-    """The trial settings that differ between the trials of ``results`` (Tune results: what the search chose), in
-    the order they first appear; the keys in ``skip`` left out."""
+    """The trial settings (but ``skip``) that differ between the trials of ``results``, in order of appearance."""
     configs = [r.config or {} for r in results]
     keys = dict.fromkeys(k for c in configs for k in c if k not in skip)
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]

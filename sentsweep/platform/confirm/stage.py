@@ -68,8 +68,7 @@ def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:
 
 
 def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Candidate], dict[str, dict]]:
-    """The ``top_k`` best finished trials as candidates (each with its own run as its first seed), and their trial
-    configs by trial id."""
+    """The ``top_k`` best finished trials as candidates (their own run first), and their configs by trial id."""
     finished = [r for r in rank_results(results, config.metric, config.mode) if is_final(r.metrics)]
     searched = varying_keys(results, skip=("tracking", "seed"))
     candidates, configs = [], {}
@@ -93,9 +92,8 @@ def _identity(trial_config: dict[str, Any]) -> str:
 
 def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stage_results: ResultGrid,
            config: SweepConfig, run_id: str) -> ConfirmationOutcome:
-    """Each candidate (its trial config in ``configs``) with all its seeds (a failed or unfinished seed counts NaN,
-    outside the figures), the winner by the rule over the further seeds, and the winner's further seed closest to
-    their mean."""
+    """Each candidate with all its seeds (a failed or unfinished seed counts NaN, outside the figures), and the
+    winner by the rule over the further seeds."""
     owners: dict[str, Candidate] = {}
     for candidate in candidates:
         candidate.runs = [r for r in candidate.runs if r.original]

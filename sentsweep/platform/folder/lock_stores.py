@@ -42,8 +42,7 @@ class LockStore(Protocol):
         """The object and its version; None when there is none."""
 
     def write(self, data: bytes, version: str | None) -> str | None:
-        """Write ``data`` if the object is still ``version`` (None: if there is none); its new version, None if it
-        changed."""
+        """Write ``data`` if the object is still ``version`` (None: absent); its new version, None if it changed."""
 
 
 #: What a lock store's :class:`~sentsweep.errors.StorageError` says failed.

@@ -48,12 +48,9 @@ class FinalAwareASHA(ASHAScheduler):
 
 
 def recall(scheduler: TrialScheduler, histories: Mapping[str, Sequence[dict[str, Any]]]) -> int:
-    """Give a restored ASHA the reports its rungs held before the stop; the number of trials recalled.
-
-    Tune saves no scheduler with the experiment, so a restored ASHA starts with empty rungs and lets the next trials
-    past rungs where the first run would have stopped them. Each trial's past reports (``histories``: trial id ->
-    its results in order) go through the scheduler again, its decisions ignored, so its rungs hold what they held.
-    A restored ASHA learns its metric when ``fit`` begins, so the reports wait for it. FIFO has nothing to recall."""
+    """Replay each trial's past reports (``histories``: trial id -> its results) through a restored ASHA, its
+    decisions ignored, now or once ``fit`` tells it the metric; the number of trials recalled. Tune saves no
+    scheduler, and empty rungs would let the next trials past where the first run would have stopped them."""
     if not isinstance(scheduler, FinalAwareASHA):
         return 0
     if scheduler.metric is None:

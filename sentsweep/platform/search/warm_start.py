@@ -99,18 +99,12 @@ def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], 
     return placed
 
 
-class _EarlierValues(optuna.samplers.BaseSampler):
+class _EarlierValues(optuna.samplers.RandomSampler):
     """Samples an earlier trial's value where the new space allows it, else the distribution's first value."""
 
     def __init__(self, params: Mapping[str, Any]) -> None:
+        super().__init__()
         self.params = params
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return {}
-
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return {}
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
