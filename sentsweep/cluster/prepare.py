@@ -80,7 +80,7 @@ def is_relative_path(value: str) -> bool:
 def _portability_warnings(config: SweepConfig) -> list[str]:
     """What would silently stay inside the job's temporary working directory on the head."""
     warnings = []
-    if not config.is_remote_storage and is_relative_path(config.storage_path.removeprefix("file://")):
+    if is_relative_path(config.storage_path.removeprefix("file://")):
         warnings.append(f"storage_path '{config.storage_path}' is relative: Tune's state would live in the "
                         "job's temporary folder on the head and could not be resumed; pass --storage "
                         "s3://bucket/prefix or a path on a shared volume")

@@ -40,7 +40,8 @@ __all__ = [
     "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
     "CheckpointSettings", "ConfigSection", "ConfirmConfig", "ConvergenceConfig", "NotifyConfig", "NotifyEvent",
     "ReferenceConfig", "ResourcesConfig", "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri",
-    "joins_ray_cluster", "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
+    "is_shared_folder", "joins_ray_cluster", "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder",
+    "resolve_tracking_uri",
 ]
 
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
@@ -220,10 +221,6 @@ class SweepConfig(ConfigSection):
         return (f"{sampler}; {stopping}; the search ends once Optuna's {bound} over at least {c.min_trials} "
                 f"finished trials is below {noise}")
 
-    @property
-    def is_remote_storage(self) -> bool:
-        return "://" in self.storage_path and not self.storage_path.startswith("file://")
-
     def resolved(self, base: Path | None = None, environ: MutableMapping[str, str] | None = None) -> SweepConfig:
         """A copy with relative local paths made absolute against ``base`` (default: the cwd), and the credentials
         of its URIs moved into ``environ`` (default: this process's, which MLflow, pyarrow and a local Ray read); a
@@ -238,7 +235,7 @@ class SweepConfig(ConfigSection):
         update: dict[str, Any] = {name: value for name, value in clean.items() if not name.startswith("tracking.")}
         split.export(os.environ if environ is None else environ)
         base = (base or Path.cwd()).resolve()
-        if not self.is_remote_storage:
+        if not is_shared_folder(self.storage_path):
             update["storage_path"] = str(_absolute(self.storage_path.removeprefix("file://"), base))
         if self.data_dir and "://" not in self.data_dir:
             update["data_dir"] = str(_absolute(self.data_dir, base))
@@ -322,6 +319,11 @@ def resolve_sweep_folder(sweep_dir: str, endpoint_url: str | None = None,
 def joins_ray_cluster(address: str | None) -> bool:
     """Whether ``ray.init(address)`` joins a running cluster (an address, or ``RAY_ADDRESS``)."""
     return address not in (None, "", "local") or bool(os.environ.get("RAY_ADDRESS"))
+
+
+def is_shared_folder(uri: str) -> bool:
+    """Whether a sweep folder lies in storage others may write: an object store's URI, not a local path."""
+    return "://" in uri and not uri.startswith("file://")
 
 
 def is_server_uri(uri: str) -> bool:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError, validation_message
-from sentsweep.platform.config import SWEEP_NAME, SweepConfig
+from sentsweep.platform.config import SWEEP_NAME, SweepConfig, is_shared_folder
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
@@ -208,11 +208,6 @@ def new_sweep_location(config: SweepConfig, now: float | None = None,
     root = config.storage_path.rstrip("/")
     name = f"{config.name}-{stamp}" + (f"-{suffix}" if suffix else "")
     return locate(f"{root}/{name}", config.storage_endpoint_url)
-
-
-def is_shared_folder(uri: str) -> bool:
-    """Whether a sweep folder lies in storage others may write: an object store's URI, not a local path."""
-    return "://" in uri and not uri.startswith("file://")
 
 
 def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:

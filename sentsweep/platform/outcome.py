@@ -77,14 +77,9 @@ class Candidate:
     runs: list[SeedRun] = field(default_factory=list)
 
     @property
-    def search_run(self) -> SeedRun | None:
-        """The search's trial that made it a candidate (selected on its value: outside the figures)."""
-        return next((r for r in self.runs if r.original), None)
-
-    @property
     def search_value(self) -> float:
-        run = self.search_run
-        return math.nan if run is None else run.value
+        """The value of the search's trial that made it a candidate (selected on it: outside the figures)."""
+        return next((r.value for r in self.runs if r.original), math.nan)
 
     @property
     def further_runs(self) -> list[SeedRun]:

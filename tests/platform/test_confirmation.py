@@ -77,7 +77,7 @@ def test_the_confirmed_figures_leave_out_the_search_run():
     the mean, the interval, the rule and the exported seed rest on the further seeds alone."""
     c = Candidate(1, "t", {}, [SeedRun("t", 42, 90.0, True)] + [SeedRun(f"t{i}", 43 + i, 80.0) for i in range(3)])
     assert c.interval.mean == 80.0 and c.interval.n == 3 and c.interval.std == 0.0
-    assert c.search_run is c.runs[0] and c.search_value == 90.0 and len(c.further_runs) == 3
+    assert c.runs[0].original and c.search_value == 90.0 and len(c.further_runs) == 3
     # the same further seeds, whatever the search's value: the same figures, and the search's rank breaks the tie
     lucky, plain = _candidate(1, [80.0, 81.0, 82.0], search=90.0), _candidate(2, [80.0, 81.0, 82.0], search=81.0)
     assert lucky.interval == plain.interval
