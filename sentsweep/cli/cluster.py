@@ -191,8 +191,7 @@ def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from sentsweep.cluster.client import resolve_address
-    from sentsweep.cluster.jobspec import build_resume_job, build_sweep_job
-    from sentsweep.cluster.prepare import job_workdir, prepare_config
+    from sentsweep.cluster.jobspec import build_resume_job, build_sweep_job, job_workdir, prepare_config
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")

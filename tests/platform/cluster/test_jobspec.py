@@ -28,8 +28,9 @@ from sentsweep.cluster.jobspec import (
     build_resume_job,
     build_sweep_job,
     parse_driver_resources,
+    prepare_config,
+    stage_working_dir,
 )
-from sentsweep.cluster.prepare import prepare_config, stage_working_dir
 from sentsweep.credentials import mask_uri, redact, split_credentials
 from sentsweep.errors import ConfigError
 
