@@ -45,16 +45,14 @@ class Converged:
                 "started, the running ones finish")
 
 
-def replica_seeds(seed: int, count: int) -> list[int]:
-    """The noise replicas' seeds, ``seed + 1001, ...``: apart from the confirmation stage's ``seed + 1, ...``."""
-    return [seed + REPLICA_SEED_OFFSET + k for k in range(1, count + 1)]
-
-
 def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
                    seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The first point again with the noise seeds ``seed + 1001, ...`` (the confirmation stage's are ``seed + 1, ...``),
+    each with its seed as a user attribute."""
     if not first_point or settings.noise_sd is not None:
         return []
-    return [(dict(first_point), {NOISE_SEED_ATTR: s}) for s in replica_seeds(seed, settings.noise_seeds)]
+    return [(dict(first_point), {NOISE_SEED_ATTR: seed + REPLICA_SEED_OFFSET + k})
+            for k in range(1, settings.noise_seeds + 1)]
 
 
 def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:

@@ -19,7 +19,11 @@ def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tupl
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
-    return StudyStore(location.uri, location.endpoint_url).storage(create=False), manifest.sweep_name
+    store = StudyStore(location.uri, location.endpoint_url)
+    storage = store.storage(create=False)
+    if storage is None:
+        raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=store.journal_uri)
+    return storage, manifest.sweep_name
 
 
 def dashboard_cookie(port: int) -> str:

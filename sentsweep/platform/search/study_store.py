@@ -34,34 +34,28 @@ class StudyStore:
     def journal_uri(self) -> str:
         return posixpath.join(self.uri, JOURNAL_FILE)
 
-    def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage:
+    def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage | None:
+        """The study's journal; None when ``create`` is False and the folder holds no study yet."""
         if "://" not in self.uri:
-            path = Path(self.uri) / JOURNAL_FILE
-            if not create and not path.is_file():
-                raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=str(path))
-            return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+            if not create and not Path(self.journal_uri).is_file():
+                return None
+            return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(self.journal_uri))
         parsed = urlparse(self.uri)
         if parsed.scheme != "s3":
             raise ConfigError(f"a sweep folder on {parsed.scheme}:// cannot hold the Optuna study: use a local "
                               "folder or s3://", field="storage_path")
         backend = S3JournalBackend(parsed.netloc, posixpath.join(parsed.path.lstrip("/"), JOURNAL_FILE),
                                    s3_client(self.endpoint_url))
-        if not create and not backend.read_logs(0):
-            raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)",
-                              file=self.journal_uri)
-        return optuna.storages.JournalStorage(backend)
+        return optuna.storages.JournalStorage(backend) if create or backend.read_logs(0) else None
 
 
 def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""
     if isinstance(store, SweepLocation):
         store = StudyStore(store.uri, store.endpoint_url)
-    try:
-        storage = store.storage(create=False)
-    except ConfigError as exc:
-        if "holds no Optuna study" in str(exc):
-            return None
-        raise
+    storage = store.storage(create=False)
+    if storage is None:
+        return None
     try:
         (summary,) = optuna.get_all_study_summaries(storage, include_best_trial=False)
     except ValueError:
