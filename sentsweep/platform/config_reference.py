@@ -48,9 +48,8 @@ def _type(annotation: Any) -> tuple[str, list[Any]]:
         return f"list of {inner}", allowed
     if origin is dict:
         return "mapping", []
-    if annotation.__class__.__name__ == "ViewPair" or getattr(annotation, "__name__", "") == "ViewPair":
-        return "view pair", []
-    return _NAMES.get(annotation, getattr(annotation, "__name__", str(annotation))), []
+    name = getattr(annotation, "__name__", str(annotation))
+    return _NAMES.get(annotation, "view pair" if name == "ViewPair" else name), []
 
 
 def _bounds(info: FieldInfo) -> list[str]:
