@@ -42,10 +42,9 @@ log = logging.getLogger(__name__)
 def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
     """``$SENTSWEEP_OWNER``, else the login name (``$USER``, ``$LOGNAME``, the password database), else unknown."""
     environ = os.environ if environ is None else environ
-    for name in (OWNER_ENV, "USER", "LOGNAME"):
-        value = environ.get(name, "").strip()
-        if value:
-            return value
+    found = [value for name in (OWNER_ENV, "USER", "LOGNAME") if (value := environ.get(name, "").strip())]
+    if found:
+        return found[0]
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # a uid without an entry (containers)

@@ -48,9 +48,6 @@ def failure_reason(result: dict[str, Any] | None) -> str:
     return str((result or {}).get(FAILURE_REASON_KEY) or "failed")
 
 
-_ITERATION = "training_iteration"
-
-
 def is_draining(result: Mapping[str, Any] | None) -> bool:
     return bool(result) and result.get(DRAINING_KEY) == 1.0
 
@@ -59,9 +56,9 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them, from the
     state it restored: Tune's own count also counts draining reports, and is off after a checkpoint fallback."""
     evaluations = result.get(EVALUATIONS_KEY)
-    if evaluations is None or _ITERATION not in result:
+    if evaluations is None or "training_iteration" not in result:
         return result
-    return {**result, _ITERATION: int(evaluations)}
+    return {**result, "training_iteration": int(evaluations)}
 
 
 def metric_value(result: Result, metric: str) -> float | None:
