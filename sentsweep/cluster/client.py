@@ -96,10 +96,7 @@ class ClusterJobs:
         """Submit ``spec`` (uploading its working dir); returns the job's submission id."""
         with self._errors():
             return self.client.submit_job(entrypoint=spec.entrypoint, runtime_env=spec.runtime_env,
-                                          metadata=spec.metadata, submission_id=submission_id,
-                                          entrypoint_num_cpus=spec.entrypoint_num_cpus,
-                                          entrypoint_num_gpus=spec.entrypoint_num_gpus,
-                                          entrypoint_resources=spec.entrypoint_resources)
+                                          metadata=spec.metadata, submission_id=submission_id, **spec.placement)
 
     def info(self, job_id: str) -> JobDetails:
         with self._errors(job_id):

@@ -254,10 +254,10 @@ class JobOptions:
         argv += (["--no-finalize"] if not self.finalize else []) + (["--verbose"] if self.verbose else [])
         return shlex.join(argv)
 
-    def placement(self) -> tuple[float | None, float | None, dict[str, float] | None]:
+    def placement(self) -> dict[str, Any]:
         """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
-        resources = dict(self.entrypoint_resources) if self.entrypoint_resources else None
-        return self.entrypoint_num_cpus, self.entrypoint_num_gpus, resources
+        return {"entrypoint_num_cpus": self.entrypoint_num_cpus, "entrypoint_num_gpus": self.entrypoint_num_gpus,
+                "entrypoint_resources": dict(self.entrypoint_resources) if self.entrypoint_resources else None}
 
 
 @dataclass
@@ -270,9 +270,7 @@ class JobSpec:
     summary: list[str]
     warnings: list[str]
     staged: StagedDir | None = None
-    entrypoint_num_cpus: float | None = None
-    entrypoint_num_gpus: float | None = None
-    entrypoint_resources: dict[str, float] | None = None
+    placement: dict[str, Any] = field(default_factory=dict)  # where the driver may run: submit_job's entrypoint_*
 
 
 def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
@@ -297,7 +295,7 @@ def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]
     summary = [head, f"  code:        {code}", f"  entrypoint:  {entrypoint}", *details,
                f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
     metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
-    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, staged, *options.placement())
+    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, staged, options.placement())
 
 
 def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:

@@ -13,14 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sentsweep.errors import SentsweepError, StorageError
-from sentsweep.platform.location import sweep_owner
-
-if TYPE_CHECKING:
-    from sentsweep.platform.folder.lock_stores import LockStore
-    from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.folder.lock_stores import LockStore, lock_store
+from sentsweep.platform.location import SweepLocation, sweep_owner
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +123,6 @@ class SweepLock:
     @classmethod
     def for_folder(cls, location: SweepLocation, sweep_name: str,
                    on_lost: Callable[[str], None] | None = None) -> SweepLock:
-        from sentsweep.platform.folder.lock_stores import lock_store
-
         return cls(lock_store(location), sweep_name=sweep_name, on_lost=on_lost)
 
     def _record(self, now: float, *, released: bool = False) -> LockRecord:
