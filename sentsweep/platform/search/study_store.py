@@ -5,9 +5,10 @@ live on loopback to the user who started it alone (:func:`guarded`)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,20 +88,13 @@ class S3JournalBackend(BaseJournalBackend):
     def _key(self, number: int) -> str:
         return f"{self.prefix}/{number:0{DIGITS}d}.jsonl"
 
-    def _new_keys(self) -> Iterator[str]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        start = self._key(len(self._batches) - 1) if self._batches else ""
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/", StartAfter=start):
-            for item in page.get("Contents", []):
-                yield item["Key"]
-
     def _refresh(self) -> None:
         """Read the batches written since the last read (a gap ends it: that batch is being written)."""
-        keys = []
-        for key in self._new_keys():
-            if key != self._key(len(self._batches) + len(keys)):
-                break
-            keys.append(key)
+        read = len(self._batches)
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=f"{self.prefix}/", StartAfter=self._key(read - 1) if read else "")
+        listed = enumerate(item["Key"] for page in pages for item in page.get("Contents", []))
+        keys = [key for _, key in itertools.takewhile(lambda found: found[1] == self._key(read + found[0]), listed)]
         with ThreadPoolExecutor(max_workers=READERS) as pool:
             bodies = pool.map(lambda key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
             for body in bodies:
