@@ -1,6 +1,5 @@
 """The sweep config: a typed, validated YAML file (see ``configs/demo.yaml``); every error names the field and the file.
-:meth:`SweepConfig.resolved` makes paths absolute and moves credentials off the URIs into the environment.
-"""
+:meth:`SweepConfig.resolved` makes paths absolute and moves credentials off the URIs into the environment."""
 
 from __future__ import annotations
 

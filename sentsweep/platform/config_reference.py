@@ -1,7 +1,6 @@
 """The configuration reference (``docs/configuration.md``), generated from the typed configs' fields: one table
 per part of the sweep config and per method config, then the search-space syntax and the shipped spaces.
-``sentsweep config reference`` prints it; a test fails when the file in the repository differs.
-"""
+``sentsweep config reference`` prints it; a test fails when the file in the repository differs."""
 
 from __future__ import annotations
 

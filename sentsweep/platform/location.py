@@ -1,7 +1,6 @@
 """Sweep folders: Tune's experiment folder (local or S3/MinIO) and the manifest that resumes it. A read that fails
 other than "not found" is tried again, then a :class:`~sentsweep.errors.StorageError`, never "absent" (which would
-start a count, a search or a sweep afresh over the one stored).
-"""
+start a count, a search or a sweep afresh over the one stored)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Multi-objective sweeps: the ``objectives:`` of a sweep config, each objective's value in a trial's report, and the
 Pareto front: a point *a* dominates *b* when it is at least as good in every objective and strictly better in one
-(Deb et al., 2002, NSGA-II, Sec. III-A).
-"""
+(Deb et al., 2002, NSGA-II, Sec. III-A)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """What a sweep produced (:class:`SweepOutcome`) and the confirmation stage's decision. A candidate's further seeds
 ``x_1..x_n`` give the mean, the sample sd (``n - 1``) and the 95% interval ``m +- t(0.975, n - 1) * s / sqrt(n)``;
-the search's own run is left out (it was selected on its value: the winner's curse).
-"""
+the search's own run is left out (it was selected on its value: the winner's curse)."""
 
 from __future__ import annotations
 

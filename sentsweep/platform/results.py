@@ -1,6 +1,5 @@
 """How the platform reads a trial's Tune results (the final report, a failure, a draining report, a metric), and
-whether a study's trial came from a warm start.
-"""
+whether a study's trial came from a warm start."""
 
 from __future__ import annotations
 
