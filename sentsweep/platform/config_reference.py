@@ -152,12 +152,6 @@ def space_tables() -> list[str]:
     return lines
 
 
-def missing_descriptions() -> list[str]:
-    """Fields that the reference would show without a meaning (each should have one in its config)."""
-    rows = [*sweep_tables(), *method_tables()]
-    return [row.split("|")[1].strip() for row in rows if row.startswith("| `") and row.rstrip().endswith("|  |")]
-
-
 def reference() -> str:
     """The whole reference, as ``docs/configuration.md`` holds it."""
     return "\n".join([_INTRO, *sweep_tables(), "", *method_tables(), "", *space_tables()]) + "\n"
