@@ -51,11 +51,6 @@ def _type(annotation: Any) -> tuple[str, list[Any]]:
     return _NAMES.get(annotation, "view pair" if name == "ViewPair" else name), []
 
 
-def _bounds(info: FieldInfo) -> list[str]:
-    return [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
-            if isinstance(meta, kind)]
-
-
 def _value(value: Any) -> str:
     if value is None:
         return "null"
@@ -84,7 +79,9 @@ def _cell(text: str) -> str:
 
 def _row(name: str, info: FieldInfo, described: FieldInfo | None = None) -> str:
     kind, allowed = _type(info.annotation)
-    allowed_text = ", ".join(f"`{_value(v)}`" for v in allowed if v is not None) or ", ".join(_bounds(info))
+    bounds = [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
+              if isinstance(meta, kind)]
+    allowed_text = ", ".join(f"`{_value(v)}`" for v in allowed if v is not None) or ", ".join(bounds)
     meaning = info.description or (described.description if described else "") or ""
     return f"| `{name}` | {kind} | {_default(info)} | {_cell(allowed_text)} | {_cell(meaning)} |"
 

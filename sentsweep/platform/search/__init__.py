@@ -6,7 +6,6 @@ from __future__ import annotations
 from sentsweep.lazy_exports import lazy_exports
 
 _WHERE: dict[str, str] = {name: module for module, names in {
-    "sentsweep.platform.results": ("is_reference", "is_warm_start"),
     "sentsweep.platform.search.scheduler": ("build_scheduler", "scheduler_label"),
     "sentsweep.platform.search.searcher": ("PruningAwareOptunaSearch", "TUNE_TRIAL_ATTR", "build_searcher",
                                            "mark_search_over", "search_results"),
