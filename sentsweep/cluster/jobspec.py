@@ -58,22 +58,16 @@ def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: 
     for name, kind, value in config.credential_uris():
         refuse_credentials(value, kind, options.get(name, name), file=None if name in options else source)
     warnings = _portability_warnings(config)
-    if check_trials:
-        warnings += _check_trials(config, source)
+    if check_trials:  # the method's trial settings, checked like `sentsweep sweep` does before starting Ray
+        try:
+            from sentsweep.platform.driver.specs import resolve_specs, validate_trials
+        except ImportError as exc:  # a thin client without the training stack
+            warnings.append(f"trial settings not checked here ({exc}); the cluster will check them")
+        else:
+            validate_trials(config, *resolve_specs(config, source), source)
     header = f"# submitted by `sentsweep submit` from {Path(source).name}\n"
     return PreparedConfig(config, header + yaml.safe_dump(raw, sort_keys=False), source, Path(source).name,
                           warnings)
-
-
-def _check_trials(config: SweepConfig, source: str) -> list[str]:
-    """The method's trial settings checked like ``sentsweep sweep`` does before starting Ray."""
-    try:
-        from sentsweep.platform.driver.specs import resolve_specs, validate_trials
-    except ImportError as exc:  # a thin client without the training stack
-        return [f"trial settings not checked here ({exc}); the cluster will check them"]
-    trainable, space = resolve_specs(config, source)
-    validate_trials(config, trainable, space, source)
-    return []
 
 
 def is_relative_path(value: str) -> bool:
