@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import os
 import posixpath
 import threading
 from collections.abc import Iterator
@@ -63,12 +62,9 @@ class LocalLockStore:
     def _guarded(self) -> Iterator[None]:
         with _THREADS:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path.with_name(f"{self.path.name}.guard"), os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            with self.path.with_name(f"{self.path.name}.guard").open("ab") as guard:  # closing it drops the flock
+                fcntl.flock(guard, fcntl.LOCK_EX)
                 yield
-            finally:
-                os.close(fd)  # drops the flock
 
     def read(self) -> Stored | None:
         try:
