@@ -12,7 +12,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS, build_sampler
+from sentsweep.platform.search.samplers import OPTUNA_STARTUP_TRIALS, build_sampler, random_suggestions
 from tests.platform.tpe_spy import model_made
 
 
@@ -20,13 +20,6 @@ def _space(trial: optuna.Trial) -> float:
     x = trial.suggest_float("x", 0.0, 1.0)
     pooling = trial.suggest_categorical("pooling", ["mean", "cls"])
     return x + (0.5 if pooling == "mean" else 0.0)
-
-
-def random_suggestions(config: SweepConfig) -> tuple[int, int]:
-    """The fewest and the most random suggestions before TPE models the space (capped at ``num_samples``)."""
-    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
-    concurrency = config.max_concurrent_trials or config.num_samples
-    return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
 
 
 def _config(concurrent: int, startup: int | None = 3, samples: int = 40) -> SweepConfig:

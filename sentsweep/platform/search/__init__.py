@@ -6,6 +6,7 @@ from __future__ import annotations
 from sentsweep.lazy_exports import lazy_exports
 
 _WHERE: dict[str, str] = {name: module for module, names in {
+    "sentsweep.platform.search.samplers": ("random_suggestions",),
     "sentsweep.platform.search.scheduler": ("build_scheduler", "scheduler_label"),
     "sentsweep.platform.search.searcher": ("PruningAwareOptunaSearch", "TUNE_TRIAL_ATTR", "build_searcher",
                                            "mark_search_over", "search_results"),

@@ -38,6 +38,13 @@ def hyperopt_default_gamma(n: int) -> int:
 TPE_GAMMAS: dict[str, Callable[[int], int]] = {"hyperopt": hyperopt_default_gamma, "optuna": default_gamma}
 
 
+def random_suggestions(config: SweepConfig) -> tuple[int, int]:
+    """The fewest and the most random suggestions before TPE models the space (capped at ``num_samples``)."""
+    startup = config.startup_trials if config.startup_trials is not None else OPTUNA_STARTUP_TRIALS
+    concurrency = config.max_concurrent_trials or config.num_samples
+    return min(max(startup, concurrency), config.num_samples), min(startup + concurrency - 1, config.num_samples)
+
+
 def build_sampler(config: SweepConfig, define_by_run: Callable[[optuna.Trial], Any] | None = None
                   ) -> optuna.samplers.BaseSampler:
     """The sampler ``searcher`` names. TPE is seeded, multivariate, with constant liar; its start-up counts
