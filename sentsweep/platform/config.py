@@ -165,11 +165,7 @@ class SweepConfig(ConfigSection):
             return self
         from sentsweep.platform.objectives import check_objectives, extra_dev_sets
 
-        try:
-            objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
-        except ValueError as exc:
-            field, _, message = str(exc).partition(": ")
-            raise ConfigError(message, field=field) from None
+        objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
         first = objectives[0]
         for name in ("metric", "mode"):
             if name in self.model_fields_set and getattr(self, name) != getattr(first, name):
