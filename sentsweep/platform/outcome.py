@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
 
-#: The confidence level of the interval.
-LEVEL = 0.95
-
 
 @dataclass(frozen=True)
 class Interval:
@@ -40,8 +37,8 @@ class Interval:
                 f"[{self.low:.{digits}f}, {self.high:.{digits}f}] (n={self.n}, sd {self.std:.{digits}f})")
 
 
-def interval(values: Sequence[float], level: float = LEVEL) -> Interval:
-    """The finite ``values``' mean, sample sd and t interval of the mean (NaN for none, infinite for one)."""
+def interval(values: Sequence[float]) -> Interval:
+    """The finite ``values``' mean, sample sd and 95% t interval of the mean (NaN for none, infinite for one)."""
     from scipy.stats import t
 
     finite = [float(v) for v in values if math.isfinite(float(v))]
@@ -51,7 +48,7 @@ def interval(values: Sequence[float], level: float = LEVEL) -> Interval:
     if n == 1:
         return Interval(1, finite[0], math.nan, -math.inf, math.inf)
     mean, std = statistics.fmean(finite), statistics.stdev(finite)
-    low, high = t.interval(level, n - 1, loc=mean, scale=std / math.sqrt(n))
+    low, high = t.interval(0.95, n - 1, loc=mean, scale=std / math.sqrt(n))
     return Interval(n, mean, std, float(low), float(high))
 
 
