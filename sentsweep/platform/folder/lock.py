@@ -73,10 +73,8 @@ class LockRecord:
 
     @classmethod
     def parse(cls, data: bytes | None) -> LockRecord | None:
-        if not data:
-            return None
         try:
-            found = json.loads(data)
+            found = json.loads(data or b"null")  # no data: None, whose fields are a TypeError
             record = cls(owner=_printable(found["owner"]), host=_printable(found["host"]), pid=int(found["pid"]),
                          pid_ns=found.get("pid_ns"), token=str(found["token"]),
                          heartbeat=float(found["heartbeat"]), expires=float(found["expires"]),
