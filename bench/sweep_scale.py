@@ -20,7 +20,7 @@ timed at the server's front door. Printed, for both sweeps and as a ratio of thi
 - MLflow requests per trial (by endpoint below) and the server's p50 / p95 latency;
 - the searcher's ``suggest`` time: its random start-up, its first and last ten model-made suggestions;
 - TPE's start-up under concurrency: suggestions made before any trial finished, and how many of them TPE's model
-  made (:func:`sentsweep.platform.search.samplers.build_tpe` documents the choice).
+  made (:func:`sentsweep.platform.search.samplers.build_sampler` documents the choice).
 
     python -m bench.sweep_scale --trials 500 --concurrent 16                  # reference: 100 trials
     python -m bench.sweep_scale --trials 500 --concurrent 16 --max-minutes 35 # else 250 trials, said so

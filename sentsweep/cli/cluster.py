@@ -174,7 +174,7 @@ def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
     """The job's options from the flags, and the names of the local credentials it does not get."""
     from sentsweep.cluster.credentials import forwarded_env, held_back
     from sentsweep.cluster.jobspec import DRIVER_NUM_CPUS, JobOptions, parse_driver_resources
-    from sentsweep.platform.identity import OWNER_ENV, sweep_owner
+    from sentsweep.platform.location import OWNER_ENV, sweep_owner
 
     env = forwarded_env(os.environ, args.forward_env, args.env)
     env.setdefault(OWNER_ENV, sweep_owner(os.environ))  # who submitted: part of the sweep's identity
@@ -191,8 +191,7 @@ def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from sentsweep.cluster.client import resolve_address
-    from sentsweep.cluster.jobspec import build_resume_job, build_sweep_job
-    from sentsweep.cluster.prepare import job_workdir, prepare_config
+    from sentsweep.cluster.jobspec import build_resume_job, build_sweep_job, job_workdir, prepare_config
 
     if (args.config is None) == (args.resume is None):
         raise ConfigError("give either a sweep config or --resume SWEEP_DIR", field="config")

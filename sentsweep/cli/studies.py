@@ -18,7 +18,7 @@ def _add_dashboard(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from sentsweep.platform.search.dashboard import serve_dashboard, sweep_study_storage
+    from sentsweep.platform.search.study_store import serve_dashboard, sweep_study_storage
 
     storage, study = sweep_study_storage(args.sweep_dir, args.storage_endpoint_url)
 

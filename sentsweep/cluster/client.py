@@ -1,11 +1,6 @@
-"""The jobs of one Ray cluster through its dashboard's Jobs API (submit, status, logs, follow, stop, list), and the
-jobs as ``sentsweep jobs`` shows them: never a job's runtime environment, and passwords of URIs in entrypoints and
-messages masked (the list holds jobs submitted without sentsweep too).
-
-Ray is imported only when a client connects; every failure is one :class:`ClusterError` line, and a missing
-or refused token one :class:`~.credentials.AuthenticationRequired` line. The token is sent as the
-``Authorization`` header of every request, whatever ``RAY_AUTH_MODE`` this process has.
-"""
+"""The jobs of one Ray cluster through its dashboard's Jobs API, and the jobs as ``sentsweep jobs`` shows them:
+never a runtime environment, URIs' passwords masked. Every failure is one :class:`ClusterError` line; the token
+travels as the ``Authorization`` header of every request, whatever ``RAY_AUTH_MODE`` this process has."""
 
 from __future__ import annotations
 
@@ -39,13 +34,8 @@ class ClusterError(SentsweepError):
 
 def resolve_address(explicit: str | None, environ: Mapping[str, str]) -> str:
     """``--address``, else ``$RAY_API_SERVER_ADDRESS``, else ``$RAY_ADDRESS``, else :data:`DEFAULT_ADDRESS`."""
-    if explicit:
-        return explicit
-    for name in ADDRESS_ENV:
-        value = environ.get(name, "").strip()
-        if value:
-            return value
-    return DEFAULT_ADDRESS
+    found = (environ.get(name, "").strip() for name in ADDRESS_ENV)
+    return explicit or next((value for value in found if value), DEFAULT_ADDRESS)
 
 
 def _client_errors() -> tuple[type[BaseException], ...]:
@@ -106,10 +96,7 @@ class ClusterJobs:
         """Submit ``spec`` (uploading its working dir); returns the job's submission id."""
         with self._errors():
             return self.client.submit_job(entrypoint=spec.entrypoint, runtime_env=spec.runtime_env,
-                                          metadata=spec.metadata, submission_id=submission_id,
-                                          entrypoint_num_cpus=spec.entrypoint_num_cpus,
-                                          entrypoint_num_gpus=spec.entrypoint_num_gpus,
-                                          entrypoint_resources=spec.entrypoint_resources)
+                                          metadata=spec.metadata, submission_id=submission_id, **spec.placement)
 
     def info(self, job_id: str) -> JobDetails:
         with self._errors(job_id):

@@ -1,12 +1,6 @@
 """What a job's requests and environment carry from this one: the Ray token, the forwarded variables, and what is
-shown of them (names and masks, never values; masking URIs and redacting text are :mod:`sentsweep.credentials`').
-
-The Ray token of a cluster with token auth (Ray 2.52+, ``RAY_AUTH_MODE=token``) is found where Ray's own Jobs SDK
-looks, first found wins: ``--token-file PATH``; ``$RAY_AUTH_TOKEN``; the file named by ``$RAY_AUTH_TOKEN_PATH``
-(unreadable or empty is an error, as in Ray); ``~/.ray/auth_token``, only when ``RAY_AUTH_MODE=token`` (a local
-cluster's token is not sent to another address unasked). It travels as ``Authorization: Bearer ...`` on every Jobs
-API request, and never in a job's runtime environment: the cluster's pods have their own (KubeRay injects it).
-"""
+shown of them (names and masks, never values). The token travels as ``Authorization: Bearer ...`` on every Jobs API
+request, never in a job's runtime environment: the cluster's pods have their own (KubeRay injects it)."""
 
 from __future__ import annotations
 
@@ -66,7 +60,9 @@ def _read(path: Path, source: str) -> RayToken:
 
 
 def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> RayToken | None:
-    """The token to send, from the first source that has one (see the module); None when there is none."""
+    """The token to send, first found where Ray's Jobs SDK looks: ``--token-file``; ``$RAY_AUTH_TOKEN``; the file
+    ``$RAY_AUTH_TOKEN_PATH`` names (unreadable or empty is an error, as in Ray); ``~/.ray/auth_token`` only with
+    ``RAY_AUTH_MODE=token`` (a local cluster's token is not sent elsewhere unasked). None when there is none."""
     if token_file:
         return _read(Path(token_file), "--token-file")
     value = environ.get(TOKEN_ENV, "").strip()
@@ -90,12 +86,9 @@ def auth_failure(status: int, address: str, token: RayToken | None) -> Authentic
 
 
 def refuse_credentials(uri: str | None, kind: UriKind, field: str, file: str | None = None) -> None:
-    """A :class:`ConfigError` naming ``field`` (never the value) when ``uri`` carries a credential in its
-    user-info: a password (masked by :func:`mask_uri`, an unencoded ``/`` in it included) or a login that
-    :func:`~sentsweep.credentials.split_uri` would move into a variable. A submitted job's config, entrypoint
-    and runtime environment are readable by everyone who can read the cluster's Jobs API, so a submitted sweep
-    takes its credentials from the pods (Kubernetes Secrets), or from a variable named by ``--forward-env``.
-    A database user name (``postgresql://user@db/x``) is no credential and stays."""
+    """A :class:`ConfigError` naming ``field`` (never the value) when ``uri`` carries a password or a login that
+    :func:`~sentsweep.credentials.split_uri` would move into a variable: everyone who can read the cluster's Jobs
+    API reads a job's config and entrypoint. A database user name (``postgresql://user@db/x``) stays."""
     if uri is None:
         return
     try:

@@ -1,32 +1,192 @@
-"""The Ray job that runs a sweep or resumes one: its entrypoint (an ordinary ``sentsweep`` command), runtime
-environment (working dir, requirements, variables), where its driver may run, metadata, and a summary safe
-to print.
-
-Where the driver runs: Ray starts a job's driver on a node that has every resource it asks for
-(``entrypoint_num_cpus``/``_num_gpus`` and custom ``entrypoint_resources``, ``--driver-resources``); a custom
-resource offered only by workers keeps the driver, and the best trial's final evaluation that runs in it, off the
-head, which then only coordinates."""
+"""A submitted job: the sweep config it ships (options baked in, validated here), the folder Ray uploads as its
+``working_dir``, its entrypoint (an ordinary ``sentsweep`` command), runtime environment, where its driver may run
+(a custom resource only workers offer keeps it off the head), metadata, and a summary safe to print."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
-from collections.abc import Mapping
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from sentsweep.cluster.credentials import masked, refuse_credentials
-from sentsweep.cluster.prepare import (
-    PreparedConfig,
-    StagedDir,
-    is_relative_path,
-    pinned_requirements,
-    stage_working_dir,
-)
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
-from sentsweep.platform.config import is_server_uri
+from sentsweep.platform.config import DEFAULT_ARTIFACTS, SweepConfig, is_server_uri, parse_sweep_config
+
+
+@dataclass
+class PreparedConfig:
+    """A sweep config as it will be shipped: validated, with the submit options baked in."""
+
+    config: SweepConfig
+    text: str  # the YAML the job runs
+    source: str  # the local file it came from
+    filename: str  # its name in the job (configs/<filename>)
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: str | None = None,
+                   storage_endpoint_url: str | None = None, tracking_uri: str | None = None,
+                   check_trials: bool = True) -> PreparedConfig:
+    """Read ``path``, apply ``--set`` overrides and the storage and tracking options, and validate it all here. A
+    credential in any URI field is refused, naming the field or the option that gave it: the YAML is uploaded to
+    the cluster, where every user of the Jobs API can read it."""
+    from sentsweep.yaml_io import apply_overrides, read_yaml
+
+    source = str(path)
+    raw = apply_overrides(read_yaml(path), overrides)
+    options: dict[str, str] = {}  # the fields an option set, named by the option in an error
+    if storage:
+        raw["storage_path"], options["storage_path"] = storage, "--storage"
+    if storage_endpoint_url is not None:
+        raw["storage_endpoint_url"] = storage_endpoint_url or None
+        options["storage_endpoint_url"] = "--storage-endpoint-url"
+    if tracking_uri:
+        tracking = raw.get("tracking")
+        raw["tracking"] = {**(tracking if isinstance(tracking, dict) else {}), "uri": tracking_uri}
+        options["tracking.uri"] = "--tracking-uri"
+    config = parse_sweep_config(raw, source)
+    for name, kind, value in config.credential_uris():
+        refuse_credentials(value, kind, options.get(name, name), file=None if name in options else source)
+    warnings = _portability_warnings(config)
+    if check_trials:  # the method's trial settings, checked like `sentsweep sweep` does before starting Ray
+        try:
+            from sentsweep.platform.driver.specs import resolve_specs, validate_trials
+        except ImportError as exc:  # a thin client without the training stack
+            warnings.append(f"trial settings not checked here ({exc}); the cluster will check them")
+        else:
+            validate_trials(config, *resolve_specs(config, source), source)
+    header = f"# submitted by `sentsweep submit` from {Path(source).name}\n"
+    return PreparedConfig(config, header + yaml.safe_dump(raw, sort_keys=False), source, Path(source).name,
+                          warnings)
+
+
+def is_relative_path(value: str) -> bool:
+    """A local path that is not absolute (it would resolve inside the job's temporary folder)."""
+    return "://" not in value and not Path(value).expanduser().is_absolute()
+
+
+def _portability_warnings(config: SweepConfig) -> list[str]:
+    """What would silently stay inside the job's temporary working directory on the head."""
+    warnings = []
+    if is_relative_path(config.storage_path.removeprefix("file://")):
+        warnings.append(f"storage_path '{config.storage_path}' is relative: Tune's state would live in the "
+                        "job's temporary folder on the head and could not be resumed; pass --storage "
+                        "s3://bucket/prefix or a path on a shared volume")
+    uri = config.tracking.uri
+    local = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
+    if not is_server_uri(uri) and ("://" not in uri or uri.startswith("sqlite:///")) and is_relative_path(local):
+        warnings.append(f"tracking uri '{uri}' is relative: the runs would be written inside the job's "
+                        "temporary folder on the head; pass --tracking-uri http://MLFLOW:5000")
+    artifacts = config.tracking.artifact_location
+    server_decides = is_server_uri(uri) and artifacts == DEFAULT_ARTIFACTS
+    if artifacts and not server_decides and is_relative_path(artifacts.removeprefix("file://")):
+        warnings.append(f"tracking.artifact_location '{artifacts}' is relative: artifacts would be written inside "
+                        "the job's temporary folder on the head; give an s3:// or shared location (or none, "
+                        "with a tracking server)")
+    for name in ("model", "data_dir"):
+        value = getattr(config, name)
+        if value and is_relative_path(value) and Path(value).exists():
+            warnings.append(f"{name} '{value}' is a local folder: it is not uploaded; put it where the "
+                            "cluster can read it and give that path")
+    return warnings
+
+
+#: Files of the checkout staged beside the package (when present).
+PROJECT_FILES = ("pyproject.toml", "constraints.txt", "README.md")
+#: Names (glob patterns) never staged: environments, caches, results and local tracking stores.
+EXCLUDES = (
+    ".venv", "venv", ".git", "runs", "ray_results", "mlruns", "mlruns*", "mlartifacts", "__pycache__",
+    "*.pyc", "*.pyo", "*.egg-info", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".ipynb_checkpoints",
+    "*.db", "*.db-journal", ".DS_Store",
+)
+#: A staged working dir above this is refused (Ray uploads it into the cluster's object store).
+MAX_WORKING_DIR_BYTES = 100 * 2**20
+
+
+@dataclass(frozen=True)
+class StagedDir:
+    """A folder Ray uploads as the job's ``working_dir``."""
+
+    path: Path
+    files: tuple[str, ...]  # relative POSIX paths
+    size: int  # bytes
+    config_path: str | None  # the config's path inside it
+
+
+def project_dirs() -> tuple[Path, Path | None]:
+    """The ``sentsweep`` package folder and, for a source checkout, the folder with its ``pyproject.toml``."""
+    import sentsweep
+
+    package = Path(sentsweep.__file__).resolve().parent
+    root = package.parent
+    return package, (root if (root / "pyproject.toml").is_file() else None)
+
+
+def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, include_code: bool = True,
+                      package_dir: Path | None = None, project_dir: Path | None = None) -> StagedDir:
+    """Copy the package and :data:`PROJECT_FILES` (when ``include_code``) and the config into ``dest``."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if include_code:
+        default_package, default_project = project_dirs()
+        package_dir = package_dir or default_package
+        project_dir = project_dir if project_dir is not None else default_project
+        shutil.copytree(package_dir, dest / package_dir.name, ignore=shutil.ignore_patterns(*EXCLUDES),
+                        dirs_exist_ok=True)
+        for name in PROJECT_FILES if project_dir is not None else ():
+            if (project_dir / name).is_file():
+                shutil.copy2(project_dir / name, dest / name)
+    config_path = None
+    if config is not None:
+        config_path = f"configs/{config.filename}"
+        (dest / "configs").mkdir(exist_ok=True)
+        (dest / config_path).write_text(config.text, encoding="utf-8")
+    files = sorted(p for p in dest.rglob("*") if p.is_file())
+    sizes = {p.relative_to(dest).as_posix(): p.stat().st_size for p in files}
+    total = sum(sizes.values())
+    if total > MAX_WORKING_DIR_BYTES:
+        biggest = ", ".join(f"{name} ({size / 2**20:.1f} MiB)"
+                            for name, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:3])
+        raise ConfigError(f"the staged working dir is {total / 2**20:.0f} MiB (limit "
+                          f"{MAX_WORKING_DIR_BYTES / 2**20:.0f} MiB); largest: {biggest}", field="working_dir")
+    return StagedDir(dest, tuple(sizes), total, config_path)
+
+
+def pinned_requirements(project_dir: Path | None = None) -> list[str]:
+    """The pinned runtime requirements of ``pyproject.toml`` (else of the installed distribution's metadata)."""
+    if project_dir is None:
+        project_dir = project_dirs()[1]
+    if project_dir is not None:
+        data = tomllib.loads((project_dir / "pyproject.toml").read_text(encoding="utf-8"))
+        return list(data.get("project", {}).get("dependencies", []))
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        return [r for r in requires("sentsweep") or [] if "extra ==" not in r]
+    except PackageNotFoundError:
+        raise ConfigError("no pyproject.toml and no installed sentsweep to read requirements from",
+                          field="--pip") from None
+
+
+@contextlib.contextmanager
+def job_workdir() -> Iterator[Path]:
+    """A temporary folder to stage a working dir in (removed once Ray has uploaded it)."""
+    folder = Path(tempfile.mkdtemp(prefix="sentsweep-submit-"))
+    try:
+        yield folder / "job"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 Ship = Literal["project", "installed"]
 
@@ -88,10 +248,10 @@ class JobOptions:
         argv += (["--no-finalize"] if not self.finalize else []) + (["--verbose"] if self.verbose else [])
         return shlex.join(argv)
 
-    def placement(self) -> tuple[float | None, float | None, dict[str, float] | None]:
+    def placement(self) -> dict[str, Any]:
         """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
-        resources = dict(self.entrypoint_resources) if self.entrypoint_resources else None
-        return self.entrypoint_num_cpus, self.entrypoint_num_gpus, resources
+        return {"entrypoint_num_cpus": self.entrypoint_num_cpus, "entrypoint_num_gpus": self.entrypoint_num_gpus,
+                "entrypoint_resources": dict(self.entrypoint_resources) if self.entrypoint_resources else None}
 
 
 @dataclass
@@ -104,33 +264,7 @@ class JobSpec:
     summary: list[str]
     warnings: list[str]
     staged: StagedDir | None = None
-    entrypoint_num_cpus: float | None = None
-    entrypoint_num_gpus: float | None = None
-    entrypoint_resources: dict[str, float] | None = None
-
-
-def _runtime_env(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]) -> dict[str, Any]:
-    runtime_env: dict[str, Any] = {}
-    if staged is not None:
-        runtime_env["working_dir"] = str(staged.path)
-    if options.installer:
-        packages = pinned_requirements()
-        key = "pip_check" if options.installer == "pip" else "uv_check"
-        runtime_env[options.installer] = {"packages": packages, key: False}
-    if env_vars:
-        runtime_env["env_vars"] = env_vars
-    return runtime_env
-
-
-def _code_line(options: JobOptions, staged: StagedDir | None) -> str:
-    if options.ship == "installed":
-        code = "the cluster's installed sentsweep (working_dir: the config only)"
-    else:
-        assert staged is not None
-        code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
-    if options.installer:
-        code += f"; {options.installer} installs {len(pinned_requirements())} pinned requirements"
-    return code
+    placement: dict[str, Any] = field(default_factory=dict)  # where the driver may run: submit_job's entrypoint_*
 
 
 def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
@@ -138,12 +272,24 @@ def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]
     """The job that runs ``sentsweep COMMAND ARGS``, with its summary (``head``, then ``details`` among the rest)."""
     import sentsweep
 
+    runtime_env: dict[str, Any] = {"working_dir": str(staged.path)} if staged is not None else {}
+    if options.ship == "installed":
+        code = "the cluster's installed sentsweep (working_dir: the config only)"
+    else:
+        assert staged is not None
+        code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
+    if options.installer:
+        packages = pinned_requirements()
+        key = "pip_check" if options.installer == "pip" else "uv_check"
+        runtime_env[options.installer] = {"packages": packages, key: False}
+        code += f"; {options.installer} installs {len(packages)} pinned requirements"
+    if env_vars:
+        runtime_env["env_vars"] = env_vars
     entrypoint = options.entrypoint(command, *args)
-    summary = [head, f"  code:        {_code_line(options, staged)}", f"  entrypoint:  {entrypoint}", *details,
+    summary = [head, f"  code:        {code}", f"  entrypoint:  {entrypoint}", *details,
                f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
     metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
-    return JobSpec(entrypoint, _runtime_env(options, staged, env_vars), metadata, summary, warnings, staged,
-                   *options.placement())
+    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, staged, options.placement())
 
 
 def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
@@ -166,10 +312,9 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
                      storage_endpoint_url: str | None = None, tracking_uri: str | None = None) -> JobSpec:
-    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3). Both go
-    into the entrypoint, so a credential in either is refused (:func:`~.credentials.refuse_credentials`).
-    ``tracking_uri``: the server the sweep was tracked at, for the job's ``$MLFLOW_TRACKING_URI`` (a shared folder's
-    resume contacts only a server its user names, :mod:`~sentsweep.platform.folder.trust`); else the cluster's."""
+    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3), tracked at
+    ``tracking_uri`` (the job's ``$MLFLOW_TRACKING_URI``; else the cluster's). Credentials in any of them are refused:
+    they would be in the entrypoint."""
     refuse_credentials(sweep_dir, "storage", "--resume")
     refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
     if is_relative_path(sweep_dir):

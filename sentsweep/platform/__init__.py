@@ -1,6 +1,5 @@
 """The sweep platform: Ray Tune + Optuna + ASHA, with MLflow as a view of the sweep folder. Sub-packages name their
-public faces in their ``__init__``; names are imported lazily, so importing the package loads neither Ray nor MLflow.
-"""
+public faces in their ``__init__``; names are imported lazily, so importing the package loads neither Ray nor MLflow."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The sweep config: a typed, validated YAML file (see ``configs/demo.yaml``); every error names the field and the file.
-:meth:`SweepConfig.resolved` makes paths absolute and moves credentials off the URIs into the environment.
-"""
+:meth:`SweepConfig.resolved` makes paths absolute and moves credentials off the URIs into the environment."""
 
 from __future__ import annotations
 
@@ -40,7 +39,8 @@ __all__ = [
     "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
     "CheckpointSettings", "ConfigSection", "ConfirmConfig", "ConvergenceConfig", "NotifyConfig", "NotifyEvent",
     "ReferenceConfig", "ResourcesConfig", "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri",
-    "joins_ray_cluster", "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder", "resolve_tracking_uri",
+    "is_shared_folder", "joins_ray_cluster", "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder",
+    "resolve_tracking_uri",
 ]
 
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
@@ -83,7 +83,7 @@ class SweepConfig(ConfigSection):
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
         "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 "
-        "(platform/search/samplers.py, build_tpe); "
+        "(platform/search/samplers.py, build_sampler); "
         "one objective only: a multi-objective study keeps Optuna's split")
     searcher: Literal["tpe", "gp", "random", "grid"] = Field(
         "tpe", description="Optuna's sampler: tpe (multivariate, constant liar), gp (Gaussian process), random, or "
@@ -165,11 +165,7 @@ class SweepConfig(ConfigSection):
             return self
         from sentsweep.platform.objectives import check_objectives, extra_dev_sets
 
-        try:
-            objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
-        except ValueError as exc:
-            field, _, message = str(exc).partition(": ")
-            raise ConfigError(message, field=field) from None
+        objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
         first = objectives[0]
         for name in ("metric", "mode"):
             if name in self.model_fields_set and getattr(self, name) != getattr(first, name):
@@ -220,10 +216,6 @@ class SweepConfig(ConfigSection):
         return (f"{sampler}; {stopping}; the search ends once Optuna's {bound} over at least {c.min_trials} "
                 f"finished trials is below {noise}")
 
-    @property
-    def is_remote_storage(self) -> bool:
-        return "://" in self.storage_path and not self.storage_path.startswith("file://")
-
     def resolved(self, base: Path | None = None, environ: MutableMapping[str, str] | None = None) -> SweepConfig:
         """A copy with relative local paths made absolute against ``base`` (default: the cwd), and the credentials
         of its URIs moved into ``environ`` (default: this process's, which MLflow, pyarrow and a local Ray read); a
@@ -238,7 +230,7 @@ class SweepConfig(ConfigSection):
         update: dict[str, Any] = {name: value for name, value in clean.items() if not name.startswith("tracking.")}
         split.export(os.environ if environ is None else environ)
         base = (base or Path.cwd()).resolve()
-        if not self.is_remote_storage:
+        if not is_shared_folder(self.storage_path):
             update["storage_path"] = str(_absolute(self.storage_path.removeprefix("file://"), base))
         if self.data_dir and "://" not in self.data_dir:
             update["data_dir"] = str(_absolute(self.data_dir, base))
@@ -322,6 +314,11 @@ def resolve_sweep_folder(sweep_dir: str, endpoint_url: str | None = None,
 def joins_ray_cluster(address: str | None) -> bool:
     """Whether ``ray.init(address)`` joins a running cluster (an address, or ``RAY_ADDRESS``)."""
     return address not in (None, "", "local") or bool(os.environ.get("RAY_ADDRESS"))
+
+
+def is_shared_folder(uri: str) -> bool:
+    """Whether a sweep folder lies in storage others may write: an object store's URI, not a local path."""
+    return "://" in uri and not uri.startswith("file://")
 
 
 def is_server_uri(uri: str) -> bool:

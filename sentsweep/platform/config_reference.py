@@ -1,7 +1,6 @@
 """The configuration reference (``docs/configuration.md``), generated from the typed configs' fields: one table
 per part of the sweep config and per method config, then the search-space syntax and the shipped spaces.
-``sentsweep config reference`` prints it; a test fails when the file in the repository differs.
-"""
+``sentsweep config reference`` prints it; a test fails when the file in the repository differs."""
 
 from __future__ import annotations
 
@@ -48,14 +47,8 @@ def _type(annotation: Any) -> tuple[str, list[Any]]:
         return f"list of {inner}", allowed
     if origin is dict:
         return "mapping", []
-    if annotation.__class__.__name__ == "ViewPair" or getattr(annotation, "__name__", "") == "ViewPair":
-        return "view pair", []
-    return _NAMES.get(annotation, getattr(annotation, "__name__", str(annotation))), []
-
-
-def _bounds(info: FieldInfo) -> list[str]:
-    return [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
-            if isinstance(meta, kind)]
+    name = getattr(annotation, "__name__", str(annotation))
+    return _NAMES.get(annotation, "view pair" if name == "ViewPair" else name), []
 
 
 def _value(value: Any) -> str:
@@ -86,7 +79,9 @@ def _cell(text: str) -> str:
 
 def _row(name: str, info: FieldInfo, described: FieldInfo | None = None) -> str:
     kind, allowed = _type(info.annotation)
-    allowed_text = ", ".join(f"`{_value(v)}`" for v in allowed if v is not None) or ", ".join(_bounds(info))
+    bounds = [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
+              if isinstance(meta, kind)]
+    allowed_text = ", ".join(f"`{_value(v)}`" for v in allowed if v is not None) or ", ".join(bounds)
     meaning = info.description or (described.description if described else "") or ""
     return f"| `{name}` | {kind} | {_default(info)} | {_cell(allowed_text)} | {_cell(meaning)} |"
 
@@ -152,12 +147,6 @@ def space_tables() -> list[str]:
         entries = "<br>".join(f"`{_cell(line)}`" for line in space.describe())
         lines.append(f"| `{name}` | {space.method} | {_cell(space.description)}<br>{entries} |")
     return lines
-
-
-def missing_descriptions() -> list[str]:
-    """Fields that the reference would show without a meaning (each should have one in its config)."""
-    rows = [*sweep_tables(), *method_tables()]
-    return [row.split("|")[1].strip() for row in rows if row.startswith("| `") and row.rstrip().endswith("|  |")]
 
 
 def reference() -> str:

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
 DEFAULT_ARTIFACTS = "./mlartifacts"
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ConfigSection(BaseModel):
@@ -153,7 +151,8 @@ class NotifyConfig(ConfigSection):
     @field_validator("webhook_env")
     @classmethod
     def _check_env_name(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):  # the message never repeats it: it may be the URL
+        # the message never repeats the value: it may be the URL
+        if value is not None and not (value.isascii() and value.isidentifier()):
             raise ValueError("name an environment variable (letters, digits, '_'), e.g. SENTSWEEP_WEBHOOK_URL; "
                              "the URL goes in that variable")
         return value

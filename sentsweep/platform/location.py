@@ -1,16 +1,17 @@
 """Sweep folders: Tune's experiment folder (local or S3/MinIO) and the manifest that resumes it. A read that fails
 other than "not found" is tried again, then a :class:`~sentsweep.errors.StorageError`, never "absent" (which would
-start a count, a search or a sweep afresh over the one stored).
-"""
+start a count, a search or a sweep afresh over the one stored)."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
+import os
 import posixpath
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError, validation_message
-from sentsweep.platform.config import SWEEP_NAME, SweepConfig
-from sentsweep.platform.identity import sweep_owner
+from sentsweep.platform.config import SWEEP_NAME, SweepConfig, is_shared_folder
 
 MANIFEST = "sentsweep_sweep.json"
 CONFIG_COPY = "sweep.yaml"
@@ -32,26 +32,22 @@ READ_BACKOFF_S = 0.5
 #: How the pause between tries is waited (a test puts a recorder here, so that no test waits).
 pause: Callable[[float], None] = time.sleep
 
+#: Who a sweep's manifest names as its owner (``sentsweep submit`` sets it); else the login name.
+OWNER_ENV = "SENTSWEEP_OWNER"
+
 log = logging.getLogger(__name__)
 
 
-def read_or_none(read: Callable[[], bytes], file: str, attempts: int = READ_ATTEMPTS,
-                 backoff_s: float = READ_BACKOFF_S) -> bytes | None:
-    """What ``read()`` returns; None when the file is absent. Another ``OSError`` is tried ``attempts`` times in
-    all, then raised as a :class:`StorageError` naming ``file``."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if attempt == attempts:
-                raise StorageError(f"the storage did not answer after {attempts} tries ({type(exc).__name__}: "
-                                   f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
-                                   "answers", file=file) from exc
-            log.warning("reading %s failed (%s); trying again", file, exc)
-            pause(backoff_s * 2 ** (attempt - 1))
-    return None  # not reached: attempts >= 1
+def sweep_owner(environ: Mapping[str, str] | None = None) -> str:
+    """``$SENTSWEEP_OWNER``, else the login name (``$USER``, ``$LOGNAME``, the password database), else unknown."""
+    environ = os.environ if environ is None else environ
+    found = [value for name in (OWNER_ENV, "USER", "LOGNAME") if (value := environ.get(name, "").strip())]
+    if found:
+        return found[0]
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a uid without an entry (containers)
+        return "unknown"
 
 
 class SweepManifest(BaseModel):
@@ -127,7 +123,21 @@ class SweepLocation:
             return stream.readall()
 
     def read_optional(self, filename: str) -> bytes | None:
-        return read_or_none(lambda: self.read_bytes(filename), self.file_uri(filename))
+        """``filename``'s bytes; None when it is absent. Another ``OSError`` is tried :data:`READ_ATTEMPTS` times in
+        all, then raised as a :class:`StorageError` naming the file."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return self.read_bytes(filename)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if attempt == READ_ATTEMPTS:
+                    raise StorageError(f"the storage did not answer after {READ_ATTEMPTS} tries ({type(exc).__name__}: "
+                                       f"{' '.join(str(exc).split())}); nothing was changed: try again once it "
+                                       "answers", file=self.file_uri(filename)) from exc
+                log.warning("reading %s failed (%s); trying again", self.file_uri(filename), exc)
+                pause(READ_BACKOFF_S * 2 ** (attempt - 1))
+        return None  # not reached: READ_ATTEMPTS >= 1
 
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
         """``filename`` as a JSON object, None when it does not exist; one that does not parse is a
@@ -196,11 +206,6 @@ def new_sweep_location(config: SweepConfig, now: float | None = None,
     root = config.storage_path.rstrip("/")
     name = f"{config.name}-{stamp}" + (f"-{suffix}" if suffix else "")
     return locate(f"{root}/{name}", config.storage_endpoint_url)
-
-
-def is_shared_folder(uri: str) -> bool:
-    """Whether a sweep folder lies in storage others may write: an object store's URI, not a local path."""
-    return "://" in uri and not uri.startswith("file://")
 
 
 def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:

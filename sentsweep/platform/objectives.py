@@ -1,7 +1,6 @@
 """Multi-objective sweeps: the ``objectives:`` of a sweep config, each objective's value in a trial's report, and the
 Pareto front: a point *a* dominates *b* when it is at least as good in every objective and strictly better in one
-(Deb et al., 2002, NSGA-II, Sec. III-A).
-"""
+(Deb et al., 2002, NSGA-II, Sec. III-A)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sentsweep.errors import ConfigError
 from sentsweep.trainables.method import GPUS_KEY
 from sentsweep.trainables.trial_config import DEV_SETS
 
@@ -42,22 +42,23 @@ class Objective:
 
 
 def parse_objective(text: str, where: str = "objectives") -> Objective:
-    """``"METRIC max"`` or ``"METRIC min"``; a ValueError naming ``where`` otherwise."""
+    """``"METRIC max"`` or ``"METRIC min"``; a :class:`ConfigError` naming ``where`` otherwise."""
     parts = str(text).split()
     if len(parts) != 2:
-        raise ValueError(f"{where}: '{text}' is not 'METRIC max' or 'METRIC min'")
+        raise ConfigError(f"'{text}' is not 'METRIC max' or 'METRIC min'", field=where)
     metric, mode = parts
     if mode not in ("max", "min"):
-        raise ValueError(f"{where}: unknown mode '{mode}' for '{metric}': use max or min")
+        raise ConfigError(f"unknown mode '{mode}' for '{metric}': use max or min", field=where)
     return Objective(metric, mode)  # type: ignore[arg-type]
 
 
 def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float = 0.0) -> tuple[Objective, ...]:
-    """The objectives of a config's ``objectives:`` list, checked (a ValueError naming the entry otherwise): at
+    """The objectives of a config's ``objectives:`` list, checked (a ConfigError naming the entry otherwise): at
     least two, no metric twice, the first the trial's dev metric, the others a reported one (``gpu_seconds`` only
     when trials hold GPUs)."""
     if len(entries) < 2:
-        raise ValueError("objectives: list at least 2 ('METRIC max|min' each); a single one is metric and mode")
+        raise ConfigError("list at least 2 ('METRIC max|min' each); a single one is metric and mode",
+                          field="objectives")
     objectives = tuple(parse_objective(e, f"objectives.{i}") for i, e in enumerate(entries))
     dev = DEV_SETS.get(dev_data, DEV_SETS["stsb"])
     reported = (*dict.fromkeys([dev, *DEV_SETS.values()]), *COST_METRICS)
@@ -65,17 +66,17 @@ def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float
     for i, objective in enumerate(objectives):
         where = f"objectives.{i}"
         if objective.metric in seen:
-            raise ValueError(f"{where}: '{objective.metric}' is listed twice")
+            raise ConfigError(f"'{objective.metric}' is listed twice", field=where)
         seen.add(objective.metric)
         if i == 0 and objective.metric != dev:
-            raise ValueError(f"{where}: the first objective is the one ASHA, Tune and the winner rank by; it must be "
-                             f"the trial's dev metric '{dev}', not '{objective.metric}'")
+            raise ConfigError(f"the first objective is the one ASHA, Tune and the winner rank by; it must be the "
+                              f"trial's dev metric '{dev}', not '{objective.metric}'", field=where)
         if objective.metric not in reported:
-            raise ValueError(f"{where}: no trial reports '{objective.metric}' at its evaluations; an objective is one "
-                             f"of {', '.join(reported)}")
+            raise ConfigError(f"no trial reports '{objective.metric}' at its evaluations; an objective is one of "
+                              f"{', '.join(reported)}", field=where)
         if objective.metric == "gpu_seconds" and gpus <= 0:
-            raise ValueError(f"{where}: the trials hold no GPU (resources.gpu: 0), so gpu_seconds is always 0; "
-                             "use compute_seconds")
+            raise ConfigError("the trials hold no GPU (resources.gpu: 0), so gpu_seconds is always 0; use "
+                              "compute_seconds", field=where)
     return objectives
 
 

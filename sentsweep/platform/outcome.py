@@ -1,20 +1,17 @@
 """What a sweep produced (:class:`SweepOutcome`) and the confirmation stage's decision. A candidate's further seeds
 ``x_1..x_n`` give the mean, the sample sd (``n - 1``) and the 95% interval ``m +- t(0.975, n - 1) * s / sqrt(n)``;
-the search's own run is left out (it was selected on its value: the winner's curse).
-"""
+the search's own run is left out (it was selected on its value: the winner's curse)."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
-
-#: The confidence level of the interval.
-LEVEL = 0.95
 
 
 @dataclass(frozen=True)
@@ -40,26 +37,19 @@ class Interval:
                 f"[{self.low:.{digits}f}, {self.high:.{digits}f}] (n={self.n}, sd {self.std:.{digits}f})")
 
 
-def t_quantile(level: float, dof: int) -> float:
-    """The two-sided ``level`` quantile of Student's t with ``dof`` degrees of freedom (``t(1 - a/2, dof)``)."""
+def interval(values: Sequence[float]) -> Interval:
+    """The finite ``values``' mean, sample sd and 95% t interval of the mean (NaN for none, infinite for one)."""
     from scipy.stats import t
 
-    return float(t.ppf(0.5 + level / 2, dof))
-
-
-def interval(values: Sequence[float], level: float = LEVEL) -> Interval:
-    """Mean, sample standard deviation and the t interval of the mean over the finite ``values``; NaN figures
-    for none, an infinite interval for one."""
     finite = [float(v) for v in values if math.isfinite(float(v))]
     n = len(finite)
     if n == 0:
         return Interval(0, math.nan, math.nan, math.nan, math.nan)
-    mean = sum(finite) / n
     if n == 1:
-        return Interval(1, mean, math.nan, -math.inf, math.inf)
-    std = math.sqrt(sum((v - mean) ** 2 for v in finite) / (n - 1))
-    half = t_quantile(level, n - 1) * std / math.sqrt(n)
-    return Interval(n, mean, std, mean - half, mean + half)
+        return Interval(1, finite[0], math.nan, -math.inf, math.inf)
+    mean, std = statistics.fmean(finite), statistics.stdev(finite)
+    low, high = t.interval(0.95, n - 1, loc=mean, scale=std / math.sqrt(n))
+    return Interval(n, mean, std, float(low), float(high))
 
 
 @dataclass(frozen=True)
@@ -75,8 +65,7 @@ class SeedRun:
 
 @dataclass
 class Candidate:
-    """A configuration being confirmed: its place in the search's single-seed ranking and its seeds (the search's
-    run, ``original``, and the further seeds)."""
+    """A configuration being confirmed: its rank in the search and its seeds (the search's run and the further)."""
 
     rank: int  # 1: the search's best trial
     trial_id: str  # the search trial it comes from
@@ -84,14 +73,9 @@ class Candidate:
     runs: list[SeedRun] = field(default_factory=list)
 
     @property
-    def search_run(self) -> SeedRun | None:
-        """The search's trial that made it a candidate (selected on its value: outside the figures)."""
-        return next((r for r in self.runs if r.original), None)
-
-    @property
     def search_value(self) -> float:
-        run = self.search_run
-        return math.nan if run is None else run.value
+        """The value of the search's trial that made it a candidate (selected on it: outside the figures)."""
+        return next((r.value for r in self.runs if r.original), math.nan)
 
     @property
     def further_runs(self) -> list[SeedRun]:

@@ -1,6 +1,5 @@
 """How the platform reads a trial's Tune results (the final report, a failure, a draining report, a metric), and
-whether a study's trial came from a warm start.
-"""
+whether a study's trial came from a warm start."""
 
 from __future__ import annotations
 
@@ -48,9 +47,6 @@ def failure_reason(result: dict[str, Any] | None) -> str:
     return str((result or {}).get(FAILURE_REASON_KEY) or "failed")
 
 
-_ITERATION = "training_iteration"
-
-
 def is_draining(result: Mapping[str, Any] | None) -> bool:
     return bool(result) and result.get(DRAINING_KEY) == 1.0
 
@@ -59,9 +55,9 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them, from the
     state it restored: Tune's own count also counts draining reports, and is off after a checkpoint fallback."""
     evaluations = result.get(EVALUATIONS_KEY)
-    if evaluations is None or _ITERATION not in result:
+    if evaluations is None or "training_iteration" not in result:
         return result
-    return {**result, _ITERATION: int(evaluations)}
+    return {**result, "training_iteration": int(evaluations)}
 
 
 def metric_value(result: Result, metric: str) -> float | None:
@@ -76,9 +72,8 @@ def result_trial_id(result: Result) -> str:
 
 
 def creation_numbers(trials: Sequence[Any]) -> dict[str, int]:
-    """Trial id -> the trial's number in the order Tune created it (1, 2, ...), for Tune ``Trial`` objects or result
-    dicts. Tune's own count orders them, so a restore, which may reorder its list of trials, keeps every number;
-    a trial without that count keeps its place in the list."""
+    """Trial id -> its number in the order Tune created it (1, 2, ...), for Tune ``Trial`` objects or result dicts:
+    Tune's own count survives a restore that reorders the trials (a trial without it keeps its place in the list)."""
     def key(item: tuple[int, Any]) -> tuple[float, int]:
         number = trial_number(item[1])
         return (math.inf if number is None else number, item[0])
@@ -115,8 +110,7 @@ def is_warm_start(trial: FrozenTrial) -> bool:
 
 
 def varying_keys(results: Iterable[Any], skip: tuple[str, ...] = ("tracking",)) -> list[str]:
-    """The trial settings that differ between the trials of ``results`` (Tune results: what the search chose), in
-    the order they first appear; the keys in ``skip`` left out."""
+    """The trial settings (but ``skip``) that differ between the trials of ``results``, in order of appearance."""
     configs = [r.config or {} for r in results]
     keys = dict.fromkeys(k for c in configs for k in c if k not in skip)
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]

@@ -1,11 +1,13 @@
-"""The one place an S3 client is built for a sweep folder on ``s3://``."""
+"""The one place an S3 client is built for a sweep folder on ``s3://``, and its failures turned into one line."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, StorageError
 
+T = TypeVar("T")
 #: Seconds to connect and to answer, and attempts per request, by how long the caller may wait.
 #: ``"prompt"`` suits a lock renewal, which must return long before the lock expires.
 PATIENCE: dict[str, tuple[int, int, int]] = {"prompt": (5, 10, 2), "patient": (10, 30, 4)}
@@ -23,3 +25,22 @@ def s3_client(endpoint_url: str | None, patience: str = "patient") -> Any:
                     retries={"max_attempts": attempts, "mode": "standard"},
                     s3={"addressing_style": "path"} if endpoint_url else None)
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
+
+
+def storage_error(what: str, uri: str, exc: BaseException) -> StorageError:
+    return StorageError(f"{what} ({type(exc).__name__}: {' '.join(str(exc).split())})", file=uri)
+
+
+def s3_call(request: Callable[[], T], uri: str, what: str, conflicts: Collection[str] = ()) -> T | None:
+    """``request()``'s answer; None for an S3 error code in ``conflicts`` (a failed condition); any other failure
+    a :class:`StorageError` saying ``what`` failed at ``uri``."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return request()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in conflicts:
+            return None
+        raise storage_error(what, uri, exc) from exc
+    except BotoCoreError as exc:
+        raise storage_error(what, uri, exc) from exc

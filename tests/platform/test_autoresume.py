@@ -12,8 +12,7 @@ from mlflow import MlflowClient
 from sentsweep.errors import StorageError
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.driver.resume import interrupted_sweep, previous_sweep, sweep_folders
-from sentsweep.platform.identity import OWNER_ENV, sweep_owner
-from sentsweep.platform.location import MANIFEST, SweepManifest, locate, new_sweep_location
+from sentsweep.platform.location import MANIFEST, OWNER_ENV, SweepManifest, locate, new_sweep_location, sweep_owner
 from sentsweep.tracking.vocabulary import STATUS_TAG
 from tests.platform.capture_server import capturing_server
 

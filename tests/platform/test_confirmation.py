@@ -17,7 +17,7 @@ from sentsweep.platform.confirm.stage import (
     further_seeds,
     ranked_by_rule,
 )
-from sentsweep.platform.outcome import Candidate, SeedRun, interval, t_quantile
+from sentsweep.platform.outcome import Candidate, SeedRun, interval
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG
 
 
@@ -36,7 +36,8 @@ def test_interval_is_the_t_interval_of_the_mean():
     assert iv.n == 4 and iv.mean == pytest.approx(80.5) and iv.std == pytest.approx(sd)
     half = 3.182446305284263 * sd / 2  # t(0.975, 3), from the table
     assert (iv.low, iv.high) == (pytest.approx(mean - half), pytest.approx(mean + half))
-    assert t_quantile(0.95, 1) == pytest.approx(12.706204736)
+    two = interval([1.0, 3.0])  # sd sqrt(2), n 2: the half-width is t(0.975, 1) itself
+    assert two.high - two.mean == pytest.approx(12.706204736)
 
 
 def test_interval_edge_cases():
@@ -76,7 +77,7 @@ def test_the_confirmed_figures_leave_out_the_search_run():
     the mean, the interval, the rule and the exported seed rest on the further seeds alone."""
     c = Candidate(1, "t", {}, [SeedRun("t", 42, 90.0, True)] + [SeedRun(f"t{i}", 43 + i, 80.0) for i in range(3)])
     assert c.interval.mean == 80.0 and c.interval.n == 3 and c.interval.std == 0.0
-    assert c.search_run is c.runs[0] and c.search_value == 90.0 and len(c.further_runs) == 3
+    assert c.runs[0].original and c.search_value == 90.0 and len(c.further_runs) == 3
     # the same further seeds, whatever the search's value: the same figures, and the search's rank breaks the tie
     lucky, plain = _candidate(1, [80.0, 81.0, 82.0], search=90.0), _candidate(2, [80.0, 81.0, 82.0], search=81.0)
     assert lucky.interval == plain.interval

@@ -22,7 +22,7 @@ from sentsweep.platform.search.convergence import (
     converged_of,
     measured_noise,
     record_convergence,
-    replica_seeds,
+    replica_points,
 )
 from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore
@@ -48,7 +48,8 @@ def _trial(x: float, value: float | None, state=TrialState.COMPLETE, steps=None,
 
 
 def test_replica_seeds_stay_clear_of_the_confirmation_stages():
-    assert replica_seeds(42, 3) == [1043, 1044, 1045]
+    replicas = replica_points({"lr": 0.1}, ConvergenceConfig(noise_seeds=3), 42)
+    assert [attrs[NOISE_SEED_ATTR] for _, attrs in replicas] == [1043, 1044, 1045]
 
 
 def test_noise_is_the_sd_of_the_first_points_runs_at_their_last_common_step():

@@ -96,7 +96,7 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
     """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
     over with a warning (and starts anew) instead."""
     from sentsweep.platform.driver.resume import previous_sweep
-    from sentsweep.platform.identity import sweep_owner
+    from sentsweep.platform.location import sweep_owner
     from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
     location, parent, _ = remote_sweep

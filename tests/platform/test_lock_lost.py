@@ -107,7 +107,7 @@ def test_a_sweep_whose_lock_was_taken_over_stops_and_leaves_the_parent_to_the_ne
                 stored = store.read()
                 now = time.time()
                 bob = LockRecord("bob", "node-7", 4242, None, "b-token", now, now + 3600)
-                if parents and trials and store.replace(bob.to_bytes(), stored.version) is not None:
+                if parents and trials and store.write(bob.to_bytes(), stored.version) is not None:
                     taken.append((parents[0].info.run_id, locks[0]))
                     return
             time.sleep(0.3)  # polling a real sweep for its first trial

@@ -8,7 +8,7 @@ from __future__ import annotations
 from mlflow import MlflowClient
 
 from sentsweep.platform.location import locate
-from sentsweep.platform.search.search_state import SEARCH_FILE, read_mark
+from sentsweep.platform.search.searcher import SEARCH_FILE, read_mark
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG
 
 

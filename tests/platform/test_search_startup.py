@@ -1,4 +1,4 @@
-"""TPE's start-up under concurrency (sentsweep.platform.search.samplers.build_tpe): it counts finished trials, so
+"""TPE's start-up under concurrency (sentsweep.platform.search.samplers.build_sampler): it counts finished trials, so
 the
 first ``max_concurrent_trials`` suggestions are random and TPE begins once ``startup_trials`` trials have finished,
 running ones (constant liar) or not. Real Optuna, no Ray."""

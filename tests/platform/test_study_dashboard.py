@@ -18,9 +18,8 @@ from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig, parse_sweep_config
 from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.results import FINAL_KEY
-from sentsweep.platform.search.dashboard import sweep_study_storage
 from sentsweep.platform.search.searcher import build_searcher
-from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.platform.search.study_store import StudyStore, sweep_study_storage
 from sentsweep.trainables.loop import NonFiniteLossError
 from sentsweep.trainables.method import failure_report
 from tools.harness.processes import end_group, free_port, wait_for_port
@@ -104,7 +103,7 @@ def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
     import http.client
     import threading
 
-    from sentsweep.platform.search.dashboard import dashboard_cookie, dashboard_server
+    from sentsweep.platform.search.study_store import dashboard_cookie, dashboard_server
 
     location, searcher = _sweep(tmp_path)
     _finish(searcher, "a", "complete")

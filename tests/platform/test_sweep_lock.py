@@ -83,15 +83,12 @@ class MemoryStore:
         self._fail()
         return None if self.data is None else Stored(self.data, str(self.version))
 
-    def create(self, data: bytes) -> str | None:
+    def write(self, data: bytes, version: str | None) -> str | None:
         self._fail()
-        return None if self.data is not None else self._write(data)
-
-    def replace(self, data: bytes, version: str) -> str | None:
-        self._fail()
-        if self.data is None or str(self.version) != version:
+        if (None if self.data is None else str(self.version)) != version:
             return None
-        self.replaces += 1
+        if version is not None:
+            self.replaces += 1
         if self.replaces >= 3:
             self.replaced.set()
         return self._write(data)
@@ -312,7 +309,7 @@ def test_a_local_folder_lets_one_of_many_racing_drivers_take_it(tmp_path, monkey
     stored = store.read()
     assert LockRecord.parse(stored.data).token == winner.token
     assert winner.beat() == winner.interval_s
-    assert store.replace(b"{}", stored.version) is None, "a stale version is not written over"
+    assert store.write(b"{}", stored.version) is None, "a stale version is not written over"
     winner.release()
     assert not list(tmp_path.glob("sweep-1/.driver.lock.*.tmp")), "no temporary file left"
 
@@ -354,9 +351,9 @@ def test_an_s3_folder_is_locked_by_conditional_writes(s3_endpoint, monkeypatch) 
     with pytest.raises(LockHeldError, match=rf"being run by .*; s3://{BUCKET}/ray_results/{name}/driver.lock\)"):
         SweepLock.for_folder(location, name).take()
     stored = store.read()
-    assert store.create(b"{}") is None, "If-None-Match: * refused"
+    assert store.write(b"{}", None) is None, "If-None-Match: * refused"
     assert first.beat() == first.interval_s
-    assert store.replace(b"{}", stored.version) is None, "If-Match of a stale ETag refused"
+    assert store.write(b"{}", stored.version) is None, "If-Match of a stale ETag refused"
     assert LockRecord.parse(store.read().data).token == first.token
     first.release()
     second = SweepLock.for_folder(location, name)

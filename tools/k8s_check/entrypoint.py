@@ -23,7 +23,7 @@ import yaml
 
 from sentsweep.cli import build_parser
 from sentsweep.errors import ConfigError
-from sentsweep.platform.config import parse_sweep_config
+from sentsweep.platform.config import is_shared_folder, parse_sweep_config
 from sentsweep.yaml_io import apply_overrides
 from tools.k8s_check.objects import (
     GPU_RESOURCE,
@@ -80,7 +80,7 @@ def check_entrypoint(job: dict[str, Any], everything: list[dict[str, Any]]) -> l
         if not args.resume_interrupted:
             found.append(f"'{text}': backoffLimit retries it, but without --resume-interrupted a retry starts "
                          "the sweep over")
-        if not config.is_remote_storage:
+        if not is_shared_folder(config.storage_path):
             found.append(f"{where}: backoffLimit retries on a new cluster, but storage_path "
                          f"'{config.storage_path}' is not shared storage (s3://...)")
         if not config.tracking.uri.startswith(("http://", "https://")):

@@ -1,11 +1,6 @@
-"""The confirmation stage's decisions and state: the search's best configurations as candidates, each confirmation
-trial matched to its configuration, and the winner by ``confirm.rule``.
-
-``mean`` takes the best mean; ``lower_bound`` (the default) the best pessimistic end of the interval
-(:mod:`sentsweep.platform.outcome`). Ties go to the better mean, then to the higher search rank; one further seed
-has an infinite interval, so ``lower_bound`` ranks such candidates last and, among themselves, by their mean. The
-weights used afterwards are the winner's further seed closest to their mean (not its luckiest one).
-"""
+"""The confirmation stage's decisions and state. ``mean`` picks the best mean; ``lower_bound`` (the default) the
+best pessimistic end of the interval, which ranks a single further seed (an infinite interval) last. Ties go to the
+better mean, then the higher search rank; the weights used are the winner's further seed closest to their mean."""
 
 from __future__ import annotations
 
@@ -45,22 +40,16 @@ def rule_score(summary: Interval, rule: Rule, mode: str) -> float:
     return value if mode == "max" else -value
 
 
-def _order(candidate: Candidate, rule: Rule, mode: str) -> tuple[float, float, int]:
-    """``candidate``'s place by ``rule``, larger first: the rule's figure, then the mean, then the higher rank."""
-    summary = candidate.interval
-    return rule_score(summary, rule, mode), rule_score(summary, "mean", mode), -candidate.rank
+def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> list[Candidate]:
+    """The candidates, the one ``rule`` prefers first (ties: the better mean, then the higher single-seed rank)."""
+    return sorted(candidates, key=lambda c: (rule_score(c.interval, rule, mode), rule_score(c.interval, "mean", mode),
+                                             -c.rank), reverse=True)
 
 
 def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Candidate:
-    """The candidate ``rule`` prefers (ties: the better mean, then the higher single-seed rank)."""
     if not candidates:
         raise ValueError("no candidate to choose from")
-    return max(candidates, key=lambda c: _order(c, rule, mode))
-
-
-def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> list[Candidate]:
-    """All candidates, the rule's order (the winner first)."""
-    return sorted(candidates, key=lambda c: _order(c, rule, mode), reverse=True)
+    return ranked_by_rule(candidates, rule, mode)[0]
 
 
 def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
@@ -79,8 +68,7 @@ def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:
 
 
 def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Candidate], dict[str, dict]]:
-    """The ``top_k`` best finished trials as candidates (each with its own run as its first seed), and their trial
-    configs by trial id."""
+    """The ``top_k`` best finished trials as candidates (their own run first), and their configs by trial id."""
     finished = [r for r in rank_results(results, config.metric, config.mode) if is_final(r.metrics)]
     searched = varying_keys(results, skip=("tracking", "seed"))
     candidates, configs = [], {}
@@ -104,9 +92,8 @@ def _identity(trial_config: dict[str, Any]) -> str:
 
 def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stage_results: ResultGrid,
            config: SweepConfig, run_id: str) -> ConfirmationOutcome:
-    """Each candidate (its trial config in ``configs``) with all its seeds (a failed or unfinished seed counts NaN,
-    outside the figures), the winner by the rule over the further seeds, and the winner's further seed closest to
-    their mean."""
+    """Each candidate with all its seeds (a failed or unfinished seed counts NaN, outside the figures), and the
+    winner by the rule over the further seeds."""
     owners: dict[str, Candidate] = {}
     for candidate in candidates:
         candidate.runs = [r for r in candidate.runs if r.original]

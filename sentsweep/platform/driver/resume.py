@@ -20,8 +20,7 @@ from sentsweep._compat.ray import restored_tune_config
 from sentsweep.errors import ConfigError, StorageError
 from sentsweep.platform.config import BudgetConfig, SweepConfig
 from sentsweep.platform.folder.trust import same_folder
-from sentsweep.platform.identity import sweep_owner
-from sentsweep.platform.location import SweepLocation, SweepManifest, is_shared_folder, locate
+from sentsweep.platform.location import SweepLocation, SweepManifest, is_shared_folder, locate, sweep_owner
 from sentsweep.platform.search.scheduler import recall
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
 from sentsweep.platform.tracking.parent_run import SweepRun, flatten

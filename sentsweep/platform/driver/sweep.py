@@ -47,8 +47,7 @@ from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
 from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
-from sentsweep.platform.search.search_state import mark_search_over, search_results
-from sentsweep.platform.search.searcher import build_searcher
+from sentsweep.platform.search.searcher import build_searcher, mark_search_over, search_results
 from sentsweep.platform.search.study_store import StudyStore, load_study
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.deliverer import failing_quickly

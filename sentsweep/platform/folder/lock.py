@@ -1,8 +1,6 @@
-"""One driver per sweep: a JSON lock object ``driver.lock`` in the sweep folder, changed only by compare-and-set.
-
-A daemon thread renews it every ``interval_s``; it expires :data:`EXPIRY_FACTOR` intervals after its last heartbeat,
-or at once when its local holder is gone, and machines' clocks must agree within an interval. A holder that cannot
-renew for :data:`GIVE_UP_FACTOR` intervals gives it up, one interval before another driver may take it over."""
+"""One driver per sweep: a JSON lock ``driver.lock`` in the sweep folder, changed only by compare-and-set, renewed by
+a daemon thread, expired after :data:`EXPIRY_FACTOR` intervals without a heartbeat (machines' clocks must agree within
+one) or at once when its local holder is gone. A holder unrenewed for :data:`GIVE_UP_FACTOR` intervals gives it up."""
 
 from __future__ import annotations
 
@@ -15,14 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sentsweep.errors import SentsweepError, StorageError
-from sentsweep.platform.identity import sweep_owner
-
-if TYPE_CHECKING:
-    from sentsweep.platform.folder.lock_stores import LockStore
-    from sentsweep.platform.location import SweepLocation
+from sentsweep.platform.folder.lock_stores import LockStore, lock_store
+from sentsweep.platform.location import SweepLocation, sweep_owner
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +51,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's live process
-        return True
+        pass
     return True
 
 
@@ -78,10 +73,8 @@ class LockRecord:
 
     @classmethod
     def parse(cls, data: bytes | None) -> LockRecord | None:
-        if not data:
-            return None
         try:
-            found = json.loads(data)
+            found = json.loads(data or b"null")  # no data: None, whose fields are a TypeError
             record = cls(owner=_printable(found["owner"]), host=_printable(found["host"]), pid=int(found["pid"]),
                          pid_ns=found.get("pid_ns"), token=str(found["token"]),
                          heartbeat=float(found["heartbeat"]), expires=float(found["expires"]),
@@ -128,8 +121,6 @@ class SweepLock:
     @classmethod
     def for_folder(cls, location: SweepLocation, sweep_name: str,
                    on_lost: Callable[[str], None] | None = None) -> SweepLock:
-        from sentsweep.platform.folder.lock_stores import lock_store
-
         return cls(lock_store(location), sweep_name=sweep_name, on_lost=on_lost)
 
     def _record(self, now: float, *, released: bool = False) -> LockRecord:
@@ -143,16 +134,13 @@ class SweepLock:
             now = self.clock()
             mine = self._record(now).to_bytes()
             stored = self.store.read()
-            if stored is None:
-                version = self.store.create(mine)
-            else:
-                held = LockRecord.parse(stored.data)
-                if held is not None and not held.expired(now):
-                    raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
-                                        f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
-                                        f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
-                                        f"{self.store.uri})")
-                version = self.store.replace(mine, stored.version)
+            held = LockRecord.parse(stored.data) if stored is not None else None
+            if held is not None and not held.expired(now):
+                raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
+                                    f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
+                                    f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
+                                    f"{self.store.uri})")
+            version = self.store.write(mine, stored.version if stored is not None else None)
             if version is not None:
                 self._version, self._renewed = version, now
                 return
@@ -177,7 +165,7 @@ class SweepLock:
                 return self.interval_s
             now = self.clock()
             try:
-                version = self.store.replace(self._record(now).to_bytes(), self._version)
+                version = self.store.write(self._record(now).to_bytes(), self._version)
                 if version is None:
                     return self._changed(now)
             except Exception as exc:  # noqa: BLE001 - a storage error (or any other) is retried, then gives up
@@ -233,7 +221,7 @@ class SweepLock:
                 return
             version, self._version = self._version, None
             try:
-                if self.store.replace(self._record(self.clock(), released=True).to_bytes(), version) is None:
+                if self.store.write(self._record(self.clock(), released=True).to_bytes(), version) is None:
                     log.debug("the lock of sweep %s changed before its release: left as it is", self.sweep_name)
             except StorageError as exc:
                 log.warning("the lock of sweep %s could not be released (%s): it expires in %.0fs", self.sweep_name,

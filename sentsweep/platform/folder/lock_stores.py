@@ -6,19 +6,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import os
 import posixpath
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from sentsweep.data.cache import atomic_write
-from sentsweep.errors import ConfigError, StorageError
-from sentsweep.platform.s3 import s3_client
+from sentsweep.errors import ConfigError
+from sentsweep.platform.s3 import s3_call, s3_client, storage_error
 
 if TYPE_CHECKING:
     from sentsweep.platform.location import SweepLocation
@@ -42,25 +40,19 @@ class LockStore(Protocol):
     def read(self) -> Stored | None:
         """The object and its version; None when there is none."""
 
-    def create(self, data: bytes) -> str | None:
-        """Write ``data`` if there is no object; its version, None if there is one."""
-
-    def replace(self, data: bytes, version: str) -> str | None:
-        """Write ``data`` if the object is still ``version``; its new version, None if it changed or is gone."""
+    def write(self, data: bytes, version: str | None) -> str | None:
+        """Write ``data`` if the object is still ``version`` (None: absent); its new version, None if it changed."""
 
 
-def _storage_error(uri: str, exc: BaseException) -> StorageError:
-    return StorageError(f"the sweep's lock could not be read or written ({type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())})", file=uri)
-
-
+#: What a lock store's :class:`~sentsweep.errors.StorageError` says failed.
+FAILED = "the sweep's lock could not be read or written"
 #: ``flock`` excludes per open file, but NFS turns it into a per-process lock: threads of one process take this first.
 _THREADS = threading.Lock()
 
 
 class LocalLockStore:
-    """The lock as a local (or NFS) file: a create links a temporary file to the name, a replace renames one over
-    it under an exclusive ``flock`` on a guard file (dropped when its process dies). The version is the SHA-256."""
+    """The lock as a local (or NFS) file, compared and renamed over under an exclusive ``flock`` on a guard file
+    (dropped when its process dies). The version is the SHA-256."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -70,12 +62,9 @@ class LocalLockStore:
     def _guarded(self) -> Iterator[None]:
         with _THREADS:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path.with_name(f"{self.path.name}.guard"), os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            with self.path.with_name(f"{self.path.name}.guard").open("ab") as guard:  # closing it drops the flock
+                fcntl.flock(guard, fcntl.LOCK_EX)
                 yield
-            finally:
-                os.close(fd)  # drops the flock
 
     def read(self) -> Stored | None:
         try:
@@ -83,37 +72,19 @@ class LocalLockStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _storage_error(self.uri, exc) from exc
+            raise storage_error(FAILED, self.uri, exc) from exc
         return Stored(data, hashlib.sha256(data).hexdigest())
 
-    def create(self, data: bytes) -> str | None:
-        try:
-            with self._guarded():
-                fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-                try:
-                    with os.fdopen(fd, "wb") as out:
-                        out.write(data)
-                        out.flush()
-                        os.fsync(out.fileno())
-                    os.link(tmp, self.path)
-                except FileExistsError:
-                    return None
-                finally:
-                    os.unlink(tmp)
-        except OSError as exc:
-            raise _storage_error(self.uri, exc) from exc
-        return hashlib.sha256(data).hexdigest()
-
-    def replace(self, data: bytes, version: str) -> str | None:
+    def write(self, data: bytes, version: str | None) -> str | None:
         try:
             with self._guarded():
                 current = self.read()
-                if current is None or current.version != version:
+                if (current.version if current is not None else None) != version:
                     return None
                 with atomic_write(self.path) as out:
                     out.write(data)
         except OSError as exc:
-            raise _storage_error(self.uri, exc) from exc
+            raise storage_error(FAILED, self.uri, exc) from exc
         return hashlib.sha256(data).hexdigest()
 
 
@@ -127,36 +98,18 @@ class S3LockStore:
         self.uri = f"s3://{bucket}/{key}"
         self.client = client if client is not None else s3_client(endpoint_url, "prompt")
 
-    def _call(self, request: Callable[[], Any], conflicts: frozenset[str]) -> Any:
-        """``request()``'s answer; None for one of ``conflicts``; any other failure a :class:`StorageError`."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return request()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in conflicts:
-                return None
-            raise _storage_error(self.uri, exc) from exc
-        except BotoCoreError as exc:
-            raise _storage_error(self.uri, exc) from exc
-
     def read(self) -> Stored | None:
         def get() -> Stored:
             answer = self.client.get_object(Bucket=self.bucket, Key=self.key)
             return Stored(answer["Body"].read(), answer["ETag"])
 
-        return self._call(get, frozenset({"NoSuchKey", "404"}))
+        return s3_call(get, self.uri, FAILED, {"NoSuchKey", "404"})
 
-    def _put(self, data: bytes, **condition: str) -> str | None:
-        return self._call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
-                                                         ContentType="application/json", **condition)["ETag"],
-                          S3_CONFLICTS)
-
-    def create(self, data: bytes) -> str | None:
-        return self._put(data, IfNoneMatch="*")
-
-    def replace(self, data: bytes, version: str) -> str | None:
-        return self._put(data, IfMatch=version)
+    def write(self, data: bytes, version: str | None) -> str | None:
+        condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
+        return s3_call(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key, Body=data,
+                                                      ContentType="application/json", **condition)["ETag"],
+                       self.uri, FAILED, S3_CONFLICTS)
 
 
 def lock_store(location: SweepLocation) -> LockStore:

@@ -33,10 +33,6 @@ class PruneReport:
     pruned: list[str] = field(default_factory=list)
     removed_bytes: int = 0
 
-    def describe(self) -> str:
-        return (f"kept the best weights of {len(self.kept)} trial(s), removed the weights of {len(self.pruned)} "
-                f"and every checkpoint ({self.removed_bytes / 2**20:.1f} MiB listed)")
-
 
 def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
                 echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> PruneReport:
@@ -67,7 +63,8 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
         else:
             report.removed_bytes += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
             report.pruned.append(trial_id)
-    echo(report.describe())
+    echo(f"kept the best weights of {len(report.kept)} trial(s), removed the weights of {len(report.pruned)} "
+         f"and every checkpoint ({report.removed_bytes / 2**20:.1f} MiB listed)")
     return report
 
 

@@ -8,7 +8,7 @@ import statistics
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.study import StudyDirection
@@ -17,16 +17,15 @@ from optuna.trial import FrozenTrial, TrialState
 from sentsweep.platform.config_sections import ConvergenceConfig
 from sentsweep.platform.search.samplers import is_feasible
 
+if TYPE_CHECKING:
+    from optuna.terminator import BaseImprovementEvaluator
+
 #: The user attribute of an Optuna trial that re-runs the first point with a further seed (its seed).
 NOISE_SEED_ATTR = "noise_seed"
 #: The study's user attribute holding the decision that ended the search (:meth:`Converged.record`).
 CONVERGED_ATTR = "converged"
 #: How far the noise replicas' seeds lie from the trials' seed (apart from the confirmation stage's, which follow it).
 REPLICA_SEED_OFFSET = 1000
-
-
-class ImprovementEvaluator(Protocol):
-    def evaluate(self, trials: list[FrozenTrial], study_direction: StudyDirection) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -46,16 +45,14 @@ class Converged:
                 "started, the running ones finish")
 
 
-def replica_seeds(seed: int, count: int) -> list[int]:
-    """The noise replicas' seeds, ``seed + 1001, ...``: apart from the confirmation stage's ``seed + 1, ...``."""
-    return [seed + REPLICA_SEED_OFFSET + k for k in range(1, count + 1)]
-
-
 def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
                    seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The first point again with the noise seeds ``seed + 1001, ...`` (the confirmation stage's are ``seed + 1, ...``),
+    each with its seed as a user attribute."""
     if not first_point or settings.noise_sd is not None:
         return []
-    return [(dict(first_point), {NOISE_SEED_ATTR: s}) for s in replica_seeds(seed, settings.noise_seeds)]
+    return [(dict(first_point), {NOISE_SEED_ATTR: seed + REPLICA_SEED_OFFSET + k})
+            for k in range(1, settings.noise_seeds + 1)]
 
 
 def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
@@ -85,26 +82,25 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
     return statistics.stdev(values) if values is not None and len(values) >= 2 else None
 
 
-def default_evaluator(seed: int, name: str = "regret_bound") -> ImprovementEvaluator:
-    """Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator`` (Ishibashi et al. 2023), seeded."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        from optuna.terminator import EMMREvaluator, RegretBoundEvaluator
-
-        if name == "emmr":
-            return EMMREvaluator(min_n_trials=2, seed=seed)
-        return RegretBoundEvaluator(min_n_trials=1, seed=seed)
-
-
 class ConvergenceCheck:
     """``regret bound < noise sd`` over the finished, feasible trials, given ``min_trials`` and the noise."""
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
-                 evaluator: Callable[[], ImprovementEvaluator] | None = None) -> None:
+                 evaluator: Callable[[], BaseImprovementEvaluator] | None = None) -> None:
         self.settings = settings
         self.direction = StudyDirection.MAXIMIZE if direction == "maximize" else StudyDirection.MINIMIZE
         self.seed = seed
         self.evaluator = evaluator
+
+    def _optuna_evaluator(self) -> BaseImprovementEvaluator:
+        """Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator`` (Ishibashi et al. 2023), seeded."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            from optuna.terminator import EMMREvaluator, RegretBoundEvaluator
+
+            if self.settings.evaluator == "emmr":
+                return EMMREvaluator(min_n_trials=2, seed=self.seed)
+            return RegretBoundEvaluator(min_n_trials=1, seed=self.seed)
 
     def noise(self, trials: Sequence[FrozenTrial]) -> tuple[float, str] | None:
         if self.settings.noise_sd is not None:
@@ -121,7 +117,7 @@ class ConvergenceCheck:
         noise = self.noise(trials)
         if noise is None:
             return None
-        evaluator = (self.evaluator or (lambda: default_evaluator(self.seed, self.settings.evaluator)))()
+        evaluator = (self.evaluator or self._optuna_evaluator)()
         try:
             bound = float(evaluator.evaluate(list(finished), self.direction))
         except ValueError:  # Optuna's evaluators refuse an empty intersection of the trials' search spaces

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
@@ -20,26 +20,20 @@ class FinalAwareASHA(ASHAScheduler):
     def __init__(self, reference: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)
         self.reference = dict(reference) if reference else None
-        self.recalled: dict[str, Sequence[dict[str, Any]]] | None = None  # reports to replay once the metric is set
+        self.recalled: Mapping[str, Sequence[dict[str, Any]]] | None = None  # reports to replay once the metric is set
 
     def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
         taken = super().set_search_properties(metric, mode, **spec)
         pending = self.__dict__.pop("recalled", None)  # a scheduler pickled before this attribute has none
         self.recalled = None
         if pending:
-            self._replay(pending)
+            self.replay(pending)
         return taken
 
-    def remember(self, histories: Mapping[str, Sequence[dict[str, Any]]]) -> None:
-        """Replay ``histories`` (trial id -> its reports) now, or once Tune tells the metric (:func:`recall`)."""
-        if self.metric is None:
-            self.recalled = dict(histories)
-        else:
-            self._replay(histories)
-
-    def _replay(self, histories: Mapping[str, Sequence[dict[str, Any]]]) -> None:
+    def replay(self, histories: Mapping[str, Sequence[dict[str, Any]]]) -> None:
         for trial_id, results in histories.items():
-            trial = PastTrial(trial_id, dict(results[0].get("config") or {}) if results else {})
+            # what ASHA reads of a trial it meets again on a resume: its id and its config
+            trial = SimpleNamespace(trial_id=trial_id, config=dict(results[0].get("config") or {}) if results else {})
             self.on_trial_add(None, trial)
             for result in results:  # ASHA passes over a report without its metric or time
                 self.on_trial_result(None, trial, result)
@@ -53,24 +47,16 @@ class FinalAwareASHA(ASHAScheduler):
         return action
 
 
-@dataclass(frozen=True)
-class PastTrial:
-    """What ASHA reads of a trial it meets again on a resume: its id and its config."""
-
-    trial_id: str
-    config: dict[str, Any] = field(default_factory=dict)
-
-
 def recall(scheduler: TrialScheduler, histories: Mapping[str, Sequence[dict[str, Any]]]) -> int:
-    """Give a restored ASHA the reports its rungs held before the stop; the number of trials recalled.
-
-    Tune saves no scheduler with the experiment, so a restored ASHA starts with empty rungs and lets the next trials
-    past rungs where the first run would have stopped them. Each trial's past reports (``histories``: trial id ->
-    its results in order) go through the scheduler again, its decisions ignored, so its rungs hold what they held.
-    A restored ASHA learns its metric when ``fit`` begins, so the reports wait for it. FIFO has nothing to recall."""
+    """Replay each trial's past reports (``histories``: trial id -> its results) through a restored ASHA, its
+    decisions ignored, now or once ``fit`` tells it the metric; the number of trials recalled. Tune saves no
+    scheduler, and empty rungs would let the next trials past where the first run would have stopped them."""
     if not isinstance(scheduler, FinalAwareASHA):
         return 0
-    scheduler.remember(histories)
+    if scheduler.metric is None:
+        scheduler.recalled = dict(histories)
+    else:
+        scheduler.replay(histories)
     return len(histories)
 
 

@@ -1,15 +1,16 @@
 """The sweep's searcher: a Ray Tune ``Searcher`` on Optuna's ask-and-tell API. A trial is COMPLETE only after its
 final report; one the scheduler stopped is PRUNED; a crashed or NaN one is FAIL; an infeasible one is COMPLETE
-with a constraint violation, so TPE learns to avoid it. Several objectives are told at the selected report."""
+with a constraint violation, so TPE learns to avoid it. ``search.json`` says whether the search is over."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -17,6 +18,7 @@ from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import SweepConfig
+from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.objectives import Objective, objective_values, select_report
 from sentsweep.platform.results import (
     evaluation_result,
@@ -29,7 +31,6 @@ from sentsweep.platform.results import (
 from sentsweep.platform.search.convergence import CONVERGED_ATTR, NOISE_SEED_ATTR, ConvergenceCheck, replica_points
 from sentsweep.platform.search.samplers import (
     build_sampler,
-    grid_done,
     is_feasible,
     uniform_constraint_keys,
     with_constraint_keys,
@@ -37,10 +38,16 @@ from sentsweep.platform.search.samplers import (
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import unseen_points
 
+if TYPE_CHECKING:
+    from ray.tune import ResultGrid, Tuner
+
 #: The user attribute of an Optuna trial naming its Tune trial.
 TUNE_TRIAL_ATTR = "tune_trial_id"
 #: Why a trial the driver lost before Tune saved it was told FAIL on resume.
 LOST_REASON = "lost with the driver: not in the experiment state the sweep resumed from"
+#: The mark that the search is over: a resume reads the results back instead of training the errored trials again,
+#: unless a bound of the search changed.
+SEARCH_FILE = "search.json"
 
 
 class PruningAwareOptunaSearch(Searcher):
@@ -132,7 +139,7 @@ class PruningAwareOptunaSearch(Searcher):
     def search_ended(self) -> bool:
         """Whether the grid is done or the search converged (decided once, kept in the study)."""
         study = self.study
-        if grid_done(self.sampler, study):
+        if isinstance(self.sampler, optuna.samplers.GridSampler) and self.sampler.is_exhausted(study):
             return True
         if self.convergence is None:
             return False
@@ -268,3 +275,24 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
                                     history=with_constraint_keys(history, uniform_constraint_keys(sampler)),
                                     replicas=replicas, convergence=convergence)
 
+
+def search_bounds(config: SweepConfig) -> dict[str, Any]:
+    return {"num_samples": config.num_samples, "time_budget_s": config.time_budget_s,
+            "budget": config.budget.model_dump(mode="json")}
+
+
+def mark_search_over(location: SweepLocation, config: SweepConfig) -> None:
+    mark = {"status": "over", "ended": time.time(), "bounds": search_bounds(config)}
+    location.write_text(SEARCH_FILE, json.dumps(mark, indent=1))
+
+
+def read_mark(location: SweepLocation) -> dict[str, Any] | None:
+    return location.read_json_object(SEARCH_FILE, "whether the search is over")
+
+
+def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
+                   stage_began: bool = False) -> ResultGrid:
+    """The search's results: read back when the search is over or the stage began, else fitted."""
+    if not fresh and (stage_began or (read_mark(location) or {}).get("bounds") == search_bounds(config)):
+        return tuner.get_results()
+    return tuner.fit()

@@ -1,23 +1,27 @@
-"""The sweep's Optuna study: one journal in the sweep folder, its only record (JSON only: reading it runs no code).
-On S3 each append is one object written with ``If-None-Match: *``, so of two writers one wins and the other
-reads what it missed and takes the next number."""
+"""The sweep's Optuna study: one journal in the sweep folder, its only record (JSON only: reading it runs no code;
+on S3 each append is one object written with ``If-None-Match: *``), and ``sentsweep dashboard``, which serves it
+live on loopback to the user who started it alone (:func:`guarded`)."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import posixpath
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 import optuna
 from optuna.storages.journal import BaseJournalBackend
 
-from sentsweep.errors import ConfigError, StorageError
-from sentsweep.platform.location import SweepLocation
+from sentsweep.errors import ConfigError
+from sentsweep.platform.config import resolve_sweep_folder
+from sentsweep.platform.location import SweepLocation, locate
+from sentsweep.platform.s3 import T, s3_call, s3_client
 
 #: The study's journal in the sweep folder (a file; on S3, a folder of numbered objects).
 JOURNAL_FILE = "optuna_journal.log"
@@ -32,44 +36,34 @@ class StudyStore:
     def journal_uri(self) -> str:
         return posixpath.join(self.uri, JOURNAL_FILE)
 
-    def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage:
+    def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage | None:
+        """The study's journal; None when ``create`` is False and the folder holds no study yet."""
         if "://" not in self.uri:
-            path = Path(self.uri) / JOURNAL_FILE
-            if not create and not path.is_file():
-                raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=str(path))
-            return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+            if not create and not Path(self.journal_uri).is_file():
+                return None
+            return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(self.journal_uri))
         parsed = urlparse(self.uri)
         if parsed.scheme != "s3":
             raise ConfigError(f"a sweep folder on {parsed.scheme}:// cannot hold the Optuna study: use a local "
                               "folder or s3://", field="storage_path")
-        from sentsweep.platform.s3 import s3_client
-
         backend = S3JournalBackend(parsed.netloc, posixpath.join(parsed.path.lstrip("/"), JOURNAL_FILE),
                                    s3_client(self.endpoint_url))
-        if not create and not backend.read_logs(0):
-            raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)",
-                              file=self.journal_uri)
-        return optuna.storages.JournalStorage(backend)
+        return optuna.storages.JournalStorage(backend) if create or backend.read_logs(0) else None
 
 
 def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""
     if isinstance(store, SweepLocation):
         store = StudyStore(store.uri, store.endpoint_url)
-    try:
-        storage = store.storage(create=False)
-    except ConfigError as exc:
-        if "holds no Optuna study" in str(exc):
-            return None
-        raise
+    storage = store.storage(create=False)
+    if storage is None:
+        return None
     try:
         (summary,) = optuna.get_all_study_summaries(storage, include_best_trial=False)
     except ValueError:
         raise ConfigError("the journal does not hold exactly one study", file=store.journal_uri) from None
     return optuna.load_study(study_name=summary.study_name, storage=storage)
 
-
-T = TypeVar("T")
 
 #: The digits of a batch's number in its object name (names sort as numbers).
 DIGITS = 12
@@ -88,38 +82,19 @@ class S3JournalBackend(BaseJournalBackend):
         self.client = client
         self._batches: list[list[dict[str, Any]]] = []  # every batch read so far, in order
 
-    def _answered(self, call: Callable[..., T], **kwargs: Any) -> T:
-        """``call(**kwargs)``; any failure but a taken number is a :class:`StorageError`."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return call(**kwargs)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in TAKEN:
-                raise
-            raise StorageError(f"the storage did not answer (ClientError: {exc})",
-                               file=f"s3://{self.bucket}/{self.prefix}") from None
-        except BotoCoreError as exc:
-            raise StorageError(f"the storage did not answer ({type(exc).__name__}: {exc})",
-                               file=f"s3://{self.bucket}/{self.prefix}") from None
+    def _answered(self, request: Callable[[], T], conflicts: frozenset[str] = frozenset()) -> T | None:
+        return s3_call(request, f"s3://{self.bucket}/{self.prefix}", "the storage did not answer", conflicts)
 
     def _key(self, number: int) -> str:
         return f"{self.prefix}/{number:0{DIGITS}d}.jsonl"
 
-    def _new_keys(self) -> Iterator[str]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        start = self._key(len(self._batches) - 1) if self._batches else ""
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/", StartAfter=start):
-            for item in page.get("Contents", []):
-                yield item["Key"]
-
     def _refresh(self) -> None:
         """Read the batches written since the last read (a gap ends it: that batch is being written)."""
-        keys = []
-        for key in self._new_keys():
-            if key != self._key(len(self._batches) + len(keys)):
-                break
-            keys.append(key)
+        read = len(self._batches)
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=f"{self.prefix}/", StartAfter=self._key(read - 1) if read else "")
+        listed = enumerate(item["Key"] for page in pages for item in page.get("Contents", []))
+        keys = [key for _, key in itertools.takewhile(lambda found: found[1] == self._key(read + found[0]), listed)]
         with ThreadPoolExecutor(max_workers=READERS) as pool:
             bodies = pool.map(lambda key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
             for body in bodies:
@@ -127,18 +102,108 @@ class S3JournalBackend(BaseJournalBackend):
 
     def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
         self._answered(self._refresh)
-        logs = [log for batch in self._batches for log in batch]
-        return logs[log_number_from:]
+        return [log for batch in self._batches for log in batch][log_number_from:]
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         body = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
-        from botocore.exceptions import ClientError
-
-        while True:
+        while True:  # another writer took this number: read its batch, take the next one
             self._answered(self._refresh)
             key = self._key(len(self._batches))
-            try:
-                self._answered(self.client.put_object, Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*")
+            put = functools.partial(self.client.put_object, Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*")
+            if self._answered(put, TAKEN) is not None:
                 return
-            except ClientError:  # another writer took this number: read its batch, take the next one
-                continue
+
+
+def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tuple[optuna.storages.BaseStorage, str]:
+    location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
+    manifest = location.read_manifest()
+    store = StudyStore(location.uri, location.endpoint_url)
+    storage = store.storage(create=False)
+    if storage is None:
+        raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=store.journal_uri)
+    return storage, manifest.sweep_name
+
+
+def dashboard_cookie(port: int) -> str:
+    """The token's cookie name: one per port, since browsers keep cookies per host, not per port."""
+    return f"sentsweep-dashboard-{port}"
+
+
+#: requests that change nothing in optuna-dashboard's API
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def guarded(app: Any, port: int, token: str) -> Any:
+    """``app`` answering only requests for ``127.0.0.1:port`` or ``localhost:port`` (no DNS rebinding) that carry
+    ``token`` (in the query, which sets an HttpOnly, SameSite=Strict cookie, or in that cookie); a change must come
+    from the dashboard's own page. optuna-dashboard has no authentication, and every local user reaches loopback."""
+    import hmac
+    import http.cookies
+    from urllib.parse import parse_qs
+
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+    origins = {f"http://{host}" for host in hosts}
+    name = dashboard_cookie(port)
+
+    def same_origin(environ: dict[str, Any]) -> bool:
+        """Whether a browser sent the request from the dashboard's page: another loopback page gets this port's
+        cookie too, but cannot forge ``Origin`` or ``Sec-Fetch-Site``."""
+        origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
+        return (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
+
+    def refuse(start_response: Any, why: str) -> list[bytes]:
+        start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+        return [f"{why}\n".encode()]
+
+    def answer(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("HTTP_HOST", "") not in hosts:
+            return refuse(start_response, "this dashboard answers requests for 127.0.0.1 or localhost only")
+        if environ.get("REQUEST_METHOD", "GET") not in SAFE_METHODS and not same_origin(environ):
+            return refuse(start_response, "a change must come from the dashboard's own page")
+        jar = http.cookies.SimpleCookie(environ.get("HTTP_COOKIE", ""))
+        if name in jar and hmac.compare_digest(jar[name].value, token):
+            return app(environ, start_response)
+        given = parse_qs(environ.get("QUERY_STRING", "")).get("token", [""])[0]
+        if not hmac.compare_digest(given, token):
+            return refuse(start_response, "open the URL sentsweep dashboard printed (it carries the token)")
+
+        def with_cookie(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
+            return start_response(status, [*headers, ("Set-Cookie", cookie)], *rest)
+
+        return app(environ, with_cookie)
+
+    return answer
+
+
+def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1",
+                     port: int = 8080) -> tuple[Any, str]:
+    """optuna-dashboard on ``storage`` behind :func:`guarded`, bound to ``host:port``, and the URL to open."""
+    import secrets
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    try:
+        from optuna_dashboard import wsgi
+    except ImportError:
+        raise ConfigError("optuna-dashboard is not installed: pip install 'sentsweep[dashboard]'") from None
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: Any) -> None:  # the request lines carry the token
+            pass
+
+    token = secrets.token_urlsafe(24)
+    app = guarded(wsgi(storage), port, token)
+    server = make_server(host, port, app, server_class=Server, handler_class=Quiet)
+    return server, f"http://{host}:{port}/dashboard?token={token}"
+
+
+def serve_dashboard(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1", port: int = 8080,
+                    on_ready: Callable[[str], None] = print) -> None:
+    server, address = dashboard_server(storage, host, port)
+    with server:
+        on_ready(address)
+        server.serve_forever()

@@ -18,7 +18,6 @@ from sentsweep.platform.search.study_store import load_study
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
 
-_TAUGHT = (TrialState.COMPLETE, TrialState.PRUNED)
 #: Sweep settings (the ranking) and trial settings (the dev protocol) that make two sweeps' values one measurement.
 SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
 TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
@@ -38,7 +37,22 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     if study is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
-    return history_trials(study, define_by_run, manifest.sweep_name)
+    placed = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+        if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
+            continue
+        probe = optuna.create_study(sampler=_EarlierValues(trial.params)).ask()
+        define_by_run(probe)  # the distributions the new space asks for at the earlier parameters
+        distributions = {name: d for name, d in probe.distributions.items()
+                         if name in trial.params and _allows(d, trial.params[name])}
+        if distributions:
+            placed.append(optuna.trial.create_trial(
+                state=trial.state, values=trial.values,
+                params={name: trial.params[name] for name in distributions}, distributions=distributions,
+                intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: manifest.sweep_name},
+                constraints=trial.constraints or None,
+            ))
+    return placed
 
 
 def measured_data(config: SweepConfig) -> dict[str, str]:
@@ -79,38 +93,12 @@ def _trial_setting(config: SweepConfig, field: str) -> Any:
     return config.fixed.get(field, default)
 
 
-def history_trials(study: optuna.Study, define_by_run: Callable[[optuna.Trial], Any], source: str) -> list[FrozenTrial]:
-    placed = []
-    for trial in study.get_trials(deepcopy=False, states=_TAUGHT):
-        if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
-            continue
-        probe = optuna.create_study(sampler=_EarlierValues(trial.params)).ask()
-        define_by_run(probe)  # the distributions the new space asks for at the earlier parameters
-        distributions = {name: d for name, d in probe.distributions.items()
-                         if name in trial.params and _allows(d, trial.params[name])}
-        if not distributions:
-            continue
-        placed.append(optuna.trial.create_trial(
-            state=trial.state, values=trial.values,
-            params={name: trial.params[name] for name in distributions}, distributions=distributions,
-            intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: source},
-            constraints=trial.constraints or None,
-        ))
-    return placed
-
-
-class _EarlierValues(optuna.samplers.BaseSampler):
+class _EarlierValues(optuna.samplers.RandomSampler):
     """Samples an earlier trial's value where the new space allows it, else the distribution's first value."""
 
     def __init__(self, params: Mapping[str, Any]) -> None:
+        super().__init__()
         self.params = params
-
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return {}
-
-    def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        return {}
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:

@@ -28,8 +28,9 @@ from sentsweep.cluster.jobspec import (
     build_resume_job,
     build_sweep_job,
     parse_driver_resources,
+    prepare_config,
+    stage_working_dir,
 )
-from sentsweep.cluster.prepare import prepare_config, stage_working_dir
 from sentsweep.credentials import mask_uri, redact, split_credentials
 from sentsweep.errors import ConfigError
 
@@ -139,12 +140,13 @@ def test_the_ray_token_is_found_where_ray_looks_and_never_shown(tmp_path: Path,
 def test_driver_placement_is_asked_for_only_when_given(tmp_path: Path) -> None:
     prepared = prepare_config(DEMO, storage="s3://b/p", tracking_uri="http://mlflow:5000", check_trials=False)
     anywhere = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "a")
-    assert (anywhere.entrypoint_num_cpus, anywhere.entrypoint_resources) == (None, None)
+    assert (anywhere.placement["entrypoint_num_cpus"], anywhere.placement["entrypoint_resources"]) == (None, None)
     assert "any node, the head included" in "\n".join(anywhere.summary)
     placed = build_sweep_job(prepared, JobOptions(ship="installed", entrypoint_num_cpus=1.0,
                                                   entrypoint_resources=parse_driver_resources('{"sweep_driver": 1}')),
                              tmp_path / "b")
-    assert (placed.entrypoint_num_cpus, placed.entrypoint_resources) == (1.0, {"sweep_driver": 1.0})
+    assert (placed.placement["entrypoint_num_cpus"], placed.placement["entrypoint_resources"]) == (
+        1.0, {"sweep_driver": 1.0})
     assert "a node that offers sweep_driver (not the head)" in "\n".join(placed.summary)
     for bad, message in (("{", "not JSON"), ('{"sweep_driver": 0}', "positive"), ('{"CPU": 1}', "not a custom"),
                          ("[]", "JSON object")):
