@@ -126,6 +126,11 @@ class SweepConfig(ConfigSection):
             raise ValueError("use letters, digits, '.', '_' and '-' (it names a folder and a run)")
         return value
 
+    @field_validator("final_tasks")
+    @classmethod
+    def _strip_tasks(cls, value: str) -> str:
+        return value.strip()  # blank: no test evaluation after the sweep
+
     @field_validator("storage_path")
     @classmethod
     def _check_storage(cls, value: str) -> str:

@@ -88,8 +88,9 @@ def test_an_empty_final_suite_passes_and_a_misspelt_one_is_named(tmp_path, tiny_
     from sentsweep.platform.driver.specs import resolve_specs, validate_trials
     from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
-    for final, error in (("", None), ("stsb_tset", "final_tasks")):
+    for final, error in (("", None), ("  ", None), ("stsb_tset", "final_tasks")):
         config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, final_tasks=final).resolved()
+        assert config.final_tasks == final.strip()  # blank is empty for the check and for finalize alike
         trainable, space = resolve_specs(config, None, TOY_TRAINABLE, TOY_SPACE)
         trials = validate_trials(config, trainable, space, None)
         if error is None:

@@ -47,7 +47,7 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
                 except ConfigError as exc:
                     raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
         check_data(trial, lambda name: settings_field(config, name))
-    if config.final_tasks.strip():  # empty: no test evaluation after the sweep (finalize skips it)
+    if config.final_tasks:  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
 
 
