@@ -97,6 +97,11 @@ class SweepLocation:
     def fs_path(self) -> str:
         return posixpath.join(self.storage_path, self.name)
 
+    @property
+    def tune_path(self) -> str:
+        """The folder as Ray Tune's restore and analysis take it, with ``filesystem`` beside it."""
+        return self.uri if self.filesystem is None else self.fs_path
+
     def resolve(self) -> tuple[pyarrow.fs.FileSystem, str]:
         """The folder's file system and its path there."""
         if self.filesystem is not None:

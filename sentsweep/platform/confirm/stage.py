@@ -114,8 +114,7 @@ def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stag
 
 def stage_location(location: SweepLocation) -> SweepLocation:
     """The stage's Tune experiment folder, ``<sweep folder>/confirmation``."""
-    root = location.uri if location.filesystem is None else location.fs_path
-    return SweepLocation(root, STAGE_DIR, location.filesystem, posixpath.join(location.uri, STAGE_DIR))
+    return SweepLocation(location.tune_path, STAGE_DIR, location.filesystem, posixpath.join(location.uri, STAGE_DIR))
 
 
 def read_state(location: SweepLocation) -> dict[str, Any] | None:

@@ -84,9 +84,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         if len(candidates) < config.confirm.top_k else ""
     echo(f"confirmation: {best} x {config.confirm.seeds} further seeds ({len(points)} trials{fewer}); the winner by "
          f"its {config.confirm.rule.replace('_', ' ')}")
-    path = stage.uri if stage.filesystem is None else stage.fs_path
-    if resumed and tune.Tuner.can_restore(path, storage_filesystem=stage.filesystem):
-        tuner = tune.Tuner.restore(path, tune_trainable(trainable, config), resume_errored=True,
+    if resumed and tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem):
+        tuner = tune.Tuner.restore(stage.tune_path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
     else:  # a Tune experiment over the fixed points, each trial run as the search runs it; a point replaces the
         # space's values on purpose (Tune's warning about every differing value is noise), and its keys are the space

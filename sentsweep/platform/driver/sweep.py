@@ -160,7 +160,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
         def restore() -> Tuner:
             try:
-                tuner = tune.Tuner.restore(location.uri if location.filesystem is None else location.fs_path,
+                tuner = tune.Tuner.restore(location.tune_path,
                                            tune_trainable(trainable, config), resume_errored=True,
                                            storage_filesystem=location.filesystem,
                                            param_space=trial_param_space(config))
