@@ -11,8 +11,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
 
-from sentsweep.platform.report.compare import _searched, labels_by_id, sweep_row, trial_rows
-from sentsweep.platform.report.compare_plots import compare_plots
+from sentsweep.platform.report.compare import _searched, compare_plots, labels_by_id, sweep_row, trial_rows
 from sentsweep.platform.report.protocols import fold_protocols
 from sentsweep.tracking.vocabulary import OUTCOME_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from sentsweep.lazy_exports import lazy_exports
 
 _WHERE: dict[str, str] = {name: module for module, names in {
-    "sentsweep.platform.report.compare": ("compare", "find_sweeps", "render", "sweep_runs"),
-    "sentsweep.platform.report.compare_plots": ("compare_plots",),
+    "sentsweep.platform.report.compare": ("compare", "compare_plots", "find_sweeps", "render", "sweep_runs"),
     "sentsweep.platform.report.export": ("export_run",),
     "sentsweep.platform.report.notify": ("SweepNotifier",),
     "sentsweep.platform.report.plots": ("trial_status",),

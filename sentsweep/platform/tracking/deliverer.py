@@ -70,16 +70,15 @@ class Deliverer:
     def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None, capacity: int = 1000) -> None:
         self.on_failure = on_failure
         self.backoff = backoff or Backoff()
-        self._jobs: queue.Queue[tuple[str, Job, bool] | None] = queue.Queue(maxsize=capacity)
+        self._jobs: queue.Queue[tuple[str, Job, bool]] = queue.Queue(maxsize=capacity)
         self._thread: threading.Thread | None = None
         self._warned = False
 
     def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
         """Queue ``job`` without waiting; False (and ``on_failure(key)``) when dropped; ``force``: even backed off."""
-        if not force and not self.backoff.allows():
-            self.on_failure(key)
-            return False
         try:
+            if not force and not self.backoff.allows():
+                raise queue.Full
             self._jobs.put_nowait((key, job, force))
         except queue.Full:
             self.on_failure(key)
@@ -109,11 +108,8 @@ class Deliverer:
 
     def _run(self) -> None:
         while True:
-            item = self._jobs.get()
             try:
-                if item is None:
-                    return
-                self.run_one(*item)
+                self.run_one(*self._jobs.get())
             finally:
                 self._jobs.task_done()
 

@@ -9,7 +9,8 @@ import inspect
 import json
 import tempfile
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,8 @@ def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str
     """Installed versions of the packages that decide a result."""
     versions = {}
     for name in names:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return versions
 
 
@@ -133,7 +132,6 @@ class SweepRun:
     path: str
     #: the confirmation stage's run, scheduled as the sweep began
     stage_run_id: str | None = None
-    _writes: RunWrites | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
@@ -174,11 +172,9 @@ class SweepRun:
         sweep.writes.load({run_id, *runs}, register)
         return sweep
 
-    @property
+    @cached_property
     def writes(self) -> RunWrites:
-        if self._writes is None:
-            self._writes = RunWrites(self.client, self.experiment_id, self.fs, self.path)
-        return self._writes
+        return RunWrites(self.client, self.experiment_id, self.fs, self.path)
 
     def reopen(self) -> None:
         self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})

@@ -131,76 +131,63 @@ class RunWrites:
     def apply(self, write: Write) -> None:
         """Deliver one write: tags and artifacts are replaced, a metric point already held is skipped, a model is
         registered once per run, a status is set only when it differs."""
-        op = write["op"]
-        run_id = write.get("run") or self._trial_run(write)
+        op, client = write["op"], self.client
+        run_id = write.get("run")
+        if run_id is None:
+            run = find_trial_run(client, self.experiment_id, write["parent"], write["trial"])
+            if run is None:  # the trial's run comes from the trials' deliveries: tried again later
+                raise LookupError(f"no MLflow run of trial {write['trial']} yet")
+            run_id = run.info.run_id
         if op == "tags":
-            self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in write["tags"].items()])
+            client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in write["tags"].items()])
         elif op == "params":
-            log_missing_params(self.client, run_id, write["params"])
+            log_missing_params(client, run_id, write["params"])
         elif op == "metrics":
-            self._metrics(run_id, write["points"])
+            held: dict[str, set[tuple[int, float]]] = {}
+            for key, *_ in write["points"]:
+                held.setdefault(key, {(m.step, m.value) for m in client.get_metric_history(run_id, key)})
+            client.log_batch(run_id, metrics=[Metric(key, float(value), int(stamp), int(step))
+                                              for key, value, step, stamp in write["points"]
+                                              if (int(step), float(value)) not in held[key]])
         elif op == "protocols":
-            log_protocols(self.client, run_id, write["record"])
+            log_protocols(client, run_id, write["record"])
         elif op == "artifacts":
-            self._artifacts(run_id, write["dir"], write["path"])
+            with local_folder(self.fs, posixpath.join(self.path, write["dir"])) as local:
+                client.log_artifacts(run_id, local, write["path"])
         elif op == "register":
-            self._register(run_id, write["name"], write["path"])
-            self._describe_version(write["name"], write.get("description"), write.get("tags") or {})
+            self._register(run_id, write)
         elif op == "status":
-            run = self.client.get_run(run_id)
+            run = client.get_run(run_id)
             if write.get("if_running") and run.info.status in TERMINAL:
                 return
             if write.get("reason"):
-                self.client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
+                client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
             if run.info.status != write["status"]:
-                self.client.set_terminated(run_id, status=write["status"])
+                client.set_terminated(run_id, status=write["status"])
         elif op == "running":
-            self.client.update_run(run_id, status="RUNNING")
+            client.update_run(run_id, status="RUNNING")
             if write.get("reason"):
-                self.client.set_tag(run_id, REASON_TAG, write["reason"])
-            elif write.get("clear_reason") and REASON_TAG in self.client.get_run(run_id).data.tags:
-                self.client.delete_tag(run_id, REASON_TAG)
+                client.set_tag(run_id, REASON_TAG, write["reason"])
+            elif write.get("clear_reason") and REASON_TAG in client.get_run(run_id).data.tags:
+                client.delete_tag(run_id, REASON_TAG)
 
-    def _trial_run(self, write: Write) -> str:
-        run = find_trial_run(self.client, self.experiment_id, write["parent"], write["trial"])
-        if run is None:  # the trial's run comes from the trials' deliveries: tried again later
-            raise LookupError(f"no MLflow run of trial {write['trial']} yet")
-        return run.info.run_id
-
-    def _metrics(self, run_id: str, points: list[list[Any]]) -> None:
-        held: dict[str, set[tuple[int, float]]] = {}
-        fresh = []
-        for key, value, step, stamp in points:
-            if key not in held:
-                held[key] = {(m.step, m.value) for m in self.client.get_metric_history(run_id, key)}
-            if (int(step), float(value)) not in held[key]:
-                fresh.append(Metric(key, float(value), int(stamp), int(step)))
-        self.client.log_batch(run_id, metrics=fresh)
-
-    def _artifacts(self, run_id: str, folder: str, artifact_path: str) -> None:
-        with local_folder(self.fs, posixpath.join(self.path, folder)) as local:
-            self.client.log_artifacts(run_id, local, artifact_path)
-
-    def _describe_version(self, name: str, description: str | None, tags: dict[str, str]) -> None:
-        version = self.registered.get(name)
-        if version is None:
-            return
-        if description:
-            self.client.update_model_version(name, version, description=description)
-        for key, value in tags.items():
-            self.client.set_model_version_tag(name, version, key, str(value))
-
-    def _register(self, run_id: str, name: str, path: str) -> None:
+    def _register(self, run_id: str, write: Write) -> None:
+        """Register the run's model once (a version of it already held is reused), then describe the version."""
         import mlflow
 
+        name = write["name"]
         existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
         if existing:
             self.registered[name] = str(min(int(v.version) for v in existing))
-            return
-        previous = mlflow.get_tracking_uri()
-        mlflow.set_tracking_uri(self.client.tracking_uri)
-        try:
-            version = mlflow.register_model(f"runs:/{run_id}/{path}", name)
-        finally:
-            mlflow.set_tracking_uri(previous)
-        self.registered[name] = str(version.version)
+        else:
+            previous = mlflow.get_tracking_uri()
+            mlflow.set_tracking_uri(self.client.tracking_uri)
+            try:
+                self.registered[name] = str(mlflow.register_model(f"runs:/{run_id}/{write['path']}", name).version)
+            finally:
+                mlflow.set_tracking_uri(previous)
+        version = self.registered[name]
+        if write.get("description"):
+            self.client.update_model_version(name, version, description=write["description"])
+        for key, value in (write.get("tags") or {}).items():
+            self.client.set_model_version_tag(name, version, key, str(value))

@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.fs
@@ -96,10 +96,16 @@ def pruned_reason(result: dict[str, Any], scheduler_label: str) -> str:
             f"(step {int(result.get('step', 0))})")
 
 
-def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
+def result_outcome(result: dict[str, Any] | None, scheduler_label: str | None = None) -> tuple[str, str | None] | None:
+    """A trial's outcome and reason from its last report: failed, finished, pruned (with ``scheduler_label``: a
+    report Tune marked ``done``), else None."""
     if is_failed(result):
-        return "FAILED", failure_reason(result)
-    return ("FINISHED", None) if is_final(result) else None
+        return "failed", failure_reason(result)
+    if is_final(result):
+        return "finished", None
+    if result and result.get("done") and scheduler_label:
+        return "pruned", pruned_reason(result, scheduler_label)
+    return None
 
 
 def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
@@ -122,21 +128,24 @@ def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, 
     return twins[0] if twins else created
 
 
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
 class TrialRuns:
     """The trials' child runs under one parent run, with each trial's mark; reports with a true value under one of
     ``skip_keys`` (a checkpoint at a stop, no evaluation) are not logged."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, parent_run_id: str, sweep_name: str | None = None,
-                 now_ms: Callable[[], int] | None = None, skip_keys: tuple[str, ...] = ()) -> None:
-        self.client = client
-        self.experiment_id = experiment_id
-        self.parent_run_id = parent_run_id
-        self.sweep_name = sweep_name
-        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
-        self.skip_keys = skip_keys
-        self.run_ids: dict[str, str] = {}
-        self.marks: dict[str, int] = {}
-        self.terminal: dict[str, set[str]] = {}  # the terminal keys each run holds
+    client: MlflowClient
+    experiment_id: str
+    parent_run_id: str
+    sweep_name: str | None = None
+    now_ms: Callable[[], int] = wall_ms
+    skip_keys: tuple[str, ...] = ()
+    run_ids: dict[str, str] = field(default_factory=dict)
+    marks: dict[str, int] = field(default_factory=dict)
+    terminal: dict[str, set[str]] = field(default_factory=dict)  # the terminal keys each run holds
 
     def forget(self, trial_id: str) -> None:
         """Read the trial's mark back from MLflow before its next delivery (after a failed one)."""
@@ -251,12 +260,9 @@ class TrialRuns:
 
 
 def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
-    outcomes, seconds = [], 0.0
-    for folder in trial_folders(fs, experiment_path):
-        last = folder.results()[-1]
-        ended = final_status(last)
-        outcomes.append("failed" if ended and ended[0] == "FAILED" else "finished" if ended else "pruned")
-        seconds += float(last.get("time_total_s") or 0.0)
+    lasts = [folder.results()[-1] for folder in trial_folders(fs, experiment_path)]
+    outcomes = [(result_outcome(last) or ("pruned",))[0] for last in lasts]
+    seconds = sum(float(last.get("time_total_s") or 0.0) for last in lasts)
     return outcome_totals(outcomes, seconds, gpu_per_trial, ("finished", "pruned", "failed"))
 
 
@@ -283,13 +289,9 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         name, number = (names or {}).get(folder.trial_id, (None, None))
         runs.run_id(folder.trial_id, name=name, number=number)
         done.reports += runs.deliver(folder.trial_id, results)
-        last = results[-1] if results else None
-        ended = final_status(last)
-        outcome = ended[0].lower() if ended else None
-        if ended is None and last is not None and last.get("done") and scheduler_label:
-            ended, outcome = ("FINISHED", pruned_reason(last, scheduler_label)), "pruned"
-        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
-                                          outcome=outcome):
+        ended = result_outcome(results[-1] if results else None, scheduler_label)
+        if ended is not None and runs.end(folder.trial_id, vocab.OUTCOMES[ended[0]], ended[1], overwrite=False,
+                                          output=folder.output(), outcome=ended[0]):
             done.ended += 1
     query = (f"tags.`{vocab.PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}' "
              "and attributes.status = 'RUNNING'")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric
+from mlflow.entities import Metric, RunTag
 from ray.tune import Callback
 
 from sentsweep.platform.results import (
@@ -30,6 +32,7 @@ from sentsweep.platform.tracking.trial_runs import (
     TrialRuns,
     outcome_totals,
     pruned_reason,
+    result_outcome,
 )
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
@@ -69,10 +72,9 @@ def last_error_line(trial: Trial) -> str:
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
     result = trial.last_result or {}
-    if is_final(result):
-        return "finished", None
-    if is_failed(result):
-        return "failed", failure_reason(result)
+    ended = result_outcome(result)
+    if ended is not None:
+        return ended
     if result.get("training_iteration"):
         return "pruned", pruned_reason(result, scheduler_label)
     return "not started", "stopped before it started"
@@ -100,27 +102,24 @@ def trial_folder(trial: Trial) -> TrialFolder:
     return TrialFolder(*storage, trial.trial_id)
 
 
+@dataclass(eq=False)
 class TrialRunsCallback(Callback):
     """Writes each trial's child run under ``settings["parent_run_id"]``; labels start with ``label_prefix``."""
 
-    def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
-                 end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX,
-                 reference: dict[str, Any] | None = None, reference_setting: str | None = None) -> None:
-        self.settings = settings
-        self.label_prefix = label_prefix
-        self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
-        self.reference = reference
-        self.reference_setting = reference_setting
-        self.scheduler_label = scheduler_label
-        self.gpu_per_trial = gpu_per_trial
-        self.end_wait_s = end_wait_s
-        self._runs: TrialRuns | None = None
-        self._deliverer: Deliverer | None = None
-        self._behind: set[str] = set()  # trials whose last delivery failed or was dropped
-        self._seen: set[str] = set()  # trials this driver session delivered to
+    settings: dict[str, Any]
+    scheduler_label: str
+    gpu_per_trial: float
+    end_wait_s: float = END_WAIT_S
+    label_prefix: str = SEARCH_PREFIX
+    reference: dict[str, Any] | None = None
+    reference_setting: str | None = None
+    _numbers: dict[str, int] = field(default_factory=dict)  # trial id -> its place in Tune's list, from 1
+    _behind: set[str] = field(default_factory=set)  # trials whose last delivery failed or was dropped
+    _seen: set[str] = field(default_factory=set)  # trials this driver session delivered to
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
-        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
+        kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
+        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
         """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
@@ -134,19 +133,15 @@ class TrialRunsCallback(Callback):
         values = getattr(trial, "evaluated_params", None) or {}
         return run_name(trial_label(number, prefix), trial.trial_id, values), number
 
-    @property
+    @cached_property
     def runs(self) -> TrialRuns:
-        if self._runs is None:
-            client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-            self._runs = TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
-                                   self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
-        return self._runs
+        client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
+        return TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
+                         self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
 
-    @property
+    @cached_property
     def deliverer(self) -> Deliverer:
-        if self._deliverer is None:
-            self._deliverer = Deliverer(on_failure=self._behind.add)
-        return self._deliverer
+        return Deliverer(on_failure=self._behind.add)
 
     def _submit(self, trials: list[Trial], trial: Trial, job: Any) -> None:
         self._number(trials, trial)
@@ -197,8 +192,7 @@ class TrialRunsCallback(Callback):
         run_id = self.catch_up(trial, [result])
         note = restore_note(result)
         if note is not None:
-            self.runs.client.set_tag(run_id, RESTORED_FROM_KEY, note[0])
-            self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1])
+            self._tag_note(run_id, note)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         outcome, reason = completed_outcome(trial, self.scheduler_label)
@@ -206,12 +200,11 @@ class TrialRunsCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        self._submit(trials, trial, lambda: self._tag_retry(trial, note))
+        self._submit(trials, trial, lambda: self._tag_note(self.catch_up(trial, []), note))
 
-    def _tag_retry(self, trial: Trial, note: tuple[str, str]) -> None:
-        run_id = self.catch_up(trial, [])
-        self.runs.client.set_tag(run_id, RESTORED_FROM_KEY, note[0])
-        self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1][:5000])
+    def _tag_note(self, run_id: str, note: tuple[str, str]) -> None:
+        self.runs.client.log_batch(run_id, tags=[RunTag(RESTORED_FROM_KEY, note[0]),
+                                                 RunTag(RESTORE_REASON_KEY, note[1][:5000])])
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
