@@ -34,8 +34,7 @@ from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_ke
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.tracking.provenance import protocol_record
-from sentsweep.tracking.vocabulary import find_trial_run
+from sentsweep.tracking.vocabulary import find_trial_run, protocol_record
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:

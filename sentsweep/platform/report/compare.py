@@ -20,8 +20,7 @@ from sentsweep.platform.report.plots import pyplot, save_plot
 from sentsweep.platform.report.winner import BEST_LABEL_TAG
 from sentsweep.tables import markdown_table
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import SEARCH_PREFIX, tracked_key, trial_label
-from sentsweep.tracking.placement import placement_label
+from sentsweep.tracking.names import SEARCH_PREFIX, placement_label, tracked_key, trial_label
 
 SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).

@@ -11,8 +11,7 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import compact_id
-from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX
-from sentsweep.tracking.vocabulary import SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import PROTOCOL_TAG_PREFIX, SWEEP_TAG, TRIAL_ID_TAG
 
 #: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
 UNRECORDED = "unrecorded"

@@ -20,8 +20,7 @@ from mlflow.entities import Metric, RunTag
 from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import local_folder
-from sentsweep.tracking.provenance import log_protocols
-from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params
+from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params, log_protocols
 
 PENDING_FILE = "mlflow_pending.json"
 #: The folder of the sweep folder holding what the driver uploads (finalize's plots, evaluation, model).

@@ -23,7 +23,7 @@ from sentsweep.platform.results import evaluation_result, failure_reason, is_fai
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
-from sentsweep.tracking.provenance import log_protocols
+from sentsweep.tracking.vocabulary import log_protocols
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
