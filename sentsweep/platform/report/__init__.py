@@ -11,7 +11,7 @@ _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.report.notify": ("SweepNotifier",),
     "sentsweep.platform.report.plots": ("trial_status",),
     "sentsweep.platform.report.protocols": ("protocol_table", "render_protocols"),
-    "sentsweep.platform.report.selection": ("confirmation_plot", "pareto_plot", "record_front"),
+    "sentsweep.platform.report.winner": ("confirmation_plot", "pareto_plot", "record_front"),
 }.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
