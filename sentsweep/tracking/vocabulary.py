@@ -63,11 +63,8 @@ def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str 
 
 def run_outcome(run: Run) -> str:
     """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words."""
-    tag = run.data.tags.get(OUTCOME_TAG)
-    if tag:
-        return tag
-    return {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}.get(
-        run.info.status, run.info.status.lower())
+    return run.data.tags.get(OUTCOME_TAG) or {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed",
+                                              "RUNNING": "running"}.get(run.info.status, run.info.status.lower())
 
 
 def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:

@@ -147,6 +147,12 @@ class TrialRuns:
     marks: dict[str, int] = field(default_factory=dict)
     terminal: dict[str, set[str]] = field(default_factory=dict)  # the terminal keys each run holds
 
+    def child_runs(self, status: str | None = None) -> list[Any]:
+        """The trials' runs under the parent (only those with ``status`` when given)."""
+        query = f"tags.`{vocab.PARENT_TAG}` = '{self.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}'"
+        query += f" and attributes.status = '{status}'" if status else ""
+        return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
+
     def forget(self, trial_id: str) -> None:
         """Read the trial's mark back from MLflow before its next delivery (after a failed one)."""
         self.marks.pop(trial_id, None)
@@ -193,12 +199,11 @@ class TrialRuns:
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
         for result in results:
+            if is_failed(result) or any(result.get(k) for k in self.skip_keys):
+                continue
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            skipped = is_failed(result) or any(result.get(k) for k in self.skip_keys)
-            if skipped:
-                continue
             if not (step > mark or ends - held):
                 record = result.get(vocab.RUN_RECORD_KEY)
                 tags = record.get("tags") if isinstance(record, dict) else None
@@ -293,9 +298,7 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         if ended is not None and runs.end(folder.trial_id, vocab.OUTCOMES[ended[0]], ended[1], overwrite=False,
                                           output=folder.output(), outcome=ended[0]):
             done.ended += 1
-    query = (f"tags.`{vocab.PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}' "
-             "and attributes.status = 'RUNNING'")
-    for run in runs.client.search_runs([runs.experiment_id], filter_string=query, max_results=10_000):
+    for run in runs.child_runs("RUNNING"):
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")

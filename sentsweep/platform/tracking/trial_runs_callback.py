@@ -4,6 +4,7 @@ exits and ``sentsweep sync`` completes the runs from the folder."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -60,11 +61,9 @@ def trial_outcome(trial: Trial) -> str:
 
 
 def last_error_line(trial: Trial) -> str:
-    path = trial.error_file
-    try:
-        text = Path(path).read_text(errors="replace") if path else ""
-    except OSError:
-        text = ""
+    text = ""
+    with contextlib.suppress(OSError):
+        text = Path(trial.error_file).read_text(errors="replace") if trial.error_file else ""
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Failure #")]
     errors = [line for line in lines if ("Error" in line or "Exception" in line) and ":" in line]
     return (errors or lines or ["the trial failed (no error recorded)"])[-1][:5000]
@@ -217,10 +216,10 @@ class TrialRunsCallback(Callback):
             return
         if not trials:
             return
-        deliverer = self.deliverer
+        deliverer, runs = self.deliverer, self.runs
         deliverer.submit("orphans", lambda: self.remove_orphans({t.trial_id for t in trials}), force=True)
         for trial in trials:
-            if trial.status == "PENDING" and trial.trial_id not in self.runs.run_ids:
+            if trial.status == "PENDING" and trial.trial_id not in runs.run_ids:
                 continue
             self._number(trials, trial)
             outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
@@ -237,16 +236,13 @@ class TrialRunsCallback(Callback):
 
     def log_totals(self, totals: dict[str, float]) -> None:
         stamp = self.runs.now_ms()
-        self.runs.client.log_batch(self.settings["parent_run_id"],
-                                   metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
+        self.runs.client.log_batch(self.runs.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
         """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
         snapshot is lost with the driver, and its run would be a duplicate left RUNNING."""
-        client, parent = self.runs.client, self.settings["parent_run_id"]
-        query = f"tags.`{vocab.PARENT_TAG}` = '{parent}' and tags.`{vocab.ROLE_TAG}` = 'trial'"
-        runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
-        orphans = [r for r in runs if r.data.tags.get(vocab.TRIAL_ID_TAG) not in trial_ids]
+        client, parent = self.runs.client, self.runs.parent_run_id
+        orphans = [r for r in self.runs.child_runs() if r.data.tags.get(vocab.TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:
             client.set_tag(run.info.run_id, vocab.REASON_TAG, "lost with the driver before Tune saved its trial; "
                            "rerun as a new trial")
