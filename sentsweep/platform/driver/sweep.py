@@ -51,9 +51,9 @@ from sentsweep.platform.search.search_state import mark_search_over, search_resu
 from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore, load_study
 from sentsweep.platform.search.warm_start import load_history, measured_data
-from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
 from sentsweep.platform.tracking.reachability import refuse_unanswered_store
+from sentsweep.platform.tracking.run_writes import failing_quickly
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState

@@ -1,15 +1,22 @@
-"""The driver's writes to its own runs, delivered in order from a background thread: no MLflow call on the sweep's
-path. Writes left when the session ends wait in :data:`PENDING_FILE` for a resume or ``sentsweep sync``. Every
-write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing."""
+"""The driver's writes to MLflow, delivered off Tune's event loop by a :class:`Deliverer` (a bounded queue, one
+thread, a back-off after a failure): no MLflow call on the sweep's path. A trial's dropped delivery loses nothing:
+its data is in the sweep folder, and its next delivery sends it from there. The parent runs' writes left when the
+session ends wait in :data:`PENDING_FILE` for a resume or ``sentsweep sync``. Every write is idempotent, so one
+delivered twice (an answer lost in an outage) changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import posixpath
+import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, MutableMapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +24,119 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.platform.tracking.trial_runs import local_folder
+from sentsweep.platform.tracking.trial_runs import local_folder, wall_ms
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params, log_protocols
+
+log = logging.getLogger("sentsweep.tracking")
+
+Job = Callable[[], None]
+
+#: MLflow's HTTP retries in the driver: a call to a dead server fails in seconds, and the back-off takes over.
+DRIVER_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                  "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+
+
+@contextlib.contextmanager
+def quick_failures(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
+    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) for the block, except where set."""
+    environ = os.environ if environ is None else environ
+    added = {name: value for name, value in DRIVER_RETRIES.items() if name not in environ}
+    environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            environ.pop(name, None)
+
+
+#: Runs a function (a sweep's run and resume) under :func:`quick_failures`.
+failing_quickly = quick_failures()
+
+
+@dataclass
+class Backoff:
+    """When the next delivery may be tried: ``wait = min(max_s, first_s * 2**(failures - 1))`` after a failure."""
+
+    first_s: float = 5.0
+    max_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    failures: int = 0
+    retry_at: float = field(default=float("-inf"))
+
+    def allows(self) -> bool:
+        return self.clock() >= self.retry_at
+
+    def failed(self) -> float:
+        self.failures += 1
+        wait = min(self.max_s, self.first_s * 2 ** (self.failures - 1))
+        self.retry_at = self.clock() + wait
+        return wait
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.retry_at = float("-inf")
+
+
+class Deliverer:
+    """Runs submitted jobs in order on a daemon thread; a job that raises, or one dropped, reports its key."""
+
+    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None, capacity: int = 1000) -> None:
+        self.on_failure = on_failure
+        self.backoff = backoff or Backoff()
+        self._jobs: queue.Queue[tuple[str, Job, bool]] = queue.Queue(maxsize=capacity)
+        self._thread: threading.Thread | None = None
+        self._warned = False
+
+    def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
+        """Queue ``job`` without waiting; False (and ``on_failure(key)``) when dropped; ``force``: even backed off."""
+        try:
+            if not force and not self.backoff.allows():
+                raise queue.Full
+            self._jobs.put_nowait((key, job, force))
+        except queue.Full:
+            self.on_failure(key)
+            return False
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sentsweep-mlflow", daemon=True)
+            self._thread.start()
+        return True
+
+    def run_one(self, key: str, job: Job, force: bool = False) -> bool:
+        if not force and not self.backoff.allows():
+            self.on_failure(key)
+            return False
+        try:
+            job()
+        except Exception as exc:  # noqa: BLE001 - MLflow down or refusing: the folder keeps the data
+            wait = self.backoff.failed()
+            self.on_failure(key)
+            if not self._warned:
+                log.warning("MLflow did not take a delivery (%s: %s); retried in %.0f s, from the sweep folder",
+                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "", wait)
+                self._warned = True
+            return False
+        self.backoff.succeeded()
+        self._warned = False
+        return True
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.run_one(*self._jobs.get())
+            finally:
+                self._jobs.task_done()
+
+    def drain(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
+              poll: Callable[[float], None] = time.sleep) -> bool:
+        """Wait at most ``timeout_s`` for the queued jobs; whether they all ran (a stuck daemon thread is left)."""
+        deadline = clock() + timeout_s
+        while self._jobs.unfinished_tasks:
+            if clock() >= deadline:
+                return False
+            poll(0.05)
+        return True
+
 
 PENDING_FILE = "mlflow_pending.json"
 #: The folder of the sweep folder holding what the driver uploads (finalize's plots, evaluation, model).
@@ -45,11 +161,11 @@ class RunWrites:
     """Writes to runs of ``experiment_id``; those left at :meth:`flush` saved in the folder ``fs``, ``path``."""
 
     def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str,
-                 now_ms: Callable[[], int] | None = None) -> None:
+                 now_ms: Callable[[], int] = wall_ms) -> None:
         self.client = client
         self.experiment_id = experiment_id
         self.fs, self.path = fs, path
-        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.now_ms = now_ms
         self.pending: list[Write] = []
         self.registered: dict[str, str] = {}
         self._lock = threading.Lock()

@@ -166,14 +166,11 @@ class TrialRuns:
             return run_id
         run = vocab.find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
         if run is None:
-            tags = {vocab.ROLE_TAG: vocab.TRIAL_ROLE, vocab.ATTEMPT_TAG: "1", vocab.PARENT_TAG: self.parent_run_id,
-                    vocab.TRIAL_ID_TAG: trial_id}
-            if self.sweep_name:
-                tags[vocab.SWEEP_TAG] = self.sweep_name
-            if number is not None:
-                tags[vocab.TRIAL_NUMBER_TAG] = str(number)
-            run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id,
-                                    {vocab.PARENT_TAG: self.parent_run_id, vocab.TRIAL_ID_TAG: trial_id})
+            key = {vocab.PARENT_TAG: self.parent_run_id, vocab.TRIAL_ID_TAG: trial_id}
+            tags = {**key, vocab.ROLE_TAG: vocab.TRIAL_ROLE, vocab.ATTEMPT_TAG: "1",
+                    **({vocab.SWEEP_TAG: self.sweep_name} if self.sweep_name else {}),
+                    **({vocab.TRIAL_NUMBER_TAG: str(number)} if number is not None else {})}
+            run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id, key)
             self.marks[trial_id], self.terminal[trial_id] = -1, set()
         else:
             history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)

@@ -25,8 +25,8 @@ from sentsweep.platform.results import (
     is_reference,
 )
 from sentsweep.platform.stops import active_stops, superseded
-from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.platform.tracking.run_writes import Deliverer
 from sentsweep.platform.tracking.trial_runs import (
     RESULTS_FILE,
     TrialFolder,
