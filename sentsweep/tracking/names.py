@@ -1,6 +1,5 @@
-"""How a person sees a trial: its label (``t03``, ``c03``), its run's name (``t03 scale=22.4 lr=3.5e-05``), its
-bookkeeping metrics (under :data:`SYS_PREFIX`: the UI's System metrics tab), UI links, and where Ray placed it
-(the tags ``node_ip``, ``node_id`` and ``gpu_ids``, Ray's, maybe logical)."""
+"""How a person sees a trial: its label (``t03``), its run's name (``t03 scale=22.4``), bookkeeping metrics (under
+:data:`SYS_PREFIX`), UI links, and its placement (tags ``node_ip``, ``node_id``, ``gpu_ids``: Ray's, maybe logical)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load): tags, the
-outcomes, MLflow's provenance conventions (experiment kind, source tags), and each metric's protocol on its run
-(compact tags ``sentsweep.protocol.<metric>`` and, in full, the artifact ``protocols.json``)."""
+"""The MLflow vocabulary a trial's worker and the driver share (no MLflow import at load): tags, outcomes, MLflow's
+provenance conventions, and each metric's protocol (tags ``sentsweep.protocol.<metric>``, ``protocols.json``)."""
 
 from __future__ import annotations
 

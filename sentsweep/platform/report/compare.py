@@ -1,6 +1,5 @@
-"""Read sweeps back from MLflow (a sweep is a parent run tagged ``sentsweep.role=sweep``, its trials its child
-runs): sweeps, trials, confirmations and Pareto fronts side by side, while sweeps run or after they end, and
-``compare --plots`` (the best value so far, every trial's dev curve, each PNG with a CSV of what it draws)."""
+"""``sentsweep compare``: sweeps (parent runs tagged ``sentsweep.role=sweep``), their trials, confirmations and
+Pareto fronts read back from MLflow as tables, and ``--plots``: the best value so far and every trial's dev curve."""
 
 from __future__ import annotations
 

@@ -62,8 +62,7 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by the order Tune created them: its ``searched`` parameters and
-    finite dev curve."""
+    """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve."""
     records = []
     numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
     for result in results:

@@ -1,7 +1,5 @@
-"""The sweep's winner, how it is selected and how people see it: a multi-objective sweep's Pareto front (tags, plot
-and CSV on the parent run), the confirmation stage's intervals plot, the winner's label, its registered version's
-description and tags, and, for a sweep with ``reference``, a side-by-side summary of the paper, our run of its
-setting, and the tuned winner."""
+"""The sweep's winner: the Pareto front and the confirmation's intervals (plots, tags), its label, its registered
+version's description and tags, and with ``reference`` the paper, our run of its setting and the winner side by side."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ class SweepRunWrites(Protocol):
 
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
-    """The label of trial ``trial_id`` among ``results`` by the order Tune created them (Tune's id when it is not
-    there)."""
+    """Trial ``trial_id``'s label by the order Tune created ``results`` (Tune's id when it is not there)."""
     numbers = res.creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
     return trial_label(numbers.get(trial_id), prefix) or trial_id
 

@@ -1,8 +1,6 @@
-"""The driver's writes to MLflow, delivered off Tune's event loop by a :class:`Deliverer` (a bounded queue, one
-thread, a back-off after a failure): no MLflow call on the sweep's path. A trial's dropped delivery loses nothing:
-its data is in the sweep folder, and its next delivery sends it from there. The parent runs' writes left when the
-session ends wait in :data:`PENDING_FILE` for a resume or ``sentsweep sync``. Every write is idempotent, so one
-delivered twice (an answer lost in an outage) changes nothing."""
+"""The driver's writes to MLflow, off Tune's event loop (:class:`Deliverer`). A dropped trial delivery is found again
+in the sweep folder; a parent run's writes left at the end wait in :data:`PENDING_FILE` for a resume or ``sync``.
+Every write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing."""
 
 from __future__ import annotations
 
@@ -229,9 +227,8 @@ class RunWrites:
         return not left
 
     def load(self, runs: Collection[str], register: str | None = None) -> int:
-        """Queue the writes an earlier session saved (before any new one); how many.
-
-        Anyone who can write the folder can write the file, so only :func:`admissible` writes are kept."""
+        """Queue the writes an earlier session saved (before any new one); how many. Anyone who can write the folder
+        can write the file, so only :func:`admissible` writes are kept."""
         try:
             with self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream:
                 saved = json.loads(stream.readall())

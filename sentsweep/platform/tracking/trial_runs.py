@@ -1,6 +1,5 @@
-"""The MLflow child runs of a sweep's trials, each found again by its ``sentsweep.trial_id`` tag.
-
-A trial's high-water mark is the last step its run holds. Only later reports, and the terminal report once, are
+"""The MLflow child runs of a sweep's trials, each found again by its ``sentsweep.trial_id`` tag. A trial's
+high-water mark is the last step its run holds. Only later reports, and the terminal report once, are
 logged: MLflow keeps a second row for a point logged again. After a failed delivery the mark is read back."""
 
 from __future__ import annotations

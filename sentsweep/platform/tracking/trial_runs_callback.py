@@ -1,5 +1,5 @@
 """The driver's Tune callback that writes every trial's child run (:mod:`.trial_runs`) through a background
-:class:`~.deliverer.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
+:class:`~.run_writes.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
 exits and ``sentsweep sync`` completes the runs from the folder."""
 
 from __future__ import annotations
