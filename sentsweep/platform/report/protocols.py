@@ -26,12 +26,6 @@ class MixedProtocolsError(ConfigError):
     """Figures of one metric measured under different protocols, put side by side without being allowed."""
 
 
-def _label(sweep: Run, run: Run) -> str:
-    name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
-    trial = run.data.tags.get(TRIAL_ID_TAG)
-    return f"{name}/{trial}" if trial and run is not sweep else name
-
-
 def comparable(line: str) -> str:
     """What two figures must share: a compact line's parts but the id and :data:`RECORD_ONLY_PARTS`
     (recomputed from the parts, so lines recorded while pooling was in the id compare with later ones)."""
@@ -54,7 +48,8 @@ def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[
             lines, where = seen.setdefault(metric, {}).setdefault(comparable(line), ([], []))
             if line not in lines:
                 lines.append(line)
-            where.append(_label(sweep, run))
+            name, trial = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8]), run.data.tags.get(TRIAL_ID_TAG)
+            where.append(f"{name}/{trial}" if trial and run is not sweep else name)
     return seen
 
 
