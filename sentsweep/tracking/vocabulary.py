@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from sentsweep.code_version import git_commit
-from sentsweep.evaluation.metric_protocols import MetricProtocol
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Run
+
+    from sentsweep.evaluation.metric_protocols import MetricProtocol
 
 Status = Literal["FINISHED", "FAILED", "KILLED"]
 TERMINAL = {"FINISHED", "FAILED", "KILLED"}
@@ -87,6 +88,8 @@ STATUS_TAG = "sentsweep.status"
 #: The MLflow run status each state closes the parent with.
 RUN_STATUS: dict[str, str] = {"running": "RUNNING", "finished": "FINISHED", "interrupted": "KILLED",
                               "crashed": "FAILED", "failed": "FAILED"}
+#: The sweep run's tag naming its best trial by label (``sentsweep.best_trial_id`` keeps Tune's id).
+BEST_LABEL_TAG = "sentsweep.best_trial"
 #: The parent run's tag saying why the sweep stopped.
 STOP_REASON_TAG = "sentsweep.stop_reason"
 #: What the runs of the trials the budget stopped say, and how the stop's line begins.

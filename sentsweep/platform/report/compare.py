@@ -16,7 +16,6 @@ from mlflow.entities import Run
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.report.plots import pyplot, save_plot
-from sentsweep.platform.report.winner import BEST_LABEL_TAG
 from sentsweep.tables import markdown_table
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, placement_label, tracked_key, trial_label
@@ -142,7 +141,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
         "metric": metric, "best": metrics.get(f"best_{metric}", math.nan),
-        "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
+        "best_trial": tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
     reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
     if reference is not None:  # the paper's setting, run as a protected reference trial

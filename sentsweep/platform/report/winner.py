@@ -23,9 +23,6 @@ if TYPE_CHECKING:
     from sentsweep.platform.objectives import Objective
     from sentsweep.platform.outcome import Candidate, SweepOutcome
 
-#: The sweep run's tag naming its best trial by label (``sentsweep.best_trial_id`` keeps Tune's id).
-BEST_LABEL_TAG = "sentsweep.best_trial"
-
 
 class SweepRunWrites(Protocol):
     def set_tags(self, tags: dict[str, str]) -> None: ...
