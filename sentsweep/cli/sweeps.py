@@ -210,8 +210,7 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentsweep.credentials import explain_refused_credentials
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.report.compare import compare, find_sweeps, render, sweep_runs
-    from sentsweep.platform.report.compare_plots import compare_plots
+    from sentsweep.platform.report.compare import compare, compare_plots, find_sweeps, render, sweep_runs
     from sentsweep.platform.report.protocols import protocol_table, render_protocols
     from sentsweep.platform.tracking.store import open_client
 

@@ -1,5 +1,5 @@
-"""How a person sees a trial: its label (``t03``, ``c03``), its run's name (``t03 scale=22.4 lr=3.5e-05``), its
-bookkeeping metrics (under :data:`SYS_PREFIX`: the UI's System metrics tab) and UI links."""
+"""How a person sees a trial: its label (``t03``), its run's name (``t03 scale=22.4``), bookkeeping metrics (under
+:data:`SYS_PREFIX`), UI links, and its placement (tags ``node_ip``, ``node_id``, ``gpu_ids``: Ray's, maybe logical)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ CONFIRMATION_PREFIX = "c"
 MAX_RUN_NAME = 120
 #: The query parameter that opens MLflow 3's UI on its model-training view.
 TRAINING_VIEW = "workflowType=machine_learning"
+NODE_IP_TAG = "node_ip"
+NODE_ID_TAG = "node_id"
+GPU_IDS_TAG = "gpu_ids"
 
 
 def tracked_key(key: str) -> str:
@@ -52,3 +55,26 @@ def ui_link(tracking_uri: str, experiment_id: str, run_id: str | None = None) ->
     base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else ""
     page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
     return f"{base}/{page}?{TRAINING_VIEW}"
+
+
+def placement_tags() -> dict[str, str]:
+    """The placement of the calling Ray task or actor; ``{}`` outside Ray and in a driver."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return {}
+        context = ray.get_runtime_context()
+        if context.get_task_id() is None:
+            return {}
+        return {NODE_IP_TAG: ray.util.get_node_ip_address(), NODE_ID_TAG: context.get_node_id(),
+                GPU_IDS_TAG: ",".join(str(i) for i in ray.get_gpu_ids())}
+    except Exception:  # no Ray installed, or an API that moved: placement is informative only
+        return {}
+
+
+def placement_label(tags: dict[str, str]) -> str:
+    if NODE_ID_TAG not in tags:
+        return ""
+    gpus = tags.get(GPU_IDS_TAG, "")
+    return f"{tags[NODE_ID_TAG][:8]}@{tags.get(NODE_IP_TAG, '?')}" + (f" gpu {gpus}" if gpus else "")

@@ -1,13 +1,18 @@
-"""The MLflow vocabulary shared by a trial's worker and the sweep's driver (imports no MLflow at load)."""
+"""The MLflow vocabulary a trial's worker and the driver share (no MLflow import at load): tags, outcomes, MLflow's
+provenance conventions, and each metric's protocol (tags ``sentsweep.protocol.<metric>``, ``protocols.json``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from sentsweep.code_version import git_commit
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Run
+
+    from sentsweep.evaluation.metric_protocols import MetricProtocol
 
 Status = Literal["FINISHED", "FAILED", "KILLED"]
 TERMINAL = {"FINISHED", "FAILED", "KILLED"}
@@ -58,11 +63,8 @@ def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str 
 
 def run_outcome(run: Run) -> str:
     """How a trial's run ended: its :data:`OUTCOME_TAG`, else its status in words."""
-    tag = run.data.tags.get(OUTCOME_TAG)
-    if tag:
-        return tag
-    return {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed", "RUNNING": "running"}.get(
-        run.info.status, run.info.status.lower())
+    return run.data.tags.get(OUTCOME_TAG) or {"FINISHED": "finished", "KILLED": "pruned", "FAILED": "failed",
+                                              "RUNNING": "running"}.get(run.info.status, run.info.status.lower())
 
 
 def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
@@ -86,6 +88,8 @@ STATUS_TAG = "sentsweep.status"
 #: The MLflow run status each state closes the parent with.
 RUN_STATUS: dict[str, str] = {"running": "RUNNING", "finished": "FINISHED", "interrupted": "KILLED",
                               "crashed": "FAILED", "failed": "FAILED"}
+#: The sweep run's tag naming its best trial by label (``sentsweep.best_trial_id`` keeps Tune's id).
+BEST_LABEL_TAG = "sentsweep.best_trial"
 #: The parent run's tag saying why the sweep stopped.
 STOP_REASON_TAG = "sentsweep.stop_reason"
 #: What the runs of the trials the budget stopped say, and how the stop's line begins.
@@ -103,3 +107,49 @@ PARETO_NAME = "pareto_front"
 SweepState = Literal["running", "finished", "interrupted", "crashed", "failed"]
 #: The reason tag of an unfinished trial's run when its sweep was stopped (its outcome: ``interrupted``).
 INTERRUPTED_REASON = "interrupted with the sweep (resume continues it)"
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+#: MLflow's value for a traditional model-training experiment (its UI opens such experiments on Runs).
+TRAINING_KIND = "custom_model_development"
+SOURCE_NAME_TAG = "mlflow.source.name"
+SOURCE_TYPE_TAG = "mlflow.source.type"
+#: MLflow's source type of a run started from a local process (the others: NOTEBOOK, JOB, PROJECT, ...).
+LOCAL_SOURCE = "LOCAL"
+PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
+#: The run artifact holding every metric's full protocol: ``{metric: MetricProtocol.to_dict()}``.
+PROTOCOLS_ARTIFACT = "protocols.json"
+
+
+def experiment_tags() -> dict[str, str]:
+    return {EXPERIMENT_KIND_TAG: TRAINING_KIND}
+
+
+def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
+    experiment = client.get_experiment(experiment_id)
+    if EXPERIMENT_KIND_TAG not in experiment.tags:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
+
+
+def source_tags(name: str) -> dict[str, str]:
+    tags = {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE}
+    sha = git_commit()
+    if sha:
+        tags[GIT_TAG] = sha
+    return tags
+
+
+def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "",
+                    keys: Any = None) -> dict[str, dict[str, Any]]:
+    """``protocols`` as plain data ``{prefix + metric: {"compact", "full"}}``, only ``keys`` when given."""
+    return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())
+            if keys is None or k in keys}
+
+
+def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mapping[str, Any]]) -> None:
+    from mlflow.entities import RunTag
+
+    if not record:
+        return
+    tags = [RunTag(f"{PROTOCOL_TAG_PREFIX}{k}", str(p.get("compact", ""))) for k, p in sorted(record.items())]
+    client.log_batch(run_id, tags=tags)
+    client.log_dict(run_id, {k: p.get("full", {}) for k, p in sorted(record.items())}, PROTOCOLS_ARTIFACT)
+

@@ -17,9 +17,8 @@ from typing import Any
 
 from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.tracking.datasets import dataset_inputs, trial_datasets
-from sentsweep.tracking.placement import placement_tags
-from sentsweep.tracking.provenance import protocol_record, source_tags
-from sentsweep.tracking.vocabulary import RUN_RECORD_KEY
+from sentsweep.tracking.names import placement_tags
+from sentsweep.tracking.vocabulary import RUN_RECORD_KEY, protocol_record, source_tags
 from sentsweep.trainables.system_metrics import SystemMetrics
 from sentsweep.trainables.trial_config import TrialConfig, public_params
 

@@ -21,8 +21,7 @@ import yaml
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from sentsweep.tracking.names import tracked_key
-from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG
+from sentsweep.tracking.names import GPU_IDS_TAG, NODE_ID_TAG, tracked_key
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, REASON_TAG, ROLE_TAG, TRIAL_ID_TAG
 from tests.cluster.target import Target
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG, NODE_IP_TAG
+from sentsweep.tracking.names import GPU_IDS_TAG, NODE_ID_TAG, NODE_IP_TAG
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from tests.cluster.scenario import (
     experiment_of,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sentsweep.tracking.placement import NODE_ID_TAG
+from sentsweep.tracking.names import NODE_ID_TAG
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, TRIAL_ID_TAG
 from tests.cluster.scenario import (
     assert_each_trial_once,

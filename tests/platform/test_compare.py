@@ -11,10 +11,9 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
 
-from sentsweep.platform.report.compare import _searched, labels_by_id, sweep_row, trial_rows
-from sentsweep.platform.report.compare_plots import compare_plots
+from sentsweep.platform.report.compare import _searched, compare_plots, labels_by_id, sweep_row, trial_rows
 from sentsweep.platform.report.protocols import fold_protocols
-from sentsweep.tracking.vocabulary import OUTCOME_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
+from sentsweep.tracking.vocabulary import CHANGED_TAG, OUTCOME_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
 
 
 def _run(run_id: str, params: dict[str, str] | None = None, tags: dict[str, str] | None = None,
@@ -50,6 +49,16 @@ def test_every_table_names_a_trial_by_its_label_and_its_outcome() -> None:
     row = sweep_row(sweep, trials)
     assert (row["finished"], row["pruned"], row["best_trial"]) == (1, 2, "t02")
     assert labels_by_id(trials) == {"aa": "t01", "bb": "t02", "cc": "t03"}
+
+
+def test_a_confirmed_sweep_shows_its_winners_interval_and_whether_it_changed() -> None:
+    metrics = {"confirmed_stsb_dev_mean": 81.0, "confirmed_stsb_dev_low": 79.5, "confirmed_stsb_dev_high": 82.5,
+               "sweep_wall_seconds": 30.0, "gpu_seconds": 12.0}
+    sweep = _run("s", {"metric": "stsb_dev"}, {CHANGED_TAG: "true"}, metrics)
+    row = sweep_row(sweep, [])
+    assert (row["confirmed"], row["confirmed_low"], row["confirmed_high"]) == (81.0, 79.5, 82.5)
+    assert (row["winner_changed"], row["wall_s"], row["gpu_s"]) == ("true", 30.0, 12.0)
+    assert "confirmed" not in sweep_row(_run("t", {"metric": "stsb_dev"}), [])
 
 
 def test_the_protocol_table_folds_to_one_row_per_protocol() -> None:

@@ -14,8 +14,14 @@ from sentsweep.evaluation.metric_protocols import MetricProtocol
 from sentsweep.platform.report.compare import sweep_runs
 from sentsweep.platform.report.protocols import MixedProtocolsError, protocol_table
 from sentsweep.platform.tracking.trial_runs import TrialRuns
-from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX, protocol_record
-from sentsweep.tracking.vocabulary import ROLE_TAG, RUN_RECORD_KEY, SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import (
+    PROTOCOL_TAG_PREFIX,
+    ROLE_TAG,
+    RUN_RECORD_KEY,
+    SWEEP_TAG,
+    TRIAL_ID_TAG,
+    protocol_record,
+)
 
 STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt_mask", max_length=None,
                       precision="float32", data_sha256="d" * 64, eval_code="e" * 12, code_version="sentsweep 0.1.0@abc")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sentsweep.platform.objectives import dominates, pareto_front, parse_objective
-from sentsweep.platform.report.selection import front_rows
+from sentsweep.platform.report.winner import front_rows
 
 
 def test_dominance_needs_at_least_as_good_everywhere_and_better_somewhere():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 
 from sentsweep.platform.objectives import parse_objective
-from sentsweep.platform.report.selection import front_rows, pareto_plot
+from sentsweep.platform.report.winner import front_rows, pareto_plot
 
 
 def _trials(n: int = 12) -> list[tuple[str, dict, dict, None]]:
@@ -38,7 +38,7 @@ def test_three_objectives_draw_the_first_two(tmp_path):
 
 
 def test_compare_lists_the_front_from_the_parent_run(tmp_path, tracking_uri):
-    """A sweep's parent run as :func:`~sentsweep.platform.report.selection.record_front` leaves it (real MLflow
+    """A sweep's parent run as :func:`~sentsweep.platform.report.winner.record_front` leaves it (real MLflow
     store):
     ``compare`` lists the front from its CSV, or only the ids while the CSV is not there."""
     from mlflow import MlflowClient

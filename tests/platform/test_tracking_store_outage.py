@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.tracking.deliverer import Backoff
+from sentsweep.platform.tracking.run_writes import Backoff
 from sentsweep.platform.tracking.trial_runs import TrialRuns
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import Server

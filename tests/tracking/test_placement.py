@@ -6,7 +6,7 @@ from __future__ import annotations
 from mlflow.entities import Run, RunData, RunInfo, RunTag
 
 from sentsweep.platform.report.compare import trial_rows
-from sentsweep.tracking.placement import GPU_IDS_TAG, NODE_ID_TAG, NODE_IP_TAG, placement_label, placement_tags
+from sentsweep.tracking.names import GPU_IDS_TAG, NODE_ID_TAG, NODE_IP_TAG, placement_label, placement_tags
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.run_record import RunRecord
 

@@ -3,7 +3,7 @@ the user set, and leaves the environment as it found it."""
 
 from __future__ import annotations
 
-from sentsweep.platform.tracking.deliverer import DRIVER_RETRIES, failing_quickly, quick_failures
+from sentsweep.platform.tracking.run_writes import DRIVER_RETRIES, failing_quickly, quick_failures
 
 
 def test_the_driver_retries_briefly_and_keeps_the_users_settings() -> None:

@@ -14,15 +14,15 @@ from mlflow import MlflowClient
 from sentsweep.evaluation.metric_protocols import MetricProtocol, compact_id
 from sentsweep.platform.tracking.parent_run import ensure_experiment
 from sentsweep.platform.tracking.trial_runs import TrialRuns, reconcile
-from sentsweep.tracking.provenance import (
+from sentsweep.tracking.vocabulary import (
     EXPERIMENT_KIND_TAG,
+    GIT_TAG,
     PROTOCOL_TAG_PREFIX,
     PROTOCOLS_ARTIFACT,
     SOURCE_NAME_TAG,
     SOURCE_TYPE_TAG,
     TRAINING_KIND,
 )
-from sentsweep.tracking.vocabulary import GIT_TAG
 from sentsweep.trainables.cosent import COSENT
 from sentsweep.trainables.method import run_trial
 from sentsweep.trainables.run_record import RunRecord

@@ -14,7 +14,7 @@ import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.tracking.deliverer import Backoff, Deliverer
+from sentsweep.platform.tracking.run_writes import Backoff, Deliverer
 from sentsweep.platform.tracking.trial_runs import TrialFolder, TrialRuns, reconcile, trial_folders
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,

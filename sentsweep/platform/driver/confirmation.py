@@ -202,7 +202,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
     with tempfile.TemporaryDirectory() as tmp:
         write_tables(outcome, config, Path(tmp))
         if config.plots:  # intervals.png and its CSV; a plot that fails is a warning, never a failed stage
-            from sentsweep.platform.report.selection import confirmation_plot
+            from sentsweep.platform.report.winner import confirmation_plot
 
             try:
                 confirmation_plot(outcome.candidates, outcome.winner, outcome.rule, config.metric, Path(tmp))

@@ -26,14 +26,12 @@ from sentsweep.platform.report.export import (
     has_artifact,
 )
 from sentsweep.platform.report.plots import sweep_plots, trial_records
-from sentsweep.platform.report.selection import record_front
-from sentsweep.platform.report.winner import BEST_LABEL_TAG, best_label, report_reference, version_about
+from sentsweep.platform.report.winner import best_label, record_front, report_reference, version_about
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_keys
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.tracking.provenance import protocol_record
-from sentsweep.tracking.vocabulary import find_trial_run
+from sentsweep.tracking.vocabulary import BEST_LABEL_TAG, find_trial_run, protocol_record
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:

@@ -50,9 +50,9 @@ from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
 from sentsweep.platform.search.searcher import build_searcher, mark_search_over, search_results
 from sentsweep.platform.search.study_store import StudyStore, load_study
 from sentsweep.platform.search.warm_start import load_history, measured_data
-from sentsweep.platform.tracking.deliverer import failing_quickly
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
 from sentsweep.platform.tracking.reachability import refuse_unanswered_store
+from sentsweep.platform.tracking.run_writes import failing_quickly
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState

@@ -6,13 +6,12 @@ from __future__ import annotations
 from sentsweep.lazy_exports import lazy_exports
 
 _WHERE: dict[str, str] = {name: module for module, names in {
-    "sentsweep.platform.report.compare": ("compare", "find_sweeps", "render", "sweep_runs"),
-    "sentsweep.platform.report.compare_plots": ("compare_plots",),
+    "sentsweep.platform.report.compare": ("compare", "compare_plots", "find_sweeps", "render", "sweep_runs"),
     "sentsweep.platform.report.export": ("export_run",),
     "sentsweep.platform.report.notify": ("SweepNotifier",),
     "sentsweep.platform.report.plots": ("trial_status",),
     "sentsweep.platform.report.protocols": ("protocol_table", "render_protocols"),
-    "sentsweep.platform.report.selection": ("confirmation_plot", "pareto_plot", "record_front"),
+    "sentsweep.platform.report.winner": ("confirmation_plot", "pareto_plot", "record_front"),
 }.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -1,10 +1,12 @@
-"""Read sweeps back from MLflow (a sweep is a parent run tagged ``sentsweep.role=sweep``, its trials its child
-runs): sweeps, trials, confirmations and Pareto fronts side by side, while sweeps run or after they end."""
+"""``sentsweep compare``: sweeps (parent runs tagged ``sentsweep.role=sweep``), their trials, confirmations and
+Pareto fronts read back from MLflow as tables, and ``--plots``: the best value so far and every trial's dev curve."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -13,11 +15,10 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_names import STSB_DEV
-from sentsweep.platform.report.winner import BEST_LABEL_TAG
+from sentsweep.platform.report.plots import pyplot, save_plot
 from sentsweep.tables import markdown_table
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import SEARCH_PREFIX, tracked_key, trial_label
-from sentsweep.tracking.placement import placement_label
+from sentsweep.tracking.names import SEARCH_PREFIX, placement_label, tracked_key, trial_label
 
 SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
@@ -123,11 +124,6 @@ def _bookkeeping(metrics: dict[str, float], key: str) -> float:
     return metrics.get(tracked_key(key), metrics.get(key, math.nan))
 
 
-def _metric(run: Run, key: str) -> float:
-    value = run.data.metrics.get(key)
-    return float(value) if value is not None else math.nan
-
-
 def _searched(trials: list[Run]) -> list[str]:
     """Params whose value differs between a sweep's trials (a trial that logged none does not count)."""
     keys = dict.fromkeys(k for t in trials for k in t.data.params)
@@ -135,7 +131,7 @@ def _searched(trials: list[Run]) -> list[str]:
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
-    params, tags = sweep.data.params, sweep.data.tags
+    params, tags, metrics = sweep.data.params, sweep.data.tags, sweep.data.metrics
     metric = params.get("metric", STSB_DEV)
     statuses = [vocab.run_outcome(t) for t in trials]
     best_id = tags.get("sentsweep.best_trial_id", "")
@@ -144,20 +140,18 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
-        "metric": metric, "best": _metric(sweep, f"best_{metric}"),
-        "best_trial": tags.get(BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
+        "metric": metric, "best": metrics.get(f"best_{metric}", math.nan),
+        "best_trial": tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
     }
     reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
     if reference is not None:  # the paper's setting, run as a protected reference trial
         row["reference_trial"] = labels_by_id(trials).get(reference, reference)
-    row.update({k: v for k, v in sorted(sweep.data.metrics.items())
-                if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
-    metric_mean = f"confirmed_{metric}_mean"
-    if metric_mean in sweep.data.metrics:  # the confirmation stage: the winner's seeds
-        row.update(confirmed=_metric(sweep, metric_mean), confirmed_low=_metric(sweep, f"confirmed_{metric}_low"),
-                   confirmed_high=_metric(sweep, f"confirmed_{metric}_high"),
-                   winner_changed=tags.get(vocab.CHANGED_TAG, ""))
-    row.update(wall_s=_metric(sweep, "sweep_wall_seconds"), gpu_s=_metric(sweep, "gpu_seconds"),
+    row.update({k: v for k, v in sorted(metrics.items()) if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
+    if f"confirmed_{metric}_mean" in metrics:  # the confirmation stage: the winner's seeds
+        row.update({k: metrics.get(f"confirmed_{metric}_{part}", math.nan)
+                    for k, part in (("confirmed", "mean"), ("confirmed_low", "low"), ("confirmed_high", "high"))})
+        row["winner_changed"] = tags.get(vocab.CHANGED_TAG, "")
+    row.update(wall_s=metrics.get("sweep_wall_seconds", math.nan), gpu_s=metrics.get("gpu_seconds", math.nan),
                run_id=sweep.info.run_id)
     return row
 
@@ -212,13 +206,9 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
 
 
 def _number(text: str | None) -> Any:
-    if text is None:
-        return None
     for kind in (int, float):
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             return kind(text)
-        except ValueError:
-            continue
     return text
 
 
@@ -245,3 +235,87 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
         text += ("\n## Pareto front\n\nThe finished trials no other one beats on every objective (multi-objective "
                  f"sweeps), best first objective first.\n\n{to_markdown(front)}\n")
     return text
+
+
+#: Line style of a trial's dev curve by how it ended (anything else: dashed).
+CURVE_STYLES = {"finished": "-", "pruned": ":", "stopped": ":"}
+
+
+def best_so_far_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
+    metric = sweep.data.params.get("metric", STSB_DEV)
+    better = max if sweep.data.params.get("mode", "max") == "max" else min
+    rows, current = [], None
+    for position, trial in enumerate(trials, 1):
+        value = trial.data.metrics.get(f"best_{metric}", trial.data.metrics.get(metric))
+        if value is not None and not math.isnan(value):
+            current = value if current is None else better(current, value)
+        rows.append({"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]), "trial": run_label(trial),
+                     "number": trial_number(trial) or position, "outcome": vocab.run_outcome(trial),
+                     metric: value, "best_so_far": current})
+    return rows
+
+
+def curve_rows(client: MlflowClient, sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
+    """One row per dev evaluation of each trial (at a step logged twice, the first value)."""
+    metric = sweep.data.params.get("metric", STSB_DEV)
+    rows = []
+    for trial in trials:
+        history = sorted(client.get_metric_history(trial.info.run_id, metric), key=lambda h: (h.timestamp, h.step))
+        first = {h.step: h.value for h in reversed(history)}
+        points = sorted(first.items())
+        rows.extend({"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]), "trial": run_label(trial),
+                     "outcome": vocab.run_outcome(trial), "step": step, metric: value, "points": len(points)}
+                    for step, value in points)
+    return rows
+
+
+def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) -> list[Path]:
+    """``best_so_far.png`` and ``dev_curves.png`` of ``sweeps``, each with its CSV; returns the PNGs."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
+    out = Path(out_dir)
+    fig_best, ax_best = plt.subplots(figsize=(8, 5))
+    fig_curves, ax_curves = plt.subplots(figsize=(8, 5))
+    best_rows: list[dict[str, Any]] = []
+    all_curves: list[dict[str, Any]] = []
+    metrics = set()
+    for index, sweep in enumerate(sweeps):
+        metric = sweep.data.params.get("metric", STSB_DEV)
+        metrics.add(metric)
+        trials = trial_runs(client, sweep)
+        rows = best_so_far_rows(sweep, trials)
+        best_rows += rows
+        name = rows[0]["sweep"] if rows else sweep.info.run_id[:8]
+        ax_best.plot([r["number"] for r in rows], [math.nan if r["best_so_far"] is None else r["best_so_far"]
+                                                   for r in rows], marker="o", label=name)
+        color = f"C{index % 10}"
+        curves = curve_rows(client, sweep, trials)
+        all_curves += curves
+        for label in dict.fromkeys(r["trial"] for r in curves):
+            points = [r for r in curves if r["trial"] == label]
+            outcome = points[0]["outcome"]
+            steps, values = [r["step"] for r in points], [r[metric] for r in points]
+            ax_curves.plot(steps, values, CURVE_STYLES.get(outcome, "--"), color=color, alpha=0.7,
+                           marker="o" if len(points) == 1 else None, markersize=5)
+            if outcome in ("pruned", "stopped"):
+                ax_curves.plot(steps[-1], values[-1], "x", color=color, markersize=8, markeredgewidth=2)
+        ax_curves.plot([], [], "-", color=color, label=name)
+    shown = " / ".join(sorted(metrics)) or STSB_DEV
+    numbers = sorted({r["number"] for r in best_rows})
+    if numbers and len(numbers) <= 30:
+        ax_best.set_xticks(numbers, [f"t{n:02d}" for n in numbers], fontsize=8)
+    ax_best.set(xlabel="trial (as in the tables)", ylabel=f"best {shown} so far (dev)")
+    ax_curves.set(xlabel="training step", ylabel=f"{shown} (dev)")
+    legend = [Line2D([], [], color="black", linestyle=":", marker="x", markersize=7,
+                     label="pruned (x: where it stopped)"),
+              Line2D([], [], color="black", linestyle="--", label="failed, interrupted or running")]
+    paths = []
+    for fig, ax, name, rows, extra in ((fig_best, ax_best, "best_so_far", best_rows, []),
+                                       (fig_curves, ax_curves, "dev_curves", all_curves, legend)):
+        if sweeps:
+            handles, _ = ax.get_legend_handles_labels()
+            ax.legend(handles=[*handles, *extra], fontsize=8)
+        ax.grid(alpha=0.3)
+        paths.append(save_plot(fig, rows, out, name)[0])
+    return paths

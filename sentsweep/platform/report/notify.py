@@ -52,13 +52,10 @@ class SweepNotice:
                 else f"best {self.metric} {self.best_value:.2f} (trial {self.best_trial})")
         what = {"end": f"finished: {best}", "budget": "spent its budget",
                 "interrupted": "was interrupted", "failure": f"{self.status}"}[self.event]
-        parts = [f"sentsweep: sweep {self.sweep} {what}"]
-        if self.reason:
-            parts.append(self.reason)
-        if self.counts:
-            parts.append(", ".join(f"{n} {kind}" for kind, n in self.counts.items()))
-        parts.append(f"MLflow run {self.mlflow_run_id}; folder {self.sweep_folder}")
-        return "; ".join(parts)
+        parts = [f"sentsweep: sweep {self.sweep} {what}", self.reason,
+                 ", ".join(f"{n} {kind}" for kind, n in self.counts.items()),
+                 f"MLflow run {self.mlflow_run_id}; folder {self.sweep_folder}"]
+        return "; ".join(part for part in parts if part)
 
     def payload(self) -> dict[str, Any]:
         return {"text": self.text(), "sentsweep": asdict(self)}
@@ -71,18 +68,6 @@ def masked_url(url: str) -> str:
     except ValueError:  # a port that is no number
         port = ""
     return f"{parts.scheme or '?'}://{parts.hostname or '?'}{port}/{MASK}"
-
-
-def _retryable(exc: Exception) -> bool:
-    if isinstance(exc, urllib.error.HTTPError):
-        return exc.code == 429 or exc.code >= 500
-    return isinstance(exc, OSError | http.client.HTTPException)
-
-
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"HTTP {exc.code}"
-    return str(getattr(exc, "reason", None) or exc) or type(exc).__name__
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -107,8 +92,11 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
                 answer.read()
             return attempt
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            if attempt > retries or not _retryable(exc):
-                raise NotifyError(f"{_describe(exc)} after {attempt} attempt{'s' * (attempt > 1)}") from None
+            code = exc.code if isinstance(exc, urllib.error.HTTPError) else None
+            retryable = code == 429 or code >= 500 if code else isinstance(exc, OSError | http.client.HTTPException)
+            if attempt > retries or not retryable:
+                what = f"HTTP {code}" if code else str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+                raise NotifyError(f"{what} after {attempt} attempt{'s' * (attempt > 1)}") from None
             time.sleep(backoff_s * 2 ** (attempt - 1))
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -143,12 +131,9 @@ class SweepNotifier:
         name = self.settings.webhook_env
         return (self.environ.get(name) or None) if name else None
 
-    def wants(self, event: str) -> bool:
-        return event in self.settings.on and self.url is not None
-
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
         event = STATE_EVENTS.get(state)
-        if event is None or not self.wants(event):
+        if event is None or event not in self.settings.on or self.url is None:
             return False
         best_trial, best_value, counts = None, None, {}
         if outcome is not None:

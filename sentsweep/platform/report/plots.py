@@ -62,23 +62,19 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of a sweep's results, labelled by the order Tune created them: its ``searched`` parameters and
-    finite dev curve."""
+    """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve."""
     records = []
     numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
     for result in results:
-        config = result.config or {}
-        record = TrialRecord(str((result.metrics or {}).get("trial_id", getattr(result, "path", "?"))),
-                             trial_status(result.metrics, bool(result.error)),
-                             {k: config[k] for k in searched if k in config},
-                             label=trial_label(numbers.get(str((result.metrics or {}).get("trial_id")))) or "")
+        metrics, config = result.metrics or {}, result.config or {}
+        record = TrialRecord(str(metrics.get("trial_id", getattr(result, "path", "?"))),
+                             trial_status(metrics, bool(result.error)), {k: config[k] for k in searched if k in config},
+                             label=trial_label(numbers.get(str(metrics.get("trial_id")))) or "")
         frame = result.metrics_dataframe
         if frame is not None and metric in frame and "step" in frame:
-            final = frame.get("final")
-            for i, (step, value) in enumerate(zip(frame["step"], frame[metric], strict=True)):
-                if final is not None and final.iloc[i] == 1.0:
-                    continue
-                if value is not None and math.isfinite(float(value)) and step is not None:
+            finals = frame["final"] if "final" in frame else [None] * len(frame)
+            for step, value, final in zip(frame["step"], frame[metric], finals, strict=True):
+                if final != 1.0 and value is not None and math.isfinite(float(value)) and step is not None:
                     record.steps.append(float(step))
                     record.values.append(float(value))
         records.append(record)

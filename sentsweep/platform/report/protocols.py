@@ -11,8 +11,7 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import compact_id
-from sentsweep.tracking.provenance import PROTOCOL_TAG_PREFIX
-from sentsweep.tracking.vocabulary import SWEEP_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import PROTOCOL_TAG_PREFIX, SWEEP_TAG, TRIAL_ID_TAG
 
 #: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
 UNRECORDED = "unrecorded"
@@ -25,12 +24,6 @@ RECORD_ONLY_PARTS = ("pooling", "code")
 
 class MixedProtocolsError(ConfigError):
     """Figures of one metric measured under different protocols, put side by side without being allowed."""
-
-
-def _label(sweep: Run, run: Run) -> str:
-    name = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8])
-    trial = run.data.tags.get(TRIAL_ID_TAG)
-    return f"{name}/{trial}" if trial and run is not sweep else name
 
 
 def comparable(line: str) -> str:
@@ -55,7 +48,8 @@ def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[
             lines, where = seen.setdefault(metric, {}).setdefault(comparable(line), ([], []))
             if line not in lines:
                 lines.append(line)
-            where.append(_label(sweep, run))
+            name, trial = sweep.data.tags.get(SWEEP_TAG, sweep.info.run_id[:8]), run.data.tags.get(TRIAL_ID_TAG)
+            where.append(f"{name}/{trial}" if trial and run is not sweep else name)
     return seen
 
 

@@ -1,27 +1,27 @@
-"""The sweep's winner as people see it: its label, its registered version's description and tags, and, for a
-sweep with ``reference``, a side-by-side summary of the paper, our run of its setting, and the tuned winner."""
+"""The sweep's winner: the Pareto front and the confirmation's intervals (plots, tags), its label, its registered
+version's description and tags, and with ``reference`` the paper, our run of its setting and the winner side by side."""
 
 from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sentsweep.platform import results as res
+from sentsweep.platform.objectives import objective_values, pareto_front, select_report
 from sentsweep.platform.outcome import interval
-from sentsweep.platform.results import FIGURE_SUFFIXES, creation_numbers, is_reference, result_trial_id
+from sentsweep.platform.report.plots import pyplot, save_plot, trial_status
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, trial_label, ui_link
-from sentsweep.tracking.vocabulary import REFERENCE_TRIAL_TAG, TRIAL_ID_TAG
 
 if TYPE_CHECKING:
-    from ray.tune import Result
+    from ray.tune import Result, ResultGrid
 
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.outcome import SweepOutcome
-
-#: The sweep run's tag naming its best trial by label (``sentsweep.best_trial_id`` keeps Tune's id).
-BEST_LABEL_TAG = "sentsweep.best_trial"
+    from sentsweep.platform.objectives import Objective
+    from sentsweep.platform.outcome import Candidate, SweepOutcome
 
 
 class SweepRunWrites(Protocol):
@@ -31,9 +31,8 @@ class SweepRunWrites(Protocol):
 
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
-    """The label of trial ``trial_id`` among ``results`` by the order Tune created them (Tune's id when it is not
-    there)."""
-    numbers = creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
+    """Trial ``trial_id``'s label by the order Tune created ``results`` (Tune's id when it is not there)."""
+    numbers = res.creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
     return trial_label(numbers.get(trial_id), prefix) or trial_id
 
 
@@ -50,7 +49,7 @@ def best_label(outcome: SweepOutcome) -> str:
 def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]:
     figures: dict[str, float] = {f"dev_{config.metric}": outcome.best_value} if outcome.best_value is not None else {}
     figures.update({f"test_{k}": v for k, v in (outcome.final_metrics or {}).items()
-                    if k.endswith(FIGURE_SUFFIXES) and math.isfinite(v)})
+                    if k.endswith(res.FIGURE_SUFFIXES) and math.isfinite(v)})
     if outcome.confirmation is not None:
         summary = outcome.confirmation.winner.interval
         if summary.n:
@@ -61,7 +60,7 @@ def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]
 
 def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
                        sweep_name: str, trial_run_id: str | None) -> dict[str, str]:
-    tags = {"trial": trial, TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
+    tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
             **{f"param.{k}": figure(v) for k, v in values.items()},
             **{k: figure(float(v)) for k, v in figures.items()}}
     if trial_run_id:
@@ -90,8 +89,8 @@ def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable
 
 
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
-    matches = [r for r in results if is_reference(r.config, point)]
-    return min(matches, key=result_trial_id) if matches else None
+    matches = [r for r in results if res.is_reference(r.config, point)]
+    return min(matches, key=res.result_trial_id) if matches else None
 
 
 def finite_number(value: Any) -> float | None:
@@ -120,7 +119,7 @@ def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
 def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result | None,
                  point: Mapping[str, Any]) -> list[str]:
     ref = config.reference
-    ref_id = result_trial_id(reference) if reference is not None else None
+    ref_id = res.result_trial_id(reference) if reference is not None else None
     ref_metrics = (reference.metrics or {}) if reference is not None else {}
     rule = f"confirmation, {outcome.confirmation.rule}" if outcome.confirmation is not None else "no confirmation"
     lines = [f"paper vs paper setting vs tuned winner ({ref.source or 'paper figures: none given'}):",
@@ -128,7 +127,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
     lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
     keys = list(ref.figures) or sorted(k for k, v in ref_metrics.items()  # the paper's, else our test figures
-                                       if k.endswith(FIGURE_SUFFIXES) and finite_number(v) is not None
+                                       if k.endswith(res.FIGURE_SUFFIXES) and finite_number(v) is not None
                                        and k != config.metric)
     for key in keys:
         lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(finite_number(ref_metrics.get(key))):>22}  "
@@ -156,8 +155,131 @@ def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRun
         echo(line)
     if sweep is not None:
         if reference is not None:
-            sweep.set_tags({REFERENCE_TRIAL_TAG: result_trial_id(reference)})
+            sweep.set_tags({vocab.REFERENCE_TRIAL_TAG: res.result_trial_id(reference)})
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "side_by_side.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
             sweep.log_artifacts(tmp, "reference")
     return lines
+
+
+#: A finished trial: its id, final result, searched params and selected report (None: the final result has all).
+FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
+
+
+def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
+    """One row per trial whose objectives are all finite, with ``on_front``; the front first, best first."""
+    rows = []
+    for trial_id, result, params, selected in trials:
+        values = objective_values(result, objectives, selected)
+        if all(v is not None and math.isfinite(v) for v in values):
+            rows.append({"trial_id": trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
+                         "on_front": 0, **params})
+    for i in pareto_front([[row[o.metric] for o in objectives] for row in rows], [o.mode for o in objectives]):
+        rows[i]["on_front"] = 1
+    sign = -1.0 if objectives[0].mode == "max" else 1.0
+    rows.sort(key=lambda r: (-r["on_front"], sign * r[objectives[0].metric], r["trial_id"]))
+    return rows
+
+
+def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
+    finished: list[FinishedTrial] = []
+    for result in results:
+        metrics = dict(result.metrics or {})
+        if trial_status(metrics, bool(result.error)) != "finished":
+            continue
+        selected = None
+        frame = result.metrics_dataframe
+        for report in frame.to_dict("records") if frame is not None else []:
+            if not res.is_final(report) and not res.is_draining(report):  # the reports the searcher selects from
+                selected = select_report(selected, report, first)
+        config = result.config or {}
+        finished.append((str(metrics.get("trial_id", "?")), metrics, {k: config[k] for k in searched if k in config},
+                         selected))
+    return finished
+
+
+def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
+                 echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    objectives = config.objective_list
+    if not objectives:
+        return []
+    rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
+    front = [r for r in rows if r["on_front"]]
+    sweep.set_tags({vocab.PARETO_TAG: ",".join(r["trial_id"] for r in front),
+                    vocab.OBJECTIVES_TAG: "; ".join(str(o) for o in objectives)})
+    with tempfile.TemporaryDirectory() as tmp:
+        pareto_plot(rows, objectives, Path(tmp), vocab.PARETO_NAME)
+        sweep.log_artifacts(tmp, vocab.PARETO_ARTIFACTS)
+    echo(f"Pareto front ({' vs '.join(str(o) for o in objectives)}): {len(front)} of {len(rows)} finished trials: "
+         + ", ".join(r["trial_id"] + " (" + ", ".join(f"{r[o.metric]:.4g}" for o in objectives) + ")" for r in front))
+    return rows
+
+
+def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
+                name: str = "pareto_front") -> list[Path]:
+    """The finished trials on the second objective (x) against the first (y), the front labelled."""
+    plt = pyplot()
+    first, second = objectives[0], objectives[1]
+    front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
+    rest = [r for r in rows if not r.get("on_front")]
+    with plt.style.context("default"):  # Optuna's plots switch the global style to ggplot
+        figure, ax = plt.subplots(figsize=(8, 5.5))
+        ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
+                   label=f"finished trial, dominated ({len(rest)})", zorder=2)
+        if len(objectives) == 2 and len(front) > 1:
+            ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
+                    linestyle="--", alpha=0.8, zorder=3)
+        ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
+                   edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
+                   zorder=4)
+        for r in front:
+            ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
+                        textcoords="offset points", fontsize=7)
+        ax.set(xlabel=second.label, ylabel=first.label)
+        title = f"Pareto front of {len(rows)} finished trials"
+        if len(objectives) > 2:
+            title += (f"\n(front over all {len(objectives)} objectives: "
+                      f"{', '.join(o.metric for o in objectives)}; the first two drawn)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, framealpha=0.9, loc="best")
+        return save_plot(figure, rows, out_dir, name)
+
+
+def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
+                      name: str = "intervals") -> list[Path]:
+    """Per configuration: its further seeds, their mean and 95% interval, and its search run apart."""
+    plt = pyplot()
+    rows: list[dict[str, Any]] = []
+    with plt.style.context("default"):
+        figure, ax = plt.subplots(figsize=(8, 1.2 + 0.7 * len(candidates)))
+        for y, c in enumerate(candidates):
+            iv = c.interval
+            color = "tab:red" if c is winner else "tab:blue"
+            further = [r for r in c.further_runs if math.isfinite(r.value)]
+            ax.scatter([r.value for r in further], [y] * len(further), s=22, color=color, alpha=0.6, zorder=3)
+            if iv.n >= 2 and math.isfinite(iv.low) and math.isfinite(iv.high):
+                ax.errorbar(iv.mean, y, xerr=[[iv.mean - iv.low], [iv.high - iv.mean]], fmt="none", ecolor=color,
+                            elinewidth=2, capsize=5, zorder=2)
+            if math.isfinite(iv.mean):
+                ax.plot(iv.mean, y, "|", color=color, markersize=16, markeredgewidth=2.5, zorder=4)
+            if math.isfinite(c.search_value):
+                ax.scatter([c.search_value], [y], s=60, marker="D", facecolors="none", edgecolors="black",
+                           linewidths=1.2, zorder=5)
+            for r in c.runs:
+                rows.append({"rank": c.rank, "trial": r.trial_id, "seed": r.seed, "search_run": int(r.original),
+                             metric: r.value, "mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n,
+                             "winner": int(c is winner)})
+        ax.set_yticks(range(len(candidates)),
+                      [f"#{c.rank} {c.trial_id}" + (f"\n(winner, {rule.replace('_', ' ')})" if c is winner else "")
+                       for c in candidates], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"{metric} (dev)")
+        ax.set_title(f"Confirmation of the search's {len(candidates)} best configurations", fontsize=10)
+        ax.scatter([], [], s=22, color="tab:blue", label="further seed")
+        ax.errorbar([], [], xerr=[], fmt="|", color="tab:blue", label="their mean, 95% interval")
+        ax.scatter([], [], s=60, marker="D", facecolors="none", edgecolors="black",
+                   label="search run (selected on it: not in the mean)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+        ax.grid(axis="x", alpha=0.3)
+        return save_plot(figure, rows, out_dir, name)

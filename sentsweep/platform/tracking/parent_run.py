@@ -9,7 +9,8 @@ import inspect
 import json
 import tempfile
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from sentsweep.platform.tracking.store import prepare_store
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SYS_PREFIX, ui_link
-from sentsweep.tracking.provenance import experiment_tags, mark_training_experiment, source_tags
 
 SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
@@ -37,10 +37,8 @@ def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str
     """Installed versions of the packages that decide a result."""
     versions = {}
     for name in names:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return versions
 
 
@@ -108,10 +106,10 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
     if found is not None:
         if found.lifecycle_stage == "deleted":
             client.restore_experiment(found.experiment_id)
-        mark_training_experiment(client, found.experiment_id)
+        vocab.mark_training_experiment(client, found.experiment_id)
         return found.experiment_id
     try:
-        return client.create_experiment(name, artifact_location=artifact_location, tags=experiment_tags())
+        return client.create_experiment(name, artifact_location=artifact_location, tags=vocab.experiment_tags())
     except MlflowException:  # created meanwhile by another sweep
         found = client.get_experiment_by_name(name)
         if found is None:
@@ -133,7 +131,6 @@ class SweepRun:
     path: str
     #: the confirmation stage's run, scheduled as the sweep began
     stage_run_id: str | None = None
-    _writes: RunWrites | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
@@ -146,7 +143,7 @@ class SweepRun:
         client.set_experiment_tag(experiment_id, vocab.NOTE_TAG, experiment_description(config, sweep_name, searched))
         key = {vocab.ROLE_TAG: "sweep", vocab.SWEEP_TAG: sweep_name}
         tags = {**key, vocab.SWEEP_DIR_TAG: sweep_dir, vocab.METHOD_TAG: config.method,
-                vocab.SPACE_TAG: str(config.space_name), vocab.STATUS_TAG: "running", **source_tags(SWEEP_SOURCE),
+                vocab.SPACE_TAG: str(config.space_name), vocab.STATUS_TAG: "running", **vocab.source_tags(SWEEP_SOURCE),
                 vocab.NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
         run = create_unique_run(client, experiment_id, tags, sweep_name, key)
         fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()
@@ -174,11 +171,9 @@ class SweepRun:
         sweep.writes.load({run_id, *runs}, register)
         return sweep
 
-    @property
+    @cached_property
     def writes(self) -> RunWrites:
-        if self._writes is None:
-            self._writes = RunWrites(self.client, self.experiment_id, self.fs, self.path)
-        return self._writes
+        return RunWrites(self.client, self.experiment_id, self.fs, self.path)
 
     def reopen(self) -> None:
         self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})

@@ -1,15 +1,20 @@
-"""The driver's writes to its own runs, delivered in order from a background thread: no MLflow call on the sweep's
-path. Writes left when the session ends wait in :data:`PENDING_FILE` for a resume or ``sentsweep sync``. Every
-write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing."""
+"""The driver's writes to MLflow, off Tune's event loop (:class:`Deliverer`). A dropped trial delivery is found again
+in the sweep folder; a parent run's writes left at the end wait in :data:`PENDING_FILE` for a resume or ``sync``.
+Every write is idempotent, so one delivered twice (an answer lost in an outage) changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import posixpath
+import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, MutableMapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +22,119 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.platform.tracking.trial_runs import local_folder
-from sentsweep.tracking.provenance import log_protocols
-from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params
+from sentsweep.platform.tracking.trial_runs import local_folder, wall_ms
+from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params, log_protocols
+
+log = logging.getLogger("sentsweep.tracking")
+
+Job = Callable[[], None]
+
+#: MLflow's HTTP retries in the driver: a call to a dead server fails in seconds, and the back-off takes over.
+DRIVER_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                  "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+
+
+@contextlib.contextmanager
+def quick_failures(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
+    """:data:`DRIVER_RETRIES` in ``environ`` (default: this process's) for the block, except where set."""
+    environ = os.environ if environ is None else environ
+    added = {name: value for name, value in DRIVER_RETRIES.items() if name not in environ}
+    environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            environ.pop(name, None)
+
+
+#: Runs a function (a sweep's run and resume) under :func:`quick_failures`.
+failing_quickly = quick_failures()
+
+
+@dataclass
+class Backoff:
+    """When the next delivery may be tried: ``wait = min(max_s, first_s * 2**(failures - 1))`` after a failure."""
+
+    first_s: float = 5.0
+    max_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    failures: int = 0
+    retry_at: float = field(default=float("-inf"))
+
+    def allows(self) -> bool:
+        return self.clock() >= self.retry_at
+
+    def failed(self) -> float:
+        self.failures += 1
+        wait = min(self.max_s, self.first_s * 2 ** (self.failures - 1))
+        self.retry_at = self.clock() + wait
+        return wait
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.retry_at = float("-inf")
+
+
+class Deliverer:
+    """Runs submitted jobs in order on a daemon thread; a job that raises, or one dropped, reports its key."""
+
+    def __init__(self, on_failure: Callable[[str], None], backoff: Backoff | None = None, capacity: int = 1000) -> None:
+        self.on_failure = on_failure
+        self.backoff = backoff or Backoff()
+        self._jobs: queue.Queue[tuple[str, Job, bool]] = queue.Queue(maxsize=capacity)
+        self._thread: threading.Thread | None = None
+        self._warned = False
+
+    def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
+        """Queue ``job`` without waiting; False (and ``on_failure(key)``) when dropped; ``force``: even backed off."""
+        try:
+            if not force and not self.backoff.allows():
+                raise queue.Full
+            self._jobs.put_nowait((key, job, force))
+        except queue.Full:
+            self.on_failure(key)
+            return False
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sentsweep-mlflow", daemon=True)
+            self._thread.start()
+        return True
+
+    def run_one(self, key: str, job: Job, force: bool = False) -> bool:
+        if not force and not self.backoff.allows():
+            self.on_failure(key)
+            return False
+        try:
+            job()
+        except Exception as exc:  # noqa: BLE001 - MLflow down or refusing: the folder keeps the data
+            wait = self.backoff.failed()
+            self.on_failure(key)
+            if not self._warned:
+                log.warning("MLflow did not take a delivery (%s: %s); retried in %.0f s, from the sweep folder",
+                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "", wait)
+                self._warned = True
+            return False
+        self.backoff.succeeded()
+        self._warned = False
+        return True
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.run_one(*self._jobs.get())
+            finally:
+                self._jobs.task_done()
+
+    def drain(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
+              poll: Callable[[float], None] = time.sleep) -> bool:
+        """Wait at most ``timeout_s`` for the queued jobs; whether they all ran (a stuck daemon thread is left)."""
+        deadline = clock() + timeout_s
+        while self._jobs.unfinished_tasks:
+            if clock() >= deadline:
+                return False
+            poll(0.05)
+        return True
+
 
 PENDING_FILE = "mlflow_pending.json"
 #: The folder of the sweep folder holding what the driver uploads (finalize's plots, evaluation, model).
@@ -46,11 +159,11 @@ class RunWrites:
     """Writes to runs of ``experiment_id``; those left at :meth:`flush` saved in the folder ``fs``, ``path``."""
 
     def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str,
-                 now_ms: Callable[[], int] | None = None) -> None:
+                 now_ms: Callable[[], int] = wall_ms) -> None:
         self.client = client
         self.experiment_id = experiment_id
         self.fs, self.path = fs, path
-        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.now_ms = now_ms
         self.pending: list[Write] = []
         self.registered: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -114,9 +227,8 @@ class RunWrites:
         return not left
 
     def load(self, runs: Collection[str], register: str | None = None) -> int:
-        """Queue the writes an earlier session saved (before any new one); how many.
-
-        Anyone who can write the folder can write the file, so only :func:`admissible` writes are kept."""
+        """Queue the writes an earlier session saved (before any new one); how many. Anyone who can write the folder
+        can write the file, so only :func:`admissible` writes are kept."""
         try:
             with self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream:
                 saved = json.loads(stream.readall())
@@ -131,76 +243,63 @@ class RunWrites:
     def apply(self, write: Write) -> None:
         """Deliver one write: tags and artifacts are replaced, a metric point already held is skipped, a model is
         registered once per run, a status is set only when it differs."""
-        op = write["op"]
-        run_id = write.get("run") or self._trial_run(write)
+        op, client = write["op"], self.client
+        run_id = write.get("run")
+        if run_id is None:
+            run = find_trial_run(client, self.experiment_id, write["parent"], write["trial"])
+            if run is None:  # the trial's run comes from the trials' deliveries: tried again later
+                raise LookupError(f"no MLflow run of trial {write['trial']} yet")
+            run_id = run.info.run_id
         if op == "tags":
-            self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in write["tags"].items()])
+            client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in write["tags"].items()])
         elif op == "params":
-            log_missing_params(self.client, run_id, write["params"])
+            log_missing_params(client, run_id, write["params"])
         elif op == "metrics":
-            self._metrics(run_id, write["points"])
+            held: dict[str, set[tuple[int, float]]] = {}
+            for key, *_ in write["points"]:
+                held.setdefault(key, {(m.step, m.value) for m in client.get_metric_history(run_id, key)})
+            client.log_batch(run_id, metrics=[Metric(key, float(value), int(stamp), int(step))
+                                              for key, value, step, stamp in write["points"]
+                                              if (int(step), float(value)) not in held[key]])
         elif op == "protocols":
-            log_protocols(self.client, run_id, write["record"])
+            log_protocols(client, run_id, write["record"])
         elif op == "artifacts":
-            self._artifacts(run_id, write["dir"], write["path"])
+            with local_folder(self.fs, posixpath.join(self.path, write["dir"])) as local:
+                client.log_artifacts(run_id, local, write["path"])
         elif op == "register":
-            self._register(run_id, write["name"], write["path"])
-            self._describe_version(write["name"], write.get("description"), write.get("tags") or {})
+            self._register(run_id, write)
         elif op == "status":
-            run = self.client.get_run(run_id)
+            run = client.get_run(run_id)
             if write.get("if_running") and run.info.status in TERMINAL:
                 return
             if write.get("reason"):
-                self.client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
+                client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
             if run.info.status != write["status"]:
-                self.client.set_terminated(run_id, status=write["status"])
+                client.set_terminated(run_id, status=write["status"])
         elif op == "running":
-            self.client.update_run(run_id, status="RUNNING")
+            client.update_run(run_id, status="RUNNING")
             if write.get("reason"):
-                self.client.set_tag(run_id, REASON_TAG, write["reason"])
-            elif write.get("clear_reason") and REASON_TAG in self.client.get_run(run_id).data.tags:
-                self.client.delete_tag(run_id, REASON_TAG)
+                client.set_tag(run_id, REASON_TAG, write["reason"])
+            elif write.get("clear_reason") and REASON_TAG in client.get_run(run_id).data.tags:
+                client.delete_tag(run_id, REASON_TAG)
 
-    def _trial_run(self, write: Write) -> str:
-        run = find_trial_run(self.client, self.experiment_id, write["parent"], write["trial"])
-        if run is None:  # the trial's run comes from the trials' deliveries: tried again later
-            raise LookupError(f"no MLflow run of trial {write['trial']} yet")
-        return run.info.run_id
-
-    def _metrics(self, run_id: str, points: list[list[Any]]) -> None:
-        held: dict[str, set[tuple[int, float]]] = {}
-        fresh = []
-        for key, value, step, stamp in points:
-            if key not in held:
-                held[key] = {(m.step, m.value) for m in self.client.get_metric_history(run_id, key)}
-            if (int(step), float(value)) not in held[key]:
-                fresh.append(Metric(key, float(value), int(stamp), int(step)))
-        self.client.log_batch(run_id, metrics=fresh)
-
-    def _artifacts(self, run_id: str, folder: str, artifact_path: str) -> None:
-        with local_folder(self.fs, posixpath.join(self.path, folder)) as local:
-            self.client.log_artifacts(run_id, local, artifact_path)
-
-    def _describe_version(self, name: str, description: str | None, tags: dict[str, str]) -> None:
-        version = self.registered.get(name)
-        if version is None:
-            return
-        if description:
-            self.client.update_model_version(name, version, description=description)
-        for key, value in tags.items():
-            self.client.set_model_version_tag(name, version, key, str(value))
-
-    def _register(self, run_id: str, name: str, path: str) -> None:
+    def _register(self, run_id: str, write: Write) -> None:
+        """Register the run's model once (a version of it already held is reused), then describe the version."""
         import mlflow
 
+        name = write["name"]
         existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
         if existing:
             self.registered[name] = str(min(int(v.version) for v in existing))
-            return
-        previous = mlflow.get_tracking_uri()
-        mlflow.set_tracking_uri(self.client.tracking_uri)
-        try:
-            version = mlflow.register_model(f"runs:/{run_id}/{path}", name)
-        finally:
-            mlflow.set_tracking_uri(previous)
-        self.registered[name] = str(version.version)
+        else:
+            previous = mlflow.get_tracking_uri()
+            mlflow.set_tracking_uri(self.client.tracking_uri)
+            try:
+                self.registered[name] = str(mlflow.register_model(f"runs:/{run_id}/{write['path']}", name).version)
+            finally:
+                mlflow.set_tracking_uri(previous)
+        version = self.registered[name]
+        if write.get("description"):
+            self.client.update_model_version(name, version, description=write["description"])
+        for key, value in (write.get("tags") or {}).items():
+            self.client.set_model_version_tag(name, version, key, str(value))

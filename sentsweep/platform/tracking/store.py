@@ -44,7 +44,6 @@ def is_remote_address(address: str | None) -> bool:
 
 def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
     """:class:`ConfigError` when ``uri`` is a sqlite file and ``address`` names a Ray cluster on another machine.
-
     Only the driver writes to MLflow, so a local Ray of several nodes shares the driver's file. A remote address
     puts the driver's Tune run, or the driver itself, on another machine, where the file is not."""
     if sqlite_path(uri) is not None and is_remote_address(address):

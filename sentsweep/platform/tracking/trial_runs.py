@@ -1,6 +1,5 @@
-"""The MLflow child runs of a sweep's trials, each found again by its ``sentsweep.trial_id`` tag.
-
-A trial's high-water mark is the last step its run holds. Only later reports, and the terminal report once, are
+"""The MLflow child runs of a sweep's trials, each found again by its ``sentsweep.trial_id`` tag. A trial's
+high-water mark is the last step its run holds. Only later reports, and the terminal report once, are
 logged: MLflow keeps a second row for a point logged again. After a failed delivery the mark is read back."""
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.fs
@@ -23,7 +22,7 @@ from sentsweep.platform.results import evaluation_result, failure_reason, is_fai
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
-from sentsweep.tracking.provenance import log_protocols
+from sentsweep.tracking.vocabulary import log_protocols
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
@@ -96,10 +95,16 @@ def pruned_reason(result: dict[str, Any], scheduler_label: str) -> str:
             f"(step {int(result.get('step', 0))})")
 
 
-def final_status(result: dict[str, Any] | None) -> tuple[str, str | None] | None:
+def result_outcome(result: dict[str, Any] | None, scheduler_label: str | None = None) -> tuple[str, str | None] | None:
+    """A trial's outcome and reason from its last report: failed, finished, pruned (with ``scheduler_label``: a
+    report Tune marked ``done``), else None."""
     if is_failed(result):
-        return "FAILED", failure_reason(result)
-    return ("FINISHED", None) if is_final(result) else None
+        return "failed", failure_reason(result)
+    if is_final(result):
+        return "finished", None
+    if result and result.get("done") and scheduler_label:
+        return "pruned", pruned_reason(result, scheduler_label)
+    return None
 
 
 def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
@@ -122,21 +127,30 @@ def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, 
     return twins[0] if twins else created
 
 
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
 class TrialRuns:
     """The trials' child runs under one parent run, with each trial's mark; reports with a true value under one of
     ``skip_keys`` (a checkpoint at a stop, no evaluation) are not logged."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, parent_run_id: str, sweep_name: str | None = None,
-                 now_ms: Callable[[], int] | None = None, skip_keys: tuple[str, ...] = ()) -> None:
-        self.client = client
-        self.experiment_id = experiment_id
-        self.parent_run_id = parent_run_id
-        self.sweep_name = sweep_name
-        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
-        self.skip_keys = skip_keys
-        self.run_ids: dict[str, str] = {}
-        self.marks: dict[str, int] = {}
-        self.terminal: dict[str, set[str]] = {}  # the terminal keys each run holds
+    client: MlflowClient
+    experiment_id: str
+    parent_run_id: str
+    sweep_name: str | None = None
+    now_ms: Callable[[], int] = wall_ms
+    skip_keys: tuple[str, ...] = ()
+    run_ids: dict[str, str] = field(default_factory=dict)
+    marks: dict[str, int] = field(default_factory=dict)
+    terminal: dict[str, set[str]] = field(default_factory=dict)  # the terminal keys each run holds
+
+    def child_runs(self, status: str | None = None) -> list[Any]:
+        """The trials' runs under the parent (only those with ``status`` when given)."""
+        query = f"tags.`{vocab.PARENT_TAG}` = '{self.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}'"
+        query += f" and attributes.status = '{status}'" if status else ""
+        return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
 
     def forget(self, trial_id: str) -> None:
         """Read the trial's mark back from MLflow before its next delivery (after a failed one)."""
@@ -151,14 +165,11 @@ class TrialRuns:
             return run_id
         run = vocab.find_trial_run(self.client, self.experiment_id, self.parent_run_id, trial_id)
         if run is None:
-            tags = {vocab.ROLE_TAG: vocab.TRIAL_ROLE, vocab.ATTEMPT_TAG: "1", vocab.PARENT_TAG: self.parent_run_id,
-                    vocab.TRIAL_ID_TAG: trial_id}
-            if self.sweep_name:
-                tags[vocab.SWEEP_TAG] = self.sweep_name
-            if number is not None:
-                tags[vocab.TRIAL_NUMBER_TAG] = str(number)
-            run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id,
-                                    {vocab.PARENT_TAG: self.parent_run_id, vocab.TRIAL_ID_TAG: trial_id})
+            key = {vocab.PARENT_TAG: self.parent_run_id, vocab.TRIAL_ID_TAG: trial_id}
+            tags = {**key, vocab.ROLE_TAG: vocab.TRIAL_ROLE, vocab.ATTEMPT_TAG: "1",
+                    **({vocab.SWEEP_TAG: self.sweep_name} if self.sweep_name else {}),
+                    **({vocab.TRIAL_NUMBER_TAG: str(number)} if number is not None else {})}
+            run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id, key)
             self.marks[trial_id], self.terminal[trial_id] = -1, set()
         else:
             history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
@@ -184,12 +195,11 @@ class TrialRuns:
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
         for result in results:
+            if is_failed(result) or any(result.get(k) for k in self.skip_keys):
+                continue
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            skipped = is_failed(result) or any(result.get(k) for k in self.skip_keys)
-            if skipped:
-                continue
             if not (step > mark or ends - held):
                 record = result.get(vocab.RUN_RECORD_KEY)
                 tags = record.get("tags") if isinstance(record, dict) else None
@@ -251,12 +261,9 @@ class TrialRuns:
 
 
 def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
-    outcomes, seconds = [], 0.0
-    for folder in trial_folders(fs, experiment_path):
-        last = folder.results()[-1]
-        ended = final_status(last)
-        outcomes.append("failed" if ended and ended[0] == "FAILED" else "finished" if ended else "pruned")
-        seconds += float(last.get("time_total_s") or 0.0)
+    lasts = [folder.results()[-1] for folder in trial_folders(fs, experiment_path)]
+    outcomes = [(result_outcome(last) or ("pruned",))[0] for last in lasts]
+    seconds = sum(float(last.get("time_total_s") or 0.0) for last in lasts)
     return outcome_totals(outcomes, seconds, gpu_per_trial, ("finished", "pruned", "failed"))
 
 
@@ -283,17 +290,11 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         name, number = (names or {}).get(folder.trial_id, (None, None))
         runs.run_id(folder.trial_id, name=name, number=number)
         done.reports += runs.deliver(folder.trial_id, results)
-        last = results[-1] if results else None
-        ended = final_status(last)
-        outcome = ended[0].lower() if ended else None
-        if ended is None and last is not None and last.get("done") and scheduler_label:
-            ended, outcome = ("FINISHED", pruned_reason(last, scheduler_label)), "pruned"
-        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output(),
-                                          outcome=outcome):
+        ended = result_outcome(results[-1] if results else None, scheduler_label)
+        if ended is not None and runs.end(folder.trial_id, vocab.OUTCOMES[ended[0]], ended[1], overwrite=False,
+                                          output=folder.output(), outcome=ended[0]):
             done.ended += 1
-    query = (f"tags.`{vocab.PARENT_TAG}` = '{runs.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}' "
-             "and attributes.status = 'RUNNING'")
-    for run in runs.client.search_runs([runs.experiment_id], filter_string=query, max_results=10_000):
+    for run in runs.child_runs("RUNNING"):
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")

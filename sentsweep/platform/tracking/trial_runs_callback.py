@@ -1,17 +1,20 @@
 """The driver's Tune callback that writes every trial's child run (:mod:`.trial_runs`) through a background
-:class:`~.deliverer.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
+:class:`~.run_writes.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
 exits and ``sentsweep sync`` completes the runs from the folder."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric
+from mlflow.entities import Metric, RunTag
 from ray.tune import Callback
 
 from sentsweep.platform.results import (
@@ -22,14 +25,15 @@ from sentsweep.platform.results import (
     is_reference,
 )
 from sentsweep.platform.stops import active_stops, superseded
-from sentsweep.platform.tracking.deliverer import Deliverer
 from sentsweep.platform.tracking.reachability import store_answers
+from sentsweep.platform.tracking.run_writes import Deliverer
 from sentsweep.platform.tracking.trial_runs import (
     RESULTS_FILE,
     TrialFolder,
     TrialRuns,
     outcome_totals,
     pruned_reason,
+    result_outcome,
 )
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
@@ -57,11 +61,9 @@ def trial_outcome(trial: Trial) -> str:
 
 
 def last_error_line(trial: Trial) -> str:
-    path = trial.error_file
-    try:
-        text = Path(path).read_text(errors="replace") if path else ""
-    except OSError:
-        text = ""
+    text = ""
+    with contextlib.suppress(OSError):
+        text = Path(trial.error_file).read_text(errors="replace") if trial.error_file else ""
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Failure #")]
     errors = [line for line in lines if ("Error" in line or "Exception" in line) and ":" in line]
     return (errors or lines or ["the trial failed (no error recorded)"])[-1][:5000]
@@ -69,10 +71,9 @@ def last_error_line(trial: Trial) -> str:
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
     result = trial.last_result or {}
-    if is_final(result):
-        return "finished", None
-    if is_failed(result):
-        return "failed", failure_reason(result)
+    ended = result_outcome(result)
+    if ended is not None:
+        return ended
     if result.get("training_iteration"):
         return "pruned", pruned_reason(result, scheduler_label)
     return "not started", "stopped before it started"
@@ -100,27 +101,24 @@ def trial_folder(trial: Trial) -> TrialFolder:
     return TrialFolder(*storage, trial.trial_id)
 
 
+@dataclass(eq=False)
 class TrialRunsCallback(Callback):
     """Writes each trial's child run under ``settings["parent_run_id"]``; labels start with ``label_prefix``."""
 
-    def __init__(self, settings: dict[str, Any], scheduler_label: str, gpu_per_trial: float,
-                 end_wait_s: float = END_WAIT_S, label_prefix: str = SEARCH_PREFIX,
-                 reference: dict[str, Any] | None = None, reference_setting: str | None = None) -> None:
-        self.settings = settings
-        self.label_prefix = label_prefix
-        self._numbers: dict[str, int] = {}  # trial id -> its place in Tune's list of trials, from 1
-        self.reference = reference
-        self.reference_setting = reference_setting
-        self.scheduler_label = scheduler_label
-        self.gpu_per_trial = gpu_per_trial
-        self.end_wait_s = end_wait_s
-        self._runs: TrialRuns | None = None
-        self._deliverer: Deliverer | None = None
-        self._behind: set[str] = set()  # trials whose last delivery failed or was dropped
-        self._seen: set[str] = set()  # trials this driver session delivered to
+    settings: dict[str, Any]
+    scheduler_label: str
+    gpu_per_trial: float
+    end_wait_s: float = END_WAIT_S
+    label_prefix: str = SEARCH_PREFIX
+    reference: dict[str, Any] | None = None
+    reference_setting: str | None = None
+    _numbers: dict[str, int] = field(default_factory=dict)  # trial id -> its place in Tune's list, from 1
+    _behind: set[str] = field(default_factory=set)  # trials whose last delivery failed or was dropped
+    _seen: set[str] = field(default_factory=set)  # trials this driver session delivered to
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
-        return {**self.__dict__, "_runs": None, "_deliverer": None, "_behind": set(), "_seen": set(), "_numbers": {}}
+        kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
+        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
         """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
@@ -134,19 +132,15 @@ class TrialRunsCallback(Callback):
         values = getattr(trial, "evaluated_params", None) or {}
         return run_name(trial_label(number, prefix), trial.trial_id, values), number
 
-    @property
+    @cached_property
     def runs(self) -> TrialRuns:
-        if self._runs is None:
-            client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-            self._runs = TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
-                                   self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
-        return self._runs
+        client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
+        return TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
+                         self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
 
-    @property
+    @cached_property
     def deliverer(self) -> Deliverer:
-        if self._deliverer is None:
-            self._deliverer = Deliverer(on_failure=self._behind.add)
-        return self._deliverer
+        return Deliverer(on_failure=self._behind.add)
 
     def _submit(self, trials: list[Trial], trial: Trial, job: Any) -> None:
         self._number(trials, trial)
@@ -197,8 +191,7 @@ class TrialRunsCallback(Callback):
         run_id = self.catch_up(trial, [result])
         note = restore_note(result)
         if note is not None:
-            self.runs.client.set_tag(run_id, RESTORED_FROM_KEY, note[0])
-            self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1])
+            self._tag_note(run_id, note)
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         outcome, reason = completed_outcome(trial, self.scheduler_label)
@@ -206,12 +199,11 @@ class TrialRunsCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        self._submit(trials, trial, lambda: self._tag_retry(trial, note))
+        self._submit(trials, trial, lambda: self._tag_note(self.catch_up(trial, []), note))
 
-    def _tag_retry(self, trial: Trial, note: tuple[str, str]) -> None:
-        run_id = self.catch_up(trial, [])
-        self.runs.client.set_tag(run_id, RESTORED_FROM_KEY, note[0])
-        self.runs.client.set_tag(run_id, RESTORE_REASON_KEY, note[1][:5000])
+    def _tag_note(self, run_id: str, note: tuple[str, str]) -> None:
+        self.runs.client.log_batch(run_id, tags=[RunTag(RESTORED_FROM_KEY, note[0]),
+                                                 RunTag(RESTORE_REASON_KEY, note[1][:5000])])
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
@@ -224,10 +216,10 @@ class TrialRunsCallback(Callback):
             return
         if not trials:
             return
-        deliverer = self.deliverer
+        deliverer, runs = self.deliverer, self.runs
         deliverer.submit("orphans", lambda: self.remove_orphans({t.trial_id for t in trials}), force=True)
         for trial in trials:
-            if trial.status == "PENDING" and trial.trial_id not in self.runs.run_ids:
+            if trial.status == "PENDING" and trial.trial_id not in runs.run_ids:
                 continue
             self._number(trials, trial)
             outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
@@ -244,16 +236,13 @@ class TrialRunsCallback(Callback):
 
     def log_totals(self, totals: dict[str, float]) -> None:
         stamp = self.runs.now_ms()
-        self.runs.client.log_batch(self.settings["parent_run_id"],
-                                   metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
+        self.runs.client.log_batch(self.runs.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
         """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
         snapshot is lost with the driver, and its run would be a duplicate left RUNNING."""
-        client, parent = self.runs.client, self.settings["parent_run_id"]
-        query = f"tags.`{vocab.PARENT_TAG}` = '{parent}' and tags.`{vocab.ROLE_TAG}` = 'trial'"
-        runs = client.search_runs([self.settings["experiment_id"]], filter_string=query, max_results=10_000)
-        orphans = [r for r in runs if r.data.tags.get(vocab.TRIAL_ID_TAG) not in trial_ids]
+        client, parent = self.runs.client, self.runs.parent_run_id
+        orphans = [r for r in self.runs.child_runs() if r.data.tags.get(vocab.TRIAL_ID_TAG) not in trial_ids]
         for run in orphans:
             client.set_tag(run.info.run_id, vocab.REASON_TAG, "lost with the driver before Tune saved its trial; "
                            "rerun as a new trial")
