@@ -76,6 +76,24 @@ def test_a_sweep_run_and_its_experiment_carry_their_descriptions(tracking_uri: s
     assert "Columns to add" in experiment.tags[NOTE_TAG]
 
 
+def test_a_resumed_sweep_that_finishes_keeps_no_reason(tracking_uri: str, tmp_path: Path) -> None:
+    """A resume marks the sweep's run RUNNING with the reason ``resumed``; a finish without a reason clears it, and
+    a stop's reason replaces it."""
+    from sentsweep.tracking.vocabulary import REASON_TAG
+
+    sweep = SweepRun.open(_config(tmp_path, tracking_uri), "demo-1", str(tmp_path / "runs" / "demo-1"), None, {})
+    client = MlflowClient(tracking_uri)
+    sweep.reopen()
+    assert sweep.flush() and client.get_run(sweep.run_id).data.tags[REASON_TAG] == "resumed"
+    sweep.close("interrupted", "interrupted by SIGTERM")
+    assert sweep.flush() and client.get_run(sweep.run_id).data.tags[REASON_TAG] == "interrupted by SIGTERM"
+    sweep.reopen()
+    sweep.close("finished")
+    assert sweep.flush()
+    run = client.get_run(sweep.run_id)
+    assert run.info.status == "FINISHED" and REASON_TAG not in run.data.tags
+
+
 def test_a_registered_version_names_its_trial_configuration_and_figures(tracking_uri: str, tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri)
     experiment = client.create_experiment("registry")

@@ -220,7 +220,7 @@ class SweepRun:
     def close(self, state: vocab.SweepState, reason: str | None = None) -> None:
         self.set_tags({vocab.STATUS_TAG: state})
         self.writes.put({"op": "status", "run": self.run_id, "status": vocab.RUN_STATUS[state],
-                         "reason": reason[:5000] if reason else None})
+                         "reason": reason[:5000] if reason else None, "clear_reason": not reason})  # not "resumed"
 
     def flush(self, timeout_s: float = 20.0) -> bool:
         return self.writes.flush(timeout_s)

@@ -274,6 +274,8 @@ class RunWrites:
                 return
             if write.get("reason"):
                 client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
+            elif write.get("clear_reason") and REASON_TAG in run.data.tags:
+                client.delete_tag(run_id, REASON_TAG)
             if run.info.status != write["status"]:
                 client.set_terminated(run_id, status=write["status"])
         elif op == "running":
