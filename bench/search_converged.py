@@ -22,7 +22,8 @@ sampler's generator, so the converged replay is a prefix of the same sequence to
 
     python -m bench.search_converged --table bench/data/cosent_grid_100steps.csv --noise-sd 0.2 [--repeats 100]
         [--samplers tpe,gp,random] [--min-trials 10] [--num-samples 32] [--only lr=...]
-        [--evaluators regret_bound,emmr]   # --noise-sd defaults to the table's own, from its seeds
+        [--evaluators stagnation,regret_bound,emmr] [--patience 20]
+    # --noise-sd defaults to the table's own, from its seeds
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def measure(table: GridTable, strategy: Strategy, *, repeats: int, noise_sd: flo
     started = time.process_time()
     target = table.best - noise_sd
     converged_settings = SearchSettings(**{**settings.__dict__, "noise_sd": noise_sd})
-    name = strategy.name if settings.evaluator == "regret_bound" else f"{strategy.name}, {settings.evaluator}"
+    name = strategy.name if settings.evaluator == SearchSettings.evaluator else f"{strategy.name}, {settings.evaluator}"
     rows, prefixes = [], []
     for seed in range(repeats):
         if to_target_only:
@@ -205,7 +206,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--samplers", default="tpe,random", help="comma-separated: tpe, gp, random")
     parser.add_argument("--min-trials", type=int, default=SearchSettings().min_trials)
-    parser.add_argument("--evaluators", default="regret_bound", help="comma-separated: regret_bound, emmr")
+    parser.add_argument("--evaluators", default=SearchSettings.evaluator,
+                        help="comma-separated: stagnation, regret_bound, emmr")
+    parser.add_argument("--patience", type=int, default=SearchSettings.patience, help="the stagnation rule's")
     parser.add_argument("--num-samples", type=int, default=None, help="the fixed budget (default: the table's size)")
     parser.add_argument("--cap", type=float, default=2.0, help="share of the grid's trial-seconds per capped replay")
     parser.add_argument("--only", action="append", default=[], metavar="SETTING=V1,V2")
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     num_samples = args.num_samples or len(table.curves)
     figures = []
     for evaluator in args.evaluators.split(","):
-        settings = SearchSettings(min_trials=args.min_trials, evaluator=evaluator)
+        settings = SearchSettings(min_trials=args.min_trials, evaluator=evaluator, patience=args.patience)
         for strategy in strategies(args.samplers.split(",")):
             figures.append(measure(table, strategy, repeats=args.repeats, noise_sd=noise_sd,
                                    num_samples=num_samples, settings=settings, cap_s=args.cap * full, space=space,
@@ -234,8 +237,8 @@ def main(argv: list[str] | None = None) -> None:
     source = "given" if args.noise_sd is not None else f"measured from {len(table.replicas)} points' seeds"
     print(f"table {args.table}: {len(table.curves)} points, best {table.best:.2f}, noise sd {noise_sd:.3f} ({source}), "
           f"target {table.best - noise_sd:.2f}; {args.repeats} seeds; fixed budget {num_samples} trials; converged: "
-          f"min_trials {args.min_trials}; cap {args.cap * full:.0f} trial-s; space: "
-          f"{space.space or 'the table grid'}")
+          f"min_trials {args.min_trials}, patience {args.patience} (stagnation); cap {args.cap * full:.0f} trial-s; "
+          f"space: {space.space or 'the table grid'}")
     first = [f for f in figures if ", " not in f.name]
     print_table("Trial-seconds to within the noise of the best", SAMPLER_HEADER, sampler_rows(first))
     if args.to_target_only:

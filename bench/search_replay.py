@@ -80,6 +80,8 @@ class SearchSettings:
     min_trials: int = ConvergenceConfig.model_fields["min_trials"].default
     #: the improvement the check compares with the noise (the sweep's ``convergence.evaluator``)
     evaluator: str = ConvergenceConfig.model_fields["evaluator"].default
+    #: the stagnation rule's ``convergence.patience``
+    patience: int = ConvergenceConfig.model_fields["patience"].default
 
     def sweep_config(self, seed: int, asha: bool, searcher: str = "tpe") -> SweepConfig:
         scheduler = SchedulerConfig(type="asha" if asha else "fifo", grace_period=self.grace_period,
@@ -90,7 +92,7 @@ class SearchSettings:
                            searcher=searcher if searcher in ("tpe", "gp", "random") else "tpe",
                            stop_when="converged" if converged else "num_samples",
                            convergence=ConvergenceConfig(noise_sd=self.noise_sd, min_trials=self.min_trials,
-                                                         evaluator=self.evaluator))
+                                                         evaluator=self.evaluator, patience=self.patience))
 
 
 def space_distributions(define_by_run: Callable[[optuna.Trial], Any]) -> dict[str, BaseDistribution]:

@@ -217,6 +217,9 @@ class SweepConfig(ConfigSection):
         c = self.convergence
         noise = f"noise sd {c.noise_sd:g}" if c.noise_sd is not None else \
             f"the noise measured from {c.noise_seeds} further seeds of the first point"
+        if c.evaluator == "stagnation":
+            return (f"{sampler}; {stopping}; the search ends once the best rose by less than {noise} over the last "
+                    f"{c.patience} ended trials (at least {c.min_trials} ended)")
         bound = "regret bound" if c.evaluator == "regret_bound" else "expected minimum model regret"
         return (f"{sampler}; {stopping}; the search ends once Optuna's {bound} over at least {c.min_trials} "
                 f"finished trials is below {noise}")

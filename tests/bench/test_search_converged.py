@@ -68,3 +68,20 @@ def test_the_oracle_stops_each_seed_where_it_first_came_within_the_noise(table) 
     assert figures.common_stop(target + 100.0) is None  # nothing reaches an unreachable target
     row = bound_rows([figures], target + 100.0)[0]
     assert row[1] == "0%" and row[2] == "0% / 0%" and row[3].startswith("none")
+
+
+def test_the_stagnation_rule_replays_with_its_patience_and_names_its_rows(table) -> None:  # noqa: F811
+    space = ReplaySpace(table)
+    tpe_asha = strategies(["tpe"])[0]
+    settings = SearchSettings(min_trials=4, evaluator="stagnation", patience=3)
+    # no rise can beat a noise of 100: the rule ends each sweep once 4 search trials ended (pruned ones count)
+    stopped = replay(table, tpe_asha, 0, cap_s=1000.0, settings=SearchSettings(**{**settings.__dict__,
+                                                                                   "noise_sd": 100.0}),
+                     space=space, num_samples=32)
+    assert stopped.finished_by_searcher and stopped.trials == 4
+    figures = measure(table, tpe_asha, repeats=2, noise_sd=100.0, num_samples=32, settings=settings, cap_s=1000.0,
+                      space=space)
+    assert figures.name == "tpe + ASHA, stagnation" and figures.converged_trials == (4, 4)
+    tight = replay(table, tpe_asha, 0, cap_s=1000.0, space=space, num_samples=32,
+                   settings=SearchSettings(**{**settings.__dict__, "noise_sd": 1e-9, "patience": 31}))
+    assert not tight.finished_by_searcher and tight.trials > 4  # a patience of 31: never within the cap

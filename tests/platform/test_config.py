@@ -191,3 +191,7 @@ def test_the_search_in_words_names_the_sampler_the_scheduler_and_the_stop() -> N
                                                                     "evaluator": "emmr"}).search_text()
     assert given.endswith("the search ends once Optuna's expected minimum model regret over at least 12 finished "
                           "trials is below noise sd 0.3")
+    patient = SweepConfig(**base, stop_when="converged", convergence={"noise_sd": 0.3, "evaluator": "stagnation",
+                                                                      "patience": 30}).search_text()
+    assert patient.endswith("the search ends once the best rose by less than noise sd 0.3 over the last 30 ended "
+                            "trials (at least 20 ended)")

@@ -146,10 +146,63 @@ def test_the_parent_run_records_why_the_search_stopped():
                        "converged_noise_sd": 0.25}
 
 
-@pytest.mark.parametrize("bad", [{"noise_sd": 0}, {"noise_seeds": 0}, {"min_trials": 1}])
+@pytest.mark.parametrize("bad", [{"noise_sd": 0}, {"noise_seeds": 0}, {"min_trials": 1}, {"patience": 0},
+                                 {"evaluator": "patience"}])
 def test_bad_convergence_settings_name_the_field(bad):
     from sentsweep.errors import ConfigError
     from sentsweep.platform.config import parse_sweep_config
 
     with pytest.raises(ConfigError, match=f"convergence.{next(iter(bad))}"):
         parse_sweep_config({"name": "s", "method": "toy", "stop_when": "converged", "convergence": bad})
+
+
+def test_the_stagnation_rule_is_the_rise_of_the_best_over_the_last_patience_trials():
+    from optuna.study import StudyDirection
+
+    from sentsweep.platform.search.convergence import StagnationEvaluator
+
+    rule = StagnationEvaluator(patience=2)
+    pruned = _trial(0.4, None, TrialState.PRUNED, steps={1: 84.0, 2: 83.0})  # a pruned trial counts by its best
+    trials = [_trial(0.1, 80.0), pruned, _trial(0.2, 84.5, steps={1: 81.0}), _trial(0.3, 82.0)]
+    assert rule.evaluate(trials, StudyDirection.MAXIMIZE) == pytest.approx(0.5)  # 84.5 over the pruned 84.0
+    assert rule.evaluate(trials + [_trial(0.5, 84.7)], StudyDirection.MAXIMIZE) == pytest.approx(0.2)
+    assert rule.evaluate([*trials[:2], _trial(0.6, 70.0)], StudyDirection.MINIMIZE) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="more than 2 trials"):
+        rule.evaluate(trials[:2], StudyDirection.MAXIMIZE)
+
+
+def test_the_stagnation_check_counts_ended_search_trials_and_records_its_patience():
+    settings = ConvergenceConfig(evaluator="stagnation", patience=3, min_trials=4, noise_sd=1.0)
+    check = ConvergenceCheck(settings, "maximize")
+    replica = _trial(0.5, 95.0, **{NOISE_SEED_ATTR: 1043})  # the first point again: no search trial
+    trials = [_trial(0.5, 80.0), replica, _trial(0.1, 85.0), _trial(0.2, None, TrialState.PRUNED, steps={1: 85.5}),
+              _trial(0.3, None, TrialState.RUNNING, steps={1: 99.0})]
+    for number, trial in enumerate(trials):
+        trial.number = number
+    assert check.check(trials, started=5) is None  # 3 ended search trials < min_trials 4
+    trials += [_trial(0.4, 84.0), _trial(0.6, 85.9)]
+    trials[-2].number, trials[-1].number = 5, 6
+    decision = check.check(trials, started=7)  # 85.0 -> 85.9 over the last 3 of 5 ended: 0.9 < 1.0
+    assert decision == Converged(7, 5, pytest.approx(0.9), 1.0, "config", "StagnationEvaluator", 3)
+    assert decision.line().startswith("search converged at trial 7: the best rose by 0.9 over the last 3 of 5 "
+                                      "ended trials, < noise sd 1 (config)")
+    assert decision.metrics() == {"converged_trial": 7.0, "converged_finished_trials": 5.0,
+                                  "converged_best_rise": pytest.approx(0.9), "converged_noise_sd": 1.0,
+                                  "converged_patience": 3.0}
+    trials[-1] = _trial(0.6, 86.1)
+    trials[-1].number = 6
+    assert check.check(trials, started=7) is None  # a rise of 1.1 is above the noise
+
+
+def test_a_searcher_with_the_stagnation_rule_ends_once_the_best_stopped_rising(tmp_path):
+    searcher = build_searcher(_config(evaluator="stagnation", patience=3, noise_sd=0.5), space, [{"x": 0.5}],
+                              store=StudyStore(str(tmp_path)), study_name="s")
+    for i, value in enumerate((80.0, 86.0, 85.0, 86.2)):
+        assert searcher.suggest(f"t{i}") not in (None, Searcher.FINISHED)
+        _finish(searcher, f"t{i}", value)
+    assert searcher.suggest("t4") not in (None, Searcher.FINISHED)  # 80 -> 86.2 over the last 3: above the noise
+    _finish(searcher, "t4", 70.0)
+    assert searcher.suggest("t5") == Searcher.FINISHED  # 86.0 -> 86.2 over the last 3 of 5
+    decision = converged_of(pickle.loads(pickle.dumps(searcher)).study)
+    assert (decision.trial, decision.finished, decision.patience) == (5, 5, 3)
+    assert decision.regret_bound == pytest.approx(0.2)

@@ -1,5 +1,7 @@
-"""When to stop searching (``stop_when: converged``): Optuna's terminator (Makarova et al. 2022) ends a search once
-``regret bound < noise sd``, the noise configured or measured on replicas of the first point."""
+"""When to stop searching (``stop_when: converged``): an improvement evaluator of Optuna's terminator ends a search
+once ``improvement < noise sd``, the noise configured or measured on replicas of the first point. The improvement is
+the best's rise over the last ``patience`` ended trials (:class:`StagnationEvaluator`), or what a Gaussian process
+still expects: the regret bound (Makarova et al. 2022) or EMMR (Ishibashi et al. 2023)."""
 
 from __future__ import annotations
 
@@ -8,17 +10,15 @@ import statistics
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import optuna
 from optuna.study import StudyDirection
+from optuna.terminator import BaseImprovementEvaluator
 from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.platform.config_sections import ConvergenceConfig
 from sentsweep.platform.search.samplers import is_feasible
-
-if TYPE_CHECKING:
-    from optuna.terminator import BaseImprovementEvaluator
 
 #: The user attribute of an Optuna trial that re-runs the first point with a further seed (its seed).
 NOISE_SEED_ATTR = "noise_seed"
@@ -30,7 +30,8 @@ REPLICA_SEED_OFFSET = 1000
 
 @dataclass(frozen=True)
 class Converged:
-    """Why the search ended: at which trial, over how many finished trials, the regret bound and the noise."""
+    """Why the search ended: at which trial, over how many trials (finished; for the stagnation rule, ended), the
+    improvement (a regret bound, or the best's rise over the last ``patience`` trials) and the noise."""
 
     trial: int
     finished: int
@@ -38,11 +39,22 @@ class Converged:
     noise_sd: float
     noise_source: str
     evaluator: str
+    patience: int | None = None
 
     def line(self) -> str:
-        return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < noise sd "
-                f"{self.noise_sd:.3g} ({self.noise_source}) over {self.finished} finished trials; no new trial "
-                "started, the running ones finish")
+        noise = f"noise sd {self.noise_sd:.3g} ({self.noise_source})"
+        if self.patience is not None:
+            return (f"search converged at trial {self.trial}: the best rose by {self.regret_bound:.3g} over the last "
+                    f"{self.patience} of {self.finished} ended trials, < {noise}; no new trial started, the running "
+                    "ones finish")
+        return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < {noise} over "
+                f"{self.finished} finished trials; no new trial started, the running ones finish")
+
+    def metrics(self) -> dict[str, float]:
+        improvement = "converged_regret_bound" if self.patience is None else "converged_best_rise"
+        return {"converged_trial": float(self.trial), "converged_finished_trials": float(self.finished),
+                improvement: self.regret_bound, "converged_noise_sd": self.noise_sd,
+                **({"converged_patience": float(self.patience)} if self.patience is not None else {})}
 
 
 def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
@@ -82,8 +94,34 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
     return statistics.stdev(values) if values is not None and len(values) >= 2 else None
 
 
+def best_value(trial: FrozenTrial, sign: float) -> float | None:
+    """The best of a trial's reports and final value (``sign`` 1 to maximize, -1 to minimize), times ``sign``."""
+    values = [*trial.intermediate_values.values(), *([trial.value] if trial.state == TrialState.COMPLETE else [])]
+    finite = [sign * float(v) for v in values if v is not None and math.isfinite(v)]
+    return max(finite) if finite else None
+
+
+class StagnationEvaluator(BaseImprovementEvaluator):
+    """The patience rule as an Optuna improvement evaluator: how much the best value rose over the last ``patience``
+    trials, in the order given, each trial counted by its best report. A pruned trial counts, so the rule also
+    works under ASHA. Optuna's ``BestValueStagnationEvaluator`` counts any rise of a finished trial's value; compared
+    with the noise sd, a rise within the noise does not restart the count here."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience = patience
+
+    def evaluate(self, trials: list[FrozenTrial], study_direction: StudyDirection) -> float:
+        sign = 1.0 if study_direction == StudyDirection.MAXIMIZE else -1.0
+        bests = [b for t in trials if (b := best_value(t, sign)) is not None]
+        if len(bests) <= self.patience:
+            raise ValueError(f"the stagnation rule needs more than {self.patience} trials, got {len(bests)}")
+        before, now = max(bests[:-self.patience]), max(bests)
+        return now - before
+
+
 class ConvergenceCheck:
-    """``regret bound < noise sd`` over the finished, feasible trials, given ``min_trials`` and the noise."""
+    """``improvement < noise sd`` over the finished, feasible trials (ended ones for the stagnation rule), given
+    ``min_trials`` and the noise."""
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
                  evaluator: Callable[[], BaseImprovementEvaluator] | None = None) -> None:
@@ -93,11 +131,13 @@ class ConvergenceCheck:
         self.evaluator = evaluator
 
     def _optuna_evaluator(self) -> BaseImprovementEvaluator:
-        """Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator`` (Ishibashi et al. 2023), seeded."""
+        """:class:`StagnationEvaluator`, or Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator``, seeded."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             from optuna.terminator import EMMREvaluator, RegretBoundEvaluator
 
+            if self.settings.evaluator == "stagnation":
+                return StagnationEvaluator(self.settings.patience)
             if self.settings.evaluator == "emmr":
                 return EMMREvaluator(min_n_trials=2, seed=self.seed)
             return RegretBoundEvaluator(min_n_trials=1, seed=self.seed)
@@ -109,9 +149,15 @@ class ConvergenceCheck:
         return None if measured is None else (measured, "measured")
 
     def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
-        """The decision once ``started`` trials have been started; None: go on."""
-        finished = [t for t in trials if t.state == TrialState.COMPLETE and is_feasible(t)
-                    and t.value is not None and math.isfinite(t.value)]
+        """The decision once ``started`` trials have been started; None: go on. The stagnation rule reads the
+        ended search trials (pruned ones too, the noise replicas left out) in the order they were started."""
+        stagnation = self.settings.evaluator == "stagnation"
+        if stagnation:
+            finished = [t for t in sorted(trials, key=lambda t: t.number) if NOISE_SEED_ATTR not in t.user_attrs
+                        and t.state in (TrialState.COMPLETE, TrialState.PRUNED) and is_feasible(t)]
+        else:
+            finished = [t for t in trials if t.state == TrialState.COMPLETE and is_feasible(t)
+                        and t.value is not None and math.isfinite(t.value)]
         if len(finished) < self.settings.min_trials:
             return None
         noise = self.noise(trials)
@@ -120,16 +166,18 @@ class ConvergenceCheck:
         evaluator = (self.evaluator or self._optuna_evaluator)()
         try:
             bound = float(evaluator.evaluate(list(finished), self.direction))
-        except ValueError:  # Optuna's evaluators refuse an empty intersection of the trials' search spaces
+        except ValueError:  # too few trials for the rule, or an empty intersection of the trials' search spaces
             return None
         if not bound < noise[0]:
             return None
-        return Converged(started, len(finished), bound, noise[0], noise[1], type(evaluator).__name__)
+        return Converged(started, len(finished), bound, noise[0], noise[1], type(evaluator).__name__,
+                         self.settings.patience if stagnation else None)
 
 
 def converged_of(study: optuna.Study) -> Converged | None:
     record = study.user_attrs.get(CONVERGED_ATTR)
-    return Converged(**{k: record[k] for k in Converged.__dataclass_fields__}) if isinstance(record, dict) else None
+    return Converged(**{k: record[k] for k in Converged.__dataclass_fields__ if k in record}) \
+        if isinstance(record, dict) else None
 
 
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
@@ -141,6 +189,5 @@ def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str,
     echo(decision.line())
     set_tags({stop_reason_tag: decision.line(), "sentsweep.converged.noise_source": decision.noise_source,
               "sentsweep.converged.evaluator": decision.evaluator})
-    log_metrics({"converged_trial": float(decision.trial), "converged_finished_trials": float(decision.finished),
-                 "converged_regret_bound": decision.regret_bound, "converged_noise_sd": decision.noise_sd})
+    log_metrics(decision.metrics())
     return decision
