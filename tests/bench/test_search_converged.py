@@ -85,3 +85,16 @@ def test_the_stagnation_rule_replays_with_its_patience_and_names_its_rows(table)
     tight = replay(table, tpe_asha, 0, cap_s=1000.0, space=space, num_samples=32,
                    settings=SearchSettings(**{**settings.__dict__, "noise_sd": 1e-9, "patience": 31}))
     assert not tight.finished_by_searcher and tight.trials > 4  # a patience of 31: never within the cap
+
+
+def test_the_command_prints_the_sampler_and_bound_tables_for_any_evaluator(table_path, capsys) -> None:  # noqa: F811
+    from bench.search_converged import main
+
+    main(["--table", str(table_path), "--noise-sd", "1.0", "--repeats", "2", "--samplers", "random",
+          "--evaluators", "stagnation", "--patience", "3", "--min-trials", "4"])
+    out = capsys.readouterr().out
+    assert "patience 3 (stagnation)" in out
+    assert "| random | " in out and "1.00x" in out  # the sampler table, random its own reference
+    assert "| random + ASHA, stagnation | " in out  # the converged table names the evaluator
+    bound = out.split("What any stop rule could save")[1]
+    assert "| random + ASHA | " in bound and "stagnation" not in bound
