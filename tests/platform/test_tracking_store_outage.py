@@ -20,6 +20,7 @@ from mlflow import MlflowClient
 from sentsweep.platform.tracking.run_writes import Backoff
 from sentsweep.platform.tracking.trial_runs import TrialRuns
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY
 from tests.tracking.restartable_mlflow import Server
 from tests.tracking.store_proxy import StoreProxy, store_proxy
 
@@ -109,6 +110,10 @@ def test_the_drivers_callback_never_waits_for_a_store_outage_and_the_folder_comp
     proxy.mode = "store-down"
     assert report(reports[1]) < 0.5, "a hook waited for MLflow"
     assert callback.deliverer.drain(30.0) and "t1" in callback._behind  # failed: found again in the folder
+    (folder / "error.txt").write_text("Failure # 1\nray.exceptions.ActorDiedError: the node was lost\n")
+    trial.run_metadata.error_filename = "error.txt"
+    callback.on_trial_recover(iteration=2, trials=[trial], trial=trial)  # Tune retries it: the note waits
+    assert callback.deliverer.drain(30.0) and callback._notes["t1"][0] == "scratch"
     proxy.mode = "forward"
     final = {**reports[2], "final": 1.0}
     report(final)
@@ -121,3 +126,5 @@ def test_the_drivers_callback_never_waits_for_a_store_outage_and_the_folder_comp
     assert sorted((m.step, m.value) for m in history) == [(2, 71.0), (4, 72.0), (6, 73.0)]  # each point once
     assert run.info.status == "FINISHED"
     assert client.get_run(parent).data.metrics["trials_finished"] == 1
+    assert run.data.tags[RESTORED_FROM_KEY] == "scratch" and not callback._notes  # the retry's note, once MLflow
+    assert run.data.tags[RESTORE_REASON_KEY] == "ray.exceptions.ActorDiedError: the node was lost"  # answered

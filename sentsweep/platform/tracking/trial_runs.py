@@ -23,6 +23,7 @@ from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.vocabulary import log_protocols
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
@@ -195,6 +196,9 @@ class TrialRuns:
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
         for result in results:
+            note = restore_note(result)
+            if note is not None:  # at any step: a fallback resumes below the mark
+                self.tag_note(run_id, note)
             if is_failed(result) or any(result.get(k) for k in self.skip_keys):
                 continue
             mark = self.marks.get(trial_id, -1)
@@ -216,6 +220,11 @@ class TrialRuns:
             held |= ends
             logged += 1
         return logged
+
+    def tag_note(self, run_id: str, note: tuple[str, str]) -> None:
+        """Tag where a trial resumed from and why (a checkpoint fallback, or Tune's retry)."""
+        self.client.log_batch(run_id, tags=[RunTag(RESTORED_FROM_KEY, note[0]), RunTag(RESTORE_REASON_KEY,
+                                                                                       note[1][:5000])])
 
     def _log_record(self, run_id: str, record: Any) -> None:
         if not isinstance(record, dict):

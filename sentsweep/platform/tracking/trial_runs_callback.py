@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric, RunTag
+from mlflow.entities import Metric
 from ray.tune import Callback
 
 from sentsweep.platform.results import (
@@ -38,7 +38,7 @@ from sentsweep.platform.tracking.trial_runs import (
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.trainables.report_keys import DRAINING_KEY
-from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note, retry_note
+from sentsweep.trainables.restore_note import retry_note
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -115,10 +115,11 @@ class TrialRunsCallback(Callback):
     _numbers: dict[str, int] = field(default_factory=dict)  # trial id -> its place in Tune's list, from 1
     _behind: set[str] = field(default_factory=set)  # trials whose last delivery failed or was dropped
     _seen: set[str] = field(default_factory=set)  # trials this driver session delivered to
+    _notes: dict[str, tuple[str, str]] = field(default_factory=dict)  # retry notes MLflow has not taken yet
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
         kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
-        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}}
+        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}, "_notes": {}}
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
         """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
@@ -164,6 +165,12 @@ class TrialRunsCallback(Callback):
             self._seen.add(trial.trial_id)
         run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
         runs.deliver(trial.trial_id, results)
+        notes = self.__dict__.setdefault("_notes", {})  # a callback pickled without it: an older sweep's
+        note = notes.get(trial.trial_id)
+        if note is not None:  # a retry's note waits here until MLflow takes it
+            runs.tag_note(run_id, note)
+            if notes.get(trial.trial_id) is note:  # not a newer retry's
+                del notes[trial.trial_id]
         return run_id
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
@@ -185,13 +192,7 @@ class TrialRunsCallback(Callback):
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
                         **info: Any) -> None:
-        self._submit(trials, trial, lambda: self._deliver_result(trial, result))
-
-    def _deliver_result(self, trial: Trial, result: dict[str, Any]) -> None:
-        run_id = self.catch_up(trial, [result])
-        note = restore_note(result)
-        if note is not None:
-            self._tag_note(run_id, note)
+        self._submit(trials, trial, lambda: self.catch_up(trial, [result]))
 
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         outcome, reason = completed_outcome(trial, self.scheduler_label)
@@ -199,11 +200,8 @@ class TrialRunsCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        self._submit(trials, trial, lambda: self._tag_note(self.catch_up(trial, []), note))
-
-    def _tag_note(self, run_id: str, note: tuple[str, str]) -> None:
-        self.runs.client.log_batch(run_id, tags=[RunTag(RESTORED_FROM_KEY, note[0]),
-                                                 RunTag(RESTORE_REASON_KEY, note[1][:5000])])
+        self.__dict__.setdefault("_notes", {})[trial.trial_id] = note
+        self._submit(trials, trial, lambda: self.catch_up(trial, []))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
