@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -204,7 +205,8 @@ def interrupt_once_started(root: Path, trials: int, done: threading.Event, deadl
         time.sleep(0.05)
 
 
-def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240, finalize: bool = False) -> Path:
+def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240, finalize: bool = False,
+                      echo: Callable[[str], None] = lambda line: None) -> Path:
     """Run the toy sweep ``config`` (no preflight) until ``trials`` trials have started, then stop it
     as SIGINT does (:func:`interrupt_once_started`); its folder, with the state Tune saved."""
     import pytest
@@ -220,7 +222,7 @@ def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240,
     try:
         with pytest.raises(SweepInterrupted):
             run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=finalize, preflight=False,
-                      echo=lambda line: None)
+                      echo=echo)
     finally:
         done.set()
         watcher.join()

@@ -101,7 +101,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             sweep.flush()
             notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
             raise
-        echo(f"sweep {sweep_name}: {config.num_samples} trials of {config.method} over '{space.name}' "
+        bound = "up to " if config.stop_when == "converged" else ""
+        echo(f"sweep {sweep_name}: {bound}{config.num_samples} trials of {config.method} over '{space.name}' "
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
              + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
