@@ -194,6 +194,24 @@ def test_the_stagnation_check_counts_ended_search_trials_and_records_its_patienc
     assert check.check(trials, started=7) is None  # a rise of 1.1 is above the noise
 
 
+
+def test_the_stagnation_rule_waits_for_patience_trials_of_its_own_after_a_warm_start():
+    from sentsweep.platform.results import WARM_START_ATTR
+
+    check = ConvergenceCheck(ConvergenceConfig(evaluator="stagnation", patience=3, min_trials=2, noise_sd=1.0),
+                             "maximize")
+    earlier = [_trial(x / 10, 80.0 + x, **{WARM_START_ATTR: "sweep-1"}) for x in range(5)]  # best 84.0
+    own = [_trial(0.05, 83.0), _trial(0.15, 84.5)]
+    trials = earlier + own
+    for number, trial in enumerate(trials):
+        trial.number = number
+    assert check.check(trials, started=2) is None  # 2 of its own < patience 3, however flat
+    trials.append(_trial(0.25, 82.0))
+    trials[-1].number = 7
+    decision = check.check(trials, started=3)  # its 3 trials rose 0.5 above the warm start's best
+    assert decision is not None and decision.regret_bound == pytest.approx(0.5) and decision.finished == 8
+
+
 def test_a_searcher_with_the_stagnation_rule_ends_once_the_best_stopped_rising(tmp_path):
     searcher = build_searcher(_config(evaluator="stagnation", patience=3, noise_sd=0.5), space, [{"x": 0.5}],
                               store=StudyStore(str(tmp_path)), study_name="s")

@@ -18,6 +18,7 @@ from optuna.terminator import BaseImprovementEvaluator
 from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.platform.config_sections import ConvergenceConfig
+from sentsweep.platform.results import is_warm_start
 from sentsweep.platform.search.samplers import is_feasible
 
 #: The user attribute of an Optuna trial that re-runs the first point with a further seed (its seed).
@@ -150,11 +151,14 @@ class ConvergenceCheck:
 
     def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
         """The decision once ``started`` trials have been started; None: go on. The stagnation rule reads the
-        ended search trials (pruned ones too, the noise replicas left out) in the order they were started."""
+        ended search trials (pruned ones too, the noise replicas left out) in the order they were started; its last
+        ``patience`` are this sweep's own, after any warm start's."""
         stagnation = self.settings.evaluator == "stagnation"
         if stagnation:
             finished = [t for t in sorted(trials, key=lambda t: t.number) if NOISE_SEED_ATTR not in t.user_attrs
                         and t.state in (TrialState.COMPLETE, TrialState.PRUNED) and is_feasible(t)]
+            if sum(not is_warm_start(t) for t in finished) < self.settings.patience:
+                return None
         else:
             finished = [t for t in trials if t.state == TrialState.COMPLETE and is_feasible(t)
                         and t.value is not None and math.isfinite(t.value)]
