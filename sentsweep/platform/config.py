@@ -90,8 +90,8 @@ class SweepConfig(ConfigSection):
         "grid (categorical choices x grid_points values per range)")
     grid_points: int = Field(3, ge=2, description="searcher grid: values per numeric range, ends included")
     stop_when: Literal["num_samples", "converged"] = Field(
-        "num_samples", description="converged: end the search once Optuna's terminator finds no gain above the "
-        "seed noise (convergence section); num_samples and budget still bound it")
+        "num_samples", description="converged: end the search once more trials are unlikely to beat the best by "
+        "more than the seed noise (convergence section; one objective); num_samples and budget still bound it")
     convergence: ConvergenceConfig = Field(default_factory=ConvergenceConfig)
     data_dir: str | None = Field(None, description="the data directory in the SentEval layout (null: $SENTSWEEP_DATA, "
                                                     "else the bundled sample)")
@@ -171,6 +171,9 @@ class SweepConfig(ConfigSection):
         from sentsweep.platform.objectives import check_objectives, extra_dev_sets
 
         objectives = check_objectives(self.objectives, str(self.fixed.get("dev_data", "stsb")), self.resources.gpu)
+        if self.stop_when == "converged" and len(objectives) > 1:
+            raise ConfigError("converged compares one metric's improvement with its noise: use one objective, or "
+                              "stop_when: num_samples", field="stop_when")
         first = objectives[0]
         for name in ("metric", "mode"):
             if name in self.model_fields_set and getattr(self, name) != getattr(first, name):

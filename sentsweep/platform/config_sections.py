@@ -116,18 +116,19 @@ class ConvergenceConfig(ConfigSection):
                              "the noise (when noise_sd is null); they count among num_samples")
     #: 20, Optuna's own ``Terminator`` minimum: on the CoSENT table 10 let the regret bound end TPE sweeps on the
     #: plateau around the paper's defaults; 20 kept the fixed budget's share (docs/benchmarks-search.md).
-    min_trials: int = Field(20, ge=2, description="trials before the check starts: finished ones, or ended ones "
-                            "(finished or pruned) for stagnation")
+    min_trials: int = Field(20, ge=2, description="trials before the check starts: finished ones, or for "
+                            "stagnation ended ones with a value (finished or pruned; not the noise replicas)")
     #: The regret bound by default: EMMR ends sweeps earlier, but fewer end within one noise sd of the best
     #: (docs/benchmarks-search.md).
     evaluator: Literal["regret_bound", "emmr", "stagnation"] = Field(
         "regret_bound", description="the improvement compared with the noise: Optuna's regret bound; emmr "
         "(expected minimum model regret: stops earlier, at some cost in the best found); or stagnation (how much "
         "the best rose over the last `patience` ended trials)")
-    #: 20: on the multi-view table at twice its size, 20 saved 42% and kept 93-98% of the sweeps within the noise
-    #: of the best; 16 kept 85-93% (docs/benchmarks-search.md).
-    patience: int = Field(20, ge=1, description="stagnation: the ended trials in a row whose best must not rise "
-                          "above the best before them by the noise sd or more")
+    #: 20, about two thirds of the multi-view table's 32 settings: at twice its size it saved 42% and kept 93-98%
+    #: of the sweeps within the noise of the best (docs/benchmarks-search.md).
+    patience: int = Field(20, ge=1, description="stagnation only: the search ends once its last `patience` ended "
+                          "trials raised the best by less than the noise sd (so after at least patience + 1); about "
+                          "two thirds of the settings the space holds")
 
 
 NotifyEvent = Literal["end", "failure", "budget", "interrupted"]

@@ -22,6 +22,8 @@ from typing import Any
 RESTORED_FROM_KEY = "sentsweep.restored_from"
 #: Why it did not resume from the checkpoint Tune named (also the run's tag name).
 RESTORE_REASON_KEY = "sentsweep.restore_reason"
+#: When it happened, in Unix seconds (a run's tag only): a run keeps the newest note.
+RESTORED_AT_TAG = "sentsweep.restored_at"
 SCRATCH = "scratch"
 
 #: Fallbacks of Tune's restore in this process, by trial folder, until the trial takes them.

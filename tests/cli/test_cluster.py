@@ -52,7 +52,10 @@ def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.Monk
     status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "num_samples=3",
                                 "--storage", "s3://b/p", "--storage-endpoint-url", "http://minio:9000",
                                 "--tracking-uri", "http://mlflow:5000")
-    assert status == 0 and "3 trials of cosent" in out and "dry run: nothing submitted" in out
+    assert status == 0 and ": 3 trials of cosent" in out and "dry run: nothing submitted" in out
+    status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "stop_when=converged", "--storage",
+                                "s3://b/p", "--tracking-uri", "http://mlflow:5000")
+    assert status == 0 and "up to 8 trials of cosent" in out
     assert "not sent:    MLFLOW_TRACKING_PASSWORD (set here; --forward-env NAME sends one)" in out
     assert "never-shown-4321" not in out + err
     status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--storage", "s3://AK:a/b-never-shown@b/p")

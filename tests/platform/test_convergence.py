@@ -224,3 +224,25 @@ def test_a_searcher_with_the_stagnation_rule_ends_once_the_best_stopped_rising(t
     decision = converged_of(pickle.loads(pickle.dumps(searcher)).study)
     assert (decision.trial, decision.finished, decision.patience) == (5, 5, 3)
     assert decision.regret_bound == pytest.approx(0.2)
+
+
+def test_a_trial_without_a_value_does_not_count_towards_the_stagnation_window():
+    from sentsweep.platform.results import WARM_START_ATTR
+
+    check = ConvergenceCheck(ConvergenceConfig(evaluator="stagnation", patience=3, min_trials=2, noise_sd=2.0),
+                             "maximize")
+    earlier = [_trial(x / 10, 80.0 + x, **{WARM_START_ATTR: "sweep-1"}) for x in range(5)]
+    own = [_trial(0.05, 83.0), _trial(0.15, None, TrialState.PRUNED), _trial(0.25, 82.0)]  # one pruned at once
+    trials = earlier + own
+    for number, trial in enumerate(trials):
+        trial.number = number
+    assert check.check(trials, started=3) is None  # two of its own have a value: fewer than patience 3
+
+
+def test_converged_with_several_objectives_is_refused_naming_the_field():
+    from sentsweep.errors import ConfigError
+    from sentsweep.platform.config import parse_sweep_config
+
+    with pytest.raises(ConfigError, match="stop_when.*one objective"):
+        parse_sweep_config({"name": "s", "method": "cosent", "stop_when": "converged",
+                            "objectives": ["stsb_dev max", "compute_seconds min"]})

@@ -323,19 +323,27 @@ def test_a_retried_attempt_moves_the_runs_placement_even_at_a_step_already_logge
 
 def test_a_fallback_note_in_the_folder_tags_the_run_also_below_the_mark(sweep, tmp_path: Path) -> None:
     """A trial that resumed from an older checkpoint reports steps its run already holds; its note still tags the
-    run, live or rebuilt by a sync from the folder."""
-    from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY
+    run, live or rebuilt by a sync from the folder, and a newer note on the run is kept."""
+    from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_AT_TAG, RESTORED_FROM_KEY
 
     client, experiment_id, parent = sweep
     note = {RESTORED_FROM_KEY: "checkpoint 10", RESTORE_REASON_KEY: "checkpoint_000002 is gone"}
-    reports = [{"step": 10, "stsb_dev": 0.5}, {"step": 20, "stsb_dev": 0.6}, {"step": 20, "stsb_dev": 0.61, **note}]
+    reports = [{"step": 10, "stsb_dev": 0.5, "timestamp": 100}, {"step": 20, "stsb_dev": 0.6, "timestamp": 110},
+               {"step": 20, "stsb_dev": 0.61, "timestamp": 130, **note}]
     write_trial(tmp_path, "t1", reports)
     runs = TrialRuns(client, experiment_id, parent, "toy")
     runs.run_id("t1")
     assert runs.deliver("t1", reports[:2]) == 2
     assert runs.deliver("t1", reports[2:]) == 0  # step 20 is held: no second point
-    tags = client.get_run(runs.run_ids["t1"]).data.tags
-    assert (tags[RESTORED_FROM_KEY], tags[RESTORE_REASON_KEY]) == ("checkpoint 10", "checkpoint_000002 is gone")
-    client.delete_tag(runs.run_ids["t1"], RESTORED_FROM_KEY)  # lost, as in an outage: a sync finds it again
+    run_id = runs.run_ids["t1"]
+    tags = client.get_run(run_id).data.tags
+    assert (tags[RESTORED_FROM_KEY], tags[RESTORE_REASON_KEY], tags[RESTORED_AT_TAG]) == (
+        "checkpoint 10", "checkpoint_000002 is gone", "130")
+    client.delete_tag(run_id, RESTORED_FROM_KEY)  # lost, as in an outage: a sync finds it again
+    client.delete_tag(run_id, RESTORED_AT_TAG)
     reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path), TrialRuns(client, experiment_id, parent, "toy"))
-    assert client.get_run(runs.run_ids["t1"]).data.tags[RESTORED_FROM_KEY] == "checkpoint 10"
+    assert client.get_run(run_id).data.tags[RESTORED_FROM_KEY] == "checkpoint 10"
+    assert runs.tag_note(run_id, ("scratch", "ActorDiedError: the node was lost", 140))  # a later retry
+    reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path), TrialRuns(client, experiment_id, parent, "toy"))
+    assert client.get_run(run_id).data.tags[RESTORED_FROM_KEY] == "scratch"  # the folder's older note does not win
+    assert not runs.tag_note(run_id, ("checkpoint 10", "older", 120))

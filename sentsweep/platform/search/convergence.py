@@ -151,12 +151,14 @@ class ConvergenceCheck:
 
     def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
         """The decision once ``started`` trials have been started; None: go on. The stagnation rule reads the
-        ended search trials (pruned ones too, the noise replicas left out) in the order they were started; its last
-        ``patience`` are this sweep's own, after any warm start's."""
+        ended search trials with a value (pruned ones too, the noise replicas left out) in the order they were
+        started; its last ``patience`` are this sweep's own, after any warm start's."""
         stagnation = self.settings.evaluator == "stagnation"
         if stagnation:
+            sign = 1.0 if self.direction == StudyDirection.MAXIMIZE else -1.0
             finished = [t for t in sorted(trials, key=lambda t: t.number) if NOISE_SEED_ATTR not in t.user_attrs
-                        and t.state in (TrialState.COMPLETE, TrialState.PRUNED) and is_feasible(t)]
+                        and t.state in (TrialState.COMPLETE, TrialState.PRUNED) and is_feasible(t)
+                        and best_value(t, sign) is not None]
             if sum(not is_warm_start(t) for t in finished) < self.settings.patience:
                 return None
         else:

@@ -23,7 +23,7 @@ from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
 from sentsweep.tracking.vocabulary import log_protocols
-from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY, restore_note
+from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_AT_TAG, RESTORED_FROM_KEY, restore_note
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
@@ -191,14 +191,16 @@ class TrialRuns:
         return run.info.run_id
 
     def deliver(self, trial_id: str, results: Iterable[dict[str, Any]]) -> int:
-        """Log the reports above the trial's mark, in order; how many (a failure's report carries no figure)."""
+        """Log the reports above the trial's mark, in order, then the newest restore note they carry (at any step:
+        a fallback resumes below the mark); how many reports (a failure's report carries no figure)."""
         run_id = self.run_ids[trial_id]
         held = self.terminal.setdefault(trial_id, set())
         logged = 0
+        newest: tuple[str, str, int] | None = None
         for result in results:
             note = restore_note(result)
-            if note is not None:  # at any step: a fallback resumes below the mark
-                self.tag_note(run_id, note)
+            if note is not None:
+                newest = (*note, int(result.get("timestamp") or 0))
             if is_failed(result) or any(result.get(k) for k in self.skip_keys):
                 continue
             mark = self.marks.get(trial_id, -1)
@@ -219,12 +221,19 @@ class TrialRuns:
             self.marks[trial_id] = max(mark, step)
             held |= ends
             logged += 1
+        if newest is not None:
+            self.tag_note(run_id, newest)
         return logged
 
-    def tag_note(self, run_id: str, note: tuple[str, str]) -> None:
-        """Tag where a trial resumed from and why (a checkpoint fallback, or Tune's retry)."""
+    def tag_note(self, run_id: str, note: tuple[str, str, int]) -> bool:
+        """Tag where a trial resumed from, why and when (Unix seconds): a checkpoint fallback or Tune's retry. A run
+        holding a newer note keeps it; whether this one was tagged."""
+        held = self.client.get_run(run_id).data.tags.get(RESTORED_AT_TAG, "")
+        if held.isdigit() and int(held) > note[2]:
+            return False
         self.client.log_batch(run_id, tags=[RunTag(RESTORED_FROM_KEY, note[0]), RunTag(RESTORE_REASON_KEY,
-                                                                                       note[1][:5000])])
+                                            note[1][:5000]), RunTag(RESTORED_AT_TAG, str(note[2]))])
+        return True
 
     def _log_record(self, run_id: str, record: Any) -> None:
         if not isinstance(record, dict):

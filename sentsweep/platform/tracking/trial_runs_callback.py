@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -115,11 +116,13 @@ class TrialRunsCallback(Callback):
     _numbers: dict[str, int] = field(default_factory=dict)  # trial id -> its place in Tune's list, from 1
     _behind: set[str] = field(default_factory=set)  # trials whose last delivery failed or was dropped
     _seen: set[str] = field(default_factory=set)  # trials this driver session delivered to
-    _notes: dict[str, tuple[str, str]] = field(default_factory=dict)  # retry notes MLflow has not taken yet
+    _notes: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # each trial's newest retry note
+    _tagged: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # the notes MLflow took
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
         kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
-        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}, "_notes": {}}
+        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}, "_tagged": {},
+                "_notes": dict(self.__dict__.get("_notes", {}))}  # a restarted driver tags what waits
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
         """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
@@ -165,12 +168,12 @@ class TrialRunsCallback(Callback):
             self._seen.add(trial.trial_id)
         run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
         runs.deliver(trial.trial_id, results)
-        notes = self.__dict__.setdefault("_notes", {})  # a callback pickled without it: an older sweep's
-        note = notes.get(trial.trial_id)
-        if note is not None:  # a retry's note waits here until MLflow takes it
+        # a retry's note waits until MLflow takes it: Tune's thread writes _notes, this one _tagged
+        note = self.__dict__.setdefault("_notes", {}).get(trial.trial_id)  # absent in an older sweep's callback
+        tagged = self.__dict__.setdefault("_tagged", {})
+        if note is not None and tagged.get(trial.trial_id) != note:
             runs.tag_note(run_id, note)
-            if notes.get(trial.trial_id) is note:  # not a newer retry's
-                del notes[trial.trial_id]
+            tagged[trial.trial_id] = note
         return run_id
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
@@ -200,7 +203,7 @@ class TrialRunsCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        self.__dict__.setdefault("_notes", {})[trial.trial_id] = note
+        self.__dict__.setdefault("_notes", {})[trial.trial_id] = (*note, int(time.time()))
         self._submit(trials, trial, lambda: self.catch_up(trial, []))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
