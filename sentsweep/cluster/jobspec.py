@@ -303,8 +303,7 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
     storage = config.storage_path + (f" (endpoint {config.storage_endpoint_url})"
                                      if config.storage_endpoint_url else "")
     return _job(options, staged, env_vars, "sweep", [staged.config_path],
-                f"sweep {config.name}: {'up to ' if config.stop_when == 'converged' else ''}{config.num_samples} "
-                f"trials of {config.method} from {prepared.source}",
+                f"sweep {config.name}: {config.trials_text} trials of {config.method} from {prepared.source}",
                 [f"  storage:     {storage}",
                  f"  tracking:    {mask_uri(config.tracking.uri)} (experiment {config.tracking.experiment})"],
                 {"kind": "sweep", "sweep": config.name, "config": prepared.filename, "method": config.method},

@@ -206,6 +206,11 @@ class SweepConfig(ConfigSection):
             return f"{base}+custom" if base else "custom"
         return self.search_space or self.method
 
+    @property
+    def trials_text(self) -> str:
+        """``num_samples`` as the sweep's lines say it: ``up to N`` when ``converged`` may end the search sooner."""
+        return f"up to {self.num_samples}" if self.stop_when == "converged" else str(self.num_samples)
+
     def search_text(self) -> str:
         """How the sweep searches and when it stops, in words: the sampler, the scheduler and ``stop_when``."""
         start = f"after {self.startup_trials} random trials" if self.startup_trials is not None else \

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sentsweep._compat.ray import trial_number
+from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
 from sentsweep.trainables.report_keys import (
     DRAINING_KEY,
     EVALUATIONS_KEY,
@@ -80,6 +81,12 @@ def creation_numbers(trials: Sequence[Any]) -> dict[str, int]:
 
     ordered = sorted(enumerate(trials), key=key)
     return {str(t["trial_id"] if isinstance(t, dict) else t.trial_id): n for n, (_, t) in enumerate(ordered, 1)}
+
+
+def result_labels(results: Iterable[Result] | None, prefix: str = SEARCH_PREFIX) -> dict[str, str]:
+    """Trial id -> its label (``t03``, ``c02`` with ``prefix``) by the order Tune created ``results``."""
+    numbers = creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
+    return {trial_id: trial_label(number, prefix) or trial_id for trial_id, number in numbers.items()}
 
 
 def rank_results(results: ResultGrid, metric: str, mode: str) -> list[Result]:

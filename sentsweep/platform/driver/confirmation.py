@@ -8,13 +8,13 @@ import json
 import logging
 import math
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ray import tune
-from ray.tune import Result, ResultGrid
+from ray.tune import ResultGrid
 from ray.tune.search import BasicVariantGenerator
 
 from sentsweep.platform.config import SweepConfig
@@ -44,11 +44,11 @@ from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome
-from sentsweep.platform.results import creation_numbers
+from sentsweep.platform.results import result_labels
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
-from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, trial_label
+from sentsweep.tracking.names import CONFIRMATION_PREFIX
 from sentsweep.tracking.vocabulary import CHANGED_TAG, CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG
 
 log = logging.getLogger("sentsweep.platform")
@@ -116,7 +116,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
     write_state(location, state)
-    record(outcome, config, sweep, run, echo, _labels(results))
+    record(outcome, config, sweep, run, echo, result_labels(results))
     run.close("finished")
     run.flush()
     return outcome
@@ -212,16 +212,12 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
         sweep.log_artifacts(tmp, STAGE_DIR)
     order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
     chosen = outcome.chosen.trial_id  # the chosen seed's label among the confirmation trials (``c01``), or its id
-    chosen = chosen if outcome.chosen.original else _labels(outcome.results, CONFIRMATION_PREFIX).get(chosen, chosen)
+    if not outcome.chosen.original:
+        chosen = result_labels(outcome.results, CONFIRMATION_PREFIX).get(chosen, chosen)
     echo(f"confirmed winner: #{outcome.winner.rank} by its {outcome.rule.replace('_', ' ')} (order {order}; "
          + ("changed from the single-seed ranking" if outcome.changed else "the single-seed best held")
          + f"); its weights: trial {chosen}, seed {outcome.chosen.seed} "
          f"({metric} {outcome.chosen.value:.2f}, closest to the mean)")
-
-
-def _labels(results: Iterable[Result] | None, prefix: str = SEARCH_PREFIX) -> dict[str, str]:
-    numbers = creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
-    return {trial_id: trial_label(number, prefix) or trial_id for trial_id, number in numbers.items()}
 
 
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:

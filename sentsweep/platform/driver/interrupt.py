@@ -196,8 +196,7 @@ def unfinished_trials(location: SweepLocation) -> list[str]:
     returns with its in-memory trials all TERMINATED by its cleanup)."""
     from ray.tune import ExperimentAnalysis
 
-    analysis = ExperimentAnalysis(location.tune_path,
-                                  storage_filesystem=location.filesystem)
+    analysis = ExperimentAnalysis(location.tune_path, storage_filesystem=location.filesystem)
     return [t.trial_id for t in analysis.trials if t.status not in ("TERMINATED", "ERROR")]
 
 

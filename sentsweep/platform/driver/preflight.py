@@ -263,9 +263,8 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     if len(points) > resolved.num_samples:
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
                      f"the last {len(points) - resolved.num_samples} will not run")
-    bound = "up to " if resolved.stop_when == "converged" else ""
     artifacts = resolved.tracking.artifact_location
-    lines += [f"trials: {bound}{resolved.num_samples}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
+    lines += [f"trials: {resolved.trials_text}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
               f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
               f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",
               f"sweep folder: under {mask_uri(resolved.storage_path)} (made when the sweep starts)",

@@ -101,8 +101,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             sweep.flush()
             notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
             raise
-        bound = "up to " if config.stop_when == "converged" else ""
-        echo(f"sweep {sweep_name}: {bound}{config.num_samples} trials of {config.method} over '{space.name}' "
+        echo(f"sweep {sweep_name}: {config.trials_text} trials of {config.method} over '{space.name}' "
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
              + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
         try:
@@ -161,8 +160,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
         def restore() -> Tuner:
             try:
-                tuner = tune.Tuner.restore(location.tune_path,
-                                           tune_trainable(trainable, config), resume_errored=True,
+                tuner = tune.Tuner.restore(location.tune_path, tune_trainable(trainable, config), resume_errored=True,
                                            storage_filesystem=location.filesystem,
                                            param_space=trial_param_space(config))
             except (ImportError, AttributeError) as exc:

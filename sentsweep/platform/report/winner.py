@@ -14,7 +14,7 @@ from sentsweep.platform.objectives import objective_values, pareto_front, select
 from sentsweep.platform.outcome import interval
 from sentsweep.platform.report.plots import pyplot, save_plot, trial_status
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, trial_label, ui_link
+from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, ui_link
 
 if TYPE_CHECKING:
     from ray.tune import Result, ResultGrid
@@ -32,8 +32,7 @@ class SweepRunWrites(Protocol):
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
     """Trial ``trial_id``'s label by the order Tune created ``results`` (Tune's id when it is not there)."""
-    numbers = res.creation_numbers([r.metrics for r in results or [] if (r.metrics or {}).get("trial_id")])
-    return trial_label(numbers.get(trial_id), prefix) or trial_id
+    return res.result_labels(results, prefix).get(trial_id, trial_id)
 
 
 def best_label(outcome: SweepOutcome) -> str:

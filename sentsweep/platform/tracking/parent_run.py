@@ -72,7 +72,7 @@ def sweep_description(config: SweepConfig, sweep_name: str, searched: Sequence[s
     space = config.space_name if isinstance(config.space_name, str) else "the space in its config"
     searched_text = ", ".join(f"`{p}`" for p in searched) or "no parameter"
     return "\n".join([
-        f"**{sweep_name}**: {'up to ' if config.stop_when == 'converged' else ''}{config.num_samples} trials of "
+        f"**{sweep_name}**: {config.trials_text} trials of "
         f"`{config.method}` over the space `{space}`, searching {searched_text} for the "
         f"{'highest' if config.mode == 'max' else 'lowest'} dev `{config.metric}`; {config.search_text()}.",
         "",
