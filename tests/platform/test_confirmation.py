@@ -237,7 +237,9 @@ def test_sweep_with_confirmation(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
     assert "confirmation/seeds.csv" in {f.path for f in client.list_artifacts(outcome.parent_run_id, "confirmation")}
     # export is off: the chosen seed's own run gets the weights (a seed of the stage's: under the stage's run)
     assert outcome.best_run_id is not None and has_artifact(client, outcome.best_run_id, BEST_WEIGHTS)
-    assert any(line.startswith("confirmed winner") for line in lines)
+    (said,) = [line for line in lines if line.startswith("confirmed winner")]
+    chosen_name = client.get_run(outcome.best_run_id).info.run_name  # the stage trial's label, as MLflow shows it
+    assert chosen_name.startswith("c") and f"its weights: trial {chosen_name}, seed {stage.chosen.seed} (" in said
     sweeps, trials = compare(client)
     assert len(trials) == 3  # the search's trials only
     assert "## Confirmation" in render(sweeps, trials) and len(sweeps.attrs["confirmation"]) == 2
