@@ -162,10 +162,9 @@ def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, inclu
     return StagedDir(dest, tuple(sizes), total, config_path)
 
 
-def pinned_requirements(project_dir: Path | None = None) -> list[str]:
+def pinned_requirements() -> list[str]:
     """The pinned runtime requirements of ``pyproject.toml`` (else of the installed distribution's metadata)."""
-    if project_dir is None:
-        project_dir = project_dirs()[1]
+    project_dir = project_dirs()[1]
     if project_dir is not None:
         data = tomllib.loads((project_dir / "pyproject.toml").read_text(encoding="utf-8"))
         return list(data.get("project", {}).get("dependencies", []))
