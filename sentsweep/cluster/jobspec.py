@@ -83,8 +83,7 @@ def _portability_warnings(config: SweepConfig) -> list[str]:
                         "job's temporary folder on the head and could not be resumed; pass --storage "
                         "s3://bucket/prefix or a path on a shared volume")
     uri = config.tracking.uri
-    local = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
-    if not is_server_uri(uri) and ("://" not in uri or uri.startswith("sqlite:///")) and is_relative_path(local):
+    if not is_server_uri(uri) and is_relative_path(uri.removeprefix("sqlite:///")):
         warnings.append(f"tracking uri '{uri}' is relative: the runs would be written inside the job's "
                         "temporary folder on the head; pass --tracking-uri http://MLFLOW:5000")
     artifacts = config.tracking.artifact_location
