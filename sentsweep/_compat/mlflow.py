@@ -1,11 +1,5 @@
-"""MLflow's names outside its documented API, each behind one function (see :mod:`sentsweep._compat`).
-
-- ``mlflow.utils.credentials.get_default_host_creds`` and ``mlflow.utils.rest_utils.http_request``: one REST call
-  to a tracking server with the client's own credentials and TLS settings, without its retries
-  (:func:`request_once`);
-- ``mlflow.utils.mlflow_tags.MLFLOW_DATASET_CONTEXT``: the tag that names a logged dataset's role
-  (:func:`dataset_context_tag`).
-"""
+"""MLflow's names outside its documented API, each behind one function that imports it (see
+:mod:`sentsweep._compat`)."""
 
 from __future__ import annotations
 
@@ -13,8 +7,8 @@ from typing import Any
 
 
 def request_once(uri: str, endpoint: str, params: dict[str, Any], timeout: float) -> Any:
-    """``GET endpoint`` on the tracking server ``uri``, once (no retry), any status returned (a ``requests``
-    response); raises what the connection raises."""
+    """``GET endpoint`` on the tracking server ``uri`` with the client's credentials and TLS settings, once (no
+    retry), any status returned (a ``requests`` response); raises what the connection raises."""
     from mlflow.utils.credentials import get_default_host_creds
     from mlflow.utils.rest_utils import http_request
 

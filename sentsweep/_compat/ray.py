@@ -1,18 +1,4 @@
-"""Ray's names outside its public API, each behind one function (see :mod:`sentsweep._compat`).
-
-- ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``: Ray's single-machine switch, read from
-  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray is imported (:func:`set_single_machine`);
-- ``ray._raylet.Config`` and ``ray._raylet.AuthenticationTokenLoader``: Ray's configuration and its cached
-  authentication token, read again after the auth variables change (:func:`reload_auth_settings`);
-- ``ray.train._internal.session._TrainingResult``: what Tune hands ``Trainable.restore``, rebuilt around another
-  checkpoint (:func:`with_checkpoint`);
-- ``Tuner._local_tuner._tune_config``: a restored Tuner's ``TuneConfig``, which a resume changes (the number of
-  samples, the time budget) because ``Tuner.restore`` takes no new one (:func:`restored_tune_config`);
-- ``tune.get_context().get_storage()``: a DeveloperAPI whose ``StorageContext`` may change between minor
-  versions; :func:`trial_storage` copies the four paths sentsweep reads from it;
-- the form of a trial's ``experiment_tag`` (``"3_lr=0.001"``): its leading number counts the trials Tune created
-  (from 1 for a searcher's, from 0 for plain variants), and a restore keeps it (:func:`trial_number`).
-"""
+"""Ray's names outside its public API, each behind one function that imports it (see :mod:`sentsweep._compat`)."""
 
 from __future__ import annotations
 
@@ -22,7 +8,8 @@ from typing import Any
 
 
 def set_single_machine(on: bool) -> bool:
-    """Set the driver's single-machine switch (True: every Ray address on 127.0.0.1); returns the previous value."""
+    """Set the driver's single-machine switch (True: every Ray address on 127.0.0.1), which Ray reads from
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` only when it is imported; returns the previous value."""
     from ray._private import ray_constants
 
     before = not ray_constants.ENABLE_RAY_CLUSTER
@@ -46,8 +33,8 @@ def with_checkpoint(result: Any, checkpoint: Any) -> Any:
 
 
 def restored_tune_config(tuner: Any) -> Any:
-    """The ``TuneConfig`` a restored ``tuner`` will run with (None when this Ray keeps it elsewhere); Tune reads
-    it again at every ``fit``, so a change made here applies."""
+    """The ``TuneConfig`` a restored ``tuner`` will run with (None when this Ray keeps it elsewhere): a resume
+    changes it since ``Tuner.restore`` takes no new one, and Tune reads it again at every ``fit``."""
     return getattr(getattr(tuner, "_local_tuner", None), "_tune_config", None)
 
 
@@ -63,7 +50,8 @@ class TrialStorage:
 
 
 def trial_storage() -> TrialStorage | None:
-    """The storage of the calling Tune trial; None outside one."""
+    """The storage of the calling Tune trial (a DeveloperAPI, which may change between minor versions); None
+    outside one."""
     from ray import tune
 
     with warnings.catch_warnings():  # outside a trial Ray warns once and returns None
@@ -75,10 +63,10 @@ def trial_storage() -> TrialStorage | None:
                         storage.trial_working_directory)
 
 
-
 def trial_number(trial_or_result: Any) -> int | None:
-    """The number Tune gave the trial when it created it, from its ``experiment_tag`` (a ``Trial`` or a result
-    dict); later trials have larger numbers; None when it has none."""
+    """The number Tune gave the trial when it created it (from 1 for a searcher's, from 0 for plain variants; a
+    restore keeps it), from its ``experiment_tag`` (``"3_lr=0.001"``) of a ``Trial`` or a result dict; None when it
+    has none."""
     tag = (trial_or_result.get("experiment_tag") if isinstance(trial_or_result, dict)
            else getattr(trial_or_result, "experiment_tag", None))
     head = str(tag or "").split("_", 1)[0]

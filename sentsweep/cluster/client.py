@@ -18,7 +18,7 @@ from sentsweep.errors import SentsweepError
 from sentsweep.tables import aligned_table
 
 if TYPE_CHECKING:
-    from ray.job_submission import JobDetails, JobSubmissionClient
+    from ray.job_submission import JobDetails
 
 #: The Ray dashboard of a head on this machine (or a port-forwarded one).
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
@@ -62,16 +62,13 @@ def _auth_status(exc: BaseException) -> int | None:
 class ClusterJobs:
     """The jobs of one Ray cluster, through its dashboard's Jobs API; failures are :class:`ClusterError`."""
 
-    def __init__(self, address: str, client: JobSubmissionClient | None = None, *,
-                 token: RayToken | None = None) -> None:
+    def __init__(self, address: str, *, token: RayToken | None = None) -> None:
+        from ray.job_submission import JobSubmissionClient
+
         self.address = address
         self.token = token
-        if client is None:
-            from ray.job_submission import JobSubmissionClient
-
-            with self._errors(connecting=True):
-                client = JobSubmissionClient(address, headers=token.headers() if token else None)
-        self.client = client
+        with self._errors(connecting=True):
+            self.client = JobSubmissionClient(address, headers=token.headers() if token else None)
 
     @contextlib.contextmanager
     def _errors(self, job_id: str | None = None, *, connecting: bool = False) -> Iterator[None]:

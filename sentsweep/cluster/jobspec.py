@@ -83,8 +83,7 @@ def _portability_warnings(config: SweepConfig) -> list[str]:
                         "job's temporary folder on the head and could not be resumed; pass --storage "
                         "s3://bucket/prefix or a path on a shared volume")
     uri = config.tracking.uri
-    local = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
-    if not is_server_uri(uri) and ("://" not in uri or uri.startswith("sqlite:///")) and is_relative_path(local):
+    if not is_server_uri(uri) and is_relative_path(uri.removeprefix("sqlite:///")):
         warnings.append(f"tracking uri '{uri}' is relative: the runs would be written inside the job's "
                         "temporary folder on the head; pass --tracking-uri http://MLFLOW:5000")
     artifacts = config.tracking.artifact_location
@@ -162,10 +161,9 @@ def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, inclu
     return StagedDir(dest, tuple(sizes), total, config_path)
 
 
-def pinned_requirements(project_dir: Path | None = None) -> list[str]:
+def pinned_requirements() -> list[str]:
     """The pinned runtime requirements of ``pyproject.toml`` (else of the installed distribution's metadata)."""
-    if project_dir is None:
-        project_dir = project_dirs()[1]
+    project_dir = project_dirs()[1]
     if project_dir is not None:
         data = tomllib.loads((project_dir / "pyproject.toml").read_text(encoding="utf-8"))
         return list(data.get("project", {}).get("dependencies", []))

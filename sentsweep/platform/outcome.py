@@ -28,13 +28,13 @@ class Interval:
         """The end of the interval a cautious reader assumes: ``low`` when maximising, ``high`` when minimising."""
         return self.low if mode == "max" else self.high
 
-    def describe(self, digits: int = 2) -> str:
+    def describe(self) -> str:
         if self.n == 0:
             return "no finished seed"
         if self.n < 2:
-            return f"{self.mean:.{digits}f} (1 seed)"
-        return (f"{self.mean:.{digits}f} +- {self.high - self.mean:.{digits}f} "
-                f"[{self.low:.{digits}f}, {self.high:.{digits}f}] (n={self.n}, sd {self.std:.{digits}f})")
+            return f"{self.mean:.2f} (1 seed)"
+        return (f"{self.mean:.2f} +- {self.high - self.mean:.2f} [{self.low:.2f}, {self.high:.2f}] "
+                f"(n={self.n}, sd {self.std:.2f})")
 
 
 def interval(values: Sequence[float]) -> Interval:

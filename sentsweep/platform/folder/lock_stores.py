@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from sentsweep.data.cache import atomic_write
@@ -92,11 +92,11 @@ class S3LockStore:
     """The lock as an S3 object: ``If-None-Match: *`` creates, ``If-Match: <ETag>`` replaces. Short timeouts and
     two tries, so a renewal in an outage returns long before the lock could expire."""
 
-    def __init__(self, bucket: str, key: str, *, endpoint_url: str | None = None, client: Any = None) -> None:
+    def __init__(self, bucket: str, key: str, endpoint_url: str | None) -> None:
         self.bucket = bucket
         self.key = key
         self.uri = f"s3://{bucket}/{key}"
-        self.client = client if client is not None else s3_client(endpoint_url, "prompt")
+        self.client = s3_client(endpoint_url, "prompt")
 
     def read(self) -> Stored | None:
         def get() -> Stored:
@@ -116,7 +116,7 @@ def lock_store(location: SweepLocation) -> LockStore:
     parts = urlsplit(location.uri)
     if parts.scheme == "s3":
         return S3LockStore(parts.hostname or "", posixpath.join(parts.path.strip("/"), LOCK_FILE),
-                           endpoint_url=location.endpoint_url)
+                           location.endpoint_url)
     if "://" not in location.uri or parts.scheme == "file":
         _, path = location.resolve()
         return LocalLockStore(Path(path) / LOCK_FILE)

@@ -4,7 +4,6 @@ trials (and of ``keep``) in ``<trial>/best/``, no checkpoint, no ``work/`` folde
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sentsweep.platform.results import rank_results, result_trial_id
@@ -27,17 +26,10 @@ def checkpoint_folder(result: Result) -> StoredFolder | None:
     return StoredFolder(checkpoint.filesystem, checkpoint.path) if checkpoint is not None else None
 
 
-@dataclass
-class PruneReport:
-    kept: list[str] = field(default_factory=list)
-    pruned: list[str] = field(default_factory=list)
-    removed_bytes: int = 0
-
-
 def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
-                echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> PruneReport:
+                echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> None:
     """Apply the after-sweep retention; ``keep_trials`` None keeps every weight (work folders go in any case)."""
-    report = PruneReport()
+    removed = 0
     known = {trial_folder(r).path.rstrip("/") for r in results}
     sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
     for folder in sweeps.values():
@@ -47,25 +39,22 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
                 continue
             for sub in trial.subfolders():  # a trial folder Tune lost: its staging and its weights
                 if sub in (WORK_DIR, BEST_DIR, BEST_DIR + NEXT_SUFFIX) or sub.startswith(CHECKPOINT_PREFIX):
-                    report.removed_bytes += _remove(trial.child(sub))
+                    removed += _remove(trial.child(sub))
     if keep_trials is None:
         for result in results:
-            report.removed_bytes += _remove(trial_folder(result).child(WORK_DIR))
-        return report
+            _remove(trial_folder(result).child(WORK_DIR))
+        return
     ranked = rank_results(results, metric, mode)
     kept = {id(r) for r in ranked[:keep_trials]} | {id(r) for r in results if result_trial_id(r) in keep}
     for result in results:
         trial = trial_folder(result)
-        trial_id = result_trial_id(result)
         if id(result) in kept:
-            report.removed_bytes += keep_best_weights_only(trial, checkpoint_folder(result), mode)
-            report.kept.append(trial_id)
+            removed += keep_best_weights_only(trial, checkpoint_folder(result), mode)
         else:
-            report.removed_bytes += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
-            report.pruned.append(trial_id)
-    echo(f"kept the best weights of {len(report.kept)} trial(s), removed the weights of {len(report.pruned)} "
-         f"and every checkpoint ({report.removed_bytes / 2**20:.1f} MiB listed)")
-    return report
+            removed += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
+    held = sum(id(r) in kept for r in results)
+    echo(f"kept the best weights of {held} trial(s), removed the weights of {len(results) - held} "
+         f"and every checkpoint ({removed / 2**20:.1f} MiB listed)")
 
 
 def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:

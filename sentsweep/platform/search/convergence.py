@@ -143,12 +143,6 @@ class ConvergenceCheck:
                 return EMMREvaluator(min_n_trials=2, seed=self.seed)
             return RegretBoundEvaluator(min_n_trials=1, seed=self.seed)
 
-    def noise(self, trials: Sequence[FrozenTrial]) -> tuple[float, str] | None:
-        if self.settings.noise_sd is not None:
-            return self.settings.noise_sd, "config"
-        measured = measured_noise(trials)
-        return None if measured is None else (measured, "measured")
-
     def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
         """The decision once ``started`` trials have been started; None: go on. The stagnation rule reads the
         ended search trials with a value (pruned ones too, the noise replicas left out) in the order they were
@@ -166,7 +160,9 @@ class ConvergenceCheck:
                         and t.value is not None and math.isfinite(t.value)]
         if len(finished) < self.settings.min_trials:
             return None
-        noise = self.noise(trials)
+        noise, source = self.settings.noise_sd, "config"
+        if noise is None:
+            noise, source = measured_noise(trials), "measured"
         if noise is None:
             return None
         evaluator = (self.evaluator or self._optuna_evaluator)()
@@ -174,9 +170,9 @@ class ConvergenceCheck:
             bound = float(evaluator.evaluate(list(finished), self.direction))
         except ValueError:  # too few trials for the rule, or an empty intersection of the trials' search spaces
             return None
-        if not bound < noise[0]:
+        if not bound < noise:
             return None
-        return Converged(started, len(finished), bound, noise[0], noise[1], type(evaluator).__name__,
+        return Converged(started, len(finished), bound, noise, source, type(evaluator).__name__,
                          self.settings.patience if stagnation else None)
 
 
