@@ -51,10 +51,8 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
         yield
         return
     joins = joins_ray_cluster(address)
-    with contextlib.ExitStack() as local:
-        if not joins:
-            local.enter_context(local_ray_settings())
-        with hidden_from_workers() if not joins else contextlib.nullcontext():  # MLflow is the driver's alone
+    with contextlib.nullcontext() if joins else local_ray_settings():
+        with contextlib.nullcontext() if joins else hidden_from_workers():  # MLflow is the driver's alone
             context = ray.init(address=address if joins else "local", include_dashboard=False,
                                log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
                                runtime_env={"env_vars": {**WORKER_ENV, **(env or {})}})
@@ -213,16 +211,11 @@ class Ender:
 
 
 def own_processes() -> list[Any]:
-    """This user's processes, this one excepted."""
+    """This user's processes, this one excepted (psutil skips one gone meanwhile; an unreadable one has no uids)."""
     import psutil
 
-    def uid(process: psutil.Process) -> int | None:
-        try:
-            return process.uids().real
-        except Exception:  # noqa: BLE001 - gone meanwhile
-            return None
-
-    return [p for p in psutil.process_iter() if p.pid != os.getpid() and uid(p) == os.getuid()]
+    return [p for p in psutil.process_iter(["uids"])
+            if p.pid != os.getpid() and p.info["uids"] is not None and p.info["uids"].real == os.getuid()]
 
 
 def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,

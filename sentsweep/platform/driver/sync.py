@@ -34,7 +34,7 @@ log = logging.getLogger("sentsweep.tracking")
 
 def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tuple[str, int]]:
     """Trial id -> the name and number the driver gives its run, from the experiment snapshot."""
-    trials = snapshot_trials(path, fs) or []
+    trials = snapshot_trials(fs, path) or []
     values = {t.trial_id: t.evaluated_params for t in trials}
     return {trial_id: (run_name(trial_label(number, prefix), trial_id, values[trial_id]), number)
             for trial_id, number in creation_numbers(trials).items()}
