@@ -236,8 +236,7 @@ def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_a
 
 
 def tidy_local_ray(session_dir: str | None) -> None:
-    """Mark this driver's local Ray session folder, and end what killed drivers' local Rays left beside it (best
-    effort)."""
+    """Mark this driver's local Ray session folder; end what killed drivers' local Rays left beside it (best effort)."""
     if not session_dir:
         return
     try:

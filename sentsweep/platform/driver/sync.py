@@ -41,8 +41,7 @@ def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tu
 
 
 def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
-    """Tag the sweep run with its best trial's run when the sweep's end named the trial while its run did not
-    exist yet (MLflow was down)."""
+    """Tag the sweep run with its best trial's run, missing (MLflow was down) when the sweep's end named the trial."""
     tags = client.get_run(parent_run_id).data.tags
     best = tags.get(BEST_TRIAL_TAG)
     if not best or BEST_RUN_TAG in tags:
