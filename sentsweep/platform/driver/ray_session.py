@@ -114,7 +114,6 @@ def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
 
 
 def _set_environ(values: Mapping[str, str | None]) -> None:
-    """This process's variables set to ``values`` (None: unset); Ray's auth config and cached token read again."""
     for name, value in values.items():
         if value is None:
             os.environ.pop(name, None)
