@@ -219,7 +219,6 @@ class PreviousSweep(NamedTuple):
     """The newest sweep folder of a config's identity, and how its MLflow parent run ended."""
 
     uri: str
-    manifest: SweepManifest
     status: str
     tags: dict[str, str]
 
@@ -262,7 +261,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
     # next (a manifest planted with a later time would otherwise hide the sweep to resume)
     for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
-        previous = PreviousSweep(uri, manifest, *_run_state(manifest))
+        previous = PreviousSweep(uri, *_run_state(manifest))
         if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
             logger.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied "
                            "there)", uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume refuses it
