@@ -36,8 +36,7 @@ LOGGER_PREFIXES = ("events.out.tfevents",)
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
-    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping (no
-    :class:`TrimEndedTrials` when ``keep_trials`` or ``trim_ended_after_s`` is null)."""
+    """The callbacks of a search or a confirmation stage: its lines, the stop watch and the storage's keeping."""
     delay_s = config.checkpoint.trim_ended_after_s if config.checkpoint.keep_trials is not None else None
     return [ProgressCallback(config.metric, config.mode, num_samples, label_prefix=label_prefix), StopWatch(),
             UploadLogsBeforeRestart(), *([TrimEndedTrials(config.mode, delay_s)] if delay_s is not None else [])]

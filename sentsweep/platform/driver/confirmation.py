@@ -168,9 +168,8 @@ def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation,
 
 
 def stage_run(sweep: SweepRun, location: SweepLocation, run_id: str) -> SweepRun:
-    fs, path = stage_location(location).resolve()
-    return SweepRun.attach(sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name, fs, path,
-                           runs={sweep.run_id})
+    return SweepRun.attach(sweep.tracking_uri, sweep.experiment_id, run_id, sweep.sweep_name,
+                           *stage_location(location).resolve(), runs={sweep.run_id})
 
 
 def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, run: SweepRun,

@@ -160,20 +160,16 @@ class StopSignals:
         signal.signal(signal.SIGINT, on_sigint)
 
 
-
-class WithoutTunesResumeHint(logging.Filter):
-    """Drops Ray Tune's own hint after a stop (``Resume experiment with: Tuner.restore(...)``): the driver prints
-    the ``sentsweep resume`` command that continues a sweep, and Tune's would lose the sweep's own state."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Tuner.restore(" not in record.getMessage()
+def without_tunes_resume_hint(record: logging.LogRecord) -> bool:
+    """A log filter dropping Ray Tune's own hint after a stop (``Resume experiment with: Tuner.restore(...)``): the
+    driver prints the ``sentsweep resume`` command that continues a sweep, and Tune's would lose the sweep's state."""
+    return "Tuner.restore(" not in record.getMessage()
 
 
 def hide_tunes_resume_hint() -> None:
-    """Install :class:`WithoutTunesResumeHint` on Ray Tune's logger, once."""
-    tune_log = logging.getLogger("ray.tune.tune")
-    if not any(isinstance(f, WithoutTunesResumeHint) for f in tune_log.filters):
-        tune_log.addFilter(WithoutTunesResumeHint())
+    """Install :func:`without_tunes_resume_hint` on Ray Tune's logger (``addFilter`` adds a filter once)."""
+    logging.getLogger("ray.tune.tune").addFilter(without_tunes_resume_hint)
+
 
 @contextlib.contextmanager
 def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:

@@ -51,10 +51,8 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
         yield
         return
     joins = joins_ray_cluster(address)
-    with contextlib.ExitStack() as local:
-        if not joins:
-            local.enter_context(local_ray_settings())
-        with hidden_from_workers() if not joins else contextlib.nullcontext():  # MLflow is the driver's alone
+    with contextlib.nullcontext() if joins else local_ray_settings():
+        with contextlib.nullcontext() if joins else hidden_from_workers():  # MLflow is the driver's alone
             context = ray.init(address=address if joins else "local", include_dashboard=False,
                                log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
                                runtime_env={"env_vars": {**WORKER_ENV, **(env or {})}})
@@ -116,7 +114,6 @@ def ray_auth(values: Mapping[str, str | None]) -> Iterator[None]:
 
 
 def _set_environ(values: Mapping[str, str | None]) -> None:
-    """This process's variables set to ``values`` (None: unset); Ray's auth config and cached token read again."""
     for name, value in values.items():
         if value is None:
             os.environ.pop(name, None)
@@ -213,16 +210,11 @@ class Ender:
 
 
 def own_processes() -> list[Any]:
-    """This user's processes, this one excepted."""
+    """This user's processes, this one excepted (psutil skips one gone meanwhile; an unreadable one has no uids)."""
     import psutil
 
-    def uid(process: psutil.Process) -> int | None:
-        try:
-            return process.uids().real
-        except Exception:  # noqa: BLE001 - gone meanwhile
-            return None
-
-    return [p for p in psutil.process_iter() if p.pid != os.getpid() and uid(p) == os.getuid()]
+    return [p for p in psutil.process_iter(["uids"])
+            if p.pid != os.getpid() and p.info["uids"] is not None and p.info["uids"].real == os.getuid()]
 
 
 def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,
@@ -243,8 +235,7 @@ def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_a
 
 
 def tidy_local_ray(session_dir: str | None) -> None:
-    """Mark this driver's local Ray session folder, and end what killed drivers' local Rays left beside it (best
-    effort)."""
+    """Mark this driver's local Ray session folder; end what killed drivers' local Rays left beside it (best effort)."""
     if not session_dir:
         return
     try:

@@ -127,7 +127,7 @@ class SnapshotTrial(NamedTuple):
     evaluated_params: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never changed
 
 
-def snapshot_trials(folder: str, filesystem: pyarrow.fs.FileSystem | None = None) -> list[SnapshotTrial] | None:
+def snapshot_trials(filesystem: pyarrow.fs.FileSystem | None, folder: str) -> list[SnapshotTrial] | None:
     """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None: none."""
     filesystem = filesystem or pyarrow.fs.LocalFileSystem()
     infos = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
@@ -169,7 +169,7 @@ class ResizableSearchGenerator(SearchGenerator):
         """Tune's restore, made to agree with the trials of the newest experiment state in the sweep's storage (an
         earlier driver's staging folder on this host may hold files it never uploaded): the limiter's running trials
         are those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for one Tune lost."""
-        trials = self.restored = snapshot_trials(*self.storage[::-1]) if self.storage else snapshot_trials(dirpath)
+        trials = self.restored = snapshot_trials(*self.storage) if self.storage else snapshot_trials(None, dirpath)
         super().restore_from_dir(dirpath)
         if trials is None:
             return
@@ -195,9 +195,9 @@ class ResizableSearchGenerator(SearchGenerator):
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
     if config.num_samples >= stored.num_samples:
         return
-    filesystem, folder = location.resolve()
+    storage = location.resolve()
     try:
-        trials = snapshot_trials(folder, filesystem) or []
+        trials = snapshot_trials(*storage) or []
     except (OSError, ValueError, KeyError):  # no readable experiment state: Tuner.restore will say so
         trials = []
     if config.num_samples < len(trials):
@@ -219,7 +219,6 @@ class PreviousSweep(NamedTuple):
     """The newest sweep folder of a config's identity, and how its MLflow parent run ended."""
 
     uri: str
-    manifest: SweepManifest
     status: str
     tags: dict[str, str]
 
@@ -262,7 +261,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
     # next (a manifest planted with a later time would otherwise hide the sweep to resume)
     for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
-        previous = PreviousSweep(uri, manifest, *_run_state(manifest))
+        previous = PreviousSweep(uri, *_run_state(manifest))
         if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
             logger.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied "
                            "there)", uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume refuses it

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 class TrainableLike(Protocol):
     """What the platform needs of a trainable (``sentsweep.trainables.registry.TrainableSpec``)."""
 
-    name: str
     function: Callable[[dict[str, Any]], None]
     reuse_actors: bool
 

@@ -259,7 +259,6 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                                                     fresh=not reopen)
                 if confirmation is not None and confirmation.results is not None:  # counted, never stopped
                     record_stage_compute(results, confirmation.results, sweep.log_metrics)
-            _refuse_if_superseded(stops)
     except BaseException as exc:
         _refuse_if_superseded(stops, exc)  # the parent run and its trials' runs belong to the new holder
         if opened:

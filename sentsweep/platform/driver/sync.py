@@ -34,15 +34,14 @@ log = logging.getLogger("sentsweep.tracking")
 
 def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tuple[str, int]]:
     """Trial id -> the name and number the driver gives its run, from the experiment snapshot."""
-    trials = snapshot_trials(path, fs) or []
+    trials = snapshot_trials(fs, path) or []
     values = {t.trial_id: t.evaluated_params for t in trials}
     return {trial_id: (run_name(trial_label(number, prefix), trial_id, values[trial_id]), number)
             for trial_id, number in creation_numbers(trials).items()}
 
 
 def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
-    """Tag the sweep run with its best trial's run when the sweep's end named the trial while its run did not
-    exist yet (MLflow was down)."""
+    """Tag the sweep run with its best trial's run, missing (MLflow was down) when the sweep's end named the trial."""
     tags = client.get_run(parent_run_id).data.tags
     best = tags.get(BEST_TRIAL_TAG)
     if not best or BEST_RUN_TAG in tags:
