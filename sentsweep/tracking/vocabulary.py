@@ -119,16 +119,6 @@ PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
 PROTOCOLS_ARTIFACT = "protocols.json"
 
 
-def experiment_tags() -> dict[str, str]:
-    return {EXPERIMENT_KIND_TAG: TRAINING_KIND}
-
-
-def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
-    experiment = client.get_experiment(experiment_id)
-    if EXPERIMENT_KIND_TAG not in experiment.tags:
-        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
-
-
 def source_tags(name: str) -> dict[str, str]:
     tags = {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE}
     sha = git_commit()

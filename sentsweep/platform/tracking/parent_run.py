@@ -101,15 +101,18 @@ def experiment_description(config: SweepConfig, sweep_name: str, searched: Seque
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    """The id of experiment ``name``, created (with ``artifact_location``) when missing."""
+    """The id of experiment ``name`` (created with ``artifact_location`` when missing), of model-training kind
+    unless it has a kind."""
     found = client.get_experiment_by_name(name)
     if found is not None:
         if found.lifecycle_stage == "deleted":
             client.restore_experiment(found.experiment_id)
-        vocab.mark_training_experiment(client, found.experiment_id)
+        if vocab.EXPERIMENT_KIND_TAG not in found.tags:
+            client.set_experiment_tag(found.experiment_id, vocab.EXPERIMENT_KIND_TAG, vocab.TRAINING_KIND)
         return found.experiment_id
     try:
-        return client.create_experiment(name, artifact_location=artifact_location, tags=vocab.experiment_tags())
+        return client.create_experiment(name, artifact_location=artifact_location,
+                                        tags={vocab.EXPERIMENT_KIND_TAG: vocab.TRAINING_KIND})
     except MlflowException:  # created meanwhile by another sweep
         found = client.get_experiment_by_name(name)
         if found is None:
