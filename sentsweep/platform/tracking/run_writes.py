@@ -268,7 +268,7 @@ class RunWrites:
                 client.log_artifacts(run_id, local, write["path"])
         elif op == "register":
             self._register(run_id, write)
-        elif op == "status":
+        elif op in ("status", "running"):  # "status" ends the run, "running" reopens it
             run = client.get_run(run_id)
             if write.get("if_running") and run.info.status in TERMINAL:
                 return
@@ -276,14 +276,10 @@ class RunWrites:
                 client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
             elif write.get("clear_reason") and REASON_TAG in run.data.tags:
                 client.delete_tag(run_id, REASON_TAG)
-            if run.info.status != write["status"]:
+            if op == "running":
+                client.update_run(run_id, status="RUNNING")
+            elif run.info.status != write["status"]:
                 client.set_terminated(run_id, status=write["status"])
-        elif op == "running":
-            client.update_run(run_id, status="RUNNING")
-            if write.get("reason"):
-                client.set_tag(run_id, REASON_TAG, write["reason"])
-            elif write.get("clear_reason") and REASON_TAG in client.get_run(run_id).data.tags:
-                client.delete_tag(run_id, REASON_TAG)
 
     def _register(self, run_id: str, write: Write) -> None:
         """Register the run's model once (a version of it already held is reused), then describe the version."""
