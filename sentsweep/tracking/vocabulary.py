@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from sentsweep.evaluation.metric_protocols import MetricProtocol
 
-Status = Literal["FINISHED", "FAILED", "KILLED"]
 TERMINAL = {"FINISHED", "FAILED", "KILLED"}
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -127,11 +126,9 @@ def source_tags(name: str) -> dict[str, str]:
     return tags
 
 
-def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "",
-                    keys: Any = None) -> dict[str, dict[str, Any]]:
-    """``protocols`` as plain data ``{prefix + metric: {"compact", "full"}}``, only ``keys`` when given."""
-    return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())
-            if keys is None or k in keys}
+def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "") -> dict[str, dict[str, Any]]:
+    """``protocols`` as plain data ``{prefix + metric: {"compact", "full"}}``."""
+    return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())}
 
 
 def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mapping[str, Any]]) -> None:

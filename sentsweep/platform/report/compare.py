@@ -17,7 +17,7 @@ from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.report.plots import pyplot, save_plot
 from sentsweep.tables import markdown_table
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import SEARCH_PREFIX, placement_label, tracked_key, trial_label
+from sentsweep.tracking.names import placement_label, tracked_key, trial_label
 from sentsweep.yaml_io import number_or_same
 
 SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
@@ -64,8 +64,8 @@ def trial_number(run: Run) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
-    return trial_label(trial_number(run), prefix) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
+def run_label(run: Run) -> str:
+    return trial_label(trial_number(run)) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
 
 
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:

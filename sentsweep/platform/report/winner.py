@@ -245,8 +245,8 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
         return save_plot(figure, rows, out_dir, name)
 
 
-def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
-                      name: str = "intervals") -> list[Path]:
+def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str,
+                      out_dir: Path) -> list[Path]:
     """Per configuration: its further seeds, their mean and 95% interval, and its search run apart."""
     plt = pyplot()
     rows: list[dict[str, Any]] = []
@@ -281,4 +281,4 @@ def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: 
                    label="search run (selected on it: not in the mean)")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
         ax.grid(axis="x", alpha=0.3)
-        return save_plot(figure, rows, out_dir, name)
+        return save_plot(figure, rows, out_dir, "intervals")

@@ -193,8 +193,8 @@ class SweepRun:
         """Params the run lacks (MLflow never changes one)."""
         self.writes.put({"op": "params", "run": self.run_id, "params": params})
 
-    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
-        self.writes.metrics(self.run_id, metrics, step)
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        self.writes.metrics(self.run_id, metrics)
 
     def log_protocols(self, record: dict[str, Any]) -> None:
         if record:
@@ -204,12 +204,12 @@ class SweepRun:
         """Upload a folder, kept in the sweep folder first (moved when ``move``)."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
-    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
+    def register_model(self, name: str, artifact_path: str, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
-        """Register the model as a version of ``name``; None when MLflow did not answer within ``wait_s``."""
+        """Register the model as a version of ``name``; None when MLflow did not answer within 15 s."""
         self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
                          "description": description, "tags": tags or {}})
-        self.writes.flush(wait_s)
+        self.writes.flush(15.0)
         return self.writes.registered.get(name)
 
     def tag_trial(self, trial_id: str, tags: dict[str, str], parent_run_id: str | None = None) -> None:

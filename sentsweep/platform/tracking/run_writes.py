@@ -175,9 +175,9 @@ class RunWrites:
             self.pending.append(write)
         self._deliverer.submit("writes", self.deliver)
 
-    def metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+    def metrics(self, run_id: str, metrics: dict[str, float]) -> None:
         stamp = self.now_ms()
-        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), step, stamp] for k, v in metrics.items()]})
+        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), 0, stamp] for k, v in metrics.items()]})
 
     def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
                move: bool = False) -> None:

@@ -293,13 +293,12 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = vocab.INTERRUPTED_REASON, names: Mapping[str, tuple[str, int]] | None = None,
-              scheduler_label: str | None = None) -> Reconciled:
+              names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None) -> Reconciled:
     """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
     A trial whose last report is final or failed ends FINISHED or FAILED. With ``scheduler_label``, one whose last
     report Tune marked ``done`` without either was pruned: FINISHED, outcome ``pruned``. Any other RUNNING run ends
-    KILLED (outcome ``interrupted``) with ``ended_reason``. ``names``: trial id -> its run's name and number."""
+    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number."""
     done = Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
@@ -315,6 +314,6 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
     for run in runs.child_runs("RUNNING"):
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
-        runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")
+        runs.end(trial_id, "KILLED", vocab.INTERRUPTED_REASON, outcome="interrupted")
         done.ended += 1
     return done
