@@ -121,9 +121,8 @@ class SweepNotifier:
                   echo: Callable[[str], None] = print) -> SweepNotifier:
         """The notifier of a sweep; says once when its variable holds no URL."""
         notifier = cls(config.notify, sweep, config.metric, config.mode, mlflow_run_id, sweep_folder, echo=echo)
-        name = config.notify.webhook_env
-        if name and not notifier.environ.get(name):
-            echo(f"notify: ${name} is not set; no notifications are sent")
+        if config.notify.webhook_env and notifier.url is None:
+            echo(f"notify: ${config.notify.webhook_env} is not set; no notifications are sent")
         return notifier
 
     @property
