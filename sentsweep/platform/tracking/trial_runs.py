@@ -249,10 +249,10 @@ class TrialRuns:
             log_dataset_inputs(self.client, run_id, inputs)
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
-    def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
-        """The params the run lacks; ``only_if_none``: only when it has none (a trial that failed at once)."""
+    def log_params(self, trial_id: str, params: dict[str, Any]) -> None:
+        """``params`` on a run that has none (a trial that failed before its first report)."""
         run_id = self.run_ids[trial_id]
-        if params and not (only_if_none and self.client.get_run(run_id).data.params):
+        if params and not self.client.get_run(run_id).data.params:
             vocab.log_missing_params(self.client, run_id, params)
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,

@@ -180,7 +180,7 @@ class TrialRunsCallback(Callback):
         status = vocab.OUTCOMES[outcome]
         if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
             settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
-            self.runs.log_params(trial.trial_id, settings, only_if_none=True)
+            self.runs.log_params(trial.trial_id, settings)
         self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
                       outcome=outcome)
 
