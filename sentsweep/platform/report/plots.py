@@ -201,20 +201,13 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     return save_plot(figure, rows, out_dir, "parallel_coordinate")
 
 
-def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """This sweep's own COMPLETE, feasible trials."""
-    from optuna.trial import TrialState
-
-    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
-
-
 def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
-    """Seeded fANOVA importance over :func:`feasible_finished` trials; ValueError when nothing can be ranked."""
+    """Seeded fANOVA importance over the sweep's own finished, feasible trials; ValueError when none can be ranked."""
     import optuna
 
     plt = pyplot()
-    trials = feasible_finished(study)
+    trials = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+              if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
     if len(trials) < MIN_IMPORTANCE_TRIALS:
         raise ValueError(f"{len(trials)} finished feasible trial(s): an importance needs at least "
                          f"{MIN_IMPORTANCE_TRIALS}")
