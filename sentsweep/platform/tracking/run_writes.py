@@ -229,11 +229,10 @@ class RunWrites:
     def load(self, runs: Collection[str], register: str | None = None) -> int:
         """Queue the writes an earlier session saved (before any new one); how many. Anyone who can write the folder
         can write the file, so only :func:`admissible` writes are kept."""
-        try:
-            with self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream:
-                saved = json.loads(stream.readall())
-        except (FileNotFoundError, OSError, ValueError):
-            return 0
+        saved = None
+        with (contextlib.suppress(OSError, ValueError),
+              self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream):
+            saved = json.loads(stream.readall())
         writes = [w for w in saved if isinstance(w, dict) and admissible(w, runs, register)] \
             if isinstance(saved, list) else []
         with self._lock:

@@ -47,17 +47,13 @@ class TrialFolder:
 
     def results(self) -> list[dict[str, Any]]:
         """Every report the folder holds, in order (a line a kill cut short is left out)."""
-        try:
-            with self.fs.open_input_stream(posixpath.join(self.path, RESULTS_FILE)) as stream:
-                text = stream.readall().decode("utf-8", errors="replace")
-        except OSError:
-            return []
+        text = ""
+        with contextlib.suppress(OSError), self.fs.open_input_stream(posixpath.join(self.path, RESULTS_FILE)) as stream:
+            text = stream.readall().decode("utf-8", errors="replace")
         found = []
         for line in text.splitlines():
-            try:
+            with contextlib.suppress(ValueError):
                 found.append(json.loads(line))
-            except ValueError:
-                continue
         return [r for r in found if isinstance(r, dict)]
 
     def output(self) -> tuple[pyarrow.fs.FileSystem, str] | None:
