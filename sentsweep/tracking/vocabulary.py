@@ -77,11 +77,6 @@ def param_value(value: Any) -> str:
     return str(value)[:MAX_PARAM_LENGTH]
 
 
-def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of a result (bools dropped; NaN kept, MLflow stores it)."""
-    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-
-
 #: The parent run's tag with the sweep's state (running, finished, interrupted, crashed, failed).
 STATUS_TAG = "sentsweep.status"
 #: The MLflow run status each state closes the parent with.

@@ -210,8 +210,9 @@ class TrialRuns:
                 continue
             self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
-            points = [Metric(tracked_key(k), v, stamp, step) for k, v in vocab.numeric_metrics(result).items()
-                      if k not in NOT_METRICS]
+            # every number but a bool is a point, NaN too (MLflow stores it)
+            points = [Metric(tracked_key(k), float(v), stamp, step) for k, v in result.items()
+                      if isinstance(v, int | float) and not isinstance(v, bool) and k not in NOT_METRICS]
             points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
             self.client.log_batch(run_id, metrics=points)
             self.marks[trial_id] = max(mark, step)
