@@ -107,8 +107,7 @@ def fold_protocols(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for values, group in table.fillna("").groupby(key, sort=False):
         row = {"metrics": len(group), "figures": int(group["runs"].sum()), "examples": _first(group["metric"]),
-               "ids": _first(group["protocol"]),
-               **dict(zip(key, values if isinstance(values, tuple) else (values,), strict=True))}
+               "ids": _first(group["protocol"]), **dict(zip(key, values, strict=True))}
         if "mixed" in group.columns and group["mixed"].astype(bool).any():
             row["mixed"] = "; ".join(m for m in group["mixed"] if m)
         rows.append(row)
