@@ -41,7 +41,7 @@ def apply_overrides(config: dict[str, Any], assignments: Sequence[str]) -> dict[
             value = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError:
             value = text
-        value = _number_or_same(value)
+        value = number_or_same(value)
         node = result
         parts = key.strip().split(".")
         for part in parts[:-1]:
@@ -52,8 +52,9 @@ def apply_overrides(config: dict[str, Any], assignments: Sequence[str]) -> dict[
     return result
 
 
-def _number_or_same(value: Any) -> Any:
-    """YAML 1.1 reads ``3e-5`` as a string; take it as the number a user meant."""
+def number_or_same(value: Any) -> Any:
+    """Text that reads as an int or a float as that number, anything else as it is (YAML 1.1 reads ``3e-5`` as a
+    string, MLflow keeps params as text)."""
     if not isinstance(value, str):
         return value
     for kind in (int, float):

@@ -72,8 +72,8 @@ def _registered(name: str, specs: Sequence[FileSpec], source: DataSource, contex
     return files_record(name, files, context, limit, sample_seed)
 
 
-def prepared_record(ref: str, context: str, limit: int | None = None,
-                    sample_seed: int | None = None) -> DatasetRecord | None:
+def prepared_record(ref: str, limit: int | None = None, sample_seed: int | None = None) -> DatasetRecord | None:
+    """The training record of a prepared dataset (``prepared:<name>``), None without its manifest."""
     from sentsweep.data.prepared import ref_store
     from sentsweep.data.staging import read_manifest
 
@@ -85,14 +85,14 @@ def prepared_record(ref: str, context: str, limit: int | None = None,
     digest = hashlib.sha256(f"{manifest.get('digest')} {limit} seed {sample_seed if sampled else None}".encode())
     profile: dict[str, Any] = {"kind": manifest.get("kind"), "rows": manifest.get("rows"),
                                "bytes": manifest.get("bytes")}
-    return _record(str(manifest.get("name", ref)), digest.hexdigest(), store.uri, context, profile, limit, sample_seed)
+    return _record(str(manifest.get("name", ref)), digest.hexdigest(), store.uri, TRAINING, profile, limit, sample_seed)
 
 
 def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
     """The training data a config names: ``train_data`` + ``train_split``, or ``corpus``."""
     train_data = getattr(config, "train_data", None)
     if train_data is not None and train_data.startswith(PREPARED_PREFIX):
-        return prepared_record(train_data, TRAINING, getattr(config, "max_train_pairs", None), SAMPLE_SEED)
+        return prepared_record(train_data, getattr(config, "max_train_pairs", None), SAMPLE_SEED)
     if train_data is not None and train_data in REGISTRY:
         split = getattr(config, "train_split", None)
         return _registered(f"{train_data}/{split}" if split else train_data, [(train_data, split)], source,
@@ -102,7 +102,7 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
         return None
     limit = getattr(config, "max_sentences", None)
     if corpus.startswith(PREPARED_PREFIX) and "," not in corpus:
-        return prepared_record(corpus, TRAINING, limit)
+        return prepared_record(corpus, limit)
     if corpus in REGISTRY:
         return _registered(corpus, [(corpus, None)], source, TRAINING, limit)
     path = Path(corpus).expanduser()

@@ -29,13 +29,13 @@ def tracked_key(key: str) -> str:
     return f"{SYS_PREFIX}{key}" if key in BOOKKEEPING_KEYS else key
 
 
-def figure(value: Any, digits: int = 3) -> str:
-    """A float from 1 to 100000 to at most two decimals, any other to ``digits`` significant digits."""
+def figure(value: Any) -> str:
+    """A float from 1 to 100000 to at most two decimals, any other to three significant digits."""
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
         return str(value)
     if 1 <= abs(value) < 1e5:
         return f"{value:.2f}".rstrip("0").rstrip(".")
-    return f"{value:.{digits}g}"
+    return f"{value:.3g}"
 
 
 def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:

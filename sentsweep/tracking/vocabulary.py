@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from sentsweep.evaluation.metric_protocols import MetricProtocol
 
-Status = Literal["FINISHED", "FAILED", "KILLED"]
 TERMINAL = {"FINISHED", "FAILED", "KILLED"}
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -78,11 +77,6 @@ def param_value(value: Any) -> str:
     return str(value)[:MAX_PARAM_LENGTH]
 
 
-def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """The numeric entries of a result (bools dropped; NaN kept, MLflow stores it)."""
-    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-
-
 #: The parent run's tag with the sweep's state (running, finished, interrupted, crashed, failed).
 STATUS_TAG = "sentsweep.status"
 #: The MLflow run status each state closes the parent with.
@@ -119,16 +113,6 @@ PROTOCOL_TAG_PREFIX = "sentsweep.protocol."
 PROTOCOLS_ARTIFACT = "protocols.json"
 
 
-def experiment_tags() -> dict[str, str]:
-    return {EXPERIMENT_KIND_TAG: TRAINING_KIND}
-
-
-def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
-    experiment = client.get_experiment(experiment_id)
-    if EXPERIMENT_KIND_TAG not in experiment.tags:
-        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
-
-
 def source_tags(name: str) -> dict[str, str]:
     tags = {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE}
     sha = git_commit()
@@ -137,11 +121,9 @@ def source_tags(name: str) -> dict[str, str]:
     return tags
 
 
-def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "",
-                    keys: Any = None) -> dict[str, dict[str, Any]]:
-    """``protocols`` as plain data ``{prefix + metric: {"compact", "full"}}``, only ``keys`` when given."""
-    return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())
-            if keys is None or k in keys}
+def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "") -> dict[str, dict[str, Any]]:
+    """``protocols`` as plain data ``{prefix + metric: {"compact", "full"}}``."""
+    return {f"{prefix}{k}": {"compact": p.compact(), "full": p.to_dict()} for k, p in sorted(protocols.items())}
 
 
 def log_protocols(client: MlflowClient, run_id: str, record: Mapping[str, Mapping[str, Any]]) -> None:

@@ -57,14 +57,17 @@ def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[
     return list(itertools.islice((s for s in itertools.count(original + 1) if s not in taken), count))
 
 
-def _trial_id(result: Result) -> str:
-    return str((result.metrics or {}).get("trial_id", ""))
-
-
 def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:
     """A run's recorded figures: the sweep's metric and its test suites."""
     return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)
             and (k == metric or k.endswith(FIGURE_SUFFIXES))}
+
+
+def _seed_run(result: Result, seed: int, metric: str, original: bool) -> SeedRun:
+    """A configuration's run with ``seed``: its value of ``metric`` (NaN unless it finished) and its figures."""
+    value = metric_value(result, metric) if is_final(result.metrics) else None
+    return SeedRun(str((result.metrics or {}).get("trial_id", "")), seed, math.nan if value is None else value,
+                   original, figures(result.metrics or {}, metric))
 
 
 def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Candidate], dict[str, dict]]:
@@ -74,13 +77,9 @@ def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Ca
     candidates, configs = [], {}
     for rank, result in enumerate(finished[: config.confirm.top_k], start=1):
         trial_config = {k: v for k, v in (result.config or {}).items() if k != "tracking"}
-        trial_id = _trial_id(result)
-        seed = int(trial_config.get("seed", config.seed))
-        value = metric_value(result, config.metric)
-        run = SeedRun(trial_id, seed, math.nan if value is None else value, True,
-                      figures(result.metrics or {}, config.metric))
-        candidates.append(Candidate(rank, trial_id, {k: trial_config.get(k) for k in searched}, [run]))
-        configs[trial_id] = trial_config
+        run = _seed_run(result, int(trial_config.get("seed", config.seed)), config.metric, True)
+        candidates.append(Candidate(rank, run.trial_id, {k: trial_config.get(k) for k in searched}, [run]))
+        configs[run.trial_id] = trial_config
     return candidates, configs
 
 
@@ -103,10 +102,7 @@ def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stag
         owner = owners.get(_identity(trial_config))
         if owner is None:
             continue
-        value = metric_value(result, config.metric) if is_final(result.metrics) else None
-        owner.runs.append(SeedRun(_trial_id(result), int(trial_config.get("seed", 0)),
-                                  math.nan if value is None else value, False,
-                                  figures(result.metrics or {}, config.metric)))
+        owner.runs.append(_seed_run(result, int(trial_config.get("seed", 0)), config.metric, False))
     winner = choose_winner(candidates, config.confirm.rule, config.mode)
     return ConfirmationOutcome(run_id, config.confirm.rule, candidates, winner, winner.representative(),
                                stage_results)

@@ -3,7 +3,6 @@ Pareto fronts read back from MLflow as tables, and ``--plots``: the best value s
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,8 @@ from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.report.plots import pyplot, save_plot
 from sentsweep.tables import markdown_table
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import SEARCH_PREFIX, placement_label, tracked_key, trial_label
+from sentsweep.tracking.names import placement_label, tracked_key, trial_label
+from sentsweep.yaml_io import number_or_same
 
 SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
@@ -64,8 +64,8 @@ def trial_number(run: Run) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def run_label(run: Run, prefix: str = SEARCH_PREFIX) -> str:
-    return trial_label(trial_number(run), prefix) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
+def run_label(run: Run) -> str:
+    return trial_label(trial_number(run)) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
 
 
 def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
@@ -171,7 +171,7 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
         if labelled:  # the paper's setting, which no scheduler stops
             row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
-        row.update({k: _number(trial.data.params.get(k)) for k in searched})
+        row.update({k: number_or_same(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
                    reason=trial.data.tags.get(vocab.REASON_TAG, ""),
                    run_id=trial.info.run_id)
@@ -203,13 +203,6 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
     table.attrs["confirmation"] = pd.DataFrame(confirm_table)
     table.attrs["pareto"] = pd.DataFrame(front_table)
     return table, pd.DataFrame(trial_table)
-
-
-def _number(text: str | None) -> Any:
-    for kind in (int, float):
-        with contextlib.suppress(TypeError, ValueError):
-            return kind(text)
-    return text
 
 
 def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:

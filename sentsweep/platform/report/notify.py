@@ -57,9 +57,6 @@ class SweepNotice:
                  f"MLflow run {self.mlflow_run_id}; folder {self.sweep_folder}"]
         return "; ".join(part for part in parts if part)
 
-    def payload(self) -> dict[str, Any]:
-        return {"text": self.text(), "sentsweep": asdict(self)}
-
 
 def masked_url(url: str) -> str:
     parts = urlsplit(url)
@@ -121,9 +118,8 @@ class SweepNotifier:
                   echo: Callable[[str], None] = print) -> SweepNotifier:
         """The notifier of a sweep; says once when its variable holds no URL."""
         notifier = cls(config.notify, sweep, config.metric, config.mode, mlflow_run_id, sweep_folder, echo=echo)
-        name = config.notify.webhook_env
-        if name and not notifier.environ.get(name):
-            echo(f"notify: ${name} is not set; no notifications are sent")
+        if config.notify.webhook_env and notifier.url is None:
+            echo(f"notify: ${config.notify.webhook_env} is not set; no notifications are sent")
         return notifier
 
     @property
@@ -155,8 +151,8 @@ class SweepNotifier:
         if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short
             notice.reason = mask_text(notice.reason.strip().split("\n", 1)[0], secrets)[:MAX_REASON] or None
         try:
-            post_json(url, notice.payload(), timeout_s=self.settings.timeout_s, retries=self.settings.retries,
-                      backoff_s=self.backoff_s)
+            post_json(url, {"text": notice.text(), "sentsweep": asdict(notice)}, timeout_s=self.settings.timeout_s,
+                      retries=self.settings.retries, backoff_s=self.backoff_s)
         except Exception as exc:  # a NotifyError, or any surprise: notifying never fails the sweep
             detail = str(exc) if isinstance(exc, NotifyError) else f"{type(exc).__name__}: {exc}"
             self.echo(f"notify: the {notice.event} notification to {masked_url(url)} was not delivered "

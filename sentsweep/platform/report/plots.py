@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.results import creation_numbers, infeasibility, is_failed, is_final, is_warm_start
-from sentsweep.tracking.names import trial_label
+from sentsweep.platform.results import infeasibility, is_failed, is_final, is_warm_start, result_labels
 
 if TYPE_CHECKING:
     import optuna
@@ -64,12 +63,12 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
     """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve."""
     records = []
-    numbers = creation_numbers([r.metrics for r in results if (r.metrics or {}).get("trial_id")])
+    labels = result_labels(results)
     for result in results:
         metrics, config = result.metrics or {}, result.config or {}
         record = TrialRecord(str(metrics.get("trial_id", getattr(result, "path", "?"))),
                              trial_status(metrics, bool(result.error)), {k: config[k] for k in searched if k in config},
-                             label=trial_label(numbers.get(str(metrics.get("trial_id")))) or "")
+                             label=labels.get(str(metrics.get("trial_id")), ""))
         frame = result.metrics_dataframe
         if frame is not None and metric in frame and "step" in frame:
             finals = frame["final"] if "final" in frame else [None] * len(frame)
@@ -175,16 +174,16 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
                         zorder=5)
         if log:
             names[i] = f"{name}\n(log scale)"
-    metric_transform = _axis(valued)[0] if valued else (lambda v: 0.5)
     if valued:
-        for t, label in zip(*_axis(valued)[1:3], strict=True):
+        metric_transform, metric_ticks, metric_labels, _ = _axis(valued)
+        for t, label in zip(metric_ticks, metric_labels, strict=True):
             ax.annotate(label, (len(axes) - 1, t), xytext=(4, 0), textcoords="offset points", ha="left",
                         va="center", fontsize=7)
     no_value = -0.15
     rows = []
     for r in sorted(records, key=lambda r: r.status == "finished"):  # finished lines on top
         ys = [transforms[n](r.params[n]) if n in r.params else math.nan for n in transforms]
-        ys.append(metric_transform(r.last_value) if r.last_value is not None else no_value)
+        ys.append(no_value if r.last_value is None else metric_transform(r.last_value))
         ax.plot(range(len(axes)), ys, color=STATUS_COLOURS[r.status], alpha=0.75,
                 linewidth=2.0 if r.status == "finished" else 1.2)
         rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, **r.params, metric: r.last_value})
@@ -202,20 +201,13 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     return save_plot(figure, rows, out_dir, "parallel_coordinate")
 
 
-def feasible_finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """This sweep's own COMPLETE, feasible trials."""
-    from optuna.trial import TrialState
-
-    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
-
-
-def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list[Path]:
-    """Seeded fANOVA importance over :func:`feasible_finished` trials; ValueError when nothing can be ranked."""
+def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
+    """Seeded fANOVA importance over the sweep's own finished, feasible trials; ValueError when none can be ranked."""
     import optuna
 
     plt = pyplot()
-    trials = feasible_finished(study)
+    trials = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+              if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
     if len(trials) < MIN_IMPORTANCE_TRIALS:
         raise ValueError(f"{len(trials)} finished feasible trial(s): an importance needs at least "
                          f"{MIN_IMPORTANCE_TRIALS}")
@@ -224,7 +216,7 @@ def param_importances(study: optuna.Study, out_dir: Path, seed: int = 0) -> list
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         importance = optuna.importance.get_param_importances(
-            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed),
+            basis, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0),
             target=(lambda t: t.values[0]) if len(study.directions) > 1 else None)  # the first objective
     if not importance:
         raise ValueError("no parameter varies among the finished trials")

@@ -61,14 +61,11 @@ def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: 
         raise MixedProtocolsError(_refusal(mixed), field="--mixed-protocols")
     rows: list[dict[str, Any]] = []
     for metric, protocols in sorted(seen.items()):
-        for lines, where in protocols.values():
-            if lines == [UNRECORDED]:
-                row = {"metric": metric, "protocol": UNRECORDED, "runs": len(where)}
-            else:
-                split = [[p.strip() for p in line.split("|")] for line in lines]
-                parts = [", ".join(dict.fromkeys(values)) for values in zip(*split, strict=False)]
-                row = {"metric": metric, "protocol": parts[0], "runs": len(where),
-                       **dict(zip(PROTOCOL_PARTS, parts[1:], strict=False))}
+        for lines, where in protocols.values():  # the unrecorded ones: a protocol of no parts
+            split = [[p.strip() for p in line.split("|")] for line in lines]
+            parts = [", ".join(dict.fromkeys(values)) for values in zip(*split, strict=False)]
+            row = {"metric": metric, "protocol": parts[0], "runs": len(where),
+                   **dict(zip(PROTOCOL_PARTS, parts[1:], strict=False))}
             if metric in mixed:
                 row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
             rows.append(row)
@@ -110,8 +107,7 @@ def fold_protocols(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for values, group in table.fillna("").groupby(key, sort=False):
         row = {"metrics": len(group), "figures": int(group["runs"].sum()), "examples": _first(group["metric"]),
-               "ids": _first(group["protocol"]),
-               **dict(zip(key, values if isinstance(values, tuple) else (values,), strict=True))}
+               "ids": _first(group["protocol"]), **dict(zip(key, values, strict=True))}
         if "mixed" in group.columns and group["mixed"].astype(bool).any():
             row["mixed"] = "; ".join(m for m in group["mixed"] if m)
         rows.append(row)

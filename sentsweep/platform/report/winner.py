@@ -142,23 +142,21 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     return lines
 
 
-def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRunWrites | None = None,
-                     echo: Callable[[str], None] = print) -> list[str]:
-    """Echo the side-by-side lines (none without ``reference``) and put them on the sweep's run; returns them."""
+def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRunWrites,
+                     echo: Callable[[str], None]) -> None:
+    """Echo the side-by-side lines (none without ``reference``) and put them on the sweep's run."""
     point = outcome.reference_point
     if config.reference is None or outcome.results is None or point is None:
-        return []
+        return
     reference = find_reference(outcome.results, point)
     lines = side_by_side(config, outcome, reference, point)
     for line in lines:
         echo(line)
-    if sweep is not None:
-        if reference is not None:
-            sweep.set_tags({vocab.REFERENCE_TRIAL_TAG: res.result_trial_id(reference)})
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "side_by_side.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-            sweep.log_artifacts(tmp, "reference")
-    return lines
+    if reference is not None:
+        sweep.set_tags({vocab.REFERENCE_TRIAL_TAG: res.result_trial_id(reference)})
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "side_by_side.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        sweep.log_artifacts(tmp, "reference")
 
 
 #: A finished trial: its id, final result, searched params and selected report (None: the final result has all).
@@ -198,10 +196,9 @@ def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objecti
 
 
 def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
-                 echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
+                 echo: Callable[[str], None]) -> None:
+    """Tag, plot and echo the Pareto front of a sweep with several objectives."""
     objectives = config.objective_list
-    if not objectives:
-        return []
     rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
     front = [r for r in rows if r["on_front"]]
     sweep.set_tags({vocab.PARETO_TAG: ",".join(r["trial_id"] for r in front),
@@ -211,7 +208,6 @@ def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites
         sweep.log_artifacts(tmp, vocab.PARETO_ARTIFACTS)
     echo(f"Pareto front ({' vs '.join(str(o) for o in objectives)}): {len(front)} of {len(rows)} finished trials: "
          + ", ".join(r["trial_id"] + " (" + ", ".join(f"{r[o.metric]:.4g}" for o in objectives) + ")" for r in front))
-    return rows
 
 
 def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objective], out_dir: Path,
@@ -245,8 +241,8 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
         return save_plot(figure, rows, out_dir, name)
 
 
-def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str, out_dir: Path,
-                      name: str = "intervals") -> list[Path]:
+def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: str, metric: str,
+                      out_dir: Path) -> list[Path]:
     """Per configuration: its further seeds, their mean and 95% interval, and its search run apart."""
     plt = pyplot()
     rows: list[dict[str, Any]] = []
@@ -281,4 +277,4 @@ def confirmation_plot(candidates: Sequence[Candidate], winner: Candidate, rule: 
                    label="search run (selected on it: not in the mean)")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
         ax.grid(axis="x", alpha=0.3)
-        return save_plot(figure, rows, out_dir, name)
+        return save_plot(figure, rows, out_dir, "intervals")

@@ -101,15 +101,18 @@ def experiment_description(config: SweepConfig, sweep_name: str, searched: Seque
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    """The id of experiment ``name``, created (with ``artifact_location``) when missing."""
+    """The id of experiment ``name`` (created with ``artifact_location`` when missing), of model-training kind
+    unless it has a kind."""
     found = client.get_experiment_by_name(name)
     if found is not None:
         if found.lifecycle_stage == "deleted":
             client.restore_experiment(found.experiment_id)
-        vocab.mark_training_experiment(client, found.experiment_id)
+        if vocab.EXPERIMENT_KIND_TAG not in found.tags:
+            client.set_experiment_tag(found.experiment_id, vocab.EXPERIMENT_KIND_TAG, vocab.TRAINING_KIND)
         return found.experiment_id
     try:
-        return client.create_experiment(name, artifact_location=artifact_location, tags=vocab.experiment_tags())
+        return client.create_experiment(name, artifact_location=artifact_location,
+                                        tags={vocab.EXPERIMENT_KIND_TAG: vocab.TRAINING_KIND})
     except MlflowException:  # created meanwhile by another sweep
         found = client.get_experiment_by_name(name)
         if found is None:
@@ -190,8 +193,8 @@ class SweepRun:
         """Params the run lacks (MLflow never changes one)."""
         self.writes.put({"op": "params", "run": self.run_id, "params": params})
 
-    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
-        self.writes.metrics(self.run_id, metrics, step)
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        self.writes.metrics(self.run_id, metrics)
 
     def log_protocols(self, record: dict[str, Any]) -> None:
         if record:
@@ -201,12 +204,12 @@ class SweepRun:
         """Upload a folder, kept in the sweep folder first (moved when ``move``)."""
         self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
-    def register_model(self, name: str, artifact_path: str, wait_s: float = 15.0, description: str | None = None,
+    def register_model(self, name: str, artifact_path: str, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
-        """Register the model as a version of ``name``; None when MLflow did not answer within ``wait_s``."""
+        """Register the model as a version of ``name``; None when MLflow did not answer within 15 s."""
         self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
                          "description": description, "tags": tags or {}})
-        self.writes.flush(wait_s)
+        self.writes.flush(15.0)
         return self.writes.registered.get(name)
 
     def tag_trial(self, trial_id: str, tags: dict[str, str], parent_run_id: str | None = None) -> None:

@@ -175,9 +175,9 @@ class RunWrites:
             self.pending.append(write)
         self._deliverer.submit("writes", self.deliver)
 
-    def metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+    def metrics(self, run_id: str, metrics: dict[str, float]) -> None:
         stamp = self.now_ms()
-        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), step, stamp] for k, v in metrics.items()]})
+        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), 0, stamp] for k, v in metrics.items()]})
 
     def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
                move: bool = False) -> None:
@@ -229,11 +229,10 @@ class RunWrites:
     def load(self, runs: Collection[str], register: str | None = None) -> int:
         """Queue the writes an earlier session saved (before any new one); how many. Anyone who can write the folder
         can write the file, so only :func:`admissible` writes are kept."""
-        try:
-            with self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream:
-                saved = json.loads(stream.readall())
-        except (FileNotFoundError, OSError, ValueError):
-            return 0
+        saved = None
+        with (contextlib.suppress(OSError, ValueError),
+              self.fs.open_input_stream(posixpath.join(self.path, PENDING_FILE)) as stream):
+            saved = json.loads(stream.readall())
         writes = [w for w in saved if isinstance(w, dict) and admissible(w, runs, register)] \
             if isinstance(saved, list) else []
         with self._lock:
@@ -268,7 +267,7 @@ class RunWrites:
                 client.log_artifacts(run_id, local, write["path"])
         elif op == "register":
             self._register(run_id, write)
-        elif op == "status":
+        elif op in ("status", "running"):  # "status" ends the run, "running" reopens it
             run = client.get_run(run_id)
             if write.get("if_running") and run.info.status in TERMINAL:
                 return
@@ -276,14 +275,10 @@ class RunWrites:
                 client.set_tag(run_id, REASON_TAG, write["reason"][:5000])
             elif write.get("clear_reason") and REASON_TAG in run.data.tags:
                 client.delete_tag(run_id, REASON_TAG)
-            if run.info.status != write["status"]:
+            if op == "running":
+                client.update_run(run_id, status="RUNNING")
+            elif run.info.status != write["status"]:
                 client.set_terminated(run_id, status=write["status"])
-        elif op == "running":
-            client.update_run(run_id, status="RUNNING")
-            if write.get("reason"):
-                client.set_tag(run_id, REASON_TAG, write["reason"])
-            elif write.get("clear_reason") and REASON_TAG in client.get_run(run_id).data.tags:
-                client.delete_tag(run_id, REASON_TAG)
 
     def _register(self, run_id: str, write: Write) -> None:
         """Register the run's model once (a version of it already held is reused), then describe the version."""

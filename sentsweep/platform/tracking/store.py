@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -57,13 +57,12 @@ TRACKING_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD
 
 
 @contextlib.contextmanager
-def hidden_from_workers(environ: MutableMapping[str, str] | None = None) -> Iterator[None]:
-    environ = os.environ if environ is None else environ
-    kept = {name: environ.pop(name) for name in TRACKING_CREDENTIAL_ENV if name in environ}
+def hidden_from_workers() -> Iterator[None]:
+    kept = {name: os.environ.pop(name) for name in TRACKING_CREDENTIAL_ENV if name in os.environ}
     try:
         yield
     finally:
-        environ.update(kept)
+        os.environ.update(kept)
 
 
 def open_client(uri: str) -> MlflowClient:

@@ -47,17 +47,13 @@ class TrialFolder:
 
     def results(self) -> list[dict[str, Any]]:
         """Every report the folder holds, in order (a line a kill cut short is left out)."""
-        try:
-            with self.fs.open_input_stream(posixpath.join(self.path, RESULTS_FILE)) as stream:
-                text = stream.readall().decode("utf-8", errors="replace")
-        except OSError:
-            return []
+        text = ""
+        with contextlib.suppress(OSError), self.fs.open_input_stream(posixpath.join(self.path, RESULTS_FILE)) as stream:
+            text = stream.readall().decode("utf-8", errors="replace")
         found = []
         for line in text.splitlines():
-            try:
+            with contextlib.suppress(ValueError):
                 found.append(json.loads(line))
-            except ValueError:
-                continue
         return [r for r in found if isinstance(r, dict)]
 
     def output(self) -> tuple[pyarrow.fs.FileSystem, str] | None:
@@ -214,8 +210,9 @@ class TrialRuns:
                 continue
             self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
-            points = [Metric(tracked_key(k), v, stamp, step) for k, v in vocab.numeric_metrics(result).items()
-                      if k not in NOT_METRICS]
+            # every number but a bool is a point, NaN too (MLflow stores it)
+            points = [Metric(tracked_key(k), float(v), stamp, step) for k, v in result.items()
+                      if isinstance(v, int | float) and not isinstance(v, bool) and k not in NOT_METRICS]
             points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
             self.client.log_batch(run_id, metrics=points)
             self.marks[trial_id] = max(mark, step)
@@ -249,10 +246,10 @@ class TrialRuns:
             log_dataset_inputs(self.client, run_id, inputs)
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
-    def log_params(self, trial_id: str, params: dict[str, Any], *, only_if_none: bool = False) -> None:
-        """The params the run lacks; ``only_if_none``: only when it has none (a trial that failed at once)."""
+    def log_params(self, trial_id: str, params: dict[str, Any]) -> None:
+        """``params`` on a run that has none (a trial that failed before its first report)."""
         run_id = self.run_ids[trial_id]
-        if params and not (only_if_none and self.client.get_run(run_id).data.params):
+        if params and not self.client.get_run(run_id).data.params:
             vocab.log_missing_params(self.client, run_id, params)
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
@@ -293,13 +290,12 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              ended_reason: str = vocab.INTERRUPTED_REASON, names: Mapping[str, tuple[str, int]] | None = None,
-              scheduler_label: str | None = None) -> Reconciled:
+              names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None) -> Reconciled:
     """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
     A trial whose last report is final or failed ends FINISHED or FAILED. With ``scheduler_label``, one whose last
     report Tune marked ``done`` without either was pruned: FINISHED, outcome ``pruned``. Any other RUNNING run ends
-    KILLED (outcome ``interrupted``) with ``ended_reason``. ``names``: trial id -> its run's name and number."""
+    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number."""
     done = Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
@@ -315,6 +311,6 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
     for run in runs.child_runs("RUNNING"):
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
-        runs.end(trial_id, "KILLED", ended_reason, outcome="interrupted")
+        runs.end(trial_id, "KILLED", vocab.INTERRUPTED_REASON, outcome="interrupted")
         done.ended += 1
     return done

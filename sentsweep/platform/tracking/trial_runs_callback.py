@@ -1,5 +1,5 @@
 """The driver's Tune callback that writes every trial's child run (:mod:`.trial_runs`) through a background
-:class:`~.run_writes.Deliverer`. At the experiment's end it waits at most ``end_wait_s``: in an outage the sweep
+:class:`~.run_writes.Deliverer`. At the experiment's end it waits at most :data:`END_WAIT_S`: in an outage the sweep
 exits and ``sentsweep sync`` completes the runs from the folder."""
 
 from __future__ import annotations
@@ -109,7 +109,6 @@ class TrialRunsCallback(Callback):
     settings: dict[str, Any]
     scheduler_label: str
     gpu_per_trial: float
-    end_wait_s: float = END_WAIT_S
     label_prefix: str = SEARCH_PREFIX
     reference: dict[str, Any] | None = None
     reference_setting: str | None = None
@@ -181,7 +180,7 @@ class TrialRunsCallback(Callback):
         status = vocab.OUTCOMES[outcome]
         if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
             settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
-            self.runs.log_params(trial.trial_id, settings, only_if_none=True)
+            self.runs.log_params(trial.trial_id, settings)
         self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
                       outcome=outcome)
 
@@ -230,7 +229,7 @@ class TrialRunsCallback(Callback):
         totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
                                 ("finished", "pruned", "failed", "running", "pending"))
         deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
-        wait = self.end_wait_s if store_answers(self.settings["tracking_uri"]) else 0.0
+        wait = END_WAIT_S if store_answers(self.settings["tracking_uri"]) else 0.0
         if not deliverer.drain(wait) or self._behind:
             log.warning("MLflow has not got all of the trials' runs; `sentsweep sync SWEEP_DIR` completes them "
                         "from the sweep folder (a resume does too)")
