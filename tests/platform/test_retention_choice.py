@@ -73,7 +73,7 @@ def test_the_chosen_seed_keeps_its_weights_when_it_is_no_stage_best(finished):
     root = Path(outcome.sweep_dir)
     lines: list[str] = []
 
-    prune_stages(outcome, config, location, sweep, echo=lines.append)
+    prune_stages(outcome, config, echo=lines.append)
 
     assert CHOSEN in with_best(root), "the weights finalize evaluated and exported were pruned"
     assert with_best(root) == {"s1", "c1", CHOSEN}  # keep_trials=1 per stage, plus the chosen seed
@@ -97,7 +97,7 @@ def test_pruning_does_not_wait_for_mlflow_and_keeps_what_waits_to_be_uploaded(fi
     driver.upload_to_trial("s3", root / "train_s3" / BEST_DIR, BEST_DIR)  # a trial the pruning strips
     lines: list[str] = []
 
-    prune_stages(outcome, config, location, driver, echo=lines.append)
+    prune_stages(outcome, config, echo=lines.append)
     assert driver.flush(5.0) is False  # MLflow did not take it: saved for later
 
     assert with_best(root) == {"s1", "c1", CHOSEN} and not list(root.glob("**/checkpoint_*"))

@@ -119,11 +119,10 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
             sweep.upload_to_trial(outcome.best_trial_id, weights, BEST_WEIGHTS, parent)
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
-    prune_stages(outcome, config, location, sweep, echo)
+    prune_stages(outcome, config, echo)
 
 
-def prune_stages(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                 echo: Callable[[str], None] = print) -> None:
+def prune_stages(outcome: SweepOutcome, config: SweepConfig, echo: Callable[[str], None] = print) -> None:
     """The sweep folder's retention for both stages; the trial whose weights finalize used keeps them."""
     keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
     for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
