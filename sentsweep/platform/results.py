@@ -61,10 +61,14 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "training_iteration": int(evaluations)}
 
 
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def metric_value(result: Result, metric: str) -> float | None:
     """The trial's last value of ``metric`` when finite."""
-    value = (result.metrics or {}).get(metric)
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    return finite_number((result.metrics or {}).get(metric))
 
 
 def result_trial_id(result: Result) -> str:

@@ -164,14 +164,13 @@ class SweepNotifier:
 
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
     """The best trial's label and value: finalize's, else the best of the results."""
-    from sentsweep.platform.report.winner import best_label, finite_number, result_label
+    from sentsweep.platform.report.winner import best_label, result_label
+    from sentsweep.platform.results import finite_number, metric_value, rank_results
 
     if outcome.best_trial_id is not None:
         return best_label(outcome), finite_number(outcome.best_value)
     if outcome.results is None or not outcome.counts.get("finished"):
         return None, None
-    from sentsweep.platform.results import metric_value, rank_results
-
     ranked = rank_results(outcome.results, metric, mode)
     if not ranked:
         return None, None

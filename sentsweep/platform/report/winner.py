@@ -7,7 +7,7 @@ import math
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform import results as res
 from sentsweep.platform.objectives import objective_values, pareto_front, select_report
@@ -22,12 +22,7 @@ if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.objectives import Objective
     from sentsweep.platform.outcome import Candidate, SweepOutcome
-
-
-class SweepRunWrites(Protocol):
-    def set_tags(self, tags: dict[str, str]) -> None: ...
-
-    def log_artifacts(self, local_dir: str | Path, artifact_path: str) -> None: ...
+    from sentsweep.platform.tracking.parent_run import SweepRun
 
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
@@ -92,10 +87,6 @@ def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Resul
     return min(matches, key=res.result_trial_id) if matches else None
 
 
-def finite_number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
 def _setting(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
@@ -112,7 +103,7 @@ def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
         if summary.n:
             return summary.describe()
     value = outcome.best_value if key is None else outcome.final_metrics.get(key)
-    return f"{_cell(finite_number(value))} (1 run)"
+    return f"{_cell(res.finite_number(value))} (1 run)"
 
 
 def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result | None,
@@ -121,18 +112,21 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     ref_id = res.result_trial_id(reference) if reference is not None else None
     ref_metrics = (reference.metrics or {}) if reference is not None else {}
     rule = f"confirmation, {outcome.confirmation.rule}" if outcome.confirmation is not None else "no confirmation"
-    lines = [f"paper vs paper setting vs tuned winner ({ref.source or 'paper figures: none given'}):",
-             f"  {'figure':<14} {'paper':>8}  {'paper setting (ours)':>22}  tuned winner ({rule})"]
+
+    def row(name: str, paper: str, ours: str, winner: str) -> str:
+        return f"  {name:<14} {paper:>8}  {ours:>22}  {winner}"
+
     ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
-    lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
+    lines = [f"paper vs paper setting vs tuned winner ({ref.source or 'paper figures: none given'}):",
+             row("figure", "paper", "paper setting (ours)", f"tuned winner ({rule})"),
+             row("trial", "", ours, f"trial {best_label(outcome)}")]
     keys = list(ref.figures) or sorted(k for k, v in ref_metrics.items()  # the paper's, else our test figures
-                                       if k.endswith(res.FIGURE_SUFFIXES) and finite_number(v) is not None
+                                       if k.endswith(res.FIGURE_SUFFIXES) and res.finite_number(v) is not None
                                        and k != config.metric)
-    for key in keys:
-        lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(finite_number(ref_metrics.get(key))):>22}  "
-                     f"{winner_cell(outcome, key)}")
-    lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(finite_number(ref_metrics.get(config.metric))):>22}  "
-                 f"{winner_cell(outcome, None)}  (dev: selection)")
+    lines += [row(key, _cell(ref.figures.get(key)), _cell(res.finite_number(ref_metrics.get(key))),
+                  winner_cell(outcome, key)) for key in keys]
+    lines.append(row(config.metric, "-", _cell(res.finite_number(ref_metrics.get(config.metric))),
+                     f"{winner_cell(outcome, None)}  (dev: selection)"))
     lines.append(f"  what differs: selection on {config.metric} here; the paper's: {ref.selection or 'not given'}; "
                  "the winner was chosen on this dev set, so it is no reproduction")
     changed = {k: (v, outcome.best_config.get(k)) for k, v in point.items() if outcome.best_config.get(k) != v}
@@ -142,7 +136,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     return lines
 
 
-def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRunWrites,
+def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRun,
                      echo: Callable[[str], None]) -> None:
     """Echo the side-by-side lines (none without ``reference``) and put them on the sweep's run."""
     point = outcome.reference_point
@@ -195,7 +189,7 @@ def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objecti
     return finished
 
 
-def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
+def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRun, searched: Sequence[str],
                  echo: Callable[[str], None]) -> None:
     """Tag, plot and echo the Pareto front of a sweep with several objectives."""
     objectives = config.objective_list
