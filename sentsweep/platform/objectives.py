@@ -111,9 +111,7 @@ def objective_value(result: Mapping[str, Any], objective: Objective,
     if seconds is None:
         return None
     gpus = float(result.get(GPUS_KEY) or 0.0)
-    if objective.metric == "gpu_seconds":
-        return float(seconds) * gpus
-    return float(seconds) * gpus if gpus > 0 else float(seconds)
+    return float(seconds) * gpus if gpus > 0 or objective.metric == "gpu_seconds" else float(seconds)
 
 
 def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],

@@ -209,28 +209,23 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
     return table, pd.DataFrame(trial_table)
 
 
-def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    if table.empty:
-        return "(none)"
-    cols = [c for c in (columns or table.columns) if c in table.columns]
-    return markdown_table(table[cols].itertuples(index=False), cols)
+def to_markdown(table: pd.DataFrame) -> str:
+    return "(none)" if table.empty else markdown_table(table.itertuples(index=False), list(table.columns))
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
     if fmt == "csv":
         return trials.to_csv(index=False)
-    wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []
-    trial_cols = [c for c in trials.columns if c != "run_id"] if not trials.empty else []
-    text = f"## Sweeps\n\n{to_markdown(sweeps, wanted)}\n\n## Trials\n\n{to_markdown(trials, trial_cols)}\n"
-    confirmation = sweeps.attrs.get("confirmation")
-    if confirmation is not None and not confirmation.empty:
-        text += ("\n## Confirmation\n\nThe best configurations re-run with further seeds: mean, sd and 95% "
-                 f"interval over their further seeds (the search's run apart: `search`).\n\n"
-                 f"{to_markdown(confirmation)}\n")
-    front = sweeps.attrs.get("pareto")
-    if front is not None and not front.empty:
-        text += ("\n## Pareto front\n\nThe finished trials no other one beats on every objective (multi-objective "
-                 f"sweeps), best first objective first.\n\n{to_markdown(front)}\n")
+    text = (f"## Sweeps\n\n{to_markdown(sweeps.drop(columns='run_id', errors='ignore'))}\n\n"
+            f"## Trials\n\n{to_markdown(trials.drop(columns='run_id', errors='ignore'))}\n")
+    for attr, heading, about in (
+            ("confirmation", "Confirmation", "The best configurations re-run with further seeds: mean, sd and 95% "
+             "interval over their further seeds (the search's run apart: `search`)."),
+            ("pareto", "Pareto front", "The finished trials no other one beats on every objective (multi-objective "
+             "sweeps), best first objective first.")):
+        table = sweeps.attrs.get(attr)
+        if table is not None and not table.empty:
+            text += f"\n## {heading}\n\n{about}\n\n{to_markdown(table)}\n"
     return text
 
 

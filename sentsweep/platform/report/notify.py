@@ -128,16 +128,13 @@ class SweepNotifier:
         return (self.environ.get(name) or None) if name else None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
-        event = STATE_EVENTS.get(state)
-        if event is None or event not in self.settings.on or self.url is None:
-            return False
         best_trial, best_value, counts = None, None, {}
         if outcome is not None:
             counts = dict(outcome.counts)
             with contextlib.suppress(Exception):  # the best trial is a courtesy: the notification goes without it
                 best_trial, best_value = _best_of(outcome, self.base["metric"], self.mode)
-        return self.send(SweepNotice(event=event, status=state, reason=reason, best_trial=best_trial,
-                                     best_value=best_value, counts=counts, **self.base))
+        return self.send(SweepNotice(event=STATE_EVENTS.get(state, ""), status=state, reason=reason,
+                                     best_trial=best_trial, best_value=best_value, counts=counts, **self.base))
 
     def budget_spent(self, reason: str) -> bool:
         return self.send(SweepNotice(event="budget", status="running", reason=reason, **self.base))
