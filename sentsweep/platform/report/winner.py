@@ -3,6 +3,7 @@ version's description and tags, and with ``reference`` the paper, our run of its
 
 from __future__ import annotations
 
+import functools
 import math
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -12,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from sentsweep.platform import results as res
 from sentsweep.platform.objectives import objective_values, pareto_front, select_report
 from sentsweep.platform.outcome import interval
-from sentsweep.platform.report.plots import pyplot, save_plot, trial_status
+from sentsweep.platform.report.plots import TrialRecord, pyplot, save_plot
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, ui_link
 
 if TYPE_CHECKING:
-    from ray.tune import Result, ResultGrid
+    from ray.tune import Result
 
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.objectives import Objective
@@ -153,18 +154,16 @@ def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRun
         sweep.log_artifacts(tmp, "reference")
 
 
-#: A finished trial: its id, final result, searched params and selected report (None: the final result has all).
-FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
-
-
-def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
-    """One row per trial whose objectives are all finite, with ``on_front``; the front first, best first."""
+def front_rows(records: Sequence[TrialRecord], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
+    """One row per finished trial whose objectives are all finite (the reported ones, else their value in the
+    report the searcher selected), with ``on_front``; the front first, best first."""
     rows = []
-    for trial_id, result, params, selected in trials:
-        values = objective_values(result, objectives, selected)
+    for r in (r for r in records if r.status == "finished"):
+        selected = functools.reduce(lambda best, report: select_report(best, report, objectives[0]), r.reports, None)
+        values = objective_values(r.metrics, objectives, selected)
         if all(v is not None and math.isfinite(v) for v in values):
-            rows.append({"trial_id": trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
-                         "on_front": 0, **params})
+            rows.append({"trial_id": r.trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
+                         "on_front": 0, **r.params})
     for i in pareto_front([[row[o.metric] for o in objectives] for row in rows], [o.mode for o in objectives]):
         rows[i]["on_front"] = 1
     sign = -1.0 if objectives[0].mode == "max" else 1.0
@@ -172,28 +171,11 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
     return rows
 
 
-def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
-    finished: list[FinishedTrial] = []
-    for result in results:
-        metrics = dict(result.metrics or {})
-        if trial_status(metrics, bool(result.error)) != "finished":
-            continue
-        selected = None
-        frame = result.metrics_dataframe
-        for report in frame.to_dict("records") if frame is not None else []:
-            if not res.is_final(report) and not res.is_draining(report):  # the reports the searcher selects from
-                selected = select_report(selected, report, first)
-        config = result.config or {}
-        finished.append((str(metrics.get("trial_id", "?")), metrics, {k: config[k] for k in searched if k in config},
-                         selected))
-    return finished
-
-
-def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRun, searched: Sequence[str],
+def record_front(records: Sequence[TrialRecord], config: SweepConfig, sweep: SweepRun,
                  echo: Callable[[str], None]) -> None:
     """Tag, plot and echo the Pareto front of a sweep with several objectives."""
     objectives = config.objective_list
-    rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
+    rows = front_rows(records, objectives)
     front = [r for r in rows if r["on_front"]]
     sweep.set_tags({vocab.PARETO_TAG: ",".join(r["trial_id"] for r in front),
                     vocab.OBJECTIVES_TAG: "; ".join(str(o) for o in objectives)})
