@@ -53,34 +53,28 @@ def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]
     return figures
 
 
-def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
-                       sweep_name: str, trial_run_id: str | None) -> dict[str, str]:
-    tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
-            **{f"param.{k}": figure(v) for k, v in values.items()},
-            **{k: figure(float(v)) for k, v in figures.items()}}
-    if trial_run_id:
-        tags["trial_run_id"] = trial_run_id
-    return {k: str(v)[:5000] for k, v in tags.items()}
-
-
-def model_version_description(trial: str, values: Mapping[str, Any], figures: Mapping[str, float],
-                              sweep_name: str, trial_link: str | None) -> str:
+def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
+                  sweep_name: str, trial_run_id: str | None, trial_link: str | None) -> tuple[str, dict[str, str]]:
+    """A registered version's description and tags: the trial, its searched ``values``, its ``figures``, its run."""
     config = ", ".join(f"{k}={figure(v)}" for k, v in values.items()) or "the sweep's defaults"
     shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
     where = f"[its run]({trial_link})" if trial_link else "its run"
+    tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
+            **{f"param.{k}": figure(v) for k, v in values.items()},
+            **{k: figure(float(v)) for k, v in figures.items()},
+            **({"trial_run_id": trial_run_id} if trial_run_id else {})}
     return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
             f"Figures: {shown or 'none recorded'}.\n\n"
-            "The model was logged on the sweep's run (`best_model/`); the tags name the trial.")
+            "The model was logged on the sweep's run (`best_model/`); the tags name the trial.",
+            {k: str(v)[:5000] for k, v in tags.items()})
 
 
 def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable[str]) -> tuple[str, dict[str, str]]:
-    label = best_label(outcome)
     values: dict[str, Any] = {k: outcome.best_config[k] for k in searched if k in (outcome.best_config or {})}
-    figures = best_figures(outcome, config)
     run = outcome.best_run_id
     link = ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None
-    return (model_version_description(label, values, figures, outcome.sweep_name, link),
-            model_version_tags(label, outcome.best_trial_id or "", values, figures, outcome.sweep_name, run))
+    return model_version(best_label(outcome), outcome.best_trial_id or "", values, best_figures(outcome, config),
+                         outcome.sweep_name, run, link)
 
 
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
