@@ -24,10 +24,6 @@ class Interval:
     low: float
     high: float
 
-    def pessimistic(self, mode: str) -> float:
-        """The end of the interval a cautious reader assumes: ``low`` when maximising, ``high`` when minimising."""
-        return self.low if mode == "max" else self.high
-
     def describe(self) -> str:
         if self.n == 0:
             return "no finished seed"
