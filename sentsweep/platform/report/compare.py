@@ -4,6 +4,7 @@ Pareto fronts read back from MLflow as tables, and ``--plots``: the best value s
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -104,8 +105,6 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[di
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
     """A multi-objective sweep's front, one row per trial (best first objective first), from the parent's
     ``pareto_front.csv``, or only the ids when that cannot be read; none for a single metric."""
-    import tempfile
-
     tags = sweep.data.tags
     if vocab.OBJECTIVES_TAG not in tags or vocab.PARETO_TAG not in tags:
         return []
