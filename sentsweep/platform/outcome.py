@@ -114,10 +114,6 @@ class ConfirmationOutcome:
         return next((r for r in pool or [] if str((r.metrics or {}).get("trial_id", "")) == self.chosen.trial_id),
                     None)
 
-    def chosen_parent(self, sweep_run_id: str) -> str:
-        """The MLflow run the chosen trial's run is a child of."""
-        return sweep_run_id if self.chosen.original else self.run_id
-
 
 @dataclass
 class SweepOutcome:

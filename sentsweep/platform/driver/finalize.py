@@ -60,9 +60,10 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     if config.objectives and records:  # multi-objective: the Pareto front, tagged, plotted, listed
         record_front(records, config, sweep, echo)
     # the confirmed winner's seed closest to its mean, else the best trial (of those that finished, if any)
-    best = outcome.confirmation.chosen_result(outcome.results) if outcome.confirmation is not None else None
+    stage = outcome.confirmation
+    best = stage.chosen_result(outcome.results) if stage is not None else None
     # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
-    parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None else sweep.run_id
+    parent = stage.run_id if stage is not None and best is not None and not stage.chosen.original else sweep.run_id
     ranked = rank_results(outcome.results, config.metric, config.mode) if best is None and outcome.results else []
     best = ranked[0] if ranked else best
     if best is None:
