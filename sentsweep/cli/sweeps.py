@@ -210,7 +210,7 @@ def _print_summary(tracking_uri: str, sweeps: list[str]) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentsweep.credentials import explain_refused_credentials
     from sentsweep.platform.config import resolve_tracking_uri
-    from sentsweep.platform.report.compare import compare, compare_plots, find_sweeps, render, sweep_runs
+    from sentsweep.platform.report.compare import compare, compare_plots, render, sweep_runs
     from sentsweep.platform.report.protocols import protocol_table, render_protocols
     from sentsweep.platform.tracking.store import open_client
 
@@ -231,7 +231,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(text)
     if args.plots:
         with explain_refused_credentials(uri):
-            paths = compare_plots(client, find_sweeps(client, args.experiment, args.sweeps), args.plots)
+            paths = compare_plots(client, found, args.plots)
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

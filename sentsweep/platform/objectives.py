@@ -62,12 +62,10 @@ def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float
     objectives = tuple(parse_objective(e, f"objectives.{i}") for i, e in enumerate(entries))
     dev = DEV_SETS.get(dev_data, DEV_SETS["stsb"])
     reported = (*dict.fromkeys([dev, *DEV_SETS.values()]), *COST_METRICS)
-    seen: set[str] = set()
     for i, objective in enumerate(objectives):
         where = f"objectives.{i}"
-        if objective.metric in seen:
+        if objective.metric in (o.metric for o in objectives[:i]):
             raise ConfigError(f"'{objective.metric}' is listed twice", field=where)
-        seen.add(objective.metric)
         if i == 0 and objective.metric != dev:
             raise ConfigError(f"the first objective is the one ASHA, Tune and the winner rank by; it must be the "
                               f"trial's dev metric '{dev}', not '{objective.metric}'", field=where)
@@ -111,9 +109,7 @@ def objective_value(result: Mapping[str, Any], objective: Objective,
     if seconds is None:
         return None
     gpus = float(result.get(GPUS_KEY) or 0.0)
-    if objective.metric == "gpu_seconds":
-        return float(seconds) * gpus
-    return float(seconds) * gpus if gpus > 0 else float(seconds)
+    return float(seconds) * gpus if gpus > 0 or objective.metric == "gpu_seconds" else float(seconds)
 
 
 def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],

@@ -24,10 +24,6 @@ class Interval:
     low: float
     high: float
 
-    def pessimistic(self, mode: str) -> float:
-        """The end of the interval a cautious reader assumes: ``low`` when maximising, ``high`` when minimising."""
-        return self.low if mode == "max" else self.high
-
     def describe(self) -> str:
         if self.n == 0:
             return "no finished seed"
@@ -117,10 +113,6 @@ class ConfirmationOutcome:
         pool = search_results if self.chosen.original else self.results
         return next((r for r in pool or [] if str((r.metrics or {}).get("trial_id", "")) == self.chosen.trial_id),
                     None)
-
-    def chosen_parent(self, sweep_run_id: str) -> str:
-        """The MLflow run the chosen trial's run is a child of."""
-        return sweep_run_id if self.chosen.original else self.run_id
 
 
 @dataclass

@@ -61,10 +61,14 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "training_iteration": int(evaluations)}
 
 
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def metric_value(result: Result, metric: str) -> float | None:
     """The trial's last value of ``metric`` when finite."""
-    value = (result.metrics or {}).get(metric)
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    return finite_number((result.metrics or {}).get(metric))
 
 
 def result_trial_id(result: Result) -> str:
@@ -75,12 +79,8 @@ def result_trial_id(result: Result) -> str:
 def creation_numbers(trials: Sequence[Any]) -> dict[str, int]:
     """Trial id -> its number in the order Tune created it (1, 2, ...), for Tune ``Trial`` objects or result dicts:
     Tune's own count survives a restore that reorders the trials (a trial without it keeps its place in the list)."""
-    def key(item: tuple[int, Any]) -> tuple[float, int]:
-        number = trial_number(item[1])
-        return (math.inf if number is None else number, item[0])
-
-    ordered = sorted(enumerate(trials), key=key)
-    return {str(t["trial_id"] if isinstance(t, dict) else t.trial_id): n for n, (_, t) in enumerate(ordered, 1)}
+    ordered = sorted(trials, key=lambda t: (trial_number(t) is None, trial_number(t) or 0))
+    return {str(t["trial_id"] if isinstance(t, dict) else t.trial_id): n for n, t in enumerate(ordered, 1)}
 
 
 def result_labels(results: Iterable[Result] | None, prefix: str = SEARCH_PREFIX) -> dict[str, str]:

@@ -11,7 +11,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
 
-from sentsweep.platform.report.compare import _searched, compare_plots, labels_by_id, sweep_row, trial_rows
+from sentsweep.platform.report.compare import _searched, compare_plots, labels_by_id, sweep_row, sweep_runs, trial_rows
 from sentsweep.platform.report.protocols import fold_protocols
 from sentsweep.tracking.vocabulary import CHANGED_TAG, OUTCOME_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
 
@@ -87,7 +87,7 @@ def test_compare_plots_draw_every_trial_numbered_as_in_the_tables(tracking_uri: 
         for step, value in enumerate(values, 1):
             client.log_metric(run.info.run_id, "stsb_dev", value, step=8 * step)
         client.set_terminated(run.info.run_id, "FINISHED")
-    paths = compare_plots(client, [client.get_run(sweep.info.run_id)], tmp_path)
+    paths = compare_plots(client, sweep_runs(client, sweeps=[sweep.info.run_id]), tmp_path)
     assert [p.name for p in paths] == ["best_so_far.png", "dev_curves.png"]
     with (tmp_path / "best_so_far.csv").open() as f:
         best = list(csv.DictReader(f))

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from sentsweep.platform.objectives import dominates, pareto_front, parse_objective
+from sentsweep.platform.report.plots import TrialRecord
 from sentsweep.platform.report.winner import front_rows
 
 
@@ -42,10 +43,10 @@ def test_three_objectives():
 
 def test_front_rows_front_first_best_first_objective_first():
     objectives = [parse_objective("stsb_dev max"), parse_objective("compute_seconds min")]
-    trials = [("t0", {"stsb_dev": 70.0, "time_total_s": 5.0}, {"lr": 1e-3}, None),
-              ("t1", {"stsb_dev": 72.0, "time_total_s": 9.0}, {"lr": 2e-3}, None),
-              ("t2", {"stsb_dev": 69.0, "time_total_s": 8.0}, {"lr": 3e-3}, None),
-              ("t3", {"stsb_dev": math.nan, "time_total_s": 1.0}, {"lr": 4e-3}, None)]
+    trials = [TrialRecord("t0", "finished", {"lr": 1e-3}, metrics={"stsb_dev": 70.0, "time_total_s": 5.0}),
+              TrialRecord("t1", "finished", {"lr": 2e-3}, metrics={"stsb_dev": 72.0, "time_total_s": 9.0}),
+              TrialRecord("t2", "finished", {"lr": 3e-3}, metrics={"stsb_dev": 69.0, "time_total_s": 8.0}),
+              TrialRecord("t3", "finished", {"lr": 4e-3}, metrics={"stsb_dev": math.nan, "time_total_s": 1.0})]
     rows = front_rows(trials, objectives)
     assert [(r["trial_id"], r["on_front"]) for r in rows] == [("t1", 1), ("t0", 1), ("t2", 0)]
     assert rows[0] == {"trial_id": "t1", "stsb_dev": 72.0, "compute_seconds": 9.0, "on_front": 1, "lr": 2e-3}

@@ -6,17 +6,18 @@ from __future__ import annotations
 import csv
 
 from sentsweep.platform.objectives import parse_objective
+from sentsweep.platform.report.plots import TrialRecord
 from sentsweep.platform.report.winner import front_rows, pareto_plot
 
 
-def _trials(n: int = 12) -> list[tuple[str, dict, dict, None]]:
+def _trials(n: int = 12) -> list[TrialRecord]:
     """A quality/cost trade-off: dearer trials are better, with some dominated ones."""
     trials = []
     for i in range(n):
         seconds = 20.0 + 7.0 * i
         dev = 70.0 + 8.0 * (1 - 0.93 ** i) - (3.0 if i % 3 == 1 else 0.0)
-        trials.append((f"train_toy_3f0c_{i:05d}", {"stsb_dev": dev, "time_total_s": seconds, "gpus": 0.0,
-                                                   "sickr_trial": 60.0 + i % 4}, {"lr": 1e-4 * (i + 1)}, None))
+        trials.append(TrialRecord(f"train_toy_3f0c_{i:05d}", "finished", {"lr": 1e-4 * (i + 1)}, metrics={
+            "stsb_dev": dev, "time_total_s": seconds, "gpus": 0.0, "sickr_trial": 60.0 + i % 4}))
     return trials
 
 

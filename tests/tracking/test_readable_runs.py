@@ -12,7 +12,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.config import parse_sweep_config
-from sentsweep.platform.report.winner import model_version_description, model_version_tags
+from sentsweep.platform.report.winner import model_version
 from sentsweep.platform.tracking.parent_run import SweepRun, experiment_description, sweep_description
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.tracking.names import figure, run_name, tracked_key, trial_label, ui_link
@@ -102,8 +102,8 @@ def test_a_registered_version_names_its_trial_configuration_and_figures(tracking
     (tmp_path / "model" / "MLmodel").write_text("flavors: {}\n")  # what MLflow registers from a run
     client.log_artifacts(run_id, str(tmp_path / "model"), "best_model")
     figures = {"dev_stsb_dev": 82.3812, "test_stsb_test": 79.1, "confirmed_stsb_dev_mean": 81.95}
-    description = model_version_description("t03", {"scale": 22.4}, figures, "demo-1", "http://x/#/run")
-    tags = model_version_tags("t03", "a5c2b788", {"scale": 22.4}, figures, "demo-1", "trial-run")
+    description, tags = model_version("t03", "a5c2b788", {"scale": 22.4}, figures, "demo-1", "trial-run",
+                                      "http://x/#/run")
     writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"))
     write = {"op": "register", "run": run_id, "name": "toy-model", "path": "best_model", "description": description,
              "tags": tags}

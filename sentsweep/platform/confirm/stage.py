@@ -34,7 +34,7 @@ SEARCH_BEST_TAG = "sentsweep.search_best_trial_id"
 
 def rule_score(summary: Interval, rule: Rule, mode: str) -> float:
     """The figure ``rule`` ranks by, oriented so that larger is better."""
-    value = summary.mean if rule == "mean" else summary.pessimistic(mode)
+    value = summary.mean if rule == "mean" else summary.low if mode == "max" else summary.high  # the cautious end
     if math.isnan(value):
         return -math.inf
     return value if mode == "max" else -value

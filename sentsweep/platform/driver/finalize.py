@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from sentsweep.platform.report.export import (
     export_sentence_transformer,
     has_artifact,
 )
-from sentsweep.platform.report.plots import sweep_plots, trial_records
+from sentsweep.platform.report.plots import TrialRecord, sweep_plots, trial_records
 from sentsweep.platform.report.winner import best_label, record_front, report_reference, version_about
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_keys
 from sentsweep.platform.search.scheduler import scheduler_label
@@ -36,7 +36,6 @@ from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
-    from ray.tune import ResultGrid
 
     from sentsweep.platform.location import SweepLocation
     from sentsweep.platform.outcome import SweepOutcome
@@ -55,14 +54,16 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                    echo: Callable[[str], None] = print) -> None:
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
     varying = varying_keys(outcome.results or ())
+    records = trial_records(outcome.results, config.metric, varying) if outcome.results else []
     if config.plots:
-        log_plots(location, sweep, config, outcome.results, echo)
-    if config.objectives and outcome.results:  # multi-objective: the Pareto front, tagged, plotted, listed
-        record_front(outcome.results, config, sweep, varying, echo)
+        log_plots(location, sweep, config, records, echo)
+    if config.objectives and records:  # multi-objective: the Pareto front, tagged, plotted, listed
+        record_front(records, config, sweep, echo)
     # the confirmed winner's seed closest to its mean, else the best trial (of those that finished, if any)
-    best = outcome.confirmation.chosen_result(outcome.results) if outcome.confirmation is not None else None
+    stage = outcome.confirmation
+    best = stage.chosen_result(outcome.results) if stage is not None else None
     # the run the chosen trial's run is a child of: the stage's for a confirmation seed, else the sweep's
-    parent = outcome.confirmation.chosen_parent(sweep.run_id) if best is not None else sweep.run_id
+    parent = stage.run_id if stage is not None and best is not None and not stage.chosen.original else sweep.run_id
     ranked = rank_results(outcome.results, config.metric, config.mode) if best is None and outcome.results else []
     best = ranked[0] if ranked else best
     if best is None:
@@ -197,11 +198,10 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
                       if config.register_model else None)
 
 
-def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, results: ResultGrid | None,
+def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, records: Sequence[TrialRecord],
               echo: Callable[[str], None] = print) -> None:
-    """The plots of ``results`` and the sweep folder's study to ``plots/``, each PNG with its CSV."""
+    """The plots of the trials' ``records`` and the sweep folder's study to ``plots/``, each PNG with its CSV."""
     study = load_study(location)
-    records = trial_records(results, config.metric, varying_keys(results)) if results else []
     if study is None and not records:
         echo("no searcher state in the sweep folder: no plots")
         return

@@ -4,6 +4,7 @@ Pareto fronts read back from MLflow as tables, and ``--plots``: the best value s
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,10 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
     return chosen
 
 
+def _metric(sweep: Run) -> str:
+    return sweep.data.params.get("metric", STSB_DEV)
+
+
 def trial_number(run: Run) -> int | None:
     text = run.data.tags.get(vocab.TRIAL_NUMBER_TAG, "")
     return int(text) if text.isdigit() else None
@@ -100,8 +105,6 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[di
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
     """A multi-objective sweep's front, one row per trial (best first objective first), from the parent's
     ``pareto_front.csv``, or only the ids when that cannot be read; none for a single metric."""
-    import tempfile
-
     tags = sweep.data.tags
     if vocab.OBJECTIVES_TAG not in tags or vocab.PARETO_TAG not in tags:
         return []
@@ -132,7 +135,7 @@ def _searched(trials: list[Run]) -> list[str]:
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     params, tags, metrics = sweep.data.params, sweep.data.tags, sweep.data.metrics
-    metric = params.get("metric", STSB_DEV)
+    metric = _metric(sweep)
     statuses = [vocab.run_outcome(t) for t in trials]
     best_id = tags.get("sentsweep.best_trial_id", "")
     row: dict[str, Any] = {
@@ -157,7 +160,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
 
 
 def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    metric = sweep.data.params.get("metric", STSB_DEV)
+    metric = _metric(sweep)
     searched = _searched(trials)
     labelled = any(vocab.REFERENCE_TAG in t.data.tags for t in trials)
     rows = []
@@ -205,28 +208,23 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
     return table, pd.DataFrame(trial_table)
 
 
-def to_markdown(table: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    if table.empty:
-        return "(none)"
-    cols = [c for c in (columns or table.columns) if c in table.columns]
-    return markdown_table(table[cols].itertuples(index=False), cols)
+def to_markdown(table: pd.DataFrame) -> str:
+    return "(none)" if table.empty else markdown_table(table.itertuples(index=False), list(table.columns))
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
     if fmt == "csv":
         return trials.to_csv(index=False)
-    wanted = [c for c in sweeps.columns if c != "run_id"] if not sweeps.empty else []
-    trial_cols = [c for c in trials.columns if c != "run_id"] if not trials.empty else []
-    text = f"## Sweeps\n\n{to_markdown(sweeps, wanted)}\n\n## Trials\n\n{to_markdown(trials, trial_cols)}\n"
-    confirmation = sweeps.attrs.get("confirmation")
-    if confirmation is not None and not confirmation.empty:
-        text += ("\n## Confirmation\n\nThe best configurations re-run with further seeds: mean, sd and 95% "
-                 f"interval over their further seeds (the search's run apart: `search`).\n\n"
-                 f"{to_markdown(confirmation)}\n")
-    front = sweeps.attrs.get("pareto")
-    if front is not None and not front.empty:
-        text += ("\n## Pareto front\n\nThe finished trials no other one beats on every objective (multi-objective "
-                 f"sweeps), best first objective first.\n\n{to_markdown(front)}\n")
+    text = (f"## Sweeps\n\n{to_markdown(sweeps.drop(columns='run_id', errors='ignore'))}\n\n"
+            f"## Trials\n\n{to_markdown(trials.drop(columns='run_id', errors='ignore'))}\n")
+    for attr, heading, about in (
+            ("confirmation", "Confirmation", "The best configurations re-run with further seeds: mean, sd and 95% "
+             "interval over their further seeds (the search's run apart: `search`)."),
+            ("pareto", "Pareto front", "The finished trials no other one beats on every objective (multi-objective "
+             "sweeps), best first objective first.")):
+        table = sweeps.attrs.get(attr)
+        if table is not None and not table.empty:
+            text += f"\n## {heading}\n\n{about}\n\n{to_markdown(table)}\n"
     return text
 
 
@@ -234,81 +232,56 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
 CURVE_STYLES = {"finished": "-", "pruned": ":", "stopped": ":"}
 
 
-def best_so_far_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    metric = sweep.data.params.get("metric", STSB_DEV)
-    better = max if sweep.data.params.get("mode", "max") == "max" else min
-    rows, current = [], None
-    for position, trial in enumerate(trials, 1):
-        value = trial.data.metrics.get(f"best_{metric}", trial.data.metrics.get(metric))
-        if value is not None and not math.isnan(value):
-            current = value if current is None else better(current, value)
-        rows.append({"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]), "trial": run_label(trial),
-                     "number": trial_number(trial) or position, "outcome": vocab.run_outcome(trial),
-                     metric: value, "best_so_far": current})
-    return rows
-
-
-def curve_rows(client: MlflowClient, sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
-    """One row per dev evaluation of each trial (at a step logged twice, the first value)."""
-    metric = sweep.data.params.get("metric", STSB_DEV)
-    rows = []
-    for trial in trials:
-        history = sorted(client.get_metric_history(trial.info.run_id, metric), key=lambda h: (h.timestamp, h.step))
-        first = {h.step: h.value for h in reversed(history)}
-        points = sorted(first.items())
-        rows.extend({"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]), "trial": run_label(trial),
-                     "outcome": vocab.run_outcome(trial), "step": step, metric: value, "points": len(points)}
-                    for step, value in points)
-    return rows
-
-
-def compare_plots(client: MlflowClient, sweeps: list[Run], out_dir: str | Path) -> list[Path]:
-    """``best_so_far.png`` and ``dev_curves.png`` of ``sweeps``, each with its CSV; returns the PNGs."""
+def compare_plots(client: MlflowClient, found: Sequence[tuple[Run, list[Run]]], out_dir: str | Path) -> list[Path]:
+    """``best_so_far.png`` and ``dev_curves.png`` of the sweeps in ``found`` (:func:`sweep_runs`), each with its CSV
+    (a dev curve takes the first value of a step logged twice); returns the PNGs."""
     from matplotlib.lines import Line2D
 
     plt = pyplot()
-    out = Path(out_dir)
-    fig_best, ax_best = plt.subplots(figsize=(8, 5))
-    fig_curves, ax_curves = plt.subplots(figsize=(8, 5))
+    (fig_best, ax_best), (fig_curves, ax_curves) = plt.subplots(figsize=(8, 5)), plt.subplots(figsize=(8, 5))
     best_rows: list[dict[str, Any]] = []
-    all_curves: list[dict[str, Any]] = []
-    metrics = set()
-    for index, sweep in enumerate(sweeps):
-        metric = sweep.data.params.get("metric", STSB_DEV)
-        metrics.add(metric)
-        trials = trial_runs(client, sweep)
-        rows = best_so_far_rows(sweep, trials)
-        best_rows += rows
-        name = rows[0]["sweep"] if rows else sweep.info.run_id[:8]
-        ax_best.plot([r["number"] for r in rows], [math.nan if r["best_so_far"] is None else r["best_so_far"]
-                                                   for r in rows], marker="o", label=name)
-        color = f"C{index % 10}"
-        curves = curve_rows(client, sweep, trials)
-        all_curves += curves
-        for label in dict.fromkeys(r["trial"] for r in curves):
-            points = [r for r in curves if r["trial"] == label]
-            outcome = points[0]["outcome"]
-            steps, values = [r["step"] for r in points], [r[metric] for r in points]
-            ax_curves.plot(steps, values, CURVE_STYLES.get(outcome, "--"), color=color, alpha=0.7,
-                           marker="o" if len(points) == 1 else None, markersize=5)
-            if outcome in ("pruned", "stopped"):
-                ax_curves.plot(steps[-1], values[-1], "x", color=color, markersize=8, markeredgewidth=2)
+    curve_rows: list[dict[str, Any]] = []
+    for index, (sweep, trials) in enumerate(found):
+        metric, color = _metric(sweep), f"C{index % 10}"
+        name = sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]) if trials else sweep.info.run_id[:8]
+        better = max if sweep.data.params.get("mode", "max") == "max" else min
+        current = None
+        for position, trial in enumerate(trials, 1):
+            label, outcome = run_label(trial), vocab.run_outcome(trial)
+            value = trial.data.metrics.get(f"best_{metric}", trial.data.metrics.get(metric))
+            if value is not None and not math.isnan(value):
+                current = value if current is None else better(current, value)
+            best_rows.append({"sweep": name, "trial": label, "number": trial_number(trial) or position,
+                              "outcome": outcome, metric: value, "best_so_far": current})
+            history = sorted(client.get_metric_history(trial.info.run_id, metric), key=lambda h: (h.timestamp, h.step))
+            points = sorted({h.step: h.value for h in reversed(history)}.items())
+            curve_rows.extend({"sweep": name, "trial": label, "outcome": outcome, "step": step, metric: value,
+                               "points": len(points)} for step, value in points)
+            if points:
+                steps, values = zip(*points, strict=True)
+                ax_curves.plot(steps, values, CURVE_STYLES.get(outcome, "--"), color=color, alpha=0.7,
+                               marker="o" if len(points) == 1 else None, markersize=5)
+                if outcome in ("pruned", "stopped"):
+                    ax_curves.plot(steps[-1], values[-1], "x", color=color, markersize=8, markeredgewidth=2)
+        shown = best_rows[len(best_rows) - len(trials):]
+        ax_best.plot([r["number"] for r in shown], [math.nan if r["best_so_far"] is None else r["best_so_far"]
+                                                    for r in shown], marker="o", label=name)
         ax_curves.plot([], [], "-", color=color, label=name)
-    shown = " / ".join(sorted(metrics)) or STSB_DEV
+    metrics = " / ".join(sorted({_metric(sweep) for sweep, _ in found})) or STSB_DEV
     numbers = sorted({r["number"] for r in best_rows})
     if numbers and len(numbers) <= 30:
         ax_best.set_xticks(numbers, [f"t{n:02d}" for n in numbers], fontsize=8)
-    ax_best.set(xlabel="trial (as in the tables)", ylabel=f"best {shown} so far (dev)")
-    ax_curves.set(xlabel="training step", ylabel=f"{shown} (dev)")
+    ax_best.set(xlabel="trial (as in the tables)", ylabel=f"best {metrics} so far (dev)")
+    ax_curves.set(xlabel="training step", ylabel=f"{metrics} (dev)")
     legend = [Line2D([], [], color="black", linestyle=":", marker="x", markersize=7,
                      label="pruned (x: where it stopped)"),
               Line2D([], [], color="black", linestyle="--", label="failed, interrupted or running")]
     paths = []
     for fig, ax, name, rows, extra in ((fig_best, ax_best, "best_so_far", best_rows, []),
-                                       (fig_curves, ax_curves, "dev_curves", all_curves, legend)):
-        if sweeps:
+                                       (fig_curves, ax_curves, "dev_curves", curve_rows, legend)):
+        if found:
             handles, _ = ax.get_legend_handles_labels()
             ax.legend(handles=[*handles, *extra], fontsize=8)
         ax.grid(alpha=0.3)
-        paths.append(save_plot(fig, rows, out, name)[0])
+        paths.append(save_plot(fig, rows, Path(out_dir), name)[0])
     return paths

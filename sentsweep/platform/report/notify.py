@@ -128,16 +128,13 @@ class SweepNotifier:
         return (self.environ.get(name) or None) if name else None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
-        event = STATE_EVENTS.get(state)
-        if event is None or event not in self.settings.on or self.url is None:
-            return False
         best_trial, best_value, counts = None, None, {}
         if outcome is not None:
             counts = dict(outcome.counts)
             with contextlib.suppress(Exception):  # the best trial is a courtesy: the notification goes without it
                 best_trial, best_value = _best_of(outcome, self.base["metric"], self.mode)
-        return self.send(SweepNotice(event=event, status=state, reason=reason, best_trial=best_trial,
-                                     best_value=best_value, counts=counts, **self.base))
+        return self.send(SweepNotice(event=STATE_EVENTS.get(state, ""), status=state, reason=reason,
+                                     best_trial=best_trial, best_value=best_value, counts=counts, **self.base))
 
     def budget_spent(self, reason: str) -> bool:
         return self.send(SweepNotice(event="budget", status="running", reason=reason, **self.base))
@@ -164,14 +161,13 @@ class SweepNotifier:
 
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
     """The best trial's label and value: finalize's, else the best of the results."""
-    from sentsweep.platform.report.winner import best_label, finite_number, result_label
+    from sentsweep.platform.report.winner import best_label, result_label
+    from sentsweep.platform.results import finite_number, metric_value, rank_results
 
     if outcome.best_trial_id is not None:
         return best_label(outcome), finite_number(outcome.best_value)
     if outcome.results is None or not outcome.counts.get("finished"):
         return None, None
-    from sentsweep.platform.results import metric_value, rank_results
-
     ranked = rank_results(outcome.results, metric, mode)
     if not ranked:
         return None, None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.results import infeasibility, is_failed, is_final, is_warm_start, result_labels
+from sentsweep.platform.results import infeasibility, is_draining, is_failed, is_final, is_warm_start, result_labels
 
 if TYPE_CHECKING:
     import optuna
@@ -37,6 +37,9 @@ class TrialRecord:
     values: list[float] = field(default_factory=list)
     #: the trial's label, ``t03`` (:mod:`sentsweep.tracking.names`); its id when not given
     label: str = ""
+    #: its final result, and the reports a searcher selects from (neither final nor draining)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.label = self.label or self.trial_id
@@ -61,21 +64,25 @@ def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Stat
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve."""
+    """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve,
+    its final result and its reports."""
     records = []
     labels = result_labels(results)
     for result in results:
-        metrics, config = result.metrics or {}, result.config or {}
+        metrics, config = dict(result.metrics or {}), result.config or {}
         record = TrialRecord(str(metrics.get("trial_id", getattr(result, "path", "?"))),
                              trial_status(metrics, bool(result.error)), {k: config[k] for k in searched if k in config},
-                             label=labels.get(str(metrics.get("trial_id")), ""))
+                             label=labels.get(str(metrics.get("trial_id")), ""), metrics=metrics)
         frame = result.metrics_dataframe
-        if frame is not None and metric in frame and "step" in frame:
-            finals = frame["final"] if "final" in frame else [None] * len(frame)
-            for step, value, final in zip(frame["step"], frame[metric], finals, strict=True):
-                if final != 1.0 and value is not None and math.isfinite(float(value)) and step is not None:
-                    record.steps.append(float(step))
-                    record.values.append(float(value))
+        for report in frame.to_dict("records") if frame is not None else []:
+            if is_final(report):
+                continue
+            value, step = report.get(metric), report.get("step")
+            if value is not None and math.isfinite(float(value)) and step is not None:
+                record.steps.append(float(step))
+                record.values.append(float(value))
+            if not is_draining(report):
+                record.reports.append(report)
         records.append(record)
     return records
 

@@ -3,31 +3,27 @@ version's description and tags, and with ``reference`` the paper, our run of its
 
 from __future__ import annotations
 
+import functools
 import math
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sentsweep.platform import results as res
 from sentsweep.platform.objectives import objective_values, pareto_front, select_report
 from sentsweep.platform.outcome import interval
-from sentsweep.platform.report.plots import pyplot, save_plot, trial_status
+from sentsweep.platform.report.plots import TrialRecord, pyplot, save_plot
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, ui_link
 
 if TYPE_CHECKING:
-    from ray.tune import Result, ResultGrid
+    from ray.tune import Result
 
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.objectives import Objective
     from sentsweep.platform.outcome import Candidate, SweepOutcome
-
-
-class SweepRunWrites(Protocol):
-    def set_tags(self, tags: dict[str, str]) -> None: ...
-
-    def log_artifacts(self, local_dir: str | Path, artifact_path: str) -> None: ...
+    from sentsweep.platform.tracking.parent_run import SweepRun
 
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
@@ -57,43 +53,33 @@ def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]
     return figures
 
 
-def model_version_tags(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
-                       sweep_name: str, trial_run_id: str | None) -> dict[str, str]:
-    tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
-            **{f"param.{k}": figure(v) for k, v in values.items()},
-            **{k: figure(float(v)) for k, v in figures.items()}}
-    if trial_run_id:
-        tags["trial_run_id"] = trial_run_id
-    return {k: str(v)[:5000] for k, v in tags.items()}
-
-
-def model_version_description(trial: str, values: Mapping[str, Any], figures: Mapping[str, float],
-                              sweep_name: str, trial_link: str | None) -> str:
+def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
+                  sweep_name: str, trial_run_id: str | None, trial_link: str | None) -> tuple[str, dict[str, str]]:
+    """A registered version's description and tags: the trial, its searched ``values``, its ``figures``, its run."""
     config = ", ".join(f"{k}={figure(v)}" for k, v in values.items()) or "the sweep's defaults"
     shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
     where = f"[its run]({trial_link})" if trial_link else "its run"
+    tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
+            **{f"param.{k}": figure(v) for k, v in values.items()},
+            **{k: figure(float(v)) for k, v in figures.items()},
+            **({"trial_run_id": trial_run_id} if trial_run_id else {})}
     return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
             f"Figures: {shown or 'none recorded'}.\n\n"
-            "The model was logged on the sweep's run (`best_model/`); the tags name the trial.")
+            "The model was logged on the sweep's run (`best_model/`); the tags name the trial.",
+            {k: str(v)[:5000] for k, v in tags.items()})
 
 
 def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable[str]) -> tuple[str, dict[str, str]]:
-    label = best_label(outcome)
     values: dict[str, Any] = {k: outcome.best_config[k] for k in searched if k in (outcome.best_config or {})}
-    figures = best_figures(outcome, config)
     run = outcome.best_run_id
     link = ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None
-    return (model_version_description(label, values, figures, outcome.sweep_name, link),
-            model_version_tags(label, outcome.best_trial_id or "", values, figures, outcome.sweep_name, run))
+    return model_version(best_label(outcome), outcome.best_trial_id or "", values, best_figures(outcome, config),
+                         outcome.sweep_name, run, link)
 
 
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
     matches = [r for r in results if res.is_reference(r.config, point)]
     return min(matches, key=res.result_trial_id) if matches else None
-
-
-def finite_number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _setting(value: Any) -> str:
@@ -112,7 +98,7 @@ def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
         if summary.n:
             return summary.describe()
     value = outcome.best_value if key is None else outcome.final_metrics.get(key)
-    return f"{_cell(finite_number(value))} (1 run)"
+    return f"{_cell(res.finite_number(value))} (1 run)"
 
 
 def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result | None,
@@ -121,18 +107,21 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     ref_id = res.result_trial_id(reference) if reference is not None else None
     ref_metrics = (reference.metrics or {}) if reference is not None else {}
     rule = f"confirmation, {outcome.confirmation.rule}" if outcome.confirmation is not None else "no confirmation"
-    lines = [f"paper vs paper setting vs tuned winner ({ref.source or 'paper figures: none given'}):",
-             f"  {'figure':<14} {'paper':>8}  {'paper setting (ours)':>22}  tuned winner ({rule})"]
+
+    def row(name: str, paper: str, ours: str, winner: str) -> str:
+        return f"  {name:<14} {paper:>8}  {ours:>22}  {winner}"
+
     ours = f"trial {result_label(outcome.results, ref_id)}" if ref_id else "did not run"
-    lines.append(f"  {'trial':<14} {'':>8}  {ours:>22}  trial {best_label(outcome)}")
+    lines = [f"paper vs paper setting vs tuned winner ({ref.source or 'paper figures: none given'}):",
+             row("figure", "paper", "paper setting (ours)", f"tuned winner ({rule})"),
+             row("trial", "", ours, f"trial {best_label(outcome)}")]
     keys = list(ref.figures) or sorted(k for k, v in ref_metrics.items()  # the paper's, else our test figures
-                                       if k.endswith(res.FIGURE_SUFFIXES) and finite_number(v) is not None
+                                       if k.endswith(res.FIGURE_SUFFIXES) and res.finite_number(v) is not None
                                        and k != config.metric)
-    for key in keys:
-        lines.append(f"  {key:<14} {_cell(ref.figures.get(key)):>8}  {_cell(finite_number(ref_metrics.get(key))):>22}  "
-                     f"{winner_cell(outcome, key)}")
-    lines.append(f"  {config.metric:<14} {'-':>8}  {_cell(finite_number(ref_metrics.get(config.metric))):>22}  "
-                 f"{winner_cell(outcome, None)}  (dev: selection)")
+    lines += [row(key, _cell(ref.figures.get(key)), _cell(res.finite_number(ref_metrics.get(key))),
+                  winner_cell(outcome, key)) for key in keys]
+    lines.append(row(config.metric, "-", _cell(res.finite_number(ref_metrics.get(config.metric))),
+                     f"{winner_cell(outcome, None)}  (dev: selection)"))
     lines.append(f"  what differs: selection on {config.metric} here; the paper's: {ref.selection or 'not given'}; "
                  "the winner was chosen on this dev set, so it is no reproduction")
     changed = {k: (v, outcome.best_config.get(k)) for k, v in point.items() if outcome.best_config.get(k) != v}
@@ -142,7 +131,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     return lines
 
 
-def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRunWrites,
+def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRun,
                      echo: Callable[[str], None]) -> None:
     """Echo the side-by-side lines (none without ``reference``) and put them on the sweep's run."""
     point = outcome.reference_point
@@ -159,18 +148,16 @@ def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRun
         sweep.log_artifacts(tmp, "reference")
 
 
-#: A finished trial: its id, final result, searched params and selected report (None: the final result has all).
-FinishedTrial = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None]
-
-
-def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
-    """One row per trial whose objectives are all finite, with ``on_front``; the front first, best first."""
+def front_rows(records: Sequence[TrialRecord], objectives: Sequence[Objective]) -> list[dict[str, Any]]:
+    """One row per finished trial whose objectives are all finite (the reported ones, else their value in the
+    report the searcher selected), with ``on_front``; the front first, best first."""
     rows = []
-    for trial_id, result, params, selected in trials:
-        values = objective_values(result, objectives, selected)
+    for r in (r for r in records if r.status == "finished"):
+        selected = functools.reduce(lambda best, report: select_report(best, report, objectives[0]), r.reports, None)
+        values = objective_values(r.metrics, objectives, selected)
         if all(v is not None and math.isfinite(v) for v in values):
-            rows.append({"trial_id": trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
-                         "on_front": 0, **params})
+            rows.append({"trial_id": r.trial_id, **{o.metric: v for o, v in zip(objectives, values, strict=True)},
+                         "on_front": 0, **r.params})
     for i in pareto_front([[row[o.metric] for o in objectives] for row in rows], [o.mode for o in objectives]):
         rows[i]["on_front"] = 1
     sign = -1.0 if objectives[0].mode == "max" else 1.0
@@ -178,28 +165,11 @@ def front_rows(trials: Sequence[FinishedTrial], objectives: Sequence[Objective])
     return rows
 
 
-def finished_trials(results: ResultGrid, searched: Sequence[str], first: Objective) -> list[FinishedTrial]:
-    finished: list[FinishedTrial] = []
-    for result in results:
-        metrics = dict(result.metrics or {})
-        if trial_status(metrics, bool(result.error)) != "finished":
-            continue
-        selected = None
-        frame = result.metrics_dataframe
-        for report in frame.to_dict("records") if frame is not None else []:
-            if not res.is_final(report) and not res.is_draining(report):  # the reports the searcher selects from
-                selected = select_report(selected, report, first)
-        config = result.config or {}
-        finished.append((str(metrics.get("trial_id", "?")), metrics, {k: config[k] for k in searched if k in config},
-                         selected))
-    return finished
-
-
-def record_front(results: ResultGrid, config: SweepConfig, sweep: SweepRunWrites, searched: Sequence[str],
+def record_front(records: Sequence[TrialRecord], config: SweepConfig, sweep: SweepRun,
                  echo: Callable[[str], None]) -> None:
     """Tag, plot and echo the Pareto front of a sweep with several objectives."""
     objectives = config.objective_list
-    rows = front_rows(finished_trials(results, searched, objectives[0]), objectives)
+    rows = front_rows(records, objectives)
     front = [r for r in rows if r["on_front"]]
     sweep.set_tags({vocab.PARETO_TAG: ",".join(r["trial_id"] for r in front),
                     vocab.OBJECTIVES_TAG: "; ".join(str(o) for o in objectives)})
