@@ -116,9 +116,7 @@ def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, 
     """Create a run, keeping only the oldest active run with the ``key`` tags: MLflow's client resends a create
     whose answer a gateway lost, and the twin the server made is deleted here."""
     created = client.create_run(experiment_id, tags=tags, run_name=run_name)
-    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in key.items())
-    found = client.search_runs([experiment_id], filter_string=query, max_results=10)
-    twins = sorted(found, key=lambda run: (run.info.start_time or 0, run.info.run_id))
+    twins = vocab.tagged_runs(client, experiment_id, key)
     for twin in twins[1:]:
         client.delete_run(twin.info.run_id)
     return twins[0] if twins else created
@@ -143,11 +141,9 @@ class TrialRuns:
     marks: dict[str, int] = field(default_factory=dict)
     terminal: dict[str, set[str]] = field(default_factory=dict)  # the terminal keys each run holds
 
-    def child_runs(self, status: str | None = None) -> list[Any]:
-        """The trials' runs under the parent (only those with ``status`` when given)."""
-        query = f"tags.`{vocab.PARENT_TAG}` = '{self.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}'"
-        query += f" and attributes.status = '{status}'" if status else ""
-        return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
+    def child_runs(self) -> list[Any]:
+        key = {vocab.PARENT_TAG: self.parent_run_id, vocab.ROLE_TAG: vocab.TRIAL_ROLE}
+        return vocab.tagged_runs(self.client, self.experiment_id, key)
 
     def forget(self, trial_id: str) -> None:
         """Read the trial's mark back from MLflow before its next delivery (after a failed one)."""
@@ -308,7 +304,7 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         if ended is not None and runs.end(folder.trial_id, vocab.OUTCOMES[ended[0]], ended[1], overwrite=False,
                                           output=folder.output(), outcome=ended[0]):
             done.ended += 1
-    for run in runs.child_runs("RUNNING"):
+    for run in [r for r in runs.child_runs() if r.info.status == "RUNNING"]:
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", vocab.INTERRUPTED_REASON, outcome="interrupted")
