@@ -121,19 +121,20 @@ class TrialRunsCallback(Callback):
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
         kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
         return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}, "_tagged": {},
-                "_notes": dict(self.__dict__.get("_notes", {}))}  # a restarted driver tags what waits
+                "_notes": dict(self._notes)}  # a restarted driver tags what waits
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # an older sweep's callback lacks the newer fields
+        self.__dict__.update({"_numbers": {}, "_notes": {}, "_tagged": {}, **state})
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
         """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
-        numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
-        if trial.trial_id not in numbers and trial in trials:
-            numbers[trial.trial_id] = creation_numbers(trials)[trial.trial_id]
+        if trial.trial_id not in self._numbers and trial in trials:
+            self._numbers[trial.trial_id] = creation_numbers(trials)[trial.trial_id]
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
-        number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
-        prefix = self.__dict__.get("label_prefix", SEARCH_PREFIX)
+        number = self._numbers.get(trial.trial_id)
         values = getattr(trial, "evaluated_params", None) or {}
-        return run_name(trial_label(number, prefix), trial.trial_id, values), number
+        return run_name(trial_label(number, self.label_prefix), trial.trial_id, values), number
 
     @cached_property
     def runs(self) -> TrialRuns:
@@ -168,11 +169,10 @@ class TrialRunsCallback(Callback):
         run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
         runs.deliver(trial.trial_id, results)
         # a retry's note waits until MLflow takes it: Tune's thread writes _notes, this one _tagged
-        note = self.__dict__.setdefault("_notes", {}).get(trial.trial_id)  # absent in an older sweep's callback
-        tagged = self.__dict__.setdefault("_tagged", {})
-        if note is not None and tagged.get(trial.trial_id) != note:
+        note = self._notes.get(trial.trial_id)
+        if note is not None and self._tagged.get(trial.trial_id) != note:
             runs.tag_note(run_id, note)
-            tagged[trial.trial_id] = note
+            self._tagged[trial.trial_id] = note
         return run_id
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
@@ -202,7 +202,7 @@ class TrialRunsCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        self.__dict__.setdefault("_notes", {})[trial.trial_id] = (*note, int(time.time()))
+        self._notes[trial.trial_id] = (*note, int(time.time()))
         self._submit(trials, trial, lambda: self.catch_up(trial, []))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
