@@ -248,6 +248,11 @@ class TrialRuns:
         if params and not self.client.get_run(run_id).data.params:
             vocab.log_missing_params(self.client, run_id, params)
 
+    def log_totals(self, totals: dict[str, float]) -> None:
+        """The sweep's totals on the parent run, at step 0."""
+        stamp = self.now_ms()
+        self.client.log_batch(self.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
+
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
             output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
         """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
@@ -286,13 +291,15 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None) -> Reconciled:
+              names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None,
+              done: Reconciled | None = None) -> Reconciled:
     """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
     A trial whose last report is final or failed ends FINISHED or FAILED. With ``scheduler_label``, one whose last
     report Tune marked ``done`` without either was pruned: FINISHED, outcome ``pruned``. Any other RUNNING run ends
-    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number."""
-    done = Reconciled()
+    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number. The counts
+    are added to ``done``."""
+    done = done or Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
         results = folder.results()

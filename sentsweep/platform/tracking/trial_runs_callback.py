@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 from ray.tune import Callback
 
 from sentsweep.platform.results import (
@@ -152,20 +151,15 @@ class TrialRunsCallback(Callback):
             self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The trial's run id, holding the folder's reports first (a resume, a failed delivery), then ``results``."""
+        """The trial's run id, holding the folder's reports first (a resume, a failed delivery), then ``results``
+        (a failure puts the trial in ``_behind`` again, through the deliverer)."""
         runs = self.runs
-        name, number = self._name(trial)
         if trial.trial_id in self._behind or trial.trial_id not in self._seen:
             self._behind.discard(trial.trial_id)
-            runs.forget(trial.trial_id)
-            runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
-            new_attempt = False
-            try:
-                runs.deliver(trial.trial_id, trial_folder(trial).results())
-            except BaseException:
-                self._behind.add(trial.trial_id)
-                raise
             self._seen.add(trial.trial_id)
+            runs.forget(trial.trial_id)
+            results = [*trial_folder(trial).results(), *results]
+        name, number = self._name(trial)
         run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
         runs.deliver(trial.trial_id, results)
         # a retry's note waits until MLflow takes it: Tune's thread writes _notes, this one _tagged
@@ -228,15 +222,11 @@ class TrialRunsCallback(Callback):
         seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
         totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
                                 ("finished", "pruned", "failed", "running", "pending"))
-        deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
+        deliverer.submit("totals", lambda: runs.log_totals(totals), force=True)
         wait = END_WAIT_S if store_answers(self.settings["tracking_uri"]) else 0.0
         if not deliverer.drain(wait) or self._behind:
             log.warning("MLflow has not got all of the trials' runs; `sentsweep sync SWEEP_DIR` completes them "
                         "from the sweep folder (a resume does too)")
-
-    def log_totals(self, totals: dict[str, float]) -> None:
-        stamp = self.runs.now_ms()
-        self.runs.client.log_batch(self.runs.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
         """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
