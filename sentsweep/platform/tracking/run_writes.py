@@ -23,7 +23,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.platform.tracking.trial_runs import local_folder, wall_ms
+from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params, log_protocols
 
 log = logging.getLogger("sentsweep.tracking")
@@ -158,12 +158,10 @@ def admissible(write: Write, runs: Collection[str], register: str | None) -> boo
 class RunWrites:
     """Writes to runs of ``experiment_id``; those left at :meth:`flush` saved in the folder ``fs``, ``path``."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str,
-                 now_ms: Callable[[], int] = wall_ms) -> None:
+    def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str) -> None:
         self.client = client
         self.experiment_id = experiment_id
         self.fs, self.path = fs, path
-        self.now_ms = now_ms
         self.pending: list[Write] = []
         self.registered: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -174,10 +172,6 @@ class RunWrites:
         with self._lock:
             self.pending.append(write)
         self._deliverer.submit("writes", self.deliver)
-
-    def metrics(self, run_id: str, metrics: dict[str, float]) -> None:
-        stamp = self.now_ms()
-        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), 0, stamp] for k, v in metrics.items()]})
 
     def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
                move: bool = False) -> None:
@@ -210,7 +204,7 @@ class RunWrites:
                         self.pending.pop(0)
                 done += 1
 
-    def flush(self, timeout_s: float) -> bool:
+    def flush(self, timeout_s: float = 20.0) -> bool:
         """Deliver what waits for at most ``timeout_s``, then save what is left; whether MLflow has everything."""
         if self.pending and store_answers(self.client.tracking_uri):
             self._deliverer.submit("writes", self.deliver, force=True)
