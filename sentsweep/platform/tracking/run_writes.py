@@ -193,16 +193,12 @@ class RunWrites:
         """Deliver the waiting writes in order (the first failure raises); how many were delivered."""
         done = 0
         with self._delivering:
-            while True:
+            while self.pending:  # others only append
+                self.apply(self.pending[0])
                 with self._lock:
-                    if not self.pending:
-                        return done
-                    write = self.pending[0]
-                self.apply(write)
-                with self._lock:
-                    if self.pending and self.pending[0] is write:
-                        self.pending.pop(0)
+                    self.pending.pop(0)
                 done += 1
+        return done
 
     def flush(self, timeout_s: float = 20.0) -> bool:
         """Deliver what waits for at most ``timeout_s``, then save what is left; whether MLflow has everything."""

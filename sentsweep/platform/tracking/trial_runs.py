@@ -198,13 +198,11 @@ class TrialRuns:
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            if not (step > mark or ends - held):
-                record = result.get(vocab.RUN_RECORD_KEY)
-                tags = record.get("tags") if isinstance(record, dict) else None
-                if tags:  # a retried attempt's placement, at a step its first attempt logged: where it runs now
-                    self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
+            logged_before = not (step > mark or ends - held)
+            # a retried attempt's placement, at a step its first attempt logged: where it runs now
+            self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY), tags_only=logged_before)
+            if logged_before:
                 continue
-            self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
             # every number but a bool is a point, NaN too (MLflow stores it)
             points = [Metric(tracked_key(k), float(v), stamp, step) for k, v in result.items()
@@ -228,13 +226,14 @@ class TrialRuns:
                                             note[1][:5000]), RunTag(RESTORED_AT_TAG, str(note[2]))])
         return True
 
-    def _log_record(self, run_id: str, record: Any) -> None:
+    def _log_record(self, run_id: str, record: Any, *, tags_only: bool = False) -> None:
         if not isinstance(record, dict):
+            return
+        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in (record.get("tags") or {}).items()])
+        if tags_only:
             return
         if record.get("params"):
             vocab.log_missing_params(self.client, run_id, record["params"])
-        tags = record.get("tags") or {}
-        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
         inputs = record.get("inputs")
         if isinstance(inputs, str):  # a trial reports them as JSON text
             inputs = json.loads(inputs)
