@@ -15,7 +15,6 @@ from typing import Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Param
 from mlflow.exceptions import MlflowException
 
 from sentsweep.platform.config import SweepConfig
@@ -155,7 +154,7 @@ class SweepRun(RunWrites):
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
-        client.log_batch(sweep.run_id, params=[Param(k, vocab.param_value(v)) for k, v in params.items()])
+        vocab.log_missing_params(client, sweep.run_id, params)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / "sweep.yaml").write_text(config.to_yaml())
