@@ -241,22 +241,20 @@ class TrialRuns:
             log_dataset_inputs(self.client, run_id, inputs)
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
-    def log_params(self, trial_id: str, params: dict[str, Any]) -> None:
-        """``params`` on a run that has none (a trial that failed before its first report)."""
-        run_id = self.run_ids[trial_id]
-        if params and not self.client.get_run(run_id).data.params:
-            vocab.log_missing_params(self.client, run_id, params)
-
     def log_totals(self, totals: dict[str, float]) -> None:
         """The sweep's totals on the parent run, at step 0."""
         stamp = self.now_ms()
         self.client.log_batch(self.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
-            output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
+            output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None,
+            params: dict[str, Any] | None = None) -> bool:
         """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
-        ``overwrite`` or it ended ``interrupted``, which a resume continues. Whether it was ended here."""
+        ``overwrite`` or it ended ``interrupted``, which a resume continues. Whether it was ended here. ``params``
+        go on a run that has none (a trial that failed before its first report), ended or not."""
         run = self.client.get_run(self.run_ids[trial_id])
+        if params and not run.data.params:
+            vocab.log_missing_params(self.client, run.info.run_id, params)
         provisional = run.data.tags.get(vocab.OUTCOME_TAG) == "interrupted" and outcome != "interrupted"
         if run.info.status in vocab.TERMINAL and not (overwrite or provisional):
             return False

@@ -171,12 +171,9 @@ class TrialRunsCallback(Callback):
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
-        status = vocab.OUTCOMES[outcome]
-        if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
-            settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
-            self.runs.log_params(trial.trial_id, settings)
-        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
-                      outcome=outcome)
+        sampled = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}  # a trial's settings
+        self.runs.end(trial.trial_id, vocab.OUTCOMES[outcome], reason, overwrite=overwrite, outcome=outcome,
+                      output=trial_folder(trial).output(), params=None if outcome == "finished" else sampled)
 
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._start(trial))
