@@ -84,7 +84,6 @@ class Deliverer:
         self.backoff = backoff or Backoff()
         self._jobs: queue.Queue[tuple[str, Job, bool]] = queue.Queue(maxsize=capacity)
         self._thread: threading.Thread | None = None
-        self._warned = False
 
     def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
         """Queue ``job`` without waiting; False (and ``on_failure(key)``) when dropped; ``force``: even backed off."""
@@ -109,13 +108,11 @@ class Deliverer:
         except Exception as exc:  # noqa: BLE001 - MLflow down or refusing: the folder keeps the data
             wait = self.backoff.failed()
             self.on_failure(key)
-            if not self._warned:
+            if self.backoff.failures == 1:  # the first failure since a success
                 log.warning("MLflow did not take a delivery (%s: %s); retried in %.0f s, from the sweep folder",
                             type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "", wait)
-                self._warned = True
             return False
         self.backoff.succeeded()
-        self._warned = False
         return True
 
     def _run(self) -> None:
