@@ -113,13 +113,12 @@ class TrialRunsCallback(Callback):
     reference_setting: str | None = None
     _numbers: dict[str, int] = field(default_factory=dict)  # trial id -> its place in Tune's list, from 1
     _behind: set[str] = field(default_factory=set)  # trials whose last delivery failed or was dropped
-    _seen: set[str] = field(default_factory=set)  # trials this driver session delivered to
     _notes: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # each trial's newest retry note
     _tagged: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # the notes MLflow took
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
         kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
-        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}, "_tagged": {},
+        return {**kept, "_behind": set(), "_numbers": {}, "_tagged": {},
                 "_notes": dict(self._notes)}  # a restarted driver tags what waits
 
     def __setstate__(self, state: dict[str, Any]) -> None:  # an older sweep's callback lacks the newer fields
@@ -151,12 +150,11 @@ class TrialRunsCallback(Callback):
             self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The trial's run id, holding the folder's reports first (a resume, a failed delivery), then ``results``
-        (a failure puts the trial in ``_behind`` again, through the deliverer)."""
+        """The trial's run id, holding the folder's reports first (a trial without a mark this session, a failed
+        delivery), then ``results`` (a failure puts the trial in ``_behind`` again, through the deliverer)."""
         runs = self.runs
-        if trial.trial_id in self._behind or trial.trial_id not in self._seen:
+        if trial.trial_id in self._behind or trial.trial_id not in runs.marks:
             self._behind.discard(trial.trial_id)
-            self._seen.add(trial.trial_id)
             runs.forget(trial.trial_id)
             results = [*trial_folder(trial).results(), *results]
         name, number = self._name(trial)
