@@ -1,5 +1,5 @@
 """A trial's training, dev and test data as MLflow dataset inputs: a trial reports the records as plain data
-(:func:`trial_datasets`), the driver logs them (:func:`log_dataset_inputs`)."""
+(:func:`trial_datasets`, as dicts), the driver logs them (:func:`log_dataset_inputs`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,10 +129,6 @@ def trial_datasets(config: Any) -> list[DatasetRecord]:
         tests += [_registered(task, TASK_FILES[task], source, TEST) for task in senteval]
         records += {r.name: r for r in tests if r is not None}.values()
     return [r for r in records if r is not None]
-
-
-def dataset_inputs(records: Sequence[DatasetRecord]) -> list[dict[str, Any]]:
-    return [asdict(r) for r in records]
 
 
 def log_dataset_inputs(client: MlflowClient, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:

@@ -50,14 +50,17 @@ OUTPUT_DIR = "output"
 MAX_PARAM_LENGTH = 6000
 
 
+def tagged_runs(client: MlflowClient, experiment_id: str, tags: Mapping[str, str]) -> list[Run]:
+    """The active runs of ``experiment_id`` holding ``tags``, oldest first (ties by id, so every process agrees)."""
+    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=10_000)
+    return sorted(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id))
+
+
 def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> Run | None:
-    """The active child run of ``trial_id``; of several, the oldest, so that every process agrees."""
-    query = f"tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
-    if parent_run_id:
-        query += f" and tags.`{PARENT_TAG}` = '{parent_run_id}'"
-    runs = client.search_runs([experiment_id], filter_string=query, order_by=["attributes.start_time ASC"],
-                              max_results=10)
-    return min(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id), default=None)
+    """The active child run of ``trial_id``; of several, the oldest."""
+    parent = {PARENT_TAG: parent_run_id} if parent_run_id else {}
+    return next(iter(tagged_runs(client, experiment_id, {TRIAL_ID_TAG: trial_id, **parent})), None)
 
 
 def run_outcome(run: Run) -> str:

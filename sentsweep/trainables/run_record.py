@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Mapping
+from dataclasses import asdict
 from typing import Any
 
 from sentsweep.evaluation.metric_protocols import MetricProtocol
-from sentsweep.tracking.datasets import dataset_inputs, trial_datasets
+from sentsweep.tracking.datasets import trial_datasets
 from sentsweep.tracking.names import placement_tags
 from sentsweep.tracking.vocabulary import RUN_RECORD_KEY, protocol_record, source_tags
 from sentsweep.trainables.system_metrics import SystemMetrics
@@ -51,7 +52,7 @@ class RunRecord:
                                  "tags": {**source_tags(trial_source_name(method)), **placement_tags()}}
         try:
             # as JSON text: Tune's TensorBoard logger warns at every list of records it cannot draw
-            start["inputs"] = json.dumps(dataset_inputs(trial_datasets(config)))
+            start["inputs"] = json.dumps([asdict(r) for r in trial_datasets(config)])
         except Exception as exc:  # noqa: BLE001 - the data is the trial's to complain about; tracking leaves it out
             log.warning("no dataset inputs recorded for this trial: %s", exc)
         system = SystemMetrics(config.system_metrics_interval_s) if config.system_metrics else None

@@ -18,7 +18,7 @@ def test_writes_are_delivered_in_order_and_a_second_delivery_changes_nothing(tra
     run_id = client.create_run(experiment).info.run_id
     (tmp_path / "plots").mkdir()
     (tmp_path / "plots" / "a.csv").write_text("x\n1\n")
-    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"), now_ms=lambda: 7)
+    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"))
     writes.pending.extend([{"op": "tags", "run": run_id, "tags": {"k": "v"}},
                            {"op": "metrics", "run": run_id, "points": [["best", 0.5, 0, 7], ["best", 0.7, 1, 7]]},
                            {"op": "status", "run": run_id, "status": "FINISHED", "reason": "done"}])

@@ -105,7 +105,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         if resumed:
             run.reopen()
         else:  # the run scheduled as the sweep began (a failed sweep's reason, resumed by hand, removed)
-            run.writes.put({"op": "running", "run": run.run_id, "clear_reason": True})
+            run.put({"op": "running", "run": run.run_id, "clear_reason": True})
         stage_results = tuner.fit()
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))
@@ -162,8 +162,7 @@ def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation,
             log.warning("the confirmation stage's run was not looked up (%s: %s)", type(exc).__name__, exc)
     if sweep.stage_run_id is not None:
         run = stage_run(sweep, location, sweep.stage_run_id)
-        run.writes.put({"op": "status", "run": run.run_id, "status": "KILLED", "reason": reason[:5000],
-                        "if_running": True})
+        run.put({"op": "status", "run": run.run_id, "status": "KILLED", "reason": reason[:5000], "if_running": True})
         run.flush()
 
 

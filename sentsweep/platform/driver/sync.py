@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import time
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
@@ -84,18 +82,16 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
                 runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))
                 search = run_id == manifest.parent_run_id
                 names = run_names(fs, path, SEARCH_PREFIX if search else CONFIRMATION_PREFIX)
-                found = reconcile(fs, path, runs, names=names, scheduler_label=pruned_by if search else None)
-                done.trials = Reconciled(*map(sum, zip(astuple(done.trials), astuple(found), strict=True)))
+                reconcile(fs, path, runs, names=names, scheduler_label=pruned_by if search else None, done=done.trials)
             parent = client.get_run(manifest.parent_run_id)
             if "trials_total" not in parent.data.metrics:  # the totals the sweep's end could not write
                 totals = folder_totals(fs, root, float(manifest.config.get("resources", {}).get("gpu", 0.0)))
-                client.log_batch(parent.info.run_id,
-                                 metrics=[Metric(k, v, int(time.time() * 1000), 0) for k, v in totals.items()])
+                TrialRuns(client, manifest.experiment_id, parent.info.run_id).log_totals(totals)
             for path, run_id in stages:
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
                                       runs={r for _, r in stages} - {run_id},
                                       register=manifest.config.get("register_model"))
-                done.writes += run.writes.deliver()
+                done.writes += run.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
         except Exception as exc:  # noqa: BLE001 - MLflow stopped answering: what is left waits for the next sync

@@ -1,5 +1,5 @@
-"""The sweep's parent run (:class:`SweepRun`) and the markdown MLflow shows on its and its experiment's page. Its
-writes go through :class:`~.run_writes.RunWrites` in the background: a sweep never waits because MLflow is down."""
+"""The sweep's parent run (:class:`SweepRun`) and the markdown MLflow shows on its and its experiment's page. It is
+a :class:`~.run_writes.RunWrites`, writing in the background: a sweep never waits because MLflow is down."""
 
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ import json
 import tempfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Param
 from mlflow.exceptions import MlflowException
 
 from sentsweep.platform.config import SweepConfig
@@ -24,7 +22,7 @@ from sentsweep.platform.location import locate
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.platform.tracking.store import prepare_store
-from sentsweep.platform.tracking.trial_runs import create_unique_run
+from sentsweep.platform.tracking.trial_runs import create_unique_run, wall_ms
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SYS_PREFIX, ui_link
 
@@ -121,7 +119,7 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
 
 
 @dataclass
-class SweepRun:
+class SweepRun(RunWrites):
     """The parent run of a sweep (or of its confirmation stage). Only :meth:`open` needs MLflow; what MLflow has
     not taken at :meth:`flush` is saved in the folder ``fs``, ``path`` for a resume or ``sentsweep sync``."""
 
@@ -134,6 +132,9 @@ class SweepRun:
     path: str
     #: the confirmation stage's run, scheduled as the sweep began
     stage_run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.client, self.experiment_id, self.fs, self.path)
 
     @classmethod
     def open(cls, config: SweepConfig, sweep_name: str, sweep_dir: str, define_by_run: Any,
@@ -153,7 +154,7 @@ class SweepRun:
         sweep = cls(client, config.tracking.uri, experiment_id, run.info.run_id, sweep_name, fs, path)
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
-        client.log_batch(sweep.run_id, params=[Param(k, vocab.param_value(v)) for k, v in params.items()])
+        vocab.log_missing_params(client, sweep.run_id, params)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             (folder / "sweep.yaml").write_text(config.to_yaml())
@@ -171,15 +172,11 @@ class SweepRun:
                path: str, *, runs: Collection[str] = (), register: str | None = None) -> SweepRun:
         """An existing run, its status unchanged, with the writes an earlier session saved queued first."""
         sweep = cls(MlflowClient(tracking_uri=tracking_uri), tracking_uri, experiment_id, run_id, sweep_name, fs, path)
-        sweep.writes.load({run_id, *runs}, register)
+        sweep.load({run_id, *runs}, register)
         return sweep
 
-    @cached_property
-    def writes(self) -> RunWrites:
-        return RunWrites(self.client, self.experiment_id, self.fs, self.path)
-
     def reopen(self) -> None:
-        self.writes.put({"op": "running", "run": self.run_id, "reason": "resumed"})
+        self.put({"op": "running", "run": self.run_id, "reason": "resumed"})
         self.set_tags({vocab.STATUS_TAG: "running"})
 
     def trial_settings(self) -> dict[str, Any]:
@@ -187,46 +184,44 @@ class SweepRun:
                 "parent_run_id": self.run_id, "sweep_name": self.sweep_name}
 
     def set_tags(self, tags: dict[str, str]) -> None:
-        self.writes.put({"op": "tags", "run": self.run_id, "tags": tags})
+        self.put({"op": "tags", "run": self.run_id, "tags": tags})
 
     def log_params(self, params: dict[str, Any]) -> None:
         """Params the run lacks (MLflow never changes one)."""
-        self.writes.put({"op": "params", "run": self.run_id, "params": params})
+        self.put({"op": "params", "run": self.run_id, "params": params})
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
-        self.writes.metrics(self.run_id, metrics)
+        stamp = wall_ms()
+        self.put({"op": "metrics", "run": self.run_id, "points": [[k, float(v), 0, stamp] for k, v in metrics.items()]})
 
     def log_protocols(self, record: dict[str, Any]) -> None:
         if record:
-            self.writes.put({"op": "protocols", "run": self.run_id, "record": record})
+            self.put({"op": "protocols", "run": self.run_id, "record": record})
 
     def log_artifacts(self, local_dir: str | Path, artifact_path: str, *, move: bool = False) -> None:
         """Upload a folder, kept in the sweep folder first (moved when ``move``)."""
-        self.writes.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
+        self.upload({"run": self.run_id}, local_dir, artifact_path, move=move)
 
     def register_model(self, name: str, artifact_path: str, description: str | None = None,
                        tags: dict[str, str] | None = None) -> str | None:
         """Register the model as a version of ``name``; None when MLflow did not answer within 15 s."""
-        self.writes.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
-                         "description": description, "tags": tags or {}})
-        self.writes.flush(15.0)
-        return self.writes.registered.get(name)
+        self.put({"op": "register", "run": self.run_id, "name": name, "path": artifact_path,
+                  "description": description, "tags": tags or {}})
+        self.flush(15.0)
+        return self.registered.get(name)
 
     def tag_trial(self, trial_id: str, tags: dict[str, str], parent_run_id: str | None = None) -> None:
-        self.writes.put({"op": "tags", "parent": parent_run_id or self.run_id, "trial": trial_id, "tags": tags})
+        self.put({"op": "tags", "parent": parent_run_id or self.run_id, "trial": trial_id, "tags": tags})
 
     def upload_to_trial(self, trial_id: str, local_dir: str | Path, artifact_path: str,
                         parent_run_id: str | None = None) -> None:
-        self.writes.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
-                           kept_as=f"trials/{trial_id}/{artifact_path}")
+        self.upload({"parent": parent_run_id or self.run_id, "trial": trial_id}, local_dir, artifact_path,
+                    kept_as=f"trials/{trial_id}/{artifact_path}")
 
     def close(self, state: vocab.SweepState, reason: str | None = None) -> None:
         self.set_tags({vocab.STATUS_TAG: state})
-        self.writes.put({"op": "status", "run": self.run_id, "status": vocab.RUN_STATUS[state],
-                         "reason": reason[:5000] if reason else None, "clear_reason": not reason})  # not "resumed"
-
-    def flush(self, timeout_s: float = 20.0) -> bool:
-        return self.writes.flush(timeout_s)
+        self.put({"op": "status", "run": self.run_id, "status": vocab.RUN_STATUS[state],
+                  "reason": reason[:5000] if reason else None, "clear_reason": not reason})  # not "resumed"
 
     def previous_max(self, key: str) -> float:
         """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer)."""

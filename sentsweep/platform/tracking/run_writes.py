@@ -23,7 +23,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.platform.tracking.trial_runs import local_folder, wall_ms
+from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params, log_protocols
 
 log = logging.getLogger("sentsweep.tracking")
@@ -84,7 +84,6 @@ class Deliverer:
         self.backoff = backoff or Backoff()
         self._jobs: queue.Queue[tuple[str, Job, bool]] = queue.Queue(maxsize=capacity)
         self._thread: threading.Thread | None = None
-        self._warned = False
 
     def submit(self, key: str, job: Job, *, force: bool = False) -> bool:
         """Queue ``job`` without waiting; False (and ``on_failure(key)``) when dropped; ``force``: even backed off."""
@@ -109,13 +108,11 @@ class Deliverer:
         except Exception as exc:  # noqa: BLE001 - MLflow down or refusing: the folder keeps the data
             wait = self.backoff.failed()
             self.on_failure(key)
-            if not self._warned:
+            if self.backoff.failures == 1:  # the first failure since a success
                 log.warning("MLflow did not take a delivery (%s: %s); retried in %.0f s, from the sweep folder",
                             type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "", wait)
-                self._warned = True
             return False
         self.backoff.succeeded()
-        self._warned = False
         return True
 
     def _run(self) -> None:
@@ -158,12 +155,10 @@ def admissible(write: Write, runs: Collection[str], register: str | None) -> boo
 class RunWrites:
     """Writes to runs of ``experiment_id``; those left at :meth:`flush` saved in the folder ``fs``, ``path``."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str,
-                 now_ms: Callable[[], int] = wall_ms) -> None:
+    def __init__(self, client: MlflowClient, experiment_id: str, fs: pyarrow.fs.FileSystem, path: str) -> None:
         self.client = client
         self.experiment_id = experiment_id
         self.fs, self.path = fs, path
-        self.now_ms = now_ms
         self.pending: list[Write] = []
         self.registered: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -174,10 +169,6 @@ class RunWrites:
         with self._lock:
             self.pending.append(write)
         self._deliverer.submit("writes", self.deliver)
-
-    def metrics(self, run_id: str, metrics: dict[str, float]) -> None:
-        stamp = self.now_ms()
-        self.put({"op": "metrics", "run": run_id, "points": [[k, float(v), 0, stamp] for k, v in metrics.items()]})
 
     def upload(self, target: dict[str, str], local_dir: str | Path, artifact_path: str, *, kept_as: str | None = None,
                move: bool = False) -> None:
@@ -199,18 +190,14 @@ class RunWrites:
         """Deliver the waiting writes in order (the first failure raises); how many were delivered."""
         done = 0
         with self._delivering:
-            while True:
+            while self.pending:  # others only append
+                self.apply(self.pending[0])
                 with self._lock:
-                    if not self.pending:
-                        return done
-                    write = self.pending[0]
-                self.apply(write)
-                with self._lock:
-                    if self.pending and self.pending[0] is write:
-                        self.pending.pop(0)
+                    self.pending.pop(0)
                 done += 1
+        return done
 
-    def flush(self, timeout_s: float) -> bool:
+    def flush(self, timeout_s: float = 20.0) -> bool:
         """Deliver what waits for at most ``timeout_s``, then save what is left; whether MLflow has everything."""
         if self.pending and store_answers(self.client.tracking_uri):
             self._deliverer.submit("writes", self.deliver, force=True)

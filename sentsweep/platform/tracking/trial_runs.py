@@ -116,9 +116,7 @@ def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, 
     """Create a run, keeping only the oldest active run with the ``key`` tags: MLflow's client resends a create
     whose answer a gateway lost, and the twin the server made is deleted here."""
     created = client.create_run(experiment_id, tags=tags, run_name=run_name)
-    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in key.items())
-    found = client.search_runs([experiment_id], filter_string=query, max_results=10)
-    twins = sorted(found, key=lambda run: (run.info.start_time or 0, run.info.run_id))
+    twins = vocab.tagged_runs(client, experiment_id, key)
     for twin in twins[1:]:
         client.delete_run(twin.info.run_id)
     return twins[0] if twins else created
@@ -143,11 +141,9 @@ class TrialRuns:
     marks: dict[str, int] = field(default_factory=dict)
     terminal: dict[str, set[str]] = field(default_factory=dict)  # the terminal keys each run holds
 
-    def child_runs(self, status: str | None = None) -> list[Any]:
-        """The trials' runs under the parent (only those with ``status`` when given)."""
-        query = f"tags.`{vocab.PARENT_TAG}` = '{self.parent_run_id}' and tags.`{vocab.ROLE_TAG}` = '{vocab.TRIAL_ROLE}'"
-        query += f" and attributes.status = '{status}'" if status else ""
-        return self.client.search_runs([self.experiment_id], filter_string=query, max_results=10_000)
+    def child_runs(self) -> list[Any]:
+        key = {vocab.PARENT_TAG: self.parent_run_id, vocab.ROLE_TAG: vocab.TRIAL_ROLE}
+        return vocab.tagged_runs(self.client, self.experiment_id, key)
 
     def forget(self, trial_id: str) -> None:
         """Read the trial's mark back from MLflow before its next delivery (after a failed one)."""
@@ -202,13 +198,11 @@ class TrialRuns:
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
             ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            if not (step > mark or ends - held):
-                record = result.get(vocab.RUN_RECORD_KEY)
-                tags = record.get("tags") if isinstance(record, dict) else None
-                if tags:  # a retried attempt's placement, at a step its first attempt logged: where it runs now
-                    self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
+            logged_before = not (step > mark or ends - held)
+            # a retried attempt's placement, at a step its first attempt logged: where it runs now
+            self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY), tags_only=logged_before)
+            if logged_before:
                 continue
-            self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY))
             stamp = self.now_ms()
             # every number but a bool is a point, NaN too (MLflow stores it)
             points = [Metric(tracked_key(k), float(v), stamp, step) for k, v in result.items()
@@ -232,13 +226,14 @@ class TrialRuns:
                                             note[1][:5000]), RunTag(RESTORED_AT_TAG, str(note[2]))])
         return True
 
-    def _log_record(self, run_id: str, record: Any) -> None:
+    def _log_record(self, run_id: str, record: Any, *, tags_only: bool = False) -> None:
         if not isinstance(record, dict):
+            return
+        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in (record.get("tags") or {}).items()])
+        if tags_only:
             return
         if record.get("params"):
             vocab.log_missing_params(self.client, run_id, record["params"])
-        tags = record.get("tags") or {}
-        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
         inputs = record.get("inputs")
         if isinstance(inputs, str):  # a trial reports them as JSON text
             inputs = json.loads(inputs)
@@ -246,17 +241,20 @@ class TrialRuns:
             log_dataset_inputs(self.client, run_id, inputs)
         log_protocols(self.client, run_id, record.get("protocols") or {})
 
-    def log_params(self, trial_id: str, params: dict[str, Any]) -> None:
-        """``params`` on a run that has none (a trial that failed before its first report)."""
-        run_id = self.run_ids[trial_id]
-        if params and not self.client.get_run(run_id).data.params:
-            vocab.log_missing_params(self.client, run_id, params)
+    def log_totals(self, totals: dict[str, float]) -> None:
+        """The sweep's totals on the parent run, at step 0."""
+        stamp = self.now_ms()
+        self.client.log_batch(self.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
-            output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None) -> bool:
+            output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None,
+            params: dict[str, Any] | None = None) -> bool:
         """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
-        ``overwrite`` or it ended ``interrupted``, which a resume continues. Whether it was ended here."""
+        ``overwrite`` or it ended ``interrupted``, which a resume continues. Whether it was ended here. ``params``
+        go on a run that has none (a trial that failed before its first report), ended or not."""
         run = self.client.get_run(self.run_ids[trial_id])
+        if params and not run.data.params:
+            vocab.log_missing_params(self.client, run.info.run_id, params)
         provisional = run.data.tags.get(vocab.OUTCOME_TAG) == "interrupted" and outcome != "interrupted"
         if run.info.status in vocab.TERMINAL and not (overwrite or provisional):
             return False
@@ -290,13 +288,15 @@ class Reconciled:
 
 
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
-              names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None) -> Reconciled:
+              names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None,
+              done: Reconciled | None = None) -> Reconciled:
     """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
 
     A trial whose last report is final or failed ends FINISHED or FAILED. With ``scheduler_label``, one whose last
     report Tune marked ``done`` without either was pruned: FINISHED, outcome ``pruned``. Any other RUNNING run ends
-    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number."""
-    done = Reconciled()
+    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number. The counts
+    are added to ``done``."""
+    done = done or Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
         results = folder.results()
@@ -308,7 +308,7 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         if ended is not None and runs.end(folder.trial_id, vocab.OUTCOMES[ended[0]], ended[1], overwrite=False,
                                           output=folder.output(), outcome=ended[0]):
             done.ended += 1
-    for run in runs.child_runs("RUNNING"):
+    for run in [r for r in runs.child_runs() if r.info.status == "RUNNING"]:
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
         runs.end(trial_id, "KILLED", vocab.INTERRUPTED_REASON, outcome="interrupted")

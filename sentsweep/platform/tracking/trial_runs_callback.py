@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 from ray.tune import Callback
 
 from sentsweep.platform.results import (
@@ -114,26 +113,26 @@ class TrialRunsCallback(Callback):
     reference_setting: str | None = None
     _numbers: dict[str, int] = field(default_factory=dict)  # trial id -> its place in Tune's list, from 1
     _behind: set[str] = field(default_factory=set)  # trials whose last delivery failed or was dropped
-    _seen: set[str] = field(default_factory=set)  # trials this driver session delivered to
     _notes: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # each trial's newest retry note
     _tagged: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # the notes MLflow took
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks into tuner.pkl
         kept = {k: v for k, v in self.__dict__.items() if k not in ("runs", "deliverer")}
-        return {**kept, "_behind": set(), "_seen": set(), "_numbers": {}, "_tagged": {},
-                "_notes": dict(self.__dict__.get("_notes", {}))}  # a restarted driver tags what waits
+        return {**kept, "_behind": set(), "_numbers": {}, "_tagged": {},
+                "_notes": dict(self._notes)}  # a restarted driver tags what waits
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # an older sweep's callback lacks the newer fields
+        self.__dict__.update({"_numbers": {}, "_notes": {}, "_tagged": {}, **state})
 
     def _number(self, trials: list[Trial], trial: Trial) -> None:
         """Remember the trial's number in the order Tune created the trials, which a resume keeps."""
-        numbers = self.__dict__.setdefault("_numbers", {})  # a callback pickled without it: an older sweep's
-        if trial.trial_id not in numbers and trial in trials:
-            numbers[trial.trial_id] = creation_numbers(trials)[trial.trial_id]
+        if trial.trial_id not in self._numbers and trial in trials:
+            self._numbers[trial.trial_id] = creation_numbers(trials)[trial.trial_id]
 
     def _name(self, trial: Trial) -> tuple[str, int | None]:
-        number = self.__dict__.get("_numbers", {}).get(trial.trial_id)
-        prefix = self.__dict__.get("label_prefix", SEARCH_PREFIX)
+        number = self._numbers.get(trial.trial_id)
         values = getattr(trial, "evaluated_params", None) or {}
-        return run_name(trial_label(number, prefix), trial.trial_id, values), number
+        return run_name(trial_label(number, self.label_prefix), trial.trial_id, values), number
 
     @cached_property
     def runs(self) -> TrialRuns:
@@ -151,38 +150,29 @@ class TrialRunsCallback(Callback):
             self.deliverer.submit(trial.trial_id, job)
 
     def catch_up(self, trial: Trial, results: list[dict[str, Any]], new_attempt: bool = False) -> str:
-        """The trial's run id, holding the folder's reports first (a resume, a failed delivery), then ``results``."""
+        """The trial's run id, holding the folder's reports first (a trial without a mark this session, a failed
+        delivery), then ``results`` (a failure puts the trial in ``_behind`` again, through the deliverer)."""
         runs = self.runs
-        name, number = self._name(trial)
-        if trial.trial_id in self._behind or trial.trial_id not in self._seen:
+        if trial.trial_id in self._behind or trial.trial_id not in runs.marks:
             self._behind.discard(trial.trial_id)
             runs.forget(trial.trial_id)
-            runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
-            new_attempt = False
-            try:
-                runs.deliver(trial.trial_id, trial_folder(trial).results())
-            except BaseException:
-                self._behind.add(trial.trial_id)
-                raise
-            self._seen.add(trial.trial_id)
+            results = [*trial_folder(trial).results(), *results]
+        name, number = self._name(trial)
         run_id = runs.run_id(trial.trial_id, new_attempt=new_attempt, name=name, number=number)
         runs.deliver(trial.trial_id, results)
         # a retry's note waits until MLflow takes it: Tune's thread writes _notes, this one _tagged
-        note = self.__dict__.setdefault("_notes", {}).get(trial.trial_id)  # absent in an older sweep's callback
-        tagged = self.__dict__.setdefault("_tagged", {})
-        if note is not None and tagged.get(trial.trial_id) != note:
+        note = self._notes.get(trial.trial_id)
+        if note is not None and self._tagged.get(trial.trial_id) != note:
             runs.tag_note(run_id, note)
-            tagged[trial.trial_id] = note
+            self._tagged[trial.trial_id] = note
         return run_id
 
     def _end(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
-        status = vocab.OUTCOMES[outcome]
-        if outcome != "finished":  # a trial that failed before its first report: the settings Tune sampled
-            settings = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
-            self.runs.log_params(trial.trial_id, settings)
-        self.runs.end(trial.trial_id, status, reason, overwrite=overwrite, output=trial_folder(trial).output(),
-                      outcome=outcome)
+        # params of a trial that failed before its first report: the settings Tune sampled
+        sampled = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
+        self.runs.end(trial.trial_id, vocab.OUTCOMES[outcome], reason, overwrite=overwrite, outcome=outcome,
+                      output=trial_folder(trial).output(), params=None if outcome == "finished" else sampled)
 
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._start(trial))
@@ -202,7 +192,7 @@ class TrialRunsCallback(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         note = retry_note(getattr(trial.checkpoint, "path", None), last_error_line(trial))
-        self.__dict__.setdefault("_notes", {})[trial.trial_id] = (*note, int(time.time()))
+        self._notes[trial.trial_id] = (*note, int(time.time()))
         self._submit(trials, trial, lambda: self.catch_up(trial, []))
 
     def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
@@ -228,15 +218,11 @@ class TrialRunsCallback(Callback):
         seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
         totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
                                 ("finished", "pruned", "failed", "running", "pending"))
-        deliverer.submit("totals", lambda: self.log_totals(totals), force=True)
+        deliverer.submit("totals", lambda: runs.log_totals(totals), force=True)
         wait = END_WAIT_S if store_answers(self.settings["tracking_uri"]) else 0.0
         if not deliverer.drain(wait) or self._behind:
             log.warning("MLflow has not got all of the trials' runs; `sentsweep sync SWEEP_DIR` completes them "
                         "from the sweep folder (a resume does too)")
-
-    def log_totals(self, totals: dict[str, float]) -> None:
-        stamp = self.runs.now_ms()
-        self.runs.client.log_batch(self.runs.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
     def remove_orphans(self, trial_ids: set[str]) -> None:
         """Close and delete the runs of trials the sweep no longer has: a trial created after Tune's last
