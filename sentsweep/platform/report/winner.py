@@ -8,7 +8,7 @@ import math
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentsweep.platform import results as res
 from sentsweep.platform.objectives import objective_values, pareto_front, select_report
@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.objectives import Objective
     from sentsweep.platform.outcome import Candidate, SweepOutcome
-    from sentsweep.platform.tracking.parent_run import SweepRun
+
+
+class SweepRunWrites(Protocol):
+    """The parent run's writes the report makes (the driver passes its ``SweepRun``)."""
+
+    def set_tags(self, tags: dict[str, str]) -> None: ...
+
+    def log_artifacts(self, local_dir: str | Path, artifact_path: str) -> None: ...
 
 
 def result_label(results: Iterable[Result] | None, trial_id: str, prefix: str = SEARCH_PREFIX) -> str:
@@ -131,7 +138,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     return lines
 
 
-def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRun,
+def report_reference(config: SweepConfig, outcome: SweepOutcome, sweep: SweepRunWrites,
                      echo: Callable[[str], None]) -> None:
     """Echo the side-by-side lines (none without ``reference``) and put them on the sweep's run."""
     point = outcome.reference_point
@@ -165,7 +172,7 @@ def front_rows(records: Sequence[TrialRecord], objectives: Sequence[Objective]) 
     return rows
 
 
-def record_front(records: Sequence[TrialRecord], config: SweepConfig, sweep: SweepRun,
+def record_front(records: Sequence[TrialRecord], config: SweepConfig, sweep: SweepRunWrites,
                  echo: Callable[[str], None]) -> None:
     """Tag, plot and echo the Pareto front of a sweep with several objectives."""
     objectives = config.objective_list
