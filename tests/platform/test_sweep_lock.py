@@ -359,3 +359,25 @@ def test_an_s3_folder_is_locked_by_conditional_writes(s3_endpoint, monkeypatch) 
     second = SweepLock.for_folder(location, name)
     second.take()
     assert LockRecord.parse(store.read().data).token == second.token
+
+
+def test_a_sweep_that_fails_before_its_first_trial_gives_its_lock_back(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                       private_cache, monkeypatch) -> None:
+    """The manifest cannot be written (a storage outage): the sweep ends crashed, and its lock is released at once,
+    not kept alive by its heartbeat for as long as the process (a notebook, a test run) lives."""
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.platform.location import SweepLocation
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    def outage(self: SweepLocation, *args: object) -> None:
+        raise StorageError("the storage did not answer", file=self.uri)
+
+    monkeypatch.setattr(SweepLocation, "write_manifest", outage)
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri)
+    before = set(threading.enumerate())
+    with pytest.raises(StorageError):
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=lambda line: None)
+    (lock_file,) = (tmp_path / "ray_results").glob(f"*/{LOCK_FILE}")
+    record = LockRecord.parse(lock_file.read_bytes())
+    assert record is not None and record.released
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "sentsweep-lock"]

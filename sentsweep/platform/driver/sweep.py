@@ -86,6 +86,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     with graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
         sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
         notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
+        lock = None
         try:
             # a new run: nobody else knows it yet
             lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
@@ -97,9 +98,13 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             if finalize:  # after the manifest: the sweep is resumable whatever MLflow answers here
                 schedule_stage_run(sweep, config)
         except BaseException as exc:
-            sweep.close("crashed", f"{type(exc).__name__}: {exc}")
-            sweep.flush()
-            notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
+            try:
+                sweep.close("crashed", f"{type(exc).__name__}: {exc}")
+                sweep.flush()
+                notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
+            finally:
+                if lock is not None:  # its heartbeat would hold the crashed sweep for as long as this process lives
+                    lock.release()
             raise
         echo(f"sweep {sweep_name}: {config.trials_text} trials of {config.method} over '{space.name}' "
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
