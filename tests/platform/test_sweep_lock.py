@@ -231,6 +231,24 @@ def test_a_renewal_whose_answer_was_lost_is_the_holders_own(store, clock) -> Non
     assert holder.beat() == INTERVAL and holder.lost is None and store.record().heartbeat == clock.now
 
 
+def test_a_take_whose_create_was_applied_but_answered_as_a_failed_condition_holds_the_lock(store, clock) -> None:
+    """S3 applied the create, its answer was lost, and the client's retry of the same request was refused (412):
+    the lock holds this driver's token, so the driver holds it, not a lock it refuses as another's."""
+    holder = lock(store, clock)
+    real_write = store.write
+
+    def applied_then_refused(data: bytes, version: str | None) -> str | None:
+        real_write(data, version)
+        return real_write(data, version)  # the retry: the object exists now
+
+    store.write = applied_then_refused
+    holder.take()
+    store.write = real_write
+    assert store.record().token == holder.token
+    clock.now += INTERVAL
+    assert holder.beat() == INTERVAL and holder.lost is None and store.record().heartbeat == clock.now
+
+
 def test_a_released_lock_is_free_at_once_and_a_lost_one_is_not_released(store, clock) -> None:
     first = lock(store, clock)
     first.take()

@@ -135,6 +135,10 @@ class SweepLock:
             mine = self._record(now).to_bytes()
             stored = self.store.read()
             held = LockRecord.parse(stored.data) if stored is not None else None
+            if held is not None and stored is not None and held.token == self.token and not held.released:
+                # this holder's own write, answered as a failed condition (a retried request after a lost answer)
+                self._version, self._renewed = stored.version, held.heartbeat
+                return
             if held is not None and not held.expired(now):
                 raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
                                     f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
