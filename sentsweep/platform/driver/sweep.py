@@ -41,7 +41,14 @@ from sentsweep.platform.driver.specs import (
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
-from sentsweep.platform.location import SweepLocation, SweepManifest, folder_command, locate, new_sweep_location
+from sentsweep.platform.location import (
+    MANIFEST,
+    SweepLocation,
+    SweepManifest,
+    folder_command,
+    locate,
+    new_sweep_location,
+)
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
@@ -133,7 +140,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
-    stored = manifest.sweep_config()
+    stored = manifest.sweep_config(location.file_uri(MANIFEST))
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
     # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
     uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))
