@@ -208,6 +208,28 @@ def test_a_renewal_the_storage_fails_is_tried_again_then_given_up_before_the_loc
     assert store.record().token == holder.token and store.record().heartbeat == renewed
 
 
+@pytest.mark.parametrize("fast_until", [0.0, 59.0], ids=["every-try-times-out", "the-last-try-times-out"])
+def test_renewals_that_time_out_give_the_lock_up_before_it_can_expire(store, clock, fast_until) -> None:
+    """A renewal that waits out the storage's timeouts (a blackholed S3 endpoint, about one interval) fails late:
+    the time it failed counts, and no try begins after the give-up point, so the holder has stopped by the time
+    another driver may take the lock over. The last renewal took 4 s, so the tries fall off the 5 s grid."""
+    holder = lock(store, clock)
+    holder.take()
+    renewed = clock.now
+
+    def fails(data: bytes, version: str | None) -> str | None:
+        if clock.now - renewed >= fast_until:
+            clock.now += INTERVAL
+        raise StorageError("the storage did not answer (ReadTimeoutError)", file=store.uri)
+
+    store.write = fails
+    clock.now += 4 + INTERVAL
+    while holder.lost is None:
+        delay = holder.beat()
+        assert clock.now - renewed <= EXPIRY_FACTOR * INTERVAL, "still holding when the lock could be taken over"
+        clock.now += delay
+
+
 def test_a_short_storage_outage_keeps_the_lock(store, clock) -> None:
     holder = lock(store, clock)
     holder.take()
