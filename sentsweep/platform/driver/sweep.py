@@ -91,13 +91,12 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     sweep_name = location.name
     stops = StopSignals()
     with graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
+        # a storage no lock can live on is refused before anything is written
+        lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
         sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
         notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
-        lock = None
         try:
-            # a new run: nobody else knows it yet
-            lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
-            lock.acquire()
+            lock.acquire()  # a new run: nobody else knows it yet
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
                                                   tracking_uri=sweep.tracking_uri, created=time.time(),
@@ -110,8 +109,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
                 sweep.flush()
                 notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
             finally:
-                if lock is not None:  # its heartbeat would hold the crashed sweep for as long as this process lives
-                    lock.release()
+                lock.release()  # its heartbeat would hold the crashed sweep for as long as this process lives
             raise
         echo(f"sweep {sweep_name}: {config.trials_text} trials of {config.method} over '{space.name}' "
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
