@@ -57,6 +57,10 @@ def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: 
     config = parse_sweep_config(raw, source)
     for name, kind, value in config.credential_uris():
         refuse_credentials(value, kind, options.get(name, name), file=None if name in options else source)
+    try:  # what the job's `sentsweep sweep` refuses, refused before the YAML is uploaded
+        config.refuse_stray_credentials()
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field=exc.field, file=source) from None
     warnings = _portability_warnings(config)
     if check_trials:  # the method's trial settings, checked like `sentsweep sweep` does before starting Ray
         try:

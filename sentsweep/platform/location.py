@@ -74,9 +74,15 @@ class SweepManifest(BaseModel):
                              "first)")
         return value
 
-    def sweep_config(self) -> SweepConfig:
-        """The stored config; a field added since with a new default takes the value the sweep ran with."""
-        return SweepConfig.model_validate({**SINCE_ADDED, **self.config})
+    def sweep_config(self, file: str | None = None) -> SweepConfig:
+        """The stored config; a field added since with a new default takes the value the sweep ran with. One that
+        does not validate is a :class:`ConfigError` naming its field and ``file`` (the manifest's URI)."""
+        try:
+            return SweepConfig.model_validate({**SINCE_ADDED, **self.config})
+        except ValidationError as exc:
+            message, field = validation_message(exc)
+            raise ConfigError(f"the sweep's stored config is invalid ({message})",
+                              field=f"config.{field}" if field else "config", file=file) from None
 
 
 #: Sweep settings added after sweeps were stored without them, with the behaviour those sweeps had.

@@ -76,6 +76,19 @@ def test_a_manifest_naming_another_folders_sweep_run_is_refused(remote_sweep, s3
     assert (synced.uri, synced.waiting, synced.writes) == (tracking_uri, False, 0)
 
 
+def test_a_folder_whose_sweep_run_is_not_in_the_store_is_one_line_naming_the_manifest(tmp_path, tracking_uri,
+                                                                                     private_cache, capsys):
+    location = locate(str(tmp_path / "toy-1"))
+    location.write_text(MANIFEST, SweepManifest(sweep_name="toy-1", config={"name": "toy", "method": "cosent"},
+                                                parent_run_id=uuid.uuid4().hex, experiment_id="0",
+                                                tracking_uri=tracking_uri, created=0.0).model_dump_json())
+    for command in ("resume", "sync"):
+        assert main([command, location.uri]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"sentsweep {command}: error: {location.uri}/{MANIFEST}: the manifest's sweep run ")
+        assert "is not in the tracking store" in err and err.count("\n") == 1
+
+
 def test_a_local_folder_is_the_users_own_unless_a_declared_uri_differs(tmp_path, monkeypatch):
     location = SweepLocation(str(tmp_path), "toy", None, str(tmp_path / "toy"))
     manifest = SweepManifest(sweep_name="toy", config={}, parent_run_id="p", experiment_id="1",

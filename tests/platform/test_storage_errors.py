@@ -4,6 +4,7 @@ left half-written on a local disk (real files; S3's failures from :mod:`tests.pl
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,20 @@ def test_a_cut_short_manifest_is_one_line_naming_it(tmp_path: Path) -> None:
     (tmp_path / MANIFEST).write_text('{"sweep_name": "demo"}')
     with pytest.raises(ConfigError, match=r"unreadable sweep manifest \(config: Field required \(4 more errors\)\)"):
         locate(str(tmp_path)).read_manifest()
+
+
+def test_a_stored_config_that_does_not_validate_is_one_line_naming_the_manifest_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], private_cache: Path) -> None:
+    from sentsweep.cli import main
+
+    (tmp_path / MANIFEST).write_text(json.dumps({
+        "sweep_name": "demo-1", "config": {"name": "demo", "method": "cosent", "num_samples": "many"},
+        "parent_run_id": "p", "experiment_id": "1", "tracking_uri": "sqlite:///x.db", "created": 0}))
+    assert main(["resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sentsweep resume: error: {tmp_path}/{MANIFEST}: field 'config.num_samples': the sweep's "
+                          "stored config is invalid (Input should be a valid integer")
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_a_manifest_the_storage_does_not_serve_is_not_a_missing_one(tmp_path: Path, pauses) -> None:

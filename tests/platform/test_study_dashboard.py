@@ -148,6 +148,23 @@ def test_the_dashboard_answers_only_its_token_and_loopback_names(tmp_path):
         server.server_close()
 
 
+def test_a_port_in_use_is_one_line_naming_the_option(tmp_path, capsys, private_cache):
+    import socket
+
+    from sentsweep.cli import main
+
+    location, searcher = _sweep(tmp_path)
+    _finish(searcher, "a", "complete")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["dashboard", location.uri, "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sentsweep dashboard: error: field '--port': cannot serve on 127.0.0.1:{port} (")
+    assert err.count("\n") == 1
+
+
 def test_a_folder_without_a_study_is_one_clear_error(tmp_path):
     config = SweepConfig(name="s", method="toy", metric="score")
     location = locate(str(tmp_path / "s-1"))

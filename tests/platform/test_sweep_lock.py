@@ -208,6 +208,28 @@ def test_a_renewal_the_storage_fails_is_tried_again_then_given_up_before_the_loc
     assert store.record().token == holder.token and store.record().heartbeat == renewed
 
 
+@pytest.mark.parametrize("fast_until", [0.0, 59.0], ids=["every-try-times-out", "the-last-try-times-out"])
+def test_renewals_that_time_out_give_the_lock_up_before_it_can_expire(store, clock, fast_until) -> None:
+    """A renewal that waits out the storage's timeouts (a blackholed S3 endpoint, about one interval) fails late:
+    the time it failed counts, and no try begins after the give-up point, so the holder has stopped by the time
+    another driver may take the lock over. The last renewal took 4 s, so the tries fall off the 5 s grid."""
+    holder = lock(store, clock)
+    holder.take()
+    renewed = clock.now
+
+    def fails(data: bytes, version: str | None) -> str | None:
+        if clock.now - renewed >= fast_until:
+            clock.now += INTERVAL
+        raise StorageError("the storage did not answer (ReadTimeoutError)", file=store.uri)
+
+    store.write = fails
+    clock.now += 4 + INTERVAL
+    while holder.lost is None:
+        delay = holder.beat()
+        assert clock.now - renewed <= EXPIRY_FACTOR * INTERVAL, "still holding when the lock could be taken over"
+        clock.now += delay
+
+
 def test_a_short_storage_outage_keeps_the_lock(store, clock) -> None:
     holder = lock(store, clock)
     holder.take()
@@ -227,6 +249,24 @@ def test_a_renewal_whose_answer_was_lost_is_the_holders_own(store, clock) -> Non
     clock.now += INTERVAL / 6
     holder.beat()  # the stale version is refused; the lock still holds its own token: adopted
     assert holder.lost is None
+    clock.now += INTERVAL
+    assert holder.beat() == INTERVAL and holder.lost is None and store.record().heartbeat == clock.now
+
+
+def test_a_take_whose_create_was_applied_but_answered_as_a_failed_condition_holds_the_lock(store, clock) -> None:
+    """S3 applied the create, its answer was lost, and the client's retry of the same request was refused (412):
+    the lock holds this driver's token, so the driver holds it, not a lock it refuses as another's."""
+    holder = lock(store, clock)
+    real_write = store.write
+
+    def applied_then_refused(data: bytes, version: str | None) -> str | None:
+        real_write(data, version)
+        return real_write(data, version)  # the retry: the object exists now
+
+    store.write = applied_then_refused
+    holder.take()
+    store.write = real_write
+    assert store.record().token == holder.token
     clock.now += INTERVAL
     assert holder.beat() == INTERVAL and holder.lost is None and store.record().heartbeat == clock.now
 
@@ -359,3 +399,25 @@ def test_an_s3_folder_is_locked_by_conditional_writes(s3_endpoint, monkeypatch) 
     second = SweepLock.for_folder(location, name)
     second.take()
     assert LockRecord.parse(store.read().data).token == second.token
+
+
+def test_a_sweep_that_fails_before_its_first_trial_gives_its_lock_back(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                       private_cache, monkeypatch) -> None:
+    """The manifest cannot be written (a storage outage): the sweep ends crashed, and its lock is released at once,
+    not kept alive by its heartbeat for as long as the process (a notebook, a test run) lives."""
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.platform.location import SweepLocation
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    def outage(self: SweepLocation, *args: object) -> None:
+        raise StorageError("the storage did not answer", file=self.uri)
+
+    monkeypatch.setattr(SweepLocation, "write_manifest", outage)
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri)
+    before = set(threading.enumerate())
+    with pytest.raises(StorageError):
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=lambda line: None)
+    (lock_file,) = (tmp_path / "ray_results").glob(f"*/{LOCK_FILE}")
+    record = LockRecord.parse(lock_file.read_bytes())
+    assert record is not None and record.released
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "sentsweep-lock"]

@@ -41,7 +41,14 @@ from sentsweep.platform.driver.specs import (
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
-from sentsweep.platform.location import SweepLocation, SweepManifest, folder_command, locate, new_sweep_location
+from sentsweep.platform.location import (
+    MANIFEST,
+    SweepLocation,
+    SweepManifest,
+    folder_command,
+    locate,
+    new_sweep_location,
+)
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
 from sentsweep.platform.results import is_failed, is_final
@@ -84,12 +91,12 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     sweep_name = location.name
     stops = StopSignals()
     with graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
+        # a storage no lock can live on is refused before anything is written
+        lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
         sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
         notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
         try:
-            # a new run: nobody else knows it yet
-            lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
-            lock.acquire()
+            lock.acquire()  # a new run: nobody else knows it yet
             location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
                                                   parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
                                                   tracking_uri=sweep.tracking_uri, created=time.time(),
@@ -97,9 +104,12 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
             if finalize:  # after the manifest: the sweep is resumable whatever MLflow answers here
                 schedule_stage_run(sweep, config)
         except BaseException as exc:
-            sweep.close("crashed", f"{type(exc).__name__}: {exc}")
-            sweep.flush()
-            notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
+            try:
+                sweep.close("crashed", f"{type(exc).__name__}: {exc}")
+                sweep.flush()
+                notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
+            finally:
+                lock.release()  # its heartbeat would hold the crashed sweep for as long as this process lives
             raise
         echo(f"sweep {sweep_name}: {config.trials_text} trials of {config.method} over '{space.name}' "
              f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
@@ -128,7 +138,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
-    stored = manifest.sweep_config()
+    stored = manifest.sweep_config(location.file_uri(MANIFEST))
     given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
     # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
     uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))

@@ -135,6 +135,10 @@ class SweepLock:
             mine = self._record(now).to_bytes()
             stored = self.store.read()
             held = LockRecord.parse(stored.data) if stored is not None else None
+            if held is not None and stored is not None and held.token == self.token and not held.released:
+                # this holder's own write, answered as a failed condition (a retried request after a lost answer)
+                self._version, self._renewed = stored.version, held.heartbeat
+                return
             if held is not None and not held.expired(now):
                 raise LockHeldError(f"the sweep is being run by {held.holder()}, heartbeat "
                                     f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
@@ -169,7 +173,7 @@ class SweepLock:
                 if version is None:
                     return self._changed(now)
             except Exception as exc:  # noqa: BLE001 - a storage error (or any other) is retried, then gives up
-                return self._failed(now, exc)
+                return self._failed(self.clock(), exc)  # when it failed: a write that timed out took its time
             if self._failing:
                 log.warning("the lock of sweep %s is renewed again", self.sweep_name)
             self._version, self._renewed, self._failing = version, now, False
@@ -188,9 +192,11 @@ class SweepLock:
         return self.interval_s
 
     def _failed(self, now: float, exc: Exception) -> float:
-        """A failed renewal: try again soon, and give the lock up before it can expire."""
+        """A failed renewal: try again soon, and give the lock up before it can expire (no try begins after
+        :data:`GIVE_UP_FACTOR` intervals: one that takes its timeouts still ends before the lock expires)."""
         unrenewed = now - self._renewed
-        if unrenewed >= GIVE_UP_FACTOR * self.interval_s:
+        left = GIVE_UP_FACTOR * self.interval_s - unrenewed
+        if left <= 0:
             self._lose(f"the lock of sweep {self.sweep_name} could not be renewed for {unrenewed:.0f}s "
                        f"({_printable(exc)}); another driver may take it over after "
                        f"{EXPIRY_FACTOR * self.interval_s:.0f}s: this one stops")
@@ -199,7 +205,7 @@ class SweepLock:
             log.warning("the lock of sweep %s could not be renewed (%s); trying again, and stopping the sweep "
                         "after %.0fs without a renewal", self.sweep_name, exc, GIVE_UP_FACTOR * self.interval_s)
             self._failing = True
-        return self.interval_s / 6
+        return min(self.interval_s / 6, left)
 
     def _lose(self, why: str) -> None:
         """Stop the heartbeat for good and tell ``on_lost`` once."""

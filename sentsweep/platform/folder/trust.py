@@ -76,8 +76,17 @@ def same_folder(recorded: str | None, folder: str) -> bool:
 
 
 def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> None:
-    """A :class:`ConfigError` when the manifest's parent run is not this folder's sweep."""
-    run = client.get_run(manifest.parent_run_id)
+    """A :class:`ConfigError` when the manifest's parent run is not this folder's sweep, or not in the store."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = client.get_run(manifest.parent_run_id)
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+        raise ConfigError(f"the manifest's sweep run {manifest.parent_run_id} is not in the tracking store "
+                          f"{mask_uri(manifest.tracking_uri)} (deleted for good, or the store was replaced); "
+                          "nothing was done", file=location.file_uri(MANIFEST)) from None
     refusal = None
     if run.info.experiment_id != manifest.experiment_id:
         refusal = (f"run {manifest.parent_run_id} is in experiment {run.info.experiment_id}, not in the sweep's "

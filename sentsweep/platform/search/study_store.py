@@ -197,7 +197,11 @@ def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.
 
     token = secrets.token_urlsafe(24)
     app = guarded(wsgi(storage), port, token)
-    server = make_server(host, port, app, server_class=Server, handler_class=Quiet)
+    try:
+        server = make_server(host, port, app, server_class=Server, handler_class=Quiet)
+    except OSError as exc:  # the port is taken (or not this user's to bind)
+        raise ConfigError(f"cannot serve on {host}:{port} ({exc.strerror or exc}): give a free port",
+                          field="--port") from None
     return server, f"http://{host}:{port}/dashboard?token={token}"
 
 

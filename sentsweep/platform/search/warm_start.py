@@ -27,12 +27,12 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                  endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
     """The earlier sweep's finished trials in the new space; refused when ``config`` measures otherwise."""
     from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.location import locate
+    from sentsweep.platform.location import MANIFEST, locate
 
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     if config is not None:
-        refuse_another_measurement(manifest.sweep_config(), config, manifest.data_sha256)
+        refuse_another_measurement(manifest.sweep_config(location.file_uri(MANIFEST)), config, manifest.data_sha256)
     study = load_study(location)
     if study is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
