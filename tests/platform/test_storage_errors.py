@@ -57,16 +57,17 @@ def test_a_cut_short_manifest_is_one_line_naming_it(tmp_path: Path) -> None:
         locate(str(tmp_path)).read_manifest()
 
 
+@pytest.mark.parametrize("command", ["resume", "sync"])
 def test_a_stored_config_that_does_not_validate_is_one_line_naming_the_manifest_and_field(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], private_cache: Path) -> None:
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], private_cache: Path) -> None:
     from sentsweep.cli import main
 
     (tmp_path / MANIFEST).write_text(json.dumps({
         "sweep_name": "demo-1", "config": {"name": "demo", "method": "cosent", "num_samples": "many"},
         "parent_run_id": "p", "experiment_id": "1", "tracking_uri": "sqlite:///x.db", "created": 0}))
-    assert main(["resume", str(tmp_path)]) == 2
+    assert main([command, str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"sentsweep resume: error: {tmp_path}/{MANIFEST}: field 'config.num_samples': the sweep's "
+    assert err.startswith(f"sentsweep {command}: error: {tmp_path}/{MANIFEST}: field 'config.num_samples': the sweep's "
                           "stored config is invalid (Input should be a valid integer")
     assert err.count("\n") == 1 and "Traceback" not in err
 

@@ -11,13 +11,13 @@ import pyarrow.fs
 from mlflow import MlflowClient
 
 from sentsweep.credentials import explain_refused_credentials
-from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state, stage_location
 from sentsweep.platform.driver.finalize import BEST_RUN_TAG, BEST_TRIAL_TAG
 from sentsweep.platform.driver.resume import snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
-from sentsweep.platform.location import locate
+from sentsweep.platform.location import MANIFEST, locate
 from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.parent_run import SweepRun
@@ -63,6 +63,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     """Reconcile MLflow with the sweep folder ``sweep_dir`` (see the module docstring)."""
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
+    pruned_by = scheduler_label(manifest.sweep_config(location.file_uri(MANIFEST)))
     uri = trusted_tracking_uri(manifest, location, tracking_uri)
     if not store_answers(uri):
         return Synced(uri, Reconciled(), waiting=True)
@@ -72,7 +73,6 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     fs, root = location.resolve()
     done = Synced(uri, Reconciled())
     stage_run = (read_state(location) or {}).get("run_id")
-    pruned_by = scheduler_label(SweepConfig.model_validate(manifest.config))
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         stages = [(root, manifest.parent_run_id)]
         if stage_run:
