@@ -34,6 +34,7 @@ from sentsweep.platform.folder.lock import (
     LockLost,
     LockRecord,
     SweepLock,
+    boot_id,
     pid_namespace,
 )
 from sentsweep.platform.folder.lock_stores import LOCK_FILE, LocalLockStore, S3LockStore, Stored, lock_store
@@ -175,6 +176,25 @@ def test_a_lock_of_a_gone_process_is_free_at_once_only_in_this_pid_namespace(sto
     successor = lock(store, clock)
     successor.take()
     assert store.record().token == successor.token
+
+
+def test_a_lock_of_another_machine_with_this_hostname_and_pid_namespace_id_is_not_local(store, clock) -> None:
+    """Two machines may share a hostname, and every host's own PID namespace has the same id: the boot id tells
+    them apart, so a pid that is gone here says nothing of the other machine's live driver."""
+    if pid_namespace() is None or boot_id() is None:
+        pytest.skip("no /proc/self/ns/pid or boot id here")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    record = LockRecord("bob", socket.gethostname(), gone.pid, pid_namespace(), "old", clock.now, clock.now + 90,
+                        boot="00000000-0000-0000-0000-000000000000")
+    store.data = record.to_bytes()
+    assert LockRecord.parse(store.data) == record
+    with pytest.raises(LockHeldError, match=rf"bob@{socket.gethostname()} \(pid {gone.pid}\)"):
+        lock(store, clock).take()
+    store.data = replace(record, boot=boot_id()).to_bytes()  # this machine's boot: the holder is gone
+    successor = lock(store, clock)
+    successor.take()
+    assert store.record().token == successor.token and store.record().boot == boot_id()
 
 
 def test_an_unreadable_lock_holds_nothing_and_unknown_fields_are_ignored(store, clock) -> None:

@@ -45,6 +45,15 @@ def pid_namespace() -> str | None:
         return None
 
 
+def boot_id() -> str | None:
+    """This machine's boot (Linux): two machines, or two boots of one, never share it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as found:
+            return found.read().strip() or None
+    except OSError:
+        return None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -70,6 +79,7 @@ class LockRecord:
     heartbeat: float  # epoch seconds of the last renewal
     expires: float  # epoch seconds after which another driver may take the lock over
     released: bool = False  # its holder ended and gave it back
+    boot: str | None = None  # the holder's :func:`boot_id`; None where unknown
 
     @classmethod
     def parse(cls, data: bytes | None) -> LockRecord | None:
@@ -78,7 +88,8 @@ class LockRecord:
             record = cls(owner=_printable(found["owner"]), host=_printable(found["host"]), pid=int(found["pid"]),
                          pid_ns=found.get("pid_ns"), token=str(found["token"]),
                          heartbeat=float(found["heartbeat"]), expires=float(found["expires"]),
-                         released=found.get("released") is True)
+                         released=found.get("released") is True,
+                         boot=found["boot"] if isinstance(found.get("boot"), str) else None)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return record if record.pid_ns is None or isinstance(record.pid_ns, str) else None
@@ -91,9 +102,11 @@ class LockRecord:
         return self.released or now > self.expires or (self.local() and not _alive(self.pid))
 
     def local(self) -> bool:
-        """Whether :attr:`pid` is visible here: same host and same known PID namespace (containers share a
-        hostname, not process ids)."""
-        return self.host == socket.gethostname() and self.pid_ns is not None and self.pid_ns == pid_namespace()
+        """Whether :attr:`pid` is visible here: same host, same known PID namespace (containers share a hostname,
+        not process ids) and, where the record names one, the same boot (machines may share a hostname and the
+        host's PID namespace id)."""
+        return (self.host == socket.gethostname() and self.pid_ns is not None and self.pid_ns == pid_namespace()
+                and (self.boot is None or self.boot == boot_id()))
 
     def holder(self) -> str:
         return f"{self.owner}@{self.host} (pid {self.pid})"
@@ -125,7 +138,7 @@ class SweepLock:
 
     def _record(self, now: float, *, released: bool = False) -> LockRecord:
         return LockRecord(sweep_owner(), socket.gethostname(), os.getpid(), pid_namespace(), self.token, now,
-                          now + EXPIRY_FACTOR * self.interval_s, released)
+                          now + EXPIRY_FACTOR * self.interval_s, released, boot_id())
 
     def take(self) -> None:
         """Take the lock (no heartbeat): :class:`LockHeldError` while another live process holds it."""
