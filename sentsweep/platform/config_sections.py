@@ -147,6 +147,11 @@ class NotifyConfig(ConfigSection):
     timeout_s: float = Field(5.0, gt=0, description="seconds per attempt")
     retries: int = Field(2, ge=0, description="further attempts after a connection error, a timeout, HTTP 429 or 5xx")
 
+    @property
+    def secret_env(self) -> tuple[str, ...]:
+        """The variables holding a secret of the notifications: the driver's alone, never a worker's."""
+        return (self.webhook_env,) if self.webhook_env else ()
+
     @model_validator(mode="before")
     @classmethod
     def _refuse_url(cls, data: Any) -> Any:

@@ -86,3 +86,38 @@ def test_a_local_sweeps_ray_takes_a_token_of_its_session_and_writes_none(tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-4:] == ["task token", "with True", "without False", "after None None"]
     assert not (tmp_path / ".ray" / "auth_token").exists()
+
+
+#: Starts the sweep's own local Ray with a tracking password and a webhook URL in the driver's environment, and
+#: prints which of the two a task sees, which any process the Ray started holds, and which the driver keeps after.
+SECRETS_PROBE = """
+import os, psutil, ray
+from sentsweep.platform.driver.ray_session import ray_session
+NAMES = ("MLFLOW_TRACKING_PASSWORD", "SWEEP_HOOK_URL")
+with ray_session(hide=["SWEEP_HOOK_URL"]):
+    @ray.remote
+    def seen():
+        return [name for name in NAMES if name in os.environ]
+    print("task", ray.get(seen.remote()))
+    held = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            held |= {name for name in NAMES if name in child.environ()}
+        except psutil.Error:
+            pass
+    print("processes", sorted(held))
+print("after", [name for name in NAMES if name in os.environ])
+"""
+
+
+def test_a_local_sweeps_ray_inherits_neither_the_tracking_credentials_nor_the_webhook_url() -> None:
+    """Only the driver talks to MLflow and sends notifications: the processes of the Ray it starts (workers, raylet,
+    agents) never hold the tracking password nor the webhook URL, and the driver keeps both."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
+    env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=repo_pythonpath(), MLFLOW_TRACKING_PASSWORD="s3cret",
+               SWEEP_HOOK_URL="https://hooks.example/T0/B0/key")
+    done = subprocess.run([sys.executable, "-c", SECRETS_PROBE], env=env, capture_output=True, text=True,
+                          timeout=180, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-3:] == [
+        "task []", "processes []", "after ['MLFLOW_TRACKING_PASSWORD', 'SWEEP_HOOK_URL']"]

@@ -13,7 +13,7 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +42,10 @@ TERM_GRACE_S = 5.0
 
 @contextlib.contextmanager
 def ray_session(address: str | None = None, *, log_to_driver: bool = False,
-                env: Mapping[str, str] | None = None) -> Iterator[None]:
+                env: Mapping[str, str] | None = None, hide: Collection[str] = ()) -> Iterator[None]:
     """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a new local one, never a cluster
-    somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``."""
+    somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``. A local Ray's
+    processes inherit neither the tracking credentials nor the variables ``hide`` names (the driver's alone)."""
     import ray
 
     if ray.is_initialized():
@@ -52,7 +53,7 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
         return
     joins = joins_ray_cluster(address)
     with contextlib.nullcontext() if joins else local_ray_settings():
-        with contextlib.nullcontext() if joins else hidden_from_workers():  # MLflow is the driver's alone
+        with contextlib.nullcontext() if joins else hidden_from_workers(hide):
             context = ray.init(address=address if joins else "local", include_dashboard=False,
                                log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",
                                runtime_env={"env_vars": {**WORKER_ENV, **(env or {})}})

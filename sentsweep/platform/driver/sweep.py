@@ -247,7 +247,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     confirmation = None
     try:
-        with ray_session(address, log_to_driver=log_to_driver, env=worker_env), \
+        with ray_session(address, log_to_driver=log_to_driver, env=worker_env, hide=config.notify.secret_env), \
                 graceful_stops(stops), stops.draining(Drain(*location.resolve(), config.stop_grace_s)), \
                 driving(sweep.sweep_name, SweepBudget(config.budget, echo=echo)) as budget:
             tuner = make_tuner()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -57,8 +57,10 @@ TRACKING_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD
 
 
 @contextlib.contextmanager
-def hidden_from_workers() -> Iterator[None]:
-    kept = {name: os.environ.pop(name) for name in TRACKING_CREDENTIAL_ENV if name in os.environ}
+def hidden_from_workers(also: Collection[str] = ()) -> Iterator[None]:
+    """The tracking credentials (and the variables ``also`` names) out of this process's environment for the block:
+    the processes a local Ray starts in it inherit none of them."""
+    kept = {name: os.environ.pop(name) for name in (*TRACKING_CREDENTIAL_ENV, *also) if name in os.environ}
     try:
         yield
     finally:
