@@ -74,8 +74,8 @@ class SweepConfig(ConfigSection):
                                                "fixed.dev_data)")
     mode: Literal["max", "min"] = Field("max", description="max or min: whether a higher metric is better")
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
-    storage_path: str = Field("./ray_results", description="where sweep folders go: a local folder, or s3:// (gs://) "
-                                                            "for a cluster")
+    storage_path: str = Field("./ray_results", description="where sweep folders go: a local folder, or s3:// for a "
+                                                            "cluster")
     storage_endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO) for s3://")
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     seed: int = Field(0, description="seeds the sampler (TPE) and, unless fixed.seed is set, every trial")
@@ -134,10 +134,10 @@ class SweepConfig(ConfigSection):
     @field_validator("storage_path")
     @classmethod
     def _check_storage(cls, value: str) -> str:
-        if "://" in value and not value.startswith(("s3://", "gs://", "file://")):
+        if "://" in value and not value.startswith(("s3://", "file://")):  # where a sweep's lock can live
             from sentsweep.credentials import mask_uri
 
-            raise ValueError(f"'{mask_uri(value)}': use a local folder or an s3:// (or gs://) URI")
+            raise ValueError(f"'{mask_uri(value)}': use a local folder or an s3:// URI")
         return value
 
     @field_validator("optuna_storage")

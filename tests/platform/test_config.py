@@ -82,6 +82,7 @@ def test_defaults_and_nested_sections(tmp_path):
     (MINIMAL + "resources: {gpu: -1}\n", "resources.gpu", "greater than or equal to 0"),
     (MINIMAL + "tracking: {url: x}\n", "tracking.url", "unknown field"),
     (MINIMAL + "storage_path: ftp://x/y\n", "storage_path", "s3://"),
+    (MINIMAL + "storage_path: gs://bucket/sweeps\n", "storage_path", "use a local folder or an s3:// URI"),
     ("name: bad name\nmethod: cosent\n", "name", "letters, digits"),
     ("method: cosent\n", "name", "Field required"),
 ])

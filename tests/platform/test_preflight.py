@@ -201,22 +201,3 @@ def test_a_resume_whose_tracking_server_is_down_says_so_in_one_line(tmp_path, ca
     assert "unexpected error" not in err[0] and "Traceback" not in err[0]
     assert sorted(p.name for p in (tmp_path / "ray_results" / "down").iterdir()) == before
 
-
-def test_a_storage_no_sweep_lock_can_live_on_is_refused_before_anything_is_written(tmp_path, tiny_bert_dir,
-                                                                                   tracking_uri, monkeypatch) -> None:
-    """gs:// passes the config's own check, but a sweep's lock needs a local folder or s3://: `--check` says so, and
-    a sweep refuses it before it opens an MLflow run (without contacting the storage)."""
-    from sentsweep.platform.driver import sweep as sweep_module
-    from sentsweep.platform.driver.sweep import run_sweep
-    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
-
-    def no_run(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the sweep opened its MLflow run (and would touch the storage) before refusing it")
-
-    monkeypatch.setattr(sweep_module.SweepRun, "open", no_run)
-    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, storage_path="gs://bucket/ray_results")
-    with pytest.raises(ConfigError, match=r"field 'storage_path': 'gs://' sweep folders are not supported"):
-        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=lambda line: None)
-    assert MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name("toy") is None
-    with pytest.raises(ConfigError, match=r"^sweep.yaml: field 'storage_path': 'gs://' sweep folders are not "):
-        check_storage(config, "sweep.yaml")

@@ -92,15 +92,10 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
     import pyarrow
     import pyarrow.fs
 
-    from sentsweep.platform.folder.lock_stores import lock_store
     from sentsweep.platform.location import locate
 
     root = config.storage_path.rstrip("/")
     probe = locate(f"{root}/.sentsweep-probe-{secrets.token_hex(4)}", config.storage_endpoint_url)
-    try:
-        lock_store(probe)  # a storage no sweep lock can live on
-    except ConfigError as exc:
-        raise ConfigError(exc.message, field=exc.field, file=source) from None
     try:
         fs, path = probe.resolve()
         folder = path.rsplit("/", 1)[0]
