@@ -213,8 +213,8 @@ class TrainingLoop(LoopCheckpoints):
             self._adopt_kept_best()
         model = self.task.model
         model.train()
-        if self.config.eval_at_start and self.state.step == 0:
-            self._evaluate_and_report({})
+        if self.config.eval_at_start and self.state.step == 0 and not self.state.history:
+            self._evaluate_and_report({})  # once: a resume from its step-0 checkpoint has it in its history
         running: list[float] = []
         diagnostics: dict[str, list[float]] = {}
         self._persisted_step = self.state.step

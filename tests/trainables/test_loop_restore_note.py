@@ -132,3 +132,26 @@ def test_a_checkpoint_counting_its_drains_still_restores(saved: dict[int, Path],
     write_checkpoint_marker(older, 6, blob["loop"]["best_step"], blob["loop"]["best_value"])
     reports = _resume([StoredFolder.local(older)], calls=6)
     assert int(reports[0]["step"]) == 8 and RESTORED_FROM_KEY not in reports[0]
+
+
+def test_a_resume_from_the_step_0_checkpoint_of_eval_at_start_does_not_evaluate_step_0_again(
+        tmp_path: Path) -> None:
+    """With ``eval_at_start`` the evaluation before the first step writes a checkpoint at step 0; a trial lost before
+    its next checkpoint resumes from it and goes on to step 2 as its second evaluation (ASHA's rung 2), with one
+    step-0 row in its history."""
+    config = _config(eval_at_start=True)
+    first: dict[int, Path] = {}
+
+    def lost_after_step_0(metrics: dict, checkpoint: Path | None) -> None:
+        if int(metrics["step"]) > 0:
+            raise KeyboardInterrupt("the node is lost")
+        first[0] = shutil.copytree(checkpoint, tmp_path / "checkpoint_000000")
+
+    with pytest.raises(KeyboardInterrupt):
+        TrainingLoop(RegressionTask(), config, report=lost_after_step_0, work_dir=tmp_path / "a").run()
+    reports: list[dict] = []
+    loop = TrainingLoop(RegressionTask(), config, report=lambda metrics, checkpoint: reports.append(metrics),
+                        work_dir=tmp_path / "b")
+    result = loop.run(resume_from=[StoredFolder.local(first[0])])
+    assert [(int(r["step"]), r[EVALUATIONS_KEY]) for r in reports][:2] == [(2, 2), (4, 3)]
+    assert [int(row["step"]) for row in result.state.history] == [0, 2, 4, 6, 8, 10, 12]
