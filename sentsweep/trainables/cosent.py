@@ -210,9 +210,9 @@ class CosentTask:
 
     # -- TrainTask ---------------------------------------------------------------------------------
     def batches(self, epoch: int, generator: torch.Generator) -> list[Tensor]:
-        """Shuffled index batches of ``batch_size`` pairs (the last, smaller one kept)."""
+        """Shuffled index batches of ``batch_size`` pairs (the last, smaller one kept); none without a pair."""
         order = torch.randperm(len(self.train.first), generator=generator)
-        return list(order.split(self.config.batch_size))
+        return [batch for batch in order.split(self.config.batch_size) if len(batch)]
 
     def loss(self, batch: Tensor) -> tuple[Tensor, dict[str, float]]:
         first = [self.train.first[i] for i in batch.tolist()]

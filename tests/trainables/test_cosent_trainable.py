@@ -110,3 +110,15 @@ def test_max_train_pairs_is_a_sample_across_the_genre_sorted_file() -> None:
 def test_max_train_pairs_spans_the_genres_of_the_real_stsb_train(shared_data: Path) -> None:
     """The demos' ``max_train_pairs: 400`` on the full STS-B train (its first 2000 rows are captions)."""
     assert {"main-captions", "main-forum", "main-news"} <= set(_kept_genres(shared_data, 400))
+
+
+def test_training_pairs_that_give_no_batch_end_the_trial_with_the_field_named(
+        tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A training set without a pair (an own file with its header only) is a clear ConfigError, which a trial reports
+    as its failure, not an IndexError from tokenizing an empty batch, which Tune would retry."""
+    from sentsweep.trainables import cosent
+
+    monkeypatch.setattr(cosent.datasets, "scored_pairs", lambda *args, **kwargs: [])
+    with pytest.raises(ConfigError, match="gives no batch") as err:
+        COSENT.train_standalone(_tiny(tiny_bert_dir, device="cpu"), log=lambda line: None)
+    assert err.value.field == "train_data"
