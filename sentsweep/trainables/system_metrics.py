@@ -17,7 +17,8 @@ PREFIX = "system/"
 
 def sample_machine() -> dict[str, float]:
     """CPU use of the machine (percent since the last call), this process's resident memory, the machine's memory
-    in use, and the memory torch holds on each CUDA device (when CUDA is present)."""
+    in use, and the memory torch holds on each CUDA device and its peak since the trial started (when CUDA is
+    present)."""
     figures: dict[str, float] = {}
     try:
         import psutil
@@ -44,16 +45,37 @@ def sample_machine() -> dict[str, float]:
     return figures
 
 
+def start_machine_sampling() -> None:
+    """At a trial's start: the first CPU figure counts from here, and each CUDA device's peak memory is the trial's
+    own (a reused worker process ran other trials before, whose peak torch would otherwise still report)."""
+    try:
+        import psutil
+
+        psutil.cpu_percent(interval=None)
+    except Exception:  # noqa: BLE001 - no psutil
+        pass
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():  # else no trial of this process used CUDA yet, and none is started here
+            for index in range(torch.cuda.device_count()):
+                torch.cuda.reset_peak_memory_stats(index)
+    except Exception:  # noqa: BLE001 - a CUDA that cannot be queried
+        pass
+
+
 class SystemMetrics:
     """Samples for a trial's reports: :meth:`due` returns a sample at most every ``interval_s`` seconds, else ``{}``
-    (``clock`` and ``sample`` injected in tests)."""
+    (``clock``, ``sample`` and ``start`` injected in tests). ``start`` runs once, when the trial's sampling begins."""
 
     def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic,
-                 sample: Callable[[], dict[str, float]] = sample_machine) -> None:
+                 sample: Callable[[], dict[str, float]] = sample_machine,
+                 start: Callable[[], None] = start_machine_sampling) -> None:
         self.interval_s = interval_s
         self.clock = clock
         self.sample = sample
         self.last: float | None = None
+        start()
 
     def due(self) -> dict[str, float]:
         now = self.clock()
