@@ -53,8 +53,8 @@ class TrialConfig(BaseModel):
     lr_schedule: Literal["linear", "constant"] = Field("linear", description="the learning rate after warmup: linear "
         "decay to 0, or constant")
     max_grad_norm: float | None = Field(1.0, gt=0, description="gradient clipping norm (null: none)")
-    epochs: float = Field(1.0, gt=0, description="passes over the training data (with max_steps, whichever ends first)")
-    max_steps: int | None = Field(None, gt=0, description="training steps at most (null: epochs decide)")
+    epochs: float = Field(1.0, gt=0, description="passes over the training data (unless max_steps is set)")
+    max_steps: int | None = Field(None, gt=0, description="training steps, in place of epochs (null: epochs decide)")
     eval_every: int = Field(125, gt=0, description="steps between dev evaluations (each one a report to Tune and a "
                                                     "rung for ASHA)")
     checkpoint_every: int = Field(1, ge=1, description="a checkpoint every N dev evaluations (and at the last)")

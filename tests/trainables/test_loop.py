@@ -143,6 +143,16 @@ def test_non_finite_loss_stops_with_the_step() -> None:
         loop.run()
 
 
+def test_max_steps_is_the_step_budget_in_place_of_epochs_as_the_fields_say() -> None:
+    """Four batches an epoch: max_steps 12 trains 12 steps with epochs 1, and 2 with epochs 3."""
+    assert TrainingLoop(RegressionTask(), _config(epochs=1, max_steps=12)).total_steps == 12
+    assert TrainingLoop(RegressionTask(), _config(epochs=3, max_steps=2)).total_steps == 2
+    assert TrainingLoop(RegressionTask(), _config(epochs=3, max_steps=None)).total_steps == 12
+    fields = TrialConfig.model_fields
+    assert "unless max_steps is set" in (fields["epochs"].description or "")
+    assert "in place of epochs" in (fields["max_steps"].description or "")
+
+
 def test_bad_loop_settings_name_the_field() -> None:
     """The loop takes its settings from a validated trial config: the config is where they are checked."""
     with pytest.raises(ConfigError, match="warmup_ratio"):
