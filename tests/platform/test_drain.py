@@ -77,6 +77,37 @@ def test_the_drain_writes_the_marker_and_stops_tune_once(tmp_path: Path) -> None
     assert not drain.flag.is_raised()
 
 
+def test_a_stop_during_the_confirmation_stage_drains_through_its_own_folder(tmp_path: Path) -> None:
+    """The stage is a second Tune experiment in ``<sweep>/confirmation``, whose trials read the marker there
+    (``StopFlag.for_this_trial``: their experiment folder); the search's drain is in force again after it."""
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.confirm.stage import stage_location
+    from sentsweep.platform.driver.interrupt import StopSignals
+    from sentsweep.platform.location import SweepLocation
+
+    location = SweepLocation(str(tmp_path), "sweep-a", None, str(tmp_path / "sweep-a"))
+    stage = stage_location(location)
+    (tmp_path / "sweep-a" / "confirmation").mkdir(parents=True)
+    local = pyarrow.fs.LocalFileSystem()
+    stage_trial = StopFlag(local, str(tmp_path / "sweep-a" / "confirmation"))
+    search_trial = StopFlag(local, str(tmp_path / "sweep-a"))
+    stops = StopSignals()
+    search = Drain(*location.resolve(), grace_s=20.0)
+    with stops.draining(search):
+        with stops.draining_in(*stage.resolve()) as drain:
+            assert drain is not None and stops.drain is drain and drain.grace_s == 20.0
+            running = Trial("__fake", trial_id="c1", stub=True)
+            running.set_status(Trial.RUNNING)
+            drain.step([running])
+            assert drain.begin(lambda: None)
+            assert stage_trial.is_raised() and not search_trial.is_raised()
+        assert stops.drain is search and not stage_trial.is_raised()
+    assert stops.drain is None
+    with stops.draining_in(*stage.resolve()) as none:  # outside a sweep's drain: none
+        assert none is None and stops.drain is None
+
+
 def test_a_folder_that_cannot_be_written_stops_without_draining(tmp_path: Path) -> None:
     from ray.tune.experiment import Trial
 

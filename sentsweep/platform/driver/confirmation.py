@@ -106,7 +106,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
             run.reopen()
         else:  # the run scheduled as the sweep began (a failed sweep's reason, resumed by hand, removed)
             run.put({"op": "running", "run": run.run_id, "clear_reason": True})
-        stage_results = tuner.fit()
+        with stops.draining_in(*stage.resolve()):  # the stage's trials read the stop marker in its folder
+            stage_results = tuner.fit()
         if stops.received:
             close_interrupted_trials(run, unfinished_trials(stage))
             run.close("interrupted", "stopped by " + stops.name)

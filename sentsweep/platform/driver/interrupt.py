@@ -132,15 +132,27 @@ class StopSignals:
 
     @contextlib.contextmanager
     def draining(self, drain: Drain) -> Iterator[Drain]:
-        """``drain`` handles the first signal inside the block (its stop marker removed before and after)."""
+        """``drain`` handles the first signal inside the block (its stop marker removed before and after); the
+        drain in force before it, if any, again after it."""
         drain.reset_flag()
-        self.drain = drain
+        previous, self.drain = self.drain, drain
         try:
             yield drain
         finally:
-            self.drain = None
+            self.drain = previous
             if self.superseded is None:  # else the marker (if any) is the new holder's
                 drain.reset_flag()
+
+    @contextlib.contextmanager
+    def draining_in(self, filesystem: Any, folder: str) -> Iterator[Drain | None]:
+        """While a further Tune experiment of the sweep runs in ``folder`` on ``filesystem`` (the confirmation
+        stage), a drain writes its marker there, where that experiment's trials read it
+        (:meth:`~sentsweep.trainables.stop_flag.StopFlag.for_this_trial`); without a drain in force, none."""
+        if self.drain is None:
+            yield None
+            return
+        with self.draining(Drain(filesystem, folder, self.drain.grace_s)) as drain:
+            yield drain
 
     def watch_sigint(self) -> None:
         """Record a SIGINT too, then hand it to :attr:`drain`, else to the handler in force (called once Tune
