@@ -85,14 +85,14 @@ class StopFlag:
             self.filesystem.delete_file(self.path)
 
     # -- a trial ----------------------------------------------------------------------------------
-    def is_raised(self) -> bool:
-        """Read the folder now (False when it cannot be read: training goes on)."""
+    def is_raised(self, unreadable: bool = False) -> bool:
+        """Read the folder now; ``unreadable``: the answer when it cannot be read (False: training goes on)."""
         import pyarrow.fs
 
         try:
             return self.filesystem.get_file_info(self.path).type != pyarrow.fs.FileType.NotFound
-        except Exception:  # the storage does not answer: nothing to drain for
-            return False
+        except Exception:  # the storage does not answer
+            return unreadable
 
     def requested(self) -> bool:
         """Whether the sweep is stopping; reads the folder at most every ``check_every_s`` seconds."""
@@ -105,7 +105,8 @@ class StopFlag:
     def wait(self, sleep: Callable[[float], None] = time.sleep) -> NoReturn:
         """After the draining report: idle until Tune stops this trial, which ends its process (the trial's thread
         is a daemon), or until the marker is gone (the driver's session ended); then end as Tune's own stop ends a
-        function trainable (``SystemExit(0)``)."""
-        while self.is_raised():
+        function trainable (``SystemExit(0)``). A marker that cannot be read is still there: Tune counts a trial whose
+        function ends as finished, and would never resume it."""
+        while self.is_raised(unreadable=True):
             sleep(self.check_every_s)
         raise SystemExit(0)

@@ -65,6 +65,48 @@ def test_the_wait_ends_once_the_marker_is_gone(tmp_path: Path) -> None:
     assert ended.value.code == 0 and slept == [CHECK_EVERY_S] * 3
 
 
+class FlakyFileSystem:
+    """A local folder whose reads fail while ``failing`` is set (a storage outage)."""
+
+    type_name = "local"
+
+    def __init__(self) -> None:
+        self.local = pyarrow.fs.LocalFileSystem()
+        self.failing = False
+
+    def get_file_info(self, path: str):
+        if self.failing:
+            raise OSError("the storage does not answer")
+        return self.local.get_file_info(path)
+
+    def open_output_stream(self, path: str):
+        return self.local.open_output_stream(path)
+
+    def delete_file(self, path: str) -> None:
+        self.local.delete_file(path)
+
+
+def test_a_storage_outage_during_the_wait_keeps_the_trial_waiting(tmp_path: Path) -> None:
+    """Ending the wait is the trial's normal end (Tune would count it finished and never resume it): a marker that
+    cannot be read is not a marker gone."""
+    (tmp_path / "sweep").mkdir()
+    storage = FlakyFileSystem()
+    flag = StopFlag(storage, str(tmp_path / "sweep"))
+    flag.raise_flag()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        storage.failing = len(slept) < 3  # an outage over the first two reads
+        if len(slept) == 4:
+            flag.lower_flag()  # the driver's session ended
+
+    storage.failing = True
+    with pytest.raises(SystemExit) as ended:
+        flag.wait(sleep=sleep)
+    assert ended.value.code == 0 and len(slept) == 4
+
+
 def test_outside_a_trial_there_is_no_marker() -> None:
     pytest.importorskip("ray")
     assert StopFlag.for_this_trial() is None
