@@ -129,7 +129,8 @@ class LoopCheckpoints:
         self.task.load(local / MODEL_DIR)
         self.optimizer.load_state_dict(blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])
-        self.scaler.load_state_dict(blob["scaler"])
+        if blob["scaler"] or not self.scaler.is_enabled():  # none saved where the loss was not scaled (bf16, CPU):
+            self.scaler.load_state_dict(blob["scaler"])  # an fp16 GPU's scaler then starts afresh
         known = {f.name for f in fields(LoopState)}  # a checkpoint of an older layout may hold more
         self.state = LoopState(**{k: v for k, v in blob["loop"].items() if k in known})
         set_rng_state(blob["rng"])

@@ -155,3 +155,21 @@ def test_a_resume_from_the_step_0_checkpoint_of_eval_at_start_does_not_evaluate_
     result = loop.run(resume_from=[StoredFolder.local(first[0])])
     assert [(int(r["step"]), r[EVALUATIONS_KEY]) for r in reports][:2] == [(2, 2), (4, 3)]
     assert [int(row["step"]) for row in result.state.history] == [0, 2, 4, 6, 8, 10, 12]
+
+
+def test_a_checkpoint_written_without_loss_scaling_restores_where_the_loop_scales_the_loss(
+        saved: dict[int, Path]) -> None:
+    """A checkpoint of a bf16 GPU (or a CPU) holds no loss scaler state; retried on an fp16-only GPU, where the
+    loop's scaler is on, the trial resumes at its step, its scaler starting afresh, not from scratch."""
+    import torch
+
+    task = RegressionTask()
+    task.calls = 6
+    reports: list[dict] = []
+    lines: list[str] = []
+    loop = TrainingLoop(task, _config(), report=lambda metrics, checkpoint: reports.append(metrics), log=lines.append)
+    loop.scaler = torch.amp.GradScaler("cpu", enabled=True)  # the scaler of an fp16 GPU
+    loop.run(resume_from=[StoredFolder.local(saved[6])])
+    loop.cleanup()
+    assert [int(r["step"]) for r in reports] == [8, 10, 12], lines
+    assert RESTORED_FROM_KEY not in reports[0]
