@@ -65,6 +65,9 @@ DEFAULT_POOLING = "mean"
 
 #: The losses' own settings (each loss takes its own: :func:`~sentsweep.methods.cosent.loss_parameters`).
 LOSS_SETTINGS = ("scale", "epsilon", "margin")
+#: The contrastive and triplet baselines' other settings: a warning names one set under a loss that does not take it
+#: (:meth:`~sentsweep.trainables.trial_config.TrialConfig.warn_unused`), as for :data:`LOSS_SETTINGS`.
+BASELINE_SETTINGS = ("distance", "mining", "positive_threshold")
 
 class CosentConfig(TrialConfig):
     """A CoSENT trial. Defaults: the paper's (lambda 20, mean pooling, lr 2e-5, warmup 10%, and for STS-type
@@ -87,8 +90,8 @@ class CosentConfig(TrialConfig):
                            "in every evaluation; its reference, sentence-transformers' ContrastiveLoss with cosine "
                            "distance and margin 1, is epsilon 0)")
     margin: float = Field(5.0, gt=0, description="triplet baseline: the margin")
-    distance: Literal["euclidean", "cosine"] = Field("euclidean", description="contrastive and triplet baselines: the "
-        "distance")
+    distance: Literal["euclidean", "cosine"] = Field("euclidean", description="triplet baseline: the distance (the "
+        "contrastive baseline's is the cosine's, eq. 2)")
     mining: Literal["hardest", "random"] = Field("hardest", description="triplet baseline: how each anchor's "
                                                  "negative is picked in the batch")
     positive_threshold: float | None = Field(None, description="contrastive/triplet: labels above it are "
@@ -134,7 +137,7 @@ class CosentConfig(TrialConfig):
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:
                     setattr(self, name, value)
-        self.warn_unused(self.loss, loss_parameters(self.loss), LOSS_SETTINGS)
+        self.warn_unused(self.loss, loss_parameters(self.loss), LOSS_SETTINGS + BASELINE_SETTINGS)
         if self.architecture == "bi" and self.pooling is None:  # NLI: per family (methods/cosent/pooling.py)
             nli = self.train_data == "snli"
             self.pooling = nli_pooling(model_type(self.model)) if nli else DEFAULT_POOLING  # type: ignore[assignment]

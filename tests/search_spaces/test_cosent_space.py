@@ -142,6 +142,18 @@ def test_a_space_searching_lambda_under_a_fixed_baseline_loss_is_refused(loss: s
     resolve_specs(config.model_copy(update={"search_space": "cosent-losses"}), "sweep.yaml")
 
 
+def test_a_baseline_setting_the_loss_does_not_take_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """The contrastive baseline measures the cosine (eq. 2): a distance set for it does nothing, as a threshold or a
+    mining rule does for CoSENT's own loss."""
+    with caplog.at_level("WARNING"):
+        CosentConfig(loss="contrastive", distance="cosine", positive_threshold=3.0)
+        CosentConfig(loss="cosent", mining="random", positive_threshold=3.0)
+        CosentConfig(loss="triplet", distance="cosine", mining="random", positive_threshold=3.0)  # all taken
+    assert [r.getMessage() for r in caplog.records] == [
+        "CosentConfig: loss 'contrastive' does not use distance; it has no effect",
+        "CosentConfig: loss 'cosent' does not use mining, positive_threshold; they have no effect"]
+
+
 def test_a_loss_setting_the_loss_does_not_take_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     from sentsweep.trainables.sncse import SncseConfig
 
