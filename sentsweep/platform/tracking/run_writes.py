@@ -272,7 +272,8 @@ class RunWrites:
         import mlflow
 
         name = write["name"]
-        existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+        query = f"name = '{name}' and run_id = '{run_id}'"
+        existing = self.client.search_model_versions(query)
         if existing:
             self.registered[name] = str(min(int(v.version) for v in existing))
         else:
@@ -282,6 +283,12 @@ class RunWrites:
                 self.registered[name] = str(mlflow.register_model(f"runs:/{run_id}/{write['path']}", name).version)
             finally:
                 mlflow.set_tracking_uri(previous)
+            # a create whose answer a gateway lost, sent again by MLflow's client, made a twin: the first is kept
+            made = sorted(int(v.version) for v in self.client.search_model_versions(query))
+            for twin in made[1:]:
+                self.client.delete_model_version(name, str(twin))
+            if made:
+                self.registered[name] = str(made[0])
         version = self.registered[name]
         if write.get("description"):
             self.client.update_model_version(name, version, description=write["description"])
