@@ -60,6 +60,24 @@ def test_saved_writes_outside_the_sweeps_runs_are_not_loaded() -> None:
     assert not admissible({"op": "delete", "run": "parent"}, runs, register)
 
 
+def test_saved_writes_missing_what_they_need_are_not_loaded(tmp_path: Path) -> None:
+    """A write that would fail at every delivery would hold back every write saved after it (the sweep's end, its
+    registration); one whose run is no name would stop the loading itself."""
+    malformed = [{"op": "tags", "run": "parent", "tags": "k=v"},
+                 {"op": ["tags"], "run": "parent", "tags": {}},
+                 {"op": "tags", "run": ["parent"], "tags": {}},
+                 {"op": "tags", "parent": "parent", "tags": {}},
+                 {"op": "metrics", "run": "parent", "points": [["best", "high", 0, 7]]},
+                 {"op": "register", "run": "parent", "name": "toy-model", "path": None},
+                 {"op": "status", "run": "parent", "status": "FINISHED", "reason": ["done"]}]
+    kept = [{"op": "metrics", "run": "parent", "points": [["best", 0.5, 0, 7]]},
+            {"op": "register", "run": "parent", "name": "toy-model", "path": "m"},
+            {"op": "status", "run": "parent", "status": "FINISHED", "reason": None}]
+    (tmp_path / PENDING_FILE).write_text(json.dumps([*malformed, *kept]))
+    writes = RunWrites(MlflowClient("http://127.0.0.1:9"), "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    assert writes.load({"parent"}, "toy-model") == len(kept) and writes.pending == kept
+
+
 def test_a_registration_the_client_sent_twice_leaves_one_version(tracking_uri: str, tmp_path: Path,
                                                                  monkeypatch) -> None:
     """The server made the version, a gateway lost its answer and MLflow's client sent the create again: the twin
