@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 from sentsweep.cli import main
 from sentsweep.errors import ConfigError
 from sentsweep.platform.driver.sweep import resume_sweep
-from sentsweep.platform.driver.sync import sync_sweep
+from sentsweep.platform.driver.sync import recorded_register_name, sync_sweep
 from sentsweep.platform.folder.trust import TRACKING_URI_ENV, trusted_tracking_uri
 from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.tracking.run_writes import PENDING_FILE
@@ -209,3 +209,23 @@ def test_a_stage_state_naming_another_sweeps_run_is_refused(remote_sweep, s3_end
     location.write_text(STATE_FILE, json.dumps({"status": "running", "run_id": own}))
     fs.delete_file(f"{root}/{STAGE_DIR}/{PENDING_FILE}")
     assert not sync_sweep(location.uri, s3_endpoint).waiting  # the sweep's own stage run
+
+
+def test_saved_writes_register_only_the_name_the_sweep_run_recorded(remote_sweep, s3_endpoint, tracking_uri,
+                                                                   private_cache):
+    """A manifest whose ``register_model`` was rewritten to another team's model: the sweep run's own param says
+    which name the sweep registers, and a saved registration under another is not delivered."""
+    location, parent, _ = remote_sweep
+    client = MlflowClient(tracking_uri=tracking_uri)
+    client.log_param(parent, "register_model", "toy-model")  # as the sweep run recorded it when it opened
+    manifest = location.read_manifest()
+    _plant(location, config={**manifest.config, "register_model": "their-model"})
+    fs, root = location.resolve()
+    with fs.open_output_stream(f"{root}/{PENDING_FILE}") as out:
+        out.write(f'[{{"op": "register", "run": "{parent}", "name": "their-model", "path": "best_model"}}]'.encode())
+
+    synced = sync_sweep(location.uri, s3_endpoint)
+    assert (synced.waiting, synced.writes) == (False, 0)
+    assert client.search_registered_models("name = 'their-model'") == []
+    own = _plant(location, config={**manifest.config, "register_model": "toy-model"})
+    assert recorded_register_name(client, own) == "toy-model"

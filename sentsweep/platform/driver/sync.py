@@ -68,6 +68,14 @@ def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, loca
                           "done", file=location.file_uri(STATE_FILE))
 
 
+def recorded_register_name(client: MlflowClient, manifest: SweepManifest) -> str | None:
+    """The manifest's ``register_model`` when the sweep run recorded the same name as it opened (its params never
+    change), else None: anyone who can write the folder can rewrite the manifest."""
+    name = manifest.config.get("register_model")
+    recorded = client.get_run(manifest.parent_run_id).data.params.get("register_model")
+    return name if isinstance(name, str) and name == recorded else None
+
+
 @dataclass
 class Synced:
     """What a sync did, and what still waits (``waiting``: MLflow did not answer, or not to the end)."""
@@ -92,6 +100,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
         refuse_foreign_parent(client, manifest, location)
         if stage_run:
             refuse_foreign_stage_run(client, manifest, location, str(stage_run))
+        register = recorded_register_name(client, manifest)
     fs, root = location.resolve()
     done = Synced(uri, Reconciled())
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
@@ -111,7 +120,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
             for path, run_id in stages:
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
                                       runs={r for _, r in stages} - {run_id},
-                                      register=manifest.config.get("register_model"))
+                                      register=register)
                 done.writes += run.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
