@@ -5,6 +5,7 @@ an HTTP server that records what reaches it."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -13,10 +14,11 @@ from mlflow import MlflowClient
 from sentsweep.cli import main
 from sentsweep.errors import ConfigError
 from sentsweep.platform.driver.sweep import resume_sweep
-from sentsweep.platform.driver.sync import sync_sweep
+from sentsweep.platform.driver.sync import recorded_register_name, sync_sweep
 from sentsweep.platform.folder.trust import TRACKING_URI_ENV, trusted_tracking_uri
 from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.tracking.run_writes import PENDING_FILE
+from sentsweep.tracking.vocabulary import PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG
 from tests.platform.capture_server import capturing_server
 from tests.platform.conftest import BUCKET
 from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
@@ -183,3 +185,47 @@ def test_a_shared_folder_is_resumed_outside_the_cluster_only_when_its_writers_ar
         refuse_untrusted_state(location, trust_storage=False)
     monkeypatch.delenv(PLATFORM_POD_ENV)
     refuse_untrusted_state(SweepLocation("/tmp", "toy", None, "/tmp/toy"), trust_storage=False)
+
+
+def test_a_stage_state_naming_another_sweeps_run_is_refused(remote_sweep, s3_endpoint, tracking_uri, private_cache):
+    """A confirmation state planted in the folder, naming a run of another sweep as the stage's: ``sync`` would end
+    that run's trials KILLED and deliver the stage folder's saved writes to it with the syncing user's login."""
+    from sentsweep.platform.confirm.stage import STAGE_DIR, STATE_FILE
+
+    location, parent, experiment_id = remote_sweep
+    client = MlflowClient(tracking_uri=tracking_uri)
+    other = client.create_run(experiment_id, run_name="another-sweep", tags={"sentsweep.role": "sweep"}).info.run_id
+    live = client.create_run(experiment_id, tags={PARENT_TAG: other, TRIAL_ID_TAG: "x1", ROLE_TAG: "trial"})
+    location.write_text(STATE_FILE, json.dumps({"status": "running", "run_id": other}))
+    fs, root = location.resolve()
+    with fs.open_output_stream(f"{root}/{STAGE_DIR}/{PENDING_FILE}") as out:
+        out.write(f'[{{"op": "status", "run": "{other}", "status": "KILLED"}}]'.encode())
+
+    with pytest.raises(ConfigError, match=f"{STATE_FILE}.*not this sweep's confirmation run"):
+        sync_sweep(location.uri, s3_endpoint)
+    assert client.get_run(other).info.status == "RUNNING"
+    assert client.get_run(live.info.run_id).info.status == "RUNNING"
+    own = client.create_run(experiment_id, tags={PARENT_TAG: parent, ROLE_TAG: "confirmation"}).info.run_id
+    location.write_text(STATE_FILE, json.dumps({"status": "running", "run_id": own}))
+    fs.delete_file(f"{root}/{STAGE_DIR}/{PENDING_FILE}")
+    assert not sync_sweep(location.uri, s3_endpoint).waiting  # the sweep's own stage run
+
+
+def test_saved_writes_register_only_the_name_the_sweep_run_recorded(remote_sweep, s3_endpoint, tracking_uri,
+                                                                   private_cache):
+    """A manifest whose ``register_model`` was rewritten to another team's model: the sweep run's own param says
+    which name the sweep registers, and a saved registration under another is not delivered."""
+    location, parent, _ = remote_sweep
+    client = MlflowClient(tracking_uri=tracking_uri)
+    client.log_param(parent, "register_model", "toy-model")  # as the sweep run recorded it when it opened
+    manifest = location.read_manifest()
+    _plant(location, config={**manifest.config, "register_model": "their-model"})
+    fs, root = location.resolve()
+    with fs.open_output_stream(f"{root}/{PENDING_FILE}") as out:
+        out.write(f'[{{"op": "register", "run": "{parent}", "name": "their-model", "path": "best_model"}}]'.encode())
+
+    synced = sync_sweep(location.uri, s3_endpoint)
+    assert (synced.waiting, synced.writes) == (False, 0)
+    assert client.search_registered_models("name = 'their-model'") == []
+    own = _plant(location, config={**manifest.config, "register_model": "toy-model"})
+    assert recorded_register_name(client, own) == "toy-model"

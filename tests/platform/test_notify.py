@@ -159,6 +159,18 @@ def test_an_unreachable_or_slow_url_is_one_warning_line_without_the_url(hook: Ho
     assert masked_url("https://hooks.slack.com/services/T/B/K") == "https://hooks.slack.com/***"
 
 
+def test_a_url_with_a_space_or_control_character_is_one_line_without_its_path() -> None:
+    """A variable holding the URL and something after it (``URL # alerts`` from an env file) or a tab: urllib's
+    refusal quotes the URL's path, which holds the secret."""
+    lines: list[str] = []
+    for url in (f"http://{LOOPBACK}:{free_port()}/services/{SECRET} # alerts",
+                f"http://{LOOPBACK}:{free_port()}/services/{SECRET}\tx"):
+        assert not _notifier(url, lines, retries=2).sweep_ended("finished", outcome=_outcome())
+    assert len(lines) == 2 and all(line.endswith("the sweep goes on") for line in lines)
+    assert not any(SECRET in line or "services" in line or "secret" in line for line in lines)
+    assert all("after 1 attempt)" in line for line in lines), "a URL that cannot be sent is not retried"
+
+
 def test_without_the_variable_nothing_is_sent_and_it_is_said_once() -> None:
     lines: list[str] = []
     config = SweepConfig.model_validate({"name": "demo", "method": "cosent", "notify": {"webhook_env": ENV}})

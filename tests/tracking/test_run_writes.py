@@ -58,3 +58,47 @@ def test_saved_writes_outside_the_sweeps_runs_are_not_loaded() -> None:
     assert not admissible({"op": "artifacts", "run": "parent", "dir": f"{UPLOADS_DIR}/../../x", "path": "x"}, runs,
                           register)
     assert not admissible({"op": "delete", "run": "parent"}, runs, register)
+
+
+def test_saved_writes_missing_what_they_need_are_not_loaded(tmp_path: Path) -> None:
+    """A write that would fail at every delivery would hold back every write saved after it (the sweep's end, its
+    registration); one whose run is no name would stop the loading itself."""
+    malformed = [{"op": "tags", "run": "parent", "tags": "k=v"},
+                 {"op": ["tags"], "run": "parent", "tags": {}},
+                 {"op": "tags", "run": ["parent"], "tags": {}},
+                 {"op": "tags", "parent": "parent", "tags": {}},
+                 {"op": "metrics", "run": "parent", "points": [["best", "high", 0, 7]]},
+                 {"op": "register", "run": "parent", "name": "toy-model", "path": None},
+                 {"op": "status", "run": "parent", "status": "FINISHED", "reason": ["done"]}]
+    kept = [{"op": "metrics", "run": "parent", "points": [["best", 0.5, 0, 7]]},
+            {"op": "register", "run": "parent", "name": "toy-model", "path": "m"},
+            {"op": "status", "run": "parent", "status": "FINISHED", "reason": None}]
+    (tmp_path / PENDING_FILE).write_text(json.dumps([*malformed, *kept]))
+    writes = RunWrites(MlflowClient("http://127.0.0.1:9"), "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    assert writes.load({"parent"}, "toy-model") == len(kept) and writes.pending == kept
+
+
+def test_a_registration_the_client_sent_twice_leaves_one_version(tracking_uri: str, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """The server made the version, a gateway lost its answer and MLflow's client sent the create again: the twin
+    is deleted, and the version described is the first."""
+    import mlflow
+
+    client = MlflowClient(tracking_uri)
+    experiment = client.create_experiment("register")
+    run = client.create_run(experiment)
+    source = f"{run.info.artifact_uri}/best_model"
+
+    def resent(model_uri: str, name: str) -> object:
+        client.create_registered_model(name)
+        client.create_model_version(name, source, run.info.run_id)
+        return client.create_model_version(name, source, run.info.run_id)  # the resent create's answer
+
+    monkeypatch.setattr(mlflow, "register_model", resent)
+    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    writes.apply({"op": "register", "run": run.info.run_id, "name": "toy-best", "path": "best_model",
+                  "description": "the best trial", "tags": {"trial": "t01"}})
+
+    versions = client.search_model_versions("name = 'toy-best'")
+    assert [(str(v.version), v.description, v.tags) for v in versions] == [("1", "the best trial", {"trial": "t01"})]
+    assert writes.registered == {"toy-best": "1"}

@@ -19,8 +19,11 @@ from sentsweep.platform.tracking.trial_runs import TrialFolder, TrialRuns, recon
 from sentsweep.tracking.vocabulary import (
     ATTEMPT_TAG,
     OUTCOME_TAG,
+    PARENT_TAG,
     REASON_TAG,
+    ROLE_TAG,
     RUN_RECORD_KEY,
+    SWEEP_TAG,
     TRIAL_ID_TAG,
     TRIAL_NUMBER_TAG,
     run_outcome,
@@ -347,3 +350,18 @@ def test_a_fallback_note_in_the_folder_tags_the_run_also_below_the_mark(sweep, t
     reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path), TrialRuns(client, experiment_id, parent, "toy"))
     assert client.get_run(run_id).data.tags[RESTORED_FROM_KEY] == "scratch"  # the folder's older note does not win
     assert not runs.tag_note(run_id, ("checkpoint 10", "older", 120))
+
+
+def test_a_reports_record_cannot_move_its_run_to_another_sweep(sweep, tmp_path: Path) -> None:
+    """A record read from a folder anyone may have written, whose tags name another sweep's run as the parent (or
+    another trial): the run stays the trial's, under its own sweep, and its placement is still tagged."""
+    client, experiment_id, parent = sweep
+    other = client.create_run(experiment_id, run_name="another-sweep").info.run_id
+    record = {"tags": {PARENT_TAG: other, TRIAL_ID_TAG: "theirs", ROLE_TAG: "sweep", SWEEP_TAG: "theirs",
+                       "node_id": "n1"}}
+    write_trial(tmp_path, "t1", [{"step": 1, "stsb_dev": 0.5, RUN_RECORD_KEY: record}])
+    runs = TrialRuns(client, experiment_id, parent, "toy")
+    reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path), runs)
+    tags = client.get_run(runs.run_ids["t1"]).data.tags
+    assert (tags[PARENT_TAG], tags[TRIAL_ID_TAG], tags[ROLE_TAG], tags[SWEEP_TAG]) == (parent, "t1", "trial", "toy")
+    assert tags["node_id"] == "n1"

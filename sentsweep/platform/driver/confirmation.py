@@ -46,6 +46,7 @@ from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome
 from sentsweep.platform.results import result_labels
 from sentsweep.platform.tracking.parent_run import SweepRun
+from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.names import CONFIRMATION_PREFIX
@@ -155,8 +156,9 @@ def _stage_run_id(sweep: SweepRun, create: bool = True) -> str | None:
 
 def end_stage_run(sweep: SweepRun, config: SweepConfig, location: SweepLocation, reason: str) -> None:
     """End the stage's run KILLED with ``reason`` unless it ended: the sweep ended for good without the stage. A run
-    this session did not schedule (``--no-finalize``) is looked up."""
-    if sweep.stage_run_id is None and config.confirm.top_k > 0:
+    this session did not schedule (``--no-finalize``) is looked up, only when MLflow answers a probe (it stays
+    SCHEDULED otherwise)."""
+    if sweep.stage_run_id is None and config.confirm.top_k > 0 and store_answers(sweep.tracking_uri):
         try:
             _stage_run_id(sweep, create=False)
         except Exception as exc:  # noqa: BLE001 - best effort: it stays SCHEDULED

@@ -9,22 +9,24 @@ from dataclasses import dataclass
 
 import pyarrow.fs
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 
 from sentsweep.credentials import explain_refused_credentials
+from sentsweep.errors import ConfigError
 from sentsweep.platform.config import resolve_sweep_folder
-from sentsweep.platform.confirm.stage import read_state, stage_location
+from sentsweep.platform.confirm.stage import STATE_FILE, read_state, stage_location
 from sentsweep.platform.driver.finalize import BEST_RUN_TAG, BEST_TRIAL_TAG
 from sentsweep.platform.driver.resume import snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
-from sentsweep.platform.location import MANIFEST, locate
+from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
 from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
-from sentsweep.tracking.vocabulary import find_trial_run
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, find_trial_run
 from sentsweep.trainables.report_keys import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")
@@ -49,6 +51,31 @@ def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, 
         client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
 
 
+def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, location: SweepLocation,
+                             run_id: str) -> None:
+    """A :class:`ConfigError` when the confirmation state's run is not the confirmation run of the manifest's sweep
+    run: anyone who can write the folder can write the state, and sync writes to that run and its children."""
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+        run = None
+    if run is None or (run.info.experiment_id, run.data.tags.get(PARENT_TAG), run.data.tags.get(ROLE_TAG)) != (
+            manifest.experiment_id, manifest.parent_run_id, CONFIRMATION_ROLE):
+        raise ConfigError(f"the confirmation state names run {run_id}, which is not this sweep's confirmation run "
+                          f"(a child of {manifest.parent_run_id} tagged {ROLE_TAG}={CONFIRMATION_ROLE}); nothing was "
+                          "done", file=location.file_uri(STATE_FILE))
+
+
+def recorded_register_name(client: MlflowClient, manifest: SweepManifest) -> str | None:
+    """The manifest's ``register_model`` when the sweep run recorded the same name as it opened (its params never
+    change), else None: anyone who can write the folder can rewrite the manifest."""
+    name = manifest.config.get("register_model")
+    recorded = client.get_run(manifest.parent_run_id).data.params.get("register_model")
+    return name if isinstance(name, str) and name == recorded else None
+
+
 @dataclass
 class Synced:
     """What a sync did, and what still waits (``waiting``: MLflow did not answer, or not to the end)."""
@@ -68,11 +95,14 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     if not store_answers(uri):
         return Synced(uri, Reconciled(), waiting=True)
     client = MlflowClient(tracking_uri=uri)
+    stage_run = (read_state(location) or {}).get("run_id")
     with explain_refused_credentials(uri):  # a 401/403 is one line naming the variables
         refuse_foreign_parent(client, manifest, location)
+        if stage_run:
+            refuse_foreign_stage_run(client, manifest, location, str(stage_run))
+        register = recorded_register_name(client, manifest)
     fs, root = location.resolve()
     done = Synced(uri, Reconciled())
-    stage_run = (read_state(location) or {}).get("run_id")
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         stages = [(root, manifest.parent_run_id)]
         if stage_run:
@@ -90,7 +120,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
             for path, run_id in stages:
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
                                       runs={r for _, r in stages} - {run_id},
-                                      register=manifest.config.get("register_model"))
+                                      register=register)
                 done.writes += run.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])

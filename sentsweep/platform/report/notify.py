@@ -88,7 +88,10 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
             with opener.open(request, timeout=timeout_s) as answer:
                 answer.read()
             return attempt
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+        except (http.client.InvalidURL, ValueError):  # urllib's message quotes the URL's path, the secret part
+            raise NotifyError(f"the webhook URL holds what no URL may (a space, a control character): refused "
+                              f"after {attempt} attempt{'s' * (attempt > 1)}") from None
+        except (OSError, http.client.HTTPException) as exc:
             code = exc.code if isinstance(exc, urllib.error.HTTPError) else None
             retryable = code == 429 or code >= 500 if code else isinstance(exc, OSError | http.client.HTTPException)
             if attempt > retries or not retryable:

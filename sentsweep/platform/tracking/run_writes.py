@@ -141,10 +141,40 @@ Write = dict[str, Any]
 OPS = frozenset({"tags", "params", "metrics", "protocols", "artifacts", "register", "status", "running"})
 
 
+def _named(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+
+
+def _point(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 4 and isinstance(value[0], str)
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value[1:]))
+
+
+def well_formed(write: Write) -> bool:
+    """Whether a saved write holds the fields :meth:`RunWrites.apply` reads, of their types: one that fails at every
+    try would hold back every write after it."""
+    op = write["op"]
+    if "run" not in write and not isinstance(write.get("trial"), str):
+        return False
+    if not isinstance(write.get("reason"), str | None):
+        return False
+    fields: dict[str, bool] = {
+        "tags": _named(write.get("tags")), "params": _named(write.get("params")),
+        "metrics": isinstance(write.get("points"), list) and all(_point(p) for p in write["points"]),
+        "protocols": isinstance(write.get("record"), dict),
+        "artifacts": isinstance(write.get("dir"), str) and isinstance(write.get("path"), str),
+        "register": isinstance(write.get("path"), str) and isinstance(write.get("description"), str | None)
+        and (write.get("tags") is None or _named(write.get("tags"))),
+        "status": isinstance(write.get("status"), str), "running": True}
+    return fields[op]
+
+
 def admissible(write: Write, runs: Collection[str], register: str | None) -> bool:
-    """Whether a saved write acts on ``runs``, registers only ``register`` and uploads only from the folder."""
+    """Whether a saved write acts on ``runs``, registers only ``register``, uploads only from the folder and is
+    :func:`well_formed`."""
     target = write.get("run") if "run" in write else write.get("parent")
-    if target not in runs or write.get("op") not in OPS:
+    if not isinstance(target, str) or target not in runs or not isinstance(write.get("op"), str) \
+            or write["op"] not in OPS or not well_formed(write):
         return False
     if write["op"] == "register" and (not register or write.get("name") != register):
         return False
@@ -272,7 +302,8 @@ class RunWrites:
         import mlflow
 
         name = write["name"]
-        existing = self.client.search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+        query = f"name = '{name}' and run_id = '{run_id}'"
+        existing = self.client.search_model_versions(query)
         if existing:
             self.registered[name] = str(min(int(v.version) for v in existing))
         else:
@@ -282,6 +313,12 @@ class RunWrites:
                 self.registered[name] = str(mlflow.register_model(f"runs:/{run_id}/{write['path']}", name).version)
             finally:
                 mlflow.set_tracking_uri(previous)
+            # a create whose answer a gateway lost, sent again by MLflow's client, made a twin: the first is kept
+            made = sorted(int(v.version) for v in self.client.search_model_versions(query))
+            for twin in made[1:]:
+                self.client.delete_model_version(name, str(twin))
+            if made:
+                self.registered[name] = str(made[0])
         version = self.registered[name]
         if write.get("description"):
             self.client.update_model_version(name, version, description=write["description"])

@@ -30,6 +30,9 @@ MARK_KEY = "training_iteration"
 #: Keys of a trial's terminal report, delivered once even at the mark's step.
 TERMINAL_KEYS = ("final",)
 RESULTS_FILE = "result.json"
+#: The tags that say whose run it is: a report's record (from a folder anyone may have written) never sets them.
+IDENTITY_TAGS = frozenset({vocab.PARENT_TAG, vocab.TRIAL_ID_TAG, vocab.ROLE_TAG, vocab.SWEEP_TAG,
+                           vocab.SWEEP_DIR_TAG, vocab.TRIAL_NUMBER_TAG})
 #: Result keys that are Tune's bookkeeping, not figures of the trial.
 NOT_METRICS = frozenset({"timestamp", "pid", "time_this_iter_s", "done", "iterations_since_restore",
                          "time_since_restore", "timesteps_since_restore", "timesteps_total", "episodes_total"})
@@ -229,7 +232,8 @@ class TrialRuns:
     def _log_record(self, run_id: str, record: Any, *, tags_only: bool = False) -> None:
         if not isinstance(record, dict):
             return
-        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in (record.get("tags") or {}).items()])
+        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in (record.get("tags") or {}).items()
+                                            if str(k) not in IDENTITY_TAGS])
         if tags_only:
             return
         if record.get("params"):

@@ -174,6 +174,11 @@ class TrialRunsCallback(Callback):
         self.runs.end(trial.trial_id, vocab.OUTCOMES[outcome], reason, overwrite=overwrite, outcome=outcome,
                       output=trial_folder(trial).output(), params=None if outcome == "finished" else sampled)
 
+    def _end_if_tracked(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
+        runs = self.runs
+        if vocab.find_trial_run(runs.client, runs.experiment_id, runs.parent_run_id, trial.trial_id) is not None:
+            self._end(trial, outcome, reason, overwrite=overwrite)
+
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._submit(trials, trial, lambda: self._start(trial))
 
@@ -209,11 +214,12 @@ class TrialRunsCallback(Callback):
         deliverer, runs = self.deliverer, self.runs
         deliverer.submit("orphans", lambda: self.remove_orphans({t.trial_id for t in trials}), force=True)
         for trial in trials:
-            if trial.status == "PENDING" and trial.trial_id not in runs.run_ids:
-                continue
             self._number(trials, trial)
             outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
-            deliverer.submit(trial.trial_id, lambda t=trial, o=outcome, r=reason: self._end(t, o, r, overwrite=False),
+            # a PENDING trial not started this session: only a run an earlier session made (none is created)
+            end = self._end_if_tracked if trial.status == "PENDING" and trial.trial_id not in runs.run_ids \
+                else self._end
+            deliverer.submit(trial.trial_id, lambda t=trial, o=outcome, r=reason, e=end: e(t, o, r, overwrite=False),
                              force=True)
         seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
         totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
