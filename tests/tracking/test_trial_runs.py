@@ -365,3 +365,14 @@ def test_a_reports_record_cannot_move_its_run_to_another_sweep(sweep, tmp_path: 
     tags = client.get_run(runs.run_ids["t1"]).data.tags
     assert (tags[PARENT_TAG], tags[TRIAL_ID_TAG], tags[ROLE_TAG], tags[SWEEP_TAG]) == (parent, "t1", "trial", "toy")
     assert tags["node_id"] == "n1"
+
+
+def test_a_reports_record_whose_tags_are_no_mapping_is_delivered_without_them(sweep, tmp_path: Path) -> None:
+    """A record from a folder anyone may have written, whose ``tags`` is a list: the report's metrics arrive and
+    ``sync`` completes, instead of failing at every try."""
+    client, experiment_id, parent = sweep
+    write_trial(tmp_path, "t1", [{"step": 1, "stsb_dev": 0.5, RUN_RECORD_KEY: {"tags": ["node_id", "n1"]}}])
+    runs = TrialRuns(client, experiment_id, parent, "toy")
+    reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path), runs)
+    run = client.get_run(runs.run_ids["t1"])
+    assert run.data.metrics["stsb_dev"] == 0.5 and "node_id" not in run.data.tags

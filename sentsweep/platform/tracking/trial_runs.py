@@ -232,7 +232,8 @@ class TrialRuns:
     def _log_record(self, run_id: str, record: Any, *, tags_only: bool = False) -> None:
         if not isinstance(record, dict):
             return
-        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in (record.get("tags") or {}).items()
+        tags = record.get("tags") if isinstance(record.get("tags"), dict) else {}  # a folder anyone may write
+        self.client.log_batch(run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()
                                             if str(k) not in IDENTITY_TAGS])
         if tags_only:
             return
