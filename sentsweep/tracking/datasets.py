@@ -1,5 +1,5 @@
 """A trial's training, dev and test data as MLflow dataset inputs: a trial reports the records as plain data
-(:func:`trial_datasets`, as dicts), the driver logs them (:func:`log_dataset_inputs`)."""
+(the dicts of :func:`trial_datasets`' records), the driver logs them (:func:`log_dataset_inputs`)."""
 
 from __future__ import annotations
 

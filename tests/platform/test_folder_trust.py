@@ -228,4 +228,4 @@ def test_saved_writes_register_only_the_name_the_sweep_run_recorded(remote_sweep
     assert (synced.waiting, synced.writes) == (False, 0)
     assert client.search_registered_models("name = 'their-model'") == []
     own = _plant(location, config={**manifest.config, "register_model": "toy-model"})
-    assert recorded_register_name(client, own) == "toy-model"
+    assert recorded_register_name(client.get_run(parent), own) == "toy-model"

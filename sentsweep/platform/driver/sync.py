@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs
 from mlflow import MlflowClient
+from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 
 from sentsweep.credentials import explain_refused_credentials
@@ -68,11 +69,11 @@ def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, loca
                           "done", file=location.file_uri(STATE_FILE))
 
 
-def recorded_register_name(client: MlflowClient, manifest: SweepManifest) -> str | None:
-    """The manifest's ``register_model`` when the sweep run recorded the same name as it opened (its params never
+def recorded_register_name(sweep_run: Run, manifest: SweepManifest) -> str | None:
+    """The manifest's ``register_model`` when ``sweep_run`` recorded the same name as it opened (its params never
     change), else None: anyone who can write the folder can rewrite the manifest."""
     name = manifest.config.get("register_model")
-    recorded = client.get_run(manifest.parent_run_id).data.params.get("register_model")
+    recorded = sweep_run.data.params.get("register_model")
     return name if isinstance(name, str) and name == recorded else None
 
 
@@ -97,10 +98,10 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     client = MlflowClient(tracking_uri=uri)
     stage_run = (read_state(location) or {}).get("run_id")
     with explain_refused_credentials(uri):  # a 401/403 is one line naming the variables
-        refuse_foreign_parent(client, manifest, location)
+        sweep_run = refuse_foreign_parent(client, manifest, location)
         if stage_run:
             refuse_foreign_stage_run(client, manifest, location, str(stage_run))
-        register = recorded_register_name(client, manifest)
+        register = recorded_register_name(sweep_run, manifest)
     fs, root = location.resolve()
     done = Synced(uri, Reconciled())
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused

@@ -15,6 +15,7 @@ from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
+    from mlflow.entities import Run
 
 #: MLflow's own variable for the tracking server: what a user running against a shared bucket has declared.
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -75,8 +76,8 @@ def same_folder(recorded: str | None, folder: str) -> bool:
     return recorded is not None and recorded.rstrip("/") == folder.rstrip("/")
 
 
-def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> None:
-    """A :class:`ConfigError` when the manifest's parent run is not this folder's sweep, or not in the store."""
+def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> Run:
+    """The manifest's parent run; a :class:`ConfigError` when it is not this folder's sweep, or not in the store."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -97,3 +98,4 @@ def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, locatio
     if refusal is not None:
         raise ConfigError(f"the manifest names a run that is not this folder's sweep ({refusal}); nothing was done",
                           file=location.file_uri(MANIFEST))
+    return run

@@ -246,13 +246,14 @@ def compare_plots(client: MlflowClient, found: Sequence[tuple[Run, list[Run]]], 
         name = sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]) if trials else sweep.info.run_id[:8]
         better = max if sweep.data.params.get("mode", "max") == "max" else min
         current = None
+        shown: list[dict[str, Any]] = []  # this sweep's best-so-far rows
         for position, trial in enumerate(trials, 1):
             label, outcome = run_label(trial), vocab.run_outcome(trial)
             value = trial.data.metrics.get(f"best_{metric}", trial.data.metrics.get(metric))
             if value is not None and not math.isnan(value):
                 current = value if current is None else better(current, value)
-            best_rows.append({"sweep": name, "trial": label, "number": trial_number(trial) or position,
-                              "outcome": outcome, metric: value, "best_so_far": current})
+            shown.append({"sweep": name, "trial": label, "number": trial_number(trial) or position,
+                          "outcome": outcome, metric: value, "best_so_far": current})
             history = sorted(client.get_metric_history(trial.info.run_id, metric), key=lambda h: (h.timestamp, h.step))
             points = sorted({h.step: h.value for h in reversed(history)}.items())
             curve_rows.extend({"sweep": name, "trial": label, "outcome": outcome, "step": step, metric: value,
@@ -263,7 +264,7 @@ def compare_plots(client: MlflowClient, found: Sequence[tuple[Run, list[Run]]], 
                                marker="o" if len(points) == 1 else None, markersize=5)
                 if outcome in ("pruned", "stopped"):
                     ax_curves.plot(steps[-1], values[-1], "x", color=color, markersize=8, markeredgewidth=2)
-        shown = best_rows[len(best_rows) - len(trials):]
+        best_rows += shown
         ax_best.plot([r["number"] for r in shown], [math.nan if r["best_so_far"] is None else r["best_so_far"]
                                                     for r in shown], marker="o", label=name)
         ax_curves.plot([], [], "-", color=color, label=name)
