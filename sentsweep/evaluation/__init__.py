@@ -39,6 +39,7 @@ _WHERE: dict[str, str] = {
     "pair_features": "sentsweep.evaluation.senteval",
     "random_partners": "sentsweep.evaluation.analysis",
     "rank_errors": "sentsweep.evaluation.analysis",
+    "scored_test_splits": "sentsweep.evaluation.suite",
     "reg_to_c": "sentsweep.evaluation.senteval",
     "select_reg": "sentsweep.evaluation.senteval",
     "similarity_distribution": "sentsweep.evaluation.analysis",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sentsweep.evaluation.metric_names import NLI_DEV, SICKR_TRIAL, STSB_DEV, task_data_splits
 from sentsweep.evaluation.metric_protocols import attach_protocols
 from sentsweep.evaluation.protocols import Embedder, ProgressFn
 from sentsweep.evaluation.results import EvalResult
@@ -21,6 +22,15 @@ from sentsweep.evaluation.sts import STS_TASK_SPLITS, STS_TASKS, evaluate_sts
 
 #: Group names and the tasks they stand for.
 TASK_GROUPS: dict[str, tuple[str, ...]] = {"sts": STS_TASKS, "senteval": SENTEVAL_TASKS}
+#: The (registry dataset, split) each SentEval task with a test split reports its test figure on; MR, CR, SUBJ and MPQA
+#: test on k-fold parts of all their data and are not listed.
+SENTEVAL_TEST_SPLITS: dict[str, tuple[str, str]] = {
+    "trec": ("trec", "test"),
+    "mrpc": ("mrpc", "test"),
+    "sst2": ("sst2", "test"),
+    "sick_relatedness": ("sickr", "test"),
+    "sick_entailment": ("sickr", "test"),
+}
 
 
 def valid_task_names() -> list[str]:
@@ -56,6 +66,17 @@ def split_tasks(tasks: Sequence[str] | str) -> tuple[list[str], list[str], set[s
     senteval = list(dict.fromkeys(senteval))
     optional = {t for t in senteval if t not in explicit}
     return list(dict.fromkeys(sts)), senteval, optional
+
+
+def scored_test_splits(tasks: Sequence[str] | str) -> set[tuple[str, str]]:
+    """The (registry dataset, split) pairs the test figures of the suite ``tasks`` are measured on: every set an STS
+    task scores except the dev sets (STS-B dev, SICK-R trial, SNLI dev), and the test split of each SentEval task that
+    has one (:data:`SENTEVAL_TEST_SPLITS`). A trial that trains on one of them would report test figures measured on
+    its own training pairs. Unknown names raise ValueError, as for :func:`split_tasks`."""
+    sts, senteval, _ = split_tasks(tasks)
+    dev = {pair for name in (STSB_DEV, SICKR_TRIAL, NLI_DEV) for pair in task_data_splits(name)}
+    splits = {pair for task in sts for pair in task_data_splits(task) if pair not in dev}
+    return splits | {SENTEVAL_TEST_SPLITS[task] for task in senteval if task in SENTEVAL_TEST_SPLITS}
 
 
 def evaluate(

@@ -8,7 +8,8 @@ CoSENT (eq. 10) or one of the paper's baselines (``loss``); ``architecture: cros
 eq. 11, ``scale`` (lambda) multiplying its raw scores as the equation writes it; it reads the [CLS] state, so
 ``pooling`` is refused with it. Dev selection: Spearman x100 on
 ``dev_data`` (STS-B dev by default; ``nli``: SNLI dev against its labels, as the reference selects its NLI transfer)
-every ``eval_every`` steps; a dev set that is the training split is refused.
+every ``eval_every`` steps; a dev set that is the training split is refused, and so is a training split whose
+test figures the final suite reports (``stsb`` ``test`` with ``test_tasks: sts``: test leakage).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sentsweep.evaluation import evaluate
 from sentsweep.evaluation.metric_names import task_data_splits
 from sentsweep.evaluation.protocols import Embedder
 from sentsweep.evaluation.sts import StsEvaluator, sample_indices
+from sentsweep.evaluation.suite import scored_test_splits
 from sentsweep.methods.cosent import create_loss, cross_encoder_cosent_loss, label_midpoint, loss_parameters
 from sentsweep.methods.cosent.model import HEAD_FILE, BiEncoder, CrossEncoder
 from sentsweep.methods.cosent.pooling import model_type, nli_pooling
@@ -133,6 +135,14 @@ class CosentConfig(TrialConfig):
                 raise ConfigError(f"'{dev_set}' scores {self.train_data} {self.train_split}, the split this trial "
                                   f"trains on (train_data, train_split): choose another {field} or train_split",
                                   field=field)
+        try:
+            tested = scored_test_splits(CROSS_TEST_TASKS if self.architecture == "cross" else self.test_tasks)
+        except ValueError:  # an unknown test task: refused where the suite is checked and run
+            tested = set()
+        if (self.train_data, self.train_split) in tested:
+            raise ConfigError(f"the test suite scores {self.train_data} {self.train_split}, the split this trial "
+                              "trains on (train_data, train_split): its test figures would be measured on training "
+                              "pairs; choose another train_split or test_tasks", field="train_split")
         if self.train_data == "snli":
             for name, value in NLI_DEFAULTS.items():
                 if name not in self.model_fields_set:

@@ -63,3 +63,26 @@ def test_selecting_on_the_split_a_trial_trains_on_is_refused() -> None:
     with pytest.raises(ConfigError, match="'nli' scores snli dev, the split this trial trains on") as err:
         parse_config(CosentConfig, {"train_data": "snli", "train_split": "dev", "extra_dev_data": ["nli"]}, "t.yaml")
     assert err.value.field == "extra_dev_data"
+
+
+@pytest.mark.parametrize("raw", [
+    {"train_data": "stsb", "train_split": "test"},
+    {"train_data": "sickr", "train_split": "test", "test_tasks": "sickr_test"},
+    {"train_data": "sickr", "train_split": "test", "test_tasks": "sick_relatedness"},
+    {"train_data": "mrpc", "train_split": "test", "test_tasks": "senteval"},
+    {"train_data": "stsb", "train_split": "test", "architecture": "cross", "test_tasks": "sts12"},
+])
+def test_training_on_a_split_the_test_suite_scores_is_refused(raw: dict[str, str]) -> None:
+    """Training on STS-B test and then reporting ``stsb_test`` (or SICK/MRPC test under SentEval) measures the test
+    figures on training pairs: the config is refused, naming ``train_split``. The cross-encoder's suite is always
+    STS-B and SICK-R test, whatever ``test_tasks`` says."""
+    with pytest.raises(ConfigError, match="the split this trial trains on .*measured on training pairs") as err:
+        parse_config(CosentConfig, raw, "trial.yaml")
+    assert err.value.field == "train_split"
+
+
+def test_a_test_split_outside_the_test_suite_is_allowed() -> None:
+    config = parse_config(CosentConfig, {"train_data": "sickr", "train_split": "test", "test_tasks": "stsb_test"})
+    assert (config.train_data, config.train_split) == ("sickr", "test")
+    assert parse_config(CosentConfig, {"train_data": "stsb", "train_split": "dev", "dev_data": "sickr"}).train_split \
+        == "dev"
