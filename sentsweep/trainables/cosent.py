@@ -14,6 +14,7 @@ test figures the final suite reports (``stsb`` ``test`` with ``test_tasks: sts``
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -40,6 +41,7 @@ from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings, Tra
 from sentsweep.trainables.method import Method
 from sentsweep.trainables.trial_config import DEV_SETS, EvalMaxLength, TrialConfig
 
+logger = logging.getLogger(__name__)
 LOSS_HEAD_FILE = "loss_head.safetensors"
 
 #: Per training set: (loader kind, label_min, label_max, number of classes or None for graded scores). The label
@@ -148,6 +150,10 @@ class CosentConfig(TrialConfig):
                 if name not in self.model_fields_set:
                     setattr(self, name, value)
         self.warn_unused(self.loss, loss_parameters(self.loss), LOSS_SETTINGS + BASELINE_SETTINGS)
+        cross_suite = self.architecture == "cross" and "test_tasks" in self.model_fields_set
+        if cross_suite and self.test_tasks != CROSS_TEST_TASKS:
+            logger.warning("CosentConfig: architecture 'cross' scores sentence pairs and has no sentence embedding; "
+                           "its test suite is %s, so test_tasks '%s' has no effect", CROSS_TEST_TASKS, self.test_tasks)
         if self.architecture == "bi" and self.pooling is None:  # NLI: per family (methods/cosent/pooling.py)
             nli = self.train_data == "snli"
             self.pooling = nli_pooling(model_type(self.model)) if nli else DEFAULT_POOLING  # type: ignore[assignment]

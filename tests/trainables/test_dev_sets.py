@@ -86,3 +86,16 @@ def test_a_test_split_outside_the_test_suite_is_allowed() -> None:
     assert (config.train_data, config.train_split) == ("sickr", "test")
     assert parse_config(CosentConfig, {"train_data": "stsb", "train_split": "dev", "dev_data": "sickr"}).train_split \
         == "dev"
+
+
+def test_test_tasks_set_with_the_cross_encoder_is_named_as_having_no_effect(caplog: pytest.LogCaptureFixture) -> None:
+    """The cross-encoder's final figures are always STS-B and SICK-R test (it has no sentence embedding for the
+    suites): a ``test_tasks`` set with it does nothing, and the config says so instead of accepting it silently."""
+    with caplog.at_level("WARNING", logger="sentsweep.trainables.cosent"):
+        parse_config(CosentConfig, {"architecture": "cross", "test_tasks": "senteval"})
+    assert "test_tasks 'senteval' has no effect" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sentsweep.trainables.cosent"):
+        parse_config(CosentConfig, {"architecture": "cross"})
+        parse_config(CosentConfig, {"test_tasks": "senteval"})
+    assert "no effect" not in caplog.text
