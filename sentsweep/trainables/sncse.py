@@ -78,6 +78,11 @@ OOM_MINIBATCH_DIVISOR = 4
 
 #: The settings of the BML term (eqs. 6-7), which the other variants (InfoNCE, PL, NL) do not use.
 BML_SETTINGS = ("alpha", "beta", "lambda_")
+#: The settings of the corpus's negation; the diagnostics use all but ``negation_processes``.
+NEGATION_SETTINGS = ("negation_model", "negation_rules", "negation_batch_size", "negation_processes", "negation_cache")
+#: The settings of the diagnostics (``diagnostics: true``).
+DIAGNOSTIC_SETTINGS = ("diagnostic_sentences", "diagnostic_tasks", "diagnostic_top_k")
+
 
 class SncseConfig(TrialConfig):
     """An SNCSE trial (defaults: the paper's; lambda by model family, lr and batch size by model size)."""
@@ -146,6 +151,11 @@ class SncseConfig(TrialConfig):
             for name in unset:
                 setattr(self, name, setting[name])
         self.warn_unused(self.loss, BML_SETTINGS if self.loss == "bml" else (), BML_SETTINGS)
+        if not self.diagnostics:
+            self.warn_no_effect(DIAGNOSTIC_SETTINGS, "diagnostics are off, so nothing uses")
+        if not self.needs_negations:  # only the diagnostics negate, in one process
+            self.warn_no_effect(NEGATION_SETTINGS if not self.diagnostics else ("negation_processes",),
+                                f"loss '{self.loss}' negates no corpus, so nothing uses")
         return self
 
     def negator(self, processes: int | None = None) -> Negator:

@@ -9,6 +9,7 @@ method's config.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -126,13 +127,18 @@ class TrialConfig(BaseModel):
 
     def warn_unused(self, loss: str, taken: tuple[str, ...], offered: tuple[str, ...]) -> None:
         """Warn (one line) about the settings of ``offered`` this config sets explicitly that its ``loss`` does not
-        take (``taken``): a parameter that does nothing is never accepted silently. A warning,
-        not a refusal: a sweep may fix a loss's settings while it searches the loss (SNCSE's Table 3 ablation)."""
-        unused = [name for name in offered if name not in taken and name in self.model_fields_set]
+        take (``taken``). A warning, not a refusal: a sweep may fix a loss's settings while it searches the loss
+        (SNCSE's Table 3 ablation)."""
+        self.warn_no_effect([name for name in offered if name not in taken], f"loss '{loss}' does not use")
+
+    def warn_no_effect(self, names: Sequence[str], why: str) -> None:
+        """Warn (one line: ``why``, then the names) about the settings of ``names`` this config sets explicitly:
+        a parameter that does nothing is never accepted silently."""
+        unused = [name for name in names if name in self.model_fields_set]
         if unused:
             shown = [type(self).model_fields[name].alias or name for name in unused]
-            logger.warning("%s: loss '%s' does not use %s; %s no effect", type(self).__name__, loss,
-                           ", ".join(shown), "it has" if len(unused) == 1 else "they have")
+            logger.warning("%s: %s %s; %s no effect", type(self).__name__, why, ", ".join(shown),
+                           "it has" if len(unused) == 1 else "they have")
 
     def loop_config(self) -> LoopConfig:
         fields = LoopConfig.__dataclass_fields__

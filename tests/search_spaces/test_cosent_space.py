@@ -165,3 +165,19 @@ def test_a_loss_setting_the_loss_does_not_take_is_named_in_a_warning(caplog: pyt
     assert [r.getMessage() for r in caplog.records] == [
         "CosentConfig: loss 'mse' does not use scale, epsilon; they have no effect",
         "SncseConfig: loss 'infonce' does not use alpha, lambda; they have no effect"]
+
+
+def test_sncse_negation_and_diagnostic_settings_nothing_uses_are_named_in_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Plain InfoNCE negates no corpus: only the diagnostics negate, in one process. With the diagnostics off too,
+    no negation setting does anything, and no diagnostic setting does with them off."""
+    from sentsweep.trainables.sncse import SncseConfig
+
+    with caplog.at_level("WARNING"):
+        SncseConfig(loss="infonce", negation_processes=4, negation_batch_size=64)
+        SncseConfig(loss="infonce", diagnostics=False, negation_rules="reference", diagnostic_top_k=5)
+        SncseConfig(negation_processes=4, diagnostic_tasks="sickr")  # BML with diagnostics: both are used
+    assert [r.getMessage() for r in caplog.records] == [
+        "SncseConfig: loss 'infonce' negates no corpus, so nothing uses negation_processes; it has no effect",
+        "SncseConfig: diagnostics are off, so nothing uses diagnostic_top_k; it has no effect",
+        "SncseConfig: loss 'infonce' negates no corpus, so nothing uses negation_rules; it has no effect"]
