@@ -214,6 +214,20 @@ def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_c
 
 
 
+def test_postgres_stops_with_a_fast_shutdown(rendered: dict[str, k8s_check.Rendered]) -> None:
+    """The kubelet's SIGTERM is PostgreSQL's smart shutdown, which waits for MLflow's pooled connections to close (they
+    never do): the grace period ended in a SIGKILL and a crash recovery. A preStop hook shuts it down fast, within
+    the grace period."""
+    for overlay in PAIRS:
+        postgres = next(o for o in rendered[overlay].objects
+                        if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "postgres")
+        pod = postgres["spec"]["template"]["spec"]
+        command = " ".join(pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"])
+        assert "pg_ctl stop" in command and "-m fast" in command, overlay
+        wait = int(re.search(r"-t (\d+)", command).group(1))
+        assert wait < pod["terminationGracePeriodSeconds"], overlay
+
+
 def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_pods(
         rendered: dict[str, k8s_check.Rendered]) -> None:
     """A PriorityClass is open to every namespace, so the team example bounds the pods it
