@@ -228,6 +228,13 @@ def test_postgres_stops_with_a_fast_shutdown(rendered: dict[str, k8s_check.Rende
         assert wait < pod["terminationGracePeriodSeconds"], overlay
 
 
+def test_the_backup_runs_at_the_documented_time(rendered: dict[str, k8s_check.Rendered]) -> None:
+    """docs/operate.md: every night at 03:17 UTC, whatever the controller manager's local time zone."""
+    for overlay in PAIRS:
+        backup = _one(rendered[overlay].objects, "CronJob")["spec"]
+        assert (backup["schedule"], backup.get("timeZone")) == ("17 3 * * *", "Etc/UTC"), overlay
+
+
 def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_pods(
         rendered: dict[str, k8s_check.Rendered]) -> None:
     """A PriorityClass is open to every namespace, so the team example bounds the pods it
