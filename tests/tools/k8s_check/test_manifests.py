@@ -480,6 +480,32 @@ def test_a_rayjob_without_deadlines_is_caught(tmp_path: Path) -> None:
                    "the cluster forever [policy]"]
 
 
+def test_a_rayjob_whose_cluster_outlives_the_sweep_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, LOCAL, {"sweep/rayjob.yaml": ("  shutdownAfterJobFinishes: true\n",
+                                                           "  shutdownAfterJobFinishes: false\n")})
+    assert new == ["RayJob/sweep: spec.shutdownAfterJobFinishes is not true: the sweep's Ray cluster (its GPU workers "
+                   "included) outlives the sweep [policy]"]
+    new = _planted(tmp_path / "ttl", LOCAL, {"sweep/rayjob.yaml": ("  ttlSecondsAfterFinished: 600\n", "")})
+    assert new == ["RayJob/sweep: no spec.ttlSecondsAfterFinished: set how long the finished sweep's cluster stays "
+                   "[policy]"]
+
+
+def test_a_ray_head_or_service_exposed_outside_the_cluster_is_caught(tmp_path: Path) -> None:
+    """The dashboard (Jobs API: code execution for a token holder), GCS and the client port stay inside the
+    cluster, as do MinIO, MLflow and PostgreSQL: users reach them through kubectl port-forward."""
+    new = _planted(tmp_path, LOCAL, {
+        "sweep/rayjob.yaml": ("      serviceType: ClusterIP\n", "      serviceType: LoadBalancer\n      "
+                                                                   "enableIngress: true\n"),
+        "base/minio.yaml": ("spec:\n  selector:\n", "spec:\n  type: NodePort\n  selector:\n")})
+    assert new == [
+        "RayJob/sweep: spec.rayClusterSpec.headGroupSpec.enableIngress: KubeRay would expose the head's dashboard "
+        "(Jobs API) through an Ingress [policy]",
+        "RayJob/sweep: spec.rayClusterSpec.headGroupSpec.serviceType: type LoadBalancer exposes its ports outside the "
+        "cluster (use ClusterIP and kubectl port-forward) [policy]",
+        "Service/minio: spec: type NodePort exposes its ports outside the cluster (use ClusterIP and kubectl "
+        "port-forward) [policy]"]
+
+
 def test_a_driver_that_may_run_on_the_head_or_nowhere_is_caught(tmp_path: Path) -> None:
     new = _planted(tmp_path, LOCAL, {"sweep/rayjob.yaml": ("  entrypointResources: '{\"sweep_driver\": 1}'\n", "")})
     assert new == ["RayJob/sweep: the driver may run on the head: entrypointResources must ask for a custom "
