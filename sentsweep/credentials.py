@@ -108,13 +108,6 @@ def split_uri(uri: str, kind: UriKind, field: str | None = None) -> tuple[str, d
     return clean, {name: value for name, value in found.items() if value}
 
 
-def split_credentials(uri: str) -> tuple[str, dict[str, str]]:
-    """A tracking server URI (``http(s)://user:pass@host``) split by :func:`split_uri`; any other URI as it is."""
-    if not uri.startswith(("http://", "https://")):
-        return uri, {}
-    return split_uri(uri, "tracking")
-
-
 class CredentialSplit:
     """Credentials taken off several URIs of one config: one value per variable, checked against the
     environment before they go into it.

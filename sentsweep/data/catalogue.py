@@ -71,10 +71,6 @@ class HubSource:
     columns: Mapping[str, str] | None = None  # role -> column name (text; premise, hypothesis, label; s1, s2, score)
     score_range: tuple[float, float] | None = None  # scored pairs: every score in [low, high]
 
-    @property
-    def single_file(self) -> bool:
-        return len(self.patterns) == 1 and not any(c in self.patterns[0] for c in "*?[")
-
 
 @dataclass(frozen=True)
 class Preparable:

@@ -19,7 +19,6 @@ the one copy of the best weights are :mod:`sentsweep.trainables.checkpoints`'.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import shutil
 import tempfile
@@ -284,8 +283,3 @@ class TrainingLoop(LoopCheckpoints):
         shutil.rmtree(self._workdir, ignore_errors=True)
         if self._tmp is not None:
             self._tmp.cleanup()
-
-
-def write_history(history: list[dict[str, float]], path: Path) -> None:
-    """The dev curve as JSON lines."""
-    path.write_text("".join(json.dumps(row) + "\n" for row in history))

@@ -30,8 +30,6 @@ from sentsweep.errors import ConfigError
 
 #: The ablations of the paper's Table 3, selectable by name.
 LOSS_VARIANTS: tuple[str, ...] = ("bml", "infonce", "pl", "nl")
-#: beta = 2.0 means "no upper bound" (cosine differences lie in [-2, 2]).
-NO_UPPER_BOUND = 2.0
 
 
 def _cos_matrix(a: Tensor, b: Tensor) -> Tensor:

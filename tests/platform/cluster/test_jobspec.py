@@ -31,7 +31,7 @@ from sentsweep.cluster.jobspec import (
     prepare_config,
     stage_working_dir,
 )
-from sentsweep.credentials import mask_uri, redact, split_credentials
+from sentsweep.credentials import mask_uri, redact, split_uri
 from sentsweep.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -170,10 +170,9 @@ def test_masking_shows_names_never_values() -> None:
     assert masked({}) == "(none)"
     assert mask_uri("https://alice:hunter22@mlflow.example:5000/x") == "https://alice:***@mlflow.example:5000/x"
     assert mask_uri("sqlite:////tmp/m.db") == "sqlite:////tmp/m.db"
-    assert split_credentials("http://alice:p%40ss@mlflow:5000") == (
+    assert split_uri("http://alice:p%40ss@mlflow:5000", "tracking") == (
         "http://mlflow:5000", {"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": "p@ss"})
-    assert split_credentials("http://mlflow:5000") == ("http://mlflow:5000", {})
-    assert split_credentials("postgresql://u:p@db/mlflow") == ("postgresql://u:p@db/mlflow", {})
+    assert split_uri("http://mlflow:5000", "tracking") == ("http://mlflow:5000", {})
     assert redact("user hunter22 key wJalrXUtnFEMI ok", env.values()) == "user *** key *** ok"
 
 
