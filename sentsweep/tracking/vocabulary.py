@@ -87,6 +87,19 @@ RUN_STATUS: dict[str, str] = {"running": "RUNNING", "finished": "FINISHED", "int
                               "crashed": "FAILED", "failed": "FAILED"}
 #: The sweep run's tag naming its best trial by label (``sentsweep.best_trial_id`` keeps Tune's id).
 BEST_LABEL_TAG = "sentsweep.best_trial"
+#: The sweep run's tags naming its best trial by Tune's id and its best trial's run.
+BEST_TRIAL_TAG = "sentsweep.best_trial_id"
+BEST_RUN_TAG = "sentsweep.best_run_id"
+#: On the best trial's run: the URI (``runs:/<parent>/best_model``) of the one exported copy of its weights.
+EXPORTED_MODEL_TAG = "sentsweep.exported_model"
+#: On each confirmation trial's run: the search trial it confirms, and that trial's rank in the search.
+CONFIRMS_TAG = "sentsweep.confirms_trial"
+CONFIRM_RANK_TAG = "sentsweep.confirm_rank"
+#: On the sweep's run: the search's own best trial.
+SEARCH_BEST_TAG = "sentsweep.search_best_trial_id"
+#: The parent run's tag naming the changes the latest resume made to the config (JSON ``{field: [old, new]}``;
+#: the parent's params keep the values the sweep started with).
+RESUME_CHANGES_TAG = "sentsweep.resume_changes"
 #: The parent run's tag saying why the sweep stopped.
 STOP_REASON_TAG = "sentsweep.stop_reason"
 #: What the runs of the trials the budget stopped say, and how the stop's line begins.

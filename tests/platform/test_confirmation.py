@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.confirm.stage import (
-    CONFIRM_RANK_TAG,
-    CONFIRMS_TAG,
-    choose_winner,
-    further_seeds,
-    ranked_by_rule,
-)
+from sentsweep.platform.confirm.stage import choose_winner, further_seeds, ranked_by_rule
 from sentsweep.platform.outcome import Candidate, SeedRun, interval
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG
+from sentsweep.tracking.vocabulary import (
+    CONFIRM_RANK_TAG,
+    CONFIRMATION_ROLE,
+    CONFIRMS_TAG,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+)
 
 
 def _candidate(rank: int, further: list[float], search: float = 90.0) -> Candidate:

@@ -6,7 +6,8 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.report.export import EXPORTED_MODEL_TAG, export_run
+from sentsweep.platform.report.export import export_run
+from sentsweep.tracking.vocabulary import EXPORTED_MODEL_TAG
 
 
 def test_runs_naming_each_other_end_in_one_line(tracking_uri, tmp_path) -> None:

@@ -13,10 +13,8 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.cli import main
-from sentsweep.platform.driver.finalize import BEST_TRIAL_TAG
-from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR
-from sentsweep.tracking.vocabulary import PARENT_TAG, STATUS_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import BEST_TRIAL_TAG, EXPORTED_MODEL_TAG, PARENT_TAG, STATUS_TAG, TRIAL_ID_TAG
 from tests.tracking.restartable_mlflow import outage_ready_server
 
 

@@ -10,8 +10,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.errors import ConfigError
-from sentsweep.platform.driver.resume import RESUME_CHANGES_TAG
-from sentsweep.tracking.vocabulary import ROLE_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import RESUME_CHANGES_TAG, ROLE_TAG, TRIAL_ID_TAG
 
 
 def _trial_runs(client: MlflowClient) -> list:

@@ -11,10 +11,10 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 
 from sentsweep.platform.location import CONFIG_COPY, MANIFEST, locate
-from sentsweep.platform.report.export import EXPORTED_MODEL_TAG
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.search.study_store import load_study
 from sentsweep.tracking.vocabulary import (
+    EXPORTED_MODEL_TAG,
     OUTCOME_TAG,
     PARENT_TAG,
     REASON_TAG,

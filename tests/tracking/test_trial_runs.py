@@ -293,8 +293,8 @@ def test_reconcile_ends_a_pruned_trial_as_pruned_and_names_runs_as_the_driver_wo
 
 def test_sync_links_the_sweep_run_to_its_best_trials_run_once(sweep) -> None:
     """The sweep's end names its best trial while MLflow is down; its run exists only once sync made it."""
-    from sentsweep.platform.driver.finalize import BEST_RUN_TAG, BEST_TRIAL_TAG
     from sentsweep.platform.driver.sync import link_best_run
+    from sentsweep.tracking.vocabulary import BEST_RUN_TAG, BEST_TRIAL_TAG
 
     client, experiment_id, parent = sweep
     stage = client.create_run(experiment_id, run_name="confirmation").info.run_id

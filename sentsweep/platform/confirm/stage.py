@@ -25,11 +25,6 @@ Rule = Literal["mean", "lower_bound"]
 STATE_FILE = "confirmation.json"
 #: The stage's Tune experiment, inside the sweep folder.
 STAGE_DIR = "confirmation"
-#: On each confirmation trial's run: the search trial it confirms, and that trial's rank in the search.
-CONFIRMS_TAG = "sentsweep.confirms_trial"
-CONFIRM_RANK_TAG = "sentsweep.confirm_rank"
-#: On the sweep's run: the search's own best trial.
-SEARCH_BEST_TAG = "sentsweep.search_best_trial_id"
 
 
 def rule_score(summary: Interval, rule: Rule, mode: str) -> float:

@@ -19,9 +19,6 @@ from ray.tune.search import BasicVariantGenerator
 
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.confirm.stage import (
-    CONFIRM_RANK_TAG,
-    CONFIRMS_TAG,
-    SEARCH_BEST_TAG,
     STAGE_DIR,
     candidate_from,
     decide,
@@ -50,7 +47,17 @@ from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.names import CONFIRMATION_PREFIX
-from sentsweep.tracking.vocabulary import CHANGED_TAG, CONFIRMATION_ROLE, PARENT_TAG, REASON_TAG, ROLE_TAG, SWEEP_TAG
+from sentsweep.tracking.vocabulary import (
+    CHANGED_TAG,
+    CONFIRM_RANK_TAG,
+    CONFIRMATION_ROLE,
+    CONFIRMS_TAG,
+    PARENT_TAG,
+    REASON_TAG,
+    ROLE_TAG,
+    SEARCH_BEST_TAG,
+    SWEEP_TAG,
+)
 
 log = logging.getLogger("sentsweep.platform")
 

@@ -20,7 +20,6 @@ from sentsweep.platform.location import folder_command
 from sentsweep.platform.report.export import (
     BEST_MODEL,
     BEST_WEIGHTS,
-    EXPORTED_MODEL_TAG,
     ST_SUBDIR,
     export_sentence_transformer,
     has_artifact,
@@ -31,7 +30,14 @@ from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_ke
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.tracking.vocabulary import BEST_LABEL_TAG, find_trial_run, protocol_record
+from sentsweep.tracking.vocabulary import (
+    BEST_LABEL_TAG,
+    BEST_RUN_TAG,
+    BEST_TRIAL_TAG,
+    EXPORTED_MODEL_TAG,
+    find_trial_run,
+    protocol_record,
+)
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
@@ -41,10 +47,8 @@ if TYPE_CHECKING:
     from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.platform.tracking.parent_run import SweepRun
 
-BEST_TRIAL_TAG = "sentsweep.best_trial_id"
 #: The parent run's metrics from the best trial's final test suite (``final_sts_avg7``, ...).
 FINAL_PREFIX = "final_"
-BEST_RUN_TAG = "sentsweep.best_run_id"
 #: The parent run's artifact folder of the final test suite, and its file of figures (:func:`evaluate_best`).
 FINAL_EVAL_DIR = "best_eval"
 FINAL_EVAL_JSON = "final_eval.json"

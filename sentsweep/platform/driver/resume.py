@@ -25,13 +25,10 @@ from sentsweep.platform.search.scheduler import recall
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
 from sentsweep.platform.tracking.parent_run import SweepRun, flatten
 from sentsweep.platform.tracking.trial_runs import trial_folders
-from sentsweep.tracking.vocabulary import STATUS_TAG, SWEEP_DIR_TAG
+from sentsweep.tracking.vocabulary import RESUME_CHANGES_TAG, STATUS_TAG, SWEEP_DIR_TAG
 
 logger = logging.getLogger(__name__)
 
-#: The parent run's tag naming the changes the latest resume made to the config (JSON ``{field: [old, new]}``;
-#: the parent's params keep the values the sweep started with).
-RESUME_CHANGES_TAG = "sentsweep.resume_changes"
 #: Fields a resume may change when ``--allow-change`` names them (a section stands for its fields, which may also be
 #: named alone: ``budget.gpu_hours``): Tune reads these afresh, or they are the driver's own.
 CHANGEABLE: frozenset[str] = frozenset({"time_budget_s", "num_samples", "budget", "stop_grace_s", "notify"})

@@ -16,7 +16,6 @@ from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirm.stage import STATE_FILE, read_state, stage_location
-from sentsweep.platform.driver.finalize import BEST_RUN_TAG, BEST_TRIAL_TAG
 from sentsweep.platform.driver.resume import snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
@@ -27,7 +26,14 @@ from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
-from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, find_trial_run
+from sentsweep.tracking.vocabulary import (
+    BEST_RUN_TAG,
+    BEST_TRIAL_TAG,
+    CONFIRMATION_ROLE,
+    PARENT_TAG,
+    ROLE_TAG,
+    find_trial_run,
+)
 from sentsweep.trainables.report_keys import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")

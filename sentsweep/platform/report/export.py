@@ -14,6 +14,7 @@ import torch
 
 from sentsweep.errors import ConfigError
 from sentsweep.methods.encoders import ENCODER_CONFIG_FILE, EncoderSettings
+from sentsweep.tracking.vocabulary import EXPORTED_MODEL_TAG
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
 BEST_WEIGHTS = "best"
 BEST_MODEL = "best_model"
 ST_SUBDIR = "model.sentence_transformer"
-#: On the best trial's run: the URI (``runs:/<parent>/best_model``) of the one exported copy of its weights.
-EXPORTED_MODEL_TAG = "sentsweep.exported_model"
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 
