@@ -68,3 +68,30 @@ def test_only_the_driver_imports_across_the_platform_sub_packages() -> None:
             if parts[:2] == ["sentsweep", "platform"] and len(parts) > 2 and parts[2] in subs - {own}:
                 crossing.append(f"{path.relative_to(platform).as_posix()} imports {name}")
     assert crossing == [], crossing
+
+
+def test_each_platform_sub_package_names_what_the_rest_imports_from_it() -> None:
+    """A sub-package's ``__all__`` is its face: exactly the names the rest of the code (the package, ``tools/``,
+    ``bench/``) imports from its modules. A name missing from it, or one nobody outside uses, fails here."""
+    import importlib
+
+    repo = Path(sentsweep.__file__).resolve().parent.parent
+    platform = repo / "sentsweep" / "platform"
+    subs = sorted(p.name for p in platform.iterdir() if (p / "__init__.py").is_file())
+    imported: dict[str, set[str]] = {sub: set() for sub in subs}
+    for root in ("sentsweep", "tools", "bench"):
+        for path in (repo / root).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not (isinstance(node, ast.ImportFrom) and node.module and not node.level):
+                    continue
+                parts = node.module.split(".")
+                if parts[:2] != ["sentsweep", "platform"] or len(parts) < 3 or parts[2] not in imported:
+                    continue
+                if path.is_relative_to(platform / parts[2]):
+                    continue
+                imported[parts[2]].update(alias.name for alias in node.names)
+    faces = {sub: set(importlib.import_module(f"sentsweep.platform.{sub}").__all__) for sub in subs}
+    assert "SweepLock" in imported["folder"] and "run_sweep" in imported["driver"]
+    assert faces == imported, {sub: {"missing": sorted(imported[sub] - faces[sub]),
+                                     "unused": sorted(faces[sub] - imported[sub])}
+                               for sub in subs if faces[sub] != imported[sub]}

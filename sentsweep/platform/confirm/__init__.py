@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-_WHERE = dict.fromkeys(("choose_winner", "decide", "read_state", "select_candidates", "stage_location"),
-                       "sentsweep.platform.confirm.stage")
+#: Every name another part of the code imports from this sub-package, by the module it lives in.
+_WHERE: dict[str, str] = {name: module for module, names in {
+    "sentsweep.platform.confirm.stage": ("STAGE_DIR", "STATE_FILE", "candidate_from", "decide", "further_seeds",
+                                         "ranked_by_rule", "read_state", "select_candidates", "stage_location",
+                                         "stage_points", "write_state"),
+}.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

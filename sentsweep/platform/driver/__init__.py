@@ -6,21 +6,16 @@ from __future__ import annotations
 
 from sentsweep.lazy_exports import lazy_exports
 
-#: Every public name and the module it lives in.
-_WHERE: dict[str, str] = {
-    "INTERRUPTED_EXIT": "sentsweep.platform.driver.interrupt",
-    "SweepInterrupted": "sentsweep.platform.driver.interrupt",
-    "SweepOutcome": "sentsweep.platform.outcome",
-    "check_only": "sentsweep.platform.driver.preflight",
-    "finalize_sweep": "sentsweep.platform.driver.finalize",
-    "interrupted_sweep": "sentsweep.platform.driver.resume",
-    "ray_session": "sentsweep.platform.driver.ray_session",
-    "resolve_specs": "sentsweep.platform.driver.specs",
-    "resume_sweep": "sentsweep.platform.driver.sweep",
-    "run_sweep": "sentsweep.platform.driver.sweep",
-    "sample_data_warning": "sentsweep.platform.driver.preflight",
-    "sync_sweep": "sentsweep.platform.driver.sync",
-    "validate_trials": "sentsweep.platform.driver.specs",
-}
+#: Every name another part of the code imports from this sub-package, by the module it lives in.
+_WHERE: dict[str, str] = {name: module for module, names in {
+    "sentsweep.platform.driver.interrupt": ("INTERRUPTED_EXIT", "SweepInterrupted"),
+    "sentsweep.platform.driver.preflight": ("check_only", "sample_data_warning"),
+    "sentsweep.platform.driver.ray_session": ("AUTH_MODE_ENV", "CLUSTER_MODE_ENV", "TOKEN_ENV", "TOKEN_PATH_ENV",
+                                              "local_ray_settings", "ray_auth"),
+    "sentsweep.platform.driver.resume": ("interrupted_sweep", "refuse_unchangeable"),
+    "sentsweep.platform.driver.specs": ("resolve_specs", "space_points", "trial_param_space", "validate_trials"),
+    "sentsweep.platform.driver.sweep": ("resume_sweep", "run_sweep"),
+    "sentsweep.platform.driver.sync": ("sync_sweep",),
+}.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
