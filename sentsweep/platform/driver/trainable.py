@@ -1,5 +1,6 @@
-"""The trainable as Tune runs it: a finished trial never trains again (:func:`run_once`), and a trial whose snapshotted
-checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`)."""
+"""A Tune experiment of the sweep (:func:`build_tuner`, for the search and the confirmation stage) and the trainable
+as Tune runs it, with its resources: a finished trial never trains again (:func:`run_once`), and a trial whose
+snapshotted checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from sentsweep.platform.location import SweepLocation
 
 logger = logging.getLogger(__name__)
+
 
 def trial_dirname(trial: Any) -> str:
     """Short trial folders (Ray's default spells out every parameter)."""
