@@ -41,9 +41,11 @@ MASK = "***"
 TRACKING_USERNAME, TRACKING_PASSWORD = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"
 ACCESS_KEY, SECRET_KEY = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"
 DATABASE_PASSWORD = "PGPASSWORD"
+#: Ray's token authentication: its mode, the token itself and a file holding it.
+RAY_AUTH_MODE_ENV, RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
 
 SECRET_ENV: tuple[str, ...] = (TRACKING_PASSWORD, "MLFLOW_TRACKING_TOKEN", ACCESS_KEY, SECRET_KEY,
-                               "AWS_SESSION_TOKEN", DATABASE_PASSWORD, "RAY_AUTH_TOKEN", "HF_TOKEN")
+                               "AWS_SESSION_TOKEN", DATABASE_PASSWORD, RAY_TOKEN_ENV, "HF_TOKEN")
 """Variables whose values are never shown (:func:`secret_values`): the URIs' credentials above, the Ray
 cluster's token (``sentsweep submit`` and ``jobs`` send it; :mod:`sentsweep.cluster.credentials`) and the
 Hugging Face Hub's token."""

@@ -160,9 +160,10 @@ def test_masks() -> None:
 
 
 def test_the_ray_and_hub_tokens_are_masked_and_still_never_forwarded() -> None:
-    from sentsweep.cluster.credentials import CREDENTIAL_ENV, TOKEN_ENV, forwarded_env
+    from sentsweep.cluster.credentials import CREDENTIAL_ENV, forwarded_env
+    from sentsweep.credentials import RAY_TOKEN_ENV
 
-    assert {TOKEN_ENV, "HF_TOKEN"} <= set(SECRET_ENV) & set(CREDENTIAL_ENV)
+    assert {RAY_TOKEN_ENV, "HF_TOKEN"} <= set(SECRET_ENV) & set(CREDENTIAL_ENV)
     env = {"RAY_AUTH_TOKEN": f"ray-{SECRET}", "HF_TOKEN": f"hf_{SECRET}"}
     assert mask_text(f"token ray-{SECRET}, hub hf_{SECRET}", secret_values(env)) == "token ***, hub ***"
     with pytest.raises(ConfigError, match="never forwarded"):

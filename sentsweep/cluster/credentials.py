@@ -8,16 +8,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentsweep.credentials import MASK, UriKind, mask_uri, split_uri
+from sentsweep.credentials import (
+    MASK,
+    RAY_AUTH_MODE_ENV,
+    RAY_TOKEN_ENV,
+    RAY_TOKEN_PATH_ENV,
+    UriKind,
+    mask_uri,
+    split_uri,
+)
 from sentsweep.errors import ConfigError, SentsweepError
 
-TOKEN_ENV = "RAY_AUTH_TOKEN"
-TOKEN_PATH_ENV = "RAY_AUTH_TOKEN_PATH"
-AUTH_MODE_ENV = "RAY_AUTH_MODE"
 DEFAULT_TOKEN_FILE = Path("~/.ray/auth_token")
 #: Variables that carry the cluster's token: never forwarded into a job.
-RAY_AUTH_ENV = (TOKEN_ENV, TOKEN_PATH_ENV)
-WHERE = f"--token-file PATH, ${TOKEN_ENV} or ${TOKEN_PATH_ENV}"
+RAY_AUTH_ENV = (RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV)
+WHERE = f"--token-file PATH, ${RAY_TOKEN_ENV} or ${RAY_TOKEN_PATH_ENV}"
 
 #: Credentials and endpoints a submitting environment commonly holds. None is forwarded into a job unless
 #: ``--forward-env NAME`` names it (the cluster's pods have their own, from Kubernetes Secrets); the Ray token never
@@ -65,13 +70,13 @@ def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> Ray
     ``RAY_AUTH_MODE=token`` (a local cluster's token is not sent elsewhere unasked). None when there is none."""
     if token_file:
         return _read(Path(token_file), "--token-file")
-    value = environ.get(TOKEN_ENV, "").strip()
+    value = environ.get(RAY_TOKEN_ENV, "").strip()
     if value:
-        return RayToken(value, f"${TOKEN_ENV}")
-    path = environ.get(TOKEN_PATH_ENV, "").strip()
+        return RayToken(value, f"${RAY_TOKEN_ENV}")
+    path = environ.get(RAY_TOKEN_PATH_ENV, "").strip()
     if path:
-        return _read(Path(path), f"${TOKEN_PATH_ENV}")
-    if environ.get(AUTH_MODE_ENV, "").strip().lower() == "token" and DEFAULT_TOKEN_FILE.expanduser().is_file():
+        return _read(Path(path), f"${RAY_TOKEN_PATH_ENV}")
+    if environ.get(RAY_AUTH_MODE_ENV, "").strip().lower() == "token" and DEFAULT_TOKEN_FILE.expanduser().is_file():
         return _read(DEFAULT_TOKEN_FILE, "the default")
     return None
 

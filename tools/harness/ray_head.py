@@ -21,7 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentsweep.platform.driver.ray_session import AUTH_MODE_ENV, CLUSTER_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV
+from sentsweep.credentials import RAY_AUTH_MODE_ENV, RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV
+from sentsweep.platform.driver.ray_session import CLUSTER_MODE_ENV
 from tools.harness.processes import LOOPBACK, end_group, free_port, wait_for_port
 
 PORT_OPTIONS = ("port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
@@ -66,7 +67,7 @@ def head_command(temp_dir: Path, ports: dict[str, int], num_cpus: int, num_gpus:
 def auth_env(token: str | None) -> dict[str, str]:
     """Ray's auth variables for a cluster with ``token`` (``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN``), or for one
     without (``RAY_AUTH_MODE=disabled``): what its nodes and the drivers and clients that connect to it hold."""
-    return {AUTH_MODE_ENV: "disabled"} if token is None else {AUTH_MODE_ENV: "token", TOKEN_ENV: token}
+    return {RAY_AUTH_MODE_ENV: "disabled"} if token is None else {RAY_AUTH_MODE_ENV: "token", RAY_TOKEN_ENV: token}
 
 
 def head_env(token: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -95,7 +96,7 @@ def token_auth(token: str | None) -> Iterator[None]:
         return
     from sentsweep.platform.driver.ray_session import ray_auth
 
-    with ray_auth({**auth_env(token), TOKEN_PATH_ENV: None}):
+    with ray_auth({**auth_env(token), RAY_TOKEN_PATH_ENV: None}):
         yield
 
 

@@ -10,8 +10,7 @@ from sentsweep.lazy_exports import lazy_exports
 _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.driver.interrupt": ("INTERRUPTED_EXIT", "SweepInterrupted"),
     "sentsweep.platform.driver.preflight": ("check_only", "sample_data_warning"),
-    "sentsweep.platform.driver.ray_session": ("AUTH_MODE_ENV", "CLUSTER_MODE_ENV", "TOKEN_ENV", "TOKEN_PATH_ENV",
-                                              "local_ray_settings", "ray_auth"),
+    "sentsweep.platform.driver.ray_session": ("CLUSTER_MODE_ENV", "local_ray_settings", "ray_auth"),
     "sentsweep.platform.driver.resume": ("interrupted_sweep", "refuse_unchangeable"),
     "sentsweep.platform.driver.specs": ("resolve_specs", "space_points", "trial_param_space", "validate_trials"),
     "sentsweep.platform.driver.sweep": ("resume_sweep", "run_sweep"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sentsweep._compat.ray import reload_auth_settings, set_single_machine
+from sentsweep.credentials import RAY_AUTH_MODE_ENV, RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import joins_ray_cluster
 from sentsweep.platform.tracking.store import hidden_from_workers
@@ -32,8 +33,6 @@ logger = logging.getLogger(__name__)
 WORKER_ENV = {"TUNE_FUNCTION_THREAD_TIMEOUT_S": "120"}
 #: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
 CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-#: Ray's token authentication: its mode, the token itself and a file holding it.
-AUTH_MODE_ENV, TOKEN_ENV, TOKEN_PATH_ENV = "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"
 #: The file in a Ray session folder naming the sentsweep driver that started that Ray.
 DRIVER_MARKER = "sentsweep_driver.json"
 #: Seconds a stale process has to end after SIGTERM before it gets SIGKILL.
@@ -91,9 +90,9 @@ def local_ray_settings() -> Iterator[None]:
     """A Ray started inside keeps every address on 127.0.0.1 and authenticates with a token kept in this process's
     environment (Ray's own file would be readable by the other users of a shared host); restored after."""
     values = {CLUSTER_MODE_ENV: "0"}
-    if os.environ.get(AUTH_MODE_ENV, "").lower() != "disabled" and not os.environ.get(TOKEN_ENV) \
-            and not os.environ.get(TOKEN_PATH_ENV):
-        values |= {AUTH_MODE_ENV: "token", TOKEN_ENV: secrets.token_hex(32)}
+    if os.environ.get(RAY_AUTH_MODE_ENV, "").lower() != "disabled" and not os.environ.get(RAY_TOKEN_ENV) \
+            and not os.environ.get(RAY_TOKEN_PATH_ENV):
+        values |= {RAY_AUTH_MODE_ENV: "token", RAY_TOKEN_ENV: secrets.token_hex(32)}
     before_single = set_single_machine(True)
     try:
         with ray_auth(values):
