@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-#: The prefix of a trial's bookkeeping metrics in MLflow.
+#: The prefix of a trial's bookkeeping and system metrics in MLflow (its UI groups them by it).
 SYS_PREFIX = "system/"
 #: Report keys that are bookkeeping, not figures of the training.
 BOOKKEEPING_KEYS = frozenset({"step", "epoch", "gpus", "final", "failed", "evaluations", "wall_seconds",

@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-#: MLflow's prefix of system metrics (its UI groups them by it).
-PREFIX = "system/"
+from sentsweep.tracking.names import SYS_PREFIX
 
 
 def sample_machine() -> dict[str, float]:
@@ -25,10 +24,10 @@ def sample_machine() -> dict[str, float]:
 
         memory = psutil.virtual_memory()
         figures.update({
-            f"{PREFIX}cpu_utilization_percentage": float(psutil.cpu_percent(interval=None)),
-            f"{PREFIX}system_memory_usage_megabytes": (memory.total - memory.available) / 2**20,
-            f"{PREFIX}system_memory_usage_percentage": float(memory.percent),
-            f"{PREFIX}process_rss_megabytes": psutil.Process().memory_info().rss / 2**20,
+            f"{SYS_PREFIX}cpu_utilization_percentage": float(psutil.cpu_percent(interval=None)),
+            f"{SYS_PREFIX}system_memory_usage_megabytes": (memory.total - memory.available) / 2**20,
+            f"{SYS_PREFIX}system_memory_usage_percentage": float(memory.percent),
+            f"{SYS_PREFIX}process_rss_megabytes": psutil.Process().memory_info().rss / 2**20,
         })
     except Exception:  # noqa: BLE001 - no psutil, or a platform without these figures
         pass
@@ -37,8 +36,8 @@ def sample_machine() -> dict[str, float]:
 
         if torch.cuda.is_available():
             for index in range(torch.cuda.device_count()):
-                figures[f"{PREFIX}gpu_{index}_memory_usage_megabytes"] = torch.cuda.memory_reserved(index) / 2**20
-                figures[f"{PREFIX}gpu_{index}_max_memory_allocated_megabytes"] = (
+                figures[f"{SYS_PREFIX}gpu_{index}_memory_usage_megabytes"] = torch.cuda.memory_reserved(index) / 2**20
+                figures[f"{SYS_PREFIX}gpu_{index}_max_memory_allocated_megabytes"] = (
                     torch.cuda.max_memory_allocated(index) / 2**20)
     except Exception:  # noqa: BLE001 - a CUDA that cannot be queried
         pass

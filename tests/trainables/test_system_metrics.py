@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sentsweep.trainables.system_metrics import PREFIX, SystemMetrics, sample_machine, start_machine_sampling
+from sentsweep.tracking.names import SYS_PREFIX as PREFIX
+from sentsweep.trainables.system_metrics import SystemMetrics, sample_machine, start_machine_sampling
 
 
 def test_a_sample_of_this_machine_has_cpu_and_memory_figures() -> None:
