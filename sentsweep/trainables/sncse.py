@@ -74,8 +74,6 @@ DIAGNOSTICS_DIR = "diagnostics"
 DEV_BATCH_SIZE = 128
 #: A trial out of memory is tried once more with mini-batches this many times smaller (gradient caching).
 OOM_MINIBATCH_DIVISOR = 4
-
-
 #: The settings of the BML term (eqs. 6-7), which the other variants (InfoNCE, PL, NL) do not use.
 BML_SETTINGS = ("alpha", "beta", "lambda_")
 #: The settings of the corpus's negation; the diagnostics use all but ``negation_processes``.
