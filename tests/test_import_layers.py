@@ -1,6 +1,6 @@
 """The one-way imports of DESIGN.md: the science (methods, data, evaluation) never loads Ray or MLflow; only
 the CLI (``sentsweep/cli/``) knows argparse, and nothing below it imports the CLI; inside ``sentsweep/platform``,
-only the driver imports across its sibling sub-packages."""
+only the driver imports across its sibling sub-packages; and no module is over 400 lines."""
 
 from __future__ import annotations
 
@@ -95,3 +95,11 @@ def test_each_platform_sub_package_names_what_the_rest_imports_from_it() -> None
     assert faces == imported, {sub: {"missing": sorted(imported[sub] - faces[sub]),
                                      "unused": sorted(faces[sub] - imported[sub])}
                                for sub in subs if faces[sub] != imported[sub]}
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """A module that grows past 400 lines holds more than one thing: split it by what its parts hold."""
+    package = Path(__file__).resolve().parents[1] / "sentsweep"
+    long = {str(path.relative_to(package)): n for path in package.rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}
