@@ -246,3 +246,20 @@ def test_converged_with_several_objectives_is_refused_naming_the_field():
     with pytest.raises(ConfigError, match="stop_when.*one objective"):
         parse_sweep_config({"name": "s", "method": "cosent", "stop_when": "converged",
                             "objectives": ["stsb_dev max", "compute_seconds min"]})
+
+
+def test_a_warm_started_sweep_measures_the_noise_when_the_first_point_ran_in_the_earlier_sweep(tmp_path):
+    from sentsweep.platform.results import WARM_START_ATTR
+
+    # the earlier sweep's trials as load_history gives them: its first point among them, no replica marked
+    history = [_trial(0.5, 87.0, steps={1: 87.0}, **{WARM_START_ATTR: "sweep-1"}),
+               _trial(0.2, 80.0, steps={1: 80.0}, **{WARM_START_ATTR: "sweep-1"})]
+    searcher = build_searcher(_config(min_trials=3), space, [{"x": 0.5}], store=StudyStore(str(tmp_path)),
+                              study_name="s", history=history)
+    searcher.convergence.evaluator = lambda: FakeBound(0.05)
+    suggested = [searcher.suggest(f"t{i}") for i in range(2)]
+    assert suggested == [{"x": 0.5, "seed": 1008}, {"x": 0.5, "seed": 1009}]  # the first point's replicas first
+    for i, value in enumerate((87.2, 86.8)):
+        _finish(searcher, f"t{i}", value)
+    assert searcher.suggest("t2") == Searcher.FINISHED  # noise sd 0.2 from the earlier run and its 2 replicas
+    assert converged_of(searcher.study).noise_source == "measured"

@@ -58,7 +58,8 @@ class PruningAwareOptunaSearch(Searcher):
                  points: Sequence[dict[str, Any]] = (), objectives: Sequence[Objective] = (),
                  history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
                  convergence: ConvergenceCheck | None = None) -> None:
-        """``history`` and ``points`` go first, the noise ``replicas`` after the first point."""
+        """``history`` and ``points`` go first, the noise ``replicas`` after the first point (first of all when no
+        point is queued)."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
@@ -77,6 +78,8 @@ class PruningAwareOptunaSearch(Searcher):
             self.study.enqueue_trial(point)
             for params, attrs in replicas if i == 0 else ():
                 self.study.enqueue_trial(params, user_attrs=attrs)
+        for params, attrs in replicas if not self.points else ():  # the first point ran in the earlier sweep
+            self.study.enqueue_trial(params, user_attrs=attrs)
 
     def _forget(self, selected: dict[str, Any] | None = None) -> None:
         self._study: optuna.Study | None = None
@@ -266,8 +269,9 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
     if config.stop_when == "converged":
         convergence = ConvergenceCheck(config.convergence, "maximize" if config.mode == "max" else "minimize",
                                        config.seed)
-        replicas = replica_points(queued[0] if queued else None, config.convergence,
-                                  int(config.fixed.get("seed", config.seed)))
+        # a warm start's history marks no replica: the first point's run there is the original when none is queued
+        first = queued[0] if queued else next((p for p in points or [] if p), None)
+        replicas = replica_points(first, config.convergence, int(config.fixed.get("seed", config.seed)))
     sampler = build_sampler(config, define_by_run)
     return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
                                     store=store, study_name=study_name or config.name, points=queued,
