@@ -75,9 +75,10 @@ def test_history_and_files_outside_the_repository_are_found(tmp_path: Path, line
     assert [hit.split(":")[1] for hit in doc_style.history_lines(page, tmp_path)] == ["2"]
 
 
-def test_a_benchmark_page_may_say_when_it_was_measured(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["benchmarks.md", "benchmarks-search.md"])
+def test_a_benchmark_page_may_say_when_it_was_measured(tmp_path: Path, name: str) -> None:
     (tmp_path / "docs").mkdir()
-    page = tmp_path / "docs" / "benchmarks.md"
+    page = tmp_path / "docs" / name
     page.write_text("Measured " + "2026-11-24 on commit 144be5e.\n", encoding="utf-8")
     assert doc_style.history_lines(page, tmp_path) == []
 
