@@ -20,3 +20,20 @@ def test_runs_naming_each_other_end_in_one_line(tracking_uri, tmp_path) -> None:
     with pytest.raises(ConfigError, match=f"run {b} has no 'best/' or 'best_model/' artifact to export"):
         export_run(client, a, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_winner_without_a_sentence_transformers_form_says_where_its_weights_go(tmp_path) -> None:
+    """A multi-view winner cannot be exported: the sweep's line gives the reason without the trial folder's path
+    or a field the config never set, and names the trial run that gets the weights and how to skip the step."""
+    from sentsweep.platform.driver.finalize import export_skipped_line
+    from sentsweep.platform.report.export import export_sentence_transformer
+
+    weights = tmp_path / "train_multiview_ab12" / "best"
+    weights.mkdir(parents=True)
+    (weights / "multiview.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        export_sentence_transformer(weights, tmp_path / "out")
+    line = export_skipped_line(err.value, "t03")
+    assert line.startswith("not exported: a multi-view model") and "\n" not in line
+    assert str(tmp_path) not in line and "field 'method'" not in line
+    assert "trial t03 under best/" in line and "export: false" in line
