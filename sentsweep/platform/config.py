@@ -360,7 +360,7 @@ def parse_sweep_config(raw: Any, source: str | Path = "sweep config") -> SweepCo
     try:
         return SweepConfig.model_validate(raw)
     except ValidationError as exc:
-        raise config_error(exc, source) from None
+        raise config_error(exc, source, model=SweepConfig) from None
 
 
 def load_sweep_config(path: str | Path) -> SweepConfig:

@@ -63,3 +63,24 @@ def test_a_mistake_is_one_line_and_exit_2(name: str, change: dict, field: str, t
     code, out, err = _check(config, tmp_path, monkeypatch, capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"sentsweep sweep: error: {config}: field '{field}': "), err
+
+
+@pytest.mark.parametrize(("edit", "line"), [
+    ({"num_sample": 3}, "field 'num_sample': unknown field; did you mean 'num_samples'?"),
+    ({"fixed": {"max_step": 8}}, "field 'fixed.max_step': unknown field; did you mean 'max_steps'?"),
+    ({"scheduler": {"type": "asha", "grace": 1}}, "field 'scheduler.grace': unknown field; did you mean "
+                                                  "'grace_period'?"),
+    ({"fixed": {"lambd": 0.01}, "method": "sncse", "search_space": "sncse-demo"},
+     "field 'fixed.lambd': unknown field; did you mean 'lambda'?"),
+])
+def test_a_misspelled_field_names_the_field_it_is_close_to(edit: dict, line: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A misspelled field at the top, in a section or under ``fixed``: exit 2, one line naming the file, the field
+    and the known field closest to it, and nothing left behind."""
+    raw = {"name": "typo", "method": "cosent", **edit}
+    config = tmp_path / "typo.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    code, out, err = _check(config, tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == f"sentsweep sweep: error: {config}: {line}"
