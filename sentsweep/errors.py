@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -59,9 +59,31 @@ class StorageError(SentsweepError):
         super().__init__(f"{self.file}: {message}")
 
 
-def validation_message(exc: ValidationError) -> tuple[str, str | None]:
+def _near_field(model: Any, loc: tuple[Any, ...]) -> str:
+    """``; did you mean 'NAME'?`` for an unknown field at ``loc`` of pydantic ``model`` (nested sections followed)
+    when a field's name is close to it, else ``""``."""
+    import difflib
+    import typing
+
+    from pydantic import BaseModel
+
+    for part in loc[:-1]:  # down to the section that holds the unknown field
+        field = getattr(model, "model_fields", {}).get(str(part))
+        if field is None:
+            return ""
+        model = next((t for t in (field.annotation, *typing.get_args(field.annotation))
+                      if isinstance(t, type) and issubclass(t, BaseModel)), None)
+    names = [f.alias or name for name, f in getattr(model, "model_fields", {}).items()]
+    typo = str(loc[-1]) if loc else ""
+    prefixed = sorted((n for n in names if typo and (n.startswith(typo) or typo.startswith(n))), key=len)
+    near = prefixed[:1] or difflib.get_close_matches(typo, names, n=1)
+    return f"; did you mean '{near[0]}'?" if near else ""
+
+
+def validation_message(exc: ValidationError, model: Any = None) -> tuple[str, str | None]:
     """A pydantic error in one line, and the dotted field it names (None for the whole object): the first problem,
-    the count of the others; a check that raised a :class:`ConfigError` keeps its own message and field."""
+    the count of the others; a check that raised a :class:`ConfigError` keeps its own message and field. An unknown
+    field of ``model`` (the pydantic class validated) names the known field closest to it."""
     errors = exc.errors()
     if not errors:
         return str(exc), None
@@ -71,13 +93,16 @@ def validation_message(exc: ValidationError) -> tuple[str, str | None]:
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, ConfigError):
         return cause.message + extra, cause.field
-    message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field" + (_near_field(model, tuple(first["loc"])) if model is not None else "")
+    else:
+        message = first["msg"].removeprefix("Value error, ")
     return message + extra, ".".join(str(part) for part in first["loc"]) or None
 
 
 def config_error(exc: ValidationError, file: str | Path | None = None,
-                 field_of: Callable[[str | None], str | None] = lambda name: name) -> ConfigError:
+                 field_of: Callable[[str | None], str | None] = lambda name: name, model: Any = None) -> ConfigError:
     """:func:`validation_message` as a :class:`ConfigError` naming ``file`` and the field (``field_of`` maps a
-    model's field to where the user wrote it)."""
-    message, field = validation_message(exc)
+    model's field to where the user wrote it; ``model``, the class validated, lets an unknown field name a near one)."""
+    message, field = validation_message(exc, model)
     return ConfigError(message, field=field_of(field), file=file)

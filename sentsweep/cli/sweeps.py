@@ -241,6 +241,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from sentsweep.platform.report.export import export_run
     from sentsweep.platform.tracking.store import open_client
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per download says nothing
     client = open_client(resolve_tracking_uri(args.tracking_uri))
     dest = export_run(client, args.run_id, args.dest, overwrite=args.overwrite)
     print(f"wrote {dest}: load it with SentenceTransformer({str(dest)!r})")

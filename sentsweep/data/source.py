@@ -22,8 +22,8 @@ from sentsweep.errors import DataError
 SAMPLE_DIR: Path = Path(__file__).resolve().parent / "sample"
 
 HOW_TO_GET_DATA = (
-    f"set {DATA_ENV} or pass --data-dir to a directory in the SentEval layout "
-    "(senteval/..., corpora/...; see docs/own-data.md)"
+    f"point a sweep's data_dir, a command's --data-dir or ${DATA_ENV} at a directory in the SentEval layout "
+    "(senteval/..., corpora/...; see docs/data.md)"
 )
 
 

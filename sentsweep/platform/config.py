@@ -107,7 +107,9 @@ class SweepConfig(ConfigSection):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     final_tasks: str = Field("sts", description="test suite for the best trial after the sweep")
-    export: bool = Field(True, description="export the best model as a sentence-transformers folder after the sweep")
+    export: bool = Field(True, description="export the best model as a sentence-transformers folder after the sweep "
+                         "(SNCSE and multi-view models have no such form: their best weights go to the winning "
+                         "trial's MLflow run, under best/)")
     plots: bool = Field(True, description="draw the sweep's plots (history, importances, dev curves) after the sweep")
     register_model: str | None = Field(None, description="model-registry name for the best model")
     optuna_storage: str | None = Field(None, exclude=True, description="not a setting: the study lives in the "
@@ -358,7 +360,7 @@ def parse_sweep_config(raw: Any, source: str | Path = "sweep config") -> SweepCo
     try:
         return SweepConfig.model_validate(raw)
     except ValidationError as exc:
-        raise config_error(exc, source) from None
+        raise config_error(exc, source, model=SweepConfig) from None
 
 
 def load_sweep_config(path: str | Path) -> SweepConfig:

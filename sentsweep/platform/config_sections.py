@@ -73,7 +73,8 @@ class ConfirmConfig(ConfigSection):
 
     top_k: int = Field(3, ge=0, description="configurations to confirm (0: no confirmation stage)")
     seeds: int = Field(3, ge=1, description="further seeds per configuration (the figures and the rule "
-                       "rest on these; the search's own run is reported apart)")
+                       "rest on these; the search's own run is reported apart); 1 gives no interval, so "
+                       "lower_bound then ranks by the mean")
     rule: Literal["mean", "lower_bound"] = Field(
         "lower_bound", description="the winner: best mean, or best pessimistic end of the 95% interval")
 

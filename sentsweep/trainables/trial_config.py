@@ -154,7 +154,7 @@ def parse_config(cls: type[TrialConfig], raw: dict[str, Any], source: str = "tri
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:  # a check that read something (a model's config) names its own field
-        raise config_error(exc, source) from None
+        raise config_error(exc, source, model=cls) from None
 
 
 def public_params(config: TrialConfig) -> dict[str, Any]:

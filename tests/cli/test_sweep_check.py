@@ -3,6 +3,7 @@ nothing left behind."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,48 @@ def test_a_mistake_is_one_line_and_exit_2(name: str, change: dict, field: str, t
     code, out, err = _check(config, tmp_path, monkeypatch, capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"sentsweep sweep: error: {config}: field '{field}': "), err
+
+
+@pytest.mark.parametrize(("edit", "line"), [
+    ({"num_sample": 3}, "field 'num_sample': unknown field; did you mean 'num_samples'?"),
+    ({"fixed": {"max_step": 8}}, "field 'fixed.max_step': unknown field; did you mean 'max_steps'?"),
+    ({"scheduler": {"type": "asha", "grace": 1}}, "field 'scheduler.grace': unknown field; did you mean "
+                                                  "'grace_period'?"),
+    ({"fixed": {"lambd": 0.01}, "method": "sncse", "search_space": "sncse-demo"},
+     "field 'fixed.lambd': unknown field; did you mean 'lambda'?"),
+])
+def test_a_misspelled_field_names_the_field_it_is_close_to(edit: dict, line: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A misspelled field at the top, in a section or under ``fixed``: exit 2, one line naming the file, the field
+    and the known field closest to it, and nothing left behind."""
+    raw = {"name": "typo", "method": "cosent", **edit}
+    config = tmp_path / "typo.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    code, out, err = _check(config, tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == f"sentsweep sweep: error: {config}: {line}"
+
+
+@pytest.mark.parametrize("where", ["env", "config", "sample"])
+def test_check_says_where_the_trials_read_their_data(where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The data folder the trials will read, and what chose it: the config's data_dir, $SENTSWEEP_DATA, or the
+    bundled sample (figures of a demo, not of the papers)."""
+    from sentsweep.data.source import SAMPLE_DIR
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DIR, data)
+    raw = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    monkeypatch.delenv("SENTSWEEP_DATA", raising=False)
+    if where == "env":
+        monkeypatch.setenv("SENTSWEEP_DATA", str(data))
+    elif where == "config":
+        raw["data_dir"] = str(data)
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", str(config), "--check"]) == 0
+    expected = {"env": f"data: {data} ($SENTSWEEP_DATA)", "config": f"data: {data} (data_dir)",
+                "sample": f"data: {SAMPLE_DIR} (the bundled sample)"}[where]
+    assert expected in capsys.readouterr().out.splitlines()

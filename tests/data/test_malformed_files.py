@@ -212,3 +212,13 @@ def test_corpus_file_formats(tmp_path: Path, write_file: WriteFile) -> None:
 def test_ptb_first_line_is_never_a_title(tmp_path: Path, write_file: WriteFile) -> None:
     write_file(REGISTRY["ptb-valid"].files["all"][0], " # N million notes\n the end\n")
     assert corpus("ptb-valid", tmp_path)[0].sentences == ("# N million notes", "the end")
+
+
+def test_a_missing_file_names_the_sweep_field_that_chooses_the_data(tmp_path: Path) -> None:
+    """A data folder without STS-B: the line says how to choose the data in a sweep config (``data_dir``), on a
+    command line (``--data-dir``) and in the environment, and points at the page that describes the layout."""
+    with pytest.raises(DataError) as err:
+        scored_pairs("stsb", "train", data_dir=tmp_path)
+    message = str(err.value)
+    assert "data_dir" in message.replace("--data-dir", "") and "--data-dir" in message
+    assert "SENTSWEEP_DATA" in message and "docs/data.md" in message and "\n" not in message

@@ -201,3 +201,21 @@ def test_a_resume_whose_tracking_server_is_down_says_so_in_one_line(tmp_path, ca
     assert "unexpected error" not in err[0] and "Traceback" not in err[0]
     assert sorted(p.name for p in (tmp_path / "ray_results" / "down").iterdir()) == before
 
+
+
+@pytest.mark.parametrize(("overrides", "field"), [({"fixed": {"test_tasks": "stsb_tst"}}, "fixed.test_tasks"),
+                                                  ({"final_tasks": "stsbb"}, "final_tasks")])
+def test_a_misspelled_task_names_the_field_as_written_and_the_file(tmp_path, tiny_bert_dir, tracking_uri,
+                                                                   overrides, field) -> None:
+    """An unknown test task, under ``fixed.test_tasks`` or in ``final_tasks``: one line naming the field where the
+    config sets it and the config file, as every other config mistake does."""
+    from sentsweep.platform.driver.preflight import check_sweep
+    from sentsweep.platform.driver.specs import resolve_specs, validate_trials
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, **overrides).resolved()
+    trainable, space = resolve_specs(config, None, TOY_TRAINABLE, TOY_SPACE)
+    with pytest.raises(ConfigError, match="unknown task") as err:
+        check_sweep(config, validate_trials(config, trainable, space, "toy.yaml"), "toy.yaml")
+    assert (err.value.field, err.value.file) == (field, "toy.yaml")
+    assert str(err.value).startswith(f"toy.yaml: field '{field}': ") and "\n" not in str(err.value)

@@ -108,7 +108,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                 about = version_about(outcome, config, varying) if config.register_model else None
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
             except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
-                echo(f"not exported: {exc}")
+                echo(export_skipped_line(exc, label))
                 sweep.set_tags({"sentsweep.export_skipped": str(exc)[:500]})
             if outcome.export_dir:
                 echo(f"exported the best model to {outcome.export_dir}")
@@ -125,6 +125,13 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
     prune_stages(outcome, config, echo)
+
+
+def export_skipped_line(exc: ConfigError, label: str) -> str:
+    """The line a sweep prints when its winner has no sentence-transformers form (SNCSE's prompt pooling, a
+    multi-view model): the reason without the weights' folder, and where the weights go instead."""
+    return (f"not exported: {exc.message}; the best weights go to the MLflow run of trial {label} under "
+            f"{BEST_WEIGHTS}/ instead (export: false skips the export)")
 
 
 def prune_stages(outcome: SweepOutcome, config: SweepConfig, echo: Callable[[str], None] = print) -> None:

@@ -46,9 +46,9 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
                     resolve_spacy_model(getattr(trial, name), field=settings_field(config, name))
                 except ConfigError as exc:
                     raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
-        check_data(trial, lambda name: settings_field(config, name))
+        check_data(trial, lambda name: settings_field(config, name), source)
     if config.final_tasks:  # empty: no test evaluation after the sweep (finalize skips it)
-        _check_sts(config.final_tasks, config.data_dir, field="final_tasks")
+        _check_sts(config.final_tasks, config.data_dir, field="final_tasks", source=source)
 
 
 def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
@@ -77,6 +77,16 @@ def sample_data_warning(data_dir: str | None) -> str | None:
         return None
     return ("data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, figures not comparable to "
             "the papers'")
+
+
+def describe_data_dir(data_dir: str | None) -> str:
+    """Where the trials read their data, and what chose it: ``/data (data_dir)``, ``($SENTSWEEP_DATA)`` or the
+    bundled sample."""
+    from sentsweep.data.source import DATA_ENV, resolve_data_dir
+
+    source = resolve_data_dir(data_dir)
+    origin = "the bundled sample" if source.is_sample else "data_dir" if data_dir else f"${DATA_ENV}"
+    return f"{source.root} ({origin})"
 
 
 def _masked(uri: str) -> str:
@@ -159,9 +169,9 @@ def check_model(name: str, field: str = "model", source: str | None = None) -> N
                       "offline (HF_HUB_OFFLINE)", field=field, file=source)
 
 
-def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
+def check_data(trial: Any, field_of: Callable[[str], str] = str, source: str | None = None) -> None:
     """The training data of ``trial`` parse (corpora: their first lines), and its dev and STS test sets;
-    ``field_of`` spells a trial field where the user set it (``fixed.dev_data``)."""
+    ``field_of`` spells a trial field where the user set it (``fixed.dev_data``), in the config file ``source``."""
     from sentsweep import data as datasets
     from sentsweep.data.registry import REGISTRY
     from sentsweep.data.registry import locate as locate_dataset
@@ -188,7 +198,7 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str) -> None:
     for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
         with _naming_field(field_of(field), name):  # a missing or malformed file: named with its line and the field
             load_sts_sets([DEV_SETS[name]], trial.data_dir)
-    _check_sts(trial.test_tasks, trial.data_dir, field="test_tasks")
+    _check_sts(trial.test_tasks, trial.data_dir, field=field_of("test_tasks"), source=source)
 
 
 @contextlib.contextmanager
@@ -203,14 +213,14 @@ def _naming_field(field: str, name: str | None = None) -> Iterator[None]:
                         line=exc.line) from None
 
 
-def _check_sts(tasks: str | list[str], data_dir: str | None, field: str) -> None:
+def _check_sts(tasks: str | list[str], data_dir: str | None, field: str, source: str | None = None) -> None:
     from sentsweep.evaluation import split_tasks
     from sentsweep.evaluation.sts import load_sts_sets
 
     try:
         sts, _, _ = split_tasks(tasks)
     except ValueError as exc:
-        raise ConfigError(str(exc), field=field) from None
+        raise ConfigError(str(exc), field=field, file=source) from None
     if sts:
         load_sts_sets(sts, data_dir)
 
@@ -264,6 +274,7 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
                      f"the last {len(points) - resolved.num_samples} will not run")
     artifacts = resolved.tracking.artifact_location
+    lines.append(f"data: {describe_data_dir(trials[0].data_dir if trials else resolved.data_dir)}")
     lines += [f"trials: {resolved.trials_text}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
               f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
               f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",

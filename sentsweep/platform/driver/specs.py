@@ -68,8 +68,9 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
         space = space.for_settings(trial_param_space(config))
     except ConfigError as exc:
         raise ConfigError(exc.message, field=settings_field(config, exc.field), file=exc.file or source) from None
-    except ValidationError as exc:
-        raise config_error(exc, source, lambda name: settings_field(config, name)) from None
+    except ValidationError as exc:  # the method's config refused a setting the trials share
+        raise config_error(exc, source, lambda name: settings_field(config, name),
+                           getattr(trainable, "config_cls", None)) from None
     return trainable, space
 
 
@@ -110,4 +111,4 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
         return [trainable.config_cls.model_validate({**trial_param_space(config), **fixed_here, **point})
                 for point in points]
     except ValidationError as exc:
-        raise config_error(exc, source, lambda name: settings_field(config, name)) from None
+        raise config_error(exc, source, lambda name: settings_field(config, name), trainable.config_cls) from None

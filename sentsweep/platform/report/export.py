@@ -82,7 +82,14 @@ def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite
     with tempfile.TemporaryDirectory() as tmp:
         if has_artifact(client, run_id, BEST_WEIGHTS):
             local = client.download_artifacts(run_id, BEST_WEIGHTS, tmp)
-            return export_sentence_transformer(local, dest, overwrite=overwrite)
+            try:
+                return export_sentence_transformer(local, dest, overwrite=overwrite)
+            except ConfigError as exc:  # no sentence-transformers form: the run, not the temporary folder, named
+                if exc.file != str(local):
+                    raise
+                raise ConfigError(f"run {run_id}: {exc.message.split('; ')[0]}; `mlflow artifacts download -r "
+                                  f"{run_id} -a {BEST_WEIGHTS}` fetches its weights for sentsweep evaluate and "
+                                  "neighbours") from None
         if has_artifact(client, run_id, BEST_MODEL):
             if dest.exists() and any(dest.iterdir()) and not overwrite:
                 raise ConfigError("destination exists and is not empty (use --overwrite)", file=dest)
