@@ -75,7 +75,8 @@ def kustomize(path: str | Path, kubectl: str | None = None) -> list[dict[str, An
                           timeout=RENDER_TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise ManifestError(f"kubectl kustomize {path}: {done.stderr.strip()}")
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where PyYAML has it: the same documents
+    return [doc for doc in yaml.load_all(done.stdout, Loader=loader) if doc]
 
 
 def find_kustomization(folder: Path) -> Path | None:

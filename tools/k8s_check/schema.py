@@ -4,6 +4,8 @@ schema does not name (their ``metadata`` as a strict ObjectMeta)."""
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from tools.k8s_check import crd
@@ -14,7 +16,21 @@ KUBERNETES_VERSION = "1.33"
 
 
 def check_schema(obj: dict[str, Any], kubernetes_version: str = KUBERNETES_VERSION) -> list[Problem]:
-    """Schema problems of one object (core: kubernetes-validate --strict; Ray: CRD schema + strict walk)."""
+    """Schema problems of one object (core: kubernetes-validate --strict; Ray: CRD schema + strict walk). The
+    answer depends on the object alone, so an object met before (another overlay's copy) is not checked again."""
+    try:
+        text = json.dumps(obj, sort_keys=True)
+    except (TypeError, ValueError):  # a value JSON cannot hold (a YAML date): checked as it is
+        return _check_schema(obj, kubernetes_version)
+    return list(_schema_problems(text, kubernetes_version))
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_problems(text: str, kubernetes_version: str) -> tuple[Problem, ...]:
+    return tuple(_check_schema(json.loads(text), kubernetes_version))
+
+
+def _check_schema(obj: dict[str, Any], kubernetes_version: str) -> list[Problem]:
     oid = object_id(obj)
     if crd.is_ray_object(obj):
         problems = [Problem(oid, "schema", m) for m in crd.schema_errors(obj)]
