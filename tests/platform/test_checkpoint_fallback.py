@@ -4,6 +4,7 @@ trial's work folder lives in its own folder and is gone when the trial ends."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from mlflow import MlflowClient
@@ -67,7 +68,10 @@ def test_retention_removes_what_a_lost_trial_left(tmp_path, tiny_bert_dir, track
     for name in ("work/checkpoint-0000002", "checkpoint_000000/model", "best"):
         (lost / name).mkdir(parents=True)
     (lost / "params.json").write_text("{}")
-    prune_sweep(outcome.results, config.metric, config.mode, 1, echo=lambda line: None)
+    lines: list[str] = []
+    prune_sweep(outcome.results, config.metric, config.mode, 1, echo=lines.append, stage="confirmation")
     assert sorted(p.name for p in lost.iterdir()) == ["params.json"]
+    assert len(lines) == 1 and re.fullmatch(r"confirmation stage: kept the best weights of 1 trial, removed the "
+                                            r"weights of 0 and every checkpoint \(\d+\.\d MiB freed\)", lines[0])
     assert (Path(outcome.sweep_dir) / "best_model").is_dir()
     assert len(list(Path(outcome.sweep_dir).glob("train_toy_*/best"))) == 1

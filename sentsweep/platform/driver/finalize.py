@@ -137,9 +137,12 @@ def export_skipped_line(exc: ConfigError, label: str) -> str:
 def prune_stages(outcome: SweepOutcome, config: SweepConfig, echo: Callable[[str], None] = print) -> None:
     """The sweep folder's retention for both stages; the trial whose weights finalize used keeps them."""
     keep = {outcome.best_trial_id} if outcome.best_trial_id else set()
-    for results in (outcome.results, outcome.confirmation.results if outcome.confirmation is not None else None):
+    stages = {"search": outcome.results,
+              "confirmation": outcome.confirmation.results if outcome.confirmation is not None else None}
+    for stage, results in stages.items():
         if results is not None:
-            prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep)
+            prune_sweep(results, config.metric, config.mode, config.checkpoint.keep_trials, echo, keep=keep,
+                        stage=stage)
 
 
 def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:

@@ -27,8 +27,9 @@ def checkpoint_folder(result: Result) -> StoredFolder | None:
 
 
 def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | None,
-                echo: Callable[[str], None] = print, keep: Collection[str] = ()) -> None:
-    """Apply the after-sweep retention; ``keep_trials`` None keeps every weight (work folders go in any case)."""
+                echo: Callable[[str], None] = print, keep: Collection[str] = (), stage: str = "search") -> None:
+    """Apply the after-sweep retention to the trials of one ``stage`` and say so in one line; ``keep_trials`` None
+    keeps every weight (work folders go in any case)."""
     removed = 0
     known = {trial_folder(r).path.rstrip("/") for r in results}
     sweeps = {trial_folder(r).parent().path: trial_folder(r).parent() for r in results}
@@ -52,9 +53,14 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
             removed += keep_best_weights_only(trial, checkpoint_folder(result), mode)
         else:
             removed += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
-    held = sum(id(r) in kept for r in results)
-    echo(f"kept the best weights of {held} trial(s), removed the weights of {len(results) - held} "
-         f"and every checkpoint ({removed / 2**20:.1f} MiB listed)")
+    echo(retention_line(stage, sum(id(r) in kept for r in results), len(results), removed))
+
+
+def retention_line(stage: str, held: int, trials: int, removed_bytes: int) -> str:
+    """E.g. ``search stage: kept the best weights of 1 trial, removed the weights of 7 and every checkpoint (2338.6
+    MiB freed)``."""
+    return (f"{stage} stage: kept the best weights of {held} trial{'' if held == 1 else 's'}, removed the weights of "
+            f"{trials - held} and every checkpoint ({removed_bytes / 2**20:.1f} MiB freed)")
 
 
 def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:
