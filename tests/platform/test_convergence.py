@@ -263,3 +263,17 @@ def test_a_warm_started_sweep_measures_the_noise_when_the_first_point_ran_in_the
         _finish(searcher, f"t{i}", value)
     assert searcher.suggest("t2") == Searcher.FINISHED  # noise sd 0.2 from the earlier run and its 2 replicas
     assert converged_of(searcher.study).noise_source == "measured"
+
+
+def test_a_measured_noise_of_zero_is_said_once_since_nothing_can_converge_below_it(caplog):
+    """Replicas that score exactly as the first point leave no improvement below the noise: the sweep says so once,
+    and that setting ``convergence.noise_sd`` lets it stop."""
+    check = ConvergenceCheck(ConvergenceConfig(min_trials=2), "maximize", evaluator=lambda: FakeBound(0.0))
+    trials = [_trial(0.5, 87.0, steps={1: 87.0}), _trial(0.5, 87.0, steps={1: 87.0}, **{NOISE_SEED_ATTR: 1043}),
+              _trial(0.1, 80.0)]
+    with caplog.at_level("WARNING", logger="sentsweep.platform.search.convergence"):
+        assert check.check(trials, started=3) is None
+        assert check.check(trials, started=4) is None
+    assert [r.getMessage() for r in caplog.records if "noise sd is 0" in r.getMessage()] == [
+        "stop_when converged: the first point's runs with further seeds scored the same, so the measured noise sd "
+        "is 0 and no improvement can be below it; the search runs to num_samples unless convergence.noise_sd is set"]

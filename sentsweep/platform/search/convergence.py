@@ -5,6 +5,7 @@ still expects: the regret bound (Makarova et al. 2022) or EMMR (Ishibashi et al.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 import warnings
@@ -20,6 +21,8 @@ from optuna.trial import FrozenTrial, TrialState
 from sentsweep.platform.config_sections import ConvergenceConfig
 from sentsweep.platform.results import is_warm_start
 from sentsweep.platform.search.samplers import is_feasible
+
+logger = logging.getLogger(__name__)
 
 #: The user attribute of an Optuna trial that re-runs the first point with a further seed (its seed).
 NOISE_SEED_ATTR = "noise_seed"
@@ -130,6 +133,7 @@ class ConvergenceCheck:
         self.direction = StudyDirection.MAXIMIZE if direction == "maximize" else StudyDirection.MINIMIZE
         self.seed = seed
         self.evaluator = evaluator
+        self.zero_noise_said = False  # the warning for a measured noise of 0, once
 
     def _optuna_evaluator(self) -> BaseImprovementEvaluator:
         """:class:`StagnationEvaluator`, or Optuna's ``RegretBoundEvaluator`` or ``EMMREvaluator``, seeded. The regret
@@ -167,6 +171,12 @@ class ConvergenceCheck:
             noise, source = measured_noise(trials), "measured"
         if noise is None:
             return None
+        # getattr: a check pickled before the flag existed has not said it
+        if noise == 0 and source == "measured" and not getattr(self, "zero_noise_said", False):
+            self.zero_noise_said = True
+            logger.warning("stop_when converged: the first point's runs with further seeds scored the same, so the "
+                           "measured noise sd is 0 and no improvement can be below it; the search runs to "
+                           "num_samples unless convergence.noise_sd is set")
         evaluator = (self.evaluator or self._optuna_evaluator)()
         try:
             bound = float(evaluator.evaluate(list(finished), self.direction))
