@@ -54,6 +54,8 @@ def _add_parse(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--treebank", default=None, help="PTB .mrg file or folder: score the backend instead")
     p.add_argument("--limit", type=int, default=None, help="at most this many treebank trees")
     p.add_argument("--constituency", default="derived", help="derived, benepar or stanza (default: derived)")
+    p.add_argument("--max-sentences", type=int, default=None, help="only the first N sentences: a trial's "
+                   "max_sentences, so that the cache holds what the trial parses")
     add_parser_cache(p)
     add_data_dir(p)
     p.add_argument("--out", default=None, help="write the statistics / scores as JSON")
@@ -71,7 +73,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     if args.treebank:
         result = evaluate_on_treebank(args.treebank, parser, args.limit)
     else:
-        corpus = parse_corpus(datasets.corpus(args.corpus, data_dir=args.data_dir), parser)
+        corpus = parse_corpus(datasets.training_documents(args.corpus, args.data_dir, args.max_sentences), parser)
         result = corpus_stats(corpus)
         source = "cache" if corpus.from_cache else f"parsed in {corpus.seconds:.1f}s"
         print(f"{corpus.backend_id}: {source}" + (f", {corpus.path}" if corpus.path else ""))

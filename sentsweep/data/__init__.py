@@ -13,7 +13,7 @@ True
 
 from __future__ import annotations
 
-from sentsweep.data.corpora import corpus
+from sentsweep.data.corpora import corpus, training_documents
 from sentsweep.data.hub import (
     HUB_DEFAULTS,
     corpus_from_dataset,
@@ -55,4 +55,5 @@ __all__ = [
     "scored_pairs",
     "scored_pairs_from_dataset",
     "sts_subsets",
+    "training_documents",
 ]

@@ -76,6 +76,24 @@ def corpus(name_or_path: str | Path, data_dir: str | Path | DataSource | None = 
     return [read_one_document(path, title=path.stem)] if file_format == "lines" else read_documents(path)
 
 
+def training_documents(names: str, data_dir: str | Path | DataSource | None = None,
+                       max_sentences: int | None = None) -> list[Document]:
+    """The documents a trial trains on: the corpora ``names`` (joined by commas) in reading order, cut after their
+    first ``max_sentences`` sentences, empty documents left out. A parse cache is keyed by these documents, so
+    ``sentsweep parse`` builds them the same way to fill a trial's cache."""
+    documents = [doc for name in (n.strip() for n in names.split(",") if n.strip())
+                 for doc in corpus(name, data_dir=data_dir)]
+    if max_sentences is not None:
+        kept, left = [], max_sentences
+        for doc in documents:
+            if left <= 0:
+                break
+            kept.append(Document(doc.title, doc.sentences[:left]))
+            left -= len(kept[-1].sentences)
+        documents = kept
+    return [d for d in documents if d.sentences]
+
+
 def _corpus_file(path: Path, data_dir: str | Path | DataSource | None) -> Path:
     if path.is_file():
         return path

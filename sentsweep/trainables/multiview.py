@@ -141,20 +141,7 @@ def make_parser(settings: MultiViewSettings) -> Parser:
 
 def load_corpus(config: MultiviewConfig) -> list[datasets.Document]:
     """The training documents in reading order (several corpora joined by commas), cut at max_sentences."""
-    documents = [
-        doc
-        for name in (n.strip() for n in config.corpus.split(",") if n.strip())
-        for doc in datasets.corpus(name, data_dir=config.data_dir)
-    ]
-    if config.max_sentences is not None:
-        kept, left = [], config.max_sentences
-        for doc in documents:
-            if left <= 0:
-                break
-            kept.append(datasets.Document(doc.title, doc.sentences[:left]))
-            left -= len(kept[-1].sentences)
-        documents = kept
-    return [d for d in documents if d.sentences]
+    return datasets.training_documents(config.corpus, config.data_dir, config.max_sentences)
 
 
 class MultiviewTask:

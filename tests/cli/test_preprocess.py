@@ -40,6 +40,27 @@ def test_parse_reports_tree_statistics(tmp_path: Path, capsys: pytest.CaptureFix
     assert stats["dep_levels_max"] >= 3 and stats["const_levels_max"] >= 3
 
 
+def test_parse_with_max_sentences_fills_the_cache_a_trial_with_them_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trial parses the first ``max_sentences`` of its corpus, and the parse cache is keyed by what it parses: the
+    command cuts the corpus the same way, so the trial finds its parses there."""
+    from types import SimpleNamespace
+
+    from sentsweep.data.parsing import Parser, parse_corpus
+    from sentsweep.trainables.multiview import load_corpus
+
+    monkeypatch.setenv("SENTSWEEP_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("# One\nThe old man saw a dog.\nIt rained.\n# Two\nA cat slept.\n# Three\n")
+    assert main(["parse", str(corpus), "--max-sentences", "2"]) == 0
+    assert "parsed in" in capsys.readouterr().out
+    trial = SimpleNamespace(corpus=str(corpus), data_dir=None, max_sentences=2)
+    assert [len(d.sentences) for d in load_corpus(trial)] == [2]
+    assert parse_corpus(load_corpus(trial), Parser("derived", None)).from_cache
+    assert not parse_corpus(load_corpus(SimpleNamespace(**{**vars(trial), "max_sentences": 3})),
+                            Parser("derived", None)).from_cache  # three sentences: another corpus, parsed anew
+
+
 def test_parse_needs_exactly_one_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse"]) == 2
     err = capsys.readouterr().err
