@@ -5,7 +5,7 @@ The CLI prints these without a traceback; anything else is a bug and keeps its t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,6 @@ class StorageError(SentsweepError):
 def _near_field(model: Any, loc: tuple[Any, ...]) -> str:
     """``; did you mean 'NAME'?`` for an unknown field at ``loc`` of pydantic ``model`` (nested sections followed)
     when a field's name is close to it, else ``""``."""
-    import difflib
     import typing
 
     from pydantic import BaseModel
@@ -74,10 +73,19 @@ def _near_field(model: Any, loc: tuple[Any, ...]) -> str:
         model = next((t for t in (field.annotation, *typing.get_args(field.annotation))
                       if isinstance(t, type) and issubclass(t, BaseModel)), None)
     names = [f.alias or name for name, f in getattr(model, "model_fields", {}).items()]
-    typo = str(loc[-1]) if loc else ""
+    near = near_name(str(loc[-1]) if loc else "", names)
+    return f"; did you mean '{near}'?" if near else ""
+
+
+def near_name(typo: str, names: Iterable[str]) -> str | None:
+    """The name of ``names`` a misspelled ``typo`` most likely meant: the shortest that one of them begins, else the
+    closest by :func:`difflib.get_close_matches`; None when none is close."""
+    import difflib
+
+    names = list(names)
     prefixed = sorted((n for n in names if typo and (n.startswith(typo) or typo.startswith(n))), key=len)
     near = prefixed[:1] or difflib.get_close_matches(typo, names, n=1)
-    return f"; did you mean '{near[0]}'?" if near else ""
+    return near[0] if near else None
 
 
 def validation_message(exc: ValidationError, model: Any = None) -> tuple[str, str | None]:

@@ -9,7 +9,6 @@ Numbers YAML reads as text (``1e-5``) become numbers here.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import types
 import typing
@@ -19,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from sentsweep.errors import near_name
 from sentsweep.search_spaces.sampling import RANGE_KINDS, Bound, Param, SpaceSyntaxError
 from sentsweep.search_spaces.yaml_space import SpaceDefinition
 
@@ -64,8 +64,8 @@ def check_definition(definition: SpaceDefinition, config_cls: type[BaseModel]) -
     checked: list[Param] = []
     for param in definition.params:
         if param.name not in fields:
-            near = difflib.get_close_matches(param.name, fields, n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else " (docs/configuration.md lists them)"
+            near = near_name(param.name, fields)
+            hint = f"; did you mean '{near}'?" if near else " (docs/configuration.md lists them)"
             raise SpaceSyntaxError(param.name, f"not a field of {config_cls.__name__}{hint}")
         later = {p.name for p in definition.params[len(checked):]}
         checked.append(_check_param(param, checked, later, config_cls))
