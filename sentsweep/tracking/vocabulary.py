@@ -73,11 +73,7 @@ def log_missing_params(client: MlflowClient, run_id: str, params: Mapping[str, A
     from mlflow.entities import Param
 
     held = client.get_run(run_id).data.params
-    client.log_batch(run_id, params=[Param(k, param_value(v)) for k, v in params.items() if k not in held])
-
-
-def param_value(value: Any) -> str:
-    return str(value)[:MAX_PARAM_LENGTH]
+    client.log_batch(run_id, params=[Param(k, str(v)[:MAX_PARAM_LENGTH]) for k, v in params.items() if k not in held])
 
 
 #: The parent run's tag with the sweep's state (running, finished, interrupted, crashed, failed).
@@ -130,11 +126,8 @@ PROTOCOLS_ARTIFACT = "protocols.json"
 
 
 def source_tags(name: str) -> dict[str, str]:
-    tags = {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE}
     sha = git_commit()
-    if sha:
-        tags[GIT_TAG] = sha
-    return tags
+    return {SOURCE_NAME_TAG: name, SOURCE_TYPE_TAG: LOCAL_SOURCE, **({GIT_TAG: sha} if sha else {})}
 
 
 def protocol_record(protocols: Mapping[str, MetricProtocol], prefix: str = "") -> dict[str, dict[str, Any]]:

@@ -7,7 +7,6 @@ import contextlib
 import importlib.metadata
 import inspect
 import json
-import tempfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,16 +154,15 @@ class SweepRun(RunWrites):
         params = {**flatten(config.model_dump(mode="json")),
                   **{f"version.{k}": v for k, v in package_versions().items()}}
         vocab.log_missing_params(client, sweep.run_id, params)
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            (folder / "sweep.yaml").write_text(config.to_yaml())
-            (folder / "first_point.json").write_text(json.dumps(first_point or {}, indent=2, default=str))
-            if hasattr(define_by_run, "describe"):  # a YAML space (sentsweep.search_spaces.YamlSpace)
-                (folder / "search_space.txt").write_text("\n".join(define_by_run.describe()) + "\n")
-            else:
-                with contextlib.suppress(OSError, TypeError):  # no source for a lambda typed at a prompt
-                    (folder / "search_space.py").write_text(inspect.getsource(define_by_run))
-            client.log_artifacts(sweep.run_id, tmp, "sweep")
+        files = {"sweep.yaml": config.to_yaml(),
+                 "first_point.json": json.dumps(first_point or {}, indent=2, default=str)}
+        if hasattr(define_by_run, "describe"):  # a YAML space (sentsweep.search_spaces.YamlSpace)
+            files["search_space.txt"] = "\n".join(define_by_run.describe()) + "\n"
+        else:
+            with contextlib.suppress(OSError, TypeError):  # no source for a lambda typed at a prompt
+                files["search_space.py"] = inspect.getsource(define_by_run)
+        for name, text in files.items():
+            client.log_text(sweep.run_id, text, f"sweep/{name}")
         return sweep
 
     @classmethod

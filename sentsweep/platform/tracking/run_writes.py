@@ -14,7 +14,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ class Backoff:
     max_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
     failures: int = 0
-    retry_at: float = field(default=float("-inf"))
+    retry_at: float = float("-inf")
 
     def allows(self) -> bool:
         return self.clock() >= self.retry_at
@@ -138,7 +138,6 @@ PENDING_FILE = "mlflow_pending.json"
 UPLOADS_DIR = "uploads"
 
 Write = dict[str, Any]
-OPS = frozenset({"tags", "params", "metrics", "protocols", "artifacts", "register", "status", "running"})
 
 
 def _named(value: Any) -> bool:
@@ -150,36 +149,27 @@ def _point(value: Any) -> bool:
             and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value[1:]))
 
 
-def well_formed(write: Write) -> bool:
-    """Whether a saved write holds the fields :meth:`RunWrites.apply` reads, of their types: one that fails at every
-    try would hold back every write after it."""
-    op = write["op"]
-    if "run" not in write and not isinstance(write.get("trial"), str):
-        return False
-    if not isinstance(write.get("reason"), str | None):
-        return False
-    fields: dict[str, bool] = {
-        "tags": _named(write.get("tags")), "params": _named(write.get("params")),
-        "metrics": isinstance(write.get("points"), list) and all(_point(p) for p in write["points"]),
-        "protocols": isinstance(write.get("record"), dict),
-        "artifacts": isinstance(write.get("dir"), str) and isinstance(write.get("path"), str),
-        "register": isinstance(write.get("path"), str) and isinstance(write.get("description"), str | None)
-        and (write.get("tags") is None or _named(write.get("tags"))),
-        "status": isinstance(write.get("status"), str), "running": True}
-    return fields[op]
-
-
 def admissible(write: Write, runs: Collection[str], register: str | None) -> bool:
-    """Whether a saved write acts on ``runs``, registers only ``register``, uploads only from the folder and is
-    :func:`well_formed`."""
+    """Whether a saved write acts on ``runs``, registers only ``register``, uploads only from the folder, and holds
+    the fields :meth:`RunWrites.apply` reads, of their types: one that fails at every try would hold back every
+    write after it."""
     target = write.get("run") if "run" in write else write.get("parent")
     if not isinstance(target, str) or target not in runs or not isinstance(write.get("op"), str) \
-            or write["op"] not in OPS or not well_formed(write):
+            or not isinstance(write.get("reason"), str | None):
         return False
-    if write["op"] == "register" and (not register or write.get("name") != register):
+    if "run" not in write and not isinstance(write.get("trial"), str):
         return False
-    folder = str(write.get("dir", UPLOADS_DIR))
-    return write["op"] != "artifacts" or (folder.startswith(UPLOADS_DIR + "/") and ".." not in folder.split("/"))
+    folder, path, tags = write.get("dir"), write.get("path"), write.get("tags")
+    fields: dict[str, bool] = {
+        "tags": _named(tags), "params": _named(write.get("params")),
+        "metrics": isinstance(write.get("points"), list) and all(_point(p) for p in write["points"]),
+        "protocols": isinstance(write.get("record"), dict),
+        "artifacts": isinstance(folder, str) and isinstance(path, str) and folder.startswith(UPLOADS_DIR + "/")
+        and ".." not in folder.split("/"),
+        "register": isinstance(path, str) and isinstance(write.get("description"), str | None)
+        and (tags is None or _named(tags)) and bool(register) and write.get("name") == register,
+        "status": isinstance(write.get("status"), str), "running": True}
+    return fields.get(write["op"], False)
 
 
 class RunWrites:

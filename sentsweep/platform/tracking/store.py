@@ -71,9 +71,8 @@ def open_client(uri: str) -> MlflowClient:
     """A client on an existing tracking store: a missing sqlite file is an error, not a new database."""
     from mlflow import MlflowClient
 
-    if uri.startswith("sqlite:///"):
-        path = Path(uri.removeprefix("sqlite:///"))
-        if not path.is_file():
-            raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
-                              field="--tracking-uri")
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
+                          field="--tracking-uri")
     return MlflowClient(tracking_uri=uri)

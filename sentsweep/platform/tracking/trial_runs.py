@@ -18,17 +18,14 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.platform.results import evaluation_result, failure_reason, is_failed, is_final
+from sentsweep.platform.results import FINAL_KEY, evaluation_result, failure_reason, is_failed, is_final
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
-from sentsweep.tracking.vocabulary import log_protocols
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_AT_TAG, RESTORED_FROM_KEY, restore_note
 
 #: The metric whose last step is the high-water mark (Tune numbers a trial's reports 1, 2, ...).
 MARK_KEY = "training_iteration"
-#: Keys of a trial's terminal report, delivered once even at the mark's step.
-TERMINAL_KEYS = ("final",)
 RESULTS_FILE = "result.json"
 #: The tags that say whose run it is: a report's record (from a folder anyone may have written) never sets them.
 IDENTITY_TAGS = frozenset({vocab.PARENT_TAG, vocab.TRIAL_ID_TAG, vocab.ROLE_TAG, vocab.SWEEP_TAG,
@@ -142,7 +139,7 @@ class TrialRuns:
     skip_keys: tuple[str, ...] = ()
     run_ids: dict[str, str] = field(default_factory=dict)
     marks: dict[str, int] = field(default_factory=dict)
-    terminal: dict[str, set[str]] = field(default_factory=dict)  # the terminal keys each run holds
+    has_final: dict[str, bool] = field(default_factory=dict)  # whether a run holds the final report (logged once)
 
     def child_runs(self) -> list[Any]:
         key = {vocab.PARENT_TAG: self.parent_run_id, vocab.ROLE_TAG: vocab.TRIAL_ROLE}
@@ -166,13 +163,13 @@ class TrialRuns:
                     **({vocab.SWEEP_TAG: self.sweep_name} if self.sweep_name else {}),
                     **({vocab.TRIAL_NUMBER_TAG: str(number)} if number is not None else {})}
             run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id, key)
-            self.marks[trial_id], self.terminal[trial_id] = -1, set()
+            self.marks[trial_id], self.has_final[trial_id] = -1, False
         else:
             history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
                        for m in self.client.get_metric_history(run.info.run_id, key)]
             self.marks[trial_id] = max((int(m.step) for m in history), default=-1)
             held = run.data.metrics  # a key logged before bookkeeping moved under its prefix counts too
-            self.terminal[trial_id] = {k for k in TERMINAL_KEYS if tracked_key(k) in held or k in held}
+            self.has_final[trial_id] = tracked_key(FINAL_KEY) in held or FINAL_KEY in held
             if name and run.info.run_name != name:  # a run a sync created, named by its id
                 self.client.update_run(run.info.run_id, name=name)
                 if number is not None:
@@ -189,7 +186,6 @@ class TrialRuns:
         """Log the reports above the trial's mark, in order, then the newest restore note they carry (at any step:
         a fallback resumes below the mark); how many reports (a failure's report carries no figure)."""
         run_id = self.run_ids[trial_id]
-        held = self.terminal.setdefault(trial_id, set())
         logged = 0
         newest: tuple[str, str, int] | None = None
         for result in results:
@@ -200,8 +196,8 @@ class TrialRuns:
                 continue
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)
-            ends = {k for k in TERMINAL_KEYS if result.get(k) == 1.0}
-            logged_before = not (step > mark or ends - held)
+            final = is_final(result)
+            logged_before = step <= mark and not (final and not self.has_final.get(trial_id))
             # a retried attempt's placement, at a step its first attempt logged: where it runs now
             self._log_record(run_id, result.get(vocab.RUN_RECORD_KEY), tags_only=logged_before)
             if logged_before:
@@ -213,7 +209,7 @@ class TrialRuns:
             points.sort(key=lambda m: m.key == tracked_key(MARK_KEY))  # the mark last: a cut batch is delivered again
             self.client.log_batch(run_id, metrics=points)
             self.marks[trial_id] = max(mark, step)
-            held |= ends
+            self.has_final[trial_id] = final or self.has_final.get(trial_id, False)
             logged += 1
         if newest is not None:
             self.tag_note(run_id, newest)
@@ -244,7 +240,7 @@ class TrialRuns:
             inputs = json.loads(inputs)
         if inputs:
             log_dataset_inputs(self.client, run_id, inputs)
-        log_protocols(self.client, run_id, record.get("protocols") or {})
+        vocab.log_protocols(self.client, run_id, record.get("protocols") or {})
 
     def log_totals(self, totals: dict[str, float]) -> None:
         """The sweep's totals on the parent run, at step 0."""

@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +17,7 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from ray.tune import Callback
 
-from sentsweep.platform.results import (
-    creation_numbers,
-    failure_reason,
-    is_failed,
-    is_final,
-    is_reference,
-)
+from sentsweep.platform.results import creation_numbers, failure_reason, is_failed, is_final, is_reference
 from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import Deliverer
@@ -219,8 +213,7 @@ class TrialRunsCallback(Callback):
             # a PENDING trial not started this session: only a run an earlier session made (none is created)
             end = self._end_if_tracked if trial.status == "PENDING" and trial.trial_id not in runs.run_ids \
                 else self._end
-            deliverer.submit(trial.trial_id, lambda t=trial, o=outcome, r=reason, e=end: e(t, o, r, overwrite=False),
-                             force=True)
+            deliverer.submit(trial.trial_id, partial(end, trial, outcome, reason, overwrite=False), force=True)
         seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
         totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
                                 ("finished", "pruned", "failed", "running", "pending"))
