@@ -38,7 +38,7 @@ def _sweep(client: MlflowClient, tmp_path: Path, name: str, protocols: list[Metr
         runs.run_id(f"t{index}")
         runs.deliver(f"t{index}", [{"training_iteration": 1, "step": 0, "stsb_test": 40.0 + index,
                                     RUN_RECORD_KEY: record}])
-        runs.end(f"t{index}", "FINISHED", None)
+        runs.end(f"t{index}", "finished", None)
 
 
 def test_one_protocol_is_shown_and_ranked(tracking_uri: str, tmp_path: Path,

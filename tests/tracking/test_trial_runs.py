@@ -273,7 +273,7 @@ def test_reconcile_ends_a_pruned_trial_as_pruned_and_names_runs_as_the_driver_wo
     reconcile(fs, str(tmp_path), TrialRuns(client, experiment_id, parent))  # an older sync: ids as names
     runs = TrialRuns(client, experiment_id, parent)
     runs.run_id("best")
-    runs.end("best", "KILLED", "interrupted with the sweep", overwrite=True, outcome="interrupted")
+    runs.end("best", "interrupted", "interrupted with the sweep")
     client.update_run(runs.run_ids["best"], status="RUNNING")
     names = {"low": ("t02 lr=0.001", 2), "cut": ("t03 lr=0.01", 3), "best": ("t01 lr=0.0001", 1)}
 

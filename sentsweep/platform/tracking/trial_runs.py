@@ -247,13 +247,13 @@ class TrialRuns:
         stamp = self.now_ms()
         self.client.log_batch(self.parent_run_id, metrics=[Metric(k, v, stamp, 0) for k, v in totals.items()])
 
-    def end(self, trial_id: str, status: str, reason: str | None, *, overwrite: bool = True,
-            output: tuple[pyarrow.fs.FileSystem, str] | None = None, outcome: str | None = None,
-            params: dict[str, Any] | None = None) -> bool:
-        """End the trial's run, a finished trial's ``output`` uploaded first; an ended run keeps its status unless
-        ``overwrite`` or it ended ``interrupted``, which a resume continues. Whether it was ended here. ``params``
-        go on a run that has none (a trial that failed before its first report), ended or not."""
-        run = self.client.get_run(self.run_ids[trial_id])
+    def end(self, trial_id: str, outcome: str, reason: str | None, *, overwrite: bool = True,
+            output: tuple[pyarrow.fs.FileSystem, str] | None = None, params: dict[str, Any] | None = None) -> bool:
+        """End the trial's run with the status of its ``outcome`` (:data:`vocab.OUTCOMES`), a finished trial's
+        ``output`` uploaded first; an ended run keeps its status unless ``overwrite`` or it ended ``interrupted``,
+        which a resume continues. Whether it was ended here. ``params`` go on a run that has none (a trial that
+        failed before its first report), ended or not."""
+        status, run = vocab.OUTCOMES[outcome], self.client.get_run(self.run_ids[trial_id])
         if params and not run.data.params:
             vocab.log_missing_params(self.client, run.info.run_id, params)
         provisional = run.data.tags.get(vocab.OUTCOME_TAG) == "interrupted" and outcome != "interrupted"
@@ -266,10 +266,9 @@ class TrialRuns:
             self.client.set_tag(run.info.run_id, vocab.REASON_TAG, reason[:5000])
         elif vocab.REASON_TAG in run.data.tags:  # an earlier end's reason (interrupted) no longer holds
             self.client.delete_tag(run.info.run_id, vocab.REASON_TAG)
-        if outcome:
-            self.client.set_tag(run.info.run_id, vocab.OUTCOME_TAG, outcome)
-            self.client.set_tag(run.info.run_id, vocab.NOTE_TAG, f"**{outcome.capitalize()}**"
-                                + (f": {reason[:2000]}." if reason else "."))
+        self.client.set_tag(run.info.run_id, vocab.OUTCOME_TAG, outcome)
+        self.client.set_tag(run.info.run_id, vocab.NOTE_TAG, f"**{outcome.capitalize()}**"
+                            + (f": {reason[:2000]}." if reason else "."))
         self.client.set_terminated(run.info.run_id, status=status)
         return True
 
@@ -306,12 +305,11 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
         runs.run_id(folder.trial_id, name=name, number=number)
         done.reports += runs.deliver(folder.trial_id, results)
         ended = result_outcome(results[-1] if results else None, scheduler_label)
-        if ended is not None and runs.end(folder.trial_id, vocab.OUTCOMES[ended[0]], ended[1], overwrite=False,
-                                          output=folder.output(), outcome=ended[0]):
+        if ended is not None and runs.end(folder.trial_id, *ended, overwrite=False, output=folder.output()):
             done.ended += 1
     for run in [r for r in runs.child_runs() if r.info.status == "RUNNING"]:
         trial_id = run.data.tags.get(vocab.TRIAL_ID_TAG, "")
         runs.run_ids[trial_id] = run.info.run_id
-        runs.end(trial_id, "KILLED", vocab.INTERRUPTED_REASON, outcome="interrupted")
+        runs.end(trial_id, "interrupted", vocab.INTERRUPTED_REASON)
         done.ended += 1
     return done

@@ -165,8 +165,8 @@ class TrialRunsCallback(Callback):
         self.catch_up(trial, [trial.last_result] if trial.last_result else [])
         # params of a trial that failed before its first report: the settings Tune sampled
         sampled = {k: v for k, v in (trial.config or {}).items() if k not in UNLOGGED_SETTINGS}
-        self.runs.end(trial.trial_id, vocab.OUTCOMES[outcome], reason, overwrite=overwrite, outcome=outcome,
-                      output=trial_folder(trial).output(), params=None if outcome == "finished" else sampled)
+        self.runs.end(trial.trial_id, outcome, reason, overwrite=overwrite, output=trial_folder(trial).output(),
+                      params=None if outcome == "finished" else sampled)
 
     def _end_if_tracked(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
         runs = self.runs
