@@ -250,15 +250,7 @@ def test_deliverer_drops_jobs_beyond_its_capacity_without_waiting() -> None:
     assert deliverer.submit("a", lambda: None)
     assert not deliverer.submit("b", lambda: None)
     assert behind == ["b"]
-    clock = Clock()
-    waited: list[float] = []
-
-    def poll(seconds: float) -> None:
-        waited.append(seconds)
-        clock.now += 1.0
-
-    assert not deliverer.drain(3.0, clock=clock, poll=poll)  # gives up on its deadline
-    assert len(waited) == 3
+    assert not deliverer.drain(0.05)  # gives up on its deadline
 
 
 def test_reconcile_ends_a_pruned_trial_as_pruned_and_names_runs_as_the_driver_would(sweep, tmp_path: Path) -> None:

@@ -53,9 +53,8 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def run_page(sweep: SweepRun) -> str:
     """``" at <address>"``: the run's page when MLflow is a server (the sweep does not know ``mlflow ui``'s)."""
-    if not sweep.tracking_uri.startswith(("http://", "https://")):
-        return ""
-    return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}"
+    served = sweep.tracking_uri.startswith(("http://", "https://"))
+    return f" at {ui_link(sweep.tracking_uri, sweep.experiment_id, sweep.run_id)}" if served else ""
 
 
 def columns_to_add(metric: str, searched: Sequence[str]) -> str:

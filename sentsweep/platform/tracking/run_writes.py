@@ -122,15 +122,10 @@ class Deliverer:
             finally:
                 self._jobs.task_done()
 
-    def drain(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
-              poll: Callable[[float], None] = time.sleep) -> bool:
+    def drain(self, timeout_s: float) -> bool:
         """Wait at most ``timeout_s`` for the queued jobs; whether they all ran (a stuck daemon thread is left)."""
-        deadline = clock() + timeout_s
-        while self._jobs.unfinished_tasks:
-            if clock() >= deadline:
-                return False
-            poll(0.05)
-        return True
+        with self._jobs.all_tasks_done:
+            return self._jobs.all_tasks_done.wait_for(lambda: not self._jobs.unfinished_tasks, timeout_s)
 
 
 PENDING_FILE = "mlflow_pending.json"
