@@ -290,12 +290,9 @@ class Reconciled:
 def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
               names: Mapping[str, tuple[str, int]] | None = None, scheduler_label: str | None = None,
               done: Reconciled | None = None) -> Reconciled:
-    """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent.
-
-    A trial whose last report is final or failed ends FINISHED or FAILED. With ``scheduler_label``, one whose last
-    report Tune marked ``done`` without either was pruned: FINISHED, outcome ``pruned``. Any other RUNNING run ends
-    KILLED, outcome ``interrupted`` (with the sweep). ``names``: trial id -> its run's name and number. The counts
-    are added to ``done``."""
+    """Make MLflow hold what the experiment folder holds (no trial runs meanwhile); idempotent. A trial ends as
+    :func:`result_outcome` reads its last report; any other RUNNING run ends ``interrupted`` (with the sweep).
+    ``names``: trial id -> its run's name and number. The counts are added to ``done``."""
     done = done or Reconciled()
     for folder in trial_folders(fs, experiment_path):
         done.trials += 1
