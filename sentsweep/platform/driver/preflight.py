@@ -253,11 +253,10 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     trials = validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
     points = space_points(space)
-    describe = getattr(space, "describe", None)
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
              f"search space '{space.name}'"]
-    lines += ["search space:", *(f"  {line}" for line in (describe() if describe else [str(space.define_by_run)]))]
-    shared = {**resolved.fixed, **getattr(space, "fixed", {})}
+    lines += ["search space:", *(f"  {line}" for line in space.describe())]
+    shared = {**resolved.fixed, **space.fixed}
     if shared:
         lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
     lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
