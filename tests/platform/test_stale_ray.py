@@ -21,7 +21,7 @@ import pytest
 from sentsweep.platform.driver.ray_session import (
     DRIVER_MARKER,
     Driver,
-    Ender,
+    end_processes,
     end_stale_sessions,
     holders,
     mark_session,
@@ -68,46 +68,31 @@ def test_the_holders_of_a_sessions_files_are_found(tmp_path: Path) -> None:
     assert holders(dead, processes) == [1, 5]
 
 
-class FakeSystem:
-    """Processes that end on SIGTERM, or (``stubborn``) only on SIGKILL; time passes only when the ender sleeps."""
-
-    def __init__(self, pids: list[int], stubborn: set[int]) -> None:
-        self.running, self.stubborn = set(pids), stubborn
-        self.now, self.sent = 0.0, []
-
-    def kill(self, pid: int, sig: int) -> None:
-        if pid not in self.running:
-            raise ProcessLookupError(pid)
-        self.sent.append((pid, sig))
-        if sig == signal.SIGKILL or pid not in self.stubborn:
-            self.running.discard(pid)
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-    def ender(self) -> Ender:
-        return Ender(kill=self.kill, exists=lambda pid: pid in self.running, clock=lambda: self.now,
-                     sleep=self.sleep, grace_s=5.0)
-
-
 def test_a_process_ignoring_sigterm_gets_sigkill_after_the_grace_period() -> None:
-    system = FakeSystem([1, 2], stubborn={2})
-    system.ender().end([1, 2, 3])  # 3 is gone already
-    assert system.sent == [(1, signal.SIGTERM), (2, signal.SIGTERM), (2, signal.SIGKILL)]
-    assert system.running == set() and system.now >= 5.0
+    ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"
+    polite = subprocess.Popen([sys.executable, "-c", "import time; print(flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE)
+    stubborn = subprocess.Popen([sys.executable, "-c", ignoring], stdout=subprocess.PIPE)
+    polite.stdout.readline(), stubborn.stdout.readline()  # both started (the stubborn one ignores SIGTERM now)
+    started = time.monotonic()
+    end_processes([polite.pid, 2**22 + 1], grace_s=30.0)  # the second is no process
+    assert time.monotonic() - started < 10 and not _running(polite.pid), "SIGTERM ended it: no grace waited out"
+    started = time.monotonic()
+    end_processes([stubborn.pid], grace_s=1.0)
+    assert time.monotonic() - started >= 1.0 and stubborn.wait(timeout=10) == -signal.SIGKILL
 
 
 def test_end_stale_sessions_ends_their_holders_and_drops_the_marker(tmp_path: Path) -> None:
     folders = _sessions(tmp_path)
-    system = FakeSystem([1, 9], stubborn=set())
+    running = {1, 9}
     processes = [FakeProcess(1, [folders["dead"] / "logs" / "a.log"]), FakeProcess(9, [folders["alive"] / "x"])]
     ended = end_stale_sessions(tmp_path, alive=lambda driver: driver == ALIVE, processes=lambda: processes,
-                               ender=system.ender())
-    assert ended == {folders["dead"]: [1]} and system.running == {9}
+                               end=running.difference_update)
+    assert ended == {folders["dead"]: [1]} and running == {9}
     assert not (folders["dead"] / DRIVER_MARKER).exists() and (folders["dead"] / "logs").is_dir()
     assert (folders["alive"] / DRIVER_MARKER).exists()
     assert end_stale_sessions(tmp_path, alive=lambda driver: driver == ALIVE, processes=lambda: processes,
-                              ender=system.ender()) == {}, "done once"
+                              end=running.difference_update) == {}, "done once"
 
 
 # -- one real driver --------------------------------------------------------------------------------------------

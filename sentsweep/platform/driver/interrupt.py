@@ -202,10 +202,9 @@ def graceful_stops(stops: StopSignals) -> Iterator[StopSignals]:
 def unfinished_trials(location: SweepLocation) -> list[str]:
     """The trials Tune's saved experiment state holds as neither terminated nor errored (after a SIGINT, ``fit``
     returns with its in-memory trials all TERMINATED by its cleanup)."""
-    from ray.tune import ExperimentAnalysis
+    from sentsweep.platform.driver.resume import ENDED, snapshot_trials
 
-    analysis = ExperimentAnalysis(location.tune_path, storage_filesystem=location.filesystem)
-    return [t.trial_id for t in analysis.trials if t.status not in ("TERMINATED", "ERROR")]
+    return [t.trial_id for t in snapshot_trials(*location.resolve()) or [] if t.status not in ENDED]
 
 
 def close_interrupted_trials(sweep: SweepRun, trial_ids: list[str]) -> None:

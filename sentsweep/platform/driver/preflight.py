@@ -79,16 +79,6 @@ def sample_data_warning(data_dir: str | None) -> str | None:
             "the papers'")
 
 
-def describe_data_dir(data_dir: str | None) -> str:
-    """Where the trials read their data, and what chose it: ``/data (data_dir)``, ``($SENTSWEEP_DATA)`` or the
-    bundled sample."""
-    from sentsweep.data.source import DATA_ENV, resolve_data_dir
-
-    source = resolve_data_dir(data_dir)
-    origin = "the bundled sample" if source.is_sample else "data_dir" if data_dir else f"${DATA_ENV}"
-    return f"{source.root} ({origin})"
-
-
 def _masked(uri: str) -> str:
     """``uri`` without its user-info (never print a credential)."""
     parsed = urlparse(uri)
@@ -256,16 +246,17 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
 def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[str], None] = print) -> None:
     """``sentsweep sweep CONFIG --check``: a sweep's checks and warm start, and what it would run, printed; nothing is
     started, locked or left written. A failure raises the same one-line error a sweep would."""
+    from sentsweep.data.source import DATA_ENV, resolve_data_dir
+
     resolved = config.resolved()
     trainable, space = resolve_specs(resolved, source)
     trials = validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
     points = space_points(space)
-    describe = getattr(space, "describe", None)
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
              f"search space '{space.name}'"]
-    lines += ["search space:", *(f"  {line}" for line in (describe() if describe else [str(space.define_by_run)]))]
-    shared = {**resolved.fixed, **getattr(space, "fixed", {})}
+    lines += ["search space:", *(f"  {line}" for line in space.describe())]
+    shared = {**resolved.fixed, **space.fixed}
     if shared:
         lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
     lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
@@ -274,7 +265,10 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
                      f"the last {len(points) - resolved.num_samples} will not run")
     artifacts = resolved.tracking.artifact_location
-    lines.append(f"data: {describe_data_dir(trials[0].data_dir if trials else resolved.data_dir)}")
+    data_dir = trials[0].data_dir if trials else resolved.data_dir
+    data = resolve_data_dir(data_dir)
+    origin = "the bundled sample" if data.is_sample else "data_dir" if data_dir else f"${DATA_ENV}"
+    lines.append(f"data: {data.root} ({origin})")  # where the trials read their data, and what chose it
     lines += [f"trials: {resolved.trials_text}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
               f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
               f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",

@@ -10,9 +10,7 @@ import json
 import logging
 import os
 import secrets
-import signal
 import socket
-import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,38 +173,19 @@ def holders(session_dir: Path, processes: Iterable[Any]) -> list[int]:
     return found
 
 
-def _exists(pid: int) -> bool:
+def end_processes(pids: list[int], grace_s: float = TERM_GRACE_S) -> None:
+    """SIGTERM to ``pids``, then SIGKILL to those still there after ``grace_s`` (a pid reused meanwhile is spared)."""
     import psutil
 
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-@dataclass
-class Ender:
-    """Ends processes by pid: SIGTERM, then SIGKILL to those still there after ``grace_s`` (injectable for tests)."""
-
-    kill: Callable[[int, int], None] = os.kill
-    exists: Callable[[int], bool] = _exists
-    clock: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
-    grace_s: float = TERM_GRACE_S
-
-    def end(self, pids: list[int]) -> None:
-        for pid in pids:
-            self._signal(pid, signal.SIGTERM)
-        deadline = self.clock() + self.grace_s
-        while any(self.exists(pid) for pid in pids) and self.clock() < deadline:
-            self.sleep(0.1)
-        for pid in pids:
-            if self.exists(pid):
-                self._signal(pid, signal.SIGKILL)
-
-    def _signal(self, pid: int, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.kill(pid, sig)
+    processes = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):  # gone already
+            process = psutil.Process(pid)
+            process.terminate()
+            processes.append(process)
+    for process in psutil.wait_procs(processes, timeout=grace_s)[1]:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def own_processes() -> list[Any]:
@@ -219,7 +198,7 @@ def own_processes() -> list[Any]:
 
 def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_alive,
                        processes: Callable[[], Iterable[Any]] = own_processes,
-                       ender: Ender | None = None) -> dict[Path, list[int]]:
+                       end: Callable[[list[int]], None] = end_processes) -> dict[Path, list[int]]:
     """End what the local Rays under ``root`` whose driver is gone left; the pids ended, by session folder."""
     ended: dict[Path, list[int]] = {}
     stale = stale_sessions(root, alive)
@@ -227,7 +206,7 @@ def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_a
     for session in stale:
         pids = holders(session, listed)
         if pids:
-            (ender or Ender()).end(pids)
+            end(pids)
             logger.warning("ended %d process(es) of the local Ray a killed driver left (%s)", len(pids), session.name)
         (session / DRIVER_MARKER).unlink(missing_ok=True)
         ended[session] = pids

@@ -192,9 +192,8 @@ class ResizableSearchGenerator(SearchGenerator):
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
     if config.num_samples >= stored.num_samples:
         return
-    storage = location.resolve()
     try:
-        trials = snapshot_trials(*storage) or []
+        trials = snapshot_trials(*location.resolve()) or []
     except (OSError, ValueError, KeyError):  # no readable experiment state: Tuner.restore will say so
         trials = []
     if config.num_samples < len(trials):

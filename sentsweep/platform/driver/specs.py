@@ -36,10 +36,12 @@ class SearchSpaceLike(Protocol):
 
     def for_settings(self, settings: Mapping[str, Any]) -> SearchSpaceLike: ...
 
+    def describe(self) -> list[str]: ...
+
 
 def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
     """The points a space evaluates first, in order: its paper setting, then its presets."""
-    return [space.first_point, *getattr(space, "extra_points", ())]
+    return [space.first_point, *space.extra_points]
 
 
 def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, Any] | None:
@@ -100,7 +102,7 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
     from pydantic import ValidationError
 
     points = space_points(space)
-    fixed_here = getattr(space, "fixed", {})
+    fixed_here = space.fixed
     searched = sorted(set(config.fixed) & set().union(*points, fixed_here))
     if searched:
         name = searched[0]

@@ -139,7 +139,13 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     stored = manifest.sweep_config(location.file_uri(MANIFEST))
-    given = config.resolved() if config is not None else _with_overrides(stored, overrides, location.uri)
+    given = config.resolved() if config is not None else None
+    if config is None and overrides:
+        from sentsweep.platform.config import parse_sweep_config
+        from sentsweep.yaml_io import apply_overrides
+
+        given = parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), location.uri)
+        given.refuse_stray_credentials()  # not resolved(): the stored config is; a changed value is checked here
     # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
     uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))
     config = resume_config(stored, given, allow_change, location.uri)
@@ -188,17 +194,6 @@ def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
         return None
     return ConfigError(f"the sweep's saved Tune state was written by another version of sentsweep ({exc}); resume it "
                        "with the version that started it", file=uri)
-
-
-def _with_overrides(stored: SweepConfig, overrides: Sequence[str], source: str) -> SweepConfig | None:
-    if not overrides:
-        return None
-    from sentsweep.platform.config import parse_sweep_config
-    from sentsweep.yaml_io import apply_overrides
-
-    given = parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), source)
-    given.refuse_stray_credentials()  # not resolved(): the stored config is; a changed value is checked here
-    return given
 
 
 def new_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike, location: SweepLocation,

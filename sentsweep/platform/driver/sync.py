@@ -126,8 +126,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
                 TrialRuns(client, manifest.experiment_id, parent.info.run_id).log_totals(totals)
             for path, run_id in stages:
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
-                                      runs={r for _, r in stages} - {run_id},
-                                      register=register)
+                                      runs={r for _, r in stages} - {run_id}, register=register)
                 done.writes += run.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
