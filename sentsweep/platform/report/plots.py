@@ -55,12 +55,12 @@ class TrialRecord:
         return max(self.values) if mode == "max" else min(self.values)
 
 
-def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Status:
+def trial_status(metrics: dict[str, Any] | None, error: bool = False) -> Status:
     if error:
         return "failed"
-    if is_failed(dict(metrics or {})):
-        return "infeasible" if infeasibility(dict(metrics or {})) else "failed"
-    return "finished" if is_final(dict(metrics or {})) else "pruned"
+    if is_failed(metrics):
+        return "infeasible" if infeasibility(metrics) else "failed"
+    return "finished" if is_final(metrics) else "pruned"
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:

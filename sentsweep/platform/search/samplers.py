@@ -85,9 +85,7 @@ def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
     raw = np.geomspace(low, high, points) if dist.log else np.linspace(low, high, points)
     if dist.step is not None:
         raw = low + np.round((raw - low) / dist.step) * dist.step
-    if isinstance(dist, IntDistribution):
-        return list(dict.fromkeys(int(round(v)) for v in raw))
-    return list(dict.fromkeys(float(v) for v in raw))
+    return list(dict.fromkeys(round(v) if isinstance(dist, IntDistribution) else float(v) for v in raw))
 
 
 def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dict[str, list[Any]]:
