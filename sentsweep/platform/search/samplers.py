@@ -110,15 +110,11 @@ def uniform_constraint_keys(sampler: optuna.samplers.BaseSampler) -> tuple[str, 
 
 def with_constraint_keys(trials: Sequence[FrozenTrial], keys: Sequence[str]) -> list[FrozenTrial]:
     """Copies of ``trials`` whose COMPLETE ones carry each of ``keys`` (0 where they lacked it)."""
-    if not keys:
-        return list(trials)
-    out = []
-    for trial in trials:
-        trial = copy.deepcopy(trial)
+    out = [copy.deepcopy(trial) for trial in trials]
+    for trial in out:
         if trial.state == TrialState.COMPLETE:
             for key in set(keys) - set(trial.constraints):
                 trial.set_constraint(key, 0.0)
-        out.append(trial)
     return out
 
 
