@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sentsweep.credentials import MASK, mask_text, secret_values
+from sentsweep.platform.report.winner import best_label, result_label
+from sentsweep.platform.results import finite_number, metric_value, rank_results
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import NotifyConfig, SweepConfig
@@ -93,7 +95,7 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
                               f"after {attempt} attempt{'s' * (attempt > 1)}") from None
         except (OSError, http.client.HTTPException) as exc:
             code = exc.code if isinstance(exc, urllib.error.HTTPError) else None
-            retryable = code == 429 or code >= 500 if code else isinstance(exc, OSError | http.client.HTTPException)
+            retryable = code is None or code == 429 or code >= 500
             if attempt > retries or not retryable:
                 what = f"HTTP {code}" if code else str(getattr(exc, "reason", None) or exc) or type(exc).__name__
                 raise NotifyError(f"{what} after {attempt} attempt{'s' * (attempt > 1)}") from None
@@ -164,9 +166,6 @@ class SweepNotifier:
 
 def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None, float | None]:
     """The best trial's label and value: finalize's, else the best of the results."""
-    from sentsweep.platform.report.winner import best_label, result_label
-    from sentsweep.platform.results import finite_number, metric_value, rank_results
-
     if outcome.best_trial_id is not None:
         return best_label(outcome), finite_number(outcome.best_value)
     if outcome.results is None or not outcome.counts.get("finished"):

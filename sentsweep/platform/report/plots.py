@@ -55,12 +55,12 @@ class TrialRecord:
         return max(self.values) if mode == "max" else min(self.values)
 
 
-def trial_status(metrics: Mapping[str, Any] | None, error: bool = False) -> Status:
+def trial_status(metrics: dict[str, Any] | None, error: bool = False) -> Status:
     if error:
         return "failed"
-    if is_failed(dict(metrics or {})):
-        return "infeasible" if infeasibility(dict(metrics or {})) else "failed"
-    return "finished" if is_final(dict(metrics or {})) else "pruned"
+    if is_failed(metrics):
+        return "infeasible" if infeasibility(metrics) else "failed"
+    return "finished" if is_final(metrics) else "pruned"
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
@@ -89,12 +89,10 @@ def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> 
 
 def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, name: str) -> list[Path]:
     """``<name>.png`` and ``<name>.csv`` (the plotted data) in ``out_dir``; closes the figure."""
-    import matplotlib.pyplot as plt
-
     out_dir.mkdir(parents=True, exist_ok=True)
     png, table = out_dir / f"{name}.png", out_dir / f"{name}.csv"
     figure.savefig(png, dpi=110, bbox_inches="tight")
-    plt.close(figure)
+    pyplot().close(figure)
     rows = list(rows)
     columns = list(dict.fromkeys(k for row in rows for k in row))
     with table.open("w", newline="") as out:

@@ -11,6 +11,7 @@ from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import compact_id
+from sentsweep.platform.report.compare import to_markdown
 from sentsweep.tracking.vocabulary import PROTOCOL_TAG_PREFIX, SWEEP_TAG, TRIAL_ID_TAG
 
 #: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
@@ -121,8 +122,6 @@ def _first(values: Iterable[str]) -> str:
 
 
 def render_protocols(table: pd.DataFrame) -> str:
-    from sentsweep.platform.report.compare import to_markdown
-
     note = ("\n\nSeveral protocols for one metric (--mixed-protocols): its figures are not comparable."
             if "mixed" in table.columns else "")
     return ("## Protocols\n\nEach protocol the figures above were measured under, with the metrics it covers "

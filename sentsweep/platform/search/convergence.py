@@ -95,7 +95,7 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
     if len(runs) < 2:
         return None
     values = _last_values(runs)
-    return statistics.stdev(values) if values is not None and len(values) >= 2 else None
+    return statistics.stdev(values) if values is not None else None
 
 
 def best_value(trial: FrozenTrial, sign: float) -> float | None:

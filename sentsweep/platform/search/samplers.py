@@ -85,9 +85,7 @@ def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
     raw = np.geomspace(low, high, points) if dist.log else np.linspace(low, high, points)
     if dist.step is not None:
         raw = low + np.round((raw - low) / dist.step) * dist.step
-    if isinstance(dist, IntDistribution):
-        return list(dict.fromkeys(int(round(v)) for v in raw))
-    return list(dict.fromkeys(float(v) for v in raw))
+    return list(dict.fromkeys(round(v) if isinstance(dist, IntDistribution) else float(v) for v in raw))
 
 
 def space_grid(define_by_run: Callable[[optuna.Trial], Any], points: int) -> dict[str, list[Any]]:
@@ -112,15 +110,11 @@ def uniform_constraint_keys(sampler: optuna.samplers.BaseSampler) -> tuple[str, 
 
 def with_constraint_keys(trials: Sequence[FrozenTrial], keys: Sequence[str]) -> list[FrozenTrial]:
     """Copies of ``trials`` whose COMPLETE ones carry each of ``keys`` (0 where they lacked it)."""
-    if not keys:
-        return list(trials)
-    out = []
-    for trial in trials:
-        trial = copy.deepcopy(trial)
+    out = [copy.deepcopy(trial) for trial in trials]
+    for trial in out:
         if trial.state == TrialState.COMPLETE:
             for key in set(keys) - set(trial.constraints):
                 trial.set_constraint(key, 0.0)
-        out.append(trial)
     return out
 
 

@@ -74,11 +74,9 @@ class PruningAwareOptunaSearch(Searcher):
         self.convergence = convergence
         self._forget()
         self.study.add_trials(history)
-        for i, point in enumerate(self.points):
-            self.study.enqueue_trial(point)
-            for params, attrs in replicas if i == 0 else ():
-                self.study.enqueue_trial(params, user_attrs=attrs)
-        for params, attrs in replicas if not self.points else ():  # the first point ran in the earlier sweep
+        queue: list[tuple[dict, dict | None]] = [(point, None) for point in self.points]
+        queue[1:1] = replicas  # with no point queued, the first point ran in the earlier sweep
+        for params, attrs in queue:
             self.study.enqueue_trial(params, user_attrs=attrs)
 
     def _forget(self, selected: dict[str, Any] | None = None) -> None:
@@ -173,28 +171,27 @@ class PruningAwareOptunaSearch(Searcher):
         if trial_id not in self._trials or trial_id in self._told:  # a trial told before a resume: told once
             return
         ot_trial = self._trials[trial_id]
-        value: Any = result.get(self.metric) if result else None
-        kind = None
+        kind, value = None, None
         if error or not result:
-            state, value = (TrialState.FAIL if error else TrialState.PRUNED), None
+            state = TrialState.FAIL if error else TrialState.PRUNED
         elif is_failed(result):  # a deterministic failure (failure_report in sentsweep.trainables)
             ot_trial.set_user_attr("fail_reason", failure_reason(result))
             kind = infeasibility(result)
-            if kind is None:
-                state, value = TrialState.FAIL, None
-            else:  # what the sampler must learn: these settings cannot work
+            state = TrialState.FAIL
+            if kind is not None:  # what the sampler must learn: these settings cannot work
                 ot_trial.set_constraint(kind, 1.0)
                 state, value = TrialState.COMPLETE, infeasible_value(self.study)
         elif not is_final(result):
-            state, value = TrialState.PRUNED, None
+            state = TrialState.PRUNED
             if not self.objectives:  # Ray withholds the result that made the scheduler stop a trial
                 self._report(trial_id, result, finite=True)
         else:
             values = objective_values(result, self.objectives, self._selected.pop(trial_id, None)) \
-                if self.objectives else [value]
+                if self.objectives else [result.get(self.metric)]
             finite = all(v is not None and math.isfinite(float(v)) for v in values)
             state = TrialState.COMPLETE if finite else TrialState.FAIL
-            value = (values if self.objectives else value) if finite else None
+            if finite:
+                value = values if self.objectives else values[0]
         if state == TrialState.COMPLETE:
             for key in set(uniform_constraint_keys(self.sampler)) - {kind}:
                 ot_trial.set_constraint(key, 0.0)

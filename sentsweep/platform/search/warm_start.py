@@ -5,18 +5,17 @@ its history at a quantile, so figures of another dev set would mislead it withou
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from sentsweep.errors import ConfigError
+from sentsweep.errors import ConfigError, DataError
+from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.location import MANIFEST, locate
 from sentsweep.platform.results import WARM_START_ATTR, is_warm_start
 from sentsweep.platform.search.study_store import load_study
-
-if TYPE_CHECKING:
-    from sentsweep.platform.config import SweepConfig
 
 #: Sweep settings (the ranking) and trial settings (the dev protocol) that make two sweeps' values one measurement.
 SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
@@ -26,9 +25,6 @@ TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
 def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                  endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
     """The earlier sweep's finished trials in the new space; refused when ``config`` measures otherwise."""
-    from sentsweep.platform.config import resolve_sweep_folder
-    from sentsweep.platform.location import MANIFEST, locate
-
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     if config is not None:
@@ -57,7 +53,6 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
 
 def measured_data(config: SweepConfig) -> dict[str, str]:
     """SHA-256 of the files each ranking metric reads, kept in the manifest; empty when the data do not resolve."""
-    from sentsweep.errors import DataError
     from sentsweep.evaluation.metric_protocols import metric_data_sha256
 
     metrics = dict.fromkeys([config.metric, *(o.metric for o in config.objective_list)])
