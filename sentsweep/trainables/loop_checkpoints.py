@@ -8,6 +8,7 @@ consistent with the restored state. The checkpoint layout and the one copy of th
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import shutil
@@ -89,6 +90,7 @@ class LoopCheckpoints:
         else:
             candidates = list(checkpoint)
         reasons = [fallback] if fallback else []
+        put_back = self._put_back_as_now() if candidates else None
         for candidate in candidates:
             scratch = self._workdir / f"restore-{candidate.name}"
             try:
@@ -106,10 +108,29 @@ class LoopCheckpoints:
                            + ("falling back to the previous one" if candidate is not candidates[-1]
                               else "starting from the beginning"))
                 reasons.append(f"checkpoint {candidate.name} is not usable ({type(exc).__name__})")
+                assert put_back is not None
+                put_back()  # a checkpoint that loaded in part leaves nothing for the next one, or the start
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
         if reasons:
             self._note_restore(None, reasons)
+
+    def _put_back_as_now(self) -> Callable[[], None]:
+        """A function that puts the weights, the optimizer, scheduler and scaler, the position and the RNGs back as
+        they are now: what a checkpoint that failed half-way through :meth:`_load` had already changed."""
+        weights = {k: v.detach().to("cpu", copy=True) for k, v in self.task.model.state_dict().items()}
+        parts = [(part, copy.deepcopy(part.state_dict())) for part in (self.optimizer, self.scheduler, self.scaler)]
+        state, rng = copy.deepcopy(self.state), rng_state()
+
+        def put_back() -> None:
+            self.task.model.load_state_dict(weights)
+            for part, saved in parts:
+                if saved or not isinstance(part, torch.amp.GradScaler):  # a disabled scaler's state is empty
+                    part.load_state_dict(saved)
+            self.state = copy.deepcopy(state)
+            set_rng_state(rng)
+
+        return put_back
 
     def _note_restore(self, step: int | None, reasons: list[str]) -> None:
         self._restore_note = {RESTORED_FROM_KEY: resumed_at(step), RESTORE_REASON_KEY: "; ".join(reasons)[:500]}

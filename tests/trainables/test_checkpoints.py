@@ -23,6 +23,7 @@ from sentsweep.trainables.checkpoints import (
     check_checkpoint,
     checkpoint_weights,
     pick_best,
+    write_checkpoint_marker,
 )
 from sentsweep.trainables.loop import TrainingLoop
 from tests.trainables.test_loop import RegressionTask, _config
@@ -153,6 +154,36 @@ def test_no_usable_checkpoint_starts_from_the_beginning_with_a_warning(tmp_path:
                         log=lines.append, work_dir=tmp_path / "w")
     loop.run(resume_from=[StoredFolder.local(tmp_path / "checkpoint_000003")])
     assert seen[0] == 2 and any("starting from the beginning" in line for line in lines)
+
+
+def test_a_checkpoint_that_fails_after_its_weights_loaded_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Weights, optimizer and position load, then the RNG state does not: the start from the beginning is clean."""
+    report, persisted = _persist_like_tune(tmp_path / "trial")
+    TrainingLoop(RegressionTask(), _config(), report=report, work_dir=tmp_path / "a").run()
+    damaged = persisted[10]
+    blob = torch.load(damaged / STATE_FILE, weights_only=True)
+    blob["rng"]["torch"] = torch.zeros(3, dtype=torch.uint8)  # loads, but torch.set_rng_state refuses it
+    torch.save(blob, damaged / STATE_FILE)
+    write_checkpoint_marker(damaged, 10, 8, 5.0)  # the marker agrees: only the content is bad
+    fresh, resumed = RegressionTask(), RegressionTask()
+    first_weights = {k: v.clone() for k, v in resumed.model.state_dict().items()}
+    expected: list[dict] = []
+    never_restored = TrainingLoop(fresh, _config(), report=lambda m, c: expected.append(m), work_dir=tmp_path / "b")
+    torch.manual_seed(1)
+    never_restored.run()
+    lines: list[str] = []
+    seen: list[dict] = []
+    loop = TrainingLoop(resumed, _config(), report=lambda m, c: seen.append(m), log=lines.append,
+                        work_dir=tmp_path / "c")
+    loop.restore([StoredFolder.local(damaged)])
+    assert loop.state.step == 0 and loop.state.best_step is None
+    assert all(torch.equal(v, first_weights[k]) for k, v in resumed.model.state_dict().items())
+    assert not loop.optimizer.state, "no Adam moments of the damaged checkpoint"
+    torch.manual_seed(1)
+    loop.run()
+    assert [m["step"] for m in seen] == [m["step"] for m in expected] == [2, 4, 6, 8, 10, 12]
+    assert [m["train_loss"] for m in seen] == [m["train_loss"] for m in expected], "the same run as one never restored"
+    assert any("starting from the beginning" in line for line in lines)
 
 
 def test_pick_best_prefers_the_better_of_checkpoint_and_best_folder(tmp_path: Path) -> None:
