@@ -42,7 +42,7 @@ from sentsweep.trainables.loop import TrainingLoop
 from sentsweep.trainables.loop_state import LoopResult
 from sentsweep.trainables.optimizer import seed_everything
 from sentsweep.trainables.report_keys import DRAINING_KEY, FAILED_KEY, FAILURE_REASON_KEY, INFEASIBLE_KEY
-from sentsweep.trainables.restore_note import take_tune_fallback
+from sentsweep.trainables.restore_note import TuneFallback
 from sentsweep.trainables.run_record import RunRecord
 from sentsweep.trainables.stop_flag import StopCheck, StopFlag
 from sentsweep.trainables.train_task import ReportFn, TrainTask
@@ -148,16 +148,17 @@ class Method(ABC, Generic[ConfigT, TaskT]):
         try:
             config = self.parse(raw).with_output_dir(output_dir)
             gpus = float(ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
-            fallback = take_tune_fallback(storage.path)  # Tune's restore did not find the checkpoint it named
+            fallback = TuneFallback(storage.path)  # Tune's restore did not find the checkpoint it named
+            report = fallback.reporting(tune_checkpoints.reporter())
 
             def attempt(config: ConfigT) -> None:
-                run_trial(self, config, report=tune_checkpoints.reporter(),
+                run_trial(self, config, report=report,
                           resume_from=tune_checkpoints.restore_candidates(), output_dir=output_dir,
                           save_weights=False, gpus=gpus, work_dir=tune_checkpoints.work_dir(storage),
                           best=tune_checkpoints.best_folder(storage), stop=StopFlag.for_this_trial(),
                           record=RunRecord.for_trial(self.name, config),
                           output_store=None if storage.is_local else storage.child(OUTPUT_DIR),
-                          restore_fallback=fallback)
+                          restore_fallback=fallback.reason)
 
             retry_out_of_memory(self, config, attempt)
         except (SentsweepError, *OUT_OF_MEMORY_ERRORS) as exc:  # deterministic: report it and end, no Tune retry

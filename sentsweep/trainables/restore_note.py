@@ -15,8 +15,10 @@ both (:mod:`sentsweep.platform.driver.callbacks`, :mod:`sentsweep.platform.track
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Where the trial resumed from: ``checkpoint <step>`` or :data:`SCRATCH` (also the run's tag name).
 RESTORED_FROM_KEY = "sentsweep.restored_from"
@@ -44,6 +46,24 @@ def take_tune_fallback(trial_folder: str) -> str | None:
     """The reason noted for ``trial_folder`` by :func:`note_tune_fallback`, once; None when Tune's restore did not
     fall back. Keyed by folder, so a reused actor never hands one trial's note to the next."""
     return _tune_fallbacks.pop(trial_folder.rstrip("/"), None)
+
+
+class TuneFallback:
+    """Tune's fallback reason for one trial (:func:`take_tune_fallback`), for each attempt of the trial until one
+    has reported: that report carried it. An out-of-memory retry then resumes from its own checkpoint, which is no
+    fallback."""
+
+    def __init__(self, trial_folder: str) -> None:
+        self.reason = take_tune_fallback(trial_folder)
+
+    def reporting(self, report: Callable[[dict[str, float], Any], T]) -> Callable[[dict[str, float], Any], T]:
+        """``report``, clearing :attr:`reason` once a report went out."""
+
+        def forward(metrics: dict[str, float], checkpoint: Any) -> T:
+            self.reason = None
+            return report(metrics, checkpoint)
+
+        return forward
 
 
 def restore_note(result: Mapping[str, Any] | None) -> tuple[str, str] | None:

@@ -9,15 +9,19 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
+from pydantic import BaseModel
 
 from sentsweep.platform.results import evaluation_result
 from sentsweep.platform.search.scheduler import FinalAwareASHA
 from sentsweep.trainables.checkpoints import STATE_FILE, StoredFolder
 from sentsweep.trainables.loop import TrainingLoop
+from sentsweep.trainables.method import retry_out_of_memory
 from sentsweep.trainables.report_keys import EVALUATIONS_KEY
 from sentsweep.trainables.restore_note import (
     RESTORE_REASON_KEY,
     RESTORED_FROM_KEY,
+    TuneFallback,
     note_tune_fallback,
     restore_line,
     take_tune_fallback,
@@ -95,6 +99,45 @@ def test_tunes_own_fallback_is_noted_by_trial_folder_and_reported_once(saved: di
     assert restore_line("3c1f2a0b", scratch[0]) == (
         "trial 3c1f2a0b restarted from scratch (not the checkpoint Tune named): checkpoint_000002 is gone")
     assert restore_line("3c1f2a0b", scratch[1]) is None
+
+
+class Attempt(BaseModel):
+    cached: bool = False  # what a memory fallback changes
+
+
+@pytest.mark.parametrize("reports_before_oom", [0, 2])
+def test_an_out_of_memory_retry_carries_tunes_fallback_only_when_no_report_did(saved: dict[int, Path],
+                                                                             reports_before_oom: int) -> None:
+    """Two attempts of one trial as ``Method.train_ray`` runs them: the first runs out of memory after
+    ``reports_before_oom`` reports; the retry resumes from the newest checkpoint a report persisted."""
+    trial = str(saved[6].parent) + "/oom"
+    note_tune_fallback(trial, "checkpoint_000002 is gone")
+    fallback = TuneFallback(trial)
+    reports: list[dict] = []
+    persisted: list[StoredFolder] = [StoredFolder.local(saved[6])]  # what Tune restored the trial from
+
+    def keep(metrics: dict, checkpoint: Path | None) -> None:
+        reports.append(metrics)
+        if int(metrics["step"]) in saved:
+            persisted.insert(0, StoredFolder.local(saved[int(metrics["step"])]))
+        if len(reports) == reports_before_oom and not config.get("cached"):
+            raise torch.OutOfMemoryError("CUDA out of memory")
+
+    config: dict = {}
+    report = fallback.reporting(keep)
+
+    def attempt(settings: Attempt) -> None:
+        config["cached"] = settings.cached
+        task = RegressionTask()
+        task.calls = int(persisted[0].name.rsplit("_", 1)[1])
+        if reports_before_oom == 0 and not settings.cached:
+            raise torch.OutOfMemoryError("CUDA out of memory")  # before the first report
+        TrainingLoop(task, _config(), report=report).run(resume_from=list(persisted), fallback=fallback.reason)
+
+    method = SimpleNamespace(memory_fallback=lambda settings: Attempt(cached=True))
+    retry_out_of_memory(method, Attempt(), attempt, log=lambda line: None)  # type: ignore[arg-type]
+    notes = [(int(r["step"]), r[RESTORE_REASON_KEY]) for r in reports if RESTORED_FROM_KEY in r]
+    assert notes == [(8, "checkpoint_000002 is gone")], "told once, in the trial's first report"
 
 
 def test_asha_places_reports_by_the_trials_own_evaluations() -> None:
