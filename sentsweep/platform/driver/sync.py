@@ -4,6 +4,7 @@ holds the sweep's lock."""
 from __future__ import annotations
 
 import logging
+import math
 import posixpath
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirm.stage import STATE_FILE, read_state, stage_location
-from sentsweep.platform.driver.resume import snapshot_trials
+from sentsweep.platform.driver.resume import SnapshotTrial, snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
 from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
@@ -24,7 +25,8 @@ from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
-from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, folder_totals, reconcile
+from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, reconcile, trial_folders
+from sentsweep.platform.tracking.trial_runs_callback import sweep_totals
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
 from sentsweep.tracking.vocabulary import (
     BEST_RUN_TAG,
@@ -93,6 +95,15 @@ class Synced:
     waiting: bool = False
 
 
+def saved_trials(fs: pyarrow.fs.FileSystem, path: str) -> list[SnapshotTrial]:
+    """The trials of the experiment folder ``path``: their status as Tune last saved it, their last report as their
+    folder holds it (newer after a crash); a trial the snapshot missed counts as running."""
+    lasts = {folder.trial_id: folder.results()[-1] for folder in trial_folders(fs, path)}
+    saved = {t.trial_id: t for t in snapshot_trials(fs, path) or []}
+    return [saved[i]._replace(last_result=lasts.get(i, saved[i].last_result)) if i in saved
+            else SnapshotTrial(i, "RUNNING", lasts[i]) for i in dict.fromkeys([*saved, *lasts])]
+
+
 def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: str | None = None) -> Synced:
     """Reconcile MLflow with the sweep folder ``sweep_dir`` (see the module docstring)."""
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
@@ -120,10 +131,11 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
                 search = run_id == manifest.parent_run_id
                 names = run_names(fs, path, SEARCH_PREFIX if search else CONFIRMATION_PREFIX)
                 reconcile(fs, path, runs, names=names, scheduler_label=pruned_by if search else None, done=done.trials)
-            parent = client.get_run(manifest.parent_run_id)
-            if "trials_total" not in parent.data.metrics:  # the totals the sweep's end could not write
-                totals = folder_totals(fs, root, float(manifest.config.get("resources", {}).get("gpu", 0.0)))
-                TrialRuns(client, manifest.experiment_id, parent.info.run_id).log_totals(totals)
+            held = client.get_run(manifest.parent_run_id).data.metrics
+            totals = sweep_totals(saved_trials(fs, root), float(manifest.config.get("resources", {}).get("gpu", 0.0)))
+            if any(not math.isclose(held.get(k, math.nan), v) for k, v in totals.items()):
+                # the totals the sweep's last end could not write (an outage), or a crashed end's, made none
+                TrialRuns(client, manifest.experiment_id, manifest.parent_run_id).log_totals(totals)
             for path, run_id in stages:
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
                                       runs={r for _, r in stages} - {run_id}, register=register)

@@ -11,9 +11,10 @@ _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.tracking.reachability": ("first_line", "refuse_unanswered_store", "store_answers"),
     "sentsweep.platform.tracking.run_writes": ("failing_quickly",),
     "sentsweep.platform.tracking.store": ("hidden_from_workers", "open_client", "refuse_sqlite_on_cluster"),
-    "sentsweep.platform.tracking.trial_runs": ("Reconciled", "TrialRuns", "create_unique_run", "folder_totals",
-                                               "reconcile", "trial_folders"),
-    "sentsweep.platform.tracking.trial_runs_callback": ("TrialRunsCallback", "last_error_line", "trial_outcome"),
+    "sentsweep.platform.tracking.trial_runs": ("Reconciled", "TrialRuns", "create_unique_run", "reconcile",
+                                               "trial_folders"),
+    "sentsweep.platform.tracking.trial_runs_callback": ("TrialRunsCallback", "last_error_line", "sweep_totals",
+                                                        "trial_outcome"),
 }.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

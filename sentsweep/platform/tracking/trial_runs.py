@@ -9,7 +9,6 @@ import json
 import posixpath
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,13 +101,6 @@ def result_outcome(result: dict[str, Any] | None, scheduler_label: str | None = 
     if result and result.get("done") and scheduler_label:
         return "pruned", pruned_reason(result, scheduler_label)
     return None
-
-
-def outcome_totals(outcomes: list[str], seconds: float, gpu_per_trial: float,
-                   kinds: tuple[str, ...]) -> dict[str, float]:
-    counts = Counter(outcomes)
-    return {**{f"trials_{k}": float(counts[k]) for k in kinds}, "trials_total": float(len(outcomes)),
-            "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
 
 
 def create_unique_run(client: MlflowClient, experiment_id: str, tags: dict[str, str], run_name: str,
@@ -271,13 +263,6 @@ class TrialRuns:
                             + (f": {reason[:2000]}." if reason else "."))
         self.client.set_terminated(run.info.run_id, status=status)
         return True
-
-
-def folder_totals(fs: pyarrow.fs.FileSystem, experiment_path: str, gpu_per_trial: float) -> dict[str, float]:
-    lasts = [folder.results()[-1] for folder in trial_folders(fs, experiment_path)]
-    outcomes = [(result_outcome(last) or ("pruned",))[0] for last in lasts]
-    seconds = sum(float(last.get("time_total_s") or 0.0) for last in lasts)
-    return outcome_totals(outcomes, seconds, gpu_per_trial, ("finished", "pruned", "failed"))
 
 
 @dataclass

@@ -8,6 +8,8 @@ import contextlib
 import logging
 import os
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
@@ -25,7 +27,6 @@ from sentsweep.platform.tracking.trial_runs import (
     RESULTS_FILE,
     TrialFolder,
     TrialRuns,
-    outcome_totals,
     pruned_reason,
     result_outcome,
 )
@@ -42,6 +43,19 @@ log = logging.getLogger("sentsweep.tracking")
 UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
 #: Seconds the end of an experiment waits for MLflow (none when its store does not answer a probe at once).
 END_WAIT_S = 20.0
+
+
+#: The outcomes the sweep run's totals count (``trials_<outcome>``), besides ``trials_total``.
+TOTAL_OUTCOMES = ("finished", "pruned", "failed", "running", "pending")
+
+
+def sweep_totals(trials: Sequence[Any], gpu_per_trial: float) -> dict[str, float]:
+    """The sweep run's totals over Tune's trials, or over the trials of its saved state (anything with ``status``
+    and ``last_result``): counts by :func:`trial_outcome`, the trials' seconds and GPU-seconds."""
+    counts = Counter(trial_outcome(t) for t in trials)
+    seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
+    return {**{f"trials_{k}": float(counts[k]) for k in TOTAL_OUTCOMES}, "trials_total": float(len(trials)),
+            "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
 
 
 def trial_outcome(trial: Trial) -> str:
@@ -214,9 +228,7 @@ class TrialRunsCallback(Callback):
             end = self._end_if_tracked if trial.status == "PENDING" and trial.trial_id not in runs.run_ids \
                 else self._end
             deliverer.submit(trial.trial_id, partial(end, trial, outcome, reason, overwrite=False), force=True)
-        seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
-        totals = outcome_totals([trial_outcome(t) for t in trials], seconds, self.gpu_per_trial,
-                                ("finished", "pruned", "failed", "running", "pending"))
+        totals = sweep_totals(trials, self.gpu_per_trial)
         deliverer.submit("totals", lambda: runs.log_totals(totals), force=True)
         wait = END_WAIT_S if store_answers(self.settings["tracking_uri"]) else 0.0
         if not deliverer.drain(wait) or self._behind:
