@@ -90,7 +90,7 @@ class LoopCheckpoints:
         else:
             candidates = list(checkpoint)
         reasons = [fallback] if fallback else []
-        put_back = self._put_back_as_now() if candidates else None
+        put_back = self._put_back_as_now()
         for candidate in candidates:
             scratch = self._workdir / f"restore-{candidate.name}"
             try:
@@ -108,7 +108,6 @@ class LoopCheckpoints:
                            + ("falling back to the previous one" if candidate is not candidates[-1]
                               else "starting from the beginning"))
                 reasons.append(f"checkpoint {candidate.name} is not usable ({type(exc).__name__})")
-                assert put_back is not None
                 put_back()  # a checkpoint that loaded in part leaves nothing for the next one, or the start
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
