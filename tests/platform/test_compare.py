@@ -11,9 +11,25 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
 
-from sentsweep.platform.report.compare import _searched, compare_plots, labels_by_id, sweep_row, sweep_runs, trial_rows
+from sentsweep.platform.report.compare import (
+    _searched,
+    compare,
+    compare_plots,
+    labels_by_id,
+    sweep_row,
+    sweep_runs,
+    trial_rows,
+)
 from sentsweep.platform.report.protocols import fold_protocols
-from sentsweep.tracking.vocabulary import CHANGED_TAG, OUTCOME_TAG, PARENT_TAG, ROLE_TAG, TRIAL_ID_TAG, TRIAL_NUMBER_TAG
+from sentsweep.tracking.vocabulary import (
+    CHANGED_TAG,
+    CONFIRMATION_ROLE,
+    OUTCOME_TAG,
+    PARENT_TAG,
+    ROLE_TAG,
+    TRIAL_ID_TAG,
+    TRIAL_NUMBER_TAG,
+)
 
 
 def _run(run_id: str, params: dict[str, str] | None = None, tags: dict[str, str] | None = None,
@@ -95,3 +111,23 @@ def test_compare_plots_draw_every_trial_numbered_as_in_the_tables(tracking_uri: 
     with (tmp_path / "dev_curves.csv").open() as f:
         curves = list(csv.DictReader(f))
     assert [(r["trial"], r["outcome"], r["points"]) for r in curves if r["trial"] == "t02"] == [("t02", "pruned", "1")]
+
+
+def test_a_sweeps_trials_and_confirmation_run_come_from_one_search(tracking_uri: str) -> None:
+    client = MlflowClient(tracking_uri)
+    experiment = client.create_experiment("one-search")
+    sweep = client.create_run(experiment, tags={ROLE_TAG: "sweep", "sentsweep.sweep": "s1"})
+    below = {PARENT_TAG: sweep.info.run_id}
+    stage = client.create_run(experiment, tags={**below, ROLE_TAG: CONFIRMATION_ROLE})
+    for number in (2, 1):
+        client.create_run(experiment, tags={**below, ROLE_TAG: "trial", TRIAL_NUMBER_TAG: str(number)})
+    searches = []
+    search_runs = client.search_runs
+    client.search_runs = lambda *args, **kwargs: searches.append(kwargs.get("filter_string")) or search_runs(
+        *args, **kwargs)
+    (found,) = sweep_runs(client)
+    assert len(searches) == 2  # the sweeps, then everything below this one's parent
+    assert [r.data.tags[TRIAL_NUMBER_TAG] for r in found.trials] == ["1", "2"]
+    assert found.stage is not None and found.stage.info.run_id == stage.info.run_id
+    compare(client, found=[found])
+    assert len(searches) == 2  # the tables ask nothing more of the runs

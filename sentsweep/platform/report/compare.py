@@ -7,7 +7,7 @@ import math
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from mlflow import MlflowClient
@@ -73,13 +73,23 @@ def run_label(run: Run) -> str:
     return trial_label(trial_number(run)) or run.data.tags.get(vocab.TRIAL_ID_TAG, run.info.run_id[:8])
 
 
-def trial_runs(client: MlflowClient, sweep: Run) -> list[Run]:
-    """The search's trials of a sweep (not its confirmation run), by number, those without one last."""
+class SweepRuns(NamedTuple):
+    """A sweep's parent run, its trials' runs (by number, those without one last) and its confirmation run."""
+
+    sweep: Run
+    trials: list[Run]
+    stage: Run | None
+
+
+def child_runs(client: MlflowClient, sweep: Run) -> SweepRuns:
+    """The sweep's runs below its parent, in one search: the search's trials and the confirmation stage's run."""
     query = f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}'"
     runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
                               order_by=["attributes.start_time ASC"], max_results=10_000)
-    trials = [r for r in runs if r.data.tags.get(vocab.ROLE_TAG) != vocab.CONFIRMATION_ROLE]
-    return sorted(trials, key=lambda r: (trial_number(r) is None, trial_number(r) or 0))
+    stages = [r for r in runs if r.data.tags.get(vocab.ROLE_TAG) == vocab.CONFIRMATION_ROLE]
+    trials = [r for r in runs if r not in stages]
+    return SweepRuns(sweep, sorted(trials, key=lambda r: (trial_number(r) is None, trial_number(r) or 0)),
+                     stages[0] if stages else None)
 
 
 def labels_by_id(trials: Sequence[Run]) -> dict[str, str]:
@@ -183,22 +193,20 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
 
 
 def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
-               sweeps: Sequence[str] | None = None) -> list[tuple[Run, list[Run]]]:
-    return [(sweep, trial_runs(client, sweep)) for sweep in find_sweeps(client, experiments, sweeps)]
+               sweeps: Sequence[str] | None = None) -> list[SweepRuns]:
+    return [child_runs(client, sweep) for sweep in find_sweeps(client, experiments, sweeps)]
 
 
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
             sweeps: Sequence[str] | None = None, *,
-            found: Sequence[tuple[Run, list[Run]]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+            found: Sequence[SweepRuns] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []
-    for sweep, trials in found if found is not None else sweep_runs(client, experiments, sweeps):
+    for sweep, trials, stage in found if found is not None else sweep_runs(client, experiments, sweeps):
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
         labels = labels_by_id(trials)
-        query = (f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}' "
-                 f"and tags.`{vocab.ROLE_TAG}` = '{vocab.CONFIRMATION_ROLE}'")
-        for stage in client.search_runs([sweep.info.experiment_id], filter_string=query, max_results=1):
+        if stage is not None:
             confirm_table.extend(confirmation_rows(sweep, stage, labels))
         front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}
                            for row in pareto_rows(client, sweep))
@@ -232,7 +240,7 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
 CURVE_STYLES = {"finished": "-", "pruned": ":", "stopped": ":"}
 
 
-def compare_plots(client: MlflowClient, found: Sequence[tuple[Run, list[Run]]], out_dir: str | Path) -> list[Path]:
+def compare_plots(client: MlflowClient, found: Sequence[SweepRuns], out_dir: str | Path) -> list[Path]:
     """``best_so_far.png`` and ``dev_curves.png`` of the sweeps in ``found`` (:func:`sweep_runs`), each with its CSV
     (a dev curve takes the first value of a step logged twice); returns the PNGs."""
     from matplotlib.lines import Line2D
@@ -241,7 +249,7 @@ def compare_plots(client: MlflowClient, found: Sequence[tuple[Run, list[Run]]], 
     (fig_best, ax_best), (fig_curves, ax_curves) = plt.subplots(figsize=(8, 5)), plt.subplots(figsize=(8, 5))
     best_rows: list[dict[str, Any]] = []
     curve_rows: list[dict[str, Any]] = []
-    for index, (sweep, trials) in enumerate(found):
+    for index, (sweep, trials, _) in enumerate(found):
         metric, color = _metric(sweep), f"C{index % 10}"
         name = sweep.data.tags.get(vocab.SWEEP_TAG, sweep.info.run_id[:8]) if trials else sweep.info.run_id[:8]
         better = max if sweep.data.params.get("mode", "max") == "max" else min
@@ -268,7 +276,7 @@ def compare_plots(client: MlflowClient, found: Sequence[tuple[Run, list[Run]]], 
         ax_best.plot([r["number"] for r in shown], [math.nan if r["best_so_far"] is None else r["best_so_far"]
                                                     for r in shown], marker="o", label=name)
         ax_curves.plot([], [], "-", color=color, label=name)
-    metrics = " / ".join(sorted({_metric(sweep) for sweep, _ in found})) or STSB_DEV
+    metrics = " / ".join(sorted({_metric(runs.sweep) for runs in found})) or STSB_DEV
     numbers = sorted({r["number"] for r in best_rows})
     if numbers and len(numbers) <= 30:
         ax_best.set_xticks(numbers, [f"t{n:02d}" for n in numbers], fontsize=8)

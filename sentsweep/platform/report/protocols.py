@@ -3,15 +3,14 @@ refused (:class:`MixedProtocolsError`) unless ``--mixed-protocols`` allows it.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
-from mlflow.entities import Run
 
 from sentsweep.errors import ConfigError
 from sentsweep.evaluation.metric_protocols import compact_id
-from sentsweep.platform.report.compare import to_markdown
+from sentsweep.platform.report.compare import SweepRuns, to_markdown
 from sentsweep.tracking.vocabulary import PROTOCOL_TAG_PREFIX, SWEEP_TAG, TRIAL_ID_TAG
 
 #: The protocol id of a figure whose run recorded none (logged before protocols were recorded).
@@ -36,9 +35,9 @@ def comparable(line: str) -> str:
     return " | ".join(part for name, part in zip(PROTOCOL_PARTS, parts, strict=False) if name not in RECORD_ONLY_PARTS)
 
 
-def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+def _observations(found: Iterable[SweepRuns]) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
     """metric -> :func:`comparable` key -> (its compact lines, the runs with a figure under it)."""
-    runs = [(sweep, run) for sweep, trials in found for run in (sweep, *trials)]
+    runs = [(sweep, run) for sweep, trials, _ in found for run in (sweep, *trials)]
     recorded = {id(run): {k.removeprefix(PROTOCOL_TAG_PREFIX): v for k, v in run.data.tags.items()
                           if k.startswith(PROTOCOL_TAG_PREFIX)} for _, run in runs}
     metrics = {m for lines in recorded.values() for m in lines}
@@ -54,7 +53,7 @@ def _observations(found: Iterable[tuple[Run, Sequence[Run]]]) -> dict[str, dict[
     return seen
 
 
-def protocol_table(found: Iterable[tuple[Run, Sequence[Run]]], mixed_protocols: bool = False) -> pd.DataFrame:
+def protocol_table(found: Iterable[SweepRuns], mixed_protocols: bool = False) -> pd.DataFrame:
     """One row per (metric, protocol); :class:`MixedProtocolsError` for several, unless ``mixed_protocols``."""
     seen = _observations(found)
     mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
