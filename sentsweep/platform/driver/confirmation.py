@@ -92,7 +92,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         if len(candidates) < config.confirm.top_k else ""
     echo(f"confirmation: {best} x {config.confirm.seeds} further seeds ({len(points)} trials{fewer}); the winner by "
          f"its {config.confirm.rule.replace('_', ' ')}")
-    if resumed and tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem):
+    if resumed and _restorable(stage):
         tuner = tune.Tuner.restore(stage.tune_path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
     else:  # a Tune experiment over the fixed points, each trial run as the search runs it; a point replaces the
@@ -129,6 +129,13 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     run.close("finished")
     run.flush()
     return outcome
+
+
+def _restorable(stage: SweepLocation) -> bool:
+    """Whether the stage's Tune experiment can be restored: Tune writes ``tuner.pkl`` as the Tuner is built and its
+    experiment state only once the stage runs, and a restore without that state cannot run the stage."""
+    return tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem) and any(
+        name.startswith("experiment_state") for name in stage.list(".json"))
 
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
