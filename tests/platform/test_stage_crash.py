@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from mlflow import MlflowClient
 
+from sentsweep.errors import ConfigError
 from sentsweep.platform.confirm.stage import STAGE_DIR, STATE_FILE
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, ROLE_TAG
 
@@ -49,3 +51,11 @@ def test_a_stage_killed_before_its_first_snapshot_runs_on_resume(tmp_path, tiny_
                         echo=lambda line: None)
     assert last.confirmation is not None and len(last.confirmation.results) == 1
     assert sorted(p.name for p in stage.iterdir() if p.is_dir()) == trials
+
+    # the stage's snapshot cut short: one line naming it (Tune would run the stage again without its points)
+    (folder / STATE_FILE).write_text(json.dumps(state))
+    snapshot = max(stage.glob("experiment_state-*.json"))  # the newest: the one Tune restores
+    snapshot.write_bytes(snapshot.read_bytes()[:100])
+    with pytest.raises(ConfigError, match=f"{snapshot.name}.*cannot be resumed"):
+        resume_sweep(first.sweep_dir, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False,
+                     echo=lambda line: None)

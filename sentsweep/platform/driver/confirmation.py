@@ -37,6 +37,7 @@ from sentsweep.platform.driver.interrupt import (
     close_interrupted_trials,
     unfinished_trials,
 )
+from sentsweep.platform.driver.resume import refuse_unreadable_state
 from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
@@ -93,6 +94,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     echo(f"confirmation: {best} x {config.confirm.seeds} further seeds ({len(points)} trials{fewer}); the winner by "
          f"its {config.confirm.rule.replace('_', ' ')}")
     if resumed and _restorable(stage):
+        refuse_unreadable_state(stage)  # else Tune would run the stage again without its points
         tuner = tune.Tuner.restore(stage.tune_path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
     else:  # a Tune experiment over the fixed points, each trial run as the search runs it; a point replaces the
