@@ -56,6 +56,6 @@ def test_a_stage_killed_before_its_first_snapshot_runs_on_resume(tmp_path, tiny_
     (folder / STATE_FILE).write_text(json.dumps(state))
     snapshot = max(stage.glob("experiment_state-*.json"))  # the newest: the one Tune restores
     snapshot.write_bytes(snapshot.read_bytes()[:100])
-    with pytest.raises(ConfigError, match=f"{snapshot.name}.*cannot be resumed"):
+    with pytest.raises(ConfigError, match=f"{snapshot.name}: Ray Tune's experiment snapshot does not parse"):
         resume_sweep(first.sweep_dir, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False,
                      echo=lambda line: None)

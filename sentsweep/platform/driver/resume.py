@@ -202,11 +202,11 @@ def refuse_unreadable_state(location: SweepLocation) -> None:
         if not isinstance(state, dict) or not isinstance(state.get("trial_data"), list):
             raise ValueError("not Ray Tune's experiment state")
     except ValueError as exc:
-        remedy = (f"move it out of the folder to resume from the snapshot before it ({names[-2]})" if len(names) > 1
-                  else "it is the sweep's only snapshot: start the sweep anew")
-        raise ConfigError(f"the sweep cannot be resumed from this snapshot of Ray Tune's, which does not parse "
-                          f"({' '.join(str(exc).split())[:200]}; a kill or a full disk cut it short); nothing was "
-                          f"changed: {remedy}", file=location.file_uri(names[-1])) from None
+        remedy = (f"move it out of the folder to use the snapshot before it ({names[-2]})" if len(names) > 1
+                  else "it is the sweep's only snapshot, so the sweep cannot be resumed: start it anew")
+        raise ConfigError(f"Ray Tune's experiment snapshot does not parse ({' '.join(str(exc).split())[:200]}; a "
+                          f"kill or a full disk cut it short); nothing was changed: {remedy}",
+                          file=location.file_uri(names[-1])) from None
 
 
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
