@@ -119,3 +119,24 @@ def test_optuna_itself_runs_on_the_s3_journal(s3_keys):
     again = optuna.load_study(study_name="s-4", storage=StudyStore(f"s3://{BUCKET}/ray_results/s-4", s3_keys).storage())
     assert [t.number for t in again.trials] == list(range(5))
     assert [t.value for t in again.trials] == [t.value for t in study.trials]
+
+
+def test_a_journal_whose_last_append_was_cut_short_continues_whole(tmp_path):
+    """A full disk (or a crash) mid-append leaves half a line at the journal's end; the resumed searcher's first
+    append must not run into it, which would lose that trial and make every later read of the journal fail."""
+    location = locate(str(tmp_path / "s-1"))
+    (tmp_path / "s-1").mkdir()
+    searcher = build_searcher(_config(), lr_space, [{"lr": 1e-3}], store=StudyStore(location.uri), study_name="s-1")
+    _run(searcher, 2)
+    journal = tmp_path / "s-1" / JOURNAL_FILE
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + b'{"op_code":4,"worker_id":"w","study_id":0,"datetime_st')
+    resumed = build_searcher(_config(), lr_space, [], store=StudyStore(location.uri), study_name="s-1")
+    lr = resumed.suggest("t2")["lr"]
+    resumed.on_trial_complete("t2", {"score": lr, FINAL_KEY: 1.0, "training_iteration": 1})
+    study = load_study(location)
+    assert [t.user_attrs["tune_trial_id"] for t in study.trials] == ["t0", "t1", "t2"]
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    assert journal.read_bytes().startswith(whole)
+    for line in journal.read_text().splitlines():
+        json.loads(line)

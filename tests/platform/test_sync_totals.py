@@ -65,3 +65,21 @@ def test_sync_leaves_totals_that_agree_with_the_folder(tmp_path: Path, tracking_
     TrialRuns(client, client.get_run(run_id).info.experiment_id, run_id).log_totals(ended)
     sync_sweep(str(tmp_path / "sweep"))
     assert all(len(client.get_metric_history(run_id, key)) == 1 for key in ended)
+
+
+def test_sync_of_a_folder_whose_snapshot_was_cut_short_names_the_file(tmp_path: Path, tracking_uri: str) -> None:
+    """A snapshot a kill or a full disk cut short is the folder's fault, not MLflow's: one line naming it, nothing
+    written (sync would otherwise report an MLflow outage and exit 1 at every try)."""
+    import pytest
+
+    from sentsweep.errors import ConfigError
+    from sentsweep.tracking.vocabulary import PARENT_TAG
+
+    run_id = _plant_sweep(tmp_path / "sweep", tracking_uri, {"a": "TERMINATED", "b": "RUNNING"})
+    (snapshot,) = (tmp_path / "sweep").glob("experiment_state-*.json")
+    snapshot.write_bytes(snapshot.read_bytes()[:40])
+    with pytest.raises(ConfigError, match=f"{snapshot.name}.*does not parse"):
+        sync_sweep(str(tmp_path / "sweep"))
+    client = MlflowClient(tracking_uri=tracking_uri)
+    assert client.search_runs([client.get_run(run_id).info.experiment_id], f"tags.`{PARENT_TAG}` = '{run_id}'") \
+        == []

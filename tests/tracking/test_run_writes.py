@@ -3,12 +3,18 @@ and, read back from a folder anyone may have written, kept only within the sweep
 
 from __future__ import annotations
 
+import contextlib
 import json
+import resource
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.fs
+import pytest
 from mlflow import MlflowClient
 
+from sentsweep.errors import StorageError
 from sentsweep.platform.tracking.run_writes import PENDING_FILE, UPLOADS_DIR, RunWrites, admissible
 
 
@@ -44,6 +50,35 @@ def test_what_waits_when_mlflow_does_not_answer_is_saved_and_loaded_again(tmp_pa
     assert saved == [{"op": "tags", "run": "parent", "tags": {"k": "v"}}]
     again = RunWrites(down, "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
     assert again.load({"parent"}) == 1 and again.pending == saved
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """Writes past ``limit`` bytes fail as a full disk fails them (EFBIG, a short write, an ``OSError``)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def test_saving_again_on_a_full_disk_leaves_the_earlier_saved_writes(tmp_path: Path) -> None:
+    """The saved writes are the sweep's end, its registration: a save that fails part-way keeps the earlier file,
+    and says which file in one line."""
+    down = MlflowClient("http://127.0.0.1:9")
+    writes = RunWrites(down, "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    writes.put({"op": "status", "run": "parent", "status": "FINISHED", "reason": None})
+    assert writes.flush(0.0) is False
+    earlier = (tmp_path / PENDING_FILE).read_bytes()
+    writes.put({"op": "tags", "run": "parent", "tags": {"k": "v" * 20_000}})
+    with file_size_limit(4096), pytest.raises(StorageError, match=PENDING_FILE):
+        writes.flush(0.0)
+    assert (tmp_path / PENDING_FILE).read_bytes() == earlier
+    again = RunWrites(down, "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
+    assert again.load({"parent"}) == 1
 
 
 def test_saved_writes_outside_the_sweeps_runs_are_not_loaded() -> None:

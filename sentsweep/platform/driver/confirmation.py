@@ -37,6 +37,7 @@ from sentsweep.platform.driver.interrupt import (
     close_interrupted_trials,
     unfinished_trials,
 )
+from sentsweep.platform.driver.resume import refuse_unreadable_state
 from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
@@ -92,7 +93,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         if len(candidates) < config.confirm.top_k else ""
     echo(f"confirmation: {best} x {config.confirm.seeds} further seeds ({len(points)} trials{fewer}); the winner by "
          f"its {config.confirm.rule.replace('_', ' ')}")
-    if resumed and tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem):
+    if resumed and _restorable(stage):
+        refuse_unreadable_state(stage)  # else Tune would run the stage again without its points
         tuner = tune.Tuner.restore(stage.tune_path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
     else:  # a Tune experiment over the fixed points, each trial run as the search runs it; a point replaces the
@@ -129,6 +131,13 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     run.close("finished")
     run.flush()
     return outcome
+
+
+def _restorable(stage: SweepLocation) -> bool:
+    """Whether the stage's Tune experiment can be restored: Tune writes ``tuner.pkl`` as the Tuner is built and its
+    experiment state only once the stage runs, and a restore without that state cannot run the stage."""
+    return tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem) and any(
+        name.startswith("experiment_state") for name in stage.list(".json"))
 
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:

@@ -189,6 +189,26 @@ class ResizableSearchGenerator(SearchGenerator):
             logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
 
 
+def refuse_unreadable_state(location: SweepLocation) -> None:
+    """A :class:`ConfigError` naming the newest experiment snapshot of ``location`` when it does not parse (a kill
+    or a full disk cut it short): Tune would log the error and run the experiment again from its start."""
+    fs, path = location.resolve()
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+    names = sorted(fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE))
+    if not names:
+        return
+    try:
+        state = json.loads(location.read_optional(names[-1]) or b"")
+        if not isinstance(state, dict) or not isinstance(state.get("trial_data"), list):
+            raise ValueError("not Ray Tune's experiment state")
+    except ValueError as exc:
+        remedy = (f"move it out of the folder to use the snapshot before it ({names[-2]})" if len(names) > 1
+                  else "it is the sweep's only snapshot, so the sweep cannot be resumed: start it anew")
+        raise ConfigError(f"Ray Tune's experiment snapshot does not parse ({' '.join(str(exc).split())[:200]}; a "
+                          f"kill or a full disk cut it short); nothing was changed: {remedy}",
+                          file=location.file_uri(names[-1])) from None
+
+
 def refuse_fewer_samples(location: SweepLocation, stored: SweepConfig, config: SweepConfig) -> None:
     if config.num_samples >= stored.num_samples:
         return

@@ -28,7 +28,12 @@ from sentsweep.platform.driver.interrupt import (
 )
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session, refuse_unanswered_ray
-from sentsweep.platform.driver.resume import apply_resume_config, refuse_fewer_samples, resume_config
+from sentsweep.platform.driver.resume import (
+    apply_resume_config,
+    refuse_fewer_samples,
+    refuse_unreadable_state,
+    resume_config,
+)
 from sentsweep.platform.driver.specs import (
     SearchSpaceLike,
     TrainableLike,
@@ -165,6 +170,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     # the lock before anything is written to MLflow: a driver still running the sweep writes its runs itself
     lock = SweepLock.for_folder(location, manifest.sweep_name, on_lost=stops.supersede)
     with graceful_stops(stops), explain_refused_credentials(uri), lock:
+        refuse_unreadable_state(location)  # under the lock: a running driver's snapshot may be half-uploaded
         sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id, manifest.sweep_name,
                                 *location.resolve(), register=manifest.config.get("register_model"))
         if preflight:

@@ -17,7 +17,7 @@ from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.confirm.stage import STATE_FILE, read_state, stage_location
-from sentsweep.platform.driver.resume import SnapshotTrial, snapshot_trials
+from sentsweep.platform.driver.resume import SnapshotTrial, refuse_unreadable_state, snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
 from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
@@ -123,8 +123,10 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
     done = Synced(uri, Reconciled())
     with SweepLock.for_folder(location, manifest.sweep_name):  # a live driver's: refused
         stages = [(root, manifest.parent_run_id)]
+        refuse_unreadable_state(location)  # the folder's fault, never an MLflow outage
         if stage_run:
             stages.append((posixpath.join(root, stage_location(location).name), stage_run))
+            refuse_unreadable_state(stage_location(location))
         try:  # the trials' runs of each stage (its folder path, its run id), then each run's saved writes
             for path, run_id in stages:
                 runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))

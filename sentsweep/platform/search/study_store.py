@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import logging
+import os
 import posixpath
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +23,9 @@ from optuna.storages.journal import BaseJournalBackend
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import resolve_sweep_folder
 from sentsweep.platform.location import SweepLocation, locate
-from sentsweep.platform.s3 import T, s3_call, s3_client
+from sentsweep.platform.s3 import T, s3_call, s3_client, storage_error
+
+log = logging.getLogger(__name__)
 
 #: The study's journal in the sweep folder (a file; on S3, a folder of numbered objects).
 JOURNAL_FILE = "optuna_journal.log"
@@ -41,6 +45,8 @@ class StudyStore:
         if "://" not in self.uri:
             if not create and not Path(self.journal_uri).is_file():
                 return None
+            if create:  # the writer: its first append would continue a line a kill or a full disk cut short
+                drop_torn_tail(self.journal_uri)
             return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(self.journal_uri))
         parsed = urlparse(self.uri)
         if parsed.scheme != "s3":
@@ -49,6 +55,35 @@ class StudyStore:
         backend = S3JournalBackend(parsed.netloc, posixpath.join(parsed.path.lstrip("/"), JOURNAL_FILE),
                                    s3_client(self.endpoint_url))
         return optuna.storages.JournalStorage(backend) if create or backend.read_logs(0) else None
+
+
+def drop_torn_tail(path: str, chunk: int = 1 << 16) -> int:
+    """Cut a local journal back to its last whole line; the bytes dropped. Optuna reads past a last line without its
+    newline (no log was counted from it), but an append would join it into one undecodable line, losing that log
+    and making every later read fail. A storage error is a :class:`~sentsweep.errors.StorageError` naming it."""
+    try:
+        with open(path, "r+b") as journal:
+            size = end = journal.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            journal.seek(size - 1)
+            if journal.read(1) == b"\n":
+                return 0
+            while end > 0:  # back to the last newline, a chunk at a time
+                start = max(0, end - chunk)
+                journal.seek(start)
+                cut = journal.read(end - start).rfind(b"\n")
+                end = start + cut + 1 if cut >= 0 else start
+                if cut >= 0:
+                    break
+            journal.truncate(end)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise storage_error("the sweep's Optuna journal could not be read or repaired", path, exc) from exc
+    log.warning("the study journal %s ended in a line cut short (%d bytes, never counted by Optuna): removed", path,
+                size - end)
+    return size - end
 
 
 def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:

@@ -22,6 +22,8 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
+from sentsweep.data.cache import atomic_write
+from sentsweep.platform.s3 import storage_error
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import local_folder
 from sentsweep.tracking.vocabulary import REASON_TAG, TERMINAL, find_trial_run, log_missing_params, log_protocols
@@ -220,13 +222,24 @@ class RunWrites:
         with self._lock:
             left = list(self.pending)
         target = posixpath.join(self.path, PENDING_FILE)
-        if left:
-            self.fs.create_dir(self.path, recursive=True)
-            with self.fs.open_output_stream(target) as out:
-                out.write(json.dumps(left).encode("utf-8"))
-        elif self.fs.get_file_info(target).type == pyarrow.fs.FileType.File:
-            self.fs.delete_file(target)
+        try:
+            if left:
+                self._save(target, json.dumps(left).encode("utf-8"))
+            elif self.fs.get_file_info(target).type == pyarrow.fs.FileType.File:
+                self.fs.delete_file(target)
+        except OSError as exc:
+            raise storage_error("the writes MLflow has not taken could not be saved", target, exc) from exc
         return not left
+
+    def _save(self, target: str, data: bytes) -> None:
+        """Replace ``target`` whole or not at all: locally a temporary file renamed over it; elsewhere one PUT."""
+        if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
+            with atomic_write(Path(target)) as out:
+                out.write(data)
+            return
+        self.fs.create_dir(self.path, recursive=True)
+        with self.fs.open_output_stream(target) as out:
+            out.write(data)
 
     def load(self, runs: Collection[str], register: str | None = None) -> int:
         """Queue the writes an earlier session saved (before any new one); how many. Anyone who can write the folder
