@@ -89,6 +89,18 @@ class SweepManifest(BaseModel):
 SINCE_ADDED: dict[str, Any] = {"tpe_gamma": "optuna"}
 
 
+def write_whole(fs: pyarrow.fs.FileSystem, folder: str, filename: str, data: bytes) -> None:
+    """Write ``filename`` in ``folder`` whole or not at all: locally a temporary file renamed over it; on S3 one
+    PUT."""
+    if isinstance(fs, pyarrow.fs.LocalFileSystem):
+        with atomic_write(Path(folder) / filename) as out:
+            out.write(data)
+        return
+    fs.create_dir(folder, recursive=True)
+    with fs.open_output_stream(posixpath.join(folder, filename)) as out:
+        out.write(data)
+
+
 @dataclass(frozen=True)
 class SweepLocation:
     """A sweep folder as Ray wants it: ``storage_path`` + ``name`` on ``filesystem``."""
@@ -118,15 +130,7 @@ class SweepLocation:
         return posixpath.join(self.uri, filename)
 
     def write_text(self, filename: str, text: str) -> None:
-        """Write ``filename`` whole or not at all: locally a temporary file renamed over it; on S3 one PUT."""
-        fs, path = self.resolve()
-        if isinstance(fs, pyarrow.fs.LocalFileSystem):
-            with atomic_write(Path(path) / filename) as out:
-                out.write(text.encode("utf-8"))
-            return
-        fs.create_dir(path, recursive=True)
-        with fs.open_output_stream(posixpath.join(path, filename)) as out:
-            out.write(text.encode("utf-8"))
+        write_whole(*self.resolve(), filename, text.encode("utf-8"))
 
     def read_bytes(self, filename: str) -> bytes:
         fs, path = self.resolve()

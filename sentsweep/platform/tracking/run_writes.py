@@ -22,7 +22,7 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.data.cache import atomic_write
+from sentsweep.platform.location import write_whole
 from sentsweep.platform.s3 import storage_error
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import local_folder
@@ -224,22 +224,12 @@ class RunWrites:
         target = posixpath.join(self.path, PENDING_FILE)
         try:
             if left:
-                self._save(target, json.dumps(left).encode("utf-8"))
+                write_whole(self.fs, self.path, PENDING_FILE, json.dumps(left).encode("utf-8"))
             elif self.fs.get_file_info(target).type == pyarrow.fs.FileType.File:
                 self.fs.delete_file(target)
         except OSError as exc:
             raise storage_error("the writes MLflow has not taken could not be saved", target, exc) from exc
         return not left
-
-    def _save(self, target: str, data: bytes) -> None:
-        """Replace ``target`` whole or not at all: locally a temporary file renamed over it; elsewhere one PUT."""
-        if isinstance(self.fs, pyarrow.fs.LocalFileSystem):
-            with atomic_write(Path(target)) as out:
-                out.write(data)
-            return
-        self.fs.create_dir(self.path, recursive=True)
-        with self.fs.open_output_stream(target) as out:
-            out.write(data)
 
     def load(self, runs: Collection[str], register: str | None = None) -> int:
         """Queue the writes an earlier session saved (before any new one); how many. Anyone who can write the folder
