@@ -81,7 +81,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                    "default: all)")
     p.add_argument("--sweeps", nargs="+", default=None, metavar="SWEEP",
                    help="sweep names, name prefixes or parent run ids (default: all)")
-    p.add_argument("--format", choices=("md", "csv"), default="md")
+    p.add_argument("--format", choices=("md", "csv"), default="md", help="md: Markdown tables, csv: comma-separated "
+                   "(default: %(default)s)")
     p.add_argument("--out", default=None, help="write the table to this file instead of printing it")
     p.add_argument("--plots", default=None, metavar="DIR", help="also write comparison PNGs to DIR")
     p.add_argument("--mixed-protocols", action="store_true", help="show figures of one metric measured under "
@@ -96,7 +97,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_id", help="an MLflow run id: a trial's child run or a sweep's parent run")
     p.add_argument("dest", help="destination folder")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help="default: %(default)s")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace a destination folder that is not empty (its "
+                   "files are deleted first)")
     p.set_defaults(handler=cmd_export)
 
 

@@ -44,7 +44,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-length", type=int, default=None,
                    help="tokens per sentence (default: a saved model's own, else the model's token limit)")
-    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=128, help="sentences per encoding batch (default: %(default)s)")
     add_senteval_options(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when present)")
     p.add_argument("--out", default=None, help="write the result as JSON (.json: metrics, each metric's protocol "

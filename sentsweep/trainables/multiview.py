@@ -71,7 +71,8 @@ class MultiviewConfig(TrialConfig):
         "expansion only) or vectors (word_vectors where they have the word, their width)")
     lowercase: bool | None = Field(None, description="lowercase words before lookup (null: when the word vectors "
                                    "are uncased, or there are none)")
-    corpus: str = Field("enwiki", description="registered corpora or text files, comma-separated; a file is read as "
+    corpus: str = Field("enwiki", description="registered corpora of the data directory (enwiki, brown, ptb-train, "
+                        "ptb-valid, ptb-test), prepared:NAME or text files, comma-separated; a file is read as "
                         "titled documents (blank lines between documents, a '# ' line opening one is its title)")
     max_sentences: int | None = Field(None, ge=2, description="train on the corpus's first N sentences (null: all)")
     constituency: str = Field("derived", description="constituency trees: derived (from the dependency parse), "

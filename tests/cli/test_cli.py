@@ -18,6 +18,22 @@ def test_parser_knows_the_commands() -> None:
     assert args.overrides == ["lr=1e-5", "loss=mse"]
 
 
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    """`sentsweep COMMAND --help` explains each option: none is listed without a line of help."""
+    import argparse
+
+    def bare(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [name for cmd, sub in action.choices.items() for name in bare(sub, f"{path} {cmd}")]
+            elif action.option_strings and action.dest != "help" and not action.help:
+                found.append(f"{path} {action.option_strings[0]}")
+        return found
+
+    assert bare(build_parser(), "sentsweep") == []
+
 def test_bad_yaml_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("method: cosent\nlr: [1, 2\nloss: mse\n")

@@ -124,6 +124,22 @@ def test_trial_settings_are_checked_against_the_method_before_ray_starts():
     trainable, space = resolve_specs(searched, "sweep.yaml")
     with pytest.raises(ConfigError, match="'lr' is set by space 'cosent'"):
         validate_trials(searched, trainable, space, "sweep.yaml")
+    assert "search_space: {base: cosent, lr: VALUE}" in str(_error_of(validate_trials, searched, trainable, space))
+    written = SweepConfig(name="s", method="cosent", fixed={"lr": 1e-5},
+                          search_space={"lr": {"loguniform": [1e-5, 1e-4]}})
+    trainable, space = resolve_specs(written, "sweep.yaml")  # a space written here has no shipped base to name
+    message = str(_error_of(validate_trials, written, trainable, space))
+    assert "'lr' is set by space 'custom'" in message and "add 'lr: VALUE' under search_space" in message
+    assert "base: custom" not in message
+    on_base = written.model_copy(update={"search_space": {"base": "cosent", "scale": 30.0}})
+    trainable, space = resolve_specs(on_base, "sweep.yaml")  # on top of a shipped space: one more entry too
+    assert "add 'lr: VALUE' under search_space" in str(_error_of(validate_trials, on_base, trainable, space))
+
+
+def _error_of(check, *args) -> ConfigError:
+    with pytest.raises(ConfigError) as err:
+        check(*args, "sweep.yaml")
+    return err.value
 
 
 def test_unknown_method_or_space_names_the_field_and_file():

@@ -32,3 +32,13 @@ def test_every_field_has_a_meaning_and_a_row() -> None:
     assert "| `pooling` | text or null | `null` | `cls`, `mean`, `max`, `first_last` |" in text
     for name in SEARCH_SPACES:
         assert f"| `{name}` |" in text
+
+
+def test_the_corpus_fields_name_every_registered_corpus() -> None:
+    """The SNCSE and multi-view `corpus` fields list the corpora a config may name, as the registry holds them."""
+    from sentsweep.data.registry import REGISTRY
+
+    corpora = [info.name for info in REGISTRY.values() if info.kind == "corpus"]
+    for method in ("sncse", "multiview"):
+        meaning = METHODS[method].config_cls.model_fields["corpus"].description
+        assert f"({', '.join(corpora)})" in meaning and "prepared:NAME" in meaning, (method, meaning)

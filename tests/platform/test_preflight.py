@@ -180,6 +180,20 @@ def test_an_empty_training_set_names_its_file_and_field(tmp_path, tiny_bert_dir)
     assert err.value.file == str(train) and str(err.value).startswith(f"{train}: ")
 
 
+def test_an_unknown_corpus_names_its_field_and_the_names_it_takes(tiny_bert_dir) -> None:
+    """A corpus that is neither registered nor a file: the field that set it, the value and the registered names."""
+    from sentsweep.platform.driver.preflight import check_data
+    from sentsweep.trainables.registry import METHODS
+
+    trial = METHODS["sncse"].parse({"model": str(tiny_bert_dir), "corpus": "no-such-corpus", "lambda": 1e-3,
+                                    "lr": 1e-5, "batch_size": 16})
+    with pytest.raises(DataError) as err:
+        check_data(trial, lambda name: f"fixed.{name}")
+    message = str(err.value)
+    assert message.startswith("field 'fixed.corpus': 'no-such-corpus' is neither a registered corpus"), message
+    assert "enwiki" in message and "prepared:NAME" in message
+
+
 def test_a_resume_whose_tracking_server_is_down_says_so_in_one_line(tmp_path, capsys) -> None:
     """The manifest's server does not answer: one line naming it, exit 2, the folder untouched (no lock)."""
     from sentsweep.cli import main

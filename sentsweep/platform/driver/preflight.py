@@ -230,8 +230,10 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
     else:
         given = Path(name).expanduser()
         path = given if given.is_file() else datasets.resolve_data_dir(data_dir).path(given)
-        if not path.is_file():
-            datasets.corpus(name, data_dir=data_dir)  # raises the loader's own DataError, naming the file
+        if not path.is_file():  # no file to name: the error names the value, and the field names where it is set
+            known = ", ".join(info.name for info in REGISTRY.values() if info.kind == "corpus")
+            raise DataError(f"'{name}' is neither a registered corpus ({known}), nor {PREPARED_PREFIX}NAME, nor a "
+                            "text file (a relative path is read from the working directory, then the data directory)")
     try:
         with path.open(encoding="utf-8") as handle:
             lines = list(itertools.islice(handle, CORPUS_HEAD_LINES))

@@ -106,9 +106,11 @@ def validate_trials(config: SweepConfig, trainable: TrainableLike, space: Search
     searched = sorted(set(config.fixed) & set().union(*points, fixed_here))
     if searched:
         name = searched[0]
+        # a space written in the config takes the value as one more entry; a shipped one becomes the base of one
+        where = f"add '{name}: VALUE' under search_space" if isinstance(config.search_space, dict) else \
+            f"search_space: {{base: {config.space_name}, {name}: VALUE}}"
         raise ConfigError(f"'{name}' is set by space '{space.name}'; remove it from fixed, or fix it in the space: "
-                          f"search_space: {{base: {config.space_name.removesuffix('+custom')}, {name}: VALUE}}",
-                          field=f"fixed.{name}", file=source)
+                          f"{where}", field=f"fixed.{name}", file=source)
     try:
         return [trainable.config_cls.model_validate({**trial_param_space(config), **fixed_here, **point})
                 for point in points]
