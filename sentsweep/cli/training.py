@@ -222,7 +222,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"  step {int(row['step']):>6}  train_loss {row.get('train_loss', float('nan')):.4f}  {dev}")
     print("\nfinal (best checkpoint):")
     for key, value in sorted(final.items()):
-        print(f"  {key:<16} {value:.2f}")
+        if key not in ("final", "step"):  # the sweep's marker of a last report; the step is the curve's
+            print(f"  {key:<16} {value:.2f}")
     print(f"\nwrote {output}/ (best/, history.jsonl, final_metrics.json)")
     return 0
 

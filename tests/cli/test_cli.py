@@ -148,3 +148,15 @@ def test_python_dash_m_runs_the_same_command() -> None:
     assert out.stdout.strip() == f"sentsweep {__version__}"
     bad = subprocess.run([sys.executable, "-m", "sentsweep.cli", "sweep"], capture_output=True, text=True)
     assert bad.returncode == 2 and "the following arguments are required: config" in bad.stderr
+
+
+def test_train_prints_the_dev_curve_and_the_final_figures_only(tiny_bert_dir: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(f"method: cosent\nmodel: {tiny_bert_dir}\nmax_steps: 2\neval_every: 2\nmax_train_pairs: 16\n"
+                   "max_dev_pairs: 16\ntest_tasks: stsb_test\nbatch_size: 8\ndevice: cpu\n")
+    assert main(["train", str(cfg), "--output", str(tmp_path / "out")]) == 0
+    final = capsys.readouterr().out.split("final (best checkpoint):")[1].split("\nwrote ")[0]
+    shown = [line.split()[0] for line in final.strip().splitlines()]
+    assert "stsb_test" in shown and "stsb_dev" in shown
+    assert "final" not in shown and "step" not in shown  # the sweep's bookkeeping, not a figure
