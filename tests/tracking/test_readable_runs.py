@@ -148,6 +148,8 @@ def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
 
     trials = [_Trial("a", "RUNNING", {"stsb_dev": 60.0}), _Trial("b", "RUNNING", {"best_stsb_dev": 80.0})]
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)
+    trials[1].status = "TERMINATED"  # stopped by the scheduler before its last report: it cannot win
+    assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02, pruned", 80.0)
 
 
 def test_a_trial_keeps_its_label_when_a_resume_reorders_tunes_trials() -> None:

@@ -102,7 +102,10 @@ class ProgressCallback(Callback):
             if isinstance(value, int | float) and not math.isnan(value) and (
                     found is None or (value > found[1] if self.mode == "max" else value < found[1])):
                 found = (trial, float(value))
-        return None if found is None else (label_of(trials, found[0], self.label_prefix), found[1])
+        if found is None:
+            return None
+        label, outcome = label_of(trials, found[0], self.label_prefix), trial_outcome(found[0])
+        return (f"{label}, {outcome}" if outcome in ("pruned", "failed") else label), found[1]  # it cannot win
 
     def _print(self, trials: list[Trial], ending: Trial | None = None) -> None:
         self._last = time.monotonic()
