@@ -170,3 +170,11 @@ def test_a_local_sweeps_trials_get_storage_keys_that_no_ray_log_or_actor_spec_ho
     seen, held = _run_tune_probe(tmp_path, secrets)
     assert seen == "trial AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY,AWS_SESSION_TOKEN"
     assert held == []
+
+
+def test_a_local_sweeps_trials_never_hold_the_tracking_databases_password(tmp_path) -> None:
+    """A ``postgresql://user:PASSWORD@db/mlflow`` tracking URI leaves its password in ``PGPASSWORD``, a credential of
+    the tracking store, which only the driver writes to: no trial of the sweep's own Ray sees it."""
+    seen, held = _run_tune_probe(tmp_path, {"PGPASSWORD": "pg-" + uuid.uuid4().hex})
+    assert seen.split() == ["trial"]
+    assert held == []
