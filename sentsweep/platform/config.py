@@ -128,6 +128,17 @@ class SweepConfig(ConfigSection):
             raise ValueError("use letters, digits, '.', '_' and '-' (it names a folder and a run)")
         return value
 
+    @field_validator("register_model")
+    @classmethod
+    def _check_model_name(cls, value: str | None) -> str | None:
+        """MLflow's rules for a registered model's name, checked before the sweep rather than at its end, and no
+        quote: the driver looks the model's versions up by a filter that quotes the name."""
+        if value is not None and (not value.strip() or any(c in value for c in "/:'") or value == "."
+                                  or value.startswith("..")):
+            raise ValueError("a registered model's name must not be blank, hold '/', ':' or a quote, be '.' or "
+                             "begin with '..'")
+        return value
+
     @field_validator("final_tasks")
     @classmethod
     def _strip_tasks(cls, value: str) -> str:

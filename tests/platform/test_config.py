@@ -85,6 +85,11 @@ def test_defaults_and_nested_sections(tmp_path):
     (MINIMAL + "storage_path: gs://bucket/sweeps\n", "storage_path", "use a local folder or an s3:// URI"),
     ("name: bad name\nmethod: cosent\n", "name", "letters, digits"),
     ("method: cosent\n", "name", "Field required"),
+    (MINIMAL + "register_model: team/cosent\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: 'cosent:v1'\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: \"it's\"\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: '..cosent'\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: ' '\n", "register_model", "a registered model's name"),
 ])
 def test_errors_name_the_field_and_the_file(tmp_path, text, field, words):
     path = _write(tmp_path, text)
