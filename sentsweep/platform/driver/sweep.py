@@ -77,7 +77,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     """Run a sweep to its end; ``source`` (the YAML path) is named in config errors. ``trainable`` and ``space``
     default to the registries' entries; ``address`` names a Ray cluster (default: the running or a new local Ray).
     SIGINT or SIGTERM raise :class:`SweepInterrupted` once Tune saved its state."""
-    config = config.resolved()
+    config = config.resolved(source=source)
     worker_env = config.worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, source, trainable, space)
     trials = validate_trials(config, trainable, space, source)
