@@ -12,9 +12,9 @@ DEFAULT_ARTIFACTS = "./mlartifacts"
 
 
 class ConfigSection(BaseModel):
-    """A part of the sweep config: unknown fields are errors."""
+    """A part of the sweep config: unknown fields are errors, and so are infinite numbers and NaN."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
 
 
 class SchedulerConfig(ConfigSection):
