@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,21 @@ def reload_auth_settings() -> None:
 
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
+
+
+@contextlib.contextmanager
+def tune_propagating_none_of(names: Collection[str]) -> Iterator[None]:
+    """Inside the block, Ray Tune copies none of the variables ``names`` from the driver's environment into the
+    runtime_env of the trial actors it creates (it copies ``AWS_*`` keys, among others, from
+    ``ray.tune.execution.class_cache.ENV_VARS_TO_PROPAGATE``); restored after."""
+    from ray.tune.execution import class_cache
+
+    before = class_cache.ENV_VARS_TO_PROPAGATE
+    class_cache.ENV_VARS_TO_PROPAGATE = frozenset(before) - set(names)
+    try:
+        yield
+    finally:
+        class_cache.ENV_VARS_TO_PROPAGATE = before
 
 
 def with_checkpoint(result: Any, checkpoint: Any) -> Any:

@@ -141,7 +141,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         refuse_unchangeable(args.allow_change, args.config)  # also when nothing is resumed: a mistake either way
         with explain_refused_credentials(config.tracking.uri):
-            folder = interrupted_sweep(config.resolved())
+            folder = interrupted_sweep(config.resolved(source=args.config))
         if folder is not None:
             print(f"continuing the interrupted sweep {folder}")
             outcome = resume_sweep(folder, endpoint_url=config.storage_endpoint_url, config=config,

@@ -77,7 +77,11 @@ def store_at(uri: str) -> Store:
 
 
 def dataset_store(name: str, root: str | None = None) -> Store:
-    """The folder of dataset ``name`` under ``root`` (default: :func:`default_root`)."""
+    """The folder of dataset ``name`` under ``root`` (default: :func:`default_root`); a name that is not one plain
+    folder name (``..``, ``a/b``, ``.hidden``) is a :class:`DataError`: publishing replaces the folder it names."""
+    if not FILE_NAME.fullmatch(name):
+        raise DataError(f"{name!r} is not a dataset's name: letters, digits, '.', '_' and '-', a letter or digit "
+                        "first (it names one folder under the storage root)")
     base = store_at(root or default_root())
     uri = base.uri.split("?", 1)
     joined = uri[0].rstrip("/") + "/" + name + (f"?{uri[1]}" if len(uri) == 2 else "")

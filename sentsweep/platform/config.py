@@ -128,6 +128,17 @@ class SweepConfig(ConfigSection):
             raise ValueError("use letters, digits, '.', '_' and '-' (it names a folder and a run)")
         return value
 
+    @field_validator("register_model")
+    @classmethod
+    def _check_model_name(cls, value: str | None) -> str | None:
+        """MLflow's rules for a registered model's name, checked before the sweep rather than at its end, and no
+        quote: the driver looks the model's versions up by a filter that quotes the name."""
+        if value is not None and (not value.strip() or any(c in value for c in "/:'") or value == "."
+                                  or value.startswith("..")):
+            raise ValueError("a registered model's name must not be blank, hold '/', ':' or a quote, be '.' or "
+                             "begin with '..'")
+        return value
+
     @field_validator("final_tasks")
     @classmethod
     def _strip_tasks(cls, value: str) -> str:
@@ -234,10 +245,20 @@ class SweepConfig(ConfigSection):
         return (f"{sampler}; {stopping}; the search ends once Optuna's {bound} over at least {c.min_trials} "
                 f"finished trials is below {noise}")
 
-    def resolved(self, base: Path | None = None, environ: MutableMapping[str, str] | None = None) -> SweepConfig:
+    def resolved(self, base: Path | None = None, environ: MutableMapping[str, str] | None = None,
+                 source: str | Path | None = None) -> SweepConfig:
         """A copy with relative local paths made absolute against ``base`` (default: the cwd), and the credentials
         of its URIs moved into ``environ`` (default: this process's, which MLflow, pyarrow and a local Ray read); a
-        variable already set there to another value is a :class:`ConfigError`. Idempotent."""
+        variable already set there to another value is a :class:`ConfigError` (naming ``source``, the config's
+        file). Idempotent."""
+        try:
+            return self._resolved(base, environ)
+        except ConfigError as exc:
+            if exc.file is not None or source is None:
+                raise
+            raise ConfigError(exc.message, field=exc.field, file=source) from None
+
+    def _resolved(self, base: Path | None, environ: MutableMapping[str, str] | None) -> SweepConfig:
         from sentsweep.credentials import CredentialSplit
 
         self.refuse_stray_credentials()

@@ -12,9 +12,9 @@ DEFAULT_ARTIFACTS = "./mlartifacts"
 
 
 class ConfigSection(BaseModel):
-    """A part of the sweep config: unknown fields are errors."""
+    """A part of the sweep config: unknown fields are errors, and so are infinite numbers and NaN."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
 
 
 class SchedulerConfig(ConfigSection):
@@ -159,6 +159,8 @@ class NotifyConfig(ConfigSection):
         if isinstance(data, dict) and "webhook" in data:
             raise ValueError("a webhook URL is a secret and is not written in the config: put it in an environment "
                              "variable and name that with notify.webhook_env")
+        if isinstance(data, dict) and any(key is True for key in data):  # YAML 1.1 reads an unquoted `on:` as true
+            data = {"on" if key is True else key: value for key, value in data.items()}
         return data
 
     @field_validator("webhook_env")

@@ -128,15 +128,17 @@ def _same_number(a: Any, b: Any) -> bool:
 
 
 def number(raw: Any, field: str, what: str) -> float:
-    """``raw`` as a float: YAML reads ``1e-5`` (no dot) as text, which is taken as the number it spells."""
+    """``raw`` as a finite float: YAML reads ``1e-5`` (no dot) as text, which is taken as the number it spells;
+    ``.inf`` and ``.nan`` are refused (Optuna would sample infinities or fail in every trial)."""
     if isinstance(raw, bool):
         raise SpaceSyntaxError(field, f"{what} must be a number, got {raw!r}")
-    if isinstance(raw, int | float):
-        return float(raw)
     try:
-        return float(str(raw))
+        value = float(raw) if isinstance(raw, int | float) else float(str(raw))
     except ValueError:
         raise SpaceSyntaxError(field, f"{what} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise SpaceSyntaxError(field, f"{what} must be a finite number, got {raw!r}")
+    return value
 
 
 def _bound(raw: Any, field: str, what: str) -> Bound:

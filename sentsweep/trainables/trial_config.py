@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 class TrialConfig(BaseModel):
     """Settings every method shares; a method's config subclasses this and adds its own fields."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)  # .inf, .nan: errors
 
     model: str = Field("minilm", description="the encoder to train: an alias (minilm), a local folder or a hub id")
     max_length: int = Field(64, ge=8, description="tokens per training sentence")

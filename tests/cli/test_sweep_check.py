@@ -66,6 +66,26 @@ def test_a_mistake_is_one_line_and_exit_2(name: str, change: dict, field: str, t
     assert err.count("\n") == 1 and err.startswith(f"sentsweep sweep: error: {config}: field '{field}': "), err
 
 
+@pytest.mark.parametrize(("edit", "field"), [
+    ({"model": "https://bob:s3cr3t-Value@hub.example/bert"}, "model"),
+    ({"tracking": {"uri": "http://bob:s3cr3t/Value@127.0.0.1:5000"}}, "tracking.uri"),
+    ({"storage_path": "s3://AKIA:s3cr3t-Value@bucket/x", "warm_start": "s3://AKIB:s3cr3t-Other@bucket/y"},
+     "warm_start"),
+])
+def test_a_credential_mistake_is_one_line_naming_the_file_without_the_secret(
+        edit: dict, field: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A URI's login the sweep cannot take (in a field that is no URI field, with an unencoded '/', differing from
+    another field's): exit 2, one line naming the file and the field, never the secret."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "creds.yaml"
+    config.write_text(yaml.safe_dump({"name": "creds", "method": "cosent", **edit}), encoding="utf-8")
+    code, out, err = _check(config, tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == "" and "s3cr3t" not in err
+    assert err.count("\n") == 1 and err.startswith(f"sentsweep sweep: error: {config}: field '{field}': "), err
+
+
 @pytest.mark.parametrize(("edit", "line"), [
     ({"num_sample": 3}, "field 'num_sample': unknown field; did you mean 'num_samples'?"),
     ({"fixed": {"max_step": 8}}, "field 'fixed.max_step': unknown field; did you mean 'max_steps'?"),

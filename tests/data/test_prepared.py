@@ -230,6 +230,26 @@ def test_cli_prepare_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "a dataset of your own needs --from PATH (or --hub REPO) and --kind" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["..", ".", "../outside", "a/b", ".hidden"])
+def test_a_dataset_name_that_is_no_folder_name_is_one_line_and_touches_nothing(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A name is one folder under the root: ``..`` named the root's parent, which publishing replaced (deleting what
+    it held), and ``../outside`` wrote beside the root."""
+    source = tmp_path / "w.txt"
+    source.write_text("one\ntwo\n")
+    root = tmp_path / "area" / "prepared"
+    root.mkdir(parents=True)
+    (root / "kept.txt").write_text("kept")
+    (tmp_path / "area" / "kept.txt").write_text("kept")
+    argv = ["data", "prepare", name, "--to", str(root), "--from", str(source), "--kind", "corpus", "--format", "lines",
+            "--force"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "a dataset's name" in err, err
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "area", "area/kept.txt", "area/prepared", "area/prepared/kept.txt", "w.txt"]
+
+
 def test_the_sweep_preflight_opens_a_prepared_corpus(tmp_path: Path) -> None:
     from sentsweep.platform.driver.preflight import _check_corpus_head
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import optuna
 import torch
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
@@ -37,6 +37,8 @@ from sentsweep.trainables.trial_config import TrialConfig
 
 class ToyConfig(TrialConfig):
     """Trial settings of the toy method (``model`` must be a local tiny BERT folder)."""
+
+    model_config = ConfigDict(allow_inf_nan=True)  # a NaN dev_penalty makes every dev figure NaN
 
     pooling: Literal["cls", "mean", "max", "first_last"] = "mean"
     scale: float = Field(1.0, gt=0)

@@ -85,6 +85,13 @@ def test_defaults_and_nested_sections(tmp_path):
     (MINIMAL + "storage_path: gs://bucket/sweeps\n", "storage_path", "use a local folder or an s3:// URI"),
     ("name: bad name\nmethod: cosent\n", "name", "letters, digits"),
     ("method: cosent\n", "name", "Field required"),
+    (MINIMAL + "stop_grace_s: .inf\n", "stop_grace_s", "finite number"),
+    (MINIMAL + "budget: {gpu_hours: .nan}\n", "budget.gpu_hours", "finite number"),
+    (MINIMAL + "register_model: team/cosent\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: 'cosent:v1'\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: \"it's\"\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: '..cosent'\n", "register_model", "a registered model's name"),
+    (MINIMAL + "register_model: ' '\n", "register_model", "a registered model's name"),
 ])
 def test_errors_name_the_field_and_the_file(tmp_path, text, field, words):
     path = _write(tmp_path, text)
@@ -140,6 +147,15 @@ def _error_of(check, *args) -> ConfigError:
     with pytest.raises(ConfigError) as err:
         check(*args, "sweep.yaml")
     return err.value
+
+
+@pytest.mark.parametrize("fixed", [{"lr": float("inf")}, {"scale": float("nan")}])
+def test_a_trial_setting_that_is_no_finite_number_names_the_field_before_ray_starts(fixed):
+    config = SweepConfig(name="s", method="cosent", fixed=fixed)
+    with pytest.raises(ConfigError, match="finite number") as err:
+        trainable, space = resolve_specs(config, "sweep.yaml")
+        validate_trials(config, trainable, space, "sweep.yaml")
+    assert err.value.field == f"fixed.{next(iter(fixed))}" and err.value.file == "sweep.yaml"
 
 
 def test_unknown_method_or_space_names_the_field_and_file():

@@ -56,3 +56,20 @@ def test_exporting_a_run_without_a_sentence_transformers_form_names_the_run(trac
     assert message.startswith(f"run {run}: a multi-view model") and "\n" not in message
     assert f"mlflow artifacts download -r {run} -a best" in message and "/tmp" not in message.replace(str(run), "")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("dest", ["a-file", "a-file/model"])
+def test_a_destination_in_the_way_of_a_file_is_one_line_and_the_file_stays(tracking_uri, tmp_path, dest) -> None:
+    """A destination that is a file, or lies under one, is a mistake of the command line: one line naming the
+    destination (not an unexpected error), and the file is untouched."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    run = client.create_run(client.create_experiment("e")).info.run_id
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    client.log_artifacts(run, str(model), "best_model")
+    (tmp_path / "a-file").write_text("keep", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a folder") as err:
+        export_run(client, run, tmp_path / dest, overwrite=True)
+    assert err.value.field == "DEST" and err.value.file == str(tmp_path / dest)
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "keep"

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +125,56 @@ def test_a_local_sweeps_ray_inherits_neither_the_tracking_credentials_nor_the_we
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-3:] == [
         "task []", "processes []", "after ['MLFLOW_TRACKING_PASSWORD', 'SWEEP_HOOK_URL']"]
+
+
+#: Runs one Tune trial in the sweep's own local Ray with storage keys and a database password in the driver's
+#: environment, and prints which of them the trial sees.
+TUNE_SECRETS_PROBE = """
+import os, ray
+from ray import tune
+from sentsweep.platform.driver.ray_session import ray_session
+NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "PGPASSWORD")
+def trial(config):
+    tune.report({"seen": ",".join(name for name in NAMES if name in os.environ)})
+with ray_session():
+    grid = tune.Tuner(trial, run_config=tune.RunConfig(storage_path=os.environ["PROBE_STORAGE"], verbose=0)).fit()
+    print("trial", grid[0].metrics["seen"])
+"""
+
+
+
+def _run_tune_probe(tmp_path: Path, secrets: dict[str, str]) -> tuple[str, list[str]]:
+    """What :data:`TUNE_SECRETS_PROBE` prints last with ``secrets`` in the driver's environment, and the files of its
+    Ray session that hold one of them (as ``FILE: NAME``)."""
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ssray-", dir="/tmp"))  # short: Ray's socket paths must fit 107 chars
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_ADDRESS")}
+    env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=repo_pythonpath(), RAY_TMPDIR=str(ray_tmp),
+               PROBE_STORAGE=str(tmp_path / "results"), **secrets)
+    try:
+        done = subprocess.run([sys.executable, "-c", TUNE_SECRETS_PROBE], env=env, capture_output=True, text=True,
+                              timeout=300, cwd=REPO)
+        assert done.returncode == 0, done.stderr[-2000:]
+        held = sorted(f"{path.relative_to(ray_tmp)}: {name}" for path in ray_tmp.rglob("*") if path.is_file()
+                      for name, value in secrets.items() if value.encode() in path.read_bytes())
+        return done.stdout.splitlines()[-1], held
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_a_local_sweeps_trials_get_storage_keys_that_no_ray_log_or_actor_spec_holds(tmp_path) -> None:
+    """Ray Tune copies the driver's ``AWS_*`` keys into every trial actor's runtime_env, which Ray's runtime-env
+    agent writes to its log in the session folder and its State API shows. The trials of the sweep's own Ray inherit
+    the keys from the driver instead (they write checkpoints to S3): no file of the session holds them."""
+    secrets = {"AWS_ACCESS_KEY_ID": "AKIAPROBE" + uuid.uuid4().hex[:8],
+               "AWS_SECRET_ACCESS_KEY": "aws-" + uuid.uuid4().hex, "AWS_SESSION_TOKEN": "tok-" + uuid.uuid4().hex}
+    seen, held = _run_tune_probe(tmp_path, secrets)
+    assert seen == "trial AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY,AWS_SESSION_TOKEN"
+    assert held == []
+
+
+def test_a_local_sweeps_trials_never_hold_the_tracking_databases_password(tmp_path) -> None:
+    """A ``postgresql://user:PASSWORD@db/mlflow`` tracking URI leaves its password in ``PGPASSWORD``, a credential of
+    the tracking store, which only the driver writes to: no trial of the sweep's own Ray sees it."""
+    seen, held = _run_tune_probe(tmp_path, {"PGPASSWORD": "pg-" + uuid.uuid4().hex})
+    assert seen.split() == ["trial"]
+    assert held == []

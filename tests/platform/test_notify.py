@@ -181,6 +181,18 @@ def test_without_the_variable_nothing_is_sent_and_it_is_said_once() -> None:
     assert SweepConfig.model_validate({"name": "d", "method": "cosent"}).notify.webhook_env is None  # off by default
 
 
+def test_the_events_as_the_docs_write_them_in_yaml_are_read(tmp_path: Path) -> None:
+    """YAML 1.1 reads an unquoted ``on`` key as the boolean true: ``notify: {webhook_env: ..., on: [...]}``, as
+    docs/architecture.md writes it, still names the events."""
+    from sentsweep.platform.config import load_sweep_config
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"name: demo\nmethod: cosent\nnotify: {{webhook_env: {ENV}, on: [end, interrupted]}}\n")
+    assert load_sweep_config(path).notify.on == ["end", "interrupted"]
+    path.write_text(f"name: demo\nmethod: cosent\nnotify:\n  webhook_env: {ENV}\n  on: [budget]\n")
+    assert load_sweep_config(path).notify.on == ["budget"]
+
+
 def test_the_url_itself_is_refused_in_the_config_without_repeating_it() -> None:
     url = f"https://hooks.slack.com/services/{SECRET}"
     for notify in ({"webhook": url}, {"webhook_env": url}):

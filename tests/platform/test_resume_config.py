@@ -105,3 +105,21 @@ def test_a_failed_restore_leaves_the_parent_as_it_was(tmp_path, tiny_bert_dir, t
                      echo=lambda line: None)
     parent = MlflowClient(tracking_uri=tracking_uri).get_run(sweep.run_id)
     assert parent.info.status == "KILLED" and parent.data.tags[STATUS_TAG] == "interrupted"
+
+
+def test_an_override_carrying_a_login_names_the_sweep_folder_and_the_field(tmp_path) -> None:
+    """``resume DIR --set model=https://user:PASSWORD@...``: one line naming the folder and the field, never the
+    password, before anything is contacted."""
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.location import SweepManifest, locate
+
+    config = _config(storage_path=str(tmp_path)).resolved(tmp_path, environ={})
+    location = locate(str(tmp_path / "demo-20260101-000000"))
+    location.write_manifest(SweepManifest(sweep_name=location.name, config=config.model_dump(mode="json"),
+                                          parent_run_id="0" * 32, experiment_id="1",
+                                          tracking_uri=config.tracking.uri, created=0.0), config)
+    with pytest.raises(ConfigError) as err:
+        resume_sweep(location.uri, overrides=["model=https://bob:s3cr3t-Value@hub.example/bert"],
+                     echo=lambda line: None)
+    assert (err.value.field, err.value.file) == ("model", location.uri)
+    assert "s3cr3t" not in str(err.value) and "user-info" in str(err.value)

@@ -250,7 +250,7 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     started, locked or left written. A failure raises the same one-line error a sweep would."""
     from sentsweep.data.source import DATA_ENV, resolve_data_dir
 
-    resolved = config.resolved()
+    resolved = config.resolved(source=source)
     trainable, space = resolve_specs(resolved, source)
     trials = validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentsweep._compat.ray import reload_auth_settings, set_single_machine
-from sentsweep.credentials import RAY_AUTH_MODE_ENV, RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV
+from sentsweep._compat.ray import reload_auth_settings, set_single_machine, tune_propagating_none_of
+from sentsweep.credentials import ACCESS_KEY, RAY_AUTH_MODE_ENV, RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV, SECRET_KEY
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import joins_ray_cluster
 from sentsweep.platform.tracking.store import hidden_from_workers
@@ -29,6 +29,10 @@ logger = logging.getLogger(__name__)
 #: teardown on a loaded node: closing its MLflow run, removing its work folder; a reset that times out fails
 #: the next trial with "Trainable runner reuse requires reset_config()").
 WORKER_ENV = {"TUNE_FUNCTION_THREAD_TIMEOUT_S": "120"}
+#: Storage keys Ray Tune would copy from the driver's environment into every trial actor's runtime_env, which Ray's
+#: runtime-env agent logs and its State API shows: a local Ray's trials inherit them, a cluster's nodes hold their own
+#: (or get them with ``--forward-credentials``, in the job's runtime_env).
+TUNE_HELD_BACK = (ACCESS_KEY, SECRET_KEY, "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
 #: Ray's switch between single-machine mode (``"0"``: loopback) and cluster mode.
 CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: The file in a Ray session folder naming the sentsweep driver that started that Ray.
@@ -42,14 +46,16 @@ def ray_session(address: str | None = None, *, log_to_driver: bool = False,
                 env: Mapping[str, str] | None = None, hide: Collection[str] = ()) -> Iterator[None]:
     """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a new local one, never a cluster
     somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``. A local Ray's
-    processes inherit neither the tracking credentials nor the variables ``hide`` names (the driver's alone)."""
+    processes inherit neither the tracking credentials nor the variables ``hide`` names (the driver's alone). Ray
+    Tune's trials get none of :data:`TUNE_HELD_BACK` in their runtime_env."""
     import ray
 
     if ray.is_initialized():
-        yield
+        with tune_propagating_none_of(TUNE_HELD_BACK):
+            yield
         return
     joins = joins_ray_cluster(address)
-    with contextlib.nullcontext() if joins else local_ray_settings():
+    with contextlib.nullcontext() if joins else local_ray_settings(), tune_propagating_none_of(TUNE_HELD_BACK):
         with contextlib.nullcontext() if joins else hidden_from_workers(hide):
             context = ray.init(address=address if joins else "local", include_dashboard=False,
                                log_to_driver=log_to_driver, configure_logging=True, logging_level="WARNING",

@@ -82,7 +82,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     """Run a sweep to its end; ``source`` (the YAML path) is named in config errors. ``trainable`` and ``space``
     default to the registries' entries; ``address`` names a Ray cluster (default: the running or a new local Ray).
     SIGINT or SIGTERM raise :class:`SweepInterrupted` once Tune saved its state."""
-    config = config.resolved()
+    config = config.resolved(source=source)
     worker_env = config.worker_credentials(address, forward_credentials)
     trainable, space = resolve_specs(config, source, trainable, space)
     trials = validate_trials(config, trainable, space, source)
@@ -150,7 +150,10 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         from sentsweep.yaml_io import apply_overrides
 
         given = parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), location.uri)
-        given.refuse_stray_credentials()  # not resolved(): the stored config is; a changed value is checked here
+        try:  # not resolved(): the stored config is; a changed value is checked here
+            given.refuse_stray_credentials()
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field=exc.field, file=location.uri) from None
     # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
     uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))
     config = resume_config(stored, given, allow_change, location.uri)

@@ -26,12 +26,20 @@ ST_SUBDIR = "model.sentence_transformer"
 ST_POOLING = {"cls": "cls", "mean": "mean", "max": "max", "first_last": "mean"}
 
 
+def _refuse_file_in_the_way(dest: Path) -> None:
+    """A :class:`ConfigError` naming ``dest`` when it, or the nearest of its folders that exists, is not a folder."""
+    existing = next((p for p in (dest, *dest.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"{existing} is not a folder", field="DEST", file=dest)
+
+
 def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``weights_dir`` (a :meth:`TransformerEncoder.save` folder) as a sentence-transformers model."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
 
     weights_dir, dest = Path(weights_dir), Path(dest)
+    _refuse_file_in_the_way(dest)
     if (weights_dir / "multiview.json").is_file():
         raise ConfigError("a multi-view model (its own vocabulary, Tree-LSTMs and parser) has no "
                           "sentence-transformers equivalent; use its best/ folder with sentsweep "
@@ -79,6 +87,7 @@ def export_run(client: MlflowClient, run_id: str, dest: str | Path, *, overwrite
     except MlflowException:
         raise ConfigError(f"no run '{run_id}' in {client.tracking_uri}", field="RUN_ID") from None
     dest = Path(dest)
+    _refuse_file_in_the_way(dest)
     with tempfile.TemporaryDirectory() as tmp:
         if has_artifact(client, run_id, BEST_WEIGHTS):
             local = client.download_artifacts(run_id, BEST_WEIGHTS, tmp)

@@ -51,9 +51,10 @@ def refuse_sqlite_on_cluster(uri: str, address: str | None = None) -> None:
                           "`mlflow server` and pass its http:// URI", field="tracking.uri")
 
 
-#: MLflow's credential variables: the driver's alone, hidden from a local Ray's processes as they start.
+#: The tracking store's credential variables (MLflow's, and libpq's password of a ``postgresql://`` store): the
+#: driver's alone, hidden from a local Ray's processes as they start.
 TRACKING_CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
-                           "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH")
+                           "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH", "PGPASSWORD")
 
 
 @contextlib.contextmanager
