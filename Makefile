@@ -60,8 +60,8 @@ test-latest: $(VENV_LATEST)/.sentsweep-installed
 test-cluster: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m cluster
 
-# The long integration tests (each over about a minute): sweeps stopped and resumed mid-search, budgets, warm starts,
-# multi-objective sweeps, the STS reference figures. CI runs them after `make test`.
+# The long integration tests (each over about 20 seconds): sweeps stopped and resumed mid-search, budgets, warm
+# starts, multi-objective sweeps, the STS reference figures, the CoSENT bench. CI runs them after `make test`.
 test-slow: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m "slow and not cluster"
 

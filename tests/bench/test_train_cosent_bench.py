@@ -7,9 +7,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tools.harness.processes import REPO, repo_pythonpath
 
 
+@pytest.mark.slow
 def test_the_cosent_bench_runs_every_side_in_its_own_process_and_prints_the_ratios() -> None:
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     done = subprocess.run([sys.executable, "-m", "bench.train_cosent", "--pairs", "32", "--warmup-pairs", "0",

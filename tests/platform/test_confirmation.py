@@ -265,6 +265,7 @@ def test_a_stage_that_never_runs_leaves_no_scheduled_run(tmp_path, tiny_bert_dir
     assert run.data.tags[REASON_TAG].startswith("the confirmation stage did not run")
 
 
+@pytest.mark.slow
 def test_a_stopped_sweep_ends_its_scheduled_stage_run_and_a_resume_runs_it(tmp_path, tiny_bert_dir, tracking_uri,
                                                                           ray_session):
     """A sweep stopped mid-search (SIGINT) ends the stage's scheduled run KILLED, saying a resume runs the stage; the

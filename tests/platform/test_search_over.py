@@ -5,6 +5,7 @@ the toy method)."""
 
 from __future__ import annotations
 
+import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.location import locate
@@ -17,6 +18,7 @@ def _attempts(client: MlflowClient, experiment_id: str, parent: str) -> dict[str
     return {run.info.run_id: run.data.tags[ATTEMPT_TAG] for run in runs}
 
 
+@pytest.mark.slow
 def test_a_resume_after_the_search_ended_reads_its_results_back(tmp_path, tiny_bert_dir, tracking_uri,
                                                                 ray_session) -> None:
     from sentsweep.platform.driver.sweep import resume_sweep, run_sweep

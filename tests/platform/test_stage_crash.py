@@ -15,6 +15,7 @@ from sentsweep.platform.confirm.stage import STAGE_DIR, STATE_FILE
 from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, ROLE_TAG
 
 
+@pytest.mark.slow
 def test_a_stage_killed_before_its_first_snapshot_runs_on_resume(tmp_path, tiny_bert_dir, tracking_uri,
                                                                  ray_session) -> None:
     from sentsweep.platform.driver.sweep import resume_sweep, run_sweep
