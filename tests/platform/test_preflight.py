@@ -216,6 +216,20 @@ def test_a_resume_whose_tracking_server_is_down_says_so_in_one_line(tmp_path, ca
     assert sorted(p.name for p in (tmp_path / "ray_results" / "down").iterdir()) == before
 
 
+@pytest.mark.parametrize("command", [["compare"], ["export", "0" * 32, "out"]])
+def test_reading_runs_from_a_server_that_does_not_answer_is_one_line_at_once(tmp_path, capsys, monkeypatch,
+                                                                             command) -> None:
+    """``compare`` and ``export`` ask the server once, without MLflow's retries (minutes), and say so in one line."""
+    from sentsweep.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"http://127.0.0.1:{_free_port()}"
+    assert main([*command, "--tracking-uri", uri]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"MLflow server {uri} does not answer" in err[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
 
 @pytest.mark.parametrize(("overrides", "field"), [({"fixed": {"test_tasks": "stsb_tst"}}, "fixed.test_tasks"),
                                                   ({"final_tasks": "stsbb"}, "final_tasks")])

@@ -63,7 +63,6 @@ from sentsweep.platform.search.searcher import build_searcher, mark_search_over,
 from sentsweep.platform.search.study_store import StudyStore, load_study
 from sentsweep.platform.search.warm_start import load_history, measured_data
 from sentsweep.platform.tracking.parent_run import SweepRun, run_page
-from sentsweep.platform.tracking.reachability import refuse_unanswered_store
 from sentsweep.platform.tracking.run_writes import failing_quickly
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
@@ -165,7 +164,6 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     refuse_sqlite_on_cluster(uri, address)
     refuse_unanswered_ray(address)
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
-    refuse_unanswered_store(uri)
     with explain_refused_credentials(uri):
         refuse_foreign_parent(client, manifest, location)
     refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled

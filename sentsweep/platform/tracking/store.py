@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from sentsweep.data.cache import file_lock
 from sentsweep.errors import ConfigError
+from sentsweep.platform.tracking.reachability import refuse_unanswered_store
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -69,11 +70,13 @@ def hidden_from_workers(also: Collection[str] = ()) -> Iterator[None]:
 
 
 def open_client(uri: str) -> MlflowClient:
-    """A client on an existing tracking store: a missing sqlite file is an error, not a new database."""
+    """A client on an existing tracking store: a missing sqlite file is an error, not a new database, and so is a
+    server whose store does not answer now (each call would wait out MLflow's retries)."""
     from mlflow import MlflowClient
 
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
                           field="--tracking-uri")
+    refuse_unanswered_store(uri)
     return MlflowClient(tracking_uri=uri)
