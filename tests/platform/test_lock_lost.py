@@ -127,3 +127,43 @@ def test_a_sweep_whose_lock_was_taken_over_stops_and_leaves_the_parent_to_the_ne
     assert not [key for key in parent.data.metrics if key.startswith("trials_")], "no totals of a sweep not held"
     runs = client.search_runs([parent.info.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     assert runs and not [r for r in runs if r.data.tags.get(REASON_TAG, "").startswith("interrupted with the sweep")]
+
+
+def test_a_driver_that_loses_its_lock_during_finalize_stops_before_the_test_suite(
+        tmp_path, tiny_bert_dir, tracking_uri, ray_session, monkeypatch) -> None:
+    """Another driver takes the lock over as finalize names the best trial: the heartbeat finds its record, and
+    finalize stops with :class:`LockLost` before the test suite, the export and the retention, which are the new
+    holder's to run. The checkpoints stay, no model is exported, the parent run stays RUNNING."""
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.platform.folder import lock as sweep_lock
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    monkeypatch.setattr(sweep_lock, "HEARTBEAT_S", 0.2)
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=1, scheduler={"type": "fifo"},
+                        fixed={"max_steps": 2, "eval_every": 2}, plots=False, export=True)
+    lines: list[str] = []
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if not line.startswith("best trial "):
+            return
+        (lock_file,) = (tmp_path / "ray_results").glob(f"*/{LOCK_FILE}")
+        store = LocalLockStore(lock_file)
+        now = time.time()
+        bob = LockRecord("bob", "node-7", 4242, None, "b-token", now, now + 3600)
+        assert store.write(bob.to_bytes(), store.read().version) is not None
+        deadline = time.monotonic() + 30
+        while superseded() is None and time.monotonic() < deadline:  # the driver's next heartbeat
+            time.sleep(0.05)
+
+    with pytest.raises(LockLost, match="bob@node-7"):
+        run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, preflight=False, echo=echo)
+    (folder,) = [p for p in (tmp_path / "ray_results").iterdir() if p.is_dir()]
+    assert not any(line.startswith("best trial on the test suite") for line in lines), lines
+    assert not (folder / "best_model").exists()
+    assert list(folder.glob("*/checkpoint_*")), "the checkpoints are left to the new holder's retention"
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment_id = client.get_experiment_by_name("toy").experiment_id
+    (parent,) = client.search_runs([experiment_id], f"tags.`{ROLE_TAG}` = 'sweep'")
+    assert parent.info.status == "RUNNING"
+    assert not [key for key in parent.data.metrics if key.startswith("final_")]

@@ -15,6 +15,7 @@ from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.driver.specs import describe_settings
+from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
 from sentsweep.platform.location import folder_command
 from sentsweep.platform.report.export import (
@@ -29,6 +30,7 @@ from sentsweep.platform.report.winner import best_label, record_front, report_re
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_keys
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
+from sentsweep.platform.stops import superseded
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.tracking.vocabulary import (
     BEST_LABEL_TAG,
@@ -90,6 +92,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
         sweep.log_metrics({best_key: outcome.best_value})
     echo(f"best trial {label}: {config.metric} {outcome.best_value:.2f} with "
          + describe_settings({k: outcome.best_config[k] for k in varying if k in outcome.best_config}))
+    still_held()  # the test suite, the export and the retention below are the lock holder's alone
     # a local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote
     source = pick_best(checkpoint_folder(best), BestFolder(trial_folder(best).child(BEST_DIR)), config.mode)
     if source is None:
@@ -104,6 +107,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                  + (f" (and {len(outcome.final_metrics) - len(headline)} per-subset figures: best_eval/ in MLflow)"
                     if headline and len(headline) < len(outcome.final_metrics) else ""))
         if config.export or config.register_model:
+            still_held()
             try:
                 about = version_about(outcome, config, varying) if config.register_model else None
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
@@ -124,7 +128,16 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
             sweep.upload_to_trial(outcome.best_trial_id, weights, BEST_WEIGHTS, parent)
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
+    still_held()
     prune_stages(outcome, config, echo)
+
+
+def still_held() -> None:
+    """Go on only while this driver holds the sweep's lock: once another driver took the sweep over (the heartbeat
+    found its record), :class:`LockLost`, since what follows would compete with the new holder's finalize."""
+    reason = superseded()
+    if reason is not None:
+        raise LockLost(reason)
 
 
 def export_skipped_line(exc: ConfigError, label: str) -> str:
