@@ -216,3 +216,29 @@ def test_a_resumed_search_does_not_propose_its_first_random_points_again(tmp_pat
     again = sweep.start("c", "d")
     assert not {json.dumps(c, sort_keys=True) for c in first.values()} & {
         json.dumps(c, sort_keys=True) for c in again.values()}
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_before_tunes_first_snapshot_fails_the_trials_it_had_asked(tmp_path, tiny_bert_dir,
+                                                                                  tracking_uri, ray_session):
+    """Real Ray Tune: a sweep killed before Tune saved its first snapshot (only ``tuner.pkl`` of Tune's state) starts
+    afresh on resume; the Optuna trials the lost driver had asked are told FAIL, none stays RUNNING."""
+    from sentsweep.platform.driver.sweep import resume_sweep
+    from sentsweep.platform.location import locate
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 12, "sleep_s": 0.5}, time_budget_s=240)
+    folder = interrupted_sweep(config, 2)
+    for path in folder.iterdir():  # Tune's snapshot and search files: what a kill before the first save leaves
+        if path.is_file() and path.name.startswith(("experiment_state", "searcher-state", "search_gen_state")):
+            path.unlink()
+    asked = [t for t in load_study(locate(str(folder))).trials if t.state == TrialState.RUNNING]
+    assert asked, "the interrupted trial is Optuna's, running"
+    outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                           echo=lambda line: None)
+    assert outcome.counts == {"finished": 3, "pruned": 0, "failed": 0}  # afresh: Tune has no trial to restore
+    study = load_study(locate(str(folder)))
+    by_number = {t.number: t for t in study.trials}
+    assert all(by_number[t.number].state == TrialState.FAIL for t in asked)
+    assert all(by_number[t.number].user_attrs.get("fail_reason") == LOST_REASON for t in asked)
+    assert not [t for t in study.trials if t.state == TrialState.RUNNING]

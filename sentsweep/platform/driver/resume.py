@@ -103,6 +103,11 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
     searcher = tune_config.search_alg  # the searcher inside Tune's wrappers, chained again as ``tune.run`` would
     while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
         searcher = searcher.searcher
+    if isinstance(searcher, PruningAwareOptunaSearch) and snapshot_trials(*storage) is None:
+        # no experiment state to restore: Tune starts afresh, and the trials Optuna had asked are lost
+        lost = searcher.forget_lost(set())
+        if lost:
+            logger.warning("%d Optuna trial(s) asked before Tune's first snapshot were told FAIL", lost)
     if tune_config.max_concurrent_trials:
         searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
     reopen = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
@@ -150,6 +155,12 @@ class ResizableSearchGenerator(SearchGenerator):
         super().__init__(searcher)
         self.num_samples, self.reopen, self.storage = num_samples, reopen, storage
         self.restored: list[SnapshotTrial] | None = None
+
+    def add_configurations(self, experiments: Any) -> None:
+        """Tune's registration, with ``num_samples`` as the total: a restored experiment's spec may not carry it,
+        and a restore that finds no snapshot sets no state (Tune starts the search afresh)."""
+        super().add_configurations(experiments)
+        SearchGenerator.set_state(self, {**self.get_state(), "total_samples": self.num_samples})
 
     def set_state(self, state: dict[str, Any]) -> None:
         saved, counter = int(state["total_samples"]), int(state["counter"])
