@@ -37,7 +37,7 @@ from sentsweep.platform.driver.interrupt import (
     close_interrupted_trials,
     unfinished_trials,
 )
-from sentsweep.platform.driver.resume import refuse_unreadable_state
+from sentsweep.platform.driver.resume import refuse_unreadable_state, snapshot_names
 from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
@@ -136,8 +136,8 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
 def _restorable(stage: SweepLocation) -> bool:
     """Whether the stage's Tune experiment can be restored: Tune writes ``tuner.pkl`` as the Tuner is built and its
     experiment state only once the stage runs, and a restore without that state cannot run the stage."""
-    return tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem) and any(
-        name.startswith("experiment_state") for name in stage.list(".json"))
+    return tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem) and bool(
+        snapshot_names(*stage.resolve()))
 
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:

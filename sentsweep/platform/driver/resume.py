@@ -129,11 +129,16 @@ class SnapshotTrial(NamedTuple):
     evaluated_params: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple default, never changed
 
 
+def snapshot_names(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[str]:
+    """The names of Tune's experiment snapshots in ``folder``, oldest first (their names carry the time)."""
+    infos = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
+    return sorted(fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE))
+
+
 def snapshot_trials(filesystem: pyarrow.fs.FileSystem | None, folder: str) -> list[SnapshotTrial] | None:
     """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None: none."""
     filesystem = filesystem or pyarrow.fs.LocalFileSystem()
-    infos = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
-    names = fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE)
+    names = snapshot_names(filesystem, folder)
     if not names:
         return None
     with filesystem.open_input_stream(posixpath.join(folder, max(names))) as stream:
@@ -203,9 +208,7 @@ class ResizableSearchGenerator(SearchGenerator):
 def refuse_unreadable_state(location: SweepLocation) -> None:
     """A :class:`ConfigError` naming the newest experiment snapshot of ``location`` when it does not parse (a kill
     or a full disk cut it short): Tune would log the error and run the experiment again from its start."""
-    fs, path = location.resolve()
-    infos = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
-    names = sorted(fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE))
+    names = snapshot_names(*location.resolve())
     if not names:
         return
     try:

@@ -33,6 +33,7 @@ from sentsweep.platform.driver.resume import (
     refuse_fewer_samples,
     refuse_unreadable_state,
     resume_config,
+    snapshot_names,
 )
 from sentsweep.platform.driver.specs import (
     SearchSpaceLike,
@@ -323,8 +324,7 @@ def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:
     if isinstance(exc, SentsweepError):
         return "failed"
     if isinstance(exc, KeyboardInterrupt):
-        saved = any(name.startswith("experiment_state") for name in location.list(".json"))
-        return "interrupted" if saved else "failed"
+        return "interrupted" if snapshot_names(*location.resolve()) else "failed"
     return "crashed"
 
 
