@@ -46,10 +46,11 @@ RAY_AUTH_MODE_ENV, RAY_TOKEN_ENV, RAY_TOKEN_PATH_ENV = "RAY_AUTH_MODE", "RAY_AUT
 
 SECRET_ENV: tuple[str, ...] = (TRACKING_PASSWORD, "MLFLOW_TRACKING_TOKEN", ACCESS_KEY, SECRET_KEY,
                                "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", DATABASE_PASSWORD, RAY_TOKEN_ENV, "HF_TOKEN",
-                               "HUGGING_FACE_HUB_TOKEN")
+                               "HUGGING_FACE_HUB_TOKEN", "DATABRICKS_TOKEN")
 """Variables whose values are never shown (:func:`secret_values`): the URIs' credentials above (and botocore's
 older name of the session token), the Ray cluster's token (``sentsweep submit`` and ``jobs`` send it;
-:mod:`sentsweep.cluster.credentials`) and the Hugging Face Hub's token under either name."""
+:mod:`sentsweep.cluster.credentials`), the Hugging Face Hub's token under either name and the token MLflow sends to a
+``databricks`` tracking URI."""
 
 UriKind = Literal["tracking", "storage"]
 

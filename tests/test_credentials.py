@@ -171,13 +171,16 @@ def test_the_ray_and_hub_tokens_are_masked_and_still_never_forwarded() -> None:
     assert forwarded_env(env, ["HF_TOKEN"]) == {"HF_TOKEN": f"hf_{SECRET}"}  # named: it goes
 
 
-def test_the_older_names_of_the_hub_and_session_tokens_are_masked_and_held_back() -> None:
-    """huggingface_hub still reads ``HUGGING_FACE_HUB_TOKEN`` when ``HF_TOKEN`` is unset, and botocore
-    ``AWS_SECURITY_TOKEN`` beside ``AWS_SESSION_TOKEN``: their values are secrets too."""
+def test_the_older_names_of_the_hub_and_session_tokens_and_the_databricks_token_are_masked_and_held_back() -> None:
+    """huggingface_hub still reads ``HUGGING_FACE_HUB_TOKEN`` when ``HF_TOKEN`` is unset, botocore
+    ``AWS_SECURITY_TOKEN`` beside ``AWS_SESSION_TOKEN``, and MLflow ``DATABRICKS_TOKEN`` for a ``databricks``
+    tracking URI: their values are secrets too."""
     from sentsweep.cluster.credentials import CREDENTIAL_ENV, held_back
 
-    env = {"HUGGING_FACE_HUB_TOKEN": f"hf_{SECRET}", "AWS_SECURITY_TOKEN": f"sec-{SECRET}"}
-    assert mask_text(f"hub hf_{SECRET}, aws sec-{SECRET}", secret_values(env)) == "hub ***, aws ***"
+    env = {"HUGGING_FACE_HUB_TOKEN": f"hf_{SECRET}", "AWS_SECURITY_TOKEN": f"sec-{SECRET}",
+           "DATABRICKS_TOKEN": f"dapi{SECRET}"}
+    assert mask_text(f"hub hf_{SECRET}, aws sec-{SECRET}, dbx dapi{SECRET}", secret_values(env)) \
+        == "hub ***, aws ***, dbx ***"
     assert set(env) <= set(CREDENTIAL_ENV) and held_back(env, {}) == sorted(env, key=CREDENTIAL_ENV.index)
 
 
