@@ -247,3 +247,46 @@ def test_a_misspelled_task_names_the_field_as_written_and_the_file(tmp_path, tin
         check_sweep(config, validate_trials(config, trainable, space, "toy.yaml"), "toy.yaml")
     assert (err.value.field, err.value.file) == (field, "toy.yaml")
     assert str(err.value).startswith(f"toy.yaml: field '{field}': ") and "\n" not in str(err.value)
+
+
+def test_a_tracking_database_that_does_not_answer_is_one_line_naming_the_field(tmp_path) -> None:
+    """``--check`` connects to a ``postgresql://`` store: nobody on its port is one line naming ``tracking.uri``."""
+    uri = f"postgresql+psycopg2://mlflow@127.0.0.1:{_free_port()}/mlflow"
+    with pytest.raises(ConfigError, match=r"MLflow database postgresql\+psycopg2://127\.0\.0\.1:\d+/mlflow does not "
+                                          r"answer \(.*refused") as err:
+        check_tracking(uri, source="sweep.yaml")
+    assert err.value.field == "tracking.uri" and str(err.value).startswith("sweep.yaml: ")
+
+
+@pytest.mark.slow
+def test_a_servers_store_and_a_database_that_went_down_fail_the_check(monkeypatch) -> None:
+    """A real MLflow server on a real PostgreSQL: the check passes while both answer and names a wrong password
+    (never the password); once PostgreSQL stops, the server's ``/health`` still answers, and the check says that
+    the store does not."""
+    from tools.harness.mlflow_server import mlflow_server
+    from tools.harness.postgres import unavailable_reason
+    from tools.harness.processes import end_group
+
+    if reason := unavailable_reason():
+        pytest.skip(reason)
+    import signal
+    import urllib.request
+
+    with mlflow_server() as server:
+        for name, value in server.client_env().items():
+            monkeypatch.setenv(name, value)
+        database = server.postgres.uri("mlflow", password=False)
+        monkeypatch.setenv("PGPASSWORD", "wrong-" + server.postgres.password)
+        with pytest.raises(ConfigError, match="password authentication failed") as err:
+            check_tracking(database)
+        assert server.postgres.password not in str(err.value)
+        monkeypatch.setenv("PGPASSWORD", server.postgres.password)
+        check_tracking(database)
+        check_tracking(server.uri)
+        end_group(server.postgres.process, first=signal.SIGINT)
+        with urllib.request.urlopen(server.uri + "/health", timeout=10) as health:
+            assert health.status == 200  # what a check of /health alone would have taken for an answer
+        with pytest.raises(ConfigError, match=f"MLflow server {server.uri} answers, but its store does not"):
+            check_tracking(server.uri)
+        with pytest.raises(ConfigError, match="does not answer"):
+            check_tracking(database)

@@ -24,6 +24,7 @@ from sentsweep.platform.driver.specs import (
     space_points,
     validate_trials,
 )
+from sentsweep.platform.tracking.reachability import first_line, probe
 
 #: Lines of a corpus read to check that it parses (corpora run to millions of lines).
 CORPUS_HEAD_LINES = 200
@@ -114,17 +115,25 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
 
 
 def check_tracking(uri: str, source: str | None = None) -> None:
-    """The MLflow store at ``uri`` answers (a server) or can be written (sqlite, a folder)."""
+    """The MLflow store at ``uri`` answers (a server and its store, a database) or can be written (sqlite, a
+    folder)."""
+    if urlparse(uri).scheme.split("+", 1)[0] == "postgresql":
+        check_database(uri, source)
+        return
     if is_server_uri(uri):
         if uri.startswith("databricks"):
             return
         try:
             urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=TRACKING_TIMEOUT_S).close()  # noqa: S310
         except urllib.error.HTTPError:
-            return  # it answered (an auth-protected health page still means reachable)
+            pass  # it answered (an auth-protected health page still means reachable)
         except (urllib.error.URLError, OSError) as exc:
             raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
                               "it or fix the URI", field="tracking.uri", file=source) from None
+        reason = probe(uri)  # /health answers while the server's database is down
+        if reason is not None:
+            raise ConfigError(f"MLflow server {_masked(uri)} answers, but its store does not ({reason})",
+                              field="tracking.uri", file=source)
         return
     folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
         Path(urlparse(uri).path) if uri.startswith("file://") else None)
@@ -133,6 +142,26 @@ def check_tracking(uri: str, source: str | None = None) -> None:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
     if existing is None or not os.access(existing, os.W_OK):
         raise ConfigError(f"cannot write the MLflow store under {folder}", field="tracking.uri", file=source)
+
+
+def check_database(uri: str, source: str | None = None) -> None:
+    """A tracking database at ``uri`` takes a connection within :data:`TRACKING_TIMEOUT_S` (libpq reads the
+    password from ``PGPASSWORD``, where the config's URI put it)."""
+    import sqlalchemy
+
+    engine = None
+    try:
+        engine = sqlalchemy.create_engine(uri, connect_args={"connect_timeout": int(TRACKING_TIMEOUT_S)})
+        engine.connect().close()
+    except ImportError as exc:
+        raise ConfigError(f"the database driver {exc.name} of {_masked(uri)} is not installed (pip install "
+                          f"{exc.name})", field="tracking.uri", file=source) from None
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        raise ConfigError(f"MLflow database {_masked(uri)} does not answer ({first_line(getattr(exc, 'orig', exc))}); "
+                          "start it or fix the URI", field="tracking.uri", file=source) from None
+    finally:
+        if engine is not None:
+            engine.dispose()
 
 
 def check_model(name: str, field: str = "model", source: str | None = None) -> None:
