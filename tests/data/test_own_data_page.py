@@ -102,7 +102,8 @@ def test_the_commands_then_each_config_passes_the_pre_start_checks(user_folder: 
         path.write_text(body, encoding="utf-8")
         pre_start_checks(path)
     (user_folder / "prepared" / "my-pairs" / "manifest.json").unlink()  # as if never prepared
-    with pytest.raises(DataError, match=r"field 'fixed\.train_data': dataset 'prepared:my-pairs' is not prepared"):
+    with pytest.raises(DataError, match=r"field 'fixed\.train_data' of \S+sweep-0\.yaml: dataset "
+                       "'prepared:my-pairs' is not prepared"):
         pre_start_checks(user_folder / "sweep-0.yaml")
 
 

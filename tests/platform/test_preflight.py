@@ -145,8 +145,9 @@ def test_a_missing_nli_dev_set_is_one_line_naming_the_field_and_the_file(tmp_pat
     metric = {"metric": "nli_dev"} if fixed.get("dev_data") == "nli" else {}
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, data_dir=str(data), fixed=fixed, **metric).resolved()
     trainable, space = resolve_specs(config, None, TOY_TRAINABLE, TOY_SPACE)
-    with pytest.raises(DataError, match=rf"field 'fixed\.{next(iter(fixed))}' \(nli\): missing data file") as err:
-        check_sweep(config, validate_trials(config, trainable, space, "toy.yaml"))
+    with pytest.raises(DataError, match=rf"field 'fixed\.{next(iter(fixed))}' of toy\.yaml \(nli\): missing data "
+                       "file") as err:
+        check_sweep(config, validate_trials(config, trainable, space, "toy.yaml"), "toy.yaml")
     assert err.value.file == str(missing) and "\n" not in str(err.value)
 
 
@@ -164,7 +165,7 @@ def test_a_sweep_ranking_by_another_dev_sets_metric_is_refused_before_ray(tmp_pa
     assert (err.value.field, err.value.file) == ("metric", "toy.yaml")
 
 
-def test_an_empty_training_set_names_its_file_and_field(tmp_path, tiny_bert_dir) -> None:
+def test_an_empty_training_set_names_its_file_field_and_config(tmp_path, tiny_bert_dir) -> None:
     """A training split that parses to no pair: one DataError naming the file read and the field that chose it."""
     from sentsweep.platform.driver.preflight import check_data
     from sentsweep.trainables.registry import METHODS
@@ -174,9 +175,9 @@ def test_an_empty_training_set_names_its_file_and_field(tmp_path, tiny_bert_dir)
     train = data / "senteval" / "STS" / "STSBenchmark" / "sts-train.csv"
     train.write_text("", encoding="utf-8")
     trial = METHODS["cosent"].parse({"model": str(tiny_bert_dir), "data_dir": str(data), "train_data": "stsb"})
-    with pytest.raises(DataError, match=r"field 'fixed\.train_data' \(stsb, split 'train'\): the training set has "
-                       "no rows") as err:
-        check_data(trial, lambda name: f"fixed.{name}")
+    with pytest.raises(DataError, match=r"field 'fixed\.train_data' of toy\.yaml \(stsb, split 'train'\): the "
+                       "training set has no rows") as err:
+        check_data(trial, lambda name: f"fixed.{name}", source="toy.yaml")
     assert err.value.file == str(train) and str(err.value).startswith(f"{train}: ")
 
 

@@ -202,34 +202,40 @@ def check_data(trial: Any, field_of: Callable[[str], str] = str, source: str | N
         kind = REGISTRY[train].kind if train in REGISTRY else "scored-pairs"
         loader = datasets.labelled_pairs if kind == "labelled-pairs" else datasets.scored_pairs
         split = getattr(trial, "train_split", "train")
-        with _naming_field(field_of("train_data")):
+        with _naming_field(field_of("train_data"), source=source):
             rows = loader(train, split, data_dir=trial.data_dir)
         if not rows:
             try:
                 _, paths = locate_dataset(train, kind, split, trial.data_dir)
             except DataError:
                 paths = []
-            raise DataError(f"field '{field_of('train_data')}' ({train}, split '{split}'): the training set has no "
-                            "rows", file=", ".join(str(p) for p in paths) or None)
+            raise DataError(f"{_field(field_of('train_data'), source)} ({train}, split '{split}'): the training set "
+                            "has no rows", file=", ".join(str(p) for p in paths) or None)
     for name in (n.strip() for n in (getattr(trial, "corpus", None) or "").split(",") if n.strip()):
-        with _naming_field(field_of("corpus")):
+        with _naming_field(field_of("corpus"), source=source):
             _check_corpus_head(name, trial.data_dir)
     for field, name in [("dev_data", trial.dev_data), *(("extra_dev_data", n) for n in trial.extra_dev_data)]:
-        with _naming_field(field_of(field), name):  # a missing or malformed file: named with its line and the field
+        with _naming_field(field_of(field), name, source):  # a missing or malformed file: with its line, the field
             load_sts_sets([DEV_SETS[name]], trial.data_dir)
     _check_sts(trial.test_tasks, trial.data_dir, field=field_of("test_tasks"), source=source)
 
 
 @contextlib.contextmanager
-def _naming_field(field: str, name: str | None = None) -> Iterator[None]:
-    """A DataError names the field (and the set ``name``); one that names a file is kept as it is without ``name``."""
+def _naming_field(field: str, name: str | None = None, source: str | None = None) -> Iterator[None]:
+    """A DataError names the field, the config file ``source`` that sets it (and the set ``name``); one that names
+    a file is kept as it is without ``name``."""
     try:
         yield
     except DataError as exc:
         if exc.file is not None and name is None:
             raise
-        raise DataError(f"field '{field}'{f' ({name})' if name else ''}: {exc.message}", file=exc.file,
+        raise DataError(f"{_field(field, source)}{f' ({name})' if name else ''}: {exc.message}", file=exc.file,
                         line=exc.line) from None
+
+
+def _field(field: str, source: str | None) -> str:
+    """``field 'fixed.dev_data' of sweep.yaml``: where a data error's setting is written."""
+    return f"field '{field}'" + (f" of {source}" if source else "")
 
 
 def _check_sts(tasks: str | list[str], data_dir: str | None, field: str, source: str | None = None) -> None:
