@@ -5,9 +5,11 @@ protocol table folded to one row per protocol; the compare plots' data."""
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
 
@@ -65,6 +67,19 @@ def test_every_table_names_a_trial_by_its_label_and_its_outcome() -> None:
     row = sweep_row(sweep, trials)
     assert (row["finished"], row["pruned"], row["best_trial"]) == (1, 2, "t02")
     assert labels_by_id(trials) == {"aa": "t01", "bb": "t02", "cc": "t03"}
+
+
+@pytest.mark.parametrize(("mode", "best"), [("max", (85.0, "t03")), ("min", (70.0, "t01"))])
+def test_a_sweep_without_finalize_shows_its_best_finished_trial(mode: str, best: tuple[float, str]) -> None:
+    """``--no-finalize`` sets no best metric or tag on the parent: the row ranks the finished trials itself; a
+    pruned trial's value, higher or lower, never counts."""
+    sweep = _run("s", {"metric": "stsb_dev", "mode": mode})
+    trials = [_trial(1, "aa", "finished", "FINISHED", best_stsb_dev=70.0),
+              _trial(2, "bb", "pruned", "FINISHED", best_stsb_dev=90.0 if mode == "max" else 10.0),
+              _trial(3, "cc", "finished", "FINISHED", best_stsb_dev=85.0)]
+    row = sweep_row(sweep, trials)
+    assert (row["best"], row["best_trial"]) == best
+    assert math.isnan(sweep_row(sweep, trials[1:2])["best"]) and sweep_row(sweep, trials[1:2])["best_trial"] == ""
 
 
 def test_a_confirmed_sweep_shows_its_winners_interval_and_whether_it_changed() -> None:

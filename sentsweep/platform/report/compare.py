@@ -143,18 +143,34 @@ def _searched(trials: list[Run]) -> list[str]:
     return [k for k in keys if len({t.data.params[k] for t in trials if k in t.data.params}) > 1]
 
 
+def _search_best(sweep: Run, trials: list[Run]) -> tuple[float, str]:
+    """The best finished trial's value and label, for a sweep whose finalize did not run (``--no-finalize``, or
+    still running): what finalize would have ranked first."""
+    values = [(t.data.metrics.get(f"best_{_metric(sweep)}", t.data.metrics.get(_metric(sweep), math.nan)), t)
+              for t in trials if vocab.run_outcome(t) == "finished"]
+    values = [(value, t) for value, t in values if not math.isnan(value)]
+    if not values:
+        return math.nan, ""
+    better = max if sweep.data.params.get("mode", "max") == "max" else min
+    value, trial = better(values, key=lambda pair: pair[0])
+    return value, run_label(trial)
+
+
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     params, tags, metrics = sweep.data.params, sweep.data.tags, sweep.data.metrics
     metric = _metric(sweep)
     statuses = [vocab.run_outcome(t) for t in trials]
     best_id = tags.get("sentsweep.best_trial_id", "")
+    best, best_trial = metrics.get(f"best_{metric}", math.nan), tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(
+        trials).get(best_id, best_id)
+    if math.isnan(best) and not best_trial:
+        best, best_trial = _search_best(sweep, trials)
     row: dict[str, Any] = {
         "sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
         "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
-        "metric": metric, "best": metrics.get(f"best_{metric}", math.nan),
-        "best_trial": tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id),
+        "metric": metric, "best": best, "best_trial": best_trial,
     }
     reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
     if reference is not None:  # the paper's setting, run as a protected reference trial
