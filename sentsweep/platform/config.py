@@ -139,10 +139,11 @@ class SweepConfig(ConfigSection):
                              "begin with '..'")
         return value
 
-    @field_validator("final_tasks")
+    @field_validator("final_tasks", mode="before")
     @classmethod
-    def _strip_tasks(cls, value: str) -> str:
-        return value.strip()  # blank: no test evaluation after the sweep
+    def _strip_tasks(cls, value: Any) -> Any:
+        """Blank (``final_tasks:`` in YAML, ``--set final_tasks=``): no test evaluation after the sweep."""
+        return "" if value is None else value.strip() if isinstance(value, str) else value
 
     @field_validator("storage_path")
     @classmethod

@@ -228,3 +228,14 @@ def test_the_search_in_words_names_the_sampler_the_scheduler_and_the_stop() -> N
                                                                       "patience": 30}).search_text()
     assert patient.endswith("the search ends once the best rose by less than noise sd 0.3 over the last 30 ended "
                             "trials (at least 20 ended)")
+
+
+@pytest.mark.parametrize("text", ["final_tasks:\n", "final_tasks: ''\n", "final_tasks: '  '\n"])
+def test_a_blank_final_suite_in_yaml_or_set_means_no_test_evaluation(tmp_path, text) -> None:
+    """``final_tasks:`` left blank (YAML reads null), an empty string, or ``--set final_tasks=``: no final suite."""
+    from sentsweep.yaml_io import apply_overrides
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"name: x\nmethod: cosent\n{text}")
+    assert load_sweep_config(path).final_tasks == ""
+    assert parse_sweep_config(apply_overrides({"name": "x", "method": "cosent"}, ["final_tasks="])).final_tasks == ""
