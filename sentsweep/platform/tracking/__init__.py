@@ -8,7 +8,7 @@ from sentsweep.lazy_exports import lazy_exports
 #: Every name another part of the code imports from this sub-package, by the module it lives in.
 _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.tracking.parent_run": ("SweepRun", "flatten", "package_versions", "run_page"),
-    "sentsweep.platform.tracking.reachability": ("first_line", "store_answers"),
+    "sentsweep.platform.tracking.reachability": ("first_line", "probe", "store_answers"),
     "sentsweep.platform.tracking.run_writes": ("failing_quickly",),
     "sentsweep.platform.tracking.store": ("hidden_from_workers", "open_client", "refuse_sqlite_on_cluster"),
     "sentsweep.platform.tracking.trial_runs": ("Reconciled", "TrialRuns", "create_unique_run", "reconcile",
