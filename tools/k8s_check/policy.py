@@ -5,7 +5,11 @@
   filesystem, a RuntimeDefault (or Localhost) seccomp profile, no hostPort, and an image pinned by digest
   (``name:tag@sha256:...``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
-  carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines);
+  carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines); no container adds a
+  capability;
+- no credential outside a Secret: no ConfigMap key with a secret-looking name, no ConfigMap value, RayJob
+  entrypoint or ``runtimeEnvYAML`` with a URL's password, no secret-looking ``env_vars`` in ``runtimeEnvYAML``
+  (the ``view`` role reads ConfigMaps and RayJobs; the Ray Jobs API shows a job's entrypoint and runtime_env);
 - no pod shares the node's network, PID or IPC namespace or mounts a hostPath; no pod has
   ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
   projected ``serviceAccountToken`` volume, or anything at the token's directory): only the autoscaler of
@@ -33,6 +37,8 @@ import base64
 import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sentsweep.config import PLATFORM_POD_ENV
 from tools.k8s_check.objects import (
@@ -105,6 +111,8 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
         found.append("privileged")
     if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
         found.append("capabilities do not drop ALL")
+    if (sc.get("capabilities") or {}).get("add"):
+        found.append(f"capabilities add {sc['capabilities']['add']} (none is needed)")
     if sc.get("readOnlyRootFilesystem") is not True:
         found.append("readOnlyRootFilesystem is not true")
     seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
@@ -125,6 +133,29 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
         found.append("a URL holds a password (a URL reaches command lines, /proc/<pid>/cmdline, and config files, "
                      "even as $(VAR)): give it in the client's own variable from a Secret (libpq: PGPASSWORD)")
     return found
+
+
+def check_plaintext(obj: dict[str, Any]) -> list[Problem]:
+    """No credential where a Secret does not guard it: in a ConfigMap (the ``view`` role reads it), or in a RayJob's
+    entrypoint and ``runtimeEnvYAML`` (the Ray Jobs API shows them to every holder of the Ray token)."""
+    spec, found = obj.get("spec") or {}, []
+    if obj.get("kind") == "ConfigMap":
+        texts = {f"data.{key}": str(value) for key, value in (obj.get("data") or {}).items()}
+        found += [f"data.{key}: a credential in a ConfigMap: put it in a Secret and give it with secretKeyRef"
+                  for key in obj.get("data") or {} if SECRET_NAME.search(key)]
+    elif obj.get("kind") == "RayJob":
+        texts = {f"spec.{key}": str(spec[key]) for key in ("entrypoint", "runtimeEnvYAML") if spec.get(key)}
+        try:
+            env = (yaml.safe_load(spec.get("runtimeEnvYAML") or "") or {}).get("env_vars") or {}
+        except (yaml.YAMLError, AttributeError):
+            env = {}
+        found += [f"spec.runtimeEnvYAML: env_vars {name} is a credential the Ray Jobs API shows: the Ray pods get "
+                  "theirs from Secrets (secretKeyRef)" for name in env if SECRET_NAME.search(str(name))]
+    else:
+        return []
+    found += [f"{where}: a URL holds a password: give it in the client's own variable from a Secret"
+              for where, text in texts.items() if any("$" not in m.group(0) for m in URL_PASSWORD.finditer(text))]
+    return [Problem(object_id(obj), "policy", m) for m in found]
 
 
 def check_pods(obj: dict[str, Any]) -> list[Problem]:
