@@ -404,6 +404,14 @@ def test_an_added_capability_is_caught(tmp_path: Path) -> None:
                    "needed) [policy]"], new
 
 
+def test_a_listening_container_without_a_readiness_probe_is_caught(tmp_path: Path) -> None:
+    old = "        readinessProbe:\n          httpGet:\n            path: /health\n"
+    new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (old, "        startupProbe:\n          "
+                                                                        "httpGet:\n            path: /health\n")})
+    assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: declares ports but has no "
+                   "readinessProbe (a Service would route to it before it answers) [network]"], new
+
+
 def test_an_entrypoint_naming_a_missing_config_is_caught(tmp_path: Path) -> None:
     new = _planted(tmp_path, ("overlays/gpu", "overlays/gpu/sweep"), {"overlays/gpu/sweep/rayjob.yaml": (
         "/configs/paper-cosent-stsb.yaml", "/configs/paper-cosent-stsbb.yaml")})
