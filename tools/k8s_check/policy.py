@@ -6,10 +6,7 @@
   (``name:tag@sha256:...``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
   carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines); no container adds a
-  capability;
-- no credential outside a Secret: no ConfigMap key with a secret-looking name, no ConfigMap value, RayJob
-  entrypoint or ``runtimeEnvYAML`` with a URL's password, no secret-looking ``env_vars`` in ``runtimeEnvYAML``
-  (the ``view`` role reads ConfigMaps and RayJobs; the Ray Jobs API shows a job's entrypoint and runtime_env);
+  capability, and no command line gives a secret-looking flag (``--password``, ``--secret-key``) a literal value;
 - no pod shares the node's network, PID or IPC namespace or mounts a hostPath; no pod has
   ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
   projected ``serviceAccountToken`` volume, or anything at the token's directory): only the autoscaler of
@@ -38,8 +35,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sentsweep.config import PLATFORM_POD_ENV
 from tools.k8s_check.objects import (
     GPU_RESOURCE,
@@ -51,9 +46,8 @@ from tools.k8s_check.objects import (
     pod_specs,
     ray_cluster_spec,
 )
+from tools.k8s_check.plaintext import SECRET_NAME, URL_PASSWORD, secret_flags
 
-SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
-URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^@\s/]+@", re.IGNORECASE)
 PLACEHOLDER = "change-me"
 #: The digest the committed overlays carry until an image is pushed (docs/deploy.md, "Images by digest").
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
@@ -129,33 +123,12 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
             found.append(f"env {name} has a plaintext value (use valueFrom.secretKeyRef)")
     texts = [str(e.get("value", "")) for e in c.get("env") or []] + [str(a) for a in
                                                                     (c.get("command") or []) + (c.get("args") or [])]
+    found += [f"{flag} gives a credential on the command line: read it from a Secret's variable"
+              for flag in secret_flags(texts)]
     if any(URL_PASSWORD.search(t) for t in texts):
         found.append("a URL holds a password (a URL reaches command lines, /proc/<pid>/cmdline, and config files, "
                      "even as $(VAR)): give it in the client's own variable from a Secret (libpq: PGPASSWORD)")
     return found
-
-
-def check_plaintext(obj: dict[str, Any]) -> list[Problem]:
-    """No credential where a Secret does not guard it: in a ConfigMap (the ``view`` role reads it), or in a RayJob's
-    entrypoint and ``runtimeEnvYAML`` (the Ray Jobs API shows them to every holder of the Ray token)."""
-    spec, found = obj.get("spec") or {}, []
-    if obj.get("kind") == "ConfigMap":
-        texts = {f"data.{key}": str(value) for key, value in (obj.get("data") or {}).items()}
-        found += [f"data.{key}: a credential in a ConfigMap: put it in a Secret and give it with secretKeyRef"
-                  for key in obj.get("data") or {} if SECRET_NAME.search(key)]
-    elif obj.get("kind") == "RayJob":
-        texts = {f"spec.{key}": str(spec[key]) for key in ("entrypoint", "runtimeEnvYAML") if spec.get(key)}
-        try:
-            env = (yaml.safe_load(spec.get("runtimeEnvYAML") or "") or {}).get("env_vars") or {}
-        except (yaml.YAMLError, AttributeError):
-            env = {}
-        found += [f"spec.runtimeEnvYAML: env_vars {name} is a credential the Ray Jobs API shows: the Ray pods get "
-                  "theirs from Secrets (secretKeyRef)" for name in env if SECRET_NAME.search(str(name))]
-    else:
-        return []
-    found += [f"{where}: a URL holds a password: give it in the client's own variable from a Secret"
-              for where, text in texts.items() if any("$" not in m.group(0) for m in URL_PASSWORD.finditer(text))]
-    return [Problem(object_id(obj), "policy", m) for m in found]
 
 
 def check_pods(obj: dict[str, Any]) -> list[Problem]:

@@ -395,6 +395,20 @@ def test_a_credential_in_a_rayjobs_runtime_env_is_caught(tmp_path: Path) -> None
         "the Ray pods get theirs from Secrets (secretKeyRef) [policy]"], new
 
 
+def test_a_credential_given_to_a_flag_is_caught(tmp_path: Path) -> None:
+    """A command line is in /proc/<pid>/cmdline, and a RayJob's entrypoint in its object and the Ray Jobs API."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {
+        "base/mlflow.yaml": ("--port 5000 \\\n", "--port 5000 --db-password hunter2 \\\n"),
+        "sweep/rayjob.yaml": ("demo.yaml --resume-interrupted\n", "demo.yaml --resume-interrupted --api-key=abc\n")})
+    assert new[:2] == [
+        "Deployment/mlflow: spec.template.spec.containers[mlflow]: --db-password gives a credential on the command "
+        "line: read it from a Secret's variable [policy]",
+        "RayJob/sweep: 'sentsweep sweep /configs/demo.yaml --resume-interrupted --api-key=abc': sentsweep: error: "
+        "unrecognized arguments: --api-key=abc [entrypoint]"], new
+    assert new[2:] == ["RayJob/sweep: spec.entrypoint: --api-key gives a credential the Ray Jobs API shows "
+                       "[policy]"], new
+
+
 def test_an_added_capability_is_caught(tmp_path: Path) -> None:
     old = ('          capabilities:\n            drop: ["ALL"]\n        volumeMounts:\n        - name: tmp\n'
            '          mountPath: /tmp\n      volumes:')
