@@ -21,9 +21,9 @@ from tools.k8s_check.objects import Problem, object_id
 
 SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
 URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^@\s/]+@", re.IGNORECASE)
-#: A command-line flag that names a credential, with a literal value (not a ``$VAR`` or ``$(VAR)`` reference).
+#: A command-line flag that names a credential, with a literal value (not a ``$VAR`` reference nor a file's path).
 SECRET_FLAG = re.compile(r"(?<![\w-])(--?(?:[a-z0-9]+[-_])*(?:password|passwd|secret|token|key|credentials?))(?:=|\s+)"
-                         r"(?![\"']?\$)(?=[^\s-])", re.IGNORECASE)
+                         r"(?![\"']?[$/])(?=[^\s-])", re.IGNORECASE)
 
 
 def secret_flags(texts: Iterable[str]) -> list[str]:
