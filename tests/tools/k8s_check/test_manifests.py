@@ -368,6 +368,64 @@ def test_a_password_in_a_url_is_caught(tmp_path: Path) -> None:
                        "the client's own variable from a Secret (libpq: PGPASSWORD) [policy]"]
 
 
+def test_a_credential_in_a_configmap_is_caught(tmp_path: Path) -> None:
+    """The namespace's `view` role reads ConfigMaps, not Secrets: a generated literal or a config's URI login leaks."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {
+        "overlays/local/kustomization.yaml": ("  - MLFLOW_WORKERS=4\n",
+                                             "  - MLFLOW_WORKERS=4\n  - MLFLOW_TRACKING_PASSWORD=hunter2hunter2\n"),
+        "sweep/configs/demo.yaml": ("  uri: http://mlflow:5000 ", "  uri: http://sweeps:hunter2hunter2@mlflow:5000 ")})
+    assert [re.sub(r"-[a-z0-9]{10}:", ":", p) for p in new] == [
+        "ConfigMap/mlflow-server: data.MLFLOW_TRACKING_PASSWORD: a credential in a ConfigMap: put it in a Secret and "
+        "give it with secretKeyRef [policy]",
+        "ConfigMap/sweep-configs: data.demo.yaml: a URL holds a password: give it in the client's own variable from "
+        "a Secret [policy]"], new
+
+
+def test_a_credential_in_a_rayjobs_runtime_env_is_caught(tmp_path: Path) -> None:
+    """The Ray Jobs API shows a job's runtime_env to every holder of the Ray token."""
+    runtime_env = ("- op: add\n  path: /spec/runtimeEnvYAML\n  value: |\n    env_vars:\n      SENTSWEEP_OWNER: alice\n"
+                   "      AWS_SECRET_ACCESS_KEY: hunter2hunter2\n    pip: [git+https://alice:ghp0123@github.com/a/b]\n")
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {"overlays/local/sweep/rayjob.yaml": (
+        "- op: add\n  path: /spec/activeDeadlineSeconds\n",
+        runtime_env + "- op: add\n  path: /spec/activeDeadlineSeconds\n")})
+    assert new == [
+        "RayJob/sweep: spec.runtimeEnvYAML: a URL holds a password: give it in the client's own variable from a "
+        "Secret [policy]",
+        "RayJob/sweep: spec.runtimeEnvYAML: env_vars AWS_SECRET_ACCESS_KEY is a credential the Ray Jobs API shows: "
+        "the Ray pods get theirs from Secrets (secretKeyRef) [policy]"], new
+
+
+def test_a_credential_given_to_a_flag_is_caught(tmp_path: Path) -> None:
+    """A command line is in /proc/<pid>/cmdline, and a RayJob's entrypoint in its object and the Ray Jobs API."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {
+        "base/mlflow.yaml": ("--port 5000 \\\n", "--port 5000 --db-password hunter2 \\\n"),
+        "sweep/rayjob.yaml": ("demo.yaml --resume-interrupted\n", "demo.yaml --resume-interrupted --api-key=abc\n")})
+    assert new[:2] == [
+        "Deployment/mlflow: spec.template.spec.containers[mlflow]: --db-password gives a credential on the command "
+        "line: read it from a Secret's variable [policy]",
+        "RayJob/sweep: 'sentsweep sweep /configs/demo.yaml --resume-interrupted --api-key=abc': sentsweep: error: "
+        "unrecognized arguments: --api-key=abc [entrypoint]"], new
+    assert new[2:] == ["RayJob/sweep: spec.entrypoint: --api-key gives a credential the Ray Jobs API shows "
+                       "[policy]"], new
+
+
+def test_an_added_capability_is_caught(tmp_path: Path) -> None:
+    old = ('          capabilities:\n            drop: ["ALL"]\n        volumeMounts:\n        - name: tmp\n'
+           '          mountPath: /tmp\n      volumes:')
+    new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (
+        old, old.replace('drop: ["ALL"]\n', 'drop: ["ALL"]\n            add: ["NET_RAW"]\n'))})
+    assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: capabilities add ['NET_RAW'] (none is "
+                   "needed) [policy]"], new
+
+
+def test_a_listening_container_without_a_readiness_probe_is_caught(tmp_path: Path) -> None:
+    old = "        readinessProbe:\n          httpGet:\n            path: /health\n"
+    new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (old, "        startupProbe:\n          "
+                                                                        "httpGet:\n            path: /health\n")})
+    assert new == ["Deployment/mlflow: spec.template.spec.containers[mlflow]: declares ports but has no "
+                   "readinessProbe (a Service would route to it before it answers) [network]"], new
+
+
 def test_an_entrypoint_naming_a_missing_config_is_caught(tmp_path: Path) -> None:
     new = _planted(tmp_path, ("overlays/gpu", "overlays/gpu/sweep"), {"overlays/gpu/sweep/rayjob.yaml": (
         "/configs/paper-cosent-stsb.yaml", "/configs/paper-cosent-stsbb.yaml")})
@@ -848,7 +906,8 @@ def test_a_ray_policy_without_the_deny_on_mlflow_artifacts_is_caught(tmp_path: P
 def test_credentials_files_are_ignored_and_only_examples_committed() -> None:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    secrets = [f"k8s/base/secrets/{name}.env" for name in ("postgres", "minio", "mlflow", "mlflow-storage")]
+    secrets = sorted(str(p.relative_to(REPO)).removesuffix(".example") for p in K8S.glob("**/secrets/*.env.example"))
+    assert len(secrets) == 7, secrets  # one per Secret of base/kustomization.yaml's secretGenerator
     ignored = subprocess.run(["git", "check-ignore", *secrets], cwd=REPO, capture_output=True, text=True)
     assert ignored.stdout.split() == secrets
     examples = subprocess.run(["git", "check-ignore", *(s + ".example" for s in secrets)], cwd=REPO,
