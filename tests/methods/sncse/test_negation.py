@@ -60,6 +60,9 @@ CASES: list[tuple[str, str, str]] = [
     ("They had a meeting.", "They did not have a meeting.", "do-support"),
     ("He did his homework.", "He did not do his homework.", "do-support"),
     ("He had to leave.", "He did not have to leave.", "do-support"),
+    # the passive "get" is not an operator: do-support, never "got not fired"
+    ("He got fired.", "He did not get fired.", "do-support"),
+    ("They get paid every week.", "They do not get paid every week.", "do-support"),
     ("NASA launched a rocket.", "NASA did not launch a rocket.", "do-support"),
     # a VBP verb is its own base form (the rule lemmatizer without morphology would say "addres")
     (

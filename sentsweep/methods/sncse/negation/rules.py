@@ -14,7 +14,8 @@ clause's negation is removed (a negated subordinate clause leaves the main claus
    subordinate clause ("Although I had not finished, he kept working"). Here only the ROOT's own
    auxiliaries count, scanned left to right together with the ROOT:
 
-   - ``aux``: an auxiliary / passive auxiliary: "not" is inserted after it;
+   - ``aux``: an auxiliary / passive auxiliary: "not" is inserted after it, except the passive "get", which is
+     not an operator and takes do-support ("He got fired." -> "He did not get fired.");
    - ``be-modal``: a ROOT that is a form of *be* or a modal: "not" after it;
    - ``do-support``: a ROOT tagged VBZ / VBP / VBD becomes "does not" / "do not" / "did not" + lemma;
    - ``imperative``: a bare ROOT (VB) without a subject: "do not" before it;
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 #: Negative words of a clause that the parser does not take for its negation ("not" in "not only", "no" in "no longer"):
 #: a clause that holds one goes to the fallback, not to a doubled "not" ("is not not only").
 _OTHER_NEGATIVES = frozenset({"not", "no", "never", "n't", "n’t"})
@@ -242,6 +243,16 @@ def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negat
     return Negation(edit.render(), rule)
 
 
+def _do_support(doc: Doc, verb: Token, lemmatize: Callable[[Token], str]) -> Negation:
+    """``verb`` (VBZ / VBP / VBD / VB) as "does not" / "do not" / "did not" + its lemma."""
+    edit = _Edit(doc)
+    do = _DO[verb.tag_]
+    if verb.is_sent_start and verb.text[:1].isupper():
+        do = do.capitalize()
+    edit.text[verb.i] = f"{do} not {lemmatize(verb)}"
+    return Negation(edit.render(), "do-support")
+
+
 def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> Negation | None:
     """Negate the clause headed by ``head``; None when no rule applies."""
     for tok in head.subtree:
@@ -251,6 +262,8 @@ def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> 
     if any(tok.lower_ in _OTHER_NEGATIVES and _clause_head(tok) == head for tok in head.subtree):
         return None  # "is (found) not only", "is no longer": a "not" would double it; the fallback negates
     auxiliaries = [c for c in head.children if c.dep_ in ("aux", "auxpass") and c.i < head.i]
+    if auxiliaries and auxiliaries[0].tag_ in _DO and lemmatize(auxiliaries[0]) == "get":
+        return _do_support(doc, auxiliaries[0], lemmatize)  # "got fired" -> "did not get fired"
     if auxiliaries:
         return _negate_operator(doc, head, auxiliaries[0], "aux")
     tag = head.tag_
@@ -262,13 +275,7 @@ def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> 
     if head.lower_ in _BE or tag == "MD":
         return _negate_operator(doc, head, head, "be-modal")
     if tag in ("VBZ", "VBP", "VBD") or (tag == "VB" and has_subject):
-        edit = _Edit(doc)
-        verb = lemmatize(head)
-        if head.is_sent_start and head.text[:1].isupper():
-            edit.text[head.i] = f"{_DO[tag].capitalize()} not {verb}"
-        else:
-            edit.text[head.i] = f"{_DO[tag]} not {verb}"
-        return Negation(edit.render(), "do-support")
+        return _do_support(doc, head, lemmatize)
     if tag == "VB":
         edit = _Edit(doc)
         edit.insert_before(head, "do not")
