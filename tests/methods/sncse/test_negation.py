@@ -63,6 +63,9 @@ CASES: list[tuple[str, str, str]] = [
     # the passive "get" is not an operator: do-support, never "got not fired"
     ("He got fired.", "He did not get fired.", "do-support"),
     ("They get paid every week.", "They do not get paid every week.", "do-support"),
+    # "Let's" keeps its contraction: "Let's not go", never "Do not let's go"
+    ("Let's go to the beach.", "Let's not go to the beach.", "imperative"),
+    ("Let us pray.", "Do not let us pray.", "imperative"),
     ("NASA launched a rocket.", "NASA did not launch a rocket.", "do-support"),
     # a VBP verb is its own base form (the rule lemmatizer without morphology would say "addres")
     (

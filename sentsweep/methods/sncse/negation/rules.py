@@ -18,7 +18,7 @@ clause's negation is removed (a negated subordinate clause leaves the main claus
      not an operator and takes do-support ("He got fired." -> "He did not get fired.");
    - ``be-modal``: a ROOT that is a form of *be* or a modal: "not" after it;
    - ``do-support``: a ROOT tagged VBZ / VBP / VBD becomes "does not" / "do not" / "did not" + lemma;
-   - ``imperative``: a bare ROOT (VB) without a subject: "do not" before it;
+   - ``imperative``: a bare ROOT (VB) without a subject: "do not" before it ("not" after the "'s" of "Let's");
    - ``participle``: a ROOT participle (VBN/VBG) without an auxiliary: "not" before it;
    - ``aux-question`` / ``be-modal-question``: in a question the operator is contracted ("Did he go?"
      -> "Didn't he go?"), or, where English has no contraction ("am", "may"), "not" follows the
@@ -278,7 +278,11 @@ def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> 
         return _do_support(doc, head, lemmatize)
     if tag == "VB":
         edit = _Edit(doc)
-        edit.insert_before(head, "do not")
+        after = doc[head.i + 1] if head.i + 1 < len(doc) else None
+        if head.lower_ == "let" and after is not None and after.lower_ in ("'s", "’s"):
+            edit.insert_after(after)  # "Let's go." -> "Let's not go."
+        else:
+            edit.insert_before(head, "do not")
         return Negation(edit.render(), "imperative")
     if tag in ("VBN", "VBG"):
         edit = _Edit(doc)
