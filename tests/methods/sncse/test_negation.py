@@ -60,6 +60,12 @@ CASES: list[tuple[str, str, str]] = [
     ("They had a meeting.", "They did not have a meeting.", "do-support"),
     ("He did his homework.", "He did not do his homework.", "do-support"),
     ("He had to leave.", "He did not have to leave.", "do-support"),
+    # the passive "get" is not an operator: do-support, never "got not fired"
+    ("He got fired.", "He did not get fired.", "do-support"),
+    ("They get paid every week.", "They do not get paid every week.", "do-support"),
+    # "Let's" keeps its contraction: "Let's not go", never "Do not let's go"
+    ("Let's go to the beach.", "Let's not go to the beach.", "imperative"),
+    ("Let us pray.", "Do not let us pray.", "imperative"),
     ("NASA launched a rocket.", "NASA did not launch a rocket.", "do-support"),
     # a VBP verb is its own base form (the rule lemmatizer without morphology would say "addres")
     (
@@ -162,6 +168,16 @@ CASES: list[tuple[str, str, str]] = [
     ("He is not only a singer but also an actor.",
      "It is not true that he is not only a singer but also an actor.", "fallback-not-true"),
     ("He is no longer active.", "It is not true that he is no longer active.", "fallback-not-true"),
+    # negative pronouns and adverbs: the fallback, never a doubled negation ("Nobody does not know")
+    ("Nobody knows.", "It is not true that nobody knows.", "fallback-not-true"),
+    ("Nothing happened.", "It is not true that nothing happened.", "fallback-not-true"),
+    ("He hardly knows her.", "It is not true that he hardly knows her.", "fallback-not-true"),
+    ("There is nothing here.", "It is not true that there is nothing here.", "fallback-not-true"),
+    ("None of them are members.", "It is not true that none of them are members.", "fallback-not-true"),
+    # a negative word of a conjunct or a subordinate clause leaves the main verb to the rules
+    ("Autonomous states were tolerated, and the authority was seldom applied.",
+     "Autonomous states were not tolerated, and the authority was seldom applied.", "aux"),
+    ("He said that nobody came.", "He did not say that nobody came.", "do-support"),
     ("The species is found not only in Peru but also in Chile.",
      "It is not true that the species is found not only in Peru but also in Chile.", "fallback-not-true"),
     ("Isn't he not only a singer?", "Is he not only a singer?", "remove-negation"),  # its own negation goes

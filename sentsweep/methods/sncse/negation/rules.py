@@ -14,10 +14,11 @@ clause's negation is removed (a negated subordinate clause leaves the main claus
    subordinate clause ("Although I had not finished, he kept working"). Here only the ROOT's own
    auxiliaries count, scanned left to right together with the ROOT:
 
-   - ``aux``: an auxiliary / passive auxiliary: "not" is inserted after it;
+   - ``aux``: an auxiliary / passive auxiliary: "not" is inserted after it, except the passive "get", which is
+     not an operator and takes do-support ("He got fired." -> "He did not get fired.");
    - ``be-modal``: a ROOT that is a form of *be* or a modal: "not" after it;
    - ``do-support``: a ROOT tagged VBZ / VBP / VBD becomes "does not" / "do not" / "did not" + lemma;
-   - ``imperative``: a bare ROOT (VB) without a subject: "do not" before it;
+   - ``imperative``: a bare ROOT (VB) without a subject: "do not" before it ("not" after the "'s" of "Let's");
    - ``participle``: a ROOT participle (VBN/VBG) without an auxiliary: "not" before it;
    - ``aux-question`` / ``be-modal-question``: in a question the operator is contracted ("Did he go?"
      -> "Didn't he go?"), or, where English has no contraction ("am", "may"), "not" follows the
@@ -30,11 +31,11 @@ clause's negation is removed (a negated subordinate clause leaves the main claus
    not reach) or ``fallback-not`` ("Not ..." for verbless text).
 
 A negative word of the clause that the parser does not take for its negation ("He is not only a singer", "It is found
-not only in Peru", "He is no longer active") sends the sentence to the fallback instead of a doubled "not".
+not only in Peru", "He is no longer active"), a negative pronoun or determiner ("Nobody knows", "No one came") or a
+negative adverb ("He hardly knows her") sends the sentence to the fallback instead of a doubled negation.
 
-Known limits: negative subjects and determiners ("No one came", "Nobody knows") get a second
-negation ("No one did not come"); "had better" and fronted-negation inversions are not special-cased;
-a tagger error (a verb tagged as a noun) sends a sentence to the fallback.
+Known limits: "had better" and fronted-negation inversions are not special-cased; a tagger error (a verb tagged as a
+noun) sends a sentence to the fallback.
 
 The reference's own rules, bugs included, are the ``reference`` rule set
 (:mod:`~sentsweep.methods.sncse.negation.reference`, chosen by an SNCSE trial's ``negation_rules``); these are
@@ -54,10 +55,14 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 #: Bump when a rule changes: cached negations made by older rules are then ignored.
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 #: Negative words of a clause that the parser does not take for its negation ("not" in "not only", "no" in "no longer"):
 #: a clause that holds one goes to the fallback, not to a doubled "not" ("is not not only").
 _OTHER_NEGATIVES = frozenset({"not", "no", "never", "n't", "n’t"})
+#: Negative pronouns and adverbs: one that belongs to the main verb itself (not to a conjunct) sends the sentence to
+#: the fallback, not to a doubled negation ("Nobody does not know", "He hardly does not know her").
+_NEGATIVE_WORDS = frozenset({"nobody", "nothing", "none", "neither", "nowhere", "hardly", "scarcely", "barely",
+                             "rarely", "seldom"})
 #: Every rule name :func:`negate_doc` can report, in the order they are tried.
 RULES: tuple[str, ...] = (
     "remove-negation",
@@ -183,6 +188,16 @@ def _clause_head(tok: Token) -> Token:
     return tok
 
 
+def _governed_by(tok: Token, head: Token) -> bool:
+    """Whether ``tok`` hangs from ``head`` through no conjunct and no other clause ("None of them" in "None of them
+    came" does; "seldom" in "..., and it was seldom applied" does not)."""
+    while tok.i != head.i:
+        if tok.dep_ == "conj" or tok.dep_ in _CLAUSE_DEPS or tok.head.i == tok.i:
+            return False
+        tok = tok.head
+    return True
+
+
 def _is_unsplit_nt(tok: Token) -> bool:
     """A contraction the tokenizer left whole, such as "WON'T" (spaCy splits "won't" but not all caps)."""
     lower = tok.lower_
@@ -242,6 +257,16 @@ def _negate_operator(doc: Doc, head: Token, operator: Token, rule: str) -> Negat
     return Negation(edit.render(), rule)
 
 
+def _do_support(doc: Doc, verb: Token, lemmatize: Callable[[Token], str]) -> Negation:
+    """``verb`` (VBZ / VBP / VBD / VB) as "does not" / "do not" / "did not" + its lemma."""
+    edit = _Edit(doc)
+    do = _DO[verb.tag_]
+    if verb.is_sent_start and verb.text[:1].isupper():
+        do = do.capitalize()
+    edit.text[verb.i] = f"{do} not {lemmatize(verb)}"
+    return Negation(edit.render(), "do-support")
+
+
 def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> Negation | None:
     """Negate the clause headed by ``head``; None when no rule applies."""
     for tok in head.subtree:
@@ -250,7 +275,11 @@ def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> 
             return Negation(_remove_negation(doc, tok), "remove-negation")
     if any(tok.lower_ in _OTHER_NEGATIVES and _clause_head(tok) == head for tok in head.subtree):
         return None  # "is (found) not only", "is no longer": a "not" would double it; the fallback negates
+    if any(tok.lower_ in _NEGATIVE_WORDS and _governed_by(tok, head) for tok in head.subtree):
+        return None  # "Nobody knows", "He hardly knows her": the fallback negates
     auxiliaries = [c for c in head.children if c.dep_ in ("aux", "auxpass") and c.i < head.i]
+    if auxiliaries and auxiliaries[0].tag_ in _DO and lemmatize(auxiliaries[0]) == "get":
+        return _do_support(doc, auxiliaries[0], lemmatize)  # "got fired" -> "did not get fired"
     if auxiliaries:
         return _negate_operator(doc, head, auxiliaries[0], "aux")
     tag = head.tag_
@@ -262,16 +291,14 @@ def _negate_clause(doc: Doc, head: Token, lemmatize: Callable[[Token], str]) -> 
     if head.lower_ in _BE or tag == "MD":
         return _negate_operator(doc, head, head, "be-modal")
     if tag in ("VBZ", "VBP", "VBD") or (tag == "VB" and has_subject):
-        edit = _Edit(doc)
-        verb = lemmatize(head)
-        if head.is_sent_start and head.text[:1].isupper():
-            edit.text[head.i] = f"{_DO[tag].capitalize()} not {verb}"
-        else:
-            edit.text[head.i] = f"{_DO[tag]} not {verb}"
-        return Negation(edit.render(), "do-support")
+        return _do_support(doc, head, lemmatize)
     if tag == "VB":
         edit = _Edit(doc)
-        edit.insert_before(head, "do not")
+        after = doc[head.i + 1] if head.i + 1 < len(doc) else None
+        if head.lower_ == "let" and after is not None and after.lower_ in ("'s", "’s"):
+            edit.insert_after(after)  # "Let's go." -> "Let's not go."
+        else:
+            edit.insert_before(head, "do not")
         return Negation(edit.render(), "imperative")
     if tag in ("VBN", "VBG"):
         edit = _Edit(doc)
