@@ -82,8 +82,9 @@ def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> Ray
 
 
 def auth_failure(status: int, address: str, token: RayToken | None) -> AuthenticationRequired:
-    """What an HTTP 401 (no token) or 403 (a refused token) from the dashboard at ``address`` means."""
-    if token is None or status == 401:
+    """What an HTTP 401 or 403 from the dashboard at ``address`` means: without a token, that one is needed; with
+    one, that it was refused (Ray answers 403 to a wrong token; a proxy in front of it may answer 401)."""
+    if token is None:
         return AuthenticationRequired(f"the Ray cluster at {address} requires a token; give it with {WHERE} "
                                       "(on Kubernetes: the Secret ray-auth, key auth_token)")
     return AuthenticationRequired(f"the Ray cluster at {address} refused the token from {token.source} "
