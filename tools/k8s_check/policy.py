@@ -117,6 +117,10 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
     image = str(c.get("image", ""))
     if not image.startswith("(") and not DIGEST.search(image):
         found.append(f"image '{image}' is not pinned by digest (name:tag@sha256:...)")
+    registry = image.split("/", 1)[0] if "/" in image else ""
+    if not image.startswith("(") and not ("." in registry or ":" in registry or registry == "localhost"):
+        found.append(f"image '{image}' names no registry (docker.io/library/postgres, not postgres): a node whose "
+                     "runtime resolves short names strictly (CRI-O) refuses it")
     for env in c.get("env") or []:
         name = str(env.get("name", ""))
         if "value" in env and SECRET_NAME.search(name):

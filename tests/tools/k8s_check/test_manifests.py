@@ -418,6 +418,13 @@ def test_an_added_capability_is_caught(tmp_path: Path) -> None:
                    "needed) [policy]"], new
 
 
+def test_an_image_without_a_registry_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, ("overlays/local",), {"base/minio.yaml": (
+        "image: docker.io/minio/minio:", "image: minio/minio:"), "overlays/local/kustomization.yaml": (
+        "- name: docker.io/minio/minio\n", "- name: minio/minio\n")})
+    assert len(new) == 1 and "image 'minio/minio:RELEASE" in new[0] and "names no registry" in new[0], new
+
+
 def test_a_listening_container_without_a_readiness_probe_is_caught(tmp_path: Path) -> None:
     old = "        readinessProbe:\n          httpGet:\n            path: /health\n"
     new = _planted(tmp_path, ("overlays/local",), {"base/mlflow.yaml": (old, "        startupProbe:\n          "
@@ -592,14 +599,14 @@ def test_a_driver_group_without_the_configs_mount_is_caught(tmp_path: Path, path
 
 
 def test_an_image_by_tag_only_is_caught(tmp_path: Path) -> None:
-    text = "- name: postgres\n  newTag: 17.6-bookworm\n  digest: sha256:" + "0" * 64 + "\n"
+    name = "- name: docker.io/library/postgres\n  newTag: 17.6-bookworm\n"
     new = _planted(tmp_path, ("overlays/local",), {"overlays/local/kustomization.yaml": (
-        text, "- name: postgres\n  newTag: 17.6-bookworm\n")})
+        name + "  digest: sha256:" + "0" * 64 + "\n", name)})
     assert new == [
         "CronJob/postgres-backup: spec.jobTemplate.spec.template.spec.containers[pg-dump]: image "
-        "'postgres:17.6-bookworm' is not pinned by digest (name:tag@sha256:...) [policy]",
-        "StatefulSet/postgres: spec.template.spec.containers[postgres]: image 'postgres:17.6-bookworm' is not "
-        "pinned by digest (name:tag@sha256:...) [policy]"]
+        "'docker.io/library/postgres:17.6-bookworm' is not pinned by digest (name:tag@sha256:...) [policy]",
+        "StatefulSet/postgres: spec.template.spec.containers[postgres]: image "
+        "'docker.io/library/postgres:17.6-bookworm' is not pinned by digest (name:tag@sha256:...) [policy]"]
 
 
 def test_a_needless_service_account_token_and_a_lax_namespace_are_caught(tmp_path: Path) -> None:
