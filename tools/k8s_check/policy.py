@@ -3,7 +3,7 @@
 - every container (the KubeRay autoscaler's options included) has CPU and memory requests and limits,
   runs as a non-root user without privilege escalation, drops all capabilities, has a read-only root
   filesystem, a RuntimeDefault (or Localhost) seccomp profile, no hostPort, and an image pinned by digest
-  (``name:tag@sha256:...``); no secret-looking environment
+  (``name:tag@sha256:...``) and named with its registry (``docker.io/library/postgres``); no secret-looking environment
   variable (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*KEY*``) has a plaintext ``value`` and no URL
   carries a password, not even as a ``$(VAR)`` reference (a URL ends up on command lines); no container adds a
   capability, and no command line gives a secret-looking flag (``--password``, ``--secret-key``) a literal value;
