@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
+from mlflow.entities import ViewType
 from optuna.trial import TrialState
 from ray.tune.search import ConcurrencyLimiter, SearchGenerator
 
@@ -222,7 +223,8 @@ def test_a_resumed_search_does_not_propose_its_first_random_points_again(tmp_pat
 def test_a_sweep_killed_before_tunes_first_snapshot_fails_the_trials_it_had_asked(tmp_path, tiny_bert_dir,
                                                                                   tracking_uri, ray_session):
     """Real Ray Tune: a sweep killed before Tune saved its first snapshot (only ``tuner.pkl`` of Tune's state) starts
-    afresh on resume; the Optuna trials the lost driver had asked are told FAIL, none stays RUNNING."""
+    afresh on resume; the Optuna trials the lost driver had asked are told FAIL, and the runs of its Tune trials,
+    left RUNNING by the kill, are closed and deleted: none stays RUNNING, one active run per trial."""
     from sentsweep.platform.driver.sweep import resume_sweep
     from sentsweep.platform.location import locate
 
@@ -233,6 +235,10 @@ def test_a_sweep_killed_before_tunes_first_snapshot_fails_the_trials_it_had_aske
         if path.is_file() and path.name.startswith(("experiment_state", "searcher-state", "search_gen_state")):
             path.unlink()
     asked = [t for t in load_study(locate(str(folder))).trials if t.state == TrialState.RUNNING]
+    client = MlflowClient(tracking_uri)
+    for run in client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                  "attributes.status = 'KILLED'"):
+        client.update_run(run.info.run_id, status="RUNNING")  # as a SIGKILL leaves them
     assert asked, "the interrupted trial is Optuna's, running"
     outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
                            echo=lambda line: None)
@@ -242,3 +248,11 @@ def test_a_sweep_killed_before_tunes_first_snapshot_fails_the_trials_it_had_aske
     assert all(by_number[t.number].state == TrialState.FAIL for t in asked)
     assert all(by_number[t.number].user_attrs.get("fail_reason") == LOST_REASON for t in asked)
     assert not [t for t in study.trials if t.state == TrialState.RUNNING]
+    every = client.search_runs([outcome.experiment_id], f"tags.`mlflow.parentRunId` = '{outcome.parent_run_id}'",
+                               run_view_type=ViewType.ALL)
+    assert not [r for r in every if r.info.status == "RUNNING"]
+    active = [r for r in every if r.info.lifecycle_stage == "active"]
+    assert len(active) == 3 and {r.data.tags[TRIAL_ID_TAG] for r in active} == set(outcome.results.get_dataframe()[
+        "trial_id"])
+    lost = [r for r in every if r.info.lifecycle_stage == "deleted"]  # the lost Tune trials' runs: closed, deleted
+    assert len(lost) == 2 and all(r.info.status == "KILLED" for r in lost)
