@@ -251,10 +251,6 @@ class PreviousSweep(NamedTuple):
     status: str
     tags: dict[str, str]
 
-    @property
-    def interrupted(self) -> bool:
-        return is_resumable(self.status, self.tags)
-
 
 def sweep_folders(config: SweepConfig) -> list[str]:
     """The sweep folders of ``config`` (its name, under its storage_path), oldest first by their stamp."""
@@ -302,7 +298,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
     """The folder ``--resume-interrupted`` continues; None when the newest sweep of the identity is not to resume."""
     previous = previous_sweep(config, owner)
-    return previous.uri if previous is not None and previous.interrupted else None
+    return previous.uri if previous is not None and is_resumable(previous.status, previous.tags) else None
 
 
 def _run_state(manifest: SweepManifest) -> tuple[str, dict[str, str]]:
