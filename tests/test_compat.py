@@ -62,9 +62,14 @@ def test_ray_training_result_for_restore() -> None:
     assert new.checkpoint.path == "/b" and new.metrics == {"training_iteration": 3}
 
 
-def test_ray_tune_propagating_none_of(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_tune_propagating_none_of(ray_session, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tune builds a trial actor's runtime_env from ``class_cache.ENV_VARS_TO_PROPAGATE`` when it registers the
-    trainable: held-back names leave it, the others stay, and the set is back after."""
+    trainable: an actor of the class registered inside the block lacks the held-back variable and has the others,
+    and the set is back after."""
+    import os
+
+    import ray
+
     from sentsweep._compat.ray import tune_propagating_none_of
 
     class_cache = importlib.import_module("ray.tune.execution.class_cache")
@@ -72,17 +77,20 @@ def test_ray_tune_propagating_none_of(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "AWS_SECRET_ACCESS_KEY" in before, "Tune no longer copies AWS_SECRET_ACCESS_KEY: drop the compat"
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "held-back")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "kept")
-    remote_options: list[dict[str, Any]] = []
-    monkeypatch.setattr(class_cache.ray, "remote", lambda **options: remote_options.append(options) or (lambda c: c))
 
     class Trainable:
-        pass
+        def env(self, name: str) -> str | None:
+            return os.environ.get(name)
 
     with tune_propagating_none_of(["AWS_SECRET_ACCESS_KEY"]):
-        class_cache._ActorClassCache().get(Trainable)
-    env_vars = remote_options[0]["runtime_env"]["env_vars"]
-    assert "AWS_SECRET_ACCESS_KEY" not in env_vars and env_vars["AWS_ACCESS_KEY_ID"] == "kept"
+        remote_class = class_cache._ActorClassCache().get(Trainable)
     assert class_cache.ENV_VARS_TO_PROPAGATE is before
+    actor = remote_class.options(num_cpus=0).remote()
+    try:
+        seen = ray.get([actor.env.remote("AWS_SECRET_ACCESS_KEY"), actor.env.remote("AWS_ACCESS_KEY_ID")], timeout=120)
+    finally:
+        ray.kill(actor)
+    assert seen[0] != "held-back" and seen[1] == "kept", seen
 
 
 def test_ray_restored_tune_config() -> None:

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 TERMINAL = {"FINISHED", "FAILED", "KILLED"}
 
 PARENT_TAG = "mlflow.parentRunId"
-RUN_NAME_TAG = "mlflow.runName"
 GIT_TAG = "mlflow.source.git.commit"
 TRIAL_ID_TAG = "sentsweep.trial_id"
 SWEEP_TAG = "sentsweep.sweep"

@@ -110,7 +110,7 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
         remote_sweep, s3_endpoint, tracking_uri, private_cache):
     """A moved (or copied) folder would be refused by every retry of a RayJob: ``--resume-interrupted`` passes it
     over with a warning (and starts anew) instead."""
-    from sentsweep.platform.driver.resume import previous_sweep
+    from sentsweep.platform.driver.resume import is_resumable, previous_sweep
     from sentsweep.platform.location import sweep_owner
     from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
@@ -125,7 +125,7 @@ def test_resume_interrupted_passes_over_a_shared_folder_whose_run_is_another_fol
     client = MlflowClient(tracking_uri=tracking_uri)
     client.set_tag(parent, SWEEP_DIR_TAG, folder.uri)
     found = previous_sweep(config)
-    assert found is not None and found.uri == folder.uri and found.interrupted  # its own folder: resumed
+    assert found is not None and found.uri == folder.uri and is_resumable(found.status, found.tags)  # its own: resumed
     client.set_tag(parent, SWEEP_DIR_TAG, location.uri)  # the run of another folder
     assert previous_sweep(config) is None
     client.set_tag(parent, SWEEP_DIR_TAG, folder.uri)

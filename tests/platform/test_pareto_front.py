@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 
 from sentsweep.platform.objectives import parse_objective
-from sentsweep.platform.report.plots import TrialRecord
+from sentsweep.platform.report import winner
+from sentsweep.platform.report.plots import TrialRecord, save_plot
 from sentsweep.platform.report.winner import front_rows, pareto_plot
 
 
@@ -31,11 +32,28 @@ def test_two_objectives_png_and_csv(tmp_path):
     assert sum(r["on_front"] == "1" for r in written) == 8  # every third-from-one trial is dominated
 
 
-def test_three_objectives_draw_the_first_two(tmp_path):
+def test_three_objectives_draw_the_first_two(tmp_path, monkeypatch):
+    """The points are (second objective, first objective), the title names all three, the CSV holds all three."""
     objectives = [parse_objective(t) for t in ("stsb_dev max", "compute_seconds min", "gpu_seconds min")]
     rows = front_rows(_trials(5), objectives)
-    png, _ = pareto_plot(rows, objectives, tmp_path, "front3")
-    assert png.exists()
+    drawn = []
+
+    def saved(figure, plotted, out_dir, name):  # the figure as pareto_plot hands it to be written
+        (ax,) = figure.axes
+        points = {tuple(map(float, xy)) for collection in ax.collections for xy in collection.get_offsets()}
+        drawn.append((ax.get_xlabel(), ax.get_ylabel(), ax.get_title(), points))
+        return save_plot(figure, plotted, out_dir, name)
+
+    monkeypatch.setattr(winner, "save_plot", saved)
+    png, table = pareto_plot(rows, objectives, tmp_path, "front3")
+    ((xlabel, ylabel, title, points),) = drawn
+    assert (xlabel, ylabel) == (objectives[1].label, objectives[0].label)
+    assert points == {(r["compute_seconds"], r["stsb_dev"]) for r in rows} and len(points) == 5
+    assert "stsb_dev, compute_seconds, gpu_seconds; the first two drawn" in title
+    assert png.stat().st_size > 10_000
+    written = list(csv.DictReader(table.open()))
+    assert len(written) == 5 and list(written[0])[:5] == ["trial_id", "stsb_dev", "compute_seconds", "gpu_seconds",
+                                                          "on_front"]
 
 
 def test_compare_lists_the_front_from_the_parent_run(tmp_path, tracking_uri):

@@ -15,7 +15,7 @@ from sentsweep.platform.config import load_sweep_config
 from sentsweep.platform.report.compare import compare
 from sentsweep.platform.results import is_final
 from sentsweep.search_spaces.python_space import PythonSpace
-from sentsweep.tracking.vocabulary import PARENT_TAG, REFERENCE_TAG, REFERENCE_TRIAL_TAG, RUN_NAME_TAG, TRIAL_ID_TAG
+from sentsweep.tracking.vocabulary import PARENT_TAG, REFERENCE_TAG, REFERENCE_TRIAL_TAG, TRIAL_ID_TAG
 from tests.platform.sweep_toy import TOY_TRAINABLE, toy_config, toy_space
 
 PAPER_POINT = {"lr": 1e-3, "scale": 1.0}
@@ -67,7 +67,7 @@ def test_the_reference_trial_is_the_worst_at_the_first_rung_and_still_finishes(t
               if TRIAL_ID_TAG in r.data.tags}  # the search's trials (the confirmation stage's run holds its own)
     assert tagged.pop(ref_id) == "paper" and set(tagged.values()) == {None}
     assert client.get_run(outcome.parent_run_id).data.tags[REFERENCE_TRIAL_TAG] == ref_id
-    ref_label = next(r.data.tags[RUN_NAME_TAG].split()[0] for r in children if r.data.tags.get(TRIAL_ID_TAG) == ref_id)
+    ref_label = next(r.info.run_name.split()[0] for r in children if r.data.tags.get(TRIAL_ID_TAG) == ref_id)
     sweeps, trials = compare(client, ["toy"])
     assert sweeps.loc[0, "reference_trial"] == ref_label  # named by its label, as every table names trials
     assert dict(zip(trials["trial"], trials["reference"], strict=True))[ref_label] == "paper"

@@ -3,6 +3,7 @@ fields a restored Ray Tune experiment can take pass with ``--allow-change``."""
 
 from __future__ import annotations
 
+import pyarrow.fs
 import pytest
 
 from sentsweep.errors import ConfigError
@@ -67,7 +68,7 @@ def test_the_budget_the_stop_grace_and_the_notifications_may_change_when_allowed
         resume_config(stored, given, allow=["budgets"])
 
 
-def test_a_lifted_budget_reopens_a_search_it_had_ended() -> None:
+def test_a_lifted_budget_reopens_a_search_it_had_ended(tmp_path) -> None:
     """The restored search generator's "finished" flag (set when the spent budget's gate said so) is cleared only
     when the changed budget lifted the stop, or more samples were asked for."""
     from ray.tune.search.optuna import OptunaSearch
@@ -76,7 +77,8 @@ def test_a_lifted_budget_reopens_a_search_it_had_ended() -> None:
 
     saved = {"counter": 2, "total_samples": 8, "finished": True, "experiment": None}
     for reopen, more, finished in ((False, 0, True), (True, 0, False), (False, 2, False)):
-        generator = ResizableSearchGenerator(OptunaSearch(), 8 + more, reopen=reopen)
+        generator = ResizableSearchGenerator(OptunaSearch(), 8 + more, reopen, (pyarrow.fs.LocalFileSystem(),
+                                                                              str(tmp_path)))
         generator.set_state(dict(saved))
         assert generator.is_finished() is finished
 

@@ -44,7 +44,7 @@ class Sweep:
 
     def _chain(self, searcher: PruningAwareOptunaSearch) -> ResizableSearchGenerator:
         return ResizableSearchGenerator(ConcurrencyLimiter(searcher, max_concurrent=self.max_concurrent),
-                                        self.num_samples, storage=(pyarrow.fs.LocalFileSystem(), str(self.folder)))
+                                        self.num_samples, False, (pyarrow.fs.LocalFileSystem(), str(self.folder)))
 
     @property
     def searcher(self) -> PruningAwareOptunaSearch:

@@ -89,9 +89,11 @@ def test_every_sampler_keeps_defaults_first_pruning_constraints_warm_start_and_r
 
 def test_a_done_grid_ends_the_search():
     searcher = build_searcher(_config("grid", grid_points=2), lambda t: {"x2": t.suggest_float("x", 0, 1) * 2}, [])
+    points = []
     for i in range(2):
-        assert searcher.suggest(f"t{i}") is not None
+        points.append(searcher.suggest(f"t{i}"))
         searcher.on_trial_complete(f"t{i}", {"score": float(i), FINAL_KEY: 1.0})
+    assert sorted(p["x2"] for p in points) == [0.0, 2.0]  # both grid points, each once, before the end
     assert searcher.suggest("t2") == Searcher.FINISHED
 
 

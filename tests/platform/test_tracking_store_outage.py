@@ -14,10 +14,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
-from sentsweep.platform.tracking.run_writes import Backoff
+from sentsweep.platform.tracking.run_writes import Backoff, RunWrites
 from sentsweep.platform.tracking.trial_runs import TrialRuns
 from sentsweep.tracking.vocabulary import TRIAL_ID_TAG
 from sentsweep.trainables.restore_note import RESTORE_REASON_KEY, RESTORED_FROM_KEY
@@ -52,6 +53,7 @@ def _parent(uri: str) -> tuple[MlflowClient, str, str]:
 
 
 CREATE = "/api/2.0/mlflow/runs/create"
+CREATE_VERSION = "/api/2.0/mlflow/model-versions/create"
 
 
 def _active_runs(client: MlflowClient, experiment: str, query: str) -> list[str]:
@@ -73,6 +75,25 @@ def test_a_create_whose_answer_was_lost_makes_one_run(proxy, monkeypatch) -> Non
                                run_view_type=3)  # ViewType.ALL: the twin is there, deleted
     assert len(twins) == 2 and {t.info.lifecycle_stage for t in twins} == {"active", "deleted"}
     assert [m.value for m in client.get_metric_history(run_id, "stsb_dev")] == [70.0]
+
+
+def test_a_registration_whose_answer_was_lost_leaves_one_version(proxy, tmp_path, monkeypatch) -> None:
+    """The server made the model version, a gateway lost its answer and MLflow's client sent the create again: the
+    twin is deleted, and the version described is the first."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0")
+    client, experiment, run_id = _parent(proxy.uri)
+    name = f"best-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "MLmodel").write_text("flavors: {}\n")  # what MLflow registers from a run
+    client.log_artifacts(run_id, str(tmp_path / "model"), "best_model")
+    proxy.lose_answer.append(CREATE_VERSION)
+    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"))
+    writes.apply({"op": "register", "run": run_id, "name": name, "path": "best_model",
+                  "description": "the best trial", "tags": {"trial": "t01"}})
+    assert proxy.heard.count(CREATE_VERSION) == 2, "the create sent twice"
+    versions = client.search_model_versions(f"name = '{name}'")
+    assert [(str(v.version), v.description, v.tags) for v in versions] == [("1", "the best trial", {"trial": "t01"})]
+    assert writes.registered == {name: "1"}
 
 
 def test_the_drivers_callback_never_waits_for_a_store_outage_and_the_folder_completes_the_run(

@@ -111,29 +111,3 @@ def test_saved_writes_missing_what_they_need_are_not_loaded(tmp_path: Path) -> N
     (tmp_path / PENDING_FILE).write_text(json.dumps([*malformed, *kept]))
     writes = RunWrites(MlflowClient("http://127.0.0.1:9"), "1", pyarrow.fs.LocalFileSystem(), str(tmp_path))
     assert writes.load({"parent"}, "toy-model") == len(kept) and writes.pending == kept
-
-
-def test_a_registration_the_client_sent_twice_leaves_one_version(tracking_uri: str, tmp_path: Path,
-                                                                 monkeypatch) -> None:
-    """The server made the version, a gateway lost its answer and MLflow's client sent the create again: the twin
-    is deleted, and the version described is the first."""
-    import mlflow
-
-    client = MlflowClient(tracking_uri)
-    experiment = client.create_experiment("register")
-    run = client.create_run(experiment)
-    source = f"{run.info.artifact_uri}/best_model"
-
-    def resent(model_uri: str, name: str) -> object:
-        client.create_registered_model(name)
-        client.create_model_version(name, source, run.info.run_id)
-        return client.create_model_version(name, source, run.info.run_id)  # the resent create's answer
-
-    monkeypatch.setattr(mlflow, "register_model", resent)
-    writes = RunWrites(client, experiment, pyarrow.fs.LocalFileSystem(), str(tmp_path))
-    writes.apply({"op": "register", "run": run.info.run_id, "name": "toy-best", "path": "best_model",
-                  "description": "the best trial", "tags": {"trial": "t01"}})
-
-    versions = client.search_model_versions("name = 'toy-best'")
-    assert [(str(v.version), v.description, v.tags) for v in versions] == [("1", "the best trial", {"trial": "t01"})]
-    assert writes.registered == {"toy-best": "1"}

@@ -4,7 +4,6 @@ better mean, then the higher search rank; the weights used are the winner's furt
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import posixpath
@@ -47,9 +46,9 @@ def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Can
     return ranked_by_rule(candidates, rule, mode)[0]
 
 
-def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
-    """``count`` seeds after ``original`` (``original + 1, + 2, ...``), skipping any in ``taken``."""
-    return list(itertools.islice((s for s in itertools.count(original + 1) if s not in taken), count))
+def further_seeds(original: int, count: int) -> list[int]:
+    """``count`` seeds after ``original``: ``original + 1, + 2, ...``."""
+    return list(range(original + 1, original + 1 + count))
 
 
 def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:

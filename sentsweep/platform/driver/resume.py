@@ -135,9 +135,8 @@ def snapshot_names(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[str]:
     return sorted(fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE))
 
 
-def snapshot_trials(filesystem: pyarrow.fs.FileSystem | None, folder: str) -> list[SnapshotTrial] | None:
+def snapshot_trials(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[SnapshotTrial] | None:
     """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None: none."""
-    filesystem = filesystem or pyarrow.fs.LocalFileSystem()
     names = snapshot_names(filesystem, folder)
     if not names:
         return None
@@ -155,8 +154,8 @@ class ResizableSearchGenerator(SearchGenerator):
     the trials restored from ``storage`` (the sweep folder's file system and path). A larger total, or ``reopen``
     (the budget changed), clears a saved "finished" flag, so that new trials are created."""
 
-    def __init__(self, searcher: Searcher, num_samples: int, reopen: bool = False,
-                 storage: tuple[pyarrow.fs.FileSystem, str] | None = None) -> None:
+    def __init__(self, searcher: Searcher, num_samples: int, reopen: bool,
+                 storage: tuple[pyarrow.fs.FileSystem, str]) -> None:
         super().__init__(searcher)
         self.num_samples, self.reopen, self.storage = num_samples, reopen, storage
         self.restored: list[SnapshotTrial] | None = None
@@ -182,7 +181,7 @@ class ResizableSearchGenerator(SearchGenerator):
         """Tune's restore, made to agree with the trials of the newest experiment state in the sweep's storage (an
         earlier driver's staging folder on this host may hold files it never uploaded): the limiter's running trials
         are those not ended; Optuna is told the end of an ended trial it was not told, and FAIL for one Tune lost."""
-        trials = self.restored = snapshot_trials(*self.storage) if self.storage else snapshot_trials(None, dirpath)
+        trials = self.restored = snapshot_trials(*self.storage)
         super().restore_from_dir(dirpath)
         if trials is None:
             return
@@ -252,10 +251,6 @@ class PreviousSweep(NamedTuple):
     status: str
     tags: dict[str, str]
 
-    @property
-    def interrupted(self) -> bool:
-        return is_resumable(self.status, self.tags)
-
 
 def sweep_folders(config: SweepConfig) -> list[str]:
     """The sweep folders of ``config`` (its name, under its storage_path), oldest first by their stamp."""
@@ -303,7 +298,7 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
 def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | None:
     """The folder ``--resume-interrupted`` continues; None when the newest sweep of the identity is not to resume."""
     previous = previous_sweep(config, owner)
-    return previous.uri if previous is not None and previous.interrupted else None
+    return previous.uri if previous is not None and is_resumable(previous.status, previous.tags) else None
 
 
 def _run_state(manifest: SweepManifest) -> tuple[str, dict[str, str]]:
