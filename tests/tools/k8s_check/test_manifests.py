@@ -933,8 +933,8 @@ def test_the_bootstrap_grants_every_sweep_experiment() -> None:
 
 
 def test_no_seccomp_profile_and_the_nodes_namespaces_are_caught(tmp_path: Path) -> None:
-    """Pod Security's restricted profile asks for them at admission; the offline check did not (security review
-    13): a pod without a seccomp profile, on the node's network."""
+    """Pod Security's restricted profile asks for them at admission, so the offline check does too: a pod without a
+    seccomp profile, on the node's network."""
     new = _planted(tmp_path, ("overlays/local",), {"base/minio.yaml": (
         "        seccompProfile:\n          type: RuntimeDefault\n      containers:\n",
         "      hostNetwork: true\n      containers:\n")})
