@@ -49,6 +49,18 @@ def test_interval_edge_cases():
     assert nan_dropped.n == 2 and nan_dropped.mean == 71.0
 
 
+def test_seeds_that_agree_give_a_point_interval_and_lower_bound_ranks_it_by_its_mean():
+    """sd 0 (a deterministic run, a coarse metric): the interval is [m, m], not NaN, which ``lower_bound`` ranked
+    last."""
+    agreed = interval([80.0, 80.0, 80.0])
+    assert (agreed.std, agreed.low, agreed.high) == (0.0, 80.0, 80.0)
+    assert agreed.describe().startswith("80.00 +- 0.00 [80.00, 80.00]")
+    steady, worse = _candidate(1, [80.0, 80.0, 80.0]), _candidate(2, [70.0, 71.0, 72.0])
+    assert choose_winner([worse, steady], "lower_bound", "max") is steady
+    low_loss, high_loss = _candidate(1, [0.2, 0.2]), _candidate(2, [0.3, 0.31])
+    assert choose_winner([high_loss, low_loss], "lower_bound", "min") is low_loss
+
+
 def test_the_rules_choose_differently_when_the_best_mean_is_the_least_certain():
     lucky = _candidate(1, [84.0, 76.0, 83.0])  # mean 81, wide
     steady = _candidate(2, [80.4, 80.6, 80.5])  # mean 80.5, narrow
