@@ -12,6 +12,7 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.confirm.stage import choose_winner, further_seeds, ranked_by_rule
 from sentsweep.platform.outcome import Candidate, SeedRun, interval
+from sentsweep.platform.results import FINAL_KEY
 from sentsweep.tracking.vocabulary import (
     CONFIRM_RANK_TAG,
     CONFIRMATION_ROLE,
@@ -189,6 +190,37 @@ def test_the_per_seed_figures_keep_mrpc_f1_and_sick_relatedness():
 def test_further_seeds():
     assert further_seeds(0, 3) == [1, 2, 3]
     assert further_seeds(42, 2) == [43, 44]
+    assert further_seeds(1043, 3, [42, 1043, 1044]) == [1045, 1046, 1047]
+
+
+def test_a_configuration_the_search_ran_with_several_seeds_is_one_candidate():
+    """The first point and its noise replicas (the same settings, seeds 42, 1043, 1044) are the search's three best:
+    they are one candidate, with every further seed, none of them a seed the search ran; the next configurations
+    fill ``top_k``."""
+    from types import SimpleNamespace
+
+    from sentsweep.platform.confirm.stage import decide, select_candidates, stage_points, stage_seeds
+
+    def result(trial_id: str, lr: float, seed: int, value: float) -> SimpleNamespace:
+        return SimpleNamespace(error=None, config={"lr": lr, "seed": seed, "tracking": {}},
+                               metrics={"trial_id": trial_id, "stsb_dev": value, FINAL_KEY: 1.0})
+
+    search = [result("t1", 2e-5, 42, 85.0), result("t2", 2e-5, 1043, 86.0), result("t3", 2e-5, 1044, 84.5),
+              result("t4", 1e-4, 42, 84.0), result("t5", 5e-6, 42, 83.0)]
+    config = SimpleNamespace(metric="stsb_dev", mode="max", seed=42,
+                             confirm=SimpleNamespace(top_k=2, seeds=2, rule="mean"))
+    candidates, configs = select_candidates(search, config)
+    assert [(c.rank, c.trial_id, c.params["lr"]) for c in candidates] == [(1, "t2", 2e-5), (2, "t4", 1e-4)]
+    assert [(r.seed, r.original) for r in candidates[0].runs] == [(1043, True), (42, True), (1044, True)]
+    assert candidates[0].search_value == 86.0 and candidates[0].interval.n == 0
+    seeds = stage_seeds(candidates, 2)
+    assert seeds == {"t2": [1045, 1046], "t4": [43, 44]}
+    state = {"configs": configs, "candidates": [{"trial_id": c.trial_id} for c in candidates], "seeds": seeds}
+    stage = [SimpleNamespace(error=None, config=p, metrics={"trial_id": f"c{i}", "stsb_dev": 80.0 + i,
+                                                            FINAL_KEY: 1.0}) for i, p in enumerate(stage_points(state))]
+    outcome = decide(candidates, configs, stage, config, "run")
+    assert [[r.seed for r in c.further_runs] for c in outcome.candidates] == [[1045, 1046], [43, 44]]
+    assert [c.interval.n for c in outcome.candidates] == [2, 2] and outcome.winner.rank == 2
 
 
 class _Planted:

@@ -9,7 +9,7 @@ from sentsweep.lazy_exports import lazy_exports
 _WHERE: dict[str, str] = {name: module for module, names in {
     "sentsweep.platform.confirm.stage": ("STAGE_DIR", "STATE_FILE", "candidate_from", "decide", "further_seeds",
                                          "ranked_by_rule", "read_state", "select_candidates", "stage_location",
-                                         "stage_points", "write_state"),
+                                         "stage_points", "stage_seeds", "write_state"),
 }.items() for name in names}
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -46,9 +46,11 @@ def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Can
     return ranked_by_rule(candidates, rule, mode)[0]
 
 
-def further_seeds(original: int, count: int) -> list[int]:
-    """``count`` seeds after ``original``: ``original + 1, + 2, ...``."""
-    return list(range(original + 1, original + 1 + count))
+def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
+    """``count`` seeds after ``original``: ``original + 1, + 2, ...``, past the ``taken`` ones (the seeds the search
+    ran the configuration with)."""
+    seeds = (s for s in range(original + 1, original + 2 + count + len(taken)) if s not in taken)
+    return [next(seeds) for _ in range(count)]
 
 
 def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:
@@ -65,16 +67,30 @@ def _seed_run(result: Result, seed: int, metric: str, original: bool) -> SeedRun
 
 
 def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Candidate], dict[str, dict]]:
-    """The ``top_k`` best finished trials as candidates (their own run first), and their configs by trial id."""
+    """The ``top_k`` best finished configurations as candidates, and their configs by trial id. A configuration the
+    search ran with several seeds (the noise replicas, a repeated suggestion) is one candidate: its best run first,
+    its other runs after it, all outside the figures."""
     finished = [r for r in rank_results(results, config.metric, config.mode) if is_final(r.metrics)]
     searched = varying_keys(results, skip=("tracking", "seed"))
-    candidates, configs = [], {}
-    for rank, result in enumerate(finished[: config.confirm.top_k], start=1):
+    candidates: list[Candidate] = []
+    configs: dict[str, dict] = {}
+    by_identity: dict[str, Candidate] = {}
+    for result in finished:
         trial_config = {k: v for k, v in (result.config or {}).items() if k != "tracking"}
         run = _seed_run(result, int(trial_config.get("seed", config.seed)), config.metric, True)
-        candidates.append(Candidate(rank, run.trial_id, {k: trial_config.get(k) for k in searched}, [run]))
-        configs[run.trial_id] = trial_config
+        if (seen := by_identity.get(_identity(trial_config))) is not None:
+            seen.runs.append(run)
+        elif len(candidates) < config.confirm.top_k:
+            candidates.append(Candidate(len(candidates) + 1, run.trial_id,
+                                        {k: trial_config.get(k) for k in searched}, [run]))
+            by_identity[_identity(trial_config)] = candidates[-1]
+            configs[run.trial_id] = trial_config
     return candidates, configs
+
+
+def stage_seeds(candidates: Sequence[Candidate], count: int) -> dict[str, list[int]]:
+    """Each candidate's further seeds: after its best run's seed, past every seed the search ran it with."""
+    return {c.trial_id: further_seeds(c.runs[0].seed, count, [r.seed for r in c.runs]) for c in candidates}
 
 
 def _identity(trial_config: dict[str, Any]) -> str:

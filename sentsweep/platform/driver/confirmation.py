@@ -22,12 +22,12 @@ from sentsweep.platform.confirm.stage import (
     STAGE_DIR,
     candidate_from,
     decide,
-    further_seeds,
     ranked_by_rule,
     read_state,
     select_candidates,
     stage_location,
     stage_points,
+    stage_seeds,
     write_state,
 )
 from sentsweep.platform.driver.callbacks import stage_callbacks
@@ -77,7 +77,7 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         candidates, configs = select_candidates(results, config)
         if not candidates:
             return None
-        seeds = {c.trial_id: further_seeds(c.runs[0].seed, config.confirm.seeds) for c in candidates}
+        seeds = stage_seeds(candidates, config.confirm.seeds)
         state = {"status": "running", "rule": config.confirm.rule, "run_id": None, "seeds": seeds,
                  "configs": configs, "candidates": [asdict(c) for c in candidates]}
         write_state(location, state)  # from here on, a resume continues the stage
