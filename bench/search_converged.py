@@ -3,9 +3,9 @@
 Per sampler (``searcher: tpe | gp | random``, the paper's defaults first as every sweep runs them, with and without
 ASHA), over seeds 0 .. repeats-1, one trial at a time (:func:`bench.search_replay.replay`):
 
-- the trial-seconds to come within one noise sd of the table's best (median and 95% interval over the seeds; a
-  seed that never got there within the cap of 2x the grid's trial-seconds counts as infinite), and the ratio of the
-  median to random search's (no ASHA);
+- the trial-seconds to come within one noise sd of the table's best (the median and the central 95% of the seeds,
+  their 2.5th and 97.5th percentiles; a seed that never got there within the cap of 2x the grid's trial-seconds
+  counts as infinite), and the ratio of the median to random search's (no ASHA) with its paired bootstrap interval;
 - a fixed budget of ``num_samples`` trials (default: as many as the table has points) against the same sweep with
   ``stop_when: converged`` (``num_samples`` its upper limit; the noise sd given, as ``convergence.noise_sd``): the
   share of the fixed budget's trial-seconds saved (per seed, then the median and mean), the final regret (the
@@ -40,6 +40,7 @@ import numpy as np
 
 from bench.search_grid import GridTable, read_table
 from bench.search_replay import ReplaySpace, SearchSettings, Strategy, Trace, replay
+from bench.search_summary import paired_ratio_interval, ratio_cell
 
 #: The reference of the ratios.
 REFERENCE = "random"
@@ -135,13 +136,17 @@ def _seconds(value: float) -> str:
 
 
 def sampler_rows(figures: Sequence[SamplerFigures]) -> list[list[str]]:
-    """Trial-seconds to target, median [95% interval], seeds reaching it, ratio of medians to random's."""
+    """Trial-seconds to target, median [central 95% of the seeds], seeds reaching it, ratio of medians to random's
+    [95% paired bootstrap interval: seed ``i`` of both replayed with ``seed=i``]."""
     ref = next((f for f in figures if f.name == REFERENCE), None)
     rows = []
     for f in figures:
         low, mid, high = interval(f.to_target)
         base = interval(ref.to_target)[1] if ref is not None else math.nan
         ratio = f"{mid / base:.2f}x" if math.isfinite(mid) and math.isfinite(base) and base > 0 else "n/a"
+        paired = paired_ratio_interval(f.to_target, ref.to_target) if ref is not None and f is not ref else None
+        if paired is not None and ratio != "n/a":
+            ratio += " [" + ", ".join(ratio_cell(v) for v in paired) + "]"
         reached = np.mean([math.isfinite(v) for v in f.to_target])
         rows.append([f.name, f"{_seconds(mid)} [{_seconds(low)}, {_seconds(high)}]", f"{reached:.0%}", ratio])
     return rows
@@ -183,10 +188,12 @@ def bound_rows(figures: Sequence[SamplerFigures], target: float) -> list[list[st
 
 BOUND_HEADER = ["strategy", "fixed budget: seeds within the noise", "oracle: trial-s saved, median / mean",
                 "one trial count for all seeds, 90% within the noise: saved median / mean"]
-SAMPLER_HEADER = ["strategy", "trial-s to within the noise: median [95%]", "seeds reaching it", "ratio to random"]
+SAMPLER_HEADER = ["strategy", "trial-s to within the noise: median [2.5%, 97.5% of the seeds]", "seeds reaching it",
+                  "ratio to random [95% paired bootstrap]"]
 CONVERGED_HEADER = ["strategy", "fixed budget trial-s (median)", "converged: trials (median)",
-                    "ended by the terminator", "trial-s saved: median / mean", "fixed: regret median [95%]",
-                    "converged: regret median [95%]", "regret <= noise sd", "within noise sd of the fixed budget"]
+                    "ended by the terminator", "trial-s saved: median / mean",
+                    "fixed: regret median [2.5%, 97.5% of the seeds]", "converged: regret median [2.5%, 97.5%]",
+                    "regret <= noise sd", "within noise sd of the fixed budget"]
 
 
 def strategies(samplers: Sequence[str]) -> list[Strategy]:

@@ -93,10 +93,18 @@ def ratio_interval(summary: Summary, summaries: Sequence[Summary], resamples: in
     whose median is inf (most of its seeds never reached the target) gives an infinite ratio, or 0 where only
     random's is; one where both are is left out (no ratio), so an end may be inf or 0."""
     ref = reference_of(summary, summaries)
-    if ref is None or not summary.per_seed or not ref.per_seed:
+    if ref is None:
+        return None
+    return paired_ratio_interval(summary.per_seed, ref.per_seed, resamples, level)
+
+
+def paired_ratio_interval(per_seed: Sequence[float], reference: Sequence[float], resamples: int = 2000,
+                          level: float = 0.95) -> tuple[float, float] | None:
+    """:func:`ratio_interval` on the per-seed trial-seconds of a strategy and of the reference (None without)."""
+    if not len(per_seed) or not len(reference):
         return None
     rng = np.random.default_rng(0)
-    own, base = np.asarray(summary.per_seed), np.asarray(ref.per_seed)
+    own, base = np.asarray(per_seed, dtype=float), np.asarray(reference, dtype=float)
     draw = rng.integers(0, len(own), (resamples, len(own)))
     top = _median(own[draw])
     bottom = _median(base[draw if len(base) == len(own) else rng.integers(0, len(base), (resamples, len(base)))])
@@ -109,7 +117,7 @@ def ratio_interval(summary: Summary, summaries: Sequence[Summary], resamples: in
     return float(low), float(high)
 
 
-def _ratio(value: float) -> str:
+def ratio_cell(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else "inf"
 
 
@@ -119,7 +127,7 @@ def ratio_text(summary: Summary, summaries: Sequence[Summary]) -> str:
     ratio = ratio_to_reference(summary, summaries)
     if math.isfinite(ratio):
         interval = ratio_interval(summary, summaries) if summary.strategy != REFERENCE else None
-        return f"{ratio:.2f}x" + (f" [{_ratio(interval[0])}, {_ratio(interval[1])}]" if interval else "")
+        return f"{ratio:.2f}x" + (f" [{ratio_cell(interval[0])}, {ratio_cell(interval[1])}]" if interval else "")
     ref = reference_of(summary, summaries)
     own = summary.to_target[1]
     if ref is not None and math.isinf(ref.to_target[1]) and math.isfinite(own) and math.isfinite(summary.cap_s):

@@ -98,3 +98,22 @@ def test_the_command_prints_the_sampler_and_bound_tables_for_any_evaluator(table
     assert "| random + ASHA, stagnation | " in out  # the converged table names the evaluator
     bound = out.split("What any stop rule could save")[1]
     assert "| random + ASHA | " in bound and "stagnation" not in bound
+
+
+def test_the_sampler_table_says_its_spread_is_the_seeds_and_gives_the_ratio_a_paired_interval() -> None:
+    """The bracket after the median is the seeds' 2.5th-97.5th percentiles, no interval of the median; the
+    ratio to random search carries the paired bootstrap interval, seed ``i`` of both resampled together."""
+    from bench.search_converged import SAMPLER_HEADER, SamplerFigures
+    from bench.search_summary import paired_ratio_interval
+
+    def figures(name: str, to_target: list[float]) -> SamplerFigures:
+        return SamplerFigures(name, tuple(to_target), (), (), (), (), (), (), 0.0)
+
+    random = figures("random", [100.0, 200.0, 300.0, 400.0, 500.0, 600.0])
+    tpe = figures("tpe", [50.0, 100.0, 150.0, 200.0, 250.0, 300.0])  # every seed twice as fast: a ratio of 0.5
+    rows = sampler_rows([tpe, random])
+    assert rows[0][3] == "0.50x [0.50, 0.50]"  # paired: each resample halves random's own seeds
+    low, high = paired_ratio_interval(tpe.to_target, random.to_target[::-1])
+    assert low < 0.5 < high  # matched in another order: the seeds' spread widens it
+    assert rows[1][3] == "1.00x"
+    assert "97.5% of the seeds" in SAMPLER_HEADER[1] and "bootstrap" in SAMPLER_HEADER[3]
