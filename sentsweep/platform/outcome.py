@@ -30,7 +30,7 @@ class Interval:
         if self.n < 2:
             return f"{self.mean:.2f} (1 seed)"
         return (f"{self.mean:.2f} +- {self.high - self.mean:.2f} [{self.low:.2f}, {self.high:.2f}] "
-                f"(n={self.n}, sd {self.std:.2f})")
+                f"(n={self.n}, sd {self.std:.2f}; 95% t interval of the mean)")
 
 
 def interval(values: Sequence[float]) -> Interval:

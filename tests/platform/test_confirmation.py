@@ -40,6 +40,8 @@ def test_interval_is_the_t_interval_of_the_mean():
     assert (iv.low, iv.high) == (pytest.approx(mean - half), pytest.approx(mean + half))
     two = interval([1.0, 3.0])  # sd sqrt(2), n 2: the half-width is t(0.975, 1) itself
     assert two.high - two.mean == pytest.approx(12.706204736)
+    # the line a user reads says what the +- and the bracket are: the 95% t interval, not the sd
+    assert two.describe() == "2.00 +- 12.71 [-10.71, 14.71] (n=2, sd 1.41; 95% t interval of the mean)"
 
 
 def test_interval_edge_cases():
