@@ -62,6 +62,15 @@ def test_noise_is_the_sd_of_the_first_points_runs_at_their_last_common_step():
     assert measured_noise(trials[:1] + [_trial(0.5, None, TrialState.RUNNING, **{NOISE_SEED_ATTR: 1043})]) is None
 
 
+def test_the_noise_of_finished_runs_is_the_sd_of_their_values_the_unit_the_improvement_is_measured_in():
+    """Each run's value is the best dev value it kept, as every trial's that the regret bound and the stagnation
+    rule compare; curves that peak before their end give another sd at their last step."""
+    trials = [_trial(0.5, 86.0, steps={1: 86.0, 2: 85.0}),
+              _trial(0.5, 86.4, steps={1: 86.4, 2: 84.0}, **{NOISE_SEED_ATTR: 1043}),
+              _trial(0.5, 85.6, steps={1: 85.6, 2: 85.0}, **{NOISE_SEED_ATTR: 1044})]
+    assert measured_noise(trials) == pytest.approx(0.4)  # sd of 86.0, 86.4, 85.6; at step 2 it would be 0.577
+
+
 def test_the_check_waits_for_min_trials_and_the_noise_then_compares_the_bound():
     settings = ConvergenceConfig(min_trials=3)
     fake = FakeBound(0.1)

@@ -72,19 +72,18 @@ def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConf
 
 
 def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
-    """Each trial's value at the last evaluation all of them reached (None when they share none)."""
-    common = set.intersection(*(set(t.intermediate_values) for t in trials))
-    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in trials)]
-    if finite:
-        step = max(finite)
-        return [t.intermediate_values[step] for t in trials]
+    """Each trial's value when all finished (its best dev value: the unit of the improvement), else its value at the
+    last evaluation all of them reached (None when they share none)."""
     if all(t.state == TrialState.COMPLETE and t.value is not None for t in trials):
         return [float(t.value) for t in trials]
-    return None
+    common = set.intersection(*(set(t.intermediate_values) for t in trials))
+    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in trials)]
+    return [t.intermediate_values[max(finite)] for t in trials] if finite else None
 
 
 def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
-    """The sample sd of the first point's runs at the last evaluation all reached; None until two have one."""
+    """The sample sd of the first point's runs: of their values when all finished, else at the last evaluation all
+    reached; None until two have one."""
     replicas = [t for t in trials if NOISE_SEED_ATTR in t.user_attrs]
     if not replicas:
         return None
