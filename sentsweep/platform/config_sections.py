@@ -117,8 +117,8 @@ class ConvergenceConfig(ConfigSection):
                              "the noise (when noise_sd is null); they count among num_samples")
     #: 20, Optuna's own ``Terminator`` minimum: on the CoSENT table 10 let the regret bound end TPE sweeps on the
     #: plateau around the paper's defaults; 20 kept the fixed budget's share (docs/benchmarks-search.md).
-    min_trials: int = Field(20, ge=2, description="trials before the check starts: finished ones, or for "
-                            "stagnation ended ones with a value (finished or pruned; not the noise replicas)")
+    min_trials: int = Field(20, ge=2, description="search trials before the check starts, never counting the noise "
+                            "replicas: finished ones, or for stagnation ended ones with a value (finished or pruned)")
     #: The regret bound by default: EMMR ends sweeps earlier, but fewer end within one noise sd of the best
     #: (docs/benchmarks-search.md).
     evaluator: Literal["regret_bound", "emmr", "stagnation"] = Field(

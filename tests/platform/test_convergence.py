@@ -82,9 +82,11 @@ def test_the_check_waits_for_min_trials_and_the_noise_then_compares_the_bound():
     infeasible = _trial(0.3, 10.0)
     infeasible.set_constraint("diverged", 1.0)
     trials = [first, replica, _trial(0.1, 80.0), infeasible, _trial(0.7, None, TrialState.PRUNED, steps={1: 70.0})]
-    decision = check.check(trials, started=6)
-    assert fake.seen == [3]  # finished and feasible only: the pruned and infeasible trials are left out
-    assert decision == Converged(6, 3, 0.1, pytest.approx(0.2828, abs=1e-4), "measured", "FakeBound")
+    assert check.check(trials, started=6) is None and fake.seen == []  # 2 search trials: a replica does not count
+    trials.append(_trial(0.9, 81.0))
+    decision = check.check(trials, started=7)
+    assert fake.seen == [4]  # finished and feasible, the replica too: the pruned and infeasible trials are left out
+    assert decision == Converged(7, 3, 0.1, pytest.approx(0.2828, abs=1e-4), "measured", "FakeBound")
     assert ConvergenceCheck(settings, "maximize", evaluator=lambda: FakeBound(0.3)).check(trials, 6) is None
     given = ConvergenceCheck(ConvergenceConfig(min_trials=3, noise_sd=0.5), "maximize",
                              evaluator=lambda: FakeBound(0.3)).check([first, _trial(0.1, 80.0), _trial(0.9, 1.0)], 3)
@@ -121,15 +123,18 @@ def test_the_searcher_reruns_the_first_point_with_further_seeds_then_ends_when_c
     assert suggested == [{"x": 0.5}, {"x": 0.5, "seed": 1008}, {"x": 0.5, "seed": 1009}]
     for i, value in enumerate((87.0, 87.2, 86.8)):
         _finish(searcher, f"t{i}", value)
-    assert searcher.suggest("t3") not in (None, Searcher.FINISHED)  # 3 finished < min_trials 4
-    _finish(searcher, "t3", 60.0)
-    assert searcher.suggest("t4") == Searcher.FINISHED  # bound 0.05 < noise sd 0.2
+    for i, value in ((3, 60.0), (4, 61.0)):  # 1, then 2 and 3 search trials < min_trials 4: the replicas never count
+        assert searcher.suggest(f"t{i}") not in (None, Searcher.FINISHED)
+        _finish(searcher, f"t{i}", value)
+    assert searcher.suggest("t5") not in (None, Searcher.FINISHED)
+    _finish(searcher, "t5", 62.0)
+    assert searcher.suggest("t6") == Searcher.FINISHED  # 4 search trials; bound 0.05 < noise sd 0.2
     decision = converged_of(searcher.study)
-    assert decision.trial == 4 and decision.finished == 4 and decision.noise_sd == pytest.approx(0.2)
+    assert decision.trial == 6 and decision.finished == 4 and decision.noise_sd == pytest.approx(0.2)
     searcher.convergence.evaluator = None  # a fake is no part of what Tune pickles
     restored = pickle.loads(pickle.dumps(searcher))  # a resume: the decision is read back from the journal
     restored.convergence.evaluator = lambda: FakeBound(10.0)
-    assert restored.suggest("t5") == Searcher.FINISHED
+    assert restored.suggest("t7") == Searcher.FINISHED
     assert CONVERGED_ATTR in restored.study.user_attrs
 
 
@@ -263,7 +268,7 @@ def test_a_warm_started_sweep_measures_the_noise_when_the_first_point_ran_in_the
     # the earlier sweep's trials as load_history gives them: its first point among them, no replica marked
     history = [_trial(0.5, 87.0, steps={1: 87.0}, **{WARM_START_ATTR: "sweep-1"}),
                _trial(0.2, 80.0, steps={1: 80.0}, **{WARM_START_ATTR: "sweep-1"})]
-    searcher = build_searcher(_config(min_trials=3), space, [{"x": 0.5}], store=StudyStore(str(tmp_path)),
+    searcher = build_searcher(_config(min_trials=2), space, [{"x": 0.5}], store=StudyStore(str(tmp_path)),
                               study_name="s", history=history)
     searcher.convergence.evaluator = lambda: FakeBound(0.05)
     suggested = [searcher.suggest(f"t{i}") for i in range(2)]

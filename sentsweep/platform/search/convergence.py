@@ -149,7 +149,8 @@ class ConvergenceCheck:
             return RegretBoundEvaluator(min_n_trials=1, seed=self.seed)
 
     def check(self, trials: Sequence[FrozenTrial], started: int) -> Converged | None:
-        """The decision once ``started`` trials have been started; None: go on. The stagnation rule reads the
+        """The decision once ``started`` trials have been started; None: go on. ``min_trials`` counts search trials,
+        never the noise replicas; Optuna's evaluators fit the replicas' values too. The stagnation rule reads the
         ended search trials with a value (pruned ones too, the noise replicas left out) in the order they were
         started; its last ``patience`` are this sweep's own, after any warm start's."""
         stagnation = self.settings.evaluator == "stagnation"
@@ -163,7 +164,8 @@ class ConvergenceCheck:
         else:
             finished = [t for t in trials if t.state == TrialState.COMPLETE and is_feasible(t)
                         and t.value is not None and math.isfinite(t.value)]
-        if len(finished) < self.settings.min_trials:
+        search = [t for t in finished if NOISE_SEED_ATTR not in t.user_attrs]  # the fit sees the replicas too
+        if len(search) < self.settings.min_trials:
             return None
         noise, source = self.settings.noise_sd, "config"
         if noise is None:
@@ -183,7 +185,7 @@ class ConvergenceCheck:
             return None
         if not bound < noise:
             return None
-        return Converged(started, len(finished), bound, noise, source, type(evaluator).__name__,
+        return Converged(started, len(search), bound, noise, source, type(evaluator).__name__,
                          self.settings.patience if stagnation else None)
 
 
