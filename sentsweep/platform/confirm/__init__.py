@@ -7,7 +7,7 @@ from sentsweep.lazy_exports import lazy_exports
 
 #: Every name another part of the code imports from this sub-package, by the module it lives in.
 _WHERE: dict[str, str] = {name: module for module, names in {
-    "sentsweep.platform.confirm.stage": ("STAGE_DIR", "STATE_FILE", "candidate_from", "decide", "further_seeds",
+    "sentsweep.platform.confirm.stage": ("STAGE_DIR", "STATE_FILE", "candidate_from", "decide",
                                          "ranked_by_rule", "read_state", "select_candidates", "stage_location",
                                          "stage_points", "stage_seeds", "write_state"),
 }.items() for name in names}
