@@ -115,9 +115,9 @@ def _container_problems(c: dict[str, Any], pod_sc: dict[str, Any]) -> list[str]:
     if c.get("ports") and any(p.get("hostPort") for p in c["ports"]):
         found.append("a port is bound on the node (hostPort)")
     image = str(c.get("image", ""))
+    registry = image.partition("/")[0] if "/" in image else ""
     if not image.startswith("(") and not DIGEST.search(image):
         found.append(f"image '{image}' is not pinned by digest (name:tag@sha256:...)")
-    registry = image.split("/", 1)[0] if "/" in image else ""
     if not image.startswith("(") and not ("." in registry or ":" in registry or registry == "localhost"):
         found.append(f"image '{image}' names no registry (docker.io/library/postgres, not postgres): a node whose "
                      "runtime resolves short names strictly (CRI-O) refuses it")

@@ -4,6 +4,7 @@ better mean, then the higher search rank; the weights used are the winner's furt
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import posixpath
@@ -47,10 +48,9 @@ def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Can
 
 
 def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
-    """``count`` seeds after ``original``: ``original + 1, + 2, ...``, past the ``taken`` ones (the seeds the search
-    ran the configuration with)."""
-    seeds = (s for s in range(original + 1, original + 2 + count + len(taken)) if s not in taken)
-    return [next(seeds) for _ in range(count)]
+    """``count`` seeds after ``original`` (``original + 1, + 2, ...``), skipping the ``taken`` ones (the seeds the
+    search ran the configuration with)."""
+    return list(itertools.islice((s for s in itertools.count(original + 1) if s not in taken), count))
 
 
 def figures(metrics: dict[str, Any], metric: str) -> dict[str, float]:

@@ -143,17 +143,18 @@ def _searched(trials: list[Run]) -> list[str]:
     return [k for k in keys if len({t.data.params[k] for t in trials if k in t.data.params}) > 1]
 
 
-def _search_best(sweep: Run, trials: list[Run]) -> tuple[float, str]:
+def _trial_value(trial: Run, metric: str) -> float:
+    """A trial run's value of the sweep's metric: its best, else its last (NaN when it logged none)."""
+    return trial.data.metrics.get(f"best_{metric}", trial.data.metrics.get(metric, math.nan))
+
+
+def _search_best(trials: list[Run], metric: str, mode: str) -> tuple[float, str]:
     """The best finished trial's value and label, for a sweep whose finalize did not run (``--no-finalize``, or
     still running): what finalize would have ranked first."""
-    values = [(t.data.metrics.get(f"best_{_metric(sweep)}", t.data.metrics.get(_metric(sweep), math.nan)), t)
-              for t in trials if vocab.run_outcome(t) == "finished"]
-    values = [(value, t) for value, t in values if not math.isnan(value)]
-    if not values:
-        return math.nan, ""
-    better = max if sweep.data.params.get("mode", "max") == "max" else min
-    value, trial = better(values, key=lambda pair: pair[0])
-    return value, run_label(trial)
+    values = [(_trial_value(t, metric), run_label(t)) for t in trials if vocab.run_outcome(t) == "finished"]
+    values = [pair for pair in values if not math.isnan(pair[0])]
+    better = max if mode == "max" else min
+    return better(values, key=lambda pair: pair[0]) if values else (math.nan, "")
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
@@ -161,10 +162,10 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     metric = _metric(sweep)
     statuses = [vocab.run_outcome(t) for t in trials]
     best_id = tags.get("sentsweep.best_trial_id", "")
-    best, best_trial = metrics.get(f"best_{metric}", math.nan), tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(
-        trials).get(best_id, best_id)
+    best = metrics.get(f"best_{metric}", math.nan)
+    best_trial = tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id)
     if math.isnan(best) and not best_trial:
-        best, best_trial = _search_best(sweep, trials)
+        best, best_trial = _search_best(trials, metric, params.get("mode", "max"))
     row: dict[str, Any] = {
         "sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
         "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
@@ -195,7 +196,7 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
             "status": vocab.run_outcome(trial),
-            metric: m.get(f"best_{metric}", m.get(metric, math.nan)), "step": _bookkeeping(m, "step"),
+            metric: _trial_value(trial, metric), "step": _bookkeeping(m, "step"),
         }
         if labelled:  # the paper's setting, which no scheduler stops
             row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
