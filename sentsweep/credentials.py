@@ -67,6 +67,9 @@ _VARIABLES: dict[UriKind, dict[str, tuple[str | None, str]]] = {
 #: reads as the start of the path; ``host:PORT/path@x`` (digits, then ``/``) stays a port and a path.
 _USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\[\]]*)"
                        r":(?P<password>(?!\d*/)(?:[^\s/]*/)*?[^\s/]*)@")
+#: ``http(s)://user@`` or ``s3://user@`` with no password: such a bare user name is often a token
+#: (``https://TOKEN@host``). A database's or git's user name (``git+ssh://git@host``) is no secret.
+_BARE_USER = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<head>(?:https?|s3)://)[^\s:/@\[\]]+@")
 _MIN_SECRET = 4  # shorter values (a region, "true") would mask ordinary words
 
 
@@ -151,8 +154,9 @@ class CredentialSplit:
 
 
 def mask_uri(uri: str) -> str:
-    """``uri`` with the password of its user-info masked (``http://user:***@host``)."""
-    return _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@", uri)
+    """``uri`` with the password of its user-info masked (``http://user:***@host``), and a user name without a
+    password in an ``http(s)://`` or ``s3://`` URI (``https://***@host``)."""
+    return _BARE_USER.sub(lambda m: f"{m['head']}{MASK}@", _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@", uri))
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -154,6 +154,10 @@ def test_masks() -> None:
     assert mask_uri("http://a:b@c@host/x and http://host:5000/y") == "http://a:***@host/x and http://host:5000/y"
     assert mask_uri(f"s3://K:{SLASHED}@bucket/x, http://u:pa/ss@mlflow:5000/runs/1@v2 and http://h:5000/p@q") == (
         "s3://K:***@bucket/x, http://u:***@mlflow:5000/runs/1@v2 and http://h:5000/p@q")
+    # a bare user name may be a token; a database's user name is no secret
+    shown = f"https://{SECRET}@mlflow.example/x, s3://AKIAKEY@bucket and postgresql+psycopg2://sweeps@db/m"
+    assert mask_uri(shown) == (
+        "https://***@mlflow.example/x, s3://***@bucket and postgresql+psycopg2://sweeps@db/m")
     text = f"see postgresql://u:pw@db/m; key {SECRET}; ok"
     assert mask_text(text, [SECRET, "abc"]) == "see postgresql://u:***@db/m; key ***; ok"
     assert secret_values({"MLFLOW_TRACKING_PASSWORD": SECRET, "MLFLOW_TRACKING_USERNAME": "alice"}) == [SECRET]
