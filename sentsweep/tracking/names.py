@@ -62,10 +62,7 @@ def placement_tags() -> dict[str, str]:
     try:
         import ray
 
-        if not ray.is_initialized():
-            return {}
-        context = ray.get_runtime_context()
-        if context.get_task_id() is None:
+        if not ray.is_initialized() or (context := ray.get_runtime_context()).get_task_id() is None:
             return {}
         return {NODE_IP_TAG: ray.util.get_node_ip_address(), NODE_ID_TAG: context.get_node_id(),
                 GPU_IDS_TAG: ",".join(str(i) for i in ray.get_gpu_ids())}

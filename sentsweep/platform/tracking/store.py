@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from sentsweep.data.cache import file_lock
 from sentsweep.errors import ConfigError
-from sentsweep.platform.tracking.reachability import refuse_unanswered_store
+from sentsweep.platform.tracking.reachability import probe
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -74,9 +74,13 @@ def open_client(uri: str) -> MlflowClient:
     server whose store does not answer now (each call would wait out MLflow's retries)."""
     from mlflow import MlflowClient
 
+    from sentsweep.credentials import mask_uri
+
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
                           field="--tracking-uri")
-    refuse_unanswered_store(uri)
+    if (reason := probe(uri)) is not None:
+        raise ConfigError(f"MLflow server {mask_uri(uri)} does not answer ({reason}); start it and run this again "
+                          "(nothing was done)")
     return MlflowClient(tracking_uri=uri)
