@@ -26,13 +26,11 @@ def sqlite_path(uri: str) -> Path | None:
 def prepare_store(uri: str) -> None:
     """Create a sqlite tracking file's schema under a file lock, so that two sweeps started at once on a fresh
     file do not both run MLflow's migrations."""
-    path = sqlite_path(uri)
-    if path is None:
-        return
-    from mlflow import MlflowClient
+    if (path := sqlite_path(uri)) is not None:
+        from mlflow import MlflowClient
 
-    with file_lock(path):
-        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # creates and migrates the schema
+        with file_lock(path):
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # creates and migrates the schema
 
 
 def is_remote_address(address: str | None) -> bool:
@@ -76,8 +74,7 @@ def open_client(uri: str) -> MlflowClient:
 
     from sentsweep.credentials import mask_uri
 
-    path = sqlite_path(uri)
-    if path is not None and not path.is_file():
+    if (path := sqlite_path(uri)) is not None and not path.is_file():
         raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
                           field="--tracking-uri")
     if (reason := probe(uri)) is not None:

@@ -92,8 +92,7 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
 def trial_folder(trial: Trial) -> TrialFolder:
     """Where the driver reads a trial's reports: its local copy when it has one, else the sweep folder."""
     storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
-    local = trial.local_path
-    if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
+    if (local := trial.local_path) and os.path.isfile(os.path.join(local, RESULTS_FILE)):
         return TrialFolder(pyarrow.fs.LocalFileSystem(), local, trial.trial_id, storage=storage)
     return TrialFolder(*storage, trial.trial_id)
 
@@ -133,9 +132,8 @@ class TrialRunsCallback(Callback):
 
     @cached_property
     def runs(self) -> TrialRuns:
-        client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-        return TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
-                         self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
+        return TrialRuns(MlflowClient(tracking_uri=self.settings["tracking_uri"]), self.settings["experiment_id"],
+                         self.settings["parent_run_id"], self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
 
     @cached_property
     def deliverer(self) -> Deliverer:
@@ -172,8 +170,7 @@ class TrialRunsCallback(Callback):
                       params=None if outcome == "finished" else sampled)
 
     def _end_if_tracked(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
-        runs = self.runs
-        if vocab.find_trial_run(runs.client, runs.experiment_id, runs.parent_run_id, trial.trial_id) is not None:
+        if vocab.find_trial_run(self.runs.client, self.runs.experiment_id, self.runs.parent_run_id, trial.trial_id):
             self._end(trial, outcome, reason, overwrite=overwrite)
 
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
