@@ -98,8 +98,7 @@ def experiment_description(config: SweepConfig, sweep_name: str, searched: Seque
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
     """The id of experiment ``name`` (made with ``artifact_location`` if missing), of model-training kind unless set."""
-    found = client.get_experiment_by_name(name)
-    if found is not None:
+    if (found := client.get_experiment_by_name(name)) is not None:
         if found.lifecycle_stage == "deleted":
             client.restore_experiment(found.experiment_id)
         if vocab.EXPERIMENT_KIND_TAG not in found.tags:
