@@ -44,9 +44,8 @@ def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:
 
 def run_name(label: str | None, trial_id: str, values: Mapping[str, Any]) -> str:
     """A trial run's name: its label (else Tune's id) and its searched values that are plain numbers or text."""
-    parts = [label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items()
-                                  if isinstance(v, int | float | str | bool))]
-    name = " ".join(parts)
+    name = " ".join([label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items()
+                                          if isinstance(v, int | float | str | bool))])
     return name if len(name) <= MAX_RUN_NAME else name[:MAX_RUN_NAME - 3] + "..."
 
 
