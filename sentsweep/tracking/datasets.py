@@ -78,8 +78,7 @@ def prepared_record(ref: str, limit: int | None = None, sample_seed: int | None 
     from sentsweep.data.staging import read_manifest
 
     store = ref_store(ref)
-    manifest = read_manifest(store)
-    if manifest is None:
+    if (manifest := read_manifest(store)) is None:
         return None
     sampled = limit is not None and sample_seed is not None
     digest = hashlib.sha256(f"{manifest.get('digest')} {limit} seed {sample_seed if sampled else None}".encode())
@@ -97,8 +96,7 @@ def training_record(config: Any, source: DataSource) -> DatasetRecord | None:
         split = getattr(config, "train_split", None)
         return _registered(f"{train_data}/{split}" if split else train_data, [(train_data, split)], source,
                            TRAINING, getattr(config, "max_train_pairs", None), SAMPLE_SEED)  # a seeded sample
-    corpus = getattr(config, "corpus", None)
-    if corpus is None:
+    if (corpus := getattr(config, "corpus", None)) is None:
         return None
     limit = getattr(config, "max_sentences", None)
     if corpus.startswith(PREPARED_PREFIX) and "," not in corpus:

@@ -44,9 +44,8 @@ def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:
 
 def run_name(label: str | None, trial_id: str, values: Mapping[str, Any]) -> str:
     """A trial run's name: its label (else Tune's id) and its searched values that are plain numbers or text."""
-    parts = [label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items()
-                                  if isinstance(v, int | float | str | bool))]
-    name = " ".join(parts)
+    name = " ".join([label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items()
+                                          if isinstance(v, int | float | str | bool))])
     return name if len(name) <= MAX_RUN_NAME else name[:MAX_RUN_NAME - 3] + "..."
 
 
@@ -62,10 +61,7 @@ def placement_tags() -> dict[str, str]:
     try:
         import ray
 
-        if not ray.is_initialized():
-            return {}
-        context = ray.get_runtime_context()
-        if context.get_task_id() is None:
+        if not ray.is_initialized() or (context := ray.get_runtime_context()).get_task_id() is None:
             return {}
         return {NODE_IP_TAG: ray.util.get_node_ip_address(), NODE_ID_TAG: context.get_node_id(),
                 GPU_IDS_TAG: ",".join(str(i) for i in ray.get_gpu_ids())}

@@ -97,10 +97,8 @@ def experiment_description(config: SweepConfig, sweep_name: str, searched: Seque
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    """The id of experiment ``name`` (created with ``artifact_location`` when missing), of model-training kind
-    unless it has a kind."""
-    found = client.get_experiment_by_name(name)
-    if found is not None:
+    """The id of experiment ``name`` (made with ``artifact_location`` if missing), of model-training kind unless set."""
+    if (found := client.get_experiment_by_name(name)) is not None:
         if found.lifecycle_stage == "deleted":
             client.restore_experiment(found.experiment_id)
         if vocab.EXPERIMENT_KIND_TAG not in found.tags:
@@ -222,9 +220,7 @@ class SweepRun(RunWrites):
 
     def previous_max(self, key: str) -> float:
         """The largest value of metric ``key`` earlier sessions logged (0 when MLflow does not answer)."""
-        if not store_answers(self.tracking_uri):
-            return 0.0
-        try:
-            return max((m.value for m in self.client.get_metric_history(self.run_id, key)), default=0.0)
-        except Exception:  # noqa: BLE001 - best-effort: tracking may be down
-            return 0.0
+        with contextlib.suppress(Exception):  # best-effort: tracking may be down
+            if store_answers(self.tracking_uri):
+                return max((m.value for m in self.client.get_metric_history(self.run_id, key)), default=0.0)
+        return 0.0

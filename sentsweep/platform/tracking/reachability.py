@@ -30,16 +30,5 @@ def probe(uri: str) -> str | None:
     return None
 
 
-def refuse_unanswered_store(uri: str) -> None:
-    """A :class:`~sentsweep.errors.ConfigError` naming the server when its store does not answer now."""
-    reason = probe(uri)
-    if reason is not None:
-        from sentsweep.credentials import mask_uri
-        from sentsweep.errors import ConfigError
-
-        raise ConfigError(f"MLflow server {mask_uri(uri)} does not answer ({reason}); start it and run this again "
-                          "(nothing was done)")
-
-
 def store_answers(uri: str) -> bool:
     return probe(uri) is None

@@ -248,8 +248,7 @@ class RunWrites:
         """Deliver one write: tags and artifacts are replaced, a metric point already held is skipped, a model is
         registered once per run, a status is set only when it differs."""
         op, client = write["op"], self.client
-        run_id = write.get("run")
-        if run_id is None:
+        if (run_id := write.get("run")) is None:
             run = find_trial_run(client, self.experiment_id, write["parent"], write["trial"])
             if run is None:  # the trial's run comes from the trials' deliveries: tried again later
                 raise LookupError(f"no MLflow run of trial {write['trial']} yet")
@@ -291,8 +290,7 @@ class RunWrites:
 
         name = write["name"]
         query = f"name = '{name}' and run_id = '{run_id}'"
-        existing = self.client.search_model_versions(query)
-        if existing:
+        if existing := self.client.search_model_versions(query):
             self.registered[name] = str(min(int(v.version) for v in existing))
         else:
             previous = mlflow.get_tracking_uri()

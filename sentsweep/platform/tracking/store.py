@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from sentsweep.data.cache import file_lock
 from sentsweep.errors import ConfigError
-from sentsweep.platform.tracking.reachability import refuse_unanswered_store
+from sentsweep.platform.tracking.reachability import probe
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -26,13 +26,11 @@ def sqlite_path(uri: str) -> Path | None:
 def prepare_store(uri: str) -> None:
     """Create a sqlite tracking file's schema under a file lock, so that two sweeps started at once on a fresh
     file do not both run MLflow's migrations."""
-    path = sqlite_path(uri)
-    if path is None:
-        return
-    from mlflow import MlflowClient
+    if (path := sqlite_path(uri)) is not None:
+        from mlflow import MlflowClient
 
-    with file_lock(path):
-        MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # creates and migrates the schema
+        with file_lock(path):
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # creates and migrates the schema
 
 
 def is_remote_address(address: str | None) -> bool:
@@ -74,9 +72,12 @@ def open_client(uri: str) -> MlflowClient:
     server whose store does not answer now (each call would wait out MLflow's retries)."""
     from mlflow import MlflowClient
 
-    path = sqlite_path(uri)
-    if path is not None and not path.is_file():
+    from sentsweep.credentials import mask_uri
+
+    if (path := sqlite_path(uri)) is not None and not path.is_file():
         raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
                           field="--tracking-uri")
-    refuse_unanswered_store(uri)
+    if (reason := probe(uri)) is not None:
+        raise ConfigError(f"MLflow server {mask_uri(uri)} does not answer ({reason}); start it and run this again "
+                          "(nothing was done)")
     return MlflowClient(tracking_uri=uri)

@@ -65,13 +65,9 @@ def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[T
     """The trials of a Tune experiment folder: each sub-folder with a report naming its trial."""
     infos = fs.get_file_info(pyarrow.fs.FileSelector(experiment_path, allow_not_found=True))
     for info in sorted(infos, key=lambda i: i.path):
-        if info.type != pyarrow.fs.FileType.Directory:
-            continue
-        folder = TrialFolder(fs, info.path, "")
-        results = folder.results()
+        results = TrialFolder(fs, info.path, "").results() if info.type == pyarrow.fs.FileType.Directory else []
         if results and results[0].get("trial_id"):
-            folder.trial_id = str(results[0]["trial_id"])
-            yield folder
+            yield TrialFolder(fs, info.path, str(results[0]["trial_id"]))
 
 
 @contextlib.contextmanager
@@ -157,9 +153,8 @@ class TrialRuns:
             run = create_unique_run(self.client, self.experiment_id, tags, name or trial_id, key)
             self.marks[trial_id], self.has_final[trial_id] = -1, False
         else:
-            history = [m for key in (tracked_key(MARK_KEY), MARK_KEY)
-                       for m in self.client.get_metric_history(run.info.run_id, key)]
-            self.marks[trial_id] = max((int(m.step) for m in history), default=-1)
+            self.marks[trial_id] = max((int(m.step) for key in (tracked_key(MARK_KEY), MARK_KEY)
+                                        for m in self.client.get_metric_history(run.info.run_id, key)), default=-1)
             held = run.data.metrics  # a key logged before bookkeeping moved under its prefix counts too
             self.has_final[trial_id] = tracked_key(FINAL_KEY) in held or FINAL_KEY in held
             if name and run.info.run_name != name:  # a run a sync created, named by its id
@@ -181,8 +176,7 @@ class TrialRuns:
         logged = 0
         newest: tuple[str, str, int] | None = None
         for result in results:
-            note = restore_note(result)
-            if note is not None:
+            if (note := restore_note(result)) is not None:
                 newest = (*note, int(result.get("timestamp") or 0))
             if is_failed(result) or any(result.get(k) for k in self.skip_keys):
                 continue

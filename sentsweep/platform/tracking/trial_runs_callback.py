@@ -23,13 +23,7 @@ from sentsweep.platform.results import creation_numbers, failure_reason, is_fail
 from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import Deliverer
-from sentsweep.platform.tracking.trial_runs import (
-    RESULTS_FILE,
-    TrialFolder,
-    TrialRuns,
-    pruned_reason,
-    result_outcome,
-)
+from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, pruned_reason, result_outcome
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.trainables.report_keys import DRAINING_KEY
@@ -43,8 +37,6 @@ log = logging.getLogger("sentsweep.tracking")
 UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
 #: Seconds the end of an experiment waits for MLflow (none when its store does not answer a probe at once).
 END_WAIT_S = 20.0
-
-
 #: The outcomes the sweep run's totals count (``trials_<outcome>``), besides ``trials_total``.
 TOTAL_OUTCOMES = ("finished", "pruned", "failed", "running", "pending")
 
@@ -79,8 +71,7 @@ def last_error_line(trial: Trial) -> str:
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
     result = trial.last_result or {}
-    ended = result_outcome(result)
-    if ended is not None:
+    if (ended := result_outcome(result)) is not None:
         return ended
     if result.get("training_iteration"):
         return "pruned", pruned_reason(result, scheduler_label)
@@ -92,10 +83,8 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
     if outcome == "finished":
         return "finished", None
     if outcome == "failed":
-        result = trial.last_result or {}
-        return "failed", failure_reason(result) if is_failed(result) else last_error_line(trial)
-    stops = active_stops()
-    if trial.status == "TERMINATED" and not (stops is not None and stops.received):
+        return "failed", failure_reason(trial.last_result) if is_failed(trial.last_result) else last_error_line(trial)
+    if trial.status == "TERMINATED" and not getattr(active_stops(), "received", False):
         return "stopped", vocab.STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
     return "interrupted", vocab.INTERRUPTED_REASON
 
@@ -103,8 +92,7 @@ def ended_outcome(trial: Trial) -> tuple[str, str | None]:
 def trial_folder(trial: Trial) -> TrialFolder:
     """Where the driver reads a trial's reports: its local copy when it has one, else the sweep folder."""
     storage = (trial.storage.storage_filesystem, trial.storage.trial_fs_path)
-    local = trial.local_path
-    if local and os.path.isfile(os.path.join(local, RESULTS_FILE)):
+    if (local := trial.local_path) and os.path.isfile(os.path.join(local, RESULTS_FILE)):
         return TrialFolder(pyarrow.fs.LocalFileSystem(), local, trial.trial_id, storage=storage)
     return TrialFolder(*storage, trial.trial_id)
 
@@ -144,9 +132,8 @@ class TrialRunsCallback(Callback):
 
     @cached_property
     def runs(self) -> TrialRuns:
-        client = MlflowClient(tracking_uri=self.settings["tracking_uri"])
-        return TrialRuns(client, self.settings["experiment_id"], self.settings["parent_run_id"],
-                         self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
+        return TrialRuns(MlflowClient(tracking_uri=self.settings["tracking_uri"]), self.settings["experiment_id"],
+                         self.settings["parent_run_id"], self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
 
     @cached_property
     def deliverer(self) -> Deliverer:
@@ -183,8 +170,7 @@ class TrialRunsCallback(Callback):
                       params=None if outcome == "finished" else sampled)
 
     def _end_if_tracked(self, trial: Trial, outcome: str, reason: str | None, *, overwrite: bool = True) -> None:
-        runs = self.runs
-        if vocab.find_trial_run(runs.client, runs.experiment_id, runs.parent_run_id, trial.trial_id) is not None:
+        if vocab.find_trial_run(self.runs.client, self.runs.experiment_id, self.runs.parent_run_id, trial.trial_id):
             self._end(trial, outcome, reason, overwrite=overwrite)
 
     def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
@@ -212,8 +198,7 @@ class TrialRunsCallback(Callback):
         self._submit(trials, trial, lambda: self._end(trial, "failed", last_error_line(trial), overwrite=False))
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
-        lost = superseded()
-        if lost is not None:  # Tune's cleanup after the sweep was taken over: this driver's view is stale
+        if (lost := superseded()) is not None:  # Tune's cleanup after a takeover: this driver's view is stale
             log.warning("the sweep's runs are left as they are (no orphan removal, no trial closed, no totals): %s",
                         lost)
             return
