@@ -70,11 +70,9 @@ def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> Ray
     ``RAY_AUTH_MODE=token`` (a local cluster's token is not sent elsewhere unasked). None when there is none."""
     if token_file:
         return _read(Path(token_file), "--token-file")
-    value = environ.get(RAY_TOKEN_ENV, "").strip()
-    if value:
+    if value := environ.get(RAY_TOKEN_ENV, "").strip():
         return RayToken(value, f"${RAY_TOKEN_ENV}")
-    path = environ.get(RAY_TOKEN_PATH_ENV, "").strip()
-    if path:
+    if path := environ.get(RAY_TOKEN_PATH_ENV, "").strip():
         return _read(Path(path), f"${RAY_TOKEN_PATH_ENV}")
     if environ.get(RAY_AUTH_MODE_ENV, "").strip().lower() == "token" and DEFAULT_TOKEN_FILE.expanduser().is_file():
         return _read(DEFAULT_TOKEN_FILE, "the default")

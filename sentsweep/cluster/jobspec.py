@@ -69,9 +69,8 @@ def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: 
             warnings.append(f"trial settings not checked here ({exc}); the cluster will check them")
         else:
             validate_trials(config, *resolve_specs(config, source), source)
-    header = f"# submitted by `sentsweep submit` from {Path(source).name}\n"
-    return PreparedConfig(config, header + yaml.safe_dump(raw, sort_keys=False), source, Path(source).name,
-                          warnings)
+    text = f"# submitted by `sentsweep submit` from {Path(source).name}\n" + yaml.safe_dump(raw, sort_keys=False)
+    return PreparedConfig(config, text, source, Path(source).name, warnings)
 
 
 def is_relative_path(value: str) -> bool:
@@ -167,8 +166,7 @@ def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, inclu
 
 def pinned_requirements() -> list[str]:
     """The pinned runtime requirements of ``pyproject.toml`` (else of the installed distribution's metadata)."""
-    project_dir = project_dirs()[1]
-    if project_dir is not None:
+    if (project_dir := project_dirs()[1]) is not None:
         data = tomllib.loads((project_dir / "pyproject.toml").read_text(encoding="utf-8"))
         return list(data.get("project", {}).get("dependencies", []))
     from importlib.metadata import PackageNotFoundError, requires

@@ -102,9 +102,7 @@ FIGURE_SUFFIXES = ("_test", "_all", "_avg7", "_avg", "_acc", "_f1", "_pearson", 
 
 def is_reference(trial_config: Mapping[str, Any] | None, point: Mapping[str, Any] | None) -> bool:
     """Whether a trial's settings hold every setting of the reference ``point``."""
-    if not point or not trial_config:
-        return False
-    return all(k in trial_config and trial_config[k] == v for k, v in point.items())
+    return bool(point and trial_config) and all(k in trial_config and trial_config[k] == v for k, v in point.items())
 
 
 #: The user attribute of a study's trial that came from an earlier sweep (its name).

@@ -18,6 +18,7 @@ from typing import Any
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.folder.lock_stores import LockStore, lock_store
 from sentsweep.platform.location import SweepLocation, sweep_owner
+from sentsweep.trainables.loop_folder import _alive
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +53,6 @@ def boot_id() -> str | None:
             return found.read().strip() or None
     except OSError:
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        pass
-    return True
 
 
 def _printable(text: object) -> str:
@@ -157,8 +148,7 @@ class SweepLock:
                                     f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
                                     f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
                                     f"{self.store.uri})")
-            version = self.store.write(mine, stored.version if stored is not None else None)
-            if version is not None:
+            if (version := self.store.write(mine, stored.version if stored is not None else None)) is not None:
                 self._version, self._renewed = version, now
                 return
             # another process wrote the lock between the read and the write: read it again
@@ -182,8 +172,7 @@ class SweepLock:
                 return self.interval_s
             now = self.clock()
             try:
-                version = self.store.write(self._record(now).to_bytes(), self._version)
-                if version is None:
+                if (version := self.store.write(self._record(now).to_bytes(), self._version)) is None:
                     return self._changed(now)
             except Exception as exc:  # noqa: BLE001 - a storage error (or any other) is retried, then gives up
                 return self._failed(self.clock(), exc)  # when it failed: a write that timed out took its time
