@@ -106,11 +106,9 @@ def _portability_warnings(config: SweepConfig) -> list[str]:
 #: Files of the checkout staged beside the package (when present).
 PROJECT_FILES = ("pyproject.toml", "constraints.txt", "README.md")
 #: Names (glob patterns) never staged: environments, caches, results and local tracking stores.
-EXCLUDES = (
-    ".venv", "venv", ".git", "runs", "ray_results", "mlruns", "mlruns*", "mlartifacts", "__pycache__",
-    "*.pyc", "*.pyo", "*.egg-info", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".ipynb_checkpoints",
-    "*.db", "*.db-journal", ".DS_Store",
-)
+EXCLUDES = (".venv", "venv", ".git", "runs", "ray_results", "mlruns", "mlruns*", "mlartifacts", "__pycache__", "*.pyc",
+            "*.pyo", "*.egg-info", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".ipynb_checkpoints", "*.db",
+            "*.db-journal", ".DS_Store")
 #: A staged working dir above this is refused (Ray uploads it into the cluster's object store).
 MAX_WORKING_DIR_BYTES = 100 * 2**20
 
@@ -181,11 +179,8 @@ def pinned_requirements() -> list[str]:
 @contextlib.contextmanager
 def job_workdir() -> Iterator[Path]:
     """A temporary folder to stage a working dir in (removed once Ray has uploaded it)."""
-    folder = Path(tempfile.mkdtemp(prefix="sentsweep-submit-"))
-    try:
-        yield folder / "job"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="sentsweep-submit-", ignore_cleanup_errors=True) as folder:
+        yield Path(folder) / "job"
 
 
 Ship = Literal["project", "installed"]
