@@ -77,9 +77,8 @@ class LockRecord:
         try:
             found = json.loads(data or b"null")  # no data: None, whose fields are a TypeError
             record = cls(owner=_printable(found["owner"]), host=_printable(found["host"]), pid=int(found["pid"]),
-                         pid_ns=found.get("pid_ns"), token=str(found["token"]),
-                         heartbeat=float(found["heartbeat"]), expires=float(found["expires"]),
-                         released=found.get("released") is True,
+                         pid_ns=found.get("pid_ns"), token=str(found["token"]), heartbeat=float(found["heartbeat"]),
+                         expires=float(found["expires"]), released=found.get("released") is True,
                          boot=found["boot"] if isinstance(found.get("boot"), str) else None)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
