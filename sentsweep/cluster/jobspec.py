@@ -275,8 +275,7 @@ def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]
         code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
     if options.installer:
         packages = pinned_requirements()
-        key = "pip_check" if options.installer == "pip" else "uv_check"
-        runtime_env[options.installer] = {"packages": packages, key: False}
+        runtime_env[options.installer] = {"packages": packages, f"{options.installer}_check": False}
         code += f"; {options.installer} installs {len(packages)} pinned requirements"
     if env_vars:
         runtime_env["env_vars"] = env_vars

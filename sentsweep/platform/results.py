@@ -55,8 +55,7 @@ def is_draining(result: Mapping[str, Any] | None) -> bool:
 def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them, from the
     state it restored: Tune's own count also counts draining reports, and is off after a checkpoint fallback."""
-    evaluations = result.get(EVALUATIONS_KEY)
-    if evaluations is None or "training_iteration" not in result:
+    if (evaluations := result.get(EVALUATIONS_KEY)) is None or "training_iteration" not in result:
         return result
     return {**result, "training_iteration": int(evaluations)}
 
