@@ -81,9 +81,8 @@ def trial_storage() -> TrialStorage | None:
 
 
 def trial_number(trial_or_result: Any) -> int | None:
-    """The number Tune gave the trial when it created it (from 1 for a searcher's, from 0 for plain variants; a
-    restore keeps it), from its ``experiment_tag`` (``"3_lr=0.001"``) of a ``Trial`` or a result dict; None when it
-    has none."""
+    """The number Tune gave the trial when it created it (from 1 for a searcher's, from 0 for plain variants; a restore
+    keeps it), from its ``experiment_tag`` (``"3_lr=0.001"``) of a ``Trial`` or a result dict; None when it has none."""
     tag = (trial_or_result.get("experiment_tag") if isinstance(trial_or_result, dict)
            else getattr(trial_or_result, "experiment_tag", None))
     head = str(tag or "").split("_", 1)[0]

@@ -75,8 +75,7 @@ class ClusterJobs:
         try:
             yield
         except _client_errors() as exc:
-            status = _auth_status(exc)
-            if status is not None:
+            if (status := _auth_status(exc)) is not None:
                 raise auth_failure(status, self.address, self.token) from None
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if connecting:
@@ -188,8 +187,7 @@ def describe_job(info: JobDetails) -> str:
 def jobs_table(jobs: Sequence[JobDetails], secrets: Sequence[str] = ()) -> str:
     """Jobs newest first: id, status, start, duration, sweep, entrypoint (URIs' passwords and ``secrets`` masked
     before it is cut to the table's width)."""
-    ordered = sorted(jobs, key=lambda j: j.start_time or 0, reverse=True)
-    if not ordered:
+    if not (ordered := sorted(jobs, key=lambda j: j.start_time or 0, reverse=True)):
         return "no jobs"
     rows = [(job_name(info), str(getattr(info.status, "value", info.status)), _when(info.start_time),
              _duration(info.start_time, info.end_time), (info.metadata or {}).get("sweep", "-"),

@@ -31,8 +31,7 @@ CREDENTIAL_ENV: tuple[str, ...] = (
     "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_INSECURE_TLS",
     "MLFLOW_S3_ENDPOINT_URL", "MLFLOW_S3_IGNORE_TLS", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "DATABRICKS_HOST", "DATABRICKS_TOKEN", *RAY_AUTH_ENV,
-)
+    "AWS_ENDPOINT_URL_S3", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "DATABRICKS_HOST", "DATABRICKS_TOKEN", *RAY_AUTH_ENV)
 
 
 class AuthenticationRequired(SentsweepError):
@@ -70,11 +69,9 @@ def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> Ray
     ``RAY_AUTH_MODE=token`` (a local cluster's token is not sent elsewhere unasked). None when there is none."""
     if token_file:
         return _read(Path(token_file), "--token-file")
-    value = environ.get(RAY_TOKEN_ENV, "").strip()
-    if value:
+    if value := environ.get(RAY_TOKEN_ENV, "").strip():
         return RayToken(value, f"${RAY_TOKEN_ENV}")
-    path = environ.get(RAY_TOKEN_PATH_ENV, "").strip()
-    if path:
+    if path := environ.get(RAY_TOKEN_PATH_ENV, "").strip():
         return _read(Path(path), f"${RAY_TOKEN_PATH_ENV}")
     if environ.get(RAY_AUTH_MODE_ENV, "").strip().lower() == "token" and DEFAULT_TOKEN_FILE.expanduser().is_file():
         return _read(DEFAULT_TOKEN_FILE, "the default")

@@ -69,9 +69,8 @@ def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: 
             warnings.append(f"trial settings not checked here ({exc}); the cluster will check them")
         else:
             validate_trials(config, *resolve_specs(config, source), source)
-    header = f"# submitted by `sentsweep submit` from {Path(source).name}\n"
-    return PreparedConfig(config, header + yaml.safe_dump(raw, sort_keys=False), source, Path(source).name,
-                          warnings)
+    text = f"# submitted by `sentsweep submit` from {Path(source).name}\n" + yaml.safe_dump(raw, sort_keys=False)
+    return PreparedConfig(config, text, source, Path(source).name, warnings)
 
 
 def is_relative_path(value: str) -> bool:
@@ -107,11 +106,9 @@ def _portability_warnings(config: SweepConfig) -> list[str]:
 #: Files of the checkout staged beside the package (when present).
 PROJECT_FILES = ("pyproject.toml", "constraints.txt", "README.md")
 #: Names (glob patterns) never staged: environments, caches, results and local tracking stores.
-EXCLUDES = (
-    ".venv", "venv", ".git", "runs", "ray_results", "mlruns", "mlruns*", "mlartifacts", "__pycache__",
-    "*.pyc", "*.pyo", "*.egg-info", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".ipynb_checkpoints",
-    "*.db", "*.db-journal", ".DS_Store",
-)
+EXCLUDES = (".venv", "venv", ".git", "runs", "ray_results", "mlruns", "mlruns*", "mlartifacts", "__pycache__", "*.pyc",
+            "*.pyo", "*.egg-info", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".ipynb_checkpoints", "*.db",
+            "*.db-journal", ".DS_Store")
 #: A staged working dir above this is refused (Ray uploads it into the cluster's object store).
 MAX_WORKING_DIR_BYTES = 100 * 2**20
 
@@ -167,8 +164,7 @@ def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, inclu
 
 def pinned_requirements() -> list[str]:
     """The pinned runtime requirements of ``pyproject.toml`` (else of the installed distribution's metadata)."""
-    project_dir = project_dirs()[1]
-    if project_dir is not None:
+    if (project_dir := project_dirs()[1]) is not None:
         data = tomllib.loads((project_dir / "pyproject.toml").read_text(encoding="utf-8"))
         return list(data.get("project", {}).get("dependencies", []))
     from importlib.metadata import PackageNotFoundError, requires
@@ -183,11 +179,8 @@ def pinned_requirements() -> list[str]:
 @contextlib.contextmanager
 def job_workdir() -> Iterator[Path]:
     """A temporary folder to stage a working dir in (removed once Ray has uploaded it)."""
-    folder = Path(tempfile.mkdtemp(prefix="sentsweep-submit-"))
-    try:
-        yield folder / "job"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="sentsweep-submit-", ignore_cleanup_errors=True) as folder:
+        yield Path(folder) / "job"
 
 
 Ship = Literal["project", "installed"]
@@ -282,8 +275,7 @@ def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]
         code = f"staged project: {len(staged.files)} files, {staged.size / 2**20:.1f} MiB (working_dir)"
     if options.installer:
         packages = pinned_requirements()
-        key = "pip_check" if options.installer == "pip" else "uv_check"
-        runtime_env[options.installer] = {"packages": packages, key: False}
+        runtime_env[options.installer] = {"packages": packages, f"{options.installer}_check": False}
         code += f"; {options.installer} installs {len(packages)} pinned requirements"
     if env_vars:
         runtime_env["env_vars"] = env_vars

@@ -82,12 +82,10 @@ class SweepConfig(ConfigSection):
     startup_trials: int | None = Field(None, ge=1, description="random trials before TPE (Optuna: 10)")
     tpe_gamma: Literal["hyperopt", "optuna"] = Field(
         "hyperopt", description="how many of n finished trials TPE's 'good' density is built from: hyperopt "
-        "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 "
-        "(platform/search/samplers.py, build_sampler); "
-        "one objective only: a multi-objective study keeps Optuna's split")
-    searcher: Literal["tpe", "gp", "random", "grid"] = Field(
-        "tpe", description="Optuna's sampler: tpe (multivariate, constant liar), gp (Gaussian process), random, or "
-        "grid (categorical choices x grid_points values per range)")
+        "ceil(0.25 sqrt(n)) (Bergstra et al.), optuna ceil(0.1 n); at most 25 (platform/search/samplers.py, "
+        "build_sampler); one objective only: a multi-objective study keeps Optuna's split")
+    searcher: Literal["tpe", "gp", "random", "grid"] = Field("tpe", description="Optuna's sampler: tpe (multivariate, "
+        "constant liar), gp (Gaussian process), random, or grid (categorical choices x grid_points values per range)")
     grid_points: int = Field(3, ge=2, description="searcher grid: values per numeric range, ends included")
     stop_when: Literal["num_samples", "converged"] = Field(
         "num_samples", description="converged: end the search once more trials are unlikely to beat the best by "
@@ -195,8 +193,7 @@ class SweepConfig(ConfigSection):
                                   f"sweep's {name}): drop {name} or make it agree", field=name)
         self.objectives = [str(o) for o in objectives]  # one spelling: "METRIC mode"
         self.metric, self.mode = first.metric, first.mode
-        extra = extra_dev_sets(objectives)
-        if extra:  # the trials score these dev sets too (beside the selection's dev_data)
+        if extra := extra_dev_sets(objectives):  # the trials score these dev sets too (beside the selection's dev_data)
             given = list(self.fixed.get("extra_dev_data") or [])
             self.fixed = {**self.fixed, "extra_dev_data": list(dict.fromkeys([*given, *extra]))}
         return self
@@ -252,23 +249,20 @@ class SweepConfig(ConfigSection):
         of its URIs moved into ``environ`` (default: this process's, which MLflow, pyarrow and a local Ray read); a
         variable already set there to another value is a :class:`ConfigError` (naming ``source``, the config's
         file). Idempotent."""
+        from sentsweep.credentials import CredentialSplit
+
+        split = CredentialSplit()
         try:
-            return self._resolved(base, environ)
+            self.refuse_stray_credentials()
+            clean = {name: split.take(value, kind, name) for name, kind, value in self.credential_uris()}
+            split.export(os.environ if environ is None else environ)
         except ConfigError as exc:
             if exc.file is not None or source is None:
                 raise
             raise ConfigError(exc.message, field=exc.field, file=source) from None
-
-    def _resolved(self, base: Path | None, environ: MutableMapping[str, str] | None) -> SweepConfig:
-        from sentsweep.credentials import CredentialSplit
-
-        self.refuse_stray_credentials()
-        split = CredentialSplit()
-        clean = {name: split.take(value, kind, name) for name, kind, value in self.credential_uris()}
         tracking = self.tracking.model_copy(update={
             "uri": clean["tracking.uri"], "artifact_location": clean["tracking.artifact_location"]})
         update: dict[str, Any] = {name: value for name, value in clean.items() if not name.startswith("tracking.")}
-        split.export(os.environ if environ is None else environ)
         base = (base or Path.cwd()).resolve()
         if not is_shared_folder(self.storage_path):
             update["storage_path"] = str(_absolute(self.storage_path.removeprefix("file://"), base))

@@ -58,8 +58,7 @@ class CheckpointSettings(ConfigSection):
     sweep, only the ``keep_trials`` best trials keep their ``best/`` weights. ``keep_trials: null`` keeps every
     checkpoint of every trial."""
 
-    num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint "
-                             "fallback)")
+    num_to_keep: int = Field(2, ge=1, description="checkpoints per running trial (1: no corrupt-checkpoint fallback)")
     keep_trials: int | None = Field(1, ge=0, description="trials whose best weights stay after the sweep "
                                     "(null: keep every checkpoint)")
     trim_ended_after_s: float | None = Field(120.0, ge=0, description="seconds after a trial ended (finished, or "
@@ -72,9 +71,8 @@ class ConfirmConfig(ConfigSection):
     seeds; the winner is chosen by ``rule`` over those further seeds (the search's own run is reported apart)."""
 
     top_k: int = Field(3, ge=0, description="configurations to confirm (0: no confirmation stage)")
-    seeds: int = Field(3, ge=1, description="further seeds per configuration (the figures and the rule "
-                       "rest on these; the search's own run is reported apart); 1 gives no interval, so "
-                       "lower_bound then ranks by the mean")
+    seeds: int = Field(3, ge=1, description="further seeds per configuration (the figures and the rule rest on these; "
+        "the search's own run is reported apart); 1 gives no interval, so lower_bound then ranks by the mean")
     rule: Literal["mean", "lower_bound"] = Field(
         "lower_bound", description="the winner: best mean, or best pessimistic end of the 95% interval")
 
@@ -121,10 +119,9 @@ class ConvergenceConfig(ConfigSection):
                             "replicas: finished ones, or for stagnation ended ones with a value (finished or pruned)")
     #: The regret bound by default: EMMR ends sweeps earlier, but fewer end within one noise sd of the best
     #: (docs/benchmarks-search.md).
-    evaluator: Literal["regret_bound", "emmr", "stagnation"] = Field(
-        "regret_bound", description="the improvement compared with the noise: Optuna's regret bound; emmr "
-        "(expected minimum model regret: stops earlier, at some cost in the best found); or stagnation (how much "
-        "the best rose over the last `patience` ended trials)")
+    evaluator: Literal["regret_bound", "emmr", "stagnation"] = Field("regret_bound", description="the improvement "
+        "compared with the noise: Optuna's regret bound; emmr (expected minimum model regret: stops earlier, at some "
+        "cost in the best found); or stagnation (how much the best rose over the last `patience` ended trials)")
     #: 20, about two thirds of the multi-view table's 32 settings: at twice its size it saved 42% and kept 93-98%
     #: of the sweeps within the noise of the best (docs/benchmarks-search.md).
     patience: int = Field(20, ge=1, description="stagnation only: the search ends once its last `patience` ended "

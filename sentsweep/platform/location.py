@@ -70,8 +70,7 @@ class SweepManifest(BaseModel):
     def _a_folder_name(cls, value: str) -> str:
         """A name, never a path: a manifest planted in a shared bucket must not point folders elsewhere."""
         if not SWEEP_NAME.fullmatch(value):
-            raise ValueError(f"{value!r} is not a sweep name (letters, digits, '.', '_', '-'; a letter or digit "
-                             "first)")
+            raise ValueError(f"{value!r} is not a sweep name (letters, digits, '.', '_', '-'; a letter or digit first)")
         return value
 
     def sweep_config(self, file: str | None = None) -> SweepConfig:
@@ -90,8 +89,7 @@ SINCE_ADDED: dict[str, Any] = {"tpe_gamma": "optuna"}
 
 
 def write_whole(fs: pyarrow.fs.FileSystem, folder: str, filename: str, data: bytes) -> None:
-    """Write ``filename`` in ``folder`` whole or not at all: locally a temporary file renamed over it; on S3 one
-    PUT."""
+    """Write ``filename`` in ``folder`` whole or not at all: locally a temp file renamed over it; on S3 one PUT."""
     if isinstance(fs, pyarrow.fs.LocalFileSystem):
         with atomic_write(Path(folder) / filename) as out:
             out.write(data)
@@ -157,16 +155,14 @@ class SweepLocation:
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
         """``filename`` as a JSON object, None when it does not exist; one that does not parse is a
         :class:`ConfigError` naming the file and ``what`` it holds."""
-        raw = self.read_optional(filename)
-        if raw is None:
+        if (raw := self.read_optional(filename)) is None:
             return None
         try:
             found = json.loads(raw)
+            if not isinstance(found, dict):
+                raise ValueError("not a JSON object")
         except ValueError as exc:
             raise ConfigError(f"unreadable {filename} ({exc}); it holds {what}", file=self.file_uri(filename)) from None
-        if not isinstance(found, dict):
-            raise ConfigError(f"unreadable {filename} (not a JSON object); it holds {what}",
-                              file=self.file_uri(filename))
         return found
 
     def list(self, suffix: str = "") -> list[str]:
@@ -182,8 +178,7 @@ class SweepLocation:
 
     def read_manifest(self) -> SweepManifest:
         """The folder's manifest; a :class:`ConfigError` when it has none or an unreadable one."""
-        raw = self.read_optional(MANIFEST)
-        if raw is None:
+        if (raw := self.read_optional(MANIFEST)) is None:
             raise ConfigError(f"not a sentsweep sweep folder (no {MANIFEST})", file=self.uri)
         try:
             return SweepManifest.model_validate_json(raw)
@@ -214,8 +209,7 @@ def locate(uri: str, endpoint_url: str | None = None) -> SweepLocation:
     return SweepLocation(uri.rsplit("/", 1)[0], name, None, uri)
 
 
-def new_sweep_location(config: SweepConfig, now: float | None = None,
-                       suffix: str | None = None) -> SweepLocation:
+def new_sweep_location(config: SweepConfig, now: float | None = None, suffix: str | None = None) -> SweepLocation:
     """A fresh folder for a sweep: ``<storage_path>/<name>-<YYYYmmdd-HHMMSS>[-<suffix>]``."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
     root = config.storage_path.rstrip("/")

@@ -91,9 +91,7 @@ def select_report(current: Mapping[str, Any] | None, report: Mapping[str, Any],
     value = report.get(first.metric)
     if value is None or not math.isfinite(float(value)):
         return current
-    if current is None or first.better(float(value), float(current[first.metric])):
-        return report
-    return current
+    return report if current is None or first.better(float(value), float(current[first.metric])) else current
 
 
 def objective_value(result: Mapping[str, Any], objective: Objective,
@@ -105,8 +103,7 @@ def objective_value(result: Mapping[str, Any], objective: Objective,
         if value is None and selected is not None:
             value = selected.get(objective.metric)
         return None if value is None else float(value)
-    seconds = result.get(TIME_TOTAL_KEY)
-    if seconds is None:
+    if (seconds := result.get(TIME_TOTAL_KEY)) is None:
         return None
     gpus = float(result.get(GPUS_KEY) or 0.0)
     return float(seconds) * gpus if gpus > 0 or objective.metric == "gpu_seconds" else float(seconds)

@@ -55,8 +55,7 @@ def is_draining(result: Mapping[str, Any] | None) -> bool:
 def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them, from the
     state it restored: Tune's own count also counts draining reports, and is off after a checkpoint fallback."""
-    evaluations = result.get(EVALUATIONS_KEY)
-    if evaluations is None or "training_iteration" not in result:
+    if (evaluations := result.get(EVALUATIONS_KEY)) is None or "training_iteration" not in result:
         return result
     return {**result, "training_iteration": int(evaluations)}
 
@@ -102,9 +101,7 @@ FIGURE_SUFFIXES = ("_test", "_all", "_avg7", "_avg", "_acc", "_f1", "_pearson", 
 
 def is_reference(trial_config: Mapping[str, Any] | None, point: Mapping[str, Any] | None) -> bool:
     """Whether a trial's settings hold every setting of the reference ``point``."""
-    if not point or not trial_config:
-        return False
-    return all(k in trial_config and trial_config[k] == v for k, v in point.items())
+    return bool(point and trial_config) and all(k in trial_config and trial_config[k] == v for k, v in point.items())
 
 
 #: The user attribute of a study's trial that came from an earlier sweep (its name).

@@ -38,9 +38,7 @@ def s3_call(request: Callable[[], T], uri: str, what: str, conflicts: Collection
 
     try:
         return request()
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in conflicts:
+    except (ClientError, BotoCoreError) as exc:
+        if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in conflicts:
             return None
-        raise storage_error(what, uri, exc) from exc
-    except BotoCoreError as exc:
         raise storage_error(what, uri, exc) from exc

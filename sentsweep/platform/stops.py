@@ -27,5 +27,4 @@ def active_stops() -> Stops | None:
 def superseded() -> str | None:
     """Why this driver no longer holds its sweep; None while it does (or outside a sweep). Driver-side code that
     would write the sweep's shared state (its trials' runs) does nothing then: that state is the new holder's."""
-    stops = active_stops()
-    return stops.superseded if stops is not None else None
+    return ACTIVE[-1].superseded if ACTIVE else None

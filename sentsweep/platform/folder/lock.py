@@ -18,6 +18,7 @@ from typing import Any
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.folder.lock_stores import LockStore, lock_store
 from sentsweep.platform.location import SweepLocation, sweep_owner
+from sentsweep.trainables.loop_folder import _alive
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +55,6 @@ def boot_id() -> str | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        pass
-    return True
-
-
 def _printable(text: object) -> str:
     """``text`` as one short printable line: the record may come from a folder others can write."""
     return "".join(c for c in str(text) if c.isprintable())[:100]
@@ -86,9 +77,8 @@ class LockRecord:
         try:
             found = json.loads(data or b"null")  # no data: None, whose fields are a TypeError
             record = cls(owner=_printable(found["owner"]), host=_printable(found["host"]), pid=int(found["pid"]),
-                         pid_ns=found.get("pid_ns"), token=str(found["token"]),
-                         heartbeat=float(found["heartbeat"]), expires=float(found["expires"]),
-                         released=found.get("released") is True,
+                         pid_ns=found.get("pid_ns"), token=str(found["token"]), heartbeat=float(found["heartbeat"]),
+                         expires=float(found["expires"]), released=found.get("released") is True,
                          boot=found["boot"] if isinstance(found.get("boot"), str) else None)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -157,8 +147,7 @@ class SweepLock:
                                     f"{now - held.heartbeat:.0f}s ago; stop that process, or retry after its lock "
                                     f"expires (in {max(held.expires - now, 0):.0f}s without a heartbeat; "
                                     f"{self.store.uri})")
-            version = self.store.write(mine, stored.version if stored is not None else None)
-            if version is not None:
+            if (version := self.store.write(mine, stored.version if stored is not None else None)) is not None:
                 self._version, self._renewed = version, now
                 return
             # another process wrote the lock between the read and the write: read it again
@@ -182,8 +171,7 @@ class SweepLock:
                 return self.interval_s
             now = self.clock()
             try:
-                version = self.store.write(self._record(now).to_bytes(), self._version)
-                if version is None:
+                if (version := self.store.write(self._record(now).to_bytes(), self._version)) is None:
                     return self._changed(now)
             except Exception as exc:  # noqa: BLE001 - a storage error (or any other) is retried, then gives up
                 return self._failed(self.clock(), exc)  # when it failed: a write that timed out took its time

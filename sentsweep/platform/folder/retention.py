@@ -53,14 +53,9 @@ def prune_sweep(results: ResultGrid, metric: str, mode: str, keep_trials: int | 
             removed += keep_best_weights_only(trial, checkpoint_folder(result), mode)
         else:
             removed += BestFolder(trial.child(BEST_DIR)).remove() + _remove_checkpoints(trial)
-    echo(retention_line(stage, sum(id(r) in kept for r in results), len(results), removed))
-
-
-def retention_line(stage: str, held: int, trials: int, removed_bytes: int) -> str:
-    """E.g. ``search stage: kept the best weights of 1 trial, removed the weights of 7 and every checkpoint (2338.6
-    MiB freed)``."""
-    return (f"{stage} stage: kept the best weights of {held} trial{'' if held == 1 else 's'}, removed the weights of "
-            f"{trials - held} and every checkpoint ({removed_bytes / 2**20:.1f} MiB freed)")
+    held = sum(id(r) in kept for r in results)
+    echo(f"{stage} stage: kept the best weights of {held} trial{'' if held == 1 else 's'}, removed the weights of "
+         f"{len(results) - held} and every checkpoint ({removed / 2**20:.1f} MiB freed)")
 
 
 def keep_best_weights_only(trial: StoredFolder, checkpoint: StoredFolder | None, mode: str) -> int:

@@ -32,15 +32,6 @@ def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None
                       "jobs you trust can write it", field="--trust-storage")
 
 
-def refuse_unplain(uri: str, what: str, location: SweepLocation) -> None:
-    """A :class:`ConfigError` for a stored URI with a backslash, control character or space in its authority:
-    ``urlsplit`` and urllib3 read such a URI's host differently (``http://evil\\@mlflow``)."""
-    netloc = urlsplit(uri).netloc
-    if "\\" in uri or any(ord(c) < 32 or ord(c) == 127 for c in uri) or any(c.isspace() for c in netloc):
-        raise ConfigError(f"the sweep's {what} {mask_uri(uri)!r} is not a plain URI (a backslash, a control "
-                          "character or a space in it): nothing was contacted", file=location.file_uri(MANIFEST))
-
-
 def _same_server(a: str, b: str) -> bool:
     """Whether URIs ``a`` and ``b`` are equal but for a login and a trailing ``/``."""
     def bare(uri: str) -> str:
@@ -55,7 +46,12 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
     from sentsweep.platform.config import resolve_tracking_uri
 
     stored = manifest.tracking_uri
-    refuse_unplain(stored, "tracking URI", location)
+    # urlsplit and urllib3 read the host of a URI with a backslash, a control character or a space in its authority
+    # differently (``http://evil\\@mlflow``): such a stored URI is refused
+    if ("\\" in stored or any(ord(c) < 32 or ord(c) == 127 for c in stored)
+            or any(c.isspace() for c in urlsplit(stored).netloc)):
+        raise ConfigError(f"the sweep's tracking URI {mask_uri(stored)!r} is not a plain URI (a backslash, a control "
+                          "character or a space in it): nothing was contacted", file=location.file_uri(MANIFEST))
     source = "--tracking-uri"
     if declared is None and is_shared_folder(location.uri):
         declared, source = os.environ.get(TRACKING_URI_ENV) or None, f"${TRACKING_URI_ENV}"
