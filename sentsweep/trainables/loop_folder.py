@@ -15,7 +15,8 @@ from pathlib import Path
 PREFIX = "sentsweep-loop-"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -30,7 +31,7 @@ def remove_stale(parent: Path) -> list[Path]:
     removed = []
     for folder in parent.glob(f"{PREFIX}*-*"):
         pid = folder.name[len(PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and folder.is_dir() and not _alive(int(pid)):
+        if pid.isdigit() and folder.is_dir() and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed

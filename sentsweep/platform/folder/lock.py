@@ -18,7 +18,7 @@ from typing import Any
 from sentsweep.errors import SentsweepError, StorageError
 from sentsweep.platform.folder.lock_stores import LockStore, lock_store
 from sentsweep.platform.location import SweepLocation, sweep_owner
-from sentsweep.trainables.loop_folder import _alive
+from sentsweep.trainables.loop_folder import process_alive
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class LockRecord:
 
     def expired(self, now: float) -> bool:
         """Released, past its expiry, or held by a process of this host and PID namespace that is gone."""
-        return self.released or now > self.expires or (self.local() and not _alive(self.pid))
+        return self.released or now > self.expires or (self.local() and not process_alive(self.pid))
 
     def local(self) -> bool:
         """Whether :attr:`pid` is visible here: same host, same known PID namespace (containers share a hostname,
