@@ -284,13 +284,13 @@ class SweepConfig(ConfigSection):
 
     def refuse_stray_credentials(self) -> None:
         """A :class:`ConfigError` naming the field (never the value) when a string outside
-        :data:`CREDENTIAL_FIELDS` carries a password in a URI's user-info (it would reach every trial's params)."""
+        :data:`CREDENTIAL_FIELDS` carries a login in a URI's user-info (it would reach every trial's params)."""
         from sentsweep.credentials import mask_uri
 
         split = {name for name, _ in CREDENTIAL_FIELDS}
         for field, value in _strings(self.model_dump(mode="json")):
             if field not in split and mask_uri(value) != value:
-                raise ConfigError("carries a password in a URI's user-info, which would be copied into every "
+                raise ConfigError("carries a login in a URI's user-info, which would be copied into every "
                                   "trial's params and MLflow: give the credentials in the environment (e.g. "
                                   "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and a URI without them", field=field)
 

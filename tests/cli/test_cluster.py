@@ -62,7 +62,7 @@ def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.Monk
     assert status == 2 and "field '--storage': a submitted sweep carries no credential" in err
     assert "never-shown" not in out + err and "Traceback" not in err
     status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "data_dir=s3://AK:never-shown@b/data")
-    assert status == 2 and "demo.yaml: field 'data_dir': carries a password in a URI's user-info" in err
+    assert status == 2 and "demo.yaml: field 'data_dir': carries a login in a URI's user-info" in err
     assert "never-shown" not in out + err and "Traceback" not in err
 
 

@@ -179,6 +179,7 @@ def test_every_trial_gets_the_sweep_settings():
     ({"fixed": {"train_data": "prepared:s3://AKIAEXAMPLE:s3cr3t-Value@bucket/x"}}, "fixed.train_data"),
     ({"data_dir": "s3://AKIAEXAMPLE:s3cr3t-Value@bucket/data"}, "data_dir"),
     ({"model": "https://bob:s3cr3t-Value@hub.example/bert"}, "model"),
+    ({"model": "https://s3cr3t-Value@hub.example/bert"}, "model"),  # a bare user name is often a token
     ({"fixed": {"extra_dev_data": ["sick", "prepared:s3://K:s3cr3t-Value@bucket/dev"]}}, "fixed.extra_dev_data[1]"),
 ])
 def test_a_credential_outside_the_uri_fields_is_refused_by_name_without_echoing_it(tmp_path, raw, field):
