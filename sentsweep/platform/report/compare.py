@@ -151,10 +151,9 @@ def _trial_value(trial: Run, metric: str) -> float:
 def _search_best(trials: list[Run], metric: str, mode: str) -> tuple[float, str]:
     """The best finished trial's value and label, for a sweep whose finalize did not run (``--no-finalize``, or
     still running): what finalize would have ranked first."""
-    values = [(_trial_value(t, metric), run_label(t)) for t in trials if vocab.run_outcome(t) == "finished"]
-    values = [pair for pair in values if not math.isnan(pair[0])]
-    better = max if mode == "max" else min
-    return better(values, key=lambda pair: pair[0]) if values else (math.nan, "")
+    values = [(value, run_label(t)) for t in trials
+              if vocab.run_outcome(t) == "finished" and not math.isnan(value := _trial_value(t, metric))]
+    return (max if mode == "max" else min)(values, key=lambda pair: pair[0]) if values else (math.nan, "")
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
@@ -171,8 +170,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
-        "metric": metric, "best": best, "best_trial": best_trial,
-    }
+        "metric": metric, "best": best, "best_trial": best_trial}
     reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
     if reference is not None:  # the paper's setting, run as a protected reference trial
         row["reference_trial"] = labels_by_id(trials).get(reference, reference)
@@ -193,18 +191,15 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     rows = []
     for trial in trials:
         m = trial.data.metrics
-        row: dict[str, Any] = {
-            "sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
-            "status": vocab.run_outcome(trial),
-            metric: _trial_value(trial, metric), "step": _bookkeeping(m, "step"),
-        }
+        row: dict[str, Any] = {"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
+                               "status": vocab.run_outcome(trial), metric: _trial_value(trial, metric),
+                               "step": _bookkeeping(m, "step")}
         if labelled:  # the paper's setting, which no scheduler stops
             row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: number_or_same(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
-                   reason=trial.data.tags.get(vocab.REASON_TAG, ""),
-                   run_id=trial.info.run_id)
+                   reason=trial.data.tags.get(vocab.REASON_TAG, ""), run_id=trial.info.run_id)
         rows.append(row)
     return rows
 

@@ -64,10 +64,8 @@ def trial_status(metrics: dict[str, Any] | None, error: bool = False) -> Status:
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve,
-    its final result and its reports."""
-    records = []
-    labels = result_labels(results)
+    """Every trial of ``results`` (labelled by the order Tune created them) with its ``searched`` values and reports."""
+    records, labels = [], result_labels(results)
     for result in results:
         metrics, config = dict(result.metrics or {}), result.config or {}
         record = TrialRecord(str(metrics.get("trial_id", getattr(result, "path", "?"))),
@@ -94,9 +92,8 @@ def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, nam
     figure.savefig(png, dpi=110, bbox_inches="tight")
     pyplot().close(figure)
     rows = list(rows)
-    columns = list(dict.fromkeys(k for row in rows for k in row))
     with table.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=columns)
+        writer = csv.DictWriter(out, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
         writer.writeheader()
         writer.writerows(rows)
     return [png, table]
@@ -127,16 +124,14 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, 
 
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(8, 5))
-    rows = []
-    for r in records:
-        colour = STATUS_COLOURS[r.status]
-        if r.steps:
-            ax.plot(r.steps, r.values, color=colour, alpha=0.8, linewidth=1.2, marker=".", markersize=4)
-        if r.status == "pruned" and r.steps:
-            ax.plot(r.steps[-1], r.values[-1], color=colour, marker="x", markersize=9, markeredgewidth=2)
-        for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True)):
-            rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
-                         "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)})
+    for r in (r for r in records if r.steps):
+        ax.plot(r.steps, r.values, color=STATUS_COLOURS[r.status], alpha=0.8, linewidth=1.2, marker=".", markersize=4)
+        if r.status == "pruned":
+            ax.plot(r.steps[-1], r.values[-1], color=STATUS_COLOURS[r.status], marker="x", markersize=9,
+                    markeredgewidth=2)
+    rows = [{"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
+             "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)}
+            for r in records for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True))]
     ax.set(xlabel="training step (optimizer updates)", ylabel=f"{metric} (dev)",
            title=f"Learning curves of {len(records)} trials")
     ax.grid(alpha=0.3)
@@ -271,6 +266,7 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
                 stopped_by: str = "ASHA", mode: str = "max") -> tuple[list[Path], dict[str, str]]:
+    """Every plot of the sweep in ``out_dir``: the files written, and why each plot not drawn was skipped."""
     out = Path(out_dir)
     written: list[Path] = []
     skipped: dict[str, str] = {}
@@ -278,9 +274,8 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
         "learning_curves": lambda: learning_curves(records, metric, out, stopped_by),
         "parallel_coordinate": lambda: parallel_coordinates(records, metric, out),
         "optimization_history": lambda: optimization_history(records, metric, out, mode),
+        **({"param_importances": lambda: param_importances(study, out)} if study is not None else {}),
     }
-    if study is not None:
-        draws["param_importances"] = lambda: param_importances(study, out)
     for name, draw in draws.items():
         if not records and name != "param_importances":
             skipped[name] = "no trial results"

@@ -47,12 +47,10 @@ class Converged:
 
     def line(self) -> str:
         noise = f"noise sd {self.noise_sd:.3g} ({self.noise_source})"
-        if self.patience is not None:
-            return (f"search converged at trial {self.trial}: the best rose by {self.regret_bound:.3g} over the last "
-                    f"{self.patience} of {self.finished} ended trials, < {noise}; no new trial started, the running "
-                    "ones finish")
-        return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < {noise} over "
-                f"{self.finished} finished trials; no new trial started, the running ones finish")
+        why = (f"regret bound {self.regret_bound:.3g} < {noise} over {self.finished} finished trials"
+               if self.patience is None else f"the best rose by {self.regret_bound:.3g} over the last "
+               f"{self.patience} of {self.finished} ended trials, < {noise}")
+        return f"search converged at trial {self.trial}: {why}; no new trial started, the running ones finish"
 
     def metrics(self) -> dict[str, float]:
         improvement = "converged_regret_bound" if self.patience is None else "converged_best_rise"
@@ -71,19 +69,9 @@ def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConf
             for k in range(1, settings.noise_seeds + 1)]
 
 
-def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
-    """Each trial's value when all finished (its best dev value: the unit of the improvement), else its value at the
-    last evaluation all of them reached (None when they share none)."""
-    if all(t.state == TrialState.COMPLETE and t.value is not None for t in trials):
-        return [float(t.value) for t in trials]
-    common = set.intersection(*(set(t.intermediate_values) for t in trials))
-    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in trials)]
-    return [t.intermediate_values[max(finite)] for t in trials] if finite else None
-
-
 def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
-    """The sample sd of the first point's runs: of their values when all finished, else at the last evaluation all
-    reached; None until two have one."""
+    """The sample sd of the first point's runs: of their values when all finished (their best dev values, the unit of
+    the improvement), else at the last evaluation all reached; None until two have one."""
     replicas = [t for t in trials if NOISE_SEED_ATTR in t.user_attrs]
     if not replicas:
         return None
@@ -93,8 +81,11 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
             if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and (t.intermediate_values or t.value is not None)]
     if len(runs) < 2:
         return None
-    values = _last_values(runs)
-    return statistics.stdev(values) if values is not None else None
+    if all(t.state == TrialState.COMPLETE and t.value is not None for t in runs):
+        return statistics.stdev([float(t.value) for t in runs])
+    common = set.intersection(*(set(t.intermediate_values) for t in runs))
+    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in runs)]
+    return statistics.stdev([t.intermediate_values[max(finite)] for t in runs]) if finite else None
 
 
 def best_value(trial: FrozenTrial, sign: float) -> float | None:
@@ -118,8 +109,7 @@ class StagnationEvaluator(BaseImprovementEvaluator):
         bests = [b for t in trials if (b := best_value(t, sign)) is not None]
         if len(bests) <= self.patience:
             raise ValueError(f"the stagnation rule needs more than {self.patience} trials, got {len(bests)}")
-        before, now = max(bests[:-self.patience]), max(bests)
-        return now - before
+        return max(bests) - max(bests[:-self.patience])
 
 
 class ConvergenceCheck:

@@ -64,11 +64,6 @@ def drop_torn_tail(path: str, chunk: int = 1 << 16) -> int:
     try:
         with open(path, "r+b") as journal:
             size = end = journal.seek(0, os.SEEK_END)
-            if size == 0:
-                return 0
-            journal.seek(size - 1)
-            if journal.read(1) == b"\n":
-                return 0
             while end > 0:  # back to the last newline, a chunk at a time
                 start = max(0, end - chunk)
                 journal.seek(start)
@@ -76,6 +71,8 @@ def drop_torn_tail(path: str, chunk: int = 1 << 16) -> int:
                 end = start + cut + 1 if cut >= 0 else start
                 if cut >= 0:
                     break
+            if end == size:  # empty, or its last line whole
+                return 0
             journal.truncate(end)
     except FileNotFoundError:
         return 0
