@@ -119,14 +119,12 @@ def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
     if vocab.OBJECTIVES_TAG not in tags or vocab.PARETO_TAG not in tags:
         return []
     base = {"sweep": tags.get(vocab.SWEEP_TAG, ""), "objectives": tags[vocab.OBJECTIVES_TAG]}
-    ids = [t for t in tags[vocab.PARETO_TAG].split(",") if t]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             name = f"{vocab.PARETO_ARTIFACTS}/{vocab.PARETO_NAME}.csv"
-            path = client.download_artifacts(sweep.info.run_id, name, tmp)
-            table = pd.read_csv(path, dtype={"trial_id": str})
+            table = pd.read_csv(client.download_artifacts(sweep.info.run_id, name, tmp), dtype={"trial_id": str})
     except Exception:  # noqa: BLE001 - not uploaded yet (sync delivers it) or unreadable: the ids alone
-        return [{**base, "trial": t} for t in ids]
+        return [{**base, "trial": t} for t in tags[vocab.PARETO_TAG].split(",") if t]
     front = table[table["on_front"] == 1].drop(columns="on_front").rename(columns={"trial_id": "trial"})
     return [{**base, **{k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}}
             for row in front.to_dict("records")]
@@ -242,8 +240,7 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
              "interval over their further seeds (the search's run apart: `search`)."),
             ("pareto", "Pareto front", "The finished trials no other one beats on every objective (multi-objective "
              "sweeps), best first objective first.")):
-        table = sweeps.attrs.get(attr)
-        if table is not None and not table.empty:
+        if (table := sweeps.attrs.get(attr)) is not None and not table.empty:
             text += f"\n## {heading}\n\n{about}\n\n{to_markdown(table)}\n"
     return text
 

@@ -61,11 +61,9 @@ class SweepNotice:
 
 
 def masked_url(url: str) -> str:
-    parts = urlsplit(url)
-    try:
+    parts, port = urlsplit(url), ""
+    with contextlib.suppress(ValueError):  # a port that is no number
         port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # a port that is no number
-        port = ""
     return f"{parts.scheme or '?'}://{parts.hostname or '?'}{port}/{MASK}"
 
 
@@ -112,10 +110,8 @@ class SweepNotifier:
         self.settings = settings
         self.base = {"sweep": sweep, "metric": metric, "mlflow_run_id": mlflow_run_id,
                      "sweep_folder": mask_text(sweep_folder)}
-        self.mode = mode
-        self.echo = echo
+        self.mode, self.echo, self.backoff_s = mode, echo, backoff_s
         self.environ = os.environ if environ is None else environ
-        self.backoff_s = backoff_s
         self.sent: list[str] = []  # the events delivered, in order
 
     @classmethod
@@ -168,9 +164,7 @@ def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None,
     """The best trial's label and value: finalize's, else the best of the results."""
     if outcome.best_trial_id is not None:
         return best_label(outcome), finite_number(outcome.best_value)
-    if outcome.results is None or not outcome.counts.get("finished"):
-        return None, None
-    ranked = rank_results(outcome.results, metric, mode)
+    ranked = rank_results(outcome.results, metric, mode) if outcome.results and outcome.counts.get("finished") else []
     if not ranked:
         return None, None
     return result_label(outcome.results, str(ranked[0].metrics.get("trial_id"))), metric_value(ranked[0], metric)

@@ -122,8 +122,7 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
 def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, stopped_by: str = "ASHA") -> list[Path]:
     from matplotlib.lines import Line2D
 
-    plt = pyplot()
-    figure, ax = plt.subplots(figsize=(8, 5))
+    figure, ax = pyplot().subplots(figsize=(8, 5))
     for r in (r for r in records if r.steps):
         ax.plot(r.steps, r.values, color=STATUS_COLOURS[r.status], alpha=0.8, linewidth=1.2, marker=".", markersize=4)
         if r.status == "pruned":
@@ -159,11 +158,10 @@ def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], l
 
 
 def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: Path) -> list[Path]:
-    plt = pyplot()
     names = list(dict.fromkeys(k for r in records for k in r.params))
     valued = [r.last_value for r in records if r.last_value is not None]
     axes = [*names, metric]
-    figure, ax = plt.subplots(figsize=(max(6, 2.2 * len(axes)), 5))
+    figure, ax = pyplot().subplots(figsize=(max(6, 2.2 * len(axes)), 5))
     transforms = {}
     for i, name in enumerate(names):
         transform, ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
@@ -205,7 +203,6 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
     """Seeded fANOVA importance over the sweep's own finished, feasible trials; ValueError when none can be ranked."""
     import optuna
 
-    plt = pyplot()
     trials = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
               if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
     if len(trials) < MIN_IMPORTANCE_TRIALS:
@@ -221,7 +218,7 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
     if not importance:
         raise ValueError("no parameter varies among the finished trials")
     names = list(importance)[::-1]
-    figure, ax = plt.subplots(figsize=(8, 1.5 + 0.45 * len(names)))
+    figure, ax = pyplot().subplots(figsize=(8, 1.5 + 0.45 * len(names)))
     ax.barh(names, [importance[n] for n in names], color="tab:blue")
     for i, n in enumerate(names):
         ax.annotate(f"{importance[n]:.2f}", (importance[n], i), xytext=(3, 0), textcoords="offset points",
@@ -236,8 +233,7 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
 
 def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path, mode: str = "max") -> list[Path]:
     """Every trial's value by number, coloured by how it ended; the line is the best finished value so far."""
-    plt = pyplot()
-    figure, ax = plt.subplots(figsize=(8, 5))
+    figure, ax = pyplot().subplots(figsize=(8, 5))
     better = max if mode == "max" else min
     rows, best = [], None
     for number, r in enumerate(records, 1):

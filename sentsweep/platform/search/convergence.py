@@ -118,10 +118,8 @@ class ConvergenceCheck:
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
                  evaluator: Callable[[], BaseImprovementEvaluator] | None = None) -> None:
-        self.settings = settings
+        self.settings, self.seed, self.evaluator = settings, seed, evaluator
         self.direction = StudyDirection.MAXIMIZE if direction == "maximize" else StudyDirection.MINIMIZE
-        self.seed = seed
-        self.evaluator = evaluator
         self.zero_noise_said = False  # the warning for a measured noise of 0, once
 
     def _optuna_evaluator(self) -> BaseImprovementEvaluator:

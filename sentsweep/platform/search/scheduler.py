@@ -1,5 +1,4 @@
-"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the reference trial, or FIFO.
-"""
+"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the reference trial, or FIFO."""
 
 from __future__ import annotations
 

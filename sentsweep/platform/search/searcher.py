@@ -52,10 +52,7 @@ class PruningAwareOptunaSearch(Searcher):
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
         super().__init__(metric=metric, mode=mode)
-        self.space = space
-        self.sampler = sampler
-        self.store = store
-        self.study_name = study_name
+        self.space, self.sampler, self.store, self.study_name = space, sampler, store, study_name
         modes = [o.mode for o in self.objectives] or [mode]
         self.directions = ["maximize" if m == "max" else "minimize" for m in modes]
         self.points = [dict(p) for p in points]
@@ -103,8 +100,7 @@ class PruningAwareOptunaSearch(Searcher):
         if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
             self.sampler.reseed_rng()
         for trial in trials:
-            tune_id = trial.user_attrs.get(TUNE_TRIAL_ATTR)
-            if tune_id is None:
+            if (tune_id := trial.user_attrs.get(TUNE_TRIAL_ATTR)) is None:
                 continue
             if trial.state.is_finished():
                 self._told.add(tune_id)

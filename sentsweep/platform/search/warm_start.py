@@ -46,8 +46,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                 state=trial.state, values=trial.values,
                 params={name: trial.params[name] for name in distributions}, distributions=distributions,
                 intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: manifest.sweep_name},
-                constraints=trial.constraints or None,
-            ))
+                constraints=trial.constraints or None))
     return placed
 
 
