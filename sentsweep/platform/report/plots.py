@@ -164,8 +164,7 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     figure, ax = pyplot().subplots(figsize=(max(6, 2.2 * len(axes)), 5))
     transforms = {}
     for i, name in enumerate(names):
-        transform, ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
-        transforms[name] = transform
+        transforms[name], ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
         for t, label in zip(ticks, labels, strict=True):
             ax.annotate(label, (i, t), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
                         fontsize=7, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"},

@@ -113,8 +113,7 @@ class StagnationEvaluator(BaseImprovementEvaluator):
 
 
 class ConvergenceCheck:
-    """``improvement < noise sd`` over the finished, feasible trials (ended ones for the stagnation rule), given
-    ``min_trials`` and the noise."""
+    """``improvement < noise sd`` over the finished, feasible trials, given ``min_trials`` and the noise."""
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
                  evaluator: Callable[[], BaseImprovementEvaluator] | None = None) -> None:

@@ -43,10 +43,9 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                          if name in trial.params and _allows(d, trial.params[name])}
         if distributions:
             placed.append(optuna.trial.create_trial(
-                state=trial.state, values=trial.values,
-                params={name: trial.params[name] for name in distributions}, distributions=distributions,
-                intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: manifest.sweep_name},
-                constraints=trial.constraints or None))
+                state=trial.state, values=trial.values, params={name: trial.params[name] for name in distributions},
+                distributions=distributions, intermediate_values=trial.intermediate_values,
+                user_attrs={WARM_START_ATTR: manifest.sweep_name}, constraints=trial.constraints or None))
     return placed
 
 
