@@ -33,8 +33,7 @@ def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> 
         return [e.experiment_id for e in client.search_experiments()]
     ids = []
     for name in names:
-        found = client.get_experiment_by_name(name)
-        if found is None:
+        if (found := client.get_experiment_by_name(name)) is None:
             known = ", ".join(e.name for e in client.search_experiments()) or "none"
             raise ConfigError(f"no MLflow experiment '{name}' (known: {known})", field="--experiment")
         ids.append(found.experiment_id)
@@ -169,8 +168,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
         "trials": len(trials),
         **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
         "metric": metric, "best": best, "best_trial": best_trial}
-    reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
-    if reference is not None:  # the paper's setting, run as a protected reference trial
+    if (reference := tags.get(vocab.REFERENCE_TRIAL_TAG)) is not None:  # the paper's setting, a protected trial
         row["reference_trial"] = labels_by_id(trials).get(reference, reference)
     row.update({k: v for k, v in sorted(metrics.items()) if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     if f"confirmed_{metric}_mean" in metrics:  # the confirmation stage: the winner's seeds

@@ -79,8 +79,7 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
     the answer says not to retry (HTTP 4xx but 429)."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise NotifyError("the webhook URL is not an http(s) URL")
-    data = json.dumps(body, allow_nan=False).encode()
-    request = urllib.request.Request(url, data=data, method="POST", headers={
+    request = urllib.request.Request(url, data=json.dumps(body, allow_nan=False).encode(), method="POST", headers={
         "Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT})
     opener = urllib.request.build_opener(_NoRedirects)
     for attempt in range(1, retries + 2):
@@ -142,8 +141,7 @@ class SweepNotifier:
 
     def send(self, notice: SweepNotice) -> bool:
         """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one line."""
-        url = self.url
-        if url is None or notice.event not in self.settings.on:
+        if (url := self.url) is None or notice.event not in self.settings.on:
             return False
         secrets = [url, *secret_values(self.environ)]
         if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short

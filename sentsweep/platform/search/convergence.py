@@ -185,8 +185,7 @@ def converged_of(study: optuna.Study) -> Converged | None:
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
                        log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
                        stop_reason_tag: str) -> Converged | None:
-    decision = converged_of(study) if study is not None else None
-    if decision is None:
+    if study is None or (decision := converged_of(study)) is None:
         return None
     echo(decision.line())
     set_tags({stop_reason_tag: decision.line(), "sentsweep.converged.noise_source": decision.noise_source,

@@ -92,8 +92,7 @@ def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""
     if isinstance(store, SweepLocation):
         store = StudyStore(store.uri, store.endpoint_url)
-    storage = store.storage(create=False)
-    if storage is None:
+    if (storage := store.storage(create=False)) is None:
         return None
     try:
         (summary,) = optuna.get_all_study_summaries(storage, include_best_trial=False)
@@ -132,8 +131,8 @@ class S3JournalBackend(BaseJournalBackend):
         keys = [key for _, key in itertools.takewhile(lambda found: found[1] == self._key(read + found[0]), listed)]
         with ThreadPoolExecutor(max_workers=READERS) as pool:
             bodies = pool.map(lambda key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
-            for body in bodies:
-                self._batches.append([json.loads(line) for line in body.decode("utf-8").splitlines() if line])
+            self._batches.extend([json.loads(line) for line in body.decode("utf-8").splitlines() if line]
+                                 for body in bodies)
 
     def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
         self._answered(self._refresh)
@@ -153,8 +152,7 @@ def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tupl
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     store = StudyStore(location.uri, location.endpoint_url)
-    storage = store.storage(create=False)
-    if storage is None:
+    if (storage := store.storage(create=False)) is None:
         raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=store.journal_uri)
     return storage, manifest.sweep_name
 

@@ -29,8 +29,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     manifest = location.read_manifest()
     if config is not None:
         refuse_another_measurement(manifest.sweep_config(location.file_uri(MANIFEST)), config, manifest.data_sha256)
-    study = load_study(location)
-    if study is None:
+    if (study := load_study(location)) is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
     placed = []
