@@ -114,9 +114,8 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
     counts = Counter(statuses)
     handles = [Line2D([], [], color=STATUS_COLOURS[s], label=f"{s} ({counts[s]})")  # type: ignore[index]
                for s in STATUS_COLOURS if s in counts]
-    placement = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}
     ax.legend(handles=[*handles, *extra], fontsize=8, framealpha=0.9, title="trial status", title_fontsize=8,
-              **placement)
+              **({"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}))
 
 
 def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, stopped_by: str = "ASHA") -> list[Path]:
@@ -142,8 +141,7 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, 
 
 def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], list[str], bool]:
     """How a parameter's values map to [0, 1]: transform, tick positions and labels, and whether log."""
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-    if not numeric:
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):  # choices
         choices = sorted({str(v) for v in values})
         span = max(1, len(choices) - 1)
         return (lambda v: choices.index(str(v)) / span), [i / span for i in range(len(choices))], choices, False
@@ -233,12 +231,11 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
 def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path, mode: str = "max") -> list[Path]:
     """Every trial's value by number, coloured by how it ended; the line is the best finished value so far."""
     figure, ax = pyplot().subplots(figsize=(8, 5))
-    better = max if mode == "max" else min
     rows, best = [], None
     for number, r in enumerate(records, 1):
         value = r.value(mode)
         if r.status == "finished" and value is not None:
-            best = value if best is None else better(best, value)
+            best = value if best is None else (max if mode == "max" else min)(best, value)
         rows.append({"trial": r.label, "number": number, "status": r.status, metric: value, "best_so_far": best})
     for status in STATUS_COLOURS:
         shown = [row for row in rows if row["status"] == status and row[metric] is not None]

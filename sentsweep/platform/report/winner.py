@@ -75,9 +75,8 @@ def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable
         figures.update({f"confirmed_{config.metric}_{k}": float(getattr(summary, k))
                         for k in ("mean", "low", "high", "n") if math.isfinite(float(getattr(summary, k)))})
     run = outcome.best_run_id
-    link = ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None
     return model_version(best_label(outcome), outcome.best_trial_id or "", values, figures, outcome.sweep_name, run,
-                         link)
+                         ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None)
 
 
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
