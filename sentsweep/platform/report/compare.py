@@ -52,9 +52,8 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
         hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(vocab.SWEEP_TAG, "") == wanted]
         hits = hits or [r for r in runs if r.data.tags.get(vocab.SWEEP_TAG, "").startswith(wanted)]
         if not hits:
-            raise ConfigError(f"no sweep named '{wanted}' (known: "
-                              f"{', '.join(r.data.tags.get(vocab.SWEEP_TAG, '?') for r in runs) or 'none'})",
-                              field="--sweeps")
+            known = ", ".join(r.data.tags.get(vocab.SWEEP_TAG, "?") for r in runs) or "none"
+            raise ConfigError(f"no sweep named '{wanted}' (known: {known})", field="--sweeps")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 
@@ -102,13 +101,11 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[di
     winner = tags.get("sentsweep.confirm.winner_rank", "")
     return [{"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "rank": rank,
              "trial": labels.get(trial := tags.get(f"sentsweep.confirm.r{rank}_trial", ""), trial),
-             "search": m.get(f"r{rank}_search", math.nan),
-             "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
-             "sd": m.get(f"r{rank}_std", math.nan), "low": m.get(f"r{rank}_low", math.nan),
-             "high": m.get(f"r{rank}_high", math.nan),
+             "search": m.get(f"r{rank}_search", math.nan), "seeds": int(m.get(f"r{rank}_n", 0)),
+             "mean": m.get(f"r{rank}_mean", math.nan), "sd": m.get(f"r{rank}_std", math.nan),
+             "low": m.get(f"r{rank}_low", math.nan), "high": m.get(f"r{rank}_high", math.nan),
              "winner": f"yes ({tags.get('sentsweep.confirm.rule', '')})" if str(rank) == winner else "",
-             "status": stage.info.status.lower()}
-            for rank in ranks]
+             "status": stage.info.status.lower()} for rank in ranks]
 
 
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
@@ -162,12 +159,11 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     best_trial = tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id)
     if math.isnan(best) and not best_trial:
         best, best_trial = _search_best(trials, metric, params.get("mode", "max"))
-    row: dict[str, Any] = {
-        "sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
-        "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
-        "trials": len(trials),
-        **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
-        "metric": metric, "best": best, "best_trial": best_trial}
+    row: dict[str, Any] = {"sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
+                           "space": tags.get(vocab.SPACE_TAG) or params.get("method"),
+                           "status": sweep.info.status.lower(), "trials": len(trials),
+                           **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
+                           "metric": metric, "best": best, "best_trial": best_trial}
     if (reference := tags.get(vocab.REFERENCE_TRIAL_TAG)) is not None:  # the paper's setting, a protected trial
         row["reference_trial"] = labels_by_id(trials).get(reference, reference)
     row.update({k: v for k, v in sorted(metrics.items()) if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
@@ -205,8 +201,7 @@ def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
     return [child_runs(client, sweep) for sweep in find_sweeps(client, experiments, sweeps)]
 
 
-def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
-            sweeps: Sequence[str] | None = None, *,
+def compare(client: MlflowClient, experiments: Sequence[str] | None = None, sweeps: Sequence[str] | None = None, *,
             found: Sequence[SweepRuns] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []

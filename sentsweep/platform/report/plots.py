@@ -164,9 +164,8 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     for i, name in enumerate(names):
         transforms[name], ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
         for t, label in zip(ticks, labels, strict=True):
-            ax.annotate(label, (i, t), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
-                        fontsize=7, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"},
-                        zorder=5)
+            ax.annotate(label, (i, t), xytext=(-4, 0), textcoords="offset points", ha="right", va="center", fontsize=7,
+                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}, zorder=5)
         if log:
             names[i] = f"{name}\n(log scale)"
     if valued:
@@ -266,8 +265,7 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
         "learning_curves": lambda: learning_curves(records, metric, out, stopped_by),
         "parallel_coordinate": lambda: parallel_coordinates(records, metric, out),
         "optimization_history": lambda: optimization_history(records, metric, out, mode),
-        **({"param_importances": lambda: param_importances(study, out)} if study is not None else {}),
-    }
+        **({"param_importances": lambda: param_importances(study, out)} if study is not None else {})}
     for name, draw in draws.items():
         if not records and name != "param_importances":
             skipped[name] = "no trial results"

@@ -55,8 +55,7 @@ def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures:
     shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
     where = f"[its run]({trial_link})" if trial_link else "its run"
     tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
-            **{f"param.{k}": figure(v) for k, v in values.items()},
-            **{k: figure(float(v)) for k, v in figures.items()},
+            **{f"param.{k}": figure(v) for k, v in values.items()}, **{k: figure(float(v)) for k, v in figures.items()},
             **({"trial_run_id": trial_run_id} if trial_run_id else {})}
     return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
             f"Figures: {shown or 'none recorded'}.\n\n"

@@ -252,11 +252,10 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
         first = queued[0] if queued else next((p for p in points or [] if p), None)
         replicas = replica_points(first, config.convergence, int(config.fixed.get("seed", config.seed)))
     sampler = build_sampler(config, define_by_run)
-    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-                                    store=store, study_name=study_name or config.name, points=queued,
-                                    objectives=config.objective_list,
-                                    history=with_constraint_keys(history, uniform_constraint_keys(sampler)),
-                                    replicas=replicas, convergence=convergence)
+    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler, store=store,
+                                    study_name=study_name or config.name, points=queued, replicas=replicas,
+                                    objectives=config.objective_list, convergence=convergence,
+                                    history=with_constraint_keys(history, uniform_constraint_keys(sampler)))
 
 
 def search_bounds(config: SweepConfig) -> dict[str, Any]:
