@@ -106,10 +106,9 @@ class SweepNotifier:
     def __init__(self, settings: NotifyConfig, sweep: str, metric: str, mode: str, mlflow_run_id: str,
                  sweep_folder: str, *, echo: Callable[[str], None] = print, environ: Mapping[str, str] | None = None,
                  backoff_s: float = 0.5) -> None:
-        self.settings = settings
         self.base = {"sweep": sweep, "metric": metric, "mlflow_run_id": mlflow_run_id,
                      "sweep_folder": mask_text(sweep_folder)}
-        self.mode, self.echo, self.backoff_s = mode, echo, backoff_s
+        self.settings, self.mode, self.echo, self.backoff_s = settings, mode, echo, backoff_s
         self.environ = os.environ if environ is None else environ
         self.sent: list[str] = []  # the events delivered, in order
 
@@ -124,8 +123,7 @@ class SweepNotifier:
 
     @property
     def url(self) -> str | None:
-        name = self.settings.webhook_env
-        return (self.environ.get(name) or None) if name else None
+        return (self.environ.get(self.settings.webhook_env) or None) if self.settings.webhook_env else None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
         best_trial, best_value, counts = None, None, {}

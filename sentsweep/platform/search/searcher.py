@@ -10,6 +10,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -207,12 +208,10 @@ class PruningAwareOptunaSearch(Searcher):
         return len(lost)
 
     def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "w", encoding="utf-8") as out:
-            json.dump({"selected": self._selected}, out, default=_plain)
+        Path(checkpoint_path).write_text(json.dumps({"selected": self._selected}, default=_plain), encoding="utf-8")
 
     def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, encoding="utf-8") as saved:
-            self._forget(json.load(saved).get("selected"))
+        self._forget(json.loads(Path(checkpoint_path).read_text(encoding="utf-8")).get("selected"))
 
 
 def _plain(value: Any) -> Any:
