@@ -161,8 +161,7 @@ class PruningAwareOptunaSearch(Searcher):
             state = TrialState.FAIL if error else TrialState.PRUNED
         elif res.is_failed(result):  # a deterministic failure (failure_report in sentsweep.trainables)
             ot_trial.set_user_attr("fail_reason", res.failure_reason(result))
-            kind = res.infeasibility(result)
-            state = TrialState.FAIL
+            kind, state = res.infeasibility(result), TrialState.FAIL
             if kind is not None:  # what the sampler must learn: these settings cannot work
                 ot_trial.set_constraint(kind, 1.0)
                 state, value = TrialState.COMPLETE, infeasible_value(self.study)
