@@ -214,8 +214,7 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None, swee
         front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}
                            for row in pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
-    table.attrs["confirmation"] = pd.DataFrame(confirm_table)
-    table.attrs["pareto"] = pd.DataFrame(front_table)
+    table.attrs.update(confirmation=pd.DataFrame(confirm_table), pareto=pd.DataFrame(front_table))
     return table, pd.DataFrame(trial_table)
 
 
