@@ -33,8 +33,7 @@ def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> 
         return [e.experiment_id for e in client.search_experiments()]
     ids = []
     for name in names:
-        found = client.get_experiment_by_name(name)
-        if found is None:
+        if (found := client.get_experiment_by_name(name)) is None:
             known = ", ".join(e.name for e in client.search_experiments()) or "none"
             raise ConfigError(f"no MLflow experiment '{name}' (known: {known})", field="--experiment")
         ids.append(found.experiment_id)
@@ -53,9 +52,8 @@ def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
         hits = [r for r in runs if r.info.run_id == wanted or r.data.tags.get(vocab.SWEEP_TAG, "") == wanted]
         hits = hits or [r for r in runs if r.data.tags.get(vocab.SWEEP_TAG, "").startswith(wanted)]
         if not hits:
-            raise ConfigError(f"no sweep named '{wanted}' (known: "
-                              f"{', '.join(r.data.tags.get(vocab.SWEEP_TAG, '?') for r in runs) or 'none'})",
-                              field="--sweeps")
+            known = ", ".join(r.data.tags.get(vocab.SWEEP_TAG, "?") for r in runs) or "none"
+            raise ConfigError(f"no sweep named '{wanted}' (known: {known})", field="--sweeps")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 
@@ -103,13 +101,11 @@ def confirmation_rows(sweep: Run, stage: Run, labels: dict[str, str]) -> list[di
     winner = tags.get("sentsweep.confirm.winner_rank", "")
     return [{"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "rank": rank,
              "trial": labels.get(trial := tags.get(f"sentsweep.confirm.r{rank}_trial", ""), trial),
-             "search": m.get(f"r{rank}_search", math.nan),
-             "seeds": int(m.get(f"r{rank}_n", 0)), "mean": m.get(f"r{rank}_mean", math.nan),
-             "sd": m.get(f"r{rank}_std", math.nan), "low": m.get(f"r{rank}_low", math.nan),
-             "high": m.get(f"r{rank}_high", math.nan),
+             "search": m.get(f"r{rank}_search", math.nan), "seeds": int(m.get(f"r{rank}_n", 0)),
+             "mean": m.get(f"r{rank}_mean", math.nan), "sd": m.get(f"r{rank}_std", math.nan),
+             "low": m.get(f"r{rank}_low", math.nan), "high": m.get(f"r{rank}_high", math.nan),
              "winner": f"yes ({tags.get('sentsweep.confirm.rule', '')})" if str(rank) == winner else "",
-             "status": stage.info.status.lower()}
-            for rank in ranks]
+             "status": stage.info.status.lower()} for rank in ranks]
 
 
 def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
@@ -119,14 +115,12 @@ def pareto_rows(client: MlflowClient, sweep: Run) -> list[dict[str, Any]]:
     if vocab.OBJECTIVES_TAG not in tags or vocab.PARETO_TAG not in tags:
         return []
     base = {"sweep": tags.get(vocab.SWEEP_TAG, ""), "objectives": tags[vocab.OBJECTIVES_TAG]}
-    ids = [t for t in tags[vocab.PARETO_TAG].split(",") if t]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             name = f"{vocab.PARETO_ARTIFACTS}/{vocab.PARETO_NAME}.csv"
-            path = client.download_artifacts(sweep.info.run_id, name, tmp)
-            table = pd.read_csv(path, dtype={"trial_id": str})
+            table = pd.read_csv(client.download_artifacts(sweep.info.run_id, name, tmp), dtype={"trial_id": str})
     except Exception:  # noqa: BLE001 - not uploaded yet (sync delivers it) or unreadable: the ids alone
-        return [{**base, "trial": t} for t in ids]
+        return [{**base, "trial": t} for t in tags[vocab.PARETO_TAG].split(",") if t]
     front = table[table["on_front"] == 1].drop(columns="on_front").rename(columns={"trial_id": "trial"})
     return [{**base, **{k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}}
             for row in front.to_dict("records")]
@@ -151,10 +145,9 @@ def _trial_value(trial: Run, metric: str) -> float:
 def _search_best(trials: list[Run], metric: str, mode: str) -> tuple[float, str]:
     """The best finished trial's value and label, for a sweep whose finalize did not run (``--no-finalize``, or
     still running): what finalize would have ranked first."""
-    values = [(_trial_value(t, metric), run_label(t)) for t in trials if vocab.run_outcome(t) == "finished"]
-    values = [pair for pair in values if not math.isnan(pair[0])]
-    better = max if mode == "max" else min
-    return better(values, key=lambda pair: pair[0]) if values else (math.nan, "")
+    values = [(value, run_label(t)) for t in trials
+              if vocab.run_outcome(t) == "finished" and not math.isnan(value := _trial_value(t, metric))]
+    return (max if mode == "max" else min)(values, key=lambda pair: pair[0]) if values else (math.nan, "")
 
 
 def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
@@ -166,15 +159,12 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     best_trial = tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id)
     if math.isnan(best) and not best_trial:
         best, best_trial = _search_best(trials, metric, params.get("mode", "max"))
-    row: dict[str, Any] = {
-        "sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
-        "space": tags.get(vocab.SPACE_TAG) or params.get("method"), "status": sweep.info.status.lower(),
-        "trials": len(trials),
-        **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
-        "metric": metric, "best": best, "best_trial": best_trial,
-    }
-    reference = tags.get(vocab.REFERENCE_TRIAL_TAG)
-    if reference is not None:  # the paper's setting, run as a protected reference trial
+    row: dict[str, Any] = {"sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
+                           "space": tags.get(vocab.SPACE_TAG) or params.get("method"),
+                           "status": sweep.info.status.lower(), "trials": len(trials),
+                           **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
+                           "metric": metric, "best": best, "best_trial": best_trial}
+    if (reference := tags.get(vocab.REFERENCE_TRIAL_TAG)) is not None:  # the paper's setting, a protected trial
         row["reference_trial"] = labels_by_id(trials).get(reference, reference)
     row.update({k: v for k, v in sorted(metrics.items()) if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     if f"confirmed_{metric}_mean" in metrics:  # the confirmation stage: the winner's seeds
@@ -193,18 +183,15 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
     rows = []
     for trial in trials:
         m = trial.data.metrics
-        row: dict[str, Any] = {
-            "sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
-            "status": vocab.run_outcome(trial),
-            metric: _trial_value(trial, metric), "step": _bookkeeping(m, "step"),
-        }
+        row: dict[str, Any] = {"sweep": sweep.data.tags.get(vocab.SWEEP_TAG, ""), "trial": run_label(trial),
+                               "status": vocab.run_outcome(trial), metric: _trial_value(trial, metric),
+                               "step": _bookkeeping(m, "step")}
         if labelled:  # the paper's setting, which no scheduler stops
             row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: number_or_same(trial.data.params.get(k)) for k in searched})
         row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
-                   reason=trial.data.tags.get(vocab.REASON_TAG, ""),
-                   run_id=trial.info.run_id)
+                   reason=trial.data.tags.get(vocab.REASON_TAG, ""), run_id=trial.info.run_id)
         rows.append(row)
     return rows
 
@@ -214,8 +201,7 @@ def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
     return [child_runs(client, sweep) for sweep in find_sweeps(client, experiments, sweeps)]
 
 
-def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
-            sweeps: Sequence[str] | None = None, *,
+def compare(client: MlflowClient, experiments: Sequence[str] | None = None, sweeps: Sequence[str] | None = None, *,
             found: Sequence[SweepRuns] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []
@@ -228,8 +214,7 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None,
         front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}
                            for row in pareto_rows(client, sweep))
     table = pd.DataFrame(sweep_table)
-    table.attrs["confirmation"] = pd.DataFrame(confirm_table)
-    table.attrs["pareto"] = pd.DataFrame(front_table)
+    table.attrs.update(confirmation=pd.DataFrame(confirm_table), pareto=pd.DataFrame(front_table))
     return table, pd.DataFrame(trial_table)
 
 
@@ -247,8 +232,7 @@ def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
              "interval over their further seeds (the search's run apart: `search`)."),
             ("pareto", "Pareto front", "The finished trials no other one beats on every objective (multi-objective "
              "sweeps), best first objective first.")):
-        table = sweeps.attrs.get(attr)
-        if table is not None and not table.empty:
+        if (table := sweeps.attrs.get(attr)) is not None and not table.empty:
             text += f"\n## {heading}\n\n{about}\n\n{to_markdown(table)}\n"
     return text
 

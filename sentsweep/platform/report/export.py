@@ -65,9 +65,8 @@ def export_sentence_transformer(weights_dir: str | Path, dest: str | Path, *, ov
         modules.append(WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=1,
                                             layer_weights=torch.nn.Parameter(weights)))
     modules.append(Pooling(dim, pooling_mode=ST_POOLING[settings.pooling]))
-    model = SentenceTransformer(modules=modules, device="cpu")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    model.save(str(dest))
+    SentenceTransformer(modules=modules, device="cpu").save(str(dest))
     return dest
 
 

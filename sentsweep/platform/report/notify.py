@@ -61,11 +61,9 @@ class SweepNotice:
 
 
 def masked_url(url: str) -> str:
-    parts = urlsplit(url)
-    try:
+    parts, port = urlsplit(url), ""
+    with contextlib.suppress(ValueError):  # a port that is no number
         port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # a port that is no number
-        port = ""
     return f"{parts.scheme or '?'}://{parts.hostname or '?'}{port}/{MASK}"
 
 
@@ -81,8 +79,7 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
     the answer says not to retry (HTTP 4xx but 429)."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise NotifyError("the webhook URL is not an http(s) URL")
-    data = json.dumps(body, allow_nan=False).encode()
-    request = urllib.request.Request(url, data=data, method="POST", headers={
+    request = urllib.request.Request(url, data=json.dumps(body, allow_nan=False).encode(), method="POST", headers={
         "Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT})
     opener = urllib.request.build_opener(_NoRedirects)
     for attempt in range(1, retries + 2):
@@ -109,13 +106,10 @@ class SweepNotifier:
     def __init__(self, settings: NotifyConfig, sweep: str, metric: str, mode: str, mlflow_run_id: str,
                  sweep_folder: str, *, echo: Callable[[str], None] = print, environ: Mapping[str, str] | None = None,
                  backoff_s: float = 0.5) -> None:
-        self.settings = settings
         self.base = {"sweep": sweep, "metric": metric, "mlflow_run_id": mlflow_run_id,
                      "sweep_folder": mask_text(sweep_folder)}
-        self.mode = mode
-        self.echo = echo
+        self.settings, self.mode, self.echo, self.backoff_s = settings, mode, echo, backoff_s
         self.environ = os.environ if environ is None else environ
-        self.backoff_s = backoff_s
         self.sent: list[str] = []  # the events delivered, in order
 
     @classmethod
@@ -129,8 +123,7 @@ class SweepNotifier:
 
     @property
     def url(self) -> str | None:
-        name = self.settings.webhook_env
-        return (self.environ.get(name) or None) if name else None
+        return (self.environ.get(self.settings.webhook_env) or None) if self.settings.webhook_env else None
 
     def sweep_ended(self, state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> bool:
         best_trial, best_value, counts = None, None, {}
@@ -146,8 +139,7 @@ class SweepNotifier:
 
     def send(self, notice: SweepNotice) -> bool:
         """POST ``notice`` when its event is one of ``on`` and a URL is set; a failure is one line."""
-        url = self.url
-        if url is None or notice.event not in self.settings.on:
+        if (url := self.url) is None or notice.event not in self.settings.on:
             return False
         secrets = [url, *secret_values(self.environ)]
         if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short
@@ -168,9 +160,7 @@ def _best_of(outcome: SweepOutcome, metric: str, mode: str) -> tuple[str | None,
     """The best trial's label and value: finalize's, else the best of the results."""
     if outcome.best_trial_id is not None:
         return best_label(outcome), finite_number(outcome.best_value)
-    if outcome.results is None or not outcome.counts.get("finished"):
-        return None, None
-    ranked = rank_results(outcome.results, metric, mode)
+    ranked = rank_results(outcome.results, metric, mode) if outcome.results and outcome.counts.get("finished") else []
     if not ranked:
         return None, None
     return result_label(outcome.results, str(ranked[0].metrics.get("trial_id"))), metric_value(ranked[0], metric)

@@ -64,10 +64,8 @@ def trial_status(metrics: dict[str, Any] | None, error: bool = False) -> Status:
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
-    """Every trial of ``results`` (labelled by the order Tune created them), its ``searched`` values, its dev curve,
-    its final result and its reports."""
-    records = []
-    labels = result_labels(results)
+    """Every trial of ``results`` (labelled by the order Tune created them) with its ``searched`` values and reports."""
+    records, labels = [], result_labels(results)
     for result in results:
         metrics, config = dict(result.metrics or {}), result.config or {}
         record = TrialRecord(str(metrics.get("trial_id", getattr(result, "path", "?"))),
@@ -94,9 +92,8 @@ def save_plot(figure: Any, rows: Iterable[Mapping[str, Any]], out_dir: Path, nam
     figure.savefig(png, dpi=110, bbox_inches="tight")
     pyplot().close(figure)
     rows = list(rows)
-    columns = list(dict.fromkeys(k for row in rows for k in row))
     with table.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=columns)
+        writer = csv.DictWriter(out, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
         writer.writeheader()
         writer.writerows(rows)
     return [png, table]
@@ -117,26 +114,22 @@ def _status_legend(ax: Any, statuses: Iterable[Status], extra: Sequence[Any] = (
     counts = Counter(statuses)
     handles = [Line2D([], [], color=STATUS_COLOURS[s], label=f"{s} ({counts[s]})")  # type: ignore[index]
                for s in STATUS_COLOURS if s in counts]
-    placement = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}
     ax.legend(handles=[*handles, *extra], fontsize=8, framealpha=0.9, title="trial status", title_fontsize=8,
-              **placement)
+              **({"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}))
 
 
 def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, stopped_by: str = "ASHA") -> list[Path]:
     from matplotlib.lines import Line2D
 
-    plt = pyplot()
-    figure, ax = plt.subplots(figsize=(8, 5))
-    rows = []
-    for r in records:
-        colour = STATUS_COLOURS[r.status]
-        if r.steps:
-            ax.plot(r.steps, r.values, color=colour, alpha=0.8, linewidth=1.2, marker=".", markersize=4)
-        if r.status == "pruned" and r.steps:
-            ax.plot(r.steps[-1], r.values[-1], color=colour, marker="x", markersize=9, markeredgewidth=2)
-        for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True)):
-            rows.append({"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
-                         "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)})
+    figure, ax = pyplot().subplots(figsize=(8, 5))
+    for r in (r for r in records if r.steps):
+        ax.plot(r.steps, r.values, color=STATUS_COLOURS[r.status], alpha=0.8, linewidth=1.2, marker=".", markersize=4)
+        if r.status == "pruned":
+            ax.plot(r.steps[-1], r.values[-1], color=STATUS_COLOURS[r.status], marker="x", markersize=9,
+                    markeredgewidth=2)
+    rows = [{"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
+             "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)}
+            for r in records for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True))]
     ax.set(xlabel="training step (optimizer updates)", ylabel=f"{metric} (dev)",
            title=f"Learning curves of {len(records)} trials")
     ax.grid(alpha=0.3)
@@ -148,8 +141,7 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, 
 
 def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], list[str], bool]:
     """How a parameter's values map to [0, 1]: transform, tick positions and labels, and whether log."""
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-    if not numeric:
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):  # choices
         choices = sorted({str(v) for v in values})
         span = max(1, len(choices) - 1)
         return (lambda v: choices.index(str(v)) / span), [i / span for i in range(len(choices))], choices, False
@@ -164,19 +156,16 @@ def _axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], list[float], l
 
 
 def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: Path) -> list[Path]:
-    plt = pyplot()
     names = list(dict.fromkeys(k for r in records for k in r.params))
     valued = [r.last_value for r in records if r.last_value is not None]
     axes = [*names, metric]
-    figure, ax = plt.subplots(figsize=(max(6, 2.2 * len(axes)), 5))
+    figure, ax = pyplot().subplots(figsize=(max(6, 2.2 * len(axes)), 5))
     transforms = {}
     for i, name in enumerate(names):
-        transform, ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
-        transforms[name] = transform
+        transforms[name], ticks, labels, log = _axis([r.params[name] for r in records if name in r.params])
         for t, label in zip(ticks, labels, strict=True):
-            ax.annotate(label, (i, t), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
-                        fontsize=7, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"},
-                        zorder=5)
+            ax.annotate(label, (i, t), xytext=(-4, 0), textcoords="offset points", ha="right", va="center", fontsize=7,
+                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}, zorder=5)
         if log:
             names[i] = f"{name}\n(log scale)"
     if valued:
@@ -210,7 +199,6 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
     """Seeded fANOVA importance over the sweep's own finished, feasible trials; ValueError when none can be ranked."""
     import optuna
 
-    plt = pyplot()
     trials = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
               if not is_warm_start(t) and not any(v > 0 for v in t.constraints.values())]
     if len(trials) < MIN_IMPORTANCE_TRIALS:
@@ -226,7 +214,7 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
     if not importance:
         raise ValueError("no parameter varies among the finished trials")
     names = list(importance)[::-1]
-    figure, ax = plt.subplots(figsize=(8, 1.5 + 0.45 * len(names)))
+    figure, ax = pyplot().subplots(figsize=(8, 1.5 + 0.45 * len(names)))
     ax.barh(names, [importance[n] for n in names], color="tab:blue")
     for i, n in enumerate(names):
         ax.annotate(f"{importance[n]:.2f}", (importance[n], i), xytext=(3, 0), textcoords="offset points",
@@ -241,14 +229,12 @@ def param_importances(study: optuna.Study, out_dir: Path) -> list[Path]:
 
 def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: Path, mode: str = "max") -> list[Path]:
     """Every trial's value by number, coloured by how it ended; the line is the best finished value so far."""
-    plt = pyplot()
-    figure, ax = plt.subplots(figsize=(8, 5))
-    better = max if mode == "max" else min
+    figure, ax = pyplot().subplots(figsize=(8, 5))
     rows, best = [], None
     for number, r in enumerate(records, 1):
         value = r.value(mode)
         if r.status == "finished" and value is not None:
-            best = value if best is None else better(best, value)
+            best = value if best is None else (max if mode == "max" else min)(best, value)
         rows.append({"trial": r.label, "number": number, "status": r.status, metric: value, "best_so_far": best})
     for status in STATUS_COLOURS:
         shown = [row for row in rows if row["status"] == status and row[metric] is not None]
@@ -271,6 +257,7 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
 
 def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, out_dir: str | Path,
                 stopped_by: str = "ASHA", mode: str = "max") -> tuple[list[Path], dict[str, str]]:
+    """Every plot of the sweep in ``out_dir``: the files written, and why each plot not drawn was skipped."""
     out = Path(out_dir)
     written: list[Path] = []
     skipped: dict[str, str] = {}
@@ -278,9 +265,7 @@ def sweep_plots(study: Any | None, records: Sequence[TrialRecord], metric: str, 
         "learning_curves": lambda: learning_curves(records, metric, out, stopped_by),
         "parallel_coordinate": lambda: parallel_coordinates(records, metric, out),
         "optimization_history": lambda: optimization_history(records, metric, out, mode),
-    }
-    if study is not None:
-        draws["param_importances"] = lambda: param_importances(study, out)
+        **({"param_importances": lambda: param_importances(study, out)} if study is not None else {})}
     for name, draw in draws.items():
         if not records and name != "param_importances":
             skipped[name] = "no trial results"

@@ -58,7 +58,15 @@ def protocol_table(found: Iterable[SweepRuns], mixed_protocols: bool = False) ->
     seen = _observations(found)
     mixed = {m: ids for m, ids in seen.items() if len(ids) > 1}
     if mixed and not mixed_protocols:
-        raise MixedProtocolsError(_refusal(mixed), field="--mixed-protocols")
+        metric, protocols = next(iter(sorted(mixed.items())))
+        first = next(iter(protocols.values()))[0][0]
+        shown = "; ".join(f"{compact_id(lines[0])} ({len(where)} run(s), e.g. {where[0]}"
+                          f"{': ' + _difference(lines[0], first) if lines[0] != first else ''})"
+                          for lines, where in protocols.values())
+        more = f" (and {len(mixed) - 1} more metric(s): {', '.join(sorted(mixed)[1:4])})" if len(mixed) > 1 else ""
+        raise MixedProtocolsError(f"'{metric}' was measured under {len(protocols)} protocols, not comparable: {shown}"
+                                  f"{more}; pass --mixed-protocols to show them side by side anyway",
+                                  field="--mixed-protocols")
     rows: list[dict[str, Any]] = []
     for metric, protocols in sorted(seen.items()):
         for lines, where in protocols.values():  # the unrecorded ones: a protocol of no parts
@@ -70,17 +78,6 @@ def protocol_table(found: Iterable[SweepRuns], mixed_protocols: bool = False) ->
                 row["mixed"] = ", ".join(where[:5]) + (f" (+{len(where) - 5})" if len(where) > 5 else "")
             rows.append(row)
     return pd.DataFrame(rows, columns=["metric", "protocol", "runs", *PROTOCOL_PARTS, *(["mixed"] if mixed else [])])
-
-
-def _refusal(mixed: dict[str, dict[str, tuple[list[str], list[str]]]]) -> str:
-    metric, protocols = next(iter(sorted(mixed.items())))
-    first = next(iter(protocols.values()))[0][0]
-    shown = "; ".join(f"{compact_id(lines[0])} ({len(where)} run(s), e.g. {where[0]}"
-                      f"{': ' + _difference(lines[0], first) if lines[0] != first else ''})"
-                      for lines, where in protocols.values())
-    more = f" (and {len(mixed) - 1} more metric(s): {', '.join(sorted(mixed)[1:4])})" if len(mixed) > 1 else ""
-    return (f"'{metric}' was measured under {len(protocols)} protocols, not comparable: {shown}{more}; pass "
-            "--mixed-protocols to show them side by side anyway")
 
 
 def _difference(line: str, other: str) -> str:

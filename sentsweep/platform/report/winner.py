@@ -48,18 +48,6 @@ def best_label(outcome: SweepOutcome) -> str:
     return f"{seed} (a further seed of {result_label(outcome.results, stage.winner.trial_id)})"
 
 
-def best_figures(outcome: SweepOutcome, config: SweepConfig) -> dict[str, float]:
-    figures: dict[str, float] = {f"dev_{config.metric}": outcome.best_value} if outcome.best_value is not None else {}
-    figures.update({f"test_{k}": v for k, v in (outcome.final_metrics or {}).items()
-                    if k.endswith(res.FIGURE_SUFFIXES) and math.isfinite(v)})
-    if outcome.confirmation is not None:
-        summary = outcome.confirmation.winner.interval
-        if summary.n:
-            figures.update({f"confirmed_{config.metric}_{k}": float(getattr(summary, k))
-                            for k in ("mean", "low", "high", "n") if math.isfinite(float(getattr(summary, k)))})
-    return figures
-
-
 def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
                   sweep_name: str, trial_run_id: str | None, trial_link: str | None) -> tuple[str, dict[str, str]]:
     """A registered version's description and tags: the trial, its searched ``values``, its ``figures``, its run."""
@@ -67,8 +55,7 @@ def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures:
     shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
     where = f"[its run]({trial_link})" if trial_link else "its run"
     tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
-            **{f"param.{k}": figure(v) for k, v in values.items()},
-            **{k: figure(float(v)) for k, v in figures.items()},
+            **{f"param.{k}": figure(v) for k, v in values.items()}, **{k: figure(float(v)) for k, v in figures.items()},
             **({"trial_run_id": trial_run_id} if trial_run_id else {})}
     return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
             f"Figures: {shown or 'none recorded'}.\n\n"
@@ -77,11 +64,18 @@ def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures:
 
 
 def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable[str]) -> tuple[str, dict[str, str]]:
+    """The winner's :func:`model_version`: its dev value, test figures and confirmed interval."""
     values: dict[str, Any] = {k: outcome.best_config[k] for k in searched if k in (outcome.best_config or {})}
+    figures: dict[str, float] = {f"dev_{config.metric}": outcome.best_value} if outcome.best_value is not None else {}
+    figures.update({f"test_{k}": v for k, v in (outcome.final_metrics or {}).items()
+                    if k.endswith(res.FIGURE_SUFFIXES) and math.isfinite(v)})
+    summary = outcome.confirmation.winner.interval if outcome.confirmation is not None else None
+    if summary is not None and summary.n:
+        figures.update({f"confirmed_{config.metric}_{k}": float(getattr(summary, k))
+                        for k in ("mean", "low", "high", "n") if math.isfinite(float(getattr(summary, k)))})
     run = outcome.best_run_id
-    link = ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None
-    return model_version(best_label(outcome), outcome.best_trial_id or "", values, best_figures(outcome, config),
-                         outcome.sweep_name, run, link)
+    return model_version(best_label(outcome), outcome.best_trial_id or "", values, figures, outcome.sweep_name, run,
+                         ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None)
 
 
 def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Result | None:
@@ -194,16 +188,16 @@ def pareto_plot(rows: Sequence[Mapping[str, Any]], objectives: Sequence[Objectiv
     first, second = objectives[0], objectives[1]
     front = sorted((r for r in rows if r.get("on_front")), key=lambda r: r[second.metric])
     rest = [r for r in rows if not r.get("on_front")]
+    rest_xy = [r[second.metric] for r in rest], [r[first.metric] for r in rest]
+    front_xy = [r[second.metric] for r in front], [r[first.metric] for r in front]
     with plt.style.context("default"):  # Optuna's plots switch the global style to ggplot
         figure, ax = plt.subplots(figsize=(8, 5.5))
-        ax.scatter([r[second.metric] for r in rest], [r[first.metric] for r in rest], s=28, color="tab:gray", alpha=0.7,
-                   label=f"finished trial, dominated ({len(rest)})", zorder=2)
+        ax.scatter(*rest_xy, s=28, color="tab:gray", alpha=0.7, label=f"finished trial, dominated ({len(rest)})",
+                   zorder=2)
         if len(objectives) == 2 and len(front) > 1:
-            ax.plot([r[second.metric] for r in front], [r[first.metric] for r in front], color="tab:red", linewidth=1.2,
-                    linestyle="--", alpha=0.8, zorder=3)
-        ax.scatter([r[second.metric] for r in front], [r[first.metric] for r in front], s=60, color="tab:red",
-                   edgecolor="black", linewidth=0.6, label=f"Pareto front ({len(front)}; labels: trial ids)",
-                   zorder=4)
+            ax.plot(*front_xy, color="tab:red", linewidth=1.2, linestyle="--", alpha=0.8, zorder=3)
+        ax.scatter(*front_xy, s=60, color="tab:red", edgecolor="black", linewidth=0.6,
+                   label=f"Pareto front ({len(front)}; labels: trial ids)", zorder=4)
         for r in front:
             ax.annotate(str(r["trial_id"]), (r[second.metric], r[first.metric]), xytext=(5, 4),
                         textcoords="offset points", fontsize=7)

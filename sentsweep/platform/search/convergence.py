@@ -47,12 +47,10 @@ class Converged:
 
     def line(self) -> str:
         noise = f"noise sd {self.noise_sd:.3g} ({self.noise_source})"
-        if self.patience is not None:
-            return (f"search converged at trial {self.trial}: the best rose by {self.regret_bound:.3g} over the last "
-                    f"{self.patience} of {self.finished} ended trials, < {noise}; no new trial started, the running "
-                    "ones finish")
-        return (f"search converged at trial {self.trial}: regret bound {self.regret_bound:.3g} < {noise} over "
-                f"{self.finished} finished trials; no new trial started, the running ones finish")
+        why = (f"regret bound {self.regret_bound:.3g} < {noise} over {self.finished} finished trials"
+               if self.patience is None else f"the best rose by {self.regret_bound:.3g} over the last "
+               f"{self.patience} of {self.finished} ended trials, < {noise}")
+        return f"search converged at trial {self.trial}: {why}; no new trial started, the running ones finish"
 
     def metrics(self) -> dict[str, float]:
         improvement = "converged_regret_bound" if self.patience is None else "converged_best_rise"
@@ -71,19 +69,9 @@ def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConf
             for k in range(1, settings.noise_seeds + 1)]
 
 
-def _last_values(trials: Sequence[FrozenTrial]) -> list[float] | None:
-    """Each trial's value when all finished (its best dev value: the unit of the improvement), else its value at the
-    last evaluation all of them reached (None when they share none)."""
-    if all(t.state == TrialState.COMPLETE and t.value is not None for t in trials):
-        return [float(t.value) for t in trials]
-    common = set.intersection(*(set(t.intermediate_values) for t in trials))
-    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in trials)]
-    return [t.intermediate_values[max(finite)] for t in trials] if finite else None
-
-
 def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
-    """The sample sd of the first point's runs: of their values when all finished, else at the last evaluation all
-    reached; None until two have one."""
+    """The sample sd of the first point's runs: of their values when all finished (their best dev values, the unit of
+    the improvement), else at the last evaluation all reached; None until two have one."""
     replicas = [t for t in trials if NOISE_SEED_ATTR in t.user_attrs]
     if not replicas:
         return None
@@ -93,8 +81,11 @@ def measured_noise(trials: Sequence[FrozenTrial]) -> float | None:
             if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and (t.intermediate_values or t.value is not None)]
     if len(runs) < 2:
         return None
-    values = _last_values(runs)
-    return statistics.stdev(values) if values is not None else None
+    if all(t.state == TrialState.COMPLETE and t.value is not None for t in runs):
+        return statistics.stdev([float(t.value) for t in runs])
+    common = set.intersection(*(set(t.intermediate_values) for t in runs))
+    finite = [s for s in common if all(math.isfinite(t.intermediate_values[s]) for t in runs)]
+    return statistics.stdev([t.intermediate_values[max(finite)] for t in runs]) if finite else None
 
 
 def best_value(trial: FrozenTrial, sign: float) -> float | None:
@@ -118,20 +109,16 @@ class StagnationEvaluator(BaseImprovementEvaluator):
         bests = [b for t in trials if (b := best_value(t, sign)) is not None]
         if len(bests) <= self.patience:
             raise ValueError(f"the stagnation rule needs more than {self.patience} trials, got {len(bests)}")
-        before, now = max(bests[:-self.patience]), max(bests)
-        return now - before
+        return max(bests) - max(bests[:-self.patience])
 
 
 class ConvergenceCheck:
-    """``improvement < noise sd`` over the finished, feasible trials (ended ones for the stagnation rule), given
-    ``min_trials`` and the noise."""
+    """``improvement < noise sd`` over the finished, feasible trials, given ``min_trials`` and the noise."""
 
     def __init__(self, settings: ConvergenceConfig, direction: str, seed: int = 0,
                  evaluator: Callable[[], BaseImprovementEvaluator] | None = None) -> None:
-        self.settings = settings
+        self.settings, self.seed, self.evaluator = settings, seed, evaluator
         self.direction = StudyDirection.MAXIMIZE if direction == "maximize" else StudyDirection.MINIMIZE
-        self.seed = seed
-        self.evaluator = evaluator
         self.zero_noise_said = False  # the warning for a measured noise of 0, once
 
     def _optuna_evaluator(self) -> BaseImprovementEvaluator:
@@ -198,8 +185,7 @@ def converged_of(study: optuna.Study) -> Converged | None:
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
                        log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
                        stop_reason_tag: str) -> Converged | None:
-    decision = converged_of(study) if study is not None else None
-    if decision is None:
+    if study is None or (decision := converged_of(study)) is None:
         return None
     echo(decision.line())
     set_tags({stop_reason_tag: decision.line(), "sentsweep.converged.noise_source": decision.noise_source,

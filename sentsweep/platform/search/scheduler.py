@@ -1,5 +1,4 @@
-"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the reference trial, or FIFO.
-"""
+"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the reference trial, or FIFO."""
 
 from __future__ import annotations
 
@@ -42,9 +41,8 @@ class FinalAwareASHA(ASHAScheduler):
         if is_final(result) or is_draining(result):
             return TrialScheduler.CONTINUE
         action = super().on_trial_result(tune_controller, trial, evaluation_result(result))
-        if is_reference(getattr(trial, "config", None), self.reference):
-            return TrialScheduler.CONTINUE  # its value is in the rung; the decision is always to go on
-        return action
+        # the reference trial's value is in the rung; the decision for it is always to go on
+        return TrialScheduler.CONTINUE if is_reference(getattr(trial, "config", None), self.reference) else action
 
 
 def recall(scheduler: TrialScheduler, histories: Mapping[str, Sequence[dict[str, Any]]]) -> int:

@@ -10,6 +10,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -17,24 +18,12 @@ from optuna.trial import FrozenTrial, TrialState
 from ray.tune.search import Searcher
 
 from sentsweep.errors import ConfigError
+from sentsweep.platform import results as res
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.objectives import Objective, objective_values, select_report
-from sentsweep.platform.results import (
-    evaluation_result,
-    failure_reason,
-    infeasibility,
-    is_draining,
-    is_failed,
-    is_final,
-)
 from sentsweep.platform.search.convergence import CONVERGED_ATTR, NOISE_SEED_ATTR, ConvergenceCheck, replica_points
-from sentsweep.platform.search.samplers import (
-    build_sampler,
-    is_feasible,
-    uniform_constraint_keys,
-    with_constraint_keys,
-)
+from sentsweep.platform.search.samplers import build_sampler, is_feasible, uniform_constraint_keys, with_constraint_keys
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import unseen_points
 
@@ -64,10 +53,7 @@ class PruningAwareOptunaSearch(Searcher):
         if self.objectives:
             metric, mode = self.objectives[0].metric, self.objectives[0].mode
         super().__init__(metric=metric, mode=mode)
-        self.space = space
-        self.sampler = sampler
-        self.store = store
-        self.study_name = study_name
+        self.space, self.sampler, self.store, self.study_name = space, sampler, store, study_name
         modes = [o.mode for o in self.objectives] or [mode]
         self.directions = ["maximize" if m == "max" else "minimize" for m in modes]
         self.points = [dict(p) for p in points]
@@ -115,8 +101,7 @@ class PruningAwareOptunaSearch(Searcher):
         if any(TUNE_TRIAL_ATTR in t.user_attrs for t in trials):
             self.sampler.reseed_rng()
         for trial in trials:
-            tune_id = trial.user_attrs.get(TUNE_TRIAL_ATTR)
-            if tune_id is None:
+            if (tune_id := trial.user_attrs.get(TUNE_TRIAL_ATTR)) is None:
                 continue
             if trial.state.is_finished():
                 self._told.add(tune_id)
@@ -159,11 +144,11 @@ class PruningAwareOptunaSearch(Searcher):
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         self.study  # noqa: B018 - opens the journal: which Tune trials it knows
-        if is_draining(result) or trial_id not in self._trials or trial_id in self._told:
+        if res.is_draining(result) or trial_id not in self._trials or trial_id in self._told:
             return
         if not self.objectives:
             self._report(trial_id, result)
-        elif not is_final(result):  # no intermediate values for several objectives: the selected report is kept
+        elif not res.is_final(result):  # no intermediate values for several objectives: the selected report is kept
             self._selected[trial_id] = select_report(self._selected.get(trial_id), result, self.objectives[0])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
@@ -174,14 +159,13 @@ class PruningAwareOptunaSearch(Searcher):
         kind, value = None, None
         if error or not result:
             state = TrialState.FAIL if error else TrialState.PRUNED
-        elif is_failed(result):  # a deterministic failure (failure_report in sentsweep.trainables)
-            ot_trial.set_user_attr("fail_reason", failure_reason(result))
-            kind = infeasibility(result)
-            state = TrialState.FAIL
+        elif res.is_failed(result):  # a deterministic failure (failure_report in sentsweep.trainables)
+            ot_trial.set_user_attr("fail_reason", res.failure_reason(result))
+            kind, state = res.infeasibility(result), TrialState.FAIL
             if kind is not None:  # what the sampler must learn: these settings cannot work
                 ot_trial.set_constraint(kind, 1.0)
                 state, value = TrialState.COMPLETE, infeasible_value(self.study)
-        elif not is_final(result):
+        elif not res.is_final(result):
             state = TrialState.PRUNED
             if not self.objectives:  # Ray withholds the result that made the scheduler stop a trial
                 self._report(trial_id, result, finite=True)
@@ -190,8 +174,7 @@ class PruningAwareOptunaSearch(Searcher):
                 if self.objectives else [result.get(self.metric)]
             finite = all(v is not None and math.isfinite(float(v)) for v in values)
             state = TrialState.COMPLETE if finite else TrialState.FAIL
-            if finite:
-                value = values if self.objectives else values[0]
+            value = (values if self.objectives else values[0]) if finite else None
         if state == TrialState.COMPLETE:
             for key in set(uniform_constraint_keys(self.sampler)) - {kind}:
                 ot_trial.set_constraint(key, 0.0)
@@ -199,7 +182,7 @@ class PruningAwareOptunaSearch(Searcher):
         self._told.add(trial_id)
 
     def _report(self, trial_id: str, result: dict, *, finite: bool = False) -> None:
-        value, step = result.get(self.metric), evaluation_result(result).get("training_iteration")
+        value, step = result.get(self.metric), res.evaluation_result(result).get("training_iteration")
         if value is None or step is None or (finite and not math.isfinite(float(value))):
             return
         with warnings.catch_warnings():  # a step reported again (a trial resumed from a checkpoint): ignored
@@ -210,9 +193,8 @@ class PruningAwareOptunaSearch(Searcher):
         """Tell FAIL each running trial lost with the driver, and queue the lost first points again."""
         lost = [(tune_id, number) for tune_id, number in self.running().items() if tune_id not in restored]
         study = self.study
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):  # asked, not yet a Tune trial
-            if TUNE_TRIAL_ATTR not in trial.user_attrs:
-                lost.append(("", trial.number))
+        lost += [("", t.number) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                 if TUNE_TRIAL_ATTR not in t.user_attrs]  # asked, not yet a Tune trial
         for tune_id, number in lost:
             self._storage.set_trial_user_attr(self._trial_id(number), "fail_reason", LOST_REASON)
             study.tell(number, state=TrialState.FAIL)
@@ -225,12 +207,10 @@ class PruningAwareOptunaSearch(Searcher):
         return len(lost)
 
     def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "w", encoding="utf-8") as out:
-            json.dump({"selected": self._selected}, out, default=_plain)
+        Path(checkpoint_path).write_text(json.dumps({"selected": self._selected}, default=_plain), encoding="utf-8")
 
     def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, encoding="utf-8") as saved:
-            self._forget(json.load(saved).get("selected"))
+        self._forget(json.loads(Path(checkpoint_path).read_text(encoding="utf-8")).get("selected"))
 
 
 def _plain(value: Any) -> Any:
@@ -270,11 +250,10 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
         first = queued[0] if queued else next((p for p in points or [] if p), None)
         replicas = replica_points(first, config.convergence, int(config.fixed.get("seed", config.seed)))
     sampler = build_sampler(config, define_by_run)
-    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler,
-                                    store=store, study_name=study_name or config.name, points=queued,
-                                    objectives=config.objective_list,
-                                    history=with_constraint_keys(history, uniform_constraint_keys(sampler)),
-                                    replicas=replicas, convergence=convergence)
+    return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler, store=store,
+                                    study_name=study_name or config.name, points=queued, replicas=replicas,
+                                    objectives=config.objective_list, convergence=convergence,
+                                    history=with_constraint_keys(history, uniform_constraint_keys(sampler)))
 
 
 def search_bounds(config: SweepConfig) -> dict[str, Any]:

@@ -5,17 +5,22 @@ live on loopback to the user who started it alone (:func:`guarded`)."""
 from __future__ import annotations
 
 import functools
+import hmac
+import http.cookies
 import itertools
 import json
 import logging
 import os
 import posixpath
+import secrets
+import socketserver
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import optuna
 from optuna.storages.journal import BaseJournalBackend
@@ -43,10 +48,10 @@ class StudyStore:
     def storage(self, *, create: bool = True) -> optuna.storages.JournalStorage | None:
         """The study's journal; None when ``create`` is False and the folder holds no study yet."""
         if "://" not in self.uri:
-            if not create and not Path(self.journal_uri).is_file():
-                return None
             if create:  # the writer: its first append would continue a line a kill or a full disk cut short
                 drop_torn_tail(self.journal_uri)
+            elif not Path(self.journal_uri).is_file():
+                return None
             return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(self.journal_uri))
         parsed = urlparse(self.uri)
         if parsed.scheme != "s3":
@@ -64,11 +69,6 @@ def drop_torn_tail(path: str, chunk: int = 1 << 16) -> int:
     try:
         with open(path, "r+b") as journal:
             size = end = journal.seek(0, os.SEEK_END)
-            if size == 0:
-                return 0
-            journal.seek(size - 1)
-            if journal.read(1) == b"\n":
-                return 0
             while end > 0:  # back to the last newline, a chunk at a time
                 start = max(0, end - chunk)
                 journal.seek(start)
@@ -76,6 +76,8 @@ def drop_torn_tail(path: str, chunk: int = 1 << 16) -> int:
                 end = start + cut + 1 if cut >= 0 else start
                 if cut >= 0:
                     break
+            if end == size:  # empty, or its last line whole
+                return 0
             journal.truncate(end)
     except FileNotFoundError:
         return 0
@@ -90,8 +92,7 @@ def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""
     if isinstance(store, SweepLocation):
         store = StudyStore(store.uri, store.endpoint_url)
-    storage = store.storage(create=False)
-    if storage is None:
+    if (storage := store.storage(create=False)) is None:
         return None
     try:
         (summary,) = optuna.get_all_study_summaries(storage, include_best_trial=False)
@@ -112,9 +113,7 @@ class S3JournalBackend(BaseJournalBackend):
     """Optuna journal logs as numbered objects under ``s3://bucket/prefix/``."""
 
     def __init__(self, bucket: str, prefix: str, client: Any) -> None:
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self.client = client
+        self.bucket, self.prefix, self.client = bucket, prefix.strip("/"), client
         self._batches: list[list[dict[str, Any]]] = []  # every batch read so far, in order
 
     def _answered(self, request: Callable[[], T], conflicts: frozenset[str] = frozenset()) -> T | None:
@@ -132,8 +131,8 @@ class S3JournalBackend(BaseJournalBackend):
         keys = [key for _, key in itertools.takewhile(lambda found: found[1] == self._key(read + found[0]), listed)]
         with ThreadPoolExecutor(max_workers=READERS) as pool:
             bodies = pool.map(lambda key: self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read(), keys)
-            for body in bodies:
-                self._batches.append([json.loads(line) for line in body.decode("utf-8").splitlines() if line])
+            self._batches.extend([json.loads(line) for line in body.decode("utf-8").splitlines() if line]
+                                 for body in bodies)
 
     def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
         self._answered(self._refresh)
@@ -153,8 +152,7 @@ def sweep_study_storage(sweep_dir: str, endpoint_url: str | None = None) -> tupl
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     store = StudyStore(location.uri, location.endpoint_url)
-    storage = store.storage(create=False)
-    if storage is None:
+    if (storage := store.storage(create=False)) is None:
         raise ConfigError("the sweep folder holds no Optuna study yet (no trial was suggested)", file=store.journal_uri)
     return storage, manifest.sweep_name
 
@@ -172,19 +170,9 @@ def guarded(app: Any, port: int, token: str) -> Any:
     """``app`` answering only requests for ``127.0.0.1:port`` or ``localhost:port`` (no DNS rebinding) that carry
     ``token`` (in the query, which sets an HttpOnly, SameSite=Strict cookie, or in that cookie); a change must come
     from the dashboard's own page. optuna-dashboard has no authentication, and every local user reaches loopback."""
-    import hmac
-    import http.cookies
-    from urllib.parse import parse_qs
-
     hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
     origins = {f"http://{host}" for host in hosts}
     name = dashboard_cookie(port)
-
-    def same_origin(environ: dict[str, Any]) -> bool:
-        """Whether a browser sent the request from the dashboard's page: another loopback page gets this port's
-        cookie too, but cannot forge ``Origin`` or ``Sec-Fetch-Site``."""
-        origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
-        return (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
 
     def refuse(start_response: Any, why: str) -> list[bytes]:
         start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
@@ -193,7 +181,10 @@ def guarded(app: Any, port: int, token: str) -> Any:
     def answer(environ: dict[str, Any], start_response: Any) -> Any:
         if environ.get("HTTP_HOST", "") not in hosts:
             return refuse(start_response, "this dashboard answers requests for 127.0.0.1 or localhost only")
-        if environ.get("REQUEST_METHOD", "GET") not in SAFE_METHODS and not same_origin(environ):
+        # sent from the dashboard's page: another loopback page gets this port's cookie too, but cannot forge these
+        origin, fetch_site = environ.get("HTTP_ORIGIN"), environ.get("HTTP_SEC_FETCH_SITE")
+        same_origin = (origin is None or origin in origins) and fetch_site in (None, "same-origin", "none")
+        if environ.get("REQUEST_METHOD", "GET") not in SAFE_METHODS and not same_origin:
             return refuse(start_response, "a change must come from the dashboard's own page")
         jar = http.cookies.SimpleCookie(environ.get("HTTP_COOKIE", ""))
         if name in jar and hmac.compare_digest(jar[name].value, token):
@@ -214,10 +205,6 @@ def guarded(app: Any, port: int, token: str) -> Any:
 def dashboard_server(storage: optuna.storages.BaseStorage, host: str = "127.0.0.1",
                      port: int = 8080) -> tuple[Any, str]:
     """optuna-dashboard on ``storage`` behind :func:`guarded`, bound to ``host:port``, and the URL to open."""
-    import secrets
-    import socketserver
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
     try:
         from optuna_dashboard import wsgi
     except ImportError:

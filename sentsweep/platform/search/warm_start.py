@@ -29,8 +29,7 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
     manifest = location.read_manifest()
     if config is not None:
         refuse_another_measurement(manifest.sweep_config(location.file_uri(MANIFEST)), config, manifest.data_sha256)
-    study = load_study(location)
-    if study is None:
+    if (study := load_study(location)) is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
     placed = []
@@ -43,11 +42,9 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                          if name in trial.params and _allows(d, trial.params[name])}
         if distributions:
             placed.append(optuna.trial.create_trial(
-                state=trial.state, values=trial.values,
-                params={name: trial.params[name] for name in distributions}, distributions=distributions,
-                intermediate_values=trial.intermediate_values, user_attrs={WARM_START_ATTR: manifest.sweep_name},
-                constraints=trial.constraints or None,
-            ))
+                state=trial.state, values=trial.values, params={name: trial.params[name] for name in distributions},
+                distributions=distributions, intermediate_values=trial.intermediate_values,
+                user_attrs={WARM_START_ATTR: manifest.sweep_name}, constraints=trial.constraints or None))
     return placed
 
 
