@@ -76,8 +76,7 @@ class ProgressCallback(Callback):
 
     def __init__(self, metric: str, mode: str, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> None:
         self.metric, self.mode, self.num_samples, self.label_prefix = metric, mode, num_samples, label_prefix
-        self._start = time.monotonic()
-        self._last = 0.0
+        self._start, self._last = time.monotonic(), 0.0
 
     def setup(self, **info: Any) -> None:
         self._start = time.monotonic()

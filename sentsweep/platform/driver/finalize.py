@@ -135,8 +135,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
 def still_held() -> None:
     """Go on only while this driver holds the sweep's lock: once another driver took the sweep over (the heartbeat
     found its record), :class:`LockLost`, since what follows would compete with the new holder's finalize."""
-    reason = superseded()
-    if reason is not None:
+    if (reason := superseded()) is not None:
         raise LockLost(reason)
 
 

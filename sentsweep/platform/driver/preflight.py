@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import secrets
 import urllib.error
@@ -55,12 +56,9 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
 def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
     """Whether the sweep's data resolve to the bundled sample, said in a warning; refused with ``full_data`` (the
     paper configs): a paper's sweep on the sample would report sample figures."""
-    import logging
-
     from sentsweep.data.source import DATA_ENV
 
-    warning = sample_data_warning(config.data_dir)
-    if warning is None:
+    if (warning := sample_data_warning(config.data_dir)) is None:
         return False
     if config.full_data:
         raise ConfigError(f"resolves to the bundled data sample, and this config needs the full data (full_data: "
@@ -74,16 +72,13 @@ def sample_data_warning(data_dir: str | None) -> str | None:
     """The warning that ``data_dir`` resolves to the bundled sample; None for real data."""
     from sentsweep.data.source import resolve_data_dir
 
-    if not resolve_data_dir(data_dir).is_sample:
-        return None
     return ("data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, figures not comparable to "
-            "the papers'")
+            "the papers'") if resolve_data_dir(data_dir).is_sample else None
 
 
 def _masked(uri: str) -> str:
     """``uri`` without its user-info (never print a credential)."""
-    parsed = urlparse(uri)
-    if parsed.username or parsed.password:
+    if (parsed := urlparse(uri)).username or parsed.password:
         return parsed._replace(netloc=parsed.netloc.rsplit("@", 1)[-1]).geturl()  # the host as written
     return uri
 
@@ -115,14 +110,11 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
 
 
 def check_tracking(uri: str, source: str | None = None) -> None:
-    """The MLflow store at ``uri`` answers (a server and its store, a database) or can be written (sqlite, a
-    folder)."""
+    """The MLflow store at ``uri`` answers (a server and its store, a database) or can be written (sqlite, a folder)."""
     if urlparse(uri).scheme.split("+", 1)[0] == "postgresql":
         check_database(uri, source)
         return
-    if is_server_uri(uri):
-        if uri.startswith("databricks"):
-            return
+    if is_server_uri(uri) and not uri.startswith("databricks"):  # databricks: nothing to probe
         try:
             urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=TRACKING_TIMEOUT_S).close()  # noqa: S310
         except urllib.error.HTTPError:
@@ -130,8 +122,7 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         except (urllib.error.URLError, OSError) as exc:
             raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
                               "it or fix the URI", field="tracking.uri", file=source) from None
-        reason = probe(uri)  # /health answers while the server's database is down
-        if reason is not None:
+        if (reason := probe(uri)) is not None:  # /health answers while the server's database is down
             raise ConfigError(f"MLflow server {_masked(uri)} answers, but its store does not ({reason})",
                               field="tracking.uri", file=source)
         return
@@ -293,8 +284,7 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
              f"search space '{space.name}'"]
     lines += ["search space:", *(f"  {line}" for line in space.describe())]
-    shared = {**resolved.fixed, **space.fixed}
-    if shared:
+    if shared := {**resolved.fixed, **space.fixed}:
         lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
     lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
     lines += [f"then: {describe_settings(p, 4)}" for p in points[1:]]
