@@ -107,8 +107,7 @@ def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stag
         if (owner := owners.get(_identity(trial_config))) is not None:
             owner.runs.append(_seed_run(result, int(trial_config.get("seed", 0)), config.metric, False))
     winner = choose_winner(candidates, config.confirm.rule, config.mode)
-    return ConfirmationOutcome(run_id, config.confirm.rule, candidates, winner, winner.representative(),
-                               stage_results)
+    return ConfirmationOutcome(run_id, config.confirm.rule, candidates, winner, winner.representative(), stage_results)
 
 
 def stage_location(location: SweepLocation) -> SweepLocation:

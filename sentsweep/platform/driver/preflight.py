@@ -18,13 +18,7 @@ from urllib.parse import urlparse
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
-from sentsweep.platform.driver.specs import (
-    describe_settings,
-    resolve_specs,
-    settings_field,
-    space_points,
-    validate_trials,
-)
+from sentsweep.platform.driver import specs
 from sentsweep.platform.tracking.reachability import first_line, probe
 
 #: Lines of a corpus read to check that it parses (corpora run to millions of lines).
@@ -41,14 +35,13 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
     for trial in {t.model_dump_json(exclude={"tracking"}): t for t in trials}.values():  # each distinct one once
-        check_model(trial.model, settings_field(config, "model"), source)
-        for name in ("negation_model", "spacy_model"):  # the spaCy pipelines of SNCSE and multi-view
-            if hasattr(trial, name):
-                try:
-                    resolve_spacy_model(getattr(trial, name), field=settings_field(config, name))
-                except ConfigError as exc:
-                    raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
-        check_data(trial, lambda name: settings_field(config, name), source)
+        check_model(trial.model, specs.settings_field(config, "model"), source)
+        for name in (n for n in ("negation_model", "spacy_model") if hasattr(trial, n)):  # spaCy pipelines
+            try:
+                resolve_spacy_model(getattr(trial, name), field=specs.settings_field(config, name))
+            except ConfigError as exc:
+                raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
+        check_data(trial, lambda name: specs.settings_field(config, name), source)
     if config.final_tasks:  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks", source=source)
 
@@ -277,17 +270,17 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     from sentsweep.data.source import DATA_ENV, resolve_data_dir
 
     resolved = config.resolved(source=source)
-    trainable, space = resolve_specs(resolved, source)
-    trials = validate_trials(resolved, trainable, space, source)
+    trainable, space = specs.resolve_specs(resolved, source)
+    trials = specs.validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
-    points = space_points(space)
+    points = specs.space_points(space)
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
              f"search space '{space.name}'"]
     lines += ["search space:", *(f"  {line}" for line in space.describe())]
     if shared := {**resolved.fixed, **space.fixed}:
-        lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
-    lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
-    lines += [f"then: {describe_settings(p, 4)}" for p in points[1:]]
+        lines.append(f"fixed in every trial: {specs.describe_settings(shared, 4)}")
+    lines.append(f"first point: {specs.describe_settings(points[0], 4) or '(all sampled)'}")
+    lines += [f"then: {specs.describe_settings(p, 4)}" for p in points[1:]]
     if len(points) > resolved.num_samples:
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
                      f"the last {len(points) - resolved.num_samples} will not run")

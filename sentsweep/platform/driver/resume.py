@@ -92,8 +92,7 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
     reports its rungs held, and record an allowed change in the manifest and on the parent run."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
-        raise ConfigError("this Ray Tune version does not let a resume change the time budget",
-                          field="time_budget_s")
+        raise ConfigError("this Ray Tune version does not let a resume change the time budget", field="time_budget_s")
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
     storage = location.resolve()
     recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(*storage)})

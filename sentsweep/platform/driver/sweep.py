@@ -16,21 +16,12 @@ from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError, StorageError
 from sentsweep.platform.config import SweepConfig, parse_sweep_config, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state
-from sentsweep.platform.driver import interrupt, resume
+from sentsweep.platform.driver import interrupt, resume, specs
 from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, stage_callbacks
 from sentsweep.platform.driver.confirmation import end_stage_run, run_confirmation, schedule_stage_run
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session, refuse_unanswered_ray
-from sentsweep.platform.driver.specs import (
-    SearchSpaceLike,
-    TrainableLike,
-    reference_setting,
-    resolve_specs,
-    space_points,
-    trial_param_space,
-    validate_trials,
-)
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
@@ -59,8 +50,8 @@ from sentsweep.yaml_io import apply_overrides
 
 
 @failing_quickly
-def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableLike | None = None,
-              space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
+def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: specs.TrainableLike | None = None,
+              space: specs.SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
               forward_credentials: bool = False) -> SweepOutcome:
     """Run a sweep to its end; ``source`` (the YAML path) is named in config errors. ``trainable`` and ``space``
@@ -68,8 +59,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     SIGINT or SIGTERM raise :class:`SweepInterrupted` once Tune saved its state."""
     config = config.resolved(source=source)
     worker_env = config.worker_credentials(address, forward_credentials)
-    trainable, space = resolve_specs(config, source, trainable, space)
-    trials = validate_trials(config, trainable, space, source)
+    trainable, space = specs.resolve_specs(config, source, trainable, space)
+    trials = specs.validate_trials(config, trainable, space, source)
     refuse_sqlite_on_cluster(config.tracking.uri, address)
     refuse_unanswered_ray(address)
     if preflight:
@@ -111,7 +102,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
 @failing_quickly
 def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
                  overrides: Sequence[str] = (), allow_change: Collection[str] = (),
-                 trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,
+                 trainable: specs.TrainableLike | None = None, space: specs.SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
                  forward_credentials: bool = False, tracking_uri: str | None = None,
@@ -136,8 +127,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     resume.refuse_fewer_samples(location, stored, config)
     # the credentials a given config's URIs carried (the stored one holds none): --resume-interrupted's YAML
     worker_env = (given if given is not None else config).worker_credentials(address, forward_credentials)
-    trainable, space = resolve_specs(config, location.uri, trainable, space)
-    trials = validate_trials(config, trainable, space, location.uri)
+    trainable, space = specs.resolve_specs(config, location.uri, trainable, space)
+    trials = specs.validate_trials(config, trainable, space, location.uri)
     refuse_sqlite_on_cluster(uri, address)
     refuse_unanswered_ray(address)
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
@@ -161,7 +152,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
         def restore() -> Tuner:
             try:
                 tuner = Tuner.restore(location.tune_path, tune_trainable(trainable, config), resume_errored=True,
-                                      storage_filesystem=location.filesystem, param_space=trial_param_space(config))
+                                      storage_filesystem=location.filesystem,
+                                      param_space=specs.trial_param_space(config))
             except (ImportError, AttributeError) as exc:
                 raise other_version_error(exc, location.uri) or exc from None
             resume.apply_resume_config(tuner, location, manifest, config, sweep)
@@ -173,33 +165,31 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
 def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
     """The line for a ``tuner.pkl`` naming sentsweep code this version moved or removed; None for another error."""
-    if "sentsweep" not in str(exc):
-        return None
     return ConfigError(f"the sweep's saved Tune state was written by another version of sentsweep ({exc}); resume it "
-                       "with the version that started it", file=uri)
+                       "with the version that started it", file=uri) if "sentsweep" in str(exc) else None
 
 
-def new_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike, location: SweepLocation,
-              sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
+def new_tuner(config: SweepConfig, trainable: specs.TrainableLike, space: specs.SearchSpaceLike,
+              location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
     """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from."""
-    searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
+    searcher = build_searcher(config, space.define_by_run, specs.space_points(space), history=history,
                               store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
-    reference = reference_setting(config, space)  # the paper's setting: never stopped, tagged
+    reference = specs.reference_setting(config, space)  # the paper's setting: never stopped, tagged
     budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback
     callbacks = [TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
                                    reference=reference,
                                    reference_setting=config.reference.setting if config.reference else None),
                  budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)]
-    return build_tuner(trainable, config, location, trial_param_space(config), callbacks, stop=budget,
+    return build_tuner(trainable, config, location, specs.trial_param_space(config), callbacks, stop=budget,
                        search_alg=searcher, scheduler=build_scheduler(config, reference),
                        num_samples=config.num_samples, max_concurrent_trials=config.max_concurrent_trials,
                        time_budget_s=config.time_budget_s)
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: TrainableLike, space: SearchSpaceLike, *,
-           address: str | None, worker_env: Mapping[str, str], log_to_driver: bool, finalize: bool,
-           echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
+           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: specs.TrainableLike,
+           space: specs.SearchSpaceLike, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
+           finalize: bool, echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
     """The Tuner and the confirmation stage in a Ray session; the parent run closed as the sweep ended, notified."""
 
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
@@ -241,8 +231,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(budget, sweep.log_metrics, sweep.set_tags, notifier.budget_spent)
                 if config.stop_when == "converged" and not budget.spent:
-                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo,
-                                       STOP_REASON_TAG)
+                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo, STOP_REASON_TAG)
                 if finalize:
                     confirmation = run_confirmation(results, config, location, sweep, stops, trainable, echo,
                                                     fresh=not reopen)
@@ -266,7 +255,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})  # earlier sessions'
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
-                           confirmation=confirmation, reference_point=reference_setting(config, space))
+                           confirmation=confirmation, reference_point=specs.reference_setting(config, space))
     described = ", ".join(f"{v} {k}" for k, v in counts.items())
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: {described}")
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
