@@ -121,8 +121,7 @@ class ProgressCallback(Callback):
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials, ending=trial)
         if is_failed(trial.last_result):
-            kind = infeasibility(trial.last_result)
-            told = f"; Optuna told: infeasible ({kind})" if kind else ""
+            told = f"; Optuna told: infeasible ({kind})" if (kind := infeasibility(trial.last_result)) else ""
             print(f"trial {label_of(trials, trial, self.label_prefix)} failed (not retried): "
                   f"{failure_reason(trial.last_result)}{told}", flush=True)
 

@@ -172,8 +172,7 @@ def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float
     if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _if_answered(
             sweep, lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
         return None  # not recorded, or unknown while MLflow does not answer: evaluate again
-    finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
-    return finals or None
+    return {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)} or None
 
 
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
