@@ -275,8 +275,7 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     check_sweep(resolved, trials, source)
     points = specs.space_points(space)
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
-             f"search space '{space.name}'"]
-    lines += ["search space:", *(f"  {line}" for line in space.describe())]
+             f"search space '{space.name}'", "search space:", *(f"  {line}" for line in space.describe())]
     if shared := {**resolved.fixed, **space.fixed}:
         lines.append(f"fixed in every trial: {specs.describe_settings(shared, 4)}")
     lines.append(f"first point: {specs.describe_settings(points[0], 4) or '(all sampled)'}")
