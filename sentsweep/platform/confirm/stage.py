@@ -30,9 +30,7 @@ STAGE_DIR = "confirmation"
 def rule_score(summary: Interval, rule: Rule, mode: str) -> float:
     """The figure ``rule`` ranks by, oriented so that larger is better."""
     value = summary.mean if rule == "mean" else summary.low if mode == "max" else summary.high  # the cautious end
-    if math.isnan(value):
-        return -math.inf
-    return value if mode == "max" else -value
+    return -math.inf if math.isnan(value) else value if mode == "max" else -value
 
 
 def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> list[Candidate]:
@@ -48,8 +46,7 @@ def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Can
 
 
 def further_seeds(original: int, count: int, taken: Sequence[int] = ()) -> list[int]:
-    """``count`` seeds after ``original`` (``original + 1, + 2, ...``), skipping the ``taken`` ones (the seeds the
-    search ran the configuration with)."""
+    """``count`` seeds after ``original``, skipping the ``taken`` ones (the seeds the search ran it with)."""
     return list(itertools.islice((s for s in itertools.count(original + 1) if s not in taken), count))
 
 
@@ -72,20 +69,18 @@ def select_candidates(results: ResultGrid, config: SweepConfig) -> tuple[list[Ca
     its other runs after it, all outside the figures."""
     finished = [r for r in rank_results(results, config.metric, config.mode) if is_final(r.metrics)]
     searched = varying_keys(results, skip=("tracking", "seed"))
-    candidates: list[Candidate] = []
     configs: dict[str, dict] = {}
-    by_identity: dict[str, Candidate] = {}
+    by_identity: dict[str, Candidate] = {}  # in rank order
     for result in finished:
         trial_config = {k: v for k, v in (result.config or {}).items() if k != "tracking"}
         run = _seed_run(result, int(trial_config.get("seed", config.seed)), config.metric, True)
-        if (seen := by_identity.get(_identity(trial_config))) is not None:
+        if (seen := by_identity.get(key := _identity(trial_config))) is not None:
             seen.runs.append(run)
-        elif len(candidates) < config.confirm.top_k:
-            candidates.append(Candidate(len(candidates) + 1, run.trial_id,
-                                        {k: trial_config.get(k) for k in searched}, [run]))
-            by_identity[_identity(trial_config)] = candidates[-1]
+        elif len(by_identity) < config.confirm.top_k:
+            by_identity[key] = Candidate(len(by_identity) + 1, run.trial_id,
+                                         {k: trial_config.get(k) for k in searched}, [run])
             configs[run.trial_id] = trial_config
-    return candidates, configs
+    return list(by_identity.values()), configs
 
 
 def stage_seeds(candidates: Sequence[Candidate], count: int) -> dict[str, list[int]]:
@@ -109,13 +104,10 @@ def decide(candidates: list[Candidate], configs: dict[str, dict[str, Any]], stag
         owners.setdefault(_identity(configs[candidate.trial_id]), candidate)
     for result in sorted(stage_results, key=lambda r: int((r.config or {}).get("seed", 0))):
         trial_config = dict(result.config or {})
-        owner = owners.get(_identity(trial_config))
-        if owner is None:
-            continue
-        owner.runs.append(_seed_run(result, int(trial_config.get("seed", 0)), config.metric, False))
+        if (owner := owners.get(_identity(trial_config))) is not None:
+            owner.runs.append(_seed_run(result, int(trial_config.get("seed", 0)), config.metric, False))
     winner = choose_winner(candidates, config.confirm.rule, config.mode)
-    return ConfirmationOutcome(run_id, config.confirm.rule, candidates, winner, winner.representative(),
-                               stage_results)
+    return ConfirmationOutcome(run_id, config.confirm.rule, candidates, winner, winner.representative(), stage_results)
 
 
 def stage_location(location: SweepLocation) -> SweepLocation:

@@ -48,15 +48,13 @@ class SweepBudget:
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue from an earlier session's :meth:`state`, which Tune saved."""
-        self.wall_seconds = float(state.get("wall_seconds", 0.0))
-        self.earlier = state.get("stopped")
+        self.wall_seconds, self.earlier = float(state.get("wall_seconds", 0.0)), state.get("stopped")
 
     def state(self) -> dict[str, Any]:
         return {"wall_seconds": self.wall_seconds, "stopped": self.spent or self.earlier}
 
     def start(self) -> None:
-        self.ran = True
-        self._tick = self.clock()
+        self.ran, self._tick = True, self.clock()
 
     def see(self, trial_id: str, result: Mapping[str, Any] | None) -> None:
         self.trials[trial_id] = trial_compute(result)

@@ -76,8 +76,7 @@ class ProgressCallback(Callback):
 
     def __init__(self, metric: str, mode: str, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> None:
         self.metric, self.mode, self.num_samples, self.label_prefix = metric, mode, num_samples, label_prefix
-        self._start = time.monotonic()
-        self._last = 0.0
+        self._start, self._last = time.monotonic(), 0.0
 
     def setup(self, **info: Any) -> None:
         self._start = time.monotonic()
@@ -122,8 +121,7 @@ class ProgressCallback(Callback):
     def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._print(trials, ending=trial)
         if is_failed(trial.last_result):
-            kind = infeasibility(trial.last_result)
-            told = f"; Optuna told: infeasible ({kind})" if kind else ""
+            told = f"; Optuna told: infeasible ({kind})" if (kind := infeasibility(trial.last_result)) else ""
             print(f"trial {label_of(trials, trial, self.label_prefix)} failed (not retried): "
                   f"{failure_reason(trial.last_result)}{told}", flush=True)
 

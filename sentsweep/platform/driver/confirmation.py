@@ -30,13 +30,8 @@ from sentsweep.platform.confirm.stage import (
     stage_seeds,
     write_state,
 )
+from sentsweep.platform.driver import interrupt
 from sentsweep.platform.driver.callbacks import stage_callbacks
-from sentsweep.platform.driver.interrupt import (
-    StopSignals,
-    SweepInterrupted,
-    close_interrupted_trials,
-    unfinished_trials,
-)
 from sentsweep.platform.driver.resume import refuse_unreadable_state, snapshot_names
 from sentsweep.platform.driver.specs import TrainableLike, describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
@@ -64,7 +59,7 @@ log = logging.getLogger("sentsweep.platform")
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                     stops: StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
+                     stops: interrupt.StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
                      fresh: bool = False) -> ConfirmationOutcome | None:
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal raises
     :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew: a state (or
@@ -93,7 +88,10 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         if len(candidates) < config.confirm.top_k else ""
     echo(f"confirmation: {best} x {config.confirm.seeds} further seeds ({len(points)} trials{fewer}); the winner by "
          f"its {config.confirm.rule.replace('_', ' ')}")
-    if resumed and _restorable(stage):
+    # Tune writes ``tuner.pkl`` as the Tuner is built and its experiment state only once the stage runs: a restore
+    # without that state cannot run the stage
+    if resumed and tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem) \
+            and snapshot_names(*stage.resolve()):
         refuse_unreadable_state(stage)  # else Tune would run the stage again without its points
         tuner = tune.Tuner.restore(stage.tune_path, tune_trainable(trainable, config), resume_errored=True,
                                    storage_filesystem=stage.filesystem)
@@ -119,10 +117,10 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
         with stops.draining_in(*stage.resolve()):  # the stage's trials read the stop marker in its folder
             stage_results = tuner.fit()
         if stops.received:
-            close_interrupted_trials(run, unfinished_trials(stage))
+            interrupt.close_interrupted_trials(run, interrupt.unfinished_trials(stage))
             run.close("interrupted", "stopped by " + stops.name)
             run.flush()
-            raise SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
+            raise interrupt.SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
     outcome = decide(candidates, state["configs"], stage_results, config, state["run_id"])
     state.update(status="done", candidates=[asdict(c) for c in outcome.candidates],
                  winner=outcome.winner.trial_id, chosen=outcome.chosen.trial_id)
@@ -131,13 +129,6 @@ def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLo
     run.close("finished")
     run.flush()
     return outcome
-
-
-def _restorable(stage: SweepLocation) -> bool:
-    """Whether the stage's Tune experiment can be restored: Tune writes ``tuner.pkl`` as the Tuner is built and its
-    experiment state only once the stage runs, and a restore without that state cannot run the stage."""
-    return tune.Tuner.can_restore(stage.tune_path, storage_filesystem=stage.filesystem) and bool(
-        snapshot_names(*stage.resolve()))
 
 
 def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:

@@ -135,8 +135,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
 def still_held() -> None:
     """Go on only while this driver holds the sweep's lock: once another driver took the sweep over (the heartbeat
     found its record), :class:`LockLost`, since what follows would compete with the new holder's finalize."""
-    reason = superseded()
-    if reason is not None:
+    if (reason := superseded()) is not None:
         raise LockLost(reason)
 
 
@@ -173,8 +172,7 @@ def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float
     if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _if_answered(
             sweep, lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
         return None  # not recorded, or unknown while MLflow does not answer: evaluate again
-    finals = {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)}
-    return finals or None
+    return {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)} or None
 
 
 def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,

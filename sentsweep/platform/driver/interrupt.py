@@ -38,14 +38,11 @@ class SweepInterrupted(KeyboardInterrupt):
 
 
 class Drain:
-    """The driver's side of draining one sweep for up to ``grace_s`` seconds (0: no draining); the stop marker goes
-    in the experiment folder ``folder`` on ``filesystem``."""
+    """The driver's side of draining a sweep for up to ``grace_s`` seconds (0: none); its marker goes in ``folder``."""
 
     def __init__(self, filesystem: Any, folder: str, grace_s: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.flag = StopFlag(filesystem, folder)
-        self.grace_s = grace_s
-        self._clock = clock
+        self.flag, self.grace_s, self._clock = StopFlag(filesystem, folder), grace_s, clock
         self._trials: list[Any] = []
         self._waiting: set[str] = set()
         self._drained: set[str] = set()
@@ -86,8 +83,7 @@ class Drain:
             self._announced = True
             logger.warning("stopping: %d running trial(s) checkpoint where they are (up to %.0f s); "
                            "send the signal again to stop now", len(pending), self.grace_s)
-        overdue = self._deadline is not None and self._clock() >= self._deadline
-        if pending and not overdue:
+        if pending and (self._deadline is None or self._clock() < self._deadline):  # not overdue
             return
         if pending:
             logger.warning("stopping: %d trial(s) did not checkpoint within %.0f s (stop_grace_s): they continue "
@@ -146,8 +142,7 @@ class StopSignals:
     @contextlib.contextmanager
     def draining_in(self, filesystem: Any, folder: str) -> Iterator[Drain | None]:
         """While a further Tune experiment of the sweep runs in ``folder`` on ``filesystem`` (the confirmation
-        stage), a drain writes its marker there, where that experiment's trials read it
-        (:meth:`~sentsweep.trainables.stop_flag.StopFlag.for_this_trial`); without a drain in force, none."""
+        stage), a drain writes its marker there, where that experiment's trials read it; without a drain, none."""
         if self.drain is None:
             yield None
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import secrets
 import urllib.error
@@ -17,13 +18,7 @@ from urllib.parse import urlparse
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
-from sentsweep.platform.driver.specs import (
-    describe_settings,
-    resolve_specs,
-    settings_field,
-    space_points,
-    validate_trials,
-)
+from sentsweep.platform.driver import specs
 from sentsweep.platform.tracking.reachability import first_line, probe
 
 #: Lines of a corpus read to check that it parses (corpora run to millions of lines).
@@ -40,14 +35,13 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
     check_storage(config, source)
     check_tracking(config.tracking.uri, source)
     for trial in {t.model_dump_json(exclude={"tracking"}): t for t in trials}.values():  # each distinct one once
-        check_model(trial.model, settings_field(config, "model"), source)
-        for name in ("negation_model", "spacy_model"):  # the spaCy pipelines of SNCSE and multi-view
-            if hasattr(trial, name):
-                try:
-                    resolve_spacy_model(getattr(trial, name), field=settings_field(config, name))
-                except ConfigError as exc:
-                    raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
-        check_data(trial, lambda name: settings_field(config, name), source)
+        check_model(trial.model, specs.settings_field(config, "model"), source)
+        for name in (n for n in ("negation_model", "spacy_model") if hasattr(trial, n)):  # spaCy pipelines
+            try:
+                resolve_spacy_model(getattr(trial, name), field=specs.settings_field(config, name))
+            except ConfigError as exc:
+                raise ConfigError(str(exc).split(": ", 1)[-1], field=exc.field, file=source) from None
+        check_data(trial, lambda name: specs.settings_field(config, name), source)
     if config.final_tasks:  # empty: no test evaluation after the sweep (finalize skips it)
         _check_sts(config.final_tasks, config.data_dir, field="final_tasks", source=source)
 
@@ -55,12 +49,9 @@ def check_sweep(config: SweepConfig, trials: Iterable[Any], source: str | None =
 def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
     """Whether the sweep's data resolve to the bundled sample, said in a warning; refused with ``full_data`` (the
     paper configs): a paper's sweep on the sample would report sample figures."""
-    import logging
-
     from sentsweep.data.source import DATA_ENV
 
-    warning = sample_data_warning(config.data_dir)
-    if warning is None:
+    if (warning := sample_data_warning(config.data_dir)) is None:
         return False
     if config.full_data:
         raise ConfigError(f"resolves to the bundled data sample, and this config needs the full data (full_data: "
@@ -74,16 +65,13 @@ def sample_data_warning(data_dir: str | None) -> str | None:
     """The warning that ``data_dir`` resolves to the bundled sample; None for real data."""
     from sentsweep.data.source import resolve_data_dir
 
-    if not resolve_data_dir(data_dir).is_sample:
-        return None
     return ("data: the bundled sample (data_dir and $SENTSWEEP_DATA unset): a demo's data, figures not comparable to "
-            "the papers'")
+            "the papers'") if resolve_data_dir(data_dir).is_sample else None
 
 
 def _masked(uri: str) -> str:
     """``uri`` without its user-info (never print a credential)."""
-    parsed = urlparse(uri)
-    if parsed.username or parsed.password:
+    if (parsed := urlparse(uri)).username or parsed.password:
         return parsed._replace(netloc=parsed.netloc.rsplit("@", 1)[-1]).geturl()  # the host as written
     return uri
 
@@ -115,14 +103,11 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
 
 
 def check_tracking(uri: str, source: str | None = None) -> None:
-    """The MLflow store at ``uri`` answers (a server and its store, a database) or can be written (sqlite, a
-    folder)."""
+    """The MLflow store at ``uri`` answers (a server and its store, a database) or can be written (sqlite, a folder)."""
     if urlparse(uri).scheme.split("+", 1)[0] == "postgresql":
         check_database(uri, source)
         return
-    if is_server_uri(uri):
-        if uri.startswith("databricks"):
-            return
+    if is_server_uri(uri) and not uri.startswith("databricks"):  # databricks: nothing to probe
         try:
             urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=TRACKING_TIMEOUT_S).close()  # noqa: S310
         except urllib.error.HTTPError:
@@ -130,8 +115,7 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         except (urllib.error.URLError, OSError) as exc:
             raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
                               "it or fix the URI", field="tracking.uri", file=source) from None
-        reason = probe(uri)  # /health answers while the server's database is down
-        if reason is not None:
+        if (reason := probe(uri)) is not None:  # /health answers while the server's database is down
             raise ConfigError(f"MLflow server {_masked(uri)} answers, but its store does not ({reason})",
                               field="tracking.uri", file=source)
         return
@@ -286,18 +270,16 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     from sentsweep.data.source import DATA_ENV, resolve_data_dir
 
     resolved = config.resolved(source=source)
-    trainable, space = resolve_specs(resolved, source)
-    trials = validate_trials(resolved, trainable, space, source)
+    trainable, space = specs.resolve_specs(resolved, source)
+    trials = specs.validate_trials(resolved, trainable, space, source)
     check_sweep(resolved, trials, source)
-    points = space_points(space)
+    points = specs.space_points(space)
     lines = [f"sweep {resolved.name}{f' ({source})' if source else ''}: method {resolved.method}, "
-             f"search space '{space.name}'"]
-    lines += ["search space:", *(f"  {line}" for line in space.describe())]
-    shared = {**resolved.fixed, **space.fixed}
-    if shared:
-        lines.append(f"fixed in every trial: {describe_settings(shared, 4)}")
-    lines.append(f"first point: {describe_settings(points[0], 4) or '(all sampled)'}")
-    lines += [f"then: {describe_settings(p, 4)}" for p in points[1:]]
+             f"search space '{space.name}'", "search space:", *(f"  {line}" for line in space.describe())]
+    if shared := {**resolved.fixed, **space.fixed}:
+        lines.append(f"fixed in every trial: {specs.describe_settings(shared, 4)}")
+    lines.append(f"first point: {specs.describe_settings(points[0], 4) or '(all sampled)'}")
+    lines += [f"then: {specs.describe_settings(p, 4)}" for p in points[1:]]
     if len(points) > resolved.num_samples:
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
                      f"the last {len(points) - resolved.num_samples} will not run")

@@ -45,9 +45,8 @@ TERM_GRACE_S = 5.0
 def ray_session(address: str | None = None, *, log_to_driver: bool = False,
                 env: Mapping[str, str] | None = None, hide: Collection[str] = ()) -> Iterator[None]:
     """Use the running Ray, else connect to ``address`` (or ``RAY_ADDRESS``) or start a new local one, never a cluster
-    somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``. A local Ray's
-    processes inherit neither the tracking credentials nor the variables ``hide`` names (the driver's alone). Ray
-    Tune's trials get none of :data:`TUNE_HELD_BACK` in their runtime_env."""
+    somebody started here with ``ray start``; the workers get :data:`WORKER_ENV` and ``env``, a local Ray's processes
+    neither the tracking credentials nor the variables ``hide`` names, Tune's trials none of :data:`TUNE_HELD_BACK`."""
     import ray
 
     if ray.is_initialized():
@@ -210,8 +209,7 @@ def end_stale_sessions(root: Path, *, alive: Callable[[Driver], bool] = driver_a
     stale = stale_sessions(root, alive)
     listed = list(processes()) if stale else []
     for session in stale:
-        pids = holders(session, listed)
-        if pids:
+        if pids := holders(session, listed):
             end(pids)
             logger.warning("ended %d process(es) of the local Ray a killed driver left (%s)", len(pids), session.name)
         (session / DRIVER_MARKER).unlink(missing_ok=True)

@@ -12,6 +12,8 @@ from collections.abc import Collection
 from typing import Any, NamedTuple
 
 import pyarrow.fs
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 from ray.tune import Tuner
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 from ray.tune.utils import flatten_dict
@@ -58,8 +60,7 @@ def config_changes(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, t
 
 def refuse_unchangeable(allow: Collection[str], source: str | None = None) -> None:
     """:class:`ConfigError` naming each ``--allow-change`` field that a resume cannot change."""
-    unknown = [name for name in allow if not is_changeable(name)]
-    if unknown:
+    if unknown := [name for name in allow if not is_changeable(name)]:
         reasons = "; ".join(f"{name}: {FIXED_ON_RESUME.get(name, 'only ' + ', '.join(sorted(CHANGEABLE)) + ' can')}"
                             for name in unknown)
         raise ConfigError(f"cannot change on resume: {reasons}", field="--allow-change", file=source)
@@ -73,8 +74,7 @@ def resume_config(stored: SweepConfig, given: SweepConfig | None, allow: Collect
     if given is None:
         return stored
     changes = config_changes(stored.model_dump(mode="json"), given.model_dump(mode="json"))
-    refused = {key: change for key, change in changes.items() if not is_changeable(key, allow)}
-    if refused:
+    if refused := {key: change for key, change in changes.items() if not is_changeable(key, allow)}:
         fixed = [key for key in refused if key in FIXED_ON_RESUME]
         allowable = [key for key in refused if is_changeable(key)]
         hint = (f"; {fixed[0]}: {FIXED_ON_RESUME[fixed[0]]}" if fixed else
@@ -92,8 +92,7 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
     reports its rungs held, and record an allowed change in the manifest and on the parent run."""
     tune_config = restored_tune_config(tuner)
     if tune_config is None or not hasattr(tune_config, "time_budget_s"):
-        raise ConfigError("this Ray Tune version does not let a resume change the time budget",
-                          field="time_budget_s")
+        raise ConfigError("this Ray Tune version does not let a resume change the time budget", field="time_budget_s")
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
     storage = location.resolve()
     recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(*storage)})
@@ -103,18 +102,16 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
     searcher = tune_config.search_alg  # the searcher inside Tune's wrappers, chained again as ``tune.run`` would
     while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
         searcher = searcher.searcher
-    if isinstance(searcher, PruningAwareOptunaSearch) and snapshot_trials(*storage) is None:
-        # no experiment state to restore: Tune starts afresh, and the trials Optuna had asked are lost
-        lost = searcher.forget_lost(set())
-        if lost:
-            logger.warning("%d Optuna trial(s) asked before Tune's first snapshot were told FAIL", lost)
+    # no experiment state to restore: Tune starts afresh, and the trials Optuna had asked are lost
+    if isinstance(searcher, PruningAwareOptunaSearch) and snapshot_trials(*storage) is None and \
+            (lost := searcher.forget_lost(set())):
+        logger.warning("%d Optuna trial(s) asked before Tune's first snapshot were told FAIL", lost)
     if tune_config.max_concurrent_trials:
         searcher = ConcurrencyLimiter(searcher, max_concurrent=tune_config.max_concurrent_trials)
     reopen = BudgetConfig.model_validate(manifest.config.get("budget") or {}) != config.budget
     tune_config.search_alg = ResizableSearchGenerator(searcher, config.num_samples, reopen, storage)
     tune_config.max_concurrent_trials = None  # so that ``tune.run`` does not wrap the searcher again
-    changes = config_changes(manifest.config, config.model_dump(mode="json"))
-    if changes:
+    if changes := config_changes(manifest.config, config.model_dump(mode="json")):
         location.write_manifest(manifest.model_copy(update={"config": config.model_dump(mode="json")}), config)
         sweep.set_tags({RESUME_CHANGES_TAG: json.dumps({key: list(change) for key, change in changes.items()})})
 
@@ -137,8 +134,7 @@ def snapshot_names(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[str]:
 
 def snapshot_trials(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[SnapshotTrial] | None:
     """The trials of the newest experiment snapshot in ``folder`` (plain JSON, nothing unpickled); None: none."""
-    names = snapshot_names(filesystem, folder)
-    if not names:
+    if not (names := snapshot_names(filesystem, folder)):
         return None
     with filesystem.open_input_stream(posixpath.join(folder, max(names))) as stream:
         state = json.loads(stream.readall().decode("utf-8"))
@@ -199,16 +195,14 @@ class ResizableSearchGenerator(SearchGenerator):
             if trial.status in ENDED and trial.trial_id in untold:
                 search.on_trial_complete(trial.trial_id, flatten_dict(trial.last_result) or None,
                                          error=trial.status == "ERROR")
-        lost = search.forget_lost({t.trial_id for t in trials})
-        if lost:
+        if lost := search.forget_lost({t.trial_id for t in trials}):
             logger.warning("%d Optuna trial(s) whose Tune trial the driver lost before saving it were told FAIL", lost)
 
 
 def refuse_unreadable_state(location: SweepLocation) -> None:
     """A :class:`ConfigError` naming the newest experiment snapshot of ``location`` when it does not parse (a kill
     or a full disk cut it short): Tune would log the error and run the experiment again from its start."""
-    names = snapshot_names(*location.resolve())
-    if not names:
+    if not (names := snapshot_names(*location.resolve())):
         return
     try:
         state = json.loads(location.read_optional(names[-1]) or b"")
@@ -286,7 +280,13 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
     # next (a manifest planted with a later time would otherwise hide the sweep to resume)
     for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
-        previous = PreviousSweep(uri, *_run_state(manifest))
+        try:
+            run = MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id)
+        except MlflowException as exc:
+            if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            return PreviousSweep(uri, "FINISHED", {})  # the run was deleted: nothing to reattach to, start anew
+        previous = PreviousSweep(uri, run.info.status, dict(run.data.tags))
         if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):
             logger.warning("%s is not resumed: its manifest names the sweep run of %s (a folder moved, or copied "
                            "there)", uri, previous.tags.get(SWEEP_DIR_TAG) or "no sweep folder")  # resume refuses it
@@ -299,16 +299,3 @@ def interrupted_sweep(config: SweepConfig, owner: str | None = None) -> str | No
     """The folder ``--resume-interrupted`` continues; None when the newest sweep of the identity is not to resume."""
     previous = previous_sweep(config, owner)
     return previous.uri if previous is not None and is_resumable(previous.status, previous.tags) else None
-
-
-def _run_state(manifest: SweepManifest) -> tuple[str, dict[str, str]]:
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
-
-    try:
-        run = MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id)
-    except MlflowException as exc:
-        if getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST":
-            return "FINISHED", {}  # the run was deleted: nothing to reattach to, start anew
-        raise
-    return run.info.status, dict(run.data.tags)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from sentsweep.errors import ConfigError, config_error
 from sentsweep.platform.config import SweepConfig
 
@@ -53,8 +55,6 @@ def resolve_specs(config: SweepConfig, source: str | None = None, trainable: Tra
                   space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
     """The method's trainable and the search space, from the registries unless given; the space is bound to the
     settings the trials share (a first point may depend on ``fixed`` or the model, as CoSENT's NLI setting does)."""
-    from pydantic import ValidationError
-
     try:
         if trainable is None:
             from sentsweep.trainables.registry import get_trainable
@@ -99,12 +99,8 @@ def trial_param_space(config: SweepConfig) -> dict[str, Any]:
 def validate_trials(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
                     source: str | None = None) -> list[TrialConfig]:
     """The trial configs of the space's first points; refused: ``fixed`` settings invalid or set by the space."""
-    from pydantic import ValidationError
-
-    points = space_points(space)
-    fixed_here = space.fixed
-    searched = sorted(set(config.fixed) & set().union(*points, fixed_here))
-    if searched:
+    points, fixed_here = space_points(space), space.fixed
+    if searched := sorted(set(config.fixed) & set().union(*points, fixed_here)):
         name = searched[0]
         # a space written in the config takes the value as one more entry; a shipped one becomes the base of one
         where = f"add '{name}: VALUE' under search_space" if isinstance(config.search_space, dict) else \

@@ -8,42 +8,20 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+
+from optuna.trial import FrozenTrial
+from ray.tune import Tuner
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError, SentsweepError, StorageError
-from sentsweep.platform.config import SweepConfig, resolve_sweep_folder
+from sentsweep.platform.config import SweepConfig, parse_sweep_config, resolve_sweep_folder
 from sentsweep.platform.confirm.stage import read_state
+from sentsweep.platform.driver import interrupt, resume, specs
 from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget, record_stage_compute
 from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, stage_callbacks
 from sentsweep.platform.driver.confirmation import end_stage_run, run_confirmation, schedule_stage_run
-from sentsweep.platform.driver.interrupt import (
-    Drain,
-    StopSignals,
-    SweepInterrupted,
-    close_interrupted_trials,
-    graceful_stops,
-    hide_tunes_resume_hint,
-    unfinished_trials,
-)
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session, refuse_unanswered_ray
-from sentsweep.platform.driver.resume import (
-    apply_resume_config,
-    refuse_fewer_samples,
-    refuse_unreadable_state,
-    resume_config,
-    snapshot_names,
-)
-from sentsweep.platform.driver.specs import (
-    SearchSpaceLike,
-    TrainableLike,
-    reference_setting,
-    resolve_specs,
-    space_points,
-    trial_param_space,
-    validate_trials,
-)
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.folder.lock import LockLost, SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
@@ -68,15 +46,12 @@ from sentsweep.platform.tracking.run_writes import failing_quickly
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState
-
-if TYPE_CHECKING:
-    from optuna.trial import FrozenTrial
-    from ray.tune import ResultGrid, Tuner
+from sentsweep.yaml_io import apply_overrides
 
 
 @failing_quickly
-def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableLike | None = None,
-              space: SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
+def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: specs.TrainableLike | None = None,
+              space: specs.SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
               forward_credentials: bool = False) -> SweepOutcome:
     """Run a sweep to its end; ``source`` (the YAML path) is named in config errors. ``trainable`` and ``space``
@@ -84,8 +59,8 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     SIGINT or SIGTERM raise :class:`SweepInterrupted` once Tune saved its state."""
     config = config.resolved(source=source)
     worker_env = config.worker_credentials(address, forward_credentials)
-    trainable, space = resolve_specs(config, source, trainable, space)
-    trials = validate_trials(config, trainable, space, source)
+    trainable, space = specs.resolve_specs(config, source, trainable, space)
+    trials = specs.validate_trials(config, trainable, space, source)
     refuse_sqlite_on_cluster(config.tracking.uri, address)
     refuse_unanswered_ray(address)
     if preflight:
@@ -94,32 +69,29 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
         if config.warm_start else []
     location = new_sweep_location(config, suffix=secrets.token_hex(2))
     sweep_name = location.name
-    stops = StopSignals()
-    with graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
+    stops = interrupt.StopSignals()
+    with interrupt.graceful_stops(stops), explain_refused_credentials(config.tracking.uri):
         # a storage no lock can live on is refused before anything is written
         lock = SweepLock.for_folder(location, sweep_name, on_lost=stops.supersede)
         sweep = SweepRun.open(config, sweep_name, location.uri, space.define_by_run, space.first_point)
         notifier = SweepNotifier.for_sweep(config, sweep_name, sweep.run_id, location.uri, echo)
-        try:
-            lock.acquire()  # a new run: nobody else knows it yet
-            location.write_manifest(SweepManifest(sweep_name=sweep_name, config=config.model_dump(mode="json"),
-                                                  parent_run_id=sweep.run_id, experiment_id=sweep.experiment_id,
-                                                  tracking_uri=sweep.tracking_uri, created=time.time(),
-                                                  data_sha256=measured_data(config)), config)
-            if finalize:  # after the manifest: the sweep is resumable whatever MLflow answers here
-                schedule_stage_run(sweep, config)
-        except BaseException as exc:
+        try:  # the lock released however the sweep ends: its heartbeat would hold it as long as this process lives
             try:
+                lock.acquire()  # a new run: nobody else knows it yet
+                location.write_manifest(SweepManifest(
+                    sweep_name=sweep_name, config=config.model_dump(mode="json"), parent_run_id=sweep.run_id,
+                    experiment_id=sweep.experiment_id, tracking_uri=sweep.tracking_uri, created=time.time(),
+                    data_sha256=measured_data(config)), config)
+                if finalize:  # after the manifest: the sweep is resumable whatever MLflow answers here
+                    schedule_stage_run(sweep, config)
+            except BaseException as exc:
                 sweep.close("crashed", f"{type(exc).__name__}: {exc}")
                 sweep.flush()
                 notifier.sweep_ended("crashed", f"{type(exc).__name__}: {exc}")
-            finally:
-                lock.release()  # its heartbeat would hold the crashed sweep for as long as this process lives
-            raise
-        echo(f"sweep {sweep_name}: {config.trials_text} trials of {config.method} over '{space.name}' "
-             f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
-             + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
-        try:
+                raise
+            echo(f"sweep {sweep_name}: {config.trials_text} trials of {config.method} over '{space.name}' "
+                 f"({config.scheduler.type}); folder {location.uri}; MLflow run {sweep.run_id}{run_page(sweep)}"
+                 + (f"; warm start: {len(history)} trials of {config.warm_start}" if config.warm_start else ""))
             return _drive(lambda: new_tuner(config, trainable, space, location, sweep, history), config, location,
                           sweep, stops, notifier, trainable, space, address=address, worker_env=worker_env,
                           log_to_driver=log_to_driver, finalize=finalize, echo=echo)
@@ -130,7 +102,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
 @failing_quickly
 def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
                  overrides: Sequence[str] = (), allow_change: Collection[str] = (),
-                 trainable: TrainableLike | None = None, space: SearchSpaceLike | None = None,
+                 trainable: specs.TrainableLike | None = None, space: specs.SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
                  forward_credentials: bool = False, tracking_uri: str | None = None,
@@ -139,16 +111,11 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     ``overrides`` (``KEY=VALUE``) that differ are refused, but for the ``allow_change`` fields (:mod:`.resume`). A
     live lock of another process refuses it; the manifest's tracking server and a shared folder's Tune state are
     trusted as :mod:`..folder.trust` allows."""
-    from ray import tune
-
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     stored = manifest.sweep_config(location.file_uri(MANIFEST))
     given = config.resolved() if config is not None else None
     if config is None and overrides:
-        from sentsweep.platform.config import parse_sweep_config
-        from sentsweep.yaml_io import apply_overrides
-
         given = parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), location.uri)
         try:  # not resolved(): the stored config is; a changed value is checked here
             given.refuse_stray_credentials()
@@ -156,23 +123,23 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             raise ConfigError(exc.message, field=exc.field, file=location.uri) from None
     # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
     uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))
-    config = resume_config(stored, given, allow_change, location.uri)
-    refuse_fewer_samples(location, stored, config)
+    config = resume.resume_config(stored, given, allow_change, location.uri)
+    resume.refuse_fewer_samples(location, stored, config)
     # the credentials a given config's URIs carried (the stored one holds none): --resume-interrupted's YAML
     worker_env = (given if given is not None else config).worker_credentials(address, forward_credentials)
-    trainable, space = resolve_specs(config, location.uri, trainable, space)
-    trials = validate_trials(config, trainable, space, location.uri)
+    trainable, space = specs.resolve_specs(config, location.uri, trainable, space)
+    trials = specs.validate_trials(config, trainable, space, location.uri)
     refuse_sqlite_on_cluster(uri, address)
     refuse_unanswered_ray(address)
     client = open_client(uri)  # contacted once everything local checked out; acted on once the run is the folder's
     with explain_refused_credentials(uri):
         refuse_foreign_parent(client, manifest, location)
     refuse_untrusted_state(location, trust_storage)  # before anything of Tune's state is unpickled
-    stops = StopSignals()
+    stops = interrupt.StopSignals()
     # the lock before anything is written to MLflow: a driver still running the sweep writes its runs itself
     lock = SweepLock.for_folder(location, manifest.sweep_name, on_lost=stops.supersede)
-    with graceful_stops(stops), explain_refused_credentials(uri), lock:
-        refuse_unreadable_state(location)  # under the lock: a running driver's snapshot may be half-uploaded
+    with interrupt.graceful_stops(stops), explain_refused_credentials(uri), lock:
+        resume.refuse_unreadable_state(location)  # under the lock: a running driver's snapshot may be half-uploaded
         sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id, manifest.sweep_name,
                                 *location.resolve(), register=manifest.config.get("register_model"))
         if preflight:
@@ -184,12 +151,12 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
         def restore() -> Tuner:
             try:
-                tuner = tune.Tuner.restore(location.tune_path, tune_trainable(trainable, config), resume_errored=True,
-                                           storage_filesystem=location.filesystem,
-                                           param_space=trial_param_space(config))
+                tuner = Tuner.restore(location.tune_path, tune_trainable(trainable, config), resume_errored=True,
+                                      storage_filesystem=location.filesystem,
+                                      param_space=specs.trial_param_space(config))
             except (ImportError, AttributeError) as exc:
                 raise other_version_error(exc, location.uri) or exc from None
-            apply_resume_config(tuner, location, manifest, config, sweep)
+            resume.apply_resume_config(tuner, location, manifest, config, sweep)
             return tuner
 
         return _drive(restore, config, location, sweep, stops, notifier, trainable, space, address=address,
@@ -198,33 +165,31 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
 
 def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
     """The line for a ``tuner.pkl`` naming sentsweep code this version moved or removed; None for another error."""
-    if "sentsweep" not in str(exc):
-        return None
     return ConfigError(f"the sweep's saved Tune state was written by another version of sentsweep ({exc}); resume it "
-                       "with the version that started it", file=uri)
+                       "with the version that started it", file=uri) if "sentsweep" in str(exc) else None
 
 
-def new_tuner(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike, location: SweepLocation,
-              sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
+def new_tuner(config: SweepConfig, trainable: specs.TrainableLike, space: specs.SearchSpaceLike,
+              location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
     """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from."""
-    searcher = build_searcher(config, space.define_by_run, space_points(space), history=history,
+    searcher = build_searcher(config, space.define_by_run, specs.space_points(space), history=history,
                               store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
-    reference = reference_setting(config, space)  # the paper's setting: never stopped, tagged
+    reference = specs.reference_setting(config, space)  # the paper's setting: never stopped, tagged
     budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback
     callbacks = [TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
                                    reference=reference,
                                    reference_setting=config.reference.setting if config.reference else None),
                  budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)]
-    return build_tuner(trainable, config, location, trial_param_space(config), callbacks, stop=budget,
+    return build_tuner(trainable, config, location, specs.trial_param_space(config), callbacks, stop=budget,
                        search_alg=searcher, scheduler=build_scheduler(config, reference),
                        num_samples=config.num_samples, max_concurrent_trials=config.max_concurrent_trials,
                        time_budget_s=config.time_budget_s)
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-           stops: StopSignals, notifier: SweepNotifier, trainable: TrainableLike, space: SearchSpaceLike, *,
-           address: str | None, worker_env: Mapping[str, str], log_to_driver: bool, finalize: bool,
-           echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
+           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: specs.TrainableLike,
+           space: specs.SearchSpaceLike, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
+           finalize: bool, echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
     """The Tuner and the confirmation stage in a Ray session; the parent run closed as the sweep ended, notified."""
 
     def close(state: SweepState, reason: str | None = None, outcome: SweepOutcome | None = None) -> None:
@@ -245,13 +210,14 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
-    hide_tunes_resume_hint()
+    interrupt.hide_tunes_resume_hint()
     started = time.time()
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     confirmation = None
     try:
         with ray_session(address, log_to_driver=log_to_driver, env=worker_env, hide=config.notify.secret_env), \
-                graceful_stops(stops), stops.draining(Drain(*location.resolve(), config.stop_grace_s)), \
+                interrupt.graceful_stops(stops), \
+                stops.draining(interrupt.Drain(*location.resolve(), config.stop_grace_s)), \
                 driving(sweep.sweep_name, SweepBudget(config.budget, echo=echo)) as budget:
             tuner = make_tuner()
             if reopen:
@@ -260,13 +226,12 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             results = search_results(tuner, location, config, fresh=not reopen,
                                      stage_began=reopen and read_state(location) is not None)
             _refuse_if_superseded(stops)
-            unfinished = unfinished_trials(location) if stops.received else None
+            unfinished = interrupt.unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(budget, sweep.log_metrics, sweep.set_tags, notifier.budget_spent)
                 if config.stop_when == "converged" and not budget.spent:
-                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo,
-                                       STOP_REASON_TAG)
+                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo, STOP_REASON_TAG)
                 if finalize:
                     confirmation = run_confirmation(results, config, location, sweep, stops, trainable, echo,
                                                     fresh=not reopen)
@@ -279,16 +244,18 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         raise
     _refuse_if_superseded(stops)
     if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
-        close_interrupted_trials(sweep, unfinished)
-        interrupted = SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
+        interrupt.close_interrupted_trials(sweep, unfinished)
+        interrupted = interrupt.SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
         close("interrupted", str(interrupted))
         raise interrupted
     wall = time.time() - started
-    counts = outcome_counts(results)
+    counts = {"finished": 0, "pruned": 0, "failed": 0}  # pruned: stopped before its final report
+    for r in results:
+        counts["failed" if r.error or is_failed(r.metrics) else "finished" if is_final(r.metrics) else "pruned"] += 1
     sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})  # earlier sessions'
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
-                           confirmation=confirmation, reference_point=reference_setting(config, space))
+                           confirmation=confirmation, reference_point=specs.reference_setting(config, space))
     described = ", ".join(f"{v} {k}" for k, v in counts.items())
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: {described}")
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
@@ -308,7 +275,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     return outcome
 
 
-def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) -> None:
+def _refuse_if_superseded(stops: interrupt.StopSignals, exc: BaseException | None = None) -> None:
     """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock (``exc``: what ended it)."""
     if isinstance(exc, LockLost):
         raise exc
@@ -319,20 +286,6 @@ def _refuse_if_superseded(stops: StopSignals, exc: BaseException | None = None) 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:
     """How a sweep that raised ``exc`` ends: a user's error cannot be resumed away (a storage that did not answer is
     no user's error); a signal that skipped Tune's final save leaves the last periodic snapshot, if any, to resume."""
-    if isinstance(exc, StorageError):
-        return "crashed"
-    if isinstance(exc, SentsweepError):
-        return "failed"
     if isinstance(exc, KeyboardInterrupt):
-        return "interrupted" if snapshot_names(*location.resolve()) else "failed"
-    return "crashed"
-
-
-def outcome_counts(results: ResultGrid) -> dict[str, int]:
-    """Trials by outcome: finished (made their final report), pruned (stopped before it), failed."""
-    counts = {"finished": 0, "pruned": 0, "failed": 0}
-    for result in results:
-        failed = result.error or is_failed(result.metrics)
-        key = "failed" if failed else "finished" if is_final(result.metrics) else "pruned"
-        counts[key] += 1
-    return counts
+        return "interrupted" if resume.snapshot_names(*location.resolve()) else "failed"
+    return "failed" if isinstance(exc, SentsweepError) and not isinstance(exc, StorageError) else "crashed"

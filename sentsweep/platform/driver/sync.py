@@ -52,8 +52,7 @@ def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tu
 def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
     """Tag the sweep run with its best trial's run, missing (MLflow was down) when the sweep's end named the trial."""
     tags = client.get_run(parent_run_id).data.tags
-    best = tags.get(BEST_TRIAL_TAG)
-    if not best or BEST_RUN_TAG in tags:
+    if not (best := tags.get(BEST_TRIAL_TAG)) or BEST_RUN_TAG in tags:
         return
     found = next((run for r in stage_runs if (run := find_trial_run(client, experiment_id, r, best)) is not None), None)
     if found is not None:
@@ -81,8 +80,7 @@ def recorded_register_name(sweep_run: Run, manifest: SweepManifest) -> str | Non
     """The manifest's ``register_model`` when ``sweep_run`` recorded the same name as it opened (its params never
     change), else None: anyone who can write the folder can rewrite the manifest."""
     name = manifest.config.get("register_model")
-    recorded = sweep_run.data.params.get("register_model")
-    return name if isinstance(name, str) and name == recorded else None
+    return name if isinstance(name, str) and name == sweep_run.data.params.get("register_model") else None
 
 
 @dataclass

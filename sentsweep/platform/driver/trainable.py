@@ -9,16 +9,19 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ray import tune
+from ray.tune import Checkpoint
+from ray.tune.trainable.function_trainable import wrap_function
+
 from sentsweep._compat.ray import with_checkpoint
 from sentsweep.platform.folder.retention import CHECKPOINT_PREFIX
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.tracking.vocabulary import OUTPUT_DIR
 from sentsweep.trainables.checkpoints import StoredFolder
 from sentsweep.trainables.restore_note import note_tune_fallback
+from sentsweep.trainables.tune_checkpoints import trial_folder
 
 if TYPE_CHECKING:
-    from ray.tune import Tuner
-
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.driver.specs import TrainableLike
     from sentsweep.platform.location import SweepLocation
@@ -32,10 +35,8 @@ def trial_dirname(trial: Any) -> str:
 
 
 def build_tuner(trainable: TrainableLike, config: SweepConfig, location: SweepLocation, param_space: dict[str, Any],
-                callbacks: list[Any], stop: Any = None, **tune_config: Any) -> Tuner:
+                callbacks: list[Any], stop: Any = None, **tune_config: Any) -> tune.Tuner:
     """A new Tune experiment in ``location``, as the search and the confirmation stage run theirs."""
-    from ray import tune
-
     run_config = tune.RunConfig(
         name=location.name, storage_path=location.storage_path, storage_filesystem=location.filesystem, stop=stop,
         failure_config=tune.FailureConfig(max_failures=config.max_failures),
@@ -51,8 +52,6 @@ def build_tuner(trainable: TrainableLike, config: SweepConfig, location: SweepLo
 
 def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
     """``trainable`` as Tune runs it: :func:`run_once`, :func:`with_checkpoint_fallback`, its resources attached."""
-    from ray import tune
-
     return tune.with_resources(with_checkpoint_fallback(run_once(trainable.function)),
                                {"cpu": config.resources.cpu, "gpu": config.resources.gpu})
 
@@ -68,10 +67,6 @@ def run_once(function: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
 
     @functools.wraps(function)
     def trainable(config: dict[str, Any]) -> None:
-        from ray import tune
-
-        from sentsweep.trainables.tune_checkpoints import trial_folder
-
         if (done := finished_metrics(trial_folder())) is not None:
             tune.report(done)
         else:
@@ -88,9 +83,6 @@ def newest_checkpoint(trial: StoredFolder) -> StoredFolder | None:
 
 def with_checkpoint_fallback(train_func: Callable[[dict[str, Any]], Any]) -> type:
     """``train_func`` as a Tune trainable class that restores the newest checkpoint left when the named one is gone."""
-    from ray.tune import Checkpoint
-    from ray.tune.trainable.function_trainable import wrap_function
-
     name = getattr(train_func, "__name__", "func")  # as Tune names a function trainable
 
     class CheckpointFallback(wrap_function(train_func, name=name)):  # type: ignore[misc]
