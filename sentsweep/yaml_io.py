@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,18 @@ def apply_overrides(config: dict[str, Any], assignments: Sequence[str]) -> dict[
             node = node[part]
         node[parts[-1]] = value
     return result
+
+
+@contextlib.contextmanager
+def blaming_overrides(assignments: Sequence[str]) -> Iterator[None]:
+    """A :class:`ConfigError` about a field that a ``--set`` of ``assignments`` gave names ``--set``, not the file."""
+    try:
+        yield
+    except ConfigError as exc:
+        keys = {a.partition("=")[0].strip() for a in assignments}
+        if exc.field is None or not any(exc.field == k or exc.field.startswith((f"{k}.", f"{k}[")) for k in keys):
+            raise
+        raise ConfigError(exc.message, field=exc.field, file="--set") from None
 
 
 def number_or_same(value: Any) -> Any:

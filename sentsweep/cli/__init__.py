@@ -64,9 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    from sentsweep.yaml_io import blaming_overrides
+
     with masked_output():  # credentials never shown, whoever prints them (sentsweep.credentials)
         try:
-            return handler(args)
+            with blaming_overrides(getattr(args, "overrides", ())):
+                return handler(args)
         except SweepInterrupted as exc:
             print(f"sentsweep {args.command}: {exc}", file=sys.stderr)
             return INTERRUPTED_EXIT

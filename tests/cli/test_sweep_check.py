@@ -37,6 +37,7 @@ def test_check_prints_what_the_sweep_runs_and_leaves_nothing(name: str, space: s
     assert f"search space {space}" in lines[0]
     assert first in lines
     assert "resources per trial: 1 CPU, 0 GPU" in lines
+    assert any(line.startswith("after the search: ") and "test suite" in line for line in lines), lines
     assert any(line.startswith("trials: 8, 2 at a time;") for line in lines)
     assert f"tracking: sqlite:///{tmp_path}/mlruns.db" in out
     assert lines[-1].startswith("checks passed: config, search space, data, model, storage, tracking")
@@ -129,3 +130,47 @@ def test_check_says_where_the_trials_read_their_data(where: str, tmp_path: Path,
     expected = {"env": f"data: {data} ($SENTSWEEP_DATA)", "config": f"data: {data} (data_dir)",
                 "sample": f"data: {SAMPLE_DIR} (the bundled sample)"}[where]
     assert expected in capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(("fixed", "given", "line"), [
+    ({}, ["--set", "fixed.max_step=8"], "--set: field 'fixed.max_step': unknown field; did you mean 'max_steps'?"),
+    ({}, ["--set", "num_samples=0"], "--set: field 'num_samples': Input should be greater than or equal to 1"),
+    ({"lr": "fast"}, ["--set", "num_samples=3"], "FILE: field 'fixed.lr': "),  # the file's mistake stays the file's
+])
+def test_a_mistake_a_set_made_names_set_not_the_file(fixed: dict, given: list[str], line: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"name": "mine", "method": "cosent", "fixed": fixed}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main(["sweep", str(config), "--check", *given])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"sentsweep sweep: error: {line.replace('FILE', str(config))}"), err
+
+
+def test_a_missing_data_dir_names_the_field_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "mine.yaml"
+    missing = tmp_path / "no-such-data"
+    config.write_text(yaml.safe_dump({"name": "mine", "method": "cosent", "data_dir": str(missing)}), encoding="utf-8")
+    code, out, err = _check(config, tmp_path, monkeypatch, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"sentsweep sweep: error: {config}: field 'data_dir': {missing}: data directory does not "
+                          "exist"), err
+
+
+@pytest.mark.parametrize(("change", "line"), [
+    ({}, "confirmation of the 3 best configurations x 3 further seeds (up to 9 trials); test suite 'sts' on the "
+         "winner; export of the winner's model"),
+    ({"confirm": {"top_k": 1, "seeds": 1}, "final_tasks": "stsb", "export": False, "register_model": "mine"},
+     "confirmation of the best configuration x 1 further seed (up to 1 trial); test suite 'stsb' on the winner; "
+     "registered as 'mine'"),
+    ({"confirm": {"top_k": 0}, "final_tasks": None, "export": False}, "no confirmation stage; no test evaluation"),
+])
+def test_check_says_what_runs_after_the_search(change: dict, line: str) -> None:
+    """The trainings a sweep adds once its search ended, which a newcomer's budget must hold too."""
+    from sentsweep.platform.config import parse_sweep_config
+    from sentsweep.platform.driver.preflight import after_the_search
+
+    assert after_the_search(parse_sweep_config({"name": "s", "method": "cosent", **change})) == line

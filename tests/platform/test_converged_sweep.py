@@ -49,3 +49,5 @@ def test_a_converged_sweep_stopped_mid_search_resumes_to_the_same_count(tmp_path
     assert parent.data.tags[STOP_REASON_TAG] == decision.line()
     assert parent.data.metrics["converged_trial"] == 4 and parent.data.metrics["converged_noise_sd"] == 1000.0
     assert parent.data.metrics[metric] == pytest.approx(decision.regret_bound)
+    # the stopped session's seconds count too
+    assert parent.data.metrics["sweep_wall_seconds"] > outcome.wall_seconds + 1.0

@@ -102,10 +102,11 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
         if config.final_tasks:
             outcome.final_metrics = recorded or evaluate_best(weights, config, sweep, outcome.best_config)
             headline = {k: v for k, v in outcome.final_metrics.items() if k.endswith(FIGURE_SUFFIXES)}
+            rest = len(outcome.final_metrics) - len(headline)
             echo(f"best trial on the test suite{' (recorded by an earlier finalize)' if recorded else ''}: "
                  + ", ".join(f"{k} {v:.2f}" for k, v in (headline or outcome.final_metrics).items())
-                 + (f" (and {len(outcome.final_metrics) - len(headline)} per-subset figures: best_eval/ in MLflow)"
-                    if headline and len(headline) < len(outcome.final_metrics) else ""))
+                 + (f" (and {rest} per-subset figure{'s' * (rest > 1)}: best_eval/ in MLflow)" if headline and rest
+                    else ""))
         if config.export or config.register_model:
             still_held()
             try:

@@ -51,7 +51,13 @@ def check_data_source(config: SweepConfig, source: str | None = None) -> bool:
     paper configs): a paper's sweep on the sample would report sample figures."""
     from sentsweep.data.source import DATA_ENV
 
-    if (warning := sample_data_warning(config.data_dir)) is None:
+    try:
+        warning = sample_data_warning(config.data_dir)
+    except DataError as exc:  # the config's data_dir (one $SENTSWEEP_DATA names says so itself)
+        if config.data_dir is None:
+            raise
+        raise ConfigError(f"{exc.file}: {exc.message}", field="data_dir", file=source) from None
+    if warning is None:
         return False
     if config.full_data:
         raise ConfigError(f"resolves to the bundled data sample, and this config needs the full data (full_data: "
@@ -264,6 +270,20 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
         raise DataError(f"no sentence in its first {len(lines)} lines", file=path)
 
 
+def after_the_search(config: SweepConfig) -> str:
+    """What a sweep runs once its search ended: the confirmation trials, the test suite, the export and the
+    registration, in one line."""
+    top_k, seeds = config.confirm.top_k, config.confirm.seeds
+    best = "the best configuration" if top_k == 1 else f"the {top_k} best configurations"
+    trials = f"up to {top_k * seeds} trial{'s' * (top_k * seeds > 1)}"
+    steps = [f"confirmation of {best} x {seeds} further seed{'s' * (seeds > 1)} ({trials})" if top_k
+             else "no confirmation stage",
+             f"test suite '{config.final_tasks}' on the winner" if config.final_tasks else "no test evaluation"]
+    steps += ["export of the winner's model"] if config.export else []
+    steps += [f"registered as '{config.register_model}'"] if config.register_model else []
+    return "; ".join(steps)
+
+
 def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[str], None] = print) -> None:
     """``sentsweep sweep CONFIG --check``: a sweep's checks and warm start, and what it would run, printed; nothing is
     started, locked or left written. A failure raises the same one-line error a sweep would."""
@@ -291,6 +311,7 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     lines += [f"trials: {resolved.trials_text}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
               f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
               f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",
+              f"after the search: {after_the_search(resolved)}",
               f"sweep folder: under {mask_uri(resolved.storage_path)} (made when the sweep starts)",
               f"tracking: {mask_uri(resolved.tracking.uri)}, experiment '{resolved.tracking.experiment}'"
               + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]

@@ -243,16 +243,17 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
             close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
     _refuse_if_superseded(stops)
+    # this session's seconds on top of earlier sessions', a stopped one's too: the total a resume ends with
+    wall = time.time() - started
+    sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})
     if unfinished is not None:  # SIGINT/SIGTERM: Tune saved its state and returned
         interrupt.close_interrupted_trials(sweep, unfinished)
         interrupted = interrupt.SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
         close("interrupted", str(interrupted))
         raise interrupted
-    wall = time.time() - started
     counts = {"finished": 0, "pruned": 0, "failed": 0}  # pruned: stopped before its final report
     for r in results:
         counts["failed" if r.error or is_failed(r.metrics) else "finished" if is_final(r.metrics) else "pruned"] += 1
-    sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})  # earlier sessions'
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
                            confirmation=confirmation, reference_point=specs.reference_setting(config, space))
