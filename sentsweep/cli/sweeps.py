@@ -8,6 +8,7 @@ prints it on one line). Heavy imports (Ray, MLflow, torch) happen inside the han
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -107,13 +108,15 @@ def _quiet_libraries() -> None:
     "Writing model shards", as the best model is evaluated and exported) and Ray Tune's header boxes ("Configuration
     for experiment", the TensorBoard hint: its new output engine prints them at ``verbose=0`` too; the legacy engine,
     which Ray keeps behind ``RAY_AIR_NEW_OUTPUT=0``, prints nothing there) and MLflow's "View run" line at each run's
-    end interleaved with the sweep's progress lines say nothing a user acts on: warnings only. The sweep prints its
+    end interleaved with the sweep's progress lines, and its "Creating initial MLflow database tables" on a new sqlite
+    store, say nothing a user acts on: warnings only. The sweep prints its
     own run page. Tune's traceback of a failed trial is in the trial's ``error.txt``, and the sweep prints its last
     line (``TUNE_PRINT_ALL_TRIAL_ERRORS=0``). A variable the user set is kept."""
     import optuna
     from transformers.utils import logging as transformers_logging
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database tables"
     transformers_logging.disable_progress_bar()
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")

@@ -53,3 +53,25 @@ def test_the_lazy_packages_still_export_every_name() -> None:
         for name in package.__all__:
             assert getattr(package, name) is not None, f"{package.__name__}.{name}"
         assert set(package.__all__) <= set(dir(package))
+
+
+def test_a_new_sqlite_stores_table_lines_are_quiet(tmp_path, capfd, monkeypatch) -> None:
+    """MLflow's "Creating initial MLflow database tables" says nothing a sweep's user acts on."""
+    import logging
+    import os
+
+    for name in ("RAY_AIR_NEW_OUTPUT", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "TUNE_PRINT_ALL_TRIAL_ERRORS"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # restored after the test; the call only sets defaults
+
+    from mlflow import MlflowClient
+
+    from sentsweep.cli.sweeps import _quiet_libraries
+
+    level = logging.getLogger("mlflow.store.db.utils").level
+    try:
+        _quiet_libraries()
+        MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'new.db'}").search_experiments()
+    finally:
+        logging.getLogger("mlflow.store.db.utils").setLevel(level)
+    out, err = capfd.readouterr()
+    assert "database tables" not in out + err and (tmp_path / "new.db").is_file()

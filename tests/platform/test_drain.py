@@ -177,18 +177,20 @@ def test_on_s3_the_marker_is_an_object_in_the_sweep_folder(s3_endpoint: str, mon
     assert STOP_MARKER not in location.list() and not drain.flag.is_raised()
 
 
-def test_tunes_own_resume_hint_is_dropped_and_its_other_warnings_kept(caplog) -> None:
+def test_tunes_own_stop_lines_are_dropped_and_its_other_warnings_kept(caplog) -> None:
     """After a stop the driver names ``sentsweep resume``; Tune's ``Tuner.restore(...)`` hint would not resume the
-    sweep's own state, so it is filtered out of Tune's logger, and only it."""
+    sweep's own state, and its "Stop signal received" repeats the driver's stopping line: both are filtered out of
+    Tune's logger, and only they."""
     import logging
 
-    from sentsweep.platform.driver.interrupt import hide_tunes_resume_hint
+    from sentsweep.platform.driver.interrupt import hide_tunes_stop_lines
 
-    hide_tunes_resume_hint()
-    hide_tunes_resume_hint()  # once only
+    hide_tunes_stop_lines()
+    hide_tunes_stop_lines()  # once only
     tune_log = logging.getLogger("ray.tune.tune")
     assert len(tune_log.filters) == 1
     with caplog.at_level(logging.WARNING, logger="ray.tune.tune"):
         tune_log.warning('Experiment has been interrupted.\nResume experiment with: Tuner.restore(path="x")')
-        tune_log.warning("Stop signal received, ending Ray Tune run.")
-    assert [r.getMessage() for r in caplog.records] == ["Stop signal received, ending Ray Tune run."]
+        tune_log.warning("Stop signal received (e.g. via SIGINT/Ctrl+C), ending Ray Tune run. Press CTRL+C to skip.")
+        tune_log.warning("Trial t1 errored after 2 iterations.")
+    assert [r.getMessage() for r in caplog.records] == ["Trial t1 errored after 2 iterations."]

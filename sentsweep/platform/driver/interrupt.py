@@ -167,15 +167,17 @@ class StopSignals:
         signal.signal(signal.SIGINT, on_sigint)
 
 
-def without_tunes_resume_hint(record: logging.LogRecord) -> bool:
-    """A log filter dropping Ray Tune's own hint after a stop (``Resume experiment with: Tuner.restore(...)``): the
-    driver prints the ``sentsweep resume`` command that continues a sweep, and Tune's would lose the sweep's state."""
-    return "Tuner.restore(" not in record.getMessage()
+def without_tunes_stop_lines(record: logging.LogRecord) -> bool:
+    """A log filter dropping Ray Tune's own lines about a stop: its hint after it (``Resume experiment with:
+    Tuner.restore(...)``) would lose the sweep's state, where the driver prints ``sentsweep resume``; its "Stop signal
+    received ... Press CTRL+C to skip" comes once the trials drained, after the driver's own line said so."""
+    message = record.getMessage()
+    return "Tuner.restore(" not in message and not message.startswith("Stop signal received")
 
 
-def hide_tunes_resume_hint() -> None:
-    """Install :func:`without_tunes_resume_hint` on Ray Tune's logger (``addFilter`` adds a filter once)."""
-    logging.getLogger("ray.tune.tune").addFilter(without_tunes_resume_hint)
+def hide_tunes_stop_lines() -> None:
+    """Install :func:`without_tunes_stop_lines` on Ray Tune's logger (``addFilter`` adds a filter once)."""
+    logging.getLogger("ray.tune.tune").addFilter(without_tunes_stop_lines)
 
 
 @contextlib.contextmanager

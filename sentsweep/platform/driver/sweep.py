@@ -210,7 +210,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
 
     # Frequent experiment snapshots are what we want (resume fidelity); Tune warns about them.
     logging.getLogger("ray.tune.execution.experiment_state").setLevel(logging.ERROR)
-    interrupt.hide_tunes_resume_hint()
+    interrupt.hide_tunes_stop_lines()
     started = time.time()
     opened = not reopen  # a resumed parent is touched only once its Tuner is restored
     confirmation = None
