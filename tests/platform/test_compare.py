@@ -57,13 +57,14 @@ def test_every_table_names_a_trial_by_its_label_and_its_outcome() -> None:
     sweep = _run("s", {"metric": "stsb_dev"}, {"sentsweep.best_trial_id": "bb"}, {"best_stsb_dev": 80.0})
     trials = [_trial(1, "aa", "finished", "FINISHED", best_stsb_dev=80.0, **{"system/step": 16.0,
                                                                            "system/wall_seconds": 9.0}),
-              _trial(2, "bb", "pruned", "FINISHED", stsb_dev=60.0, step=8.0),  # bookkeeping logged before system/
+              _trial(2, "bb", "pruned", "FINISHED", stsb_dev=60.0, step=8.0,  # bookkeeping logged before system/
+                     **{"system/wall_seconds": 5.0, "system/time_total_s": 14.0}),  # restored: 14 s over 2 attempts
               _trial(3, "cc", None, "KILLED")]  # a run ended before outcomes were tagged
     rows = trial_rows(sweep, trials)
     assert [(r["trial"], r["status"], r["step"]) for r in rows][:2] == [("t01", "finished", 16.0),
                                                                        ("t02", "pruned", 8.0)]
     assert rows[2]["trial"] == "t03" and rows[2]["status"] == "pruned"
-    assert rows[0]["wall_s"] == 9.0
+    assert rows[0]["wall_s"] == 9.0 and rows[1]["wall_s"] == 14.0
     row = sweep_row(sweep, trials)
     assert (row["finished"], row["pruned"], row["best_trial"]) == (1, 2, "t02")
     assert labels_by_id(trials) == {"aa": "t01", "bb": "t02", "cc": "t03"}

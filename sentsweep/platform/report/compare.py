@@ -190,8 +190,11 @@ def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
             row["reference"] = trial.data.tags.get(vocab.REFERENCE_TAG, "")
         row.update({k: v for k, v in m.items() if k.endswith("_test") or k == "sts_avg7"})
         row.update({k: number_or_same(trial.data.params.get(k)) for k in searched})
-        row.update(wall_s=_bookkeeping(m, "wall_seconds"), placement=placement_label(trial.data.tags),
-                   reason=trial.data.tags.get(vocab.REASON_TAG, ""), run_id=trial.info.run_id)
+        # Tune's seconds over every attempt; the trial's own wall_seconds start again with a restored attempt
+        wall = _bookkeeping(m, "time_total_s")
+        row.update(wall_s=_bookkeeping(m, "wall_seconds") if math.isnan(wall) else wall,
+                   placement=placement_label(trial.data.tags), reason=trial.data.tags.get(vocab.REASON_TAG, ""),
+                   run_id=trial.info.run_id)
         rows.append(row)
     return rows
 
