@@ -302,7 +302,10 @@ def open_manifest(ref: str, kind: str) -> tuple[Store, dict[str, Any]]:
     manifest = read_manifest(store)
     name = ref[len(PREFIX) :] if is_prepared_ref(ref) else ref
     if manifest is None:
+        from sentsweep.data.catalogue import CATALOGUE
+
         how = f"sentsweep data prepare {name}" if "/" not in name else "sentsweep data prepare NAME --to ROOT"
+        how += "" if name in CATALOGUE else f" --kind {kind} --from FILE"  # a dataset of one's own (docs/own-data.md)
         raise DataError(f"dataset {ref!r} is not prepared at {store.uri}: run `{how}` once (the root defaults "
                         "to $SENTSWEEP_PREPARED, else ~/.cache/sentsweep/prepared)")
     if manifest.get("kind") != kind:

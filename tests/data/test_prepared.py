@@ -112,8 +112,8 @@ def test_registry_names_the_prepare_command(tmp_path: Path) -> None:
         labelled_pairs("snli", "train")
     with pytest.raises(DataError, match=r"no split 'val'.*prepared: train, train\+mnli"):
         labelled_pairs("snli", "val")
-    with pytest.raises(DataError, match="not prepared"):
-        corpus("prepared:wiki1m")
+    with pytest.raises(DataError, match=r"not prepared .*run `sentsweep data prepare wiki1m` once"):
+        corpus("prepared:wiki1m")  # a catalogue name: no --kind, no --from
 
 
 def test_wrong_kind_is_refused(tmp_path: Path) -> None:

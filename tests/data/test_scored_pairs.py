@@ -204,7 +204,8 @@ def test_the_preflight_names_the_field_of_a_missing_or_wrong_prepared_set(tmp_pa
     source = tmp_path / "corpus.txt"
     source.write_text("One sentence.\nAnother sentence.\n")
     prepare("a-corpus", from_path=source, kind="corpus", fmt="lines", log=lambda _: None)
-    for name, message in (("missing", "is not prepared"), ("a-corpus", "is 'corpus' data, not 'scored-pairs'")):
+    for name, message in (("missing", r"is not prepared .*run `sentsweep data prepare missing --kind scored-pairs "
+                                      r"--from FILE` once"), ("a-corpus", "is 'corpus' data, not 'scored-pairs'")):
         trial = COSENT.parse({"model": str(tiny_bert_dir), "train_data": f"prepared:{name}"})
         with pytest.raises(DataError, match=rf"^field 'fixed\.train_data': .*{message}"):
             check_data(trial, lambda field: f"fixed.{field}")
