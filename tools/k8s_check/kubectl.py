@@ -84,6 +84,12 @@ def find_kustomization(folder: Path) -> Path | None:
     return next((folder / name for name in KUSTOMIZATION_NAMES if (folder / name).is_file()), None)
 
 
+def read_kustomization(folder: Path) -> dict[str, Any]:
+    """The kustomization of ``folder`` as a mapping (empty when it has none)."""
+    kfile = find_kustomization(folder)
+    return (yaml.safe_load(kfile.read_text(encoding="utf-8")) or {}) if kfile else {}
+
+
 def find_root(path: str | Path) -> Path:
     """The folder holding ``base/`` (``k8s/``) above a kustomization, else the kustomization itself."""
     path = Path(path).resolve()
@@ -102,9 +108,8 @@ def kustomization_folders(path: str | Path) -> list[Path]:
         if folder in found:
             continue
         found.append(folder)
-        kfile = find_kustomization(folder)
-        spec = (yaml.safe_load(kfile.read_text(encoding="utf-8")) or {}) if kfile else {}
-        pending += [(folder / r).resolve() for r in spec.get("resources") or [] if (folder / r).is_dir()]
+        pending += [(folder / r).resolve() for r in read_kustomization(folder).get("resources") or []
+                    if (folder / r).is_dir()]
     return found
 
 

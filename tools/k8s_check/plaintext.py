@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from tools.k8s_check.kubectl import find_kustomization, find_root, kustomization_folders
+from tools.k8s_check.kubectl import find_kustomization, find_root, kustomization_folders, read_kustomization
 from tools.k8s_check.objects import Problem, object_id
 
 SECRET_NAME = re.compile(r"(^|_)(PASSWORD|PASSWD|SECRET|TOKEN|KEY|CREDENTIALS?)(_|$)", re.IGNORECASE)
@@ -63,10 +63,10 @@ def check_generator_literals(path: str | Path) -> list[Problem]:
     """A ``secretGenerator`` with ``literals`` in the kustomization ``path`` or one its ``resources`` reach."""
     root, found = find_root(path), []
     for folder in kustomization_folders(path):
-        kfile = find_kustomization(folder)
-        spec = (yaml.safe_load(kfile.read_text(encoding="utf-8")) or {}) if kfile else {}
-        where = f"{root.name}/{kfile.relative_to(root) if kfile and kfile.is_relative_to(root) else kfile}"
-        found += [Problem(where, "policy", f"secretGenerator {g.get('name')}: literals put a credential in a committed "
-                          "file: name a git-ignored file with envs instead")
-                  for g in spec.get("secretGenerator") or [] if g.get("literals")]
+        for generator in read_kustomization(folder).get("secretGenerator") or []:
+            if generator.get("literals"):
+                kfile = find_kustomization(folder)
+                where = f"{root.name}/{kfile.relative_to(root)}" if kfile.is_relative_to(root) else str(kfile)
+                found.append(Problem(where, "policy", f"secretGenerator {generator.get('name')}: literals put a "
+                                     "credential in a committed file: name a git-ignored file with envs instead"))
     return found
