@@ -29,9 +29,8 @@ def reload_auth_settings() -> None:
 
 @contextlib.contextmanager
 def tune_propagating_none_of(names: Collection[str]) -> Iterator[None]:
-    """Inside the block, Ray Tune copies none of the variables ``names`` from the driver's environment into the
-    runtime_env of the trial actors it creates (it copies ``AWS_*`` keys, among others, from
-    ``ray.tune.execution.class_cache.ENV_VARS_TO_PROPAGATE``); restored after."""
+    """Inside the block, Ray Tune copies none of the variables ``names`` (it copies ``AWS_*`` keys, among others)
+    from the driver's environment into the runtime_env of the trial actors it creates."""
     from ray.tune.execution import class_cache
 
     before = class_cache.ENV_VARS_TO_PROPAGATE
@@ -67,8 +66,7 @@ class TrialStorage:
 
 
 def trial_storage() -> TrialStorage | None:
-    """The storage of the calling Tune trial (a DeveloperAPI, which may change between minor versions); None
-    outside one."""
+    """The storage of the calling Tune trial (a DeveloperAPI); None outside one."""
     from ray import tune
 
     with warnings.catch_warnings():  # outside a trial Ray warns once and returns None

@@ -22,7 +22,7 @@ from sentsweep.cli.common import (
     add_tracking_declaration,
     add_trust_storage,
 )
-from sentsweep.platform.config import DEFAULT_TRACKING_URI
+from sentsweep.platform.config_sections import DEFAULT_TRACKING_URI
 from sentsweep.platform.location import folder_command
 
 if TYPE_CHECKING:

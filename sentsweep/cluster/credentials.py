@@ -114,8 +114,7 @@ def _check_name(name: str, flag: str) -> str:
 
 def forwarded_env(environ: Mapping[str, str], forward: Sequence[str] = (),
                   values: Sequence[str] = ()) -> dict[str, str]:
-    """The variables a job gets: each ``--forward-env NAME`` copied from ``environ`` (an error when unset), then
-    each ``--env NAME=VALUE``. Nothing else: a credential set here stays here unless named."""
+    """The variables a job gets: each ``--forward-env NAME`` from ``environ``, then each ``--env NAME=VALUE``."""
     selected: dict[str, str] = {}
     for entry in forward:
         name = _check_name(entry, "--forward-env")

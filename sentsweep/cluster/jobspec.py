@@ -12,15 +12,18 @@ import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+import sentsweep
 from sentsweep.cluster.credentials import masked, refuse_credentials
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import DEFAULT_ARTIFACTS, SweepConfig, is_server_uri, parse_sweep_config
+from sentsweep.yaml_io import apply_overrides, read_yaml
 
 
 @dataclass
@@ -37,11 +40,8 @@ class PreparedConfig:
 def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: str | None = None,
                    storage_endpoint_url: str | None = None, tracking_uri: str | None = None,
                    check_trials: bool = True) -> PreparedConfig:
-    """Read ``path``, apply ``--set`` overrides and the storage and tracking options, and validate it all here. A
-    credential in any URI field is refused, naming the field or the option that gave it: the YAML is uploaded to
-    the cluster, where every user of the Jobs API can read it."""
-    from sentsweep.yaml_io import apply_overrides, read_yaml
-
+    """Read ``path``, apply ``--set`` overrides and the options, and validate it all here. A credential in a URI is
+    refused, naming the field or the option that gave it: every user of the cluster's Jobs API reads the YAML."""
     source = str(path)
     raw = apply_overrides(read_yaml(path), overrides)
     options: dict[str, str] = {}  # the fields an option set, named by the option in an error
@@ -57,10 +57,7 @@ def prepare_config(path: str | Path, overrides: Sequence[str] = (), *, storage: 
     config = parse_sweep_config(raw, source)
     for name, kind, value in config.credential_uris():
         refuse_credentials(value, kind, options.get(name, name), file=None if name in options else source)
-    try:  # what the job's `sentsweep sweep` refuses, refused before the YAML is uploaded
-        config.refuse_stray_credentials()
-    except ConfigError as exc:
-        raise ConfigError(exc.message, field=exc.field, file=source) from None
+    config.refuse_stray_credentials(source)  # what the job's `sentsweep sweep` refuses, before the YAML is uploaded
     warnings = _portability_warnings(config)
     if check_trials:  # the method's trial settings, checked like `sentsweep sweep` does before starting Ray
         try:
@@ -125,8 +122,6 @@ class StagedDir:
 
 def project_dirs() -> tuple[Path, Path | None]:
     """The ``sentsweep`` package folder and, for a source checkout, the folder with its ``pyproject.toml``."""
-    import sentsweep
-
     package = Path(sentsweep.__file__).resolve().parent
     root = package.parent
     return package, (root if (root / "pyproject.toml").is_file() else None)
@@ -135,12 +130,10 @@ def project_dirs() -> tuple[Path, Path | None]:
 def stage_working_dir(dest: Path, *, config: PreparedConfig | None = None, include_code: bool = True,
                       package_dir: Path | None = None, project_dir: Path | None = None) -> StagedDir:
     """Copy the package and :data:`PROJECT_FILES` (when ``include_code``) and the config into ``dest``."""
-    dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     if include_code:
-        default_package, default_project = project_dirs()
-        package_dir = package_dir or default_package
-        project_dir = project_dir if project_dir is not None else default_project
+        if package_dir is None:
+            package_dir, project_dir = project_dirs()
         shutil.copytree(package_dir, dest / package_dir.name, ignore=shutil.ignore_patterns(*EXCLUDES),
                         dirs_exist_ok=True)
         for name in PROJECT_FILES if project_dir is not None else ():
@@ -167,8 +160,6 @@ def pinned_requirements() -> list[str]:
     if (project_dir := project_dirs()[1]) is not None:
         data = tomllib.loads((project_dir / "pyproject.toml").read_text(encoding="utf-8"))
         return list(data.get("project", {}).get("dependencies", []))
-    from importlib.metadata import PackageNotFoundError, requires
-
     try:
         return [r for r in requires("sentsweep") or [] if "extra ==" not in r]
     except PackageNotFoundError:
@@ -265,8 +256,6 @@ class JobSpec:
 def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str], command: str, args: list[str],
          head: str, details: list[str], metadata: dict[str, str], warnings: list[str]) -> JobSpec:
     """The job that runs ``sentsweep COMMAND ARGS``, with its summary (``head``, then ``details`` among the rest)."""
-    import sentsweep
-
     runtime_env: dict[str, Any] = {"working_dir": str(staged.path)} if staged is not None else {}
     if options.ship == "installed":
         code = "the cluster's installed sentsweep (working_dir: the config only)"
@@ -306,9 +295,8 @@ def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path
 
 def build_resume_job(sweep_dir: str, options: JobOptions, workdir: Path, *,
                      storage_endpoint_url: str | None = None, tracking_uri: str | None = None) -> JobSpec:
-    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches, e.g. on S3), tracked at
-    ``tracking_uri`` (the job's ``$MLFLOW_TRACKING_URI``; else the cluster's). Credentials in any of them are refused:
-    they would be in the entrypoint."""
+    """The job that continues the sweep in ``sweep_dir`` (a folder every node reaches), tracked at ``tracking_uri``
+    (else the cluster's ``$MLFLOW_TRACKING_URI``). Credentials are refused: they would be in the entrypoint."""
     refuse_credentials(sweep_dir, "storage", "--resume")
     refuse_credentials(storage_endpoint_url, "storage", "--storage-endpoint-url")
     if is_relative_path(sweep_dir):

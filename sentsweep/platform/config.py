@@ -13,35 +13,26 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from sentsweep.credentials import CredentialSplit, UriKind, mask_uri
 from sentsweep.errors import ConfigError, config_error
 from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.config_sections import (
     DEFAULT_ARTIFACTS,
-    DEFAULT_TRACKING_URI,
     BudgetConfig,
     CheckpointSettings,
     ConfigSection,
     ConfirmConfig,
     ConvergenceConfig,
     NotifyConfig,
-    NotifyEvent,
     ReferenceConfig,
     ResourcesConfig,
     SchedulerConfig,
     TrackingConfig,
 )
+from sentsweep.yaml_io import read_yaml
 
 if TYPE_CHECKING:
-    from sentsweep.credentials import UriKind
     from sentsweep.platform.objectives import Objective
-
-__all__ = [
-    "CREDENTIAL_FIELDS", "DEFAULT_ARTIFACTS", "DEFAULT_TRACKING_URI", "SWEEP_NAME", "BudgetConfig",
-    "CheckpointSettings", "ConfigSection", "ConfirmConfig", "ConvergenceConfig", "NotifyConfig", "NotifyEvent",
-    "ReferenceConfig", "ResourcesConfig", "SchedulerConfig", "SweepConfig", "TrackingConfig", "is_server_uri",
-    "is_shared_folder", "joins_ray_cluster", "load_sweep_config", "parse_sweep_config", "resolve_sweep_folder",
-    "resolve_tracking_uri",
-]
 
 #: A sweep's name (and a sweep folder's): one folder name, never a path.
 SWEEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
@@ -129,8 +120,7 @@ class SweepConfig(ConfigSection):
     @field_validator("register_model")
     @classmethod
     def _check_model_name(cls, value: str | None) -> str | None:
-        """MLflow's rules for a registered model's name, checked before the sweep rather than at its end, and no
-        quote: the driver looks the model's versions up by a filter that quotes the name."""
+        """MLflow's rules for a model's name, checked before the sweep; no quote: the driver's filter quotes it."""
         if value is not None and (not value.strip() or any(c in value for c in "/:'") or value == "."
                                   or value.startswith("..")):
             raise ValueError("a registered model's name must not be blank, hold '/', ':' or a quote, be '.' or "
@@ -147,8 +137,6 @@ class SweepConfig(ConfigSection):
     @classmethod
     def _check_storage(cls, value: str) -> str:
         if "://" in value and not value.startswith(("s3://", "file://")):  # where a sweep's lock can live
-            from sentsweep.credentials import mask_uri
-
             raise ValueError(f"'{mask_uri(value)}': use a local folder or an s3:// URI")
         return value
 
@@ -249,11 +237,9 @@ class SweepConfig(ConfigSection):
         of its URIs moved into ``environ`` (default: this process's, which MLflow, pyarrow and a local Ray read); a
         variable already set there to another value is a :class:`ConfigError` (naming ``source``, the config's
         file). Idempotent."""
-        from sentsweep.credentials import CredentialSplit
-
         split = CredentialSplit()
+        self.refuse_stray_credentials(source)
         try:
-            self.refuse_stray_credentials()
             clean = {name: split.take(value, kind, name) for name, kind, value in self.credential_uris()}
             split.export(os.environ if environ is None else environ)
         except ConfigError as exc:
@@ -282,17 +268,16 @@ class SweepConfig(ConfigSection):
         resolved._credential_env = {**self._credential_env, **{name: str(split.fields[name]) for name in split.values}}
         return resolved
 
-    def refuse_stray_credentials(self) -> None:
-        """A :class:`ConfigError` naming the field (never the value) when a string outside
+    def refuse_stray_credentials(self, source: str | Path | None = None) -> None:
+        """A :class:`ConfigError` naming the field (never the value) and ``source`` when a string outside
         :data:`CREDENTIAL_FIELDS` carries a login in a URI's user-info (it would reach every trial's params)."""
-        from sentsweep.credentials import mask_uri
-
         split = {name for name, _ in CREDENTIAL_FIELDS}
         for field, value in _strings(self.model_dump(mode="json")):
             if field not in split and mask_uri(value) != value:
                 raise ConfigError("carries a login in a URI's user-info, which would be copied into every "
                                   "trial's params and MLflow: give the credentials in the environment (e.g. "
-                                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and a URI without them", field=field)
+                                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and a URI without them", field=field,
+                                  file=source)
 
     def credential_uris(self) -> list[tuple[str, UriKind, str | None]]:
         return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
@@ -337,8 +322,6 @@ def _absolute(path: str, base: Path) -> Path:
 def resolve_sweep_folder(sweep_dir: str, endpoint_url: str | None = None,
                          environ: MutableMapping[str, str] | None = None) -> tuple[str, str | None]:
     """A sweep folder and its endpoint as ``resume`` is given them, their credentials moved into ``environ``."""
-    from sentsweep.credentials import CredentialSplit
-
     split = CredentialSplit()
     clean = split.take(sweep_dir, "storage", "SWEEP_DIR"), split.take(endpoint_url, "storage", "--storage-endpoint-url")
     split.export(os.environ if environ is None else environ)
@@ -381,6 +364,4 @@ def parse_sweep_config(raw: Any, source: str | Path = "sweep config") -> SweepCo
 
 def load_sweep_config(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML; errors name the file, the field or the YAML line."""
-    from sentsweep.yaml_io import read_yaml
-
     return parse_sweep_config(read_yaml(path), path)

@@ -9,7 +9,6 @@ import typing
 from importlib import resources
 from typing import Annotated, Any, Literal
 
-import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -28,8 +27,8 @@ the file.
 """
 _NAMES = {int: "integer", float: "number", str: "text", bool: "true/false", type(None): "null", dict: "mapping",
           list: "list", typing.Any: "any"}
-_BOUNDS = ((annotated_types.Ge, ">=", "ge"), (annotated_types.Gt, ">", "gt"), (annotated_types.Le, "<=", "le"),
-           (annotated_types.Lt, "<", "lt"))
+#: The bounds a field's metadata may carry (``annotated_types``' Ge, Gt, Le and Lt), and how the table writes them.
+_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 
 
 def _type(annotation: Any) -> tuple[str, list[Any]]:
@@ -79,8 +78,8 @@ def _cell(text: str) -> str:
 
 def _row(name: str, info: FieldInfo, described: FieldInfo | None = None) -> str:
     kind, allowed = _type(info.annotation)
-    bounds = [f"{sign} {getattr(meta, attr):g}" for meta in info.metadata for kind, sign, attr in _BOUNDS
-              if isinstance(meta, kind)]
+    bounds = [f"{sign} {value:g}" for meta in info.metadata for attr, sign in _BOUNDS.items()
+              if (value := getattr(meta, attr, None)) is not None]
     allowed_text = ", ".join(f"`{_value(v)}`" for v in allowed if v is not None) or ", ".join(bounds)
     meaning = info.description or (described.description if described else "") or ""
     return f"| `{name}` | {kind} | {_default(info)} | {_cell(allowed_text)} | {_cell(meaning)} |"

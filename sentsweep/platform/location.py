@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import pyarrow.fs
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from sentsweep.credentials import mask_uri
 from sentsweep.data.cache import atomic_write
 from sentsweep.errors import ConfigError, StorageError, validation_message
 from sentsweep.platform.config import SWEEP_NAME, SweepConfig, is_shared_folder
@@ -74,8 +75,7 @@ class SweepManifest(BaseModel):
         return value
 
     def sweep_config(self, file: str | None = None) -> SweepConfig:
-        """The stored config; a field added since with a new default takes the value the sweep ran with. One that
-        does not validate is a :class:`ConfigError` naming its field and ``file`` (the manifest's URI)."""
+        """The stored config, a field added since taking the value the sweep ran with (:data:`SINCE_ADDED`)."""
         try:
             return SweepConfig.model_validate({**SINCE_ADDED, **self.config})
         except ValidationError as exc:
@@ -136,8 +136,7 @@ class SweepLocation:
             return stream.readall()
 
     def read_optional(self, filename: str) -> bytes | None:
-        """``filename``'s bytes; None when it is absent. Another ``OSError`` is tried :data:`READ_ATTEMPTS` times in
-        all, then raised as a :class:`StorageError` naming the file."""
+        """``filename``'s bytes; None when it is absent. A failing storage is tried again, then a StorageError."""
         for attempt in range(1, READ_ATTEMPTS + 1):
             try:
                 return self.read_bytes(filename)
@@ -153,8 +152,7 @@ class SweepLocation:
         return None  # not reached: READ_ATTEMPTS >= 1
 
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
-        """``filename`` as a JSON object, None when it does not exist; one that does not parse is a
-        :class:`ConfigError` naming the file and ``what`` it holds."""
+        """``filename`` as a JSON object, None when it does not exist; ``what`` it holds names it in an error."""
         if (raw := self.read_optional(filename)) is None:
             return None
         try:
@@ -220,8 +218,6 @@ def new_sweep_location(config: SweepConfig, now: float | None = None, suffix: st
 def folder_command(command: str, sweep_dir: str, tracking_uri: str | None = None) -> str:
     """``sentsweep COMMAND SWEEP_DIR`` as a user can paste it: a shared folder's command names its tracking server,
     which such a folder is not trusted to name."""
-    from sentsweep.credentials import mask_uri
-
     line = f"sentsweep {command} {shlex.quote(sweep_dir)}"
     if tracking_uri and is_shared_folder(sweep_dir):
         line += f" --tracking-uri {shlex.quote(mask_uri(tracking_uri))}"

@@ -53,9 +53,7 @@ def parse_objective(text: str, where: str = "objectives") -> Objective:
 
 
 def check_objectives(entries: Sequence[str], dev_data: str = "stsb", gpus: float = 0.0) -> tuple[Objective, ...]:
-    """The objectives of a config's ``objectives:`` list, checked (a ConfigError naming the entry otherwise): at
-    least two, no metric twice, the first the trial's dev metric, the others a reported one (``gpu_seconds`` only
-    when trials hold GPUs)."""
+    """The objectives of a config's ``objectives:`` list, checked; a ConfigError names the entry that fails."""
     if len(entries) < 2:
         raise ConfigError("list at least 2 ('METRIC max|min' each); a single one is metric and mode",
                           field="objectives")
@@ -86,8 +84,7 @@ def extra_dev_sets(objectives: Sequence[Objective]) -> list[str]:
 
 def select_report(current: Mapping[str, Any] | None, report: Mapping[str, Any],
                   first: Objective) -> Mapping[str, Any] | None:
-    """The selected report after ``report``: ``report`` when its first objective is finite and strictly better than
-    ``current``'s (as the training loop keeps its best weights), else ``current``."""
+    """``report`` when its first objective is finite and better than ``current``'s (as the loop keeps its best)."""
     value = report.get(first.metric)
     if value is None or not math.isfinite(float(value)):
         return current
@@ -96,8 +93,7 @@ def select_report(current: Mapping[str, Any] | None, report: Mapping[str, Any],
 
 def objective_value(result: Mapping[str, Any], objective: Objective,
                     selected: Mapping[str, Any] | None = None) -> float | None:
-    """``objective``'s value in one Tune result: the reported metric (else its value in ``selected``), or a cost
-    derived from the result's seconds and GPUs; None when neither carries it."""
+    """``objective``'s value in a Tune result (else in ``selected``), or its cost from the seconds and GPUs."""
     if objective.metric not in COST_METRICS:
         value = result.get(objective.metric)
         if value is None and selected is not None:

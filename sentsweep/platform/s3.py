@@ -32,8 +32,7 @@ def storage_error(what: str, uri: str, exc: BaseException) -> StorageError:
 
 
 def s3_call(request: Callable[[], T], uri: str, what: str, conflicts: Collection[str] = ()) -> T | None:
-    """``request()``'s answer; None for an S3 error code in ``conflicts`` (a failed condition); any other failure
-    a :class:`StorageError` saying ``what`` failed at ``uri``."""
+    """``request()``'s answer; None for an S3 error code in ``conflicts``, a :class:`StorageError` for others."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:

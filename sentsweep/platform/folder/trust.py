@@ -10,7 +10,8 @@ from urllib.parse import urlsplit, urlunsplit
 from sentsweep.config import in_platform_pod
 from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
-from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, is_shared_folder
+from sentsweep.platform.config import is_shared_folder, resolve_tracking_uri
+from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest
 from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
 
 if TYPE_CHECKING:
@@ -22,8 +23,7 @@ TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 
 def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None:
-    """A :class:`ConfigError` when resuming would unpickle state others may have written: a shared folder is
-    resumed only in the platform's Ray pods or with ``--trust-storage``."""
+    """A :class:`ConfigError` when resuming would unpickle state others may have written."""
     if trust_storage or not is_shared_folder(location.uri) or in_platform_pod():
         return
     raise ConfigError(f"resuming {location.uri} unpickles Ray Tune's and the searcher's state, which anyone who can "
@@ -32,19 +32,14 @@ def refuse_untrusted_state(location: SweepLocation, trust_storage: bool) -> None
                       "jobs you trust can write it", field="--trust-storage")
 
 
-def _same_server(a: str, b: str) -> bool:
-    """Whether URIs ``a`` and ``b`` are equal but for a login and a trailing ``/``."""
-    def bare(uri: str) -> str:
-        parts = urlsplit(uri)
-        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
-
-    return bare(a) == bare(b)
+def _bare(uri: str) -> str:
+    """``uri`` without a login and a trailing ``/``."""
+    parts = urlsplit(uri)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
 
 
 def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, declared: str | None) -> str:
     """The manifest's tracking URI, when the user declared it or the folder is local."""
-    from sentsweep.platform.config import resolve_tracking_uri
-
     stored = manifest.tracking_uri
     # urlsplit and urllib3 read the host of a URI with a backslash, a control character or a space in its authority
     # differently (``http://evil\\@mlflow``): such a stored URI is refused
@@ -62,7 +57,7 @@ def trusted_tracking_uri(manifest: SweepManifest, location: SweepLocation, decla
                               f"{TRACKING_URI_ENV}) naming your tracking server (this folder names "
                               f"{mask_uri(stored)})", file=location.file_uri(MANIFEST))
         return stored
-    if not _same_server(resolve_tracking_uri(declared), stored):
+    if _bare(resolve_tracking_uri(declared)) != _bare(stored):
         raise ConfigError(f"the sweep was tracked at {mask_uri(stored)}, not at {mask_uri(declared)} ({source}); "
                           "nothing was contacted", file=location.file_uri(MANIFEST))
     return stored

@@ -34,8 +34,8 @@ REPLICA_SEED_OFFSET = 1000
 
 @dataclass(frozen=True)
 class Converged:
-    """Why the search ended: at which trial, over how many trials (finished; for the stagnation rule, ended), the
-    improvement (a regret bound, or the best's rise over the last ``patience`` trials) and the noise."""
+    """Why the search ended: at which trial, over how many trials, the improvement (a regret bound, or the best's
+    rise over the last ``patience`` trials) and the noise."""
 
     trial: int
     finished: int
@@ -61,8 +61,7 @@ class Converged:
 
 def replica_points(first_point: dict[str, Any] | None, settings: ConvergenceConfig,
                    seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The first point again with the noise seeds ``seed + 1001, ...`` (the confirmation stage's are ``seed + 1, ...``),
-    each with its seed as a user attribute."""
+    """The first point again with the noise seeds ``seed + 1001, ...``, each with its seed as a user attribute."""
     if not first_point or settings.noise_sd is not None:
         return []
     return [(dict(first_point), {NOISE_SEED_ATTR: seed + REPLICA_SEED_OFFSET + k})

@@ -10,6 +10,7 @@ import http.cookies
 import itertools
 import json
 import logging
+import mmap
 import os
 import posixpath
 import secrets
@@ -62,21 +63,17 @@ class StudyStore:
         return optuna.storages.JournalStorage(backend) if create or backend.read_logs(0) else None
 
 
-def drop_torn_tail(path: str, chunk: int = 1 << 16) -> int:
+def drop_torn_tail(path: str) -> int:
     """Cut a local journal back to its last whole line; the bytes dropped. Optuna reads past a last line without its
     newline (no log was counted from it), but an append would join it into one undecodable line, losing that log
     and making every later read fail. A storage error is a :class:`~sentsweep.errors.StorageError` naming it."""
     try:
         with open(path, "r+b") as journal:
-            size = end = journal.seek(0, os.SEEK_END)
-            while end > 0:  # back to the last newline, a chunk at a time
-                start = max(0, end - chunk)
-                journal.seek(start)
-                cut = journal.read(end - start).rfind(b"\n")
-                end = start + cut + 1 if cut >= 0 else start
-                if cut >= 0:
-                    break
-            if end == size:  # empty, or its last line whole
+            if (size := journal.seek(0, os.SEEK_END)) == 0:
+                return 0
+            with mmap.mmap(journal.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                end = view.rfind(b"\n") + 1  # read from the end, not into memory
+            if end == size:  # its last line whole
                 return 0
             journal.truncate(end)
     except FileNotFoundError:
