@@ -174,8 +174,6 @@ def job_workdir() -> Iterator[Path]:
         yield Path(folder) / "job"
 
 
-Ship = Literal["project", "installed"]
-
 #: ``--driver-resources`` without a value: the custom resource that only the ``cpu`` worker group of
 #: ``k8s/base/raycluster.yaml`` offers (``rayStartParams.resources``). A cluster that offers it nowhere (a plain
 #: ``ray start --head``) never starts such a job, hence no default.
@@ -206,7 +204,7 @@ def parse_driver_resources(text: str) -> dict[str, float]:
 class JobOptions:
     """How a job is packaged and run (the submit command's flags)."""
 
-    ship: Ship = "project"
+    ship: Literal["project", "installed"] = "project"
     installer: Literal["pip", "uv"] | None = None
     python: str = "python"
     finalize: bool = True
