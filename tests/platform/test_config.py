@@ -192,6 +192,13 @@ def test_a_credential_outside_the_uri_fields_is_refused_by_name_without_echoing_
     assert "s3cr3t" not in message and "AKIAEXAMPLE" not in message and not environ
 
 
+def test_a_credential_outside_the_uri_fields_names_the_config_file(tmp_path):
+    config = parse_sweep_config({"name": "s", "method": "cosent", "data_dir": "s3://AK:s3cr3t-Value@bucket/data"})
+    with pytest.raises(ConfigError, match=r"^sweep\.yaml: field 'data_dir': carries a login") as caught:
+        config.resolved(tmp_path, {}, source="sweep.yaml")
+    assert "s3cr3t" not in str(caught.value)
+
+
 def test_the_uri_fields_still_split_and_plain_values_pass(tmp_path):
     environ: dict[str, str] = {}
     config = parse_sweep_config({"name": "s", "method": "cosent", "storage_path": "s3://AKIAEXAMPLE:s3cr3t@bucket/r",

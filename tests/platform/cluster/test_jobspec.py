@@ -233,6 +233,12 @@ def test_a_credential_in_a_submitted_config_is_refused_without_echoing_it(
     assert secret not in message and "\n" not in message
 
 
+def test_a_credential_outside_the_uri_fields_of_a_submitted_config_names_its_file() -> None:
+    with pytest.raises(ConfigError, match=r"demo\.yaml: field 'data_dir': carries a login") as caught:
+        prepare_config(DEMO, ["data_dir=s3://AK:never-shown@b/data"], check_trials=False)
+    assert "never-shown" not in str(caught.value)
+
+
 def test_the_reviewed_case_fails_on_its_first_credential_and_a_database_user_stays(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="carries no credential") as caught:
         prepare_config(DEMO, storage="s3://AKIAX:SECRETKEY@bucket/p",
