@@ -155,8 +155,6 @@ class MaskedLines:
 
 def _follow(jobs: ClusterJobs, job_id: str) -> int:
     """Stream a job's log (URIs' passwords and credentials masked) until it ends; its exit status (0: SUCCEEDED)."""
-    from sentsweep.cluster.client import exit_status
-
     out = MaskedLines(_secrets(jobs))
     try:
         status = jobs.follow(job_id, out)
@@ -167,7 +165,7 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
         return 130
     out.flush()
     print(f"job {job_id} {status}")
-    return exit_status(status)
+    return 0 if status == "SUCCEEDED" else 1
 
 
 def _job_options(args: argparse.Namespace) -> tuple[JobOptions, list[str]]:

@@ -142,11 +142,6 @@ class ClusterJobs:
         return self.wait(job_id, timeout=wait, poll=0.5) if wait else self.status(job_id)
 
 
-def exit_status(status: str) -> int:
-    """The exit status a command reports for a finished job: 0 when it SUCCEEDED, else 1."""
-    return 0 if status == "SUCCEEDED" else 1
-
-
 def _when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S") if ms else "-"
 

@@ -90,8 +90,7 @@ def auth_failure(status: int, address: str, token: RayToken | None) -> Authentic
 
 def refuse_credentials(uri: str | None, kind: UriKind, field: str, file: str | None = None) -> None:
     """A :class:`ConfigError` naming ``field`` (never the value) when ``uri`` carries a password or a login that
-    :func:`~sentsweep.credentials.split_uri` would move into a variable: everyone who can read the cluster's Jobs
-    API reads a job's config and entrypoint. A database user name (``postgresql://user@db/x``) stays."""
+    ``split_uri`` would move (a database user name stays): every Jobs API reader sees a job's config and entrypoint."""
     if uri is None:
         return
     try:

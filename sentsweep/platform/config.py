@@ -283,9 +283,8 @@ class SweepConfig(ConfigSection):
         return [(name, kind, functools.reduce(getattr, name.split("."), self)) for name, kind in CREDENTIAL_FIELDS]
 
     def worker_credentials(self, ray_address: str | None, forward: bool = False) -> dict[str, str]:
-        """What a joined cluster's workers get in the ``runtime_env``: the variables :meth:`resolved` took off this
-        config's URIs, but the tracking server's. Only with ``forward``, since Ray's Jobs API shows a job's
-        ``runtime_env`` to anyone who can reach the dashboard; else a :class:`ConfigError` naming the variables."""
+        """The variables :meth:`resolved` took off the URIs (not the tracking server's) for a joined cluster's workers;
+        only with ``forward``, since Ray's Jobs API shows a job's ``runtime_env`` to whoever reaches the dashboard."""
         if not joins_ray_cluster(ray_address):
             return {}
         sent = {name: os.environ[name] for name, field in self._credential_env.items()

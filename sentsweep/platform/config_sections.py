@@ -1,5 +1,4 @@
-"""The sweep config's nested sections, each a typed part of :class:`~sentsweep.platform.config.SweepConfig`
-(which exports them all)."""
+"""The sweep config's nested sections, each a typed part of :class:`~sentsweep.platform.config.SweepConfig`."""
 
 from __future__ import annotations
 
