@@ -411,6 +411,19 @@ def test_a_pod_on_the_default_or_a_missing_service_account_is_caught(tmp_path: P
         "[policy]"], new
 
 
+def test_a_workload_on_another_ones_account_or_an_account_with_a_token_is_caught(tmp_path: Path) -> None:
+    """One account per workload: two on one account cannot be told apart by an audit log, and a RoleBinding made for
+    one grants the other too. Every worker group of every Ray cluster shares ray-worker by design."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {
+        "base/postgres.yaml": ("      serviceAccountName: postgres\n", "      serviceAccountName: gcs-redis\n"),
+        "base/service-accounts.yaml": ("  name: minio\nautomountServiceAccountToken: false\n", "  name: minio\n")})
+    assert new == [
+        "ServiceAccount/minio: automountServiceAccountToken is not false: a pod that does not turn it off gets a "
+        "token it does not need [policy]",
+        "StatefulSet/postgres: spec.template.spec: serviceAccountName gcs-redis is also StatefulSet/gcs-redis's: give "
+        "each workload an account of its own [policy]"], new
+
+
 def test_a_credential_in_a_rayjobs_runtime_env_is_caught(tmp_path: Path) -> None:
     """The Ray Jobs API shows a job's runtime_env to every holder of the Ray token."""
     runtime_env = ("- op: add\n  path: /spec/runtimeEnvYAML\n  value: |\n    env_vars:\n      SENTSWEEP_OWNER: alice\n"
