@@ -13,8 +13,8 @@ from tools.k8s_check.gcs_ft import _in_cluster, _parse_address
 from tools.k8s_check.objects import pod_specs
 
 #: The options in base/raycluster.yaml (and, indented 2 more, in sweep/rayjob.yaml).
-OPTIONS = ("  gcsFaultToleranceOptions:  # the GCS's state in Redis (gcs-redis.yaml): a restarted head keeps the workers\n"
-           "    redisAddress: gcs-redis:6379\n    redisPassword:\n      valueFrom:\n        secretKeyRef:\n"
+OPTIONS = ("  gcsFaultToleranceOptions:  # the GCS's state in Redis (gcs-redis.yaml): a restarted head keeps the "
+           "workers\n    redisAddress: gcs-redis:6379\n    redisPassword:\n      valueFrom:\n        secretKeyRef:\n"
            "          name: gcs-redis\n          key: REDIS_PASSWORD\n")
 JOB_OPTIONS = "".join("  " + line + "\n" for line in OPTIONS.replace("(gcs-redis.yaml)", "(k8s/base/gcs-redis.yaml)")
                       .splitlines())
@@ -47,6 +47,8 @@ def test_every_ray_cluster_keeps_its_gcs_in_the_namespaces_redis(gpu_objects: li
     assert script.startswith("exec redis-server - <<EOF\n")  # the password on stdin, not on a command line
     assert "requirepass $REDIS_PASSWORD\n" in script and "appendonly yes\n" in script
     assert "$REDIS_PASSWORD" not in " ".join(pod["containers"][0]["command"])
+    job = next(o for o in gpu_objects if o["kind"] == "RayJob")["spec"]
+    assert job["submitterConfig"]["backoffLimit"] == 6  # about 10 minutes of retries: a head restart's span
 
 
 @pytest.mark.parametrize(("rel", "old", "oid", "prefix"), [
