@@ -165,3 +165,14 @@ def test_redis_addresses_are_read_as_kuberay_and_ray_read_them() -> None:
     assert _parse_address("rediss://user:pw@gcs-redis.ns.svc:7000,other:1") == ("gcs-redis.ns.svc", 7000)
     assert [_in_cluster(h) for h in ("gcs-redis", "gcs-redis.ns.svc", "gcs-redis.ns.svc.cluster.local",
                                      "redis.example.com", "10.0.0.5")] == [True, True, True, False, False]
+
+
+def test_the_shipped_crd_names_every_field_of_the_options(tmp_path: Path) -> None:
+    """KubeRay 1.7.0's schema holds gcsFaultToleranceOptions field by field, so the strict pass catches a typo."""
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": ("    redisAddress: gcs-redis:6379\n",
+                                                              "    redisAdress: gcs-redis:6379\n")})
+    assert new == [
+        "RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisAdress: unknown field (did you mean 'redisAddress'?) "
+        "[strict]",
+        "RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisAddress (the Redis that keeps the GCS state, "
+        "gcs-redis:6379) [gcs-ft]"], new
