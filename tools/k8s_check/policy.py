@@ -17,7 +17,8 @@
 - Secrets no longer hold the examples' placeholders, images no longer carry the placeholder digest and network
   policies no longer name the placeholder API server address (unless the examples stood in for missing
   credentials files);
-- references to Secrets, ConfigMaps and their keys resolve (the Ray token Secret's ``auth_token`` too);
+- references to Secrets, ConfigMaps and their keys resolve (the Ray token Secret's ``auth_token`` and the GCS
+  Redis password of ``gcsFaultToleranceOptions`` too);
 - Ray clusters run the project's Ray version, autoscale, require token auth (``authOptions.mode: token``),
   keep GPU groups at ``minReplicas: 0`` with a ``maxReplicas``, the ``nvidia.com/gpu`` request and
   toleration and no ``nvidia.com/gpu.present`` nodeSelector (set only by the GPU operator's feature
@@ -344,6 +345,10 @@ def check_references(obj: dict[str, Any], everything: list[dict[str, Any]]) -> l
     token_secret = get_path(ray_cluster_spec(obj), "authOptions", "secretName")
     if token_secret:
         need("Secret", token_secret, RAY_TOKEN_KEY, "authOptions.secretName")
+    for field in ("redisPassword", "redisUsername"):
+        where = f"gcsFaultToleranceOptions.{field}"
+        for kind, target in _value_refs(get_path(ray_cluster_spec(obj), "gcsFaultToleranceOptions", field)):
+            need(kind, target.get("name"), target.get("key"), where)
     for pod in pod_specs(obj):
         for volume in pod.spec.get("volumes") or []:
             if "configMap" in volume and not volume["configMap"].get("optional"):
@@ -352,15 +357,21 @@ def check_references(obj: dict[str, Any], everything: list[dict[str, Any]]) -> l
                 need("Secret", volume["secret"].get("secretName"), None, f"{pod.where}.volumes[{volume['name']}]")
         for where, c in containers(pod):
             for env in c.get("env") or []:
-                for ref, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
-                    target = get_path(env, "valueFrom", ref)
-                    if target and not target.get("optional"):
-                        need(kind, target.get("name"), target.get("key"), f"{where}.env[{env.get('name')}]")
+                for kind, target in _value_refs(env):
+                    need(kind, target.get("name"), target.get("key"), f"{where}.env[{env.get('name')}]")
             for source in c.get("envFrom") or []:
                 for ref, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
                     if source.get(ref) and not source[ref].get("optional"):
                         need(kind, source[ref].get("name"), None, f"{where}.envFrom")
     return [Problem(object_id(obj), "references", m) for m in found]
+
+
+def _value_refs(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``(kind, keyRef)`` of the Secret or ConfigMap key an env var (or a field of its shape) reads, unless
+    optional."""
+    refs = [(kind, get_path(value, "valueFrom", ref)) for ref, kind in (("secretKeyRef", "Secret"),
+                                                                          ("configMapKeyRef", "ConfigMap"))]
+    return [(kind, target) for kind, target in refs if isinstance(target, dict) and not target.get("optional")]
 
 
 def project_ray_version(constraints: Path = CONSTRAINTS) -> str | None:

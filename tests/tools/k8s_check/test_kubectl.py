@@ -14,10 +14,10 @@ from tools.k8s_check.kubectl import find_kubectl, kubectl_version
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "NetworkPolicy": 13,
-            "PersistentVolumeClaim": 1, "PodDisruptionBudget": 1, "RayCluster": 1, "Secret": 7, "Service": 3,
-            "ServiceAccount": 7, "StatefulSet": 2}
-CREDENTIALS = ("minio", "mlflow-storage", "mlflow-sweeps", "mlflow", "postgres", "ray", "storage")
+PLATFORM = {"ConfigMap": 3, "CronJob": 1, "Deployment": 1, "Job": 1, "NetworkPolicy": 15,
+            "PersistentVolumeClaim": 1, "PodDisruptionBudget": 1, "RayCluster": 1, "Secret": 8, "Service": 4,
+            "ServiceAccount": 8, "StatefulSet": 3}
+CREDENTIALS = ("gcs-redis", "minio", "mlflow-storage", "mlflow-sweeps", "mlflow", "postgres", "ray", "storage")
 SWEEP = {"ConfigMap": 1, "RayJob": 1}
 EXPECTED = {"base": PLATFORM, "overlays/local": PLATFORM, "overlays/gpu": PLATFORM,
             "overlays/gpu-spot": PLATFORM, "cluster": {"PriorityClass": 2},
@@ -54,8 +54,8 @@ def test_the_module_entry_prints_counts(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert status == 0, out
     assert "1 objects: Namespace 1" in out
-    assert ("41 objects: ConfigMap 3, CronJob 1, Deployment 1, Job 1, NetworkPolicy 13, PersistentVolumeClaim 1, "
-            "PodDisruptionBudget 1, RayCluster 1, Secret 7, Service 3, ServiceAccount 7, StatefulSet 2") in out
+    assert ("47 objects: ConfigMap 3, CronJob 1, Deployment 1, Job 1, NetworkPolicy 15, PersistentVolumeClaim 1, "
+            "PodDisruptionBudget 1, RayCluster 1, Secret 8, Service 4, ServiceAccount 8, StatefulSet 3") in out
     assert "2 objects: ConfigMap 1, RayJob 1" in out and "ok: every object validates" in out
 
 

@@ -208,7 +208,7 @@ def test_priority_classes_come_from_the_cluster_bundle(rendered: dict[str, k8s_c
             continue
         assert {k for k, name in named.items() if name == "sentsweep-platform"} == {
             ("StatefulSet", "postgres", "spec.template.spec"), ("StatefulSet", "minio", "spec.template.spec"),
-            ("Deployment", "mlflow", "spec.template.spec"),
+            ("StatefulSet", "gcs-redis", "spec.template.spec"), ("Deployment", "mlflow", "spec.template.spec"),
             ("RayCluster", "sentsweep", "spec.headGroupSpec.template.spec"),
             ("RayJob", "sweep", "spec.rayClusterSpec.headGroupSpec.template.spec")}, overlay
 
@@ -409,6 +409,19 @@ def test_a_pod_on_the_default_or_a_missing_service_account_is_caught(tmp_path: P
         "that KubeRay makes the head's account with its autoscaler's Role [policy]",
         "StatefulSet/minio: spec.template.spec: runs on the namespace's default service account: name one of its own "
         "[policy]"], new
+
+
+def test_a_workload_on_another_ones_account_or_an_account_with_a_token_is_caught(tmp_path: Path) -> None:
+    """One account per workload: two on one account cannot be told apart by an audit log, and a RoleBinding made for
+    one grants the other too. Every worker group of every Ray cluster shares ray-worker by design."""
+    new = _planted(tmp_path, ("overlays/local", "overlays/local/sweep"), {
+        "base/postgres.yaml": ("      serviceAccountName: postgres\n", "      serviceAccountName: gcs-redis\n"),
+        "base/service-accounts.yaml": ("  name: minio\nautomountServiceAccountToken: false\n", "  name: minio\n")})
+    assert new == [
+        "ServiceAccount/minio: automountServiceAccountToken is not false: a pod that does not turn it off gets a "
+        "token it does not need [policy]",
+        "StatefulSet/postgres: spec.template.spec: serviceAccountName gcs-redis is also StatefulSet/gcs-redis's: give "
+        "each workload an account of its own [policy]"], new
 
 
 def test_a_credential_in_a_rayjobs_runtime_env_is_caught(tmp_path: Path) -> None:
@@ -851,6 +864,7 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
     assert sorted(p for p in problems if p not in digests) == [
         "NetworkPolicy/kube-api-egress: spec.egress[0]: ipBlock 192.0.2.1/32 is the placeholder: put your API "
         "server's addresses in the overlay's kube-api.yaml [policy]",
+        "Secret/gcs-redis: data.REDIS_PASSWORD still holds the example's placeholder [policy]",
         "Secret/minio-root: data.MINIO_ROOT_PASSWORD still holds the example's placeholder [policy]",
         "Secret/mlflow-admin: data.MLFLOW_AUTH_ADMIN_PASSWORD still holds the example's placeholder [policy]",
         "Secret/mlflow-admin: data.MLFLOW_FLASK_SERVER_SECRET_KEY still holds the example's placeholder [policy]",
@@ -863,7 +877,7 @@ def test_real_credentials_files_with_placeholders_are_refused(tmp_path: Path) ->
     ]
     assert {p.split(":")[0] for p in digests} == {
         "CronJob/postgres-backup", "Deployment/mlflow", "Job/bootstrap", "RayCluster/sentsweep", "RayJob/sweep",
-        "StatefulSet/minio", "StatefulSet/postgres"}
+        "StatefulSet/gcs-redis", "StatefulSet/minio", "StatefulSet/postgres"}
 
 
 #: The tracking server's S3 keys in base/mlflow.yaml.
@@ -944,7 +958,7 @@ def test_credentials_files_are_ignored_and_only_examples_committed() -> None:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
     secrets = sorted(str(p.relative_to(REPO)).removesuffix(".example") for p in K8S.glob("**/secrets/*.env.example"))
-    assert len(secrets) == 7, secrets  # one per Secret of base/kustomization.yaml's secretGenerator
+    assert len(secrets) == 8, secrets  # one per Secret of base/kustomization.yaml's secretGenerator
     ignored = subprocess.run(["git", "check-ignore", *secrets], cwd=REPO, capture_output=True, text=True)
     assert ignored.stdout.split() == secrets
     examples = subprocess.run(["git", "check-ignore", *(s + ".example" for s in secrets)], cwd=REPO,
@@ -1021,8 +1035,8 @@ def test_a_pod_that_may_land_on_spot_nodes_is_caught(tmp_path: Path) -> None:
     suffix = ("spec.template.spec: may be placed on spot nodes (karpenter.sh/capacity-type=spot): a spot group is "
               "deployed, and every other pod needs required nodeAffinity excluding each spot label in every "
               "nodeSelectorTerm [scheduling]")
-    assert new == [f"{oid}: {suffix}" for oid in ("Deployment/mlflow", "Job/bootstrap", "StatefulSet/minio",
-                                                  "StatefulSet/postgres")]
+    assert new == [f"{oid}: {suffix}" for oid in ("Deployment/mlflow", "Job/bootstrap", "StatefulSet/gcs-redis",
+                                                  "StatefulSet/minio", "StatefulSet/postgres")]
     new = _planted(tmp_path / "or", SPOT, {"components/spot-gpu/raycluster.yaml": (
         HEAD_OFF_SPOT, HEAD_OFF_SPOT + "        - matchExpressions:\n"
                                        "          - {key: kubernetes.io/os, operator: In, values: [linux]}\n")})

@@ -1,0 +1,178 @@
+"""GCS fault tolerance in the manifests: every Ray cluster keeps its GCS state in the namespace's Redis, which only Ray
+heads reach. Planted mistakes go through the whole pipeline (render, schema, policy), as in test_manifests.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tools.k8s_check.test_manifests import GPU, K8S, LOCAL, _planted
+from tools import k8s_check
+from tools.k8s_check.gcs_ft import _in_cluster, _parse_address
+from tools.k8s_check.objects import pod_specs
+
+#: The options in base/raycluster.yaml (and, indented 2 more, in sweep/rayjob.yaml).
+OPTIONS = ("  gcsFaultToleranceOptions:  # the GCS's state in Redis (gcs-redis.yaml): a restarted head keeps the "
+           "workers\n    redisAddress: gcs-redis:6379\n    redisPassword:\n      valueFrom:\n        secretKeyRef:\n"
+           "          name: gcs-redis\n          key: REDIS_PASSWORD\n")
+JOB_OPTIONS = "".join("  " + line + "\n" for line in OPTIONS.replace("(gcs-redis.yaml)", "(k8s/base/gcs-redis.yaml)")
+                      .splitlines())
+HEAD_LABEL = '          sentsweep/gcs-redis-client: "true"  # the heads alone reach the GCS Redis\n'
+#: The start of the gpu group's pod template in base/raycluster.yaml.
+GPU_LABELS = ("  - groupName: gpu\n    replicas: 0\n    minReplicas: 0\n    maxReplicas: 4\n    rayStartParams: {}\n"
+              "    template:\n      metadata:\n        labels:\n")
+
+
+@pytest.fixture(scope="module")
+def gpu_objects() -> list[dict]:
+    return [o for path in ("overlays/gpu", "overlays/gpu/sweep") for o in k8s_check.render(K8S / path).objects]
+
+
+def test_every_ray_cluster_keeps_its_gcs_in_the_namespaces_redis(gpu_objects: list[dict]) -> None:
+    clusters = [o["spec"] if o["kind"] == "RayCluster" else o["spec"]["rayClusterSpec"]
+                for o in gpu_objects if o["kind"] in ("RayCluster", "RayJob")]
+    assert len(clusters) == 2
+    for spec in clusters:
+        assert spec["gcsFaultToleranceOptions"] == {"redisAddress": "gcs-redis:6379", "redisPassword": {
+            "valueFrom": {"secretKeyRef": {"name": "gcs-redis", "key": "REDIS_PASSWORD"}}}}
+    labelled = sorted(f"{o['kind']} {p.where}" for o in gpu_objects for p in pod_specs(o)
+                      if p.labels.get("sentsweep/gcs-redis-client") == "true")
+    assert labelled == ["RayCluster spec.headGroupSpec.template.spec",
+                        "RayJob spec.rayClusterSpec.headGroupSpec.template.spec"]  # the heads, no worker
+    redis = next(o for o in gpu_objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "gcs-redis")
+    pod = redis["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["priorityClassName"]) == ("gcs-redis", "sentsweep-platform")
+    script = pod["containers"][0]["args"][0]
+    assert script.startswith("exec redis-server - <<EOF\n")  # the password on stdin, not on a command line
+    assert "requirepass $REDIS_PASSWORD\n" in script and "appendonly yes\n" in script
+    assert "$REDIS_PASSWORD" not in " ".join(pod["containers"][0]["command"])
+    job = next(o for o in gpu_objects if o["kind"] == "RayJob")["spec"]
+    assert job["submitterConfig"]["backoffLimit"] == 6  # about 10 minutes of retries: a head restart's span
+
+
+@pytest.mark.parametrize(("rel", "old", "oid", "prefix"), [
+    ("base/raycluster.yaml", OPTIONS, "RayCluster/sentsweep", "spec"),
+    ("sweep/rayjob.yaml", JOB_OPTIONS, "RayJob/sweep", "spec.rayClusterSpec")])
+def test_a_cluster_without_gcs_fault_tolerance_is_caught(tmp_path: Path, rel: str, old: str, oid: str,
+                                                         prefix: str) -> None:
+    """Without it a head restart loses the cluster's state, and the new head restarts every worker with its trials."""
+    new = _planted(tmp_path, LOCAL, {rel: (old, "")})
+    assert new == [f"{oid}: {prefix}: no GCS fault tolerance: set gcsFaultToleranceOptions (redisAddress, "
+                   "redisPassword from a Secret), or a head restart loses the cluster's state and restarts every "
+                   "worker with its trials [gcs-ft]"]
+
+
+def test_the_older_annotation_instead_of_the_options_is_caught(tmp_path: Path) -> None:
+    """KubeRay's ray.io/ft-enabled takes the password from rayStartParams or the head's env; beside the options
+    KubeRay refuses the cluster."""
+    annotated = "  labels:\n    app.kubernetes.io/name: ray\n  annotations:\n    ray.io/ft-enabled: \"true\"\n"
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": ("  labels:\n    app.kubernetes.io/name: ray\n",
+                                                              annotated)})
+    assert new == ["RayCluster/sentsweep: metadata.annotations: ray.io/ft-enabled is refused with "
+                   "gcsFaultToleranceOptions (KubeRay would reconcile no pod of the cluster) [gcs-ft]"]
+    spec = "spec:\n  rayVersion: \"2.60.0\"\n  authOptions:\n    mode: token\n    secretName: ray-auth\n"
+    new = _planted(tmp_path / "alone", LOCAL, {"base/raycluster.yaml": (
+        "  labels:\n    app.kubernetes.io/name: ray\n" + spec + OPTIONS, annotated + spec)})
+    assert len(new) == 1 and new[0].startswith("RayCluster/sentsweep: spec: no GCS fault tolerance: "), new
+
+
+def test_a_plaintext_or_unresolved_redis_password_is_caught(tmp_path: Path) -> None:
+    secret = "      valueFrom:\n        secretKeyRef:\n          name: gcs-redis\n          key: REDIS_PASSWORD\n"
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": (secret, "      value: hunter2hunter2\n")})
+    assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisPassword: a plaintext value (use "
+                   "valueFrom.secretKeyRef) [gcs-ft]"]
+    new = _planted(tmp_path / "key", LOCAL, {"base/raycluster.yaml": (secret, secret.replace("REDIS_PASSWORD",
+                                                                                             "PASSWORD"))})
+    assert new == ["RayCluster/sentsweep: gcsFaultToleranceOptions.redisPassword: Secret 'gcs-redis' has no key "
+                   "'PASSWORD' [references]"]
+    new = _planted(tmp_path / "none", LOCAL, {"base/raycluster.yaml": ("    redisPassword:\n" + secret, "")})
+    assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisPassword: give the Redis password "
+                   "from a Secret (valueFrom.secretKeyRef) [gcs-ft]"]
+
+
+def test_what_kuberay_refuses_beside_the_options_is_caught(tmp_path: Path) -> None:
+    """KubeRay sets the head's RAY_REDIS_ADDRESS and REDIS_PASSWORD itself and refuses a cluster that sets them."""
+    env = "          - name: TOKENIZERS_PARALLELISM\n            value: \"false\"\n          resources:\n" \
+          "            requests:\n              cpu: \"2\"\n"
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": (
+        env, "          - name: RAY_REDIS_ADDRESS\n            value: gcs-redis:6379\n" + env),
+        "sweep/rayjob.yaml": ("        num-cpus: \"0\"\n", "        num-cpus: \"0\"\n        redis-password: x\n")})
+    assert new == [
+        "RayCluster/sentsweep: spec.headGroupSpec: template.spec.containers[ray-head]: env RAY_REDIS_ADDRESS is "
+        "refused with gcsFaultToleranceOptions (KubeRay sets it from the options) [gcs-ft]",
+        "RayJob/sweep: spec.rayClusterSpec.headGroupSpec: rayStartParams.redis-password is refused with "
+        "gcsFaultToleranceOptions: give redisPassword [gcs-ft]"], new
+
+
+def test_a_shared_storage_namespace_or_another_backend_is_caught(tmp_path: Path) -> None:
+    """Each cluster needs its own key prefix (KubeRay's default: the RayCluster's UID), or deleting one cluster
+    deletes another's GCS state: every cluster of a RayJob would share a fixed one."""
+    address = "      redisAddress: gcs-redis:6379\n"
+    new = _planted(tmp_path, LOCAL, {"sweep/rayjob.yaml": (
+        address, address + "      externalStorageNamespace: sweeps\n")})
+    assert new == ["RayJob/sweep: spec.rayClusterSpec.gcsFaultToleranceOptions.externalStorageNamespace: every "
+                   "cluster of this RayJob (each retry, each sweep of a nameSuffix) would share the key prefix, and "
+                   "deleting one deletes the others' GCS state: leave it out (the cluster's UID) [gcs-ft]"]
+    new = _planted(tmp_path / "rocksdb", LOCAL, {"base/raycluster.yaml": (
+        "    redisAddress: gcs-redis:6379\n", "    backend: rocksdb\n    redisAddress: gcs-redis:6379\n")})
+    assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions.backend: rocksdb is alpha in KubeRay: keep "
+                   "the GCS in Redis [gcs-ft]"]
+
+
+def test_a_redis_address_without_its_service_is_caught(tmp_path: Path) -> None:
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": ("    redisAddress: gcs-redis:6379\n",
+                                                              "    redisAddress: gcs-redis:6380\n")})
+    assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisAddress: gcs-redis:6380: Service "
+                   "'gcs-redis' has no port 6380 [gcs-ft]"]
+    new = _planted(tmp_path / "name", LOCAL, {"sweep/rayjob.yaml": (
+        "      redisAddress: gcs-redis:6379\n", "      redisAddress: redis://gcs-redis.sentsweep.svc.cluster.local\n")})
+    assert new == []  # the same Service, by its full name and the default port
+    new = _planted(tmp_path / "other", LOCAL, {"sweep/rayjob.yaml": (
+        "      redisAddress: gcs-redis:6379\n", "      redisAddress: gcs-redis.other.svc:6379\n")})
+    assert new == ["RayJob/sweep: spec.rayClusterSpec.gcsFaultToleranceOptions.redisAddress: "
+                   "gcs-redis.other.svc:6379: no Service 'gcs-redis' is deployed with it [gcs-ft]"]
+
+
+def test_a_worker_let_into_the_gcs_redis_is_caught(tmp_path: Path) -> None:
+    """A worker runs trial code: it must not reach the store of the cluster's state, password or not."""
+    new = _planted(tmp_path, GPU, {"base/raycluster.yaml": (
+        GPU_LABELS, GPU_LABELS + '          sentsweep/gcs-redis-client: "true"\n')})
+    assert new == ["NetworkPolicy/gcs-redis-ingress: spec.ingress[0]: admits RayCluster/sentsweep "
+                   "spec.workerGroupSpecs[0].template.spec to the GCS Redis (StatefulSet/gcs-redis): only Ray heads "
+                   "may reach it (a worker runs trial code) [gcs-ft]"], new
+    rule = "          sentsweep/gcs-redis-client: \"true\"\n    ports:\n    - protocol: TCP\n      port: 6379\n"
+    new = _planted(tmp_path / "namespaces", LOCAL, {"base/network-policies.yaml": (rule, rule.replace(
+        "    ports:\n", "    - namespaceSelector: {}\n    ports:\n"))})
+    assert new == ["NetworkPolicy/gcs-redis-ingress: spec.ingress[0]: admits pods of other namespaces "
+                   "(namespaceSelector) to the GCS Redis (StatefulSet/gcs-redis): only Ray heads may reach it (a "
+                   "worker runs trial code) [gcs-ft]"], new
+
+
+def test_a_head_that_cannot_reach_its_redis_is_caught(tmp_path: Path) -> None:
+    """Without the label the head's GCS cannot reach Redis: the head would not start at all."""
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": (HEAD_LABEL, "")})
+    where = "RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisAddress: no"
+    assert new == [f"{where} egress NetworkPolicy lets the head (spec.headGroupSpec.template.spec) out to the Redis "
+                   "pods [gcs-ft]",
+                   f"{where} ingress NetworkPolicy of the Redis pods lets the head (spec.headGroupSpec.template.spec) "
+                   "in [gcs-ft]"], new
+
+
+def test_redis_addresses_are_read_as_kuberay_and_ray_read_them() -> None:
+    assert _parse_address("gcs-redis:6379") == ("gcs-redis", 6379)
+    assert _parse_address("redis://gcs-redis") == ("gcs-redis", 6379)
+    assert _parse_address("rediss://user:pw@gcs-redis.ns.svc:7000,other:1") == ("gcs-redis.ns.svc", 7000)
+    assert [_in_cluster(h) for h in ("gcs-redis", "gcs-redis.ns.svc", "gcs-redis.ns.svc.cluster.local",
+                                     "redis.example.com", "10.0.0.5")] == [True, True, True, False, False]
+
+
+def test_the_shipped_crd_names_every_field_of_the_options(tmp_path: Path) -> None:
+    """KubeRay 1.7.0's schema holds gcsFaultToleranceOptions field by field, so the strict pass catches a typo."""
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": ("    redisAddress: gcs-redis:6379\n",
+                                                              "    redisAdress: gcs-redis:6379\n")})
+    assert new == [
+        "RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisAdress: unknown field (did you mean 'redisAddress'?) "
+        "[strict]",
+        "RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisAddress (the Redis that keeps the GCS state, "
+        "gcs-redis:6379) [gcs-ft]"], new
