@@ -1,6 +1,5 @@
 """Run a sweep (:func:`run_sweep`) or continue one from its folder (:func:`resume_sweep`): Ray Tune's ``Tuner`` with
-Optuna and ASHA, the confirmation stage, then finalize (docs/architecture.md).
-"""
+Optuna and ASHA, the confirmation stage, then finalize (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from sentsweep.platform.driver.confirmation import end_stage_run, run_confirmati
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session, refuse_unanswered_ray
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
-from sentsweep.platform.folder.lock import LockLost, SweepLock
+from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.location import (
     MANIFEST,
@@ -225,7 +224,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 opened = True
             results = search_results(tuner, location, config, fresh=not reopen,
                                      stage_began=reopen and read_state(location) is not None)
-            _refuse_if_superseded(stops)
+            stops.refuse_if_superseded()
             unfinished = interrupt.unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 mark_search_over(location, config)  # a resume from here on reads the results back
@@ -238,11 +237,11 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 if confirmation is not None and confirmation.results is not None:  # counted, never stopped
                     record_stage_compute(results, confirmation.results, sweep.log_metrics)
     except BaseException as exc:
-        _refuse_if_superseded(stops, exc)  # the parent run and its trials' runs belong to the new holder
+        stops.refuse_if_superseded(exc)  # the parent run and its trials' runs belong to the new holder
         if opened:
             close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
-    _refuse_if_superseded(stops)
+    stops.refuse_if_superseded()
     # this session's seconds on top of earlier sessions', a stopped one's too: the total a resume ends with
     wall = time.time() - started
     sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})
@@ -266,22 +265,14 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         if finalize:
             from sentsweep.platform.driver.finalize import finalize_sweep
 
-            finalize_sweep(outcome, config, location, sweep, echo=echo)
-        _refuse_if_superseded(stops)
+            finalize_sweep(outcome, config, location, sweep, stops, echo)
+        stops.refuse_if_superseded()
     except BaseException as exc:
-        _refuse_if_superseded(stops, exc)
+        stops.refuse_if_superseded(exc)
         close(_state_after(exc, location), f"after the trials: {type(exc).__name__}: {exc}", outcome)
         raise
     close("finished", outcome=outcome)
     return outcome
-
-
-def _refuse_if_superseded(stops: interrupt.StopSignals, exc: BaseException | None = None) -> None:
-    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock (``exc``: what ended it)."""
-    if isinstance(exc, LockLost):
-        raise exc
-    if stops.superseded is not None:
-        raise LockLost(stops.superseded) from exc
 
 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:

@@ -1,6 +1,4 @@
-"""A Tune experiment of the sweep (:func:`build_tuner`, for the search and the confirmation stage) and the trainable
-as Tune runs it, with its resources: a finished trial never trains again (:func:`run_once`), and a trial whose
-snapshotted checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`)."""
+"""A Tune experiment of the sweep, for the search and the confirmation stage, and the trainable as Tune runs it."""
 
 from __future__ import annotations
 
