@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import tune
 from ray.tune import ResultGrid
@@ -33,7 +33,7 @@ from sentsweep.platform.confirm.stage import (
 from sentsweep.platform.driver import interrupt
 from sentsweep.platform.driver.callbacks import stage_callbacks
 from sentsweep.platform.driver.resume import refuse_unreadable_state, snapshot_names
-from sentsweep.platform.driver.specs import TrainableLike, describe_settings
+from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome
@@ -45,11 +45,14 @@ from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX
 
+if TYPE_CHECKING:
+    from sentsweep.trainables.registry import TrainableSpec
+
 log = logging.getLogger("sentsweep.platform")
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                     stops: interrupt.StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
+                     stops: interrupt.StopSignals, trainable: TrainableSpec, echo: Callable[[str], None] = print, *,
                      fresh: bool = False) -> ConfirmationOutcome | None:
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal raises
     :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew: a state (or

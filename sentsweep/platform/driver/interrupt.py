@@ -145,15 +145,12 @@ class StopSignals:
             if self.superseded is None:  # else the marker (if any) is the new holder's
                 drain.reset_flag()
 
-    @contextlib.contextmanager
-    def draining_in(self, filesystem: Any, folder: str) -> Iterator[Drain | None]:
+    def draining_in(self, filesystem: Any, folder: str) -> contextlib.AbstractContextManager[Drain | None]:
         """While a further Tune experiment of the sweep runs in ``folder`` on ``filesystem`` (the confirmation
         stage), a drain writes its marker there, where that experiment's trials read it; without a drain, none."""
         if self.drain is None:
-            yield None
-            return
-        with self.draining(Drain(filesystem, folder, self.drain.grace_s)) as drain:
-            yield drain
+            return contextlib.nullcontext()
+        return self.draining(Drain(filesystem, folder, self.drain.grace_s))
 
     def watch_sigint(self) -> None:
         """Record a SIGINT too, then hand it to :attr:`drain`, else to the handler in force (called once Tune

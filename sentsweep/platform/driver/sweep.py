@@ -7,6 +7,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from optuna.trial import FrozenTrial
 from ray.tune import Tuner
@@ -47,9 +48,12 @@ from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState
 from sentsweep.yaml_io import apply_overrides
 
+if TYPE_CHECKING:
+    from sentsweep.trainables.registry import TrainableSpec
+
 
 @failing_quickly
-def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: specs.TrainableLike | None = None,
+def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableSpec | None = None,
               space: specs.SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
               forward_credentials: bool = False) -> SweepOutcome:
@@ -101,7 +105,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: spec
 @failing_quickly
 def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
                  overrides: Sequence[str] = (), allow_change: Collection[str] = (),
-                 trainable: specs.TrainableLike | None = None, space: specs.SearchSpaceLike | None = None,
+                 trainable: TrainableSpec | None = None, space: specs.SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
                  forward_credentials: bool = False, tracking_uri: str | None = None,
@@ -168,7 +172,7 @@ def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
                        "with the version that started it", file=uri) if "sentsweep" in str(exc) else None
 
 
-def new_tuner(config: SweepConfig, trainable: specs.TrainableLike, space: specs.SearchSpaceLike,
+def new_tuner(config: SweepConfig, trainable: TrainableSpec, space: specs.SearchSpaceLike,
               location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
     """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from."""
     searcher = build_searcher(config, space.define_by_run, specs.space_points(space), history=history,
@@ -186,7 +190,7 @@ def new_tuner(config: SweepConfig, trainable: specs.TrainableLike, space: specs.
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: specs.TrainableLike,
+           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: TrainableSpec,
            space: specs.SearchSpaceLike, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
            finalize: bool, echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
     """The Tuner and the confirmation stage in a Ray session; the parent run closed as the sweep ended, notified."""
