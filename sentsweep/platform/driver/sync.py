@@ -47,10 +47,10 @@ def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, 
     tags = client.get_run(parent_run_id).data.tags
     if not (best := tags.get(vocab.BEST_TRIAL_TAG)) or vocab.BEST_RUN_TAG in tags:
         return
-    found = next((run for r in stage_runs if (run := vocab.find_trial_run(client, experiment_id, r, best)) is not None),
-                 None)
-    if found is not None:
-        client.set_tag(parent_run_id, vocab.BEST_RUN_TAG, found.info.run_id)
+    for run_id in stage_runs:
+        if (found := vocab.find_trial_run(client, experiment_id, run_id, best)) is not None:
+            client.set_tag(parent_run_id, vocab.BEST_RUN_TAG, found.info.run_id)
+            return
 
 
 def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, location: SweepLocation,
