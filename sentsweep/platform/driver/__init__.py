@@ -1,6 +1,5 @@
 """Run and resume a sweep. The names below are imported on first use, so importing the package loads neither Ray nor
-MLflow.
-"""
+MLflow."""
 
 from __future__ import annotations
 

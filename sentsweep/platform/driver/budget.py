@@ -60,8 +60,7 @@ class SweepBudget:
         self.trials[trial_id] = trial_compute(result)
 
     def check(self) -> bool:
-        """Count the driver's time since the last check; whether the budget is spent: the first limit reached is said
-        once, then kept."""
+        """Count the driver's time since the last check; whether the budget is spent (the first limit reached)."""
         now = self.clock()
         if self._tick is not None:
             self.wall_seconds += now - self._tick

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import tune
 from ray.tune import ResultGrid
@@ -33,7 +33,7 @@ from sentsweep.platform.confirm.stage import (
 from sentsweep.platform.driver import interrupt
 from sentsweep.platform.driver.callbacks import stage_callbacks
 from sentsweep.platform.driver.resume import refuse_unreadable_state, snapshot_names
-from sentsweep.platform.driver.specs import TrainableLike, describe_settings
+from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
 from sentsweep.platform.outcome import ConfirmationOutcome
@@ -42,24 +42,17 @@ from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.trial_runs import create_unique_run
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX
-from sentsweep.tracking.vocabulary import (
-    CHANGED_TAG,
-    CONFIRM_RANK_TAG,
-    CONFIRMATION_ROLE,
-    CONFIRMS_TAG,
-    PARENT_TAG,
-    REASON_TAG,
-    ROLE_TAG,
-    SEARCH_BEST_TAG,
-    SWEEP_TAG,
-)
+
+if TYPE_CHECKING:
+    from sentsweep.trainables.registry import TrainableSpec
 
 log = logging.getLogger("sentsweep.platform")
 
 
 def run_confirmation(results: ResultGrid, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                     stops: interrupt.StopSignals, trainable: TrainableLike, echo: Callable[[str], None] = print, *,
+                     stops: interrupt.StopSignals, trainable: TrainableSpec, echo: Callable[[str], None] = print, *,
                      fresh: bool = False) -> ConfirmationOutcome | None:
     """Run (or continue) the stage; None when it is off or no trial finished. A stop signal raises
     :class:`SweepInterrupted` once Tune saved the stage's state. A ``fresh`` sweep begins the stage anew: a state (or
@@ -140,8 +133,8 @@ def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
         run = sweep.client.get_run(_stage_run_id(sweep))
         if run.info.status == "KILLED":
             sweep.client.update_run(run.info.run_id, status="SCHEDULED")
-            if REASON_TAG in run.data.tags:
-                sweep.client.delete_tag(run.info.run_id, REASON_TAG)
+            if vocab.REASON_TAG in run.data.tags:
+                sweep.client.delete_tag(run.info.run_id, vocab.REASON_TAG)
     except Exception as exc:  # noqa: BLE001 - best effort
         log.warning("the confirmation stage's run was not scheduled (%s: %s): it is created when the stage begins",
                     type(exc).__name__, exc)
@@ -150,11 +143,13 @@ def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
 def _stage_run_id(sweep: SweepRun, create: bool = True) -> str | None:
     """The sweep's ``confirmation`` run: known already, found, or (``create``) created now, SCHEDULED."""
     if sweep.stage_run_id is None:
-        query = f"tags.`{PARENT_TAG}` = '{sweep.run_id}' and tags.`{ROLE_TAG}` = '{CONFIRMATION_ROLE}'"
+        query = (f"tags.`{vocab.PARENT_TAG}` = '{sweep.run_id}' and "
+                 f"tags.`{vocab.ROLE_TAG}` = '{vocab.CONFIRMATION_ROLE}'")
         found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
         sweep.stage_run_id = found[0].info.run_id if found else None
     if sweep.stage_run_id is None and create:
-        tags = {PARENT_TAG: sweep.run_id, ROLE_TAG: CONFIRMATION_ROLE, SWEEP_TAG: sweep.sweep_name}
+        tags = {vocab.PARENT_TAG: sweep.run_id, vocab.ROLE_TAG: vocab.CONFIRMATION_ROLE,
+                vocab.SWEEP_TAG: sweep.sweep_name}
         run = create_unique_run(sweep.client, sweep.experiment_id, tags, f"{sweep.sweep_name}-confirmation", tags)
         sweep.client.update_run(run.info.run_id, status="SCHEDULED")
         sweep.stage_run_id = run.info.run_id
@@ -203,10 +198,12 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
         if values := [r.metrics[key] for r in further if math.isfinite(r.metrics[key])]:
             winner_figures[f"confirmed_{key}_mean"] = sum(values) / len(values)
     sweep.log_metrics(_finite(winner_figures))
-    sweep.set_tags({SEARCH_BEST_TAG: outcome.candidates[0].trial_id, CHANGED_TAG: str(outcome.changed).lower()})
+    sweep.set_tags({vocab.SEARCH_BEST_TAG: outcome.candidates[0].trial_id,
+                    vocab.CHANGED_TAG: str(outcome.changed).lower()})
     for candidate in outcome.candidates:  # each stage trial's run names the candidate it confirms
         for seed_run in candidate.further_runs:
-            run.tag_trial(seed_run.trial_id, {CONFIRMS_TAG: candidate.trial_id, CONFIRM_RANK_TAG: str(candidate.rank)})
+            run.tag_trial(seed_run.trial_id, {vocab.CONFIRMS_TAG: candidate.trial_id,
+                                              vocab.CONFIRM_RANK_TAG: str(candidate.rank)})
     with tempfile.TemporaryDirectory() as tmp:
         write_tables(outcome, config, Path(tmp))
         if config.plots:  # intervals.png and its CSV; a plot that fails is a warning, never a failed stage

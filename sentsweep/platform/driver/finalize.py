@@ -15,7 +15,6 @@ from sentsweep.evaluation.metric_protocols import result_protocols
 from sentsweep.evaluation.senteval.settings import SENTEVAL_OPTION_FIELDS
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.driver.specs import describe_settings
-from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import checkpoint_folder, prune_sweep, trial_folder
 from sentsweep.platform.location import folder_command
 from sentsweep.platform.report.export import (
@@ -30,21 +29,14 @@ from sentsweep.platform.report.winner import best_label, record_front, report_re
 from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_keys
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
-from sentsweep.platform.stops import superseded
 from sentsweep.platform.tracking.reachability import store_answers
-from sentsweep.tracking.vocabulary import (
-    BEST_LABEL_TAG,
-    BEST_RUN_TAG,
-    BEST_TRIAL_TAG,
-    EXPORTED_MODEL_TAG,
-    find_trial_run,
-    protocol_record,
-)
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
 
+    from sentsweep.platform.driver.interrupt import StopSignals
     from sentsweep.platform.location import SweepLocation
     from sentsweep.platform.outcome import SweepOutcome
     from sentsweep.platform.tracking.parent_run import SweepRun
@@ -57,8 +49,9 @@ FINAL_EVAL_JSON = "final_eval.json"
 
 
 def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-                   echo: Callable[[str], None] = print) -> None:
-    """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``)."""
+                   stops: StopSignals, echo: Callable[[str], None] = print) -> None:
+    """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``); only while this driver holds
+    the sweep's lock, since what follows would compete with a new holder's finalize."""
     varying = varying_keys(outcome.results or ())
     records = trial_records(outcome.results, config.metric, varying) if outcome.results else []
     if config.plots:
@@ -78,21 +71,21 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     outcome.best_trial_id = str(best.metrics.get("trial_id"))
     outcome.best_value = float(best.metrics[config.metric])
     outcome.best_config = {k: v for k, v in (best.config or {}).items() if k != "tracking"}
-    found = _if_answered(sweep, lambda: find_trial_run(sweep.client, sweep.experiment_id, parent,
+    found = _if_answered(sweep, lambda: vocab.find_trial_run(sweep.client, sweep.experiment_id, parent,
                                                        outcome.best_trial_id))
     outcome.best_run_id = found.info.run_id if found else None
     # before the tags below; only when MLflow answered (an outage would make each call wait out its retries)
     earlier = _if_answered(sweep, lambda: sweep.client.get_run(sweep.run_id)) if outcome.best_run_id else None
     recorded = recorded_finals(sweep, earlier, outcome.best_trial_id) if config.final_tasks and earlier else None
     label = best_label(outcome)
-    sweep.set_tags({BEST_TRIAL_TAG: outcome.best_trial_id, BEST_LABEL_TAG: label}
-                   | ({BEST_RUN_TAG: outcome.best_run_id} if outcome.best_run_id else {}))
+    sweep.set_tags({vocab.BEST_TRIAL_TAG: outcome.best_trial_id, vocab.BEST_LABEL_TAG: label}
+                   | ({vocab.BEST_RUN_TAG: outcome.best_run_id} if outcome.best_run_id else {}))
     best_key = f"best_{config.metric}"
     if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
         sweep.log_metrics({best_key: outcome.best_value})
     echo(f"best trial {label}: {config.metric} {outcome.best_value:.2f} with "
          + describe_settings({k: outcome.best_config[k] for k in varying if k in outcome.best_config}))
-    still_held()  # the test suite, the export and the retention below are the lock holder's alone
+    stops.refuse_if_superseded()  # the test suite, the export and the retention below are the lock holder's alone
     # a local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote
     source = pick_best(checkpoint_folder(best), BestFolder(trial_folder(best).child(BEST_DIR)), config.mode)
     if source is None:
@@ -108,7 +101,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                  + (f" (and {rest} per-subset figure{'s' * (rest > 1)}: best_eval/ in MLflow)" if headline and rest
                     else ""))
         if config.export or config.register_model:
-            still_held()
+            stops.refuse_if_superseded()
             try:
                 about = version_about(outcome, config, varying) if config.register_model else None
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
@@ -123,21 +116,15 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                 echo(f"'{config.register_model}' is registered once MLflow answers "
                      f"({folder_command('sync', location.uri, sweep.tracking_uri)})")
         if outcome.export_dir is not None:  # the best trial's run names the exported model, else gets the weights once
-            sweep.tag_trial(outcome.best_trial_id, {EXPORTED_MODEL_TAG: f"runs:/{sweep.run_id}/{BEST_MODEL}"}, parent)
+            exported = f"runs:/{sweep.run_id}/{BEST_MODEL}"
+            sweep.tag_trial(outcome.best_trial_id, {vocab.EXPORTED_MODEL_TAG: exported}, parent)
         elif not (outcome.best_run_id and _if_answered(
                 sweep, lambda: has_artifact(sweep.client, outcome.best_run_id, BEST_WEIGHTS))):
             sweep.upload_to_trial(outcome.best_trial_id, weights, BEST_WEIGHTS, parent)
     if config.reference is not None:  # the paper's figure, its setting's trial and the winner side by side
         report_reference(config, outcome, sweep, echo)
-    still_held()
+    stops.refuse_if_superseded()
     prune_stages(outcome, config, echo)
-
-
-def still_held() -> None:
-    """Go on only while this driver holds the sweep's lock: once another driver took the sweep over (the heartbeat
-    found its record), :class:`LockLost`, since what follows would compete with the new holder's finalize."""
-    if (reason := superseded()) is not None:
-        raise LockLost(reason)
 
 
 def export_skipped_line(exc: ConfigError, label: str) -> str:
@@ -170,7 +157,7 @@ def _if_answered(sweep: SweepRun, read: Callable[[], Any]) -> Any:
 def recorded_finals(sweep: SweepRun, run: Run, trial_id: str) -> dict[str, float] | None:
     """The ``final_*`` metrics an earlier finalize recorded on the parent ``run`` for best trial ``trial_id`` (a full
     SentEval suite takes most of an hour on a CPU); None unless its ``final_eval.json`` (logged last) is there."""
-    if run.data.tags.get(BEST_TRIAL_TAG) != trial_id or not _if_answered(
+    if run.data.tags.get(vocab.BEST_TRIAL_TAG) != trial_id or not _if_answered(
             sweep, lambda: has_artifact(sweep.client, sweep.run_id, f"{FINAL_EVAL_DIR}/{FINAL_EVAL_JSON}")):
         return None  # not recorded, or unknown while MLflow does not answer: evaluate again
     return {k.removeprefix(FINAL_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(FINAL_PREFIX)} or None
@@ -188,7 +175,7 @@ def evaluate_best(weights: Path, config: SweepConfig, sweep: SweepRun,
     result = evaluate(load_encoder(weights), config.final_tasks, data_dir=config.data_dir, **options)
     metrics = {k: float(v) for k, v in result.metrics.items()}
     sweep.log_metrics({f"{FINAL_PREFIX}{k}": v for k, v in metrics.items() if math.isfinite(v)})
-    sweep.log_protocols(protocol_record(result_protocols(result), prefix=FINAL_PREFIX))
+    sweep.log_protocols(vocab.protocol_record(result_protocols(result), prefix=FINAL_PREFIX))
     with tempfile.TemporaryDirectory() as tmp:
         result.to_csv(Path(tmp) / "final_eval.csv")
         result.to_json(Path(tmp) / FINAL_EVAL_JSON)

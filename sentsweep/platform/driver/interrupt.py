@@ -1,6 +1,5 @@
 """Graceful stops: SIGTERM is handled as Ctrl+C is, the running trials checkpoint first (:class:`Drain`), and Tune saves
-its state so that the sweep can be resumed (docs/architecture.md, "Checkpoints").
-"""
+its state so that the sweep can be resumed (docs/architecture.md, "Checkpoints")."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.location import folder_command
 from sentsweep.platform.results import is_draining
 from sentsweep.platform.stops import ACTIVE
@@ -113,6 +113,13 @@ class StopSignals:
         """Another driver holds (or may take) the sweep now: stop at Tune's next step, touching nothing of its."""
         self.superseded = self.superseded or reason
 
+    def refuse_if_superseded(self, exc: BaseException | None = None) -> None:
+        """Stop here with :class:`LockLost`, leaving the sweep's runs to the new holder (``exc``: what ended it)."""
+        if isinstance(exc, LockLost):
+            raise exc
+        if self.superseded is not None:
+            raise LockLost(self.superseded) from exc
+
     @property
     def name(self) -> str:
         return self.received or "SIGINT"
@@ -128,8 +135,7 @@ class StopSignals:
 
     @contextlib.contextmanager
     def draining(self, drain: Drain) -> Iterator[Drain]:
-        """``drain`` handles the first signal inside the block (its stop marker removed before and after); the
-        drain in force before it, if any, again after it."""
+        """``drain`` handles the first signal inside the block (its stop marker removed before and after)."""
         drain.reset_flag()
         previous, self.drain = self.drain, drain
         try:
@@ -139,15 +145,12 @@ class StopSignals:
             if self.superseded is None:  # else the marker (if any) is the new holder's
                 drain.reset_flag()
 
-    @contextlib.contextmanager
-    def draining_in(self, filesystem: Any, folder: str) -> Iterator[Drain | None]:
+    def draining_in(self, filesystem: Any, folder: str) -> contextlib.AbstractContextManager[Drain | None]:
         """While a further Tune experiment of the sweep runs in ``folder`` on ``filesystem`` (the confirmation
         stage), a drain writes its marker there, where that experiment's trials read it; without a drain, none."""
         if self.drain is None:
-            yield None
-            return
-        with self.draining(Drain(filesystem, folder, self.drain.grace_s)) as drain:
-            yield drain
+            return contextlib.nullcontext()
+        return self.draining(Drain(filesystem, folder, self.drain.grace_s))
 
     def watch_sigint(self) -> None:
         """Record a SIGINT too, then hand it to :attr:`drain`, else to the handler in force (called once Tune

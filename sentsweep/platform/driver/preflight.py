@@ -271,8 +271,7 @@ def _check_corpus_head(name: str, data_dir: str | None) -> None:
 
 
 def after_the_search(config: SweepConfig) -> str:
-    """What a sweep runs once its search ended: the confirmation trials, the test suite, the export and the
-    registration, in one line."""
+    """What a sweep runs once its search ended, in one line."""
     top_k, seeds = config.confirm.top_k, config.confirm.seeds
     best = "the best configuration" if top_k == 1 else f"the {top_k} best configurations"
     trials = f"up to {top_k * seeds} trial{'s' * (top_k * seeds > 1)}"

@@ -1,7 +1,6 @@
 """The Ray a sweep runs in: a joined cluster, or a local Ray on loopback with a token of its session. A killed driver's
 local Ray leaves agents listening, so the driver marks its session folder, and a later local start ends what a gone
-driver left (:func:`end_stale_sessions`); an unmarked folder (another program's Ray) is never touched.
-"""
+driver left (:func:`end_stale_sessions`); an unmarked folder (another program's Ray) is never touched."""
 
 from __future__ import annotations
 

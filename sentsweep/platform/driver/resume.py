@@ -28,6 +28,7 @@ from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
 from sentsweep.platform.tracking.parent_run import SweepRun, flatten
 from sentsweep.platform.tracking.trial_runs import trial_folders
 from sentsweep.tracking.vocabulary import RESUME_CHANGES_TAG, STATUS_TAG, SWEEP_DIR_TAG
+from sentsweep.trainables.checkpoints import StoredFolder
 
 logger = logging.getLogger(__name__)
 
@@ -251,9 +252,8 @@ def sweep_folders(config: SweepConfig) -> list[str]:
     probe = locate(f"{config.storage_path.rstrip('/')}/probe", config.storage_endpoint_url)
     fs, path = probe.resolve()
     pattern = re.compile("^" + re.escape(config.name) + _STAMP)
-    infos = fs.get_file_info(pyarrow.fs.FileSelector(posixpath.dirname(path), allow_not_found=True))
-    return [f"{probe.uri.rsplit('/', 1)[0]}/{i.base_name}" for i in sorted(infos, key=lambda i: i.base_name)
-            if i.type == pyarrow.fs.FileType.Directory and pattern.match(i.base_name)]
+    names = StoredFolder(fs, posixpath.dirname(path)).subfolders()
+    return [f"{probe.uri.rsplit('/', 1)[0]}/{name}" for name in names if pattern.match(name)]
 
 
 def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSweep | None:

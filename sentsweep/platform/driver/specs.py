@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -11,34 +11,12 @@ from sentsweep.errors import ConfigError, config_error
 from sentsweep.platform.config import SweepConfig
 
 if TYPE_CHECKING:
+    from sentsweep.search_spaces import PythonSpace, SearchSpaceSpec
+    from sentsweep.trainables.registry import TrainableSpec
     from sentsweep.trainables.trial_config import TrialConfig
 
-
-class TrainableLike(Protocol):
-    """What the platform needs of a trainable (``sentsweep.trainables.registry.TrainableSpec``)."""
-
-    function: Callable[[dict[str, Any]], None]
-    reuse_actors: bool
-
-    @property
-    def config_cls(self) -> type[TrialConfig]: ...
-
-
-class SearchSpaceLike(Protocol):
-    """What the platform needs of a space (``sentsweep.search_spaces.SearchSpaceSpec``)."""
-
-    name: str
-    method: str
-    define_by_run: Callable[..., dict[str, Any] | None]
-    first_point: dict[str, Any]
-    extra_points: tuple[dict[str, Any], ...]
-
-    @property
-    def fixed(self) -> dict[str, Any]: ...
-
-    def for_settings(self, settings: Mapping[str, Any]) -> SearchSpaceLike: ...
-
-    def describe(self) -> list[str]: ...
+    #: A sweep's space: one read from YAML, or one written in Python.
+    SearchSpaceLike = SearchSpaceSpec | PythonSpace
 
 
 def space_points(space: SearchSpaceLike) -> list[dict[str, Any]]:
@@ -51,8 +29,8 @@ def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, 
     return space.first_point if config.reference else None
 
 
-def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableLike | None = None,
-                  space: SearchSpaceLike | None = None) -> tuple[TrainableLike, SearchSpaceLike]:
+def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableSpec | None = None,
+                  space: SearchSpaceLike | None = None) -> tuple[TrainableSpec, SearchSpaceLike]:
     """The method's trainable and the search space, from the registries unless given; the space is bound to the
     settings the trials share (a first point may depend on ``fixed`` or the model, as CoSENT's NLI setting does)."""
     try:
@@ -96,7 +74,7 @@ def trial_param_space(config: SweepConfig) -> dict[str, Any]:
     return params
 
 
-def validate_trials(config: SweepConfig, trainable: TrainableLike, space: SearchSpaceLike,
+def validate_trials(config: SweepConfig, trainable: TrainableSpec, space: SearchSpaceLike,
                     source: str | None = None) -> list[TrialConfig]:
     """The trial configs of the space's first points; refused: ``fixed`` settings invalid or set by the space."""
     points, fixed_here = space_points(space), space.fixed

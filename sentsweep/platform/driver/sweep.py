@@ -1,6 +1,5 @@
 """Run a sweep (:func:`run_sweep`) or continue one from its folder (:func:`resume_sweep`): Ray Tune's ``Tuner`` with
-Optuna and ASHA, the confirmation stage, then finalize (docs/architecture.md).
-"""
+Optuna and ASHA, the confirmation stage, then finalize (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from optuna.trial import FrozenTrial
 from ray.tune import Tuner
@@ -23,7 +23,7 @@ from sentsweep.platform.driver.confirmation import end_stage_run, run_confirmati
 from sentsweep.platform.driver.preflight import check_sweep
 from sentsweep.platform.driver.ray_session import ray_session, refuse_unanswered_ray
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
-from sentsweep.platform.folder.lock import LockLost, SweepLock
+from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, refuse_untrusted_state, trusted_tracking_uri
 from sentsweep.platform.location import (
     MANIFEST,
@@ -48,9 +48,12 @@ from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState
 from sentsweep.yaml_io import apply_overrides
 
+if TYPE_CHECKING:
+    from sentsweep.trainables.registry import TrainableSpec
+
 
 @failing_quickly
-def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: specs.TrainableLike | None = None,
+def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: TrainableSpec | None = None,
               space: specs.SearchSpaceLike | None = None, address: str | None = None, finalize: bool = True,
               log_to_driver: bool = False, echo: Callable[[str], None] = print, preflight: bool = True,
               forward_credentials: bool = False) -> SweepOutcome:
@@ -102,7 +105,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: spec
 @failing_quickly
 def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: SweepConfig | None = None,
                  overrides: Sequence[str] = (), allow_change: Collection[str] = (),
-                 trainable: specs.TrainableLike | None = None, space: specs.SearchSpaceLike | None = None,
+                 trainable: TrainableSpec | None = None, space: specs.SearchSpaceLike | None = None,
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
                  forward_credentials: bool = False, tracking_uri: str | None = None,
@@ -169,7 +172,7 @@ def other_version_error(exc: BaseException, uri: str) -> ConfigError | None:
                        "with the version that started it", file=uri) if "sentsweep" in str(exc) else None
 
 
-def new_tuner(config: SweepConfig, trainable: specs.TrainableLike, space: specs.SearchSpaceLike,
+def new_tuner(config: SweepConfig, trainable: TrainableSpec, space: specs.SearchSpaceLike,
               location: SweepLocation, sweep: SweepRun, history: Sequence[FrozenTrial] = ()) -> Tuner:
     """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from."""
     searcher = build_searcher(config, space.define_by_run, specs.space_points(space), history=history,
@@ -187,7 +190,7 @@ def new_tuner(config: SweepConfig, trainable: specs.TrainableLike, space: specs.
 
 
 def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: SweepLocation, sweep: SweepRun,
-           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: specs.TrainableLike,
+           stops: interrupt.StopSignals, notifier: SweepNotifier, trainable: TrainableSpec,
            space: specs.SearchSpaceLike, *, address: str | None, worker_env: Mapping[str, str], log_to_driver: bool,
            finalize: bool, echo: Callable[[str], None], reopen: bool = False) -> SweepOutcome:
     """The Tuner and the confirmation stage in a Ray session; the parent run closed as the sweep ended, notified."""
@@ -225,7 +228,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 opened = True
             results = search_results(tuner, location, config, fresh=not reopen,
                                      stage_began=reopen and read_state(location) is not None)
-            _refuse_if_superseded(stops)
+            stops.refuse_if_superseded()
             unfinished = interrupt.unfinished_trials(location) if stops.received else None
             if unfinished is None:
                 mark_search_over(location, config)  # a resume from here on reads the results back
@@ -238,11 +241,11 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 if confirmation is not None and confirmation.results is not None:  # counted, never stopped
                     record_stage_compute(results, confirmation.results, sweep.log_metrics)
     except BaseException as exc:
-        _refuse_if_superseded(stops, exc)  # the parent run and its trials' runs belong to the new holder
+        stops.refuse_if_superseded(exc)  # the parent run and its trials' runs belong to the new holder
         if opened:
             close(_state_after(exc, location), f"{type(exc).__name__}: {exc}")
         raise
-    _refuse_if_superseded(stops)
+    stops.refuse_if_superseded()
     # this session's seconds on top of earlier sessions', a stopped one's too: the total a resume ends with
     wall = time.time() - started
     sweep.log_metrics({"sweep_wall_seconds": wall + sweep.previous_max("sweep_wall_seconds")})
@@ -266,22 +269,14 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         if finalize:
             from sentsweep.platform.driver.finalize import finalize_sweep
 
-            finalize_sweep(outcome, config, location, sweep, echo=echo)
-        _refuse_if_superseded(stops)
+            finalize_sweep(outcome, config, location, sweep, stops, echo)
+        stops.refuse_if_superseded()
     except BaseException as exc:
-        _refuse_if_superseded(stops, exc)
+        stops.refuse_if_superseded(exc)
         close(_state_after(exc, location), f"after the trials: {type(exc).__name__}: {exc}", outcome)
         raise
     close("finished", outcome=outcome)
     return outcome
-
-
-def _refuse_if_superseded(stops: interrupt.StopSignals, exc: BaseException | None = None) -> None:
-    """Stop here, leaving the parent run as it is, when this driver lost the sweep's lock (``exc``: what ended it)."""
-    if isinstance(exc, LockLost):
-        raise exc
-    if stops.superseded is not None:
-        raise LockLost(stops.superseded) from exc
 
 
 def _state_after(exc: BaseException, location: SweepLocation) -> SweepState:

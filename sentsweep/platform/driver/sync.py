@@ -27,15 +27,8 @@ from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import first_line, store_answers
 from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, reconcile, trial_folders
 from sentsweep.platform.tracking.trial_runs_callback import sweep_totals
+from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
-from sentsweep.tracking.vocabulary import (
-    BEST_RUN_TAG,
-    BEST_TRIAL_TAG,
-    CONFIRMATION_ROLE,
-    PARENT_TAG,
-    ROLE_TAG,
-    find_trial_run,
-)
 from sentsweep.trainables.report_keys import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")
@@ -52,11 +45,12 @@ def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tu
 def link_best_run(client: MlflowClient, experiment_id: str, parent_run_id: str, stage_runs: list[str]) -> None:
     """Tag the sweep run with its best trial's run, missing (MLflow was down) when the sweep's end named the trial."""
     tags = client.get_run(parent_run_id).data.tags
-    if not (best := tags.get(BEST_TRIAL_TAG)) or BEST_RUN_TAG in tags:
+    if not (best := tags.get(vocab.BEST_TRIAL_TAG)) or vocab.BEST_RUN_TAG in tags:
         return
-    found = next((run for r in stage_runs if (run := find_trial_run(client, experiment_id, r, best)) is not None), None)
-    if found is not None:
-        client.set_tag(parent_run_id, BEST_RUN_TAG, found.info.run_id)
+    for run_id in stage_runs:
+        if (found := vocab.find_trial_run(client, experiment_id, run_id, best)) is not None:
+            client.set_tag(parent_run_id, vocab.BEST_RUN_TAG, found.info.run_id)
+            return
 
 
 def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, location: SweepLocation,
@@ -69,11 +63,12 @@ def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, loca
         if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
             raise
         run = None
-    if run is None or (run.info.experiment_id, run.data.tags.get(PARENT_TAG), run.data.tags.get(ROLE_TAG)) != (
-            manifest.experiment_id, manifest.parent_run_id, CONFIRMATION_ROLE):
+    tags = run.data.tags if run is not None else {}
+    if run is None or (run.info.experiment_id, tags.get(vocab.PARENT_TAG), tags.get(vocab.ROLE_TAG)) != (
+            manifest.experiment_id, manifest.parent_run_id, vocab.CONFIRMATION_ROLE):
         raise ConfigError(f"the confirmation state names run {run_id}, which is not this sweep's confirmation run "
-                          f"(a child of {manifest.parent_run_id} tagged {ROLE_TAG}={CONFIRMATION_ROLE}); nothing was "
-                          "done", file=location.file_uri(STATE_FILE))
+                          f"(a child of {manifest.parent_run_id} tagged {vocab.ROLE_TAG}={vocab.CONFIRMATION_ROLE}); "
+                          "nothing was done", file=location.file_uri(STATE_FILE))
 
 
 def recorded_register_name(sweep_run: Run, manifest: SweepManifest) -> str | None:

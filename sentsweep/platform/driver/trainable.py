@@ -1,6 +1,4 @@
-"""A Tune experiment of the sweep (:func:`build_tuner`, for the search and the confirmation stage) and the trainable
-as Tune runs it, with its resources: a finished trial never trains again (:func:`run_once`), and a trial whose
-snapshotted checkpoint is gone restores from the newest one left (:func:`with_checkpoint_fallback`)."""
+"""A Tune experiment of the sweep, for the search and the confirmation stage, and the trainable as Tune runs it."""
 
 from __future__ import annotations
 
@@ -23,8 +21,8 @@ from sentsweep.trainables.tune_checkpoints import trial_folder
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import SweepConfig
-    from sentsweep.platform.driver.specs import TrainableLike
     from sentsweep.platform.location import SweepLocation
+    from sentsweep.trainables.registry import TrainableSpec
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +32,7 @@ def trial_dirname(trial: Any) -> str:
     return f"{trial.trainable_name}_{trial.trial_id}"
 
 
-def build_tuner(trainable: TrainableLike, config: SweepConfig, location: SweepLocation, param_space: dict[str, Any],
+def build_tuner(trainable: TrainableSpec, config: SweepConfig, location: SweepLocation, param_space: dict[str, Any],
                 callbacks: list[Any], stop: Any = None, **tune_config: Any) -> tune.Tuner:
     """A new Tune experiment in ``location``, as the search and the confirmation stage run theirs."""
     run_config = tune.RunConfig(
@@ -50,7 +48,7 @@ def build_tuner(trainable: TrainableLike, config: SweepConfig, location: SweepLo
                                                   trial_dirname_creator=trial_dirname))
 
 
-def tune_trainable(trainable: TrainableLike, config: SweepConfig) -> Any:
+def tune_trainable(trainable: TrainableSpec, config: SweepConfig) -> Any:
     """``trainable`` as Tune runs it: :func:`run_once`, :func:`with_checkpoint_fallback`, its resources attached."""
     return tune.with_resources(with_checkpoint_fallback(run_once(trainable.function)),
                                {"cpu": config.resources.cpu, "gpu": config.resources.gpu})
