@@ -120,10 +120,7 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
     given = config.resolved() if config is not None else None
     if config is None and overrides:
         given = parse_sweep_config(apply_overrides(stored.model_dump(mode="json"), list(overrides)), location.uri)
-        try:  # not resolved(): the stored config is; a changed value is checked here
-            given.refuse_stray_credentials()
-        except ConfigError as exc:
-            raise ConfigError(exc.message, field=exc.field, file=location.uri) from None
+        given.refuse_stray_credentials(location.uri)  # not resolved(): the stored config already is
     # the server the user names: the flag, or the YAML of --resume-interrupted (nothing is contacted here)
     uri = trusted_tracking_uri(manifest, location, tracking_uri or (given.tracking.uri if config is not None else None))
     config = resume.resume_config(stored, given, allow_change, location.uri)
