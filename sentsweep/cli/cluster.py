@@ -157,7 +157,7 @@ def _follow(jobs: ClusterJobs, job_id: str) -> int:
     """Stream a job's log (URIs' passwords and credentials masked) until it ends; its exit status (0: SUCCEEDED)."""
     out = MaskedLines(_secrets(jobs))
     try:
-        status = jobs.follow(job_id, out)
+        status = jobs.follow(job_id, out, notice=lambda line: print(line, file=sys.stderr))
     except KeyboardInterrupt:
         out.flush()
         print(f"\nstopped following; job {job_id} goes on (sentsweep jobs stop {job_id} --address "

@@ -26,6 +26,9 @@ DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 ADDRESS_ENV = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+#: How long ``follow`` tries to get a lost connection back: the 10 minutes KubeRay's workers wait for a restarted
+#: head (``RAY_gcs_rpc_server_reconnect_timeout_s``), and how often.
+RECONNECT_S, RECONNECT_POLL_S = 600.0, 2.0
 
 
 class ClusterError(SentsweepError):
@@ -84,7 +87,7 @@ class ClusterJobs:
             if job_id is not None and ("404" in text or "does not exist" in text):
                 raise ClusterError(f"no job '{job_id}' on the Ray cluster at {self.address} "
                                    f"(sentsweep jobs list --address {self.address})") from None
-            if isinstance(exc, RuntimeError | ValueError):
+            if isinstance(exc, RuntimeError | ValueError) and "closed unexpectedly" not in text:  # not a lost stream
                 raise ClusterError(f"the Ray cluster at {self.address} refused the request: {text}") from None
             raise ClusterError(f"lost the connection to the Ray dashboard at {self.address}: {text}") from None
 
@@ -120,17 +123,45 @@ class ClusterJobs:
                 return status
             time.sleep(poll)
 
-    def follow(self, job_id: str, write: Callable[[str], None]) -> str:
-        """Stream the job's logs to ``write`` until it ends; returns its final status."""
+    def follow(self, job_id: str, write: Callable[[str], None], *, notice: Callable[[str], None] = print,
+               reconnect_s: float = RECONNECT_S, clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep) -> str:
+        """Stream the job's logs to ``write`` until it ends; returns its final status. A connection lost while
+        following (a dropped port-forward, a head restarting under GCS fault tolerance) is tried again for up to
+        ``reconnect_s`` seconds, each loss and return told to ``notice``. Ray streams a log from its start on
+        every connection, so the characters already written are skipped."""
         self.status(job_id)  # an unknown id fails here, by name
+        written, lost_at = 0, None
 
         async def tail() -> None:
+            nonlocal written, lost_at
+            seen = 0
             async for chunk in self.client.tail_job_logs(job_id):
-                write(chunk)
+                if lost_at is not None:
+                    notice(f"reconnected to the Ray dashboard at {self.address}; the log goes on")
+                    lost_at = None
+                new, seen = chunk[max(0, written - seen):], seen + len(chunk)
+                if new:
+                    write(new)
+                    written += len(new)
 
-        with self._errors(job_id):
-            asyncio.run(tail())
-        return self.wait(job_id, timeout=60, poll=0.5)
+        while True:
+            try:
+                asyncio.run(tail())
+                status = str(self.client.get_job_status(job_id).value)
+                break
+            except _client_errors() as exc:
+                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                if _auth_status(exc) is not None or "does not exist" in text or "404" in text or (
+                        lost_at is not None and clock() - lost_at > reconnect_s):
+                    with self._errors(job_id):
+                        raise
+                if lost_at is None:
+                    lost_at = clock()
+                    notice(f"lost the connection to the Ray dashboard at {self.address} ({text}); trying again "
+                           f"for up to {reconnect_s / 60:.0f} min (the job goes on)")
+                sleep(RECONNECT_POLL_S)
+        return status if status in TERMINAL else self.wait(job_id, timeout=60, poll=0.5)
 
     def stop(self, job_id: str, *, wait: float | None = 60.0) -> str:
         """Ask the job to stop (SIGTERM, then SIGKILL); waits up to ``wait`` s and returns its status."""

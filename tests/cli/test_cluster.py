@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import secrets
 import threading
 import time
@@ -27,6 +28,7 @@ from sentsweep.cluster.credentials import RayToken
 from tools.harness.processes import free_port
 from tools.harness.ray_head import RayHead
 from tools.harness.ray_head import ray_head as ray_head_process
+from tools.harness.tcp_proxy import tcp_proxy
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "configs" / "demo.yaml"
@@ -385,3 +387,59 @@ def test_stop_a_long_job(ray_head: Head, tiny_bert_dir: Path, tmp_path: Path) ->
     assert out.startswith(f"job {job_id}: STOPPED")
     status, out, err = _run_cli("jobs", "logs", job_id, "--follow", "--address", ray_head.address)
     assert status == 1 and out.rstrip().endswith("STOPPED")
+
+
+#: A job printing 40 numbered lines over about 10 s.
+COUNTING_JOB = "python -c \"import time\nfor i in range(40): print(f'line {i}', flush=True); time.sleep(0.25)\""
+
+
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
+def test_follow_goes_on_across_a_lost_connection(ray_head: Head) -> None:
+    """A port-forward that drops mid-log and refuses connections for 3 s: every line arrives once, in order."""
+    job_id = ray_head.jobs().client.submit_job(entrypoint=COUNTING_JOB)
+    with tcp_proxy(int(ray_head.address.rsplit(":", 1)[1])) as proxy:
+        written: list[str] = []
+        notices: list[str] = []
+        cut: list[bool] = []
+
+        def write(chunk: str) -> None:
+            written.append(chunk)
+            if "line 8\n" in "".join(written) and not cut:  # once: the connection drops, then comes back
+                cut.append(True)
+                proxy.refusing = True
+                proxy.cut()
+                threading.Timer(3.0, setattr, (proxy, "refusing", False)).start()
+
+        through = ClusterJobs(f"http://127.0.0.1:{proxy.port}")
+        status = through.follow(job_id, write, notice=notices.append)
+    lines = [line for line in "".join(written).splitlines() if line.startswith("line ")]
+    assert (status, lines) == ("SUCCEEDED", [f"line {i}" for i in range(40)])
+    assert len(notices) == 2, notices
+    assert notices[0].startswith(f"lost the connection to the Ray dashboard at {through.address} (")
+    assert notices[0].endswith("trying again for up to 10 min (the job goes on)")
+    assert notices[1] == f"reconnected to the Ray dashboard at {through.address}; the log goes on"
+
+
+@pytest.mark.cluster  # a `ray start --head` of its own: run by make test-cluster (CI runs both)
+def test_follow_gives_up_once_the_dashboard_stays_away(ray_head: Head) -> None:
+    """The connection drops after the first line and never comes back; the clock jumps 700 s a reading, so the
+    first retry is past the 10 minutes and follow ends in one line."""
+    jobs = ray_head.jobs()
+    job_id = jobs.client.submit_job(entrypoint="python -c \"print('started', flush=True); import time; "
+                                               "time.sleep(120)\"")
+    try:
+        with tcp_proxy(int(ray_head.address.rsplit(":", 1)[1])) as proxy:
+            through = ClusterJobs(f"http://127.0.0.1:{proxy.port}")
+
+            def write(chunk: str) -> None:
+                proxy.refusing = True
+                proxy.cut()
+
+            notices: list[str] = []
+            ticks = itertools.count(0, 700)
+            with pytest.raises(ClusterError, match=r"lost the connection to the Ray dashboard at http://127\.0\.0\.1"):
+                through.follow(job_id, write, notice=notices.append, clock=lambda: next(ticks),
+                               sleep=lambda seconds: None)
+            assert len(notices) == 1 and notices[0].startswith("lost the connection")
+    finally:
+        jobs.stop(job_id)
