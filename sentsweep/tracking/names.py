@@ -29,13 +29,22 @@ def tracked_key(key: str) -> str:
     return f"{SYS_PREFIX}{key}" if key in BOOKKEEPING_KEYS else key
 
 
+def _in_two_decimals(value: Any) -> bool:
+    return isinstance(value, float) and not isinstance(value, bool) and 1 <= abs(value) < 1e5
+
+
 def figure(value: Any) -> str:
-    """A float from 1 to 100000 to at most two decimals, any other to three significant digits."""
+    """A measured figure as every line of the command line shows it: a float from 1 to 100000 to two decimals
+    (``83.20``), any other finite float to three significant digits, anything else as ``str``."""
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
         return str(value)
-    if 1 <= abs(value) < 1e5:
-        return f"{value:.2f}".rstrip("0").rstrip(".")
-    return f"{value:.3g}"
+    return f"{value:.2f}" if _in_two_decimals(value) else f"{value:.3g}"
+
+
+def setting(value: Any) -> str:
+    """A setting's value as :func:`figure` shows it, without trailing zeros (``22.4``, ``20``, ``3.5e-05``)."""
+    text = figure(value)
+    return text.rstrip("0").rstrip(".") if _in_two_decimals(value) else text
 
 
 def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:
@@ -44,7 +53,7 @@ def trial_label(number: int | None, prefix: str = SEARCH_PREFIX) -> str | None:
 
 def run_name(label: str | None, trial_id: str, values: Mapping[str, Any]) -> str:
     """A trial run's name: its label (else Tune's id) and its searched values that are plain numbers or text."""
-    name = " ".join([label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={figure(v)}" for k, v in values.items()
+    name = " ".join([label or trial_id, *(f"{k.rsplit('/', 1)[-1]}={setting(v)}" for k, v in values.items()
                                           if isinstance(v, int | float | str | bool))])
     return name if len(name) <= MAX_RUN_NAME else name[:MAX_RUN_NAME - 3] + "..."
 

@@ -14,10 +14,12 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunData, RunInfo, RunTag
 
 from sentsweep.platform.report.compare import (
+    SweepRuns,
     _searched,
     compare,
     compare_plots,
     labels_by_id,
+    render,
     sweep_row,
     sweep_runs,
     trial_rows,
@@ -91,6 +93,24 @@ def test_a_confirmed_sweep_shows_its_winners_interval_and_whether_it_changed() -
     assert (row["confirmed"], row["confirmed_low"], row["confirmed_high"]) == (81.0, 79.5, 82.5)
     assert (row["winner_changed"], row["wall_s"], row["gpu_s"]) == ("true", 30.0, 12.0)
     assert "confirmed" not in sweep_row(_run("t", {"metric": "stsb_dev"}), [])
+
+
+def test_compare_shows_figures_as_the_sweeps_own_lines_and_settings_as_logged() -> None:
+    """A figure reads ``83.20`` as in the sweep's progress and winner lines; settings, steps, counts and seconds
+    keep their shortest form."""
+    sweep = _run("s", {"metric": "stsb_dev"}, {"sentsweep.best_trial_id": "aa"},
+                 {"best_stsb_dev": 83.2, "sweep_wall_seconds": 30.0})
+    trials = [_run(tune_id, {"lr": lr, "scale": scale}, {TRIAL_ID_TAG: tune_id, TRIAL_NUMBER_TAG: str(n),
+                                                          OUTCOME_TAG: "finished"},
+                   {"best_stsb_dev": value, "sts_avg7": 79.456, "system/step": 300.0})
+              for n, tune_id, lr, scale, value in ((1, "aa", "2e-05", "22.4", 83.2), (2, "bb", "3e-05", "20", 0.5))]
+    sweeps, table = compare(None, found=[SweepRuns(sweep, trials, None)])
+    text = render(sweeps, table)
+    sweeps_part, trials_part = text.split("## Trials")
+    assert "| 83.20 | t01 |" in sweeps_part and "| 30 |" in sweeps_part
+    assert "| t01 | finished | 83.20 | 300 | 79.46 | 2e-05 | 22.4 |" in trials_part
+    assert "| t02 | finished | 0.5 | 300 | 79.46 | 3e-05 | 20 |" in trials_part
+    assert render(sweeps, table, "csv").splitlines()[1].startswith(",t01,finished,83.2,300.0,79.456,2e-05,22.4")
 
 
 def test_the_protocol_table_folds_to_one_row_per_protocol() -> None:

@@ -15,15 +15,17 @@ from sentsweep.platform.config import parse_sweep_config
 from sentsweep.platform.report.winner import model_version
 from sentsweep.platform.tracking.parent_run import SweepRun, experiment_description, sweep_description
 from sentsweep.platform.tracking.run_writes import RunWrites
-from sentsweep.tracking.names import figure, run_name, tracked_key, trial_label, ui_link
+from sentsweep.tracking.names import figure, run_name, setting, tracked_key, trial_label, ui_link
 from sentsweep.tracking.vocabulary import NOTE_TAG, OUTCOME_TAG, OUTCOMES
 
 
-@pytest.mark.parametrize(("value", "shown"), [(22.4, "22.4"), (3.5e-05, "3.5e-05"), (87.8612, "87.86"),
-                                              (20.0, "20"), (0.12345, "0.123"), (16, "16"), ("mean", "mean"),
-                                              (True, "True")])
-def test_values_are_shown_at_a_readable_precision(value, shown) -> None:
-    assert figure(value) == shown
+@pytest.mark.parametrize(("value", "shown", "as_figure"), [
+    (22.4, "22.4", "22.40"), (3.5e-05, "3.5e-05", "3.5e-05"), (87.8612, "87.86", "87.86"), (20.0, "20", "20.00"),
+    (0.12345, "0.123", "0.123"), (2e10, "2e+10", "2e+10"), (16, "16", "16"), ("mean", "mean", "mean"),
+    (True, "True", "True")])
+def test_values_are_shown_at_a_readable_precision(value, shown, as_figure) -> None:
+    """A setting drops trailing zeros; a figure keeps two decimals, as every line of the command line shows it."""
+    assert setting(value) == shown and figure(value) == as_figure
 
 
 def test_a_trial_run_is_named_after_its_label_and_searched_values() -> None:
@@ -115,7 +117,7 @@ def test_a_registered_version_names_its_trial_configuration_and_figures(tracking
     assert {k: version.tags[k] for k in ("trial", "sentsweep.trial_id", "sweep", "param.scale", "dev_stsb_dev",
                                          "test_stsb_test", "confirmed_stsb_dev_mean", "trial_run_id")} == {
         "trial": "t03", "sentsweep.trial_id": "a5c2b788", "sweep": "demo-1", "param.scale": "22.4",
-        "dev_stsb_dev": "82.38", "test_stsb_test": "79.1", "confirmed_stsb_dev_mean": "81.95",
+        "dev_stsb_dev": "82.38", "test_stsb_test": "79.10", "confirmed_stsb_dev_mean": "81.95",
         "trial_run_id": "trial-run"}
 
 

@@ -21,7 +21,7 @@ from sentsweep.platform.folder.retention import keep_best_weights_only
 from sentsweep.platform.results import creation_numbers, failure_reason, infeasibility, is_failed
 from sentsweep.platform.stops import active_stops
 from sentsweep.platform.tracking.trial_runs_callback import last_error_line, trial_outcome
-from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
+from sentsweep.tracking.names import SEARCH_PREFIX, figure, trial_label
 from sentsweep.trainables.checkpoints import StoredFolder
 from sentsweep.trainables.restore_note import restore_line, restore_note, retry_line, retry_note
 
@@ -91,7 +91,7 @@ class ProgressCallback(Callback):
                 f"{counts['finished']} finished, {counts['running']} running, "
                 f"{counts['pruned']} pruned, {counts['failed']} failed")
         best = self.best(trials)
-        return text + (f" | best {self.metric} {best[1]:.2f} ({best[0]})" if best is not None else "")
+        return text + (f" | best {self.metric} {figure(best[1])} ({best[0]})" if best is not None else "")
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
         found: tuple[Trial, float] | None = None

@@ -18,7 +18,7 @@ from sentsweep.evaluation.metric_names import STSB_DEV
 from sentsweep.platform.report.plots import pyplot, save_plot
 from sentsweep.tables import markdown_table
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import placement_label, tracked_key, trial_label
+from sentsweep.tracking.names import figure, placement_label, tracked_key, trial_label
 from sentsweep.yaml_io import number_or_same
 
 SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
@@ -26,6 +26,10 @@ SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_avg", "_acc")
 #: The outcome columns of the sweeps table; those after the first four only when a trial ended so.
 OUTCOME_COLUMNS = ("finished", "pruned", "failed", "running", "stopped", "interrupted", "not started")
+#: Columns of counts, steps and seconds: numbers, but no figures of a metric.
+PLAIN_COLUMNS = frozenset({"trials", *OUTCOME_COLUMNS, "step", "seeds", "rank", "wall_s", "gpu_s"})
+#: The attribute of the trials table that names its columns of searched settings.
+SETTINGS_ATTR = "settings"
 
 
 def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> list[str]:
@@ -208,7 +212,8 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None, swee
             found: Sequence[SweepRuns] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
     sweep_table, trial_table, confirm_table, front_table = [], [], [], []
-    for sweep, trials, stage in found if found is not None else sweep_runs(client, experiments, sweeps):
+    found_runs = found if found is not None else sweep_runs(client, experiments, sweeps)
+    for sweep, trials, stage in found_runs:
         sweep_table.append(sweep_row(sweep, trials))
         trial_table.extend(trial_rows(sweep, trials))
         labels = labels_by_id(trials)
@@ -216,20 +221,32 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None, swee
             confirm_table.extend(confirmation_rows(sweep, stage, labels))
         front_table.extend({**row, "trial": labels.get(t := str(row.get("trial", "")), t)}
                            for row in pareto_rows(client, sweep))
-    table = pd.DataFrame(sweep_table)
+    table, trial_frame = pd.DataFrame(sweep_table), pd.DataFrame(trial_table)
     table.attrs.update(confirmation=pd.DataFrame(confirm_table), pareto=pd.DataFrame(front_table))
-    return table, pd.DataFrame(trial_table)
+    trial_frame.attrs[SETTINGS_ATTR] = sorted({k for runs in found_runs for k in _searched(runs.trials)})
+    return table, trial_frame
 
 
-def to_markdown(table: pd.DataFrame) -> str:
-    return "(none)" if table.empty else markdown_table(table.itertuples(index=False), list(table.columns))
+def _shown(value: Any) -> Any:
+    return figure(value) if isinstance(value, float) and math.isfinite(value) else value
+
+
+def to_markdown(table: pd.DataFrame, plain: Sequence[str] = ()) -> str:
+    """The table in markdown, each figure as the sweep's own lines show it (``83.20``); the columns in ``plain``
+    and :data:`PLAIN_COLUMNS` (counts, settings) keep their numbers' shortest form."""
+    if table.empty:
+        return "(none)"
+    kept = PLAIN_COLUMNS.union(plain)
+    columns = [table[c] if c in kept else table[c].map(_shown) for c in table.columns]
+    return markdown_table(zip(*columns, strict=True), list(table.columns))
 
 
 def render(sweeps: pd.DataFrame, trials: pd.DataFrame, fmt: str = "md") -> str:
     if fmt == "csv":
         return trials.to_csv(index=False)
+    settings = trials.attrs.get(SETTINGS_ATTR, ())
     text = (f"## Sweeps\n\n{to_markdown(sweeps.drop(columns='run_id', errors='ignore'))}\n\n"
-            f"## Trials\n\n{to_markdown(trials.drop(columns='run_id', errors='ignore'))}\n")
+            f"## Trials\n\n{to_markdown(trials.drop(columns='run_id', errors='ignore'), settings)}\n")
     for attr, heading, about in (
             ("confirmation", "Confirmation", "The best configurations re-run with further seeds: mean, sd and 95% "
              "interval over their further seeds (the search's run apart: `search`)."),

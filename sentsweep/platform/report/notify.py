@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from sentsweep.credentials import MASK, mask_text, secret_values
 from sentsweep.platform.report.winner import best_label, result_label
 from sentsweep.platform.results import finite_number, metric_value, rank_results
+from sentsweep.tracking.names import figure
 
 if TYPE_CHECKING:
     from sentsweep.platform.config import NotifyConfig, SweepConfig
@@ -51,7 +52,7 @@ class SweepNotice:
 
     def text(self) -> str:
         best = ("no best trial" if self.best_value is None
-                else f"best {self.metric} {self.best_value:.2f} (trial {self.best_trial})")
+                else f"best {self.metric} {figure(self.best_value)} (trial {self.best_trial})")
         what = {"end": f"finished: {best}", "budget": "spent its budget",
                 "interrupted": "was interrupted", "failure": f"{self.status}"}[self.event]
         parts = [f"sentsweep: sweep {self.sweep} {what}", self.reason,

@@ -15,7 +15,7 @@ from sentsweep.platform.objectives import objective_values, pareto_front, select
 from sentsweep.platform.outcome import interval
 from sentsweep.platform.report.plots import TrialRecord, pyplot, save_plot
 from sentsweep.tracking import vocabulary as vocab
-from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, ui_link
+from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, figure, setting, ui_link
 
 if TYPE_CHECKING:
     from ray.tune import Result
@@ -48,14 +48,14 @@ def best_label(outcome: SweepOutcome) -> str:
     return f"{seed} (a further seed of {result_label(outcome.results, stage.winner.trial_id)})"
 
 
-def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float],
+def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures: Mapping[str, float | int],
                   sweep_name: str, trial_run_id: str | None, trial_link: str | None) -> tuple[str, dict[str, str]]:
     """A registered version's description and tags: the trial, its searched ``values``, its ``figures``, its run."""
-    config = ", ".join(f"{k}={figure(v)}" for k, v in values.items()) or "the sweep's defaults"
-    shown = "; ".join(f"{k} {figure(float(v))}" for k, v in figures.items())
+    config = ", ".join(f"{k}={setting(v)}" for k, v in values.items()) or "the sweep's defaults"
+    shown = "; ".join(f"{k} {figure(v)}" for k, v in figures.items())
     where = f"[its run]({trial_link})" if trial_link else "its run"
     tags = {"trial": trial, vocab.TRIAL_ID_TAG: trial_id, "sweep": sweep_name,
-            **{f"param.{k}": figure(v) for k, v in values.items()}, **{k: figure(float(v)) for k, v in figures.items()},
+            **{f"param.{k}": setting(v) for k, v in values.items()}, **{k: figure(v) for k, v in figures.items()},
             **({"trial_run_id": trial_run_id} if trial_run_id else {})}
     return (f"The best trial **{trial}** of sweep `{sweep_name}` ({where}), with {config}.\n\n"
             f"Figures: {shown or 'none recorded'}.\n\n"
@@ -66,13 +66,15 @@ def model_version(trial: str, trial_id: str, values: Mapping[str, Any], figures:
 def version_about(outcome: SweepOutcome, config: SweepConfig, searched: Iterable[str]) -> tuple[str, dict[str, str]]:
     """The winner's :func:`model_version`: its dev value, test figures and confirmed interval."""
     values: dict[str, Any] = {k: outcome.best_config[k] for k in searched if k in (outcome.best_config or {})}
-    figures: dict[str, float] = {f"dev_{config.metric}": outcome.best_value} if outcome.best_value is not None else {}
+    figures: dict[str, float | int] = ({f"dev_{config.metric}": float(outcome.best_value)}
+                                       if outcome.best_value is not None else {})
     figures.update({f"test_{k}": v for k, v in (outcome.final_metrics or {}).items()
                     if k.endswith(res.FIGURE_SUFFIXES) and math.isfinite(v)})
     summary = outcome.confirmation.winner.interval if outcome.confirmation is not None else None
     if summary is not None and summary.n:
         figures.update({f"confirmed_{config.metric}_{k}": float(getattr(summary, k))
-                        for k in ("mean", "low", "high", "n") if math.isfinite(float(getattr(summary, k)))})
+                        for k in ("mean", "low", "high") if math.isfinite(float(getattr(summary, k)))})
+        figures[f"confirmed_{config.metric}_n"] = summary.n
     run = outcome.best_run_id
     return model_version(best_label(outcome), outcome.best_trial_id or "", values, figures, outcome.sweep_name, run,
                          ui_link(outcome.tracking_uri, outcome.experiment_id, run) if run else None)
@@ -83,12 +85,8 @@ def find_reference(results: Iterable[Result], point: Mapping[str, Any]) -> Resul
     return min(matches, key=res.result_trial_id) if matches else None
 
 
-def _setting(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
 def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else figure(value)
 
 
 def winner_cell(outcome: SweepOutcome, key: str | None) -> str:
@@ -128,7 +126,7 @@ def side_by_side(config: SweepConfig, outcome: SweepOutcome, reference: Result |
     changed = {k: (v, outcome.best_config.get(k)) for k, v in point.items() if outcome.best_config.get(k) != v}
     if changed:
         lines.append("  the winner's settings against the paper's: "
-                     + ", ".join(f"{k} {_setting(a)} -> {_setting(b)}" for k, (a, b) in changed.items()))
+                     + ", ".join(f"{k} {setting(a)} -> {setting(b)}" for k, (a, b) in changed.items()))
     return lines
 
 
