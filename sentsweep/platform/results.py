@@ -17,6 +17,7 @@ from sentsweep.trainables.report_keys import (
     FAILURE_REASON_KEY,
     INFEASIBLE_KEY,
     INFEASIBLE_KINDS,
+    TOTAL_STEPS_KEY,
     InfeasibleKind,
 )
 
@@ -31,6 +32,13 @@ FINAL_KEY = "final"
 
 def is_final(result: dict[str, Any] | None) -> bool:
     return bool(result) and result.get(FINAL_KEY) == 1.0
+
+
+def is_last_evaluation(result: Mapping[str, Any] | None) -> bool:
+    """Whether a report is the evaluation at the trial's last step: it trained every step, and its final report
+    follows."""
+    total, step = (result or {}).get(TOTAL_STEPS_KEY), (result or {}).get("step")
+    return total is not None and step is not None and not is_draining(result) and float(step) >= float(total)
 
 
 def is_failed(result: dict[str, Any] | None) -> bool:

@@ -12,7 +12,7 @@ SYS_PREFIX = "system/"
 #: Report keys that are bookkeeping, not figures of the training.
 BOOKKEEPING_KEYS = frozenset({"step", "epoch", "gpus", "final", "failed", "evaluations", "wall_seconds",
                               "gpu_seconds", "attempt_seconds", "training_iteration", "time_total_s",
-                              "compute_seconds"})
+                              "compute_seconds", "total_steps"})
 #: The label's letter of a search trial and of a confirmation trial.
 SEARCH_PREFIX = "t"
 CONFIRMATION_PREFIX = "c"

@@ -37,7 +37,7 @@ from sentsweep.trainables.loop_checkpoints import LoopCheckpoints
 from sentsweep.trainables.loop_folder import new_loop_folder
 from sentsweep.trainables.loop_state import LoopConfig, LoopResult, LoopState
 from sentsweep.trainables.optimizer import build_optimizer, linear_schedule, seed_everything
-from sentsweep.trainables.report_keys import EVALUATIONS_KEY
+from sentsweep.trainables.report_keys import EVALUATIONS_KEY, TOTAL_STEPS_KEY
 from sentsweep.trainables.stop_flag import StopCheck, draining_report
 from sentsweep.trainables.train_task import ReportFn, TrainTask
 
@@ -172,7 +172,8 @@ class TrainingLoop(LoopCheckpoints):
             f"step {self.state.step}/{self.total_steps} "
             + " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if k not in ("step",))
         )
-        metrics = self._with_restore_note({**metrics, EVALUATIONS_KEY: float(len(self.state.history))})
+        metrics = self._with_restore_note({**metrics, EVALUATIONS_KEY: float(len(self.state.history)),
+                                           TOTAL_STEPS_KEY: float(self.total_steps)})
         if not self._checkpoint_due():
             if improved:  # no checkpoint holds these weights: they go to the best folder alone (no optimizer),
                 staged = self._workdir / "best-weights"  # before the report: no score is heard without its weights

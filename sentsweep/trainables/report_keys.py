@@ -20,3 +20,5 @@ INFEASIBLE_KINDS: tuple[InfeasibleKind, ...] = ("diverged", "out_of_memory")
 DRAINING_KEY = "sentsweep_draining"
 #: The evaluations a trial made so far, counted from the state it restored.
 EVALUATIONS_KEY = "evaluations"
+#: The trial's step budget, in each evaluation's report: the evaluation at that step is its last.
+TOTAL_STEPS_KEY = "total_steps"

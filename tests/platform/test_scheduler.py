@@ -10,6 +10,7 @@ from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 from sentsweep.platform.config import SweepConfig, parse_sweep_config
 from sentsweep.platform.results import FINAL_KEY, is_reference
 from sentsweep.platform.search.scheduler import build_scheduler
+from sentsweep.trainables.report_keys import TOTAL_STEPS_KEY
 
 PAPER = {"lr": 2e-5, "pooling": "mean"}
 
@@ -124,3 +125,18 @@ def test_a_restored_asha_recalls_its_rungs_from_the_trials_reports() -> None:
     restored.on_trial_add(None, _Trial("good"))
     assert restored.on_trial_result(None, _Trial("good"), good) == TrialScheduler.CONTINUE
     assert recall(FIFOScheduler(), past) == 0
+
+
+def test_a_trial_worst_at_its_last_evaluation_goes_on_to_its_final_report():
+    """It trained every step: stopping it would save only its final evaluation and call a full run pruned. The same
+    value one evaluation before its end is stopped."""
+    decisions = {}
+    for total_steps in (2.0, 4.0):
+        asha, others, trial = _asha(None), [_Trial(f"o{i}") for i in range(3)], _Trial("t")
+        for t in [*others, trial]:
+            asha.on_trial_add(None, t)
+        for i, other in enumerate(others):
+            asha.on_trial_result(None, other, {"training_iteration": 1, "score": 10.0 + i})
+        report = {"training_iteration": 1, "score": 0.0, "step": 2.0, TOTAL_STEPS_KEY: total_steps}
+        decisions[total_steps] = asha.on_trial_result(None, trial, report)
+    assert decisions == {2.0: TrialScheduler.CONTINUE, 4.0: TrialScheduler.STOP}

@@ -9,12 +9,13 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from sentsweep.platform.config import SweepConfig
-from sentsweep.platform.results import evaluation_result, is_draining, is_final, is_reference
+from sentsweep.platform.results import evaluation_result, is_draining, is_final, is_last_evaluation, is_reference
 
 
 class FinalAwareASHA(ASHAScheduler):
     """Ray's ASHA where ``max_t`` only places the rungs (a trial makes its own final report), and the
-    reference trial enters each rung but is never stopped. Final and draining reports never stop a trial."""
+    reference trial enters each rung but is never stopped. Final and draining reports never stop a trial, nor does
+    the evaluation at a trial's last step: it trained every step, so it goes on to its final report."""
 
     def __init__(self, reference: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)
@@ -41,8 +42,10 @@ class FinalAwareASHA(ASHAScheduler):
         if is_final(result) or is_draining(result):
             return TrialScheduler.CONTINUE
         action = super().on_trial_result(tune_controller, trial, evaluation_result(result))
-        # the reference trial's value is in the rung; the decision for it is always to go on
-        return TrialScheduler.CONTINUE if is_reference(getattr(trial, "config", None), self.reference) else action
+        # the value is in the rung; the reference trial, and a trial that trained every step, always go on
+        if is_reference(getattr(trial, "config", None), self.reference) or is_last_evaluation(result):
+            return TrialScheduler.CONTINUE
+        return action
 
 
 def recall(scheduler: TrialScheduler, histories: Mapping[str, Sequence[dict[str, Any]]]) -> int:
