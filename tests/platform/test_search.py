@@ -10,7 +10,8 @@ from optuna.trial import TrialState
 from sentsweep.platform.config import SweepConfig
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.search.samplers import build_sampler
-from sentsweep.platform.search.searcher import build_searcher
+from sentsweep.platform.search.searcher import FAIL_REASON_ATTR, UNREPORTED_REASON, build_searcher
+from sentsweep.trainables.report_keys import DRAINING_KEY
 
 
 def space(trial):
@@ -69,3 +70,22 @@ def test_trial_states_reach_optuna_truthfully():
     assert searcher.study.trials[1].intermediate_values == {1: 0.5}  # Optuna keeps the last as its value
 
 
+
+
+def test_a_trial_that_ended_before_its_first_evaluation_is_failed_not_pruned():
+    """Stopped by the budget or the time limit before it measured anything: PRUNED without a value would put its
+    settings in TPE's bad group. A trial that drained after an evaluation is still PRUNED, with that value."""
+    searcher = _searcher()
+    for tid in ("unstarted", "stopped", "drained_early", "drained_late"):
+        searcher.suggest(tid)
+    searcher.on_trial_complete("unstarted")  # Tune stops a pending trial with no result
+    searcher.on_trial_complete("stopped", {})
+    searcher.on_trial_complete("drained_early", {"score": math.nan, DRAINING_KEY: 1.0, "training_iteration": 1})
+    _report(searcher, "drained_late", [0.7])
+    searcher.on_trial_complete("drained_late", {"score": 0.7, DRAINING_KEY: 1.0, "training_iteration": 2})
+    trials = searcher.study.trials
+    assert [t.state for t in trials] == [TrialState.FAIL] * 3 + [TrialState.PRUNED]
+    assert [t.user_attrs.get(FAIL_REASON_ATTR) for t in trials] == [UNREPORTED_REASON] * 3 + [None]
+    assert trials[3].intermediate_values == {1: 0.7}
+    # what TPE learns from: the measured trial alone
+    assert [t.number for t in searcher.study.get_trials(states=(TrialState.COMPLETE, TrialState.PRUNED))] == [3]

@@ -1,6 +1,7 @@
 """The sweep's searcher: a Ray Tune ``Searcher`` on Optuna's ask-and-tell API. A trial is COMPLETE only after its
-final report; one the scheduler stopped is PRUNED; a crashed or NaN one is FAIL; an infeasible one is COMPLETE
-with a constraint violation, so TPE learns to avoid it. ``search.json`` says whether the search is over."""
+final report; one the scheduler stopped is PRUNED; a crashed or NaN one is FAIL, and so is one that ended before its
+first report (a stop by the budget or the time limit), which measured nothing; an infeasible one is COMPLETE with a
+constraint violation, so TPE learns to avoid it. ``search.json`` says whether the search is over."""
 
 from __future__ import annotations
 
@@ -32,8 +33,13 @@ if TYPE_CHECKING:
 
 #: The user attribute of an Optuna trial naming its Tune trial.
 TUNE_TRIAL_ATTR = "tune_trial_id"
+#: The user attribute of a FAIL trial that says why it failed.
+FAIL_REASON_ATTR = "fail_reason"
 #: Why a trial the driver lost before Tune saved it was told FAIL on resume.
 LOST_REASON = "lost with the driver: not in the experiment state the sweep resumed from"
+#: Why a trial that ended without an error before its first report was told FAIL: PRUNED without a value would
+#: count in TPE's bad group, against settings that were never measured.
+UNREPORTED_REASON = "ended before its first evaluation report: nothing was measured"
 #: The mark that the search is over: a resume reads the results back instead of training the errored trials again,
 #: unless a bound of the search changed.
 SEARCH_FILE = "search.json"
@@ -157,17 +163,20 @@ class PruningAwareOptunaSearch(Searcher):
             return
         ot_trial = self._trials[trial_id]
         kind, value = None, None
-        if error or not result:
-            state = TrialState.FAIL if error else TrialState.PRUNED
+        if error or res.before_first_evaluation(result, self.metric):
+            state = TrialState.FAIL
+            if not error:
+                ot_trial.set_user_attr(FAIL_REASON_ATTR, UNREPORTED_REASON)
         elif res.is_failed(result):  # a deterministic failure (failure_report in sentsweep.trainables)
-            ot_trial.set_user_attr("fail_reason", res.failure_reason(result))
+            ot_trial.set_user_attr(FAIL_REASON_ATTR, res.failure_reason(result))
             kind, state = res.infeasibility(result), TrialState.FAIL
             if kind is not None:  # what the sampler must learn: these settings cannot work
                 ot_trial.set_constraint(kind, 1.0)
                 state, value = TrialState.COMPLETE, infeasible_value(self.study)
         elif not res.is_final(result):
             state = TrialState.PRUNED
-            if not self.objectives:  # Ray withholds the result that made the scheduler stop a trial
+            # Ray withholds the result that made the scheduler stop a trial; a draining report is no evaluation
+            if not self.objectives and not res.is_draining(result):
                 self._report(trial_id, result, finite=True)
         else:
             values = objective_values(result, self.objectives, self._selected.pop(trial_id, None)) \
@@ -196,7 +205,7 @@ class PruningAwareOptunaSearch(Searcher):
         lost += [("", t.number) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
                  if TUNE_TRIAL_ATTR not in t.user_attrs]  # asked, not yet a Tune trial
         for tune_id, number in lost:
-            self._storage.set_trial_user_attr(self._trial_id(number), "fail_reason", LOST_REASON)
+            self._storage.set_trial_user_attr(self._trial_id(number), FAIL_REASON_ATTR, LOST_REASON)
             study.tell(number, state=TrialState.FAIL)
             self._told.add(tune_id)
         if lost:
