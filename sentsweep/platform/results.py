@@ -22,6 +22,7 @@ from sentsweep.trainables.report_keys import (
 )
 
 if TYPE_CHECKING:
+    from optuna import Study
     from optuna.trial import FrozenTrial
     from ray.tune import Result, ResultGrid
 
@@ -125,6 +126,14 @@ WARM_START_ATTR = "warm_start_from"
 def is_warm_start(trial: FrozenTrial) -> bool:
     """Whether a trial of a study came from an earlier sweep."""
     return WARM_START_ATTR in trial.user_attrs
+
+
+def searched_keys(study: Study | None, results: Iterable[Any]) -> list[str]:
+    """The settings the search space samples: every parameter of the study's trials, in the order first sampled,
+    whether or not its values differ; without a study, the settings that differ between ``results``."""
+    if study is None:
+        return varying_keys(results)
+    return list(dict.fromkeys(k for t in study.get_trials(deepcopy=False) for k in t.params))
 
 
 def varying_keys(results: Iterable[Any], skip: tuple[str, ...] = ("tracking",)) -> list[str]:

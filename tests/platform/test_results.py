@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sentsweep.platform.results import creation_numbers, varying_keys
+import optuna
+
+from sentsweep.platform.results import creation_numbers, searched_keys, varying_keys
 
 
 def test_varying_keys_are_the_settings_that_differ_in_first_seen_order() -> None:
@@ -25,3 +27,17 @@ def test_trials_are_numbered_in_the_order_tune_created_them() -> None:
     variants = [{"trial_id": "q", "experiment_tag": "1_seed=2"}, {"trial_id": "p", "experiment_tag": "0_seed=1"}]
     assert creation_numbers(variants) == {"p": 1, "q": 2}
     assert creation_numbers([]) == {}
+
+
+def test_the_searched_settings_are_the_spaces_even_when_every_trial_set_one_alike() -> None:
+    """The winner's line names every setting the space samples: ``pooling`` came out ``mean`` in every trial, and a
+    noise replica's seed, which the space does not sample, is no searched setting."""
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(3):
+        trial = study.ask()
+        trial.suggest_float("lr", 1e-5, 1e-3, log=True)
+        trial.suggest_categorical("pooling", ["mean"])
+        study.tell(trial, 1.0)
+    results = [SimpleNamespace(config={**t.params, "seed": t.number}) for t in study.trials]
+    assert searched_keys(study, results) == ["lr", "pooling"]
+    assert searched_keys(None, results) == ["lr", "seed"]  # no study in the folder: what differs

@@ -26,7 +26,7 @@ from sentsweep.platform.report.export import (
 )
 from sentsweep.platform.report.plots import TrialRecord, sweep_plots, trial_records
 from sentsweep.platform.report.winner import best_label, record_front, report_reference, version_about
-from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, varying_keys
+from sentsweep.platform.results import FIGURE_SUFFIXES, rank_results, searched_keys
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.search.study_store import load_study
 from sentsweep.platform.tracking.reachability import store_answers
@@ -34,6 +34,7 @@ from sentsweep.tracking import vocabulary as vocab
 from sentsweep.trainables.checkpoints import BEST_DIR, BestFolder, pick_best
 
 if TYPE_CHECKING:
+    import optuna
     from mlflow.entities import Run
 
     from sentsweep.platform.driver.interrupt import StopSignals
@@ -52,10 +53,11 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
                    stops: StopSignals, echo: Callable[[str], None] = print) -> None:
     """Evaluate, plot, export and register the sweep's best trial (fills ``outcome``); only while this driver holds
     the sweep's lock, since what follows would compete with a new holder's finalize."""
-    varying = varying_keys(outcome.results or ())
-    records = trial_records(outcome.results, config.metric, varying) if outcome.results else []
+    study = load_study(location)
+    searched = searched_keys(study, outcome.results or ())  # the space's, also those every trial set alike
+    records = trial_records(outcome.results, config.metric, searched) if outcome.results else []
     if config.plots:
-        log_plots(location, sweep, config, records, echo)
+        log_plots(study, sweep, config, records, echo)
     if config.objectives and records:  # multi-objective: the Pareto front, tagged, plotted, listed
         record_front(records, config, sweep, echo)
     # the confirmed winner's seed closest to its mean, else the best trial (of those that finished, if any)
@@ -84,7 +86,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
     if earlier is None or earlier.data.metrics.get(best_key) != outcome.best_value:  # once per value, not per run
         sweep.log_metrics({best_key: outcome.best_value})
     echo(f"best trial {label}: {config.metric} {outcome.best_value:.2f} with "
-         + describe_settings({k: outcome.best_config[k] for k in varying if k in outcome.best_config}))
+         + describe_settings({k: outcome.best_config[k] for k in searched if k in outcome.best_config}))
     stops.refuse_if_superseded()  # the test suite, the export and the retention below are the lock holder's alone
     # a local folder with the trial's best weights (its checkpoint's or its ``best/``), downloaded when remote
     source = pick_best(checkpoint_folder(best), BestFolder(trial_folder(best).child(BEST_DIR)), config.mode)
@@ -103,7 +105,7 @@ def finalize_sweep(outcome: SweepOutcome, config: SweepConfig, location: SweepLo
         if config.export or config.register_model:
             stops.refuse_if_superseded()
             try:
-                about = version_about(outcome, config, varying) if config.register_model else None
+                about = version_about(outcome, config, searched) if config.register_model else None
                 outcome.export_dir, outcome.model_version = export_best(weights, config, location, sweep, about)
             except ConfigError as exc:  # e.g. prompt pooling: the weights go to the child run instead
                 echo(export_skipped_line(exc, label))
@@ -211,10 +213,9 @@ def export_best(weights: Path, config: SweepConfig, location: SweepLocation, swe
                       if config.register_model else None)
 
 
-def log_plots(location: SweepLocation, sweep: SweepRun, config: SweepConfig, records: Sequence[TrialRecord],
+def log_plots(study: optuna.Study | None, sweep: SweepRun, config: SweepConfig, records: Sequence[TrialRecord],
               echo: Callable[[str], None] = print) -> None:
-    """The plots of the trials' ``records`` and the sweep folder's study to ``plots/``, each PNG with its CSV."""
-    study = load_study(location)
+    """The plots of the trials' ``records`` and the sweep folder's ``study`` to ``plots/``, each PNG with its CSV."""
     if study is None and not records:
         echo("no searcher state in the sweep folder: no plots")
         return
