@@ -208,8 +208,8 @@ def interrupt_once_started(root: Path, trials: int, done: threading.Event, deadl
 
 
 def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240, finalize: bool = False,
-                      echo: Callable[[str], None] = lambda line: None) -> Path:
-    """Run the toy sweep ``config`` (no preflight) until ``trials`` trials have started, then stop it
+                      echo: Callable[[str], None] = lambda line: None, space: PythonSpace = TOY_SPACE) -> Path:
+    """Run the toy sweep ``config`` over ``space`` (no preflight) until ``trials`` trials have started, then stop it
     as SIGINT does (:func:`interrupt_once_started`); its folder, with the state Tune saved."""
     import pytest
 
@@ -223,8 +223,7 @@ def interrupted_sweep(config: SweepConfig, trials: int, deadline_s: float = 240,
     watcher.start()
     try:
         with pytest.raises(SweepInterrupted):
-            run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=finalize, preflight=False,
-                      echo=echo)
+            run_sweep(config, trainable=TOY_TRAINABLE, space=space, finalize=finalize, preflight=False, echo=echo)
     finally:
         done.set()
         watcher.join()

@@ -13,6 +13,7 @@ from mlflow import MlflowClient
 
 from sentsweep.platform.config import parse_sweep_config
 from sentsweep.platform.report.winner import model_version
+from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.tracking.parent_run import SweepRun, experiment_description, sweep_description
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.tracking.names import figure, run_name, setting, tracked_key, trial_label, ui_link
@@ -226,3 +227,27 @@ def test_a_trial_that_fails_for_good_is_one_line_and_tunes_traceback_stays_in_it
     monkeypatch.setenv("TUNE_PRINT_ALL_TRIAL_ERRORS", "1")
     _quiet_libraries()
     assert os.environ["TUNE_PRINT_ALL_TRIAL_ERRORS"] == "1"
+
+
+def test_a_resumed_sweep_does_not_repeat_its_last_progress_line(capsys) -> None:
+    """A fresh sweep's first step says where it starts; a resume's first step, with trials that ended in the earlier
+    session, says nothing (that session's last line did), and the next trial's end is said once."""
+    import pickle
+
+    from sentsweep.platform.driver.callbacks import ProgressCallback
+
+    fresh = ProgressCallback("stsb_dev", "max", 2)
+    pickled = pickle.dumps(fresh)  # Tune pickles the callbacks as it builds the Tuner, before the sweep runs
+    fresh.setup(total_num_samples=2)
+    fresh.on_step_end(1, [_Trial("a", "PENDING", None), _Trial("b", "PENDING", None)])
+    assert capsys.readouterr().out.endswith("0/2 trials: 0 finished, 0 running, 0 pruned, 0 failed\n")
+    resumed = pickle.loads(pickled)
+    resumed.setup(total_num_samples=2)
+    trials = [_Trial("a", "TERMINATED", {"stsb_dev": 60.0, FINAL_KEY: 1.0}), _Trial("b", "PENDING", None)]
+    for iteration in (1, 2):
+        resumed.on_step_end(iteration, trials)
+    assert capsys.readouterr().out == ""
+    trials[1].last_result = {"stsb_dev": 70.0, FINAL_KEY: 1.0}
+    resumed.on_trial_complete(3, trials, trials[1])
+    assert capsys.readouterr().out.endswith("2/2 trials: 2 finished, 0 running, 0 pruned, 0 failed | best stsb_dev "
+                                            "70.00 (t02)\n")

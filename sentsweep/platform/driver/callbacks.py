@@ -70,16 +70,18 @@ def label_of(trials: list[Trial], trial: Trial, prefix: str = SEARCH_PREFIX) -> 
 
 class ProgressCallback(Callback):
     """A progress line whenever a trial ends and every ``every_s`` seconds, a line when a trial resumed elsewhere
-    than the checkpoint Tune named, and a line per deterministically failed trial instead of Ray's tracebacks."""
+    than the checkpoint Tune named, and a line per deterministically failed trial instead of Ray's tracebacks.
+    A fresh sweep's first step says where it starts; a resumed one's does not repeat the line its last session
+    ended with."""
 
     every_s = 30.0
 
     def __init__(self, metric: str, mode: str, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> None:
         self.metric, self.mode, self.num_samples, self.label_prefix = metric, mode, num_samples, label_prefix
-        self._start, self._last = time.monotonic(), 0.0
+        self._start, self._last, self._stepped = time.monotonic(), 0.0, False
 
     def setup(self, **info: Any) -> None:
-        self._start = time.monotonic()
+        self._start, self._last, self._stepped = time.monotonic(), 0.0, False  # Tune pickled them before a resume
         self.num_samples = info.get("total_num_samples") or self.num_samples  # a resume may have changed it
 
     def line(self, trials: list[Trial], ending: Trial | None = None) -> str:
@@ -111,7 +113,10 @@ class ProgressCallback(Callback):
         print(self.line(trials, ending), flush=True)
 
     def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        if time.monotonic() - self._last >= self.every_s:
+        first, self._stepped = not self._stepped, True
+        if first and any(t.status in (Trial.TERMINATED, Trial.ERROR) for t in trials):
+            self._last = time.monotonic()  # a resume: the earlier session's last line said where it stands
+        elif time.monotonic() - self._last >= self.every_s:
             self._print(trials)
 
     def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, result: dict, **info: Any) -> None:
