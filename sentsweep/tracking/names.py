@@ -30,7 +30,7 @@ def tracked_key(key: str) -> str:
 
 
 def _in_two_decimals(value: Any) -> bool:
-    return isinstance(value, float) and not isinstance(value, bool) and 1 <= abs(value) < 1e5
+    return isinstance(value, float) and 1 <= abs(value) < 1e5
 
 
 def figure(value: Any) -> str:
