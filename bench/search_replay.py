@@ -42,6 +42,7 @@ from sentsweep.platform.search.scheduler import build_scheduler
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch, build_searcher
 from sentsweep.search_spaces import SEARCH_SPACES
 from sentsweep.trainables.registry import get_method
+from sentsweep.trainables.report_keys import TOTAL_STEPS_KEY
 
 METRIC = "stsb_dev"
 ITERATION = "training_iteration"
@@ -306,7 +307,8 @@ def replay(table: GridTable, strategy: Strategy, seed: int, *, cap_s: float, con
         now, _, trial_id, index = heapq.heappop(events)
         run = running[trial_id]
         value = run.curve.values[index]
-        result = {METRIC: value, ITERATION: index + 1, "step": run.curve.steps[index]}
+        result = {METRIC: value, ITERATION: index + 1, "step": run.curve.steps[index],
+                  TOTAL_STEPS_KEY: run.curve.steps[-1]}  # the scheduler lets a trial's last evaluation go on
         best = max(trace.incumbent[-1] if trace.incumbent else -math.inf, value)
         trace.spent.append(spent_at(now))
         trace.wall.append(now)
