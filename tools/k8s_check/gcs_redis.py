@@ -4,8 +4,9 @@
 - each container requests as much memory and CPU as its limit (Guaranteed QoS). Under memory pressure the kubelet
   evicts pods that use more than they request first, whatever their priority, and every Ray head depends on Redis;
 - the Redis container sets ``requirepass $VAR`` in the configuration it reads (a line of its script, not an
-  argument), where ``VAR`` comes from the Secret and key the cluster gives as ``redisPassword``: without it Redis
-  asks no password, and with another one no head can start;
+  argument, and not in a quoted here-document, which would not expand it), where ``VAR`` comes from the Secret and
+  key the cluster gives as ``redisPassword``: without it Redis asks no password, and with another one no head can
+  start;
 - no Secret reaches a command line: no ``$(VAR)`` of a Secret's variable in ``command`` or ``args`` (Kubernetes
   expands it into the process's arguments, which every process of the node may read) and no ``--requirepass``.
 """
@@ -58,8 +59,11 @@ def _password_problems(pod: PodSpec, ref: dict[str, Any]) -> list[str]:
                          "`requirepass $VAR` in the configuration it reads from standard input")
     names = {v for _, c in containers(pod) for v in _secret_variables(c, ref)}
     script = "\n".join(str(w) for _, c in containers(pod) for w in (c.get("command") or []) + (c.get("args") or []))
-    if not any(re.search(rf'^\s*requirepass\s+"?\$\{{?{re.escape(n)}\}}?"?\s*$', script, re.MULTILINE)
-               for n in names):
+    if re.search(r"<<-?\s*['\"\\]", script):
+        found.append(f"{pod.where}: a quoted here-document (<<'EOF') hands `requirepass $VAR` to Redis unexpanded: "
+                     "leave its delimiter unquoted")
+    elif not any(re.search(rf'^\s*requirepass\s+"?\$\{{?{re.escape(n)}\}}?"?\s*$', script, re.MULTILINE)
+                 for n in names):
         found.append(f"{pod.where}: no `requirepass $VAR` line with VAR from Secret '{ref.get('name')}' key "
                      f"'{ref.get('key')}', the clusters' redisPassword: Redis would ask no password, or another one")
     return found

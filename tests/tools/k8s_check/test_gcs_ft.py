@@ -250,6 +250,10 @@ def test_a_gcs_redis_without_the_clusters_password_or_with_it_on_a_command_line_
     assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: $(REDIS_PASSWORD) puts a Secret on "
                    "the command line, which every process of the node may read: give it in the configuration Redis "
                    "reads from standard input [gcs-ft]"], new
+    heredoc = "redis-server - <<EOF"
+    new = _planted(tmp_path / "quoted", LOCAL, {"base/gcs-redis.yaml": (heredoc, heredoc.replace("EOF", "'EOF'"))})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec: a quoted here-document (<<'EOF') hands `requirepass "
+                   "$VAR` to Redis unexpanded: leave its delimiter unquoted [gcs-ft]"], new
     new = _planted(tmp_path / "flag", LOCAL, {"base/gcs-redis.yaml": (
         "exec redis-server - <<EOF", 'exec redis-server - --requirepass "$REDIS_PASSWORD" <<EOF')})
     assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: --requirepass puts the password on "
