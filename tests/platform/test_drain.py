@@ -194,3 +194,27 @@ def test_tunes_own_stop_lines_are_dropped_and_its_other_warnings_kept(caplog) ->
         tune_log.warning("Stop signal received (e.g. via SIGINT/Ctrl+C), ending Ray Tune run. Press CTRL+C to skip.")
         tune_log.warning("Trial t1 errored after 2 iterations.")
     assert [r.getMessage() for r in caplog.records] == ["Trial t1 errored after 2 iterations."]
+
+
+def test_a_state_upload_racing_the_searchers_save_is_one_warning_line(caplog) -> None:
+    """Tune's upload of its state can list the searcher's temporary file just before the atomic rename removes it;
+    Tune then logs the FileNotFoundError's traceback as an error. It is one warning line, and other errors stay."""
+    import logging
+
+    from sentsweep.platform.driver.interrupt import hide_tunes_stop_lines
+
+    hide_tunes_stop_lines()
+    state_log = logging.getLogger("ray.tune.execution.experiment_state")
+    raced = FileNotFoundError(2, "Failed to open local file '/tmp/ray/session_x/artifacts/sweep/driver_artifacts/"
+                                 ".81eb-tmp-searcher-state-2026'")
+    with caplog.at_level(logging.WARNING, logger="ray.tune.execution.experiment_state"):
+        for exc in (raced, PermissionError(13, "Permission denied: '/sweeps/x'")):
+            try:
+                raise exc
+            except OSError:
+                state_log.error("Saving experiment state to storage at '/sweeps/x' failed with exception: ",
+                                exc_info=True)
+    first, second = caplog.records
+    assert (first.levelname, first.getMessage(), first.exc_info) == (
+        "WARNING", "a save of Tune's state met a file renamed while it was copied; the next save copies it again", None)
+    assert second.levelname == "ERROR" and second.exc_info is not None and "Traceback" in caplog.text

@@ -178,9 +178,24 @@ def without_tunes_stop_lines(record: logging.LogRecord) -> bool:
     return "Tuner.restore(" not in message and not message.startswith("Stop signal received")
 
 
+def one_line_for_a_racing_save(record: logging.LogRecord) -> bool:
+    """A log filter that turns Tune's traceback for a state upload that met a temporary file renamed under it (the
+    searcher's own atomic save, ``.tmp-searcher-state-...``) into one warning line: nothing is lost, since Tune
+    uploads the whole state again at its next save."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, FileNotFoundError) and "-tmp-" in str(exc):
+        record.msg, record.args, record.exc_info, record.exc_text = (
+            "a save of Tune's state met a file renamed while it was copied; the next save copies it again", (),
+            None, None)
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
 def hide_tunes_stop_lines() -> None:
-    """Install :func:`without_tunes_stop_lines` on Ray Tune's logger (``addFilter`` adds a filter once)."""
+    """Install :func:`without_tunes_stop_lines` on Ray Tune's logger and :func:`one_line_for_a_racing_save` on its
+    experiment state's (``addFilter`` adds a filter once)."""
     logging.getLogger("ray.tune.tune").addFilter(without_tunes_stop_lines)
+    logging.getLogger("ray.tune.execution.experiment_state").addFilter(one_line_for_a_racing_save)
 
 
 @contextlib.contextmanager
