@@ -258,9 +258,9 @@ def _rule_admits(rule: dict[str, Any], pods: list[tuple[dict[str, Any], PodSpec]
         if "namespaceSelector" in peer:
             return "pods of other namespaces (namespaceSelector)"
         selector = peer.get("podSelector") or {}
-        if selector.get("matchExpressions") or not selector.get("matchLabels"):
-            return "pods by a selector the check cannot read (matchExpressions, or every pod)"
-        others = [f"{object_id(o)} {pod.where}" for o, pod in pods if selects(selector["matchLabels"], pod.labels)
+        if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            return "every pod of the namespace (an empty podSelector)"
+        others = [f"{object_id(o)} {pod.where}" for o, pod in pods if label_selector_matches(selector, pod.labels)
                   and not _is_head(pod)]
         if others:
             return ", ".join(others)

@@ -220,6 +220,26 @@ def test_a_policy_that_selects_the_redis_by_match_expressions_is_read(tmp_path: 
         == []
 
 
+def test_a_peer_by_match_expressions_is_read_like_one_by_match_labels(tmp_path: Path) -> None:
+    """An ingress peer of the Redis by matchExpressions: one that selects the workers is caught by name, one that
+    selects the heads alone passes, and an empty podSelector (every pod) is caught."""
+    rule = "      app.kubernetes.io/name: gcs-redis\n  policyTypes: [\"Ingress\"]\n  ingress:\n  - from:\n"
+    heads = "    - podSelector:\n        matchLabels:\n          sentsweep/gcs-redis-client: \"true\"\n"
+
+    def peer(selector: str) -> dict[str, tuple[str, str]]:
+        return {"base/network-policies.yaml": (rule + heads, rule + selector)}
+
+    workers = ("    - podSelector:\n        matchExpressions:\n        - key: sentsweep/ray-node\n"
+               "          operator: Exists\n")
+    new = _planted(tmp_path, GPU, peer(workers))
+    assert new == [f"NetworkPolicy/gcs-redis-ingress: spec.ingress[0]: {WORKERS_ADMITTED}"], new
+    only_heads = ("    - podSelector:\n        matchExpressions:\n        - key: sentsweep/gcs-redis-client\n"
+                  "          operator: In\n          values: [\"true\"]\n")
+    assert _planted(tmp_path / "heads", GPU, peer(only_heads)) == []
+    everyone = _planted(tmp_path / "all", GPU, peer("    - podSelector: {}\n"))
+    assert any("admits every pod of the namespace (an empty podSelector)" in m for m in everyone), everyone
+
+
 def test_a_port_range_that_holds_the_redis_port_is_read(tmp_path: Path) -> None:
     """``endPort``: a rule on ports 6000-7000 admits its peers to Redis on 6379."""
     redis_rule = "      app.kubernetes.io/name: gcs-redis\n  policyTypes: [\"Ingress\"]\n  ingress:\n  - from:\n" \
