@@ -79,6 +79,11 @@ class Candidate:
         return [r for r in self.runs if not r.original]
 
     @property
+    def failed_seeds(self) -> int:
+        """The further seeds without a value: failed, or stopped before their final report."""
+        return sum(not math.isfinite(r.value) for r in self.further_runs)
+
+    @property
     def interval(self) -> Interval:
         """The further seeds' figures (the search's run left out: it was selected on its value)."""
         return interval([r.value for r in self.further_runs])

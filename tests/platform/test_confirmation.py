@@ -81,6 +81,18 @@ def test_ties_go_to_the_higher_single_seed_rank():
     assert choose_winner([a, b], "mean", "max") is b
 
 
+def test_a_configuration_whose_further_seeds_failed_ranks_after_one_whose_seeds_all_finished():
+    """The mean of the seeds that finished would favour a configuration whose other seeds diverged."""
+    fragile = _candidate(1, [86.0, float("nan"), float("nan")])  # one lucky seed of three
+    steady = _candidate(2, [80.0, 80.5, 80.2])
+    half = _candidate(3, [85.0, 84.0, float("nan")])
+    for rule in ("mean", "lower_bound"):
+        assert [c.rank for c in ranked_by_rule([fragile, steady, half], rule, "max")] == [2, 3, 1]
+    assert (fragile.failed_seeds, half.failed_seeds, steady.failed_seeds) == (2, 1, 0)
+    # among configurations that failed alike, the rule decides as before
+    assert choose_winner([fragile, _candidate(4, [70.0, float("nan"), float("nan")])], "mean", "max") is fragile
+
+
 def test_the_representative_seed_is_closest_to_the_mean():
     c = _candidate(1, [80.0, 81.0, 79.0, 85.0])  # mean 81.25
     assert c.representative().value == 81.0

@@ -1,6 +1,8 @@
 """The confirmation stage's decisions and state. ``mean`` picks the best mean; ``lower_bound`` (the default) the
-best pessimistic end of the interval, which ranks a single further seed (an infinite interval) last. Ties go to the
-better mean, then the higher search rank; the weights used are the winner's further seed closest to their mean."""
+best pessimistic end of the interval, which ranks a single further seed (an infinite interval) last. Under either
+rule a configuration with fewer failed further seeds ranks first, so seeds that failed cannot lift a mean. Ties go
+to the better mean, then the higher search rank; the weights used are the winner's further seed closest to their
+mean."""
 
 from __future__ import annotations
 
@@ -34,9 +36,10 @@ def rule_score(summary: Interval, rule: Rule, mode: str) -> float:
 
 
 def ranked_by_rule(candidates: Sequence[Candidate], rule: Rule, mode: str) -> list[Candidate]:
-    """The candidates, the one ``rule`` prefers first (ties: the better mean, then the higher single-seed rank)."""
-    return sorted(candidates, key=lambda c: (rule_score(c.interval, rule, mode), rule_score(c.interval, "mean", mode),
-                                             -c.rank), reverse=True)
+    """The candidates, those with the fewest failed further seeds first, then the one ``rule`` prefers (ties: the
+    better mean, then the higher single-seed rank)."""
+    return sorted(candidates, key=lambda c: (-c.failed_seeds, rule_score(c.interval, rule, mode),
+                                             rule_score(c.interval, "mean", mode), -c.rank), reverse=True)
 
 
 def choose_winner(candidates: Sequence[Candidate], rule: Rule, mode: str) -> Candidate:
