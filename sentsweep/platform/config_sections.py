@@ -111,7 +111,8 @@ class ConvergenceConfig(ConfigSection):
     noise_sd: float | None = Field(None, gt=0, description="the metric's seed-to-seed standard deviation (null: "
                                    "measured in the sweep from the first point's replicas)")
     noise_seeds: int = Field(2, ge=1, le=5, description="further seeds the first point runs with to measure "
-                             "the noise (when noise_sd is null); they count among num_samples")
+                             "the noise (when noise_sd is null); they count among num_samples, ASHA never "
+                             "stops them, and TPE's start-up grows by as many")
     #: 20, Optuna's own ``Terminator`` minimum: on the CoSENT table 10 let the regret bound end TPE sweeps on the
     #: plateau around the paper's defaults; 20 kept the fixed budget's share (docs/benchmarks-search.md).
     min_trials: int = Field(20, ge=2, description="search trials before the check starts, never counting the noise "

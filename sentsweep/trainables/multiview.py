@@ -12,8 +12,8 @@ Final: SentEval transfer tasks and the STS suite (``test_tasks``) on the best we
 
 Defaults are the paper's (section 4.1): views (dep, const), Adam lr 5e-4, batch 400, gradient-norm clip
 5, no dropout, Xavier init with zero biases, frozen GloVe vectors (offline: GloVe 6B 50-d; the paper:
-840B 300-d), hidden 2400 per view (4800-d embeddings), and a constant learning rate (``lr_schedule:
-constant``, as the paper keeps Adam's rate fixed; ``linear`` gives the shared loop's decay).
+840B 300-d), hidden 2400 per view (4800-d embeddings). The paper names no learning-rate schedule; the default
+keeps Adam's rate constant (``lr_schedule: constant``; ``linear`` gives the shared loop's decay).
 """
 
 from __future__ import annotations

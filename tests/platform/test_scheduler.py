@@ -140,3 +140,23 @@ def test_a_trial_worst_at_its_last_evaluation_goes_on_to_its_final_report():
         report = {"training_iteration": 1, "score": 0.0, "step": 2.0, TOTAL_STEPS_KEY: total_steps}
         decisions[total_steps] = asha.on_trial_result(None, trial, report)
     assert decisions == {2.0: TrialScheduler.CONTINUE, 4.0: TrialScheduler.STOP}
+
+
+def test_the_first_point_and_its_noise_replicas_are_never_stopped_while_they_measure_the_noise():
+    """Their values are the noise the search's improvement is compared with: a stop at an early rung would measure
+    the noise of an early evaluation instead of the final one."""
+    from types import SimpleNamespace
+
+    from sentsweep.platform.driver.specs import unstopped_point
+
+    space = SimpleNamespace(first_point=dict(PAPER))
+    measured = SweepConfig(name="s", method="toy", stop_when="converged", convergence={"noise_sd": None})
+    given = SweepConfig(name="s", method="toy", stop_when="converged", convergence={"noise_sd": 0.2})
+    assert unstopped_point(measured, space) == PAPER
+    assert unstopped_point(given, space) is None  # no replicas run: ASHA may stop the first point
+    assert unstopped_point(SweepConfig(name="s", method="toy"), space) is None
+    assert unstopped_point(SweepConfig(name="s", method="toy", reference="paper"), space) == PAPER
+    others = [_Trial(f"o{i}", {"lr": 1e-4 * (i + 1), "pooling": "cls", "seed": 0}) for i in range(3)]
+    replica = _Trial("replica", {**PAPER, "seed": 1008})
+    decisions = _worst_at_every_rung(_asha(unstopped_point(measured, space)), replica, others)
+    assert decisions == [TrialScheduler.CONTINUE] * 4

@@ -89,3 +89,26 @@ def test_the_default_start_up_is_optuna_s_and_the_phase_is_capped_by_the_sweep()
     assert random_suggestions(_config(16, None, samples=500)) == (16, 25)
     assert random_suggestions(_config(16, None, samples=20)) == (16, 20)
     assert random_suggestions(_config(2, 3, samples=8)) == (3, 4)
+
+
+def test_the_noise_replicas_take_no_random_draw_s_place_in_the_start_up() -> None:
+    """With ``stop_when: converged`` the first point runs again with two noise seeds. The first point counts in
+    ``startup_trials`` as in any sweep; its replicas do not, so the random draws are as many as without them."""
+    from sentsweep.platform.search.searcher import build_searcher
+
+    def space(trial: optuna.Trial) -> None:
+        trial.suggest_float("x", 0.0, 1.0)
+        trial.suggest_categorical("pooling", ["mean", "cls"])
+
+    config = SweepConfig(name="s", method="toy", seed=7, metric="score", num_samples=40, max_concurrent_trials=1,
+                         startup_trials=3, stop_when="converged", convergence={"noise_sd": None, "noise_seeds": 2,
+                                                                              "min_trials": 30})
+    searcher = build_searcher(config, space, [{"x": 0.5, "pooling": "mean"}])
+    made = model_made(searcher.sampler)
+    by_model = []
+    for i in range(8):
+        searcher.suggest(f"t{i}")
+        by_model.append(searcher.running()[f"t{i}"] in made)
+        searcher.on_trial_complete(f"t{i}", {"score": float(i), "training_iteration": 1, "final": True})
+    # the first point, its two replicas, two random draws (3 - the first point), then the model
+    assert by_model == [False] * 5 + [True] * 3

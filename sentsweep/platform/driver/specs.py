@@ -29,6 +29,13 @@ def reference_setting(config: SweepConfig, space: SearchSpaceLike) -> dict[str, 
     return space.first_point if config.reference else None
 
 
+def unstopped_point(config: SweepConfig, space: SearchSpaceLike) -> dict[str, Any] | None:
+    """The point whose trials no scheduler stops: the reference's, or the first point while the sweep measures its
+    noise on it and its replicas (the noise is then that of final values, as the improvement it is compared with)."""
+    measures_noise = config.stop_when == "converged" and config.convergence.noise_sd is None
+    return space.first_point if config.reference or measures_noise else None
+
+
 def resolve_specs(config: SweepConfig, source: str | None = None, trainable: TrainableSpec | None = None,
                   space: SearchSpaceLike | None = None) -> tuple[TrainableSpec, SearchSpaceLike]:
     """The method's trainable and the search space, from the registries unless given; the space is bound to the

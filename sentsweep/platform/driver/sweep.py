@@ -181,7 +181,7 @@ def new_tuner(config: SweepConfig, trainable: TrainableSpec, space: specs.Search
                                    reference_setting=config.reference.setting if config.reference else None),
                  budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)]
     return build_tuner(trainable, config, location, specs.trial_param_space(config), callbacks, stop=budget,
-                       search_alg=searcher, scheduler=build_scheduler(config, reference),
+                       search_alg=searcher, scheduler=build_scheduler(config, specs.unstopped_point(config, space)),
                        num_samples=config.num_samples, max_concurrent_trials=config.max_concurrent_trials,
                        time_budget_s=config.time_budget_s)
 

@@ -1,4 +1,5 @@
-"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the reference trial, or FIFO."""
+"""The sweep's scheduler: ASHA that lets each trial reach its own end and never stops the trials of one point (the
+reference, or the first point whose runs measure the noise), or FIFO."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from sentsweep.platform.results import evaluation_result, is_draining, is_final,
 
 
 class FinalAwareASHA(ASHAScheduler):
-    """Ray's ASHA where ``max_t`` only places the rungs (a trial makes its own final report), and the
-    reference trial enters each rung but is never stopped. Final and draining reports never stop a trial, nor does
-    the evaluation at a trial's last step: it trained every step, so it goes on to its final report."""
+    """Ray's ASHA where ``max_t`` only places the rungs (a trial makes its own final report), and the trials of the
+    ``reference`` point (the paper's setting, or the first point and its noise replicas) enter each rung but are never
+    stopped. Final and draining reports never stop a trial, nor does the evaluation at a trial's last step: it
+    trained every step, so it goes on to its final report."""
 
     def __init__(self, reference: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(stop_last_trials=False, **kwargs)

@@ -258,7 +258,7 @@ def build_searcher(config: SweepConfig, define_by_run: Callable[[optuna.Trial], 
         # a warm start's history marks no replica: the first point's run there is the original when none is queued
         first = queued[0] if queued else next((p for p in points or [] if p), None)
         replicas = replica_points(first, config.convergence, int(config.fixed.get("seed", config.seed)))
-    sampler = build_sampler(config, define_by_run)
+    sampler = build_sampler(config, define_by_run, len(replicas))
     return PruningAwareOptunaSearch(define_by_run, metric=config.metric, mode=config.mode, sampler=sampler, store=store,
                                     study_name=study_name or config.name, points=queued, replicas=replicas,
                                     objectives=config.objective_list, convergence=convergence,
