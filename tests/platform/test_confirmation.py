@@ -11,6 +11,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.confirm.stage import choose_winner, further_seeds, ranked_by_rule
+from sentsweep.platform.driver.confirmation import ranking_text
 from sentsweep.platform.outcome import Candidate, SeedRun, interval
 from sentsweep.platform.results import FINAL_KEY
 from sentsweep.tracking.vocabulary import (
@@ -91,6 +92,8 @@ def test_a_configuration_whose_further_seeds_failed_ranks_after_one_whose_seeds_
     assert (fragile.failed_seeds, half.failed_seeds, steady.failed_seeds) == (2, 1, 0)
     # among configurations that failed alike, the rule decides as before
     assert choose_winner([fragile, _candidate(4, [70.0, float("nan"), float("nan")])], "mean", "max") is fragile
+    # the confirmed winner's line says why the best mean lost
+    assert ranking_text([fragile, steady, half], "mean", "max") == "#2, #3 (1 failed seed), #1 (2 failed seeds)"
 
 
 def test_the_representative_seed_is_closest_to_the_mean():
@@ -182,7 +185,8 @@ def test_the_recorded_figures_and_tables_leave_out_the_search_run(tmp_path):
     assert "(n=2," in lines[0] and "search run 90.00" in lines[0]
     assert run.trial_tags == {t: {CONFIRMS_TAG: "s1", CONFIRM_RANK_TAG: "1"} for t in ("c1", "c2")}
     (summary,) = csv.DictReader((tmp_path / "sweep" / "confirmation" / "summary.csv").open())
-    assert (float(summary["mean"]), summary["n"], float(summary["search_value"])) == (81.0, "2", 90.0)
+    assert (float(summary["mean"]), summary["n"], summary["failed"]) == (81.0, "2", "0")
+    assert float(summary["search_value"]) == 90.0
     seeds = list(csv.DictReader((tmp_path / "sweep" / "confirmation" / "seeds.csv").open()))
     assert [(r["trial"], r["original"]) for r in seeds] == [("s1", "1"), ("c1", "0"), ("c2", "0")]
     # the intervals plot beside the tables, its data in a CSV

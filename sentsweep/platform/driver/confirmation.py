@@ -36,7 +36,7 @@ from sentsweep.platform.driver.resume import refuse_unreadable_state, snapshot_n
 from sentsweep.platform.driver.specs import describe_settings
 from sentsweep.platform.driver.trainable import build_tuner, tune_trainable
 from sentsweep.platform.location import SweepLocation
-from sentsweep.platform.outcome import ConfirmationOutcome
+from sentsweep.platform.outcome import Candidate, ConfirmationOutcome
 from sentsweep.platform.results import result_labels
 from sentsweep.platform.tracking.parent_run import SweepRun
 from sentsweep.platform.tracking.reachability import store_answers
@@ -215,7 +215,7 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
                 log.warning("no confirmation plot: %s: %s", type(exc).__name__, exc)
         run.log_artifacts(tmp, STAGE_DIR)  # kept in the stage's folder, uploaded in the background
         sweep.log_artifacts(tmp, STAGE_DIR)
-    order = ", ".join(f"#{c.rank}" for c in ranked_by_rule(outcome.candidates, outcome.rule, config.mode))
+    order = ranking_text(outcome.candidates, outcome.rule, config.mode)
     chosen = outcome.chosen.trial_id  # the chosen seed's label among the confirmation trials (``c01``), or its id
     if not outcome.chosen.original:
         chosen = result_labels(outcome.results, CONFIRMATION_PREFIX).get(chosen, chosen)
@@ -225,12 +225,20 @@ def record(outcome: ConfirmationOutcome, config: SweepConfig, sweep: SweepRun, r
          f"({metric} {outcome.chosen.value:.2f}, closest to the mean)")
 
 
+def ranking_text(candidates: list[Candidate], rule: str, mode: str) -> str:
+    """The candidates in the rule's order, each with its failed further seeds (``#2, #1 (2 failed seeds)``)."""
+    def label(c: Candidate) -> str:
+        return f"#{c.rank}" + (f" ({c.failed_seeds} failed seed{'s' * (c.failed_seeds > 1)})" if c.failed_seeds else "")
+
+    return ", ".join(label(c) for c in ranked_by_rule(candidates, rule, mode))
+
+
 def write_tables(outcome: ConfirmationOutcome, config: SweepConfig, folder: Path) -> None:
     """``summary.csv`` (a row per configuration, the search's value apart) and ``seeds.csv`` (a row per seed)."""
-    _write_csv(folder / "summary.csv", ["rank", "trial", "params", "n", "mean", "std", "low", "high", "search_value",
-                                        "winner", "chosen_trial"],
-               [[c.rank, c.trial_id, json.dumps(c.params, default=str), c.interval.n, c.interval.mean, c.interval.std,
-                 c.interval.low, c.interval.high, c.search_value, int(c is outcome.winner),
+    _write_csv(folder / "summary.csv", ["rank", "trial", "params", "n", "failed", "mean", "std", "low", "high",
+                                        "search_value", "winner", "chosen_trial"],
+               [[c.rank, c.trial_id, json.dumps(c.params, default=str), c.interval.n, c.failed_seeds, c.interval.mean,
+                 c.interval.std, c.interval.low, c.interval.high, c.search_value, int(c is outcome.winner),
                  outcome.chosen.trial_id if c is outcome.winner else ""] for c in outcome.candidates])
     keys = sorted({k for c in outcome.candidates for r in c.runs for k in r.metrics} - {config.metric})
     _write_csv(folder / "seeds.csv", ["rank", "trial", "seed", "original", config.metric, *keys],
