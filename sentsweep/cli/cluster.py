@@ -112,10 +112,12 @@ def _add_jobs(sub: argparse._SubParsersAction) -> None:
 def _connect(args: argparse.Namespace) -> ClusterJobs:
     """The cluster's jobs at ``--address`` (or the environment's), with the token (:mod:`~.cluster.credentials`)."""
     from sentsweep.cluster.client import ClusterJobs, resolve_address
-    from sentsweep.cluster.credentials import find_token
+    from sentsweep.cluster.credentials import find_token, plaintext_token_warning
 
-    token = find_token(args.token_file, os.environ)
-    return ClusterJobs(resolve_address(args.address, os.environ), token=token)
+    token, address = find_token(args.token_file, os.environ), resolve_address(args.address, os.environ)
+    if warning := plaintext_token_warning(address, token):
+        print(f"warning: {warning}", file=sys.stderr)
+    return ClusterJobs(address, token=token)
 
 
 def _secrets(jobs: ClusterJobs | None = None) -> list[str]:

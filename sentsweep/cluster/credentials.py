@@ -4,9 +4,12 @@ request, never in a job's runtime environment: the cluster's pods have their own
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from sentsweep.credentials import (
     MASK,
@@ -76,6 +79,22 @@ def find_token(token_file: str | Path | None, environ: Mapping[str, str]) -> Ray
     if environ.get(RAY_AUTH_MODE_ENV, "").strip().lower() == "token" and DEFAULT_TOKEN_FILE.expanduser().is_file():
         return _read(DEFAULT_TOKEN_FILE, "the default")
     return None
+
+
+def plaintext_token_warning(address: str, token: RayToken | None) -> str | None:
+    """The warning that ``token`` would cross a network unencrypted: plain ``http://`` to a host that is neither this
+    machine (a port-forward) nor a Service name of the cluster the command runs in. None when it would not."""
+    parsed = urlparse(address if "://" in address else f"http://{address}")
+    host = (parsed.hostname or "").lower()
+    if token is None or parsed.scheme != "http" or host == "localhost" or "." not in host.rstrip("."):
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    if host.rstrip(".").endswith((".svc", ".svc.cluster.local")):
+        return None
+    return (f"the Ray token goes unencrypted to {parsed.scheme}://{parsed.netloc}: use https:// in front of the "
+            "dashboard, or kubectl port-forward and --address http://127.0.0.1:8265 (docs/security.md)")
 
 
 def auth_failure(status: int, address: str, token: RayToken | None) -> AuthenticationRequired:

@@ -16,11 +16,13 @@ import yaml
 from sentsweep.cluster.client import resolve_address
 from sentsweep.cluster.credentials import (
     AuthenticationRequired,
+    RayToken,
     auth_failure,
     find_token,
     forwarded_env,
     held_back,
     masked,
+    plaintext_token_warning,
 )
 from sentsweep.cluster.jobspec import (
     DRIVER_RESOURCES,
@@ -136,6 +138,18 @@ def test_the_ray_token_is_found_where_ray_looks_and_never_shown(tmp_path: Path,
         refused = str(auth_failure(status, "http://h:8265", token))
         assert refused.startswith("authentication required:") and "refused" in refused and "tok-default" not in refused
     assert "requires a token" in str(auth_failure(401, "http://h:8265", None))
+
+
+def test_a_token_bound_for_plain_http_off_this_machine_and_cluster_is_warned_about() -> None:
+    token = RayToken("tok-secret", "$RAY_AUTH_TOKEN")
+    warned = plaintext_token_warning("http://ray.example.com:8265", token)
+    assert warned is not None and "unencrypted to http://ray.example.com:8265" in warned and "tok-secret" not in warned
+    assert plaintext_token_warning("10.0.3.7:8265", token) is not None  # no scheme: Ray's SDK takes http
+    for quiet in ("http://127.0.0.1:8265", "http://localhost:8265", "http://[::1]:8265",  # a port-forward
+                  "http://raycluster-head-svc:8265", "http://head-svc.sentsweep.svc:8265",  # in the cluster
+                  "http://head-svc.sentsweep.svc.cluster.local:8265", "https://ray.example.com"):
+        assert plaintext_token_warning(quiet, token) is None, quiet
+    assert plaintext_token_warning("http://ray.example.com:8265", None) is None  # nothing to leak
 
 
 def test_driver_placement_is_asked_for_only_when_given(tmp_path: Path) -> None:
