@@ -1,4 +1,5 @@
-"""The stop signals of the sweep this process drives, where the code Tune unpickles from ``tuner.pkl`` finds them."""
+"""The stop signals of the sweep this process drives, and whether its budget is spent, where the code Tune unpickles
+from ``tuner.pkl`` finds them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ class Stops(Protocol):
 
 #: The stop signals of the sweep this process drives, innermost last.
 ACTIVE: list[Stops] = []
+#: The sweeps this process drives whose budget is spent: their searcher starts no trial while the last ones finish.
+SPENT: set[str] = set()
 
 
 def active_stops() -> Stops | None:

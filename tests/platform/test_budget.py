@@ -15,9 +15,17 @@ from typing import Any
 import pytest
 
 from sentsweep.platform.config import BudgetConfig
-from sentsweep.platform.driver.budget import BudgetStopper, SweepBudget, driving, record_budget
+from sentsweep.platform.driver.budget import (
+    FINAL_EVALUATION_GRACE_S,
+    BudgetStopper,
+    SweepBudget,
+    driving,
+    record_budget,
+)
+from sentsweep.platform.stops import SPENT
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
 from sentsweep.trainables.method import GPUS_KEY
+from sentsweep.trainables.report_keys import TOTAL_STEPS_KEY
 
 HOUR = 3600.0
 
@@ -34,10 +42,11 @@ class Clock:
 
 @dataclass
 class FakeTrial:
-    """What the stopper reads of a Tune trial: its id and latest result."""
+    """What the stopper reads of a Tune trial: its id, latest result and status."""
 
     trial_id: str
     last_result: dict[str, Any] = field(default_factory=dict)
+    status: str = "RUNNING"
 
 
 def _result(seconds: float, gpus: float | None = None) -> dict[str, Any]:
@@ -113,6 +122,58 @@ def test_a_spent_budget_stops_all_and_says_why_once() -> None:
     assert walled.check() and "wall_hours 0.5 spent" in str(walled.spent)
 
 
+def _report(seconds: float, step: int, total: int = 8, **extra: Any) -> dict[str, Any]:
+    return {**_result(seconds, gpus=1.0), "step": step, TOTAL_STEPS_KEY: total, **extra}
+
+
+def test_a_trial_that_trained_its_last_step_finishes_its_final_evaluation_before_the_budget_stops_all() -> None:
+    """Its test suite runs between its last evaluation and its final report: stopped there, it trained every step
+    and could not win. The other trials stop at their next report, and the searcher starts no trial meanwhile."""
+    clock = Clock()
+    with driving("toy-4", SweepBudget(BudgetConfig(gpu_hours=10 / HOUR), clock=clock, echo=lambda line: None)) \
+            as budget:
+        stopper = BudgetStopper("toy-4")
+        stopper.setup()
+        assert stopper("done", _report(6.0, step=8)) is False  # its last evaluation
+        assert stopper("mid", _report(5.0, step=4)) is False  # 11 s of 10: spent at the check
+        assert not stopper.stop_all() and "toy-4" in SPENT  # "done" is in its final evaluation
+        assert stopper("mid", _report(6.0, step=6)) is True  # stopped at its next report
+        assert stopper("late", _report(1.0, step=8)) is False  # a last evaluation after the spend goes on too
+        stopper.on_step_begin(0, [FakeTrial("done", _report(6.0, step=8)), FakeTrial("late", _report(1.0, step=8)),
+                                  FakeTrial("errored", _report(1.0, step=8), status="ERROR")])
+        assert budget.finishing == {"done", "late"}  # an ended trial waits for nothing
+        assert stopper("done", _report(7.0, step=8, final=1.0)) is False  # its final report is taken
+        assert not stopper.stop_all()
+        assert stopper("late", _report(2.0, step=8, final=1.0)) is False
+        assert stopper.stop_all()
+    assert "toy-4" not in SPENT  # the driver's session is over
+
+    with driving("toy-5", SweepBudget(BudgetConfig(gpu_hours=1 / HOUR), clock=clock, echo=lambda line: None)):
+        stopper = BudgetStopper("toy-5")
+        stopper.setup()
+        stopper("stuck", _report(2.0, step=8))
+        assert not stopper.stop_all()
+        clock.now += FINAL_EVALUATION_GRACE_S  # a final evaluation that never ends does not hold the sweep
+        assert stopper.stop_all()
+
+
+def test_the_searcher_starts_no_trial_while_the_budget_is_spent() -> None:
+    from sentsweep.platform.config import SweepConfig
+    from sentsweep.platform.search.searcher import build_searcher
+
+    def space(trial: Any) -> None:
+        trial.suggest_float("x", 0.0, 1.0)
+
+    searcher = build_searcher(SweepConfig(name="toy-6", method="toy", metric="score"), space, [{"x": 0.5}],
+                              study_name="toy-6")
+    SPENT.add("toy-6")
+    try:
+        assert searcher.suggest("t0") is None  # Tune asks again later; the search is not over
+    finally:
+        SPENT.discard("toy-6")
+    assert searcher.suggest("t0") == {"x": 0.5}
+
+
 def test_record_budget_tags_the_stop_notifies_it_and_says_when_a_resume_lifted_it() -> None:
     def record(budget: SweepBudget) -> tuple[dict[str, float], dict[str, str], list[str]]:
         metrics: dict[str, float] = {}
@@ -162,7 +223,7 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
 
     client = MlflowClient(tracking_uri=tracking_uri)
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
-                        scheduler={"type": "fifo"}, fixed={"max_steps": 2, "eval_every": 2},
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "eval_every": 2},
                         budget={"gpu_hours": 1e-9})
     lines: list[str] = []
     first = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
@@ -193,3 +254,32 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
     assert parent.data.metrics["budget_compute_seconds"] == pytest.approx(counted_after) and counted_after > counted
     assert before_wall < parent.data.metrics["budget_wall_seconds"] <= before_wall + resumed_for  # no downtime
     assert not list(Path(first.sweep_dir).glob("budget*")), "the count is Tune's own state, in no file of ours"
+
+
+# About half a minute on a loaded 2-core machine.
+@pytest.mark.slow
+def test_trials_that_trained_their_last_step_when_the_budget_is_spent_end_finished_and_none_starts_after(
+        tmp_path, tiny_bert_dir, tracking_uri, ray_session):
+    """Two trials whose first report is their last evaluation (2 steps, evaluated every 2): the budget is spent there,
+    each still evaluates its test suite and ends finished, and the third trial never starts."""
+    from mlflow import MlflowClient
+
+    from sentsweep.platform.driver.sweep import run_sweep
+    from sentsweep.tracking.vocabulary import ROLE_TAG
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=2,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": 2, "eval_every": 2},
+                        budget={"gpu_hours": 1e-9})
+    lines: list[str] = []
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                        echo=lines.append)
+    assert outcome.counts == {"finished": 2, "pruned": 0, "failed": 0}
+    assert len(outcome.results) == 2, "no trial starts once the budget is spent"
+    assert len([line for line in lines if line.startswith(STOPPED_REASON)]) == 1
+    client = MlflowClient(tracking_uri=tracking_uri)
+    runs = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
+    assert sorted(r.data.tags["sentsweep.outcome"] for r in runs) == ["finished", "finished"]
+    assert all("stsb_test" in r.data.metrics for r in runs)  # each evaluated its test suite
+    parent = client.get_run(outcome.parent_run_id)
+    assert parent.data.tags[STOP_REASON_TAG].startswith(f"{STOPPED_REASON}: gpu_hours 1e-09 spent")

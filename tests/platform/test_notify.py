@@ -210,11 +210,11 @@ def test_a_toy_sweep_notifies_its_spent_budget_and_its_end_and_writes_no_url(hoo
 
     monkeypatch.setenv(ENV, hook.url)
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
-                        fixed={"max_steps": 2, "eval_every": 2}, budget={"gpu_hours": 1e-9},
+                        fixed={"max_steps": 4, "eval_every": 2}, budget={"gpu_hours": 1e-9},
                         notify={"webhook_env": ENV}, export=False, plots=False)
     lines: list[str] = []
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lines.append, finalize=False)
-    # spent at the first report: Tune stops that trial there, so none finished and the sweep ends failed
+    # spent at the first report (step 2 of 4): that trial stops there, so none finished and the sweep ends failed
     assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget", "failure"]
     end = hook.bodies[1]["sentsweep"]
     assert end["status"] == "failed" and end["counts"] == {"finished": 0, "pruned": 1, "failed": 0}

@@ -1,5 +1,7 @@
 """A sweep's compute budget as a Ray Tune ``Stopper``. Tune pickles the stopper, so it holds only the sweep's name and
-counts into the :class:`SweepBudget` :func:`driving` names (docs/architecture.md, "Budgets that survive a resume")."""
+counts into the :class:`SweepBudget` :func:`driving` names (docs/architecture.md, "Budgets that survive a resume").
+Once the budget is spent no trial starts, a running trial stops at its next report, and one whose report was its last
+evaluation finishes its final evaluation first (within :data:`FINAL_EVALUATION_GRACE_S`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from ray.tune.experiment import Trial
 
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.objectives import TIME_TOTAL_KEY, Objective, objective_value
+from sentsweep.platform.results import is_final, is_last_evaluation
+from sentsweep.platform.stops import SPENT
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
 
 
@@ -23,6 +27,15 @@ def trial_compute(result: Mapping[str, Any] | None) -> tuple[float, float, float
         return 0.0, 0.0, 0.0
     return (objective_value(result, Objective("compute_seconds", "min")) or 0.0,
             objective_value(result, Objective("gpu_seconds", "min")) or 0.0, float(result[TIME_TOTAL_KEY]))
+
+
+#: How long a spent budget waits for the trials in their final evaluation (their test suite) before it stops them.
+FINAL_EVALUATION_GRACE_S = 900.0
+
+
+def awaits_final_report(result: Mapping[str, Any] | None) -> bool:
+    """Whether a trial's latest report is its last evaluation: it trained every step and evaluates its test suite."""
+    return is_last_evaluation(result) and not is_final(result)
 
 
 def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, float]:
@@ -44,7 +57,9 @@ class SweepBudget:
     spent: str | None = None  # why this session stopped the sweep (None: not stopped)
     earlier: str | None = None  # the stop an earlier session recorded (restored with Tune's state)
     ran: bool = False  # whether Tune's loop ran in this session
+    finishing: set[str] = field(default_factory=set)  # running trials whose latest report was their last evaluation
     _tick: float | None = None
+    _spent_at: float | None = None
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue from an earlier session's :meth:`state`, which Tune saved."""
@@ -56,8 +71,24 @@ class SweepBudget:
     def start(self) -> None:
         self.ran, self._tick = True, self.clock()
 
-    def see(self, trial_id: str, result: Mapping[str, Any] | None) -> None:
+    def see(self, trial_id: str, result: Mapping[str, Any] | None, running: bool = True) -> None:
         self.trials[trial_id] = trial_compute(result)
+        if running and awaits_final_report(result):
+            self.finishing.add(trial_id)
+        else:
+            self.finishing.discard(trial_id)
+
+    def stops(self, trial_id: str, result: Mapping[str, Any]) -> bool:
+        """Whether a trial's report ends it: the budget is spent, and the report is neither the trial's last
+        evaluation (it trained every step) nor its final report."""
+        return self.spent is not None and trial_id not in self.finishing and not is_final(result)
+
+    def stops_all(self) -> bool:
+        """Whether every trial stops now: the budget is spent and no trial is in its final evaluation, or the grace
+        for those is over."""
+        if not self.check():
+            return False
+        return not self.finishing or self.clock() - (self._spent_at or 0.0) >= FINAL_EVALUATION_GRACE_S
 
     def check(self) -> bool:
         """Count the driver's time since the last check; whether the budget is spent (the first limit reached)."""
@@ -70,8 +101,9 @@ class SweepBudget:
         reached = [(name, hours, used) for name, hours, used in limits if hours is not None and used >= hours * 3600]
         if self.spent is None and reached:
             name, hours, used = reached[0]
-            self.spent = (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); no new trial "
-                          "started, the running ones stopped at their last report")
+            self.spent, self._spent_at = (f"{STOPPED_REASON}: {name} {hours:g} spent ({used / 3600:.4g} h counted); "
+                                          "no new trial starts, a running one stops at its next report, one that "
+                                          "trained its last step finishes its final evaluation"), now
             self.echo(self.spent)
         return self.spent is not None
 
@@ -92,6 +124,7 @@ def driving(sweep_name: str, budget: SweepBudget) -> Iterator[SweepBudget]:
         yield budget
     finally:
         _DRIVEN.pop(sweep_name, None)
+        SPENT.discard(sweep_name)
 
 
 class BudgetStopper(Stopper, Callback):
@@ -102,12 +135,18 @@ class BudgetStopper(Stopper, Callback):
         self.sweep_name = sweep_name
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        if (budget := _DRIVEN.get(self.sweep_name)) is not None:
-            budget.see(trial_id, result)
-        return False  # stop_all stops every trial alike
+        if (budget := _DRIVEN.get(self.sweep_name)) is None:
+            return False
+        budget.see(trial_id, result)
+        return budget.stops(trial_id, result)
 
     def stop_all(self) -> bool:
-        return (budget := _DRIVEN.get(self.sweep_name)) is not None and budget.check()
+        if (budget := _DRIVEN.get(self.sweep_name)) is None:
+            return False
+        stop = budget.stops_all()
+        if budget.spent is not None:  # the sweep's searcher starts no trial from now on
+            SPENT.add(self.sweep_name)
+        return stop
 
     def setup(self, **info: Any) -> None:
         if (budget := _DRIVEN.get(self.sweep_name)) is not None:
@@ -116,7 +155,7 @@ class BudgetStopper(Stopper, Callback):
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         if (budget := _DRIVEN.get(self.sweep_name)) is not None:
             for trial in trials:
-                budget.see(trial.trial_id, trial.last_result)
+                budget.see(trial.trial_id, trial.last_result, running=trial.status == Trial.RUNNING)
 
     def get_state(self) -> dict[str, Any] | None:
         return budget.state() if (budget := _DRIVEN.get(self.sweep_name)) is not None else None

@@ -27,6 +27,7 @@ from sentsweep.platform.search.convergence import CONVERGED_ATTR, NOISE_SEED_ATT
 from sentsweep.platform.search.samplers import build_sampler, is_feasible, uniform_constraint_keys, with_constraint_keys
 from sentsweep.platform.search.study_store import StudyStore
 from sentsweep.platform.search.warm_start import unseen_points
+from sentsweep.platform.stops import SPENT
 
 if TYPE_CHECKING:
     from ray.tune import ResultGrid, Tuner
@@ -119,6 +120,8 @@ class PruningAwareOptunaSearch(Searcher):
         if trial_id not in self._trials:
             if self.search_ended():
                 return Searcher.FINISHED
+            if self.study_name in SPENT:  # the budget is spent: no trial starts while the last ones finish
+                return None
             trial = study.ask()
             trial.set_user_attr(TUNE_TRIAL_ATTR, trial_id)
             self._trials[trial_id] = trial
