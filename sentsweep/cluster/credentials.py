@@ -4,7 +4,6 @@ request, never in a job's runtime environment: the cluster's pods have their own
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,13 +84,14 @@ def plaintext_token_warning(address: str, token: RayToken | None) -> str | None:
     """The warning that ``token`` would cross a network unencrypted: plain ``http://`` to a host that is neither this
     machine (a port-forward) nor a Service name of the cluster the command runs in. None when it would not."""
     parsed = urlparse(address if "://" in address else f"http://{address}")
-    host = (parsed.hostname or "").lower()
-    if token is None or parsed.scheme != "http" or host == "localhost" or "." not in host.rstrip("."):
+    host = (parsed.hostname or "").lower().rstrip(".")
+    if token is None or parsed.scheme != "http":
         return None
-    with contextlib.suppress(ValueError):
-        if ipaddress.ip_address(host).is_loopback:
-            return None
-    if host.rstrip(".").endswith((".svc", ".svc.cluster.local")):
+    try:
+        here = ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: localhost, or a Service of the cluster (bare, or under .svc)
+        here = host == "localhost" or "." not in host or host.endswith((".svc", ".svc.cluster.local"))
+    if here:
         return None
     return (f"the Ray token goes unencrypted to {parsed.scheme}://{parsed.netloc}: use https:// in front of the "
             "dashboard, or kubectl port-forward and --address http://127.0.0.1:8265 (docs/security.md)")

@@ -145,6 +145,7 @@ def test_a_token_bound_for_plain_http_off_this_machine_and_cluster_is_warned_abo
     warned = plaintext_token_warning("http://ray.example.com:8265", token)
     assert warned is not None and "unencrypted to http://ray.example.com:8265" in warned and "tok-secret" not in warned
     assert plaintext_token_warning("10.0.3.7:8265", token) is not None  # no scheme: Ray's SDK takes http
+    assert plaintext_token_warning("http://[fd00::7]:8265", token) is not None  # an address without a dot
     for quiet in ("http://127.0.0.1:8265", "http://localhost:8265", "http://[::1]:8265",  # a port-forward
                   "http://raycluster-head-svc:8265", "http://head-svc.sentsweep.svc:8265",  # in the cluster
                   "http://head-svc.sentsweep.svc.cluster.local:8265", "https://ray.example.com"):
