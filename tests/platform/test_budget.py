@@ -211,29 +211,40 @@ def test_the_stopper_pickles_to_its_name_and_is_inert_without_a_driver() -> None
     assert stopper.stop_all() is False and stopper.get_state() is None
 
 
+def _spent_at_the_first_report(tmp_path: Path, model: Path, tracking_uri: str, *, steps: int, samples: int) -> Any:
+    """A toy sweep, one trial at a time, of ``steps`` steps evaluated every 2, whose budget is spent at its first
+    report; the sweep's outcome and an MLflow client. The stop is said once and tagged on the sweep's run."""
+    from mlflow import MlflowClient
+
+    from sentsweep.platform.driver.sweep import run_sweep
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+
+    config = toy_config(tmp_path, model, tracking_uri, num_samples=samples, max_concurrent_trials=1,
+                        scheduler={"type": "fifo"}, fixed={"max_steps": steps, "eval_every": 2},
+                        budget={"gpu_hours": 1e-9})
+    lines: list[str] = []
+    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
+                        echo=lines.append)
+    stops = [line for line in lines if line.startswith(STOPPED_REASON)]
+    assert len(stops) == 1 and "gpu_hours 1e-09 spent" in stops[0]
+    client = MlflowClient(tracking_uri=tracking_uri)
+    tag = client.get_run(outcome.parent_run_id).data.tags[STOP_REASON_TAG]
+    assert tag.startswith(f"{STOPPED_REASON}: gpu_hours 1e-09 spent")
+    return outcome, client
+
+
 # About a minute on a loaded 2-core machine: a sweep of the toy, then its resume.
 @pytest.mark.slow
 def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path, tiny_bert_dir, tracking_uri,
                                                                       ray_session):
-    from mlflow import MlflowClient
-
-    from sentsweep.platform.driver.sweep import resume_sweep, run_sweep
+    from sentsweep.platform.driver.sweep import resume_sweep
     from sentsweep.tracking.vocabulary import REASON_TAG, ROLE_TAG
-    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
+    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE
 
-    client = MlflowClient(tracking_uri=tracking_uri)
-    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=3, max_concurrent_trials=1,
-                        scheduler={"type": "fifo"}, fixed={"max_steps": 4, "eval_every": 2},
-                        budget={"gpu_hours": 1e-9})
-    lines: list[str] = []
-    first = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
-                      echo=lines.append)
-    # spent at the first trial's first report: no trial starts after it, and it is stopped where it is
+    # spent at the first trial's first report (step 2 of 4): no trial starts after it, and it is stopped where it is
+    first, client = _spent_at_the_first_report(tmp_path, tiny_bert_dir, tracking_uri, steps=4, samples=3)
     assert first.counts == {"finished": 0, "pruned": 1, "failed": 0}
-    stops = [line for line in lines if line.startswith(STOPPED_REASON)]
-    assert len(stops) == 1 and "gpu_hours 1e-09 spent" in stops[0]
     parent = client.get_run(first.parent_run_id)
-    assert parent.data.tags[STOP_REASON_TAG].startswith(f"{STOPPED_REASON}: gpu_hours 1e-09 spent")
     counted = sum(result.metrics["time_total_s"] for result in first.results)
     assert parent.data.metrics["budget_compute_seconds"] == pytest.approx(counted)
     before_wall = parent.data.metrics["budget_wall_seconds"]
@@ -262,23 +273,10 @@ def test_a_trial_that_trained_its_last_step_when_the_budget_is_spent_ends_finish
         tmp_path, tiny_bert_dir, tracking_uri, ray_session):
     """A trial whose first report is its last evaluation (2 steps, evaluated every 2): the budget is spent there, the
     trial still evaluates its test suite and ends finished, and the next trial never starts."""
-    from mlflow import MlflowClient
-
-    from sentsweep.platform.driver.sweep import run_sweep
     from sentsweep.tracking.vocabulary import ROLE_TAG
-    from tests.platform.sweep_toy import TOY_SPACE, TOY_TRAINABLE, toy_config
 
-    config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
-                        scheduler={"type": "fifo"}, fixed={"max_steps": 2, "eval_every": 2},
-                        budget={"gpu_hours": 1e-9})
-    lines: list[str] = []
-    outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
-                        echo=lines.append)
+    outcome, client = _spent_at_the_first_report(tmp_path, tiny_bert_dir, tracking_uri, steps=2, samples=2)
     assert outcome.counts == {"finished": 1, "pruned": 0, "failed": 0}
     assert len(outcome.results) == 1, "no trial starts once the budget is spent"
-    assert len([line for line in lines if line.startswith(STOPPED_REASON)]) == 1
-    client = MlflowClient(tracking_uri=tracking_uri)
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     assert run.data.tags["sentsweep.outcome"] == "finished" and "stsb_test" in run.data.metrics  # its test suite ran
-    parent = client.get_run(outcome.parent_run_id)
-    assert parent.data.tags[STOP_REASON_TAG].startswith(f"{STOPPED_REASON}: gpu_hours 1e-09 spent")
