@@ -62,7 +62,7 @@ def test_every_table_names_a_trial_by_its_label_and_its_outcome() -> None:
               _trial(2, "bb", "pruned", "FINISHED", stsb_dev=60.0, step=8.0,  # bookkeeping logged before system/
                      **{"system/wall_seconds": 5.0, "system/time_total_s": 14.0}),  # restored: 14 s over 2 attempts
               _trial(3, "cc", None, "KILLED")]  # a run ended before outcomes were tagged
-    rows = trial_rows(sweep, trials)
+    rows = trial_rows(sweep, trials, _searched(trials))
     assert [(r["trial"], r["status"], r["step"]) for r in rows][:2] == [("t01", "finished", 16.0),
                                                                        ("t02", "pruned", 8.0)]
     assert rows[2]["trial"] == "t03" and rows[2]["status"] == "pruned"

@@ -28,7 +28,7 @@ def test_compare_shows_the_node_and_gpu_of_each_trial() -> None:
     sweep = _run({})
     placed = _run({NODE_ID_TAG: "4bf38495f7ed659de8fefbd1", NODE_IP_TAG: "10.0.0.7", GPU_IDS_TAG: "1"})
     cpu_only = _run({NODE_ID_TAG: "74e9351b9eb1", NODE_IP_TAG: "10.0.0.8", GPU_IDS_TAG: ""})
-    rows = trial_rows(sweep, [placed, cpu_only, _run({})])
+    rows = trial_rows(sweep, [placed, cpu_only, _run({})], [])
     assert [row["placement"] for row in rows] == ["4bf38495@10.0.0.7 gpu 1", "74e9351b@10.0.0.8", ""]
     assert placement_label({NODE_ID_TAG: "abcdefghij", GPU_IDS_TAG: "0,1"}) == "abcdefgh@? gpu 0,1"
 

@@ -158,9 +158,9 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     params, tags, metrics = sweep.data.params, sweep.data.tags, sweep.data.metrics
     metric = _metric(sweep)
     statuses = [vocab.run_outcome(t) for t in trials]
-    best_id = tags.get("sentsweep.best_trial_id", "")
+    best_id, labels = tags.get(vocab.BEST_TRIAL_TAG, ""), labels_by_id(trials)
     best = metrics.get(f"best_{metric}", math.nan)
-    best_trial = tags.get(vocab.BEST_LABEL_TAG) or labels_by_id(trials).get(best_id, best_id)
+    best_trial = tags.get(vocab.BEST_LABEL_TAG) or labels.get(best_id, best_id)
     if math.isnan(best) and not best_trial:
         best, best_trial = _search_best(trials, metric, params.get("mode", "max"))
     row: dict[str, Any] = {"sweep": tags.get(vocab.SWEEP_TAG, sweep.info.run_name), "method": params.get("method"),
@@ -169,7 +169,7 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
                            **{s: statuses.count(s) for i, s in enumerate(OUTCOME_COLUMNS) if i < 4 or s in statuses},
                            "metric": metric, "best": best, "best_trial": best_trial}
     if (reference := tags.get(vocab.REFERENCE_TRIAL_TAG)) is not None:  # the paper's setting, a protected trial
-        row["reference_trial"] = labels_by_id(trials).get(reference, reference)
+        row["reference_trial"] = labels.get(reference, reference)
     row.update({k: v for k, v in sorted(metrics.items()) if k.startswith("final_") and k.endswith(SUMMARY_SUFFIXES)})
     if f"confirmed_{metric}_mean" in metrics:  # the confirmation stage: the winner's seeds
         row.update({k: metrics.get(f"confirmed_{metric}_{part}", math.nan)
@@ -180,9 +180,8 @@ def sweep_row(sweep: Run, trials: list[Run]) -> dict[str, Any]:
     return row
 
 
-def trial_rows(sweep: Run, trials: list[Run]) -> list[dict[str, Any]]:
+def trial_rows(sweep: Run, trials: list[Run], searched: Sequence[str]) -> list[dict[str, Any]]:
     metric = _metric(sweep)
-    searched = _searched(trials)
     labelled = any(vocab.REFERENCE_TAG in t.data.tags for t in trials)
     rows = []
     for trial in trials:
@@ -211,11 +210,12 @@ def sweep_runs(client: MlflowClient, experiments: Sequence[str] | None = None,
 def compare(client: MlflowClient, experiments: Sequence[str] | None = None, sweeps: Sequence[str] | None = None, *,
             found: Sequence[SweepRuns] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(sweeps, trials) tables; the confirmation and Pareto tables ride along in ``sweeps.attrs``."""
-    sweep_table, trial_table, confirm_table, front_table = [], [], [], []
+    sweep_table, trial_table, confirm_table, front_table, settings = [], [], [], [], set()
     found_runs = found if found is not None else sweep_runs(client, experiments, sweeps)
     for sweep, trials, stage in found_runs:
         sweep_table.append(sweep_row(sweep, trials))
-        trial_table.extend(trial_rows(sweep, trials))
+        trial_table.extend(trial_rows(sweep, trials, searched := _searched(trials)))
+        settings.update(searched)
         labels = labels_by_id(trials)
         if stage is not None:
             confirm_table.extend(confirmation_rows(sweep, stage, labels))
@@ -223,7 +223,7 @@ def compare(client: MlflowClient, experiments: Sequence[str] | None = None, swee
                            for row in pareto_rows(client, sweep))
     table, trial_frame = pd.DataFrame(sweep_table), pd.DataFrame(trial_table)
     table.attrs.update(confirmation=pd.DataFrame(confirm_table), pareto=pd.DataFrame(front_table))
-    trial_frame.attrs[SETTINGS_ATTR] = sorted({k for runs in found_runs for k in _searched(runs.trials)})
+    trial_frame.attrs[SETTINGS_ATTR] = sorted(settings)
     return table, trial_frame
 
 
