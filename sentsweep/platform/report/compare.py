@@ -85,9 +85,7 @@ class SweepRuns(NamedTuple):
 
 def child_runs(client: MlflowClient, sweep: Run) -> SweepRuns:
     """The sweep's runs below its parent, in one search: the search's trials and the confirmation stage's run."""
-    query = f"tags.`{vocab.PARENT_TAG}` = '{sweep.info.run_id}'"
-    runs = client.search_runs([sweep.info.experiment_id], filter_string=query,
-                              order_by=["attributes.start_time ASC"], max_results=10_000)
+    runs = vocab.tagged_runs(client, sweep.info.experiment_id, {vocab.PARENT_TAG: sweep.info.run_id})
     stages = [r for r in runs if r.data.tags.get(vocab.ROLE_TAG) == vocab.CONFIRMATION_ROLE]
     trials = [r for r in runs if r not in stages]
     return SweepRuns(sweep, sorted(trials, key=lambda r: (trial_number(r) is None, trial_number(r) or 0)),
