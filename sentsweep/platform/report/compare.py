@@ -21,7 +21,6 @@ from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import figure, placement_label, tracked_key, trial_label
 from sentsweep.yaml_io import number_or_same
 
-SWEEP_FILTER = f"tags.`{vocab.ROLE_TAG}` = 'sweep'"
 #: Test metrics shown per sweep (whole tasks and averages, not STS subsets).
 SUMMARY_SUFFIXES = ("_all", "_test", "_avg7", "_avg", "_acc")
 #: The outcome columns of the sweeps table; those after the first four only when a trial ended so.
@@ -47,7 +46,7 @@ def experiment_ids(client: MlflowClient, names: Sequence[str] | None = None) -> 
 def find_sweeps(client: MlflowClient, experiments: Sequence[str] | None = None,
                 sweeps: Sequence[str] | None = None) -> list[Run]:
     """Parent runs of sweeps, newest first; ``sweeps`` selects by name, name prefix or run id."""
-    runs = client.search_runs(experiment_ids(client, experiments), filter_string=SWEEP_FILTER,
+    runs = client.search_runs(experiment_ids(client, experiments), filter_string=f"tags.`{vocab.ROLE_TAG}` = 'sweep'",
                               order_by=["attributes.start_time DESC"], max_results=1000)
     if not sweeps:
         return runs

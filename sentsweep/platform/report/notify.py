@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 #: The event a parent run's end state sends (``running`` sends none).
 STATE_EVENTS: dict[str, str] = {"finished": "end", "failed": "failure", "crashed": "failure",
                                 "interrupted": "interrupted"}
-MAX_REASON = 500
-USER_AGENT = "sentsweep-notify"
 
 
 class NotifyError(Exception):
@@ -81,7 +79,7 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, retries: int,
     if urlsplit(url).scheme not in ("http", "https"):
         raise NotifyError("the webhook URL is not an http(s) URL")
     request = urllib.request.Request(url, data=json.dumps(body, allow_nan=False).encode(), method="POST", headers={
-        "Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT})
+        "Content-Type": "application/json; charset=utf-8", "User-Agent": "sentsweep-notify"})
     opener = urllib.request.build_opener(_NoRedirects)
     for attempt in range(1, retries + 2):
         try:
@@ -144,7 +142,7 @@ class SweepNotifier:
             return False
         secrets = [url, *secret_values(self.environ)]
         if notice.reason:  # its first line (a traceback's last line is in the parent run), masked, short
-            notice.reason = mask_text(notice.reason.strip().split("\n", 1)[0], secrets)[:MAX_REASON] or None
+            notice.reason = mask_text(notice.reason.strip().split("\n", 1)[0], secrets)[:500] or None
         try:
             post_json(url, {"text": notice.text(), "sentsweep": asdict(notice)}, timeout_s=self.settings.timeout_s,
                       retries=self.settings.retries, backoff_s=self.backoff_s)

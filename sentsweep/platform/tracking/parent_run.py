@@ -25,7 +25,6 @@ from sentsweep.platform.tracking.trial_runs import create_unique_run, wall_ms
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SYS_PREFIX, ui_link
 
-SWEEP_SOURCE = "sentsweep sweep"
 VERSIONED_PACKAGES = ("sentsweep", "torch", "transformers", "sentence-transformers", "ray", "optuna",
                       "mlflow", "numpy", "pydantic")
 
@@ -142,8 +141,8 @@ class SweepRun(RunWrites):
         searched = sorted(first_point or {})
         client.set_experiment_tag(experiment_id, vocab.NOTE_TAG, experiment_description(config, sweep_name, searched))
         key = {vocab.ROLE_TAG: "sweep", vocab.SWEEP_TAG: sweep_name}
-        tags = {**key, vocab.SWEEP_DIR_TAG: sweep_dir, vocab.METHOD_TAG: config.method,
-                vocab.SPACE_TAG: str(config.space_name), vocab.STATUS_TAG: "running", **vocab.source_tags(SWEEP_SOURCE),
+        tags = {**key, vocab.SWEEP_DIR_TAG: sweep_dir, vocab.METHOD_TAG: config.method, vocab.STATUS_TAG: "running",
+                vocab.SPACE_TAG: str(config.space_name), **vocab.source_tags("sentsweep sweep"),
                 vocab.NOTE_TAG: sweep_description(config, sweep_name, searched, config.tracking.uri, experiment_id)}
         run = create_unique_run(client, experiment_id, tags, sweep_name, key)
         fs, path = locate(sweep_dir, config.storage_endpoint_url).resolve()

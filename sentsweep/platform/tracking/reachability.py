@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-PROBE_TIMEOUT_S = 3.0
-PROBE_ENDPOINT = "/api/2.0/mlflow/experiments/search"
 #: The HTTP statuses MLflow's client retries: a probe answered with one of them got no answer from the store.
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -22,7 +20,7 @@ def probe(uri: str) -> str | None:
     from sentsweep._compat.mlflow import request_once
 
     try:
-        response = request_once(uri, PROBE_ENDPOINT, {"max_results": 1}, PROBE_TIMEOUT_S)
+        response = request_once(uri, "/api/2.0/mlflow/experiments/search", {"max_results": 1}, timeout=3.0)
     except Exception as exc:  # noqa: BLE001 - no answer at all: a refused connection, a timeout, TLS
         return first_line(exc)
     if response.status_code in RETRIED_STATUSES:
