@@ -97,9 +97,6 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
     storage = location.resolve()
     recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(*storage)})
-    if tune_config.search_alg is None:
-        raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
-                          field="num_samples")
     searcher = tune_config.search_alg  # the searcher inside Tune's wrappers, chained again as ``tune.run`` would
     while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
         searcher = searcher.searcher
