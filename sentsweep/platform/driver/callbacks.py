@@ -31,7 +31,6 @@ logger = logging.getLogger(__name__)
 
 #: The files Tune's default logger callbacks write per trial (and nothing a resume or the tracking callback reads).
 LOGGER_FILES = ("result.json", "progress.csv", "params.json", "params.pkl")
-LOGGER_PREFIXES = ("events.out.tfevents",)
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
@@ -173,7 +172,7 @@ class ShedUploadedTrialFiles(EndedTrialsChore):
         if not trial.local_path or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
             return True
         files = [p for p in sorted(Path(trial.local_path).glob("*"))  # none when the folder is gone
-                 if p.is_file() and (p.name in LOGGER_FILES or p.name.startswith(LOGGER_PREFIXES))]
+                 if p.is_file() and (p.name in LOGGER_FILES or p.name.startswith("events.out.tfevents"))]
         try:
             infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
                                                               for p in files])
