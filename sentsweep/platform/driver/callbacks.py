@@ -94,8 +94,11 @@ class ProgressCallback(Callback):
         return text + (f" | best {self.metric} {figure(best[1])} ({best[0]})" if best is not None else "")
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
-        scored = [(trial, value) for trial in trials if (value := finite_number(
-            (result := trial.last_result or {}).get(f"best_{self.metric}", result.get(self.metric)))) is not None]
+        def value(trial: Trial) -> float | None:
+            result = trial.last_result or {}
+            return finite_number(result.get(f"best_{self.metric}", result.get(self.metric)))
+
+        scored = [(trial, v) for trial in trials if (v := value(trial)) is not None]
         found = (max if self.mode == "max" else min)(scored, key=lambda pair: pair[1], default=None)
         if found is None:
             return None
