@@ -33,11 +33,6 @@ def trial_compute(result: Mapping[str, Any] | None) -> tuple[float, float, float
 FINAL_EVALUATION_GRACE_S = 900.0
 
 
-def awaits_final_report(result: Mapping[str, Any] | None) -> bool:
-    """Whether a trial's latest report is its last evaluation: it trained every step and evaluates its test suite."""
-    return is_last_evaluation(result) and not is_final(result)
-
-
 def compute_figures(counts: Iterable[tuple[float, float, float]]) -> dict[str, float]:
     """The ``budget_*`` compute metrics of trials counted by :func:`trial_compute`."""
     columns = list(zip(*counts, strict=True)) or [(), (), ()]
@@ -73,7 +68,7 @@ class SweepBudget:
 
     def see(self, trial_id: str, result: Mapping[str, Any] | None, running: bool = True) -> None:
         self.trials[trial_id] = trial_compute(result)
-        if running and awaits_final_report(result):
+        if running and is_last_evaluation(result) and not is_final(result):
             self.finishing.add(trial_id)
         else:
             self.finishing.discard(trial_id)
@@ -86,9 +81,8 @@ class SweepBudget:
     def stops_all(self) -> bool:
         """Whether every trial stops now: the budget is spent and no trial is in its final evaluation, or the grace
         for those is over."""
-        if not self.check():
-            return False
-        return not self.finishing or self.clock() - (self._spent_at or 0.0) >= FINAL_EVALUATION_GRACE_S
+        return self.check() and (not self.finishing
+                                 or self.clock() - (self._spent_at or 0.0) >= FINAL_EVALUATION_GRACE_S)
 
     def check(self) -> bool:
         """Count the driver's time since the last check; whether the budget is spent (the first limit reached)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import abc
 import logging
-import math
 import posixpath
 import time
 from collections import Counter
@@ -18,7 +17,7 @@ from ray.tune.experiment import Trial
 
 from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import keep_best_weights_only
-from sentsweep.platform.results import creation_numbers, failure_reason, infeasibility, is_failed
+from sentsweep.platform.results import creation_numbers, failure_reason, finite_number, infeasibility, is_failed
 from sentsweep.platform.stops import active_stops
 from sentsweep.platform.tracking.trial_runs_callback import last_error_line, trial_outcome
 from sentsweep.tracking.names import SEARCH_PREFIX, figure, trial_label
@@ -32,7 +31,6 @@ logger = logging.getLogger(__name__)
 
 #: The files Tune's default logger callbacks write per trial (and nothing a resume or the tracking callback reads).
 LOGGER_FILES = ("result.json", "progress.csv", "params.json", "params.pkl")
-LOGGER_PREFIXES = ("events.out.tfevents",)
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
@@ -96,13 +94,12 @@ class ProgressCallback(Callback):
         return text + (f" | best {self.metric} {figure(best[1])} ({best[0]})" if best is not None else "")
 
     def best(self, trials: list[Trial]) -> tuple[str, float] | None:
-        found: tuple[Trial, float] | None = None
-        for trial in trials:
+        def value(trial: Trial) -> float | None:
             result = trial.last_result or {}
-            value = result.get(f"best_{self.metric}", result.get(self.metric))
-            if isinstance(value, int | float) and not math.isnan(value) and (
-                    found is None or (value > found[1] if self.mode == "max" else value < found[1])):
-                found = (trial, float(value))
+            return finite_number(result.get(f"best_{self.metric}", result.get(self.metric)))
+
+        scored = [(trial, v) for trial in trials if (v := value(trial)) is not None]
+        found = (max if self.mode == "max" else min)(scored, key=lambda pair: pair[1], default=None)
         if found is None:
             return None
         label, outcome = label_of(trials, found[0], self.label_prefix), trial_outcome(found[0])
@@ -178,9 +175,7 @@ class ShedUploadedTrialFiles(EndedTrialsChore):
         if not trial.local_path or isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
             return True
         files = [p for p in sorted(Path(trial.local_path).glob("*"))  # none when the folder is gone
-                 if p.is_file() and (p.name in LOGGER_FILES or p.name.startswith(LOGGER_PREFIXES))]
-        if not files:
-            return True
+                 if p.is_file() and (p.name in LOGGER_FILES or p.name.startswith("events.out.tfevents"))]
         try:
             infos = storage.storage_filesystem.get_file_info([posixpath.join(storage.trial_fs_path, p.name)
                                                               for p in files])

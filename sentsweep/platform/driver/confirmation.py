@@ -143,9 +143,8 @@ def schedule_stage_run(sweep: SweepRun, config: SweepConfig) -> None:
 def _stage_run_id(sweep: SweepRun, create: bool = True) -> str | None:
     """The sweep's ``confirmation`` run: known already, found, or (``create``) created now, SCHEDULED."""
     if sweep.stage_run_id is None:
-        query = (f"tags.`{vocab.PARENT_TAG}` = '{sweep.run_id}' and "
-                 f"tags.`{vocab.ROLE_TAG}` = '{vocab.CONFIRMATION_ROLE}'")
-        found = sweep.client.search_runs([sweep.experiment_id], filter_string=query, max_results=1)
+        found = vocab.tagged_runs(sweep.client, sweep.experiment_id,
+                                  {vocab.PARENT_TAG: sweep.run_id, vocab.ROLE_TAG: vocab.CONFIRMATION_ROLE})
         sweep.stage_run_id = found[0].info.run_id if found else None
     if sweep.stage_run_id is None and create:
         tags = {vocab.PARENT_TAG: sweep.run_id, vocab.ROLE_TAG: vocab.CONFIRMATION_ROLE,

@@ -36,8 +36,6 @@ TUNE_HELD_BACK = (ACCESS_KEY, SECRET_KEY, "AWS_SESSION_TOKEN", "AWS_SECURITY_TOK
 CLUSTER_MODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: The file in a Ray session folder naming the sentsweep driver that started that Ray.
 DRIVER_MARKER = "sentsweep_driver.json"
-#: Seconds a stale process has to end after SIGTERM before it gets SIGKILL.
-TERM_GRACE_S = 5.0
 
 
 @contextlib.contextmanager
@@ -177,7 +175,7 @@ def holders(session_dir: Path, processes: Iterable[Any]) -> list[int]:
     return found
 
 
-def end_processes(pids: list[int], grace_s: float = TERM_GRACE_S) -> None:
+def end_processes(pids: list[int], grace_s: float = 5.0) -> None:
     """SIGTERM to ``pids``, then SIGKILL to those still there after ``grace_s`` (a pid reused meanwhile is spared)."""
     import psutil
 

@@ -43,10 +43,6 @@ FIXED_ON_RESUME: dict[str, str] = {
 ENDED = frozenset({"TERMINATED", "ERROR"})
 #: The parent run's states (its status tag) of a sweep to continue.
 RESUMABLE: frozenset[str] = frozenset({"interrupted", "crashed"})
-#: Tune's experiment snapshots in a sweep folder (the newest name is the newest save).
-EXPERIMENT_STATE = "experiment_state-*.json"
-#: The stamp ending a sweep folder's name after the config's name.
-_STAMP = r"-\d{8}-\d{6}(-[0-9a-f]+)?$"
 
 
 def is_changeable(name: str, allowed: Collection[str] = CHANGEABLE) -> bool:
@@ -97,9 +93,6 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
     storage = location.resolve()
     recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(*storage)})
-    if tune_config.search_alg is None:
-        raise ConfigError("this Ray Tune version does not let a resume change the number of samples",
-                          field="num_samples")
     searcher = tune_config.search_alg  # the searcher inside Tune's wrappers, chained again as ``tune.run`` would
     while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
         searcher = searcher.searcher
@@ -130,7 +123,7 @@ class SnapshotTrial(NamedTuple):
 def snapshot_names(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[str]:
     """The names of Tune's experiment snapshots in ``folder``, oldest first (their names carry the time)."""
     infos = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
-    return sorted(fnmatch.filter([posixpath.basename(i.path) for i in infos], EXPERIMENT_STATE))
+    return sorted(fnmatch.filter([posixpath.basename(i.path) for i in infos], "experiment_state-*.json"))
 
 
 def snapshot_trials(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[SnapshotTrial] | None:
@@ -251,7 +244,7 @@ def sweep_folders(config: SweepConfig) -> list[str]:
     """The sweep folders of ``config`` (its name, under its storage_path), oldest first by their stamp."""
     probe = locate(f"{config.storage_path.rstrip('/')}/probe", config.storage_endpoint_url)
     fs, path = probe.resolve()
-    pattern = re.compile("^" + re.escape(config.name) + _STAMP)
+    pattern = re.compile("^" + re.escape(config.name) + r"-\d{8}-\d{6}(-[0-9a-f]+)?$")  # the folder's stamp
     names = StoredFolder(fs, posixpath.dirname(path)).subfolders()
     return [f"{probe.uri.rsplit('/', 1)[0]}/{name}" for name in names if pattern.match(name)]
 

@@ -174,10 +174,9 @@ def new_tuner(config: SweepConfig, trainable: TrainableSpec, space: specs.Search
     """The Tuner of a new sweep; ``history``: an earlier sweep's trials to start from."""
     searcher = build_searcher(config, space.define_by_run, specs.space_points(space), history=history,
                               store=StudyStore(location.uri, location.endpoint_url), study_name=location.name)
-    reference = specs.reference_setting(config, space)  # the paper's setting: never stopped, tagged
     budget = BudgetStopper(sweep.sweep_name)  # the stopper and a callback
     callbacks = [TrialRunsCallback(sweep.trial_settings(), scheduler_label(config), config.resources.gpu,
-                                   reference=reference,
+                                   reference=specs.reference_setting(config, space),
                                    reference_setting=config.reference.setting if config.reference else None),
                  budget, ShedUploadedTrialFiles(), *stage_callbacks(config, config.num_samples)]
     return build_tuner(trainable, config, location, specs.trial_param_space(config), callbacks, stop=budget,
