@@ -92,10 +92,6 @@ def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
     return {info.alias or name: info for name, info in model.model_fields.items() if not info.exclude}
 
 
-def _is_section(info: FieldInfo) -> bool:
-    return isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
-
-
 def _doc(model: type[BaseModel]) -> str:
     """The first paragraph of a config's docstring, its reStructuredText roles and literals as Markdown code."""
     text = (model.__doc__ or "").strip().split("\n\n")[0]
@@ -108,13 +104,13 @@ def sweep_tables() -> list[str]:
     from sentsweep.platform.config import SweepConfig
 
     fields = _fields(SweepConfig)
+    sections = {name: info.annotation for name, info in fields.items()
+                if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)}
     lines = ["## Sweep config", "", _doc(SweepConfig), "", _HEADER]
-    lines += [_row(n, i) for n, i in fields.items() if not _is_section(i)]
-    for name, info in fields.items():
-        if _is_section(info):
-            section = info.annotation
-            lines += ["", f"### `{name}`", "", _doc(section), "", _HEADER]
-            lines += [_row(f"{name}.{n}", i) for n, i in _fields(section).items()]
+    lines += [_row(n, i) for n, i in fields.items() if n not in sections]
+    for name, section in sections.items():
+        lines += ["", f"### `{name}`", "", _doc(section), "", _HEADER]
+        lines += [_row(f"{name}.{n}", i) for n, i in _fields(section).items()]
     return lines
 
 
