@@ -247,7 +247,6 @@ class JobSpec:
     metadata: dict[str, str]
     summary: list[str]
     warnings: list[str]
-    staged: StagedDir | None = None
     placement: dict[str, Any] = field(default_factory=dict)  # where the driver may run: submit_job's entrypoint_*
 
 
@@ -270,7 +269,7 @@ def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]
     summary = [head, f"  code:        {code}", f"  entrypoint:  {entrypoint}", *details,
                f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
     metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
-    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, staged, options.placement())
+    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, options.placement())
 
 
 def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:
