@@ -55,10 +55,8 @@ class PruningAwareOptunaSearch(Searcher):
                  history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
                  convergence: ConvergenceCheck | None = None) -> None:
         """``history`` and ``points`` go first, the noise ``replicas`` after the first point (first of all when no
-        point is queued)."""
+        point is queued). Several ``objectives`` begin with ``metric`` and ``mode``."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
-        if self.objectives:
-            metric, mode = self.objectives[0].metric, self.objectives[0].mode
         super().__init__(metric=metric, mode=mode)
         self.space, self.sampler, self.store, self.study_name = space, sampler, store, study_name
         modes = [o.mode for o in self.objectives] or [mode]
