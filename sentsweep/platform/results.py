@@ -76,7 +76,6 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def finite_number(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number, else None."""
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 

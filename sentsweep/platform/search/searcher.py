@@ -276,13 +276,10 @@ def mark_search_over(location: SweepLocation, config: SweepConfig) -> None:
     location.write_text(SEARCH_FILE, json.dumps(mark, indent=1))
 
 
-def read_mark(location: SweepLocation) -> dict[str, Any] | None:
-    return location.read_json_object(SEARCH_FILE, "whether the search is over")
-
-
 def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
                    stage_began: bool = False) -> ResultGrid:
     """The search's results: read back when the search is over or the stage began, else fitted."""
-    if not fresh and (stage_began or (read_mark(location) or {}).get("bounds") == search_bounds(config)):
+    mark = None if fresh or stage_began else location.read_json_object(SEARCH_FILE, "whether the search is over")
+    if not fresh and (stage_began or (mark or {}).get("bounds") == search_bounds(config)):
         return tuner.get_results()
     return tuner.fit()
