@@ -85,10 +85,9 @@ def drop_torn_tail(path: str) -> int:
     return size - end
 
 
-def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
+def load_study(location: SweepLocation) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""
-    if isinstance(store, SweepLocation):
-        store = StudyStore(store.uri, store.endpoint_url)
+    store = StudyStore(location.uri, location.endpoint_url)
     if (storage := store.storage(create=False)) is None:
         return None
     try:
