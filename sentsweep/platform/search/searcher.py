@@ -164,7 +164,8 @@ class PruningAwareOptunaSearch(Searcher):
             return
         ot_trial = self._trials[trial_id]
         kind, value = None, None
-        if error or res.before_first_evaluation(result, self.metric):
+        # no evaluation: nothing reported, or only a draining report made before the first one (its metric NaN)
+        if error or not result or (res.is_draining(result) and res.finite_number(result.get(self.metric)) is None):
             state = TrialState.FAIL
             if not error:
                 ot_trial.set_user_attr(FAIL_REASON_ATTR, UNREPORTED_REASON)
