@@ -124,11 +124,10 @@ class ClusterJobs:
             time.sleep(poll)
 
     def follow(self, job_id: str, write: Callable[[str], None], *, notice: Callable[[str], None] = print,
-               reconnect_s: float = RECONNECT_S, clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> str:
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> str:
         """Stream the job's logs to ``write`` until it ends; returns its final status. A connection lost while
         following (a dropped port-forward, a head restarting under GCS fault tolerance) is tried again for up to
-        ``reconnect_s`` seconds, each loss and return told to ``notice``. Ray streams a log from its start on
+        :data:`RECONNECT_S` seconds, each loss and return told to ``notice``. Ray streams a log from its start on
         every connection, so the characters already written are skipped."""
         self.status(job_id)  # an unknown id fails here, by name
         written, lost_at = 0, None
@@ -153,13 +152,13 @@ class ClusterJobs:
             except _client_errors() as exc:
                 text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 if _auth_status(exc) is not None or "does not exist" in text or "404" in text or (
-                        lost_at is not None and clock() - lost_at > reconnect_s):
+                        lost_at is not None and clock() - lost_at > RECONNECT_S):
                     with self._errors(job_id):
                         raise
                 if lost_at is None:
                     lost_at = clock()
                     notice(f"lost the connection to the Ray dashboard at {self.address} ({text}); trying again "
-                           f"for up to {reconnect_s / 60:.0f} min (the job goes on)")
+                           f"for up to {RECONNECT_S / 60:.0f} min (the job goes on)")
                 sleep(RECONNECT_POLL_S)
         return status if status in TERMINAL else self.wait(job_id, timeout=60, poll=0.5)
 

@@ -232,11 +232,6 @@ class JobOptions:
         argv += (["--no-finalize"] if not self.finalize else []) + (["--verbose"] if self.verbose else [])
         return shlex.join(argv)
 
-    def placement(self) -> dict[str, Any]:
-        """``entrypoint_num_cpus``, ``_num_gpus`` and ``_resources`` of ``submit_job``."""
-        return {"entrypoint_num_cpus": self.entrypoint_num_cpus, "entrypoint_num_gpus": self.entrypoint_num_gpus,
-                "entrypoint_resources": dict(self.entrypoint_resources) if self.entrypoint_resources else None}
-
 
 @dataclass
 class JobSpec:
@@ -247,7 +242,6 @@ class JobSpec:
     metadata: dict[str, str]
     summary: list[str]
     warnings: list[str]
-    staged: StagedDir | None = None
     placement: dict[str, Any] = field(default_factory=dict)  # where the driver may run: submit_job's entrypoint_*
 
 
@@ -270,7 +264,10 @@ def _job(options: JobOptions, staged: StagedDir | None, env_vars: dict[str, str]
     summary = [head, f"  code:        {code}", f"  entrypoint:  {entrypoint}", *details,
                f"  environment: {masked(env_vars)}", f"  driver:      {options.driver_line}"]
     metadata = {"sentsweep": sentsweep.__version__, **metadata, "ship": options.ship}
-    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, staged, options.placement())
+    resources = dict(options.entrypoint_resources) if options.entrypoint_resources else None
+    return JobSpec(entrypoint, runtime_env, metadata, summary, warnings, {
+        "entrypoint_num_cpus": options.entrypoint_num_cpus, "entrypoint_num_gpus": options.entrypoint_num_gpus,
+        "entrypoint_resources": resources})
 
 
 def build_sweep_job(prepared: PreparedConfig, options: JobOptions, workdir: Path) -> JobSpec:

@@ -154,19 +154,14 @@ class SweepConfig(ConfigSection):
         return self
 
     @model_validator(mode="after")
-    def _metric_follows_the_dev_set(self) -> SweepConfig:
-        """Without ``metric`` (and ``objectives``), the sweep ranks by the metric of ``fixed.dev_data``."""
-        if "metric" in self.model_fields_set or self.objectives is not None:
-            return self
-        from sentsweep.trainables.trial_config import DEV_SETS
-
-        self.metric = DEV_SETS.get(str(self.fixed.get("dev_data", "")), self.metric)
-        return self
-
-    @model_validator(mode="after")
     def _check_objectives(self) -> SweepConfig:
-        """The first objective is ``metric`` and ``mode``, which the config may repeat but not contradict."""
+        """Without ``metric`` and ``objectives``, the sweep ranks by the metric of ``fixed.dev_data``. The first
+        objective is ``metric`` and ``mode``, which the config may repeat but not contradict."""
         if self.objectives is None:
+            if "metric" not in self.model_fields_set:
+                from sentsweep.trainables.trial_config import DEV_SETS
+
+                self.metric = DEV_SETS.get(str(self.fixed.get("dev_data", "")), self.metric)
             return self
         from sentsweep.platform.objectives import check_objectives, extra_dev_sets
 
@@ -246,17 +241,16 @@ class SweepConfig(ConfigSection):
             if exc.file is not None or source is None:
                 raise
             raise ConfigError(exc.message, field=exc.field, file=source) from None
-        tracking = self.tracking.model_copy(update={
-            "uri": clean["tracking.uri"], "artifact_location": clean["tracking.artifact_location"]})
-        update: dict[str, Any] = {name: value for name, value in clean.items() if not name.startswith("tracking.")}
         base = (base or Path.cwd()).resolve()
+        tracking = self.tracking.model_copy(update={"uri": resolve_tracking_uri(clean["tracking.uri"], base),
+                                                    "artifact_location": clean["tracking.artifact_location"]})
+        update: dict[str, Any] = {name: value for name, value in clean.items() if not name.startswith("tracking.")}
         if not is_shared_folder(self.storage_path):
             update["storage_path"] = str(_absolute(self.storage_path.removeprefix("file://"), base))
         if self.data_dir and "://" not in self.data_dir:
             update["data_dir"] = str(_absolute(self.data_dir, base))
         if self.model and (base / self.model).exists():
             update["model"] = str(_absolute(self.model, base))
-        tracking.uri = resolve_tracking_uri(tracking.uri, base)
         if update["warm_start"] and "://" not in update["warm_start"]:
             update["warm_start"] = str(_absolute(update["warm_start"], base))
         if tracking.artifact_location and "://" not in tracking.artifact_location:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import typing
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -25,8 +25,7 @@ Trial settings (Method configs) go under the sweep's `fixed:`, the same in every
 `sentsweep sweep CONFIG --check` validates a file without running it. A mistake is one line naming the field and
 the file.
 """
-_NAMES = {int: "integer", float: "number", str: "text", bool: "true/false", type(None): "null", dict: "mapping",
-          list: "list", typing.Any: "any"}
+_NAMES = {int: "integer", float: "number", str: "text", bool: "true/false", type(None): "null"}
 #: The bounds a field's metadata may carry (``annotated_types``' Ge, Gt, Le and Lt), and how the table writes them.
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 
@@ -34,15 +33,13 @@ _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 def _type(annotation: Any) -> tuple[str, list[Any]]:
     """A field's type in words, and its allowed values when it lists them (a Literal)."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is Annotated:
-        return _type(args[0])
     if origin is Literal:
         return _NAMES.get(type(args[0]), type(args[0]).__name__), list(args)
     if origin in (typing.Union, __import__("types").UnionType):
         parts = [_type(a) for a in args]
         return " or ".join(dict.fromkeys(p[0] for p in parts)), [v for p in parts for v in p[1]]
     if origin in (list, tuple):
-        inner, allowed = _type(args[0]) if args else ("any", [])
+        inner, allowed = _type(args[0])
         return f"list of {inner}", allowed
     if origin is dict:
         return "mapping", []
@@ -66,8 +63,6 @@ def _default(info: FieldInfo) -> str:
     if info.is_required():
         return "required"
     default = info.get_default(call_default_factory=True)
-    if isinstance(default, BaseModel):
-        return "(section)"
     text = _value(default)
     return f"`{text}`" if text else '`""`'
 
@@ -92,10 +87,6 @@ def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
     return {info.alias or name: info for name, info in model.model_fields.items() if not info.exclude}
 
 
-def _is_section(info: FieldInfo) -> bool:
-    return isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
-
-
 def _doc(model: type[BaseModel]) -> str:
     """The first paragraph of a config's docstring, its reStructuredText roles and literals as Markdown code."""
     text = (model.__doc__ or "").strip().split("\n\n")[0]
@@ -108,13 +99,13 @@ def sweep_tables() -> list[str]:
     from sentsweep.platform.config import SweepConfig
 
     fields = _fields(SweepConfig)
+    sections = {name: info.annotation for name, info in fields.items()
+                if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)}
     lines = ["## Sweep config", "", _doc(SweepConfig), "", _HEADER]
-    lines += [_row(n, i) for n, i in fields.items() if not _is_section(i)]
-    for name, info in fields.items():
-        if _is_section(info):
-            section = info.annotation
-            lines += ["", f"### `{name}`", "", _doc(section), "", _HEADER]
-            lines += [_row(f"{name}.{n}", i) for n, i in _fields(section).items()]
+    lines += [_row(n, i) for n, i in fields.items() if n not in sections]
+    for name, section in sections.items():
+        lines += ["", f"### `{name}`", "", _doc(section), "", _HEADER]
+        lines += [_row(f"{name}.{n}", i) for n, i in _fields(section).items()]
     return lines
 
 

@@ -129,9 +129,6 @@ class ConvergenceConfig(ConfigSection):
                           "two thirds of the settings the space holds")
 
 
-NotifyEvent = Literal["end", "failure", "budget", "interrupted"]
-
-
 class NotifyConfig(ConfigSection):
     """Webhook notifications: a JSON POST, Slack-compatible, on each event of ``on`` (``end``: the sweep finished;
     ``failure``: it failed or crashed; ``budget``: its budget was spent; ``interrupted``: SIGINT/SIGTERM stopped it).
@@ -140,8 +137,9 @@ class NotifyConfig(ConfigSection):
 
     webhook_env: str | None = Field(None, description="the environment variable holding the webhook URL "
                                     "(null: no notifications)")
-    on: list[NotifyEvent] = Field(default_factory=lambda: ["end", "failure", "budget"], description=
-        "the events that send a notification: end, failure, budget, interrupted")
+    on: list[Literal["end", "failure", "budget", "interrupted"]] = Field(
+        default_factory=lambda: ["end", "failure", "budget"],
+        description="the events that send a notification: end, failure, budget, interrupted")
     timeout_s: float = Field(5.0, gt=0, description="seconds per attempt")
     retries: int = Field(2, ge=0, description="further attempts after a connection error, a timeout, HTTP 429 or 5xx")
 

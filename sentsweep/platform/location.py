@@ -149,7 +149,6 @@ class SweepLocation:
                                        "answers", file=self.file_uri(filename)) from exc
                 log.warning("reading %s failed (%s); trying again", self.file_uri(filename), exc)
                 pause(READ_BACKOFF_S * 2 ** (attempt - 1))
-        return None  # not reached: READ_ATTEMPTS >= 1
 
     def read_json_object(self, filename: str, what: str) -> dict[str, Any] | None:
         """``filename`` as a JSON object, None when it does not exist; ``what`` it holds names it in an error."""

@@ -107,7 +107,6 @@ def objective_value(result: Mapping[str, Any], objective: Objective,
 
 def objective_values(result: Mapping[str, Any], objectives: Sequence[Objective],
                      selected: Mapping[str, Any] | None = None) -> list[float | None]:
-    """Every objective's value in ``result`` (:func:`objective_value`), in order."""
     return [objective_value(result, o, selected) for o in objectives]
 
 

@@ -61,12 +61,6 @@ def is_draining(result: Mapping[str, Any] | None) -> bool:
     return bool(result) and result.get(DRAINING_KEY) == 1.0
 
 
-def before_first_evaluation(result: Mapping[str, Any] | None, metric: str) -> bool:
-    """Whether a trial's last result holds no evaluation: it reported nothing, or only a draining report made before
-    its first evaluation (whose ``metric`` is NaN)."""
-    return not result or (is_draining(result) and finite_number(result.get(metric)) is None)
-
-
 def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with ``training_iteration`` counting the trial's evaluations as the trial counts them, from the
     state it restored: Tune's own count also counts draining reports, and is off after a checkpoint fallback."""
@@ -76,7 +70,6 @@ def evaluation_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def finite_number(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number, else None."""
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 

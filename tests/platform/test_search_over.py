@@ -9,7 +9,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sentsweep.platform.location import locate
-from sentsweep.platform.search.searcher import SEARCH_FILE, read_mark
+from sentsweep.platform.search.searcher import SEARCH_FILE
 from sentsweep.tracking.vocabulary import ATTEMPT_TAG, PARENT_TAG
 
 
@@ -29,7 +29,7 @@ def test_a_resume_after_the_search_ended_reads_its_results_back(tmp_path, tiny_b
     first = run_sweep(config, trainable=TOY_TRAINABLE, space=FAULTY_SPACE, finalize=False, preflight=False,
                       echo=lambda line: None)
     assert first.counts == {"finished": 1, "pruned": 0, "failed": 1}  # trial 1 raises at its first step
-    mark = read_mark(locate(first.sweep_dir))
+    mark = locate(first.sweep_dir).read_json_object(SEARCH_FILE, "the search's mark")
     assert mark is not None and mark["bounds"]["num_samples"] == 2
     client = MlflowClient(tracking_uri=tracking_uri)
     before = _attempts(client, first.experiment_id, first.parent_run_id)
@@ -45,7 +45,7 @@ def test_a_resume_after_the_search_ended_reads_its_results_back(tmp_path, tiny_b
                         trainable=TOY_TRAINABLE, space=FAULTY_SPACE, finalize=False, preflight=False,
                         echo=lambda line: None)
     assert len(more.results) == 3
-    assert read_mark(locate(first.sweep_dir))["bounds"]["num_samples"] == 3
+    assert locate(first.sweep_dir).read_json_object(SEARCH_FILE, "the search's mark")["bounds"]["num_samples"] == 3
     assert (tmp_path / "ray_results" / locate(first.sweep_dir).name / SEARCH_FILE).is_file()
 
 

@@ -77,7 +77,7 @@ def test_a_journal_on_s3_holds_the_study_and_continues_after_a_restore(s3_keys):
     assert restored.running() == {"t3": 3}  # read from the journal: which Optuna trial each Tune trial is
     restored.on_trial_complete("t3", {"score": 1.0, FINAL_KEY: 1.0, "training_iteration": 2})
     restored.on_trial_complete("t0", {"score": 9.0, FINAL_KEY: 1.0, "training_iteration": 2})  # told before: once
-    study = load_study(StudyStore(store.uri, s3_keys))
+    study = load_study(location)
     assert [t.value for t in study.trials][3] == 1.0 and len(study.trials) == 4
     assert study.trials[0].value != 9.0
 

@@ -3,12 +3,10 @@ None, any other storage failure is a :class:`~sentsweep.errors.StorageError`."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import posixpath
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -58,14 +56,6 @@ class LocalLockStore:
         self.path = path
         self.uri = str(path)
 
-    @contextlib.contextmanager
-    def _guarded(self) -> Iterator[None]:
-        with _THREADS:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.with_name(f"{self.path.name}.guard").open("ab") as guard:  # closing it drops the flock
-                fcntl.flock(guard, fcntl.LOCK_EX)
-                yield
-
     def read(self) -> Stored | None:
         try:
             data = self.path.read_bytes()
@@ -77,7 +67,9 @@ class LocalLockStore:
 
     def write(self, data: bytes, version: str | None) -> str | None:
         try:
-            with self._guarded():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with _THREADS, self.path.with_name(f"{self.path.name}.guard").open("ab") as guard:
+                fcntl.flock(guard, fcntl.LOCK_EX)  # closing the guard drops it
                 current = self.read()
                 if (current.version if current is not None else None) != version:
                     return None

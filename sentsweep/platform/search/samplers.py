@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sentsweep.platform.config import SweepConfig
@@ -80,8 +80,6 @@ def grid_values(dist: BaseDistribution, points: int) -> list[Any]:
     """A categorical's choices, or ``points`` values over a numeric range, ends included."""
     if isinstance(dist, CategoricalDistribution):
         return list(dist.choices)
-    if not isinstance(dist, FloatDistribution | IntDistribution):
-        raise ValueError(f"no grid for {dist}")
     low, high = float(dist.low), float(dist.high)
     raw = np.geomspace(low, high, points) if dist.log else np.linspace(low, high, points)
     if dist.step is not None:

@@ -55,10 +55,8 @@ class PruningAwareOptunaSearch(Searcher):
                  history: Sequence[FrozenTrial] = (), replicas: Sequence[tuple[dict, dict]] = (),
                  convergence: ConvergenceCheck | None = None) -> None:
         """``history`` and ``points`` go first, the noise ``replicas`` after the first point (first of all when no
-        point is queued)."""
+        point is queued). Several ``objectives`` begin with ``metric`` and ``mode``."""
         self.objectives: tuple[Objective, ...] = tuple(objectives) if len(objectives) > 1 else ()
-        if self.objectives:
-            metric, mode = self.objectives[0].metric, self.objectives[0].mode
         super().__init__(metric=metric, mode=mode)
         self.space, self.sampler, self.store, self.study_name = space, sampler, store, study_name
         modes = [o.mode for o in self.objectives] or [mode]
@@ -166,7 +164,8 @@ class PruningAwareOptunaSearch(Searcher):
             return
         ot_trial = self._trials[trial_id]
         kind, value = None, None
-        if error or res.before_first_evaluation(result, self.metric):
+        # no evaluation: nothing reported, or only a draining report made before the first one (its metric NaN)
+        if error or not result or (res.is_draining(result) and res.finite_number(result.get(self.metric)) is None):
             state = TrialState.FAIL
             if not error:
                 ot_trial.set_user_attr(FAIL_REASON_ATTR, UNREPORTED_REASON)
@@ -278,13 +277,10 @@ def mark_search_over(location: SweepLocation, config: SweepConfig) -> None:
     location.write_text(SEARCH_FILE, json.dumps(mark, indent=1))
 
 
-def read_mark(location: SweepLocation) -> dict[str, Any] | None:
-    return location.read_json_object(SEARCH_FILE, "whether the search is over")
-
-
 def search_results(tuner: Tuner, location: SweepLocation, config: SweepConfig, *, fresh: bool = False,
                    stage_began: bool = False) -> ResultGrid:
     """The search's results: read back when the search is over or the stage began, else fitted."""
-    if not fresh and (stage_began or (read_mark(location) or {}).get("bounds") == search_bounds(config)):
+    mark = None if fresh or stage_began else location.read_json_object(SEARCH_FILE, "whether the search is over")
+    if not fresh and (stage_began or (mark or {}).get("bounds") == search_bounds(config)):
         return tuner.get_results()
     return tuner.fit()

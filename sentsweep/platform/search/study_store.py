@@ -63,32 +63,30 @@ class StudyStore:
         return optuna.storages.JournalStorage(backend) if create or backend.read_logs(0) else None
 
 
-def drop_torn_tail(path: str) -> int:
-    """Cut a local journal back to its last whole line; the bytes dropped. Optuna reads past a last line without its
+def drop_torn_tail(path: str) -> None:
+    """Cut a local journal back to its last whole line. Optuna reads past a last line without its
     newline (no log was counted from it), but an append would join it into one undecodable line, losing that log
     and making every later read fail. A storage error is a :class:`~sentsweep.errors.StorageError` naming it."""
     try:
         with open(path, "r+b") as journal:
             if (size := journal.seek(0, os.SEEK_END)) == 0:
-                return 0
+                return
             with mmap.mmap(journal.fileno(), 0, access=mmap.ACCESS_READ) as view:
                 end = view.rfind(b"\n") + 1  # read from the end, not into memory
             if end == size:  # its last line whole
-                return 0
+                return
             journal.truncate(end)
     except FileNotFoundError:
-        return 0
+        return
     except OSError as exc:
         raise storage_error("the sweep's Optuna journal could not be read or repaired", path, exc) from exc
     log.warning("the study journal %s ended in a line cut short (%d bytes, never counted by Optuna): removed", path,
                 size - end)
-    return size - end
 
 
-def load_study(store: StudyStore | SweepLocation) -> optuna.Study | None:
+def load_study(location: SweepLocation) -> optuna.Study | None:
     """The study of a sweep folder as its journal holds it now; None when it has none yet."""
-    if isinstance(store, SweepLocation):
-        store = StudyStore(store.uri, store.endpoint_url)
+    store = StudyStore(location.uri, location.endpoint_url)
     if (storage := store.storage(create=False)) is None:
         return None
     try:

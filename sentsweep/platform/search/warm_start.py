@@ -112,5 +112,4 @@ def _allows(distribution: BaseDistribution, value: Any) -> bool:
 
 
 def unseen_points(points: Sequence[Mapping[str, Any]], history: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
-    """The points no history trial has already evaluated."""
     return [dict(p) for p in points if not any(all(t.params.get(k) == v for k, v in p.items()) for t in history)]

@@ -281,7 +281,9 @@ def test_installed_and_resume_jobs(tmp_path: Path) -> None:
     prepared = prepare_config(DEMO, storage="/shared/sweeps", tracking_uri="http://mlflow:5000",
                               check_trials=False)
     installed = build_sweep_job(prepared, JobOptions(ship="installed"), tmp_path / "a")
-    assert installed.staged is not None and installed.staged.files == ("configs/demo.yaml",)
+    assert installed.runtime_env["working_dir"] == str(tmp_path / "a")
+    assert [p.relative_to(tmp_path / "a").as_posix() for p in (tmp_path / "a").rglob("*") if p.is_file()] == \
+        ["configs/demo.yaml"]
     assert "image_uri" not in installed.runtime_env
     resume = build_resume_job("s3://sweeps/demo/demo-cosent-1-ab12", JobOptions(ship="installed"), tmp_path / "c",
                               storage_endpoint_url="http://minio:9000")
