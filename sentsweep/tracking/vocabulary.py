@@ -56,6 +56,18 @@ def tagged_runs(client: MlflowClient, experiment_id: str, tags: Mapping[str, str
     return sorted(runs, key=lambda run: (run.info.start_time or 0, run.info.run_id))
 
 
+def run_or_none(client: MlflowClient, run_id: str) -> Run | None:
+    """The run ``run_id``; None when the store has no such run (deleted for good, or another store)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+        return None
+
+
 def find_trial_run(client: MlflowClient, experiment_id: str, parent_run_id: str | None, trial_id: str) -> Run | None:
     """The active child run of ``trial_id``; of several, the oldest."""
     parent = {PARENT_TAG: parent_run_id} if parent_run_id else {}

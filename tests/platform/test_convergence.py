@@ -26,6 +26,7 @@ from sentsweep.platform.search.convergence import (
 )
 from sentsweep.platform.search.searcher import build_searcher
 from sentsweep.platform.search.study_store import StudyStore
+from sentsweep.tracking.vocabulary import STOP_REASON_TAG
 
 X = optuna.distributions.FloatDistribution(0.0, 1.0)
 
@@ -150,12 +151,12 @@ def test_without_converged_nothing_is_queued_or_checked():
 def test_the_parent_run_records_why_the_search_stopped():
     study = optuna.create_study(direction="maximize")
     tags, metrics, lines = {}, {}, []
-    assert record_convergence(study, tags.update, metrics.update, lines.append, "reason") is None and not tags
+    assert record_convergence(study, tags.update, metrics.update, lines.append) is None and not tags
     decision = Converged(12, 9, 0.11, 0.25, "measured", "RegretBoundEvaluator")
     study.set_user_attr(CONVERGED_ATTR, dataclasses.asdict(decision))
-    assert record_convergence(study, tags.update, metrics.update, lines.append, "reason") == decision
+    assert record_convergence(study, tags.update, metrics.update, lines.append) == decision
     assert lines == [decision.line()] and lines[0].startswith("search converged at trial 12: regret bound 0.11 <")
-    assert tags["reason"] == decision.line() and tags["sentsweep.converged.noise_source"] == "measured"
+    assert tags[STOP_REASON_TAG] == decision.line() and tags["sentsweep.converged.noise_source"] == "measured"
     assert metrics == {"converged_trial": 12.0, "converged_finished_trials": 9.0, "converged_regret_bound": 0.11,
                        "converged_noise_sd": 0.25}
 

@@ -45,10 +45,11 @@ def test_a_malformed_dev_file_stops_the_sweep_before_ray(tmp_path, tiny_bert_dir
 
 def test_an_unreachable_tracking_server_and_unwritable_storage(tmp_path) -> None:
     port = _free_port()
-    with pytest.raises(ConfigError, match=rf"MLflow server http://127.0.0.1:{port} is not reachable") as err:
+    with pytest.raises(ConfigError, match=rf"MLflow server http://user:\*\*\*@127.0.0.1:{port} is not reachable") \
+            as err:
         check_tracking(f"http://user:SECRET@127.0.0.1:{port}")
     assert err.value.field == "tracking.uri" and "SECRET" not in str(err.value)
-    with pytest.raises(ConfigError, match=rf"MLflow server http://\[::1\]:{port} is not reachable") as err:
+    with pytest.raises(ConfigError, match=rf"MLflow server http://user:\*\*\*@\[::1\]:{port} is not reachable") as err:
         check_tracking(f"http://user:SECRET@[::1]:{port}")  # the host as written: brackets kept
     assert "SECRET" not in str(err.value)
     check_tracking(f"sqlite:///{tmp_path / 'new' / 'mlruns.db'}")  # a folder that can be made
@@ -253,8 +254,8 @@ def test_a_misspelled_task_names_the_field_as_written_and_the_file(tmp_path, tin
 def test_a_tracking_database_that_does_not_answer_is_one_line_naming_the_field(tmp_path) -> None:
     """``--check`` connects to a ``postgresql://`` store: nobody on its port is one line naming ``tracking.uri``."""
     uri = f"postgresql+psycopg2://mlflow@127.0.0.1:{_free_port()}/mlflow"
-    with pytest.raises(ConfigError, match=r"MLflow database postgresql\+psycopg2://127\.0\.0\.1:\d+/mlflow does not "
-                                          r"answer \(.*refused") as err:
+    with pytest.raises(ConfigError, match=r"MLflow database postgresql\+psycopg2://mlflow@127\.0\.0\.1:\d+/mlflow "
+                                          r"does not answer \(.*refused") as err:
         check_tracking(uri, source="sweep.yaml")
     assert err.value.field == "tracking.uri" and str(err.value).startswith("sweep.yaml: ")
 

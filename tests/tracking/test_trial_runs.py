@@ -14,6 +14,7 @@ import pyarrow.fs
 import pytest
 from mlflow import MlflowClient
 
+from sentsweep.platform.results import DRAINING_KEY
 from sentsweep.platform.tracking.run_writes import Backoff, Deliverer
 from sentsweep.platform.tracking.trial_runs import TrialFolder, TrialRuns, reconcile, trial_folders
 from sentsweep.tracking.vocabulary import (
@@ -193,11 +194,11 @@ def test_steps_trained_again_after_a_fallback_are_not_logged_twice_and_the_final
 
 def test_draining_reports_are_skipped_and_folders_without_reports_ignored(sweep, tmp_path: Path) -> None:
     client, experiment_id, parent = sweep
-    write_trial(tmp_path, "t1", [{"step": 5, "loss": 1.0}, {"step": 7, "loss": 9.0, "draining": 1.0}])
+    write_trial(tmp_path, "t1", [{"step": 5, "loss": 1.0}, {"step": 7, "loss": 9.0, DRAINING_KEY: 1.0}])
     (tmp_path / "not_a_trial").mkdir()
     folders = list(trial_folders(pyarrow.fs.LocalFileSystem(), str(tmp_path)))
     assert [f.trial_id for f in folders] == ["t1"]
-    runs = TrialRuns(client, experiment_id, parent, skip_keys=("draining",))
+    runs = TrialRuns(client, experiment_id, parent)
     runs.run_id("t1")
     runs.deliver("t1", folders[0].results())
     assert points(client, runs.run_ids["t1"], "loss") == [(5, 1.0)]

@@ -75,13 +75,6 @@ def sample_data_warning(data_dir: str | None) -> str | None:
             "the papers'") if resolve_data_dir(data_dir).is_sample else None
 
 
-def _masked(uri: str) -> str:
-    """``uri`` without its user-info (never print a credential)."""
-    if (parsed := urlparse(uri)).username or parsed.password:
-        return parsed._replace(netloc=parsed.netloc.rsplit("@", 1)[-1]).geturl()  # the host as written
-    return uri
-
-
 def check_storage(config: SweepConfig, source: str | None = None) -> None:
     """Write and delete a probe file under ``storage_path``, and the folders it made (nothing is left behind)."""
     import pyarrow
@@ -105,7 +98,7 @@ def check_storage(config: SweepConfig, source: str | None = None) -> None:
             fs.delete_dir(made)
     except (OSError, pyarrow.ArrowException) as exc:
         message = " ".join(str(exc).split())[:300]
-        raise ConfigError(f"cannot write to {_masked(root)}: {message}", field="storage_path", file=source) from None
+        raise ConfigError(f"cannot write to {mask_uri(root)}: {message}", field="storage_path", file=source) from None
 
 
 def check_tracking(uri: str, source: str | None = None) -> None:
@@ -119,10 +112,10 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         except urllib.error.HTTPError:
             pass  # it answered (an auth-protected health page still means reachable)
         except (urllib.error.URLError, OSError) as exc:
-            raise ConfigError(f"MLflow server {_masked(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
+            raise ConfigError(f"MLflow server {mask_uri(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
                               "it or fix the URI", field="tracking.uri", file=source) from None
         if (reason := probe(uri)) is not None:  # /health answers while the server's database is down
-            raise ConfigError(f"MLflow server {_masked(uri)} answers, but its store does not ({reason})",
+            raise ConfigError(f"MLflow server {mask_uri(uri)} answers, but its store does not ({reason})",
                               field="tracking.uri", file=source)
         return
     folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
@@ -144,10 +137,10 @@ def check_database(uri: str, source: str | None = None) -> None:
         engine = sqlalchemy.create_engine(uri, connect_args={"connect_timeout": int(TRACKING_TIMEOUT_S)})
         engine.connect().close()
     except ImportError as exc:
-        raise ConfigError(f"the database driver {exc.name} of {_masked(uri)} is not installed (pip install "
+        raise ConfigError(f"the database driver {exc.name} of {mask_uri(uri)} is not installed (pip install "
                           f"{exc.name})", field="tracking.uri", file=source) from None
     except sqlalchemy.exc.SQLAlchemyError as exc:
-        raise ConfigError(f"MLflow database {_masked(uri)} does not answer ({first_line(getattr(exc, 'orig', exc))}); "
+        raise ConfigError(f"MLflow database {mask_uri(uri)} does not answer ({first_line(getattr(exc, 'orig', exc))}); "
                           "start it or fix the URI", field="tracking.uri", file=source) from None
     finally:
         if engine is not None:

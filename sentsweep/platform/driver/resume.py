@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 import pyarrow.fs
 from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
 from ray.tune import Tuner
 from ray.tune.search import ConcurrencyLimiter, Searcher, SearchGenerator
 from ray.tune.utils import flatten_dict
@@ -27,7 +26,7 @@ from sentsweep.platform.search.scheduler import recall
 from sentsweep.platform.search.searcher import PruningAwareOptunaSearch
 from sentsweep.platform.tracking.parent_run import SweepRun, flatten
 from sentsweep.platform.tracking.trial_runs import trial_folders
-from sentsweep.tracking.vocabulary import RESUME_CHANGES_TAG, STATUS_TAG, SWEEP_DIR_TAG
+from sentsweep.tracking.vocabulary import RESUME_CHANGES_TAG, STATUS_TAG, SWEEP_DIR_TAG, run_or_none
 from sentsweep.trainables.checkpoints import StoredFolder
 
 logger = logging.getLogger(__name__)
@@ -273,11 +272,8 @@ def previous_sweep(config: SweepConfig, owner: str | None = None) -> PreviousSwe
     # newest first by the manifest's own time; a shared folder whose run is another folder's is passed over for the
     # next (a manifest planted with a later time would otherwise hide the sweep to resume)
     for _, uri, manifest in sorted(found, key=lambda item: item[0], reverse=True):
-        try:
-            run = MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id)
-        except MlflowException as exc:
-            if getattr(exc, "error_code", "") != "RESOURCE_DOES_NOT_EXIST":
-                raise
+        run = run_or_none(MlflowClient(tracking_uri=manifest.tracking_uri), manifest.parent_run_id)
+        if run is None:
             return PreviousSweep(uri, "FINISHED", {})  # the run was deleted: nothing to reattach to, start anew
         previous = PreviousSweep(uri, run.info.status, dict(run.data.tags))
         if is_shared_folder(uri) and previous.tags and not same_folder(previous.tags.get(SWEEP_DIR_TAG), uri):

@@ -45,7 +45,7 @@ from sentsweep.platform.tracking.parent_run import SweepRun, run_page
 from sentsweep.platform.tracking.run_writes import failing_quickly
 from sentsweep.platform.tracking.store import open_client, refuse_sqlite_on_cluster
 from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback
-from sentsweep.tracking.vocabulary import STOP_REASON_TAG, SweepState
+from sentsweep.tracking.vocabulary import SweepState
 from sentsweep.yaml_io import apply_overrides
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
                 mark_search_over(location, config)  # a resume from here on reads the results back
                 record_budget(budget, sweep.log_metrics, sweep.set_tags, notifier.budget_spent)
                 if config.stop_when == "converged" and not budget.spent:
-                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo, STOP_REASON_TAG)
+                    record_convergence(load_study(location), sweep.set_tags, sweep.log_metrics, echo)
                 if finalize:
                     confirmation = run_confirmation(results, config, location, sweep, stops, trainable, echo,
                                                     fresh=not reopen)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Run
-from mlflow.exceptions import MlflowException
 
 from sentsweep.credentials import explain_refused_credentials
 from sentsweep.errors import ConfigError
@@ -29,7 +28,6 @@ from sentsweep.platform.tracking.trial_runs import Reconciled, TrialRuns, reconc
 from sentsweep.platform.tracking.trial_runs_callback import sweep_totals
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
-from sentsweep.trainables.report_keys import DRAINING_KEY
 
 log = logging.getLogger("sentsweep.tracking")
 
@@ -57,12 +55,7 @@ def refuse_foreign_stage_run(client: MlflowClient, manifest: SweepManifest, loca
                              run_id: str) -> None:
     """A :class:`ConfigError` when the confirmation state's run is not the confirmation run of the manifest's sweep
     run: anyone who can write the folder can write the state, and sync writes to that run and its children."""
-    try:
-        run = client.get_run(run_id)
-    except MlflowException as exc:
-        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
-            raise
-        run = None
+    run = vocab.run_or_none(client, run_id)
     tags = run.data.tags if run is not None else {}
     if run is None or (run.info.experiment_id, tags.get(vocab.PARENT_TAG), tags.get(vocab.ROLE_TAG)) != (
             manifest.experiment_id, manifest.parent_run_id, vocab.CONFIRMATION_ROLE):
@@ -122,7 +115,7 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
             refuse_unreadable_state(stage_location(location))
         try:  # the trials' runs of each stage (its folder path, its run id), then each run's saved writes
             for path, run_id in stages:
-                runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name, skip_keys=(DRAINING_KEY,))
+                runs = TrialRuns(client, manifest.experiment_id, run_id, manifest.sweep_name)
                 search = run_id == manifest.parent_run_id
                 names = run_names(fs, path, SEARCH_PREFIX if search else CONFIRMATION_PREFIX)
                 reconcile(fs, path, runs, names=names, scheduler_label=pruned_by if search else None, done=done.trials)

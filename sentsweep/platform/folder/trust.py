@@ -12,7 +12,7 @@ from sentsweep.credentials import mask_uri
 from sentsweep.errors import ConfigError
 from sentsweep.platform.config import is_shared_folder, resolve_tracking_uri
 from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest
-from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG
+from sentsweep.tracking.vocabulary import SWEEP_DIR_TAG, run_or_none
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -69,16 +69,10 @@ def same_folder(recorded: str | None, folder: str) -> bool:
 
 def refuse_foreign_parent(client: MlflowClient, manifest: SweepManifest, location: SweepLocation) -> Run:
     """The manifest's parent run; a :class:`ConfigError` when it is not this folder's sweep, or not in the store."""
-    from mlflow.exceptions import MlflowException
-
-    try:
-        run = client.get_run(manifest.parent_run_id)
-    except MlflowException as exc:
-        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
-            raise
+    if (run := run_or_none(client, manifest.parent_run_id)) is None:
         raise ConfigError(f"the manifest's sweep run {manifest.parent_run_id} is not in the tracking store "
                           f"{mask_uri(manifest.tracking_uri)} (deleted for good, or the store was replaced); "
-                          "nothing was done", file=location.file_uri(MANIFEST)) from None
+                          "nothing was done", file=location.file_uri(MANIFEST))
     refusal = None
     if run.info.experiment_id != manifest.experiment_id:
         refusal = (f"run {manifest.parent_run_id} is in experiment {run.info.experiment_id}, not in the sweep's "

@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sentsweep.platform.config_sections import ConvergenceConfig
 from sentsweep.platform.results import is_warm_start
 from sentsweep.platform.search.samplers import is_feasible
+from sentsweep.tracking.vocabulary import STOP_REASON_TAG
 
 logger = logging.getLogger(__name__)
 
@@ -182,12 +183,12 @@ def converged_of(study: optuna.Study) -> Converged | None:
 
 
 def record_convergence(study: optuna.Study | None, set_tags: Callable[[dict[str, str]], None],
-                       log_metrics: Callable[[dict[str, float]], None], echo: Callable[[str], None],
-                       stop_reason_tag: str) -> Converged | None:
+                       log_metrics: Callable[[dict[str, float]], None],
+                       echo: Callable[[str], None]) -> Converged | None:
     if study is None or (decision := converged_of(study)) is None:
         return None
     echo(decision.line())
-    set_tags({stop_reason_tag: decision.line(), "sentsweep.converged.noise_source": decision.noise_source,
+    set_tags({STOP_REASON_TAG: decision.line(), "sentsweep.converged.noise_source": decision.noise_source,
               "sentsweep.converged.evaluator": decision.evaluator})
     log_metrics(decision.metrics())
     return decision

@@ -17,7 +17,7 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.platform.results import FINAL_KEY, evaluation_result, failure_reason, is_failed, is_final
+from sentsweep.platform.results import FINAL_KEY, evaluation_result, failure_reason, is_draining, is_failed, is_final
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
@@ -116,15 +116,14 @@ def wall_ms() -> int:
 
 @dataclass
 class TrialRuns:
-    """The trials' child runs under one parent run, with each trial's mark; reports with a true value under one of
-    ``skip_keys`` (a checkpoint at a stop, no evaluation) are not logged."""
+    """The trials' child runs under one parent run, with each trial's mark; a draining report (a checkpoint at a
+    stop, no evaluation) is not logged."""
 
     client: MlflowClient
     experiment_id: str
     parent_run_id: str
     sweep_name: str | None = None
     now_ms: Callable[[], int] = wall_ms
-    skip_keys: tuple[str, ...] = ()
     run_ids: dict[str, str] = field(default_factory=dict)
     marks: dict[str, int] = field(default_factory=dict)
     has_final: dict[str, bool] = field(default_factory=dict)  # whether a run holds the final report (logged once)
@@ -178,7 +177,7 @@ class TrialRuns:
         for result in results:
             if (note := restore_note(result)) is not None:
                 newest = (*note, int(result.get("timestamp") or 0))
-            if is_failed(result) or any(result.get(k) for k in self.skip_keys):
+            if is_failed(result) or is_draining(result):
                 continue
             mark = self.marks.get(trial_id, -1)
             step = int(result["step"]) if isinstance(result.get("step"), int | float) else max(mark, 0)

@@ -26,7 +26,6 @@ from sentsweep.platform.tracking.run_writes import Deliverer
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, pruned_reason, result_outcome
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
-from sentsweep.trainables.report_keys import DRAINING_KEY
 from sentsweep.trainables.restore_note import retry_note
 
 if TYPE_CHECKING:
@@ -133,7 +132,7 @@ class TrialRunsCallback(Callback):
     @cached_property
     def runs(self) -> TrialRuns:
         return TrialRuns(MlflowClient(tracking_uri=self.settings["tracking_uri"]), self.settings["experiment_id"],
-                         self.settings["parent_run_id"], self.settings.get("sweep_name"), skip_keys=(DRAINING_KEY,))
+                         self.settings["parent_run_id"], self.settings.get("sweep_name"))
 
     @cached_property
     def deliverer(self) -> Deliverer:
