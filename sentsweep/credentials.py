@@ -180,6 +180,9 @@ def refused_credentials(exc: BaseException, uri: str) -> ConfigError | None:
     """The one-line error for a tracking server's 401 or 403 (an ``MlflowException``), None for others."""
     status_of = getattr(exc, "get_http_status_code", None)
     status = status_of() if callable(status_of) else None
+    if status == 401 and os.environ.get(TRACKING_USERNAME):
+        return ConfigError(f"the tracking server {mask_uri(uri)} refused the login in ${TRACKING_USERNAME} (HTTP "
+                           f"401): check it and ${TRACKING_PASSWORD}")
     if status == 401:
         return ConfigError(f"the tracking server {mask_uri(uri)} asks for a login (HTTP 401): set "
                            f"{TRACKING_USERNAME} and {TRACKING_PASSWORD} in the environment")

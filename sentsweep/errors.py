@@ -30,7 +30,7 @@ class ConfigError(SentsweepError, ValueError):
         if self.file:
             where.append(self.file)
         if field:
-            where.append(f"field '{field}'")
+            where.append(f"option '{field}'" if field.startswith("--") else f"field '{field}'")
         prefix = ": ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
 

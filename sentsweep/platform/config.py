@@ -104,11 +104,21 @@ class SweepConfig(ConfigSection):
     optuna_storage: str | None = Field(None, exclude=True, description="not a setting: the study lives in the "
                                        "sweep folder (platform/search/study_store.py); refused when set, null ignored")
     warm_start: str | None = Field(None, description="an earlier sweep folder whose finished trials the searcher "
-                                   "starts from (platform/search/warm_start.py)")
+                                   "starts from; it must be the same method, measured the same way (metric, dev set, "
+                                   "data)")
     objectives: list[str] | None = Field(None, description="multi-objective: 'METRIC max|min' entries, the first "
                                          "being metric and mode (platform/objectives.py); null: metric alone")
     #: the variables resolved() set, each with the field whose URI carried it
     _credential_env: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_misplaced_points(cls, data: Any) -> Any:
+        """``first_point`` and ``extra_points`` belong to the search space, not beside it."""
+        if isinstance(data, dict) and (misplaced := [k for k in ("first_point", "extra_points") if k in data]):
+            raise ConfigError(f"belongs inside search_space (search_space: {{base: NAME, {misplaced[0]}: ...}})",
+                              field=misplaced[0])
+        return data
 
     @field_validator("name")
     @classmethod

@@ -54,7 +54,7 @@ def _value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:g}"
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):  # a named tuple has its own str()
         return "[" + ", ".join(_value(v) for v in value) + "]"
     return str(value)
 

@@ -41,7 +41,8 @@ class TrackingConfig(ConfigSection):
     """Where the sweep's MLflow runs go (an embedded sqlite store by default, or a server URL)."""
 
     uri: str = Field(DEFAULT_TRACKING_URI, description="the MLflow store: sqlite:///FILE, a folder, or an http(s) "
-                                                        "server")
+                                                        "server (its login: $MLFLOW_TRACKING_USERNAME and "
+                                                        "$MLFLOW_TRACKING_PASSWORD)")
     artifact_location: str | None = Field(DEFAULT_ARTIFACTS, description="where a new experiment keeps artifacts "
         "(null: the server's choice)")
     experiment: str = Field("sentsweep", description="the MLflow experiment the sweep's runs go to")

@@ -13,6 +13,7 @@ to the sampler. A method may refuse a space that cannot work under the sweep's s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,6 +23,8 @@ from pydantic import BaseModel
 
 from sentsweep.errors import ConfigError
 from sentsweep.search_spaces.yaml_space import SpaceDefinition, YamlSpace
+
+logger = logging.getLogger(__name__)
 
 #: An Optuna define-by-run function: suggests on a trial, may return settings to merge into the trial config.
 DefineByRun = Callable[[optuna.Trial], dict[str, Any] | None]
@@ -109,7 +112,12 @@ def bind(spec: SearchSpaceSpec, settings: Mapping[str, Any]) -> SearchSpaceSpec:
             raise ConfigError(f"{value!r} is not a value the space gives {name} on the first point's branch",
                               field=f"search_space.first_point.{name}")
     extras: list[dict[str, Any]] = []
-    for point in [*space.grid_points(source), *(space.point({**source, **e}) for e in spec.definition.extra_points)]:
+    presets = [space.point({**source, **e}) for e in spec.definition.extra_points]
+    for index, (given, point) in enumerate(zip(spec.definition.extra_points, presets, strict=True)):
+        if dropped := [f"{name} {value!r}" for name, value in given.items() if name not in point]:
+            logger.warning("search_space.extra_points[%d]: the space does not give %s on this point's branch; the "
+                           "point runs without %s", index, ", ".join(dropped), "it" if len(dropped) == 1 else "them")
+    for point in [*space.grid_points(source), *presets]:
         if point != first and point not in extras:
             extras.append(point)
     return replace(spec, define_by_run=space, first_point=first, extra_points=tuple(extras))

@@ -81,7 +81,8 @@ class MultiviewConfig(TrialConfig):
                                     "one installed)")
     respect_documents: bool = Field(True, description="neighbouring sentences across a document boundary are not "
                                     "positives")
-    dev_data: Literal["stsb", "sickr"] = "stsb"  # selection on STS-B dev, as the other methods; the paper names none
+    dev_data: Literal["stsb", "sickr"] = Field("stsb", description="dev set of model selection (STS-B dev or SICK-R "
+                                               "trial; the paper names none)")
     encode_batch_size: int = Field(256, ge=1, description="sentences per batch when encoding for evaluation")
     # the paper's optimisation instead of the shared defaults
     optimizer: Literal["adamw", "adam"] = "adam"

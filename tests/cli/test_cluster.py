@@ -61,7 +61,7 @@ def test_config_mistakes_fail_here_with_the_field_named(monkeypatch: pytest.Monk
     assert "not sent:    MLFLOW_TRACKING_PASSWORD (set here; --forward-env NAME sends one)" in out
     assert "never-shown-4321" not in out + err
     status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--storage", "s3://AK:a/b-never-shown@b/p")
-    assert status == 2 and "field '--storage': a submitted sweep carries no credential" in err
+    assert status == 2 and "option '--storage': a submitted sweep carries no credential" in err
     assert "never-shown" not in out + err and "Traceback" not in err
     status, out, err = _run_cli("submit", str(DEMO), "--dry-run", "--set", "data_dir=s3://AK:never-shown@b/data")
     assert status == 2 and "--set: field 'data_dir': carries a login in a URI's user-info" in err

@@ -174,3 +174,22 @@ def test_check_says_what_runs_after_the_search(change: dict, line: str) -> None:
     from sentsweep.platform.driver.preflight import after_the_search
 
     assert after_the_search(parse_sweep_config({"name": "s", "method": "cosent", **change})) == line
+
+
+def test_check_names_the_budget_a_convergence_that_cannot_end_early_and_an_extra_point_outside_the_space(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    raw = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    raw.update(budget={"gpu_hours": 2}, stop_when="converged",
+               search_space={"base": "cosent", "extra_points": [{"lr": 0.5}, {"lr": 5.0e-5}]})
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    code, out, err = _check(config, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "budget: gpu_hours 2" in lines
+    assert "note: convergence.min_trials (20) is not below num_samples (8): the check never ends the search early" \
+        in lines
+    assert "search_space.extra_points[0]: the space does not give lr 0.5 on this point's branch" in caplog.text
+    assert "extra_points[1]" not in caplog.text
+    assert any(line.startswith("then: ") and "lr=5e-05" in line for line in lines)

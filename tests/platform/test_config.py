@@ -92,6 +92,8 @@ def test_defaults_and_nested_sections(tmp_path):
     (MINIMAL + "register_model: \"it's\"\n", "register_model", "a registered model's name"),
     (MINIMAL + "register_model: '..cosent'\n", "register_model", "a registered model's name"),
     (MINIMAL + "register_model: ' '\n", "register_model", "a registered model's name"),
+    (MINIMAL + "first_point: {lr: 1.0e-5}\n", "first_point", "belongs inside search_space"),
+    (MINIMAL + "extra_points: [{lr: 1.0e-5}]\n", "extra_points", "belongs inside search_space"),
 ])
 def test_errors_name_the_field_and_the_file(tmp_path, text, field, words):
     path = _write(tmp_path, text)

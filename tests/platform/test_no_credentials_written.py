@@ -191,3 +191,23 @@ def test_sync_and_compare_without_a_login_say_so_in_one_line(tmp_path, auth_serv
         err = capsys.readouterr().err
         assert status == 2, err
         assert err.strip().splitlines() == [_refused_line(argv[0], auth_server.url)]
+
+
+def test_the_check_refuses_a_missing_or_wrong_login_as_the_sweep_would(auth_server, monkeypatch) -> None:
+    """``--check`` asks the server with this process's login: none, or a wrong password, is the one line a sweep
+    would stop on (naming ``tracking.uri``, never the password); the right login passes."""
+    from sentsweep.errors import ConfigError
+    from sentsweep.platform.driver.preflight import check_tracking
+
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match=r"asks for a login \(HTTP 401\)") as err:
+        check_tracking(auth_server.url, source="sweep.yaml")
+    assert err.value.field == "tracking.uri" and err.value.file == "sweep.yaml"
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", USER)
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "wrong-password-123")
+    with pytest.raises(ConfigError, match=r"refused the login in \$MLFLOW_TRACKING_USERNAME \(HTTP 401\)") as err:
+        check_tracking(auth_server.url)
+    assert "wrong-password-123" not in str(err.value)
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", SECRET)
+    check_tracking(auth_server.url)

@@ -68,7 +68,7 @@ def test_an_address_where_no_ray_answers_is_refused_at_once(monkeypatch) -> None
     with socket.socket() as closed:  # bound, never listening: refused
         closed.bind(("127.0.0.1", 0))
         closed_port = closed.getsockname()[1]
-        refused = rf"field '--address': no Ray cluster answers at 127.0.0.1:{closed_port} "
+        refused = rf"option '--address': no Ray cluster answers at 127.0.0.1:{closed_port} "
         with pytest.raises(ConfigError, match=refused):
             refuse_unanswered_ray(f"127.0.0.1:{closed_port}")
         monkeypatch.setenv("RAY_ADDRESS", f"localhost:{closed_port}")

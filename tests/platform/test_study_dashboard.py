@@ -161,7 +161,7 @@ def test_a_port_in_use_is_one_line_naming_the_option(tmp_path, capsys, private_c
         port = taken.getsockname()[1]
         assert main(["dashboard", location.uri, "--port", str(port)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"sentsweep dashboard: error: field '--port': cannot serve on 127.0.0.1:{port} (")
+    assert err.startswith(f"sentsweep dashboard: error: option '--port': cannot serve on 127.0.0.1:{port} (")
     assert err.count("\n") == 1
 
 

@@ -3,6 +3,7 @@ parameters) before its first suggestion, and TPE uses them."""
 
 from __future__ import annotations
 
+import logging
 import math
 
 import optuna
@@ -98,6 +99,19 @@ def test_an_earlier_sweep_measured_otherwise_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"fixed\.max_dev_pairs None vs 100") as refused:
         load_history(earlier, old_space, config=_config(fixed={"max_dev_pairs": 100}))
     assert refused.value.field == "warm_start"
+    with pytest.raises(ConfigError, match=r"^sweep\.yaml: field 'warm_start': .*method 'toy' vs 'cosent'"):
+        load_history(earlier, old_space, config=_config(method="cosent"), source="sweep.yaml")  # another method
+
+
+def test_a_warm_start_that_places_no_trial_says_why(tmp_path, caplog):
+    def disjoint_space(trial):
+        trial.suggest_float("scale", 1.0, 30.0)
+
+    earlier = _earlier_sweep(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert load_history(earlier, disjoint_space) == []
+    assert f"warm start: {earlier} places no trial (none of its 7 finished trials has a value this space searches)" \
+        in caplog.text
     with pytest.raises(ConfigError, match=r"mode 'max' vs 'min'; fixed\.dev_data 'stsb' vs 'sickr'"):
         load_history(earlier, old_space, config=SweepConfig(name="s", method="toy", metric="score", mode="min",
                                                             fixed={"dev_data": "sickr"}))

@@ -64,6 +64,9 @@ def test_config_validation_names_the_field() -> None:
     assert MULTIVIEW.parse({"dev_data": "sickr"}).metric == "sickr_trial"
     with pytest.raises(ConfigError, match="views"):
         MULTIVIEW.parse({"views": "dep+cky"})
+    assert MULTIVIEW.parse({"views": ["seq", "dep"]}).views == ViewPair("seq", "dep")  # YAML's [seq, dep]
+    with pytest.raises(ConfigError, match="views"):  # a field error, not a crash
+        MULTIVIEW.parse({"views": {"seq": "dep"}})
     with pytest.raises(ConfigError, match="hidden_size"):
         MULTIVIEW.parse({"views": "seq+dep", "hidden_size": 9})
     with pytest.raises(ConfigError, match="frozen"):

@@ -145,9 +145,14 @@ class ViewPair(NamedTuple):
 
 
 def parse_view_pair(value: str | ViewPair) -> ViewPair:
-    """``"dep+const"`` (or ``"dep,const"``, ``"const+dep"``) -> ``ViewPair("dep", "const")``."""
+    """``"dep+const"`` (or ``"dep,const"``, ``"const+dep"``, YAML's ``[dep, const]``) -> ``ViewPair("dep",
+    "const")``."""
     if isinstance(value, ViewPair):
         return value
+    if isinstance(value, list | tuple):
+        value = "+".join(str(part) for part in value)
+    if not isinstance(value, str):
+        raise ValueError(f"views must be two of {', '.join(VIEWS)} joined by '+' (e.g. 'dep+const'), got {value!r}")
     parts = [p.strip().lower() for p in value.replace(",", "+").split("+") if p.strip()]
     if len(parts) != 2 or any(p not in VIEWS for p in parts):
         raise ValueError(

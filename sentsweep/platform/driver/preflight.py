@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from sentsweep.credentials import mask_uri
+from sentsweep.credentials import explain_refused_credentials, mask_uri
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
 from sentsweep.platform.driver import specs
@@ -117,6 +117,7 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         if (reason := probe(uri)) is not None:  # /health answers while the server's database is down
             raise ConfigError(f"MLflow server {mask_uri(uri)} answers, but its store does not ({reason})",
                               field="tracking.uri", file=source)
+        check_login(uri, source)
         return
     folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
         Path(urlparse(uri).path) if uri.startswith("file://") else None)
@@ -125,6 +126,18 @@ def check_tracking(uri: str, source: str | None = None) -> None:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
     if existing is None or not os.access(existing, os.W_OK):
         raise ConfigError(f"cannot write the MLflow store under {folder}", field="tracking.uri", file=source)
+
+
+def check_login(uri: str, source: str | None = None) -> None:
+    """The server at ``uri`` takes this process's login (``$MLFLOW_TRACKING_USERNAME``): its 401 or 403 is the one
+    line a sweep would stop on."""
+    from mlflow import MlflowClient
+
+    try:
+        with explain_refused_credentials(uri):
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field="tracking.uri", file=source) from None
 
 
 def check_database(uri: str, source: str | None = None) -> None:
@@ -276,6 +289,14 @@ def after_the_search(config: SweepConfig) -> str:
     return "; ".join(steps)
 
 
+def budget_text(config: SweepConfig) -> str:
+    """The sweep's limits in words: ``budget``'s hours and ``time_budget_s``."""
+    limits = [f"{name} {hours:g}" for name, hours in config.budget.model_dump().items()
+              if hours is not None]
+    limits += [f"time_budget_s {config.time_budget_s:g} (stops every trial at once)"] if config.time_budget_s else []
+    return ", ".join(limits) or "none (the search runs its trials)"
+
+
 def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[str], None] = print) -> None:
     """``sentsweep sweep CONFIG --check``: a sweep's checks and warm start, and what it would run, printed; nothing is
     started, locked or left written. A failure raises the same one-line error a sweep would."""
@@ -292,6 +313,9 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
         lines.append(f"fixed in every trial: {specs.describe_settings(shared, 4)}")
     lines.append(f"first point: {specs.describe_settings(points[0], 4) or '(all sampled)'}")
     lines += [f"then: {specs.describe_settings(p, 4)}" for p in points[1:]]
+    if resolved.stop_when == "converged" and resolved.convergence.min_trials >= resolved.num_samples:
+        lines.append(f"note: convergence.min_trials ({resolved.convergence.min_trials}) is not below num_samples "
+                     f"({resolved.num_samples}): the check never ends the search early")
     if len(points) > resolved.num_samples:
         lines.append(f"note: {len(points)} points are evaluated first, and num_samples is {resolved.num_samples}: "
                      f"the last {len(points) - resolved.num_samples} will not run")
@@ -303,14 +327,15 @@ def check_only(config: SweepConfig, source: str | None = None, echo: Callable[[s
     lines += [f"trials: {resolved.trials_text}, {resolved.max_concurrent_trials or 'as many as fit'} at a "
               f"time; metric {resolved.metric} ({resolved.mode})", f"search: {resolved.search_text()}",
               f"resources per trial: {resolved.resources.cpu:g} CPU, {resolved.resources.gpu:g} GPU",
-              f"after the search: {after_the_search(resolved)}",
+              f"budget: {budget_text(resolved)}", f"after the search: {after_the_search(resolved)}",
               f"sweep folder: under {mask_uri(resolved.storage_path)} (made when the sweep starts)",
               f"tracking: {mask_uri(resolved.tracking.uri)}, experiment '{resolved.tracking.experiment}'"
               + (f", artifacts {mask_uri(artifacts)}" if artifacts else "")]
     if resolved.warm_start:  # read before anything is printed: a failure is the one line a sweep would say
         from sentsweep.platform.search.warm_start import load_history
 
-        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved)
+        history = load_history(resolved.warm_start, space.define_by_run, resolved.storage_endpoint_url, resolved,
+                               source)
         lines.append(f"warm start: {len(history)} trials of {mask_uri(resolved.warm_start)}")
     for line in [*lines, "checks passed: config, search space, data, model, storage, tracking (Ray was not started)"]:
         echo(line)

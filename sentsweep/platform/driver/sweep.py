@@ -68,7 +68,7 @@ def run_sweep(config: SweepConfig, *, source: str | None = None, trainable: Trai
     refuse_unanswered_ray(address)
     if preflight:
         check_sweep(config, trials, source)
-    history = load_history(config.warm_start, space.define_by_run, config.storage_endpoint_url, config) \
+    history = load_history(config.warm_start, space.define_by_run, config.storage_endpoint_url, config, source) \
         if config.warm_start else []
     location = new_sweep_location(config, suffix=secrets.token_hex(2))
     sweep_name = location.name

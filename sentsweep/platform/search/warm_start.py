@@ -4,6 +4,7 @@ its history at a quantile, so figures of another dev set would mislead it withou
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,25 +18,30 @@ from sentsweep.platform.location import MANIFEST, locate
 from sentsweep.platform.results import WARM_START_ATTR, is_warm_start
 from sentsweep.platform.search.study_store import load_study
 
-#: Sweep settings (the ranking) and trial settings (the dev protocol) that make two sweeps' values one measurement.
-SWEEP_MEASUREMENT = ("metric", "mode", "objectives")
+logger = logging.getLogger(__name__)
+
+#: Sweep settings (the method and the ranking) and trial settings (the dev protocol) that make two sweeps' values
+#: one measurement.
+SWEEP_MEASUREMENT = ("method", "metric", "mode", "objectives")
 TRIAL_MEASUREMENT = ("dev_data", "max_dev_pairs", "eval_max_length")
 
 
-def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
-                 endpoint_url: str | None = None, config: SweepConfig | None = None) -> list[FrozenTrial]:
-    """The earlier sweep's finished trials in the new space; refused when ``config`` measures otherwise."""
+def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any], endpoint_url: str | None = None,
+                 config: SweepConfig | None = None, source: str | None = None) -> list[FrozenTrial]:
+    """The earlier sweep's finished trials in the new space; refused when ``config`` (of the file ``source``)
+    measures otherwise. A warning says why no trial is placed."""
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     if config is not None:
-        refuse_another_measurement(manifest.sweep_config(location.file_uri(MANIFEST)), config, manifest.data_sha256)
+        refuse_another_measurement(manifest.sweep_config(location.file_uri(MANIFEST)), config, manifest.data_sha256,
+                                   source)
     if (study := load_study(location)) is None:
         raise ConfigError("the sweep has no Optuna study yet (no trial was suggested): nothing to start from",
                           field="warm_start", file=location.uri)
     placed = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-        if is_warm_start(trial):  # the earlier sweep's own history belongs to its source
-            continue
+    finished = [trial for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+                if not is_warm_start(trial)]  # the earlier sweep's own history belongs to its source
+    for trial in finished:
         probe = optuna.create_study(sampler=_EarlierValues(trial.params)).ask()
         define_by_run(probe)  # the distributions the new space asks for at the earlier parameters
         distributions = {name: d for name, d in probe.distributions.items()
@@ -45,6 +51,10 @@ def load_history(sweep_dir: str, define_by_run: Callable[[optuna.Trial], Any],
                 state=trial.state, values=trial.values, params={name: trial.params[name] for name in distributions},
                 distributions=distributions, intermediate_values=trial.intermediate_values,
                 user_attrs={WARM_START_ATTR: manifest.sweep_name}, constraints=trial.constraints or None))
+    if not placed:
+        logger.warning("warm start: %s places no trial (%s)", location.uri,
+                       f"none of its {len(finished)} finished trials has a value this space searches" if finished
+                       else "it has no finished trial")
     return placed
 
 
@@ -61,7 +71,7 @@ def measured_data(config: SweepConfig) -> dict[str, str]:
 
 
 def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
-                               earlier_data: Mapping[str, str] | None = None) -> None:
+                               earlier_data: Mapping[str, str] | None = None, source: str | None = None) -> None:
     """A :class:`ConfigError` naming each setting the earlier sweep measured otherwise."""
     differences = [f"{field} {getattr(earlier, field)!r} vs {getattr(config, field)!r}" for field in SWEEP_MEASUREMENT
                    if getattr(earlier, field) != getattr(config, field)]
@@ -75,7 +85,7 @@ def refuse_another_measurement(earlier: SweepConfig, config: SweepConfig,
     if differences:
         raise ConfigError("the earlier sweep's values are another measurement than this sweep's (earlier vs this: "
                           + "; ".join(differences) + "): TPE would rank them together; warm-start from a sweep "
-                          "measured the same way", field="warm_start")
+                          "measured the same way", field="warm_start", file=source)
 
 
 def _trial_setting(config: SweepConfig, field: str) -> Any:

@@ -46,6 +46,9 @@ def test_view_pairs_are_unordered_and_validated() -> None:
     assert parse_view_pair("seq+seq") == ("seq", "seq")
     with pytest.raises(ValueError, match="two of"):
         parse_view_pair("dep+tree")
+    assert parse_view_pair(["const", "dep"]) == ("dep", "const")  # YAML's [const, dep]
+    with pytest.raises(ValueError, match="two of"):
+        parse_view_pair(7)
     with pytest.raises(ValueError, match="even hidden_size"):
         MultiViewSettings(views=("seq", "bow"), hidden_size=7)
     with pytest.raises(ValueError, match="cannot be frozen"):

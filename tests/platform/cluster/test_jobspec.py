@@ -227,13 +227,13 @@ SLASHED = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"  # an AWS secret key's '/' 
 
 
 @pytest.mark.parametrize(("options", "sets", "field", "secret"), [
-    ({"tracking_uri": "http://alice:hunter22@mlflow:5000"}, [], "field '--tracking-uri'", "hunter22"),
-    ({"tracking_uri": "postgresql://u:PGSECRET@db/mlflow"}, [], "field '--tracking-uri'", "PGSECRET"),
-    ({"tracking_uri": "https://alice-login@mlflow:5000"}, [], "field '--tracking-uri'", "alice-login"),
-    ({"storage": "s3://AKIAX:SECRETKEY@bucket/p"}, [], "field '--storage'", "SECRETKEY"),
-    ({"storage": f"s3://AKIAX:{SLASHED}@bucket/p"}, [], "field '--storage'", SLASHED),
+    ({"tracking_uri": "http://alice:hunter22@mlflow:5000"}, [], "option '--tracking-uri'", "hunter22"),
+    ({"tracking_uri": "postgresql://u:PGSECRET@db/mlflow"}, [], "option '--tracking-uri'", "PGSECRET"),
+    ({"tracking_uri": "https://alice-login@mlflow:5000"}, [], "option '--tracking-uri'", "alice-login"),
+    ({"storage": "s3://AKIAX:SECRETKEY@bucket/p"}, [], "option '--storage'", "SECRETKEY"),
+    ({"storage": f"s3://AKIAX:{SLASHED}@bucket/p"}, [], "option '--storage'", SLASHED),
     ({"storage": "s3://b/p", "storage_endpoint_url": "http://AK:SK2222@minio:9000"}, [],
-     "field '--storage-endpoint-url'", "SK2222"),
+     "option '--storage-endpoint-url'", "SK2222"),
     ({}, ["tracking.uri=http://alice:hunter22@mlflow:5000"], "demo.yaml: field 'tracking.uri'", "hunter22"),
     ({}, [f"tracking.artifact_location=s3://AK:{SLASHED}@bucket/a"], "field 'tracking.artifact_location'", SLASHED),
     ({}, ["warm_start=s3://AK:WARMSECRET@bucket/old"], "field 'warm_start'", "WARMSECRET"),
@@ -294,7 +294,7 @@ def test_installed_and_resume_jobs(tmp_path: Path) -> None:
     named = build_resume_job("s3://sweeps/demo/demo-cosent-1-ab12", JobOptions(ship="installed"), tmp_path / "e",
                              tracking_uri="http://mlflow.team-b:5000")  # the server the folder must name
     assert named.runtime_env["env_vars"] == {"MLFLOW_TRACKING_URI": "http://mlflow.team-b:5000"}
-    with pytest.raises(ConfigError, match="field '--tracking-uri': a submitted sweep carries no credential"):
+    with pytest.raises(ConfigError, match="option '--tracking-uri': a submitted sweep carries no credential"):
         build_resume_job("s3://sweeps/demo/x-1", JobOptions(), tmp_path / "f", tracking_uri="http://u:PW@mlflow:5000")
     with pytest.raises(ConfigError, match="--resume"):
         build_resume_job("runs/x", JobOptions(), tmp_path / "d")
