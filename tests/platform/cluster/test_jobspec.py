@@ -272,7 +272,7 @@ def test_the_reviewed_case_fails_on_its_first_credential_and_a_database_user_sta
 ])
 def test_a_resumed_job_refuses_a_credential_in_its_entrypoint(tmp_path: Path, sweep_dir: str, endpoint: str | None,
                                                                field: str, secret: str) -> None:
-    with pytest.raises(ConfigError, match=f"field '{field}': a submitted sweep carries no credential") as caught:
+    with pytest.raises(ConfigError, match=f"option '{field}': a submitted sweep carries no credential") as caught:
         build_resume_job(sweep_dir, JobOptions(ship="installed"), tmp_path / "r", storage_endpoint_url=endpoint)
     assert secret not in str(caught.value) and not (tmp_path / "r").exists()  # refused before anything is staged
 
