@@ -91,6 +91,11 @@ def _check_param(param: Param, before: list[Param], later: set[str], config_cls:
     if param.kind not in RANGE_KINDS:
         what = "value" if param.fixed else f"{param.kind} value"
         values = tuple(accepted(config_cls, name, v, name, what) for v in param.values)
+        read = [_adapter(config_cls, name).validate_python(v) for v in values]
+        for n, value in enumerate(values):  # two spellings of one value (a view pair) would double its chance
+            if read[n] in read[:n]:
+                raise SpaceSyntaxError(name, f"{values[read.index(read[n])]!r} and {value!r} are one value of "
+                                       f"{config_cls.__name__}.{name}: list it once")
         return replace(param, values=values, when=when)
     kinds = field_types(config_fields(config_cls)[name].annotation)
     if param.kind != "randint" and float not in kinds:

@@ -57,3 +57,14 @@ def test_sweep_configs_validate(name: str) -> None:
     space = SEARCH_SPACES[config.space_name]
     for point in (space.first_point, *space.extra_points):
         MULTIVIEW.parse({**config.fixed, **point}, source=name)
+
+
+def test_two_spellings_of_one_view_pair_are_refused() -> None:
+    """The pair is unordered: ``const+dep`` is ``dep+const``, so a choice of both would sample it twice as often."""
+    from sentsweep.search_spaces.checks import check_definition
+    from sentsweep.search_spaces.sampling import SpaceSyntaxError
+    from sentsweep.search_spaces.yaml_space import parse_definition
+    from sentsweep.trainables.multiview import MultiviewConfig
+
+    with pytest.raises(SpaceSyntaxError, match=r"'dep\+const' and 'const\+dep' are one value of MultiviewConfig.views"):
+        check_definition(parse_definition({"views": {"choice": ["dep+const", "const+dep"]}}), MultiviewConfig)

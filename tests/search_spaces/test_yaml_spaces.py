@@ -92,6 +92,7 @@ MISTAKES = [
     ({"scale": {"quniform": [1, 5]}}, "search_space.scale", r"quniform takes \[lo, hi, q\]"),
     ({"batch_size": {"randint": [8, 64.5]}}, "search_space.batch_size", "randint takes two integers"),
     ({"pooling": {"choice": ["mean", "mean"]}}, "search_space.pooling", "lists a value twice"),
+    ({"lr": {"choice": ["1e-5", 1.0e-5]}}, "search_space.lr", "are one value of CosentConfig.lr: list it once"),
     ({"extra_dev_data": {"choice": [["sickr"], []]}}, "search_space.extra_dev_data", "takes plain values"),
     ({"margin": {"uniform": ["scale + 1", 9]}}, "search_space.margin", "names 'scale', which is not a range"),
     ({"scale": {"uniform": [1, 40], "when": {"los": "cosent"}}}, "search_space.scale.when.los", "not a field"),
