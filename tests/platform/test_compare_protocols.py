@@ -30,7 +30,8 @@ STSB = MetricProtocol("stsb", "test", "Spearman x100 of cosine", pooling="prompt
 def _sweep(client: MlflowClient, tmp_path: Path, name: str, protocols: list[MetricProtocol | None]) -> None:
     """A sweep parent run with one finished trial per protocol (None: a trial logged before protocols were)."""
     experiment = client.get_experiment_by_name("e")
-    experiment_id = experiment.experiment_id if experiment else client.create_experiment("e")
+    experiment_id = experiment.experiment_id if experiment else \
+        client.create_experiment("e", artifact_location=(tmp_path / "artifacts").as_uri())
     parent = client.create_run(experiment_id, tags={ROLE_TAG: "sweep", SWEEP_TAG: name}, run_name=name)
     runs = TrialRuns(client, experiment_id, parent.info.run_id, name)
     for index, protocol in enumerate(protocols):

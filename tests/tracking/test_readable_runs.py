@@ -55,7 +55,8 @@ def test_links_open_on_the_model_training_view() -> None:
 def _config(tmp_path: Path, uri: str):
     return parse_sweep_config({"name": "demo", "method": "cosent", "metric": "stsb_dev", "num_samples": 5,
                                "storage_path": str(tmp_path / "runs"),
-                               "tracking": {"uri": uri, "experiment": "readable"}}, "sweep.yaml")
+                               "tracking": {"uri": uri, "experiment": "readable",
+                                            "artifact_location": (tmp_path / "artifacts").as_uri()}}, "sweep.yaml")
 
 
 def test_the_descriptions_say_what_was_searched_and_which_columns_to_add(tmp_path: Path) -> None:
@@ -99,7 +100,7 @@ def test_a_resumed_sweep_that_finishes_keeps_no_reason(tracking_uri: str, tmp_pa
 
 def test_a_registered_version_names_its_trial_configuration_and_figures(tracking_uri: str, tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri)
-    experiment = client.create_experiment("registry")
+    experiment = client.create_experiment("registry", artifact_location=(tmp_path / "artifacts").as_uri())
     run_id = client.create_run(experiment).info.run_id
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "MLmodel").write_text("flavors: {}\n")  # what MLflow registers from a run
