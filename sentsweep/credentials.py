@@ -179,7 +179,11 @@ def secret_values(environ: Mapping[str, str]) -> list[str]:
 def refused_credentials(exc: BaseException, uri: str) -> ConfigError | None:
     """The one-line error for a tracking server's 401 or 403 (an ``MlflowException``), None for others."""
     status_of = getattr(exc, "get_http_status_code", None)
-    status = status_of() if callable(status_of) else None
+    return refused_status(status_of() if callable(status_of) else None, uri)
+
+
+def refused_status(status: int | None, uri: str) -> ConfigError | None:
+    """The one-line error for a tracking server's HTTP ``status`` 401 or 403, None for others."""
     if status == 401 and os.environ.get(TRACKING_USERNAME):
         return ConfigError(f"the tracking server {mask_uri(uri)} refused the login in ${TRACKING_USERNAME} (HTTP "
                            f"401): check it and ${TRACKING_PASSWORD}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from sentsweep.credentials import explain_refused_credentials, mask_uri
+from sentsweep.credentials import mask_uri, refused_status
 from sentsweep.errors import ConfigError, DataError
 from sentsweep.platform.config import SweepConfig, is_server_uri
 from sentsweep.platform.driver import specs
@@ -114,10 +114,12 @@ def check_tracking(uri: str, source: str | None = None) -> None:
         except (urllib.error.URLError, OSError) as exc:
             raise ConfigError(f"MLflow server {mask_uri(uri)} is not reachable ({getattr(exc, 'reason', exc)}); start "
                               "it or fix the URI", field="tracking.uri", file=source) from None
-        if (reason := probe(uri)) is not None:  # /health answers while the server's database is down
+        status, reason = probe(uri)
+        if reason is not None:  # /health answers while the server's database is down
             raise ConfigError(f"MLflow server {mask_uri(uri)} answers, but its store does not ({reason})",
                               field="tracking.uri", file=source)
-        check_login(uri, source)
+        if (refused := refused_status(status, uri)) is not None:  # no login or a wrong one: the sweep's own line
+            raise ConfigError(refused.message, field="tracking.uri", file=source)
         return
     folder = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else (
         Path(urlparse(uri).path) if uri.startswith("file://") else None)
@@ -126,18 +128,6 @@ def check_tracking(uri: str, source: str | None = None) -> None:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
     if existing is None or not os.access(existing, os.W_OK):
         raise ConfigError(f"cannot write the MLflow store under {folder}", field="tracking.uri", file=source)
-
-
-def check_login(uri: str, source: str | None = None) -> None:
-    """The server at ``uri`` takes this process's login (``$MLFLOW_TRACKING_USERNAME``): its 401 or 403 is the one
-    line a sweep would stop on."""
-    from mlflow import MlflowClient
-
-    try:
-        with explain_refused_credentials(uri):
-            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
-    except ConfigError as exc:
-        raise ConfigError(exc.message, field="tracking.uri", file=source) from None
 
 
 def check_database(uri: str, source: str | None = None) -> None:

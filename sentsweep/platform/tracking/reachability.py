@@ -13,20 +13,21 @@ def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
 
 
-def probe(uri: str) -> str | None:
-    """Why the store of HTTP server ``uri`` does not answer (any status MLflow does not retry is an answer)."""
+def probe(uri: str) -> tuple[int | None, str | None]:
+    """The status the store of HTTP server ``uri`` answers a search with, asked once with this process's login, and
+    why it gave no answer (a failed connection, or a status MLflow retries); ``(None, None)`` for another store."""
     if urlsplit(uri).scheme not in ("http", "https"):
-        return None
+        return None, None
     from sentsweep._compat.mlflow import request_once
 
     try:
         response = request_once(uri, "/api/2.0/mlflow/experiments/search", {"max_results": 1}, timeout=3.0)
     except Exception as exc:  # noqa: BLE001 - no answer at all: a refused connection, a timeout, TLS
-        return first_line(exc)
+        return None, first_line(exc)
     if response.status_code in RETRIED_STATUSES:
-        return f"its store answers HTTP {response.status_code} {response.text.strip()[:200]}".rstrip()
-    return None
+        return None, f"its store answers HTTP {response.status_code} {response.text.strip()[:200]}".rstrip()
+    return response.status_code, None
 
 
 def store_answers(uri: str) -> bool:
-    return probe(uri) is None
+    return probe(uri)[1] is None

@@ -77,7 +77,7 @@ def open_client(uri: str) -> MlflowClient:
     if (path := sqlite_path(uri)) is not None and not path.is_file():
         raise ConfigError(f"no MLflow database at {path} (run a sweep first, or pass --tracking-uri)",
                           field="--tracking-uri")
-    if (reason := probe(uri)) is not None:
+    if (reason := probe(uri)[1]) is not None:
         raise ConfigError(f"MLflow server {mask_uri(uri)} does not answer ({reason}); start it and run this again "
                           "(nothing was done)")
     return MlflowClient(tracking_uri=uri)
