@@ -197,10 +197,11 @@ def test_draining_reports_are_skipped_and_folders_without_reports_ignored(sweep,
     write_trial(tmp_path, "t1", [{"step": 5, "loss": 1.0}, {"step": 7, "loss": 9.0, DRAINING_KEY: 1.0}])
     (tmp_path / "not_a_trial").mkdir()
     folders = list(trial_folders(pyarrow.fs.LocalFileSystem(), str(tmp_path)))
-    assert [f.trial_id for f in folders] == ["t1"]
+    assert [f.trial_id for f, _ in folders] == ["t1"]
+    assert folders[0][1] == folders[0][0].results(), "the reports read while finding the trial are handed on"
     runs = TrialRuns(client, experiment_id, parent)
     runs.run_id("t1")
-    runs.deliver("t1", folders[0].results())
+    runs.deliver("t1", folders[0][1])
     assert points(client, runs.run_ids["t1"], "loss") == [(5, 1.0)]
 
 

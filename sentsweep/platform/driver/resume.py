@@ -91,7 +91,7 @@ def apply_resume_config(tuner: Tuner, location: SweepLocation, manifest: SweepMa
         raise ConfigError("this Ray Tune version does not let a resume change the time budget", field="time_budget_s")
     tune_config.time_budget_s = config.time_budget_s  # read afresh on every fit
     storage = location.resolve()
-    recall(tune_config.scheduler, {t.trial_id: t.results() for t in trial_folders(*storage)})
+    recall(tune_config.scheduler, {t.trial_id: results for t, results in trial_folders(*storage)})
     searcher = tune_config.search_alg  # the searcher inside Tune's wrappers, chained again as ``tune.run`` would
     while not isinstance(searcher, Searcher) or isinstance(searcher, ConcurrencyLimiter):
         searcher = searcher.searcher

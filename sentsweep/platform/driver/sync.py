@@ -84,7 +84,7 @@ class Synced:
 def saved_trials(fs: pyarrow.fs.FileSystem, path: str) -> list[SnapshotTrial]:
     """The trials of the experiment folder ``path``: their status as Tune last saved it, their last report as their
     folder holds it (newer after a crash); a trial the snapshot missed counts as running."""
-    lasts = {folder.trial_id: folder.results()[-1] for folder in trial_folders(fs, path)}
+    lasts = {folder.trial_id: results[-1] for folder, results in trial_folders(fs, path)}
     saved = {t.trial_id: t for t in snapshot_trials(fs, path) or []}
     return [saved[i]._replace(last_result=lasts.get(i, saved[i].last_result)) if i in saved
             else SnapshotTrial(i, "RUNNING", lasts[i]) for i in dict.fromkeys([*saved, *lasts])]

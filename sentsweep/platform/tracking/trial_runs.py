@@ -61,13 +61,15 @@ class TrialFolder:
         return (fs, path) if fs.get_file_info(path).type == pyarrow.fs.FileType.Directory else None
 
 
-def trial_folders(fs: pyarrow.fs.FileSystem, experiment_path: str) -> Iterator[TrialFolder]:
-    """The trials of a Tune experiment folder: each sub-folder with a report naming its trial."""
+def trial_folders(fs: pyarrow.fs.FileSystem,
+                  experiment_path: str) -> Iterator[tuple[TrialFolder, list[dict[str, Any]]]]:
+    """The trials of a Tune experiment folder: each sub-folder with a report naming its trial, and its reports (read
+    once: on ``s3://`` each read is a download)."""
     infos = fs.get_file_info(pyarrow.fs.FileSelector(experiment_path, allow_not_found=True))
     for info in sorted(infos, key=lambda i: i.path):
         results = TrialFolder(fs, info.path, "").results() if info.type == pyarrow.fs.FileType.Directory else []
         if results and results[0].get("trial_id"):
-            yield TrialFolder(fs, info.path, str(results[0]["trial_id"]))
+            yield TrialFolder(fs, info.path, str(results[0]["trial_id"])), results
 
 
 @contextlib.contextmanager
@@ -272,9 +274,8 @@ def reconcile(fs: pyarrow.fs.FileSystem, experiment_path: str, runs: TrialRuns,
     :func:`result_outcome` reads its last report; any other RUNNING run ends ``interrupted`` (with the sweep).
     ``names``: trial id -> its run's name and number. The counts are added to ``done``."""
     done = done or Reconciled()
-    for folder in trial_folders(fs, experiment_path):
+    for folder, results in trial_folders(fs, experiment_path):
         done.trials += 1
-        results = folder.results()
         runs.forget(folder.trial_id)
         name, number = (names or {}).get(folder.trial_id, (None, None))
         runs.run_id(folder.trial_id, name=name, number=number)
