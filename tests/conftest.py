@@ -29,6 +29,27 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # its thread edits os
 #: The repository root (pyproject's pytest ``pythonpath`` puts it on the driver's sys.path).
 REPO = Path(__file__).resolve().parents[1]
 
+#: Folders MLflow and Ray Tune make in the working directory when a test gives them no place of its own.
+STRAY_OUTPUTS = ("mlruns", "mlartifacts", "checkpoints", "ray_results")
+_STRAYS_BEFORE = pytest.StashKey[set[Path]]()
+
+
+def _strays() -> set[Path]:
+    return {folder / name for folder in {Path.cwd(), REPO} for name in STRAY_OUTPUTS if (folder / name).exists()}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STRAYS_BEFORE] = _strays()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a test left MLflow's or Tune's default folders in the checkout (give it ``tmp_path``)."""
+    if made := sorted(_strays() - session.config.stash.get(_STRAYS_BEFORE, set())):
+        session.config.get_terminal_writer().line(
+            f"a test wrote into the working directory: {', '.join(map(str, made))}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 TINY_WORDS = (
     "a the man woman child dog cat is are was were playing riding eating guitar horse food "
     "sat on mat and not do does did can will this sentence means of it true that . , : \" ' ?"

@@ -63,7 +63,7 @@ def trial_reports(tiny_bert_dir: Path, folder: Path, **overrides: Any) -> dict[s
 def test_a_trials_reports_carry_its_source_datasets_and_protocols(tiny_bert_dir: Path, tracking_uri: str,
                                                                  tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=tracking_uri)
-    experiment = ensure_experiment(client, "trials", None)
+    experiment = ensure_experiment(client, "trials", (tmp_path / "artifacts").as_uri())
     parent = client.create_run(experiment).info.run_id
     final = trial_reports(tiny_bert_dir, tmp_path / "sweep" / "train_t1")
     reconcile(pyarrow.fs.LocalFileSystem(), str(tmp_path / "sweep"), TrialRuns(client, experiment, parent))
