@@ -215,8 +215,6 @@ class TrainingLoop(LoopCheckpoints):
         model.train()
         if self.config.eval_at_start and self.state.step == 0 and not self.state.history:
             self._evaluate_and_report({})  # once: a resume from its step-0 checkpoint has it in its history
-        running: list[float] = []
-        diagnostics: dict[str, list[float]] = {}
         self._persisted_step = self.state.step
         for epoch, index, batch in self._epochs():
             if self.state.step >= self.total_steps:
@@ -241,9 +239,10 @@ class TrainingLoop(LoopCheckpoints):
             self.state.epoch, self.state.batch_in_epoch = epoch, index + 1
             if self.state.batch_in_epoch >= self.steps_per_epoch:
                 self.state.epoch, self.state.batch_in_epoch = epoch + 1, 0
+            running, diagnostics = self.state.losses, self.state.diagnostics
             running.append(value)
             for key, v in diag.items():
-                diagnostics.setdefault(key, []).append(v)
+                diagnostics.setdefault(key, []).append(float(v))  # plain floats: a checkpoint loads them
             if self.config.log_every and self.state.step % self.config.log_every == 0:
                 recent = running[-self.config.log_every :]
                 self.log(
@@ -254,7 +253,7 @@ class TrainingLoop(LoopCheckpoints):
             if self.state.step % self.config.eval_every == 0 or last:
                 train_metrics = {"train_loss": float(np.mean(running))}
                 train_metrics.update({f"train_{k}": float(np.mean(v)) for k, v in diagnostics.items()})
-                running, diagnostics = [], {}
+                self.state.losses, self.state.diagnostics = [], {}
                 self._evaluate_and_report(train_metrics)
         return LoopResult(self.state, self._load_best(), "step budget reached", time.perf_counter() - start)
 

@@ -41,6 +41,10 @@ class LoopState:
     best_value: float | None = None
     best_step: int | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    #: The losses and the task's diagnostics of the steps since the last evaluation, which its ``train_*`` figures
+    #: average: a drain's checkpoint falls between two evaluations, and the resumed trial averages them all.
+    losses: list[float] = field(default_factory=list)
+    diagnostics: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass

@@ -89,3 +89,23 @@ def test_nothing_new_to_save_drains_without_a_checkpoint(tmp_path: Path) -> None
     ((metrics, checkpoint),) = reports
     assert checkpoint is None and math.isnan(metrics["score"]) and fresh.calls == 0
     loop.cleanup()
+
+
+def test_the_training_figures_after_a_drain_average_every_step_since_the_last_evaluation(tmp_path: Path) -> None:
+    """A drain between two evaluations keeps the losses of the steps it trained since the last one: the resumed
+    trial's next ``train_loss`` (and each ``train_*`` diagnostic) averages the same steps as a trial never stopped."""
+    config = _config(checkpoint_every=100)
+    straight: dict[int, dict] = {}
+    TrainingLoop(RegressionTask(), config, report=lambda m, c: straight.__setitem__(int(m["step"]), m)).run()
+    reports: list[tuple[dict, Path | None]] = []
+    task = RegressionTask()
+    with pytest.raises(SystemExit):
+        TrainingLoop(task, config, report=_reports(tmp_path, reports), stop=StopAfter(task, 5)).run()
+    resumed = RegressionTask()
+    resumed.calls = 5
+    after: dict[int, dict] = {}
+    TrainingLoop(resumed, config, report=lambda m, c: after.__setitem__(int(m["step"]), m)).run(
+        resume_from=reports[-1][1])
+    training = ("train_loss", "train_calls", "train_grad_norm")
+    assert {k: after[6][k] for k in training} == {k: straight[6][k] for k in training}
+    assert after[6]["train_calls"] == 5.5  # the steps 5 and 6, not step 6 alone
