@@ -22,10 +22,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
 import yaml
 
 from tools.harness.processes import LOOPBACK, REPO, end_group, free_port, wait_for_port
-from tools.harness.redis_client import RedisConnection
 
 MANIFEST = REPO / "k8s" / "base" / "gcs-redis.yaml"
 SECRET_EXAMPLE = REPO / "k8s" / "base" / "secrets" / "gcs-redis.env.example"
@@ -106,15 +106,10 @@ class GcsRedis:
     def address(self) -> str:
         return f"{LOOPBACK}:{self.port}"
 
-    def connect(self, username: str | None = None, password: str | None = None) -> RedisConnection:
-        """A connection logged in as ``username`` (the GCS user unless given) with ``password`` (the GCS's)."""
-        connection = RedisConnection(self.port)
-        try:
-            connection("AUTH", username or self.username, password or self.password)
-        except BaseException:
-            connection.close()
-            raise
-        return connection
+    def connect(self, username: str | None = None, password: str | None = None) -> redis.Redis:
+        """A client that logs in as ``username`` (the GCS user unless given) with ``password`` (the GCS's)."""
+        return redis.Redis(LOOPBACK, self.port, username=username or self.username, password=password or self.password,
+                           socket_timeout=10, decode_responses=True)
 
     def stop(self) -> None:
         end_group(self.process)
