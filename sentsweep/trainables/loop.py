@@ -41,6 +41,9 @@ from sentsweep.trainables.report_keys import EVALUATIONS_KEY, TOTAL_STEPS_KEY
 from sentsweep.trainables.stop_flag import StopCheck, draining_report
 from sentsweep.trainables.train_task import ReportFn, TrainTask
 
+#: Diagnostics the loop reports itself (``train_loss``, ``train_grad_norm``): a task's own of these names is refused.
+LOOP_DIAGNOSTICS = frozenset({"loss", "grad_norm"})
+
 # EVALUATIONS_KEY, in each evaluation's report, is counted from the state the trial restored, so that a trial resumed
 # from an older checkpoint or from scratch counts as it trained (Tune's ``training_iteration`` counts reports,
 # draining ones included, and continues from the checkpoint Tune's snapshot named).
@@ -223,6 +226,9 @@ class TrainingLoop(LoopCheckpoints):
                 self._drain(self.stop)
             with self._autocast():
                 loss, diag = self.task.loss(batch)
+            if clash := LOOP_DIAGNOSTICS.intersection(diag):
+                raise ValueError(f"{type(self.task).__name__}.loss returned the diagnostic(s) {sorted(clash)}: "
+                                 "the loop reports these itself, as train_loss and train_grad_norm")
             value = float(loss.detach())
             if not math.isfinite(value):
                 raise NonFiniteLossError(self.state.step + 1, value, diag)

@@ -25,7 +25,8 @@ class TrainTask(Protocol):
         ...
 
     def loss(self, batch: Any) -> tuple[Tensor, dict[str, float]]:
-        """The scalar loss of a batch and method diagnostics to log (may be empty)."""
+        """The scalar loss of a batch and method diagnostics to log (may be empty). Each diagnostic is reported as
+        ``train_<name>``: the loop's own names (:data:`~sentsweep.trainables.loop.LOOP_DIAGNOSTICS`) are refused."""
         ...
 
     def evaluate(self) -> dict[str, float]:

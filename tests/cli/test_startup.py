@@ -75,3 +75,11 @@ def test_a_new_sqlite_stores_table_lines_are_quiet(tmp_path, capfd, monkeypatch)
         logging.getLogger("mlflow.store.db.utils").setLevel(level)
     out, err = capfd.readouterr()
     assert "database tables" not in out + err and (tmp_path / "new.db").is_file()
+
+
+def test_python_dash_m_runs_the_command_with_its_exit_status() -> None:
+    """``python -m sentsweep`` is the ``sentsweep`` command: its help, and exit status 2 for a mistyped command."""
+    shown = subprocess.run([sys.executable, "-m", "sentsweep", "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: sentsweep ")
+    wrong = subprocess.run([sys.executable, "-m", "sentsweep", "swep"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "invalid choice: 'swep'" in wrong.stderr

@@ -143,6 +143,19 @@ def test_non_finite_loss_stops_with_the_step() -> None:
         loop.run()
 
 
+@pytest.mark.parametrize("name", ["loss", "grad_norm"])
+def test_a_task_diagnostic_named_as_the_loops_own_is_refused(name: str) -> None:
+    """``train_loss`` and ``train_grad_norm`` are the loop's: a task's diagnostic of that name would replace them."""
+
+    class Clashing(RegressionTask):
+        def loss(self, batch: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+            value, _ = super().loss(batch)
+            return value, {name: 0.0}
+
+    with pytest.raises(ValueError, match=f"Clashing.loss returned the diagnostic.*'{name}'"):
+        TrainingLoop(Clashing(), _config()).run()
+
+
 def test_max_steps_is_the_step_budget_in_place_of_epochs_as_the_fields_say() -> None:
     """Four batches an epoch: max_steps 12 trains 12 steps with epochs 1, and 2 with epochs 3."""
     assert TrainingLoop(RegressionTask(), _config(epochs=1, max_steps=12)).total_steps == 12
