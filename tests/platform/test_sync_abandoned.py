@@ -1,6 +1,6 @@
 """``sentsweep sync`` of a sweep whose driver was killed (SIGKILL, a lost machine) ends the sweep's run as a stop
-does, ``interrupted`` and resumable, instead of leaving it RUNNING; it never touches a sweep run that ended (real
-sqlite MLflow, a planted sweep folder)."""
+does, ``interrupted`` and resumable, with its scheduled confirmation run, instead of leaving them open; it never
+touches a sweep run that ended (real sqlite MLflow, a planted sweep folder)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sentsweep.platform.driver.resume import is_resumable
 from sentsweep.platform.driver.sync import sync_sweep
 from sentsweep.platform.location import SweepManifest, locate
 from sentsweep.platform.tracking.trial_runs import RESULTS_FILE
-from sentsweep.tracking.vocabulary import STATUS_TAG
+from sentsweep.tracking.vocabulary import CONFIRMATION_ROLE, PARENT_TAG, ROLE_TAG, STATUS_TAG
 
 
 def _plant_sweep(folder: Path, tracking_uri: str) -> str:
@@ -37,10 +37,15 @@ def test_sync_ends_the_run_a_killed_driver_left_running_and_it_stays_resumable(t
                                                                               tracking_uri: str) -> None:
     run_id = _plant_sweep(tmp_path / "sweep", tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
+    experiment = client.get_run(run_id).info.experiment_id
+    stage_id = client.create_run(experiment, tags={PARENT_TAG: run_id, ROLE_TAG: CONFIRMATION_ROLE}).info.run_id
+    client.update_run(stage_id, status="SCHEDULED")  # as the sweep scheduled it when it began
 
     done = sync_sweep(str(tmp_path / "sweep"))
     run = client.get_run(run_id)
     assert not done.waiting and run.info.status == "KILLED"
+    stage = client.get_run(stage_id)
+    assert stage.info.status == "KILLED" and "a resume runs the stage" in stage.data.tags["sentsweep.status_reason"]
     assert run.data.tags[STATUS_TAG] == "interrupted"
     assert f"sentsweep resume {tmp_path / 'sweep'}" in run.data.tags["sentsweep.status_reason"]
     assert is_resumable(run.info.status, run.data.tags), "--resume-interrupted still continues it"

@@ -92,19 +92,21 @@ def saved_trials(fs: pyarrow.fs.FileSystem, path: str) -> list[SnapshotTrial]:
             else SnapshotTrial(i, "RUNNING", lasts[i]) for i in dict.fromkeys([*saved, *lasts])]
 
 
-def end_abandoned(run: SweepRun, *, parent: bool, resume: str) -> int:
-    """End the run of a sweep whose driver stopped without ending it (killed, or its machine lost): sync holds the
-    lock, so no driver runs it. It ends ``interrupted``, as a signal leaves it, and stays resumable; how many ended."""
-    status = run.client.get_run(run.run_id).info.status
-    if status not in ("RUNNING", "SCHEDULED"):
+def end_abandoned(run: SweepRun, resume: str) -> int:
+    """End the sweep run ``run`` if its driver stopped without ending it (killed, or its machine lost): sync holds the
+    lock, so no driver runs it. It ends ``interrupted``, as a signal leaves it, and stays resumable; so does its
+    confirmation stage's run, scheduled as the sweep began. How many runs ended."""
+    if run.client.get_run(run.run_id).info.status != "RUNNING":
         return 0
-    if parent:
-        run.apply({"op": "tags", "run": run.run_id, "tags": {vocab.STATUS_TAG: "interrupted"}})
-        reason = f"its driver stopped without ending the sweep; continue with: {resume}"
-    else:
-        reason = ABANDONED_STAGE
+    run.apply({"op": "tags", "run": run.run_id, "tags": {vocab.STATUS_TAG: "interrupted"}})
+    reason = f"its driver stopped without ending the sweep; continue with: {resume}"
     run.apply({"op": "status", "run": run.run_id, "status": "KILLED", "reason": reason})
-    return 1
+    stages = vocab.tagged_runs(run.client, run.experiment_id,
+                               {vocab.PARENT_TAG: run.run_id, vocab.ROLE_TAG: vocab.CONFIRMATION_ROLE})
+    unended = [stage.info.run_id for stage in stages if stage.info.status in ("RUNNING", "SCHEDULED")]
+    for stage_id in unended:
+        run.apply({"op": "status", "run": stage_id, "status": "KILLED", "reason": ABANDONED_STAGE})
+    return 1 + len(unended)
 
 
 def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: str | None = None) -> Synced:
@@ -141,17 +143,13 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
             if any(not math.isclose(held.get(k, math.nan), v) for k, v in totals.items()):
                 # the totals the sweep's last end could not write (an outage), or a crashed end's, made none
                 TrialRuns(client, manifest.experiment_id, manifest.parent_run_id).log_totals(totals)
-            abandoned = None
             for path, run_id in stages:
                 run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
                                       runs={r for _, r in stages} - {run_id}, register=register)
                 done.writes += run.deliver()
-                if abandoned is None:  # the first stage is the sweep's own run
-                    abandoned = client.get_run(run_id).info.status == "RUNNING"
-                if abandoned:
-                    done.trials.ended += end_abandoned(run, parent=run_id == manifest.parent_run_id,
-                                                       resume=folder_command("resume", location.uri, uri))
                 run.flush(0.0)  # nothing left: the saved file is removed
+            sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id, manifest.sweep_name, fs, root)
+            done.trials.ended += end_abandoned(sweep, folder_command("resume", location.uri, uri))
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
         except Exception as exc:  # noqa: BLE001 - MLflow stopped answering: what is left waits for the next sync
             log.warning("MLflow stopped answering during the sync (%s)", first_line(exc))
