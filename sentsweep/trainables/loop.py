@@ -266,7 +266,8 @@ class TrainingLoop(LoopCheckpoints):
     def _drain(self, stop: StopCheck) -> NoReturn:
         """The sweep is stopping: report a checkpoint at the step reached (none when nothing changed since the last
         one) as a draining report (:func:`~sentsweep.trainables.stop_flag.draining_report`), then wait."""
-        metrics = self._with_restore_note(draining_report(self.state.step, self.config.metric, self.state.history))
+        metrics = self._with_restore_note(draining_report(self.state.step, self.config.metric, self.state.history,
+                                                          self.state.best_value))
         fresh = self.state.step != self._persisted_step
         checkpoint = self.save_checkpoint(self._workdir / f"checkpoint-{self.state.step:07d}") if fresh else None
         self.report_fn(metrics, checkpoint)

@@ -40,11 +40,14 @@ class StopCheck(Protocol):
     def wait(self) -> NoReturn: ...
 
 
-def draining_report(step: int, metric: str, history: list[dict[str, float]]) -> dict[str, float]:
+def draining_report(step: int, metric: str, history: list[dict[str, float]],
+                    best: float | None = None) -> dict[str, float]:
     """The metrics of a draining report at ``step``: the marker and ``metric`` repeating the last evaluation's value
-    (NaN before the first: Tune requires the sweep's metric in every report)."""
+    (NaN before the first: Tune requires the sweep's metric in every report), and ``best_METRIC``, the trial's best
+    so far, which the progress lines of a resumed sweep read from the trial's last report."""
     last = history[-1].get(metric) if history else None
-    return {DRAINING_KEY: 1.0, "step": float(step), metric: float("nan") if last is None else float(last)}
+    report = {DRAINING_KEY: 1.0, "step": float(step), metric: float("nan") if last is None else float(last)}
+    return report if best is None else {**report, f"best_{metric}": float(best)}
 
 
 class StopFlag:

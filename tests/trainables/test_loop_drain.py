@@ -53,6 +53,8 @@ def test_drain_checkpoints_at_the_step_reached_and_resume_matches_an_unstopped_r
     assert drained[DRAINING_KEY] == 1.0 and EVALUATIONS_KEY not in drained
     assert [m[EVALUATIONS_KEY] for m, _ in reports[:-1]] == [1, 2]
     assert drained["score"] == reports[-2][0]["score"]  # the last evaluation's value, no new one
+    best = f"best_{config.metric}"  # the best so far, which a resumed sweep's progress line reads
+    assert drained[best] == reports[-2][0][best] == loop.state.best_value
     assert checkpoint is not None and json.loads((checkpoint / CHECKPOINT_MARKER).read_text())["step"] == 5
     assert all(c is None for _, c in reports[:-1])
     loop.cleanup()

@@ -19,7 +19,7 @@ from sentsweep.platform.confirm.stage import STATE_FILE, read_state, stage_locat
 from sentsweep.platform.driver.resume import SnapshotTrial, refuse_unreadable_state, snapshot_trials
 from sentsweep.platform.folder.lock import SweepLock
 from sentsweep.platform.folder.trust import refuse_foreign_parent, trusted_tracking_uri
-from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, locate
+from sentsweep.platform.location import MANIFEST, SweepLocation, SweepManifest, folder_command, locate
 from sentsweep.platform.results import creation_numbers
 from sentsweep.platform.search.scheduler import scheduler_label
 from sentsweep.platform.tracking.parent_run import SweepRun
@@ -30,6 +30,8 @@ from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import CONFIRMATION_PREFIX, SEARCH_PREFIX, run_name, trial_label
 
 log = logging.getLogger("sentsweep.tracking")
+#: The reason on the confirmation stage's run that a sync ends with its abandoned sweep (as a stopped sweep's).
+ABANDONED_STAGE = "the sweep stopped before its confirmation stage ended; a resume runs the stage"
 
 
 def run_names(fs: pyarrow.fs.FileSystem, path: str, prefix: str) -> dict[str, tuple[str, int]]:
@@ -90,6 +92,23 @@ def saved_trials(fs: pyarrow.fs.FileSystem, path: str) -> list[SnapshotTrial]:
             else SnapshotTrial(i, "RUNNING", lasts[i]) for i in dict.fromkeys([*saved, *lasts])]
 
 
+def end_abandoned(run: SweepRun, resume: str) -> int:
+    """End the sweep run ``run`` if its driver stopped without ending it (killed, or its machine lost): sync holds the
+    lock, so no driver runs it. It ends ``interrupted``, as a signal leaves it, and stays resumable; so does its
+    confirmation stage's run, scheduled as the sweep began. How many runs ended."""
+    if run.client.get_run(run.run_id).info.status != "RUNNING":
+        return 0
+    run.apply({"op": "tags", "run": run.run_id, "tags": {vocab.STATUS_TAG: "interrupted"}})
+    reason = f"its driver stopped without ending the sweep; continue with: {resume}"
+    run.apply({"op": "status", "run": run.run_id, "status": "KILLED", "reason": reason})
+    stages = vocab.tagged_runs(run.client, run.experiment_id,
+                               {vocab.PARENT_TAG: run.run_id, vocab.ROLE_TAG: vocab.CONFIRMATION_ROLE})
+    unended = [stage.info.run_id for stage in stages if stage.info.status in ("RUNNING", "SCHEDULED")]
+    for stage_id in unended:
+        run.apply({"op": "status", "run": stage_id, "status": "KILLED", "reason": ABANDONED_STAGE})
+    return 1 + len(unended)
+
+
 def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: str | None = None) -> Synced:
     """Reconcile MLflow with the sweep folder ``sweep_dir`` (see the module docstring)."""
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
@@ -129,6 +148,8 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
                                       runs={r for _, r in stages} - {run_id}, register=register)
                 done.writes += run.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
+            sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id, manifest.sweep_name, fs, root)
+            done.trials.ended += end_abandoned(sweep, folder_command("resume", location.uri, uri))
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
         except Exception as exc:  # noqa: BLE001 - MLflow stopped answering: what is left waits for the next sync
             log.warning("MLflow stopped answering during the sync (%s)", first_line(exc))
