@@ -46,7 +46,9 @@ def _imports(path: Path) -> set[str]:
 
 def test_only_the_cli_knows_argparse_and_nothing_below_imports_it() -> None:
     root = Path(sentsweep.__file__).resolve().parent
-    below = {p.relative_to(root.parent).as_posix(): p for p in root.rglob("*.py") if not p.is_relative_to(root / "cli")}
+    above = {root / "__main__.py"}  # `python -m sentsweep`: the command itself, as the console script is
+    below = {p.relative_to(root.parent).as_posix(): p for p in root.rglob("*.py")
+             if not p.is_relative_to(root / "cli") and p not in above}
     assert "sentsweep/platform/driver/sweep.py" in below and "sentsweep/cli/__init__.py" not in below
     argparse_users = sorted(name for name, path in below.items() if "argparse" in _imports(path))
     cli_users = sorted(name for name, path in below.items()
