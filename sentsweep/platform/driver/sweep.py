@@ -35,7 +35,7 @@ from sentsweep.platform.location import (
 )
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
-from sentsweep.platform.results import is_failed, is_final
+from sentsweep.platform.results import outcome_counts
 from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
 from sentsweep.platform.search.searcher import build_searcher, mark_search_over, search_results
@@ -252,9 +252,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         interrupted = interrupt.SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
         close("interrupted", str(interrupted))
         raise interrupted
-    counts = {"finished": 0, "pruned": 0, "failed": 0}  # pruned: stopped before its final report
-    for r in results:
-        counts["failed" if r.error or is_failed(r.metrics) else "finished" if is_final(r.metrics) else "pruned"] += 1
+    counts = outcome_counts(results)
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
                            confirmation=confirmation, reference_point=specs.reference_setting(config, space))
