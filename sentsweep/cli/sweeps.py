@@ -145,12 +145,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         refuse_unchangeable(args.allow_change, args.config)  # also when nothing is resumed: a mistake either way
         with explain_refused_credentials(config.tracking.uri):
             folder = interrupted_sweep(config.resolved(source=args.config))
-        if folder is not None:
-            print(f"continuing the interrupted sweep {folder}")
+        if folder is not None:  # the sweep says it continues the folder once it holds its lock, not before
             outcome = resume_sweep(folder, endpoint_url=config.storage_endpoint_url, config=config,
                                    allow_change=args.allow_change, address=args.address, finalize=args.finalize,
                                    log_to_driver=args.verbose, forward_credentials=args.forward_credentials,
-                                   trust_storage=args.trust_storage)
+                                   trust_storage=args.trust_storage, found_interrupted=True)
             return _finish(outcome)
     outcome = run_sweep(config, source=args.config, address=args.address, finalize=args.finalize,
                         log_to_driver=args.verbose, forward_credentials=args.forward_credentials)

@@ -1,5 +1,5 @@
-"""How the platform reads a trial's Tune results (the final report, a failure, a draining report, a metric), and
-whether a study's trial came from a warm start."""
+"""How the platform reads a trial's Tune results (the final report, a failure, a draining report, a metric, how the
+trial ended), and whether a study's trial came from a warm start."""
 
 from __future__ import annotations
 
@@ -31,8 +31,35 @@ if TYPE_CHECKING:
 FINAL_KEY = "final"
 
 
-def is_final(result: dict[str, Any] | None) -> bool:
+def is_final(result: Mapping[str, Any] | None) -> bool:
     return bool(result) and result.get(FINAL_KEY) == 1.0
+
+
+#: The key the budget's stopper sets on the report at which it stops a trial. Tune marks that report ``done`` as it
+#: marks a scheduler's stop, so without the key a trial the budget stopped would read as pruned.
+BUDGET_STOP_KEY = "stopped_by_budget"
+#: How an ended trial can have ended (:func:`trial_end`), in the order counts and lines name them.
+ENDED_OUTCOMES = ("finished", "pruned", "stopped", "failed")
+
+
+def trial_end(result: Mapping[str, Any] | None, error: bool = False) -> str:
+    """How a trial whose last report is ``result`` ended, the one rule the counts, lines and runs follow: ``failed``
+    (``error``: Tune's, or a failed report), ``finished`` (its final report), ``pruned`` (its scheduler stopped it:
+    Tune marked the report ``done``), else ``stopped`` (the budget or the time limit, which end a trial between
+    reports, or the budget's stopper at a report)."""
+    if error or is_failed(result):
+        return "failed"
+    if is_final(result):
+        return "finished"
+    return "pruned" if result and result.get("done") and not result.get(BUDGET_STOP_KEY) else "stopped"
+
+
+def outcome_counts(results: Iterable[Result]) -> dict[str, int]:
+    """How many of Tune's ``results`` ended each way (:data:`ENDED_OUTCOMES`, every one named)."""
+    counts = dict.fromkeys(ENDED_OUTCOMES, 0)
+    for result in results:
+        counts[trial_end(result.metrics, error=result.error is not None)] += 1
+    return counts
 
 
 def is_last_evaluation(result: Mapping[str, Any] | None) -> bool:
@@ -42,7 +69,7 @@ def is_last_evaluation(result: Mapping[str, Any] | None) -> bool:
     return total is not None and step is not None and not is_draining(result) and float(step) >= float(total)
 
 
-def is_failed(result: dict[str, Any] | None) -> bool:
+def is_failed(result: Mapping[str, Any] | None) -> bool:
     """Whether a result is the terminal report of a deterministic failure."""
     return bool(result) and result.get(FAILED_KEY) == 1.0
 

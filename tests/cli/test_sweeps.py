@@ -111,3 +111,24 @@ def test_the_sweep_commands_quiet_library_lines_a_user_set_is_kept(monkeypatch) 
     from mlflow.environment_variables import MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT
 
     assert MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT.get() is True
+
+
+def test_resume_interrupted_says_nothing_before_a_running_drivers_lock_refuses_it(tmp_path, monkeypatch, capsys):
+    """The sweep is still running elsewhere: the lock's refusal is the first thing said. The line that names the
+    folder is the resumed sweep's, said once it holds the lock (``found_interrupted``)."""
+    from sentsweep.platform.driver import resume, sweep
+    from sentsweep.platform.folder.lock import LockHeldError
+
+    seen: dict[str, object] = {}
+
+    def locked(folder: str, **kwargs: object) -> None:
+        seen.update(kwargs, folder=folder)
+        raise LockHeldError(f"{folder} is locked by another driver (pid 4242)")
+
+    monkeypatch.setattr(resume, "interrupted_sweep", lambda config: str(tmp_path / "demo-1a2b"))
+    monkeypatch.setattr(sweep, "resume_sweep", locked)
+    with pytest.raises(LockHeldError, match="locked by another driver"):
+        run_cli("sweep", str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"), "--resume-interrupted",
+                "--set", f"storage_path={tmp_path}")
+    assert capsys.readouterr().out == ""
+    assert seen["folder"] == str(tmp_path / "demo-1a2b") and seen["found_interrupted"] is True

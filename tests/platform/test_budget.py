@@ -157,6 +157,47 @@ def test_a_trial_that_trained_its_last_step_finishes_its_final_evaluation_before
         assert stopper.stop_all()
 
 
+def test_a_trial_the_budget_stopped_is_stopped_in_every_count_line_and_run() -> None:
+    """The budget's stopper marks the report it stops a trial at; Tune then marks it ``done``, as it marks a
+    scheduler's stop. A trial ``stop_all`` ended between reports has no ``done``. Both are ``stopped`` in the sweep's
+    summary counts, its ``trials_*`` totals, the progress line and the trial's run; only the scheduler's is pruned."""
+    from types import SimpleNamespace
+
+    from sentsweep.platform.driver.callbacks import ProgressCallback
+    from sentsweep.platform.results import FINAL_KEY
+    from sentsweep.platform.tracking.trial_runs import result_outcome
+    from sentsweep.platform.tracking.trial_runs_callback import completed_outcome, ended_outcome, sweep_totals
+
+    clock = Clock()
+    with driving("toy-7", SweepBudget(BudgetConfig(gpu_hours=10 / HOUR), clock=clock, echo=lambda line: None)):
+        stopper = BudgetStopper("toy-7")
+        stopper.setup()
+        stopper("other", _report(11.0, step=2))
+        assert stopper.stop_all() is True  # spent; "other" stops between reports, its report not done
+        stopped = _report(1.0, step=2, training_iteration=1)
+        assert stopper("budget", stopped) is True
+        stopped["done"] = True  # what Tune adds to a report a stopper or a scheduler stops the trial at
+    trials = [FakeTrial("budget", stopped, status="TERMINATED"),
+              FakeTrial("other", _report(11.0, step=2, training_iteration=1, done=False), status="TERMINATED"),
+              FakeTrial("asha", _report(3.0, step=2, training_iteration=1, done=True), status="TERMINATED"),
+              FakeTrial("won", _report(9.0, step=8, training_iteration=4, done=True, **{FINAL_KEY: 1.0}),
+                        status="TERMINATED")]
+    assert completed_outcome(trials[0], "ASHA") == ("stopped", STOPPED_REASON)
+    assert completed_outcome(trials[2], "ASHA") == ("pruned", "pruned by ASHA at iteration 1 (step 2)")
+    assert result_outcome(stopped, "ASHA") == ("stopped", STOPPED_REASON)  # what sync reads from the folder
+    assert ProgressCallback("stsb_dev", "max", 4).line(trials).endswith(
+        "4/4 trials: 1 finished, 0 running, 1 pruned, 2 stopped, 0 failed")
+    totals = sweep_totals(trials, 1.0)
+    assert {k: totals.get(k) for k in ("trials_finished", "trials_pruned", "trials_stopped", "trials_failed")} == {
+        "trials_finished": 1.0, "trials_pruned": 1.0, "trials_stopped": 2.0, "trials_failed": 0.0}
+    assert ended_outcome(trials[1], "ASHA") == ("stopped", STOPPED_REASON)
+
+    from sentsweep.platform.results import outcome_counts  # the summary line's and the webhook's counts
+
+    results = [SimpleNamespace(metrics=t.last_result, error=None) for t in trials]
+    assert outcome_counts(results) == {"finished": 1, "pruned": 1, "stopped": 2, "failed": 0}
+
+
 def test_the_searcher_starts_no_trial_while_the_budget_is_spent() -> None:
     from sentsweep.platform.config import SweepConfig
     from sentsweep.platform.search.searcher import build_searcher
@@ -243,10 +284,11 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
 
     # spent at the first trial's first report (step 2 of 4): no trial starts after it, and it is stopped where it is
     first, client = _spent_at_the_first_report(tmp_path, tiny_bert_dir, tracking_uri, steps=4, samples=3)
-    assert first.counts == {"finished": 0, "pruned": 1, "failed": 0}
+    assert first.counts == {"finished": 0, "pruned": 0, "stopped": 1, "failed": 0}
     parent = client.get_run(first.parent_run_id)
     counted = sum(result.metrics["time_total_s"] for result in first.results)
     assert parent.data.metrics["budget_compute_seconds"] == pytest.approx(counted)
+    assert (parent.data.metrics["trials_stopped"], parent.data.metrics["trials_pruned"]) == (1.0, 0.0)
     before_wall = parent.data.metrics["budget_wall_seconds"]
     (stopped,) = client.search_runs([first.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     assert (stopped.info.status, stopped.data.tags[REASON_TAG]) == ("FINISHED", STOPPED_REASON)
@@ -258,7 +300,7 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
                            echo=lambda line: None)
     resumed_for = time.monotonic() - started
     # the stopped trial stays as it ended; the search goes on to its number of samples
-    assert outcome.counts == {"finished": 2, "pruned": 1, "failed": 0}
+    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 1, "failed": 0}
     parent = client.get_run(outcome.parent_run_id)
     assert parent.data.tags[STOP_REASON_TAG].startswith("none: the budget changed on resume lifted the earlier stop")
     counted_after = sum(result.metrics["time_total_s"] for result in outcome.results)
@@ -276,7 +318,7 @@ def test_a_trial_that_trained_its_last_step_when_the_budget_is_spent_ends_finish
     from sentsweep.tracking.vocabulary import ROLE_TAG
 
     outcome, client = _spent_at_the_first_report(tmp_path, tiny_bert_dir, tracking_uri, steps=2, samples=2)
-    assert outcome.counts == {"finished": 1, "pruned": 0, "failed": 0}
+    assert outcome.counts == {"finished": 1, "pruned": 0, "stopped": 0, "failed": 0}
     assert len(outcome.results) == 1, "no trial starts once the budget is spent"
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     assert run.data.tags["sentsweep.outcome"] == "finished" and "stsb_test" in run.data.metrics  # its test suite ran

@@ -78,7 +78,7 @@ def _notifier(url: str, lines: list[str], **settings: Any) -> SweepNotifier:
 
 def _outcome(**update: Any) -> SweepOutcome:
     outcome = SweepOutcome("demo-1a2b", "/work/ray_results/demo-1a2b", "run123", "1", "sqlite:///mlruns.db",
-                           {"finished": 3, "pruned": 1, "failed": 0}, 12.0)
+                           {"finished": 3, "pruned": 1, "stopped": 0, "failed": 0}, 12.0)
     for key, value in update.items():
         setattr(outcome, key, value)
     return outcome
@@ -92,11 +92,11 @@ def test_end_and_failure_payloads_are_slack_text_with_structured_fields(hook: Ho
     assert notifier.sweep_ended("running") is False  # not an end
     end, failure = hook.bodies
     assert end["text"] == ("sentsweep: sweep demo-1a2b finished: best stsb_dev 81.23 (trial abc_00002); 3 finished, "
-                           "1 pruned, 0 failed; MLflow run run123; folder /work/ray_results/demo-1a2b")
+                           "1 pruned, 0 stopped, 0 failed; MLflow run run123; folder /work/ray_results/demo-1a2b")
     assert end["sentsweep"] == {"event": "end", "sweep": "demo-1a2b", "status": "finished", "metric": "stsb_dev",
                                 "mlflow_run_id": "run123", "sweep_folder": "/work/ray_results/demo-1a2b",
                                 "best_trial": "abc_00002", "best_value": 81.234, "reason": None,
-                                "counts": {"finished": 3, "pruned": 1, "failed": 0}}
+                                "counts": {"finished": 3, "pruned": 1, "stopped": 0, "failed": 0}}
     assert failure["sentsweep"]["event"] == "failure" and failure["sentsweep"]["status"] == "crashed"
     assert failure["sentsweep"]["reason"] == "RuntimeError: the driver lost its node"  # the first line only
     assert failure["text"].startswith("sentsweep: sweep demo-1a2b crashed; RuntimeError: the driver lost its node;")
@@ -217,7 +217,7 @@ def test_a_toy_sweep_notifies_its_spent_budget_and_its_end_and_writes_no_url(hoo
     # spent at the first report (step 2 of 4): that trial stops there, so none finished and the sweep ends failed
     assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget", "failure"]
     end = hook.bodies[1]["sentsweep"]
-    assert end["status"] == "failed" and end["counts"] == {"finished": 0, "pruned": 1, "failed": 0}
+    assert end["status"] == "failed" and end["counts"] == {"finished": 0, "pruned": 0, "stopped": 1, "failed": 0}
     assert end["mlflow_run_id"] == outcome.parent_run_id and end["sweep_folder"] == outcome.sweep_dir
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "sweep.yaml" for p in written)

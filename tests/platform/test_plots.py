@@ -100,7 +100,8 @@ def test_the_importance_needs_its_threshold_of_finished_feasible_trials(tmp_path
 
 
 @pytest.mark.parametrize(("metrics", "error", "status"), [
-    ({FINAL_KEY: 1.0}, False, "finished"), ({"training_iteration": 2}, False, "pruned"),
+    ({FINAL_KEY: 1.0}, False, "finished"), ({"training_iteration": 2, "done": True}, False, "pruned"),
+    ({"training_iteration": 2, "done": False}, False, "stopped"),
     ({FAILED_KEY: 1.0, INFEASIBLE_KEY: "diverged"}, False, "infeasible"), ({FAILED_KEY: 1.0}, False, "failed"),
     (None, True, "failed"),
 ])

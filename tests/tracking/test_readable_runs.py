@@ -134,12 +134,12 @@ class _Trial:
 def test_the_driver_names_each_outcome_and_each_trial_by_its_number() -> None:
     from sentsweep.platform.tracking.trial_runs_callback import TrialRunsCallback, completed_outcome, ended_outcome
 
-    pruned = _Trial("b", "TERMINATED", {"training_iteration": 1, "step": 8})
+    pruned = _Trial("b", "TERMINATED", {"training_iteration": 1, "step": 8, "done": True})
     assert completed_outcome(pruned, "ASHA") == ("pruned", "pruned by ASHA at iteration 1 (step 8)")
     assert completed_outcome(_Trial("a", "TERMINATED", {"final": 1.0}), "ASHA") == ("finished", None)
     assert completed_outcome(_Trial("c", "TERMINATED", {}), "ASHA")[0] == "not started"
-    assert ended_outcome(_Trial("d", "TERMINATED", {"training_iteration": 2}))[0] == "stopped"
-    assert ended_outcome(_Trial("e", "RUNNING", {"training_iteration": 2}))[0] == "interrupted"
+    assert ended_outcome(_Trial("d", "TERMINATED", {"training_iteration": 2, "done": False}), "ASHA")[0] == "stopped"
+    assert ended_outcome(_Trial("e", "RUNNING", {"training_iteration": 2}), "ASHA")[0] == "interrupted"
     trials = [_Trial("a", "RUNNING", None, {"scale": 22.4}), _Trial("b", "RUNNING", None, {"lr": 3.5e-05})]
     callback = TrialRunsCallback({}, "ASHA", 0.0, label_prefix="c")
     callback._number(trials, trials[1])
@@ -152,7 +152,9 @@ def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
 
     trials = [_Trial("a", "RUNNING", {"stsb_dev": 60.0}), _Trial("b", "RUNNING", {"best_stsb_dev": 80.0})]
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)
-    trials[1].status = "TERMINATED"  # stopped by the scheduler before its last report: it cannot win
+    trials[1].status = "TERMINATED"  # stopped between reports by the budget or the time limit: it cannot win
+    assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02, stopped", 80.0)
+    trials[1].last_result["done"] = True  # stopped by the scheduler at a report
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02, pruned", 80.0)
 
 
@@ -241,7 +243,7 @@ def test_a_resumed_sweep_does_not_repeat_its_last_progress_line(capsys) -> None:
     pickled = pickle.dumps(fresh)  # Tune pickles the callbacks as it builds the Tuner, before the sweep runs
     fresh.setup(total_num_samples=2)
     fresh.on_step_end(1, [_Trial("a", "PENDING", None), _Trial("b", "PENDING", None)])
-    assert capsys.readouterr().out.endswith("0/2 trials: 0 finished, 0 running, 0 pruned, 0 failed\n")
+    assert capsys.readouterr().out.endswith("0/2 trials: 0 finished, 0 running, 0 pruned, 0 stopped, 0 failed\n")
     resumed = pickle.loads(pickled)
     resumed.setup(total_num_samples=2)
     trials = [_Trial("a", "TERMINATED", {"stsb_dev": 60.0, FINAL_KEY: 1.0}), _Trial("b", "PENDING", None)]
@@ -250,5 +252,5 @@ def test_a_resumed_sweep_does_not_repeat_its_last_progress_line(capsys) -> None:
     assert capsys.readouterr().out == ""
     trials[1].last_result = {"stsb_dev": 70.0, FINAL_KEY: 1.0}
     resumed.on_trial_complete(3, trials, trials[1])
-    assert capsys.readouterr().out.endswith("2/2 trials: 2 finished, 0 running, 0 pruned, 0 failed | best stsb_dev "
-                                            "70.00 (t02)\n")
+    assert capsys.readouterr().out.endswith("2/2 trials: 2 finished, 0 running, 0 pruned, 0 stopped, 0 failed | "
+                                            "best stsb_dev 70.00 (t02)\n")

@@ -16,7 +16,7 @@ from ray.tune.experiment import Trial
 
 from sentsweep.platform.config import BudgetConfig
 from sentsweep.platform.objectives import TIME_TOTAL_KEY, Objective, objective_value
-from sentsweep.platform.results import is_final, is_last_evaluation
+from sentsweep.platform.results import BUDGET_STOP_KEY, is_final, is_last_evaluation
 from sentsweep.platform.stops import SPENT
 from sentsweep.tracking.vocabulary import STOP_REASON_TAG, STOPPED_REASON
 
@@ -132,7 +132,10 @@ class BudgetStopper(Stopper, Callback):
         if (budget := _DRIVEN.get(self.sweep_name)) is None:
             return False
         budget.see(trial_id, result)
-        return budget.stops(trial_id, result)
+        if not budget.stops(trial_id, result):
+            return False
+        result[BUDGET_STOP_KEY] = True  # Tune marks the report done, and passes it on: the trial reads as stopped
+        return True
 
     def stop_all(self) -> bool:
         if (budget := _DRIVEN.get(self.sweep_name)) is None:

@@ -17,7 +17,14 @@ from ray.tune.experiment import Trial
 
 from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import keep_best_weights_only
-from sentsweep.platform.results import creation_numbers, failure_reason, finite_number, infeasibility, is_failed
+from sentsweep.platform.results import (
+    ENDED_OUTCOMES,
+    creation_numbers,
+    failure_reason,
+    finite_number,
+    infeasibility,
+    is_failed,
+)
 from sentsweep.platform.stops import active_stops
 from sentsweep.platform.tracking.trial_runs_callback import last_error_line, trial_outcome
 from sentsweep.tracking.names import SEARCH_PREFIX, figure, trial_label
@@ -84,12 +91,11 @@ class ProgressCallback(Callback):
 
     def line(self, trials: list[Trial], ending: Trial | None = None) -> str:
         """The progress line; ``ending`` is a trial Tune is completing (its status not yet updated)."""
-        counts = Counter("pruned" if t is ending and trial_outcome(t) == "running" else trial_outcome(t)
-                         for t in trials)
-        ended = counts["finished"] + counts["pruned"] + counts["failed"]
+        counts = Counter(trial_outcome(t, ending=t is ending) for t in trials)
+        ended = sum(counts[outcome] for outcome in ENDED_OUTCOMES)
         text = (f"[{time.monotonic() - self._start:5.0f}s] {ended}/{self.num_samples} trials: "
                 f"{counts['finished']} finished, {counts['running']} running, "
-                f"{counts['pruned']} pruned, {counts['failed']} failed")
+                f"{counts['pruned']} pruned, {counts['stopped']} stopped, {counts['failed']} failed")
         best = self.best(trials)
         return text + (f" | best {self.metric} {figure(best[1])} ({best[0]})" if best is not None else "")
 
@@ -103,7 +109,7 @@ class ProgressCallback(Callback):
         if found is None:
             return None
         label, outcome = label_of(trials, found[0], self.label_prefix), trial_outcome(found[0])
-        return (f"{label}, {outcome}" if outcome in ("pruned", "failed") else label), found[1]  # it cannot win
+        return (f"{label}, {outcome}" if outcome in ("pruned", "stopped", "failed") else label), found[1]  # cannot win
 
     def _print(self, trials: list[Trial], ending: Trial | None = None) -> None:
         self._last = time.monotonic()

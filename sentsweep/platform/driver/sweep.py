@@ -35,7 +35,7 @@ from sentsweep.platform.location import (
 )
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
-from sentsweep.platform.results import is_failed, is_final
+from sentsweep.platform.results import outcome_counts
 from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
 from sentsweep.platform.search.searcher import build_searcher, mark_search_over, search_results
@@ -109,11 +109,12 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
                  address: str | None = None, finalize: bool = True, log_to_driver: bool = False,
                  echo: Callable[[str], None] = print, preflight: bool = True,
                  forward_credentials: bool = False, tracking_uri: str | None = None,
-                 trust_storage: bool = False) -> SweepOutcome:
+                 trust_storage: bool = False, found_interrupted: bool = False) -> SweepOutcome:
     """Continue an interrupted sweep from its folder with the config it was started with: a ``config`` or
     ``overrides`` (``KEY=VALUE``) that differ are refused, but for the ``allow_change`` fields (:mod:`.resume`). A
     live lock of another process refuses it; the manifest's tracking server and a shared folder's Tune state are
-    trusted as :mod:`..folder.trust` allows."""
+    trusted as :mod:`..folder.trust` allows. ``found_interrupted``: ``--resume-interrupted`` found the folder, and
+    the line said once the lock is held names it the interrupted sweep."""
     location = locate(*resolve_sweep_folder(sweep_dir, endpoint_url))
     manifest = location.read_manifest()
     stored = manifest.sweep_config(location.file_uri(MANIFEST))
@@ -146,7 +147,8 @@ def resume_sweep(sweep_dir: str, *, endpoint_url: str | None = None, config: Swe
             check_sweep(config, trials, location.uri)
         if finalize:
             schedule_stage_run(sweep, config)
-        echo(f"resuming sweep {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id}{run_page(sweep)})")
+        what = "continuing the interrupted sweep" if found_interrupted else "resuming sweep"
+        echo(f"{what} {manifest.sweep_name} from {location.uri} (MLflow run {sweep.run_id}{run_page(sweep)})")
         notifier = SweepNotifier.for_sweep(config, manifest.sweep_name, sweep.run_id, location.uri, echo)
 
         def restore() -> Tuner:
@@ -250,9 +252,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
         interrupted = interrupt.SweepInterrupted(location.uri, stops.name, sweep.tracking_uri)
         close("interrupted", str(interrupted))
         raise interrupted
-    counts = {"finished": 0, "pruned": 0, "failed": 0}  # pruned: stopped before its final report
-    for r in results:
-        counts["failed" if r.error or is_failed(r.metrics) else "finished" if is_final(r.metrics) else "pruned"] += 1
+    counts = outcome_counts(results)
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
                            confirmation=confirmation, reference_point=specs.reference_setting(config, space))

@@ -301,7 +301,7 @@ def compare_plots(client: MlflowClient, found: Sequence[SweepRuns], out_dir: str
     ax_best.set(xlabel="trial (as in the tables)", ylabel=f"best {metrics} so far (dev)")
     ax_curves.set(xlabel="training step", ylabel=f"{metrics} (dev)")
     legend = [Line2D([], [], color="black", linestyle=":", marker="x", markersize=7,
-                     label="pruned (x: where it stopped)"),
+                     label="pruned or stopped (x: where it stopped)"),
               Line2D([], [], color="black", linestyle="--", label="failed, interrupted or running")]
     paths = []
     for fig, ax, name, rows, extra in ((fig_best, ax_best, "best_so_far", best_rows, []),

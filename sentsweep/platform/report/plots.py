@@ -12,16 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sentsweep.platform.results import infeasibility, is_draining, is_failed, is_final, is_warm_start, result_labels
+from sentsweep.platform.results import infeasibility, is_draining, is_final, is_warm_start, result_labels, trial_end
 
 if TYPE_CHECKING:
     import optuna
     from ray.tune import ResultGrid
 
 
-Status = Literal["finished", "pruned", "infeasible", "failed"]
-STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "infeasible": "tab:red",
-                                     "failed": "tab:gray"}
+Status = Literal["finished", "pruned", "stopped", "infeasible", "failed"]
+STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "stopped": "tab:purple",
+                                     "infeasible": "tab:red", "failed": "tab:gray"}
+#: The statuses of a trial that ended early: its curve ends with a cross where it stopped.
+EARLY: tuple[Status, ...] = ("pruned", "stopped")
 #: The fewest finished, feasible trials an importance is drawn from (fewer rank parameters by noise).
 MIN_IMPORTANCE_TRIALS = 8
 
@@ -56,11 +58,9 @@ class TrialRecord:
 
 
 def trial_status(metrics: dict[str, Any] | None, error: bool = False) -> Status:
-    if error:
-        return "failed"
-    if is_failed(metrics):
-        return "infeasible" if infeasibility(metrics) else "failed"
-    return "finished" if is_final(metrics) else "pruned"
+    if not error and infeasibility(metrics):
+        return "infeasible"
+    return trial_end(metrics, error)  # type: ignore[return-value]
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
@@ -124,18 +124,20 @@ def learning_curves(records: Sequence[TrialRecord], metric: str, out_dir: Path, 
     figure, ax = pyplot().subplots(figsize=(8, 5))
     for r in (r for r in records if r.steps):
         ax.plot(r.steps, r.values, color=STATUS_COLOURS[r.status], alpha=0.8, linewidth=1.2, marker=".", markersize=4)
-        if r.status == "pruned":
+        if r.status in EARLY:
             ax.plot(r.steps[-1], r.values[-1], color=STATUS_COLOURS[r.status], marker="x", markersize=9,
                     markeredgewidth=2)
     rows = [{"trial": r.label, "trial_id": r.trial_id, "status": r.status, "step": step, metric: value,
-             "stopped_here": int(r.status == "pruned" and i == len(r.steps) - 1)}
+             "stopped_here": int(r.status in EARLY and i == len(r.steps) - 1)}
             for r in records for i, (step, value) in enumerate(zip(r.steps, r.values, strict=True))]
     ax.set(xlabel="training step (optimizer updates)", ylabel=f"{metric} (dev)",
            title=f"Learning curves of {len(records)} trials")
     ax.grid(alpha=0.3)
+    by = [name for status, name in (("pruned", stopped_by), ("stopped", "the budget"))
+          if any(r.status == status for r in records)]
     stop = Line2D([], [], color="black", marker="x", linestyle="none", markersize=8, markeredgewidth=2,
-                  label=f"stopped by {stopped_by}")
-    _status_legend(ax, [r.status for r in records], [stop] if any(r.status == "pruned" for r in records) else [])
+                  label="stopped by " + " or ".join(by))
+    _status_legend(ax, [r.status for r in records], [stop] if by else [])
     return save_plot(figure, rows, out_dir, "learning_curves")
 
 
@@ -189,8 +191,8 @@ def parallel_coordinates(records: Sequence[TrialRecord], metric: str, out_dir: P
     ax.set_xticks(range(len(axes)), [*names, f"{metric}\n(last reported)"], fontsize=8)
     ax.set_yticks([])
     ax.set(xlim=(-0.6, len(axes) - 0.4), ylim=(no_value - 0.08, 1.08))
-    ax.set_title(f"Parallel coordinates of {len(records)} trials\n(pruned ones at their last reported value)",
-                 fontsize=10)
+    ax.set_title(f"Parallel coordinates of {len(records)} trials\n"
+                 "(pruned and stopped ones at their last reported value)", fontsize=10)
     _status_legend(ax, [r.status for r in records], outside=True)
     return save_plot(figure, rows, out_dir, "parallel_coordinate")
 
@@ -248,7 +250,8 @@ def optimization_history(records: Sequence[TrialRecord], metric: str, out_dir: P
                                               for row in rows], where="post", color="black", linewidth=1.2)
     ax.set_xticks([row["number"] for row in rows], [row["trial"] for row in rows],
                   rotation=90 if len(rows) > 20 else 0, fontsize=7 if len(rows) > 20 else 8)
-    ax.set(xlabel="trial (as in the tables and the runs' names)", ylabel=f"{metric} (dev; pruned: its last value)",
+    ax.set(xlabel="trial (as in the tables and the runs' names)",
+           ylabel=f"{metric} (dev; pruned or stopped: its last value)",
            title=f"Optimization history of {len(records)} trials (line: best finished so far)")
     ax.grid(alpha=0.3)
     _status_legend(ax, [r.status for r in records], outside=True)

@@ -17,7 +17,15 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 
-from sentsweep.platform.results import FINAL_KEY, evaluation_result, failure_reason, is_draining, is_failed, is_final
+from sentsweep.platform.results import (
+    FINAL_KEY,
+    evaluation_result,
+    failure_reason,
+    is_draining,
+    is_failed,
+    is_final,
+    trial_end,
+)
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.datasets import log_dataset_inputs
 from sentsweep.tracking.names import tracked_key
@@ -90,14 +98,16 @@ def pruned_reason(result: dict[str, Any], scheduler_label: str) -> str:
 
 
 def result_outcome(result: dict[str, Any] | None, scheduler_label: str | None = None) -> tuple[str, str | None] | None:
-    """A trial's outcome and reason from its last report: failed, finished, pruned (with ``scheduler_label``: a
-    report Tune marked ``done``), else None."""
-    if is_failed(result):
+    """A trial's outcome (:func:`~sentsweep.platform.results.trial_end`) and reason from its last report: failed,
+    finished, and with ``scheduler_label`` pruned or stopped by the budget at a report Tune marked ``done``; else
+    None."""
+    outcome = trial_end(result)
+    if outcome == "failed":
         return "failed", failure_reason(result)
-    if is_final(result):
+    if outcome == "finished":
         return "finished", None
     if result and result.get("done") and scheduler_label:
-        return "pruned", pruned_reason(result, scheduler_label)
+        return (outcome, pruned_reason(result, scheduler_label) if outcome == "pruned" else vocab.STOPPED_REASON)
     return None
 
 

@@ -19,11 +19,18 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from ray.tune import Callback
 
-from sentsweep.platform.results import creation_numbers, failure_reason, is_failed, is_final, is_reference
+from sentsweep.platform.results import (
+    ENDED_OUTCOMES,
+    creation_numbers,
+    failure_reason,
+    is_failed,
+    is_reference,
+    trial_end,
+)
 from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import Deliverer
-from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, pruned_reason, result_outcome
+from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, pruned_reason
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.trainables.restore_note import retry_note
@@ -37,7 +44,7 @@ UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
 #: Seconds the end of an experiment waits for MLflow (none when its store does not answer a probe at once).
 END_WAIT_S = 20.0
 #: The outcomes the sweep run's totals count (``trials_<outcome>``), besides ``trials_total``.
-TOTAL_OUTCOMES = ("finished", "pruned", "failed", "running", "pending")
+TOTAL_OUTCOMES = (*ENDED_OUTCOMES, "running", "pending")
 
 
 def sweep_totals(trials: Sequence[Any], gpu_per_trial: float) -> dict[str, float]:
@@ -49,13 +56,12 @@ def sweep_totals(trials: Sequence[Any], gpu_per_trial: float) -> dict[str, float
             "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
 
 
-def trial_outcome(trial: Trial) -> str:
-    if trial.status == "ERROR" or is_failed(trial.last_result):
-        return "failed"
-    if is_final(trial.last_result):
-        return "finished"
-    if trial.status == "TERMINATED":
-        return "pruned"
+def trial_outcome(trial: Trial, ending: bool = False) -> str:
+    """How a Tune trial ended (:func:`~sentsweep.platform.results.trial_end`), else ``running`` or ``pending``;
+    ``ending``: Tune is completing it (its status not yet updated)."""
+    outcome = trial_end(trial.last_result, error=trial.status == "ERROR")
+    if ending or trial.status in ("TERMINATED", "ERROR") or outcome in ("finished", "failed"):
+        return outcome
     return "running" if trial.status == "RUNNING" else "pending"
 
 
@@ -69,23 +75,31 @@ def last_error_line(trial: Trial) -> str:
 
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
+    """The outcome and reason of a trial Tune completes; one stopped before its first report did not start."""
     result = trial.last_result or {}
-    if (ended := result_outcome(result)) is not None:
-        return ended
-    if result.get("training_iteration"):
-        return "pruned", pruned_reason(result, scheduler_label)
-    return "not started", "stopped before it started"
+    outcome = trial_outcome(trial, ending=True)
+    if outcome in ("pruned", "stopped") and not result.get("training_iteration"):
+        return "not started", "stopped before it started"
+    return outcome, _reason(trial, outcome, scheduler_label)
 
 
-def ended_outcome(trial: Trial) -> tuple[str, str | None]:
+def ended_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
+    """The outcome and reason of a trial at the experiment's end: a trial Tune ended without a signal ended as
+    :func:`trial_outcome` says; any other unfinished one is interrupted with the sweep (a resume continues it)."""
     outcome = trial_outcome(trial)
-    if outcome == "finished":
-        return "finished", None
-    if outcome == "failed":
-        return "failed", failure_reason(trial.last_result) if is_failed(trial.last_result) else last_error_line(trial)
-    if trial.status == "TERMINATED" and not getattr(active_stops(), "received", False):
-        return "stopped", vocab.STOPPED_REASON  # a stopper ended it (budget, time_budget_s), not a signal
+    if outcome in ("finished", "failed") or (trial.status == "TERMINATED"
+                                             and not getattr(active_stops(), "received", False)):
+        return outcome, _reason(trial, outcome, scheduler_label)
     return "interrupted", vocab.INTERRUPTED_REASON
+
+
+def _reason(trial: Trial, outcome: str, scheduler_label: str) -> str | None:
+    result = trial.last_result or {}
+    if outcome == "failed":
+        return failure_reason(result) if is_failed(result) else last_error_line(trial)
+    if outcome == "pruned":
+        return pruned_reason(result, scheduler_label)
+    return vocab.STOPPED_REASON if outcome == "stopped" else None  # the budget, or time_budget_s
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
@@ -207,7 +221,7 @@ class TrialRunsCallback(Callback):
         deliverer.submit("orphans", lambda: self.remove_orphans({t.trial_id for t in trials}), force=True)
         for trial in trials:
             self._number(trials, trial)
-            outcome, reason = ended_outcome(trial)  # only a run still RUNNING: a trial's own end is kept
+            outcome, reason = ended_outcome(trial, self.scheduler_label)  # only a run still RUNNING is ended
             # a PENDING trial not started this session: only a run an earlier session made (none is created)
             end = self._end_if_tracked if trial.status == "PENDING" and trial.trial_id not in runs.run_ids \
                 else self._end
