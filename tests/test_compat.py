@@ -105,6 +105,25 @@ def test_ray_restored_tune_config() -> None:
     assert found.num_samples == 3 and found.time_budget_s == 5.0
 
 
+def test_ray_tune_sync_threads_are_waited_for() -> None:
+    """Tune's driver uploads its staging folder in a ``_BackgroundProcess`` thread whose target lives in
+    ``ray.train._internal.syncer``: :func:`wait_for_tune_syncs` finds it by that module."""
+    import threading
+
+    from sentsweep._compat.ray import TUNE_SYNC_MODULE, wait_for_tune_syncs
+
+    background = _require(TUNE_SYNC_MODULE, "_BackgroundProcess")
+    release = threading.Event()
+    upload = background(lambda: release.wait(30))
+    upload.start()
+    try:
+        assert wait_for_tune_syncs(0.2) is False, f"Tune's upload thread is no longer a target of {TUNE_SYNC_MODULE}"
+    finally:
+        release.set()
+    assert wait_for_tune_syncs(10) is True
+    upload.wait()
+
+
 def test_ray_trial_storage(ray_session, tmp_path: Path) -> None:
     """``tune.get_context().get_storage()`` (a DeveloperAPI) inside a trial, with the four paths compat copies."""
     from ray import tune

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 import warnings
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -76,6 +78,22 @@ def trial_storage() -> TrialStorage | None:
         return None
     return TrialStorage(storage.storage_filesystem, storage.experiment_fs_path, storage.trial_fs_path,
                         storage.trial_working_directory)
+
+
+#: The module of the threads in which Ray Tune's driver uploads its staging folder (``_BackgroundProcess``).
+TUNE_SYNC_MODULE = "ray.train._internal.syncer"
+
+
+def wait_for_tune_syncs(timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` seconds for the uploads Ray Tune runs in background threads of this process (its
+    experiment snapshots of the driver's staging folder) to end; whether none runs now."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if getattr(getattr(thread, "_target", None), "__module__", None) == TUNE_SYNC_MODULE:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                return False
+    return True
 
 
 def trial_number(trial_or_result: Any) -> int | None:

@@ -4,6 +4,7 @@ file system: not ``LocalFileSystem``) and on a local folder."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pyarrow.fs
 import pytest
 
 from sentsweep.platform.driver.callbacks import ShedUploadedTrialFiles, UploadLogsBeforeRestart
+from tests.platform.flaky_storage import FlakyHandler
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -93,6 +95,58 @@ def test_the_callback_sheds_finished_trials_only_and_keeps_errored_ones(tmp_path
     assert local_names(finished) == {"error.txt"}
     assert local_names(errored) == {*LOGGER_FILES, "error.txt"}
     assert callback.__getstate__()["_ended"] == {}  # nothing of the trials goes into tuner.pkl
+
+
+class HeldSnapshotHandler(FlakyHandler):
+    """A storage whose uploads of Tune's snapshots, once :meth:`hold` is called, stop after they listed the staging
+    folder (at their first sub-folder) until :attr:`go` is set."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.under: str | None = None
+        self.listed, self.go = threading.Event(), threading.Event()
+
+    def hold(self, experiment_path: str) -> None:
+        self.under = experiment_path.rstrip("/") + "/"
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        if self.under is not None and path.startswith(self.under):  # copy_files listed the folder and is copying
+            self.listed.set()
+            assert self.go.wait(30), "the test never let the snapshot go on"
+        super().create_dir(path, recursive)
+
+
+def snapshot_held_after_listing(tmp_path: Path, trial_id: str) -> tuple[Any, HeldSnapshotHandler]:
+    """A finished trial whose storage holds its logger files, and Tune's snapshot of the staging folder running,
+    held after it listed the trial's files and before it opened them."""
+    handler = HeldSnapshotHandler(tmp_path / "bucket")
+    trial = staged_trial(tmp_path, trial_id, filesystem=pyarrow.fs.PyFileSystem(handler))
+    upload(trial, list(LOGGER_FILES))
+    storage = trial.storage
+    handler.hold(storage.experiment_fs_path)
+    assert storage.syncer.sync_up(storage.experiment_driver_staging_path, storage.experiment_fs_path)
+    assert handler.listed.wait(30), "Tune's snapshot never reached the trial's folder"
+    return trial, handler
+
+
+def test_the_files_go_once_tunes_running_snapshot_has_read_them(tmp_path) -> None:
+    trial, handler = snapshot_held_after_listing(tmp_path, "t7")
+    threading.Timer(0.5, handler.go.set).start()
+    assert shed_uploaded(trial) is True
+    trial.storage.syncer.wait()  # deleting a file the snapshot listed fails it (FileNotFoundError)
+    assert local_names(trial) == {"error.txt"}
+
+
+def test_a_snapshot_that_runs_on_leaves_the_files_to_a_later_try(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(ShedUploadedTrialFiles, "sync_wait_s", 0.2)
+    trial, handler = snapshot_held_after_listing(tmp_path, "t8")
+    try:
+        assert shed_uploaded(trial) is False
+        assert local_names(trial) == {*LOGGER_FILES, "error.txt"}
+    finally:
+        handler.go.set()
+    trial.storage.syncer.wait()
+    assert shed_uploaded(trial) is True and local_names(trial) == {"error.txt"}
 
 
 @dataclass(eq=False)

@@ -15,6 +15,7 @@ import pyarrow.fs
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
+from sentsweep._compat.ray import wait_for_tune_syncs
 from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import keep_best_weights_only
 from sentsweep.platform.results import (
@@ -174,7 +175,12 @@ class EndedTrialsChore(Callback):
 
 class ShedUploadedTrialFiles(EndedTrialsChore):
     """For each finished trial, delete its logger files from the driver's staging folder where its storage folder
-    holds a file of the same name and size."""
+    holds a file of the same name and size. Tune uploads that folder in a background thread that lists it, then
+    opens each file, so a file deleted in between fails the whole snapshot: the files go once no upload runs (Tune
+    starts them from the thread that calls this callback), else on a later try."""
+
+    #: How long a chore waits for Tune's running upload before it leaves the files to a later try.
+    sync_wait_s = 10.0
 
     def chore(self, trial: Trial) -> bool:
         storage = trial.storage
@@ -189,6 +195,8 @@ class ShedUploadedTrialFiles(EndedTrialsChore):
             return False
         shed = [path for path, info in zip(files, infos, strict=True)
                 if info.type == pyarrow.fs.FileType.File and info.size == path.stat().st_size]
+        if shed and not wait_for_tune_syncs(self.sync_wait_s):  # a slow storage: its snapshot still reads them
+            return False
         for path in shed:
             path.unlink(missing_ok=True)
         return len(shed) == len(files)
