@@ -149,6 +149,30 @@ def test_a_snapshot_that_runs_on_leaves_the_files_to_a_later_try(tmp_path, monke
     assert shed_uploaded(trial) is True and local_names(trial) == {"error.txt"}
 
 
+def test_trials_that_end_together_wait_for_a_running_snapshot_once_a_step(tmp_path, monkeypatch) -> None:
+    """A slow snapshot holds Tune's loop for ``sync_wait_s`` at most once a step, however many trials ended."""
+    from ray.tune.experiment import Trial
+
+    from sentsweep.platform.driver import callbacks
+
+    asked: list[float] = []
+    running = [True]
+    monkeypatch.setattr(callbacks, "wait_for_tune_syncs", lambda timeout_s: asked.append(timeout_s) or not running[0])
+    trials = [staged_trial(tmp_path, f"t9{i}") for i in range(3)]
+    callback = ShedUploadedTrialFiles(delay_s=0.0)
+    for trial in trials:
+        upload(trial, list(LOGGER_FILES))
+        trial.set_status(Trial.TERMINATED)
+        callback.on_trial_complete(0, trials, trial)
+    callback.on_step_end(1, trials)
+    assert asked == [ShedUploadedTrialFiles.sync_wait_s], "each ended trial waited for the snapshot"
+    assert all(local_names(t) == {*LOGGER_FILES, "error.txt"} for t in trials)
+    running[0] = False
+    callback._ended = {t.trial_id: (0.0, t) for t in trials}  # their retry is due
+    callback.on_step_end(2, trials)
+    assert len(asked) == 2 and all(local_names(t) == {"error.txt"} for t in trials)
+
+
 @dataclass(eq=False)
 class RestartingTrial:
     """What Tune's logger callbacks and :class:`UploadLogsBeforeRestart` read of a trial starting again from a

@@ -179,8 +179,19 @@ class ShedUploadedTrialFiles(EndedTrialsChore):
     opens each file, so a file deleted in between fails the whole snapshot: the files go once no upload runs (Tune
     starts them from the thread that calls this callback), else on a later try."""
 
-    #: How long a chore waits for Tune's running upload before it leaves the files to a later try.
+    #: How long a step of Tune's loop waits for Tune's running upload before it leaves the files to a later try.
     sync_wait_s = 10.0
+    #: Whether no upload runs, asked once a step (None: not yet), so trials that end together wait once, not each.
+    _idle: bool | None = None
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        self._idle = None
+        super().on_step_end(iteration, trials, **info)
+
+    def uploads_idle(self) -> bool:
+        if self._idle is None:  # no upload starts before the step ends: Tune starts them from this thread
+            self._idle = wait_for_tune_syncs(self.sync_wait_s)
+        return self._idle
 
     def chore(self, trial: Trial) -> bool:
         storage = trial.storage
@@ -195,7 +206,7 @@ class ShedUploadedTrialFiles(EndedTrialsChore):
             return False
         shed = [path for path, info in zip(files, infos, strict=True)
                 if info.type == pyarrow.fs.FileType.File and info.size == path.stat().st_size]
-        if shed and not wait_for_tune_syncs(self.sync_wait_s):  # a slow storage: its snapshot still reads them
+        if shed and not self.uploads_idle():  # a slow storage: its snapshot still reads them
             return False
         for path in shed:
             path.unlink(missing_ok=True)
