@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sentsweep._compat.ray import trial_number
 from sentsweep.tracking.names import SEARCH_PREFIX, trial_label
@@ -38,11 +38,12 @@ def is_final(result: Mapping[str, Any] | None) -> bool:
 #: The key the budget's stopper sets on the report at which it stops a trial. Tune marks that report ``done`` as it
 #: marks a scheduler's stop, so without the key a trial the budget stopped would read as pruned.
 BUDGET_STOP_KEY = "stopped_by_budget"
+Ended = Literal["finished", "pruned", "stopped", "failed"]
 #: How an ended trial can have ended (:func:`trial_end`), in the order counts and lines name them.
-ENDED_OUTCOMES = ("finished", "pruned", "stopped", "failed")
+ENDED_OUTCOMES: tuple[Ended, ...] = ("finished", "pruned", "stopped", "failed")
 
 
-def trial_end(result: Mapping[str, Any] | None, error: bool = False) -> str:
+def trial_end(result: Mapping[str, Any] | None, error: bool = False) -> Ended:
     """How a trial whose last report is ``result`` ended, the one rule the counts, lines and runs follow: ``failed``
     (``error``: Tune's, or a failed report), ``finished`` (its final report), ``pruned`` (its scheduler stopped it:
     Tune marked the report ``done``), else ``stopped`` (the budget or the time limit, which end a trial between

@@ -84,8 +84,9 @@ def _users(script: str) -> dict[str, list[str]]:
     return found
 
 
-def _is_on(rules: list[str]) -> bool:
-    return [r for r in rules if r in ("on", "off")][-1:] == ["on"]
+def _switch(rules: list[str]) -> str | None:
+    """A user's last ``on`` or ``off`` rule (None: neither), the one Redis applies."""
+    return next((r for r in reversed(rules) if r in ("on", "off")), None)
 
 
 def _command_problems(pod: PodSpec) -> list[str]:
@@ -117,7 +118,7 @@ def _requirepass_problems(pod: PodSpec, ref: dict[str, Any]) -> list[str]:
 def _acl_problems(pod: PodSpec, username: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     """The default user, and the GCS user the clusters' ``redisUsername`` names (see the module)."""
     users, found = _users(_script(pod)), []
-    if [r for r in users.get("default", []) if r in ("on", "off")][-1:] != ["off"]:
+    if _switch(users.get("default", [])) != "off":
         found.append(f"{pod.where}: the default user is usable (no `user default off` line): any client that "
                      "reaches Redis logs in with every command: add `user default off resetpass resetkeys -@all`")
     user_ref = get_path(username, "valueFrom", "secretKeyRef")
@@ -135,7 +136,7 @@ def _acl_problems(pod: PodSpec, username: dict[str, Any], ref: dict[str, Any]) -
     if not any(r.startswith(">") and _variable(r[1:]) in passwords for r in rules):
         found.append(f"{where} has no password `>$VAR` with VAR from Secret '{ref.get('name')}' key "
                      f"'{ref.get('key')}', the clusters' redisPassword: no head could log in")
-    if not _is_on(rules):
+    if _switch(rules) != "on":
         found.append(f"{where} is not `on`: no head could log in")
     broad = [r for r in rules if r.lower() in _BROAD or r.startswith("(")
              or (r.startswith("+@") and r[1:].lower() not in SAFE_CATEGORIES)

@@ -60,7 +60,7 @@ class TrialRecord:
 def trial_status(metrics: dict[str, Any] | None, error: bool = False) -> Status:
     if not error and infeasibility(metrics):
         return "infeasible"
-    return trial_end(metrics, error)  # type: ignore[return-value]
+    return trial_end(metrics, error)
 
 
 def trial_records(results: ResultGrid, metric: str, searched: Sequence[str]) -> list[TrialRecord]:
