@@ -17,9 +17,11 @@ and the STS-B test Spearman of both models (equal quality: +- 0.5).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -73,11 +75,14 @@ def run_reference(args: argparse.Namespace, train, test) -> tuple[float, float]:
     examples = [InputExample(texts=[p.s1, p.s2], label=p.score) for p in train]
     loader = DataLoader(examples, batch_size=args.batch_size, shuffle=True)
     steps = len(loader)
-    start = time.perf_counter()
-    model.fit([(loader, losses.CoSENTLoss(model, scale=20.0))], epochs=1, warmup_steps=int(0.1 * steps),
-              optimizer_params={"lr": 2e-5}, weight_decay=0.01, max_grad_norm=1.0, show_progress_bar=False,
-              use_amp=args.amp and args.device.startswith("cuda"))
-    seconds = time.perf_counter() - start
+    # fit names its output folder ./checkpoints/model when given none; it saves nothing there, so a scratch folder
+    # keeps the checkout clean without turning checkpoint saving on.
+    with tempfile.TemporaryDirectory(prefix="st-fit-") as scratch, contextlib.chdir(scratch):
+        start = time.perf_counter()
+        model.fit([(loader, losses.CoSENTLoss(model, scale=20.0))], epochs=1, warmup_steps=int(0.1 * steps),
+                  optimizer_params={"lr": 2e-5}, weight_decay=0.01, max_grad_norm=1.0, show_progress_bar=False,
+                  use_amp=args.amp and args.device.startswith("cuda"))
+        seconds = time.perf_counter() - start
     return seconds, _test_spearman(lambda s: model.encode(s, batch_size=128), test) if test else float("nan")
 
 
