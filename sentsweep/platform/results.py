@@ -38,21 +38,26 @@ def is_final(result: Mapping[str, Any] | None) -> bool:
 #: The key the budget's stopper sets on the report at which it stops a trial. Tune marks that report ``done`` as it
 #: marks a scheduler's stop, so without the key a trial the budget stopped would read as pruned.
 BUDGET_STOP_KEY = "stopped_by_budget"
-Ended = Literal["finished", "pruned", "stopped", "failed"]
+Ended = Literal["finished", "pruned", "stopped", "not started", "failed"]
 #: How an ended trial can have ended (:func:`trial_end`), in the order counts and lines name them.
-ENDED_OUTCOMES: tuple[Ended, ...] = ("finished", "pruned", "stopped", "failed")
+ENDED_OUTCOMES: tuple[Ended, ...] = ("finished", "pruned", "stopped", "not started", "failed")
+#: The outcomes a line of counts names only when some trial ended so (:func:`counts_text`).
+NAMED_WHEN_SEEN = frozenset({"stopped", "not started"})
 
 
 def trial_end(result: Mapping[str, Any] | None, error: bool = False) -> Ended:
     """How a trial whose last report is ``result`` ended, the one rule the counts, lines and runs follow: ``failed``
-    (``error``: Tune's, or a failed report), ``finished`` (its final report), ``pruned`` (its scheduler stopped it:
-    Tune marked the report ``done``), else ``stopped`` (the budget or the time limit, which end a trial between
-    reports, or the budget's stopper at a report)."""
+    (``error``: Tune's, or a failed report), ``finished`` (its final report), ``not started`` (ended before its first
+    report: no ``training_iteration``), ``pruned`` (its scheduler stopped it: Tune marked the report ``done``), else
+    ``stopped`` (the budget or the time limit, which end a trial between reports, or the budget's stopper at a
+    report)."""
     if error or is_failed(result):
         return "failed"
     if is_final(result):
         return "finished"
-    return "pruned" if result and result.get("done") and not result.get(BUDGET_STOP_KEY) else "stopped"
+    if not result or not result.get("training_iteration"):
+        return "not started"
+    return "pruned" if result.get("done") and not result.get(BUDGET_STOP_KEY) else "stopped"
 
 
 def outcome_counts(results: Iterable[Result]) -> dict[str, int]:
@@ -61,6 +66,12 @@ def outcome_counts(results: Iterable[Result]) -> dict[str, int]:
     for result in results:
         counts[trial_end(result.metrics, error=result.error is not None)] += 1
     return counts
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``counts`` in their order as a line says them (``3 finished, 1 pruned, 0 failed``): ``stopped`` and ``not
+    started`` only when some trial ended so."""
+    return ", ".join(f"{n} {outcome}" for outcome, n in counts.items() if n or outcome not in NAMED_WHEN_SEEN)
 
 
 def is_last_evaluation(result: Mapping[str, Any] | None) -> bool:

@@ -111,6 +111,8 @@ RESUME_CHANGES_TAG = "sentsweep.resume_changes"
 STOP_REASON_TAG = "sentsweep.stop_reason"
 #: What the runs of the trials the budget stopped say, and how the stop's line begins.
 STOPPED_REASON = "stopped by budget"
+#: What the run of a trial that ended before its first report says (its outcome: ``not started``).
+NOT_STARTED_REASON = "stopped before it started"
 #: The parent run's tag saying whether the confirmation stage chose another trial than the search's best.
 CHANGED_TAG = "sentsweep.winner_changed"
 #: The parent run's tag listing the front's trial ids (comma-separated, best first objective first).

@@ -195,7 +195,42 @@ def test_a_trial_the_budget_stopped_is_stopped_in_every_count_line_and_run() -> 
     from sentsweep.platform.results import outcome_counts  # the summary line's and the webhook's counts
 
     results = [SimpleNamespace(metrics=t.last_result, error=None) for t in trials]
-    assert outcome_counts(results) == {"finished": 1, "pruned": 1, "stopped": 2, "failed": 0}
+    assert outcome_counts(results) == {"finished": 1, "pruned": 1, "stopped": 2, "not started": 0, "failed": 0}
+
+
+def test_a_trial_the_budget_never_started_is_not_started_in_every_count_line_and_run() -> None:
+    """Tune ends a PENDING trial the spent budget never started with no report but its own filler: its run, the
+    summary counts, the progress line and the ``trials_not_started`` total all say ``not started``. While the sweep
+    runs, a PENDING trial is pending."""
+    from types import SimpleNamespace
+
+    from sentsweep.platform.driver.callbacks import ProgressCallback
+    from sentsweep.platform.results import FINAL_KEY, outcome_counts
+    from sentsweep.platform.tracking.trial_runs_callback import (
+        completed_outcome,
+        ended_outcome,
+        sweep_totals,
+        trial_outcome,
+    )
+    from sentsweep.tracking.vocabulary import NOT_STARTED_REASON
+
+    waiting = FakeTrial("never", {"trial_id": "never"}, status="PENDING")
+    won = FakeTrial("won", _report(9.0, step=8, training_iteration=4, done=True, **{FINAL_KEY: 1.0}),
+                    status="TERMINATED")
+    line = ProgressCallback("stsb_dev", "max", 2).line
+    assert trial_outcome(waiting) == "pending" and sweep_totals([waiting, won], 1.0)["trials_not_started"] == 0.0
+    assert line([waiting, won]).endswith("1/2 trials: 1 finished, 0 running, 0 pruned, 0 failed")
+    assert completed_outcome(waiting, "ASHA") == ("not started", NOT_STARTED_REASON)  # Tune completes it
+    assert line([waiting, won], ending=waiting).endswith(
+        "2/2 trials: 1 finished, 0 running, 0 pruned, 1 not started, 0 failed")
+    waiting.status = "TERMINATED"
+    assert ended_outcome(waiting, "ASHA") == ("not started", NOT_STARTED_REASON)
+    totals = sweep_totals([waiting, won], 1.0)
+    assert {k: totals[k] for k in ("trials_finished", "trials_stopped", "trials_not_started", "trials_total")} == {
+        "trials_finished": 1.0, "trials_stopped": 0.0, "trials_not_started": 1.0, "trials_total": 2.0}
+    assert not [key for key in totals if " " in key], "every total is a plain MLflow key"
+    results = [SimpleNamespace(metrics=t.last_result, error=None) for t in (waiting, won)]
+    assert outcome_counts(results) == {"finished": 1, "pruned": 0, "stopped": 0, "not started": 1, "failed": 0}
 
 
 def test_the_searcher_starts_no_trial_while_the_budget_is_spent() -> None:
@@ -284,7 +319,7 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
 
     # spent at the first trial's first report (step 2 of 4): no trial starts after it, and it is stopped where it is
     first, client = _spent_at_the_first_report(tmp_path, tiny_bert_dir, tracking_uri, steps=4, samples=3)
-    assert first.counts == {"finished": 0, "pruned": 0, "stopped": 1, "failed": 0}
+    assert first.counts == {"finished": 0, "pruned": 0, "stopped": 1, "not started": 0, "failed": 0}
     parent = client.get_run(first.parent_run_id)
     counted = sum(result.metrics["time_total_s"] for result in first.results)
     assert parent.data.metrics["budget_compute_seconds"] == pytest.approx(counted)
@@ -300,7 +335,7 @@ def test_a_spent_budget_stops_the_sweep_and_a_raised_one_lets_it_go_on(tmp_path,
                            echo=lambda line: None)
     resumed_for = time.monotonic() - started
     # the stopped trial stays as it ended; the search goes on to its number of samples
-    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 1, "failed": 0}
+    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 1, "not started": 0, "failed": 0}
     parent = client.get_run(outcome.parent_run_id)
     assert parent.data.tags[STOP_REASON_TAG].startswith("none: the budget changed on resume lifted the earlier stop")
     counted_after = sum(result.metrics["time_total_s"] for result in outcome.results)
@@ -318,7 +353,7 @@ def test_a_trial_that_trained_its_last_step_when_the_budget_is_spent_ends_finish
     from sentsweep.tracking.vocabulary import ROLE_TAG
 
     outcome, client = _spent_at_the_first_report(tmp_path, tiny_bert_dir, tracking_uri, steps=2, samples=2)
-    assert outcome.counts == {"finished": 1, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 1, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     assert len(outcome.results) == 1, "no trial starts once the budget is spent"
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     assert run.data.tags["sentsweep.outcome"] == "finished" and "stsb_test" in run.data.metrics  # its test suite ran

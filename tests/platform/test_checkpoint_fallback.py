@@ -28,7 +28,7 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path, tiny_b
                         export=False, checkpoint={"num_to_keep": 2, "keep_trials": 1})
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
 
-    assert outcome.counts == {"finished": 1, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 1, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     client = MlflowClient(tracking_uri=tracking_uri)
     (run,) = client.search_runs([outcome.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
     (trial,) = [p for p in Path(outcome.sweep_dir).iterdir() if p.is_dir() and p.name.startswith("train_")]

@@ -26,7 +26,7 @@ def test_cosent_sweep_end_to_end(tmp_path, tiny_bert_dir, tracking_uri, ray_sess
         "final_tasks": "stsb_test,sickr_test", "confirm": {"top_k": 0},
     })
     outcome = run_sweep(config, echo=lambda line: None)
-    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     assert {"scale", "pooling", "lr", "batch_size", "warmup_ratio"} <= set(outcome.best_config)
     client = MlflowClient(tracking_uri=tracking_uri)
     children = client.search_runs([outcome.experiment_id], f"tags.`{PARENT_TAG}` = '{outcome.parent_run_id}'")

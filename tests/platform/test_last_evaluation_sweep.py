@@ -38,7 +38,7 @@ def test_a_trial_worst_at_its_last_evaluation_is_finished_everywhere(tmp_path, t
                         search_space="toy-penalised", fixed={"max_steps": 2, "eval_every": 2}, plots=False)
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=PENALISED_SPACE, finalize=False, preflight=False,
                         echo=lambda line: None)
-    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     study = load_study(locate(outcome.sweep_dir))
     assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.COMPLETE]
     assert study.trials[1].value < study.trials[0].value - 20.0  # the penalised one, told its value

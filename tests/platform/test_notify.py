@@ -92,7 +92,7 @@ def test_end_and_failure_payloads_are_slack_text_with_structured_fields(hook: Ho
     assert notifier.sweep_ended("running") is False  # not an end
     end, failure = hook.bodies
     assert end["text"] == ("sentsweep: sweep demo-1a2b finished: best stsb_dev 81.23 (trial abc_00002); 3 finished, "
-                           "1 pruned, 0 stopped, 0 failed; MLflow run run123; folder /work/ray_results/demo-1a2b")
+                           "1 pruned, 0 failed; MLflow run run123; folder /work/ray_results/demo-1a2b")
     assert end["sentsweep"] == {"event": "end", "sweep": "demo-1a2b", "status": "finished", "metric": "stsb_dev",
                                 "mlflow_run_id": "run123", "sweep_folder": "/work/ray_results/demo-1a2b",
                                 "best_trial": "abc_00002", "best_value": 81.234, "reason": None,
@@ -217,7 +217,8 @@ def test_a_toy_sweep_notifies_its_spent_budget_and_its_end_and_writes_no_url(hoo
     # spent at the first report (step 2 of 4): that trial stops there, so none finished and the sweep ends failed
     assert [body["sentsweep"]["event"] for body in hook.bodies] == ["budget", "failure"]
     end = hook.bodies[1]["sentsweep"]
-    assert end["status"] == "failed" and end["counts"] == {"finished": 0, "pruned": 0, "stopped": 1, "failed": 0}
+    assert end["status"] == "failed"
+    assert end["counts"] == {"finished": 0, "pruned": 0, "stopped": 1, "not started": 0, "failed": 0}
     assert end["mlflow_run_id"] == outcome.parent_run_id and end["sweep_folder"] == outcome.sweep_dir
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "sweep.yaml" for p in written)

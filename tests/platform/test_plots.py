@@ -101,7 +101,7 @@ def test_the_importance_needs_its_threshold_of_finished_feasible_trials(tmp_path
 
 @pytest.mark.parametrize(("metrics", "error", "status"), [
     ({FINAL_KEY: 1.0}, False, "finished"), ({"training_iteration": 2, "done": True}, False, "pruned"),
-    ({"training_iteration": 2, "done": False}, False, "stopped"),
+    ({"training_iteration": 2, "done": False}, False, "stopped"), ({"trial_id": "a"}, False, "not started"),
     ({FAILED_KEY: 1.0, INFEASIBLE_KEY: "diverged"}, False, "infeasible"), ({FAILED_KEY: 1.0}, False, "failed"),
     (None, True, "failed"),
 ])

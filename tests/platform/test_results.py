@@ -1,4 +1,4 @@
-"""How the platform reads Tune's results: which settings the search varied."""
+"""How the platform reads Tune's results: how a trial ended, which settings the search varied."""
 
 from __future__ import annotations
 
@@ -6,7 +6,38 @@ from types import SimpleNamespace
 
 import optuna
 
-from sentsweep.platform.results import creation_numbers, searched_keys, varying_keys
+from sentsweep.platform.results import (
+    BUDGET_STOP_KEY,
+    FINAL_KEY,
+    counts_text,
+    creation_numbers,
+    outcome_counts,
+    searched_keys,
+    trial_end,
+    varying_keys,
+)
+from sentsweep.trainables.report_keys import FAILED_KEY
+
+
+def test_a_trial_that_ended_before_its_first_report_did_not_start() -> None:
+    """No report with a ``training_iteration``: none at all, Tune's own filler (its id, its seconds), or a stop Tune
+    marked ``done`` there. A failure stays a failure, and any report makes it pruned or stopped."""
+    for result in (None, {}, {"trial_id": "a", "time_total_s": 3.0}, {"trial_id": "a", "done": True}):
+        assert trial_end(result) == "not started", result
+    assert trial_end(None, error=True) == trial_end({FAILED_KEY: 1.0}) == "failed"
+    assert trial_end({"training_iteration": 1, "done": True}) == "pruned"
+    assert trial_end({"training_iteration": 1, "done": True, BUDGET_STOP_KEY: True}) == "stopped"
+    assert trial_end({"training_iteration": 1}) == "stopped"
+    assert trial_end({"training_iteration": 4, FINAL_KEY: 1.0}) == "finished"
+    results = [SimpleNamespace(metrics=m, error=None) for m in ({}, {"training_iteration": 1}, {FINAL_KEY: 1.0})]
+    assert outcome_counts(results) == {"finished": 1, "pruned": 0, "stopped": 1, "not started": 1, "failed": 0}
+
+
+def test_a_line_names_stopped_and_not_started_only_when_a_trial_ended_so() -> None:
+    counts = {"finished": 3, "running": 0, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
+    assert counts_text(counts) == "3 finished, 0 running, 0 pruned, 0 failed"
+    assert counts_text({**counts, "stopped": 2, "not started": 1}) == (
+        "3 finished, 0 running, 0 pruned, 2 stopped, 1 not started, 0 failed")
 
 
 def test_varying_keys_are_the_settings_that_differ_in_first_seen_order() -> None:

@@ -93,7 +93,7 @@ def test_sigkill_then_resume(tmp_path, tiny_bert_dir, tracking_uri, ray_session)
     outcome = resume_sweep(str(sweep_dir), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False,
                            echo=lambda line: None)
 
-    assert outcome.counts == {"finished": 4, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 4, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     runs = _trial_runs(client)
     assert len(runs) == 4 == len({r.data.tags[TRIAL_ID_TAG] for r in runs})
     assert all(r.data.tags[PARENT_TAG] == outcome.parent_run_id for r in runs)

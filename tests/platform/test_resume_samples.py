@@ -44,7 +44,7 @@ def test_a_resume_with_more_samples_runs_that_many_trials(tmp_path, tiny_bert_di
                            trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
                            echo=lambda line: None)
 
-    assert outcome.counts == {"finished": 5, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 5, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     runs = _trial_runs(client)
     assert len(runs) == 5 == len({r.data.tags[TRIAL_ID_TAG] for r in runs})
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * 5

@@ -192,7 +192,7 @@ def test_a_resume_from_a_torn_snapshot_runs_each_sample_once(tmp_path, tiny_bert
     told = lost["status"] == "TERMINATED"  # it ended before the interrupt: Optuna has its result, rightly
     outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
                            echo=lambda line: None)
-    assert outcome.counts == {"finished": 4, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 4, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = client.get_experiment_by_name("toy")
     runs = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'trial'")
@@ -243,7 +243,7 @@ def test_a_sweep_killed_before_tunes_first_snapshot_fails_the_trials_it_had_aske
     outcome = resume_sweep(str(folder), trainable=TOY_TRAINABLE, space=TOY_SPACE, finalize=False, preflight=False,
                            echo=lambda line: None)
     # afresh: Tune has no trial to restore
-    assert outcome.counts == {"finished": 3, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 3, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     study = load_study(locate(str(folder)))
     by_number = {t.number: t for t in study.trials}
     assert all(by_number[t.number].state == TrialState.FAIL for t in asked)

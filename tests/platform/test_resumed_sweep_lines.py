@@ -38,7 +38,7 @@ def test_a_resumed_sweep_names_every_searched_setting_and_prints_each_line_once(
                            echo=lines.append)
     second = capfd.readouterr().out
     print("FIRST\n" + first + "\nSECOND\n" + second + "\nECHO\n" + "\n".join(lines))
-    assert outcome.counts == {"finished": 4, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 4, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     (winner,) = [line for line in lines if line.startswith("best trial t")]
     assert re.search(r" with lr=\S+, scale=\S+, pooling=mean$", winner), winner
     said = [m.group(1) for line in (first + second).splitlines() if (m := PROGRESS.match(line))]

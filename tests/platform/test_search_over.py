@@ -28,7 +28,8 @@ def test_a_resume_after_the_search_ended_reads_its_results_back(tmp_path, tiny_b
                         scheduler={"type": "fifo"}, fixed={"max_steps": 2, "eval_every": 2})
     first = run_sweep(config, trainable=TOY_TRAINABLE, space=FAULTY_SPACE, finalize=False, preflight=False,
                       echo=lambda line: None)
-    assert first.counts == {"finished": 1, "pruned": 0, "stopped": 0, "failed": 1}  # trial 1 raises at its first step
+    # trial 1 raises at its first step
+    assert first.counts == {"finished": 1, "pruned": 0, "stopped": 0, "not started": 0, "failed": 1}
     mark = locate(first.sweep_dir).read_json_object(SEARCH_FILE, "the search's mark")
     assert mark is not None and mark["bounds"]["num_samples"] == 2
     client = MlflowClient(tracking_uri=tracking_uri)

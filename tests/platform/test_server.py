@@ -55,7 +55,7 @@ def test_sweep_logs_to_a_tracking_server(tmp_path, tiny_bert_dir, mlflow_server,
     config = toy_config(tmp_path, tiny_bert_dir, mlflow_server, num_samples=2, max_concurrent_trials=2,
                         scheduler={"type": "fifo"}, tracking={"artifact_location": None}, plots=False)
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
-    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome.counts == {"finished": 2, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     client = MlflowClient(tracking_uri=mlflow_server)
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FINISHED" and parent.data.metrics["trials_finished"] == 2

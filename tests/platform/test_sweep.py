@@ -40,7 +40,7 @@ def _by_fault(children, key: str):
 
 
 def test_outcome_counts_each_kind_of_trial_end(toy_sweep):
-    assert toy_sweep.counts == {"finished": 1, "pruned": 2, "stopped": 0, "failed": 2}
+    assert toy_sweep.counts == {"finished": 1, "pruned": 2, "stopped": 0, "not started": 0, "failed": 2}
     assert toy_sweep.best_value is not None and toy_sweep.best_run_id
 
 
@@ -154,10 +154,10 @@ def test_a_sweep_without_a_finished_trial_closes_its_parent_failed(tmp_path, tin
     config = toy_config(tmp_path, tiny_bert_dir, tracking_uri, num_samples=2, max_concurrent_trials=1,
                         fixed={"fail_at_step": 1})
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
-    assert outcome.counts == {"finished": 0, "pruned": 0, "stopped": 0, "failed": 2}
+    assert outcome.counts == {"finished": 0, "pruned": 0, "stopped": 0, "not started": 0, "failed": 2}
     parent = MlflowClient(tracking_uri=tracking_uri).get_run(outcome.parent_run_id)
     assert parent.info.status == "FAILED"
-    assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 0 stopped, 2 failed"
+    assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 2 failed"
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("trial t0")]
     assert len(failed) == 2, "one line per failed trial"
     assert all("failed: RuntimeError: toy failure at step 1 (traceback in " in line and line.endswith("error.txt)")

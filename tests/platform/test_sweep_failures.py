@@ -24,7 +24,7 @@ def test_a_nan_loss_is_not_retried_and_fails_the_sweep(tmp_path, tiny_bert_dir, 
                         fixed={"nan_at_step": 2}, max_failures=1)
     outcome = run_sweep(config, trainable=TOY_TRAINABLE, space=TOY_SPACE, echo=lambda line: None)
 
-    assert outcome.counts == {"finished": 0, "pruned": 0, "stopped": 0, "failed": 2}
+    assert outcome.counts == {"finished": 0, "pruned": 0, "stopped": 0, "not started": 0, "failed": 2}
     client = MlflowClient(tracking_uri=tracking_uri)
     children = client.search_runs([outcome.experiment_id], f"tags.`{PARENT_TAG}` = '{outcome.parent_run_id}'")
     assert len(children) == 2
@@ -41,4 +41,4 @@ def test_a_nan_loss_is_not_retried_and_fails_the_sweep(tmp_path, tiny_bert_dir, 
     assert len(lines) == 2 and all("NonFiniteLossError" in line and "infeasible (diverged)" in line for line in lines)
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FAILED" and parent.data.tags[STATUS_TAG] == "failed"
-    assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 0 stopped, 2 failed"
+    assert parent.data.tags[REASON_TAG] == "no trial finished: 0 finished, 0 pruned, 2 failed"

@@ -96,7 +96,7 @@ def test_a_long_outage_neither_stops_nor_holds_the_sweep_and_sync_completes_mlfl
     output = log_path.read_text()
     assert driver.returncode == 0, output[-4000:]
     outcome = json.loads(output.split("OUTCOME ", 1)[1].splitlines()[0])
-    assert outcome["counts"] == {"finished": 2, "pruned": 0, "stopped": 0, "failed": 0}
+    assert outcome["counts"] == {"finished": 2, "pruned": 0, "stopped": 0, "not started": 0, "failed": 0}
     finals = _finished_in_folder(sweep_root)
     assert len(finals) == 2 and exited - max(finals) < 60, f"exited {exited - max(finals):.0f} s after its last trial"
     assert "sentsweep sync" in output  # the driver said how MLflow is completed

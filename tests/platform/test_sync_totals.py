@@ -60,9 +60,9 @@ def test_sync_corrects_the_totals_an_earlier_end_left_and_writes_them_once(tmp_p
 def test_sync_leaves_totals_that_agree_with_the_folder(tmp_path: Path, tracking_uri: str) -> None:
     run_id = _plant_sweep(tmp_path / "sweep", tracking_uri, {"a": "TERMINATED", "b": "TERMINATED", "c": "TERMINATED"})
     client = MlflowClient(tracking_uri=tracking_uri)
-    ended = {"trials_finished": 3.0, "trials_pruned": 0.0, "trials_stopped": 0.0, "trials_failed": 0.0,
-             "trials_running": 0.0, "trials_pending": 0.0, "trials_total": 3.0, "trial_seconds": 60.0,
-             "gpu_seconds": 0.0}  # the end's own
+    ended = {"trials_finished": 3.0, "trials_pruned": 0.0, "trials_stopped": 0.0, "trials_not_started": 0.0,
+             "trials_failed": 0.0, "trials_running": 0.0, "trials_pending": 0.0, "trials_total": 3.0,
+             "trial_seconds": 60.0, "gpu_seconds": 0.0}  # the end's own
     TrialRuns(client, client.get_run(run_id).info.experiment_id, run_id).log_totals(ended)
     sync_sweep(str(tmp_path / "sweep"))
     assert all(len(client.get_metric_history(run_id, key)) == 1 for key in ended)

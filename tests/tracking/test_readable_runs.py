@@ -17,7 +17,7 @@ from sentsweep.platform.results import FINAL_KEY
 from sentsweep.platform.tracking.parent_run import SweepRun, experiment_description, sweep_description
 from sentsweep.platform.tracking.run_writes import RunWrites
 from sentsweep.tracking.names import figure, run_name, setting, tracked_key, trial_label, ui_link
-from sentsweep.tracking.vocabulary import NOTE_TAG, OUTCOME_TAG, OUTCOMES
+from sentsweep.tracking.vocabulary import NOT_STARTED_REASON, NOTE_TAG, OUTCOME_TAG, OUTCOMES
 
 
 @pytest.mark.parametrize(("value", "shown", "as_figure"), [
@@ -137,7 +137,7 @@ def test_the_driver_names_each_outcome_and_each_trial_by_its_number() -> None:
     pruned = _Trial("b", "TERMINATED", {"training_iteration": 1, "step": 8, "done": True})
     assert completed_outcome(pruned, "ASHA") == ("pruned", "pruned by ASHA at iteration 1 (step 8)")
     assert completed_outcome(_Trial("a", "TERMINATED", {"final": 1.0}), "ASHA") == ("finished", None)
-    assert completed_outcome(_Trial("c", "TERMINATED", {}), "ASHA")[0] == "not started"
+    assert completed_outcome(_Trial("c", "TERMINATED", {}), "ASHA") == ("not started", NOT_STARTED_REASON)
     assert ended_outcome(_Trial("d", "TERMINATED", {"training_iteration": 2, "done": False}), "ASHA")[0] == "stopped"
     assert ended_outcome(_Trial("e", "RUNNING", {"training_iteration": 2}), "ASHA")[0] == "interrupted"
     trials = [_Trial("a", "RUNNING", None, {"scale": 22.4}), _Trial("b", "RUNNING", None, {"lr": 3.5e-05})]
@@ -150,7 +150,8 @@ def test_the_driver_names_each_outcome_and_each_trial_by_its_number() -> None:
 def test_the_progress_line_names_the_best_trial_by_its_label() -> None:
     from sentsweep.platform.driver.callbacks import ProgressCallback
 
-    trials = [_Trial("a", "RUNNING", {"stsb_dev": 60.0}), _Trial("b", "RUNNING", {"best_stsb_dev": 80.0})]
+    trials = [_Trial("a", "RUNNING", {"training_iteration": 1, "stsb_dev": 60.0}),
+              _Trial("b", "RUNNING", {"training_iteration": 1, "best_stsb_dev": 80.0})]
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02", 80.0)
     trials[1].status = "TERMINATED"  # stopped between reports by the budget or the time limit: it cannot win
     assert ProgressCallback("stsb_dev", "max", 2).best(trials) == ("t02, stopped", 80.0)
@@ -243,7 +244,7 @@ def test_a_resumed_sweep_does_not_repeat_its_last_progress_line(capsys) -> None:
     pickled = pickle.dumps(fresh)  # Tune pickles the callbacks as it builds the Tuner, before the sweep runs
     fresh.setup(total_num_samples=2)
     fresh.on_step_end(1, [_Trial("a", "PENDING", None), _Trial("b", "PENDING", None)])
-    assert capsys.readouterr().out.endswith("0/2 trials: 0 finished, 0 running, 0 pruned, 0 stopped, 0 failed\n")
+    assert capsys.readouterr().out.endswith("0/2 trials: 0 finished, 0 running, 0 pruned, 0 failed\n")
     resumed = pickle.loads(pickled)
     resumed.setup(total_num_samples=2)
     trials = [_Trial("a", "TERMINATED", {"stsb_dev": 60.0, FINAL_KEY: 1.0}), _Trial("b", "PENDING", None)]
@@ -252,5 +253,5 @@ def test_a_resumed_sweep_does_not_repeat_its_last_progress_line(capsys) -> None:
     assert capsys.readouterr().out == ""
     trials[1].last_result = {"stsb_dev": 70.0, FINAL_KEY: 1.0}
     resumed.on_trial_complete(3, trials, trials[1])
-    assert capsys.readouterr().out.endswith("2/2 trials: 2 finished, 0 running, 0 pruned, 0 stopped, 0 failed | "
+    assert capsys.readouterr().out.endswith("2/2 trials: 2 finished, 0 running, 0 pruned, 0 failed | "
                                             "best stsb_dev 70.00 (t02)\n")

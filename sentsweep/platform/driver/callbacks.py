@@ -20,6 +20,7 @@ from sentsweep.platform.folder.lock import LockLost
 from sentsweep.platform.folder.retention import keep_best_weights_only
 from sentsweep.platform.results import (
     ENDED_OUTCOMES,
+    counts_text,
     creation_numbers,
     failure_reason,
     finite_number,
@@ -39,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 #: The files Tune's default logger callbacks write per trial (and nothing a resume or the tracking callback reads).
 LOGGER_FILES = ("result.json", "progress.csv", "params.json", "params.pkl")
+#: The counts the progress line names, in its order: the running trials after the finished ones.
+PROGRESS_COUNTS = ("finished", "running", *(outcome for outcome in ENDED_OUTCOMES if outcome != "finished"))
 
 
 def stage_callbacks(config: SweepConfig, num_samples: int, label_prefix: str = SEARCH_PREFIX) -> list[Callback]:
@@ -94,9 +97,8 @@ class ProgressCallback(Callback):
         """The progress line; ``ending`` is a trial Tune is completing (its status not yet updated)."""
         counts = Counter(trial_outcome(t, ending=t is ending) for t in trials)
         ended = sum(counts[outcome] for outcome in ENDED_OUTCOMES)
-        text = (f"[{time.monotonic() - self._start:5.0f}s] {ended}/{self.num_samples} trials: "
-                f"{counts['finished']} finished, {counts['running']} running, "
-                f"{counts['pruned']} pruned, {counts['stopped']} stopped, {counts['failed']} failed")
+        named = counts_text({outcome: counts[outcome] for outcome in PROGRESS_COUNTS})
+        text = f"[{time.monotonic() - self._start:5.0f}s] {ended}/{self.num_samples} trials: {named}"
         best = self.best(trials)
         return text + (f" | best {self.metric} {figure(best[1])} ({best[0]})" if best is not None else "")
 

@@ -35,7 +35,7 @@ from sentsweep.platform.location import (
 )
 from sentsweep.platform.outcome import SweepOutcome
 from sentsweep.platform.report.notify import SweepNotifier
-from sentsweep.platform.results import outcome_counts
+from sentsweep.platform.results import counts_text, outcome_counts
 from sentsweep.platform.search.convergence import record_convergence
 from sentsweep.platform.search.scheduler import build_scheduler, scheduler_label
 from sentsweep.platform.search.searcher import build_searcher, mark_search_over, search_results
@@ -256,7 +256,7 @@ def _drive(make_tuner: Callable[[], Tuner], config: SweepConfig, location: Sweep
     outcome = SweepOutcome(sweep.sweep_name, location.uri, sweep.run_id, sweep.experiment_id,
                            sweep.tracking_uri, counts, wall, fit_started=started, results=results,
                            confirmation=confirmation, reference_point=specs.reference_setting(config, space))
-    described = ", ".join(f"{v} {k}" for k, v in counts.items())
+    described = counts_text(counts)
     echo(f"sweep {sweep.sweep_name} done in {wall:.0f}s: {described}")
     if not counts.get("finished"):  # nothing to evaluate or register: the sweep did not do its job
         close("failed", "no trial finished: " + described, outcome)

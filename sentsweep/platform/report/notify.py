@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from sentsweep.credentials import MASK, mask_text, secret_values
 from sentsweep.platform.report.winner import best_label, result_label
-from sentsweep.platform.results import finite_number, metric_value, rank_results
+from sentsweep.platform.results import counts_text, finite_number, metric_value, rank_results
 from sentsweep.tracking.names import figure
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class SweepNotice:
         what = {"end": f"finished: {best}", "budget": "spent its budget",
                 "interrupted": "was interrupted", "failure": f"{self.status}"}[self.event]
         parts = [f"sentsweep: sweep {self.sweep} {what}", self.reason,
-                 ", ".join(f"{n} {kind}" for kind, n in self.counts.items()),
+                 counts_text(self.counts),
                  f"MLflow run {self.mlflow_run_id}; folder {self.sweep_folder}"]
         return "; ".join(part for part in parts if part)
 

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from ray.tune import ResultGrid
 
 
-Status = Literal["finished", "pruned", "stopped", "infeasible", "failed"]
+Status = Literal["finished", "pruned", "stopped", "not started", "infeasible", "failed"]
 STATUS_COLOURS: dict[Status, str] = {"finished": "tab:blue", "pruned": "tab:orange", "stopped": "tab:purple",
-                                     "infeasible": "tab:red", "failed": "tab:gray"}
+                                     "not started": "tab:olive", "infeasible": "tab:red", "failed": "tab:gray"}
 #: The statuses of a trial that ended early: its curve ends with a cross where it stopped.
 EARLY: tuple[Status, ...] = ("pruned", "stopped")
 #: The fewest finished, feasible trials an importance is drawn from (fewer rank parameters by noise).

@@ -97,17 +97,23 @@ def pruned_reason(result: dict[str, Any], scheduler_label: str) -> str:
             f"(step {int(result.get('step', 0))})")
 
 
+def ended_reason(result: dict[str, Any] | None, outcome: str, scheduler_label: str) -> str | None:
+    """Why a trial whose last report is ``result`` ended ``outcome``: a failed report's reason, its scheduler's
+    prune, the budget's stop, or an end before its first report; None for any other outcome."""
+    if outcome == "failed":
+        return failure_reason(result)
+    if outcome == "pruned":
+        return pruned_reason(result or {}, scheduler_label)
+    return {"stopped": vocab.STOPPED_REASON, "not started": vocab.NOT_STARTED_REASON}.get(outcome)
+
+
 def result_outcome(result: dict[str, Any] | None, scheduler_label: str | None = None) -> tuple[str, str | None] | None:
     """A trial's outcome (:func:`~sentsweep.platform.results.trial_end`) and reason from its last report: failed,
     finished, and with ``scheduler_label`` pruned or stopped by the budget at a report Tune marked ``done``; else
     None."""
     outcome = trial_end(result)
-    if outcome == "failed":
-        return "failed", failure_reason(result)
-    if outcome == "finished":
-        return "finished", None
-    if result and result.get("done") and scheduler_label:
-        return (outcome, pruned_reason(result, scheduler_label) if outcome == "pruned" else vocab.STOPPED_REASON)
+    if outcome in ("failed", "finished") or (result and result.get("done") and scheduler_label):
+        return outcome, ended_reason(result, outcome, scheduler_label or "")
     return None
 
 

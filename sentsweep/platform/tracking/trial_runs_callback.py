@@ -19,18 +19,11 @@ import pyarrow.fs
 from mlflow import MlflowClient
 from ray.tune import Callback
 
-from sentsweep.platform.results import (
-    ENDED_OUTCOMES,
-    creation_numbers,
-    failure_reason,
-    is_failed,
-    is_reference,
-    trial_end,
-)
+from sentsweep.platform.results import ENDED_OUTCOMES, creation_numbers, is_failed, is_reference, trial_end
 from sentsweep.platform.stops import active_stops, superseded
 from sentsweep.platform.tracking.reachability import store_answers
 from sentsweep.platform.tracking.run_writes import Deliverer
-from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, pruned_reason
+from sentsweep.platform.tracking.trial_runs import RESULTS_FILE, TrialFolder, TrialRuns, ended_reason
 from sentsweep.tracking import vocabulary as vocab
 from sentsweep.tracking.names import SEARCH_PREFIX, run_name, trial_label
 from sentsweep.trainables.restore_note import retry_note
@@ -43,8 +36,13 @@ log = logging.getLogger("sentsweep.tracking")
 UNLOGGED_SETTINGS = frozenset({"system_metrics", "system_metrics_interval_s"})
 #: Seconds the end of an experiment waits for MLflow (none when its store does not answer a probe at once).
 END_WAIT_S = 20.0
-#: The outcomes the sweep run's totals count (``trials_<outcome>``), besides ``trials_total``.
+#: The outcomes the sweep run's totals count (:func:`total_key`), besides ``trials_total``.
 TOTAL_OUTCOMES = (*ENDED_OUTCOMES, "running", "pending")
+
+
+def total_key(outcome: str) -> str:
+    """The sweep run's metric counting the trials of ``outcome``: ``trials_stopped``, ``trials_not_started``."""
+    return "trials_" + outcome.replace(" ", "_")
 
 
 def sweep_totals(trials: Sequence[Any], gpu_per_trial: float) -> dict[str, float]:
@@ -52,7 +50,7 @@ def sweep_totals(trials: Sequence[Any], gpu_per_trial: float) -> dict[str, float
     and ``last_result``): counts by :func:`trial_outcome`, the trials' seconds and GPU-seconds."""
     counts = Counter(trial_outcome(t) for t in trials)
     seconds = sum(float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials)
-    return {**{f"trials_{k}": float(counts[k]) for k in TOTAL_OUTCOMES}, "trials_total": float(len(trials)),
+    return {**{total_key(k): float(counts[k]) for k in TOTAL_OUTCOMES}, "trials_total": float(len(trials)),
             "trial_seconds": seconds, "gpu_seconds": seconds * gpu_per_trial}
 
 
@@ -75,11 +73,8 @@ def last_error_line(trial: Trial) -> str:
 
 
 def completed_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
-    """The outcome and reason of a trial Tune completes; one stopped before its first report did not start."""
-    result = trial.last_result or {}
+    """The outcome (:func:`trial_outcome`) and reason of a trial Tune completes."""
     outcome = trial_outcome(trial, ending=True)
-    if outcome in ("pruned", "stopped") and not result.get("training_iteration"):
-        return "not started", "stopped before it started"
     return outcome, _reason(trial, outcome, scheduler_label)
 
 
@@ -95,11 +90,9 @@ def ended_outcome(trial: Trial, scheduler_label: str) -> tuple[str, str | None]:
 
 def _reason(trial: Trial, outcome: str, scheduler_label: str) -> str | None:
     result = trial.last_result or {}
-    if outcome == "failed":
-        return failure_reason(result) if is_failed(result) else last_error_line(trial)
-    if outcome == "pruned":
-        return pruned_reason(result, scheduler_label)
-    return vocab.STOPPED_REASON if outcome == "stopped" else None  # the budget, or time_budget_s
+    if outcome == "failed" and not is_failed(result):  # Tune's error, not a failed report
+        return last_error_line(trial)
+    return ended_reason(result, outcome, scheduler_label)
 
 
 def trial_folder(trial: Trial) -> TrialFolder:
