@@ -59,7 +59,7 @@ def test_two_sweeps_started_together_on_a_fresh_sqlite_file(tmp_path, tiny_bert_
                 driver.kill()
         output = (folder / "driver.log").read_text()
         assert driver.returncode == 0, output[-4000:]
-        assert "COUNTS {'finished': 1, 'pruned': 0, 'stopped': 0, 'failed': 0}" in output
+        assert "COUNTS {'finished': 1, 'pruned': 0, 'stopped': 0, 'not started': 0, 'failed': 0}" in output
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("toy")
     sweeps = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'sweep'")
