@@ -143,12 +143,13 @@ def sync_sweep(sweep_dir: str, endpoint_url: str | None = None, tracking_uri: st
             if any(not math.isclose(held.get(k, math.nan), v) for k, v in totals.items()):
                 # the totals the sweep's last end could not write (an outage), or a crashed end's, made none
                 TrialRuns(client, manifest.experiment_id, manifest.parent_run_id).log_totals(totals)
-            for path, run_id in stages:
-                run = SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
-                                      runs={r for _, r in stages} - {run_id}, register=register)
+            attached = [SweepRun.attach(uri, manifest.experiment_id, run_id, manifest.sweep_name, fs, path,
+                                        runs={r for _, r in stages} - {run_id}, register=register)
+                        for path, run_id in stages]
+            for run in attached:
                 done.writes += run.deliver()
                 run.flush(0.0)  # nothing left: the saved file is removed
-            sweep = SweepRun.attach(uri, manifest.experiment_id, manifest.parent_run_id, manifest.sweep_name, fs, root)
+            sweep = attached[0]  # the first stage is the sweep's own run
             done.trials.ended += end_abandoned(sweep, folder_command("resume", location.uri, uri))
             link_best_run(client, manifest.experiment_id, manifest.parent_run_id, [r for _, r in stages])
         except Exception as exc:  # noqa: BLE001 - MLflow stopped answering: what is left waits for the next sync
